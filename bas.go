@@ -1,0 +1,317 @@
+// Package bas is an embeddable engine for a multi-tenant business-automation
+// workspace: versioned processes whose durable runs call capabilities bound
+// to providers (built-in apps, connectors, go-plugin subprocesses), with
+// people in the loop through human tasks and approvals, and the workspace
+// apps around it (documents, CRM, invoicing, boards, use cases, access).
+//
+// Open a workspace on a directory (Badger is the default store):
+//
+//	ws, err := bas.Open(ctx, bas.Options{Dir: "data"})
+//	if err != nil { ... }
+//	defer ws.Close()
+//
+// and serve its HTTP API with httpapi.New, or drive it from Go.
+//
+// # Seams
+//
+// Three seams let a host replace parts: Store (where state lives; see package
+// store), Provider (what a capability call goes to; see package capability)
+// and Clock (all time comes from it, so tests can move it by hand).
+package bas
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/internal/access"
+	"github.com/bas-platform/bas/internal/clock"
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/mail"
+	"github.com/bas-platform/bas/plugins"
+	"github.com/bas-platform/bas/process"
+	"github.com/bas-platform/bas/runengine"
+	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/cockroachdb/errors"
+)
+
+// Store is the storage seam (see package store).
+type Store = store.Store
+
+// Provider is the capability provider seam (see package capability).
+type Provider = capability.Provider
+
+// Clock is the time seam: Now and NewTimer.
+type Clock = clock.Clock
+
+// FakeClock is a Clock that moves only when told to; tests use it.
+type FakeClock = clock.Fake
+
+// NewFakeClock returns a FakeClock reading t.
+var NewFakeClock = clock.NewFake
+
+// Error kinds: test an error with errors.Is (cockroachdb/errors' Is, or the
+// standard library's for errors returned by this package's API).
+var (
+	ErrNotFound        = errs.NotFound
+	ErrConflict        = errs.Conflict
+	ErrInvalid         = errs.Invalid
+	ErrForbidden       = errs.Forbidden
+	ErrUnauthenticated = errs.Unauthenticated
+	ErrTooLarge        = errs.TooLarge
+	ErrRateLimited     = errs.RateLimited
+	ErrUnavailable     = errs.Unavailable
+)
+
+// Options configure Open.
+type Options struct {
+	// Dir is the directory of the default Badger store. Defaults to "data".
+	// Ignored when Store is set.
+	Dir string
+	// InMemory opens the default Badger store in memory (nothing survives
+	// Close); for tests. Ignored when Store is set.
+	InMemory bool
+	// Store is where state lives. Defaults to Badger under Dir; a Store
+	// given here is closed by Workspace.Close.
+	Store Store
+	// Clock tells the time. Defaults to the wall clock.
+	Clock Clock
+	// Logger receives structured logs. Defaults to discarding them.
+	Logger *slog.Logger
+	// Providers are extra capability providers (connectors, in-process
+	// vendor providers) registered beside the built-in ones.
+	Providers []Provider
+	// PluginDir, when set, is a directory whose executables are loaded as
+	// provider plugins.
+	PluginDir string
+	// Plugins are explicit paths of provider plugins to load.
+	Plugins []string
+	// PluginChecksums maps a plugin path or base name to its expected
+	// SHA-256 (hex); a plugin that does not match is not started.
+	PluginChecksums map[string]string
+}
+
+func (o Options) withDefaults() Options {
+	if o.Dir == "" {
+		o.Dir = "data"
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return o
+}
+
+// Workspace is an open bas engine: the store, the run engine, the registry
+// of capabilities and every workspace app. It serves any number of tenants.
+type Workspace struct {
+	opts   Options
+	store  Store
+	clock  Clock
+	logger *slog.Logger
+
+	// The services, wired by Open.
+	access   *access.Service
+	registry *capability.Registry
+	plugins  *plugins.Host // nil when no plugin is configured
+
+	processes *process.Service // definitions and versions
+	engine    *runengine.Engine
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens a workspace: the store (Badger under Dir unless Store is set),
+// the providers and plugins, and the run engine, which resumes the runs that
+// were in flight when the workspace last closed or crashed.
+func Open(ctx context.Context, opts Options) (*Workspace, error) {
+	opts = opts.withDefaults()
+	st := opts.Store
+	if st == nil {
+		bs, err := badgerstore.Open(badgerstore.Options{
+			Dir:      filepath.Clean(opts.Dir),
+			InMemory: opts.InMemory,
+			Logger:   opts.Logger,
+		})
+		if err != nil {
+			return nil, errors.Wrapf(err, "open store in %s", opts.Dir)
+		}
+		st = bs
+	}
+	ws := &Workspace{opts: opts, store: st, clock: opts.Clock, logger: opts.Logger}
+	// -- wiring: capabilities (registry, built-in providers, plugins)
+	ws.registry = capability.NewRegistry(capability.RegistryConfig{Store: st, Clock: opts.Clock, Logger: opts.Logger})
+	for _, p := range opts.Providers {
+		if err := ws.registry.Register(p); err != nil {
+			_ = ws.Close()
+			return nil, errors.Wrap(err, "register Options.Providers")
+		}
+	}
+	for _, p := range capability.DeclaredConnectors() {
+		if _, taken := ws.registry.Provider(p.Info().ID); !taken { // a host's real connector wins
+			if err := ws.registry.Register(p); err != nil {
+				_ = ws.Close()
+				return nil, errors.Wrap(err, "declare connectors")
+			}
+		}
+	}
+	if opts.PluginDir != "" || len(opts.Plugins) > 0 {
+		ws.plugins = plugins.NewHost(plugins.HostOptions{Logger: opts.Logger, Clock: opts.Clock,
+			Checksums: opts.PluginChecksums})
+		var loaded []capability.Provider
+		if opts.PluginDir != "" {
+			ps, loadErrs := ws.plugins.LoadDir(ctx, opts.PluginDir)
+			loaded = append(loaded, ps...)
+			for _, err := range loadErrs {
+				opts.Logger.Error("plugin not loaded", "error", err.Error())
+			}
+		}
+		for _, path := range opts.Plugins {
+			p, err := ws.plugins.Load(ctx, path)
+			if err != nil {
+				opts.Logger.Error("plugin not loaded", "path", path, "error", err.Error())
+				continue
+			}
+			loaded = append(loaded, p)
+		}
+		// Plugins that failed to load are registered too, so
+		// GET /v1/connections shows them failed with the reason.
+		for _, p := range append(loaded, ws.plugins.Failed()...) {
+			if err := ws.registry.Register(p); err != nil {
+				info := p.Info()
+				opts.Logger.Error("plugin not registered", "provider", info.ID, "error", err.Error())
+				_ = ws.registry.Register(capability.Failed(info.ID, info.Name, capability.KindPlugin, err.Error()))
+			}
+		}
+	}
+	// The systems a workspace says it uses (its profile) pick connectors
+	// in gaps and are the default list of GET /v1/integrations.
+	ws.registry.SetSystems(func(ctx context.Context, tenant string) ([]string, error) {
+		if ws.access == nil {
+			return nil, nil
+		}
+		w, err := ws.access.Workspace(ctx, tenant)
+		if err != nil {
+			return nil, err
+		}
+		var profile struct {
+			Systems []string `json:"systems"`
+		}
+		if json.Unmarshal(w.Profile, &profile) != nil {
+			return nil, nil
+		}
+		for i, name := range profile.Systems {
+			profile.Systems[i] = strings.TrimPrefix(name, "system:")
+		}
+		return profile.Systems, nil
+	})
+	// -- wiring: access
+	var mailer access.Caller // email.send for sign-in codes and invitations
+	if ws.registry != nil {
+		mailer = ws.registry
+	}
+	ws.access = access.New(access.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger, Mailer: mailer,
+		Apps: func() []string { // plugin apps keys may be limited to
+			var out []string
+			if ws.registry != nil {
+				for _, a := range ws.registry.Apps() {
+					out = append(out, a.ID)
+				}
+			}
+			return out
+		}})
+	ws.processes = process.NewService(process.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger, Access: ws.access})
+	if ws.registry != nil {
+		ws.registry.SetNeededBy(ws.processes.Needed)
+	}
+	// -- wiring: engine
+	if _, taken := ws.registry.Provider("builtin.email"); !taken {
+		if err := ws.registry.Register(mail.NewProvider(st, opts.Clock)); err != nil {
+			_ = ws.Close()
+			return nil, errors.Wrap(err, "register the email outbox")
+		}
+	}
+	var gate runengine.Gate = runengine.Supervised{}
+	eng, err := runengine.New(runengine.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,
+		Capabilities: ws.registry, Processes: ws.processes, Gate: gate})
+	if err != nil {
+		_ = ws.Close()
+		return nil, err
+	}
+	ws.engine = eng
+	if err := eng.Open(ctx); err != nil {
+		_ = ws.Close()
+		return nil, errors.Wrap(err, "open the run engine")
+	}
+	return ws, nil
+}
+
+// Engine returns the run engine: runs, tasks, approvals, events, cockpit.
+func (ws *Workspace) Engine() *runengine.Engine { return ws.engine }
+
+// AgreementRate is the share of decided actions people agreed with over
+// the last 30 days, or nil when none was decided.
+func (ws *Workspace) AgreementRate(ctx context.Context, tenant string) (*float64, error) {
+	return nil, nil
+}
+
+// Ping checks that the store answers.
+func (ws *Workspace) Ping(ctx context.Context) error {
+	return ws.store.View(ctx, func(store.Reader) error { return nil })
+}
+
+// Authenticate resolves a session token or API key to its principal; an
+// unknown, expired or revoked one is errs.Unauthenticated.
+func (ws *Workspace) Authenticate(ctx context.Context, token string) (*access.Principal, error) {
+	return ws.access.Authenticate(ctx, token)
+}
+
+// Access returns the access service (tenants, people, keys, invitations).
+func (ws *Workspace) Access() *access.Service { return ws.access }
+
+// Processes returns the process service (definitions and versions).
+func (ws *Workspace) Processes() *process.Service { return ws.processes }
+
+// Capabilities returns the capability registry.
+func (ws *Workspace) Capabilities() *capability.Registry { return ws.registry }
+
+// Apps lists the built-in apps and the apps plugins describe.
+func (ws *Workspace) Apps() []capability.App { return ws.registry.Apps() }
+
+// Store returns the workspace's store.
+func (ws *Workspace) Store() Store { return ws.store }
+
+// Clock returns the workspace's clock.
+func (ws *Workspace) Clock() Clock { return ws.clock }
+
+// Logger returns the workspace's logger.
+func (ws *Workspace) Logger() *slog.Logger { return ws.logger }
+
+// Close stops the workspace gracefully: new work is refused, in-flight
+// steps end or are left resumable, plugins are stopped and the store is
+// closed. Calling Close again returns the first result.
+func (ws *Workspace) Close() error {
+	ws.closeOnce.Do(func() {
+		if ws.engine != nil {
+			if err := ws.engine.Close(); err != nil {
+				ws.logger.Error("stop the run engine", "error", err.Error())
+			}
+		}
+		if ws.plugins != nil {
+			if err := ws.plugins.Close(); err != nil {
+				ws.logger.Error("stop plugins", "error", err.Error())
+			}
+		}
+		ws.closeErr = ws.store.Close()
+	})
+	return ws.closeErr
+}

@@ -1,0 +1,568 @@
+package capability
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bas-platform/bas/internal/clock"
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/schema"
+	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
+)
+
+// MaxProviderIDLen is the longest provider id (BindingIn.provider_id is 1 to
+// 80 characters).
+const MaxProviderIDLen = 80
+
+// ErrMalformedOutput marks a call whose provider answered with a result that
+// does not match the capability's result schema (or is not JSON).
+var ErrMalformedOutput = errors.New("capability: malformed provider output")
+
+// ErrTimeout marks a call whose provider did not answer before the deadline.
+// Such an error is also errs.Unavailable and context.DeadlineExceeded.
+var ErrTimeout = errors.New("capability: provider call timed out")
+
+// RegistryConfig configures NewRegistry.
+type RegistryConfig struct {
+	// Store keeps the per-tenant bindings (and their audit entries).
+	// Required.
+	Store store.Store
+	// Clock stamps bindings and audit entries. Defaults to the wall clock.
+	Clock clock.Clock
+	// Logger receives the registry's messages. Defaults to discarding them.
+	Logger *slog.Logger
+	// CallTimeout bounds every provider call; a caller's earlier deadline
+	// wins. Defaults to 30s.
+	CallTimeout time.Duration
+	// HealthTimeout bounds each provider's health check in Connections.
+	// Defaults to 5s.
+	HealthTimeout time.Duration
+}
+
+func (c RegistryConfig) withDefaults() RegistryConfig {
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.CallTimeout <= 0 {
+		c.CallTimeout = 30 * time.Second
+	}
+	if c.HealthTimeout <= 0 {
+		c.HealthTimeout = 5 * time.Second
+	}
+	return c
+}
+
+// NeededFunc returns the capabilities the processes installed in a tenant
+// need (see Registry.SetNeededBy).
+type NeededFunc func(ctx context.Context, tenant string) ([]string, error)
+
+// SystemsFunc returns the business systems a tenant says it uses (the
+// workspace profile's systems: "Xero", "Slack" ...); see
+// Registry.SetSystems.
+type SystemsFunc func(ctx context.Context, tenant string) ([]string, error)
+
+// Registry is a workspace's capabilities and providers: the catalog, the
+// registered providers, each tenant's bindings, and the calls that go
+// through them. It is safe for concurrent use.
+//
+// Call is on the run engine's hot path: the catalog and providers are an
+// immutable snapshot swapped atomically on Register and Unregister, and
+// each tenant's bindings are read from the store once and then served from
+// memory, kept current by Bind and Unbind.
+type Registry struct {
+	cfg RegistryConfig
+	log *slog.Logger
+
+	mu   sync.Mutex // serializes Register, Unregister and Refresh
+	snap atomic.Pointer[snapshot]
+
+	tenants sync.Map // tenant -> *tenantBindings
+
+	neededBy atomic.Pointer[NeededFunc]
+	systems  atomic.Pointer[SystemsFunc]
+}
+
+// snapshot is the registry's providers and catalog at one moment. It is
+// never modified once published.
+type snapshot struct {
+	caps      map[string]*capEntry
+	capIDs    []string // sorted
+	providers map[string]*providerEntry
+	provIDs   []string                    // sorted
+	byCap     map[string][]*providerEntry // capability -> providers filling it, by id
+	defaults  map[string]*providerEntry   // capability -> its only available provider
+}
+
+// capEntry is one capability with its compiled schemas.
+type capEntry struct {
+	cap       Capability
+	external  bool
+	definedBy string // the provider that described it; "" for standard ones
+
+	once   sync.Once
+	args   *schema.Validator
+	result *schema.Validator
+	err    error
+}
+
+func (e *capEntry) validators() (args, result *schema.Validator, err error) {
+	e.once.Do(func() {
+		e.args, e.err = schema.Compile(e.cap.Args)
+		if e.err != nil {
+			e.err = errors.Wrapf(e.err, "compile the argument schema of %s", e.cap.ID)
+			return
+		}
+		e.result, e.err = schema.Compile(e.cap.Result)
+		if e.err != nil {
+			e.err = errors.Wrapf(e.err, "compile the result schema of %s", e.cap.ID)
+		}
+	})
+	return e.args, e.result, e.err
+}
+
+// providerEntry is a registered provider with the Info it gave.
+type providerEntry struct {
+	p    Provider
+	info Info
+}
+
+func (pe *providerEntry) fills(capID string) bool {
+	return slices.Contains(pe.info.Capabilities, capID)
+}
+
+// NewRegistry returns a registry holding the standard catalog and no
+// providers.
+func NewRegistry(cfg RegistryConfig) *Registry {
+	cfg = cfg.withDefaults()
+	r := &Registry{cfg: cfg, log: cfg.Logger.With("component", "capabilities")}
+	s := &snapshot{
+		caps:      map[string]*capEntry{},
+		providers: map[string]*providerEntry{},
+		byCap:     map[string][]*providerEntry{},
+		defaults:  map[string]*providerEntry{},
+	}
+	for _, e := range standard() {
+		s.caps[e.cap.ID] = &capEntry{cap: e.cap, external: e.external}
+	}
+	s.index()
+	r.snap.Store(s)
+	return r
+}
+
+// index recomputes the sorted id lists, byCap and defaults from caps and
+// providers.
+func (s *snapshot) index() {
+	s.capIDs = slices.Sorted(maps.Keys(s.caps))
+	s.provIDs = slices.Sorted(maps.Keys(s.providers))
+	s.byCap = map[string][]*providerEntry{}
+	s.defaults = map[string]*providerEntry{}
+	for _, id := range s.provIDs {
+		pe := s.providers[id]
+		for _, c := range pe.info.Capabilities {
+			s.byCap[c] = append(s.byCap[c], pe)
+		}
+	}
+	for c, pes := range s.byCap {
+		var only *providerEntry
+		n := 0
+		for _, pe := range pes {
+			if !pe.info.Coming {
+				only = pe
+				n++
+			}
+		}
+		if n == 1 {
+			s.defaults[c] = only
+		}
+	}
+}
+
+func (s *snapshot) clone() *snapshot {
+	return &snapshot{caps: maps.Clone(s.caps), providers: maps.Clone(s.providers)}
+}
+
+// Register adds a provider. Its Info is read once here (see Refresh). The
+// id must be new and at most 80 characters; every capability it lists must
+// be in the catalog or described by the provider itself (Describer).
+func (r *Registry) Register(p Provider) error {
+	if p == nil {
+		return errors.New("capability: register a nil provider")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.snap.Load()
+	info := p.Info()
+	if _, dup := old.providers[info.ID]; dup {
+		return errors.Newf("capability: a provider with id %q is already registered", info.ID)
+	}
+	next, err := r.with(old, p, info)
+	if err != nil {
+		return err
+	}
+	r.snap.Store(next)
+	r.log.Info("provider registered", "provider", info.ID, "kind", string(info.Kind),
+		"capabilities", len(info.Capabilities), "coming", info.Coming)
+	return nil
+}
+
+// with returns old plus p (replacing a provider with the same id), or an
+// error when p's description is not acceptable.
+func (r *Registry) with(old *snapshot, p Provider, info Info) (*snapshot, error) {
+	if err := checkInfo(info); err != nil {
+		return nil, err
+	}
+	info.Capabilities = slices.Clone(info.Capabilities)
+	next := old.clone()
+	if prev, ok := old.providers[info.ID]; ok {
+		dropDefinedBy(next, prev.info.ID)
+	}
+	if d, ok := p.(Describer); ok {
+		for _, c := range d.Capabilities() {
+			if _, known := next.caps[c.ID]; known || !slices.Contains(info.Capabilities, c.ID) {
+				continue
+			}
+			if err := checkDescribed(info.ID, c); err != nil {
+				return nil, err
+			}
+			next.caps[c.ID] = &capEntry{cap: c.clone(), external: true, definedBy: info.ID}
+		}
+	}
+	for _, c := range info.Capabilities {
+		if _, ok := next.caps[c]; !ok {
+			return nil, errors.Newf("capability: provider %s lists %q, which is neither in the catalog nor described by the provider", info.ID, c)
+		}
+	}
+	next.providers[info.ID] = &providerEntry{p: p, info: info}
+	next.index()
+	return next, nil
+}
+
+func checkInfo(info Info) error {
+	switch {
+	case strings.TrimSpace(info.ID) == "" || info.ID != strings.TrimSpace(info.ID):
+		return errors.Newf("capability: provider id %q must be non-empty without surrounding spaces", info.ID)
+	case len(info.ID) > MaxProviderIDLen:
+		return errors.Newf("capability: provider id %q is longer than %d characters", info.ID, MaxProviderIDLen)
+	}
+	switch info.Kind {
+	case KindBuiltin, KindConnector, KindPlugin:
+	default:
+		return errors.Newf("capability: provider %s has kind %q; want builtin, connector or plugin", info.ID, info.Kind)
+	}
+	return nil
+}
+
+func checkDescribed(provider string, c Capability) error {
+	if strings.TrimSpace(c.ID) == "" {
+		return errors.Newf("capability: provider %s describes a capability without an id", provider)
+	}
+	for _, sc := range []struct {
+		what string
+		raw  json.RawMessage
+	}{{"argument", c.Args}, {"result", c.Result}} {
+		if len(sc.raw) == 0 {
+			return errors.Newf("capability: provider %s describes %s without its %s schema", provider, c.ID, sc.what)
+		}
+		if _, err := schema.Compile(sc.raw); err != nil {
+			return errors.Wrapf(err, "capability: provider %s describes %s with a bad %s schema", provider, c.ID, sc.what)
+		}
+	}
+	return nil
+}
+
+// dropDefinedBy removes the capabilities provider described.
+func dropDefinedBy(s *snapshot, provider string) {
+	for id, e := range s.caps {
+		if e.definedBy == provider {
+			delete(s.caps, id)
+		}
+	}
+}
+
+// Unregister removes the provider id and the capabilities it described. A
+// tenant binding that names it stays stored: calls fail until the provider
+// comes back or the binding changes. It reports whether id was registered.
+func (r *Registry) Unregister(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.snap.Load()
+	if _, ok := old.providers[id]; !ok {
+		return false
+	}
+	next := old.clone()
+	delete(next.providers, id)
+	dropDefinedBy(next, id)
+	next.index()
+	r.snap.Store(next)
+	r.log.Info("provider unregistered", "provider", id)
+	return true
+}
+
+// Refresh reads the Info of provider id again (a plugin that restarted may
+// describe itself differently) and re-indexes it. The id itself must not
+// change.
+func (r *Registry) Refresh(id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.snap.Load()
+	pe, ok := old.providers[id]
+	if !ok {
+		return errs.NotFoundf("provider %s not found", id)
+	}
+	info := pe.p.Info()
+	if info.ID != id {
+		return errors.Newf("capability: provider %s now calls itself %s; unregister and register it instead", id, info.ID)
+	}
+	next, err := r.with(old, pe.p, info)
+	if err != nil {
+		return err
+	}
+	r.snap.Store(next)
+	return nil
+}
+
+// Catalog returns every capability the registry knows (the standard catalog
+// and those providers described), sorted by id.
+func (r *Registry) Catalog() []Capability {
+	s := r.snap.Load()
+	out := make([]Capability, len(s.capIDs))
+	for i, id := range s.capIDs {
+		out[i] = s.caps[id].cap.clone()
+	}
+	return out
+}
+
+// Capability returns the capability id.
+func (r *Registry) Capability(id string) (Capability, bool) {
+	e, ok := r.snap.Load().caps[id]
+	if !ok {
+		return Capability{}, false
+	}
+	return e.cap.clone(), true
+}
+
+// Providers returns the registered providers, sorted by id.
+func (r *Registry) Providers() []Provider {
+	s := r.snap.Load()
+	out := make([]Provider, len(s.provIDs))
+	for i, id := range s.provIDs {
+		out[i] = s.providers[id].p
+	}
+	return out
+}
+
+// Provider returns the provider id.
+func (r *Registry) Provider(id string) (Provider, bool) {
+	pe, ok := r.snap.Load().providers[id]
+	if !ok {
+		return nil, false
+	}
+	return pe.p, true
+}
+
+// Infos returns the Info of every registered provider as it was read at
+// registration (or the last Refresh), sorted by id.
+func (r *Registry) Infos() []Info {
+	s := r.snap.Load()
+	out := make([]Info, len(s.provIDs))
+	for i, id := range s.provIDs {
+		out[i] = cloneInfo(s.providers[id].info)
+	}
+	return out
+}
+
+// ProvidersFor returns the Info of every provider that fills capability id,
+// sorted by provider id (declared connectors that are coming included).
+func (r *Registry) ProvidersFor(id string) []Info {
+	pes := r.snap.Load().byCap[id]
+	out := make([]Info, len(pes))
+	for i, pe := range pes {
+		out[i] = cloneInfo(pe.info)
+	}
+	return out
+}
+
+func cloneInfo(i Info) Info {
+	i.Capabilities = slices.Clone(i.Capabilities)
+	if i.App != nil {
+		a := normalizeApp(*i.App)
+		i.App = &a
+	}
+	return i
+}
+
+// Apps returns the built-in apps (BuiltinApps) followed by the apps the
+// registered providers describe, sorted by id. A provider app whose id is
+// a built-in app's is left out (and logged).
+func (r *Registry) Apps() []App {
+	out := BuiltinApps()
+	seen := map[string]bool{}
+	for _, a := range out {
+		seen[a.ID] = true
+	}
+	s := r.snap.Load()
+	var extra []App
+	for _, id := range s.provIDs {
+		info := s.providers[id].info
+		if info.App == nil {
+			continue
+		}
+		if seen[info.App.ID] {
+			r.log.Warn("provider describes an app whose id is taken; it is not listed",
+				"provider", id, "app", info.App.ID)
+			continue
+		}
+		seen[info.App.ID] = true
+		extra = append(extra, normalizeApp(*info.App))
+	}
+	slices.SortFunc(extra, func(a, b App) int { return strings.Compare(a.ID, b.ID) })
+	return append(out, extra...)
+}
+
+// Resolve returns the provider a call of capabilityID in tenant goes to:
+// the tenant's binding, else the default when exactly one registered
+// provider (not counting connectors that are coming) fills it. Otherwise it
+// is an errs.Unavailable error that says what to do; an unknown capability
+// is errs.Invalid.
+func (r *Registry) Resolve(ctx context.Context, tenant, capabilityID string) (Provider, error) {
+	s := r.snap.Load()
+	if _, ok := s.caps[capabilityID]; !ok {
+		return nil, unknownCapability(capabilityID)
+	}
+	pe, err := r.resolve(ctx, s, tenant, capabilityID)
+	if err != nil {
+		return nil, err
+	}
+	return pe.p, nil
+}
+
+func unknownCapability(id string) error {
+	return errs.Invalidf([]any{"capability"}, "value_error", "unknown capability %q", id)
+}
+
+func (r *Registry) resolve(ctx context.Context, s *snapshot, tenant, capabilityID string) (*providerEntry, error) {
+	bound, err := r.bindings(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	if b, ok := bound[capabilityID]; ok {
+		pe, ok := s.providers[b.ProviderID]
+		switch {
+		case !ok:
+			return nil, errs.Unavailablef("%s is bound to provider %s, which is not registered", capabilityID, b.ProviderID)
+		case !pe.fills(capabilityID):
+			return nil, errs.Unavailablef("%s is bound to provider %s, which no longer provides it", capabilityID, b.ProviderID)
+		}
+		return pe, nil
+	}
+	if pe, ok := s.defaults[capabilityID]; ok {
+		return pe, nil
+	}
+	var avail, coming []string
+	for _, pe := range s.byCap[capabilityID] {
+		if pe.info.Coming {
+			coming = append(coming, pe.info.Name)
+		} else {
+			avail = append(avail, pe.info.ID)
+		}
+	}
+	if len(avail) > 1 {
+		return nil, errs.Unavailablef("several providers fill %s (%s) and none is bound: bind one with PUT /v1/capabilities/%s/binding",
+			capabilityID, strings.Join(avail, ", "), capabilityID)
+	}
+	if len(coming) > 0 {
+		return nil, errs.Unavailablef("no provider is bound to %s (coming: %s)", capabilityID, strings.Join(coming, ", "))
+	}
+	return nil, errs.Unavailablef("no provider is bound to %s", capabilityID)
+}
+
+// Call validates call.Args against the capability's argument schema (every
+// violation, located under "args", as an errs.Invalid error) before any
+// provider sees them, resolves the provider, calls it with a deadline
+// (CallTimeout unless ctx has an earlier one), and checks its result against
+// the result schema. An unknown capability is errs.Invalid; a result that
+// does not match is ErrMalformedOutput, naming the provider; a call that
+// runs out of time is ErrTimeout (and errs.Unavailable). The provider's own
+// errors keep their kinds.
+func (r *Registry) Call(ctx context.Context, call Call) (json.RawMessage, error) {
+	s := r.snap.Load()
+	ce, ok := s.caps[call.Capability]
+	if !ok {
+		return nil, unknownCapability(call.Capability)
+	}
+	argsV, resultV, err := ce.validators()
+	if err != nil {
+		return nil, err
+	}
+	if len(call.Args) == 0 {
+		call.Args = json.RawMessage("{}")
+	}
+	if vs := argsV.ValidateJSON(call.Args, "args"); len(vs) > 0 {
+		return nil, errs.Validation(vs...)
+	}
+	pe, err := r.resolve(ctx, s, call.Tenant, call.Capability)
+	if err != nil {
+		return nil, err
+	}
+	out, err := r.invoke(ctx, pe, call)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		out = json.RawMessage("null")
+	}
+	if vs := resultV.ValidateJSON(out, "result"); len(vs) > 0 {
+		return nil, malformed(pe.info.ID, call.Capability, vs)
+	}
+	return out, nil
+}
+
+func malformed(provider, capID string, vs []errs.Violation) error {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = v.String()
+	}
+	return errors.Mark(
+		errors.Newf("provider %s returned malformed output for %s: %s", provider, capID, strings.Join(parts, "; ")),
+		ErrMalformedOutput)
+}
+
+// invoke calls the provider with the deadline and turns a panic into an
+// error.
+func (r *Registry) invoke(ctx context.Context, pe *providerEntry, call Call) (out json.RawMessage, err error) {
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
+	defer cancel()
+	defer func() {
+		if v := recover(); v != nil {
+			r.log.Error("provider panicked", "provider", pe.info.ID, "capability", call.Capability, "panic", fmt.Sprint(v))
+			out, err = nil, errors.Newf("provider %s panicked during %s: %v", pe.info.ID, call.Capability, v)
+		}
+	}()
+	out, err = pe.p.Call(cctx, call)
+	if err == nil {
+		return out, nil
+	}
+	if errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		var terr error
+		if ctx.Err() != nil {
+			terr = errs.Unavailablef("provider %s did not answer %s before the caller's deadline", pe.info.ID, call.Capability)
+		} else {
+			terr = errs.Unavailablef("provider %s did not answer %s within %s", pe.info.ID, call.Capability, r.cfg.CallTimeout)
+		}
+		return nil, errors.Mark(errors.Mark(terr, ErrTimeout), context.DeadlineExceeded)
+	}
+	return nil, errors.Wrapf(err, "provider %s: %s", pe.info.ID, call.Capability)
+}

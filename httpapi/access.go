@@ -1,0 +1,362 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/bas-platform/bas/internal/access"
+	"github.com/bas-platform/bas/internal/audit"
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/store"
+)
+
+// registerAccessRoutes declares the routes of api.md section 2. Routes
+// with an empty permission check who may act in the service, per record:
+// API keys (a person manages its own keys; access.manage manages all) and
+// change decisions (the permission of the change's kind, access.manage
+// unless the kind says otherwise).
+func (h *Handler) registerAccessRoutes() {
+	if h.opts.DevLogin {
+		h.handlePublic("POST", "/v1/auth/dev-login", h.handleDevLogin)
+	}
+	h.handlePublic("POST", "/v1/auth/email", h.handleAuthEmail)
+	h.handlePublic("POST", "/v1/auth/code", h.handleAuthCode)
+	h.handle("GET", "/v1/auth/me", "", "", h.handleMe)
+	h.handle("POST", "/v1/auth/logout", "", "", h.handleLogout)
+
+	h.handle("GET", "/v1/api-keys", access.AppAccess, "", h.handleKeysList)
+	h.handle("POST", "/v1/api-keys", access.AppAccess, "", h.handleKeyCreate)
+	h.handle("GET", "/v1/api-keys/:id", access.AppAccess, "", h.handleKeyGet)
+	h.handle("DELETE", "/v1/api-keys/:id", access.AppAccess, "", h.handleKeyRevoke)
+
+	h.handle("GET", "/v1/invitations", access.AppAccess, access.PermAccessManage, h.handleInvitationsList)
+	h.handle("POST", "/v1/invitations", access.AppAccess, access.PermAccessManage, h.handleInvitationCreate)
+	h.handle("GET", "/v1/invitations/:id", access.AppAccess, access.PermAccessManage, h.handleInvitationGet)
+	h.handle("DELETE", "/v1/invitations/:id", access.AppAccess, access.PermAccessManage, h.handleInvitationRevoke)
+	h.handlePublic("POST", "/v1/invitations/:token/accept", h.handleInvitationAccept)
+
+	h.handle("GET", "/v1/members", access.AppAccess, "", h.handleMembersList)
+	h.handle("GET", "/v1/workspace", access.AppAccess, "", h.handleWorkspaceGet)
+	h.handle("PATCH", "/v1/workspace", access.AppAccess, access.PermAccessManage, h.handleWorkspacePatch)
+
+	h.handle("GET", "/v1/changes", access.AppAccess, "", h.handleChangesList)
+	h.handle("GET", "/v1/changes/:id", access.AppAccess, "", h.handleChangeGet)
+	h.handle("POST", "/v1/changes/:id/approve", access.AppAccess, "", h.handleChangeApprove)
+	h.handle("POST", "/v1/changes/:id/reject", access.AppAccess, "", h.handleChangeReject)
+
+	h.handle("GET", "/v1/audit", access.AppAccess, access.PermAuditRead, h.handleAuditList)
+}
+
+func (h *Handler) access() *access.Service { return h.ws.Access() }
+
+// handleDevLogin serves POST /v1/auth/dev-login (only with Options.DevLogin).
+func (h *Handler) handleDevLogin(c *Ctx) error {
+	var in access.DevLoginIn
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	sess, err := h.access().DevLogin(c.Context(), in)
+	if err != nil {
+		return err
+	}
+	return c.Created("/v1/auth/me", sess)
+}
+
+// handleAuthEmail serves POST /v1/auth/email: 202 whether or not the
+// address belongs to a workspace.
+func (h *Handler) handleAuthEmail(c *Ctx) error {
+	var in access.EmailIn
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	if err := h.access().SendCode(c.Context(), in); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, map[string]string{"status": "accepted"})
+}
+
+// handleAuthCode serves POST /v1/auth/code.
+func (h *Handler) handleAuthCode(c *Ctx) error {
+	var in access.CodeIn
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	sess, err := h.access().SignIn(c.Context(), in)
+	if err != nil {
+		return err
+	}
+	return c.Created("/v1/auth/me", sess)
+}
+
+// handleMe serves GET /v1/auth/me.
+func (h *Handler) handleMe(c *Ctx) error {
+	me, err := h.access().Me(c.Context(), c.P)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, me)
+}
+
+// handleLogout serves POST /v1/auth/logout.
+func (h *Handler) handleLogout(c *Ctx) error {
+	if err := h.access().Logout(c.Context(), c.P); err != nil {
+		return err
+	}
+	return c.NoContent()
+}
+
+// handleKeysList serves GET /v1/api-keys.
+func (h *Handler) handleKeysList(c *Ctx) error {
+	page, err := c.Page()
+	if err != nil {
+		return err
+	}
+	ks, next, err := h.access().Keys(c.Context(), c.P, page)
+	if err != nil {
+		return err
+	}
+	return c.List(ks, next)
+}
+
+// handleKeyCreate serves POST /v1/api-keys: 201, or 202 when an admin key
+// waits for a second admin.
+func (h *Handler) handleKeyCreate(c *Ctx) error {
+	var in access.APIKeyIn
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	k, err := h.access().CreateKey(c.Context(), c.P, in)
+	if err != nil {
+		return err
+	}
+	if k.Status == access.KeyPending {
+		c.W.Header().Set("Location", h.opts.BasePath+"/v1/changes/"+k.ChangeID)
+		return c.JSON(http.StatusAccepted, k)
+	}
+	return c.Created("/v1/api-keys/"+k.ID, k)
+}
+
+// keyOf returns the key id of the caller's tenant that the caller may see:
+// its own, or any with access.manage.
+func (h *Handler) keyOf(c *Ctx, id string) (*access.Key, error) {
+	k, err := h.access().Key(c.Context(), c.Tenant(), id)
+	if err != nil {
+		return nil, err
+	}
+	if k.CreatedBy != c.P.UserID && !c.P.Can(access.PermAccessManage) {
+		return nil, errs.Forbiddenf("missing permission %s", access.PermAccessManage)
+	}
+	return k, nil
+}
+
+// handleKeyGet serves GET /v1/api-keys/{id}.
+func (h *Handler) handleKeyGet(c *Ctx) error {
+	k, err := h.keyOf(c, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, k)
+}
+
+// handleKeyRevoke serves DELETE /v1/api-keys/{id}: the key stops working at
+// once.
+func (h *Handler) handleKeyRevoke(c *Ctx) error {
+	if err := h.access().RevokeKey(c.Context(), c.P, c.Param("id")); err != nil {
+		return err
+	}
+	return c.NoContent()
+}
+
+// handleInvitationsList serves GET /v1/invitations.
+func (h *Handler) handleInvitationsList(c *Ctx) error {
+	page, err := c.Page()
+	if err != nil {
+		return err
+	}
+	is, next, err := h.access().Invitations(c.Context(), c.Tenant(), page)
+	if err != nil {
+		return err
+	}
+	return c.List(is, next)
+}
+
+// handleInvitationCreate serves POST /v1/invitations: 201, or 202 when an
+// admin invitation waits for a second admin.
+func (h *Handler) handleInvitationCreate(c *Ctx) error {
+	var in access.InviteIn
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	inv, err := h.access().Invite(c.Context(), c.P, in)
+	if err != nil {
+		return err
+	}
+	if inv.Status == access.InvitationAwaiting {
+		c.W.Header().Set("Location", h.opts.BasePath+"/v1/changes/"+inv.ChangeID)
+		return c.JSON(http.StatusAccepted, inv)
+	}
+	return c.Created("/v1/invitations/"+inv.ID, inv)
+}
+
+// handleInvitationGet serves GET /v1/invitations/{id}.
+func (h *Handler) handleInvitationGet(c *Ctx) error {
+	inv, err := h.access().Invitation(c.Context(), c.Tenant(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, inv)
+}
+
+// handleInvitationRevoke serves DELETE /v1/invitations/{id}.
+func (h *Handler) handleInvitationRevoke(c *Ctx) error {
+	if err := h.access().RevokeInvitation(c.Context(), c.P, c.Param("id")); err != nil {
+		return err
+	}
+	return c.NoContent()
+}
+
+// handleInvitationAccept serves POST /v1/invitations/{token}/accept. The
+// token is looked up before the body is read, so a wrong one is a 404.
+func (h *Handler) handleInvitationAccept(c *Ctx) error {
+	token := c.Param("token")
+	if _, err := h.access().InvitationByToken(c.Context(), token); err != nil {
+		return err
+	}
+	var in access.AcceptIn
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	sess, err := h.access().Accept(c.Context(), token, in)
+	if err != nil {
+		return err
+	}
+	return c.Created("/v1/auth/me", sess)
+}
+
+// handleMembersList serves GET /v1/members.
+func (h *Handler) handleMembersList(c *Ctx) error {
+	page, err := c.Page()
+	if err != nil {
+		return err
+	}
+	ms, next, err := h.access().Members(c.Context(), c.Tenant(), page)
+	if err != nil {
+		return err
+	}
+	return c.List(ms, next)
+}
+
+// handleWorkspaceGet serves GET /v1/workspace.
+func (h *Handler) handleWorkspaceGet(c *Ctx) error {
+	ws, err := h.access().Workspace(c.Context(), c.Tenant())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, ws)
+}
+
+// handleWorkspacePatch serves PATCH /v1/workspace: 200 with the workspace,
+// or 202 with the pending change when it turns four-eyes off.
+func (h *Handler) handleWorkspacePatch(c *Ctx) error {
+	var in access.WorkspacePatch
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	ws, ch, err := h.access().UpdateWorkspace(c.Context(), c.P, in)
+	if err != nil {
+		return err
+	}
+	if ch != nil {
+		c.W.Header().Set("Location", h.opts.BasePath+"/v1/changes/"+ch.ID)
+		return c.JSON(http.StatusAccepted, ch)
+	}
+	return c.JSON(http.StatusOK, ws)
+}
+
+// handleChangesList serves GET /v1/changes?status=.
+func (h *Handler) handleChangesList(c *Ctx) error {
+	page, err := c.Page()
+	if err != nil {
+		return err
+	}
+	status := c.R.URL.Query().Get("status")
+	if status != "" && !access.ValidChangeStatus(status) {
+		return errs.Invalidf([]any{"query", "status"}, "enum",
+			"must be one of pending, approved, rejected, withdrawn")
+	}
+	chs, next, err := h.access().Changes(c.Context(), c.Tenant(), status, page)
+	if err != nil {
+		return err
+	}
+	return c.List(chs, next)
+}
+
+// handleChangeGet serves GET /v1/changes/{id}.
+func (h *Handler) handleChangeGet(c *Ctx) error {
+	ch, err := h.access().Change(c.Context(), c.Tenant(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, ch)
+}
+
+// handleChangeApprove serves POST /v1/changes/{id}/approve.
+func (h *Handler) handleChangeApprove(c *Ctx) error { return h.decideChange(c, true) }
+
+// handleChangeReject serves POST /v1/changes/{id}/reject.
+func (h *Handler) handleChangeReject(c *Ctx) error { return h.decideChange(c, false) }
+
+func (h *Handler) decideChange(c *Ctx, approve bool) error {
+	id := c.Param("id")
+	if _, err := h.access().Change(c.Context(), c.Tenant(), id); err != nil {
+		return err
+	}
+	var in access.DecisionIn
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	note := ""
+	if in.Note != nil {
+		note = *in.Note
+	}
+	decide := h.access().Reject
+	if approve {
+		decide = h.access().Approve
+	}
+	ch, err := decide(c.Context(), c.P, id, note)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, ch)
+}
+
+// handleAuditList serves GET /v1/audit?entity=&actor=&since=.
+func (h *Handler) handleAuditList(c *Ctx) error {
+	page, err := c.Page()
+	if err != nil {
+		return err
+	}
+	qs := c.R.URL.Query()
+	q := audit.Query{Entity: qs.Get("entity"), Actor: qs.Get("actor")}
+	if s := qs.Get("since"); s != "" {
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return errs.Invalidf([]any{"query", "since"}, "value_error",
+				"must be an RFC 3339 time such as 2025-01-31T09:00:00Z")
+		}
+		q.Since = t
+	}
+	var (
+		entries []*audit.Entry
+		next    string
+	)
+	err = h.ws.Store().View(c.Context(), func(r store.Reader) error {
+		var err error
+		entries, next, err = audit.List(r, c.Tenant(), q, page)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return c.List(entries, next)
+}

@@ -1,0 +1,235 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"reflect"
+	"strconv"
+
+	"github.com/bas-platform/bas/internal/access"
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/schema"
+	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
+	"github.com/julienschmidt/httprouter"
+)
+
+// Ctx is one request as a handler sees it.
+type Ctx struct {
+	W      http.ResponseWriter
+	R      *http.Request
+	Params httprouter.Params
+	// P is the authenticated caller; nil on public routes.
+	P *access.Principal
+
+	h     *Handler
+	route *Route
+	body  []byte // the raw body once read
+	read  bool
+}
+
+// Context returns the request's context.
+func (c *Ctx) Context() context.Context { return c.R.Context() }
+
+// Tenant returns the caller's tenant.
+func (c *Ctx) Tenant() string { return c.P.Tenant }
+
+// Param returns a path parameter.
+func (c *Ctx) Param(name string) string { return c.Params.ByName(name) }
+
+// Body reads the request body, at most MaxBodyBytes (413 beyond).
+func (c *Ctx) Body() ([]byte, error) {
+	if c.read {
+		return c.body, nil
+	}
+	limit := c.h.opts.MaxBodyBytes
+	b, err := io.ReadAll(io.LimitReader(c.R.Body, limit+1))
+	if err != nil {
+		return nil, errors.Wrap(err, "read body")
+	}
+	if int64(len(b)) > limit {
+		return nil, errs.TooLargef("request body exceeds %d bytes", limit)
+	}
+	c.body, c.read = b, true
+	return b, nil
+}
+
+// Validator is implemented by input records with rules a JSON Schema cannot
+// say (cross-field checks); it reports every violation, located under "body".
+type Validator interface {
+	Validate() []errs.Violation
+}
+
+// Strict is implemented by input records that say "no extra properties":
+// unknown fields are a 422 extra_forbidden. Other records ignore them.
+type Strict interface {
+	NoExtraProperties()
+}
+
+type inputSchema struct {
+	v *schema.Validator
+}
+
+// Decode reads the JSON body into v: malformed JSON is a 422 json_invalid,
+// every schema violation of v's type is reported at once, then v's own
+// Validate runs. An empty body decodes as {}.
+func (c *Ctx) Decode(v any) error {
+	b, err := c.Body()
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		b = []byte("{}")
+	}
+	if !json.Valid(b) {
+		return errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: "is not valid JSON", Type: "json_invalid"})
+	}
+	s, err := c.h.schemaOf(v)
+	if err != nil {
+		return err
+	}
+	if vs := s.v.ValidateJSON(b, "body"); len(vs) > 0 {
+		return errs.Validation(vs...)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "type_error"})
+	}
+	if vv, ok := v.(Validator); ok {
+		if vs := vv.Validate(); len(vs) > 0 {
+			return errs.Validation(vs...)
+		}
+	}
+	return nil
+}
+
+// schemaOf returns the compiled input schema of v's type, made once.
+func (h *Handler) schemaOf(v any) (*inputSchema, error) {
+	t := reflect.TypeOf(v)
+	if s, ok := h.schemas.Load(t); ok {
+		return s.(*inputSchema), nil
+	}
+	raw := schema.Reflect(v)
+	if _, strict := v.(Strict); !strict {
+		raw = lenient(raw)
+	}
+	val, err := schema.Compile(raw)
+	if err != nil {
+		return nil, errors.Wrapf(err, "compile input schema of %s", t)
+	}
+	s, _ := h.schemas.LoadOrStore(t, &inputSchema{v: val})
+	return s.(*inputSchema), nil
+}
+
+// lenient drops additionalProperties:false from every object of a schema,
+// so unknown fields are ignored.
+func lenient(raw json.RawMessage) json.RawMessage {
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return raw
+	}
+	var walk func(any)
+	walk = func(n any) {
+		switch x := n.(type) {
+		case map[string]any:
+			if ap, ok := x["additionalProperties"].(bool); ok && !ap {
+				delete(x, "additionalProperties")
+			}
+			for _, v := range x {
+				walk(v)
+			}
+		case []any:
+			for _, v := range x {
+				walk(v)
+			}
+		}
+	}
+	walk(doc)
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+// JSON writes v with status.
+func (c *Ctx) JSON(status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return errors.Wrap(err, "encode response")
+	}
+	c.W.Header().Set("Content-Type", "application/json")
+	c.W.WriteHeader(status)
+	_, _ = c.W.Write(append(b, '\n'))
+	return nil
+}
+
+// Created writes 201 with a Location header.
+func (c *Ctx) Created(location string, v any) error {
+	if location != "" {
+		c.W.Header().Set("Location", c.h.opts.BasePath+location)
+	}
+	return c.JSON(http.StatusCreated, v)
+}
+
+// NoContent writes 204.
+func (c *Ctx) NoContent() error {
+	c.W.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// Page reads ?limit= (1..200, default 50) and ?cursor=.
+func (c *Ctx) Page() (store.Page, error) {
+	q := c.R.URL.Query()
+	p := store.Page{Limit: 50, Cursor: q.Get("cursor")}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		switch {
+		case err != nil:
+			return p, errs.Invalidf([]any{"query", "limit"}, "type_error", "must be an integer")
+		case n < 1:
+			return p, errs.Invalidf([]any{"query", "limit"}, "greater_than_equal", "must be at least 1")
+		case n > 200:
+			return p, errs.Invalidf([]any{"query", "limit"}, "less_than_equal", "must be at most 200")
+		}
+		p.Limit = n
+	}
+	return p, nil
+}
+
+// List writes a page of items as a JSON array (never null) and the
+// X-Next-Cursor header when more remain.
+func (c *Ctx) List(items any, next string) error {
+	if next != "" {
+		c.W.Header().Set("X-Next-Cursor", next)
+	}
+	if rv := reflect.ValueOf(items); !rv.IsValid() || (rv.Kind() == reflect.Slice && rv.IsNil()) {
+		return c.JSON(http.StatusOK, []any{})
+	}
+	return c.JSON(http.StatusOK, items)
+}
+
+// raw writes an already encoded JSON body.
+func (c *Ctx) raw(status int, body []byte) error {
+	c.W.Header().Set("Content-Type", "application/json")
+	c.W.WriteHeader(status)
+	_, _ = c.W.Write(append(body, '\n'))
+	return nil
+}
+
+// createdRaw writes 201 with a Location header and an encoded body.
+func (c *Ctx) createdRaw(location string, body []byte) error {
+	c.W.Header().Set("Location", c.h.opts.BasePath+location)
+	return c.raw(http.StatusCreated, body)
+}
+
+// jsonID reads the "id" of an encoded record.
+func jsonID(raw []byte) string {
+	var v struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(raw, &v)
+	return v.ID
+}

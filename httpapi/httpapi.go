@@ -1,0 +1,189 @@
+// Package httpapi serves a workspace's /api/v1 surface as an http.Handler
+// that mounts on any mux under a base path the host chooses.
+//
+// Every route is declared in one table with the app it belongs to and the
+// permission it needs (see Route); authentication, the app limit of a key,
+// the permission check, idempotency keys and rate limits are applied in one
+// place for every route, so a new route cannot forget them.
+//
+// Conventions (api.md section 1): JSON bodies of at most 1 MiB, 422 with
+// every violation at once, errors as {"detail": ...}, lists as JSON arrays
+// paged with ?limit= and ?cursor= and the X-Next-Cursor header.
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/bas-platform/bas"
+	"github.com/julienschmidt/httprouter"
+)
+
+// Options configure New.
+type Options struct {
+	// BasePath is where the API is mounted. Defaults to "/api".
+	BasePath string
+	// Logger receives access logs and internal errors. Defaults to the
+	// workspace's logger.
+	Logger *slog.Logger
+	// DevLogin enables POST /v1/auth/dev-login, which creates tenants and
+	// admins on demand. Never enable it in production.
+	DevLogin bool
+	// MaxBodyBytes bounds JSON bodies. Defaults to 1 MiB.
+	MaxBodyBytes int64
+	// MaxUploadBytes bounds file uploads. Defaults to 25 MiB.
+	MaxUploadBytes int64
+	// RateLimit is the number of requests a key or session may make per
+	// second (with a burst of the same size); 0, the default, turns rate
+	// limiting off.
+	RateLimit float64
+}
+
+func (o Options) withDefaults(ws *bas.Workspace) Options {
+	if o.BasePath == "" {
+		o.BasePath = "/api"
+	}
+	o.BasePath = "/" + strings.Trim(o.BasePath, "/")
+	if o.BasePath == "/" {
+		o.BasePath = ""
+	}
+	if o.Logger == nil {
+		o.Logger = ws.Logger()
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 1 << 20
+	}
+	if o.MaxUploadBytes <= 0 {
+		o.MaxUploadBytes = 25 << 20
+	}
+	return o
+}
+
+// Handler is the API. It is safe for concurrent use.
+type Handler struct {
+	ws     *bas.Workspace
+	opts   Options
+	log    *slog.Logger
+	routes []*Route
+
+	main    *httprouter.Router
+	static  *httprouter.Router
+	statics []*Route // routes served by static, matched before main
+
+	schemas sync.Map // reflect.Type -> *inputSchema
+	limiter *rateLimiter
+}
+
+// New returns the API of ws.
+func New(ws *bas.Workspace, opts Options) *Handler {
+	opts = opts.withDefaults(ws)
+	h := &Handler{ws: ws, opts: opts, log: opts.Logger}
+	h.limiter = newRateLimiter(opts.RateLimit, ws.Clock())
+	h.registerRoutes()
+	h.build()
+	return h
+}
+
+// Routes returns the route table: every method and path (relative to the
+// base path) with its app and permission.
+func (h *Handler) Routes() []Route {
+	out := make([]Route, len(h.routes))
+	for i, r := range h.routes {
+		out[i] = *r
+	}
+	return out
+}
+
+// BasePath returns the path the API is mounted under.
+func (h *Handler) BasePath() string { return h.opts.BasePath }
+
+// ServeHTTP serves the API.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.serve(w, r)
+}
+
+// build puts each route in one of two routers. httprouter panics when a
+// static segment and a :param share a position for one method
+// ("/v1/processes/step-types" beside "/v1/processes/:id"), so such static
+// routes go to a second router that the front handler tries first, by
+// matching the request path against their patterns.
+func (h *Handler) build() {
+	h.main = newRouter(h)
+	h.static = newRouter(h)
+	for _, r := range h.routes {
+		if h.shadowsParam(r) {
+			h.statics = append(h.statics, r)
+			h.static.Handle(r.Method, h.opts.BasePath+r.Path, h.wrap(r))
+			continue
+		}
+		h.main.Handle(r.Method, h.opts.BasePath+r.Path, h.wrap(r))
+	}
+}
+
+// shadowsParam reports whether r has a static segment where another route of
+// the same method, matching r up to there, has a parameter.
+func (h *Handler) shadowsParam(r *Route) bool {
+	rs := segments(r.Path)
+	for _, o := range h.routes {
+		if o == r || o.Method != r.Method {
+			continue
+		}
+		os := segments(o.Path)
+		for i := 0; i < len(rs) && i < len(os); i++ {
+			rp, op := isParam(rs[i]), isParam(os[i])
+			if !rp && op {
+				return true
+			}
+			if rp != op || (!rp && rs[i] != os[i]) {
+				break
+			}
+		}
+	}
+	return false
+}
+
+// matchesStatic reports whether path (relative to the base) fits one of the
+// static-router patterns.
+func (h *Handler) matchesStatic(path string) bool {
+	ps := segments(path)
+	for _, r := range h.statics {
+		rs := segments(r.Path)
+		if len(rs) != len(ps) {
+			continue
+		}
+		ok := true
+		for i := range rs {
+			if !isParam(rs[i]) && rs[i] != ps[i] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+func segments(p string) []string { return strings.Split(strings.Trim(p, "/"), "/") }
+
+func isParam(seg string) bool { return strings.HasPrefix(seg, ":") || strings.HasPrefix(seg, "*") }
+
+func newRouter(h *Handler) *httprouter.Router {
+	rt := httprouter.New()
+	rt.RedirectTrailingSlash = false
+	rt.RedirectFixedPath = false
+	rt.HandleMethodNotAllowed = true
+	rt.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeDetail(w, http.StatusNotFound, "no such endpoint")
+	})
+	rt.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeDetail(w, http.StatusMethodNotAllowed, "method not allowed")
+	})
+	rt.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
+		h.recovered(w, r, v)
+	}
+	return rt
+}

@@ -1,0 +1,201 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/bas-platform/bas/internal/access"
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/process"
+	"github.com/cockroachdb/errors"
+)
+
+func (h *Handler) registerProcessRoutes() {
+	app := access.AppProcesses
+	h.handle("GET", "/v1/processes", app, access.PermProcessesRead, h.handleProcessList)
+	h.handle("POST", "/v1/processes", app, access.PermProcessesManage, h.handleProcessCreate)
+	h.handle("GET", "/v1/processes/step-types", app, access.PermProcessesRead, h.handleStepTypes)
+	h.handle("GET", "/v1/processes/:id", app, access.PermProcessesRead, h.handleProcessGet)
+	h.handle("PATCH", "/v1/processes/:id", app, access.PermProcessesManage, h.handleProcessUpdate)
+	h.handle("DELETE", "/v1/processes/:id", app, access.PermProcessesManage, h.handleProcessArchive)
+	h.handle("GET", "/v1/processes/:id/versions", app, access.PermProcessesRead, h.handleProcessVersions)
+}
+
+// handleProcessList serves GET /v1/processes: the tenant's processes, newest
+// first, paged; ?enabled=true|false, ?function=, ?archived=true (archived
+// ones instead of the others).
+func (h *Handler) handleProcessList(c *Ctx) error {
+	p, err := c.Page()
+	if err != nil {
+		return err
+	}
+	q := c.R.URL.Query()
+	var (
+		query process.Query
+		vs    []errs.Violation
+	)
+	boolParam := func(name string) *bool {
+		s := q.Get(name)
+		if s == "" {
+			return nil
+		}
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			vs = append(vs, errs.Violation{Loc: []any{"query", name}, Msg: "must be true or false", Type: "type_error"})
+			return nil
+		}
+		return &b
+	}
+	query.Enabled = boolParam("enabled")
+	if a := boolParam("archived"); a != nil {
+		query.Archived = *a
+	}
+	query.Function = q.Get("function")
+	if utf8.RuneCountInString(query.Function) > process.MaxFunctionLen {
+		vs = append(vs, errs.Violation{Loc: []any{"query", "function"}, Msg: "must have at most 80 characters", Type: "string_too_long"})
+	}
+	if err := errs.Validation(vs...); err != nil {
+		return err
+	}
+	defs, next, err := h.ws.Processes().List(c.Context(), c.Tenant(), query, p)
+	if err != nil {
+		return err
+	}
+	return c.List(defs, next)
+}
+
+// handleProcessCreate serves POST /v1/processes: 201 with the process
+// (version 1) and its Location.
+func (h *Handler) handleProcessCreate(c *Ctx) error {
+	body, err := c.Body()
+	if err != nil {
+		return err
+	}
+	in, err := process.DecodeIn(body)
+	if err != nil {
+		return err
+	}
+	d, err := h.ws.Processes().Create(c.Context(), c.Tenant(), c.P.Actor(), in)
+	if err != nil {
+		return err
+	}
+	return c.Created("/v1/processes/"+d.ID, d)
+}
+
+// handleProcessGet serves GET /v1/processes/:id (archived ones too, with
+// archived true).
+func (h *Handler) handleProcessGet(c *Ctx) error {
+	d, err := h.ws.Processes().Get(c.Context(), c.Tenant(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, d)
+}
+
+// ChangeOut is the answer to an update that waits for a second person.
+type ChangeOut struct {
+	Change *access.Change `json:"change"`
+}
+
+// handleProcessUpdate serves PATCH /v1/processes/:id: 200 with the process,
+// or 202 {change} when the update widens a control and four-eyes is on.
+func (h *Handler) handleProcessUpdate(c *Ctx) error {
+	body, err := c.Body()
+	if err != nil {
+		return err
+	}
+	patch, err := process.DecodePatch(body)
+	if err != nil {
+		return err
+	}
+	d, ch, err := h.ws.Processes().Update(c.Context(), c.Tenant(), c.P.Actor(), c.Param("id"), patch)
+	if err != nil {
+		return err
+	}
+	if ch != nil {
+		return c.JSON(http.StatusAccepted, ChangeOut{Change: ch})
+	}
+	return c.JSON(http.StatusOK, d)
+}
+
+// handleProcessArchive serves DELETE /v1/processes/:id: archives it (204);
+// runs in flight finish on their version; a second DELETE is 404.
+func (h *Handler) handleProcessArchive(c *Ctx) error {
+	if err := h.ws.Processes().Archive(c.Context(), c.Tenant(), c.P.Actor(), c.Param("id")); err != nil {
+		return err
+	}
+	return c.NoContent()
+}
+
+// handleProcessVersions serves GET /v1/processes/:id/versions: oldest first,
+// paged.
+func (h *Handler) handleProcessVersions(c *Ctx) error {
+	p, err := c.Page()
+	if err != nil {
+		return err
+	}
+	vs, next, err := h.ws.Processes().Versions(c.Context(), c.Tenant(), c.Param("id"), p)
+	if err != nil {
+		return err
+	}
+	out := make([]VersionOut, len(vs))
+	for i, v := range vs {
+		out[i] = VersionOut{Version: v.Version, Trigger: v.Trigger, Steps: v.Steps, CreatedAt: v.CreatedAt.UTC(),
+			CreatedBy: v.CreatedBy}
+	}
+	return c.List(out, next)
+}
+
+// VersionOut is one version of a process as the API lists it.
+type VersionOut struct {
+	Version   int             `json:"version"`
+	Trigger   process.Trigger `json:"trigger"`
+	Steps     []process.Step  `json:"steps"`
+	CreatedAt time.Time       `json:"created_at"`
+	CreatedBy string          `json:"created_by"`
+}
+
+// StepTypeOut is a step type as GET /v1/processes/step-types lists it.
+type StepTypeOut struct {
+	Type         string          `json:"type"`
+	Label        string          `json:"label"`
+	Description  string          `json:"description"`
+	ConfigSchema json.RawMessage `json:"config_schema"`
+	// Capabilities are what a step of the type calls by default.
+	Capabilities []string `json:"capabilities"`
+	// CanRun is false when a capability the type calls has no provider
+	// the tenant can use; Reason then says which and why.
+	CanRun bool    `json:"can_run"`
+	Reason *string `json:"reason"`
+}
+
+// handleStepTypes serves GET /v1/processes/step-types: each step type with
+// its config schema and whether it can run in the tenant now.
+func (h *Handler) handleStepTypes(c *Ctx) error {
+	types := process.StepTypes()
+	out := make([]StepTypeOut, len(types))
+	reg := h.ws.Capabilities()
+	for i, t := range types {
+		o := StepTypeOut{Type: t.Type, Label: t.Label, Description: t.Description, ConfigSchema: t.ConfigSchema,
+			Capabilities: t.Capabilities, CanRun: true}
+		for _, capID := range t.Capabilities {
+			_, err := reg.Resolve(c.Context(), c.Tenant(), capID)
+			if err != nil && !errors.Is(err, errs.Unavailable) && !errors.Is(err, errs.Invalid) {
+				return err
+			}
+			if err != nil {
+				reason := "needs " + capID + ": " + publicOr(err, "it has no provider in this workspace")
+				if t.Type == process.StepIntake {
+					reason += " (intake can still read text, not documents)"
+				}
+				o.CanRun, o.Reason = false, &reason
+				break
+			}
+		}
+		out[i] = o
+	}
+	return c.JSON(http.StatusOK, out)
+}

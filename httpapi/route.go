@@ -1,0 +1,175 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/bas-platform/bas/internal/access"
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/julienschmidt/httprouter"
+)
+
+// Route is one entry of the route table.
+type Route struct {
+	// Method and Path (relative to the base path, httprouter syntax).
+	Method string
+	Path   string
+	// App is the app the route belongs to; a key limited to other apps gets
+	// 403. Empty for routes every caller may use (auth, health, apps).
+	App string
+	// Perm is the permission the caller needs; empty means any
+	// authenticated caller.
+	Perm string
+	// Public routes need no authentication.
+	Public bool
+
+	fn handlerFunc
+}
+
+// handlerFunc handles one request; the error it returns is written by the
+// one error writer.
+type handlerFunc func(c *Ctx) error
+
+// handle declares an authenticated route of app needing perm.
+func (h *Handler) handle(method, path, app, perm string, fn handlerFunc) {
+	h.routes = append(h.routes, &Route{Method: method, Path: path, App: app, Perm: perm, fn: fn})
+}
+
+// handlePublic declares a route that needs no authentication.
+func (h *Handler) handlePublic(method, path string, fn handlerFunc) {
+	h.routes = append(h.routes, &Route{Method: method, Path: path, Public: true, fn: fn})
+}
+
+type ctxKey int
+
+const requestIDKey ctxKey = 0
+
+// serve is the outermost layer: request id, access log, panic recovery and
+// the choice of router.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	id := r.Header.Get("X-Request-Id")
+	if id == "" || len(id) > 128 {
+		var b [12]byte
+		_, _ = rand.Read(b[:])
+		id = "req_" + hex.EncodeToString(b[:])
+	}
+	w.Header().Set("X-Request-Id", id)
+	r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	defer func() {
+		if v := recover(); v != nil {
+			h.recovered(rec, r, v)
+		}
+		h.log.LogAttrs(r.Context(), slog.LevelInfo, "http",
+			slog.String("request_id", id),
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.Path),
+			slog.Int("status", rec.status),
+			slog.Int64("bytes", rec.bytes),
+			slog.Duration("duration", time.Since(start)))
+	}()
+	rel := strings.TrimPrefix(r.URL.Path, h.opts.BasePath)
+	if len(h.statics) > 0 && h.matchesStatic(rel) {
+		h.static.ServeHTTP(rec, r)
+		return
+	}
+	h.main.ServeHTTP(rec, r)
+}
+
+// recovered answers 500 without any detail of the panic, and logs it.
+func (h *Handler) recovered(w http.ResponseWriter, r *http.Request, v any) {
+	h.log.Error("panic serving request", "request_id", requestID(r.Context()),
+		"method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
+	if sr, ok := w.(*statusRecorder); ok && sr.wrote {
+		return
+	}
+	writeDetail(w, http.StatusInternalServerError, "internal error")
+}
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// wrap turns a route into an httprouter handle: authentication, app limit,
+// permission, rate limit and idempotency, then the handler, then the error
+// writer.
+func (h *Handler) wrap(rt *Route) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		c := &Ctx{W: w, R: r, Params: ps, h: h, route: rt}
+		if err := h.run(c); err != nil {
+			h.writeError(c, err)
+		}
+	}
+}
+
+func (h *Handler) run(c *Ctx) error {
+	rt := c.route
+	if !rt.Public {
+		p, err := h.authenticate(c.R)
+		if err != nil {
+			return err
+		}
+		c.P = p
+		if rt.App != "" && !p.AllowsApp(rt.App) {
+			return errs.Forbiddenf("key not allowed for app %s", rt.App)
+		}
+		if rt.Perm != "" && !p.Can(rt.Perm) {
+			return errs.Forbiddenf("missing permission %s", rt.Perm)
+		}
+		if err := h.limiter.allow(p); err != nil {
+			return err
+		}
+	}
+	if c.R.Method == http.MethodPost && c.R.Header.Get("Idempotency-Key") != "" {
+		return h.idempotent(c)
+	}
+	return rt.fn(c)
+}
+
+// authenticate reads the bearer token and resolves it to a principal.
+func (h *Handler) authenticate(r *http.Request) (*access.Principal, error) {
+	auth := r.Header.Get("Authorization")
+	token, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok || strings.TrimSpace(token) == "" {
+		return nil, errs.Unauthenticatedf("not authenticated")
+	}
+	return h.ws.Authenticate(r.Context(), strings.TrimSpace(token))
+}
+
+// statusRecorder remembers the status and size written.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+	wrote  bool
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if !s.wrote {
+		s.status = code
+		s.wrote = true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	s.wrote = true
+	n, err := s.ResponseWriter.Write(b)
+	s.bytes += int64(n)
+	return n, err
+}
+
+// Flush lets streaming handlers flush through the recorder.
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}

@@ -1,0 +1,12 @@
+package httpapi
+
+// registerRoutes declares every route. Each area registers its routes in its
+// own file (registerXRoutes); the table is built from the declarations.
+func (h *Handler) registerRoutes() {
+	h.registerSystemRoutes()
+	h.registerRunRoutes()
+	h.registerProcessRoutes()
+	h.registerAccessRoutes()
+	h.registerMailRoutes()
+	h.registerCapabilityRoutes()
+}

@@ -1,0 +1,291 @@
+package access
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/bas-platform/bas/internal/audit"
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/ids"
+	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
+)
+
+// APIKeyIn creates an API key (interface.md's ApiKeyIn).
+type APIKeyIn struct {
+	Name string `json:"name" jsonschema:"required,minLength=1,maxLength=120"`
+	// Roles default to [member].
+	Roles []string `json:"roles" jsonschema:"enum=admin,enum=approver,enum=member,enum=viewer,default=member"`
+	// Apps limits the key; null means every app.
+	Apps []string `json:"apps" jsonschema:"nullable"`
+	// ExpiresDays is the key's lifetime; null means it does not expire.
+	ExpiresDays *int `json:"expires_days" jsonschema:"nullable,minimum=1,maximum=730"`
+	// BreakGlassReason lets an admin key skip the four-eyes wait; the key
+	// then lasts 24 hours.
+	BreakGlassReason *string `json:"break_glass_reason" jsonschema:"nullable,maxLength=2000"`
+}
+
+// Key statuses.
+const (
+	KeyActive  = "active"
+	KeyPending = "pending" // waits for a second admin in the change queue
+	KeyExpired = "expired"
+)
+
+// Key is an API key as lists show it: never its secret.
+type Key struct {
+	ID    string   `json:"id"`
+	Name  string   `json:"name"`
+	Roles []string `json:"roles"`
+	Apps  []string `json:"apps"`
+	// Prefix is the first characters of the secret, enough to recognise it.
+	Prefix    string     `json:"prefix"`
+	ExpiresAt *time.Time `json:"expires_at"`
+	CreatedAt time.Time  `json:"created_at"`
+	// CreatedBy is the person who made the key.
+	CreatedBy string `json:"created_by"`
+	// Status is active, pending (waiting for a second admin) or expired.
+	Status           string  `json:"status"`
+	BreakGlassReason *string `json:"break_glass_reason"`
+	// ChangeID is the change a pending key waits on.
+	ChangeID string `json:"change_id,omitempty"`
+}
+
+// NewKey is a key just made, with its secret: the only time it is shown.
+type NewKey struct {
+	Key
+	Secret string `json:"secret"`
+}
+
+var keys = &store.Collection[Key]{
+	Name:     "apikey",
+	ID:       func(k *Key) string { return k.ID },
+	NotFound: "api key not found",
+	Indexes: []store.Index[Key]{
+		{Name: "creator", Values: func(k *Key) [][]any { return [][]any{{k.CreatedBy}} }},
+	},
+}
+
+// at is the key as seen at now: an active key past its expiry is expired.
+func (k *Key) at(now time.Time) *Key {
+	out := *k
+	if out.Status == KeyActive && expired(out.ExpiresAt, now) {
+		out.Status = KeyExpired
+	}
+	return &out
+}
+
+const maxKeyName = 120
+
+func (s *Service) checkKeyIn(in APIKeyIn) error {
+	vs := checkLen([]any{"body", "name"}, in.Name, 1, maxKeyName)
+	if len(vs) == 0 && strings.TrimSpace(in.Name) == "" {
+		vs = append(vs, errs.Violation{Loc: []any{"body", "name"}, Msg: "must not be blank", Type: "string_too_short"})
+	}
+	if d := in.ExpiresDays; d != nil && *d < 1 {
+		vs = append(vs, errs.Violation{Loc: []any{"body", "expires_days"}, Msg: "must be at least 1", Type: "greater_than_equal"})
+	} else if d != nil && *d > 730 {
+		vs = append(vs, errs.Violation{Loc: []any{"body", "expires_days"}, Msg: "must be at most 730", Type: "less_than_equal"})
+	}
+	vs = append(vs, s.checkGrant(in.Roles, in.Apps)...)
+	vs = append(vs, checkReason(in.BreakGlassReason)...)
+	return errs.Validation(vs...)
+}
+
+// CreateKey makes an API key for p. The key cannot carry a permission or an
+// app p lacks (errs.Forbidden). A key granting admin while the workspace's
+// four-eyes rule is on waits, pending, for a second admin (its change is
+// in ChangeID; the secret works once approved), unless BreakGlassReason is
+// given: then it works at once, is audited with the reason and expires
+// within BreakGlassTTL.
+func (s *Service) CreateKey(ctx context.Context, p *Principal, in APIKeyIn) (*NewKey, error) {
+	if in.Roles == nil {
+		in.Roles = []string{RoleMember}
+	}
+	if err := s.checkKeyIn(in); err != nil {
+		return nil, err
+	}
+	if err := canGrant(p, in.Roles, in.Apps); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	var out *NewKey
+	err := s.st.Update(ctx, func(tx store.Txn) error {
+		fourEyes, err := fourEyesTx(tx, p.Tenant)
+		if err != nil {
+			return err
+		}
+		k := &Key{ID: ids.New("key", now), Name: in.Name, Roles: sorted(clone(in.Roles)), Apps: cloneApps(in.Apps),
+			CreatedAt: now, CreatedBy: p.UserID, Status: KeyActive, BreakGlassReason: in.BreakGlassReason}
+		if in.ExpiresDays != nil {
+			exp := now.Add(time.Duration(*in.ExpiresDays) * 24 * time.Hour)
+			k.ExpiresAt = &exp
+		}
+		admin := grantsAdmin(k.Roles) && fourEyes
+		if admin && in.BreakGlassReason != nil {
+			if exp := now.Add(BreakGlassTTL); k.ExpiresAt == nil || exp.Before(*k.ExpiresAt) {
+				k.ExpiresAt = &exp
+			}
+		}
+		if admin && in.BreakGlassReason == nil {
+			k.Status = KeyPending
+		}
+		secret, err := putNewCredential(tx, tagKey, &credential{Kind: credKey, Tenant: p.Tenant, RecordID: k.ID,
+			UserID: p.UserID, Email: p.Email, Roles: k.Roles, Apps: k.Apps, Pending: k.Status == KeyPending,
+			ExpiresAt: k.ExpiresAt})
+		if err != nil {
+			return err
+		}
+		k.Prefix = secret[:lookupLen]
+		if k.Status == KeyPending {
+			ch, err := s.proposeTx(tx, p.Tenant, kindAdminKey, p.Actor(), p.UserID,
+				"API key \""+k.Name+"\" with the admin role", keyChange{KeyID: k.ID}, now)
+			if err != nil {
+				return err
+			}
+			k.ChangeID = ch.ID
+		}
+		if err := keys.Put(tx, p.Tenant, k); err != nil {
+			return err
+		}
+		out = &NewKey{Key: *k, Secret: secret}
+		return audit.Write(tx, p.Tenant, audit.Entry{At: now, Actor: p.Actor(), Action: "api_key.create",
+			Entity: "api_key", EntityID: k.ID, After: audit.Marshal(k), Reason: reasonOf(in.BreakGlassReason)})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func reasonOf(r *string) string {
+	if r == nil {
+		return ""
+	}
+	return *r
+}
+
+// Keys returns one page of API keys, newest first: every key of the tenant
+// for a caller with access.manage, the caller's own otherwise.
+func (s *Service) Keys(ctx context.Context, p *Principal, page store.Page) ([]*Key, string, error) {
+	now := s.now()
+	var (
+		out  []*Key
+		next string
+	)
+	err := s.st.View(ctx, func(r store.Reader) error {
+		var (
+			ks  []*Key
+			err error
+		)
+		if p.Can(PermAccessManage) {
+			ks, next, err = keys.List(r, p.Tenant, page)
+		} else {
+			ks, next, err = keys.ListBy(r, p.Tenant, "creator", []any{p.UserID}, page)
+		}
+		for _, k := range ks {
+			out = append(out, k.at(now))
+		}
+		return err
+	})
+	return out, next, err
+}
+
+// Key returns one API key of the tenant.
+func (s *Service) Key(ctx context.Context, tenant, id string) (*Key, error) {
+	var k *Key
+	err := s.st.View(ctx, func(r store.Reader) error {
+		var err error
+		k, err = keys.Get(r, tenant, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return k.at(s.now()), nil
+}
+
+// RevokeKey deletes an API key; it stops working at once. A caller without
+// access.manage may revoke only the keys it made. A pending key's change is
+// withdrawn.
+func (s *Service) RevokeKey(ctx context.Context, p *Principal, id string) error {
+	now := s.now()
+	return s.st.Update(ctx, func(tx store.Txn) error {
+		k, err := keys.Get(tx, p.Tenant, id)
+		if err != nil {
+			return err
+		}
+		if !p.Can(PermAccessManage) && k.CreatedBy != p.UserID {
+			return errs.Forbiddenf("missing permission %s", PermAccessManage)
+		}
+		if err := deleteKeyTx(tx, p.Tenant, k); err != nil {
+			return err
+		}
+		if k.Status == KeyPending && k.ChangeID != "" {
+			if err := withdrawTx(tx, p.Tenant, k.ChangeID, p.Actor(), "the key was revoked", now); err != nil {
+				return err
+			}
+		}
+		return audit.Write(tx, p.Tenant, audit.Entry{At: now, Actor: p.Actor(), Action: "api_key.revoke",
+			Entity: "api_key", EntityID: k.ID, Before: audit.Marshal(k.at(now))})
+	})
+}
+
+func deleteKeyTx(tx store.Txn, tenant string, k *Key) error {
+	if err := credentials.Delete(tx, store.System, k.Prefix); err != nil && !errors.Is(err, errs.NotFound) {
+		return err
+	}
+	return keys.Delete(tx, tenant, k.ID)
+}
+
+// keyChange is the payload of an admin key waiting for a second admin.
+type keyChange struct {
+	KeyID string `json:"key_id"`
+}
+
+const kindAdminKey = "access.api_key"
+
+// approveKey activates a pending key.
+func (s *Service) approveKey(_ context.Context, tx store.Txn, tenant string, payload json.RawMessage, approver string) error {
+	var kc keyChange
+	if err := json.Unmarshal(payload, &kc); err != nil {
+		return errors.Wrap(err, "decode key change")
+	}
+	k, err := keys.Get(tx, tenant, kc.KeyID)
+	if err != nil {
+		return err
+	}
+	c, err := credentials.Get(tx, store.System, k.Prefix)
+	if err != nil {
+		return err
+	}
+	before := *k
+	k.Status, c.Pending = KeyActive, false
+	if err := credentials.Put(tx, store.System, c); err != nil {
+		return err
+	}
+	if err := keys.Put(tx, tenant, k); err != nil {
+		return err
+	}
+	return audit.Write(tx, tenant, audit.Entry{At: s.now(), Actor: approver, Action: "api_key.activate",
+		Entity: "api_key", EntityID: k.ID, Before: audit.Marshal(before), After: audit.Marshal(k)})
+}
+
+// rejectKey deletes a pending key.
+func (s *Service) rejectKey(_ context.Context, tx store.Txn, tenant string, payload json.RawMessage, approver string) error {
+	var kc keyChange
+	if err := json.Unmarshal(payload, &kc); err != nil {
+		return errors.Wrap(err, "decode key change")
+	}
+	k, err := keys.Get(tx, tenant, kc.KeyID)
+	if err != nil {
+		return err
+	}
+	if err := deleteKeyTx(tx, tenant, k); err != nil {
+		return err
+	}
+	return audit.Write(tx, tenant, audit.Entry{At: s.now(), Actor: approver, Action: "api_key.revoke",
+		Entity: "api_key", EntityID: k.ID, Before: audit.Marshal(k), Reason: "the admin grant was rejected"})
+}

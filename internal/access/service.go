@@ -1,0 +1,343 @@
+package access
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/internal/clock"
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/ids"
+	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
+)
+
+// Caller sends capability calls; the access service sends sign-in codes and
+// invitations through it as email.send calls with the arguments
+// {to, subject, body}. The capability registry satisfies it.
+type Caller interface {
+	Call(ctx context.Context, call capability.Call) (json.RawMessage, error)
+}
+
+// Config configures New.
+type Config struct {
+	// Store is where tenants, people, keys and sessions live. Required.
+	Store store.Store
+	// Clock tells the time. Defaults to the wall clock.
+	Clock clock.Clock
+	// Logger receives warnings (an email that could not be sent). Defaults
+	// to discarding them. Secrets are never logged.
+	Logger *slog.Logger
+	// Mailer sends email.send calls. Without it, email sign-in answers
+	// errs.Unavailable and invitations are created without being sent.
+	Mailer Caller
+	// Apps returns the ids of the apps beside the built-in ones (plugin
+	// apps) that keys and invitations may be limited to. Defaults to none.
+	Apps func() []string
+	// SessionTTL is how long a session token works. Defaults to 7 days.
+	SessionTTL time.Duration
+	// CodeTTL is how long an email sign-in code works. Defaults to 15
+	// minutes.
+	CodeTTL time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.Apps == nil {
+		c.Apps = func() []string { return nil }
+	}
+	if c.SessionTTL <= 0 {
+		c.SessionTTL = 7 * 24 * time.Hour
+	}
+	if c.CodeTTL <= 0 {
+		c.CodeTTL = 15 * time.Minute
+	}
+	return c
+}
+
+// Lifetimes and bounds that are part of the contract.
+const (
+	// InvitationTTL is how long an invitation can be accepted.
+	InvitationTTL = 7 * 24 * time.Hour
+	// BreakGlassTTL is how long a break-glass grant lasts, whatever
+	// expires_days says.
+	BreakGlassTTL = 24 * time.Hour
+	// MaxCodeTries is how many wrong codes burn a sign-in code.
+	MaxCodeTries = 5
+)
+
+// Service is the access service: tenants (workspaces), people, sessions,
+// API keys, invitations, workspace settings and the widening-change queue.
+// It is safe for concurrent use.
+type Service struct {
+	cfg   Config
+	st    store.Store
+	clock clock.Clock
+	log   *slog.Logger
+
+	mu    sync.RWMutex
+	kinds map[string]*changeKind
+}
+
+// New returns the access service on cfg.Store and registers the change kinds
+// of access itself (admin keys and invitations, turning four-eyes off).
+func New(cfg Config) *Service {
+	cfg = cfg.withDefaults()
+	s := &Service{cfg: cfg, st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, kinds: map[string]*changeKind{}}
+	s.registerOwnKinds()
+	return s
+}
+
+func (s *Service) now() time.Time { return s.clock.Now().UTC() }
+
+// Secrets. Every secret is a kind tag, an 8-character lookup part and 32
+// more characters: 40 base32 characters, 200 random bits, of which the
+// lookup part (shown as a key's prefix) is 40 and the rest 160. Only the
+// SHA-256 of the whole secret is stored, under the lookup part.
+const (
+	tagKey        = "bask_"
+	tagSession    = "bass_"
+	tagInvitation = "basi_"
+	tagLen        = 5
+	lookupLen     = tagLen + 8
+	secretLen     = tagLen + 40
+)
+
+// Credential kinds.
+const (
+	credKey        = "key"
+	credSession    = "session"
+	credInvitation = "invitation"
+)
+
+// credential is what a secret resolves to. It lives under store.System,
+// keyed by the secret's lookup part, so Authenticate is one point read for
+// an API key and two (the credential, the person) for a session.
+type credential struct {
+	ID       string `json:"id"` // the lookup part
+	Kind     string `json:"kind"`
+	Tenant   string `json:"tenant"`
+	RecordID string `json:"record_id"` // the key or invitation id; empty for sessions
+	UserID   string `json:"user_id"`
+	Email    string `json:"email"`
+	// Roles and Apps are a key's grant (sessions read the person's).
+	Roles []string `json:"roles,omitempty"`
+	Apps  []string `json:"apps"`
+	Hash  string   `json:"hash"` // hex SHA-256 of the whole secret
+	// Pending keys wait for a second admin and do not authenticate yet.
+	Pending bool `json:"pending,omitempty"`
+	// Revoked invitations keep their credential, so accepting one says so.
+	Revoked   bool       `json:"revoked,omitempty"`
+	ExpiresAt *time.Time `json:"expires_at"`
+}
+
+var credentials = &store.Collection[credential]{
+	Name:     "cred",
+	ID:       func(c *credential) string { return c.ID },
+	NotFound: "credential not found",
+	Indexes: []store.Index[credential]{
+		// Sessions are swept when they expire; keys and invitations are
+		// records people see and stay until revoked.
+		{Name: "expires", Values: func(c *credential) [][]any {
+			if c.Kind != credSession || c.ExpiresAt == nil {
+				return nil
+			}
+			return [][]any{{c.ExpiresAt.UnixNano()}}
+		}},
+	},
+}
+
+// newSecret returns a fresh secret of kind tag, its lookup part and hash.
+func newSecret(tag string) (secret, lookup, hash string) {
+	secret = tag + ids.Token(25)
+	return secret, secret[:lookupLen], hashSecret(secret)
+}
+
+func hashSecret(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// parseSecret splits a presented secret into its tag and lookup part; ok is
+// false when it cannot be one of ours.
+func parseSecret(secret string) (tag, lookup string, ok bool) {
+	if len(secret) != secretLen {
+		return "", "", false
+	}
+	tag = secret[:tagLen]
+	switch tag {
+	case tagKey, tagSession, tagInvitation:
+	default:
+		return "", "", false
+	}
+	for i := tagLen; i < len(secret); i++ {
+		c := secret[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'z') {
+			return "", "", false
+		}
+	}
+	return tag, secret[:lookupLen], true
+}
+
+// sameSecret compares a presented secret with a stored hash in constant
+// time.
+func sameSecret(secret, hash string) bool {
+	return subtle.ConstantTimeCompare([]byte(hashSecret(secret)), []byte(hash)) == 1
+}
+
+// putNewCredential stores c under a fresh secret of tag and returns the
+// secret. A lookup part already taken (one chance in 2^40) draws again.
+func putNewCredential(tx store.Txn, tag string, c *credential) (string, error) {
+	for {
+		secret, lookup, hash := newSecret(tag)
+		taken, err := credentials.Exists(tx, store.System, lookup)
+		if err != nil {
+			return "", err
+		}
+		if taken {
+			continue
+		}
+		c.ID, c.Hash = lookup, hash
+		if err := credentials.Put(tx, store.System, c); err != nil {
+			return "", err
+		}
+		return secret, nil
+	}
+}
+
+func errNotAuthenticated() error { return errs.Unauthenticatedf("not authenticated") }
+
+// Authenticate resolves a session token or API key to its principal. An
+// unknown, malformed, expired, revoked or not yet approved one is
+// errs.Unauthenticated. It reads the store every time (one point read for a
+// key, two for a session), so a revocation or logout is effective at once.
+func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, error) {
+	tag, lookup, ok := parseSecret(token)
+	if !ok || tag == tagInvitation {
+		return nil, errNotAuthenticated()
+	}
+	now := s.now()
+	var p *Principal
+	err := s.st.View(ctx, func(r store.Reader) error {
+		c, err := credentials.Get(r, store.System, lookup)
+		if errors.Is(err, errs.NotFound) {
+			return errNotAuthenticated()
+		}
+		if err != nil {
+			return err
+		}
+		if !sameSecret(token, c.Hash) || c.Pending || expired(c.ExpiresAt, now) {
+			return errNotAuthenticated()
+		}
+		switch c.Kind {
+		case credKey:
+			p = newPrincipal(c.Tenant, c.UserID, c.Email, c.Roles, c.Apps)
+			p.KeyID = c.RecordID
+			return nil
+		case credSession:
+			u, err := users.Get(r, c.Tenant, c.UserID)
+			if errors.Is(err, errs.NotFound) {
+				return errNotAuthenticated()
+			}
+			if err != nil {
+				return err
+			}
+			p = newPrincipal(c.Tenant, u.ID, u.Email, u.effectiveRoles(now), u.Apps)
+			p.SessionID = c.ID
+			return nil
+		}
+		return errNotAuthenticated()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func newPrincipal(tenant, user, email string, roles, apps []string) *Principal {
+	return &Principal{
+		Tenant: tenant, UserID: user, Email: email,
+		Roles: sorted(clone(roles)), Apps: cloneApps(apps), Perms: PermissionsOf(roles),
+	}
+}
+
+func expired(at *time.Time, now time.Time) bool { return at != nil && !now.Before(*at) }
+
+// sweepLimit bounds the expired records one sign-in removes.
+const sweepLimit = 32
+
+// sweep removes up to sweepLimit expired sessions and as many expired
+// sign-in codes. It runs after sign-ins, so the tables stay bounded
+// without a janitor.
+func (s *Service) sweep(ctx context.Context) {
+	now := s.now()
+	err := s.st.Update(ctx, func(tx store.Txn) error {
+		creds, err := expiredIDs(tx, credentials.Name, now)
+		if err != nil {
+			return err
+		}
+		codes, err := expiredIDs(tx, signins.Name, now)
+		if err != nil {
+			return err
+		}
+		for _, id := range creds {
+			if err := credentials.Delete(tx, store.System, id); err != nil {
+				return err
+			}
+		}
+		for _, id := range codes {
+			if err := signins.Delete(tx, store.System, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.log.Warn("access: sweeping expired sessions failed", slog.String("error", err.Error()))
+	}
+}
+
+// expiredIDs reads the "expires" index of a System collection, whose
+// entries are (tenant, "i", collection, "expires", unix nanos, id) as
+// store.Collection lays them out, and returns up to sweepLimit ids that
+// expired by now, oldest first.
+func expiredIDs(r store.Reader, collection string, now time.Time) ([]string, error) {
+	prefix := store.Key(store.System, "i", collection, "expires")
+	var out []string
+	err := r.Scan(store.ScanOptions{Prefix: prefix, KeysOnly: true}, func(key, _ []byte) error {
+		parts, err := store.DecodeKey(key[len(prefix):])
+		if err != nil {
+			return err
+		}
+		if len(parts) != 2 {
+			return errors.Newf("access: malformed expiry index entry in %s", collection)
+		}
+		at, ok1 := parts[0].(int64)
+		id, ok2 := parts[1].(string)
+		if !ok1 || !ok2 {
+			return errors.Newf("access: malformed expiry index entry in %s", collection)
+		}
+		if at > now.UnixNano() || len(out) == sweepLimit {
+			return store.ErrStop
+		}
+		out = append(out, id)
+		return nil
+	})
+	return out, err
+}
+
+// normEmail is the form emails are compared and stored in.
+func normEmail(e string) string { return strings.ToLower(strings.TrimSpace(e)) }

@@ -1,0 +1,253 @@
+package automation
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/bas-platform/bas/internal/audit"
+	"github.com/bas-platform/bas/internal/decisions"
+	"github.com/bas-platform/bas/runengine"
+	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
+)
+
+var _ runengine.Gate = (*Service)(nil)
+
+// Gate returns s as the run engine's autonomy gate.
+func (s *Service) Gate() runengine.Gate { return s }
+
+// decisionRecord is the gate's answer for one item, kept so that a retry of
+// the item gets the same answer and is counted once.
+type decisionRecord struct {
+	ItemKey    string    `json:"item_key"`
+	ProcessID  string    `json:"process_id"`
+	RunID      string    `json:"run_id"`
+	StepKey    string    `json:"step_key"`
+	Capability string    `json:"capability"`
+	Auto       bool      `json:"auto"`
+	Reason     string    `json:"reason"`
+	Sample     bool      `json:"sample"`
+	Percent    int       `json:"percent"`
+	At         time.Time `json:"at"`
+}
+
+var gateDecisions = &store.Collection[decisionRecord]{
+	Name: "gatedecision",
+	ID:   func(d *decisionRecord) string { return d.ItemKey },
+}
+
+// dayCount counts automatic actions in one UTC day: of the workspace (id
+// "2006-01-02") or of one process ("2006-01-02|<process id>").
+type dayCount struct {
+	ID    string `json:"id"`
+	Count int    `json:"count"`
+}
+
+var dayCounts = &store.Collection[dayCount]{
+	Name: "autoday",
+	ID:   func(d *dayCount) string { return d.ID },
+}
+
+func dayID(now time.Time, processID string) string {
+	d := now.UTC().Format(time.DateOnly)
+	if processID == "" {
+		return d
+	}
+	return d + "|" + processID
+}
+
+// getCount returns the day count id (zero when none was written).
+func getCount(r store.Reader, tenant, id string) (*dayCount, error) {
+	c, err := dayCounts.Get(r, tenant, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return &dayCount{ID: id}, nil
+	}
+	return c, err
+}
+
+// countToday returns today's automatic actions of the workspace
+// (processID "") or of one process.
+func countToday(r store.Reader, tenant, processID string, now time.Time) (int, error) {
+	c, err := getCount(r, tenant, dayID(now, processID))
+	if err != nil {
+		return 0, err
+	}
+	return c.Count, nil
+}
+
+// Bucket returns the item's bucket in [0, 100): the first 8 bytes of
+// SHA-256(salt + NUL + key), big-endian, modulo 100. An item runs without a
+// person when Bucket("auto", key) is below the percent in force, and is
+// sampled for review when Bucket("sample", key) is below sample_percent, so
+// the same item always gets the same answer.
+func Bucket(salt, key string) int {
+	sum := sha256.Sum256([]byte(salt + "\x00" + key))
+	return int(binary.BigEndian.Uint64(sum[:8]) % 100)
+}
+
+// Decide answers whether one action runs without a person. In order: a
+// paused process (or workspace) is supervised; an item whose bucket is not
+// below the percent in force (the exception's while it lasts) is
+// supervised; an automatic action over a daily limit (the workspace's over
+// all its automatic actions, a process's own over the process's) is
+// supervised; otherwise it is automatic, counted against today's limits,
+// and sampled for an after-the-fact review at sample_percent. The answer is
+// stored under the item key: a retry gets the same answer and is counted
+// once. Amount caps and require_approval are checked by the engine before
+// and always win.
+func (s *Service) Decide(ctx context.Context, req runengine.GateRequest) (runengine.GateDecision, error) {
+	key := req.ItemKey
+	if key == "" && req.RunID != "" {
+		key = req.RunID + "/" + req.StepKey
+	}
+	if req.Tenant == "" || req.ProcessID == "" || key == "" {
+		return runengine.GateDecision{}, errors.New("automation: a gate request needs a tenant, a process and an item key")
+	}
+	var out runengine.GateDecision
+	err := s.st.Update(ctx, func(tx store.Txn) error {
+		prev, err := gateDecisions.Get(tx, req.Tenant, key)
+		if err == nil {
+			out = runengine.GateDecision{Auto: prev.Auto, Reason: prev.Reason, Sample: prev.Sample}
+			return nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		now := s.now()
+		ws, proc, err := s.loadLapsing(tx, req.Tenant, req.ProcessID, now)
+		if err != nil {
+			return err
+		}
+		if proc == nil {
+			proc = &Level{ID: req.ProcessID}
+		}
+		e := resolve(ws, proc, now)
+		rec := &decisionRecord{
+			ItemKey: key, ProcessID: req.ProcessID, RunID: req.RunID, StepKey: req.StepKey,
+			Capability: req.Capability, Percent: e.current(), At: now,
+		}
+		if err := s.decide(tx, req.Tenant, key, e, rec, now); err != nil {
+			return err
+		}
+		out = runengine.GateDecision{Auto: rec.Auto, Reason: rec.Reason, Sample: rec.Sample}
+		return gateDecisions.Put(tx, req.Tenant, rec)
+	})
+	return out, err
+}
+
+// decide fills rec's answer and counts an automatic action.
+func (s *Service) decide(tx store.Txn, tenant, key string, e effective, rec *decisionRecord, now time.Time) error {
+	cur := e.current()
+	switch {
+	case e.paused:
+		rec.Reason = "supervised: automation is paused"
+		if e.pausedReason != nil && *e.pausedReason != "" {
+			rec.Reason += ": " + *e.pausedReason
+		}
+		return nil
+	case cur == 0:
+		rec.Reason = "supervised: automation is at 0%"
+		return nil
+	case Bucket("auto", key) >= cur:
+		rec.Reason = fmt.Sprintf("supervised: the item is outside the %d%% that run without a person", cur)
+		return nil
+	}
+	wsCount, err := getCount(tx, tenant, dayID(now, ""))
+	if err != nil {
+		return err
+	}
+	procCount, err := getCount(tx, tenant, dayID(now, rec.ProcessID))
+	if err != nil {
+		return err
+	}
+	switch {
+	case e.wsLimit != nil && wsCount.Count >= *e.wsLimit:
+		rec.Reason = fmt.Sprintf("supervised: the workspace's daily limit of %d automatic actions is reached", *e.wsLimit)
+		return nil
+	case e.procLimit != nil && procCount.Count >= *e.procLimit:
+		rec.Reason = fmt.Sprintf("supervised: the process's daily limit of %d automatic actions is reached", *e.procLimit)
+		return nil
+	}
+	wsCount.Count++
+	procCount.Count++
+	if err := dayCounts.Put(tx, tenant, wsCount); err != nil {
+		return err
+	}
+	if err := dayCounts.Put(tx, tenant, procCount); err != nil {
+		return err
+	}
+	rec.Auto = true
+	rec.Sample = Bucket("sample", key) < e.samplePercent
+	rec.Reason = fmt.Sprintf("automatic: the item is inside the %d%% that run without a person", cur)
+	if e.exception != nil {
+		rec.Reason += fmt.Sprintf(" (exception until %s: %s)", e.exception.Until.Format(time.RFC3339), e.exception.Reason)
+	}
+	return nil
+}
+
+// loadLapsing loads the workspace's and the process's levels and removes
+// exceptions that have lapsed at now, writing each removal to the audit log
+// (actor system).
+func (s *Service) loadLapsing(tx store.Txn, tenant, processID string, now time.Time) (ws, proc *Level, err error) {
+	ws, proc, err = load(tx, tenant, processID)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, l := range []*Level{ws, proc} {
+		if l == nil || l.Exception == nil || active(l.Exception, now) {
+			continue
+		}
+		before := l.clone()
+		ex := l.Exception
+		l.Exception = nil
+		l.UpdatedAt, l.UpdatedBy = &now, audit.System
+		if err := levels.Put(tx, tenant, l); err != nil {
+			return nil, nil, err
+		}
+		err := audit.Write(tx, tenant, audit.Entry{
+			At: now, Actor: audit.System, Action: "automation.exception_lapsed", Entity: "automation", EntityID: l.ID,
+			Before: audit.Marshal(before), After: audit.Marshal(l),
+			Reason: fmt.Sprintf("the exception of %d%% (%s) ended at %s", ex.Percent, ex.Reason, ex.Until.Format(time.RFC3339)),
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return ws, proc, nil
+}
+
+// Observe records a person's verdict on a proposed action of a process
+// (approved unchanged: agreed; rejected or edited: disagreed) in the
+// agreement ledger, then rolls the process back or ramps it up when the
+// verdicts say so (see rollback and ramp).
+func (s *Service) Observe(ctx context.Context, o runengine.Outcome) error {
+	if o.Tenant == "" || o.ProcessID == "" {
+		return errors.New("automation: an outcome needs a tenant and a process")
+	}
+	return s.st.Update(ctx, func(tx store.Txn) error {
+		now := s.now()
+		v := &decisions.Verdict{
+			Scope: decisions.ProcessScope(o.ProcessID), RuleID: o.StepKey, Agreed: o.Agreed,
+			Actor: o.Actor, Ref: o.RunID, At: now,
+		}
+		if err := decisions.RecordVerdict(tx, o.Tenant, v); err != nil {
+			return err
+		}
+		ws, proc, err := s.loadLapsing(tx, o.Tenant, o.ProcessID, now)
+		if err != nil {
+			return err
+		}
+		if proc == nil {
+			proc = &Level{ID: o.ProcessID}
+		}
+		e := resolve(ws, proc, now)
+		rolled, err := s.rollback(tx, o.Tenant, proc, e, v.Seq, now)
+		if err != nil || rolled {
+			return err
+		}
+		return s.ramp(tx, o.Tenant, proc, e, v.Seq, now)
+	})
+}

@@ -1,0 +1,183 @@
+package docs
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"time"
+
+	"github.com/bas-platform/bas/internal/ids"
+	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
+)
+
+// ChunkSize is the size of one stored piece of a file. Each chunk is its
+// own key; a document record only names its file.
+const ChunkSize = 256 << 10
+
+// chunksPerTxn bounds one commit to 1 MiB of file bytes, well under what a
+// Badger transaction may write (15% of a 16 MiB memtable).
+const chunksPerTxn = 4
+
+// Key spaces of files under a tenant, and of unfinished uploads under
+// store.System.
+const (
+	spaceFile    = "docfile"
+	spacePending = "docfile-pending"
+)
+
+func chunkKey(tenant, fileID string, n int) []byte {
+	return store.Key(tenant, spaceFile, fileID, n)
+}
+
+func pendingKey(tenant, fileID string) []byte {
+	return store.Key(store.System, spacePending, tenant, fileID)
+}
+
+type pending struct {
+	At time.Time `json:"at"`
+}
+
+// putFile stores data as chunks under a new file id, a few chunks per
+// commit. The file is first marked pending; the transaction that makes a
+// document name the file must delete the mark (commitFile), and Sweep
+// removes files left pending by a crash or a failed upload.
+func (s *Service) putFile(ctx context.Context, tenant string, data []byte) (string, int, error) {
+	now := s.clock.Now()
+	fileID := ids.New("fil", now)
+	mark, _ := json.Marshal(pending{At: now.UTC()})
+	if err := s.st.Update(ctx, func(tx store.Txn) error {
+		return tx.Set(pendingKey(tenant, fileID), mark)
+	}); err != nil {
+		return "", 0, errors.Wrap(err, "mark upload")
+	}
+	chunks := (len(data) + ChunkSize - 1) / ChunkSize
+	for first := 0; first < chunks; first += chunksPerTxn {
+		err := s.st.Update(ctx, func(tx store.Txn) error {
+			for n := first; n < min(first+chunksPerTxn, chunks); n++ {
+				part := data[n*ChunkSize : min((n+1)*ChunkSize, len(data))]
+				if err := tx.Set(chunkKey(tenant, fileID, n), part); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			s.dropFile(tenant, fileID)
+			return "", 0, errors.Wrap(err, "store file")
+		}
+	}
+	return fileID, chunks, nil
+}
+
+// commitFile, inside the transaction that records the file on a document,
+// clears its pending mark.
+func commitFile(tx store.Txn, tenant, fileID string) error {
+	return tx.Delete(pendingKey(tenant, fileID))
+}
+
+// dropFile deletes a file that no document names (best effort, with its
+// own context: it runs after the caller's request may have ended).
+func (s *Service) dropFile(tenant, fileID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.deleteFile(ctx, tenant, fileID); err != nil {
+		s.log.Warn("docs: dropping an unused upload failed; Sweep will retry", "tenant", tenant, "file", fileID, "error", err)
+	}
+}
+
+func (s *Service) deleteFile(ctx context.Context, tenant, fileID string) error {
+	prefix := store.Key(tenant, spaceFile, fileID)
+	for {
+		var keys [][]byte
+		if err := s.st.View(ctx, func(r store.Reader) error {
+			return r.Scan(store.ScanOptions{Prefix: prefix, KeysOnly: true}, func(k, _ []byte) error {
+				keys = append(keys, append([]byte(nil), k...))
+				if len(keys) == 64 {
+					return store.ErrStop
+				}
+				return nil
+			})
+		}); err != nil {
+			return err
+		}
+		last := len(keys) < 64
+		if err := s.st.Update(ctx, func(tx store.Txn) error {
+			for _, k := range keys {
+				if err := tx.Delete(k); err != nil {
+					return err
+				}
+			}
+			if last {
+				return tx.Delete(pendingKey(tenant, fileID))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if last {
+			return nil
+		}
+	}
+}
+
+// Sweep deletes the files of uploads that began more than olderThan ago
+// and never became a document version (the process died mid-upload, or
+// the final commit failed). It returns how many it deleted. Hosts call it
+// now and then (bas does at open); it is safe while uploads run, as long
+// as olderThan exceeds the longest upload.
+func (s *Service) Sweep(ctx context.Context, olderThan time.Duration) (int, error) {
+	cutoff := s.clock.Now().Add(-olderThan)
+	type stale struct{ tenant, fileID string }
+	var found []stale
+	err := s.st.View(ctx, func(r store.Reader) error {
+		return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, spacePending)}, func(k, v []byte) error {
+			var p pending
+			if err := json.Unmarshal(v, &p); err != nil || p.At.Before(cutoff) {
+				parts, derr := store.DecodeKey(k)
+				if derr != nil || len(parts) != 4 {
+					return nil
+				}
+				t, _ := parts[2].(string)
+				f, _ := parts[3].(string)
+				found = append(found, stale{t, f})
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	for i, f := range found {
+		if err := s.deleteFile(ctx, f.tenant, f.fileID); err != nil {
+			return i, err
+		}
+	}
+	return len(found), nil
+}
+
+// writeFile writes a stored file to w, a few chunks per read transaction.
+func (s *Service) writeFile(ctx context.Context, tenant string, v storedVersion, w io.Writer) error {
+	for first := 0; first < v.Chunks; first += chunksPerTxn {
+		var parts [][]byte
+		err := s.st.View(ctx, func(r store.Reader) error {
+			for n := first; n < min(first+chunksPerTxn, v.Chunks); n++ {
+				b, err := r.Get(chunkKey(tenant, v.FileID, n))
+				if err != nil {
+					return errors.Wrapf(err, "chunk %d of file %s", n, v.FileID)
+				}
+				parts = append(parts, b)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, p := range parts {
+			if _, err := w.Write(p); err != nil {
+				return errors.Wrap(err, "write file")
+			}
+		}
+	}
+	return nil
+}

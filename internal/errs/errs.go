@@ -1,0 +1,151 @@
+// Package errs holds the error kinds every layer of bas marks its errors with,
+// and the validation violation record reported to API callers.
+//
+// An error is of a kind when errors.Is(err, errs.NotFound) (cockroachdb/errors'
+// Is, which sees marks across wrapping and process boundaries). httpapi maps
+// kinds to HTTP statuses in one table.
+package errs
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/errors"
+)
+
+// The kinds. Messages are namespaced so they never equal another package's.
+var (
+	NotFound        = errors.New("bas: not found")
+	Conflict        = errors.New("bas: conflict")
+	Invalid         = errors.New("bas: invalid")
+	Forbidden       = errors.New("bas: forbidden")
+	Unauthenticated = errors.New("bas: unauthenticated")
+	TooLarge        = errors.New("bas: too large")
+	RateLimited     = errors.New("bas: rate limited")
+	Unavailable     = errors.New("bas: unavailable")
+)
+
+// Kinds lists every kind in the order a mapper should test them.
+var Kinds = []error{Invalid, NotFound, Conflict, Forbidden, Unauthenticated, TooLarge, RateLimited, Unavailable}
+
+// Violation is one reason a request is invalid, in the shape of api.md's 422
+// detail items.
+type Violation struct {
+	// Loc is where: "body", "query", "path" or "header", then field names and
+	// list indexes.
+	Loc []any `json:"loc"`
+	// Msg is a sentence a person can act on.
+	Msg string `json:"msg"`
+	// Type is one of api.md's validation types (missing, string_too_long ...).
+	Type string `json:"type"`
+}
+
+// String renders the violation as "body.lines.0.quantity: must be at least 1".
+func (v Violation) String() string {
+	parts := make([]string, len(v.Loc))
+	for i, p := range v.Loc {
+		parts[i] = fmt.Sprint(p)
+	}
+	return strings.Join(parts, ".") + ": " + v.Msg
+}
+
+// ValidationError carries every violation of one request.
+type ValidationError struct {
+	Violations []Violation
+}
+
+// Error joins the violations.
+func (e *ValidationError) Error() string {
+	parts := make([]string, len(e.Violations))
+	for i, v := range e.Violations {
+		parts[i] = v.String()
+	}
+	return "invalid: " + strings.Join(parts, "; ")
+}
+
+// Validation returns an Invalid error carrying vs, or nil when vs is empty.
+func Validation(vs ...Violation) error {
+	if len(vs) == 0 {
+		return nil
+	}
+	return errors.Mark(&ValidationError{Violations: vs}, Invalid)
+}
+
+// Violations returns the violations carried by err, if any.
+func Violations(err error) []Violation {
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		return ve.Violations
+	}
+	return nil
+}
+
+// Kind returns the first kind err is marked with, or nil.
+func Kind(err error) error {
+	for _, k := range Kinds {
+		if errors.Is(err, k) {
+			return k
+		}
+	}
+	return nil
+}
+
+// Public is an error whose message is safe to show to an API caller.
+type Public struct {
+	Msg string
+}
+
+func (p *Public) Error() string { return p.Msg }
+
+func public(kind error, format string, args ...any) error {
+	return errors.Mark(&Public{Msg: fmt.Sprintf(format, args...)}, kind)
+}
+
+// NotFoundf returns a NotFound error whose message ("invoice not found") the
+// API shows.
+func NotFoundf(format string, args ...any) error { return public(NotFound, format, args...) }
+
+// Conflictf returns a Conflict error with a public message.
+func Conflictf(format string, args ...any) error { return public(Conflict, format, args...) }
+
+// Forbiddenf returns a Forbidden error with a public message.
+func Forbiddenf(format string, args ...any) error { return public(Forbidden, format, args...) }
+
+// Unauthenticatedf returns an Unauthenticated error with a public message.
+func Unauthenticatedf(format string, args ...any) error {
+	return public(Unauthenticated, format, args...)
+}
+
+// TooLargef returns a TooLarge error with a public message.
+func TooLargef(format string, args ...any) error { return public(TooLarge, format, args...) }
+
+// Unavailablef returns an Unavailable error with a public message.
+func Unavailablef(format string, args ...any) error { return public(Unavailable, format, args...) }
+
+// Invalidf returns an Invalid error with one violation at loc.
+func Invalidf(loc []any, typ, format string, args ...any) error {
+	return Validation(Violation{Loc: loc, Msg: fmt.Sprintf(format, args...), Type: typ})
+}
+
+// RateLimit is a RateLimited error that says when to retry.
+type RateLimit struct {
+	RetryAfter time.Duration
+}
+
+func (r *RateLimit) Error() string { return "rate limited" }
+
+// RateLimitedAfter returns a RateLimited error carrying the retry delay.
+func RateLimitedAfter(d time.Duration) error {
+	return errors.Mark(&RateLimit{RetryAfter: d}, RateLimited)
+}
+
+// PublicMessage returns the message of the first Public error in err's chain,
+// or "" when none is public.
+func PublicMessage(err error) string {
+	var p *Public
+	if errors.As(err, &p) {
+		return p.Msg
+	}
+	return ""
+}

@@ -1,0 +1,188 @@
+package extract
+
+import (
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// labelTokens splits a label into words (runs of letters and digits) and
+// single punctuation marks, dropping a trailing ':'. It returns nil when the
+// label has no word.
+func labelTokens(label string) []string {
+	l := strings.TrimSpace(label)
+	l = strings.TrimSpace(strings.TrimRight(l, ":："))
+	var toks []string
+	words := 0
+	for i := 0; i < len(l); {
+		r, n := utf8.DecodeRuneInString(l[i:])
+		switch {
+		case isAlnum(r):
+			j := i + n
+			for j < len(l) {
+				r2, n2 := utf8.DecodeRuneInString(l[j:])
+				if !isAlnum(r2) {
+					break
+				}
+				j += n2
+			}
+			toks = append(toks, l[i:j])
+			words++
+			i = j
+		case unicode.IsSpace(r):
+			i += n
+		default:
+			toks = append(toks, l[i:i+n])
+			i += n
+		}
+	}
+	if words == 0 {
+		return nil
+	}
+	return toks
+}
+
+// labelRegexp matches a label whatever its case and spacing; its
+// punctuation is optional. It returns nil for a label without a word.
+func labelRegexp(label string) *regexp.Regexp {
+	toks := labelTokens(label)
+	if toks == nil {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("(?i)")
+	for i, t := range toks {
+		if i > 0 {
+			b.WriteString(`[ \t]*`)
+		}
+		b.WriteString(regexp.QuoteMeta(t))
+		if r, _ := utf8.DecodeRuneInString(t); !isAlnum(r) {
+			b.WriteString("?")
+		}
+	}
+	return regexp.MustCompile(b.String())
+}
+
+// reNextLabel matches the start of another "label:" on the same line.
+var reNextLabel = regexp.MustCompile(`^\pL[^:\t\n]{0,60}?[\pL\pN#.)\]]:(?:[ \t]|$)`)
+
+func (c *compiled) labelCandidates(pages []Page, visit func(candidate) bool) {
+	for _, re := range c.labels {
+		for _, p := range pages {
+			text := p.Text
+			for _, m := range re.FindAllStringIndex(text, -1) {
+				s, e := m[0], m[1]
+				if !labelStart(text, s) || alnumAt(text, e) {
+					continue
+				}
+				vs, ve, ok := valueAfterLabel(text, e)
+				if !ok {
+					continue
+				}
+				if visit(candidate{page: p.Number, text: text[vs:ve], start: vs, end: ve, pageText: text}) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// labelStart reports whether a label may begin at byte s: at the start of
+// a line, or after a tab, two spaces or one of "|;," (so "Date" is not
+// found inside "Due date").
+func labelStart(text string, s int) bool {
+	spaces := 0
+	for i := s - 1; i >= 0; i-- {
+		switch c := text[i]; c {
+		case ' ':
+			spaces++
+			if spaces >= 2 {
+				return true
+			}
+		case '\t', '\n', '\r', '\f', '|', ';', ',':
+			return true
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// valueAfterLabel finds the value after a label ending at byte e: on the
+// same line after ':', a tab or two spaces, or on the next non-blank line
+// when nothing follows the label.
+func valueAfterLabel(text string, e int) (int, int, bool) {
+	lineEnd := strings.IndexByte(text[e:], '\n')
+	if lineEnd < 0 {
+		lineEnd = len(text)
+	} else {
+		lineEnd += e
+	}
+	i := e
+	spaces, tabs := 0, 0
+	for i < lineEnd && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r') {
+		if text[i] == '\t' {
+			tabs++
+		} else if text[i] == ' ' {
+			spaces++
+		}
+		i++
+	}
+	colon := false
+	if i < lineEnd && text[i] == ':' {
+		colon = true
+		i++
+	} else if strings.HasPrefix(text[i:lineEnd], "：") {
+		colon = true
+		i += len("：")
+	}
+	for i < lineEnd && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r') {
+		i++
+	}
+	if !colon && tabs == 0 && spaces < 2 && i < lineEnd {
+		return 0, 0, false
+	}
+	if i < lineEnd {
+		vs, ve := trimSpan(text, i, fieldEnd(text, i, lineEnd))
+		if vs < ve {
+			return vs, ve, true
+		}
+	}
+	// Nothing after the label on its line: the next non-blank line.
+	for ls := lineEnd + 1; ls < len(text); {
+		le := strings.IndexByte(text[ls:], '\n')
+		if le < 0 {
+			le = len(text)
+		} else {
+			le += ls
+		}
+		vs, ve := trimSpan(text, ls, le)
+		if vs < ve {
+			vs, ve = trimSpan(text, vs, fieldEnd(text, vs, ve))
+			return vs, ve, true
+		}
+		ls = le + 1
+	}
+	return 0, 0, false
+}
+
+// fieldEnd returns where a value starting at s ends on its line: before a
+// tab or a run of two spaces that is followed by another "label:", or at
+// lineEnd.
+func fieldEnd(text string, s, lineEnd int) int {
+	for p := s; p < lineEnd; p++ {
+		if text[p] != '\t' && (text[p] != ' ' || p+1 >= lineEnd || text[p+1] != ' ') {
+			continue
+		}
+		q := p
+		for q < lineEnd && (text[q] == ' ' || text[q] == '\t') {
+			q++
+		}
+		if reNextLabel.MatchString(text[q:lineEnd]) {
+			return p
+		}
+		p = q - 1
+	}
+	return lineEnd
+}

@@ -1,0 +1,234 @@
+// Package mail is the built-in provider of the email.send capability: an
+// outbox. Each message is validated and written to its tenant's outbox in
+// the store, where List (and GET /v1/outbox) reads it; nothing leaves the
+// process. Development and tests read sign-in codes and invitations there;
+// production binds email.send to a provider that delivers.
+//
+// A call repeated with the same idempotency key returns the first call's
+// result and writes nothing, so a retried step never sends twice.
+package mail
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/mail"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/internal/clock"
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/ids"
+	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
+)
+
+// ProviderID is the outbox provider's id.
+const ProviderID = "builtin.email"
+
+// Bounds of a message, as the catalog's email.send schema states them.
+const (
+	MaxRecipients = 50
+	MaxAddress    = 320
+	MaxSubject    = 300
+	MaxBody       = 100_000
+)
+
+// Message is one email in a tenant's outbox.
+type Message struct {
+	ID        string    `json:"id"`
+	To        []string  `json:"to"`
+	Cc        []string  `json:"cc"`
+	Subject   string    `json:"subject"`
+	Body      string    `json:"body"`
+	ReplyTo   *string   `json:"reply_to"`
+	CreatedAt time.Time `json:"created_at"`
+	// IdempotencyKey is the key of the call that sent it; a second call
+	// with the same key sends nothing.
+	IdempotencyKey string `json:"idempotency_key"`
+}
+
+var messages = &store.Collection[Message]{
+	Name:     "mail",
+	ID:       func(m *Message) string { return m.ID },
+	NotFound: "message not found",
+	Indexes: []store.Index[Message]{
+		{Name: "idem", Unique: true, Values: func(m *Message) [][]any {
+			if m.IdempotencyKey == "" {
+				return nil
+			}
+			return [][]any{{m.IdempotencyKey}}
+		}},
+	},
+}
+
+// Provider is the built-in email.send provider: the outbox.
+type Provider struct {
+	st    store.Store
+	clock clock.Clock
+}
+
+var _ capability.Provider = (*Provider)(nil)
+
+// NewProvider returns the outbox provider on st; clk stamps messages
+// (clock.Real{} when nil).
+func NewProvider(st store.Store, clk clock.Clock) *Provider {
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	return &Provider{st: st, clock: clk}
+}
+
+// Info describes the provider.
+func (p *Provider) Info() capability.Info {
+	return capability.Info{ID: ProviderID, Name: "Outbox", Kind: capability.KindBuiltin,
+		Capabilities: []string{capability.EmailSend}}
+}
+
+// Call sends one email: it validates the arguments (every violation,
+// located under "args") and writes the message to the call's tenant's
+// outbox. A call whose idempotency key was seen returns the first result.
+func (p *Provider) Call(ctx context.Context, call capability.Call) (json.RawMessage, error) {
+	if call.Capability != capability.EmailSend {
+		return nil, errs.Invalidf([]any{"capability"}, "value_error", "the outbox provides only %s, not %s",
+			capability.EmailSend, call.Capability)
+	}
+	if call.Tenant == "" || call.Tenant == store.System {
+		return nil, errors.New("mail: a call needs a tenant")
+	}
+	args, err := decodeArgs(call.Args)
+	if err != nil {
+		return nil, err
+	}
+	now := p.clock.Now().UTC()
+	var msg *Message
+	err = p.st.Update(ctx, func(tx store.Txn) error {
+		if call.IdempotencyKey != "" {
+			prev, err := messages.Lookup(tx, call.Tenant, "idem", call.IdempotencyKey)
+			if err == nil {
+				msg = prev
+				return nil
+			}
+			if !errors.Is(err, errs.NotFound) {
+				return err
+			}
+		}
+		msg = &Message{ID: ids.New("msg", now), To: trimAll(args.To), Cc: trimAll(args.CC), Subject: args.Subject,
+			Body: args.Body, CreatedAt: now, IdempotencyKey: call.IdempotencyKey}
+		if r := strings.TrimSpace(args.ReplyTo); r != "" {
+			msg.ReplyTo = &r
+		}
+		return messages.Put(tx, call.Tenant, msg)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out, err := json.Marshal(capability.EmailSendResult{MessageID: msg.ID, Status: "queued"})
+	return out, errors.Wrap(err, "encode result")
+}
+
+func trimAll(list []string) []string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = strings.TrimSpace(s)
+	}
+	return out
+}
+
+// decodeArgs decodes and checks email.send arguments (the catalog's
+// EmailSendArgs), reporting every violation at once. The registry checks
+// them against the catalog's schema before a call arrives; this keeps a
+// direct call from writing a malformed message.
+func decodeArgs(raw json.RawMessage) (*capability.EmailSendArgs, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return nil, errs.Invalidf([]any{"args"}, "type_error", "must be a JSON object")
+	}
+	var vs []errs.Violation
+	add := func(typ, msg string, loc ...any) {
+		vs = append(vs, errs.Violation{Loc: append([]any{"args"}, loc...), Msg: msg, Type: typ})
+	}
+	var a capability.EmailSendArgs
+	targets := map[string]any{"to": &a.To, "cc": &a.CC, "subject": &a.Subject, "body": &a.Body, "reply_to": &a.ReplyTo}
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		into, ok := targets[name]
+		if !ok {
+			add("extra_forbidden", "is not an argument of email.send", name)
+			continue
+		}
+		if err := json.Unmarshal(fields[name], into); err != nil {
+			add("type_error", "has the wrong type", name)
+		}
+	}
+	for _, name := range []string{"to", "subject", "body"} {
+		if _, ok := fields[name]; !ok {
+			add("missing", "is required", name)
+		}
+	}
+	checkList := func(name string, list []string, min int) {
+		switch {
+		case len(list) < min:
+			add("too_short", fmt.Sprintf("must have at least %d address", min), name)
+		case len(list) > MaxRecipients:
+			add("too_long", fmt.Sprintf("must have at most %d addresses", MaxRecipients), name)
+		}
+		for i, addr := range list {
+			if !validAddress(addr) {
+				add("value_error", "must be an email address", name, i)
+			}
+		}
+	}
+	if _, ok := fields["to"]; ok {
+		checkList("to", a.To, 1)
+	}
+	checkList("cc", a.CC, 0)
+	if _, ok := fields["subject"]; ok {
+		switch {
+		case strings.TrimSpace(a.Subject) == "":
+			add("string_too_short", "must not be blank", "subject")
+		case utf8.RuneCountInString(a.Subject) > MaxSubject:
+			add("string_too_long", fmt.Sprintf("must be at most %d characters", MaxSubject), "subject")
+		case strings.ContainsAny(a.Subject, "\r\n"):
+			add("value_error", "must be one line", "subject")
+		}
+	}
+	if utf8.RuneCountInString(a.Body) > MaxBody {
+		add("string_too_long", fmt.Sprintf("must be at most %d characters", MaxBody), "body")
+	}
+	if a.ReplyTo != "" && !validAddress(a.ReplyTo) {
+		add("value_error", "must be an email address", "reply_to")
+	}
+	if err := errs.Validation(vs...); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// validAddress reports whether s is a plain address (no display name).
+func validAddress(s string) bool {
+	s = strings.TrimSpace(s)
+	if s == "" || len(s) > MaxAddress {
+		return false
+	}
+	a, err := mail.ParseAddress(s)
+	return err == nil && a.Address == s
+}
+
+// List returns one page of tenant's outbox, newest first, and the next
+// cursor.
+func List(ctx context.Context, st store.Store, tenant string, page store.Page) ([]*Message, string, error) {
+	var (
+		out  []*Message
+		next string
+	)
+	err := st.View(ctx, func(r store.Reader) error {
+		var err error
+		out, next, err = messages.List(r, tenant, page)
+		return err
+	})
+	return out, next, err
+}

@@ -1,0 +1,158 @@
+package mail_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/internal/clock"
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/mail"
+	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/cockroachdb/errors"
+	"github.com/google/go-cmp/cmp"
+)
+
+var start = time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)
+
+func setup(t *testing.T) (*mail.Provider, store.Store, *clock.Fake) {
+	t.Helper()
+	st, err := badgerstore.Open(badgerstore.Options{InMemory: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	clk := clock.NewFake(start)
+	return mail.NewProvider(st, clk), st, clk
+}
+
+func send(t *testing.T, p *mail.Provider, tenant, key, args string) (json.RawMessage, error) {
+	t.Helper()
+	return p.Call(context.Background(), capability.Call{Tenant: tenant, Capability: capability.EmailSend,
+		Args: json.RawMessage(args), IdempotencyKey: key})
+}
+
+func list(t *testing.T, st store.Store, tenant string) []*mail.Message {
+	t.Helper()
+	msgs, _, err := mail.List(context.Background(), st, tenant, store.Page{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msgs
+}
+
+func TestSendWritesTheOutbox(t *testing.T) {
+	t.Parallel()
+	p, st, clk := setup(t)
+	out, err := send(t, p, "ten_a", "run_1/step_1/1",
+		`{"to": " ann@example.com", "cc": ["bob@example.com"], "subject": "Hello", "body": "Hi Ann", "reply_to": "ops@example.com"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res capability.EmailSendResult
+	if err := json.Unmarshal(out, &res); err != nil || res.Status != "queued" {
+		t.Fatalf("result %s, %v", out, err)
+	}
+	replyTo := "ops@example.com"
+	want := []*mail.Message{{ID: res.MessageID, To: []string{"ann@example.com"}, Cc: []string{"bob@example.com"},
+		Subject: "Hello", Body: "Hi Ann", ReplyTo: &replyTo, CreatedAt: start, IdempotencyKey: "run_1/step_1/1"}}
+	if diff := cmp.Diff(want, list(t, st, "ten_a")); diff != "" {
+		t.Errorf("outbox (-want +got):\n%s", diff)
+	}
+
+	// The same key sends nothing new and answers the same; another key does.
+	clk.Advance(time.Second)
+	again, err := send(t, p, "ten_a", "run_1/step_1/1", `{"to": "ann@example.com", "subject": "Hello", "body": "Hi Ann"}`)
+	if err != nil || string(again) != string(out) {
+		t.Errorf("repeated call = %s, %v; want %s", again, err, out)
+	}
+	if _, err := send(t, p, "ten_a", "run_1/step_1/2", `{"to": ["ann@example.com"], "subject": "Hello", "body": ""}`); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(list(t, st, "ten_a")); got != 2 {
+		t.Errorf("outbox has %d messages, want 2", got)
+	}
+	// Each tenant has its own outbox.
+	if got := len(list(t, st, "ten_b")); got != 0 {
+		t.Errorf("another tenant sees %d messages", got)
+	}
+}
+
+func TestSendRefusesBadArguments(t *testing.T) {
+	t.Parallel()
+	p, st, _ := setup(t)
+	for _, test := range []struct {
+		name, args string
+		want       []errs.Violation
+	}{
+		{"everything wrong at once", `{"to": ["ann@example.com", "nope"], "subject": " ", "cc": "x", "bcc": "y"}`, []errs.Violation{
+			{Loc: []any{"args", "bcc"}, Msg: "is not an argument of email.send", Type: "extra_forbidden"},
+			{Loc: []any{"args", "body"}, Msg: "is required", Type: "missing"},
+			{Loc: []any{"args", "to", 1}, Msg: "must be an email address", Type: "value_error"},
+			{Loc: []any{"args", "cc", 0}, Msg: "must be an email address", Type: "value_error"},
+			{Loc: []any{"args", "subject"}, Msg: "must not be blank", Type: "string_too_short"},
+		}},
+		{"empty list and two lines", `{"to": [], "subject": "a\nb", "body": "x", "reply_to": "Ann <a@example.com>"}`, []errs.Violation{
+			{Loc: []any{"args", "to"}, Msg: "must have at least 1 address", Type: "too_short"},
+			{Loc: []any{"args", "subject"}, Msg: "must be one line", Type: "value_error"},
+			{Loc: []any{"args", "reply_to"}, Msg: "must be an email address", Type: "value_error"},
+		}},
+		{"wrong types", `{"to": 5, "subject": "s", "body": 1}`, []errs.Violation{
+			{Loc: []any{"args", "body"}, Msg: "has the wrong type", Type: "type_error"},
+			{Loc: []any{"args", "to"}, Msg: "has the wrong type", Type: "type_error"},
+			{Loc: []any{"args", "to"}, Msg: "must have at least 1 address", Type: "too_short"},
+		}},
+		{"not an object", `[]`, []errs.Violation{{Loc: []any{"args"}, Msg: "must be a JSON object", Type: "type_error"}}},
+	} {
+		t.Run(test.name, func(t *testing.T) {
+			_, err := send(t, p, "ten_a", "", test.args)
+			if !errors.Is(err, errs.Invalid) {
+				t.Fatalf("error = %v, want invalid", err)
+			}
+			if diff := cmp.Diff(test.want, errs.Violations(err)); diff != "" {
+				t.Errorf("violations (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if got := len(list(t, st, "ten_a")); got != 0 {
+		t.Errorf("refused calls wrote %d messages", got)
+	}
+	_, err := p.Call(context.Background(), capability.Call{Tenant: "ten_a", Capability: "sms.send", Args: json.RawMessage(`{}`)})
+	if !errors.Is(err, errs.Invalid) {
+		t.Errorf("another capability: %v", err)
+	}
+}
+
+func TestListPages(t *testing.T) {
+	t.Parallel()
+	p, st, clk := setup(t)
+	for i := 0; i < 3; i++ {
+		clk.Advance(time.Second)
+		if _, err := send(t, p, "ten_a", "", `{"to": "a@example.com", "subject": "s", "body": "b"}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	first, next, err := mail.List(ctx, st, "ten_a", store.Page{Limit: 2})
+	if err != nil || len(first) != 2 || next == "" || !first[0].CreatedAt.After(first[1].CreatedAt) {
+		t.Fatalf("first page = %d messages, next %q, %v", len(first), next, err)
+	}
+	rest, next, err := mail.List(ctx, st, "ten_a", store.Page{Limit: 2, Cursor: next})
+	if err != nil || len(rest) != 1 || next != "" {
+		t.Fatalf("second page = %d messages, next %q, %v", len(rest), next, err)
+	}
+}
+
+func TestInfo(t *testing.T) {
+	t.Parallel()
+	p, _, _ := setup(t)
+	want := capability.Info{ID: "builtin.email", Name: "Outbox", Kind: capability.KindBuiltin, Capabilities: []string{"email.send"}}
+	if diff := cmp.Diff(want, p.Info()); diff != "" {
+		t.Errorf("Info (-want +got):\n%s", diff)
+	}
+}

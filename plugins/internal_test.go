@@ -1,0 +1,99 @@
+package plugins
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bas-platform/bas/capability"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestBackoff(t *testing.T) {
+	t.Parallel()
+	lo, hi := 250*time.Millisecond, 3*time.Second
+	var got []time.Duration
+	for streak := range 7 {
+		got = append(got, backoff(lo, hi, streak))
+	}
+	want := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 3 * time.Second, 3 * time.Second, 3 * time.Second}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("backoff (-want +got):\n%s", diff)
+	}
+	if got := backoff(time.Second, time.Hour, 1000); got != time.Hour {
+		t.Errorf("a long streak: %s, want the cap", got)
+	}
+}
+
+func TestNormalizeInfo(t *testing.T) {
+	t.Parallel()
+	for _, test := range []struct {
+		name string
+		in   capability.Info
+		file string
+		want capability.Info
+	}{
+		{"prefixed", capability.Info{ID: "acme-erp", Name: "ACME"}, "x", capability.Info{ID: "plugin.acme-erp", Name: "ACME", Kind: capability.KindPlugin}},
+		{"already prefixed", capability.Info{ID: "plugin.acme"}, "x", capability.Info{ID: "plugin.acme", Name: "acme", Kind: capability.KindPlugin}},
+		{"named after the file", capability.Info{}, "erp.exe", capability.Info{ID: "plugin.erp", Name: "erp", Kind: capability.KindPlugin}},
+		{"kind forced", capability.Info{ID: "b", Kind: capability.KindBuiltin}, "x", capability.Info{ID: "plugin.b", Name: "b", Kind: capability.KindPlugin}},
+	} {
+		t.Run(test.name, func(t *testing.T) {
+			if diff := cmp.Diff(test.want, normalizeInfo(test.in, test.file)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	long := capability.Info{ID: "plugin." + string(make([]byte, 80))}
+	if validateInfo(long) == nil {
+		t.Error("an id over 80 characters passed")
+	}
+	if validateInfo(capability.Info{ID: "plugin.a", Capabilities: []string{" "}}) == nil {
+		t.Error("an empty capability id passed")
+	}
+}
+
+// lines collects the records a lineLogger writes.
+type lines struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (l *lines) Enabled(context.Context, slog.Level) bool { return true }
+func (l *lines) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *lines) WithGroup(string) slog.Handler            { return l }
+func (l *lines) Handle(_ context.Context, r slog.Record) error {
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "line" {
+			l.mu.Lock()
+			l.got = append(l.got, a.Value.String())
+			l.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+func TestLineLogger(t *testing.T) {
+	t.Parallel()
+	h := &lines{}
+	w := newLineLogger(slog.New(h), "stdout")
+	for _, chunk := range []string{"one\ntw", "o\r\n", "\n", "three", "\nfour"} {
+		if _, err := w.Write([]byte(chunk)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff([]string{"one", "two", "three"}, h.got); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
+	}
+	big := make([]byte, maxLine+10)
+	for i := range big {
+		big[i] = 'x'
+	}
+	_, _ = w.Write(big)
+	if n := len(h.got); n != 4 || len(h.got[3]) < maxLine {
+		t.Errorf("a line over the limit was not logged in pieces: %d lines", n)
+	}
+}

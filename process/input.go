@@ -1,0 +1,277 @@
+package process
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/schema"
+)
+
+// Bounds of a process's fields.
+const (
+	MaxNameLen        = 200
+	MaxDescriptionLen = 4000
+	MaxFunctionLen    = 80
+)
+
+// ProcessIn is the input that creates a process (api.md section 3).
+type ProcessIn struct {
+	// Name is 1..200 characters.
+	Name string `json:"name" jsonschema:"required,minLength=1,maxLength=200"`
+	// Description is at most 4000 characters.
+	Description string `json:"description,omitempty" jsonschema:"maxLength=4000"`
+	// Function is the business function the process serves (finance,
+	// sales, operations ...), at most 80 characters.
+	Function string `json:"function,omitempty" jsonschema:"maxLength=80"`
+	// Trigger starts the process's runs.
+	Trigger Trigger `json:"trigger" jsonschema:"required"`
+	// Steps are 1..50 steps with unique keys.
+	Steps []Step `json:"steps" jsonschema:"required,minItems=1,maxItems=50"`
+	// Enabled lets triggers start runs. Defaults to true.
+	Enabled *bool `json:"enabled,omitempty"`
+	// TemplateID records the catalog template the process was installed
+	// from; it is set by Go callers (template installation), never by the
+	// API body.
+	TemplateID string `json:"-"`
+}
+
+// Check reports every violation of in beyond the JSON types, located under
+// "body": the bounds of name, description and function, the trigger
+// (CheckTrigger) and the steps (CheckSteps).
+func (in ProcessIn) Check() []errs.Violation {
+	var v violations
+	checkName(&v, in.Name, []any{"body", "name"})
+	checkLen(&v, in.Description, MaxDescriptionLen, []any{"body", "description"})
+	checkLen(&v, in.Function, MaxFunctionLen, []any{"body", "function"})
+	v.addAll(CheckTrigger(in.Trigger, "body", "trigger"))
+	v.addAll(CheckSteps(in.Steps, "body", "steps"))
+	return v.vs
+}
+
+func checkName(v *violations, name string, loc []any) {
+	switch n := utf8.RuneCountInString(name); {
+	case n == 0:
+		v.add(loc, "string_too_short", "must have at least 1 character")
+	case n > MaxNameLen:
+		v.add(loc, "string_too_long", "must have at most %d characters", MaxNameLen)
+	}
+}
+
+func checkLen(v *violations, s string, max int, loc []any) {
+	if utf8.RuneCountInString(s) > max {
+		v.add(loc, "string_too_long", "must have at most %d characters", max)
+	}
+}
+
+// ProcessPatch changes a process (PATCH semantics): nil fields are left as
+// they are. Description and Function are cleared by an empty string (JSON
+// null). A change to Steps or Trigger makes a new version; the others do not.
+type ProcessPatch struct {
+	Name        *string  `json:"name,omitempty" jsonschema:"minLength=1,maxLength=200"`
+	Description *string  `json:"description,omitempty" jsonschema:"maxLength=4000"`
+	Function    *string  `json:"function,omitempty" jsonschema:"maxLength=80"`
+	Trigger     *Trigger `json:"trigger,omitempty"`
+	// Steps, when not nil, replace every step.
+	Steps   []Step `json:"steps,omitempty" jsonschema:"minItems=1,maxItems=50"`
+	Enabled *bool  `json:"enabled,omitempty"`
+}
+
+// Check reports every violation of the fields present in p, located under
+// "body".
+func (p ProcessPatch) Check() []errs.Violation {
+	var v violations
+	if p.Name != nil {
+		checkName(&v, *p.Name, []any{"body", "name"})
+	}
+	if p.Description != nil {
+		checkLen(&v, *p.Description, MaxDescriptionLen, []any{"body", "description"})
+	}
+	if p.Function != nil {
+		checkLen(&v, *p.Function, MaxFunctionLen, []any{"body", "function"})
+	}
+	if p.Trigger != nil {
+		v.addAll(CheckTrigger(*p.Trigger, "body", "trigger"))
+	}
+	if p.Steps != nil {
+		v.addAll(CheckSteps(p.Steps, "body", "steps"))
+	}
+	return v.vs
+}
+
+// Empty reports whether p changes nothing.
+func (p ProcessPatch) Empty() bool {
+	return p.Name == nil && p.Description == nil && p.Function == nil && p.Trigger == nil &&
+		p.Steps == nil && p.Enabled == nil
+}
+
+// inputSchemas are the compiled schemas of the input records; made once.
+var inputSchemas = sync.OnceValue(func() struct{ in, patch *schema.Validator } {
+	in, err := schema.Compile(lenient(schema.Reflect(&ProcessIn{})))
+	if err != nil {
+		panic(fmt.Sprintf("process: compile the ProcessIn schema: %v", err))
+	}
+	patch, err := schema.Compile(lenient(schema.Reflect(&ProcessPatch{})))
+	if err != nil {
+		panic(fmt.Sprintf("process: compile the ProcessPatch schema: %v", err))
+	}
+	return struct{ in, patch *schema.Validator }{in, patch}
+})
+
+// lenient drops additionalProperties:false from every object of a schema:
+// process input records ignore unknown fields (api.md section 1). Step
+// configs keep their own strict schemas (CheckStep).
+func lenient(raw json.RawMessage) json.RawMessage {
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		panic(fmt.Sprintf("process: a reflected schema is not JSON: %v", err))
+	}
+	var walk func(any)
+	walk = func(n any) {
+		switch x := n.(type) {
+		case map[string]any:
+			if ap, ok := x["additionalProperties"].(bool); ok && !ap {
+				delete(x, "additionalProperties")
+			}
+			for _, v := range x {
+				walk(v)
+			}
+		case []any:
+			for _, v := range x {
+				walk(v)
+			}
+		}
+	}
+	walk(doc)
+	out, err := json.Marshal(doc)
+	if err != nil {
+		panic(fmt.Sprintf("process: re-encode a schema: %v", err))
+	}
+	return out
+}
+
+// DecodeIn reads a ProcessIn from a JSON body and reports every violation
+// at once: malformed JSON, wrong JSON types and bounds (the record's schema),
+// and everything Check finds. Unknown fields are ignored.
+func DecodeIn(raw []byte) (ProcessIn, error) {
+	var in ProcessIn
+	doc, err := decodeBody(raw)
+	if err != nil {
+		return in, err
+	}
+	// null description or function mean none.
+	for _, k := range []string{"description", "function"} {
+		if v, ok := doc[k]; ok && v == nil {
+			delete(doc, k)
+		}
+	}
+	vs := inputSchemas().in.Validate(doc, "body")
+	lenientDecode(doc, &in)
+	return in, errs.Validation(merge(vs, in.Check())...)
+}
+
+// DecodePatch reads a ProcessPatch from a JSON body and reports every
+// violation of the fields present at once. null clears description and
+// function; null for any other field is a type_error. Unknown fields are
+// ignored.
+func DecodePatch(raw []byte) (ProcessPatch, error) {
+	var p ProcessPatch
+	doc, err := decodeBody(raw)
+	if err != nil {
+		return p, err
+	}
+	var v violations
+	empty := ""
+	cleared := map[string]bool{}
+	for _, k := range []string{"name", "description", "function", "trigger", "steps", "enabled"} {
+		val, ok := doc[k]
+		if !ok || val != nil {
+			continue
+		}
+		delete(doc, k)
+		switch k {
+		case "description", "function":
+			cleared[k] = true
+		default:
+			v.add([]any{"body", k}, "type_error", "may not be null")
+		}
+	}
+	vs := inputSchemas().patch.Validate(doc, "body")
+	lenientDecode(doc, &p)
+	if cleared["description"] {
+		p.Description = &empty
+	}
+	if cleared["function"] {
+		p.Function = &empty
+	}
+	if _, ok := doc["steps"]; ok && p.Steps == nil {
+		p.Steps = []Step{}
+	}
+	v.addAll(merge(vs, p.Check()))
+	return p, errs.Validation(v.vs...)
+}
+
+// decodeBody decodes a JSON body that must be an object, numbers exact.
+func decodeBody(raw []byte) (map[string]any, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = []byte("{}")
+	}
+	var doc any
+	if err := decodeJSON(raw, &doc); err != nil {
+		return nil, errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: "is not valid JSON", Type: "json_invalid"})
+	}
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return nil, errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: "must be an object", Type: "type_error"})
+	}
+	return m, nil
+}
+
+// lenientDecode decodes doc into v as far as the JSON types allow: a value of
+// the wrong type is left at its zero value (the schema has reported it).
+func lenientDecode(doc map[string]any, v any) {
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return
+	}
+	_ = json.Unmarshal(raw, v)
+}
+
+// merge returns first followed by the violations of second at locations
+// first does not already report, so one problem is reported once.
+func merge(first, second []errs.Violation) []errs.Violation {
+	out := slices.Clone(first)
+	seen := map[string]bool{}
+	for _, x := range first {
+		seen[locKey(x.Loc)] = true
+	}
+	for _, x := range second {
+		if !seen[locKey(x.Loc)] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func locKey(loc []any) string {
+	b, _ := json.Marshal(loc)
+	return string(b)
+}
+
+// validateIn validates an input built in Go: the schema of its JSON form and
+// Check.
+func validateIn(in ProcessIn) error {
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "value_error"})
+	}
+	var doc any
+	if err := decodeJSON(raw, &doc); err != nil {
+		return errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "value_error"})
+	}
+	return errs.Validation(merge(inputSchemas().in.Validate(doc, "body"), in.Check())...)
+}

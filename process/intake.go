@@ -1,0 +1,121 @@
+package process
+
+import (
+	"github.com/bas-platform/bas/internal/extract"
+	"github.com/cockroachdb/errors"
+)
+
+// IntakeConfig configures an intake step: take a document or a message in
+// and extract its fields.
+//
+// With DocumentID the engine calls the document.extract capability (the
+// document's type says which fields to extract, so Fields may be empty).
+// With Text the step extracts Fields from the text itself (see Intake).
+// Exactly one of the two is given.
+type IntakeConfig struct {
+	// DocumentID is the document to read: usually a reference such as
+	// "${trigger.data.document_id}".
+	DocumentID string `json:"document_id,omitempty" jsonschema:"maxLength=300"`
+	// Text is the message to read: a reference such as
+	// "${trigger.data.body}", or literal text.
+	Text string `json:"text,omitempty" jsonschema:"maxLength=1000000"`
+	// Fields are the fields to find in Text.
+	Fields []IntakeField `json:"fields,omitempty" jsonschema:"maxItems=100"`
+}
+
+// IntakeField is one field an intake step extracts.
+type IntakeField struct {
+	// Key names the field in the output (steps.<step>.fields.<key>).
+	Key string `json:"key" jsonschema:"required,pattern=^[a-z][a-z0-9_]{0\\,39}$"`
+	// Label is the field's label in the text ("Invoice number"); the label
+	// method looks for it unless Extract names another.
+	Label string `json:"label" jsonschema:"required,minLength=1,maxLength=120"`
+	// Type is text, number, money, date, email or enum. Defaults to text.
+	Type string `json:"type,omitempty" jsonschema:"enum=text,enum=number,enum=money,enum=date,enum=email,enum=enum"`
+	// Required lists the field in the output's missing list when it is not
+	// found.
+	Required bool `json:"required,omitempty"`
+	// Options are the values of an enum field.
+	Options []string `json:"options,omitempty" jsonschema:"maxItems=100"`
+	// Extract says how the value is found. Defaults to the label method
+	// with Label.
+	Extract *ExtractRule `json:"extract,omitempty"`
+}
+
+// ExtractRule says how a field's value is found in text.
+//
+// Method label takes the text after Label (or one of Aliases): on the same
+// line after ':' or a tab, or the next line. Method regex takes capture
+// group Group of Pattern (default 1, or the whole match when the pattern
+// has no group).
+type ExtractRule struct {
+	Method  string   `json:"method" jsonschema:"required,enum=label,enum=regex"`
+	Label   string   `json:"label,omitempty" jsonschema:"maxLength=120"`
+	Aliases []string `json:"aliases,omitempty" jsonschema:"maxItems=20"`
+	Pattern string   `json:"pattern,omitempty" jsonschema:"maxLength=1000"`
+	Group   *int     `json:"group,omitempty" jsonschema:"minimum=0,maximum=99"`
+}
+
+// IntakeOutput is an intake step's output.
+type IntakeOutput struct {
+	// Fields maps each extracted field's key to its parsed value: text,
+	// date (YYYY-MM-DD), email and enum as strings, number as a number,
+	// money as integer cents.
+	Fields map[string]any `json:"fields"`
+	// Extracted maps each extracted field's key to its value and the
+	// evidence of where it came from (text, page, start, end).
+	Extracted map[string]extract.Value `json:"extracted"`
+	// Problems are the fields not extracted, in field order, with the text
+	// found when some was.
+	Problems []extract.Problem `json:"problems"`
+	// Missing lists the keys of required fields that were not extracted.
+	Missing []string `json:"missing"`
+}
+
+// ExtractFields returns the fields in the form package extract takes.
+func (c IntakeConfig) ExtractFields() []extract.Field {
+	out := make([]extract.Field, len(c.Fields))
+	for i, f := range c.Fields {
+		ef := extract.Field{Key: f.Key, Label: f.Label, Type: f.Type, Options: f.Options}
+		if ef.Type == "" {
+			ef.Type = extract.TypeText
+		}
+		if f.Extract != nil {
+			ef.Extract = &extract.Rule{Method: f.Extract.Method, Label: f.Extract.Label,
+				Aliases: f.Extract.Aliases, Pattern: f.Extract.Pattern, Group: f.Extract.Group}
+		}
+		out[i] = ef
+	}
+	return out
+}
+
+// Intake extracts cfg's fields from text (form feeds separate pages). A
+// field that is not found or does not parse is a problem in the output, not
+// an error; required ones are also listed in Missing. The error is for
+// fields whose rules are unusable, which definition-time validation
+// rejects. It is pure and deterministic.
+func Intake(cfg IntakeConfig, text string) (IntakeOutput, error) {
+	x, err := extract.New(cfg.ExtractFields())
+	if err != nil {
+		return IntakeOutput{}, errors.Wrap(err, "intake fields")
+	}
+	vals, problems := x.Extract(extract.FromText(text))
+	out := IntakeOutput{
+		Fields:    make(map[string]any, len(vals)),
+		Extracted: vals,
+		Problems:  problems,
+		Missing:   []string{},
+	}
+	if out.Problems == nil {
+		out.Problems = []extract.Problem{}
+	}
+	for k, v := range vals {
+		out.Fields[k] = v.Value
+	}
+	for _, f := range cfg.Fields {
+		if _, ok := vals[f.Key]; !ok && f.Required {
+			out.Missing = append(out.Missing, f.Key)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,107 @@
+// Package process is what to run: process definitions and their immutable
+// versions, triggers, the eleven step types with their configuration
+// schemas, per-step controls and the widening rule.
+//
+// A Definition is a chain of Steps started by a Trigger. Editing the steps or
+// the trigger makes a new Version; a run keeps the version it started on.
+package process
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Trigger types.
+const (
+	TriggerManual   = "manual"
+	TriggerEvent    = "event"
+	TriggerSchedule = "schedule"
+)
+
+// Trigger starts runs of a process.
+type Trigger struct {
+	// Type is manual, event or schedule.
+	Type string `json:"type" jsonschema:"required,enum=manual,enum=event,enum=schedule"`
+	// Event is the event name an event trigger listens for.
+	Event string `json:"event,omitempty" jsonschema:"maxLength=200"`
+	// Filter narrows an event trigger (api.md's filter language).
+	Filter json.RawMessage `json:"filter,omitempty"`
+	// Cron is a schedule trigger's five-field expression.
+	Cron string `json:"cron,omitempty" jsonschema:"maxLength=200"`
+	// Timezone is the IANA zone the cron is evaluated in. Defaults to UTC.
+	Timezone string `json:"timezone,omitempty" jsonschema:"maxLength=64"`
+}
+
+// Controls are the per-step controls any step may carry.
+type Controls struct {
+	// RequireApproval makes a person approve before the step runs;
+	// rejecting stops the run.
+	RequireApproval bool `json:"require_approval,omitempty"`
+	// SLAHours marks the run overdue after waiting this long on the step.
+	SLAHours *float64 `json:"sla_hours,omitempty" jsonschema:"exclusiveMinimum=0,maximum=87600"`
+	// AmountCapCents: above this amount a person must approve.
+	AmountCapCents *int64 `json:"amount_cap_cents,omitempty" jsonschema:"minimum=0"`
+	// AllowedTools, when set, are the only capabilities the step may call.
+	AllowedTools []string `json:"allowed_tools,omitempty" jsonschema:"maxItems=50"`
+}
+
+// Step is one link of the chain.
+type Step struct {
+	// Key names the step in the run and in references (steps.<key>...).
+	Key string `json:"key" jsonschema:"required,pattern=^[a-z][a-z0-9_]{0\\,39}$"`
+	// Type is one of the eleven step types.
+	Type string `json:"type" jsonschema:"required"`
+	// Name is a human title.
+	Name string `json:"name,omitempty" jsonschema:"maxLength=200"`
+	// Capability is the capability the step calls (required for execute;
+	// optional override for others).
+	Capability string `json:"capability,omitempty" jsonschema:"maxLength=120"`
+	// Config is validated against the step type's schema.
+	Config json.RawMessage `json:"config,omitempty"`
+	// Controls are the per-step controls.
+	Controls Controls `json:"controls"`
+}
+
+// Definition is a process: the current version of its steps and trigger,
+// and its descriptive fields.
+type Definition struct {
+	ID          string    `json:"id"`
+	Name        string    `json:"name"`
+	Description string    `json:"description"`
+	Function    string    `json:"function"`
+	Trigger     Trigger   `json:"trigger"`
+	Steps       []Step    `json:"steps"`
+	Enabled     bool      `json:"enabled"`
+	Archived    bool      `json:"archived"`
+	Version     int       `json:"version"`
+	TemplateID  *string   `json:"template_id"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// Version is an immutable snapshot of a process's trigger and steps.
+type Version struct {
+	ProcessID string    `json:"process_id"`
+	Name      string    `json:"name"`
+	Function  string    `json:"function"`
+	Version   int       `json:"version"`
+	Trigger   Trigger   `json:"trigger"`
+	Steps     []Step    `json:"steps"`
+	CreatedAt time.Time `json:"created_at"`
+	CreatedBy string    `json:"created_by"`
+}
+
+// Step types.
+const (
+	StepIntake      = "intake"
+	StepValidate    = "validate"
+	StepRoute       = "route"
+	StepConsolidate = "consolidate"
+	StepAnalyse     = "analyse"
+	StepDraft       = "draft"
+	StepMonitor     = "monitor"
+	StepFollowUp    = "follow_up"
+	StepExecute     = "execute"
+	StepHumanTask   = "human_task"
+	StepWait        = "wait"
+)

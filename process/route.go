@@ -1,0 +1,116 @@
+package process
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/bas-platform/bas/internal/filter"
+)
+
+// Priorities a route can give.
+const (
+	PriorityLow    = "low"
+	PriorityNormal = "normal"
+	PriorityHigh   = "high"
+	PriorityUrgent = "urgent"
+)
+
+// RouteConfig configures a route step: a rule table deciding where the item
+// goes next and who owns it. The first rule whose When filter matches Input
+// wins; fields it leaves empty come from Default.
+type RouteConfig struct {
+	// Input is the object the rules look at: usually a reference such as
+	// "${trigger.data}" or "${steps.validate}". Defaults to the run's data
+	// (subject, trigger, steps).
+	Input any `json:"input,omitempty"`
+	// Rules are tried in order.
+	Rules []RouteRule `json:"rules" jsonschema:"required,minItems=1,maxItems=100"`
+	// Default is where an item goes when no rule matches.
+	Default RouteTarget `json:"default" jsonschema:"required"`
+}
+
+// RouteTarget is a destination: a queue, an owner and a priority.
+type RouteTarget struct {
+	// Queue is the work queue ("ap-review", "sales-emea").
+	Queue string `json:"queue,omitempty" jsonschema:"maxLength=80"`
+	// Owner is the person (user id or email) who owns the item.
+	Owner string `json:"owner,omitempty" jsonschema:"maxLength=200"`
+	// Priority is low, normal, high or urgent. Defaults to normal.
+	Priority string `json:"priority,omitempty" jsonschema:"enum=low,enum=normal,enum=high,enum=urgent"`
+}
+
+// RouteRule is one row of the rule table.
+type RouteRule struct {
+	// ID names the rule in the output. Defaults to "rules.<index>".
+	ID string `json:"id,omitempty" jsonschema:"maxLength=80"`
+	// When is a filter (api.md's trigger filter language) over Input.
+	When map[string]any `json:"when" jsonschema:"required"`
+	// Queue, Owner and Priority are where a matching item goes; at least
+	// one is set.
+	Queue    string `json:"queue,omitempty" jsonschema:"maxLength=80"`
+	Owner    string `json:"owner,omitempty" jsonschema:"maxLength=200"`
+	Priority string `json:"priority,omitempty" jsonschema:"enum=low,enum=normal,enum=high,enum=urgent"`
+}
+
+// RuleID returns the rule's id, or "rules.<i>" for the rule at index i.
+func (r RouteRule) RuleID(i int) string {
+	if r.ID != "" {
+		return r.ID
+	}
+	return "rules." + strconv.Itoa(i)
+}
+
+// RouteOutput is a route step's output.
+type RouteOutput struct {
+	Queue    string `json:"queue"`
+	Owner    string `json:"owner"`
+	Priority string `json:"priority"`
+	// MatchedRule is the id of the rule that matched, or "default".
+	MatchedRule string `json:"matched_rule"`
+}
+
+// Route decides where data goes: the first rule (in order) whose filter
+// matches, with the fields it leaves empty taken from the default; the
+// default when none matches. It is pure and deterministic. A rule whose
+// filter does not parse never matches (definition-time validation rejects
+// such rules).
+func Route(cfg RouteConfig, data map[string]any) RouteOutput {
+	out := RouteOutput{
+		Queue:       cfg.Default.Queue,
+		Owner:       cfg.Default.Owner,
+		Priority:    cfg.Default.Priority,
+		MatchedRule: "default",
+	}
+	for i, r := range cfg.Rules {
+		if !whenMatches(r.When, data) {
+			continue
+		}
+		out.MatchedRule = r.RuleID(i)
+		if r.Queue != "" {
+			out.Queue = r.Queue
+		}
+		if r.Owner != "" {
+			out.Owner = r.Owner
+		}
+		if r.Priority != "" {
+			out.Priority = r.Priority
+		}
+		break
+	}
+	if out.Priority == "" {
+		out.Priority = PriorityNormal
+	}
+	return out
+}
+
+func whenMatches(when map[string]any, data map[string]any) bool {
+	raw, err := json.Marshal(when)
+	if err != nil {
+		return false
+	}
+	f, err := filter.Parse(raw)
+	if err != nil {
+		return false
+	}
+	return f.Match(data)
+}

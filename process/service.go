@@ -1,0 +1,572 @@
+package process
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bas-platform/bas/internal/access"
+	"github.com/bas-platform/bas/internal/audit"
+	"github.com/bas-platform/bas/internal/clock"
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/ids"
+	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
+)
+
+// ChangeKindUpdate is the kind of the widening-change queue's entries that
+// hold a process update waiting for a second person.
+const ChangeKindUpdate = "process.update"
+
+// ChangeQueue is the widening-change queue (the access service): whether a
+// tenant has four-eyes on, queueing a change for a second person, and the
+// registration of what approving a change of a kind does.
+type ChangeQueue interface {
+	// FourEyes reports whether tenant's widening changes wait for a second
+	// person.
+	FourEyes(ctx context.Context, tenant string) (bool, error)
+	// ProposeChangeTx queues a change inside tx.
+	ProposeChangeTx(tx store.Txn, tenant, kind, requester, summary string, payload any) (*access.Change, error)
+	// RegisterChangeKind makes approving a change of kind run apply.
+	RegisterChangeKind(kind string, apply access.ApplyFunc, opts ...access.KindOption)
+}
+
+var _ ChangeQueue = (*access.Service)(nil)
+
+// Config configures NewService.
+type Config struct {
+	// Store is where definitions and versions live. Required.
+	Store store.Store
+	// Clock tells the time. Defaults to the wall clock.
+	Clock clock.Clock
+	// Logger receives warnings. Defaults to discarding them.
+	Logger *slog.Logger
+	// Access is the widening-change queue. Defaults to none: widening
+	// changes then apply at once, as with four-eyes off.
+	Access ChangeQueue
+}
+
+func (c Config) withDefaults() Config {
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return c
+}
+
+// ChangeHook is called in the transaction of every create, update (that
+// changes something), archive and applied change of a process, with the
+// definition before (nil on create) and after (Archived on archive). An
+// error aborts the change. It must have no outside effects: the
+// transaction may run again on a conflict.
+type ChangeHook func(tx store.Txn, tenant string, old, new *Definition) error
+
+// Service keeps process definitions and their immutable versions. It is
+// safe for concurrent use.
+type Service struct {
+	st     store.Store
+	clock  clock.Clock
+	log    *slog.Logger
+	access ChangeQueue
+
+	mu    sync.RWMutex
+	hooks []ChangeHook
+}
+
+// NewService returns the process service. With cfg.Access it registers the
+// process.update change kind (decided by people with processes.manage).
+func NewService(cfg Config) *Service {
+	cfg = cfg.withDefaults()
+	s := &Service{st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, access: cfg.Access}
+	if s.access != nil {
+		s.access.RegisterChangeKind(ChangeKindUpdate, s.applyChange, access.DecidedWith(access.PermProcessesManage))
+	}
+	return s
+}
+
+// OnChange registers fn to run in the transaction of every create, update,
+// archive and applied change (see ChangeHook). Register hooks when the
+// workspace opens.
+func (s *Service) OnChange(fn ChangeHook) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hooks = append(s.hooks, fn)
+}
+
+func (s *Service) runHooks(tx store.Txn, tenant string, old, new *Definition) error {
+	s.mu.RLock()
+	hooks := slices.Clone(s.hooks)
+	s.mu.RUnlock()
+	for _, h := range hooks {
+		if err := h(tx, tenant, old, new); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Service) now() time.Time { return s.clock.Now().UTC() }
+
+// Definition states, as kept in the indexes.
+const (
+	stateEnabled  = "enabled"
+	stateDisabled = "disabled"
+	stateArchived = "archived"
+)
+
+func stateOf(d *Definition) string {
+	switch {
+	case d.Archived:
+		return stateArchived
+	case d.Enabled:
+		return stateEnabled
+	}
+	return stateDisabled
+}
+
+var definitions = &store.Collection[Definition]{
+	Name:     "proc",
+	ID:       func(d *Definition) string { return d.ID },
+	NotFound: "process not found",
+	Indexes: []store.Index[Definition]{
+		{Name: "state", Values: func(d *Definition) [][]any { return [][]any{{stateOf(d)}} }},
+		{Name: "live", Values: func(d *Definition) [][]any {
+			if d.Archived {
+				return nil
+			}
+			return [][]any{{}}
+		}},
+		{Name: "function", Values: func(d *Definition) [][]any {
+			if d.Archived {
+				return nil
+			}
+			return [][]any{{d.Function}}
+		}},
+		{Name: "function_state", Values: func(d *Definition) [][]any { return [][]any{{d.Function, stateOf(d)}} }},
+		{Name: "event", Values: func(d *Definition) [][]any {
+			if d.Archived || !d.Enabled || d.Trigger.Type != TriggerEvent {
+				return nil
+			}
+			return [][]any{{d.Trigger.Event}}
+		}},
+	},
+}
+
+func versionID(process string, n int) string { return fmt.Sprintf("%s/%d", process, n) }
+
+var versions = &store.Collection[Version]{
+	Name:     "proc-version",
+	ID:       func(v *Version) string { return versionID(v.ProcessID, v.Version) },
+	NotFound: "process version not found",
+	Indexes: []store.Index[Version]{
+		{Name: "process", Values: func(v *Version) [][]any { return [][]any{{v.ProcessID, v.Version}} }},
+	},
+}
+
+// Create validates in (every violation at once, errs.Invalid) and creates
+// the process with version 1, audited as actor.
+func (s *Service) Create(ctx context.Context, tenant, actor string, in ProcessIn) (*Definition, error) {
+	if err := validateIn(in); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	d := &Definition{
+		ID:          ids.New("prc", now),
+		Name:        in.Name,
+		Description: in.Description,
+		Function:    in.Function,
+		Trigger:     normTrigger(in.Trigger),
+		Steps:       normSteps(in.Steps),
+		Enabled:     in.Enabled == nil || *in.Enabled,
+		Version:     1,
+		CreatedAt:   now,
+		UpdatedAt:   now,
+	}
+	if in.TemplateID != "" {
+		t := in.TemplateID
+		d.TemplateID = &t
+	}
+	err := s.st.Update(ctx, func(tx store.Txn) error {
+		if err := definitions.Put(tx, tenant, d); err != nil {
+			return err
+		}
+		if err := versions.Put(tx, tenant, versionOf(d, actor, now)); err != nil {
+			return err
+		}
+		if err := audit.Write(tx, tenant, audit.Entry{At: now, Actor: actor, Action: "process.create",
+			Entity: "process", EntityID: d.ID, After: audit.Marshal(d)}); err != nil {
+			return err
+		}
+		return s.runHooks(tx, tenant, nil, d)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func versionOf(d *Definition, actor string, now time.Time) *Version {
+	return &Version{ProcessID: d.ID, Name: d.Name, Function: d.Function, Version: d.Version,
+		Trigger: d.Trigger, Steps: d.Steps, CreatedAt: now, CreatedBy: actor}
+}
+
+// normTrigger stores a trigger in one form: compact filter JSON (none when
+// empty or null), UTC for a schedule without a timezone.
+func normTrigger(t Trigger) Trigger {
+	t.Filter = compact(t.Filter, false)
+	if t.Type == TriggerSchedule && t.Timezone == "" {
+		t.Timezone = "UTC"
+	}
+	t.Cron = strings.TrimSpace(t.Cron)
+	return t
+}
+
+// normSteps copies steps with compact config JSON ({} when none).
+func normSteps(steps []Step) []Step {
+	out := make([]Step, len(steps))
+	for i, st := range steps {
+		st.Config = compact(st.Config, true)
+		st.Controls.AllowedTools = slices.Clone(st.Controls.AllowedTools)
+		out[i] = st
+	}
+	return out
+}
+
+func compact(raw json.RawMessage, object bool) json.RawMessage {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || string(t) == "null" {
+		if object {
+			return json.RawMessage("{}")
+		}
+		return nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, t); err != nil {
+		return slices.Clone(t)
+	}
+	return b.Bytes()
+}
+
+// Get returns the tenant's process id, archived or not. Another tenant's
+// id is errs.NotFound.
+func (s *Service) Get(ctx context.Context, tenant, id string) (*Definition, error) {
+	var d *Definition
+	err := s.st.View(ctx, func(r store.Reader) error {
+		var err error
+		d, err = definitions.Get(r, tenant, id)
+		return err
+	})
+	return d, err
+}
+
+// Load is Get inside a transaction.
+func (s *Service) Load(r store.Reader, tenant, id string) (*Definition, error) {
+	return definitions.Get(r, tenant, id)
+}
+
+// Query narrows List.
+type Query struct {
+	// Enabled, when set, keeps processes that are (or are not) enabled.
+	Enabled *bool
+	// Archived lists the archived processes instead of the others
+	// (Enabled is then ignored: archived processes start no runs).
+	Archived bool
+	// Function keeps processes of this function.
+	Function string
+}
+
+// List returns one page of the tenant's processes matching q, newest first,
+// and the cursor of the next page ("" at the end). Every filter is served
+// from an index.
+func (s *Service) List(ctx context.Context, tenant string, q Query, p store.Page) ([]*Definition, string, error) {
+	index, values := "live", []any{}
+	state := ""
+	switch {
+	case q.Archived:
+		state = stateArchived
+	case q.Enabled != nil && *q.Enabled:
+		state = stateEnabled
+	case q.Enabled != nil:
+		state = stateDisabled
+	}
+	switch {
+	case q.Function != "" && state != "":
+		index, values = "function_state", []any{q.Function, state}
+	case q.Function != "":
+		index, values = "function", []any{q.Function}
+	case state != "":
+		index, values = "state", []any{state}
+	}
+	var (
+		out  []*Definition
+		next string
+	)
+	err := s.st.View(ctx, func(r store.Reader) error {
+		var err error
+		out, next, err = definitions.ListBy(r, tenant, index, values, p)
+		return err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return out, next, nil
+}
+
+// Update applies patch to the tenant's process id for actor (every
+// violation at once, errs.Invalid). A change to the steps or the trigger
+// makes a new version; name, description, function and enabled do not. A
+// patch that changes nothing writes nothing.
+//
+// When the new steps loosen a control (Widening) and the tenant has
+// four-eyes on, nothing is applied: the patch is queued as a change for a
+// second person and returned; approving it in the change queue applies it
+// (if the process has not moved to another version meanwhile). Otherwise
+// the updated process is returned. Exactly one of the two results is set.
+// An archived process is errs.Conflict.
+func (s *Service) Update(ctx context.Context, tenant, actor, id string, patch ProcessPatch) (*Definition, *access.Change, error) {
+	if err := validatePatch(patch); err != nil {
+		return nil, nil, err
+	}
+	fourEyes := false
+	if s.access != nil && patch.Steps != nil {
+		on, err := s.access.FourEyes(ctx, tenant)
+		switch {
+		case err == nil:
+			fourEyes = on
+		case !errors.Is(err, errs.NotFound):
+			return nil, nil, errors.Wrap(err, "read the four-eyes setting")
+		}
+	}
+	var (
+		out    *Definition
+		change *access.Change
+	)
+	err := s.st.Update(ctx, func(tx store.Txn) error {
+		out, change = nil, nil
+		cur, err := definitions.Get(tx, tenant, id)
+		if err != nil {
+			return err
+		}
+		if cur.Archived {
+			return errs.Conflictf("process is archived")
+		}
+		next := applyPatch(cur, patch)
+		reasons := Widening(cur.Steps, next.Steps)
+		if len(reasons) > 0 && fourEyes {
+			payload := changePayload{ProcessID: id, BaseVersion: cur.Version, Patch: patch, RequestedBy: actor, Reasons: reasons}
+			summary := fmt.Sprintf("Update process %q (%s): %s", cur.Name, id, strings.Join(reasons, "; "))
+			change, err = s.access.ProposeChangeTx(tx, tenant, ChangeKindUpdate, actor, summary, payload)
+			return err
+		}
+		out, err = s.write(tx, tenant, cur, next, actor, actor, strings.Join(reasons, "; "))
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, change, nil
+}
+
+// changePayload is what a queued update carries to its approval.
+type changePayload struct {
+	ProcessID   string       `json:"process_id"`
+	BaseVersion int          `json:"base_version"`
+	Patch       ProcessPatch `json:"patch"`
+	RequestedBy string       `json:"requested_by"`
+	Reasons     []string     `json:"reasons"`
+}
+
+// applyChange applies an approved process.update change, in the
+// transaction that marks it approved.
+func (s *Service) applyChange(_ context.Context, tx store.Txn, tenant string, payload json.RawMessage, approver string) error {
+	var p changePayload
+	if err := json.Unmarshal(payload, &p); err != nil {
+		return errors.Wrap(err, "decode a process change")
+	}
+	cur, err := definitions.Get(tx, tenant, p.ProcessID)
+	if err != nil {
+		return err
+	}
+	if cur.Archived {
+		return errs.Conflictf("process is archived: reject this change")
+	}
+	if cur.Version != p.BaseVersion {
+		return errs.Conflictf("process changed since this change was proposed (version %d, now %d): reject it and propose it again",
+			p.BaseVersion, cur.Version)
+	}
+	if err := validatePatch(p.Patch); err != nil {
+		return err
+	}
+	reason := fmt.Sprintf("widening change requested by %s, approved by %s: %s", p.RequestedBy, approver,
+		strings.Join(p.Reasons, "; "))
+	_, err = s.write(tx, tenant, cur, applyPatch(cur, p.Patch), p.RequestedBy, approver, reason)
+	return err
+}
+
+// applyPatch returns cur with patch applied (not yet versioned).
+func applyPatch(cur *Definition, p ProcessPatch) *Definition {
+	next := *cur
+	next.Steps = normSteps(cur.Steps)
+	if p.Name != nil {
+		next.Name = *p.Name
+	}
+	if p.Description != nil {
+		next.Description = *p.Description
+	}
+	if p.Function != nil {
+		next.Function = *p.Function
+	}
+	if p.Enabled != nil {
+		next.Enabled = *p.Enabled
+	}
+	if p.Trigger != nil {
+		next.Trigger = normTrigger(*p.Trigger)
+	}
+	if p.Steps != nil {
+		next.Steps = normSteps(p.Steps)
+	}
+	return &next
+}
+
+// write stores next in place of cur when it differs: a new version when the
+// steps or the trigger changed (authored by author), the audit entry by
+// actor, and the hooks. It returns the stored definition (cur when nothing
+// changed).
+func (s *Service) write(tx store.Txn, tenant string, cur, next *Definition, author, actor, reason string) (*Definition, error) {
+	versioned := !sameJSON(cur.Steps, next.Steps) || !sameJSON(cur.Trigger, next.Trigger)
+	if !versioned && sameJSON(cur, next) {
+		return cur, nil
+	}
+	now := s.now()
+	next.UpdatedAt = now
+	if versioned {
+		next.Version = cur.Version + 1
+		if err := versions.Put(tx, tenant, versionOf(next, author, now)); err != nil {
+			return nil, err
+		}
+	}
+	if err := definitions.Put(tx, tenant, next); err != nil {
+		return nil, err
+	}
+	if err := audit.Write(tx, tenant, audit.Entry{At: now, Actor: actor, Action: "process.update", Entity: "process",
+		EntityID: next.ID, Before: audit.Marshal(cur), After: audit.Marshal(next), Reason: reason}); err != nil {
+		return nil, err
+	}
+	return next, s.runHooks(tx, tenant, cur, next)
+}
+
+func sameJSON(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
+}
+
+// validatePatch validates a patch built in Go: the schema of its JSON form
+// and Check.
+func validatePatch(p ProcessPatch) error {
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "value_error"})
+	}
+	var doc any
+	if err := decodeJSON(raw, &doc); err != nil {
+		return errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "value_error"})
+	}
+	return errs.Validation(merge(inputSchemas().patch.Validate(doc, "body"), p.Check())...)
+}
+
+// Archive archives the tenant's process id for actor: triggers start no new
+// runs, runs in flight finish on their version, and the definition and its
+// versions stay readable. Archiving an archived (or missing) process is
+// errs.NotFound.
+func (s *Service) Archive(ctx context.Context, tenant, actor, id string) error {
+	return s.st.Update(ctx, func(tx store.Txn) error {
+		cur, err := definitions.Get(tx, tenant, id)
+		if err != nil {
+			return err
+		}
+		if cur.Archived {
+			return errs.NotFoundf("process not found")
+		}
+		next := *cur
+		next.Archived = true
+		next.UpdatedAt = s.now()
+		if err := definitions.Put(tx, tenant, &next); err != nil {
+			return err
+		}
+		if err := audit.Write(tx, tenant, audit.Entry{At: next.UpdatedAt, Actor: actor, Action: "process.archive",
+			Entity: "process", EntityID: id, Before: audit.Marshal(cur), After: audit.Marshal(&next)}); err != nil {
+			return err
+		}
+		return s.runHooks(tx, tenant, cur, &next)
+	})
+}
+
+// Versions returns one page of the versions of the tenant's process id,
+// oldest first, and the next cursor.
+func (s *Service) Versions(ctx context.Context, tenant, id string, p store.Page) ([]*Version, string, error) {
+	p.Forward = true
+	var (
+		out  []*Version
+		next string
+	)
+	err := s.st.View(ctx, func(r store.Reader) error {
+		if _, err := definitions.Get(r, tenant, id); err != nil {
+			return err
+		}
+		var err error
+		out, next, err = versions.ListBy(r, tenant, "process", []any{id}, p)
+		return err
+	})
+	return out, next, err
+}
+
+// GetVersion returns version n of the tenant's process id.
+func (s *Service) GetVersion(r store.Reader, tenant, id string, n int) (*Version, error) {
+	return versions.Get(r, tenant, versionID(id, n))
+}
+
+// ByEvent returns the tenant's enabled, unarchived processes triggered by
+// event, from an index of event triggers.
+func (s *Service) ByEvent(r store.Reader, tenant, event string) ([]*Definition, error) {
+	var out []*Definition
+	err := definitions.IDsBy(r, tenant, "event", []any{event}, func(id string) error {
+		d, err := definitions.Get(r, tenant, id)
+		if err != nil {
+			return errors.Wrapf(err, "event index names process %s", id)
+		}
+		out = append(out, d)
+		return nil
+	})
+	return out, err
+}
+
+// Needed returns the capabilities the tenant's enabled, unarchived
+// processes call (see StepType.Needs), sorted and without repeats.
+func (s *Service) Needed(ctx context.Context, tenant string) ([]string, error) {
+	var out []string
+	err := s.st.View(ctx, func(r store.Reader) error {
+		return definitions.IDsBy(r, tenant, "state", []any{stateEnabled}, func(id string) error {
+			d, err := definitions.Get(r, tenant, id)
+			if err != nil {
+				return err
+			}
+			out = append(out, d.Needs()...)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}

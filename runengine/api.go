@@ -1,0 +1,368 @@
+package runengine
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/ids"
+	"github.com/bas-platform/bas/process"
+	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
+)
+
+// storedRun is a Run's storage encoding: every field, engine state
+// included. A Run's own JSON encoding is the API view.
+type storedRun Run
+
+// stepView is a step as callers see it.
+type stepView struct {
+	Key         string     `json:"key"`
+	Type        string     `json:"type"`
+	Name        string     `json:"name,omitempty"`
+	Status      string     `json:"status"`
+	StartedAt   *time.Time `json:"started_at"`
+	CompletedAt *time.Time `json:"completed_at"`
+	Output      any        `json:"output"`
+	Error       *string    `json:"error"`
+	ApprovalID  *string    `json:"approval_id"`
+	TaskID      *string    `json:"task_id"`
+	Attempts    int        `json:"attempts"`
+}
+
+type triggerView struct {
+	Type    string         `json:"type"`
+	Event   *string        `json:"event"`
+	EventID string         `json:"event_id,omitempty"`
+	Data    map[string]any `json:"data,omitempty"`
+}
+
+// MarshalJSON encodes the run as the API shows it.
+func (r Run) MarshalJSON() ([]byte, error) {
+	steps := make([]stepView, len(r.Steps))
+	for i, s := range r.Steps {
+		steps[i] = stepView{Key: s.Key, Type: s.Type, Name: s.Name, Status: s.Status, StartedAt: s.StartedAt,
+			CompletedAt: s.CompletedAt, Output: s.Output, Error: s.Error, ApprovalID: s.ApprovalID, TaskID: s.TaskID,
+			Attempts: s.Attempts}
+	}
+	return json.Marshal(struct {
+		ID             string      `json:"id"`
+		ProcessID      string      `json:"process_id"`
+		ProcessName    string      `json:"process_name"`
+		ProcessVersion int         `json:"process_version"`
+		Function       string      `json:"function"`
+		Status         string      `json:"status"`
+		Subject        Subject     `json:"subject"`
+		Trigger        triggerView `json:"trigger"`
+		CurrentStep    *string     `json:"current_step"`
+		Steps          []stepView  `json:"steps"`
+		Overdue        bool        `json:"overdue"`
+		StartedAt      time.Time   `json:"started_at"`
+		CompletedAt    *time.Time  `json:"completed_at"`
+		Error          *string     `json:"error"`
+		MinutesSaved   int         `json:"minutes_saved"`
+	}{r.ID, r.ProcessID, r.ProcessName, r.ProcessVersion, r.Function, r.Status, r.Subject,
+		triggerView{r.Trigger.Type, r.Trigger.Event, r.Trigger.EventID, r.Trigger.Data}, r.CurrentStep, steps,
+		r.Overdue, r.StartedAt, r.CompletedAt, r.Error, r.MinutesSaved})
+}
+
+// send runs a command on its run's worker and waits for its durable
+// outcome.
+func (e *Engine) send(ctx context.Context, c *command) (reply, error) {
+	if e.isClosed() {
+		return reply{}, errClosed
+	}
+	c.reply = make(chan reply, 1)
+	e.workerFor(c.runID).send(c)
+	select {
+	case r := <-c.reply:
+		return r, r.err
+	case <-ctx.Done():
+		return reply{}, errors.WithStack(ctx.Err())
+	}
+}
+
+// apiRun re-encodes a stored run as the API view.
+func apiRun(stored json.RawMessage) (json.RawMessage, error) {
+	if stored == nil {
+		return nil, nil
+	}
+	var r Run
+	if err := json.Unmarshal(stored, (*storedRun)(&r)); err != nil {
+		return nil, err
+	}
+	return json.Marshal(r)
+}
+
+// StartInput starts a run by hand.
+type StartInput struct {
+	Tenant    string
+	ProcessID string
+	Subject   Subject
+	// Actor is who started it.
+	Actor string
+}
+
+// Start starts a run of the process's current version and returns it once
+// the start is durable. A process whose trigger is not manual may still be
+// started by hand; the run's trigger says manual.
+func (e *Engine) Start(ctx context.Context, in StartInput) (json.RawMessage, error) {
+	var def *process.Definition
+	if err := e.st.View(ctx, func(r store.Reader) error {
+		var err error
+		def, err = e.cfg.Processes.Load(r, in.Tenant, in.ProcessID)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	switch {
+	case def.Archived:
+		return nil, errs.Conflictf("process is archived")
+	case !def.Enabled:
+		return nil, errs.Conflictf("process is disabled")
+	}
+	ver, err := e.version(in.Tenant, def.ID, def.Version)
+	if err != nil {
+		return nil, err
+	}
+	runID := ids.New("run", e.now())
+	rep, err := e.send(ctx, &command{kind: cmdStart, tenant: in.Tenant, runID: runID, actor: in.Actor, start: &startArgs{
+		version: ver, subject: in.Subject, trigger: RunTrigger{Type: process.TriggerManual}, actor: in.Actor,
+	}})
+	if err != nil {
+		return nil, err
+	}
+	return apiRun(rep.run)
+}
+
+// Cancel stops a run that has not finished (409 when it has).
+func (e *Engine) Cancel(ctx context.Context, tenant, runID, actor string) (json.RawMessage, error) {
+	if _, err := e.GetRun(ctx, tenant, runID); err != nil {
+		return nil, err
+	}
+	rep, err := e.send(ctx, &command{kind: cmdCancel, tenant: tenant, runID: runID, actor: actor})
+	if err != nil {
+		return nil, err
+	}
+	return apiRun(rep.run)
+}
+
+// CompleteTask completes an open task with one of its actions and its
+// fields; the run goes on once the completion is durable.
+func (e *Engine) CompleteTask(ctx context.Context, tenant, taskID, action string, fields map[string]any, actor string) (json.RawMessage, error) {
+	t, err := e.GetTask(ctx, tenant, taskID)
+	if err != nil {
+		return nil, err
+	}
+	if t.Status != TaskOpen {
+		return nil, errs.Conflictf("task already %s", t.Status)
+	}
+	rep, err := e.send(ctx, &command{kind: cmdCompleteTask, tenant: tenant, runID: t.RunID, actor: actor,
+		task: &taskArgs{taskID: taskID, action: action, fields: fields}})
+	if err != nil {
+		return nil, err
+	}
+	return rep.task, nil
+}
+
+// Decision is the outcome of deciding an approval.
+type Decision struct {
+	Approval json.RawMessage `json:"approval"`
+	Run      json.RawMessage `json:"run"`
+}
+
+// Decide approves (with optionally edited args) or rejects a pending
+// approval. A rejected approval stops its run.
+func (e *Engine) Decide(ctx context.Context, tenant, approvalID string, approve bool, args map[string]any, reason, actor string) (*Decision, error) {
+	a, err := e.GetApproval(ctx, tenant, approvalID)
+	if err != nil {
+		return nil, err
+	}
+	if a.Status != ApprovalPending {
+		return nil, errs.Conflictf("approval already %s", a.Status)
+	}
+	if a.RunID == nil {
+		return nil, errs.Conflictf("approval has no run")
+	}
+	rep, err := e.send(ctx, &command{kind: cmdDecide, tenant: tenant, runID: *a.RunID, actor: actor,
+		decide: &decideArgs{approvalID: approvalID, approve: approve, args: args, reason: reason}})
+	if err != nil {
+		return nil, err
+	}
+	run, err := apiRun(rep.run)
+	if err != nil {
+		return nil, err
+	}
+	return &Decision{Approval: rep.approval, Run: run}, nil
+}
+
+// Publish emits an event from outside (POST /v1/events): it is written to
+// the outbox durably, dispatched at once, and the runs it started are
+// returned.
+func (e *Engine) Publish(ctx context.Context, tenant, name string, data map[string]any) (string, []json.RawMessage, error) {
+	if e.isClosed() {
+		return "", nil, errClosed
+	}
+	if data == nil {
+		data = map[string]any{}
+	}
+	ev := &Event{ID: ids.New("evt", e.now()), Tenant: tenant, Name: name, Data: data, At: e.now()}
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		return "", nil, errors.Wrap(err, "encode event")
+	}
+	if err := e.commits.commitWait(ctx, setKey(outboxKey(ev.ID), raw), nil); err != nil {
+		return "", nil, err
+	}
+	req := &publishReq{ev: ev, reply: make(chan publishResult, 1)}
+	select {
+	case e.disp.reqs <- req:
+	case <-ctx.Done():
+		return "", nil, errors.WithStack(ctx.Err())
+	case <-e.disp.quit:
+		return "", nil, errClosed
+	}
+	res := <-req.reply
+	if res.err != nil {
+		return "", nil, res.err
+	}
+	out := make([]json.RawMessage, 0, len(res.runs))
+	for _, r := range res.runs {
+		v, err := apiRun(r)
+		if err != nil {
+			return "", nil, err
+		}
+		out = append(out, v)
+	}
+	return ev.ID, out, nil
+}
+
+// runJSON reads a stored run as raw storage JSON.
+func (e *Engine) runJSON(tenant, id string) (json.RawMessage, error) {
+	var raw []byte
+	err := e.st.View(e.ctx, func(r store.Reader) error {
+		var err error
+		raw, err = r.Get(store.Key(tenant, "r", runs.Name, id))
+		return err
+	})
+	return raw, err
+}
+
+// GetRun returns a run of tenant.
+func (e *Engine) GetRun(ctx context.Context, tenant, id string) (*Run, error) {
+	var out *Run
+	err := e.st.View(ctx, func(r store.Reader) error {
+		var err error
+		out, err = runs.Get(r, tenant, id)
+		return err
+	})
+	if out != nil {
+		out.Tenant = tenant
+	}
+	return out, err
+}
+
+// RunQuery filters ListRuns.
+type RunQuery struct {
+	ProcessID string
+	Status    string
+	Overdue   bool
+}
+
+// ListRuns returns one page of tenant's runs, newest first, from an index.
+func (e *Engine) ListRuns(ctx context.Context, tenant string, q RunQuery, p store.Page) ([]*Run, string, error) {
+	var out []*Run
+	var next string
+	err := e.st.View(ctx, func(r store.Reader) error {
+		var err error
+		switch {
+		case q.Overdue:
+			out, next, err = runs.ListBy(r, tenant, "overdue", nil, p)
+		case q.ProcessID != "":
+			out, next, err = runs.ListBy(r, tenant, "process", []any{q.ProcessID}, p)
+		case q.Status != "":
+			out, next, err = runs.ListBy(r, tenant, "status", []any{q.Status}, p)
+		default:
+			out, next, err = runs.List(r, tenant, p)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	kept := out[:0]
+	for _, r := range out {
+		if (q.ProcessID == "" || r.ProcessID == q.ProcessID) && (q.Status == "" || r.Status == q.Status) {
+			kept = append(kept, r)
+		}
+	}
+	return kept, next, nil
+}
+
+// GetTask returns a task of tenant.
+func (e *Engine) GetTask(ctx context.Context, tenant, id string) (*Task, error) {
+	var t *Task
+	err := e.st.View(ctx, func(r store.Reader) error {
+		var err error
+		t, err = tasks.Get(r, tenant, id)
+		return err
+	})
+	return t, err
+}
+
+// TaskQuery filters ListTasks.
+type TaskQuery struct {
+	// Status is open, completed or cancelled; empty lists every task.
+	Status string
+	// Assignee keeps tasks of this assignee ("*" for unassigned); it needs
+	// Status.
+	Assignee string
+}
+
+// ListTasks returns one page of tenant's tasks, newest first.
+func (e *Engine) ListTasks(ctx context.Context, tenant string, q TaskQuery, p store.Page) ([]*Task, string, error) {
+	var out []*Task
+	var next string
+	err := e.st.View(ctx, func(r store.Reader) error {
+		var err error
+		switch {
+		case q.Status != "" && q.Assignee != "":
+			out, next, err = tasks.ListBy(r, tenant, "assignee", []any{q.Status, q.Assignee}, p)
+		case q.Status != "":
+			out, next, err = tasks.ListBy(r, tenant, "status", []any{q.Status}, p)
+		default:
+			out, next, err = tasks.List(r, tenant, p)
+		}
+		return err
+	})
+	return out, next, err
+}
+
+// GetApproval returns an approval of tenant.
+func (e *Engine) GetApproval(ctx context.Context, tenant, id string) (*Approval, error) {
+	var a *Approval
+	err := e.st.View(ctx, func(r store.Reader) error {
+		var err error
+		a, err = approvals.Get(r, tenant, id)
+		return err
+	})
+	return a, err
+}
+
+// ListApprovals returns one page of tenant's approvals (of one status when
+// status is set), newest first.
+func (e *Engine) ListApprovals(ctx context.Context, tenant, status string, p store.Page) ([]*Approval, string, error) {
+	var out []*Approval
+	var next string
+	err := e.st.View(ctx, func(r store.Reader) error {
+		var err error
+		if status != "" {
+			out, next, err = approvals.ListBy(r, tenant, "status", []any{status}, p)
+		} else {
+			out, next, err = approvals.List(r, tenant, p)
+		}
+		return err
+	})
+	return out, next, err
+}

@@ -1,0 +1,135 @@
+package runengine
+
+import (
+	"context"
+	"time"
+
+	"github.com/bas-platform/bas/store"
+)
+
+// FunctionCounts are a business function's runs in flight.
+type FunctionCounts struct {
+	// Running counts runs not finished.
+	Running int `json:"running"`
+	// Waiting counts those waiting on a person, a timer or an event.
+	Waiting int `json:"waiting"`
+}
+
+// Cockpit is the workspace at a glance; every figure is read from
+// counters and indexes kept in the same commits as the runs.
+type Cockpit struct {
+	Running         int                       `json:"running"`
+	WaitingOnYou    int                       `json:"waiting_on_you"`
+	Overdue         int                       `json:"overdue"`
+	Completed30d    int                       `json:"completed_30d"`
+	MinutesSaved30d int                       `json:"minutes_saved_30d"`
+	AgreementRate   *float64                  `json:"agreement_rate"`
+	ByFunction      map[string]FunctionCounts `json:"by_function"`
+	RecentRuns      []*Run                    `json:"recent_runs"`
+	OpenTasks       []*Task                   `json:"open_tasks"`
+}
+
+// Viewer is who looks at the cockpit.
+type Viewer struct {
+	// Assignees are the names tasks may be assigned to the viewer by (user
+	// id, email).
+	Assignees []string
+	// CanDecide counts pending approvals as waiting on the viewer.
+	CanDecide bool
+	// CanWork counts unassigned open tasks as waiting on the viewer.
+	CanWork bool
+}
+
+// Cockpit computes tenant's cockpit for viewer. agreement is the
+// workspace's agreement rate (nil when nothing was decided yet).
+func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement *float64) (*Cockpit, error) {
+	c := &Cockpit{AgreementRate: agreement, ByFunction: map[string]FunctionCounts{}}
+	now := e.clock.Now().UTC()
+	err := e.st.View(ctx, func(r store.Reader) error {
+		sum := func(name string, parts ...any) (int, error) {
+			n, err := readCounter(r, []byte(counterKey(tenant, name, parts...)))
+			return int(n), err
+		}
+		for _, kind := range []string{"inflight", "waiting"} {
+			prefix := store.Key(tenant, "count", kind)
+			err := r.Scan(store.ScanOptions{Prefix: prefix}, func(key, _ []byte) error {
+				parts, err := store.DecodeKey(key)
+				if err != nil || len(parts) != 4 {
+					return err
+				}
+				fn, _ := parts[3].(string)
+				n, err := readCounter(r, key)
+				if err != nil {
+					return err
+				}
+				fc := c.ByFunction[fn]
+				if kind == "inflight" {
+					fc.Running = int(n)
+					c.Running += int(n)
+				} else {
+					fc.Waiting = int(n)
+				}
+				c.ByFunction[fn] = fc
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		for fn, fc := range c.ByFunction {
+			if fc.Running == 0 && fc.Waiting == 0 {
+				delete(c.ByFunction, fn)
+			}
+		}
+		var err error
+		if c.Overdue, err = sum("overdue"); err != nil {
+			return err
+		}
+		for d := 0; d < 30; d++ {
+			day := now.Add(-time.Duration(d) * 24 * time.Hour).Format("2006-01-02")
+			n, err := sum("completed", day)
+			if err != nil {
+				return err
+			}
+			m, err := sum("minutes", day)
+			if err != nil {
+				return err
+			}
+			c.Completed30d += n
+			c.MinutesSaved30d += m
+		}
+		for _, a := range v.Assignees {
+			n, err := sum("tasks-open", a)
+			if err != nil {
+				return err
+			}
+			c.WaitingOnYou += n
+		}
+		if v.CanWork {
+			n, err := sum("tasks-open", "*")
+			if err != nil {
+				return err
+			}
+			c.WaitingOnYou += n
+		}
+		if v.CanDecide {
+			n, err := sum("approvals-pending")
+			if err != nil {
+				return err
+			}
+			c.WaitingOnYou += n
+		}
+		if c.RecentRuns, _, err = runs.List(r, tenant, store.Page{Limit: 10}); err != nil {
+			return err
+		}
+		c.OpenTasks, _, err = tasks.ListBy(r, tenant, "status", []any{TaskOpen}, store.Page{Limit: 10})
+		return err
+	})
+	if c.RecentRuns == nil {
+		c.RecentRuns = []*Run{}
+	}
+	if c.OpenTasks == nil {
+		c.OpenTasks = []*Task{}
+	}
+	return c, err
+}

@@ -1,0 +1,272 @@
+// Package runengine runs processes: durable runs advanced by sharded
+// workers, a group-commit pipeline that puts many runs' transitions in one
+// synced transaction, timers and cron schedules found through a due-time
+// index, an event outbox and dispatcher matching event triggers, human
+// tasks, approvals, the autonomy gate and the cockpit.
+//
+// # Promises
+//
+//   - A caller is answered only after its change is durable.
+//   - A run is advanced by one worker at a time (the worker its id hashes
+//     to); opening the engine resumes every run where its last durable
+//     state left it, and timers whose time passed while it was closed fire.
+//   - Every provider call carries an idempotency key run/step/attempt; the
+//     attempt comes from durable state, so a call that may have happened
+//     before a crash is repeated with the same key.
+//   - Finding work costs what the work costs: due work, waiting runs,
+//     lists and counts come from indexes and counters, never from scanning
+//     all runs.
+package runengine
+
+import (
+	"context"
+	"encoding/json"
+	"hash/fnv"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/internal/clock"
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/process"
+	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
+)
+
+// Caller performs capability calls (the capability registry).
+type Caller interface {
+	Call(ctx context.Context, call capability.Call) (json.RawMessage, error)
+}
+
+// Processes is what the engine needs of the process definitions.
+type Processes interface {
+	// Load returns the current definition of a process.
+	Load(r store.Reader, tenant, id string) (*process.Definition, error)
+	// GetVersion returns an immutable version of a process.
+	GetVersion(r store.Reader, tenant, id string, version int) (*process.Version, error)
+	// ByEvent returns the enabled processes triggered by event.
+	ByEvent(r store.Reader, tenant, event string) ([]*process.Definition, error)
+	// OnChange registers fn, called in the transaction of every create,
+	// update and archive of a definition.
+	OnChange(fn process.ChangeHook)
+}
+
+// Config configures New.
+type Config struct {
+	// Store holds runs, tasks, approvals, timers and the outbox. Required.
+	Store store.Store
+	// Clock tells the time. Defaults to the wall clock.
+	Clock clock.Clock
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+	// Capabilities performs step calls. Required.
+	Capabilities Caller
+	// Processes reads definitions. Required.
+	Processes Processes
+	// Gate decides automatic actions. Defaults to Supervised.
+	Gate Gate
+	// Workers is the number of run workers. Defaults to 2 x GOMAXPROCS.
+	Workers int
+	// MaxBatch bounds the deltas in one commit. Defaults to 1000.
+	MaxBatch int
+	// MaxAttempts bounds the attempts of a failing call before the step
+	// fails. Defaults to 5.
+	MaxAttempts int
+	// RetryBase is the first retry delay; it doubles per attempt up to
+	// RetryMax. Defaults to 1s and 5m.
+	RetryBase, RetryMax time.Duration
+	// ApprovalTTL is how long an approval stays pending before it expires
+	// and stops its run. Defaults to 7 days.
+	ApprovalTTL time.Duration
+	// CallTimeout bounds one capability call. Defaults to 30s.
+	CallTimeout time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Gate == nil {
+		c.Gate = Supervised{}
+	}
+	if c.Workers <= 0 {
+		c.Workers = 2 * runtime.GOMAXPROCS(0)
+	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = 1000
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 5
+	}
+	if c.RetryBase <= 0 {
+		c.RetryBase = time.Second
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = 5 * time.Minute
+	}
+	if c.ApprovalTTL <= 0 {
+		c.ApprovalTTL = 7 * 24 * time.Hour
+	}
+	if c.CallTimeout <= 0 {
+		c.CallTimeout = 30 * time.Second
+	}
+	return c
+}
+
+// Engine runs processes. Create it with New, then Open it.
+type Engine struct {
+	cfg     Config
+	st      store.Store
+	clock   clock.Clock
+	log     *slog.Logger
+	commits *committer
+	workers []*worker
+	sched   *scheduler
+	disp    *dispatcher
+
+	versions sync.Map // versionKey -> *process.Version
+
+	calls    sync.WaitGroup // in-flight capability calls
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	closeMu  sync.RWMutex
+	closed   bool
+	openOnce sync.Once
+}
+
+// New returns an engine; call Open to start it.
+func New(cfg Config) (*Engine, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Store == nil || cfg.Capabilities == nil || cfg.Processes == nil {
+		return nil, errors.New("runengine: Config needs Store, Capabilities and Processes")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &Engine{cfg: cfg, st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, ctx: ctx, cancel: cancel}
+	e.commits = newCommitter(cfg.Store, cfg.MaxBatch)
+	e.workers = make([]*worker, cfg.Workers)
+	for i := range e.workers {
+		e.workers[i] = newWorker(e)
+	}
+	e.sched = newScheduler(e)
+	e.disp = newDispatcher(e)
+	cfg.Processes.OnChange(e.onProcessChange)
+	return e, nil
+}
+
+// Open starts the workers, the scheduler and the dispatcher, and resumes
+// the runs that were in flight.
+func (e *Engine) Open(ctx context.Context) error {
+	var err error
+	e.openOnce.Do(func() {
+		for _, w := range e.workers {
+			e.wg.Add(1)
+			go func() { defer e.wg.Done(); w.loop() }()
+		}
+		e.wg.Add(2)
+		go func() { defer e.wg.Done(); e.sched.loop() }()
+		go func() { defer e.wg.Done(); e.disp.loop() }()
+		err = e.recover(ctx)
+	})
+	return err
+}
+
+// Close stops the engine gracefully: new commands are refused, in-flight
+// calls get a short grace period, and everything queued is committed.
+// Runs still in flight resume on the next Open.
+func (e *Engine) Close() error {
+	e.closeMu.Lock()
+	if e.closed {
+		e.closeMu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.closeMu.Unlock()
+	done := make(chan struct{})
+	go func() { e.calls.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+	}
+	e.cancel()
+	for _, w := range e.workers {
+		w.stop()
+	}
+	e.sched.stop()
+	e.disp.stop()
+	e.wg.Wait()
+	e.commits.close()
+	return nil
+}
+
+func (e *Engine) isClosed() bool {
+	e.closeMu.RLock()
+	defer e.closeMu.RUnlock()
+	return e.closed
+}
+
+// workerFor returns the worker owning runID.
+func (e *Engine) workerFor(runID string) *worker {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(runID))
+	return e.workers[h.Sum32()%uint32(len(e.workers))]
+}
+
+type versionKey struct {
+	tenant, process string
+	version         int
+}
+
+// version returns an immutable process version, cached.
+func (e *Engine) version(tenant, processID string, v int) (*process.Version, error) {
+	k := versionKey{tenant, processID, v}
+	if pv, ok := e.versions.Load(k); ok {
+		return pv.(*process.Version), nil
+	}
+	var pv *process.Version
+	err := e.st.View(e.ctx, func(r store.Reader) error {
+		var err error
+		pv, err = e.cfg.Processes.GetVersion(r, tenant, processID, v)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.versions.Store(k, pv)
+	return pv, nil
+}
+
+// recover re-enqueues the runs that were in flight: only the active index
+// is read.
+func (e *Engine) recover(ctx context.Context) error {
+	type ref struct{ tenant, id string }
+	var refs []ref
+	err := e.st.View(ctx, func(r store.Reader) error {
+		return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "active"), KeysOnly: true},
+			func(key, _ []byte) error {
+				parts, err := store.DecodeKey(key)
+				if err != nil || len(parts) != 4 {
+					return errors.Newf("runengine: bad active key %q", key)
+				}
+				refs = append(refs, ref{parts[2].(string), parts[3].(string)})
+				return nil
+			})
+	})
+	if err != nil {
+		return errors.Wrap(err, "runengine: read active runs")
+	}
+	for _, rf := range refs {
+		e.workerFor(rf.id).send(&command{kind: cmdAdvance, tenant: rf.tenant, runID: rf.id})
+	}
+	e.sched.wake()
+	e.disp.kick()
+	return nil
+}
+
+// errClosed is returned for commands sent after Close.
+var errClosed = errs.Unavailablef("engine is closed")

@@ -1,0 +1,304 @@
+package runengine
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/bas-platform/bas/internal/filter"
+	"github.com/bas-platform/bas/internal/ids"
+	"github.com/bas-platform/bas/process"
+	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
+)
+
+// Event is an event on the bus.
+type Event struct {
+	ID     string         `json:"id"`
+	Tenant string         `json:"tenant"`
+	Name   string         `json:"name"`
+	Data   map[string]any `json:"data"`
+	At     time.Time      `json:"at"`
+}
+
+func outboxKey(id string) []byte { return store.Key(store.System, "outbox", id) }
+
+// outboxWrite returns the write of an event into the outbox and what to do
+// once it is durable.
+func (e *Engine) outboxWrite(tenant, name string, data map[string]any, at time.Time) (func(store.Txn) error, func()) {
+	ev := Event{ID: ids.New("evt", at), Tenant: tenant, Name: name, Data: data, At: at}
+	raw, err := json.Marshal(ev)
+	return func(tx store.Txn) error {
+		if err != nil {
+			return errors.Wrapf(err, "encode event %s", name)
+		}
+		return tx.Set(outboxKey(ev.ID), raw)
+	}, e.disp.kick
+}
+
+// EmitTx writes an event into the outbox within tx, so it is emitted if
+// and only if tx commits (apps call it beside their own changes). Call
+// Kick once tx has committed.
+func (e *Engine) EmitTx(tx store.Txn, tenant, name string, data any) error {
+	m, err := toMap(data)
+	if err != nil {
+		return errors.Wrapf(err, "event %s", name)
+	}
+	op, _ := e.outboxWrite(tenant, name, m, e.now())
+	return op(tx)
+}
+
+// Emit is EmitTx for apps implementing an event sink that passes a
+// transaction: docs.EventSink and the like.
+func (e *Engine) Emit(tx store.Txn, tenant, name string, data any) error {
+	return e.EmitTx(tx, tenant, name, data)
+}
+
+// Kick tells the dispatcher that events may be waiting in the outbox.
+func (e *Engine) Kick() { e.disp.kick() }
+
+func toMap(v any) (map[string]any, error) {
+	if m, ok := v.(map[string]any); ok {
+		return m, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	if string(b) == "null" {
+		return m, nil
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, errors.New("event data must be a JSON object")
+	}
+	return m, nil
+}
+
+// dispatcher reads the outbox, starts the runs of processes triggered by
+// each event (once per event and process) and hands events to runs waiting
+// on them. An event leaves the outbox only after that is durable, so a
+// crash replays it; dedupe keys keep a replay from starting a run twice.
+type dispatcher struct {
+	e        *Engine
+	kickCh   chan struct{}
+	reqs     chan *publishReq
+	quit     chan struct{}
+	stopOnce sync.Once
+	filters  sync.Map // raw filter text -> *filter.Filter
+}
+
+type publishReq struct {
+	ev    *Event
+	reply chan publishResult
+}
+
+type publishResult struct {
+	runs []json.RawMessage
+	err  error
+}
+
+func newDispatcher(e *Engine) *dispatcher {
+	return &dispatcher{e: e, kickCh: make(chan struct{}, 1), reqs: make(chan *publishReq), quit: make(chan struct{})}
+}
+
+func (d *dispatcher) kick() {
+	select {
+	case d.kickCh <- struct{}{}:
+	default:
+	}
+}
+
+func (d *dispatcher) stop() { d.stopOnce.Do(func() { close(d.quit) }) }
+
+func (d *dispatcher) loop() {
+	safety := time.NewTicker(time.Second)
+	defer safety.Stop()
+	for {
+		select {
+		case <-d.quit:
+			return
+		case req := <-d.reqs:
+			runs, err := d.dispatch(req.ev)
+			req.reply <- publishResult{runs: runs, err: err}
+			continue
+		case <-d.kickCh:
+		case <-safety.C:
+		}
+		if err := d.drain(); err != nil && !d.e.isClosed() {
+			d.e.log.Error("event dispatcher", "error", err)
+		}
+	}
+}
+
+// drain dispatches everything in the outbox, a page at a time.
+func (d *dispatcher) drain() error {
+	for {
+		var evs []*Event
+		err := d.e.st.View(d.e.ctx, func(r store.Reader) error {
+			return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "outbox")}, func(_, val []byte) error {
+				ev := new(Event)
+				if err := json.Unmarshal(val, ev); err != nil {
+					return errors.Wrap(err, "decode outbox event")
+				}
+				evs = append(evs, ev)
+				if len(evs) == 500 {
+					return store.ErrStop
+				}
+				return nil
+			})
+		})
+		if err != nil || len(evs) == 0 {
+			return err
+		}
+		for _, ev := range evs {
+			select {
+			case <-d.quit:
+				return nil
+			case req := <-d.reqs:
+				runs, err := d.dispatch(req.ev)
+				req.reply <- publishResult{runs: runs, err: err}
+			default:
+			}
+			if _, err := d.dispatch(ev); err != nil {
+				return err
+			}
+		}
+		if len(evs) < 500 {
+			return nil
+		}
+	}
+}
+
+// dispatch starts the runs ev triggers and wakes the runs waiting on it,
+// then removes it from the outbox. It returns the runs started (or started
+// by an earlier dispatch of the same event).
+func (d *dispatcher) dispatch(ev *Event) ([]json.RawMessage, error) {
+	e := d.e
+	var defs []*process.Definition
+	type waiting struct {
+		runID string
+		w     waiter
+		key   []byte
+	}
+	var waiters []waiting
+	existing := map[string]string{} // process id -> run id started before
+	err := e.st.View(e.ctx, func(r store.Reader) error {
+		var err error
+		defs, err = e.cfg.Processes.ByEvent(r, ev.Tenant, ev.Name)
+		if err != nil {
+			return err
+		}
+		for _, def := range defs {
+			raw, err := r.Get(dedupeKey(ev.Tenant, ev.ID, def.ID))
+			switch {
+			case err == nil:
+				existing[def.ID] = string(raw)
+			case !errors.Is(err, store.ErrNotFound):
+				return err
+			}
+		}
+		prefix := store.Key(store.System, "waiter", ev.Tenant, ev.Name)
+		return r.Scan(store.ScanOptions{Prefix: prefix}, func(key, val []byte) error {
+			parts, err := store.DecodeKey(key)
+			if err != nil || len(parts) != 5 {
+				return errors.Newf("runengine: bad waiter key %q", key)
+			}
+			var w waiter
+			if err := json.Unmarshal(val, &w); err != nil {
+				return err
+			}
+			waiters = append(waiters, waiting{runID: parts[4].(string), w: w, key: append([]byte(nil), key...)})
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	var starts, wakes []chan reply
+	var started []json.RawMessage
+	for _, def := range defs {
+		if runID, ok := existing[def.ID]; ok {
+			if raw, err := e.runJSON(ev.Tenant, runID); err == nil {
+				started = append(started, raw)
+			}
+			continue
+		}
+		if !def.Enabled || def.Archived || !d.matches(def.Trigger.Filter, ev.Data) {
+			continue
+		}
+		ver, err := e.version(ev.Tenant, def.ID, def.Version)
+		if err != nil {
+			return nil, err
+		}
+		runID := ids.New("run", e.now())
+		name := ev.Name
+		rep := make(chan reply, 1)
+		starts = append(starts, rep)
+		e.workerFor(runID).send(&command{kind: cmdStart, tenant: ev.Tenant, runID: runID, reply: rep, start: &startArgs{
+			version: ver,
+			subject: eventSubject(ev),
+			trigger: RunTrigger{Type: process.TriggerEvent, Event: &name, EventID: ev.ID, Data: ev.Data},
+			ops:     []func(store.Txn) error{setKey(dedupeKey(ev.Tenant, ev.ID, def.ID), []byte(runID))},
+		}})
+	}
+	for _, w := range waiters {
+		if !d.matches(w.w.Filter, ev.Data) {
+			continue
+		}
+		rep := make(chan reply, 1)
+		wakes = append(wakes, rep)
+		e.workerFor(w.runID).send(&command{kind: cmdEvent, tenant: ev.Tenant, runID: w.runID, reply: rep,
+			event: &eventArgs{name: ev.Name, id: ev.ID, data: ev.Data, key: w.key}})
+	}
+	for i, rep := range append(starts, wakes...) {
+		var r reply
+		select {
+		case r = <-rep:
+		case <-d.quit:
+			return nil, errClosed
+		}
+		if r.err != nil {
+			return nil, r.err
+		}
+		if i < len(starts) {
+			started = append(started, r.run)
+		}
+	}
+	err = e.commits.commitWait(context.Background(), deleteKey(outboxKey(ev.ID)), nil)
+	return started, err
+}
+
+func (d *dispatcher) matches(raw json.RawMessage, data map[string]any) bool {
+	if len(raw) == 0 || string(raw) == "null" {
+		return true
+	}
+	key := string(raw)
+	f, ok := d.filters.Load(key)
+	if !ok {
+		parsed, err := filter.Parse(raw)
+		if err != nil {
+			return false
+		}
+		f, _ = d.filters.LoadOrStore(key, parsed)
+	}
+	return f.(*filter.Filter).Match(data)
+}
+
+func dedupeKey(tenant, eventID, processID string) []byte {
+	return store.Key(tenant, "event-start", eventID, processID)
+}
+
+// eventSubject names a run started by an event after what the event is
+// about.
+func eventSubject(ev *Event) Subject {
+	s := Subject{Type: ev.Name, Label: ev.Name}
+	for _, k := range []string{"title", "name", "label", "number", "id"} {
+		if v, ok := ev.Data[k].(string); ok && v != "" {
+			s.Label = v
+			break
+		}
+	}
+	return s
+}

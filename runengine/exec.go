@@ -1,0 +1,446 @@
+package runengine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/ids"
+	"github.com/bas-platform/bas/internal/refs"
+	"github.com/bas-platform/bas/process"
+	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
+)
+
+// exec is one command being applied to one run.
+type exec struct {
+	w   *worker
+	en  *entry
+	r   *Run
+	ver *process.Version
+	cmd *command
+	now time.Time
+
+	dirty bool
+	fx    effects
+	res   *callResult // the call result for the current step
+	// taskDone and decided carry a person's action into the step.
+	taskDone *Task
+	event    *eventArgs
+	timer    string
+
+	replyTask, replyApproval json.RawMessage
+	err                      error
+}
+
+// effects are what a command changes besides the run record.
+type effects struct {
+	ops      []func(store.Txn) error
+	counters map[string]int64
+	post     []func()
+	calls    []*pendingCall
+}
+
+func (w *worker) newExec(en *entry, c *command) *exec {
+	return &exec{w: w, en: en, r: en.run, ver: en.ver, cmd: c, now: w.e.now()}
+}
+
+func (x *exec) count(key string, n int64) {
+	if x.fx.counters == nil {
+		x.fx.counters = map[string]int64{}
+	}
+	x.fx.counters[key] += n
+}
+
+// emit writes an event to the outbox in this command's commit.
+func (x *exec) emit(name string, data map[string]any) {
+	op, post := x.w.e.outboxWrite(x.r.Tenant, name, data, x.now)
+	x.fx.ops = append(x.fx.ops, op)
+	x.fx.post = append(x.fx.post, post)
+}
+
+// setStatus moves the run to status, keeping the counters true.
+func (x *exec) setStatus(status string) {
+	r := x.r
+	if r.Status == status {
+		return
+	}
+	x.dirty = true
+	if r.Status == RunWaiting {
+		x.count(counterKey(r.Tenant, "waiting", r.Function), -1)
+	}
+	if status == RunWaiting {
+		x.count(counterKey(r.Tenant, "waiting", r.Function), 1)
+	}
+	wasFinished := r.Finished()
+	r.Status = status
+	if !wasFinished && r.Finished() {
+		x.count(counterKey(r.Tenant, "inflight", r.Function), -1)
+		if r.Overdue {
+			r.Overdue = false
+			x.count(counterKey(r.Tenant, "overdue"), -1)
+		}
+		t := x.now
+		r.CompletedAt = &t
+		r.CurrentStep = nil
+		x.fx.ops = append(x.fx.ops, deleteKey(activeKey(r.Tenant, r.ID)))
+		x.w.e.sched.onFinish(x)
+	}
+}
+
+// data is what references in step configs read.
+func (x *exec) data() map[string]any {
+	r := x.r
+	steps := make(map[string]any, len(r.Steps))
+	for _, s := range r.Steps {
+		if s.Status == StepCompleted {
+			steps[s.Key] = s.Output
+		}
+	}
+	trig := map[string]any{"type": r.Trigger.Type, "data": r.Trigger.Data}
+	if r.Trigger.Event != nil {
+		trig["event"] = *r.Trigger.Event
+	}
+	return map[string]any{
+		"subject": map[string]any{"type": r.Subject.Type, "label": r.Subject.Label},
+		"trigger": trig,
+		"steps":   steps,
+		"run":     map[string]any{"id": r.ID, "process_id": r.ProcessID, "process_name": r.ProcessName},
+	}
+}
+
+// config decodes the step's config with references resolved into v.
+func (x *exec) config(def *process.Step, v any) error {
+	if len(def.Config) == 0 {
+		return nil
+	}
+	doc, err := decodeJSON(def.Config)
+	if err != nil {
+		return errors.Wrapf(err, "step %s: config", def.Key)
+	}
+	resolved, err := refs.Resolve(doc, x.data())
+	if err != nil {
+		return errors.Wrapf(err, "step %s", def.Key)
+	}
+	b, err := json.Marshal(resolved)
+	if err != nil {
+		return errors.Wrapf(err, "step %s: config", def.Key)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return errors.Wrapf(err, "step %s: config does not fit its type", def.Key)
+	}
+	return nil
+}
+
+// decodeJSON decodes raw keeping numbers exact.
+func decodeJSON(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// advance runs the run's steps until one waits or the run ends.
+func (x *exec) advance() {
+	r := x.r
+	for !r.Finished() {
+		if r.Cursor >= len(x.ver.Steps) {
+			x.completeRun()
+			return
+		}
+		def := &x.ver.Steps[r.Cursor]
+		st := &r.Steps[r.Cursor]
+		switch st.Status {
+		case StepCompleted, StepSkipped:
+			r.Cursor++
+			continue
+		case StepPending:
+			x.beginStep(def, st)
+		}
+		if def.Controls.RequireApproval && !st.Internal.Approved {
+			if st.ApprovalID == nil {
+				x.requestApproval(def, st, x.proposedArgs(def), "the step requires approval")
+			}
+			return
+		}
+		if !x.runStep(def, st) {
+			return
+		}
+	}
+}
+
+func (x *exec) beginStep(def *process.Step, st *StepRun) {
+	x.dirty = true
+	t := x.now
+	st.StartedAt = &t
+	st.Status = StepRunning
+	x.r.CurrentStep = &st.Key
+	x.setStatus(RunRunning)
+	if h := def.Controls.SLAHours; h != nil && *h > 0 {
+		at := t.Add(time.Duration(*h * float64(time.Hour)))
+		x.addTimer(at, slaToken(x.r.Cursor))
+	}
+}
+
+func slaToken(cursor int) string { return "sla-" + strconv.Itoa(cursor) }
+
+// completeStep records output and moves to the next step.
+func (x *exec) completeStep(def *process.Step, st *StepRun, output any, automatic bool) {
+	x.dirty = true
+	t := x.now
+	st.Status = StepCompleted
+	st.CompletedAt = &t
+	st.Output = output
+	st.Internal.WaitToken = ""
+	st.Internal.WaitEvent = ""
+	if automatic {
+		x.r.MinutesSaved += effortMinutes[def.Type]
+	}
+	if h := def.Controls.SLAHours; h != nil && *h > 0 && st.StartedAt != nil {
+		at := st.StartedAt.Add(time.Duration(*h * float64(time.Hour)))
+		x.fx.ops = append(x.fx.ops, deleteKey(dueKey(at, x.r.Tenant, x.r.ID, slaToken(x.r.Cursor))))
+	}
+	if x.r.Overdue {
+		x.r.Overdue = false
+		x.count(counterKey(x.r.Tenant, "overdue"), -1)
+	}
+	x.r.Cursor++
+	if x.r.Cursor < len(x.r.Steps) {
+		x.r.CurrentStep = &x.r.Steps[x.r.Cursor].Key
+	}
+	x.setStatus(RunRunning)
+}
+
+// effortMinutes is the documented estimate of a person's minutes a step
+// saves when it completes without a person; the cockpit's
+// minutes_saved_30d sums it over completed runs.
+var effortMinutes = map[string]int{
+	process.StepIntake: 10, process.StepValidate: 10, process.StepRoute: 3, process.StepConsolidate: 15,
+	process.StepAnalyse: 15, process.StepDraft: 10, process.StepMonitor: 5, process.StepFollowUp: 5,
+	process.StepExecute: 5,
+}
+
+// failRun ends the run with err on the current step.
+func (x *exec) failRun(st *StepRun, status string, msg string) {
+	x.dirty = true
+	if st != nil {
+		st.Status = StepFailed
+		st.Error = &msg
+		t := x.now
+		st.CompletedAt = &t
+	}
+	x.r.Error = &msg
+	x.setStatus(status)
+	event := "process.run.failed"
+	if status == RunRejected {
+		event = "process.run.rejected"
+	}
+	x.emit(event, map[string]any{"run_id": x.r.ID, "process_id": x.r.ProcessID, "error": msg})
+}
+
+func (x *exec) completeRun() {
+	x.setStatus(RunCompleted)
+	day := x.now.Format("2006-01-02")
+	x.count(counterKey(x.r.Tenant, "completed", day), 1)
+	if x.r.MinutesSaved > 0 {
+		x.count(counterKey(x.r.Tenant, "minutes", day), int64(x.r.MinutesSaved))
+	}
+	x.emit("process.run.completed", map[string]any{"run_id": x.r.ID, "process_id": x.r.ProcessID,
+		"process_name": x.r.ProcessName, "subject": x.r.Subject})
+}
+
+// wait puts the run to wait on the current step.
+func (x *exec) wait(st *StepRun, stepStatus string) {
+	x.dirty = true
+	st.Status = stepStatus
+	x.setStatus(RunWaiting)
+}
+
+// addTimer schedules token for the run at at.
+func (x *exec) addTimer(at time.Time, token string) {
+	key := dueKey(at, x.r.Tenant, x.r.ID, token)
+	x.fx.ops = append(x.fx.ops, setKey(key, nil))
+	x.fx.post = append(x.fx.post, func() { x.w.e.sched.wakeAt(at) })
+}
+
+// call asks for a capability call outside the worker; its result comes
+// back as a command carrying token.
+func (x *exec) call(def *process.Step, st *StepRun, capID string, args any, token, keySuffix string) {
+	if len(def.Controls.AllowedTools) > 0 && !slices.Contains(def.Controls.AllowedTools, capID) {
+		x.failRun(st, RunFailed, fmt.Sprintf("step %s: capability %s is not in the step's allowed_tools %v",
+			def.Key, capID, def.Controls.AllowedTools))
+		return
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		x.failRun(st, RunFailed, fmt.Sprintf("step %s: arguments: %v", def.Key, err))
+		return
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = []byte("{}")
+	}
+	key := x.r.ID + "/" + def.Key + "/" + keySuffix + strconv.Itoa(st.Attempts+1)
+	e := x.w.e
+	tenant, runID := x.r.Tenant, x.r.ID
+	x.en.inflight = token
+	x.fx.calls = append(x.fx.calls, &pendingCall{tenant: tenant, runID: runID, token: token, do: func() *callResult {
+		ctx, cancel := context.WithTimeout(e.ctx, e.cfg.CallTimeout)
+		defer cancel()
+		out, err := e.cfg.Capabilities.Call(ctx, capability.Call{Tenant: tenant, Capability: capID, Args: raw, IdempotencyKey: key})
+		return &callResult{out: out, err: err}
+	}})
+}
+
+// callOutcome interprets the result of the current step's call: it returns
+// the decoded output and true on success; on failure it schedules a retry
+// or fails the run and returns false.
+func (x *exec) callOutcome(def *process.Step, st *StepRun) (any, bool) {
+	res := x.res
+	x.res = nil
+	if res.err == nil {
+		if len(res.out) == 0 {
+			return map[string]any{}, true
+		}
+		out, err := decodeJSON(res.out)
+		if err == nil {
+			return out, true
+		}
+		res.err = errs.Validation(errs.Violation{Loc: []any{"output"}, Msg: "is not JSON: " + err.Error(), Type: "json_invalid"})
+	}
+	x.dirty = true
+	msg := fmt.Sprintf("step %s: %s", def.Key, errorText(res.err))
+	if permanent(res.err) {
+		st.Attempts++
+		x.failRun(st, RunFailed, msg)
+		return nil, false
+	}
+	st.Attempts++
+	if st.Attempts >= x.w.e.cfg.MaxAttempts {
+		x.failRun(st, RunFailed, fmt.Sprintf("%s (gave up after %d attempts)", msg, st.Attempts))
+		return nil, false
+	}
+	st.Error = &msg
+	delay := x.w.e.cfg.RetryBase << (st.Attempts - 1)
+	if delay > x.w.e.cfg.RetryMax || delay <= 0 {
+		delay = x.w.e.cfg.RetryMax
+	}
+	token := "retry-" + strconv.Itoa(st.Attempts)
+	st.Internal.WaitToken = token
+	x.addTimer(x.now.Add(delay), token)
+	x.wait(st, StepRunning)
+	return nil, false
+}
+
+// permanent reports whether retrying err cannot help.
+func permanent(err error) bool {
+	return errors.Is(err, errs.Invalid) || errors.Is(err, errs.NotFound) ||
+		errors.Is(err, errs.Forbidden) || errors.Is(err, errs.Unauthenticated)
+}
+
+// errorText is the message a run shows for a failed call.
+func errorText(err error) string {
+	if vs := errs.Violations(err); len(vs) > 0 {
+		return (&errs.ValidationError{Violations: vs}).Error()
+	}
+	return err.Error()
+}
+
+// proposedArgs are the arguments an approval of the step shows.
+func (x *exec) proposedArgs(def *process.Step) map[string]any {
+	if def.Type != process.StepExecute {
+		var cfg map[string]any
+		if err := x.config(def, &cfg); err != nil || cfg == nil {
+			return map[string]any{}
+		}
+		return cfg
+	}
+	var cfg process.ExecuteConfig
+	if err := x.config(def, &cfg); err != nil || cfg.Args == nil {
+		return map[string]any{}
+	}
+	return cfg.Args
+}
+
+// requestApproval creates an approval the step waits on.
+func (x *exec) requestApproval(def *process.Step, st *StepRun, args map[string]any, reason string) {
+	e := x.w.e
+	id := ids.New("apr", x.now)
+	exp := x.now.Add(e.cfg.ApprovalTTL)
+	tool := def.Capability
+	if tool == "" {
+		tool = "step." + def.Type
+	}
+	risk := "medium"
+	if def.Type == process.StepExecute {
+		var cfg process.ExecuteConfig
+		if err := x.config(def, &cfg); err == nil && cfg.Risk != "" {
+			risk = cfg.Risk
+		}
+	}
+	name := def.Name
+	if name == "" {
+		name = def.Key
+	}
+	runID := x.r.ID
+	a := &Approval{
+		ID: id, RunID: &runID, ProcessID: x.r.ProcessID, StepKey: def.Key, AppID: "processes", Tool: tool,
+		Risk: risk, Summary: fmt.Sprintf("%s: %s (%s)", x.r.ProcessName, name, reason), Reason: reason,
+		Args: args, Status: ApprovalPending, CreatedAt: x.now, ExpiresAt: &exp,
+	}
+	if a.Args == nil {
+		a.Args = map[string]any{}
+	}
+	st.ApprovalID = &id
+	x.putApproval(nil, a)
+	x.addTimer(exp, "expire-"+id)
+	x.wait(st, StepWaitingApproval)
+	x.emit("approval.requested", map[string]any{"approval_id": id, "run_id": runID, "process_id": x.r.ProcessID,
+		"step_key": def.Key, "tool": tool, "reason": reason})
+}
+
+func (x *exec) putApproval(old, a *Approval) {
+	tenant := x.r.Tenant
+	raw, err := json.Marshal(a)
+	if err != nil {
+		x.err = err
+		return
+	}
+	x.dirty = true
+	if old != nil && old.Status == ApprovalPending {
+		x.count(counterKey(tenant, "approvals-pending"), -1)
+	}
+	if a.Status == ApprovalPending {
+		x.count(counterKey(tenant, "approvals-pending"), 1)
+	}
+	x.fx.ops = append(x.fx.ops, func(tx store.Txn) error { return approvals.PutOver(tx, tenant, old, a, raw) })
+	x.replyApproval = raw
+}
+
+func (x *exec) putTask(old, t *Task) {
+	tenant := x.r.Tenant
+	raw, err := json.Marshal(t)
+	if err != nil {
+		x.err = err
+		return
+	}
+	x.dirty = true
+	if old != nil && old.Status == TaskOpen {
+		x.count(counterKey(tenant, "tasks-open", assigneeOf(old)), -1)
+	}
+	if t.Status == TaskOpen {
+		x.count(counterKey(tenant, "tasks-open", assigneeOf(t)), 1)
+	}
+	x.fx.ops = append(x.fx.ops, func(tx store.Txn) error { return tasks.PutOver(tx, tenant, old, t, raw) })
+	x.replyTask = raw
+}

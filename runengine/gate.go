@@ -1,0 +1,62 @@
+package runengine
+
+import "context"
+
+// GateRequest asks whether one automatic action may run without a person.
+type GateRequest struct {
+	Tenant     string
+	ProcessID  string
+	RunID      string
+	StepKey    string
+	Capability string
+	// ItemKey identifies the item deterministically (run and step), so a
+	// retry decides the same.
+	ItemKey string
+}
+
+// GateDecision is the autonomy gate's answer.
+type GateDecision struct {
+	// Auto is true when the action runs without a person.
+	Auto bool `json:"auto"`
+	// Reason says why (for the approval's summary and the run's output).
+	Reason string `json:"reason"`
+	// Sample asks for an after-the-fact review task of an automatic action.
+	Sample bool `json:"sample"`
+}
+
+// Outcome is what a person did with a proposed action, fed back to the gate
+// so agreement can ramp automation up or roll it back.
+type Outcome struct {
+	Tenant    string
+	ProcessID string
+	RunID     string
+	StepKey   string
+	// Agreed is true when the approval was approved with the proposed
+	// arguments unchanged; false for rejections and edited arguments.
+	Agreed bool
+	// Actor is who decided.
+	Actor string
+}
+
+// Gate is the autonomy gate every execute step passes. Amount caps and
+// require_approval are checked by the engine before the gate and always
+// win over it.
+type Gate interface {
+	// Decide answers for one action. It may record the decision (daily
+	// limits count automatic actions).
+	Decide(ctx context.Context, req GateRequest) (GateDecision, error)
+	// Observe receives the outcome of a decided approval.
+	Observe(ctx context.Context, o Outcome) error
+}
+
+// Supervised is the gate used when none is configured: every action waits
+// for a person.
+type Supervised struct{}
+
+// Decide always answers not automatic.
+func (Supervised) Decide(context.Context, GateRequest) (GateDecision, error) {
+	return GateDecision{Auto: false, Reason: "supervised: automation is off"}, nil
+}
+
+// Observe does nothing.
+func (Supervised) Observe(context.Context, Outcome) error { return nil }

@@ -1,0 +1,218 @@
+package runengine
+
+import (
+	"time"
+
+	"github.com/bas-platform/bas/store"
+)
+
+// Run statuses.
+const (
+	RunRunning   = "running"
+	RunWaiting   = "waiting"
+	RunCompleted = "completed"
+	RunFailed    = "failed"
+	RunRejected  = "rejected"
+	RunCancelled = "cancelled"
+)
+
+// Step statuses.
+const (
+	StepPending         = "pending"
+	StepRunning         = "running"
+	StepWaitingApproval = "waiting_approval"
+	StepWaitingTask     = "waiting_task"
+	StepWaiting         = "waiting"
+	StepCompleted       = "completed"
+	StepFailed          = "failed"
+	StepSkipped         = "skipped"
+)
+
+// Task statuses.
+const (
+	TaskOpen      = "open"
+	TaskCompleted = "completed"
+	TaskCancelled = "cancelled"
+)
+
+// Approval statuses. Cancelled is for approvals of a run cancelled while
+// they were pending.
+const (
+	ApprovalPending   = "pending"
+	ApprovalApproved  = "approved"
+	ApprovalRejected  = "rejected"
+	ApprovalExpired   = "expired"
+	ApprovalCancelled = "cancelled"
+)
+
+// Subject is what a run is about.
+type Subject struct {
+	Type  string `json:"type"`
+	Label string `json:"label"`
+}
+
+// RunTrigger says how a run started.
+type RunTrigger struct {
+	// Type is manual, event or schedule.
+	Type string `json:"type"`
+	// Event is the event name of an event-started run.
+	Event *string `json:"event"`
+	// EventID is the id of that event.
+	EventID string `json:"event_id,omitempty"`
+	// Data is the event's data (or the schedule's fire time).
+	Data map[string]any `json:"data,omitempty"`
+}
+
+// StepRun is a step's state within a run.
+type StepRun struct {
+	Key         string     `json:"key"`
+	Type        string     `json:"type"`
+	Name        string     `json:"name,omitempty"`
+	Status      string     `json:"status"`
+	StartedAt   *time.Time `json:"started_at"`
+	CompletedAt *time.Time `json:"completed_at"`
+	Output      any        `json:"output"`
+	Error       *string    `json:"error"`
+	ApprovalID  *string    `json:"approval_id"`
+	TaskID      *string    `json:"task_id"`
+	Attempts    int        `json:"attempts"`
+	// Internal bookkeeping kept with the run record.
+	Internal stepInternal `json:"internal,omitzero"`
+}
+
+// stepInternal is engine state of a step that callers need not read.
+type stepInternal struct {
+	Approved   bool           `json:"approved,omitempty"`
+	Args       map[string]any `json:"args,omitempty"`       // approved (possibly edited) args
+	Auto       bool           `json:"auto,omitempty"`       // the gate let it run
+	Reminders  int            `json:"reminders,omitempty"`  // follow_up
+	Checks     int            `json:"checks,omitempty"`     // monitor
+	Deadline   *time.Time     `json:"deadline,omitempty"`   // wait/monitor/follow_up timeout
+	WaitToken  string         `json:"wait_token,omitempty"` // matches timers and event waits
+	WaitEvent  string         `json:"wait_event,omitempty"`
+	SLAFired   bool           `json:"sla_fired,omitempty"`
+	AmountSeen *int64         `json:"amount,omitempty"`
+}
+
+// Run is one durable execution of a process version.
+type Run struct {
+	ID             string     `json:"id"`
+	Tenant         string     `json:"-"`
+	ProcessID      string     `json:"process_id"`
+	ProcessName    string     `json:"process_name"`
+	ProcessVersion int        `json:"process_version"`
+	Function       string     `json:"function"`
+	Status         string     `json:"status"`
+	Subject        Subject    `json:"subject"`
+	Trigger        RunTrigger `json:"trigger"`
+	CurrentStep    *string    `json:"current_step"`
+	Steps          []StepRun  `json:"steps"`
+	Overdue        bool       `json:"overdue"`
+	StartedAt      time.Time  `json:"started_at"`
+	CompletedAt    *time.Time `json:"completed_at"`
+	Error          *string    `json:"error"`
+	MinutesSaved   int        `json:"minutes_saved"`
+	// Cursor is the index of the current step.
+	Cursor int `json:"cursor"`
+	// StartedBy is the actor who started a manual run.
+	StartedBy string `json:"started_by,omitempty"`
+}
+
+// Finished reports whether the run has ended.
+func (r *Run) Finished() bool {
+	switch r.Status {
+	case RunCompleted, RunFailed, RunRejected, RunCancelled:
+		return true
+	}
+	return false
+}
+
+// Task is a human task (HumanTaskOut).
+type Task struct {
+	ID          string           `json:"id"`
+	RunID       string           `json:"run_id"`
+	ProcessID   string           `json:"process_id"`
+	ProcessName string           `json:"process_name"`
+	StepKey     string           `json:"step_key"`
+	Title       string           `json:"title"`
+	Description *string          `json:"description"`
+	Subject     Subject          `json:"subject"`
+	Actions     []string         `json:"actions"`
+	Fields      []map[string]any `json:"fields"`
+	Assignee    *string          `json:"assignee"`
+	Status      string           `json:"status"`
+	Outcome     *string          `json:"outcome"`
+	Values      map[string]any   `json:"values,omitempty"`
+	CompletedBy *string          `json:"completed_by,omitempty"`
+	DueAt       *time.Time       `json:"due_at"`
+	CreatedAt   time.Time        `json:"created_at"`
+	CompletedAt *time.Time       `json:"completed_at"`
+	// Kind is "step" for a task a step waits on, "review" for an
+	// after-the-fact review of an automatic action.
+	Kind string `json:"kind"`
+}
+
+// Approval is an action waiting for a person (ApprovalOut).
+type Approval struct {
+	ID        string         `json:"id"`
+	RunID     *string        `json:"run_id"`
+	ProcessID string         `json:"process_id,omitempty"`
+	StepKey   string         `json:"step_key,omitempty"`
+	AppID     string         `json:"app_id"`
+	Tool      string         `json:"tool"`
+	Risk      string         `json:"risk"`
+	Summary   string         `json:"summary"`
+	Reason    string         `json:"reason,omitempty"`
+	Args      map[string]any `json:"args"`
+	Status    string         `json:"status"`
+	CreatedAt time.Time      `json:"created_at"`
+	ExpiresAt *time.Time     `json:"expires_at"`
+	DecidedBy *string        `json:"decided_by"`
+	DecidedAt *time.Time     `json:"decided_at"`
+	Note      *string        `json:"note,omitempty"`
+	Edited    bool           `json:"edited,omitempty"`
+}
+
+// assigneeOf is the task's assignee, "*" when unassigned.
+func assigneeOf(t *Task) string {
+	if t.Assignee == nil || *t.Assignee == "" {
+		return "*"
+	}
+	return *t.Assignee
+}
+
+var runs = &store.Collection[Run]{
+	Name:     "run",
+	ID:       func(r *Run) string { return r.ID },
+	NotFound: "run not found",
+	Indexes: []store.Index[Run]{
+		{Name: "process", Values: func(r *Run) [][]any { return [][]any{{r.ProcessID}} }},
+		{Name: "status", Values: func(r *Run) [][]any { return [][]any{{r.Status}} }},
+		{Name: "overdue", Values: func(r *Run) [][]any {
+			if r.Overdue && !r.Finished() {
+				return [][]any{{}}
+			}
+			return nil
+		}},
+	},
+}
+
+var tasks = &store.Collection[Task]{
+	Name:     "task",
+	ID:       func(t *Task) string { return t.ID },
+	NotFound: "task not found",
+	Indexes: []store.Index[Task]{
+		{Name: "status", Values: func(t *Task) [][]any { return [][]any{{t.Status}} }},
+		{Name: "assignee", Values: func(t *Task) [][]any { return [][]any{{t.Status, assigneeOf(t)}} }},
+		{Name: "run", Values: func(t *Task) [][]any { return [][]any{{t.RunID}} }},
+	},
+}
+
+var approvals = &store.Collection[Approval]{
+	Name:     "approval",
+	ID:       func(a *Approval) string { return a.ID },
+	NotFound: "approval not found",
+	Indexes: []store.Index[Approval]{
+		{Name: "status", Values: func(a *Approval) [][]any { return [][]any{{a.Status}} }},
+	},
+}

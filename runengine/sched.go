@@ -1,0 +1,267 @@
+package runengine
+
+import (
+	"sync"
+	"time"
+
+	"github.com/bas-platform/bas/internal/clock"
+	"github.com/bas-platform/bas/internal/cron"
+	"github.com/bas-platform/bas/internal/ids"
+	"github.com/bas-platform/bas/process"
+	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
+)
+
+// Due keys: (System, "due", unix-nanos, tenant, run-id or "cron:"+process,
+// token). One scheduler goroutine sleeps until the earliest and turns due
+// keys into commands; the worker deletes the key in the same commit that
+// applies it, so a timer fires once.
+func dueKey(at time.Time, tenant, owner, token string) []byte {
+	return store.Key(store.System, "due", at.UnixNano(), tenant, owner, token)
+}
+
+const cronOwnerPrefix = "cron:"
+
+// safetyTick bounds how long a due key written outside the engine (a cron
+// schedule set by a process change) can wait unnoticed.
+const safetyTick = 200 * time.Millisecond
+
+type scheduler struct {
+	e        *Engine
+	wakeCh   chan struct{}
+	quit     chan struct{}
+	stopOnce sync.Once
+
+	mu       sync.Mutex
+	inflight map[string]bool // due keys handed out, not yet deleted
+	next     time.Time       // when the loop will next look
+}
+
+func newScheduler(e *Engine) *scheduler {
+	return &scheduler{e: e, wakeCh: make(chan struct{}, 1), quit: make(chan struct{}), inflight: map[string]bool{}}
+}
+
+func (s *scheduler) wake() {
+	select {
+	case s.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// wakeAt wakes the loop if at is before its next look.
+func (s *scheduler) wakeAt(at time.Time) {
+	s.mu.Lock()
+	earlier := s.next.IsZero() || at.Before(s.next)
+	s.mu.Unlock()
+	if earlier {
+		s.wake()
+	}
+}
+
+// done forgets a due key once its deletion is durable.
+func (s *scheduler) done(key []byte) {
+	s.mu.Lock()
+	delete(s.inflight, string(key))
+	s.mu.Unlock()
+}
+
+func (s *scheduler) stop() { s.stopOnce.Do(func() { close(s.quit) }) }
+
+// onFinish drops the run's pending timers of the current step: nothing to
+// do, stale timers are ignored and deleted when they fire.
+func (s *scheduler) onFinish(*exec) {}
+
+func (s *scheduler) loop() {
+	safety := time.NewTicker(safetyTick)
+	defer safety.Stop()
+	for {
+		next, err := s.fireDue()
+		if err != nil && !s.e.isClosed() {
+			s.e.log.Error("scheduler", "error", err)
+		}
+		var timerC <-chan time.Time
+		var t clock.Timer
+		if !next.IsZero() {
+			t = s.e.clock.NewTimer(next.Sub(s.e.clock.Now()))
+			timerC = t.C()
+		}
+		s.mu.Lock()
+		s.next = next
+		s.mu.Unlock()
+		select {
+		case <-s.quit:
+			if t != nil {
+				t.Stop()
+			}
+			return
+		case <-s.wakeCh:
+		case <-timerC:
+		case <-safety.C:
+		}
+		if t != nil {
+			t.Stop()
+		}
+	}
+}
+
+type dueItem struct {
+	key    []byte
+	at     time.Time
+	tenant string
+	owner  string
+	token  string
+}
+
+// fireDue hands every due key to its worker and returns the time of the
+// earliest key still ahead (zero when none).
+func (s *scheduler) fireDue() (time.Time, error) {
+	for {
+		now := s.e.clock.Now()
+		var due []dueItem
+		var next time.Time
+		err := s.e.st.View(s.e.ctx, func(r store.Reader) error {
+			return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "due"), KeysOnly: true}, func(key, _ []byte) error {
+				s.mu.Lock()
+				busy := s.inflight[string(key)]
+				s.mu.Unlock()
+				if busy {
+					return nil
+				}
+				parts, err := store.DecodeKey(key)
+				if err != nil || len(parts) != 6 {
+					return errors.Newf("runengine: bad due key %q", key)
+				}
+				at := time.Unix(0, parts[2].(int64))
+				if at.After(now) {
+					next = at
+					return store.ErrStop
+				}
+				due = append(due, dueItem{key: append([]byte(nil), key...), at: at, tenant: parts[3].(string),
+					owner: parts[4].(string), token: parts[5].(string)})
+				if len(due) >= 1000 {
+					return store.ErrStop
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return time.Time{}, err
+		}
+		for _, d := range due {
+			s.mu.Lock()
+			s.inflight[string(d.key)] = true
+			s.mu.Unlock()
+			if len(d.owner) > len(cronOwnerPrefix) && d.owner[:len(cronOwnerPrefix)] == cronOwnerPrefix {
+				s.fireCron(d)
+				continue
+			}
+			s.e.workerFor(d.owner).send(&command{kind: cmdTimer, tenant: d.tenant, runID: d.owner,
+				timer: &timerArgs{key: d.key, token: d.token}})
+		}
+		if len(due) < 1000 {
+			return next, nil
+		}
+	}
+}
+
+// cronPointer is the key holding the due key of a process's next fire.
+func cronPointer(tenant, processID string) []byte {
+	return store.Key(tenant, "cron-next", processID)
+}
+
+// fireCron starts a run of a scheduled process and writes its next fire
+// time in the same commit, so a tick fires once.
+func (s *scheduler) fireCron(d dueItem) {
+	e := s.e
+	processID := d.owner[len(cronOwnerPrefix):]
+	var def *process.Definition
+	err := e.st.View(e.ctx, func(r store.Reader) error {
+		var err error
+		def, err = e.cfg.Processes.Load(r, d.tenant, processID)
+		return err
+	})
+	drop := func() {
+		e.commits.submit(&delta{apply: deleteKey(d.key), after: func(error) { s.done(d.key) }})
+	}
+	if err != nil || !def.Enabled || def.Archived || def.Trigger.Type != process.TriggerSchedule {
+		drop()
+		return
+	}
+	sch, err := cron.Parse(def.Trigger.Cron, def.Trigger.Timezone)
+	if err != nil {
+		drop()
+		return
+	}
+	ver, err := e.version(d.tenant, def.ID, def.Version)
+	if err != nil {
+		drop()
+		return
+	}
+	next := sch.Next(maxTime(d.at, e.clock.Now()))
+	nextKey := dueKey(next, d.tenant, d.owner, "cron")
+	pointer := cronPointer(d.tenant, processID)
+	fired := d.at.UTC().Format(time.RFC3339)
+	runID := ids.New("run", e.now())
+	e.workerFor(runID).send(&command{kind: cmdStart, tenant: d.tenant, runID: runID, start: &startArgs{
+		version: ver,
+		subject: Subject{Type: "schedule", Label: def.Name + " at " + fired},
+		trigger: RunTrigger{Type: process.TriggerSchedule, Data: map[string]any{"fired_at": fired, "cron": def.Trigger.Cron}},
+		ops: []func(tx store.Txn) error{func(tx store.Txn) error {
+			if err := tx.Delete(d.key); err != nil {
+				return err
+			}
+			cur, err := tx.Get(pointer)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			if string(cur) != string(d.key) {
+				return nil // the schedule changed meanwhile; its new key stands
+			}
+			if err := tx.Set(nextKey, nil); err != nil {
+				return err
+			}
+			return tx.Set(pointer, nextKey)
+		}},
+		post: []func(){func() { s.done(d.key); s.wakeAt(next) }},
+	}})
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// onProcessChange keeps a scheduled process's next fire in the due index,
+// in the transaction that changes the definition.
+func (e *Engine) onProcessChange(tx store.Txn, tenant string, old, def *process.Definition) error {
+	id := def.ID
+	pointer := cronPointer(tenant, id)
+	cur, err := tx.Get(pointer)
+	switch {
+	case err == nil:
+		if err := tx.Delete(cur); err != nil {
+			return err
+		}
+		if err := tx.Delete(pointer); err != nil {
+			return err
+		}
+	case !errors.Is(err, store.ErrNotFound):
+		return err
+	}
+	if def.Archived || !def.Enabled || def.Trigger.Type != process.TriggerSchedule {
+		return nil
+	}
+	sch, err := cron.Parse(def.Trigger.Cron, def.Trigger.Timezone)
+	if err != nil {
+		return err
+	}
+	next := sch.Next(e.clock.Now())
+	key := dueKey(next, tenant, cronOwnerPrefix+id, "cron")
+	if err := tx.Set(key, nil); err != nil {
+		return err
+	}
+	e.sched.wake()
+	return tx.Set(pointer, key)
+}

@@ -1,0 +1,843 @@
+package runengine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/filter"
+	"github.com/bas-platform/bas/internal/ids"
+	"github.com/bas-platform/bas/internal/refs"
+	"github.com/bas-platform/bas/process"
+	"github.com/bas-platform/bas/store"
+)
+
+// runStep executes the current step; it returns true when the step
+// completed and the run may go on.
+func (x *exec) runStep(def *process.Step, st *StepRun) bool {
+	switch def.Type {
+	case process.StepHumanTask:
+		return x.stepHumanTask(def, st)
+	case process.StepExecute:
+		return x.stepExecute(def, st)
+	case process.StepWait:
+		return x.stepWait(def, st)
+	case process.StepFollowUp:
+		return x.stepFollowUp(def, st)
+	case process.StepMonitor:
+		return x.stepMonitor(def, st)
+	case process.StepDraft:
+		return x.stepDraft(def, st)
+	default:
+		return x.stepPure(def, st)
+	}
+}
+
+// stepFail fails the run with a config or reference error of the step.
+func (x *exec) stepFail(st *StepRun, err error) bool {
+	x.failRun(st, RunFailed, errorText(err))
+	return false
+}
+
+// --- human_task
+
+func (x *exec) stepHumanTask(def *process.Step, st *StepRun) bool {
+	if t := x.taskDone; t != nil && st.TaskID != nil && *st.TaskID == t.ID {
+		x.taskDone = nil
+		x.completeStep(def, st, map[string]any{"outcome": deref(t.Outcome), "fields": t.Values,
+			"completed_by": deref(t.CompletedBy)}, false)
+		return true
+	}
+	if st.TaskID != nil {
+		return false
+	}
+	var cfg process.HumanTaskConfig
+	if err := x.config(def, &cfg); err != nil {
+		return x.stepFail(st, err)
+	}
+	actions := cfg.Actions
+	if len(actions) == 0 {
+		actions = []string{"complete"}
+	}
+	fields := make([]map[string]any, len(cfg.Fields))
+	for i, f := range cfg.Fields {
+		typ := f.Type
+		if typ == "" {
+			typ = "text"
+		}
+		fields[i] = map[string]any{"key": f.Key, "label": f.Label, "type": typ, "required": f.Required, "options": f.Options}
+	}
+	x.createTask(def, st, cfg.Title, cfg.Description, actions, fields, cfg.Assignee, cfg.DueHours, "step")
+	return false
+}
+
+func (x *exec) createTask(def *process.Step, st *StepRun, title, desc string, actions []string,
+	fields []map[string]any, assignee string, dueHours *float64, kind string) *Task {
+	id := ids.New("tsk", x.now)
+	t := &Task{
+		ID: id, RunID: x.r.ID, ProcessID: x.r.ProcessID, ProcessName: x.r.ProcessName, StepKey: def.Key,
+		Title: title, Subject: x.r.Subject, Actions: actions, Fields: fields, Status: TaskOpen,
+		CreatedAt: x.now, Kind: kind,
+	}
+	if len(fields) == 0 {
+		t.Fields = nil
+	}
+	if desc != "" {
+		t.Description = &desc
+	}
+	if assignee != "" {
+		t.Assignee = &assignee
+	}
+	if dueHours != nil && *dueHours > 0 {
+		d := x.now.Add(time.Duration(*dueHours * float64(time.Hour)))
+		t.DueAt = &d
+	}
+	x.putTask(nil, t)
+	if kind == "step" {
+		st.TaskID = &id
+		x.wait(st, StepWaitingTask)
+	}
+	x.emit("task.created", map[string]any{"task_id": id, "run_id": x.r.ID, "process_id": x.r.ProcessID,
+		"step_key": def.Key, "title": title, "kind": kind})
+	return t
+}
+
+func deref(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
+}
+
+// completeTask applies a person's completion of a task of this run.
+func (x *exec) completeTask(a *taskArgs) {
+	var t *Task
+	err := x.w.e.st.View(x.w.e.ctx, func(r store.Reader) error {
+		var err error
+		t, err = tasks.Get(r, x.r.Tenant, a.taskID)
+		return err
+	})
+	if err != nil {
+		x.err = err
+		return
+	}
+	if t.Status != TaskOpen {
+		x.err = errs.Conflictf("task already %s", t.Status)
+		return
+	}
+	if vs := checkTaskInput(t, a.action, a.fields); len(vs) > 0 {
+		x.err = errs.Validation(vs...)
+		return
+	}
+	old := *t
+	now := x.now
+	actor := x.cmd.actor
+	t.Status, t.Outcome, t.Values, t.CompletedAt, t.CompletedBy = TaskCompleted, &a.action, a.fields, &now, &actor
+	if t.Values == nil {
+		t.Values = map[string]any{}
+	}
+	x.putTask(&old, t)
+	x.emit("task.completed", map[string]any{"task_id": t.ID, "run_id": t.RunID, "outcome": a.action, "kind": t.Kind})
+	if t.Kind == "review" {
+		agreed := a.action == "agree"
+		x.observe(t.StepKey, agreed)
+		return
+	}
+	if x.r.Finished() || x.r.Cursor >= len(x.r.Steps) || x.r.Steps[x.r.Cursor].TaskID == nil ||
+		*x.r.Steps[x.r.Cursor].TaskID != t.ID {
+		return
+	}
+	x.taskDone = t
+	x.advance()
+}
+
+// checkTaskInput validates a completion against the task's actions and
+// fields, reporting every violation.
+func checkTaskInput(t *Task, action string, fields map[string]any) []errs.Violation {
+	var vs []errs.Violation
+	if !slices.Contains(t.Actions, action) {
+		vs = append(vs, errs.Violation{Loc: []any{"body", "action"}, Type: "enum",
+			Msg: "must be one of: " + strings.Join(t.Actions, ", ")})
+	}
+	known := map[string]bool{}
+	for _, f := range t.Fields {
+		key, _ := f["key"].(string)
+		known[key] = true
+		v, present := fields[key]
+		if present && v == nil {
+			present = false
+		}
+		if s, ok := v.(string); ok && s == "" {
+			present = false
+		}
+		if req, _ := f["required"].(bool); req && !present {
+			vs = append(vs, errs.Violation{Loc: []any{"body", "fields", key}, Msg: "is required", Type: "missing"})
+			continue
+		}
+		if !present {
+			continue
+		}
+		typ, _ := f["type"].(string)
+		if msg, typeName := checkFieldValue(typ, f, v); msg != "" {
+			vs = append(vs, errs.Violation{Loc: []any{"body", "fields", key}, Msg: msg, Type: typeName})
+		}
+	}
+	for k := range fields {
+		if !known[k] {
+			vs = append(vs, errs.Violation{Loc: []any{"body", "fields", k}, Msg: "is not a field of this task", Type: "extra_forbidden"})
+		}
+	}
+	slices.SortFunc(vs, func(a, b errs.Violation) int { return strings.Compare(a.String(), b.String()) })
+	return vs
+}
+
+func checkFieldValue(typ string, f map[string]any, v any) (string, string) {
+	switch typ {
+	case "number", "money":
+		if _, ok := number(v); !ok {
+			return "must be a number", "type_error"
+		}
+		if typ == "money" {
+			if n, _ := number(v); n != math.Trunc(n) {
+				return "must be an integer amount of cents", "type_error"
+			}
+		}
+	case "boolean":
+		if _, ok := v.(bool); !ok {
+			return "must be true or false", "type_error"
+		}
+	case "date":
+		s, ok := v.(string)
+		if _, err := time.Parse("2006-01-02", s); !ok || err != nil {
+			return "must be a date (YYYY-MM-DD)", "value_error"
+		}
+	case "email":
+		s, ok := v.(string)
+		if !ok || !strings.Contains(s, "@") || strings.ContainsAny(s, " \t") {
+			return "must be an email address", "value_error"
+		}
+	case "enum":
+		opts, _ := f["options"].([]string)
+		s, _ := v.(string)
+		if !slices.Contains(opts, s) {
+			return "must be one of: " + strings.Join(opts, ", "), "enum"
+		}
+	default:
+		if _, ok := v.(string); !ok {
+			return "must be a string", "type_error"
+		}
+	}
+	return "", ""
+}
+
+// number reads a JSON number of any Go representation.
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// --- execute
+
+func (x *exec) stepExecute(def *process.Step, st *StepRun) bool {
+	if x.res != nil {
+		if g := x.res.gate; g != nil {
+			x.res = nil
+			x.dirty = true
+			if !g.Auto {
+				var cfg process.ExecuteConfig
+				if err := x.config(def, &cfg); err != nil {
+					return x.stepFail(st, err)
+				}
+				x.requestApproval(def, st, orEmpty(cfg.Args), g.Reason)
+				return false
+			}
+			st.Internal.Auto = true
+			if g.Sample {
+				defer x.createReview(def)
+			}
+			// fall through to the call
+		} else {
+			out, ok := x.callOutcome(def, st)
+			if !ok {
+				return false
+			}
+			x.completeStep(def, st, out, st.Internal.Auto)
+			return true
+		}
+	}
+	if def.Capability == "" {
+		return x.stepFail(st, fmt.Errorf("step %s: an execute step needs a capability", def.Key))
+	}
+	var cfg process.ExecuteConfig
+	if err := x.config(def, &cfg); err != nil {
+		return x.stepFail(st, err)
+	}
+	args := orEmpty(cfg.Args)
+	if st.Internal.Args != nil {
+		args = st.Internal.Args
+	}
+	if !st.Internal.Approved && !st.Internal.Auto {
+		if c := def.Controls.AmountCapCents; c != nil && cfg.AmountPath != "" {
+			v, ok := refs.Lookup(x.data(), cfg.AmountPath)
+			amount, isNum := cents(v)
+			if !ok || !isNum {
+				return x.stepFail(st, fmt.Errorf("step %s: amount_path %s holds no amount", def.Key, cfg.AmountPath))
+			}
+			st.Internal.AmountSeen = &amount
+			if amount > *c {
+				x.requestApproval(def, st, args, fmt.Sprintf("amount %d cents is above the cap of %d cents", amount, *c))
+				return false
+			}
+		}
+		x.decide(def, st)
+		return false
+	}
+	x.call(def, st, def.Capability, args, "call", "")
+	return false
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// cents reads an amount as integer cents.
+func cents(v any) (int64, bool) {
+	switch n := v.(type) {
+	case json.Number:
+		if i, err := n.Int64(); err == nil {
+			return i, true
+		}
+		r, ok := new(big.Rat).SetString(n.String())
+		if !ok {
+			return 0, false
+		}
+		f, _ := r.Float64()
+		return int64(math.Round(f)), true
+	case float64:
+		return int64(math.Round(n)), true
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	case string:
+		i, err := strconv.ParseInt(n, 10, 64)
+		return i, err == nil
+	}
+	return 0, false
+}
+
+// decide asks the autonomy gate, outside the worker.
+func (x *exec) decide(def *process.Step, st *StepRun) {
+	e := x.w.e
+	req := GateRequest{Tenant: x.r.Tenant, ProcessID: x.r.ProcessID, RunID: x.r.ID, StepKey: def.Key,
+		Capability: def.Capability, ItemKey: x.r.ID + "/" + def.Key}
+	x.en.inflight = "gate"
+	x.fx.calls = append(x.fx.calls, &pendingCall{tenant: x.r.Tenant, runID: x.r.ID, token: "gate", do: func() *callResult {
+		ctx, cancel := context.WithTimeout(e.ctx, e.cfg.CallTimeout)
+		defer cancel()
+		d, err := e.cfg.Gate.Decide(ctx, req)
+		if err != nil {
+			e.log.Error("autonomy gate", "run", req.RunID, "error", err)
+			d = GateDecision{Auto: false, Reason: "the autonomy gate could not decide: a person approves"}
+		}
+		return &callResult{gate: &d}
+	}})
+}
+
+// createReview makes the after-the-fact review task of a sampled
+// automatic action; the run does not wait on it.
+func (x *exec) createReview(def *process.Step) {
+	st := &x.r.Steps[slices.IndexFunc(x.r.Steps, func(s StepRun) bool { return s.Key == def.Key })]
+	x.createTask(def, st, "Review automatic action: "+def.Capability,
+		"This action ran without a person. Agree if it was right.", []string{"agree", "disagree"}, nil, "", nil, "review")
+}
+
+// observe tells the gate what a person thought of an action.
+func (x *exec) observe(stepKey string, agreed bool) {
+	e := x.w.e
+	o := Outcome{Tenant: x.r.Tenant, ProcessID: x.r.ProcessID, RunID: x.r.ID, StepKey: stepKey, Agreed: agreed, Actor: x.cmd.actor}
+	x.fx.post = append(x.fx.post, func() {
+		e.calls.Add(1)
+		go func() {
+			defer e.calls.Done()
+			if err := e.cfg.Gate.Observe(e.ctx, o); err != nil {
+				e.log.Error("autonomy gate observe", "run", o.RunID, "error", err)
+			}
+		}()
+	})
+}
+
+// decideApproval applies a person's decision on an approval of this run.
+func (x *exec) decideApproval(d *decideArgs) {
+	var a *Approval
+	err := x.w.e.st.View(x.w.e.ctx, func(r store.Reader) error {
+		var err error
+		a, err = approvals.Get(r, x.r.Tenant, d.approvalID)
+		return err
+	})
+	if err != nil {
+		x.err = err
+		return
+	}
+	if a.Status != ApprovalPending {
+		x.err = errs.Conflictf("approval already %s", a.Status)
+		return
+	}
+	x.settleApproval(a, d.approve, d.args, d.reason, x.cmd.actor, false)
+}
+
+// settleApproval decides a (approve, reject or expire) and moves the run.
+func (x *exec) settleApproval(a *Approval, approve bool, args map[string]any, reason, actor string, expired bool) {
+	old := *a
+	now := x.now
+	switch {
+	case expired:
+		a.Status = ApprovalExpired
+	case approve:
+		a.Status = ApprovalApproved
+	default:
+		a.Status = ApprovalRejected
+	}
+	if !expired {
+		a.DecidedBy, a.DecidedAt = &actor, &now
+	}
+	if reason != "" {
+		a.Note = &reason
+	}
+	edited := approve && args != nil && !reflect.DeepEqual(normalize(args), normalize(a.Args))
+	if edited {
+		a.Edited = true
+		a.Args = args
+	}
+	x.putApproval(&old, a)
+	if a.ExpiresAt != nil && !expired {
+		x.fx.ops = append(x.fx.ops, deleteKey(dueKey(*a.ExpiresAt, x.r.Tenant, x.r.ID, "expire-"+a.ID)))
+	}
+	x.emit("approval.decided", map[string]any{"approval_id": a.ID, "run_id": x.r.ID, "status": a.Status, "edited": edited})
+	if !expired && a.StepKey != "" {
+		x.observe(a.StepKey, approve && !edited)
+	}
+	i := slices.IndexFunc(x.r.Steps, func(s StepRun) bool { return s.ApprovalID != nil && *s.ApprovalID == a.ID })
+	if i < 0 || x.r.Finished() || i != x.r.Cursor {
+		return
+	}
+	st := &x.r.Steps[i]
+	if !approve {
+		msg := "approval rejected"
+		if expired {
+			msg = "approval expired"
+		} else if reason != "" {
+			msg = "approval rejected: " + reason
+		}
+		x.failRun(st, RunRejected, msg)
+		return
+	}
+	st.Internal.Approved = true
+	st.Internal.Args = a.Args
+	st.Status = StepRunning
+	x.setStatus(RunRunning)
+	x.advance()
+}
+
+// normalize makes JSON-equal values DeepEqual.
+func normalize(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out any
+	_ = json.Unmarshal(b, &out)
+	return out
+}
+
+// --- wait
+
+func (x *exec) stepWait(def *process.Step, st *StepRun) bool {
+	var cfg process.WaitConfig
+	if err := x.config(def, &cfg); err != nil {
+		return x.stepFail(st, err)
+	}
+	switch {
+	case x.timer != "" && x.timer == st.Internal.WaitToken:
+		x.timer = ""
+		if cfg.Event != "" {
+			x.dropWaiter(st)
+			x.completeStep(def, st, map[string]any{"timed_out": true, "event": nil}, false)
+		} else {
+			x.completeStep(def, st, map[string]any{"waited": cfg.Duration}, false)
+		}
+		return true
+	case x.event != nil && st.Internal.WaitEvent == x.event.name:
+		ev := x.event
+		x.event = nil
+		x.dropWaiter(st)
+		x.completeStep(def, st, map[string]any{"timed_out": false, "event": ev.name, "event_id": ev.id, "data": ev.data}, false)
+		return true
+	case st.Internal.WaitToken != "" || st.Internal.WaitEvent != "":
+		return false
+	}
+	if cfg.Event != "" {
+		x.addWaiter(st, cfg.Event, cfg.Filter)
+		if cfg.Timeout != "" {
+			d, err := time.ParseDuration(cfg.Timeout)
+			if err != nil || d <= 0 {
+				return x.stepFail(st, fmt.Errorf("step %s: timeout %q is not a positive duration", def.Key, cfg.Timeout))
+			}
+			x.startTimer(st, d, "wait")
+		}
+		x.wait(st, StepWaiting)
+		return false
+	}
+	d, err := time.ParseDuration(cfg.Duration)
+	if err != nil || d <= 0 {
+		return x.stepFail(st, fmt.Errorf("step %s: duration %q is not a positive duration", def.Key, cfg.Duration))
+	}
+	x.startTimer(st, d, "wait")
+	x.wait(st, StepWaiting)
+	return false
+}
+
+// startTimer makes the step wait for a timer d from now.
+func (x *exec) startTimer(st *StepRun, d time.Duration, kind string) {
+	token := fmt.Sprintf("%s-%d-%d", kind, x.r.Cursor, x.now.UnixNano())
+	st.Internal.WaitToken = token
+	at := x.now.Add(d)
+	st.Internal.Deadline = &at
+	x.addTimer(at, token)
+}
+
+// addWaiter registers the run as waiting for event (with an optional
+// filter) in the waiter index the dispatcher reads.
+func (x *exec) addWaiter(st *StepRun, event string, flt json.RawMessage) {
+	st.Internal.WaitEvent = event
+	val, _ := json.Marshal(waiter{Cursor: x.r.Cursor, Filter: flt})
+	x.fx.ops = append(x.fx.ops, setKey(waiterKey(x.r.Tenant, event, x.r.ID), val))
+}
+
+func (x *exec) dropWaiter(st *StepRun) {
+	if st.Internal.WaitEvent != "" {
+		x.fx.ops = append(x.fx.ops, deleteKey(waiterKey(x.r.Tenant, st.Internal.WaitEvent, x.r.ID)))
+		st.Internal.WaitEvent = ""
+	}
+}
+
+type waiter struct {
+	Cursor int             `json:"cursor"`
+	Filter json.RawMessage `json:"filter,omitempty"`
+}
+
+func waiterKey(tenant, event, runID string) []byte {
+	return store.Key(store.System, "waiter", tenant, event, runID)
+}
+
+// --- follow_up
+
+func (x *exec) stepFollowUp(def *process.Step, st *StepRun) bool {
+	var cfg process.FollowUpConfig
+	if err := x.config(def, &cfg); err != nil {
+		return x.stepFail(st, err)
+	}
+	every := 48 * time.Hour
+	if cfg.Every != "" {
+		d, err := time.ParseDuration(cfg.Every)
+		if err != nil || d <= 0 {
+			return x.stepFail(st, fmt.Errorf("step %s: every %q is not a positive duration", def.Key, cfg.Every))
+		}
+		every = d
+	}
+	max := cfg.MaxReminders
+	if max <= 0 {
+		max = 3
+	}
+	switch {
+	case x.res != nil:
+		if _, ok := x.callOutcome(def, st); !ok {
+			return false
+		}
+		st.Internal.Reminders++
+		st.Attempts = 0
+		st.Error = nil
+		if cfg.UntilEvent != "" && st.Internal.WaitEvent == "" {
+			x.addWaiter(st, cfg.UntilEvent, cfg.Filter)
+		}
+		x.startTimer(st, every, "remind")
+		x.wait(st, StepWaiting)
+		return false
+	case x.event != nil && st.Internal.WaitEvent == x.event.name:
+		ev := x.event
+		x.event = nil
+		x.dropWaiter(st)
+		x.completeStep(def, st, map[string]any{"replied": true, "reminders_sent": st.Internal.Reminders,
+			"reply": ev.data, "event_id": ev.id}, true)
+		return true
+	case x.timer != "" && x.timer == st.Internal.WaitToken && strings.HasPrefix(x.timer, "remind"):
+		x.timer = ""
+		st.Internal.WaitToken = ""
+		if st.Internal.Reminders >= max {
+			x.dropWaiter(st)
+			x.completeStep(def, st, map[string]any{"replied": false, "reminders_sent": st.Internal.Reminders}, true)
+			return true
+		}
+	case st.Internal.WaitToken != "":
+		return false
+	}
+	capID := def.Capability
+	if capID == "" {
+		capID = "email.send"
+	}
+	x.setStatus(RunRunning)
+	st.Status = StepRunning
+	args := map[string]any{"to": cfg.To, "subject": cfg.Subject, "body": cfg.Body}
+	x.call(def, st, capID, args, "remind", "reminder-"+strconv.Itoa(st.Internal.Reminders+1)+"/")
+	return false
+}
+
+// --- monitor
+
+func (x *exec) stepMonitor(def *process.Step, st *StepRun) bool {
+	var cfg process.MonitorConfig
+	if err := x.config(def, &cfg); err != nil {
+		return x.stepFail(st, err)
+	}
+	interval, timeout := time.Hour, 24*time.Hour
+	for _, d := range []struct {
+		s   string
+		dst *time.Duration
+	}{{cfg.Interval, &interval}, {cfg.Timeout, &timeout}} {
+		if d.s == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.s)
+		if err != nil || v <= 0 {
+			return x.stepFail(st, fmt.Errorf("step %s: %q is not a positive duration", def.Key, d.s))
+		}
+		*d.dst = v
+	}
+	if st.Internal.Deadline == nil {
+		dl := x.now.Add(timeout)
+		st.Internal.Deadline = &dl
+		x.dirty = true
+	}
+	var value any
+	switch {
+	case x.res != nil:
+		out, ok := x.callOutcome(def, st)
+		if !ok {
+			return false
+		}
+		st.Attempts = 0
+		st.Error = nil
+		value = out
+	case x.timer != "" && x.timer == st.Internal.WaitToken:
+		x.timer = ""
+		st.Internal.WaitToken = ""
+		if def.Capability != "" {
+			x.setStatus(RunRunning)
+			st.Status = StepRunning
+			x.call(def, st, def.Capability, orEmpty(cfg.Args), "check", "check-"+strconv.Itoa(st.Internal.Checks+1)+"/")
+			return false
+		}
+		value = cfg.Value
+	case st.Internal.WaitToken != "":
+		return false
+	default:
+		if def.Capability != "" {
+			x.call(def, st, def.Capability, orEmpty(cfg.Args), "check", "check-"+strconv.Itoa(st.Internal.Checks+1)+"/")
+			return false
+		}
+		value = cfg.Value
+	}
+	st.Internal.Checks++
+	f, err := filter.Parse(cfg.Condition, "config", "condition")
+	if err != nil {
+		return x.stepFail(st, fmt.Errorf("step %s: %s", def.Key, errorText(err)))
+	}
+	if f.Match(map[string]any{"value": value}) {
+		x.completeStep(def, st, map[string]any{"held": true, "checks": st.Internal.Checks, "value": value}, true)
+		return true
+	}
+	if !x.now.Before(*st.Internal.Deadline) {
+		if cfg.FailOnTimeout {
+			x.failRun(st, RunFailed, fmt.Sprintf("step %s: condition did not hold within %s", def.Key, timeout))
+			return false
+		}
+		x.completeStep(def, st, map[string]any{"held": false, "checks": st.Internal.Checks, "value": value}, true)
+		return true
+	}
+	next := interval
+	if rest := st.Internal.Deadline.Sub(x.now); rest < next {
+		next = rest
+	}
+	dl := *st.Internal.Deadline
+	x.startTimer(st, next, "check")
+	st.Internal.Deadline = &dl
+	x.wait(st, StepWaiting)
+	return false
+}
+
+// --- draft
+
+func (x *exec) stepDraft(def *process.Step, st *StepRun) bool {
+	var cfg process.DraftConfig
+	if err := x.config(def, &cfg); err != nil {
+		return x.stepFail(st, err)
+	}
+	text := cfg.Template // references were resolved by config
+	if t := x.taskDone; t != nil && st.TaskID != nil && *st.TaskID == t.ID {
+		x.taskDone = nil
+		if s, ok := t.Values["text"].(string); ok && s != "" {
+			text = s
+		}
+		x.completeStep(def, st, map[string]any{"text": text, "outcome": deref(t.Outcome),
+			"edited": text != cfg.Template, "reviewed_by": deref(t.CompletedBy)}, false)
+		return true
+	}
+	if st.TaskID != nil {
+		return false
+	}
+	if cfg.Review != nil && !*cfg.Review {
+		x.completeStep(def, st, map[string]any{"text": text, "outcome": nil, "edited": false}, true)
+		return true
+	}
+	fields := []map[string]any{{"key": "text", "label": "Text (leave empty to keep the draft)", "type": "text",
+		"required": false, "options": nil}}
+	x.createTask(def, st, cfg.Title, text, []string{"approve", "reject"}, fields, cfg.Assignee, nil, "step")
+	return false
+}
+
+// --- timers, events, cancel
+
+// fireTimer applies a due timer to the run.
+func (x *exec) fireTimer(token string) {
+	r := x.r
+	if r.Finished() {
+		return
+	}
+	switch {
+	case strings.HasPrefix(token, "sla-"):
+		i, _ := strconv.Atoi(strings.TrimPrefix(token, "sla-"))
+		if i != r.Cursor || r.Steps[i].Internal.SLAFired || r.Steps[i].Status == StepCompleted {
+			return
+		}
+		r.Steps[i].Internal.SLAFired = true
+		r.Overdue = true
+		x.dirty = true
+		x.count(counterKey(r.Tenant, "overdue"), 1)
+		x.emit("process.run.overdue", map[string]any{"run_id": r.ID, "process_id": r.ProcessID, "step_key": r.Steps[i].Key})
+	case strings.HasPrefix(token, "expire-"):
+		id := strings.TrimPrefix(token, "expire-")
+		var a *Approval
+		err := x.w.e.st.View(x.w.e.ctx, func(rd store.Reader) error {
+			var err error
+			a, err = approvals.Get(rd, r.Tenant, id)
+			return err
+		})
+		if err != nil || a.Status != ApprovalPending {
+			return
+		}
+		x.settleApproval(a, false, nil, "", "", true)
+	default:
+		if r.Cursor >= len(r.Steps) || r.Steps[r.Cursor].Internal.WaitToken != token {
+			return
+		}
+		st := &r.Steps[r.Cursor]
+		if strings.HasPrefix(token, "retry-") {
+			st.Internal.WaitToken = ""
+			st.Status = StepRunning
+			x.setStatus(RunRunning)
+		} else {
+			x.timer = token
+		}
+		x.advance()
+	}
+}
+
+// deliverEvent hands an event to a run waiting on it.
+func (x *exec) deliverEvent(ev *eventArgs) {
+	r := x.r
+	if r.Finished() || r.Cursor >= len(r.Steps) || r.Steps[r.Cursor].Internal.WaitEvent != ev.name {
+		x.fx.ops = append(x.fx.ops, deleteKey(ev.key))
+		x.dirty = true
+		return
+	}
+	x.event = ev
+	x.advance()
+}
+
+// cancel stops the run; its open task and pending approval are cancelled.
+func (x *exec) cancel() {
+	r := x.r
+	if r.Finished() {
+		x.err = errs.Conflictf("run already %s", r.Status)
+		return
+	}
+	if r.Cursor < len(r.Steps) {
+		st := &r.Steps[r.Cursor]
+		x.dropWaiter(st)
+		e := x.w.e
+		if st.TaskID != nil && st.Status == StepWaitingTask {
+			if t, err := getTask(e, r.Tenant, *st.TaskID); err == nil && t.Status == TaskOpen {
+				old := *t
+				t.Status = TaskCancelled
+				x.putTask(&old, t)
+			}
+		}
+		if st.ApprovalID != nil && st.Status == StepWaitingApproval {
+			if a, err := getApproval(e, r.Tenant, *st.ApprovalID); err == nil && a.Status == ApprovalPending {
+				old := *a
+				a.Status = ApprovalCancelled
+				x.putApproval(&old, a)
+			}
+		}
+		st.Status = StepSkipped
+	}
+	x.replyTask, x.replyApproval = nil, nil
+	msg := "cancelled"
+	if x.cmd.actor != "" {
+		msg = "cancelled by " + x.cmd.actor
+	}
+	r.Error = &msg
+	x.en.inflight = ""
+	x.setStatus(RunCancelled)
+}
+
+func getTask(e *Engine, tenant, id string) (*Task, error) {
+	var t *Task
+	err := e.st.View(e.ctx, func(r store.Reader) error {
+		var err error
+		t, err = tasks.Get(r, tenant, id)
+		return err
+	})
+	return t, err
+}
+
+func getApproval(e *Engine, tenant, id string) (*Approval, error) {
+	var a *Approval
+	err := e.st.View(e.ctx, func(r store.Reader) error {
+		var err error
+		a, err = approvals.Get(r, tenant, id)
+		return err
+	})
+	return a, err
+}

@@ -1,0 +1,431 @@
+package runengine
+
+import (
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bas-platform/bas/process"
+	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
+)
+
+type cmdKind int
+
+const (
+	cmdStart cmdKind = iota
+	cmdAdvance
+	cmdCallResult
+	cmdCompleteTask
+	cmdDecide
+	cmdTimer
+	cmdEvent
+	cmdCancel
+	cmdReload
+)
+
+// command is one thing for a worker to do to one run.
+type command struct {
+	kind   cmdKind
+	tenant string
+	runID  string
+	actor  string
+
+	start  *startArgs
+	result *callResult
+	task   *taskArgs
+	decide *decideArgs
+	timer  *timerArgs
+	event  *eventArgs
+
+	// reply, when set, receives the outcome once it is durable.
+	reply chan reply
+}
+
+type reply struct {
+	run      json.RawMessage
+	task     json.RawMessage
+	approval json.RawMessage
+	err      error
+}
+
+type startArgs struct {
+	version *process.Version
+	subject Subject
+	trigger RunTrigger
+	actor   string
+	// ops are written in the run's first commit (a dedupe key, the next
+	// cron fire).
+	ops []func(tx store.Txn) error
+	// post runs once the first commit is durable.
+	post []func()
+}
+
+type callResult struct {
+	token string
+	out   json.RawMessage
+	err   error
+	gate  *GateDecision
+}
+
+type taskArgs struct {
+	taskID string
+	action string
+	fields map[string]any
+}
+
+type decideArgs struct {
+	approvalID string
+	approve    bool
+	args       map[string]any
+	reason     string
+}
+
+type timerArgs struct {
+	key   []byte
+	token string
+}
+
+type eventArgs struct {
+	name  string
+	id    string
+	data  map[string]any
+	token string
+	key   []byte // the waiter key
+}
+
+// entry is a run a worker holds in memory.
+type entry struct {
+	run     *Run
+	ver     *process.Version
+	prev    *Run // index-relevant state of the last submitted version; nil when new
+	pending atomic.Int32
+	// inflight is the token of the call or gate decision in progress.
+	inflight string
+}
+
+// worker owns the runs whose ids hash to it: it alone advances them, so a
+// run needs no lock.
+type worker struct {
+	e      *Engine
+	mu     sync.Mutex
+	q      []*command
+	quit   bool
+	signal chan struct{}
+	cache  map[string]*entry
+	idle   map[string]*entry
+}
+
+func newWorker(e *Engine) *worker {
+	return &worker{e: e, signal: make(chan struct{}, 1), cache: map[string]*entry{}, idle: map[string]*entry{}}
+}
+
+// send queues c; it never blocks.
+func (w *worker) send(c *command) {
+	w.mu.Lock()
+	if w.quit {
+		w.mu.Unlock()
+		if c.reply != nil {
+			c.reply <- reply{err: errClosed}
+		}
+		return
+	}
+	w.q = append(w.q, c)
+	w.mu.Unlock()
+	select {
+	case w.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) stop() {
+	w.mu.Lock()
+	w.quit = true
+	w.mu.Unlock()
+	select {
+	case w.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) loop() {
+	for range w.signal {
+		for {
+			w.mu.Lock()
+			batch, quit := w.q, w.quit
+			w.q = nil
+			w.mu.Unlock()
+			if quit {
+				for _, c := range batch {
+					if c.reply != nil {
+						c.reply <- reply{err: errClosed}
+					}
+				}
+				return
+			}
+			if len(batch) == 0 {
+				break
+			}
+			for _, c := range batch {
+				w.handle(c)
+			}
+			w.sweep()
+		}
+	}
+}
+
+// sweep forgets idle runs whose changes are all durable.
+func (w *worker) sweep() {
+	for k, en := range w.idle {
+		if en.pending.Load() == 0 && en.inflight == "" {
+			delete(w.cache, k)
+			delete(w.idle, k)
+		}
+	}
+}
+
+func cacheKey(tenant, runID string) string { return tenant + "\x00" + runID }
+
+// load returns the run's entry, from memory or the store.
+func (w *worker) load(tenant, runID string) (*entry, error) {
+	k := cacheKey(tenant, runID)
+	if en, ok := w.cache[k]; ok {
+		delete(w.idle, k)
+		return en, nil
+	}
+	var r *Run
+	err := w.e.st.View(w.e.ctx, func(rd store.Reader) error {
+		var err error
+		r, err = runs.Get(rd, tenant, runID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.Tenant = tenant
+	ver, err := w.e.version(tenant, r.ProcessID, r.ProcessVersion)
+	if err != nil {
+		return nil, errors.Wrapf(err, "load version %d of process %s", r.ProcessVersion, r.ProcessID)
+	}
+	en := &entry{run: r, ver: ver, prev: indexState(r)}
+	w.cache[k] = en
+	return en, nil
+}
+
+// indexState copies what the run's indexes and counters depend on.
+func indexState(r *Run) *Run {
+	return &Run{ID: r.ID, ProcessID: r.ProcessID, Status: r.Status, Overdue: r.Overdue, Function: r.Function}
+}
+
+func (w *worker) handle(c *command) {
+	if c.kind == cmdStart {
+		w.handleStart(c)
+		return
+	}
+	if c.kind == cmdReload {
+		k := cacheKey(c.tenant, c.runID)
+		delete(w.cache, k)
+		delete(w.idle, k)
+		w.handle(&command{kind: cmdAdvance, tenant: c.tenant, runID: c.runID})
+		return
+	}
+	en, err := w.load(c.tenant, c.runID)
+	if err != nil {
+		if c.kind == cmdTimer || c.kind == cmdEvent {
+			w.dropKey(c)
+			return
+		}
+		if c.reply != nil {
+			c.reply <- reply{err: err}
+		}
+		return
+	}
+	x := w.newExec(en, c)
+	switch c.kind {
+	case cmdAdvance:
+		if en.inflight == "" {
+			x.advance()
+		}
+	case cmdCallResult:
+		if c.result.token != en.inflight {
+			break // a stale result of a run that was reloaded
+		}
+		en.inflight = ""
+		x.res = c.result
+		x.advance()
+	case cmdCompleteTask:
+		x.completeTask(c.task)
+	case cmdDecide:
+		x.decideApproval(c.decide)
+	case cmdTimer:
+		x.fx.ops = append(x.fx.ops, deleteKey(c.timer.key))
+		x.dirty = true
+		key := c.timer.key
+		x.fx.post = append(x.fx.post, func() { w.e.sched.done(key) })
+		x.fireTimer(c.timer.token)
+	case cmdEvent:
+		x.deliverEvent(c.event)
+	case cmdCancel:
+		x.cancel()
+	}
+	w.finish(x)
+}
+
+// dropKey removes the due or waiter key of a command whose run is gone.
+func (w *worker) dropKey(c *command) {
+	var key []byte
+	if c.timer != nil {
+		key = c.timer.key
+	} else if c.event != nil {
+		key = c.event.key
+	}
+	reply := c.reply
+	w.e.commits.submit(&delta{apply: deleteKey(key), after: func(err error) {
+		if c.timer != nil {
+			w.e.sched.done(key)
+		}
+		if reply != nil {
+			reply <- reply2(err)
+		}
+	}})
+}
+
+func reply2(err error) reply { return reply{err: err} }
+
+func deleteKey(key []byte) func(tx store.Txn) error {
+	return func(tx store.Txn) error { return tx.Delete(key) }
+}
+
+func (w *worker) handleStart(c *command) {
+	a := c.start
+	now := w.e.now()
+	id := c.runID
+	r := &Run{
+		ID: id, Tenant: c.tenant, ProcessID: a.version.ProcessID, ProcessName: a.version.Name,
+		ProcessVersion: a.version.Version, Function: a.version.Function, Status: RunRunning,
+		Subject: a.subject, Trigger: a.trigger, StartedAt: now, StartedBy: a.actor,
+	}
+	r.Steps = make([]StepRun, len(a.version.Steps))
+	for i, s := range a.version.Steps {
+		r.Steps[i] = StepRun{Key: s.Key, Type: s.Type, Name: s.Name, Status: StepPending}
+	}
+	if len(r.Steps) > 0 {
+		r.CurrentStep = &r.Steps[0].Key
+	}
+	en := &entry{run: r, ver: a.version}
+	w.cache[cacheKey(c.tenant, id)] = en
+	x := w.newExec(en, c)
+	x.dirty = true
+	x.fx.ops = append(x.fx.ops, a.ops...)
+	x.fx.post = append(x.fx.post, a.post...)
+	x.fx.ops = append(x.fx.ops, setKey(activeKey(c.tenant, id), nil))
+	x.count(counterKey(c.tenant, "inflight", r.Function), 1)
+	x.emit("process.run.started", map[string]any{"run_id": id, "process_id": r.ProcessID,
+		"process_name": r.ProcessName, "subject": r.Subject})
+	x.advance()
+	w.finish(x)
+}
+
+func setKey(key, val []byte) func(tx store.Txn) error {
+	return func(tx store.Txn) error { return tx.Set(key, val) }
+}
+
+func activeKey(tenant, runID string) []byte { return store.Key(store.System, "active", tenant, runID) }
+
+func counterKey(tenant, name string, parts ...any) string {
+	return string(store.AppendKey(store.Key(tenant, "count", name), parts...))
+}
+
+// finish submits what the command changed and answers the caller once it
+// is durable; calls the command started go out at once.
+func (w *worker) finish(x *exec) {
+	en, c := x.en, x.cmd
+	r := en.run
+	if !x.dirty {
+		if c.reply != nil {
+			raw, err := json.Marshal((*storedRun)(r))
+			c.reply <- reply{run: raw, task: x.replyTask, approval: x.replyApproval, err: errors.CombineErrors(err, x.err)}
+		}
+		w.markIdle(en)
+		w.issue(x)
+		return
+	}
+	raw, err := json.Marshal((*storedRun)(r))
+	if err != nil {
+		// A run that cannot be encoded is a bug; keep the store as it is.
+		w.e.log.Error("encode run", "run", r.ID, "error", err)
+		if c.reply != nil {
+			c.reply <- reply{err: err}
+		}
+		return
+	}
+	tenant, old := r.Tenant, en.prev
+	cur := indexState(r)
+	en.prev = cur
+	ops, counters, post := x.fx.ops, x.fx.counters, x.fx.post
+	replyCh, replyTask, replyApproval, xerr := c.reply, x.replyTask, x.replyApproval, x.err
+	en.pending.Add(1)
+	runID := r.ID
+	w.e.commits.submit(&delta{
+		apply: func(tx store.Txn) error {
+			if err := runs.PutOver(tx, tenant, old, cur, raw); err != nil {
+				return err
+			}
+			for _, op := range ops {
+				if err := op(tx); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		counters: counters,
+		after: func(err error) {
+			en.pending.Add(-1)
+			if err != nil {
+				w.e.log.Error("commit run change", "run", runID, "error", err)
+				w.send(&command{kind: cmdReload, tenant: tenant, runID: runID})
+			} else {
+				for _, fn := range post {
+					fn()
+				}
+			}
+			if replyCh != nil {
+				if err == nil {
+					err = xerr
+				}
+				replyCh <- reply{run: raw, task: replyTask, approval: replyApproval, err: err}
+			}
+		},
+	})
+	w.markIdle(en)
+	w.issue(x)
+}
+
+func (w *worker) markIdle(en *entry) {
+	if en.inflight == "" {
+		w.idle[cacheKey(en.run.Tenant, en.run.ID)] = en
+	}
+}
+
+// issue starts the calls the command asked for.
+func (w *worker) issue(x *exec) {
+	for _, pc := range x.fx.calls {
+		w.e.calls.Add(1)
+		go func() {
+			defer w.e.calls.Done()
+			res := pc.do()
+			res.token = pc.token
+			w.send(&command{kind: cmdCallResult, tenant: pc.tenant, runID: pc.runID, result: res})
+		}()
+	}
+}
+
+// pendingCall is a call or gate decision to make outside the worker.
+type pendingCall struct {
+	tenant, runID, token string
+	do                   func() *callResult
+}
+
+// now rounds the clock to microseconds so stored times round-trip exactly.
+func (e *Engine) now() time.Time { return e.clock.Now().UTC().Truncate(time.Microsecond) }

@@ -1,0 +1,126 @@
+package badgerstore_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/cockroachdb/errors"
+)
+
+// crashDirEnv tells the test binary, run again as a child, to be the writer
+// of TestCrashKeepsAcknowledgedCommits in that directory.
+const crashDirEnv = "BADGERSTORE_CRASH_DIR"
+
+const (
+	crashWriters = 4    // concurrent writers in the child, so syncs are shared
+	crashAcks    = 300  // acknowledgements the parent waits for before the kill
+	crashMax     = 5000 // commits per writer after which the child stops on its own
+)
+
+// TestCrashKeepsAcknowledgedCommits kills a writing process with SIGKILL
+// and checks that every commit it acknowledged is in the store afterwards.
+func TestCrashKeepsAcknowledgedCommits(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestCrashHelperProcess$")
+	cmd.Env = append(os.Environ(), crashDirEnv+"="+dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Every line read was written after an Update returned. Keep reading
+	// after the kill: lines already in the pipe were acknowledged too.
+	var acked []string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		key, ok := strings.CutPrefix(sc.Text(), "ack ")
+		if !ok {
+			continue
+		}
+		acked = append(acked, key)
+		if len(acked) == crashAcks {
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the writer ended with %v after %d acknowledgements, want killed; its stderr:\n%s", err, len(acked), stderr.String())
+	}
+
+	s := open(t, badgerstore.Options{Dir: dir})
+	stored := 0
+	err = s.View(t.Context(), func(r store.Reader) error {
+		for _, key := range acked {
+			v, err := r.Get([]byte(key))
+			if err != nil {
+				return errors.Wrapf(err, "acknowledged key %q", key)
+			}
+			if string(v) != "value of "+key {
+				return errors.Newf("acknowledged key %q holds %q", key, v)
+			}
+		}
+		return r.Scan(store.ScanOptions{Prefix: []byte("crash/"), KeysOnly: true}, func(_, _ []byte) error {
+			stored++
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d commits acknowledged before the kill, %d found after it", len(acked), stored)
+}
+
+// TestCrashHelperProcess is the writer of TestCrashKeepsAcknowledgedCommits;
+// it does nothing unless run by it.
+func TestCrashHelperProcess(t *testing.T) {
+	dir := os.Getenv(crashDirEnv)
+	if dir == "" {
+		t.Skip("the child process of TestCrashKeepsAcknowledgedCommits")
+	}
+	s, err := badgerstore.Open(badgerstore.Options{Dir: dir, Logger: quiet})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	var out sync.Mutex
+	var wg sync.WaitGroup
+	for w := range crashWriters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range crashMax {
+				key := fmt.Sprintf("crash/%d/%05d", w, i)
+				err := s.Update(t.Context(), func(tx store.Txn) error {
+					return tx.Set([]byte(key), []byte("value of "+key))
+				})
+				if err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					os.Exit(2)
+				}
+				out.Lock()
+				fmt.Fprintf(os.Stdout, "ack %s\n", key) // one write: whole lines only
+				out.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	fmt.Fprintln(os.Stderr, "the writer finished without being killed")
+	os.Exit(3)
+}

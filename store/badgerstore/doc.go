@@ -1,0 +1,70 @@
+// Package badgerstore is the default store.Store, on Badger
+// (github.com/dgraph-io/badger/v4): an embedded, ordered key-value database
+// with serializable snapshot transactions. It passes store/storetest.
+//
+//	s, err := badgerstore.Open(badgerstore.Options{Dir: "data", Logger: logger})
+//	...
+//	defer s.Close()
+//
+// # Durability
+//
+// Badger runs with SyncWrites on: Update returns only once its commit is
+// synced to disk, so an acknowledged commit survives a crash of the process
+// or the machine. A synced commit costs a couple of milliseconds; Badger
+// merges the commits pending at the same moment into one write and one
+// sync, so concurrent Updates share syncs (about 500 commits/s from one
+// writer, several thousand/s from hundreds on 2 cores, see LIBRARIES.md and
+// BenchmarkCommitDurable). Durable throughput therefore comes from putting
+// many writes into one transaction or many concurrent transactions into one
+// sync, never from one commit per write in a loop.
+//
+// # Conflicts
+//
+// Transactions are optimistic: a commit fails when a key the transaction
+// read (by Get, or visited by Scan, or looked up and found missing) was
+// written by another commit since the transaction began. Update then runs
+// fn again (store.Retry). Scans do not detect phantoms (a key inserted into
+// a scanned range by someone else): enforce uniqueness with point keys you
+// Get, as store.Collection's unique indexes do.
+//
+// # Limits
+//
+// One transaction may write about 15% of Options.MemTableSize (about
+// 2.4 MiB with the defaults): past that Set fails with an error marked
+// errs.TooLarge. A key may have 65,000 bytes; a value may have
+// Options.ValueLogFileSize bytes on disk and less than 1 MiB in memory.
+//
+// # Memory on a small machine
+//
+// Badger's defaults use about 1.4 GB of RSS under write load. Open applies
+// the set measured in LIBRARIES.md, about 0.5 GB:
+//
+//   - MemTableSize 16 MiB (Options.MemTableSize): the in-memory write buffer
+//     and, at 15%, the size bound of one transaction.
+//   - NumMemtables 2: one memtable being written and one being flushed.
+//   - NumLevelZeroTables 2 and NumLevelZeroTablesStall 8: few level-0
+//     tables before compaction starts, writes stall at 8.
+//   - BlockCacheSize 32 MiB (Options.BlockCacheSize): decompressed blocks.
+//   - IndexCacheSize 16 MiB (Options.IndexCacheSize): table indexes and
+//     bloom filters, so they are not all pinned in memory.
+//   - NumCompactors 2: Badger refuses 1, and more compete for 2 cores.
+//   - ValueLogFileSize 64 MiB (Options.ValueLogFileSize): value-log files
+//     are mapped into memory and collected one file at a time.
+//   - BaseTableSize 1 MiB: small level-1 tables, cheap to compact.
+//
+// Badger's process-wide expvar metrics are off: two stores in one process
+// share nothing.
+//
+// # Value-log GC
+//
+// Values of 1 MiB and more live in the value log, which only garbage
+// collection shrinks. Every Options.GCInterval (5 minutes by default) a
+// goroutine calls Badger's RunValueLogGC(0.5) until it reports that no file
+// is worth rewriting; RunGC does the same on demand. Close stops it.
+//
+// # Logging
+//
+// Badger's own log lines go to Options.Logger with component=badger, its
+// levels mapped to slog's (DEBUG to Debug, INFO to Info, WARNING to Warn,
+// ERROR to Error), instead of to stderr.
+package badgerstore

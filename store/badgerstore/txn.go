@@ -1,0 +1,152 @@
+package badgerstore
+
+import (
+	"bytes"
+
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
+	"github.com/dgraph-io/badger/v4"
+)
+
+// maxKeySize is Badger's limit on a key's length.
+const maxKeySize = 65000
+
+// reader is the store.Reader of a View (and the read half of an Update).
+type reader struct {
+	txn *badger.Txn
+}
+
+// Get returns a copy of the value at key.
+func (r *reader) Get(key []byte) ([]byte, error) {
+	item, err := r.txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, errors.Mark(err, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, errors.Wrap(err, "badgerstore: get")
+	}
+	v, err := item.ValueCopy(nil)
+	if err != nil {
+		return nil, errors.Wrap(err, "badgerstore: get value")
+	}
+	return v, nil
+}
+
+// Scan walks the keys with opts.Prefix. key is valid only during fn (it is
+// Badger's, until the iterator moves); value is a buffer Scan reuses for
+// the next key. Values are copied out of Badger before fn runs, so fn holds
+// no value-log lock and may even commit another transaction.
+//
+// Seeking: forward, Scan seeks to After, or to Prefix. In reverse Badger's
+// Seek lands on the largest key at or below the seek key, so Scan seeks to
+// After, or to store.PrefixEnd(Prefix), the smallest key above the prefix,
+// or rewinds to the last key when there is none (Prefix all 0xff). In
+// every case a first key equal to After or to PrefixEnd is skipped, and the
+// walk ends at the first key outside the prefix. Badger's IteratorOptions
+// Prefix (which prunes tables) is set only when the seek key lies inside
+// the prefix: with it, Badger's Valid reports false on the PrefixEnd key
+// instead of letting Scan step past it.
+func (r *reader) Scan(opts store.ScanOptions, fn func(key, value []byte) error) error {
+	prefix := opts.Prefix
+	after := opts.After
+	if len(after) > 0 && !bytes.HasPrefix(after, prefix) {
+		return errors.Newf("badgerstore: scan cursor %q does not start with the scan prefix %q", after, prefix)
+	}
+	io := badger.IteratorOptions{Reverse: opts.Reverse}
+	var seek, skip []byte
+	switch {
+	case len(after) > 0:
+		seek, skip = after, after
+		io.Prefix = prefix
+	case !opts.Reverse:
+		seek = prefix
+		io.Prefix = prefix
+	default:
+		seek = store.PrefixEnd(prefix)
+		skip = seek
+	}
+	it := r.txn.NewIterator(io)
+	defer it.Close()
+	if len(seek) == 0 {
+		it.Rewind()
+	} else {
+		it.Seek(seek)
+	}
+	var val []byte
+	first := true
+	for ; it.Valid(); it.Next() {
+		item := it.Item()
+		key := item.Key()
+		if first {
+			first = false
+			if skip != nil && bytes.Equal(key, skip) {
+				continue
+			}
+		}
+		if !bytes.HasPrefix(key, prefix) {
+			return nil
+		}
+		if opts.KeysOnly {
+			val = nil
+		} else {
+			var err error
+			if val, err = item.ValueCopy(val[:0]); err != nil {
+				return errors.Wrap(err, "badgerstore: scan value")
+			}
+		}
+		if err := fn(key, val); err != nil {
+			if errors.Is(err, store.ErrStop) {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// writer is the store.Txn of an Update.
+type writer struct {
+	reader
+	s *Store
+}
+
+// Set writes value at key. It copies both: the caller may reuse them.
+func (w *writer) Set(key, value []byte) error {
+	if err := w.check(key); err != nil {
+		return err
+	}
+	if int64(len(value)) > w.s.maxValue {
+		return errs.TooLargef("value of %d bytes is over the store's limit of %d bytes", len(value), w.s.maxValue)
+	}
+	return w.modify(w.txn.Set(bytes.Clone(key), bytes.Clone(value)))
+}
+
+// Delete removes key. It copies key.
+func (w *writer) Delete(key []byte) error {
+	if err := w.check(key); err != nil {
+		return err
+	}
+	return w.modify(w.txn.Delete(bytes.Clone(key)))
+}
+
+func (w *writer) check(key []byte) error {
+	switch {
+	case len(key) == 0:
+		return errors.New("badgerstore: empty key")
+	case len(key) > maxKeySize:
+		return errs.TooLargef("key of %d bytes is over the store's limit of %d bytes", len(key), maxKeySize)
+	}
+	return nil
+}
+
+func (w *writer) modify(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, badger.ErrTxnTooBig):
+		return w.s.tooBig(err)
+	default:
+		return errors.Wrap(err, "badgerstore: write")
+	}
+}

@@ -1,0 +1,337 @@
+package store
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/cockroachdb/errors"
+)
+
+// Key spaces under a tenant.
+const (
+	spaceRecord = "r"
+	spaceIndex  = "i"
+	spaceUnique = "u"
+)
+
+// System is the tenant of records that belong to no workspace (the tenant
+// registry, the global lookup of secrets by prefix). Tenant ids never equal it.
+const System = "-"
+
+// Collection is a typed set of records of one kind, stored as JSON under
+// tenant-prefixed keys, with secondary indexes kept in the same transaction
+// as the record. Every method takes the tenant and builds every key under
+// it, so no query can leave its tenant.
+//
+// A record's key is (tenant, "r", Name, id); an index entry is (tenant,
+// "i", Name, index, values..., id) with an empty value; a unique index entry
+// is (tenant, "u", Name, index, values...) holding the id.
+type Collection[T any] struct {
+	// Name is the short kind name used in keys ("run", "task").
+	Name string
+	// ID returns a record's id.
+	ID func(*T) string
+	// Indexes are kept up to date by Put and Delete.
+	Indexes []Index[T]
+	// NotFound is the message of the error for a missing record
+	// ("run not found"). Defaults to Name + " not found".
+	NotFound string
+}
+
+// Index is a secondary index of a Collection.
+type Index[T any] struct {
+	// Name names the index in keys and in ListBy.
+	Name string
+	// Values returns the index entries of a record: each entry is a list of
+	// key parts (see Key). Return nil to leave the record out.
+	Values func(*T) [][]any
+	// Unique makes an entry's values name at most one record: Put of a
+	// second record with the same values fails with errs.Conflict.
+	Unique bool
+}
+
+// Page asks for one page of a list.
+type Page struct {
+	// Limit is the most records to return. Defaults to 50.
+	Limit int
+	// Cursor continues a previous list; it is the next cursor that list
+	// returned.
+	Cursor string
+	// Forward lists in ascending key order; the default is descending, which
+	// for time-sortable ids is newest first.
+	Forward bool
+}
+
+func (c *Collection[T]) recordKey(tenant, id string) []byte {
+	return Key(tenant, spaceRecord, c.Name, id)
+}
+
+func (c *Collection[T]) notFound() error {
+	if c.NotFound != "" {
+		return errs.NotFoundf("%s", c.NotFound)
+	}
+	return errs.NotFoundf("%s not found", c.Name)
+}
+
+// Get loads the record id of tenant.
+func (c *Collection[T]) Get(r Reader, tenant, id string) (*T, error) {
+	raw, err := r.Get(c.recordKey(tenant, id))
+	if errors.Is(err, ErrNotFound) {
+		return nil, c.notFound()
+	}
+	if err != nil {
+		return nil, err
+	}
+	v := new(T)
+	if err := json.Unmarshal(raw, v); err != nil {
+		return nil, errors.Wrapf(err, "decode %s %s", c.Name, id)
+	}
+	return v, nil
+}
+
+// Exists reports whether the record id of tenant exists.
+func (c *Collection[T]) Exists(r Reader, tenant, id string) (bool, error) {
+	_, err := r.Get(c.recordKey(tenant, id))
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Put writes v, replacing the record with the same id, and brings its
+// index entries up to date.
+func (c *Collection[T]) Put(tx Txn, tenant string, v *T) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return errors.Wrapf(err, "encode %s", c.Name)
+	}
+	return c.PutRaw(tx, tenant, v, raw)
+}
+
+// PutRaw is Put with the record already encoded as JSON (raw must be v's
+// encoding), for callers that encode outside the transaction.
+func (c *Collection[T]) PutRaw(tx Txn, tenant string, v *T, raw []byte) error {
+	id := c.ID(v)
+	if id == "" {
+		return errors.Newf("store: %s with an empty id", c.Name)
+	}
+	var old *T
+	if len(c.Indexes) > 0 {
+		prev, err := c.Get(tx, tenant, id)
+		switch {
+		case err == nil:
+			old = prev
+		case !errors.Is(err, ErrNotFound):
+			return err
+		}
+	}
+	for _, ix := range c.Indexes {
+		if err := c.updateIndex(tx, tenant, id, ix, old, v); err != nil {
+			return err
+		}
+	}
+	return tx.Set(c.recordKey(tenant, id), raw)
+}
+
+// PutOver is PutRaw for a caller that knows the record's previous state
+// (old, nil when new): it skips reading it back. The caller must be the
+// record's only writer, as the run engine's worker owning a run is.
+func (c *Collection[T]) PutOver(tx Txn, tenant string, old, v *T, raw []byte) error {
+	id := c.ID(v)
+	if id == "" {
+		return errors.Newf("store: %s with an empty id", c.Name)
+	}
+	for _, ix := range c.Indexes {
+		if err := c.updateIndex(tx, tenant, id, ix, old, v); err != nil {
+			return err
+		}
+	}
+	return tx.Set(c.recordKey(tenant, id), raw)
+}
+
+func (c *Collection[T]) indexKeys(tenant, id string, ix Index[T], v *T) [][]byte {
+	if v == nil {
+		return nil
+	}
+	entries := ix.Values(v)
+	keys := make([][]byte, 0, len(entries))
+	for _, e := range entries {
+		if ix.Unique {
+			keys = append(keys, AppendKey(Key(tenant, spaceUnique, c.Name, ix.Name), e...))
+			continue
+		}
+		k := AppendKey(Key(tenant, spaceIndex, c.Name, ix.Name), e...)
+		keys = append(keys, AppendKey(k, id))
+	}
+	return keys
+}
+
+func (c *Collection[T]) updateIndex(tx Txn, tenant, id string, ix Index[T], old, v *T) error {
+	oldKeys := c.indexKeys(tenant, id, ix, old)
+	newKeys := c.indexKeys(tenant, id, ix, v)
+	for _, k := range oldKeys {
+		if !containsKey(newKeys, k) {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+	}
+	for _, k := range newKeys {
+		if containsKey(oldKeys, k) {
+			continue
+		}
+		val := []byte(nil)
+		if ix.Unique {
+			holder, err := tx.Get(k)
+			switch {
+			case err == nil && string(holder) != id:
+				return errs.Conflictf("%s already exists", c.Name)
+			case err != nil && !errors.Is(err, ErrNotFound):
+				return err
+			}
+			val = []byte(id)
+		}
+		if err := tx.Set(k, val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func containsKey(keys [][]byte, k []byte) bool {
+	for _, x := range keys {
+		if bytes.Equal(x, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// Delete removes the record id of tenant and its index entries. A missing
+// record is errs.NotFound.
+func (c *Collection[T]) Delete(tx Txn, tenant, id string) error {
+	old, err := c.Get(tx, tenant, id)
+	if err != nil {
+		return err
+	}
+	for _, ix := range c.Indexes {
+		for _, k := range c.indexKeys(tenant, id, ix, old) {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+	}
+	return tx.Delete(c.recordKey(tenant, id))
+}
+
+// Lookup returns the record a unique index entry names.
+func (c *Collection[T]) Lookup(r Reader, tenant, index string, values ...any) (*T, error) {
+	raw, err := r.Get(AppendKey(Key(tenant, spaceUnique, c.Name, index), values...))
+	if errors.Is(err, ErrNotFound) {
+		return nil, c.notFound()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c.Get(r, tenant, string(raw))
+}
+
+// List returns one page of tenant's records in id order (newest first by
+// default) and the cursor of the next page ("" at the end).
+func (c *Collection[T]) List(r Reader, tenant string, p Page) ([]*T, string, error) {
+	prefix := Key(tenant, spaceRecord, c.Name)
+	var out []*T
+	next, err := scanPage(r, prefix, p, false, func(key, val []byte) error {
+		v := new(T)
+		if err := json.Unmarshal(val, v); err != nil {
+			return errors.Wrapf(err, "decode %s", c.Name)
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, next, err
+}
+
+// ListBy returns one page of tenant's records whose entry in index starts
+// with values, in index order (descending by default), and the next cursor.
+func (c *Collection[T]) ListBy(r Reader, tenant, index string, values []any, p Page) ([]*T, string, error) {
+	prefix := AppendKey(Key(tenant, spaceIndex, c.Name, index), values...)
+	var out []*T
+	next, err := scanPage(r, prefix, p, true, func(key, _ []byte) error {
+		parts, err := DecodeKey(key)
+		if err != nil {
+			return err
+		}
+		id, _ := parts[len(parts)-1].(string)
+		v, err := c.Get(r, tenant, id)
+		if err != nil {
+			return errors.Wrapf(err, "index %s of %s names a missing record", index, c.Name)
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, next, err
+}
+
+// CountBy counts tenant's entries in index that start with values. It costs
+// one key visit per entry: use it for small sets or keep a counter.
+func (c *Collection[T]) CountBy(r Reader, tenant, index string, values ...any) (int, error) {
+	n := 0
+	err := r.Scan(ScanOptions{Prefix: AppendKey(Key(tenant, spaceIndex, c.Name, index), values...), KeysOnly: true},
+		func(_, _ []byte) error { n++; return nil })
+	return n, err
+}
+
+// IDsBy calls fn with the id of each of tenant's records whose entry in
+// index starts with values, in ascending index order, until fn returns
+// ErrStop.
+func (c *Collection[T]) IDsBy(r Reader, tenant, index string, values []any, fn func(id string) error) error {
+	prefix := AppendKey(Key(tenant, spaceIndex, c.Name, index), values...)
+	return r.Scan(ScanOptions{Prefix: prefix, KeysOnly: true}, func(key, _ []byte) error {
+		parts, err := DecodeKey(key)
+		if err != nil {
+			return err
+		}
+		id, _ := parts[len(parts)-1].(string)
+		return fn(id)
+	})
+}
+
+// ErrBadCursor marks a cursor that this list did not make.
+var ErrBadCursor = errs.Validation(errs.Violation{Loc: []any{"query", "cursor"}, Msg: "is not a cursor of this list", Type: "value_error"})
+
+// scanPage walks one page under prefix and returns the next cursor. The
+// cursor encodes only the key's suffix after prefix, so it cannot lead a
+// scan out of the prefix (and so out of the tenant).
+func scanPage(r Reader, prefix []byte, p Page, keysOnly bool, fn func(key, val []byte) error) (string, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	opts := ScanOptions{Prefix: prefix, Reverse: !p.Forward, KeysOnly: keysOnly}
+	if p.Cursor != "" {
+		suffix, err := base64.RawURLEncoding.DecodeString(p.Cursor)
+		if err != nil || len(suffix) == 0 {
+			return "", ErrBadCursor
+		}
+		opts.After = append(bytes.Clone(prefix), suffix...)
+	}
+	n := 0
+	var last []byte
+	more := false
+	err := r.Scan(opts, func(key, val []byte) error {
+		if n == limit {
+			more = true
+			return ErrStop
+		}
+		n++
+		last = append(last[:0], key...)
+		return fn(key, val)
+	})
+	if err != nil || !more {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(last[len(prefix):]), nil
+}

@@ -1,0 +1,111 @@
+// Package store is the storage seam of bas: a small ordered key-value store
+// with transactions, and, built once on top of it for every implementation,
+// tenant-prefixed typed record collections with secondary indexes and paged
+// lists (see Collection).
+//
+// An implementation (store/badgerstore is the default) provides Store and
+// passes the conformance suite in store/storetest. The contract:
+//
+//   - Update runs fn in a read-write transaction and returns only when the
+//     commit is durable. When the commit conflicts with another (a key fn
+//     read was written by a transaction that committed after this one
+//     began), Update runs fn again; fn must therefore have no outside
+//     effects. Concurrent Updates may share one sync.
+//   - View runs fn in a read-only snapshot.
+//   - Keys are ordered bytewise; Scan walks a prefix forwards or backwards,
+//     starting after a cursor key.
+//   - Get of a missing key returns an error marked ErrNotFound.
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/cockroachdb/errors"
+)
+
+// Store is the storage seam.
+type Store interface {
+	// View runs fn in a read-only transaction.
+	View(ctx context.Context, fn func(Reader) error) error
+	// Update runs fn in a read-write transaction and commits it durably,
+	// re-running fn on optimistic conflicts.
+	Update(ctx context.Context, fn func(Txn) error) error
+	// Close releases the store. In-flight transactions end first.
+	Close() error
+}
+
+// Reader reads within a transaction.
+type Reader interface {
+	// Get returns a copy of the value at key, or an error marked ErrNotFound.
+	Get(key []byte) ([]byte, error)
+	// Scan calls fn for each key with the given prefix, in key order (or
+	// reverse order), starting strictly after opts.After when it is set.
+	// key and value are valid only during the call. Returning ErrStop from
+	// fn ends the scan without error.
+	Scan(opts ScanOptions, fn func(key, value []byte) error) error
+}
+
+// Txn reads and writes within a read-write transaction.
+type Txn interface {
+	Reader
+	// Set writes value at key.
+	Set(key, value []byte) error
+	// Delete removes key; deleting a missing key is not an error.
+	Delete(key []byte) error
+}
+
+// ScanOptions select the keys a Scan walks.
+type ScanOptions struct {
+	// Prefix limits the scan to keys that start with it.
+	Prefix []byte
+	// After, when set, starts the scan strictly after this key (strictly
+	// before it when Reverse). It must start with Prefix.
+	After []byte
+	// Reverse walks from the largest key down.
+	Reverse bool
+	// KeysOnly lets the implementation skip loading values; fn gets nil.
+	KeysOnly bool
+}
+
+// ErrNotFound marks a Get of a missing key. It is errs.NotFound, so a missing
+// record maps to 404 wherever it surfaces.
+var ErrNotFound = errs.NotFound
+
+// ErrConflict marks an optimistic commit conflict. Implementations mark a
+// conflicting commit with both ErrConflict (so Retry re-runs it) and
+// errs.Conflict (so a conflict that survives every retry maps to 409); a
+// business conflict returned by fn (errs.Conflictf) is not retried.
+var ErrConflict = errors.New("store: transaction conflict")
+
+// ErrStop ends a Scan early without error.
+var ErrStop = errors.New("store: stop scan")
+
+// MaxConflictRetries bounds how often Retry re-runs a conflicting transaction.
+const MaxConflictRetries = 64
+
+// Retry runs attempt until it returns something other than a conflict, up to
+// MaxConflictRetries times, with a short growing pause between tries. It is
+// what implementations use to keep the "conflicts are retried" promise.
+func Retry(ctx context.Context, attempt func() error) error {
+	var err error
+	for i := 0; i < MaxConflictRetries; i++ {
+		err = attempt()
+		if err == nil || !errors.Is(err, ErrConflict) {
+			return err
+		}
+		if i >= 2 {
+			d := time.Duration(i*i) * 50 * time.Microsecond
+			if d > 20*time.Millisecond {
+				d = 20 * time.Millisecond
+			}
+			select {
+			case <-ctx.Done():
+				return errors.WithStack(ctx.Err())
+			case <-time.After(d):
+			}
+		}
+	}
+	return err
+}

@@ -1,0 +1,195 @@
+package storetest
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// exerciseScan checks Scan.
+func exerciseScan(t *testing.T, open opener) {
+	// scanKeys are stored, in order, with value "v:"+key. They crowd the
+	// edges of their prefixes: keys equal to a prefix, keys equal to
+	// store.PrefixEnd of a prefix ("b" for "a" and for "a\xff"), 0x00 and
+	// 0xff bytes, shorter and longer neighbours.
+	scanKeys := []string{
+		"\x00",
+		"a", "a\x00", "a\x01", "a\xff", "a\xff\x00", "a\xff\xff",
+		"b", "b\x00", "ba",
+		"\xfe\xff",
+		"\xff", "\xff\xff", "\xff\xff\x00", "\xff\xff\xff",
+	}
+	s := open(t)
+	kvs := make([]string, 0, 2*len(scanKeys))
+	for _, k := range scanKeys {
+		kvs = append(kvs, k, "v:"+k)
+	}
+	set(t, s, kvs...)
+
+	// rev returns keys in reverse order.
+	rev := func(keys ...string) []string {
+		out := slices.Clone(keys)
+		slices.Reverse(out)
+		return out
+	}
+	prefixA := []string{"a", "a\x00", "a\x01", "a\xff", "a\xff\x00", "a\xff\xff"}
+	prefixFF := []string{"\xff\xff", "\xff\xff\x00", "\xff\xff\xff"}
+
+	for _, test := range []struct {
+		name    string
+		prefix  string
+		after   string
+		reverse bool
+		want    []string
+	}{
+		{name: "all", want: scanKeys},
+		{name: "all reverse", reverse: true, want: rev(scanKeys...)},
+		{name: "prefix", prefix: "a", want: prefixA},
+		// The key "b" is PrefixEnd("a"): a reverse scan that seeks to it
+		// must step over it, not stop.
+		{name: "prefix reverse, PrefixEnd present", prefix: "a", reverse: true, want: rev(prefixA...)},
+		{name: "prefix ending in 0xff", prefix: "a\xff", want: []string{"a\xff", "a\xff\x00", "a\xff\xff"}},
+		{name: "prefix ending in 0xff reverse", prefix: "a\xff", reverse: true, want: []string{"a\xff\xff", "a\xff\x00", "a\xff"}},
+		{name: "prefix of 0xff only", prefix: "\xff\xff", want: prefixFF},
+		// PrefixEnd("\xff\xff") is nil: the reverse scan starts at the end.
+		{name: "prefix of 0xff only reverse", prefix: "\xff\xff", reverse: true, want: rev(prefixFF...)},
+		{name: "prefix with longer neighbour", prefix: "b", want: []string{"b", "b\x00", "ba"}},
+		{name: "prefix with longer neighbour reverse", prefix: "b", reverse: true, want: []string{"ba", "b\x00", "b"}},
+		{name: "prefix of one zero byte", prefix: "\x00", want: []string{"\x00"}},
+		{name: "prefix of one zero byte reverse", prefix: "\x00", reverse: true, want: []string{"\x00"}},
+		{name: "empty prefix range", prefix: "c"},
+		{name: "empty prefix range reverse", prefix: "c", reverse: true},
+		{name: "empty range above everything", prefix: "\xff\xff\xff\xff"},
+		{name: "empty range above everything reverse", prefix: "\xff\xff\xff\xff", reverse: true},
+		{name: "after a key", prefix: "a", after: "a\x01", want: []string{"a\xff", "a\xff\x00", "a\xff\xff"}},
+		{name: "after a key reverse", prefix: "a", after: "a\x01", reverse: true, want: []string{"a\x00", "a"}},
+		{name: "after a missing key", prefix: "a", after: "a\x02", want: []string{"a\xff", "a\xff\x00", "a\xff\xff"}},
+		{name: "after a missing key reverse", prefix: "a", after: "a\x02", reverse: true, want: []string{"a\x01", "a\x00", "a"}},
+		{name: "after the prefix itself", prefix: "a", after: "a", want: prefixA[1:]},
+		{name: "after the prefix itself reverse", prefix: "a", after: "a", reverse: true},
+		{name: "after the last key", prefix: "a", after: "a\xff\xff"},
+		{name: "after the last key reverse", prefix: "a", after: "a\xff\xff", reverse: true, want: rev(prefixA[:5]...)},
+		{name: "after beyond the last key", prefix: "a", after: "a\xff\xff\xff"},
+		{name: "after beyond the last key reverse", prefix: "a", after: "a\xff\xff\xff", reverse: true, want: rev(prefixA...)},
+		{name: "after in an 0xff prefix reverse", prefix: "\xff\xff", after: "\xff\xff\xff", reverse: true, want: []string{"\xff\xff\x00", "\xff\xff"}},
+		{name: "after without prefix", after: "b", want: []string{"b\x00", "ba", "\xfe\xff", "\xff", "\xff\xff", "\xff\xff\x00", "\xff\xff\xff"}},
+		{name: "after without prefix reverse", after: "b", reverse: true, want: rev(scanKeys[:7]...)},
+	} {
+		t.Run(test.name, func(t *testing.T) {
+			t.Parallel()
+			opts := store.ScanOptions{Reverse: test.reverse}
+			if test.prefix != "" {
+				opts.Prefix = []byte(test.prefix)
+			}
+			if test.after != "" {
+				opts.After = []byte(test.after)
+			}
+			want := make([]kv, len(test.want))
+			for i, k := range test.want {
+				want[i] = kv{Key: k, Value: "v:" + k}
+			}
+			if diff := cmp.Diff(want, scan(t, s, opts), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Scan prefix %q after %q reverse %v (-want +got):\n%s", opts.Prefix, opts.After, opts.Reverse, diff)
+			}
+			opts.KeysOnly = true
+			if diff := cmp.Diff(test.want, keys(scan(t, s, opts)), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("KeysOnly Scan prefix %q after %q reverse %v (-want +got):\n%s", opts.Prefix, opts.After, opts.Reverse, diff)
+			}
+		})
+	}
+
+	t.Run("KeysOnlyPassesNilValues", func(t *testing.T) {
+		t.Parallel()
+		view(t, s, func(r store.Reader) error {
+			return r.Scan(store.ScanOptions{Prefix: []byte("a"), KeysOnly: true}, func(key, value []byte) error {
+				if value != nil {
+					t.Errorf("KeysOnly scan passed value %q for %q, want nil", value, key)
+				}
+				return nil
+			})
+		})
+	})
+
+	t.Run("ErrStopEndsEarly", func(t *testing.T) {
+		t.Parallel()
+		for _, reverse := range []bool{false, true} {
+			var got []string
+			view(t, s, func(r store.Reader) error {
+				return r.Scan(store.ScanOptions{Prefix: []byte("a"), Reverse: reverse}, func(key, _ []byte) error {
+					got = append(got, string(key))
+					if len(got) == 2 {
+						return store.ErrStop
+					}
+					return nil
+				})
+			})
+			want := prefixA[:2]
+			if reverse {
+				want = rev(prefixA...)[:2]
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("reverse %v: keys before ErrStop (-want +got):\n%s", reverse, diff)
+			}
+		}
+	})
+
+	t.Run("ErrorFromFn", func(t *testing.T) {
+		t.Parallel()
+		boom := errors.New("storetest: boom")
+		calls := 0
+		err := s.View(t.Context(), func(r store.Reader) error {
+			return r.Scan(store.ScanOptions{Prefix: []byte("a")}, func(_, _ []byte) error {
+				calls++
+				return errors.Wrap(boom, "wrapped")
+			})
+		})
+		if !errors.Is(err, boom) || calls != 1 {
+			t.Errorf("Scan with fn failing: err %v after %d calls, want the error of fn after 1 call", err, calls)
+		}
+	})
+
+	t.Run("GetInsideScan", func(t *testing.T) {
+		t.Parallel()
+		var got []kv
+		view(t, s, func(r store.Reader) error {
+			return r.Scan(store.ScanOptions{Prefix: []byte("b"), Reverse: true, KeysOnly: true}, func(key, _ []byte) error {
+				v, err := r.Get(key)
+				if err != nil {
+					return err
+				}
+				got = append(got, kv{string(key), string(v)})
+				return nil
+			})
+		})
+		want := []kv{{"ba", "v:ba"}, {"b\x00", "v:b\x00"}, {"b", "v:b"}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Get inside a scan (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("NestedScans", func(t *testing.T) {
+		t.Parallel()
+		var got []string
+		view(t, s, func(r store.Reader) error {
+			return r.Scan(store.ScanOptions{Prefix: []byte("b")}, func(outer, _ []byte) error {
+				return r.Scan(store.ScanOptions{Prefix: []byte("\xff\xff"), Reverse: true}, func(inner, _ []byte) error {
+					got = append(got, string(outer)+"|"+string(inner))
+					return nil
+				})
+			})
+		})
+		var want []string
+		for _, o := range []string{"b", "b\x00", "ba"} {
+			for _, i := range rev(prefixFF...) {
+				want = append(want, o+"|"+i)
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("nested scans (-want +got):\n%s", diff)
+		}
+	})
+}
