@@ -8,12 +8,14 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/httpapi"
+	"github.com/bas-platform/bas/store/badgerstore"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -43,7 +45,7 @@ type capBundle struct {
 	other  string // admin of tenant ten_other
 }
 
-func capSetup(t *testing.T) *capBundle {
+func capSetup(t *testing.T, plugins ...string) *capBundle {
 	t.Helper()
 	ctx := context.Background()
 	erpA := &capProvider{info: capability.Info{ID: "plugin.erp-a", Name: "ERP A", Kind: capability.KindPlugin,
@@ -51,8 +53,13 @@ func capSetup(t *testing.T) *capBundle {
 	erpB := capHealthy{&capProvider{info: capability.Info{ID: "plugin.erp-b", Name: "ERP B", Kind: capability.KindPlugin,
 		Capabilities: []string{"erp.purchase_order.get"}},
 		health: &capability.Health{Status: "failed", Detail: "exited with status 1"}}}
-	ws, err := bas.Open(ctx, bas.Options{InMemory: true, Logger: slog.New(slog.DiscardHandler),
-		Providers: []bas.Provider{erpA, erpB}})
+	logger := slog.New(slog.DiscardHandler)
+	st, err := badgerstore.Open(badgerstore.Options{InMemory: true, Logger: logger})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	ws, err := bas.Open(ctx, bas.Options{Store: st, Logger: logger, Providers: []bas.Provider{erpA, erpB},
+		Plugins: plugins})
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -100,6 +107,9 @@ func (b *capBundle) do(token, method, path, body string, status int, out any) *h
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != status {
+		if len(raw) > 600 {
+			raw = append(raw[:600], "..."...)
+		}
 		b.t.Fatalf("%s %s: status %d, want %d: %s", method, path, resp.StatusCode, status, raw)
 	}
 	if out != nil {
@@ -163,7 +173,7 @@ func TestCapabilitiesAPI(t *testing.T) {
 	if len(page2) != 10 || page2[0].ID <= page1[9].ID || page2[0].ID != list[10].ID {
 		t.Errorf("second page starts at %s after %s", page2[0].ID, page1[9].ID)
 	}
-	b.do(b.admin, "GET", "/v1/capabilities?cursor=%%%", "", 422, nil)
+	b.do(b.admin, "GET", "/v1/capabilities?cursor=!!!", "", 422, nil)
 
 	// One capability; the static /gaps beside /:id both route.
 	var one httpapi.CapabilityOut
@@ -295,7 +305,9 @@ func TestCapabilityGapsAPI(t *testing.T) {
 
 func TestConnectionsAPI(t *testing.T) {
 	t.Parallel()
-	b := capSetup(t)
+	// A plugin that cannot load is still listed, failed with the reason.
+	missing := filepath.Join(t.TempDir(), "acme-erp")
+	b := capSetup(t, missing)
 	var conns []capability.ConnectionOut
 	b.do(b.member, "GET", "/v1/connections?limit=200", "", 200, &conns)
 	byID := map[string]capability.ConnectionOut{}
@@ -311,6 +323,9 @@ func TestConnectionsAPI(t *testing.T) {
 		if diff := cmp.Diff(want, byID[want.Provider]); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", want.Provider, diff)
 		}
+	}
+	if c := byID["plugin.acme-erp"]; c.Status != "failed" || c.Kind != "plugin" || c.Detail == nil || *c.Detail == "" {
+		t.Errorf("the missing plugin's connection = %+v", c)
 	}
 	// The raw shape: detail is null when there is none.
 	resp, err := http.NewRequest("GET", b.srv.URL+"/api/v1/connections?limit=200", nil)

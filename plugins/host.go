@@ -92,10 +92,12 @@ func (o HostOptions) withDefaults() HostOptions {
 }
 
 // passedEnv lists the host variables plugins get without InheritEnv.
-var passedEnv = []string{
-	"PATH", "HOME", "TMPDIR", "TZ", "LANG", "LC_ALL",
-	"SSL_CERT_FILE", "SSL_CERT_DIR",
-	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+func passedEnv() []string {
+	return []string{
+		"PATH", "HOME", "TMPDIR", "TZ", "LANG", "LC_ALL",
+		"SSL_CERT_FILE", "SSL_CERT_DIR",
+		"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+	}
 }
 
 // Host starts, supervises and stops plugin processes. It is safe for
@@ -297,7 +299,7 @@ func (h *Host) env() []string {
 	if h.opts.InheritEnv {
 		env = os.Environ()
 	} else {
-		for _, k := range passedEnv {
+		for _, k := range passedEnv() {
 			if v, ok := os.LookupEnv(k); ok {
 				env = append(env, k+"="+v)
 			}

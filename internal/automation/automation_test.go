@@ -342,7 +342,7 @@ func TestLife(t *testing.T) {
 		t.Errorf("audit of the resumption (-want +got):\n%s", diff)
 	}
 	ag := b.view(proc).Agreement
-	if ag == nil || ag.Items != 31 || len(ag.ByRule) != 1 || ag.ByRule[0].RuleID != "pay" || ag.ByRule[0].Disagree != 4 {
+	if ag == nil || ag.Items != 29 || len(ag.ByRule) != 1 || ag.ByRule[0].RuleID != "pay" || ag.ByRule[0].Disagree != 4 {
 		t.Errorf("agreement = %+v", ag)
 	}
 }

@@ -36,8 +36,10 @@ type decisionRecord struct {
 
 var gateDecisions = &store.Collection[decisionRecord]{
 	Name: "gatedecision",
-	ID:   func(d *decisionRecord) string { return d.ItemKey },
+	ID:   func(d *decisionRecord) string { return decisionID(d.ProcessID, d.ItemKey) },
 }
+
+func decisionID(processID, itemKey string) string { return processID + "|" + itemKey }
 
 // dayCount counts automatic actions in one UTC day: of the workspace (id
 // "2006-01-02") or of one process ("2006-01-02|<process id>").
@@ -108,7 +110,7 @@ func (s *Service) Decide(ctx context.Context, req runengine.GateRequest) (runeng
 	}
 	var out runengine.GateDecision
 	err := s.st.Update(ctx, func(tx store.Txn) error {
-		prev, err := gateDecisions.Get(tx, req.Tenant, key)
+		prev, err := gateDecisions.Get(tx, req.Tenant, decisionID(req.ProcessID, key))
 		if err == nil {
 			out = runengine.GateDecision{Auto: prev.Auto, Reason: prev.Reason, Sample: prev.Sample}
 			return nil

@@ -197,14 +197,44 @@ func (s *Schedule) Next(after time.Time) time.Time {
 				return gap.In(after.Location())
 			}
 		}
-		// robfig can land on a wall time the schedule does not name when a
-		// clock change is not a whole hour (Lord Howe Island's 30 minutes);
-		// such a result is skipped.
-		if s.matches(s.wall(next)) && !(fixedHour && s.repeated(next)) {
+		// robfig can land on a wall time the schedule does not name, or skip
+		// a day, around a clock change that is not a whole hour (Lord Howe
+		// Island's 30 minutes); then the wall clock is searched directly.
+		if !s.matches(s.wall(next)) {
+			if found, ok := s.scan(t, next); ok {
+				next = found
+			} else {
+				t = next
+				continue
+			}
+		}
+		if !(fixedHour && s.repeated(next)) {
 			return next
 		}
 		t = next
 	}
+}
+
+// scan returns the first existing wall time named by the schedule that is
+// strictly after after and before limit, searching day by day in the zone.
+func (s *Schedule) scan(after, limit time.Time) (time.Time, bool) {
+	start := s.wall(after)
+	day := time.Date(start.Year(), start.Month(), start.Day(), 0, 0, 0, 0, time.UTC)
+	for end := s.wall(limit); !day.After(end); day = day.AddDate(0, 0, 1) {
+		for h := range 24 {
+			for m := range 60 {
+				w := day.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute)
+				if !s.matches(w) {
+					continue
+				}
+				at := time.Date(w.Year(), w.Month(), w.Day(), h, m, 0, 0, s.loc)
+				if s.wall(at).Equal(w) && at.After(after) && at.Before(limit) {
+					return at, true
+				}
+			}
+		}
+	}
+	return time.Time{}, false
 }
 
 // wall returns t's wall clock in the schedule's zone as a UTC time with the

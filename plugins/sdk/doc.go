@@ -22,7 +22,8 @@
 // A provider may implement more, found by type assertion:
 //
 //   - HostSetter: SetHost hands it a Host, to emit events to the workspace
-//     (capability.Event) and to log into the host's log.
+//     (capability.Event) and to log into the host's log. Embedding HostRef
+//     implements it.
 //   - Describer: Capabilities describes the capabilities it fills, with their
 //     JSON Schemas, for capabilities the workspace does not know yet.
 //   - capability.HealthChecker: its own health ("failed" with a detail when

@@ -48,7 +48,7 @@ type Options struct {
 
 	// Logger receives Badger's log lines (its DEBUG, INFO, WARNING and
 	// ERROR become slog Debug, Info, Warn and Error, with component=badger)
-	// and the value-log GC's reports. Defaults to slog.Default().
+	// and the value-log GC's reports. Defaults to discarding them.
 	Logger *slog.Logger
 
 	// GCInterval is how often the value-log GC runs: each round calls
@@ -82,7 +82,7 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.Logger == nil {
-		o.Logger = slog.Default()
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.GCInterval == 0 {
 		o.GCInterval = DefaultGCInterval

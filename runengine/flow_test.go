@@ -1,0 +1,343 @@
+package runengine_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/bas-platform/bas/internal/clock"
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/runengine"
+	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/cockroachdb/errors"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestAmountCapApprovalRejectAndApprove(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	def := b.create(t, `{"type":"manual"}`, `[
+		{"key":"pay","type":"execute","capability":"test.echo","controls":{"amount_cap_cents":10000},
+		 "config":{"args":{"amount":"${trigger.data.amount}"},"amount_path":"trigger.data.amount"}}
+	]`)
+	// Manual runs carry no trigger data: the amount path holds nothing and the step fails clearly.
+	id := b.start(t, def.ID)
+	r := b.waitRun(t, id, "failed", status(runengine.RunFailed))
+	if r.Error == nil || *r.Error == "" {
+		t.Fatalf("failed run without error: %+v", r)
+	}
+
+	ev := b.create(t, `{"type":"event","event":"invoice.received"}`, `[
+		{"key":"pay","type":"execute","capability":"test.echo","controls":{"amount_cap_cents":10000},
+		 "config":{"args":{"amount":"${trigger.data.amount}"},"amount_path":"trigger.data.amount"}}
+	]`)
+	_, started, err := b.eng.Publish(ctx, tenant, "invoice.received", map[string]any{"amount": 25000})
+	if err != nil || len(started) != 1 {
+		t.Fatalf("publish: %v, %d runs", err, len(started))
+	}
+	first := runID(t, started[0])
+	r = b.waitRun(t, first, "waiting on approval", stepStatus("pay", runengine.StepWaitingApproval))
+	apr := *r.Steps[0].ApprovalID
+	pending, _, err := b.eng.ListApprovals(ctx, tenant, runengine.ApprovalPending, store.Page{})
+	if err != nil || len(pending) != 1 || pending[0].ID != apr {
+		t.Fatalf("pending approvals = %v, %v", pending, err)
+	}
+	if _, err := b.eng.Decide(ctx, tenant, apr, false, nil, "too much", "usr_boss"); err != nil {
+		t.Fatal(err)
+	}
+	r = b.waitRun(t, first, "rejected", status(runengine.RunRejected))
+	if len(b.prov.keys()) != 0 {
+		t.Errorf("a rejected action was called: %v", b.prov.keys())
+	}
+	if _, err := b.eng.Decide(ctx, tenant, apr, true, nil, "", "usr_boss"); !errors.Is(err, errs.Conflict) {
+		t.Errorf("deciding twice: %v, want conflict", err)
+	}
+
+	_, started, err = b.eng.Publish(ctx, tenant, "invoice.received", map[string]any{"amount": 30000})
+	if err != nil || len(started) != 1 {
+		t.Fatalf("publish: %v", err)
+	}
+	second := runID(t, started[0])
+	r = b.waitRun(t, second, "waiting on approval", stepStatus("pay", runengine.StepWaitingApproval))
+	d, err := b.eng.Decide(ctx, tenant, *r.Steps[0].ApprovalID, true, map[string]any{"amount": 29000}, "", "usr_boss")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a runengine.Approval
+	if err := json.Unmarshal(d.Approval, &a); err != nil || a.Status != runengine.ApprovalApproved || !a.Edited {
+		t.Fatalf("approval = %+v, %v", a, err)
+	}
+	r = b.waitRun(t, second, "completed", status(runengine.RunCompleted))
+	if diff := cmp.Diff(map[string]any{"amount": float64(29000)}, r.Steps[0].Output); diff != "" {
+		t.Errorf("output with edited args (-want +got):\n%s", diff)
+	}
+	_ = ev
+	waitFor(t, "gate outcomes", func() bool {
+		b.gate.mu.Lock()
+		defer b.gate.mu.Unlock()
+		return len(b.gate.outcomes) == 2
+	})
+	b.gate.mu.Lock()
+	agreed := []bool{b.gate.outcomes[0].Agreed, b.gate.outcomes[1].Agreed}
+	b.gate.mu.Unlock()
+	if diff := cmp.Diff([]bool{false, false}, agreed); diff != "" {
+		t.Errorf("agreement of a rejection and an edit (-want +got):\n%s", diff)
+	}
+}
+
+func runID(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var r struct{ ID string }
+	if err := json.Unmarshal(raw, &r); err != nil || r.ID == "" {
+		t.Fatalf("run id of %s: %v", raw, err)
+	}
+	return r.ID
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func TestSupervisedGateAsksAPerson(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.gate.auto = false
+	def := b.create(t, `{"type":"manual"}`, `[{"key":"send","type":"execute","capability":"test.echo","config":{"args":{"x":1}}}]`)
+	id := b.start(t, def.ID)
+	r := b.waitRun(t, id, "waiting on approval", stepStatus("send", runengine.StepWaitingApproval))
+	a, err := b.eng.GetApproval(context.Background(), tenant, *r.Steps[0].ApprovalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]any{"x": float64(1)}, a.Args); a.Tool != "test.echo" || diff != "" {
+		t.Errorf("approval tool %q args diff %s", a.Tool, diff)
+	}
+	if _, err := b.eng.Decide(context.Background(), tenant, a.ID, true, nil, "", "usr_boss"); err != nil {
+		t.Fatal(err)
+	}
+	b.waitRun(t, id, "completed", status(runengine.RunCompleted))
+}
+
+func TestRequireApprovalAndExpiry(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	def := b.create(t, `{"type":"manual"}`, `[{"key":"route","type":"route","controls":{"require_approval":true},
+		"config":{"rules":[{"id":"r","when":{"subject.type":"invoice"},"queue":"ap"}],"default":{"queue":"other"}}}]`)
+	id := b.start(t, def.ID)
+	r := b.waitRun(t, id, "waiting", stepStatus("route", runengine.StepWaitingApproval))
+	a, _ := b.eng.GetApproval(context.Background(), tenant, *r.Steps[0].ApprovalID)
+	if a.ExpiresAt == nil || !a.ExpiresAt.Equal(t0.Add(7*24*time.Hour)) {
+		t.Fatalf("expires_at = %v", a.ExpiresAt)
+	}
+	b.advance(7*24*time.Hour + time.Second)
+	r = b.waitRun(t, id, "rejected by expiry", status(runengine.RunRejected))
+	if *r.Error != "approval expired" {
+		t.Errorf("error = %q", *r.Error)
+	}
+	a, _ = b.eng.GetApproval(context.Background(), tenant, a.ID)
+	if a.Status != runengine.ApprovalExpired {
+		t.Errorf("approval status = %s", a.Status)
+	}
+}
+
+func TestRetriesKeepTheAttemptKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.prov.failures = 2
+	def := b.create(t, `{"type":"manual"}`, `[{"key":"call","type":"execute","capability":"test.flaky","config":{"args":{}}}]`)
+	id := b.start(t, def.ID)
+	b.waitRun(t, id, "waiting on a retry", func(r *runengine.Run) bool { return r.Steps[0].Attempts == 1 && r.Status == runengine.RunWaiting })
+	b.advance(time.Second)
+	b.waitRun(t, id, "second retry", func(r *runengine.Run) bool { return r.Steps[0].Attempts == 2 && r.Status == runengine.RunWaiting })
+	b.advance(2 * time.Second)
+	b.waitRun(t, id, "completed", status(runengine.RunCompleted))
+	if diff := cmp.Diff([]string{id + "/call/1", id + "/call/2", id + "/call/3"}, b.prov.keys()); diff != "" {
+		t.Errorf("keys (-want +got):\n%s", diff)
+	}
+}
+
+func TestRetriesGiveUp(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.prov.failures = 100
+	def := b.create(t, `{"type":"manual"}`, `[{"key":"call","type":"execute","capability":"test.flaky","config":{"args":{}}}]`)
+	id := b.start(t, def.ID)
+	for i := 1; i < 5; i++ {
+		b.waitRun(t, id, "waiting on a retry", func(r *runengine.Run) bool { return r.Steps[0].Attempts == i && r.Status == runengine.RunWaiting })
+		b.advance(time.Duration(1<<(i-1)) * time.Second)
+	}
+	r := b.waitRun(t, id, "failed", status(runengine.RunFailed))
+	if want := "step call: provider test.provider: test.flaky: flaky is down (gave up after 5 attempts)"; *r.Steps[0].Error != want {
+		t.Errorf("error = %q, want %q", *r.Steps[0].Error, want)
+	}
+}
+
+func TestWaitSLAAndCockpit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	def := b.create(t, `{"type":"manual"}`, `[{"key":"pause","type":"wait","controls":{"sla_hours":1},"config":{"duration":"2h"}},
+		{"key":"done","type":"execute","capability":"test.echo","config":{"args":{}}}]`)
+	id := b.start(t, def.ID)
+	b.waitRun(t, id, "waiting", stepStatus("pause", runengine.StepWaiting))
+	c, err := b.eng.Cockpit(ctx, tenant, runengine.Viewer{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]runengine.FunctionCounts{"finance": {Running: 1, Waiting: 1}}, c.ByFunction); c.Running != 1 || diff != "" {
+		t.Errorf("cockpit running %d, by function diff %s", c.Running, diff)
+	}
+	b.advance(time.Hour)
+	r := b.waitRun(t, id, "overdue", func(r *runengine.Run) bool { return r.Overdue })
+	overdue, _, _ := b.eng.ListRuns(ctx, tenant, runengine.RunQuery{Overdue: true}, store.Page{})
+	if len(overdue) != 1 || overdue[0].ID != r.ID {
+		t.Errorf("overdue list = %v", overdue)
+	}
+	b.advance(time.Hour)
+	r = b.waitRun(t, id, "completed", status(runengine.RunCompleted))
+	if r.Overdue {
+		t.Error("a completed run is still overdue")
+	}
+	c, err = b.eng.Cockpit(ctx, tenant, runengine.Viewer{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Running != 0 || c.Overdue != 0 || c.Completed30d != 1 || c.MinutesSaved30d != 5 || len(c.RecentRuns) != 1 {
+		t.Errorf("cockpit after completion = %+v", c)
+	}
+}
+
+func TestEventTriggerFilterAndWaitForEvent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.create(t, `{"type":"event","event":"docs.document.validated","filter":{"fields.total":{"gt":1000}}}`, `[
+		{"key":"reply","type":"wait","config":{"event":"supplier.replied","filter":{"invoice":"${trigger.data.number}"},"timeout":"24h"}}
+	]`)
+	_, small, err := b.eng.Publish(ctx, tenant, "docs.document.validated", map[string]any{"number": "A", "fields": map[string]any{"total": 10}})
+	if err != nil || len(small) != 0 {
+		t.Fatalf("a filtered-out event started %d runs (%v)", len(small), err)
+	}
+	_, big, err := b.eng.Publish(ctx, tenant, "docs.document.validated", map[string]any{"number": "B", "fields": map[string]any{"total": 5000}})
+	if err != nil || len(big) != 1 {
+		t.Fatalf("publish: %d runs, %v", len(big), err)
+	}
+	id := runID(t, big[0])
+	b.waitRun(t, id, "waiting for the reply", stepStatus("reply", runengine.StepWaiting))
+	// A reply for another invoice does not wake it; the right one does.
+	if _, _, err := b.eng.Publish(ctx, tenant, "supplier.replied", map[string]any{"invoice": "A"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.eng.Publish(ctx, "ten_other", "supplier.replied", map[string]any{"invoice": "B"}); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := b.eng.GetRun(ctx, tenant, id)
+	if r.Status != runengine.RunWaiting {
+		t.Fatalf("woken by the wrong event: %s", r.Status)
+	}
+	if _, _, err := b.eng.Publish(ctx, tenant, "supplier.replied", map[string]any{"invoice": "B", "text": "paid"}); err != nil {
+		t.Fatal(err)
+	}
+	r = b.waitRun(t, id, "completed", status(runengine.RunCompleted))
+	out := r.Steps[0].Output.(map[string]any)
+	if out["timed_out"] != false || out["data"].(map[string]any)["text"] != "paid" {
+		t.Errorf("wait output = %v", out)
+	}
+}
+
+func TestCronStartsRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	def := b.create(t, `{"type":"schedule","cron":"*/15 * * * *","timezone":"Europe/Berlin"}`,
+		`[{"key":"tick","type":"execute","capability":"test.echo","config":{"args":{"at":"${trigger.data.fired_at}"}}}]`)
+	list := func() []*runengine.Run {
+		rs, _, err := b.eng.ListRuns(ctx, tenant, runengine.RunQuery{ProcessID: def.ID}, store.Page{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs
+	}
+	b.advance(14 * time.Minute)
+	time.Sleep(50 * time.Millisecond)
+	if n := len(list()); n != 0 {
+		t.Fatalf("%d runs before the first tick", n)
+	}
+	b.advance(time.Minute)
+	waitFor(t, "first scheduled run", func() bool { return len(list()) == 1 })
+	b.advance(15 * time.Minute)
+	waitFor(t, "second scheduled run", func() bool { return len(list()) == 2 })
+	rs := list()
+	if rs[0].Trigger.Type != "schedule" || rs[1].Trigger.Data["fired_at"] != "2026-03-02T09:15:00Z" {
+		t.Errorf("trigger of scheduled runs: %+v / %+v", rs[0].Trigger, rs[1].Trigger)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	def := b.create(t, `{"type":"manual"}`, `[{"key":"t","type":"human_task","config":{"title":"Do it"}}]`)
+	id := b.start(t, def.ID)
+	r := b.waitRun(t, id, "waiting", stepStatus("t", runengine.StepWaitingTask))
+	if _, err := b.eng.Cancel(ctx, tenant, id, "usr_a"); err != nil {
+		t.Fatal(err)
+	}
+	task, _ := b.eng.GetTask(ctx, tenant, *r.Steps[0].TaskID)
+	if task.Status != runengine.TaskCancelled {
+		t.Errorf("task of a cancelled run is %s", task.Status)
+	}
+	if _, err := b.eng.Cancel(ctx, tenant, id, "usr_a"); !errors.Is(err, errs.Conflict) {
+		t.Errorf("cancel twice: %v", err)
+	}
+}
+
+// TestResumeAfterReopen closes the engine and the store mid-run and opens
+// them again: a timer whose time passed while closed fires, and a task
+// opened before is completed after.
+func TestResumeAfterReopen(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	clk := clock.NewFake(t0)
+	prov, gate := &testProvider{}, &autoGate{auto: true}
+	openAt := func() *bundle {
+		st, err := badgerstore.Open(badgerstore.Options{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return open(t, st, clk, prov, gate)
+	}
+	b := openAt()
+	def := b.create(t, `{"type":"manual"}`, `[{"key":"pause","type":"wait","config":{"duration":"1h"}},
+		{"key":"task","type":"human_task","config":{"title":"Check"}},
+		{"key":"end","type":"execute","capability":"test.echo","config":{"args":{"ok":true}}}]`)
+	id := b.start(t, def.ID)
+	b.waitRun(t, id, "waiting", stepStatus("pause", runengine.StepWaiting))
+	b.eng.Close()
+	b.st.Close()
+
+	clk.Advance(2 * time.Hour) // the timer's time passes while closed
+	b = openAt()
+	r := b.waitRun(t, id, "waiting on the task", stepStatus("task", runengine.StepWaitingTask))
+	b.eng.Close()
+	b.st.Close()
+
+	b = openAt()
+	if _, err := b.eng.CompleteTask(context.Background(), tenant, *r.Steps[1].TaskID, "complete", nil, "usr_a"); err != nil {
+		t.Fatal(err)
+	}
+	b.waitRun(t, id, "completed", status(runengine.RunCompleted))
+	if diff := cmp.Diff([]string{id + "/end/1"}, prov.keys()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
