@@ -30,7 +30,9 @@ import (
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/access"
+	"github.com/bas-platform/bas/internal/automation"
 	"github.com/bas-platform/bas/internal/clock"
+	"github.com/bas-platform/bas/internal/decisions"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/mail"
 	"github.com/bas-platform/bas/plugins"
@@ -126,9 +128,20 @@ type Workspace struct {
 	processes *process.Service // definitions and versions
 	engine    *runengine.Engine
 
+	automation *automation.Service // settings and the autonomy gate
+	decisions  *decisions.Service  // decisions, feedback, the agreement ledger
+
 	closeOnce sync.Once
 	closeErr  error
 }
+
+// Automation returns the automation service: workspace and process
+// settings, and the autonomy gate (Automation().Gate()).
+func (ws *Workspace) Automation() *automation.Service { return ws.automation }
+
+// Decisions returns the decisions service: decisions, their cases and
+// feedback, and the agreement ledger (Decisions().AgreementRate).
+func (ws *Workspace) Decisions() *decisions.Service { return ws.decisions }
 
 // Open opens a workspace: the store (Badger under Dir unless Store is set),
 // the providers and plugins, and the run engine, which resumes the runs that
@@ -233,6 +246,20 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	if ws.registry != nil {
 		ws.registry.SetNeededBy(ws.processes.Needed)
 	}
+	// -- wiring: autonomy (decisions, automation settings and the gate)
+	ws.decisions = decisions.New(decisions.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger, Caller: ws.registry})
+	if err := ws.registry.Register(ws.decisions.Provider()); err != nil {
+		_ = ws.Close()
+		return nil, errors.Wrap(err, "register the decisions provider")
+	}
+	ws.automation = automation.New(automation.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,
+		Changes: ws.access,
+		ProcessExists: func(ctx context.Context, tenant, id string) error {
+			_, err := ws.processes.Get(ctx, tenant, id)
+			return err
+		}})
+	ws.access.RegisterChangeKind(automation.ChangeKind, ws.automation.ApplyChangeTx,
+		access.DecidedWith(access.PermAutomationManage))
 	// -- wiring: engine
 	if _, taken := ws.registry.Provider("builtin.email"); !taken {
 		if err := ws.registry.Register(mail.NewProvider(st, opts.Clock)); err != nil {

@@ -9,4 +9,6 @@ func (h *Handler) registerRoutes() {
 	h.registerAccessRoutes()
 	h.registerMailRoutes()
 	h.registerCapabilityRoutes()
+	h.registerAutomationRoutes()
+	h.registerDecisionRoutes()
 }

@@ -44,6 +44,13 @@ type testServer struct {
 // DevLogin for POST /v1/auth/dev-login). Everything stops when t ends.
 func newTestServer(t *testing.T, opts httpapi.Options) *testServer {
 	t.Helper()
+	return newTestServerWith(t, opts, nil)
+}
+
+// newTestServerWith is newTestServer that lets before change the handler
+// (HandleForTest) before it serves.
+func newTestServerWith(t *testing.T, opts httpapi.Options, before func(*httpapi.Handler)) *testServer {
+	t.Helper()
 	logs := &logBuffer{}
 	clk := bas.NewFakeClock(testStart)
 	ws, err := bas.Open(context.Background(), bas.Options{InMemory: true, Clock: clk,
@@ -53,6 +60,9 @@ func newTestServer(t *testing.T, opts httpapi.Options) *testServer {
 	}
 	t.Cleanup(func() { _ = ws.Close() })
 	h := httpapi.New(ws, opts)
+	if before != nil {
+		before(h)
+	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &testServer{ws: ws, h: h, srv: srv, clock: clk, logs: logs}

@@ -83,17 +83,6 @@ func (e *Engine) send(ctx context.Context, c *command) (reply, error) {
 	}
 }
 
-// apiRun re-encodes a stored run as the API view.
-func apiRun(stored json.RawMessage) (json.RawMessage, error) {
-	if stored == nil {
-		return nil, nil
-	}
-	var r Run
-	if err := json.Unmarshal(stored, (*storedRun)(&r)); err != nil {
-		return nil, err
-	}
-	return json.Marshal(r)
-}
 
 // StartInput starts a run by hand.
 type StartInput struct {
@@ -133,7 +122,7 @@ func (e *Engine) Start(ctx context.Context, in StartInput) (json.RawMessage, err
 	if err != nil {
 		return nil, err
 	}
-	return apiRun(rep.run)
+	return rep.run, nil
 }
 
 // Cancel stops a run that has not finished (409 when it has).
@@ -145,7 +134,7 @@ func (e *Engine) Cancel(ctx context.Context, tenant, runID, actor string) (json.
 	if err != nil {
 		return nil, err
 	}
-	return apiRun(rep.run)
+	return rep.run, nil
 }
 
 // CompleteTask completes an open task with one of its actions and its
@@ -190,11 +179,7 @@ func (e *Engine) Decide(ctx context.Context, tenant, approvalID string, approve 
 	if err != nil {
 		return nil, err
 	}
-	run, err := apiRun(rep.run)
-	if err != nil {
-		return nil, err
-	}
-	return &Decision{Approval: rep.approval, Run: run}, nil
+	return &Decision{Approval: rep.approval, Run: rep.run}, nil
 }
 
 // Publish emits an event from outside (POST /v1/events): it is written to
@@ -227,26 +212,16 @@ func (e *Engine) Publish(ctx context.Context, tenant, name string, data map[stri
 	if res.err != nil {
 		return "", nil, res.err
 	}
-	out := make([]json.RawMessage, 0, len(res.runs))
-	for _, r := range res.runs {
-		v, err := apiRun(r)
-		if err != nil {
-			return "", nil, err
-		}
-		out = append(out, v)
-	}
-	return ev.ID, out, nil
+	return ev.ID, res.runs, nil
 }
 
-// runJSON reads a stored run as raw storage JSON.
+// runJSON reads a run as the API shows it.
 func (e *Engine) runJSON(tenant, id string) (json.RawMessage, error) {
-	var raw []byte
-	err := e.st.View(e.ctx, func(r store.Reader) error {
-		var err error
-		raw, err = r.Get(store.Key(tenant, "r", runs.Name, id))
-		return err
-	})
-	return raw, err
+	r, err := e.GetRun(e.ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(r)
 }
 
 // GetRun returns a run of tenant.

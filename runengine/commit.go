@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"sync"
+	"time"
 
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
@@ -34,8 +35,9 @@ type committer struct {
 	signal  chan struct{}
 	stopped chan struct{}
 
-	// batches and deltas count what was committed, for tests and metrics.
+	// batches, deltas and busy measure what was committed (Stats).
 	batches, deltas uint64
+	busy            time.Duration
 }
 
 func newCommitter(st store.Store, maxBatch int) *committer {
@@ -114,6 +116,7 @@ func (c *committer) loop() {
 // commit writes batch in one transaction. When it fails, the halves are
 // retried apart so one bad delta cannot block the others.
 func (c *committer) commit(batch []*delta) {
+	began := time.Now()
 	err := c.st.Update(context.Background(), func(tx store.Txn) error {
 		counters := map[string]int64{}
 		for _, d := range batch {
@@ -135,6 +138,7 @@ func (c *committer) commit(batch []*delta) {
 	c.mu.Lock()
 	c.batches++
 	c.deltas += uint64(len(batch))
+	c.busy += time.Since(began)
 	c.mu.Unlock()
 	for _, d := range batch {
 		if d.after != nil {
@@ -176,3 +180,21 @@ func readCounter(r store.Reader, key []byte) (int64, error) {
 }
 
 var errEngineClosed = errors.New("runengine: engine is closed")
+
+// Stats describe the commit pipeline's work since the engine opened.
+type Stats struct {
+	// Commits is the number of synced transactions.
+	Commits uint64
+	// Deltas is the number of changes they carried.
+	Deltas uint64
+	// CommitTime is the time spent committing.
+	CommitTime time.Duration
+}
+
+// Stats returns the commit pipeline's counters.
+func (e *Engine) Stats() Stats {
+	c := e.commits
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Stats{Commits: c.batches, Deltas: c.deltas, CommitTime: c.busy}
+}

@@ -82,6 +82,9 @@ type Config struct {
 	ApprovalTTL time.Duration
 	// CallTimeout bounds one capability call. Defaults to 30s.
 	CallTimeout time.Duration
+	// OnFinish, when set, is called once a run's end (completed, failed,
+	// rejected or cancelled) is durable. It must not block.
+	OnFinish func(tenant, runID, status string)
 }
 
 func (c Config) withDefaults() Config {

@@ -152,18 +152,38 @@ func (d *dispatcher) drain() error {
 		if err != nil || len(evs) == 0 {
 			return err
 		}
+		select {
+		case <-d.quit:
+			return nil
+		case req := <-d.reqs:
+			runs, err := d.dispatch(req.ev)
+			req.reply <- publishResult{runs: runs, err: err}
+		default:
+		}
+		pending := make([]*planned, 0, len(evs))
 		for _, ev := range evs {
-			select {
-			case <-d.quit:
-				return nil
-			case req := <-d.reqs:
-				runs, err := d.dispatch(req.ev)
-				req.reply <- publishResult{runs: runs, err: err}
-			default:
-			}
-			if _, err := d.dispatch(ev); err != nil {
+			p, err := d.plan(ev)
+			if err != nil {
 				return err
 			}
+			pending = append(pending, p)
+		}
+		keys := make([][]byte, 0, len(evs))
+		for i, p := range pending {
+			if _, err := d.await(p); err != nil {
+				return err
+			}
+			keys = append(keys, outboxKey(evs[i].ID))
+		}
+		if err := d.e.commits.commitWait(context.Background(), func(tx store.Txn) error {
+			for _, k := range keys {
+				if err := tx.Delete(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, nil); err != nil {
+			return err
 		}
 		if len(evs) < 500 {
 			return nil
@@ -175,6 +195,26 @@ func (d *dispatcher) drain() error {
 // then removes it from the outbox. It returns the runs started (or started
 // by an earlier dispatch of the same event).
 func (d *dispatcher) dispatch(ev *Event) ([]json.RawMessage, error) {
+	p, err := d.plan(ev)
+	if err != nil {
+		return nil, err
+	}
+	started, err := d.await(p)
+	if err != nil {
+		return nil, err
+	}
+	err = d.e.commits.commitWait(context.Background(), deleteKey(outboxKey(ev.ID)), nil)
+	return started, err
+}
+
+// planned is an event whose starts and wake-ups were sent to the workers.
+type planned struct {
+	started       []json.RawMessage // runs an earlier dispatch started
+	starts, wakes []chan reply
+}
+
+// plan sends the commands ev calls for without waiting for them.
+func (d *dispatcher) plan(ev *Event) (*planned, error) {
 	e := d.e
 	var defs []*process.Definition
 	type waiting struct {
@@ -216,12 +256,11 @@ func (d *dispatcher) dispatch(ev *Event) ([]json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	var starts, wakes []chan reply
-	var started []json.RawMessage
+	p := &planned{}
 	for _, def := range defs {
 		if runID, ok := existing[def.ID]; ok {
 			if raw, err := e.runJSON(ev.Tenant, runID); err == nil {
-				started = append(started, raw)
+				p.started = append(p.started, raw)
 			}
 			continue
 		}
@@ -235,7 +274,7 @@ func (d *dispatcher) dispatch(ev *Event) ([]json.RawMessage, error) {
 		runID := ids.New("run", e.now())
 		name := ev.Name
 		rep := make(chan reply, 1)
-		starts = append(starts, rep)
+		p.starts = append(p.starts, rep)
 		e.workerFor(runID).send(&command{kind: cmdStart, tenant: ev.Tenant, runID: runID, reply: rep, start: &startArgs{
 			version: ver,
 			subject: eventSubject(ev),
@@ -248,11 +287,18 @@ func (d *dispatcher) dispatch(ev *Event) ([]json.RawMessage, error) {
 			continue
 		}
 		rep := make(chan reply, 1)
-		wakes = append(wakes, rep)
+		p.wakes = append(p.wakes, rep)
 		e.workerFor(w.runID).send(&command{kind: cmdEvent, tenant: ev.Tenant, runID: w.runID, reply: rep,
 			event: &eventArgs{name: ev.Name, id: ev.ID, data: ev.Data, key: w.key}})
 	}
-	for i, rep := range append(starts, wakes...) {
+	return p, nil
+}
+
+// await waits until the commands of p are durable and returns the runs
+// the event started.
+func (d *dispatcher) await(p *planned) ([]json.RawMessage, error) {
+	started := p.started
+	for i, rep := range append(p.starts, p.wakes...) {
 		var r reply
 		select {
 		case r = <-rep:
@@ -262,12 +308,11 @@ func (d *dispatcher) dispatch(ev *Event) ([]json.RawMessage, error) {
 		if r.err != nil {
 			return nil, r.err
 		}
-		if i < len(starts) {
+		if i < len(p.starts) {
 			started = append(started, r.run)
 		}
 	}
-	err = e.commits.commitWait(context.Background(), deleteKey(outboxKey(ev.ID)), nil)
-	return started, err
+	return started, nil
 }
 
 func (d *dispatcher) matches(raw json.RawMessage, data map[string]any) bool {

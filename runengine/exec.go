@@ -47,6 +47,18 @@ type effects struct {
 	calls    []*pendingCall
 }
 
+// merge appends o's changes after f's.
+func (f *effects) merge(o *effects) {
+	f.ops = append(f.ops, o.ops...)
+	f.post = append(f.post, o.post...)
+	for k, v := range o.counters {
+		if f.counters == nil {
+			f.counters = map[string]int64{}
+		}
+		f.counters[k] += v
+	}
+}
+
 func (w *worker) newExec(en *entry, c *command) *exec {
 	return &exec{w: w, en: en, r: en.run, ver: en.ver, cmd: c, now: w.e.now()}
 }
@@ -90,7 +102,10 @@ func (x *exec) setStatus(status string) {
 		r.CompletedAt = &t
 		r.CurrentStep = nil
 		x.fx.ops = append(x.fx.ops, deleteKey(activeKey(r.Tenant, r.ID)))
-		x.w.e.sched.onFinish(x)
+		if fn := x.w.e.cfg.OnFinish; fn != nil {
+			tenant, id := r.Tenant, r.ID
+			x.fx.post = append(x.fx.post, func() { fn(tenant, id, status) })
+		}
 	}
 }
 
@@ -118,6 +133,14 @@ func (x *exec) data() map[string]any {
 // config decodes the step's config with references resolved into v.
 func (x *exec) config(def *process.Step, v any) error {
 	if len(def.Config) == 0 {
+		return nil
+	}
+	if !bytes.Contains(def.Config, []byte("${")) {
+		dec := json.NewDecoder(bytes.NewReader(def.Config))
+		dec.UseNumber()
+		if err := dec.Decode(v); err != nil {
+			return errors.Wrapf(err, "step %s: config does not fit its type", def.Key)
+		}
 		return nil
 	}
 	doc, err := decodeJSON(def.Config)

@@ -67,10 +67,6 @@ func (s *scheduler) done(key []byte) {
 
 func (s *scheduler) stop() { s.stopOnce.Do(func() { close(s.quit) }) }
 
-// onFinish drops the run's pending timers of the current step: nothing to
-// do, stale timers are ignored and deleted when they fire.
-func (s *scheduler) onFinish(*exec) {}
-
 func (s *scheduler) loop() {
 	safety := time.NewTicker(safetyTick)
 	defer safety.Stop()

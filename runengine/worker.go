@@ -103,6 +103,10 @@ type entry struct {
 	pending atomic.Int32
 	// inflight is the token of the call or gate decision in progress.
 	inflight string
+	// held are changes not yet submitted (see finish); dirty says the run
+	// record changed since the last submission.
+	held  effects
+	dirty bool
 }
 
 // worker owns the runs whose ids hash to it: it alone advances them, so a
@@ -337,15 +341,30 @@ func counterKey(tenant, name string, parts ...any) string {
 	return string(store.AppendKey(store.Key(tenant, "count", name), parts...))
 }
 
-// finish submits what the command changed and answers the caller once it
-// is durable; calls the command started go out at once.
+// finish decides what the command's changes wait for. Changes are held
+// on the run while a call of it is in flight and nobody waits for an
+// answer, and submitted together when the run goes idle (waits or ends) or
+// a caller waits: a chain of quick steps then costs one commit, and a crash
+// before it only repeats calls, with the same idempotency keys. The caller
+// is answered once the commit holding its change is durable; calls the
+// command asked for go out at once.
 func (w *worker) finish(x *exec) {
 	en, c := x.en, x.cmd
 	r := en.run
-	if !x.dirty {
+	if x.dirty {
+		en.held.merge(&x.fx)
+		en.dirty = true
+	}
+	var view json.RawMessage
+	if c.reply != nil {
+		var err error
+		if view, err = json.Marshal(r); err != nil {
+			x.err = errors.CombineErrors(x.err, err)
+		}
+	}
+	if !en.dirty || (c.reply == nil && en.inflight != "") {
 		if c.reply != nil {
-			raw, err := json.Marshal((*storedRun)(r))
-			c.reply <- reply{run: raw, task: x.replyTask, approval: x.replyApproval, err: errors.CombineErrors(err, x.err)}
+			c.reply <- reply{run: view, task: x.replyTask, approval: x.replyApproval, err: x.err}
 		}
 		w.markIdle(en)
 		w.issue(x)
@@ -363,7 +382,8 @@ func (w *worker) finish(x *exec) {
 	tenant, old := r.Tenant, en.prev
 	cur := indexState(r)
 	en.prev = cur
-	ops, counters, post := x.fx.ops, x.fx.counters, x.fx.post
+	fx := en.held
+	en.held, en.dirty = effects{}, false
 	replyCh, replyTask, replyApproval, xerr := c.reply, x.replyTask, x.replyApproval, x.err
 	en.pending.Add(1)
 	runID := r.ID
@@ -372,21 +392,21 @@ func (w *worker) finish(x *exec) {
 			if err := runs.PutOver(tx, tenant, old, cur, raw); err != nil {
 				return err
 			}
-			for _, op := range ops {
+			for _, op := range fx.ops {
 				if err := op(tx); err != nil {
 					return err
 				}
 			}
 			return nil
 		},
-		counters: counters,
+		counters: fx.counters,
 		after: func(err error) {
 			en.pending.Add(-1)
 			if err != nil {
 				w.e.log.Error("commit run change", "run", runID, "error", err)
 				w.send(&command{kind: cmdReload, tenant: tenant, runID: runID})
 			} else {
-				for _, fn := range post {
+				for _, fn := range fx.post {
 					fn()
 				}
 			}
@@ -394,7 +414,7 @@ func (w *worker) finish(x *exec) {
 				if err == nil {
 					err = xerr
 				}
-				replyCh <- reply{run: raw, task: replyTask, approval: replyApproval, err: err}
+				replyCh <- reply{run: view, task: replyTask, approval: replyApproval, err: err}
 			}
 		},
 	})

@@ -23,9 +23,10 @@
 //
 // The schedule is evaluated in its zone's wall clock: "0 9 * * 1-5" in
 // Europe/Berlin fires at 08:00Z in winter and 07:00Z in summer. The package
-// embeds the IANA zone database (time/tzdata), so zones resolve the same on
-// every host. On the days the clocks change, a schedule whose hour field is
-// restricted (anything but "*") fires once for each wall time it names:
+// embeds the IANA zone database (time/tzdata), so zones resolve even on hosts
+// without one (the host's database is preferred when present). On the days
+// the clocks change, a schedule whose hour field is restricted (anything but
+// "*" or "*/1") fires once for each wall time it names:
 //
 //   - Clocks go forward (02:00 becomes 03:00): wall times in the skipped hour do
 //     not exist. A schedule naming one of them ("30 2 * * *") fires once at the
@@ -38,12 +39,17 @@
 // A schedule whose hour field is "*" follows elapsed time instead: "0 * * * *"
 // fires every real hour, so it fires in both copies of a repeated hour and has
 // nothing to fire in a skipped one.
+//
+// robfig's Next assumes clock changes of whole hours; around Lord Howe
+// Island's 30-minute change it can skip a day or land on an unnamed wall time.
+// Fixed-hour results are therefore checked against a direct search of the
+// zone's wall clock, and the earlier, correct time wins.
 package cron
 
 import (
 	"strings"
 	"time"
-	_ "time/tzdata" // zones must resolve the same on every host
+	_ "time/tzdata" // zones resolve on hosts without a zone database
 
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/cockroachdb/errors"
@@ -60,6 +66,8 @@ type Schedule struct {
 	zone string
 	loc  *time.Location
 	spec *robfig.SpecSchedule
+	// hours and minutes list the values the schedule names, ascending.
+	hours, minutes []int
 }
 
 // Parse parses a five-field cron expression evaluated in timezone, an IANA
@@ -82,7 +90,10 @@ func Parse(expr, timezone string) (*Schedule, error) {
 		return nil, errs.Validation(vs...)
 	}
 	spec.Location = loc
-	return &Schedule{expr: strings.Join(fields, " "), zone: zone, loc: loc, spec: spec}, nil
+	return &Schedule{
+		expr: strings.Join(fields, " "), zone: zone, loc: loc, spec: spec,
+		hours: bits(spec.Hour, 23), minutes: bits(spec.Minute, 59),
+	}, nil
 }
 
 // loadZone resolves an IANA zone name; "" is UTC. "Local" is refused: it
@@ -185,30 +196,28 @@ func checkField(f string) error {
 // after's location, or the zero time when it does not fire within five years
 // of after (possible only for 29 February around 2100).
 func (s *Schedule) Next(after time.Time) time.Time {
+	fixedHour := s.spec.Hour&starBit == 0
 	t := after
 	for {
 		next := s.spec.Next(t)
 		if next.IsZero() {
 			return next
 		}
-		fixedHour := s.spec.Hour&starBit == 0
+		// Around a clock change that is not a whole hour (Lord Howe Island's
+		// 30 minutes) robfig can skip a day or land on a wall time the
+		// schedule does not name, so a fixed-hour result, or one that does
+		// not match, is checked against a direct search of the wall clock.
+		if fixedHour || !s.matches(s.wall(next)) {
+			if found, ok := s.scan(t, next); ok {
+				next = found
+			}
+		}
 		if fixedHour {
 			if gap, ok := s.skippedBefore(t, next); ok {
 				return gap.In(after.Location())
 			}
 		}
-		// robfig can land on a wall time the schedule does not name, or skip
-		// a day, around a clock change that is not a whole hour (Lord Howe
-		// Island's 30 minutes); then the wall clock is searched directly.
-		if !s.matches(s.wall(next)) {
-			if found, ok := s.scan(t, next); ok {
-				next = found
-			} else {
-				t = next
-				continue
-			}
-		}
-		if !(fixedHour && s.repeated(next)) {
+		if s.matches(s.wall(next)) && !(fixedHour && s.repeated(next)) {
 			return next
 		}
 		t = next
@@ -221,20 +230,37 @@ func (s *Schedule) scan(after, limit time.Time) (time.Time, bool) {
 	start := s.wall(after)
 	day := time.Date(start.Year(), start.Month(), start.Day(), 0, 0, 0, 0, time.UTC)
 	for end := s.wall(limit); !day.After(end); day = day.AddDate(0, 0, 1) {
-		for h := range 24 {
-			for m := range 60 {
+		if !s.matchesDay(day) {
+			continue
+		}
+		for _, h := range s.hours {
+			for _, m := range s.minutes {
 				w := day.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute)
-				if !s.matches(w) {
+				if w.Before(start.Truncate(time.Minute)) {
 					continue
 				}
 				at := time.Date(w.Year(), w.Month(), w.Day(), h, m, 0, 0, s.loc)
-				if s.wall(at).Equal(w) && at.After(after) && at.Before(limit) {
+				if !at.Before(limit) {
+					return time.Time{}, false
+				}
+				if at.After(after) && s.wall(at).Equal(w) {
 					return at, true
 				}
 			}
 		}
 	}
 	return time.Time{}, false
+}
+
+// bits lists the values 0..max set in a robfig field.
+func bits(field uint64, max int) []int {
+	var out []int
+	for i := 0; i <= max; i++ {
+		if field&(1<<uint(i)) != 0 {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // wall returns t's wall clock in the schedule's zone as a UTC time with the
@@ -300,7 +326,17 @@ func (s *Schedule) namesGap(change time.Time, before, after int) bool {
 // by the schedule, with robfig's day-of-month / day-of-week rule.
 func (s *Schedule) matches(w time.Time) bool {
 	sp := s.spec
-	if sp.Minute&(1<<uint(w.Minute())) == 0 || sp.Hour&(1<<uint(w.Hour())) == 0 || sp.Month&(1<<uint(w.Month())) == 0 {
+	if sp.Minute&(1<<uint(w.Minute())) == 0 || sp.Hour&(1<<uint(w.Hour())) == 0 {
+		return false
+	}
+	return s.matchesDay(w)
+}
+
+// matchesDay reports whether the date of the wall time w is named by the
+// schedule.
+func (s *Schedule) matchesDay(w time.Time) bool {
+	sp := s.spec
+	if sp.Month&(1<<uint(w.Month())) == 0 {
 		return false
 	}
 	dom := sp.Dom&(1<<uint(w.Day())) != 0

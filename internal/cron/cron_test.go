@@ -256,6 +256,7 @@ func FuzzParse(f *testing.F) {
 	} {
 		f.Add(seed, "")
 		f.Add(seed, "Europe/Berlin")
+		f.Add(seed, "Australia/Lord_Howe")
 	}
 	from := time.Date(2025, 3, 29, 12, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, expr, zone string) {

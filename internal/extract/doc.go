@@ -16,9 +16,12 @@
 //
 //   - method "label" takes the text after a label: on the same line after
 //     a ':' or a tab (or two or more spaces), or, when nothing follows the
-//     label on its line, the next non-blank line. The label matches
-//     whatever the case and spacing ("INVOICE  NUMBER", "invoice number"),
-//     its punctuation is optional ("P.O. Number" matches "PO Number"), it
+//     label on its line, the next non-blank line (unless that line is
+//     itself "label: value"). The label matches whatever the case and
+//     spacing ("INVOICE  NUMBER", "invoice number"), punctuation between
+//     its words and a final '.' are optional ("P.O. Number" matches "PO
+//     Number", "Invoice No." matches "Invoice No"; "Invoice #" needs its
+//     '#'), it
 //     must stand as whole words, and it must begin a line or follow a tab,
 //     two spaces or one of "|;," ("Date" is not found in "Due date"). Aliases are tried after the label. A
 //     value on the same line ends where another "label:" begins after a tab

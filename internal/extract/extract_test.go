@@ -55,6 +55,9 @@ func TestExtractLabel(t *testing.T) {
 		{name: "enum", text: "Currency: eur", field: Field{Key: "c", Label: "Currency", Type: TypeEnum, Options: []string{"EUR", "USD"}}, found: "eur", want: "EUR"},
 		{name: "number", text: "Tax rate: 20%", field: Field{Key: "r", Label: "Tax rate", Type: TypeNumber}, found: "20%", want: float64(20)},
 		{name: "unicode offsets", text: "Fournisseur: Société Générale\nRéférence: F-1", field: Field{Key: "r", Label: "Référence"}, found: "F-1", want: "F-1"},
+		{name: "next line is another label", text: "INVOICE\nSupplier: ACME", field: Field{Key: "n", Label: "Invoice"}},
+		{name: "final dot optional", text: "Invoice No: 8", field: Field{Key: "n", Label: "Invoice No."}, found: "8", want: "8"},
+		{name: "leading and trailing marks required", text: "Invoice: 9\nInvoice #: 10", field: Field{Key: "n", Label: "Invoice #"}, found: "10", want: "10"},
 		{name: "missing", text: "nothing here", field: Field{Key: "n", Label: "Invoice number"}},
 		{name: "label at end of text", text: "Invoice number:", field: Field{Key: "n", Label: "Invoice number"}},
 	} {

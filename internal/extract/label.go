@@ -43,8 +43,9 @@ func labelTokens(label string) []string {
 	return toks
 }
 
-// labelRegexp matches a label whatever its case and spacing; its
-// punctuation is optional. It returns nil for a label without a word.
+// labelRegexp matches a label whatever its case and spacing; punctuation
+// between its words and a final '.' are optional. It returns nil for a
+// label without a word.
 func labelRegexp(label string) *regexp.Regexp {
 	toks := labelTokens(label)
 	if toks == nil {
@@ -57,7 +58,12 @@ func labelRegexp(label string) *regexp.Regexp {
 			b.WriteString(`[ \t]*`)
 		}
 		b.WriteString(regexp.QuoteMeta(t))
-		if r, _ := utf8.DecodeRuneInString(t); !isAlnum(r) {
+		// Punctuation between words, and a trailing '.', may be left out
+		// ("PO Number" for "P.O. Number", "Invoice No" for "Invoice No.");
+		// other punctuation at the ends must be there ("Invoice #" is not
+		// "Invoice").
+		inner := i > 0 && i < len(toks)-1
+		if r, _ := utf8.DecodeRuneInString(t); !isAlnum(r) && (inner || (i == len(toks)-1 && t == ".")) {
 			b.WriteString("?")
 		}
 	}
@@ -111,7 +117,7 @@ func labelStart(text string, s int) bool {
 
 // valueAfterLabel finds the value after a label ending at byte e: on the
 // same line after ':', a tab or two spaces, or on the next non-blank line
-// when nothing follows the label.
+// when nothing follows the label (unless that line is another "label:").
 func valueAfterLabel(text string, e int) (int, int, bool) {
 	lineEnd := strings.IndexByte(text[e:], '\n')
 	if lineEnd < 0 {
@@ -159,6 +165,10 @@ func valueAfterLabel(text string, e int) (int, int, bool) {
 		}
 		vs, ve := trimSpan(text, ls, le)
 		if vs < ve {
+			// A line that is itself "label: value" is no value.
+			if reNextLabel.MatchString(text[vs:ve]) {
+				return 0, 0, false
+			}
 			vs, ve = trimSpan(text, vs, fieldEnd(text, vs, ve))
 			return vs, ve, true
 		}

@@ -81,8 +81,14 @@ func connect(t *testing.T, p capability.Provider, host wire.HostServer) (*wire.C
 	logger := slog.New(slog.DiscardHandler)
 	client, server := plugin.TestPluginGRPCConn(t, false, wire.PluginSets(newServerFunc(p, logger))[wire.ProtocolVersion])
 	t.Cleanup(func() {
+		// Close asks the server to stop (go-plugin's Shutdown); stopping
+		// it here as well would race with that.
 		_ = client.Close()
-		server.Stop()
+		select {
+		case <-server.DoneCh:
+		case <-time.After(10 * time.Second):
+			t.Error("the plugin server did not stop after the client closed")
+		}
 	})
 	raw, err := client.Dispense(wire.PluginName)
 	if err != nil {

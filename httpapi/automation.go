@@ -1,0 +1,89 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/bas-platform/bas/internal/access"
+	"github.com/bas-platform/bas/internal/automation"
+)
+
+// registerAutomationRoutes declares the automation settings of the workspace
+// and of each process. Reading them needs processes.read (every role has it:
+// people see how much runs without them); changing them needs
+// automation.manage. All belong to the automation app.
+func (h *Handler) registerAutomationRoutes() {
+	app := access.AppAutomation
+	h.handle("GET", "/v1/automation", app, access.PermProcessesRead, h.handleAutomationGet)
+	h.handle("PATCH", "/v1/automation", app, access.PermAutomationManage, h.handleAutomationPatch)
+	h.handle("GET", "/v1/processes/:id/automation", app, access.PermProcessesRead, h.handleProcessAutomationGet)
+	h.handle("PATCH", "/v1/processes/:id/automation", app, access.PermAutomationManage, h.handleProcessAutomationPatch)
+}
+
+// handleAutomationGet serves GET /v1/automation: the workspace's settings,
+// with the defaults of the fields it does not set.
+func (h *Handler) handleAutomationGet(c *Ctx) error {
+	v, err := h.ws.Automation().Workspace(c.Context(), c.Tenant())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+// handleAutomationPatch serves PATCH /v1/automation (AutomationPatch): 200
+// with the settings, or 202 {change} when the change widens automation and
+// four-eyes is on (no break_glass_reason).
+func (h *Handler) handleAutomationPatch(c *Ctx) error {
+	p, err := h.automationPatch(c)
+	if err != nil {
+		return err
+	}
+	res, err := h.ws.Automation().UpdateWorkspace(c.Context(), c.Tenant(), c.P.Actor(), p)
+	if err != nil {
+		return err
+	}
+	return automationResult(c, res)
+}
+
+// handleProcessAutomationGet serves GET /v1/processes/:id/automation: the
+// process's settings (unset fields inherited from the workspace, named in
+// "inherited") and the agreement on its approvals; 404 for a process not in
+// the tenant.
+func (h *Handler) handleProcessAutomationGet(c *Ctx) error {
+	v, err := h.ws.Automation().Process(c.Context(), c.Tenant(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+// handleProcessAutomationPatch serves PATCH /v1/processes/:id/automation
+// (AutomationPatch): as PATCH /v1/automation, for one process.
+func (h *Handler) handleProcessAutomationPatch(c *Ctx) error {
+	p, err := h.automationPatch(c)
+	if err != nil {
+		return err
+	}
+	res, err := h.ws.Automation().UpdateProcess(c.Context(), c.Tenant(), c.Param("id"), c.P.Actor(), p)
+	if err != nil {
+		return err
+	}
+	return automationResult(c, res)
+}
+
+// automationPatch reads an AutomationPatch: it tells an absent field from a
+// null one, which a struct decode cannot, so it is parsed by ParsePatch
+// (every violation at once, as Decode reports them).
+func (h *Handler) automationPatch(c *Ctx) (automation.Patch, error) {
+	body, err := c.Body()
+	if err != nil {
+		return automation.Patch{}, err
+	}
+	return automation.ParsePatch(body)
+}
+
+func automationResult(c *Ctx, res *automation.Result) error {
+	if res.Change != nil {
+		return c.JSON(http.StatusAccepted, ChangeOut{Change: res.Change})
+	}
+	return c.JSON(http.StatusOK, res.Settings)
+}

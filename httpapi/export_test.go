@@ -1,0 +1,10 @@
+package httpapi
+
+// HandleForTest declares one more route after New and rebuilds the routers,
+// so tests of the shared layers (idempotency, limits) can use a handler
+// they control. Call it before the handler serves.
+func (h *Handler) HandleForTest(method, path, app, perm string, fn func(c *Ctx) error) {
+	h.handle(method, path, app, perm, fn)
+	h.statics = nil
+	h.build()
+}

@@ -1,0 +1,176 @@
+package runengine_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/internal/clock"
+	"github.com/bas-platform/bas/process"
+	"github.com/bas-platform/bas/runengine"
+	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/badgerstore"
+)
+
+// noopProvider fills bench.noop and does nothing.
+type noopProvider struct{}
+
+func (noopProvider) Info() capability.Info {
+	return capability.Info{ID: "bench.provider", Name: "No-op", Kind: capability.KindBuiltin, Capabilities: []string{"bench.noop"}}
+}
+
+func (noopProvider) Capabilities() []capability.Capability {
+	obj := json.RawMessage(`{"type":"object"}`)
+	return []capability.Capability{{ID: "bench.noop", Name: "No-op", Description: "Does nothing.", Args: obj, Result: obj}}
+}
+
+func (noopProvider) Call(context.Context, capability.Call) (json.RawMessage, error) {
+	return json.RawMessage(`{}`), nil
+}
+
+// benchEngine opens an engine on Badger in a temp dir with synced commits.
+type benchEngine struct {
+	st    store.Store
+	procs *process.Service
+	eng   *runengine.Engine
+	mu    sync.Mutex
+	done  map[string]chan struct{}
+}
+
+func newBenchEngine(b *testing.B) *benchEngine {
+	b.Helper()
+	st, err := badgerstore.Open(badgerstore.Options{Dir: b.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	clk := clock.Real{}
+	be := &benchEngine{st: st, done: map[string]chan struct{}{}}
+	be.procs = process.NewService(process.Config{Store: st, Clock: clk})
+	reg := capability.NewRegistry(capability.RegistryConfig{Store: st, Clock: clk})
+	if err := reg.Register(noopProvider{}); err != nil {
+		b.Fatal(err)
+	}
+	be.eng, err = runengine.New(runengine.Config{Store: st, Clock: clk, Capabilities: reg, Processes: be.procs,
+		Gate: &autoGate{auto: true}, OnFinish: be.finished})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := be.eng.Open(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		be.eng.Close()
+		st.Close()
+	})
+	return be
+}
+
+func (be *benchEngine) finished(_, runID, _ string) {
+	be.mu.Lock()
+	ch, ok := be.done[runID]
+	if !ok {
+		ch = make(chan struct{})
+		be.done[runID] = ch
+	}
+	be.mu.Unlock()
+	close(ch)
+}
+
+func (be *benchEngine) wait(runID string) {
+	be.mu.Lock()
+	ch, ok := be.done[runID]
+	if !ok {
+		ch = make(chan struct{})
+		be.done[runID] = ch
+	}
+	be.mu.Unlock()
+	<-ch
+}
+
+func (be *benchEngine) process(b *testing.B, steps int) string {
+	b.Helper()
+	var parts []string
+	for i := 0; i < steps; i++ {
+		parts = append(parts, fmt.Sprintf(`{"key":"s%d","type":"execute","capability":"bench.noop","config":{"args":{"i":%d}}}`, i, i))
+	}
+	in, err := process.DecodeIn([]byte(`{"name":"Bench","function":"ops","trigger":{"type":"manual"},"steps":[` + strings.Join(parts, ",") + `]}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	def, err := be.procs.Create(context.Background(), tenant, "usr_bench", in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return def.ID
+}
+
+// runChain starts b.N runs from starters goroutines and waits for each to
+// complete, reporting runs/s and start-to-completion latency.
+func runChain(b *testing.B, steps, starters int) {
+	be := newBenchEngine(b)
+	pid := be.process(b, steps)
+	lat := make([]time.Duration, b.N)
+	var next atomic.Int64
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for g := 0; g < starters; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(b.N) {
+					return
+				}
+				t := time.Now()
+				raw, err := be.eng.Start(ctx, runengine.StartInput{Tenant: tenant, ProcessID: pid,
+					Subject: runengine.Subject{Type: "bench", Label: "run"}})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				var r struct{ ID string }
+				_ = json.Unmarshal(raw, &r)
+				be.wait(r.ID)
+				lat[i] = time.Since(t)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	st := be.eng.Stats()
+	b.ReportMetric(float64(st.Deltas)/float64(st.Commits), "deltas/commit")
+	b.ReportMetric(float64(st.CommitTime.Microseconds())/float64(st.Commits)/1000, "ms/commit")
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "runs/s")
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkChain3 runs a process of three sequential execute steps on an
+// in-process no-op provider, durably on Badger.
+func BenchmarkChain3(b *testing.B) {
+	for _, starters := range []int{1, 64} {
+		b.Run(fmt.Sprintf("starters=%d", starters), func(b *testing.B) { runChain(b, 3, starters) })
+	}
+}
+
+// BenchmarkChain1 is BenchmarkChain3 with one step.
+func BenchmarkChain1(b *testing.B) {
+	for _, starters := range []int{1, 64} {
+		b.Run(fmt.Sprintf("starters=%d", starters), func(b *testing.B) { runChain(b, 1, starters) })
+	}
+}
