@@ -150,11 +150,11 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	opts = opts.withDefaults()
 	st := opts.Store
 	if st == nil {
-		bs, err := badgerstore.Open(badgerstore.Options{
-			Dir:      filepath.Clean(opts.Dir),
-			InMemory: opts.InMemory,
-			Logger:   opts.Logger,
-		})
+		bo := badgerstore.Options{InMemory: opts.InMemory, Logger: opts.Logger}
+		if !opts.InMemory {
+			bo.Dir = filepath.Clean(opts.Dir)
+		}
+		bs, err := badgerstore.Open(bo)
 		if err != nil {
 			return nil, errors.Wrapf(err, "open store in %s", opts.Dir)
 		}
@@ -179,7 +179,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	}
 	if opts.PluginDir != "" || len(opts.Plugins) > 0 {
 		ws.plugins = plugins.NewHost(plugins.HostOptions{Logger: opts.Logger, Clock: opts.Clock,
-			Checksums: opts.PluginChecksums})
+			Checksums: opts.PluginChecksums, Sink: eventSink{ws}})
 		var loaded []capability.Provider
 		if opts.PluginDir != "" {
 			ps, loadErrs := ws.plugins.LoadDir(ctx, opts.PluginDir)
@@ -275,11 +275,33 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		return nil, err
 	}
 	ws.engine = eng
+	if err := ws.registry.Register(eng.Provider()); err != nil {
+		_ = ws.Close()
+		return nil, errors.Wrap(err, "register the task provider")
+	}
 	if err := eng.Open(ctx); err != nil {
 		_ = ws.Close()
 		return nil, errors.Wrap(err, "open the run engine")
 	}
 	return ws, nil
+}
+
+// eventSink takes events providers emit (plugins) onto the engine's bus.
+type eventSink struct{ ws *Workspace }
+
+// Emit publishes ev durably and starts the runs it triggers.
+func (s eventSink) Emit(ctx context.Context, ev capability.Event) error {
+	if s.ws.engine == nil {
+		return errs.Unavailablef("the workspace is still opening")
+	}
+	var data map[string]any
+	if len(ev.Data) > 0 {
+		if err := json.Unmarshal(ev.Data, &data); err != nil {
+			return errs.Invalidf([]any{"data"}, "type_error", "event data must be a JSON object")
+		}
+	}
+	_, _, err := s.ws.engine.Publish(ctx, ev.Tenant, ev.Name, data)
+	return err
 }
 
 // Engine returns the run engine: runs, tasks, approvals, events, cockpit.

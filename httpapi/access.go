@@ -322,6 +322,9 @@ func (h *Handler) handleChangeReject(c *Ctx) error { return h.decideChange(c, fa
 
 func (h *Handler) decideChange(c *Ctx, approve bool) error {
 	id := c.Param("id")
+	if _, err := h.access().Change(c.Context(), c.Tenant(), id); err != nil {
+		return err
+	}
 	var in access.DecisionIn
 	if err := c.Decode(&in); err != nil {
 		return err

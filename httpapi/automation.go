@@ -59,6 +59,10 @@ func (h *Handler) handleProcessAutomationGet(c *Ctx) error {
 // handleProcessAutomationPatch serves PATCH /v1/processes/:id/automation
 // (AutomationPatch): as PATCH /v1/automation, for one process.
 func (h *Handler) handleProcessAutomationPatch(c *Ctx) error {
+	// The process first: another tenant's id is a 404 whatever the body.
+	if err := h.ws.Automation().ProcessExists(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+		return err
+	}
 	p, err := h.automationPatch(c)
 	if err != nil {
 		return err

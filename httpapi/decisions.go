@@ -76,6 +76,9 @@ func (h *Handler) handleDecisionDelete(c *Ctx) error {
 // handleDecisionEvaluate serves POST /v1/decisions/:name/evaluate
 // (DecisionIn): 200 {case_id, output, confidence, mode, rule_id}.
 func (h *Handler) handleDecisionEvaluate(c *Ctx) error {
+	if err := h.decisionExists(c); err != nil {
+		return err
+	}
 	var in decisions.EvaluateIn
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -90,6 +93,9 @@ func (h *Handler) handleDecisionEvaluate(c *Ctx) error {
 // handleDecisionFeedback serves POST /v1/decisions/:name/feedback
 // (FeedbackIn; rule_id names a case): 200 with the decision's Agreement.
 func (h *Handler) handleDecisionFeedback(c *Ctx) error {
+	if err := h.decisionExists(c); err != nil {
+		return err
+	}
 	var in decisions.FeedbackIn
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -113,6 +119,9 @@ func (h *Handler) handleDecisionAgreement(c *Ctx) error {
 // handleDecisionOutcome serves POST /v1/decisions/:name/outcomes ({input,
 // output}): 201 with the recorded (confirmed) case.
 func (h *Handler) handleDecisionOutcome(c *Ctx) error {
+	if err := h.decisionExists(c); err != nil {
+		return err
+	}
 	var in decisions.OutcomeIn
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -145,4 +154,11 @@ func (h *Handler) handleDecisionCase(c *Ctx) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, cs)
+}
+
+// decisionExists looks the path's decision up before the body is read, so
+// an unknown name is a 404 whatever the body.
+func (h *Handler) decisionExists(c *Ctx) error {
+	_, err := h.ws.Decisions().Get(c.Context(), c.Tenant(), c.Param("name"))
+	return err
 }

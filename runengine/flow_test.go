@@ -341,3 +341,36 @@ func TestResumeAfterReopen(t *testing.T) {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 }
+
+func TestTaskCreateCapability(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	if err := b.reg.Register(b.eng.Provider()); err != nil {
+		t.Fatal(err)
+	}
+	def := b.create(t, `{"type":"manual"}`, `[{"key":"ask","type":"execute","capability":"task.create",
+		"config":{"args":{"title":"Call ${subject.label}","actions":["done"]}}}]`)
+	id := b.start(t, def.ID)
+	r := b.waitRun(t, id, "completed", status(runengine.RunCompleted))
+	taskID, _ := r.Steps[0].Output.(map[string]any)["task_id"].(string)
+	ctx := context.Background()
+	task, err := b.eng.GetTask(ctx, tenant, taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.Title != "Call INV-1" || task.RunID != id || task.Status != runengine.TaskOpen {
+		t.Errorf("task = %+v", task)
+	}
+	c, err := b.eng.Cockpit(ctx, tenant, runengine.Viewer{CanWork: true}, nil)
+	if err != nil || c.WaitingOnYou != 1 {
+		t.Fatalf("waiting on you = %d, %v", c.WaitingOnYou, err)
+	}
+	// The run does not wait on it, but a person can still complete it.
+	if _, err := b.eng.CompleteTask(ctx, tenant, taskID, "done", nil, "usr_a"); err != nil {
+		t.Fatal(err)
+	}
+	c, _ = b.eng.Cockpit(ctx, tenant, runengine.Viewer{CanWork: true}, nil)
+	if c.WaitingOnYou != 0 {
+		t.Errorf("waiting on you after completion = %d", c.WaitingOnYou)
+	}
+}

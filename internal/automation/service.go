@@ -105,6 +105,12 @@ func load(r store.Reader, tenant, processID string) (ws, proc *Level, err error)
 	return ws, proc, nil
 }
 
+// ProcessExists returns nil when processID exists in tenant, and an error
+// marked errs.NotFound when it does not.
+func (s *Service) ProcessExists(ctx context.Context, tenant, processID string) error {
+	return s.exists(ctx, tenant, processID)
+}
+
 // Workspace returns the workspace's settings.
 func (s *Service) Workspace(ctx context.Context, tenant string) (*View, error) {
 	return s.view(ctx, tenant, "")

@@ -173,7 +173,7 @@ type Extractor struct {
 
 type compiled struct {
 	f      Field
-	labels []*regexp.Regexp // label method: the label then its aliases
+	labels []*labelMatcher // label method: the label then its aliases
 	names  []string
 	re     *regexp.Regexp // regex method
 	group  int
@@ -231,11 +231,11 @@ func compile(f Field) (compiled, error) {
 			label = f.Label
 		}
 		for _, name := range append([]string{label}, r.Aliases...) {
-			re := labelRegexp(name)
-			if re == nil {
+			m := newLabelMatcher(name)
+			if m == nil {
 				continue
 			}
-			c.labels = append(c.labels, re)
+			c.labels = append(c.labels, m)
 			c.names = append(c.names, strings.TrimSpace(name))
 		}
 		if len(c.labels) == 0 {

@@ -73,11 +73,83 @@ func labelRegexp(label string) *regexp.Regexp {
 // reNextLabel matches the start of another "label:" on the same line.
 var reNextLabel = regexp.MustCompile(`^\pL[^:\t\n]{0,60}?[\pL\pN#.)\]]:(?:[ \t]|$)`)
 
+// labelMatcher finds a label. Case-insensitive regexps are slow on long
+// text, so on ASCII pages it first finds the label's first word with a
+// plain search of the lowercased text and runs the anchored regexp only
+// there.
+type labelMatcher struct {
+	re       *regexp.Regexp // the label anywhere
+	anchored *regexp.Regexp // the label at the start of the input
+	first    string         // the first word, lowercased, when ASCII
+}
+
+func newLabelMatcher(label string) *labelMatcher {
+	re := labelRegexp(label)
+	if re == nil {
+		return nil
+	}
+	m := &labelMatcher{re: re, anchored: regexp.MustCompile(`^(?:` + re.String() + `)`)}
+	if toks := labelTokens(label); isASCIIWord(toks[0]) {
+		m.first = strings.ToLower(toks[0])
+	}
+	return m
+}
+
+func isASCIIWord(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// find returns the [start, end) byte spans of the label in text; lower is
+// text lowercased when text is ASCII ("" otherwise).
+func (m *labelMatcher) find(text, lower string) [][2]int {
+	var out [][2]int
+	if m.first == "" || lower == "" {
+		for _, x := range m.re.FindAllStringIndex(text, -1) {
+			out = append(out, [2]int{x[0], x[1]})
+		}
+		return out
+	}
+	for i := 0; i < len(lower); {
+		j := strings.Index(lower[i:], m.first)
+		if j < 0 {
+			break
+		}
+		s := i + j
+		if loc := m.anchored.FindStringIndex(text[s:]); loc != nil {
+			out = append(out, [2]int{s, s + loc[1]})
+			i = s + max(loc[1], 1)
+			continue
+		}
+		i = s + 1
+	}
+	return out
+}
+
+// asciiLower returns text lowercased when it is all ASCII, else "".
+func asciiLower(text string) string {
+	for i := 0; i < len(text); i++ {
+		if text[i] >= utf8.RuneSelf {
+			return ""
+		}
+	}
+	return strings.ToLower(text)
+}
+
 func (c *compiled) labelCandidates(pages []Page, visit func(candidate) bool) {
-	for _, re := range c.labels {
-		for _, p := range pages {
+	lowers := make([]string, len(pages))
+	for i, p := range pages {
+		lowers[i] = asciiLower(p.Text)
+	}
+	for _, lm := range c.labels {
+		for pi, p := range pages {
 			text := p.Text
-			for _, m := range re.FindAllStringIndex(text, -1) {
+			for _, m := range lm.find(text, lowers[pi]) {
 				s, e := m[0], m[1]
 				if !labelStart(text, s) || alnumAt(text, e) {
 					continue

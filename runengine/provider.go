@@ -1,0 +1,134 @@
+package runengine
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/ids"
+	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
+)
+
+// Provider returns the engine's built-in provider of task.create and
+// approval.request: a step calls them to give a person a task or ask for an
+// approval that the run does not wait on. A repeated idempotency key
+// returns the first call's record.
+func (e *Engine) Provider() capability.Provider { return tasksProvider{e} }
+
+type tasksProvider struct{ e *Engine }
+
+// Info describes the provider.
+func (p tasksProvider) Info() capability.Info {
+	return capability.Info{ID: "builtin.tasks", Name: "Tasks and approvals", Kind: capability.KindBuiltin,
+		Capabilities: []string{capability.TaskCreate, capability.ApprovalRequest}}
+}
+
+// Call creates the task or approval.
+func (p tasksProvider) Call(ctx context.Context, call capability.Call) (json.RawMessage, error) {
+	runID, stepKey, _ := strings.Cut(call.IdempotencyKey, "/")
+	stepKey, _, _ = strings.Cut(stepKey, "/")
+	if !strings.HasPrefix(runID, "run_") {
+		return nil, errs.Invalidf([]any{"idempotency_key"}, "value_error", "%s is called by a process step", call.Capability)
+	}
+	r, err := p.e.GetRun(ctx, call.Tenant, runID)
+	if err != nil {
+		return nil, err
+	}
+	now := p.e.now()
+	dedupe := store.Key(call.Tenant, "cap-call", call.IdempotencyKey)
+	var out json.RawMessage
+	var counters map[string]int64
+	var record func(tx store.Txn) error
+	switch call.Capability {
+	case capability.TaskCreate:
+		var a capability.TaskCreateArgs
+		if err := json.Unmarshal(call.Args, &a); err != nil {
+			return nil, errs.Invalidf([]any{"args"}, "type_error", "%v", err)
+		}
+		t := &Task{ID: ids.New("tsk", now), RunID: r.ID, ProcessID: r.ProcessID, ProcessName: r.ProcessName,
+			StepKey: stepKey, Title: a.Title, Subject: r.Subject, Actions: a.Actions, Status: TaskOpen,
+			CreatedAt: now, Kind: "capability"}
+		if len(t.Actions) == 0 {
+			t.Actions = []string{"complete"}
+		}
+		if a.Description != "" {
+			t.Description = &a.Description
+		}
+		if a.Assignee != "" {
+			t.Assignee = &a.Assignee
+		}
+		if a.DueHours != nil {
+			d := now.Add(time.Duration(*a.DueHours * float64(time.Hour)))
+			t.DueAt = &d
+		}
+		for _, f := range a.Fields {
+			typ := f.Type
+			if typ == "" {
+				typ = "text"
+			}
+			t.Fields = append(t.Fields, map[string]any{"key": f.Key, "label": f.Label, "type": typ,
+				"required": f.Required, "options": f.Options})
+		}
+		out, _ = json.Marshal(capability.TaskCreateResult{TaskID: t.ID, Status: t.Status})
+		counters = map[string]int64{counterKey(call.Tenant, "tasks-open", assigneeOf(t)): 1}
+		record = func(tx store.Txn) error { return tasks.Put(tx, call.Tenant, t) }
+	case capability.ApprovalRequest:
+		var a capability.ApprovalRequestArgs
+		if err := json.Unmarshal(call.Args, &a); err != nil {
+			return nil, errs.Invalidf([]any{"args"}, "type_error", "%v", err)
+		}
+		risk := a.Risk
+		if risk == "" {
+			risk = "medium"
+		}
+		summary := a.Title
+		if a.Summary != "" {
+			summary += ": " + a.Summary
+		}
+		id := r.ID
+		ap := &Approval{ID: ids.New("apr", now), RunID: &id, ProcessID: r.ProcessID, AppID: "processes",
+			Tool: capability.ApprovalRequest, Risk: risk, Summary: summary, Args: a.Details, Status: ApprovalPending, CreatedAt: now}
+		if ap.Args == nil {
+			ap.Args = map[string]any{}
+		}
+		if a.DueHours != nil {
+			d := now.Add(time.Duration(*a.DueHours * float64(time.Hour)))
+			ap.ExpiresAt = &d
+		}
+		out, _ = json.Marshal(capability.ApprovalRequestResult{ApprovalID: ap.ID, Status: ap.Status})
+		counters = map[string]int64{counterKey(call.Tenant, "approvals-pending"): 1}
+		record = func(tx store.Txn) error { return approvals.Put(tx, call.Tenant, ap) }
+	default:
+		return nil, errs.Invalidf([]any{"capability"}, "value_error", "builtin.tasks does not fill %s", call.Capability)
+	}
+	var first json.RawMessage
+	err = p.e.commits.commitWait(ctx, func(tx store.Txn) error {
+		prev, err := tx.Get(dedupe)
+		switch {
+		case err == nil:
+			first = prev
+			return nil
+		case !errors.Is(err, store.ErrNotFound):
+			return err
+		}
+		if err := record(tx); err != nil {
+			return err
+		}
+		// Counted here, not by the batch, because a repeat counts nothing.
+		if err := applyCounters(tx, counters); err != nil {
+			return err
+		}
+		return tx.Set(dedupe, out)
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if first != nil {
+		return first, nil
+	}
+	return out, nil
+}
