@@ -179,7 +179,12 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	}
 	if opts.PluginDir != "" || len(opts.Plugins) > 0 {
 		ws.plugins = plugins.NewHost(plugins.HostOptions{Logger: opts.Logger, Clock: opts.Clock,
-			Checksums: opts.PluginChecksums, Sink: eventSink{ws}})
+			Checksums: opts.PluginChecksums, Sink: eventSink{ws},
+			OnRestart: func(id string) {
+				if err := ws.registry.Refresh(id); err != nil {
+					opts.Logger.Error("refresh a restarted plugin", "provider", id, "error", err.Error())
+				}
+			}})
 		var loaded []capability.Provider
 		if opts.PluginDir != "" {
 			ps, loadErrs := ws.plugins.LoadDir(ctx, opts.PluginDir)

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -139,11 +140,12 @@ func TestAutomationAPI(t *testing.T) {
 	}
 
 	var proc automationOut
+	s.clock.Advance(time.Second)
 	s.do(t, "PATCH", "/v1/processes/"+p.ID+"/automation", admin,
 		`{"percent": 40, "exception_percent": 90, "exception_days": 3, "exception_reason": "backlog"}`).
 		want(t, http.StatusOK).decode(t, &proc)
 	if proc.Scope != "process" || *proc.ProcessID != p.ID || proc.Percent != 40 || proc.MaxPercent != 80 ||
-		proc.EffectivePercent != 90 || *proc.ExceptionUntil != "2025-03-04T09:00:00Z" {
+		proc.EffectivePercent != 90 || *proc.ExceptionUntil != "2025-03-04T09:00:01Z" {
 		t.Errorf("process = %+v", proc)
 	}
 	if contains(proc.Inherited, "percent") || !contains(proc.Inherited, "max_percent") || !contains(proc.Inherited, "auto_ramp") {
@@ -153,7 +155,7 @@ func TestAutomationAPI(t *testing.T) {
 		t.Errorf("agreement = %+v", proc.Agreement)
 	}
 	// The exception lapses by itself.
-	s.clock.Advance(3*24*60*60*1e9 + 1)
+	s.clock.Advance(3 * 24 * time.Hour)
 	s.do(t, "GET", "/v1/processes/"+p.ID+"/automation", member, nil).want(t, http.StatusOK).decode(t, &proc)
 	if proc.ExceptionPercent != nil || proc.EffectivePercent != 40 {
 		t.Errorf("after the exception = %+v", proc)
@@ -202,6 +204,7 @@ func TestAutomationFourEyesHTTP(t *testing.T) {
 			ID, Kind, Status, Summary string
 		} `json:"change"`
 	}
+	s.clock.Advance(time.Second)
 	s.do(t, "PATCH", "/v1/automation", owner, `{"percent": 25}`).want(t, http.StatusAccepted).decode(t, &accepted)
 	ch := accepted.Change
 	if ch.Kind != "automation.settings" || ch.Status != "pending" || !strings.Contains(ch.Summary, "raises percent from 0 to 25") {
@@ -213,12 +216,14 @@ func TestAutomationFourEyesHTTP(t *testing.T) {
 		t.Errorf("before approval = %+v", ws)
 	}
 	s.do(t, "POST", "/v1/changes/"+ch.ID+"/approve", owner, `{}`).want(t, http.StatusForbidden)
+	s.clock.Advance(time.Second)
 	s.do(t, "POST", "/v1/changes/"+ch.ID+"/approve", second, `{}`).want(t, http.StatusOK)
 	s.do(t, "GET", "/v1/automation", owner, nil).want(t, http.StatusOK).decode(t, &ws)
 	if ws.Percent != 25 {
 		t.Errorf("after approval = %+v", ws)
 	}
 	// Break-glass: applied at once, audited with its reason.
+	s.clock.Advance(time.Second)
 	s.do(t, "PATCH", "/v1/automation", owner, `{"max_percent": 90, "break_glass_reason": "month end"}`).
 		want(t, http.StatusOK).decode(t, &ws)
 	if ws.MaxPercent != 90 {

@@ -28,7 +28,7 @@ type testBundle struct {
 	svc   *Service
 }
 
-func setup(t *testing.T) *testBundle {
+func setup(t testing.TB) *testBundle {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st, err := badgerstore.Open(badgerstore.Options{InMemory: true, Logger: logger})

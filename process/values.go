@@ -72,6 +72,17 @@ func ratFromFloat(f float64) *big.Rat {
 
 // asFloat returns v as a float64 when it is a finite number.
 func asFloat(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, !math.IsNaN(n) && !math.IsInf(n, 0)
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case json.Number:
+		f, err := strconv.ParseFloat(string(n), 64)
+		return f, err == nil && !math.IsInf(f, 0) && json.Valid([]byte(n))
+	}
 	r, ok := asRat(v)
 	if !ok {
 		return 0, false

@@ -8,7 +8,9 @@ import (
 
 func TestWidening(t *testing.T) {
 	t.Parallel()
-	step := func(key string, c Controls) Step { return Step{Key: key, Type: StepExecute, Capability: "payments.pay", Controls: c} }
+	step := func(key string, c Controls) Step {
+		return Step{Key: key, Type: StepExecute, Capability: "payments.pay", Controls: c}
+	}
 	approve := Controls{RequireApproval: true}
 	capped := func(n int64) Controls { return Controls{AmountCapCents: &n} }
 	tools := func(ts ...string) Controls { return Controls{AllowedTools: ts} }

@@ -300,29 +300,40 @@ func (x *exec) addTimer(at time.Time, token string) {
 // call asks for a capability call outside the worker; its result comes
 // back as a command carrying token.
 func (x *exec) call(def *process.Step, st *StepRun, capID string, args any, token, keySuffix string) {
+	do, ok := x.callFunc(def, st, capID, args, keySuffix)
+	if !ok {
+		return
+	}
+	x.en.inflight = token
+	x.fx.calls = append(x.fx.calls, &pendingCall{tenant: x.r.Tenant, runID: x.r.ID, token: token, do: do})
+}
+
+// callFunc prepares a capability call of the step: the allowed_tools
+// check, the arguments and the idempotency key. It fails the run and
+// returns false when the call may not be made.
+func (x *exec) callFunc(def *process.Step, st *StepRun, capID string, args any, keySuffix string) (func() *callResult, bool) {
 	if len(def.Controls.AllowedTools) > 0 && !slices.Contains(def.Controls.AllowedTools, capID) {
 		x.failRun(st, RunFailed, fmt.Sprintf("step %s: capability %s is not in the step's allowed_tools %v",
 			def.Key, capID, def.Controls.AllowedTools))
-		return
+		return nil, false
 	}
 	raw, err := json.Marshal(args)
 	if err != nil {
 		x.failRun(st, RunFailed, fmt.Sprintf("step %s: arguments: %v", def.Key, err))
-		return
+		return nil, false
 	}
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
 	}
 	key := x.r.ID + "/" + def.Key + "/" + keySuffix + strconv.Itoa(st.Attempts+1)
 	e := x.w.e
-	tenant, runID := x.r.Tenant, x.r.ID
-	x.en.inflight = token
-	x.fx.calls = append(x.fx.calls, &pendingCall{tenant: tenant, runID: runID, token: token, do: func() *callResult {
+	tenant := x.r.Tenant
+	return func() *callResult {
 		ctx, cancel := context.WithTimeout(e.ctx, e.cfg.CallTimeout)
 		defer cancel()
 		out, err := e.cfg.Capabilities.Call(ctx, capability.Call{Tenant: tenant, Capability: capID, Args: raw, IdempotencyKey: key})
 		return &callResult{out: out, err: err}
-	}})
+	}, true
 }
 
 // callOutcome interprets the result of the current step's call: it returns

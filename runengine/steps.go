@@ -257,11 +257,11 @@ func number(v any) (float64, bool) {
 // --- execute
 
 func (x *exec) stepExecute(def *process.Step, st *StepRun) bool {
-	if x.res != nil {
-		if g := x.res.gate; g != nil {
-			x.res = nil
+	if res := x.res; res != nil {
+		if g := res.gate; g != nil {
 			x.dirty = true
 			if !g.Auto {
+				x.res = nil
 				var cfg process.ExecuteConfig
 				if err := x.config(def, &cfg); err != nil {
 					return x.stepFail(st, err)
@@ -273,15 +273,13 @@ func (x *exec) stepExecute(def *process.Step, st *StepRun) bool {
 			if g.Sample {
 				defer x.createReview(def)
 			}
-			// fall through to the call
-		} else {
-			out, ok := x.callOutcome(def, st)
-			if !ok {
-				return false
-			}
-			x.completeStep(def, st, out, st.Internal.Auto)
-			return true
 		}
+		out, ok := x.callOutcome(def, st)
+		if !ok {
+			return false
+		}
+		x.completeStep(def, st, out, st.Internal.Auto)
+		return true
 	}
 	if def.Capability == "" {
 		return x.stepFail(st, fmt.Errorf("step %s: an execute step needs a capability", def.Key))
@@ -307,7 +305,7 @@ func (x *exec) stepExecute(def *process.Step, st *StepRun) bool {
 				return false
 			}
 		}
-		x.decide(def, st)
+		x.decide(def, st, args)
 		return false
 	}
 	x.call(def, st, def.Capability, args, "call", "")
@@ -347,21 +345,31 @@ func cents(v any) (int64, bool) {
 	return 0, false
 }
 
-// decide asks the autonomy gate, outside the worker.
-func (x *exec) decide(def *process.Step, st *StepRun) {
+// decide asks the autonomy gate outside the worker and, when the action
+// may run on its own, makes the call in the same go.
+func (x *exec) decide(def *process.Step, st *StepRun, args map[string]any) {
+	do, ok := x.callFunc(def, st, def.Capability, args, "")
+	if !ok {
+		return
+	}
 	e := x.w.e
 	req := GateRequest{Tenant: x.r.Tenant, ProcessID: x.r.ProcessID, RunID: x.r.ID, StepKey: def.Key,
 		Capability: def.Capability, ItemKey: x.r.ID + "/" + def.Key}
 	x.en.inflight = "gate"
 	x.fx.calls = append(x.fx.calls, &pendingCall{tenant: x.r.Tenant, runID: x.r.ID, token: "gate", do: func() *callResult {
 		ctx, cancel := context.WithTimeout(e.ctx, e.cfg.CallTimeout)
-		defer cancel()
 		d, err := e.cfg.Gate.Decide(ctx, req)
+		cancel()
 		if err != nil {
 			e.log.Error("autonomy gate", "run", req.RunID, "error", err)
 			d = GateDecision{Auto: false, Reason: "the autonomy gate could not decide: a person approves"}
 		}
-		return &callResult{gate: &d}
+		if !d.Auto {
+			return &callResult{gate: &d}
+		}
+		res := do()
+		res.gate = &d
+		return res
 	}})
 }
 

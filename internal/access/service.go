@@ -105,7 +105,7 @@ func (s *Service) now() time.Time { return s.clock.Now().UTC() }
 
 // Secrets. Every secret is a kind tag, an 8-character lookup part and 32
 // more characters: 40 base32 characters, 200 random bits, of which the
-// lookup part (shown as a key's prefix) is 40 and the rest 160. Only the
+// lookup part (shown as a key's prefix) holds 40 and the rest 160. Only the
 // SHA-256 of the whole secret is stored, under the lookup part.
 const (
 	tagKey        = "bask_"

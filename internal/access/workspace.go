@@ -11,7 +11,6 @@ import (
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
-	"github.com/cockroachdb/errors"
 )
 
 // Workspace is a tenant: one workspace, its settings and its profile.
@@ -240,8 +239,5 @@ func (s *Service) SetProfile(ctx context.Context, tenant, actor string, profile 
 		return audit.Write(tx, tenant, audit.Entry{At: now, Actor: actor, Action: "workspace.profile",
 			Entity: "workspace", EntityID: tenant, Before: audit.Marshal(before.Profile), After: audit.Marshal(cur.Profile)})
 	})
-	if err != nil {
-		return nil, errors.Wrap(err, "set profile")
-	}
-	return ws, nil
+	return ws, err
 }

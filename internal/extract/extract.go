@@ -250,8 +250,12 @@ func compile(f Field) (compiled, error) {
 func (x *Extractor) Extract(pages []Page) (map[string]Value, []Problem) {
 	out := make(map[string]Value, len(x.fields))
 	var problems []Problem
+	lowers := make([]string, len(pages))
+	for i, p := range pages {
+		lowers[i] = asciiLower(p.Text)
+	}
 	for i := range x.fields {
-		v, p := x.fields[i].extract(pages)
+		v, p := x.fields[i].extract(pages, lowers)
 		if p != nil {
 			problems = append(problems, *p)
 			continue
@@ -290,7 +294,7 @@ type candidate struct {
 	pageText   string
 }
 
-func (c *compiled) extract(pages []Page) (Value, *Problem) {
+func (c *compiled) extract(pages []Page, lowers []string) (Value, *Problem) {
 	var (
 		hit, first candidate
 		hitVal     any
@@ -318,7 +322,7 @@ func (c *compiled) extract(pages []Page) (Value, *Problem) {
 	if c.re != nil {
 		c.regexCandidates(pages, visit)
 	} else {
-		c.labelCandidates(pages, visit)
+		c.labelCandidates(pages, lowers, visit)
 	}
 	if len(items) > 0 {
 		v := items[0]

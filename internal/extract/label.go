@@ -74,13 +74,12 @@ func labelRegexp(label string) *regexp.Regexp {
 var reNextLabel = regexp.MustCompile(`^\pL[^:\t\n]{0,60}?[\pL\pN#.)\]]:(?:[ \t]|$)`)
 
 // labelMatcher finds a label. Case-insensitive regexps are slow on long
-// text, so on ASCII pages it first finds the label's first word with a
-// plain search of the lowercased text and runs the anchored regexp only
-// there.
+// text, so on ASCII pages it first finds the label's longest word with a
+// plain search of the lowercased text and runs the regexp only on the
+// lines holding it (a label never spans lines).
 type labelMatcher struct {
-	re       *regexp.Regexp // the label anywhere
-	anchored *regexp.Regexp // the label at the start of the input
-	first    string         // the first word, lowercased, when ASCII
+	re  *regexp.Regexp
+	key string // the longest ASCII word, lowercased; "" to scan everything
 }
 
 func newLabelMatcher(label string) *labelMatcher {
@@ -88,9 +87,11 @@ func newLabelMatcher(label string) *labelMatcher {
 	if re == nil {
 		return nil
 	}
-	m := &labelMatcher{re: re, anchored: regexp.MustCompile(`^(?:` + re.String() + `)`)}
-	if toks := labelTokens(label); isASCIIWord(toks[0]) {
-		m.first = strings.ToLower(toks[0])
+	m := &labelMatcher{re: re}
+	for _, t := range labelTokens(label) {
+		if isASCIIWord(t) && len(t) > len(m.key) {
+			m.key = strings.ToLower(t)
+		}
 	}
 	return m
 }
@@ -105,28 +106,32 @@ func isASCIIWord(s string) bool {
 	return s != ""
 }
 
-// find returns the [start, end) byte spans of the label in text; lower is
-// text lowercased when text is ASCII ("" otherwise).
+// find returns the [start, end) byte spans of the label in text, in
+// order; lower is text lowercased when text is ASCII ("" otherwise).
 func (m *labelMatcher) find(text, lower string) [][2]int {
 	var out [][2]int
-	if m.first == "" || lower == "" {
+	if m.key == "" || lower == "" {
 		for _, x := range m.re.FindAllStringIndex(text, -1) {
 			out = append(out, [2]int{x[0], x[1]})
 		}
 		return out
 	}
 	for i := 0; i < len(lower); {
-		j := strings.Index(lower[i:], m.first)
+		j := strings.Index(lower[i:], m.key)
 		if j < 0 {
 			break
 		}
-		s := i + j
-		if loc := m.anchored.FindStringIndex(text[s:]); loc != nil {
-			out = append(out, [2]int{s, s + loc[1]})
-			i = s + max(loc[1], 1)
-			continue
+		ls := strings.LastIndexByte(lower[:i+j], '\n') + 1
+		le := strings.IndexByte(lower[i+j:], '\n')
+		if le < 0 {
+			le = len(lower)
+		} else {
+			le += i + j
 		}
-		i = s + 1
+		for _, x := range m.re.FindAllStringIndex(text[ls:le], -1) {
+			out = append(out, [2]int{ls + x[0], ls + x[1]})
+		}
+		i = le + 1
 	}
 	return out
 }
@@ -141,11 +146,7 @@ func asciiLower(text string) string {
 	return strings.ToLower(text)
 }
 
-func (c *compiled) labelCandidates(pages []Page, visit func(candidate) bool) {
-	lowers := make([]string, len(pages))
-	for i, p := range pages {
-		lowers[i] = asciiLower(p.Text)
-	}
+func (c *compiled) labelCandidates(pages []Page, lowers []string, visit func(candidate) bool) {
 	for _, lm := range c.labels {
 		for pi, p := range pages {
 			text := p.Text
