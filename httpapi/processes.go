@@ -95,7 +95,8 @@ func (h *Handler) handleProcessGet(c *Ctx) error {
 	return c.JSON(http.StatusOK, d)
 }
 
-// ChangeOut is the answer to an update that waits for a second person.
+// ChangeOut is the 202 answer to an update that waits for a second person
+// (PATCH /v1/processes/{id}, PATCH /v1/automation ...).
 type ChangeOut struct {
 	Change *access.Change `json:"change"`
 }
@@ -141,16 +142,16 @@ func (h *Handler) handleProcessVersions(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := make([]VersionOut, len(vs))
+	out := make([]ProcessVersionOut, len(vs))
 	for i, v := range vs {
-		out[i] = VersionOut{Version: v.Version, Trigger: v.Trigger, Steps: v.Steps, CreatedAt: v.CreatedAt.UTC(),
+		out[i] = ProcessVersionOut{Version: v.Version, Trigger: v.Trigger, Steps: v.Steps, CreatedAt: v.CreatedAt.UTC(),
 			CreatedBy: v.CreatedBy}
 	}
 	return c.List(out, next)
 }
 
-// VersionOut is one version of a process as the API lists it.
-type VersionOut struct {
+// ProcessVersionOut is one version of a process as the API lists it.
+type ProcessVersionOut struct {
 	Version   int             `json:"version"`
 	Trigger   process.Trigger `json:"trigger"`
 	Steps     []process.Step  `json:"steps"`

@@ -450,3 +450,21 @@ func TestProcessesFourEyes(t *testing.T) {
 	}
 	s.do(t, "POST", "/v1/changes/"+ch.ID+"/approve", second, `{}`).want(t, http.StatusConflict)
 }
+
+func TestProcessCreateIdempotent(t *testing.T) {
+	t.Parallel()
+	s := newProcessServer(t)
+	admin := s.devLogin(t, `{"tenant_id": "ten_idem"}`).Token
+	first := s.do(t, "POST", "/v1/processes", admin, invoiceProcess, "Idempotency-Key", "k1").want(t, http.StatusCreated)
+	again := s.do(t, "POST", "/v1/processes", admin, invoiceProcess, "Idempotency-Key", "k1").want(t, http.StatusCreated)
+	if string(first.Body) != string(again.Body) {
+		t.Errorf("the replay differs:\n%s\n%s", first.Body, again.Body)
+	}
+	var list []processOut
+	s.do(t, "GET", "/v1/processes", admin, nil).want(t, http.StatusOK).decode(t, &list)
+	if len(list) != 1 {
+		t.Errorf("%d processes after a replayed create, want 1", len(list))
+	}
+	s.do(t, "POST", "/v1/processes", admin, strings.Replace(invoiceProcess, "Supplier", "Other", 1),
+		"Idempotency-Key", "k1").want(t, http.StatusConflict)
+}

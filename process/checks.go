@@ -322,14 +322,14 @@ func checkIntake(c any, _ Step, loc []any) []errs.Violation {
 		v.add(at(loc, "fields"), "missing", "an intake step reading text needs fields to extract")
 	}
 	seen := map[string]int{}
+	efs := cfg.ExtractFields()
 	for i, f := range cfg.Fields {
 		floc := at(loc, "fields", i)
 		if first, dup := seen[f.Key]; dup && f.Key != "" {
 			v.add(at(floc, "key"), "value_error", "duplicates the key of field %d", first)
 		}
 		seen[f.Key] = i
-		ef := cfg.ExtractFields()[i]
-		for _, x := range ef.Check() {
+		for _, x := range efs[i].Check() {
 			if x.Type == "missing" && len(x.Loc) == 1 && x.Loc[0] == "key" {
 				continue // the schema reports a missing key
 			}

@@ -4,6 +4,29 @@
 //
 // A Definition is a chain of Steps started by a Trigger. Editing the steps or
 // the trigger makes a new Version; a run keeps the version it started on.
+//
+// # Definitions
+//
+// Service keeps definitions and versions in the store, under the tenant:
+// Create, Get, List, Update (PATCH semantics; a widening edit waits for a
+// second person when the workspace has four-eyes on, see Widening), Archive
+// and Versions. Input arrives as ProcessIn and ProcessPatch; DecodeIn and
+// DecodePatch read them from JSON and report every violation at once, in
+// api.md's 422 shape, located under "body". OnChange hooks run in the
+// transaction of every change (the run engine indexes triggers with them);
+// ByEvent and Needed serve the engine and the capability gaps.
+//
+// # Step types
+//
+// StepTypes lists the eleven types with the JSON Schema of their configs
+// (served by GET /v1/processes/step-types) and the capabilities they call.
+// CheckStep validates a step's config against the schema and the rules a
+// schema cannot say (durations, filters, patterns, references, cross-field
+// rules). The deterministic work of intake (from text), validate, route,
+// consolidate and analyse is done by pure functions (Intake, Validate,
+// Route, Consolidate, Analyse, and Eval for any of them); drafts render
+// with Render. They do no I/O: the engine resolves references, waits,
+// schedules and calls capabilities.
 package process
 
 import (

@@ -378,7 +378,7 @@ func (x *exec) callOutcome(def *process.Step, st *StepRun) (any, bool) {
 
 // permanent reports whether retrying err cannot help.
 func permanent(err error) bool {
-	return errors.Is(err, errs.Invalid) || errors.Is(err, errs.NotFound) ||
+	return errors.Is(err, errs.Invalid) || errors.Is(err, errs.NotFound) || errors.Is(err, capability.ErrMalformedOutput) ||
 		errors.Is(err, errs.Forbidden) || errors.Is(err, errs.Unauthenticated)
 }
 

@@ -3,9 +3,11 @@ package runengine_test
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/runengine"
@@ -372,5 +374,127 @@ func TestTaskCreateCapability(t *testing.T) {
 	c, _ = b.eng.Cockpit(ctx, tenant, runengine.Viewer{CanWork: true}, nil)
 	if c.WaitingOnYou != 0 {
 		t.Errorf("waiting on you after completion = %d", c.WaitingOnYou)
+	}
+}
+
+// mailProvider fills email.send and counts what it sent per idempotency key.
+type mailProvider struct {
+	mu   sync.Mutex
+	sent map[string]json.RawMessage
+}
+
+func (p *mailProvider) Info() capability.Info {
+	return capability.Info{ID: "test.mail", Name: "Mail", Kind: capability.KindBuiltin, Capabilities: []string{"email.send"}}
+}
+
+func (p *mailProvider) Call(_ context.Context, c capability.Call) (json.RawMessage, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sent == nil {
+		p.sent = map[string]json.RawMessage{}
+	}
+	p.sent[c.IdempotencyKey] = c.Args
+	return json.RawMessage(`{"message_id":"msg_1","status":"queued"}`), nil
+}
+
+func (p *mailProvider) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.sent)
+}
+
+func TestFollowUpRemindsUntilReply(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	mp := &mailProvider{}
+	if err := b.reg.Register(mp); err != nil {
+		t.Fatal(err)
+	}
+	def := b.create(t, `{"type":"manual"}`, `[{"key":"chase","type":"follow_up","config":{"to":"ap@supplier.example",
+		"subject":"Invoice ${subject.label}","body":"Please pay.","every":"48h","max_reminders":3,
+		"until_event":"payment.received","filter":{"invoice":"${subject.label}"}}}]`)
+	id := b.start(t, def.ID)
+	b.waitRun(t, id, "waiting", stepStatus("chase", runengine.StepWaiting))
+	if mp.count() != 1 {
+		t.Fatalf("sent %d reminders at start", mp.count())
+	}
+	b.advance(48 * time.Hour)
+	waitFor(t, "second reminder", func() bool { return mp.count() == 2 })
+	if _, _, err := b.eng.Publish(context.Background(), tenant, "payment.received", map[string]any{"invoice": "INV-1"}); err != nil {
+		t.Fatal(err)
+	}
+	r := b.waitRun(t, id, "completed", status(runengine.RunCompleted))
+	out := r.Steps[0].Output.(map[string]any)
+	if out["replied"] != true || out["reminders_sent"] != float64(2) {
+		t.Errorf("output = %v", out)
+	}
+	mp.mu.Lock()
+	_, ok := mp.sent[id+"/chase/reminder-2/1"]
+	mp.mu.Unlock()
+	if !ok {
+		t.Errorf("reminder keys = %v", mp.sent)
+	}
+}
+
+func TestFollowUpGivesUpAfterMax(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	mp := &mailProvider{}
+	if err := b.reg.Register(mp); err != nil {
+		t.Fatal(err)
+	}
+	def := b.create(t, `{"type":"manual"}`, `[{"key":"chase","type":"follow_up","config":{"to":"a@b.example",
+		"subject":"s","body":"b","every":"1h","max_reminders":2}}]`)
+	id := b.start(t, def.ID)
+	b.waitRun(t, id, "waiting", stepStatus("chase", runengine.StepWaiting))
+	b.advance(time.Hour)
+	waitFor(t, "second reminder", func() bool { return mp.count() == 2 })
+	b.waitRun(t, id, "waiting again", stepStatus("chase", runengine.StepWaiting))
+	b.advance(time.Hour)
+	r := b.waitRun(t, id, "completed", status(runengine.RunCompleted))
+	if out := r.Steps[0].Output.(map[string]any); out["replied"] != false || out["reminders_sent"] != float64(2) {
+		t.Errorf("output = %v", out)
+	}
+}
+
+func TestMonitorChecksUntilTheConditionHolds(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.prov.failures = 0
+	// test.echo returns its args: the condition holds once ${subject.label} is INV-1.
+	def := b.create(t, `{"type":"manual"}`, `[{"key":"watch","type":"monitor","capability":"test.echo",
+		"config":{"args":{"label":"${subject.label}"},"condition":{"value.label":"INV-2"},"interval":"1h","timeout":"3h"}}]`)
+	id := b.start(t, def.ID)
+	b.waitRun(t, id, "waiting", stepStatus("watch", runengine.StepWaiting))
+	for i := 0; i < 2; i++ {
+		b.advance(time.Hour)
+		b.waitRun(t, id, "checked", func(r *runengine.Run) bool { return len(b.prov.keys()) == i+2 && r.Status == runengine.RunWaiting })
+	}
+	b.advance(time.Hour)
+	r := b.waitRun(t, id, "completed", status(runengine.RunCompleted))
+	if out := r.Steps[0].Output.(map[string]any); out["held"] != false || out["checks"] != float64(4) {
+		t.Errorf("output = %v", out)
+	}
+}
+
+func TestDraftReviewedByAPerson(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	def := b.create(t, `{"type":"manual"}`, `[{"key":"reply","type":"draft","config":{"title":"Reply",
+		"template":"Dear supplier, invoice ${subject.label} is approved."}}]`)
+	id := b.start(t, def.ID)
+	r := b.waitRun(t, id, "waiting", stepStatus("reply", runengine.StepWaitingTask))
+	task, _ := b.eng.GetTask(context.Background(), tenant, *r.Steps[0].TaskID)
+	if *task.Description != "Dear supplier, invoice INV-1 is approved." {
+		t.Fatalf("draft text = %q", *task.Description)
+	}
+	if _, err := b.eng.CompleteTask(context.Background(), tenant, task.ID, "approve",
+		map[string]any{"text": "Dear supplier, INV-1 is paid."}, "usr_a"); err != nil {
+		t.Fatal(err)
+	}
+	r = b.waitRun(t, id, "completed", status(runengine.RunCompleted))
+	out := r.Steps[0].Output.(map[string]any)
+	if out["text"] != "Dear supplier, INV-1 is paid." || out["edited"] != true || out["outcome"] != "approve" {
+		t.Errorf("output = %v", out)
 	}
 }

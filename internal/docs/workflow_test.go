@@ -123,7 +123,7 @@ func TestValidationIssuesWithEvidence(t *testing.T) {
 				s, e := offsets(t, text, "1,250.00")
 				return []Issue{{
 					RuleID: "sum:total", Field: ptr("total"), Severity: SeverityError,
-					Message:  "Total 1250.00 does not equal the sum of the 2 lines 1000.00 (or 1200.00 with tax)",
+					Message: "Total 1250.00 does not equal the sum of the 2 lines 1000.00 (or 1200.00 with tax)",
 					Evidence: Evidence{Text: ptr("1,250.00"), Page: ptr(1), Start: &s, End: &e, Values: map[string]any{
 						"total": int64(125000), "lines": []int64{50000, 50000}, "sum_of_lines": int64(100000),
 						"tax": int64(20000), "sum_of_lines_plus_tax": int64(120000), "difference": int64(5000),
@@ -139,7 +139,7 @@ func TestValidationIssuesWithEvidence(t *testing.T) {
 				e--
 				return []Issue{{
 					RuleID: "tax:tax", Field: ptr("tax"), Severity: SeverityError,
-					Message:  "Tax 200.00 is not 19% of 1000.00 (expected 190.00)",
+					Message: "Tax 200.00 is not 19% of 1000.00 (expected 190.00)",
 					Evidence: Evidence{Text: ptr("200.00"), Page: ptr(1), Start: &s, End: &e, Values: map[string]any{
 						"tax": int64(20000), "subtotal": int64(100000), "tax_rate": float64(19), "expected_tax": int64(19000), "difference": int64(1000),
 					}},
