@@ -27,12 +27,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/access"
 	"github.com/bas-platform/bas/internal/automation"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/decisions"
+	"github.com/bas-platform/bas/internal/docs"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/mail"
 	"github.com/bas-platform/bas/plugins"
@@ -131,6 +133,8 @@ type Workspace struct {
 	automation *automation.Service // settings and the autonomy gate
 	decisions  *decisions.Service  // decisions, feedback, the agreement ledger
 
+	docs *docs.Service // the documents app
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -142,6 +146,27 @@ func (ws *Workspace) Automation() *automation.Service { return ws.automation }
 // Decisions returns the decisions service: decisions, their cases and
 // feedback, and the agreement ledger (Decisions().AgreementRate).
 func (ws *Workspace) Decisions() *decisions.Service { return ws.decisions }
+
+// Docs returns the documents app: types, uploads, extraction, validation
+// and review.
+func (ws *Workspace) Docs() *docs.Service { return ws.docs }
+
+// docsEvents hands the documents app's events to the run engine's outbox
+// (the engine is wired after the apps, so it is looked up per event).
+type docsEvents struct{ ws *Workspace }
+
+func (d docsEvents) Emit(tx store.Txn, tenant, name string, data any) error {
+	if d.ws.engine == nil {
+		return errs.Unavailablef("the workspace is still opening")
+	}
+	return d.ws.engine.Emit(tx, tenant, name, data)
+}
+
+func (d docsEvents) Kick() {
+	if d.ws.engine != nil {
+		d.ws.engine.Kick()
+	}
+}
 
 // Open opens a workspace: the store (Badger under Dir unless Store is set),
 // the providers and plugins, and the run engine, which resumes the runs that
@@ -265,6 +290,17 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		}})
 	ws.access.RegisterChangeKind(automation.ChangeKind, ws.automation.ApplyChangeTx,
 		access.DecidedWith(access.PermAutomationManage))
+	// -- wiring: docs
+	ws.docs = docs.NewService(docs.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger, Events: docsEvents{ws}})
+	if err := ws.registry.Register(ws.docs.Provider()); err != nil {
+		_ = ws.Close()
+		return nil, errors.Wrap(err, "register the docs provider")
+	}
+	if n, err := ws.docs.Sweep(ctx, time.Hour); err != nil {
+		opts.Logger.Warn("docs: sweeping unfinished uploads failed", "error", err.Error())
+	} else if n > 0 {
+		opts.Logger.Info("docs: removed unfinished uploads", "files", n)
+	}
 	// -- wiring: engine
 	if _, taken := ws.registry.Provider("builtin.email"); !taken {
 		if err := ws.registry.Register(mail.NewProvider(st, opts.Clock)); err != nil {

@@ -53,13 +53,10 @@ func (h *Handler) access() *access.Service { return h.ws.Access() }
 // secretInPath matches a secret (an invitation token) in a request path.
 var secretInPath = regexp.MustCompile(`\b(bas[iks]_[0-9a-z]{8})[0-9a-z]{32}\b`)
 
-// redactPath cuts a secret in the request path down to its lookup part, so
-// the access log, which writes the path once the request is done, never
-// holds it. Call it once the route's parameters are read.
-func redactPath(c *Ctx) {
-	if p := secretInPath.ReplaceAllString(c.R.URL.Path, "${1}..."); p != c.R.URL.Path {
-		c.R.URL.Path, c.R.URL.RawPath = p, ""
-	}
+// logPath is r's path as logs show it: a secret in it (an invitation
+// token) is cut down to its lookup part.
+func logPath(r *http.Request) string {
+	return secretInPath.ReplaceAllString(r.URL.Path, "${1}...")
 }
 
 // handleDevLogin serves POST /v1/auth/dev-login (only with Options.DevLogin).
@@ -232,7 +229,6 @@ func (h *Handler) handleInvitationRevoke(c *Ctx) error {
 // token is looked up before the body is read, so a wrong one is a 404.
 func (h *Handler) handleInvitationAccept(c *Ctx) error {
 	token := c.Param("token")
-	redactPath(c)
 	if _, err := h.access().InvitationByToken(c.Context(), token); err != nil {
 		return err
 	}
@@ -270,7 +266,7 @@ func (h *Handler) handleWorkspaceGet(c *Ctx) error {
 }
 
 // handleWorkspacePatch serves PATCH /v1/workspace: 200 with the workspace,
-// or 202 with the pending change when it turns four-eyes off.
+// or 202 {change} (as every update that waits) when it turns four-eyes off.
 func (h *Handler) handleWorkspacePatch(c *Ctx) error {
 	var in access.WorkspacePatch
 	if err := c.Decode(&in); err != nil {
@@ -282,7 +278,7 @@ func (h *Handler) handleWorkspacePatch(c *Ctx) error {
 	}
 	if ch != nil {
 		c.W.Header().Set("Location", h.opts.BasePath+"/v1/changes/"+ch.ID)
-		return c.JSON(http.StatusAccepted, ch)
+		return c.JSON(http.StatusAccepted, ChangeOut{Change: ch})
 	}
 	return c.JSON(http.StatusOK, ws)
 }

@@ -240,9 +240,14 @@ func TestFourEyesAPI(t *testing.T) {
 	}
 
 	// Turning four-eyes off waits too.
-	var off map[string]any
+	var off struct {
+		Change struct{ ID, Kind, Status string }
+	}
 	s.do(t, "PATCH", "/v1/workspace", alice.Token, `{"four_eyes": false}`).want(t, http.StatusAccepted).decode(t, &off)
-	s.do(t, "POST", "/v1/changes/"+off["id"].(string)+"/approve", bob.Token, `{}`).want(t, http.StatusOK)
+	if off.Change.Kind != "access.four_eyes_off" || off.Change.Status != "pending" {
+		t.Errorf("202 body = %+v", off)
+	}
+	s.do(t, "POST", "/v1/changes/"+off.Change.ID+"/approve", bob.Token, `{}`).want(t, http.StatusOK)
 	s.do(t, "GET", "/v1/workspace", viewer.Token, nil).want(t, http.StatusOK).decode(t, &ws)
 	if ws["four_eyes"] != false {
 		t.Errorf("four_eyes after approval = %v", ws["four_eyes"])

@@ -55,7 +55,7 @@ func (h *Handler) writeError(c *Ctx, err error) {
 		return
 	}
 	h.log.Error("internal error", "request_id", requestID(c.Context()), "method", c.R.Method,
-		"path", c.R.URL.Path, "error", errors.FlattenDetails(err))
+		"path", logPath(c.R), "error", errors.FlattenDetails(err))
 	writeDetail(w, http.StatusInternalServerError, "internal error")
 }
 

@@ -97,9 +97,6 @@ func (h *Handler) idempotent(c *Ctx) error {
 	id := digest(scope, key)
 	fingerprint := digest(c.R.Method, uri, string(body))
 	sealKey := sealingKey(token, key, c.R.Method, uri, body)
-	// The handler reads its parameters from c.Params, not the URL; a
-	// replay never reaches the handler, so redact here too.
-	redactPath(c)
 
 	ctx := context.WithoutCancel(c.Context())
 	prev, err := h.claimIdempotency(ctx, tenant, id, fingerprint)

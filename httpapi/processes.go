@@ -104,6 +104,9 @@ type ChangeOut struct {
 // handleProcessUpdate serves PATCH /v1/processes/:id: 200 with the process,
 // or 202 {change} when the update widens a control and four-eyes is on.
 func (h *Handler) handleProcessUpdate(c *Ctx) error {
+	if _, err := h.ws.Processes().Get(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+		return err
+	}
 	body, err := c.Body()
 	if err != nil {
 		return err

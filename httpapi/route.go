@@ -70,7 +70,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.log.LogAttrs(r.Context(), slog.LevelInfo, "http",
 			slog.String("request_id", id),
 			slog.String("method", r.Method),
-			slog.String("path", r.URL.Path),
+			slog.String("path", logPath(r)),
 			slog.Int("status", rec.status),
 			slog.Int64("bytes", rec.bytes),
 			slog.Duration("duration", time.Since(start)))
@@ -86,7 +86,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 // recovered answers 500 without any detail of the panic, and logs it.
 func (h *Handler) recovered(w http.ResponseWriter, r *http.Request, v any) {
 	h.log.Error("panic serving request", "request_id", requestID(r.Context()),
-		"method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
+		"method", r.Method, "path", logPath(r), "panic", fmt.Sprint(v))
 	if sr, ok := w.(*statusRecorder); ok && sr.wrote {
 		return
 	}

@@ -448,6 +448,8 @@ func TestFourEyes(t *testing.T) {
 	ctx := context.Background()
 	b.newAudit()
 
+	// An empty patch changes and audits nothing.
+	b.patch("", `{"break_glass_reason": "nothing to do"}`)
 	// Narrowing changes apply at once.
 	if res := b.patch("", `{"sample_percent": 20, "ramp_min_decisions": 50}`); res.Change != nil || res.Settings.SamplePercent != 20 {
 		t.Fatalf("narrowing change: %+v", res)

@@ -76,10 +76,6 @@ func New(cfg Config) *Service {
 	return &Service{st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, exists: cfg.ProcessExists, changes: cfg.Changes}
 }
 
-// SetChanges sets the four-eyes queue (the workspace wires it once the
-// access service exists).
-func (s *Service) SetChanges(q ChangeQueue) { s.changes = q }
-
 func (s *Service) now() time.Time { return s.clock.Now().UTC() }
 
 // loadLevel returns the stored level id, or nil when it was never written.
@@ -163,6 +159,7 @@ type Result struct {
 }
 
 // UpdateWorkspace applies p to the workspace's settings on behalf of actor.
+// An empty patch changes (and audits) nothing.
 func (s *Service) UpdateWorkspace(ctx context.Context, tenant, actor string, p Patch) (*Result, error) {
 	return s.update(ctx, tenant, "", actor, p)
 }
@@ -179,6 +176,10 @@ func (s *Service) UpdateProcess(ctx context.Context, tenant, processID, actor st
 func (s *Service) update(ctx context.Context, tenant, processID, actor string, p Patch) (*Result, error) {
 	if err := errs.Validation(p.Validate()...); err != nil {
 		return nil, err
+	}
+	if p.Empty() {
+		v, err := s.view(ctx, tenant, processID)
+		return &Result{Settings: v}, err
 	}
 	fourEyes := false
 	if s.changes != nil {

@@ -41,10 +41,6 @@ const (
 	RuleInvalidOutput = "invalid_output"
 )
 
-// MaxMatches bounds how many of the newest matching confirmed cases the
-// built-in provider weighs for one evaluation.
-const MaxMatches = 1000
-
 // Case is one evaluated (or directly recorded) input of a decision and, once
 // a person has judged it, its confirmed outcome.
 type Case struct {
@@ -85,19 +81,104 @@ var cases = &store.Collection[Case]{
 	NotFound: "case not found",
 	Indexes: []store.Index[Case]{
 		{Name: "decision", Values: func(c *Case) [][]any { return [][]any{{c.DecisionID, c.ID}} }},
-		{Name: "exact", Values: func(c *Case) [][]any {
-			if !c.confirmed() {
-				return nil
-			}
-			return [][]any{{c.DecisionID, c.ExactKey, c.ID}}
-		}},
-		{Name: "fields", Values: func(c *Case) [][]any {
-			if !c.confirmed() || c.FieldsKey == "" {
-				return nil
-			}
-			return [][]any{{c.DecisionID, c.FieldsKey, c.ID}}
-		}},
 	},
+}
+
+// MaxOutcomes bounds how many distinct outputs a match key remembers; past
+// it, the least confirmed (then the least recently confirmed) is forgotten,
+// though it still counts in the confidence's denominator.
+const MaxOutcomes = 256
+
+// outcomeTally counts the confirmed outcomes of the cases of one decision
+// that share one match key, so an evaluation reads one record however many
+// cases there are.
+type outcomeTally struct {
+	// ID is "<decision id>|exact|<key>" or "<decision id>|fields|<key>".
+	ID         string `json:"id"`
+	DecisionID string `json:"decision_id"`
+	// Total counts every confirmation of the key.
+	Total    int            `json:"total"`
+	Outcomes []outcomeCount `json:"outcomes"`
+}
+
+// outcomeCount is one distinct confirmed output of a match key.
+type outcomeCount struct {
+	// Output is canonical JSON.
+	Output json.RawMessage `json:"output"`
+	Count  int             `json:"count"`
+	// Last is the tally's Total when the output was last confirmed: a tie
+	// goes to the larger.
+	Last int `json:"last"`
+}
+
+var outcomeTallies = &store.Collection[outcomeTally]{
+	Name: "doutcomes",
+	ID:   func(t *outcomeTally) string { return t.ID },
+	Indexes: []store.Index[outcomeTally]{
+		{Name: "decision", Values: func(t *outcomeTally) [][]any { return [][]any{{t.DecisionID, t.ID}} }},
+	},
+}
+
+func tallyID(decisionID, kind, key string) string { return decisionID + "|" + kind + "|" + key }
+
+// confirm counts c's confirmed outcome under its exact and fields keys.
+func confirm(tx store.Txn, tenant string, c *Case) error {
+	out, err := Canonical(c.Outcome)
+	if err != nil {
+		return err
+	}
+	for _, k := range []struct{ kind, key string }{{"exact", c.ExactKey}, {"fields", c.FieldsKey}} {
+		if k.key == "" {
+			continue
+		}
+		id := tallyID(c.DecisionID, k.kind, k.key)
+		t, err := outcomeTallies.Get(tx, tenant, id)
+		if errors.Is(err, store.ErrNotFound) {
+			t, err = &outcomeTally{ID: id, DecisionID: c.DecisionID}, nil
+		}
+		if err != nil {
+			return err
+		}
+		t.add(out)
+		if err := outcomeTallies.Put(tx, tenant, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// add counts one confirmation of the canonical output out.
+func (t *outcomeTally) add(out json.RawMessage) {
+	t.Total++
+	for i := range t.Outcomes {
+		if bytes.Equal(t.Outcomes[i].Output, out) {
+			t.Outcomes[i].Count++
+			t.Outcomes[i].Last = t.Total
+			return
+		}
+	}
+	t.Outcomes = append(t.Outcomes, outcomeCount{Output: out, Count: 1, Last: t.Total})
+	if len(t.Outcomes) > MaxOutcomes {
+		worst := 0
+		for i, o := range t.Outcomes[:len(t.Outcomes)-1] {
+			if w := t.Outcomes[worst]; o.Count < w.Count || o.Count == w.Count && o.Last < w.Last {
+				worst = i
+			}
+		}
+		t.Outcomes = slices.Delete(t.Outcomes, worst, worst+1)
+	}
+}
+
+// best returns the most confirmed output (ties: the most recently
+// confirmed) and its count.
+func (t *outcomeTally) best() outcomeCount {
+	var b outcomeCount
+	for _, o := range t.Outcomes {
+		if o.Count > b.Count || o.Count == b.Count && o.Last > b.Last {
+			b = o
+		}
+	}
+	return b
 }
 
 func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
@@ -232,57 +313,31 @@ type match struct {
 
 // bestMatch weighs rec's confirmed cases matching input: those with the
 // same exact key, or, when there are none, those with the same fields key.
-// The output confirmed most often wins (a tie goes to the output of the
-// newest case); the confidence is its share of the matching cases.
+// The output confirmed most often wins (a tie goes to the output confirmed
+// most recently); the confidence is its share of the matching cases. It
+// reads one tally per key tried.
 func bestMatch(r store.Reader, tenant string, rec *Record, exact, fields string) (*match, error) {
-	try := func(index, key, rule string) (*match, error) {
-		if key == "" {
-			return nil, nil
+	for _, k := range []struct{ kind, key string }{{"exact", exact}, {"fields", fields}} {
+		if k.key == "" {
+			continue
 		}
-		found, _, err := cases.ListBy(r, tenant, index, []any{rec.ID, key}, store.Page{Limit: MaxMatches})
-		if err != nil || len(found) == 0 {
+		t, err := outcomeTallies.Get(r, tenant, tallyID(rec.ID, k.kind, k.key))
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
 			return nil, err
 		}
-		type tallyOut struct {
-			raw   json.RawMessage
-			n     int
-			first int // position of its newest case
-		}
-		var order []string
-		counts := map[string]*tallyOut{}
-		for i, c := range found {
-			k, err := Canonical(c.Outcome)
-			if err != nil {
-				return nil, err
-			}
-			t, ok := counts[string(k)]
-			if !ok {
-				t = &tallyOut{raw: k, first: i}
-				counts[string(k)] = t
-				order = append(order, string(k))
-			}
-			t.n++
-		}
-		best := counts[order[0]]
-		for _, k := range order[1:] {
-			if t := counts[k]; t.n > best.n {
-				best = t
-			}
+		b := t.best()
+		if t.Total == 0 || b.Count == 0 {
+			continue
 		}
 		return &match{
-			Output:     best.raw,
-			Confidence: float64(best.n) / float64(len(found)),
-			RuleID:     rule + ":" + key,
-			Cases:      len(found),
+			Output:     b.Output,
+			Confidence: float64(b.Count) / float64(t.Total),
+			RuleID:     k.kind + ":" + k.key,
+			Cases:      t.Total,
 		}, nil
-	}
-	m, err := try("exact", exact, "exact")
-	if err != nil || m != nil {
-		return m, err
-	}
-	m, err = try("fields", fields, "fields")
-	if err != nil || m != nil {
-		return m, err
 	}
 	return &match{Output: json.RawMessage("null"), RuleID: RuleNone}, nil
 }

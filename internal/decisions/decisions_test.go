@@ -29,7 +29,7 @@ type bundle struct {
 	svc   *decisions.Service
 }
 
-func setup(t *testing.T, caller decisions.Caller) *bundle {
+func setup(t testing.TB, caller decisions.Caller) *bundle {
 	t.Helper()
 	st, err := badgerstore.Open(badgerstore.Options{InMemory: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

@@ -18,10 +18,12 @@ const ProviderID = "builtin.decisions"
 // decision's confirmed cases (agreed, corrected or recorded outcomes) whose
 // input is the same (canonical JSON, see Canonical); when there are none,
 // those whose fields named in the input_schema's top-level "required" list
-// are the same. The output confirmed most often wins and its share of the
-// weighed cases is the confidence; with no matching case the output is null,
-// the confidence 0 and the mode manual. At most MaxMatches newest cases are
-// weighed.
+// are the same. The output confirmed most often wins (a tie goes to the one
+// confirmed most recently) and its share of the weighed cases is the
+// confidence; with no matching case the output is null, the confidence 0
+// and the mode manual. Confirmed outcomes are counted per match key as they
+// are confirmed, so an evaluation reads one or two small records however
+// many cases there are.
 type Provider struct {
 	st store.Store
 }

@@ -66,17 +66,12 @@ func New(cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Service{st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, provider: NewProvider(cfg.Store)}
-	s.caller = cfg.Caller
+	s := &Service{st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, provider: NewProvider(cfg.Store), caller: cfg.Caller}
 	if s.caller == nil {
 		s.caller = s.provider
 	}
 	return s
 }
-
-// SetCaller routes evaluations through c from now on (the workspace wires
-// its registry after both exist).
-func (s *Service) SetCaller(c Caller) { s.caller = c }
 
 // Provider returns the built-in decision.evaluate provider on the service's
 // store, for registering with the capability registry.
@@ -143,7 +138,8 @@ func (s *Service) List(ctx context.Context, tenant string, p store.Page) ([]*Rec
 // deleteBatch is how many cases one transaction of Delete removes.
 const deleteBatch = 500
 
-// Delete removes the decision name, then its cases in batches. Its
+// Delete removes the decision name, then its cases and outcome tallies in
+// batches. Its
 // verdicts stay in the agreement ledger (they happened).
 func (s *Service) Delete(ctx context.Context, tenant, actor, name string) error {
 	var rec *Record
@@ -167,24 +163,13 @@ func (s *Service) Delete(ctx context.Context, tenant, actor, name string) error 
 		n := 0
 		err := s.st.Update(ctx, func(tx store.Txn) error {
 			n = 0
-			var batch []string
-			err := cases.IDsBy(tx, tenant, "decision", []any{rec.ID}, func(id string) error {
-				batch = append(batch, id)
-				if len(batch) == deleteBatch {
-					return store.ErrStop
-				}
-				return nil
-			})
-			if err != nil && !errors.Is(err, store.ErrStop) {
+			var err error
+			if n, err = deleteSome(tx, tenant, cases, rec.ID); err != nil || n == deleteBatch {
 				return err
 			}
-			for _, id := range batch {
-				if err := cases.Delete(tx, tenant, id); err != nil {
-					return err
-				}
-			}
-			n = len(batch)
-			return nil
+			m, err := deleteSome(tx, tenant, outcomeTallies, rec.ID)
+			n += m
+			return err
 		})
 		if err != nil {
 			return errors.Wrapf(err, "delete cases of decision %s", name)
@@ -193,6 +178,28 @@ func (s *Service) Delete(ctx context.Context, tenant, actor, name string) error 
 			return nil
 		}
 	}
+}
+
+// deleteSome deletes up to deleteBatch records of c whose "decision" index
+// names decisionID, and returns how many it deleted.
+func deleteSome[T any](tx store.Txn, tenant string, c *store.Collection[T], decisionID string) (int, error) {
+	var batch []string
+	err := c.IDsBy(tx, tenant, "decision", []any{decisionID}, func(id string) error {
+		batch = append(batch, id)
+		if len(batch) == deleteBatch {
+			return store.ErrStop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, store.ErrStop) {
+		return 0, err
+	}
+	for _, id := range batch {
+		if err := c.Delete(tx, tenant, id); err != nil {
+			return 0, err
+		}
+	}
+	return len(batch), nil
 }
 
 // validator returns the compiled input ("in") or output ("out") schema of
@@ -502,6 +509,11 @@ func (s *Service) Feedback(ctx context.Context, tenant, actor, name string, in F
 			if err := cases.Put(tx, tenant, c); err != nil {
 				return err
 			}
+			if c.confirmed() {
+				if err := confirm(tx, tenant, c); err != nil {
+					return err
+				}
+			}
 			if err := RecordVerdict(tx, tenant, verdict[i]); err != nil {
 				return err
 			}
@@ -576,7 +588,10 @@ func (s *Service) RecordOutcome(ctx context.Context, tenant, actor, name string,
 		if cur.ID != rec.ID {
 			return errs.NotFoundf("decision not found")
 		}
-		return cases.Put(tx, tenant, c)
+		if err := cases.Put(tx, tenant, c); err != nil {
+			return err
+		}
+		return confirm(tx, tenant, c)
 	})
 	if err != nil {
 		return nil, err
@@ -628,18 +643,6 @@ func (s *Service) Agreement(ctx context.Context, tenant, name string) (*Agreemen
 			return err
 		}
 		out, err = Summarize(r, tenant, decisionScope(rec.ID))
-		return err
-	})
-	return out, err
-}
-
-// ScopeAgreement returns the agreement of any verdict scope (for example
-// ProcessScope(id)).
-func (s *Service) ScopeAgreement(ctx context.Context, tenant, scope string) (*Agreement, error) {
-	var out *Agreement
-	err := s.st.View(ctx, func(r store.Reader) error {
-		var err error
-		out, err = Summarize(r, tenant, scope)
 		return err
 	})
 	return out, err

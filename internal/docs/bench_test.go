@@ -1,6 +1,7 @@
 package docs
 
 import (
+	"fmt"
 	"testing"
 )
 
@@ -9,13 +10,21 @@ import (
 // eleven fields and running its rules. The upload variants add storing
 // the file and the document with its events in an in-memory Badger store.
 func BenchmarkExtractValidate(b *testing.B) {
-	inv := goodInvoice()
+	// Distinct invoice numbers, so the upload runs do not pile up
+	// duplicates of one invoice.
+	var texts, pdfs [][]byte
+	for i := 0; i < 200; i++ {
+		inv := goodInvoice()
+		inv.Number = fmt.Sprintf("INV-2024-%04d", i)
+		texts = append(texts, inv.text())
+		pdfs = append(pdfs, inv.pdf(b))
+	}
 	for _, bm := range []struct {
 		name, file string
-		data       []byte
+		data       [][]byte
 	}{
-		{name: "text", file: "invoice.txt", data: inv.text()},
-		{name: "pdf", file: "invoice.pdf", data: inv.pdf(b)},
+		{name: "text", file: "invoice.txt", data: texts},
+		{name: "pdf", file: "invoice.pdf", data: pdfs},
 	} {
 		b.Run(bm.name, func(b *testing.B) {
 			bd := setup(b)
@@ -23,7 +32,7 @@ func BenchmarkExtractValidate(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				p, err := bd.svc.prepare(bm.file, bm.data, typ)
+				p, err := bd.svc.prepare(bd.tenant, bm.file, bm.data[i%len(bm.data)], typ)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -43,7 +52,7 @@ func BenchmarkExtractValidate(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, err := bd.svc.Upload(bd.ctx, bd.tenant, "u", UploadIn{TypeID: typ.ID, Filename: bm.file, Data: bm.data}); err != nil {
+				if _, err := bd.svc.Upload(bd.ctx, bd.tenant, "u", UploadIn{TypeID: typ.ID, Filename: bm.file, Data: bm.data[i%len(bm.data)]}); err != nil {
 					b.Fatal(err)
 				}
 			}

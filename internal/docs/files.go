@@ -38,14 +38,64 @@ type pending struct {
 	At time.Time `json:"at"`
 }
 
-// putFile stores data as chunks under a new file id, a few chunks per
-// commit. The file is first marked pending; the transaction that makes a
-// document name the file must delete the mark (commitFile), and Sweep
+// staged is a file on its way into the store.
+type staged struct {
+	fileID string
+	chunks int
+	// inline files are small enough to be written by the transaction that
+	// records them; others were written beforehand and are pending.
+	inline bool
+	data   []byte
+}
+
+// stageFile prepares data for storing under a new file id. A file of at
+// most chunksPerTxn chunks is written later, inside the transaction that
+// records it (commit). A larger one is written now, a few chunks per
+// commit, after a pending mark; commit then clears the mark, and Sweep
 // removes files left pending by a crash or a failed upload.
-func (s *Service) putFile(ctx context.Context, tenant string, data []byte) (string, int, error) {
+func (s *Service) stageFile(ctx context.Context, tenant string, data []byte) (*staged, error) {
 	now := s.clock.Now()
-	fileID := ids.New("fil", now)
-	mark, _ := json.Marshal(pending{At: now.UTC()})
+	st := &staged{fileID: ids.New("fil", now), chunks: (len(data) + ChunkSize - 1) / ChunkSize, data: data}
+	if st.chunks <= chunksPerTxn {
+		st.inline = true
+		return st, nil
+	}
+	if _, _, err := s.putFile(ctx, tenant, st.fileID, data); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// commit, inside the transaction that records the file on a document,
+// writes an inline file or clears a pending file's mark.
+func (st *staged) commit(tx store.Txn, tenant string) error {
+	if !st.inline {
+		return tx.Delete(pendingKey(tenant, st.fileID))
+	}
+	return writeChunks(tx, tenant, st.fileID, st.data, 0, st.chunks)
+}
+
+// abandon removes a staged file whose document was not recorded.
+func (s *Service) abandon(tenant string, st *staged) {
+	if !st.inline {
+		s.dropFile(tenant, st.fileID)
+	}
+}
+
+func writeChunks(tx store.Txn, tenant, fileID string, data []byte, first, end int) error {
+	for n := first; n < end; n++ {
+		part := data[n*ChunkSize : min((n+1)*ChunkSize, len(data))]
+		if err := tx.Set(chunkKey(tenant, fileID, n), part); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// putFile writes data as chunks of fileID, chunksPerTxn per commit, after
+// marking the file pending.
+func (s *Service) putFile(ctx context.Context, tenant, fileID string, data []byte) (string, int, error) {
+	mark, _ := json.Marshal(pending{At: s.clock.Now().UTC()})
 	if err := s.st.Update(ctx, func(tx store.Txn) error {
 		return tx.Set(pendingKey(tenant, fileID), mark)
 	}); err != nil {
@@ -54,13 +104,7 @@ func (s *Service) putFile(ctx context.Context, tenant string, data []byte) (stri
 	chunks := (len(data) + ChunkSize - 1) / ChunkSize
 	for first := 0; first < chunks; first += chunksPerTxn {
 		err := s.st.Update(ctx, func(tx store.Txn) error {
-			for n := first; n < min(first+chunksPerTxn, chunks); n++ {
-				part := data[n*ChunkSize : min((n+1)*ChunkSize, len(data))]
-				if err := tx.Set(chunkKey(tenant, fileID, n), part); err != nil {
-					return err
-				}
-			}
-			return nil
+			return writeChunks(tx, tenant, fileID, data, first, min(first+chunksPerTxn, chunks))
 		})
 		if err != nil {
 			s.dropFile(tenant, fileID)
@@ -68,12 +112,6 @@ func (s *Service) putFile(ctx context.Context, tenant string, data []byte) (stri
 		}
 	}
 	return fileID, chunks, nil
-}
-
-// commitFile, inside the transaction that records the file on a document,
-// clears its pending mark.
-func commitFile(tx store.Txn, tenant, fileID string) error {
-	return tx.Delete(pendingKey(tenant, fileID))
 }
 
 // dropFile deletes a file that no document names (best effort, with its

@@ -452,7 +452,7 @@ func TestSweep(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// An upload that stored its chunks but never became a document.
-	if _, _, err := b.svc.putFile(b.ctx, b.tenant, bytes.Repeat([]byte("x"), 3*ChunkSize)); err != nil {
+	if _, _, err := b.svc.putFile(b.ctx, b.tenant, "fil_orphan", bytes.Repeat([]byte("x"), 3*ChunkSize)); err != nil {
 		t.Fatal(err)
 	}
 	typ := b.invoiceType(t, nil)

@@ -409,23 +409,7 @@ func (s *Service) peekDuplicates(tx store.Txn, tenant string, r *record, t *DocT
 	if err != nil {
 		return nil, err
 	}
-	var others []string
-	for _, id := range list {
-		if id == r.ID || len(others) == 20 {
-			continue
-		}
-		o, err := docs.Get(tx, tenant, id)
-		if errors.Is(err, errs.NotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if o.Status != StatusRejected {
-			others = append(others, id)
-		}
-	}
-	return others, nil
+	return others(list, r.ID), nil
 }
 
 func sameIssues(a, b []Issue) bool {

@@ -5,10 +5,12 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/extract"
 	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
@@ -69,6 +71,42 @@ type Service struct {
 	log    *slog.Logger
 	events EventSink
 	max    int64
+
+	// Compiled extractors by type, so an upload does not compile the
+	// type's patterns again (the bulk of the work for a one-page file).
+	xmu sync.Mutex
+	xs  map[string]cachedExtractor
+}
+
+type cachedExtractor struct {
+	updated time.Time
+	x       *extract.Extractor
+}
+
+// maxCachedExtractors bounds the extractor cache; beyond it the cache is
+// emptied and refilled by use.
+const maxCachedExtractors = 1024
+
+// extractor returns the compiled extractor of t's fields.
+func (s *Service) extractor(tenant string, t *DocType) (*extract.Extractor, error) {
+	key := tenant + "\x00" + t.ID
+	s.xmu.Lock()
+	c, ok := s.xs[key]
+	s.xmu.Unlock()
+	if ok && c.updated.Equal(t.UpdatedAt) {
+		return c.x, nil
+	}
+	x, err := extract.New(extractFields(t))
+	if err != nil {
+		return nil, errors.Wrapf(err, "document type %s has unusable fields", t.ID)
+	}
+	s.xmu.Lock()
+	if len(s.xs) >= maxCachedExtractors {
+		s.xs = map[string]cachedExtractor{}
+	}
+	s.xs[key] = cachedExtractor{updated: t.UpdatedAt, x: x}
+	s.xmu.Unlock()
+	return x, nil
 }
 
 // NewService returns the documents app over cfg.Store. It panics when
@@ -78,7 +116,8 @@ func NewService(cfg Config) *Service {
 		panic("docs.NewService: Config.Store is required")
 	}
 	cfg = cfg.withDefaults()
-	return &Service{st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, events: cfg.Events, max: cfg.MaxUploadBytes}
+	return &Service{st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, events: cfg.Events, max: cfg.MaxUploadBytes,
+		xs: map[string]cachedExtractor{}}
 }
 
 // MaxUploadBytes returns the largest file the service accepts.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"path"
 	"slices"
@@ -118,7 +119,7 @@ type prepared struct {
 
 // prepare checks a file's size and type, reads its pages and extracts
 // typ's fields. Unsupported or unreadable files are 422s on body.file.
-func (s *Service) prepare(filename string, data []byte, typ *DocType) (*prepared, error) {
+func (s *Service) prepare(tenant, filename string, data []byte, typ *DocType) (*prepared, error) {
 	if int64(len(data)) > s.max {
 		return nil, errs.TooLargef("the file is %d bytes; the limit is %d bytes", len(data), s.max)
 	}
@@ -134,9 +135,9 @@ func (s *Service) prepare(filename string, data []byte, typ *DocType) (*prepared
 		}
 		return nil, err
 	}
-	x, err := extract.New(extractFields(typ))
+	x, err := s.extractor(tenant, typ)
 	if err != nil {
-		return nil, errors.Wrapf(err, "document type %s has unusable fields", typ.ID)
+		return nil, err
 	}
 	vals, problems := x.Extract(pages)
 	return &prepared{filename: filename, contentType: ct, data: data, pages: pages, values: vals, problems: problems}, nil
@@ -182,11 +183,11 @@ func (s *Service) Upload(ctx context.Context, tenant, actor string, in UploadIn)
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.prepare(in.Filename, in.Data, typ)
+	p, err := s.prepare(tenant, in.Filename, in.Data, typ)
 	if err != nil {
 		return nil, err
 	}
-	fileID, chunks, err := s.putFile(ctx, tenant, in.Data)
+	file, err := s.stageFile(ctx, tenant, in.Data)
 	if err != nil {
 		return nil, err
 	}
@@ -224,17 +225,17 @@ func (s *Service) Upload(ctx context.Context, tenant, actor string, in UploadIn)
 		}
 		r := *rec
 		r.History = nil
-		if err := s.ingest(tx, tenant, actor, &r, t, p, fileID, chunks, now); err != nil {
+		if err := s.ingest(tx, tenant, actor, &r, t, p, file, now); err != nil {
 			return err
 		}
-		if err := commitFile(tx, tenant, fileID); err != nil {
+		if err := file.commit(tx, tenant); err != nil {
 			return err
 		}
 		out = r.out(t.Name)
 		return nil
 	})
 	if err != nil {
-		s.dropFile(tenant, fileID)
+		s.abandon(tenant, file)
 		return nil, err
 	}
 	s.events.Kick()
@@ -264,11 +265,11 @@ func (s *Service) AddVersion(ctx context.Context, tenant, actor, id string, in V
 	if err := errs.Validation(in.Validate()...); err != nil {
 		return nil, err
 	}
-	p, err := s.prepare(in.Filename, in.Data, typ)
+	p, err := s.prepare(tenant, in.Filename, in.Data, typ)
 	if err != nil {
 		return nil, err
 	}
-	fileID, chunks, err := s.putFile(ctx, tenant, in.Data)
+	file, err := s.stageFile(ctx, tenant, in.Data)
 	if err != nil {
 		return nil, err
 	}
@@ -283,17 +284,17 @@ func (s *Service) AddVersion(ctx context.Context, tenant, actor, id string, in V
 		if err != nil {
 			return err
 		}
-		if err := s.ingest(tx, tenant, actor, r, t, p, fileID, chunks, now); err != nil {
+		if err := s.ingest(tx, tenant, actor, r, t, p, file, now); err != nil {
 			return err
 		}
-		if err := commitFile(tx, tenant, fileID); err != nil {
+		if err := file.commit(tx, tenant); err != nil {
 			return err
 		}
 		out = r.out(t.Name)
 		return nil
 	})
 	if err != nil {
-		s.dropFile(tenant, fileID)
+		s.abandon(tenant, file)
 		return nil, err
 	}
 	s.events.Kick()
@@ -302,7 +303,7 @@ func (s *Service) AddVersion(ctx context.Context, tenant, actor, id string, in V
 
 // ingest records a new version of r (the first for a new document) and
 // walks it through received, extracted and validation, then stores it.
-func (s *Service) ingest(tx store.Txn, tenant, actor string, r *record, t *DocType, p *prepared, fileID string, chunks int, now time.Time) error {
+func (s *Service) ingest(tx store.Txn, tenant, actor string, r *record, t *DocType, p *prepared, file *staged, now time.Time) error {
 	sum := sha256.Sum256(p.data)
 	r.Version++
 	r.Versions = append(r.Versions, storedVersion{
@@ -310,7 +311,7 @@ func (s *Service) ingest(tx store.Txn, tenant, actor string, r *record, t *DocTy
 			Version: r.Version, Filename: p.filename, ContentType: p.contentType, SizeBytes: int64(len(p.data)),
 			SHA256: hex.EncodeToString(sum[:]), Pages: len(p.pages), UploadedAt: now, UploadedBy: actorPtr(actor),
 		},
-		FileID: fileID, Chunks: chunks,
+		FileID: file.fileID, Chunks: file.chunks,
 	})
 	r.Status, r.TypeName, r.UpdatedAt = StatusReceived, t.Name, now
 	r.Extracted, r.Problems, r.Validation, r.Review, r.DueAt = nil, nil, nil, nil, nil
@@ -435,6 +436,11 @@ func (s *Service) decide(tx store.Txn, tenant string, r *record, now time.Time, 
 	if err := s.emit(tx, tenant, name, r, map[string]any{"note": r.Review.Note, "by": r.Review.DecidedBy}); err != nil {
 		return err
 	}
+	if status == StatusRejected {
+		if err := markRejected(tx, tenant, r); err != nil {
+			return err
+		}
+	}
 	return docs.Put(tx, tenant, r)
 }
 
@@ -468,16 +474,26 @@ func nonNilStrings(s []string) []string {
 // ---- Duplicates ----------------------------------------------------------
 
 // The duplicate register: one point key per normalized (supplier, number)
-// holding the ids of the documents that have them. Reading a point key
-// makes two concurrent uploads of the same invoice conflict, so the
-// second one sees the first (a range scan would not).
+// listing the documents that have them, each with whether it is rejected.
+// Reading a point key makes two concurrent uploads of the same invoice
+// conflict, so the second one sees the first (a range scan would not),
+// and finding duplicates costs one read, not one per document.
 const spaceDup = "docdup"
+
+// maxDupReport bounds the documents a duplicate warning names.
+const maxDupReport = 20
 
 func dupKey(tenant, supplier, number string) []byte {
 	return store.Key(tenant, spaceDup, supplier, number)
 }
 
-func readDup(tx store.Txn, key []byte) ([]string, error) {
+// dupEntry is a document in the register.
+type dupEntry struct {
+	ID       string `json:"id"`
+	Rejected bool   `json:"rejected,omitempty"`
+}
+
+func readDup(tx store.Reader, key []byte) ([]dupEntry, error) {
 	b, err := tx.Get(key)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -485,22 +501,39 @@ func readDup(tx store.Txn, key []byte) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(b) == 0 {
-		return nil, nil
+	var out []dupEntry
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, errors.Wrap(err, "decode duplicate register")
 	}
-	return strings.Split(string(b), ","), nil
+	return out, nil
 }
 
-func writeDup(tx store.Txn, key []byte, idList []string) error {
-	if len(idList) == 0 {
+func writeDup(tx store.Txn, key []byte, list []dupEntry) error {
+	if len(list) == 0 {
 		return tx.Delete(key)
 	}
-	return tx.Set(key, []byte(strings.Join(idList, ",")))
+	b, err := json.Marshal(list)
+	if err != nil {
+		return errors.Wrap(err, "encode duplicate register")
+	}
+	return tx.Set(key, b)
+}
+
+// others returns the ids of the entries other than id that are not
+// rejected, at most maxDupReport.
+func others(list []dupEntry, id string) []string {
+	var out []string
+	for _, e := range list {
+		if e.ID != id && !e.Rejected && len(out) < maxDupReport {
+			out = append(out, e.ID)
+		}
+	}
+	return out
 }
 
 // trackDuplicates moves r in the register to its current (supplier,
-// number) and returns the other documents that share them and are not
-// rejected.
+// number) and status, and returns the other documents that share them
+// and are not rejected.
 func (s *Service) trackDuplicates(tx store.Txn, tenant string, r *record, t *DocType) ([]string, error) {
 	sup, num, ok := duplicateKey(t, r.Extracted)
 	if r.DupSupplier != "" && (!ok || sup != r.DupSupplier || num != r.DupNumber) {
@@ -509,7 +542,7 @@ func (s *Service) trackDuplicates(tx store.Txn, tenant string, r *record, t *Doc
 		if err != nil {
 			return nil, err
 		}
-		if err := writeDup(tx, key, slices.DeleteFunc(list, func(x string) bool { return x == r.ID })); err != nil {
+		if err := writeDup(tx, key, slices.DeleteFunc(list, func(e dupEntry) bool { return e.ID == r.ID })); err != nil {
 			return nil, err
 		}
 		r.DupSupplier, r.DupNumber = "", ""
@@ -522,28 +555,39 @@ func (s *Service) trackDuplicates(tx store.Txn, tenant string, r *record, t *Doc
 	if err != nil {
 		return nil, err
 	}
-	if !slices.Contains(list, r.ID) {
-		list = append(list, r.ID)
+	rejected := r.Status == StatusRejected
+	i := slices.IndexFunc(list, func(e dupEntry) bool { return e.ID == r.ID })
+	switch {
+	case i < 0:
+		list = append(list, dupEntry{ID: r.ID, Rejected: rejected})
+	case list[i].Rejected != rejected:
+		list[i].Rejected = rejected
+	default:
+		i = -2 // unchanged
+	}
+	if i != -2 {
 		if err := writeDup(tx, key, list); err != nil {
 			return nil, err
 		}
 	}
 	r.DupSupplier, r.DupNumber = sup, num
-	var others []string
-	for _, id := range list {
-		if id == r.ID || len(others) == 20 {
-			continue
-		}
-		o, err := docs.Get(tx, tenant, id)
-		if errors.Is(err, errs.NotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if o.Status != StatusRejected {
-			others = append(others, id)
+	return others(list, r.ID), nil
+}
+
+// markRejected records in the register that r was rejected.
+func markRejected(tx store.Txn, tenant string, r *record) error {
+	if r.DupSupplier == "" {
+		return nil
+	}
+	key := dupKey(tenant, r.DupSupplier, r.DupNumber)
+	list, err := readDup(tx, key)
+	if err != nil {
+		return err
+	}
+	for i := range list {
+		if list[i].ID == r.ID {
+			list[i].Rejected = true
 		}
 	}
-	return others, nil
+	return writeDup(tx, key, list)
 }
