@@ -83,7 +83,6 @@ func (e *Engine) send(ctx context.Context, c *command) (reply, error) {
 	}
 }
 
-
 // StartInput starts a run by hand.
 type StartInput struct {
 	Tenant    string
