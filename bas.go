@@ -308,9 +308,8 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 			return nil, errors.Wrap(err, "register the email outbox")
 		}
 	}
-	var gate runengine.Gate = runengine.Supervised{}
 	eng, err := runengine.New(runengine.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,
-		Capabilities: ws.registry, Processes: ws.processes, Gate: gate})
+		Capabilities: ws.registry, Processes: ws.processes, Gate: ws.automation.Gate()})
 	if err != nil {
 		_ = ws.Close()
 		return nil, err
@@ -351,7 +350,7 @@ func (ws *Workspace) Engine() *runengine.Engine { return ws.engine }
 // AgreementRate is the share of decided actions people agreed with over
 // the last 30 days, or nil when none was decided.
 func (ws *Workspace) AgreementRate(ctx context.Context, tenant string) (*float64, error) {
-	return nil, nil
+	return ws.decisions.AgreementRate(ctx, tenant)
 }
 
 // Ping checks that the store answers.

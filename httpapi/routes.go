@@ -11,4 +11,5 @@ func (h *Handler) registerRoutes() {
 	h.registerCapabilityRoutes()
 	h.registerAutomationRoutes()
 	h.registerDecisionRoutes()
+	h.registerDocsRoutes()
 }

@@ -22,14 +22,24 @@ type provider struct{ s *Service }
 
 var _ capability.Provider = provider{}
 
-// Info describes the provider and the docs app.
-func (provider) Info() capability.Info {
-	caps := []string{capability.DocumentExtract, capability.DocumentValidate, capability.DocumentApprove, capability.DocumentReject}
-	app := capability.App{
+// App describes the docs app: its API prefix, the events it emits and the
+// capabilities it fills. It is the "docs" entry of capability.BuiltinApps;
+// Info does not repeat it, since the registry lists built-in apps itself
+// and logs a provider app whose id is a built-in one.
+func App() capability.App {
+	return capability.App{
 		ID: "docs", Name: "Documents", API: capability.API{Prefix: "/v1/docs"},
-		Events: capability.Events{Emits: Events(), Consumes: []string{}}, Capabilities: caps,
+		Events: capability.Events{Emits: Events(), Consumes: []string{}}, Capabilities: capabilities(),
 	}
-	return capability.Info{ID: ProviderID, Name: "Documents", Kind: capability.KindBuiltin, Capabilities: caps, App: &app}
+}
+
+func capabilities() []string {
+	return []string{capability.DocumentExtract, capability.DocumentValidate, capability.DocumentApprove, capability.DocumentReject}
+}
+
+// Info describes the provider.
+func (provider) Info() capability.Info {
+	return capability.Info{ID: ProviderID, Name: "Documents", Kind: capability.KindBuiltin, Capabilities: capabilities()}
 }
 
 // Call performs one capability call in call.Tenant.
