@@ -25,16 +25,17 @@ type Event struct {
 func outboxKey(id string) []byte { return store.Key(store.System, "outbox", id) }
 
 // outboxWrite returns the write of an event into the outbox and what to do
-// once it is durable.
+// once it is durable: hand it to the dispatcher, which then need not read
+// it back from the store.
 func (e *Engine) outboxWrite(tenant, name string, data map[string]any, at time.Time) (func(store.Txn) error, func()) {
-	ev := Event{ID: ids.New("evt", at), Tenant: tenant, Name: name, Data: data, At: at}
+	ev := &Event{ID: ids.New("evt", at), Tenant: tenant, Name: name, Data: data, At: at}
 	raw, err := json.Marshal(ev)
 	return func(tx store.Txn) error {
 		if err != nil {
 			return errors.Wrapf(err, "encode event %s", name)
 		}
 		return tx.Set(outboxKey(ev.ID), raw)
-	}, e.disp.kick
+	}, func() { e.disp.push(ev) }
 }
 
 // EmitTx writes an event into the outbox within tx, so it is emitted if
@@ -80,14 +81,36 @@ func toMap(v any) (map[string]any, error) {
 // each event (once per event and process) and hands events to runs waiting
 // on them. An event leaves the outbox only after that is durable, so a
 // crash replays it; dedupe keys keep a replay from starting a run twice.
+//
+// Events the engine emits reach the dispatcher in memory once their commit
+// is durable; the store is scanned only on open, when an app kicks after
+// EmitTx, and every safetyScan as a safety net.
 type dispatcher struct {
 	e        *Engine
-	kickCh   chan struct{}
+	wakeCh   chan struct{}
 	reqs     chan *publishReq
 	quit     chan struct{}
 	stopOnce sync.Once
 	filters  sync.Map // raw filter text -> *filter.Filter
+
+	mu   sync.Mutex
+	mem  []*Event // committed events not yet dispatched
+	scan bool     // a scan of the store is due
+
+	// floor is the time of the newest event dispatched; a scan starts
+	// outboxWindow before it, so it does not walk the deleted entries of
+	// everything dispatched before. Every fullScanEvery a scan starts at
+	// the beginning, for an event that committed long after it was made.
+	floor    time.Time
+	lastFull time.Time
 }
+
+const (
+	outboxWindow  = 5 * time.Second
+	fullScanEvery = 30 * time.Second
+	safetyScan    = 5 * time.Second
+	dispatchPage  = 500
+)
 
 type publishReq struct {
 	ev    *Event
@@ -100,31 +123,47 @@ type publishResult struct {
 }
 
 func newDispatcher(e *Engine) *dispatcher {
-	return &dispatcher{e: e, kickCh: make(chan struct{}, 1), reqs: make(chan *publishReq), quit: make(chan struct{})}
+	return &dispatcher{e: e, wakeCh: make(chan struct{}, 1), reqs: make(chan *publishReq), quit: make(chan struct{})}
 }
 
-func (d *dispatcher) kick() {
+func (d *dispatcher) wake() {
 	select {
-	case d.kickCh <- struct{}{}:
+	case d.wakeCh <- struct{}{}:
 	default:
 	}
+}
+
+// push hands a committed event to the dispatcher.
+func (d *dispatcher) push(ev *Event) {
+	d.mu.Lock()
+	d.mem = append(d.mem, ev)
+	d.mu.Unlock()
+	d.wake()
+}
+
+// kick asks for a scan of the store's outbox.
+func (d *dispatcher) kick() {
+	d.mu.Lock()
+	d.scan = true
+	d.mu.Unlock()
+	d.wake()
 }
 
 func (d *dispatcher) stop() { d.stopOnce.Do(func() { close(d.quit) }) }
 
 func (d *dispatcher) loop() {
-	safety := time.NewTicker(time.Second)
+	safety := time.NewTicker(safetyScan)
 	defer safety.Stop()
 	for {
 		select {
 		case <-d.quit:
 			return
 		case req := <-d.reqs:
-			runs, err := d.dispatch(req.ev)
-			req.reply <- publishResult{runs: runs, err: err}
+			d.answer(req)
 			continue
-		case <-d.kickCh:
+		case <-d.wakeCh:
 		case <-safety.C:
+			d.kick()
 		}
 		if err := d.drain(); err != nil && !d.e.isClosed() {
 			d.e.log.Error("event dispatcher", "error", err)
@@ -132,18 +171,67 @@ func (d *dispatcher) loop() {
 	}
 }
 
-// drain dispatches everything in the outbox, a page at a time.
+func (d *dispatcher) answer(req *publishReq) {
+	runs, err := d.dispatch(req.ev)
+	req.reply <- publishResult{runs: runs, err: err}
+}
+
+// drain dispatches the events handed over in memory, then, when one is
+// due, what a scan of the outbox finds.
 func (d *dispatcher) drain() error {
+	for {
+		d.mu.Lock()
+		batch := d.mem
+		if len(batch) > dispatchPage {
+			batch = batch[:dispatchPage:dispatchPage]
+			d.mem = d.mem[dispatchPage:]
+		} else {
+			d.mem = nil
+		}
+		scan := d.scan && len(batch) == 0
+		if scan {
+			d.scan = false
+		}
+		d.mu.Unlock()
+		switch {
+		case len(batch) > 0:
+			if err := d.dispatchAll(batch); err != nil {
+				return err
+			}
+		case scan:
+			return d.scanOutbox()
+		default:
+			return nil
+		}
+		select {
+		case <-d.quit:
+			return nil
+		case req := <-d.reqs:
+			d.answer(req)
+		default:
+		}
+	}
+}
+
+// scanOutbox dispatches what the outbox holds, a page at a time.
+func (d *dispatcher) scanOutbox() error {
+	opts := store.ScanOptions{Prefix: store.Key(store.System, "outbox")}
+	if time.Since(d.lastFull) < fullScanEvery && !d.floor.IsZero() {
+		opts.After = outboxKey(ids.Floor("evt", d.floor.Add(-outboxWindow)))
+	} else {
+		d.lastFull = time.Now()
+	}
 	for {
 		var evs []*Event
 		err := d.e.st.View(d.e.ctx, func(r store.Reader) error {
-			return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "outbox")}, func(_, val []byte) error {
+			return r.Scan(opts, func(key, val []byte) error {
 				ev := new(Event)
 				if err := json.Unmarshal(val, ev); err != nil {
 					return errors.Wrap(err, "decode outbox event")
 				}
 				evs = append(evs, ev)
-				if len(evs) == 500 {
+				opts.After = append(opts.After[:0:0], key...)
+				if len(evs) == dispatchPage {
 					return store.ErrStop
 				}
 				return nil
@@ -152,54 +240,51 @@ func (d *dispatcher) drain() error {
 		if err != nil || len(evs) == 0 {
 			return err
 		}
-		select {
-		case <-d.quit:
-			return nil
-		case req := <-d.reqs:
-			runs, err := d.dispatch(req.ev)
-			req.reply <- publishResult{runs: runs, err: err}
-		default:
-		}
-		pending := make([]*planned, 0, len(evs))
-		for _, ev := range evs {
-			p, err := d.plan(ev)
-			if err != nil {
-				return err
-			}
-			pending = append(pending, p)
-		}
-		keys := make([][]byte, 0, len(evs))
-		for i, p := range pending {
-			if _, err := d.await(p); err != nil {
-				return err
-			}
-			keys = append(keys, outboxKey(evs[i].ID))
-		}
-		if err := d.e.commits.commitWait(context.Background(), func(tx store.Txn) error {
-			for _, k := range keys {
-				if err := tx.Delete(k); err != nil {
-					return err
-				}
-			}
-			return nil
-		}, nil); err != nil {
+		if err := d.dispatchAll(evs); err != nil {
 			return err
 		}
-		if len(evs) < 500 {
+		if len(evs) < dispatchPage {
 			return nil
 		}
 	}
+}
+
+// dispatchAll dispatches evs together: one read for their triggers and
+// waiters, one commit removing them from the outbox.
+func (d *dispatcher) dispatchAll(evs []*Event) error {
+	plans, err := d.plan(evs)
+	if err != nil {
+		return err
+	}
+	keys := make([][]byte, len(evs))
+	for i, p := range plans {
+		if _, err := d.await(p); err != nil {
+			return err
+		}
+		keys[i] = outboxKey(evs[i].ID)
+		if evs[i].At.After(d.floor) {
+			d.floor = evs[i].At
+		}
+	}
+	return d.e.commits.commitWait(context.Background(), func(tx store.Txn) error {
+		for _, k := range keys {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil)
 }
 
 // dispatch starts the runs ev triggers and wakes the runs waiting on it,
 // then removes it from the outbox. It returns the runs started (or started
 // by an earlier dispatch of the same event).
 func (d *dispatcher) dispatch(ev *Event) ([]json.RawMessage, error) {
-	p, err := d.plan(ev)
+	plans, err := d.plan([]*Event{ev})
 	if err != nil {
 		return nil, err
 	}
-	started, err := d.await(p)
+	started, err := d.await(plans[0])
 	if err != nil {
 		return nil, err
 	}
@@ -213,85 +298,105 @@ type planned struct {
 	starts, wakes []chan reply
 }
 
-// plan sends the commands ev calls for without waiting for them.
-func (d *dispatcher) plan(ev *Event) (*planned, error) {
+// plan sends the commands evs call for without waiting for them. The
+// triggers and waiters of each event name are read once for the batch.
+func (d *dispatcher) plan(evs []*Event) ([]*planned, error) {
 	e := d.e
-	var defs []*process.Definition
 	type waiting struct {
 		runID string
 		w     waiter
 		key   []byte
 	}
-	var waiters []waiting
-	existing := map[string]string{} // process id -> run id started before
+	type group struct {
+		defs    []*process.Definition
+		waiters []waiting
+	}
+	groups := map[[2]string]*group{}
+	existing := map[string]string{} // event id + process id -> run id started before
 	err := e.st.View(e.ctx, func(r store.Reader) error {
-		var err error
-		defs, err = e.cfg.Processes.ByEvent(r, ev.Tenant, ev.Name)
-		if err != nil {
-			return err
-		}
-		for _, def := range defs {
-			raw, err := r.Get(dedupeKey(ev.Tenant, ev.ID, def.ID))
-			switch {
-			case err == nil:
-				existing[def.ID] = string(raw)
-			case !errors.Is(err, store.ErrNotFound):
-				return err
+		for _, ev := range evs {
+			k := [2]string{ev.Tenant, ev.Name}
+			g, ok := groups[k]
+			if !ok {
+				g = &group{}
+				groups[k] = g
+				var err error
+				if g.defs, err = e.cfg.Processes.ByEvent(r, ev.Tenant, ev.Name); err != nil {
+					return err
+				}
+				prefix := store.Key(store.System, "waiter", ev.Tenant, ev.Name)
+				err = r.Scan(store.ScanOptions{Prefix: prefix}, func(key, val []byte) error {
+					parts, err := store.DecodeKey(key)
+					if err != nil || len(parts) != 5 {
+						return errors.Newf("runengine: bad waiter key %q", key)
+					}
+					var w waiter
+					if err := json.Unmarshal(val, &w); err != nil {
+						return err
+					}
+					g.waiters = append(g.waiters, waiting{runID: parts[4].(string), w: w, key: append([]byte(nil), key...)})
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+			}
+			for _, def := range g.defs {
+				raw, err := r.Get(dedupeKey(ev.Tenant, ev.ID, def.ID))
+				switch {
+				case err == nil:
+					existing[ev.ID+"/"+def.ID] = string(raw)
+				case !errors.Is(err, store.ErrNotFound):
+					return err
+				}
 			}
 		}
-		prefix := store.Key(store.System, "waiter", ev.Tenant, ev.Name)
-		return r.Scan(store.ScanOptions{Prefix: prefix}, func(key, val []byte) error {
-			parts, err := store.DecodeKey(key)
-			if err != nil || len(parts) != 5 {
-				return errors.Newf("runengine: bad waiter key %q", key)
-			}
-			var w waiter
-			if err := json.Unmarshal(val, &w); err != nil {
-				return err
-			}
-			waiters = append(waiters, waiting{runID: parts[4].(string), w: w, key: append([]byte(nil), key...)})
-			return nil
-		})
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	p := &planned{}
-	for _, def := range defs {
-		if runID, ok := existing[def.ID]; ok {
-			if raw, err := e.runJSON(ev.Tenant, runID); err == nil {
-				p.started = append(p.started, raw)
+	plans := make([]*planned, len(evs))
+	for i, ev := range evs {
+		p := &planned{}
+		plans[i] = p
+		g := groups[[2]string{ev.Tenant, ev.Name}]
+		for _, def := range g.defs {
+			if runID, ok := existing[ev.ID+"/"+def.ID]; ok {
+				if raw, err := e.runJSON(ev.Tenant, runID); err == nil {
+					p.started = append(p.started, raw)
+				}
+				continue
 			}
-			continue
+			if !def.Enabled || def.Archived || !d.matches(def.Trigger.Filter, ev.Data) {
+				continue
+			}
+			ver, err := e.version(ev.Tenant, def.ID, def.Version)
+			if err != nil {
+				return nil, err
+			}
+			runID := ids.New("run", e.now())
+			name := ev.Name
+			rep := make(chan reply, 1)
+			p.starts = append(p.starts, rep)
+			e.workerFor(runID).send(&command{kind: cmdStart, tenant: ev.Tenant, runID: runID, reply: rep, start: &startArgs{
+				version: ver,
+				subject: eventSubject(ev),
+				trigger: RunTrigger{Type: process.TriggerEvent, Event: &name, EventID: ev.ID, Data: ev.Data},
+				ops:     []func(store.Txn) error{setKey(dedupeKey(ev.Tenant, ev.ID, def.ID), []byte(runID))},
+			}})
 		}
-		if !def.Enabled || def.Archived || !d.matches(def.Trigger.Filter, ev.Data) {
-			continue
+		for _, w := range g.waiters {
+			if !d.matches(w.w.Filter, ev.Data) {
+				continue
+			}
+			rep := make(chan reply, 1)
+			p.wakes = append(p.wakes, rep)
+			e.workerFor(w.runID).send(&command{kind: cmdEvent, tenant: ev.Tenant, runID: w.runID, reply: rep,
+				event: &eventArgs{name: ev.Name, id: ev.ID, data: ev.Data, key: w.key}})
 		}
-		ver, err := e.version(ev.Tenant, def.ID, def.Version)
-		if err != nil {
-			return nil, err
-		}
-		runID := ids.New("run", e.now())
-		name := ev.Name
-		rep := make(chan reply, 1)
-		p.starts = append(p.starts, rep)
-		e.workerFor(runID).send(&command{kind: cmdStart, tenant: ev.Tenant, runID: runID, reply: rep, start: &startArgs{
-			version: ver,
-			subject: eventSubject(ev),
-			trigger: RunTrigger{Type: process.TriggerEvent, Event: &name, EventID: ev.ID, Data: ev.Data},
-			ops:     []func(store.Txn) error{setKey(dedupeKey(ev.Tenant, ev.ID, def.ID), []byte(runID))},
-		}})
 	}
-	for _, w := range waiters {
-		if !d.matches(w.w.Filter, ev.Data) {
-			continue
-		}
-		rep := make(chan reply, 1)
-		p.wakes = append(p.wakes, rep)
-		e.workerFor(w.runID).send(&command{kind: cmdEvent, tenant: ev.Tenant, runID: w.runID, reply: rep,
-			event: &eventArgs{name: ev.Name, id: ev.ID, data: ev.Data, key: w.key}})
-	}
-	return p, nil
+	return plans, nil
 }
 
 // await waits until the commands of p are durable and returns the runs

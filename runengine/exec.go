@@ -328,8 +328,9 @@ func (x *exec) callFunc(def *process.Step, st *StepRun, capID string, args any, 
 	key := x.r.ID + "/" + def.Key + "/" + keySuffix + strconv.Itoa(st.Attempts+1)
 	e := x.w.e
 	tenant := x.r.Tenant
+	info := RunInfo{ID: x.r.ID, ProcessID: x.r.ProcessID, ProcessName: x.r.ProcessName, Subject: x.r.Subject, StepKey: def.Key}
 	return func() *callResult {
-		ctx, cancel := context.WithTimeout(e.ctx, e.cfg.CallTimeout)
+		ctx, cancel := context.WithTimeout(context.WithValue(e.ctx, runInfoKey{}, info), e.cfg.CallTimeout)
 		defer cancel()
 		out, err := e.cfg.Capabilities.Call(ctx, capability.Call{Tenant: tenant, Capability: capID, Args: raw, IdempotencyKey: key})
 		return &callResult{out: out, err: err}
@@ -477,4 +478,23 @@ func (x *exec) putTask(old, t *Task) {
 	}
 	x.fx.ops = append(x.fx.ops, func(tx store.Txn) error { return tasks.PutOver(tx, tenant, old, t, raw) })
 	x.replyTask = raw
+}
+
+// RunInfo tells an in-process provider which run and step a call comes
+// from.
+type RunInfo struct {
+	ID          string
+	ProcessID   string
+	ProcessName string
+	Subject     Subject
+	StepKey     string
+}
+
+type runInfoKey struct{}
+
+// RunFromContext returns the run a capability call comes from, when the
+// engine made it.
+func RunFromContext(ctx context.Context) (RunInfo, bool) {
+	info, ok := ctx.Value(runInfoKey{}).(RunInfo)
+	return info, ok
 }

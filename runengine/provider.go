@@ -3,7 +3,6 @@ package runengine
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"time"
 
 	"github.com/bas-platform/bas/capability"
@@ -29,15 +28,11 @@ func (p tasksProvider) Info() capability.Info {
 
 // Call creates the task or approval.
 func (p tasksProvider) Call(ctx context.Context, call capability.Call) (json.RawMessage, error) {
-	runID, stepKey, _ := strings.Cut(call.IdempotencyKey, "/")
-	stepKey, _, _ = strings.Cut(stepKey, "/")
-	if !strings.HasPrefix(runID, "run_") {
-		return nil, errs.Invalidf([]any{"idempotency_key"}, "value_error", "%s is called by a process step", call.Capability)
+	r, ok := RunFromContext(ctx)
+	if !ok {
+		return nil, errs.Invalidf([]any{"capability"}, "value_error", "%s is called by a process step", call.Capability)
 	}
-	r, err := p.e.GetRun(ctx, call.Tenant, runID)
-	if err != nil {
-		return nil, err
-	}
+	stepKey := r.StepKey
 	now := p.e.now()
 	dedupe := store.Key(call.Tenant, "cap-call", call.IdempotencyKey)
 	var out json.RawMessage
@@ -106,7 +101,7 @@ func (p tasksProvider) Call(ctx context.Context, call capability.Call) (json.Raw
 		return nil, errs.Invalidf([]any{"capability"}, "value_error", "builtin.tasks does not fill %s", call.Capability)
 	}
 	var first json.RawMessage
-	err = p.e.commits.commitWait(ctx, func(tx store.Txn) error {
+	err := p.e.commits.commitWait(ctx, func(tx store.Txn) error {
 		prev, err := tx.Get(dedupe)
 		switch {
 		case err == nil:

@@ -28,6 +28,18 @@ func New(prefix string, t time.Time) string {
 	return sb.String()
 }
 
+// Floor returns the smallest id of kind prefix that New can make at t:
+// every id made at t or later sorts after it.
+func Floor(prefix string, t time.Time) string {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(t.UnixMilli())<<16)
+	var sb strings.Builder
+	sb.WriteString(prefix)
+	sb.WriteByte('_')
+	encode(&sb, b)
+	return sb.String()
+}
+
 // encode writes 128 bits as 26 base32 characters, most significant first.
 func encode(sb *strings.Builder, b [16]byte) {
 	hi := binary.BigEndian.Uint64(b[:8])

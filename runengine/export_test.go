@@ -1,0 +1,84 @@
+package runengine
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/bas-platform/bas/internal/ids"
+	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
+)
+
+// seedBatch is how many runs (each with its task) one seeding transaction
+// writes: about 1.3 MB, under Badger's limit of 15% of a 16 MiB memtable.
+const seedBatch = 1000
+
+// SeedTasks writes n runs of one human-task process straight into st under
+// tenant, each waiting on its open, unassigned task, with the index
+// entries, active keys and counters the engine keeps for them, in large
+// transactions: a scale fixture for benchmarks of lists (starting a million
+// runs through the engine takes minutes). Runs and tasks are made one
+// millisecond apart, so their ids order them. The runs' process is not
+// stored: open a seeded store with New only (lists and reads), not Open,
+// which would try to resume every seeded run.
+func SeedTasks(st store.Store, tenant string, n int) error {
+	t0 := time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC)
+	processID := ids.New("prc", t0)
+	ctx := context.Background()
+	for done := 0; done < n; {
+		size := min(seedBatch, n-done)
+		type rec struct {
+			run          *Run
+			task         *Task
+			runRaw, tRaw []byte
+		}
+		batch := make([]rec, size)
+		for i := range batch {
+			at := t0.Add(time.Duration(done+i) * time.Millisecond)
+			runID, taskID := ids.New("run", at), ids.New("tsk", at)
+			step := "review"
+			label := "INV-" + runID[len(runID)-6:]
+			r := &Run{ID: runID, Tenant: tenant, ProcessID: processID, ProcessName: "Review invoices",
+				ProcessVersion: 1, Function: "finance", Status: RunWaiting,
+				Subject: Subject{Type: "invoice", Label: label}, Trigger: RunTrigger{Type: "manual"},
+				CurrentStep: &step, StartedAt: at,
+				Steps: []StepRun{{Key: step, Type: "human_task", Status: StepWaitingTask, StartedAt: &at, TaskID: &taskID}}}
+			t := &Task{ID: taskID, RunID: runID, ProcessID: processID, ProcessName: r.ProcessName, StepKey: step,
+				Title: "Review " + label, Subject: r.Subject, Actions: []string{"approve", "reject"},
+				Status: TaskOpen, CreatedAt: at, Kind: "step"}
+			runRaw, err := json.Marshal((*storedRun)(r))
+			if err != nil {
+				return errors.Wrap(err, "encode run")
+			}
+			tRaw, err := json.Marshal(t)
+			if err != nil {
+				return errors.Wrap(err, "encode task")
+			}
+			batch[i] = rec{r, t, runRaw, tRaw}
+		}
+		err := st.Update(ctx, func(tx store.Txn) error {
+			for _, b := range batch {
+				if err := runs.PutOver(tx, tenant, nil, b.run, b.runRaw); err != nil {
+					return err
+				}
+				if err := tasks.PutOver(tx, tenant, nil, b.task, b.tRaw); err != nil {
+					return err
+				}
+				if err := tx.Set(activeKey(tenant, b.run.ID), nil); err != nil {
+					return err
+				}
+			}
+			return applyCounters(tx, map[string]int64{
+				counterKey(tenant, "inflight", "finance"): int64(size),
+				counterKey(tenant, "waiting", "finance"):  int64(size),
+				counterKey(tenant, "tasks-open", "*"):     int64(size),
+			})
+		})
+		if err != nil {
+			return errors.Wrapf(err, "seed runs %d to %d", done, done+size)
+		}
+		done += size
+	}
+	return nil
+}
