@@ -96,6 +96,8 @@ type Options struct {
 	PluginDir string
 	// Plugins are explicit paths of provider plugins to load.
 	Plugins []string
+	// MaxUploadBytes bounds an uploaded document. Defaults to 25 MiB.
+	MaxUploadBytes int64
 	// PluginChecksums maps a plugin path or base name to its expected
 	// SHA-256 (hex); a plugin that does not match is not started.
 	PluginChecksums map[string]string
@@ -291,7 +293,8 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	ws.access.RegisterChangeKind(automation.ChangeKind, ws.automation.ApplyChangeTx,
 		access.DecidedWith(access.PermAutomationManage))
 	// -- wiring: docs
-	ws.docs = docs.NewService(docs.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger, Events: docsEvents{ws}})
+	ws.docs = docs.NewService(docs.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger, Events: docsEvents{ws},
+		MaxUploadBytes: opts.MaxUploadBytes})
 	if err := ws.registry.Register(ws.docs.Provider()); err != nil {
 		_ = ws.Close()
 		return nil, errors.Wrap(err, "register the docs provider")

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
+	"strings"
 
 	"github.com/bas-platform/bas/internal/access"
 	"github.com/bas-platform/bas/internal/errs"
@@ -40,12 +41,16 @@ func (c *Ctx) Tenant() string { return c.P.Tenant }
 // Param returns a path parameter.
 func (c *Ctx) Param(name string) string { return c.Params.ByName(name) }
 
-// Body reads the request body, at most MaxBodyBytes (413 beyond).
+// Body reads the request body, at most MaxBodyBytes (MaxUploadBytes for a
+// multipart upload; 413 beyond).
 func (c *Ctx) Body() ([]byte, error) {
 	if c.read {
 		return c.body, nil
 	}
 	limit := c.h.opts.MaxBodyBytes
+	if strings.HasPrefix(c.R.Header.Get("Content-Type"), "multipart/") {
+		limit = c.h.opts.MaxUploadBytes
+	}
 	b, err := io.ReadAll(io.LimitReader(c.R.Body, limit+1))
 	if err != nil {
 		return nil, errors.Wrap(err, "read body")

@@ -33,7 +33,9 @@ type Options struct {
 	DevLogin bool
 	// MaxBodyBytes bounds JSON bodies. Defaults to 1 MiB.
 	MaxBodyBytes int64
-	// MaxUploadBytes bounds file uploads. Defaults to 25 MiB.
+	// MaxUploadBytes bounds file uploads. Defaults to the workspace's
+	// limit (bas.Options.MaxUploadBytes, 25 MiB unless set), which it
+	// cannot raise.
 	MaxUploadBytes int64
 	// RateLimit is the number of requests a key or session may make per
 	// second (with a burst of the same size); 0, the default, turns rate
@@ -55,8 +57,8 @@ func (o Options) withDefaults(ws *bas.Workspace) Options {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 1 << 20
 	}
-	if o.MaxUploadBytes <= 0 {
-		o.MaxUploadBytes = 25 << 20
+	if max := ws.Docs().MaxUploadBytes(); o.MaxUploadBytes <= 0 || o.MaxUploadBytes > max {
+		o.MaxUploadBytes = max
 	}
 	return o
 }

@@ -1,6 +1,8 @@
 // Package ids makes record identifiers: a kind prefix and 26 characters of
-// Crockford base32 holding a 48-bit millisecond time and 80 random bits, so
-// ids sort by creation and cannot be guessed.
+// Crockford base32 holding a 48-bit millisecond time, 16 bits of the time
+// within the millisecond (steps of 1/65536 ms) and 64 random bits, so ids
+// sort by creation and cannot be guessed. Two ids made at the same instant
+// (as with a stopped test clock) sort in random order.
 package ids
 
 import (
@@ -18,8 +20,9 @@ const Len = 26
 // New returns an id of kind prefix made at t, e.g. New("run", t) = "run_01J...".
 func New(prefix string, t time.Time) string {
 	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(t.UnixMilli())<<16)
-	_, _ = rand.Read(b[6:])
+	sub := uint64(t.Nanosecond()%1_000_000) * 65536 / 1_000_000
+	binary.BigEndian.PutUint64(b[:8], uint64(t.UnixMilli())<<16|sub)
+	_, _ = rand.Read(b[8:])
 	var sb strings.Builder
 	sb.Grow(len(prefix) + 1 + Len)
 	sb.WriteString(prefix)
