@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
@@ -23,6 +24,7 @@ const (
 	cmdEvent
 	cmdCancel
 	cmdReload
+	cmdFlush
 )
 
 // command is one thing for a worker to do to one run.
@@ -107,6 +109,10 @@ type entry struct {
 	// record changed since the last submission.
 	held  effects
 	dirty bool
+	// replies wait for the next flush; flushArmed says a flush command is
+	// on its way.
+	replies    []heldReply
+	flushArmed bool
 }
 
 // worker owns the runs whose ids hash to it: it alone advances them, so a
@@ -227,8 +233,20 @@ func (w *worker) handle(c *command) {
 		w.handleStart(c)
 		return
 	}
+	if c.kind == cmdFlush {
+		if en, ok := w.cache[cacheKey(c.tenant, c.runID)]; ok {
+			en.flushArmed = false
+			w.flush(en)
+		}
+		return
+	}
 	if c.kind == cmdReload {
 		k := cacheKey(c.tenant, c.runID)
+		if en, ok := w.cache[k]; ok {
+			for _, h := range en.replies {
+				h.ch <- reply{err: errs.Unavailablef("the run's change could not be saved; try again")}
+			}
+		}
 		delete(w.cache, k)
 		delete(w.idle, k)
 		w.handle(&command{kind: cmdAdvance, tenant: c.tenant, runID: c.runID})
@@ -342,41 +360,79 @@ func counterKey(tenant, name string, parts ...any) string {
 }
 
 // finish decides what the command's changes wait for. Changes are held
-// on the run while a call of it is in flight and nobody waits for an
-// answer, and submitted together when the run goes idle (waits or ends) or
-// a caller waits: a chain of quick steps then costs one commit, and a crash
-// before it only repeats calls, with the same idempotency keys. The caller
-// is answered once the commit holding its change is durable; calls the
+// on the run while a call of it is in flight, and submitted together when
+// the run goes idle (waits or ends): a chain of quick steps then costs one
+// commit, and a crash before it only repeats calls, with the same
+// idempotency keys. A caller waiting for an answer is answered once the
+// commit holding its change is durable; its change is held too, but at
+// most replyHold, so a quick run is started and finished by one commit
+// while a slow call never delays the answer by more than that. Calls the
 // command asked for go out at once.
 func (w *worker) finish(x *exec) {
 	en, c := x.en, x.cmd
-	r := en.run
 	if x.dirty {
 		en.held.merge(&x.fx)
 		en.dirty = true
 	}
-	var view json.RawMessage
 	if c.reply != nil {
+		en.replies = append(en.replies, heldReply{ch: c.reply, task: x.replyTask, approval: x.replyApproval, err: x.err})
+	}
+	switch {
+	case en.inflight == "" || c.kind == cmdFlush:
+		w.flush(en)
+	case len(en.replies) > 0 && !en.flushArmed:
+		en.flushArmed = true
+		tenant, runID := en.run.Tenant, en.run.ID
+		time.AfterFunc(replyHold, func() { w.send(&command{kind: cmdFlush, tenant: tenant, runID: runID}) })
+	}
+	w.markIdle(en)
+	w.issue(x)
+}
+
+// replyHold bounds how long a caller's answer waits for the run's calls in
+// flight before the run's changes are committed anyway.
+const replyHold = 2 * time.Millisecond
+
+// heldReply is an answer waiting for the commit of the run's changes.
+type heldReply struct {
+	ch             chan reply
+	task, approval json.RawMessage
+	err            error
+}
+
+// flush submits the run's held changes and answers the held replies once
+// they are durable (at once when nothing changed).
+func (w *worker) flush(en *entry) {
+	r := en.run
+	replies := en.replies
+	en.replies, en.flushArmed = nil, false
+	var view json.RawMessage
+	if len(replies) > 0 {
 		var err error
 		if view, err = json.Marshal(r); err != nil {
-			x.err = errors.CombineErrors(x.err, err)
+			for i := range replies {
+				replies[i].err = errors.CombineErrors(replies[i].err, err)
+			}
 		}
 	}
-	if !en.dirty || (c.reply == nil && en.inflight != "") {
-		if c.reply != nil {
-			c.reply <- reply{run: view, task: x.replyTask, approval: x.replyApproval, err: x.err}
+	answer := func(err error) {
+		for _, h := range replies {
+			e := err
+			if e == nil {
+				e = h.err
+			}
+			h.ch <- reply{run: view, task: h.task, approval: h.approval, err: e}
 		}
-		w.markIdle(en)
-		w.issue(x)
+	}
+	if !en.dirty {
+		answer(nil)
 		return
 	}
 	raw, err := json.Marshal((*storedRun)(r))
 	if err != nil {
 		// A run that cannot be encoded is a bug; keep the store as it is.
 		w.e.log.Error("encode run", "run", r.ID, "error", err)
-		if c.reply != nil {
-			c.reply <- reply{err: err}
-		}
+		answer(err)
 		return
 	}
 	tenant, old := r.Tenant, en.prev
@@ -384,7 +440,6 @@ func (w *worker) finish(x *exec) {
 	en.prev = cur
 	fx := en.held
 	en.held, en.dirty = effects{}, false
-	replyCh, replyTask, replyApproval, xerr := c.reply, x.replyTask, x.replyApproval, x.err
 	en.pending.Add(1)
 	runID := r.ID
 	w.e.commits.submit(&delta{
@@ -410,20 +465,13 @@ func (w *worker) finish(x *exec) {
 					fn()
 				}
 			}
-			if replyCh != nil {
-				if err == nil {
-					err = xerr
-				}
-				replyCh <- reply{run: view, task: replyTask, approval: replyApproval, err: err}
-			}
+			answer(err)
 		},
 	})
-	w.markIdle(en)
-	w.issue(x)
 }
 
 func (w *worker) markIdle(en *entry) {
-	if en.inflight == "" {
+	if en.inflight == "" && !en.dirty && len(en.replies) == 0 {
 		w.idle[cacheKey(en.run.Tenant, en.run.ID)] = en
 	}
 }

@@ -96,6 +96,7 @@ type Public struct {
 	Msg string
 }
 
+// Error returns the public message.
 func (p *Public) Error() string { return p.Msg }
 
 func public(kind error, format string, args ...any) error {
@@ -133,6 +134,7 @@ type RateLimit struct {
 	RetryAfter time.Duration
 }
 
+// Error returns "rate limited"; the delay travels in RetryAfter.
 func (r *RateLimit) Error() string { return "rate limited" }
 
 // RateLimitedAfter returns a RateLimited error carrying the retry delay.
