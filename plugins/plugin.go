@@ -129,8 +129,8 @@ func (p *Plugin) Health(ctx context.Context) capability.Health {
 // the plugin restarts waits for it within that deadline. Errors: the
 // provider's own (with their kinds), errs.Unavailable when the plugin is
 // down, times out or crashes during the call, errs.Invalid when the
-// arguments are not JSON, and a plain error when the plugin's output is not
-// valid JSON.
+// arguments are not JSON, and capability.ErrMalformedOutput (no kind) when
+// the plugin's output is not valid JSON.
 func (p *Plugin) Call(ctx context.Context, call capability.Call) (json.RawMessage, error) {
 	if len(call.Args) > 0 && !json.Valid(call.Args) {
 		return nil, errs.Invalidf([]any{"args"}, "json_invalid", "arguments for %s are not valid JSON", call.Capability)
@@ -200,7 +200,8 @@ func (p *Plugin) callError(ctx, cctx context.Context, inst *instance, capID stri
 	case st.Code() == codes.ResourceExhausted:
 		return errors.Mark(errors.Newf("plugin %s: call %s: message too large: %s", p.id(), capID, st.Message()), errs.TooLarge)
 	case st.Code() == codes.Internal && strings.Contains(st.Message(), "unmarshal"):
-		return errors.Newf("plugin %s returned malformed output for %s: %s", p.id(), capID, st.Message())
+		return errors.Mark(errors.Newf("plugin %s returned malformed output for %s: %s", p.id(), capID, st.Message()),
+			capability.ErrMalformedOutput)
 	default:
 		return errors.Newf("plugin %s: call %s failed: %s: %s", p.id(), capID, st.Code(), st.Message())
 	}
@@ -229,7 +230,8 @@ func (p *Plugin) malformed(capID string, out []byte) error {
 	if len(shown) > show {
 		shown = shown[:show]
 	}
-	return errors.Newf("plugin %s returned malformed output for %s: %s (output starts %q)", p.id(), capID, reason, shown)
+	return errors.Mark(errors.Newf("plugin %s returned malformed output for %s: %s (output starts %q)", p.id(), capID, reason, shown),
+		capability.ErrMalformedOutput)
 }
 
 // emit passes an event from the plugin to the host's sink.

@@ -13,6 +13,7 @@ import (
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/extract"
 	"github.com/bas-platform/bas/internal/filter"
+	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/internal/refs"
 )
 
@@ -400,11 +401,11 @@ func checkRuleOperand(v *violations, r ValidateRule, loc []any) {
 			v.add(vloc, "enum", "must be one of %s", strings.Join(ValueTypes(), ", "))
 		}
 	case CheckMin, CheckMax:
-		if !isNumber(r.Value) {
+		if !jsonvalue.IsNumber(r.Value) {
 			v.add(vloc, "type_error", "must be a number")
 		}
 	case CheckMinLength, CheckMaxLength:
-		n, ok := asRat(r.Value)
+		n, ok := jsonvalue.AsRat(r.Value)
 		if !ok || !n.IsInt() || n.Sign() < 0 {
 			v.add(vloc, "type_error", "must be a whole number of at least 0")
 		}

@@ -5,6 +5,8 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+
+	"github.com/bas-platform/bas/internal/jsonvalue"
 )
 
 // ConsolidateConfig configures a consolidate step: match the items of Left
@@ -167,7 +169,7 @@ func items(v any) []any {
 	if v == nil {
 		return nil
 	}
-	if l, ok := asList(v); ok {
+	if l, ok := jsonvalue.AsList(v); ok {
 		return l
 	}
 	return []any{v}
@@ -232,10 +234,10 @@ func compareField(t Tolerance, l, r any) (d Difference, differs bool) {
 		}
 		return d, true
 	}
-	lr, lnum := asRat(lv)
-	rr, rnum := asRat(rv)
+	lr, lnum := jsonvalue.AsRat(lv)
+	rr, rnum := jsonvalue.AsRat(rv)
 	if !lnum || !rnum {
-		if valuesEqual(lv, rv) {
+		if jsonvalue.Equal(lv, rv) {
 			return d, false
 		}
 		return d, true
@@ -251,7 +253,7 @@ func compareField(t Tolerance, l, r any) (d Difference, differs bool) {
 	}
 	if t.Percent != nil {
 		// |delta| <= percent/100 * |right|
-		bound := new(big.Rat).Mul(ratFromFloat(*t.Percent), new(big.Rat).Abs(rr))
+		bound := new(big.Rat).Mul(jsonvalue.RatFromFloat(*t.Percent), new(big.Rat).Abs(rr))
 		bound.Quo(bound, big.NewRat(100, 1))
 		if abs.Cmp(bound) <= 0 {
 			d.WithinTolerance = true

@@ -1,6 +1,7 @@
 package process
 
 import (
+	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/cockroachdb/errors"
 )
 
@@ -37,7 +38,7 @@ func Eval(stepType string, resolved any, data map[string]any) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		record, ok := asObject(cfg.Record)
+		record, ok := jsonvalue.AsObject(cfg.Record)
 		if !ok {
 			return nil, errors.Newf("validate: record must be an object, found %s", describe(cfg.Record))
 		}
@@ -49,7 +50,7 @@ func Eval(stepType string, resolved any, data map[string]any) (any, error) {
 		}
 		input := data
 		if cfg.Input != nil {
-			m, ok := asObject(cfg.Input)
+			m, ok := jsonvalue.AsObject(cfg.Input)
 			if !ok {
 				return nil, errors.Newf("route: input must be an object, found %s", describe(cfg.Input))
 			}
@@ -77,7 +78,7 @@ func Eval(stepType string, resolved any, data map[string]any) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		values, ok := asList(cfg.Values)
+		values, ok := jsonvalue.AsList(cfg.Values)
 		if !ok {
 			return nil, errors.Newf("analyse: values must be a list, found %s", describe(cfg.Values))
 		}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bas-platform/bas/internal/extract"
+	"github.com/bas-platform/bas/internal/jsonvalue"
 )
 
 // The checks a validate rule can make.
@@ -227,7 +228,7 @@ func checkRule(r ValidateRule, record map[string]any) (issue Issue, failed bool)
 			return fail("%s must be %s, found %s", r.Field, article(typ), describe(v))
 		}
 	case CheckMin, CheckMax:
-		c, ok := compareNumbers(v, operand)
+		c, ok := jsonvalue.CompareNumbers(v, operand)
 		if !ok {
 			return fail("%s must be a number to compare with %s, found %s", r.Field, name, describe(v))
 		}
@@ -242,7 +243,7 @@ func checkRule(r ValidateRule, record map[string]any) (issue Issue, failed bool)
 		if !ok {
 			return fail("%s must be a string or a list, found %s", r.Field, describe(v))
 		}
-		limit, ok := asRat(operand)
+		limit, ok := jsonvalue.AsRat(operand)
 		if !ok {
 			return fail("%s cannot be checked: the length limit %s is not a number", r.Field, text(operand))
 		}
@@ -275,13 +276,13 @@ func checkRule(r ValidateRule, record map[string]any) (issue Issue, failed bool)
 			return fail("%s must match %s, found %q", r.Field, pattern, s)
 		}
 	case CheckIn, CheckNotIn:
-		list, ok := asList(operand)
+		list, ok := jsonvalue.AsList(operand)
 		if !ok {
 			return fail("%s cannot be checked: the operand is not a list", r.Field)
 		}
 		found := false
 		for _, o := range list {
-			if valuesEqual(v, o) {
+			if jsonvalue.Equal(v, o) {
 				found = true
 				break
 			}
@@ -331,7 +332,7 @@ func checkSum(r ValidateRule, record map[string]any, ev Evidence) (Issue, bool) 
 			continue
 		}
 		ev.Values[f] = w
-		n, ok := asRat(w)
+		n, ok := jsonvalue.AsRat(w)
 		if !ok {
 			bad = append(bad, f)
 			continue
@@ -340,7 +341,7 @@ func checkSum(r ValidateRule, record map[string]any, ev Evidence) (Issue, bool) 
 	}
 	ev.Values["sum"] = ratValue(sum)
 	ev.Expected = ratValue(sum)
-	total, ok := asRat(ev.Found)
+	total, ok := jsonvalue.AsRat(ev.Found)
 	if !ok {
 		return fail("%s must be a number, found %s", r.Field, describe(ev.Found))
 	}
@@ -378,34 +379,21 @@ func empty(v any) bool {
 	case string:
 		return strings.TrimSpace(v) == ""
 	}
-	if l, ok := asList(v); ok {
+	if l, ok := jsonvalue.AsList(v); ok {
 		return len(l) == 0
 	}
 	return false
 }
 
-// compareNumbers compares two numbers exactly.
-func compareNumbers(a, b any) (int, bool) {
-	ar, ok := asRat(a)
-	if !ok {
-		return 0, false
-	}
-	br, ok := asRat(b)
-	if !ok {
-		return 0, false
-	}
-	return ar.Cmp(br), true
-}
-
 // equalWithin compares two values; two numbers are equal when they are at
 // most tolerance apart.
 func equalWithin(a, b any, tolerance int64) bool {
-	ar, aok := asRat(a)
-	br, bok := asRat(b)
+	ar, aok := jsonvalue.AsRat(a)
+	br, bok := jsonvalue.AsRat(b)
 	if aok && bok {
 		return withinCents(ar, br, tolerance)
 	}
-	return valuesEqual(a, b)
+	return jsonvalue.Equal(a, b)
 }
 
 // withinCents reports |a-b| <= tolerance.
@@ -420,7 +408,7 @@ func length(v any) (int, bool) {
 	if s, ok := v.(string); ok {
 		return utf8.RuneCountInString(s), true
 	}
-	if l, ok := asList(v); ok {
+	if l, ok := jsonvalue.AsList(v); ok {
 		return len(l), true
 	}
 	return 0, false
@@ -433,18 +421,18 @@ func hasType(v any, typ string) bool {
 		_, ok := v.(string)
 		return ok
 	case "number":
-		return isNumber(v)
+		return jsonvalue.IsNumber(v)
 	case "integer":
-		r, ok := asRat(v)
+		r, ok := jsonvalue.AsRat(v)
 		return ok && r.IsInt()
 	case "boolean":
 		_, ok := v.(bool)
 		return ok
 	case "object":
-		_, ok := asObject(v)
+		_, ok := jsonvalue.AsObject(v)
 		return ok
 	case "array":
-		_, ok := asList(v)
+		_, ok := jsonvalue.AsList(v)
 		return ok
 	case "date":
 		_, ok := parseTime(v)
@@ -481,7 +469,7 @@ func describe(v any) string {
 	switch {
 	case v == nil:
 		return "null"
-	case isNumber(v):
+	case jsonvalue.IsNumber(v):
 		return "the number " + text(v)
 	}
 	switch v := v.(type) {
@@ -490,10 +478,10 @@ func describe(v any) string {
 	case bool:
 		return fmt.Sprintf("the boolean %t", v)
 	}
-	if _, ok := asObject(v); ok {
+	if _, ok := jsonvalue.AsObject(v); ok {
 		return "an object"
 	}
-	if _, ok := asList(v); ok {
+	if _, ok := jsonvalue.AsList(v); ok {
 		return "a list"
 	}
 	return text(v)

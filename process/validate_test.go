@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -234,7 +235,7 @@ func TestValidateEveryIssueCitesEvidence(t *testing.T) {
 					if ev.Present != present {
 						t.Errorf("%s on %s: evidence present = %v, want %v", check, f, ev.Present, present)
 					}
-					if present && !valuesEqual(ev.Found, mustLookup(record, f)) {
+					if present && !jsonvalue.Equal(ev.Found, mustLookup(record, f)) {
 						t.Errorf("%s on %s: evidence found %v", check, f, ev.Found)
 					}
 					if check != CheckRequired && ev.Expected == nil && len(ev.Values) == 0 {

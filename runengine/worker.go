@@ -172,6 +172,12 @@ func (w *worker) loop() {
 						c.reply <- reply{err: errClosed}
 					}
 				}
+				// Commit what is held, so a graceful close loses no progress.
+				for _, en := range w.cache {
+					if en.dirty || len(en.replies) > 0 {
+						w.flush(en)
+					}
+				}
 				return
 			}
 			if len(batch) == 0 {

@@ -39,8 +39,11 @@
 //     object or list, or past the end of a list, is missing. A data key that
 //     itself contains a dot cannot be addressed.
 //   - Every operator but ne and exists fails when the path is missing.
-//   - Numbers compare numerically, exactly, whatever their Go type
-//     (json.Number, float64, int, uint8 ...): 5, 5.0 and 5e0 are equal.
+//   - Values compare by the rules of package jsonvalue. Numbers compare
+//     numerically, exactly, whatever their Go type (json.Number, float64,
+//     int, uint8 ...): 5, 5.0 and 5e0 are equal, and a float stands for its
+//     shortest decimal text (a float64 0.1 in the data equals the filter's
+//     0.1).
 //   - gt, gte, lt and lte compare two numbers numerically or two strings
 //     lexically by bytes (so RFC 3339 dates and times in the same format
 //     order correctly); any other pair, such as a number and a string, does
@@ -52,18 +55,14 @@ package filter
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
-	"math/big"
-	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/internal/refs"
 	"github.com/cockroachdb/errors"
 )
@@ -150,7 +149,7 @@ func Parse(raw json.RawMessage, loc ...any) (*Filter, error) {
 			switch op {
 			case "eq", "ne", "contains":
 			case "gt", "gte", "lt", "lte":
-				if !isNumber(arg) {
+				if !jsonvalue.IsNumber(arg) {
 					if _, ok := arg.(string); !ok {
 						problem = fmt.Sprintf("operator %s needs a number or a string", op)
 					}
@@ -216,7 +215,7 @@ func (f *Filter) Match(data map[string]any) bool {
 	for _, e := range f.entries {
 		v, ok := refs.Lookup(data, e.path)
 		if e.shorthand {
-			if !ok || !equal(v, e.value) {
+			if !ok || !jsonvalue.Equal(v, e.value) {
 				return false
 			}
 			continue
@@ -236,16 +235,16 @@ func holds(o operation, v any, ok bool) bool {
 	case "exists":
 		return ok == o.arg.(bool)
 	case "ne":
-		return !ok || !equal(v, o.arg)
+		return !ok || !jsonvalue.Equal(v, o.arg)
 	}
 	if !ok {
 		return false
 	}
 	switch o.op {
 	case "eq":
-		return equal(v, o.arg)
+		return jsonvalue.Equal(v, o.arg)
 	case "gt", "gte", "lt", "lte":
-		c, comparable := order(v, o.arg)
+		c, comparable := jsonvalue.Compare(v, o.arg)
 		if !comparable {
 			return false
 		}
@@ -261,7 +260,7 @@ func holds(o operation, v any, ok bool) bool {
 		}
 	case "in":
 		for _, candidate := range o.arg.([]any) {
-			if equal(v, candidate) {
+			if jsonvalue.Equal(v, candidate) {
 				return true
 			}
 		}
@@ -271,221 +270,18 @@ func holds(o operation, v any, ok bool) bool {
 			sub, ok := o.arg.(string)
 			return ok && strings.Contains(s, sub)
 		}
-		list, isList := asList(v)
+		list, isList := jsonvalue.AsList(v)
 		if !isList {
 			return false
 		}
 		for _, elem := range list {
-			if equal(elem, o.arg) {
+			if jsonvalue.Equal(elem, o.arg) {
 				return true
 			}
 		}
 		return false
 	}
 	return false
-}
-
-// order compares a and b: two numbers numerically, two strings by bytes.
-func order(a, b any) (int, bool) {
-	if as, ok := a.(string); ok {
-		bs, ok := b.(string)
-		if !ok {
-			return 0, false
-		}
-		return strings.Compare(as, bs), true
-	}
-	return compareNumbers(a, b)
-}
-
-// equal reports deep equality of two JSON-like values under the package's
-// rules: numbers numerically, no conversion between types.
-func equal(a, b any) bool {
-	if isNumber(a) || isNumber(b) {
-		c, ok := compareNumbers(a, b)
-		return ok && c == 0
-	}
-	switch a := a.(type) {
-	case nil:
-		return b == nil
-	case string:
-		bs, ok := b.(string)
-		return ok && a == bs
-	case bool:
-		bb, ok := b.(bool)
-		return ok && a == bb
-	}
-	if am, ok := asObject(a); ok {
-		bm, ok := asObject(b)
-		if !ok || len(am) != len(bm) {
-			return false
-		}
-		for k, av := range am {
-			bv, ok := bm[k]
-			if !ok || !equal(av, bv) {
-				return false
-			}
-		}
-		return true
-	}
-	if al, ok := asList(a); ok {
-		bl, ok := asList(b)
-		if !ok || len(al) != len(bl) {
-			return false
-		}
-		for i := range al {
-			if !equal(al[i], bl[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
-// asObject returns v as a map when it is a JSON object: map[string]any, or any
-// other map with string keys.
-func asObject(v any) (map[string]any, bool) {
-	if m, ok := v.(map[string]any); ok {
-		return m, true
-	}
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Map || rv.Type().Key().Kind() != reflect.String {
-		return nil, false
-	}
-	m := make(map[string]any, rv.Len())
-	for it := rv.MapRange(); it.Next(); {
-		m[it.Key().String()] = it.Value().Interface()
-	}
-	return m, true
-}
-
-// asList returns v as a list when it is a JSON list: []any, or any other slice
-// or array except []byte (which encoding/json writes as a string).
-func asList(v any) ([]any, bool) {
-	if l, ok := v.([]any); ok {
-		return l, true
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Slice:
-		if rv.Type().Elem().Kind() == reflect.Uint8 {
-			return nil, false
-		}
-	case reflect.Array:
-	default:
-		return nil, false
-	}
-	l := make([]any, rv.Len())
-	for i := range l {
-		l[i] = rv.Index(i).Interface()
-	}
-	return l, true
-}
-
-// isNumber reports whether v is a number of any Go type.
-func isNumber(v any) bool {
-	switch v.(type) {
-	case json.Number, float64, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
-		return true
-	}
-	return false
-}
-
-// compareNumbers compares two numbers exactly. It reports false when either is
-// not a number, is not a valid json.Number, or is NaN or infinite.
-func compareNumbers(a, b any) (int, bool) {
-	if ai, ok := asInt(a); ok {
-		if bi, ok := asInt(b); ok {
-			return cmp.Compare(ai, bi), true
-		}
-	}
-	if af, ok := a.(float64); ok {
-		if bf, ok := b.(float64); ok && finite(af) && finite(bf) {
-			return cmp.Compare(af, bf), true
-		}
-	}
-	ar, br := asRat(a), asRat(b)
-	if ar == nil || br == nil {
-		return 0, false
-	}
-	return ar.Cmp(br), true
-}
-
-func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
-
-// asInt returns v as an int64 when it is an integer that fits, the fast path
-// of compareNumbers.
-func asInt(v any) (int64, bool) {
-	switch n := v.(type) {
-	case json.Number:
-		if strings.ContainsAny(string(n), ".eE") {
-			return 0, false
-		}
-		i, err := strconv.ParseInt(string(n), 10, 64)
-		return i, err == nil
-	case float64:
-		if n == math.Trunc(n) && math.Abs(n) < 1<<53 {
-			return int64(n), true
-		}
-		return 0, false
-	case int:
-		return int64(n), true
-	case int8:
-		return int64(n), true
-	case int16:
-		return int64(n), true
-	case int32:
-		return int64(n), true
-	case int64:
-		return n, true
-	case uint8:
-		return int64(n), true
-	case uint16:
-		return int64(n), true
-	case uint32:
-		return int64(n), true
-	case uint:
-		return int64(n), n <= math.MaxInt64
-	case uint64:
-		return int64(n), n <= math.MaxInt64
-	}
-	return 0, false
-}
-
-// asRat returns v as an exact rational, or nil when it is not a finite number.
-func asRat(v any) *big.Rat {
-	switch n := v.(type) {
-	case json.Number:
-		if r, ok := new(big.Rat).SetString(string(n)); ok && validNumber(string(n)) {
-			return r
-		}
-		return nil
-	case float64:
-		if !finite(n) {
-			return nil
-		}
-		return new(big.Rat).SetFloat64(n)
-	case float32:
-		if !finite(float64(n)) {
-			return nil
-		}
-		return new(big.Rat).SetFloat64(float64(n))
-	case uint:
-		return new(big.Rat).SetUint64(uint64(n))
-	case uint64:
-		return new(big.Rat).SetUint64(n)
-	}
-	if i, ok := asInt(v); ok {
-		return new(big.Rat).SetInt64(i)
-	}
-	return nil
-}
-
-// validNumber reports whether s is JSON number text; big.Rat also accepts
-// fractions ("1/2") and hexadecimal, which a json.Number never holds when it
-// came from a decoder but may when built by hand.
-func validNumber(s string) bool {
-	return json.Valid([]byte(s)) && strings.Trim(s, "0123456789+-.eE") == ""
 }
 
 // MarshalJSON writes the filter back in the form it was parsed from: entries

@@ -46,14 +46,22 @@ func (p *provider) Info() capability.Info {
 	}
 }
 
+// Capabilities describes every capability the plugin lists, so a
+// workspace's registry accepts it (a provider may list only capabilities
+// that are in the catalog or that it describes).
 func (p *provider) Capabilities() []capability.Capability {
-	return []capability.Capability{{
-		ID:          "test.echo",
-		Name:        "Echo",
-		Description: "Returns its arguments.",
-		Args:        json.RawMessage(`{"type":"object"}`),
-		Result:      json.RawMessage(`{"type":"object"}`),
-	}}
+	out := make([]capability.Capability, len(caps))
+	for i, id := range caps {
+		out[i] = capability.Capability{
+			ID:          id,
+			Name:        id,
+			Description: "Test capability " + id + "; see the testplugin command's doc.",
+			Args:        json.RawMessage(`{"type":"object"}`),
+			Result:      json.RawMessage(`{"type":"object"}`),
+		}
+	}
+	out[0].Name, out[0].Description = "Echo", "Returns its arguments."
+	return out
 }
 
 func (p *provider) Health(context.Context) capability.Health {
