@@ -785,7 +785,7 @@ var standard = sync.OnceValue(func() []standardEntry {
 				Name:        s.name,
 				Description: s.desc,
 				Args:        schema.Reflect(s.args),
-				Result:      openObjects(schema.Reflect(s.result)),
+				Result:      schema.Open(schema.Reflect(s.result)),
 			},
 			external: s.external,
 		}
@@ -823,89 +823,4 @@ func (c Capability) clone() Capability {
 	c.Args = bytes.Clone(c.Args)
 	c.Result = bytes.Clone(c.Result)
 	return c
-}
-
-// openObjects drops "additionalProperties": false from every object of a
-// schema, so a result may carry fields beyond those the schema names. It
-// keeps the order of every other member.
-func openObjects(raw json.RawMessage) json.RawMessage {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var out bytes.Buffer
-	if err := copyOpen(dec, &out); err != nil {
-		return raw
-	}
-	return out.Bytes()
-}
-
-// copyOpen copies one JSON value from dec to out, leaving out
-// "additionalProperties": false members.
-func copyOpen(dec *json.Decoder, out *bytes.Buffer) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			out.WriteByte('{')
-			first := true
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return err
-				}
-				key, _ := kt.(string)
-				var val json.RawMessage
-				if err := dec.Decode(&val); err != nil {
-					return err
-				}
-				if key == "additionalProperties" && string(bytes.TrimSpace(val)) == "false" {
-					continue
-				}
-				if !first {
-					out.WriteByte(',')
-				}
-				first = false
-				kb, _ := json.Marshal(key)
-				out.Write(kb)
-				out.WriteByte(':')
-				if err := copyOpen(json.NewDecoder(bytes.NewReader(val)), out); err != nil {
-					return err
-				}
-			}
-			if _, err := dec.Token(); err != nil { // '}'
-				return err
-			}
-			out.WriteByte('}')
-		case '[':
-			out.WriteByte('[')
-			first := true
-			for dec.More() {
-				var val json.RawMessage
-				if err := dec.Decode(&val); err != nil {
-					return err
-				}
-				if !first {
-					out.WriteByte(',')
-				}
-				first = false
-				if err := copyOpen(json.NewDecoder(bytes.NewReader(val)), out); err != nil {
-					return err
-				}
-			}
-			if _, err := dec.Token(); err != nil { // ']'
-				return err
-			}
-			out.WriteByte(']')
-		}
-	default:
-		b, err := json.Marshal(t)
-		if err != nil {
-			return err
-		}
-		out.Write(b)
-	}
-	return nil
 }

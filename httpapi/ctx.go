@@ -118,7 +118,7 @@ func (h *Handler) schemaOf(v any) (*inputSchema, error) {
 	}
 	raw := schema.Reflect(v)
 	if _, strict := v.(Strict); !strict {
-		raw = lenient(raw)
+		raw = schema.Open(raw)
 	}
 	val, err := schema.Compile(raw)
 	if err != nil {
@@ -126,37 +126,6 @@ func (h *Handler) schemaOf(v any) (*inputSchema, error) {
 	}
 	s, _ := h.schemas.LoadOrStore(t, &inputSchema{v: val})
 	return s.(*inputSchema), nil
-}
-
-// lenient drops additionalProperties:false from every object of a schema,
-// so unknown fields are ignored.
-func lenient(raw json.RawMessage) json.RawMessage {
-	var doc any
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		return raw
-	}
-	var walk func(any)
-	walk = func(n any) {
-		switch x := n.(type) {
-		case map[string]any:
-			if ap, ok := x["additionalProperties"].(bool); ok && !ap {
-				delete(x, "additionalProperties")
-			}
-			for _, v := range x {
-				walk(v)
-			}
-		case []any:
-			for _, v := range x {
-				walk(v)
-			}
-		}
-	}
-	walk(doc)
-	out, err := json.Marshal(doc)
-	if err != nil {
-		return raw
-	}
-	return out
 }
 
 // JSON writes v with status.

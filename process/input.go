@@ -109,50 +109,20 @@ func (p ProcessPatch) Empty() bool {
 		p.Steps == nil && p.Enabled == nil
 }
 
-// inputSchemas are the compiled schemas of the input records; made once.
+// inputSchemas are the compiled schemas of the input records, made once.
+// They are open (schema.Open): process input records ignore unknown fields
+// (api.md section 1). Step configs keep their own strict schemas (CheckStep).
 var inputSchemas = sync.OnceValue(func() struct{ in, patch *schema.Validator } {
-	in, err := schema.Compile(lenient(schema.Reflect(&ProcessIn{})))
+	in, err := schema.Compile(schema.Open(schema.Reflect(&ProcessIn{})))
 	if err != nil {
 		panic(fmt.Sprintf("process: compile the ProcessIn schema: %v", err))
 	}
-	patch, err := schema.Compile(lenient(schema.Reflect(&ProcessPatch{})))
+	patch, err := schema.Compile(schema.Open(schema.Reflect(&ProcessPatch{})))
 	if err != nil {
 		panic(fmt.Sprintf("process: compile the ProcessPatch schema: %v", err))
 	}
 	return struct{ in, patch *schema.Validator }{in, patch}
 })
-
-// lenient drops additionalProperties:false from every object of a schema:
-// process input records ignore unknown fields (api.md section 1). Step
-// configs keep their own strict schemas (CheckStep).
-func lenient(raw json.RawMessage) json.RawMessage {
-	var doc any
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		panic(fmt.Sprintf("process: a reflected schema is not JSON: %v", err))
-	}
-	var walk func(any)
-	walk = func(n any) {
-		switch x := n.(type) {
-		case map[string]any:
-			if ap, ok := x["additionalProperties"].(bool); ok && !ap {
-				delete(x, "additionalProperties")
-			}
-			for _, v := range x {
-				walk(v)
-			}
-		case []any:
-			for _, v := range x {
-				walk(v)
-			}
-		}
-	}
-	walk(doc)
-	out, err := json.Marshal(doc)
-	if err != nil {
-		panic(fmt.Sprintf("process: re-encode a schema: %v", err))
-	}
-	return out
-}
 
 // DecodeIn reads a ProcessIn from a JSON body and reports every violation
 // at once: malformed JSON, wrong JSON types and bounds (the record's schema),

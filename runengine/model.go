@@ -85,6 +85,7 @@ type stepInternal struct {
 	Approved   bool           `json:"approved,omitempty"`
 	Args       map[string]any `json:"args,omitempty"`       // approved (possibly edited) args
 	Auto       bool           `json:"auto,omitempty"`       // the gate let it run
+	Sample     bool           `json:"sample,omitempty"`     // review the automatic action afterwards
 	Reminders  int            `json:"reminders,omitempty"`  // follow_up
 	Checks     int            `json:"checks,omitempty"`     // monitor
 	Deadline   *time.Time     `json:"deadline,omitempty"`   // wait/monitor/follow_up timeout

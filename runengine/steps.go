@@ -270,15 +270,16 @@ func (x *exec) stepExecute(def *process.Step, st *StepRun) bool {
 				return false
 			}
 			st.Internal.Auto = true
-			if g.Sample {
-				defer x.createReview(def)
-			}
+			st.Internal.Sample = g.Sample
 		}
 		out, ok := x.callOutcome(def, st)
 		if !ok {
 			return false
 		}
 		x.completeStep(def, st, out, st.Internal.Auto)
+		if st.Internal.Sample {
+			x.createReview(def)
+		}
 		return true
 	}
 	if def.Capability == "" {
@@ -376,8 +377,8 @@ func (x *exec) decide(def *process.Step, st *StepRun, args map[string]any) {
 // createReview makes the after-the-fact review task of a sampled
 // automatic action; the run does not wait on it.
 func (x *exec) createReview(def *process.Step) {
-	st := &x.r.Steps[slices.IndexFunc(x.r.Steps, func(s StepRun) bool { return s.Key == def.Key })]
-	x.createTask(def, st, "Review automatic action: "+def.Capability,
+	i := slices.IndexFunc(x.r.Steps, func(s StepRun) bool { return s.Key == def.Key })
+	x.createTask(def, &x.r.Steps[i], "Review automatic action: "+def.Capability,
 		"This action ran without a person. Agree if it was right.", []string{"agree", "disagree"}, nil, "", nil, "review")
 }
 

@@ -186,33 +186,17 @@ func invitationText(wsName string, inv *NewInvitation) string {
 // (revoked ones are gone).
 func (s *Service) Invitations(ctx context.Context, tenant string, page store.Page) ([]*Invitation, string, error) {
 	now := s.now()
-	var (
-		out  []*Invitation
-		next string
-	)
-	err := s.st.View(ctx, func(r store.Reader) error {
-		is, n, err := invitations.List(r, tenant, page)
-		for _, i := range is {
-			out = append(out, i.at(now))
-		}
-		next = n
-		return err
-	})
-	return out, next, err
+	return viewPage(ctx, s.st,
+		func(r store.Reader) ([]*invitation, string, error) { return invitations.List(r, tenant, page) },
+		func(i *invitation) *Invitation { return i.at(now) })
 }
 
 // Invitation returns one invitation of the tenant.
 func (s *Service) Invitation(ctx context.Context, tenant, id string) (*Invitation, error) {
-	var inv *Invitation
-	err := s.st.View(ctx, func(r store.Reader) error {
-		i, err := invitations.Get(r, tenant, id)
-		if err != nil {
-			return err
-		}
-		inv = i.at(s.now())
-		return nil
-	})
-	return inv, err
+	now := s.now()
+	return viewOne(ctx, s.st,
+		func(r store.Reader) (*invitation, error) { return invitations.Get(r, tenant, id) },
+		func(i *invitation) *Invitation { return i.at(now) })
 }
 
 // RevokeInvitation withdraws an invitation that has not been accepted: its
@@ -278,30 +262,38 @@ func errNoInvitation() error { return errs.NotFoundf("invitation not found") }
 // The API looks the token up with it before reading a body, so a wrong
 // token is a 404 before any validation.
 func (s *Service) InvitationByToken(ctx context.Context, token string) (*Invitation, error) {
+	now := s.now()
+	return viewOne(ctx, s.st,
+		func(r store.Reader) (*invitation, error) {
+			inv, _, err := invitationByToken(r, token)
+			return inv, err
+		},
+		func(i *invitation) *Invitation { return i.at(now) })
+}
+
+// invitationByToken resolves an invitation token to the invitation and its
+// tenant: an unknown or wrong token is errs.NotFound, a revoked one
+// errs.Conflict.
+func invitationByToken(r store.Reader, token string) (*invitation, string, error) {
 	tag, lookup, ok := parseSecret(token)
 	if !ok || tag != tagInvitation {
-		return nil, errNoInvitation()
+		return nil, "", errNoInvitation()
 	}
-	var inv *Invitation
-	err := s.st.View(ctx, func(r store.Reader) error {
-		c, err := credentials.Get(r, store.System, lookup)
-		if errors.Is(err, errs.NotFound) || (err == nil && !sameSecret(token, c.Hash)) {
-			return errNoInvitation()
-		}
-		if err != nil {
-			return err
-		}
-		if c.Revoked {
-			return errs.Conflictf("invitation revoked")
-		}
-		i, err := invitations.Get(r, c.Tenant, c.RecordID)
-		if err != nil {
-			return err
-		}
-		inv = i.at(s.now())
-		return nil
-	})
-	return inv, err
+	c, err := credentials.Get(r, store.System, lookup)
+	if errors.Is(err, errs.NotFound) || (err == nil && !sameSecret(token, c.Hash)) {
+		return nil, "", errNoInvitation()
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if c.Revoked {
+		return nil, "", errs.Conflictf("invitation revoked")
+	}
+	inv, err := invitations.Get(r, c.Tenant, c.RecordID)
+	if err != nil {
+		return nil, "", err
+	}
+	return inv, c.Tenant, nil
 }
 
 // Accept accepts the invitation whose token is given: the invitee becomes a
@@ -312,24 +304,10 @@ func (s *Service) Accept(ctx context.Context, token string, in AcceptIn) (*Sessi
 	if err := CheckAcceptIn(in); err != nil {
 		return nil, err
 	}
-	tag, lookup, ok := parseSecret(token)
-	if !ok || tag != tagInvitation {
-		return nil, errNoInvitation()
-	}
 	now := s.now()
 	var sess *Session
 	err := s.st.Update(ctx, func(tx store.Txn) error {
-		c, err := credentials.Get(tx, store.System, lookup)
-		if errors.Is(err, errs.NotFound) || (err == nil && !sameSecret(token, c.Hash)) {
-			return errNoInvitation()
-		}
-		if err != nil {
-			return err
-		}
-		if c.Revoked {
-			return errs.Conflictf("invitation revoked")
-		}
-		inv, err := invitations.Get(tx, c.Tenant, c.RecordID)
+		inv, tenant, err := invitationByToken(tx, token)
 		if err != nil {
 			return err
 		}
@@ -341,11 +319,11 @@ func (s *Service) Accept(ctx context.Context, token string, in AcceptIn) (*Sessi
 		case InvitationExpired:
 			return errs.Conflictf("invitation expired")
 		}
-		u, err := s.acceptTx(tx, c.Tenant, inv, in, now)
+		u, err := s.acceptTx(tx, tenant, inv, in, now)
 		if err != nil {
 			return err
 		}
-		sess, err = s.newSessionTx(tx, c.Tenant, u, now)
+		sess, err = s.newSessionTx(tx, tenant, u, now)
 		return err
 	})
 	if err != nil {
@@ -398,13 +376,19 @@ type invitationChange struct {
 
 const kindAdminInvitation = "access.invitation"
 
-// approveInvitation lets an awaiting invitation be accepted.
-func (s *Service) approveInvitation(_ context.Context, tx store.Txn, tenant string, payload json.RawMessage, approver string) error {
+// changedInvitation returns the invitation an invitationChange payload
+// names.
+func changedInvitation(tx store.Txn, tenant string, payload json.RawMessage) (*invitation, error) {
 	var ic invitationChange
 	if err := json.Unmarshal(payload, &ic); err != nil {
-		return errors.Wrap(err, "decode invitation change")
+		return nil, errors.Wrap(err, "decode invitation change")
 	}
-	inv, err := invitations.Get(tx, tenant, ic.InvitationID)
+	return invitations.Get(tx, tenant, ic.InvitationID)
+}
+
+// approveInvitation lets an awaiting invitation be accepted.
+func (s *Service) approveInvitation(_ context.Context, tx store.Txn, tenant string, payload json.RawMessage, approver string) error {
+	inv, err := changedInvitation(tx, tenant, payload)
 	if err != nil {
 		return err
 	}
@@ -420,11 +404,7 @@ func (s *Service) approveInvitation(_ context.Context, tx store.Txn, tenant stri
 
 // rejectInvitation revokes an awaiting invitation.
 func (s *Service) rejectInvitation(_ context.Context, tx store.Txn, tenant string, payload json.RawMessage, approver string) error {
-	var ic invitationChange
-	if err := json.Unmarshal(payload, &ic); err != nil {
-		return errors.Wrap(err, "decode invitation change")
-	}
-	inv, err := invitations.Get(tx, tenant, ic.InvitationID)
+	inv, err := changedInvitation(tx, tenant, payload)
 	if err != nil {
 		return err
 	}

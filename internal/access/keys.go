@@ -171,40 +171,22 @@ func reasonOf(r *string) string {
 // for a caller with access.manage, the caller's own otherwise.
 func (s *Service) Keys(ctx context.Context, p *Principal, page store.Page) ([]*Key, string, error) {
 	now := s.now()
-	var (
-		out  []*Key
-		next string
-	)
-	err := s.st.View(ctx, func(r store.Reader) error {
-		var (
-			ks  []*Key
-			err error
-		)
-		if p.Can(PermAccessManage) {
-			ks, next, err = keys.List(r, p.Tenant, page)
-		} else {
-			ks, next, err = keys.ListBy(r, p.Tenant, "creator", []any{p.UserID}, page)
-		}
-		for _, k := range ks {
-			out = append(out, k.at(now))
-		}
-		return err
-	})
-	return out, next, err
+	return viewPage(ctx, s.st,
+		func(r store.Reader) ([]*Key, string, error) {
+			if p.Can(PermAccessManage) {
+				return keys.List(r, p.Tenant, page)
+			}
+			return keys.ListBy(r, p.Tenant, "creator", []any{p.UserID}, page)
+		},
+		func(k *Key) *Key { return k.at(now) })
 }
 
 // Key returns one API key of the tenant.
 func (s *Service) Key(ctx context.Context, tenant, id string) (*Key, error) {
-	var k *Key
-	err := s.st.View(ctx, func(r store.Reader) error {
-		var err error
-		k, err = keys.Get(r, tenant, id)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return k.at(s.now()), nil
+	now := s.now()
+	return viewOne(ctx, s.st,
+		func(r store.Reader) (*Key, error) { return keys.Get(r, tenant, id) },
+		func(k *Key) *Key { return k.at(now) })
 }
 
 // RevokeKey deletes an API key; it stops working at once. A caller without
@@ -247,13 +229,18 @@ type keyChange struct {
 
 const kindAdminKey = "access.api_key"
 
-// approveKey activates a pending key.
-func (s *Service) approveKey(_ context.Context, tx store.Txn, tenant string, payload json.RawMessage, approver string) error {
+// changedKey returns the key a keyChange payload names.
+func changedKey(tx store.Txn, tenant string, payload json.RawMessage) (*Key, error) {
 	var kc keyChange
 	if err := json.Unmarshal(payload, &kc); err != nil {
-		return errors.Wrap(err, "decode key change")
+		return nil, errors.Wrap(err, "decode key change")
 	}
-	k, err := keys.Get(tx, tenant, kc.KeyID)
+	return keys.Get(tx, tenant, kc.KeyID)
+}
+
+// approveKey activates a pending key.
+func (s *Service) approveKey(_ context.Context, tx store.Txn, tenant string, payload json.RawMessage, approver string) error {
+	k, err := changedKey(tx, tenant, payload)
 	if err != nil {
 		return err
 	}
@@ -275,11 +262,7 @@ func (s *Service) approveKey(_ context.Context, tx store.Txn, tenant string, pay
 
 // rejectKey deletes a pending key.
 func (s *Service) rejectKey(_ context.Context, tx store.Txn, tenant string, payload json.RawMessage, approver string) error {
-	var kc keyChange
-	if err := json.Unmarshal(payload, &kc); err != nil {
-		return errors.Wrap(err, "decode key change")
-	}
-	k, err := keys.Get(tx, tenant, kc.KeyID)
+	k, err := changedKey(tx, tenant, payload)
 	if err != nil {
 		return err
 	}

@@ -177,36 +177,17 @@ func putUser(tx store.Txn, tenant string, u *user) error {
 // Members returns one page of the tenant's people, newest first.
 func (s *Service) Members(ctx context.Context, tenant string, page store.Page) ([]*Member, string, error) {
 	now := s.now()
-	var (
-		out  []*Member
-		next string
-	)
-	err := s.st.View(ctx, func(r store.Reader) error {
-		us, n, err := users.List(r, tenant, page)
-		if err != nil {
-			return err
-		}
-		for _, u := range us {
-			out = append(out, u.member(now))
-		}
-		next = n
-		return nil
-	})
-	return out, next, err
+	return viewPage(ctx, s.st,
+		func(r store.Reader) ([]*user, string, error) { return users.List(r, tenant, page) },
+		func(u *user) *Member { return u.member(now) })
 }
 
 // Member returns one person of the tenant; another tenant's is not found.
 func (s *Service) Member(ctx context.Context, tenant, userID string) (*Member, error) {
-	var m *Member
-	err := s.st.View(ctx, func(r store.Reader) error {
-		u, err := users.Get(r, tenant, userID)
-		if err != nil {
-			return err
-		}
-		m = u.member(s.now())
-		return nil
-	})
-	return m, err
+	now := s.now()
+	return viewOne(ctx, s.st,
+		func(r store.Reader) (*user, error) { return users.Get(r, tenant, userID) },
+		func(u *user) *Member { return u.member(now) })
 }
 
 // MaxDepartments bounds a person's departments (interface.md section 8).

@@ -103,6 +103,43 @@ func New(cfg Config) *Service {
 
 func (s *Service) now() time.Time { return s.clock.Now().UTC() }
 
+// viewPage reads one page of records with list in a read transaction and
+// returns each as view shows it (a key or invitation past its expiry as
+// expired, a person with the grants live now).
+func viewPage[T, V any](ctx context.Context, st store.Store, list func(store.Reader) ([]*T, string, error), view func(*T) *V) ([]*V, string, error) {
+	var (
+		out  []*V
+		next string
+	)
+	err := st.View(ctx, func(r store.Reader) error {
+		records, n, err := list(r)
+		if err != nil {
+			return err
+		}
+		for _, rec := range records {
+			out = append(out, view(rec))
+		}
+		next = n
+		return nil
+	})
+	return out, next, err
+}
+
+// viewOne reads one record with get in a read transaction and returns it as
+// view shows it.
+func viewOne[T, V any](ctx context.Context, st store.Store, get func(store.Reader) (*T, error), view func(*T) *V) (*V, error) {
+	var out *V
+	err := st.View(ctx, func(r store.Reader) error {
+		rec, err := get(r)
+		if err != nil {
+			return err
+		}
+		out = view(rec)
+		return nil
+	})
+	return out, err
+}
+
 // Secrets. Every secret is a kind tag, an 8-character lookup part and 32
 // more characters: 40 base32 characters, 200 random bits, of which the
 // lookup part (shown as a key's prefix) holds 40 and the rest 160. Only the

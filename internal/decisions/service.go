@@ -298,12 +298,8 @@ func (s *Service) Evaluate(ctx context.Context, tenant, name string, in Evaluate
 	s.settle(rec, &res)
 	c.Proposed, c.Confidence, c.Mode, c.RuleID = res.Output, res.Confidence, res.Mode, res.RuleID
 	err = s.st.Update(ctx, func(tx store.Txn) error {
-		cur, err := records.Get(tx, tenant, rec.Name)
-		if err != nil {
+		if err := stillDecision(tx, tenant, rec); err != nil {
 			return err
-		}
-		if cur.ID != rec.ID {
-			return errs.NotFoundf("decision not found")
 		}
 		return cases.Put(tx, tenant, c)
 	})
@@ -311,6 +307,20 @@ func (s *Service) Evaluate(ctx context.Context, tenant, name string, in Evaluate
 		return nil, err
 	}
 	return &Evaluation{CaseID: c.ID, Output: c.Proposed, Confidence: c.Confidence, Mode: c.Mode, RuleID: c.RuleID}, nil
+}
+
+// stillDecision checks, in the transaction that writes for rec, that the
+// decision named rec.Name is still rec: one deleted, or deleted and created
+// anew under the same name, since rec was read is not found.
+func stillDecision(r store.Reader, tenant string, rec *Record) error {
+	cur, err := records.Get(r, tenant, rec.Name)
+	if err != nil {
+		return err
+	}
+	if cur.ID != rec.ID {
+		return errs.NotFoundf("decision not found")
+	}
+	return nil
 }
 
 // settle makes a provider's result trustworthy: the confidence is clamped
@@ -440,12 +450,8 @@ func (s *Service) Feedback(ctx context.Context, tenant, actor, name string, in F
 	}
 	var out *Agreement
 	err = s.st.Update(ctx, func(tx store.Txn) error {
-		cur, err := records.Get(tx, tenant, name)
-		if err != nil {
+		if err := stillDecision(tx, tenant, rec); err != nil {
 			return err
-		}
-		if cur.ID != rec.ID {
-			return errs.NotFoundf("decision not found")
 		}
 		now := s.now()
 		var (
@@ -518,6 +524,7 @@ func (s *Service) Feedback(ctx context.Context, tenant, actor, name string, in F
 				return err
 			}
 		}
+		var err error
 		out, err = Summarize(tx, tenant, decisionScope(rec.ID))
 		return err
 	})
@@ -581,12 +588,8 @@ func (s *Service) RecordOutcome(ctx context.Context, tenant, actor, name string,
 		DecidedAt: &now, DecidedBy: &actor,
 	}
 	err = s.st.Update(ctx, func(tx store.Txn) error {
-		cur, err := records.Get(tx, tenant, name)
-		if err != nil {
+		if err := stillDecision(tx, tenant, rec); err != nil {
 			return err
-		}
-		if cur.ID != rec.ID {
-			return errs.NotFoundf("decision not found")
 		}
 		if err := cases.Put(tx, tenant, c); err != nil {
 			return err
