@@ -96,6 +96,13 @@ type Options struct {
 	PluginDir string
 	// Plugins are explicit paths of provider plugins to load.
 	Plugins []string
+	// CallTimeout bounds one capability call (in process or to a plugin).
+	// Defaults to 30s.
+	CallTimeout time.Duration
+	// PluginEnv is added to every plugin's environment ("KEY=value"),
+	// which otherwise holds only PATH, HOME, TMPDIR, locale and proxy
+	// settings.
+	PluginEnv []string
 	// MaxUploadBytes bounds an uploaded document. Defaults to 25 MiB.
 	MaxUploadBytes int64
 	// PluginChecksums maps a plugin path or base name to its expected
@@ -109,6 +116,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = 30 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -189,7 +199,8 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	}
 	ws := &Workspace{opts: opts, store: st, clock: opts.Clock, logger: opts.Logger}
 	// -- wiring: capabilities (registry, built-in providers, plugins)
-	ws.registry = capability.NewRegistry(capability.RegistryConfig{Store: st, Clock: opts.Clock, Logger: opts.Logger})
+	ws.registry = capability.NewRegistry(capability.RegistryConfig{Store: st, Clock: opts.Clock, Logger: opts.Logger,
+		CallTimeout: opts.CallTimeout})
 	for _, p := range opts.Providers {
 		if err := ws.registry.Register(p); err != nil {
 			_ = ws.Close()
@@ -206,7 +217,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	}
 	if opts.PluginDir != "" || len(opts.Plugins) > 0 {
 		ws.plugins = plugins.NewHost(plugins.HostOptions{Logger: opts.Logger, Clock: opts.Clock,
-			Checksums: opts.PluginChecksums, Sink: eventSink{ws},
+			Checksums: opts.PluginChecksums, Sink: eventSink{ws}, CallTimeout: opts.CallTimeout, Env: opts.PluginEnv,
 			OnRestart: func(id string) {
 				if err := ws.registry.Refresh(id); err != nil {
 					opts.Logger.Error("refresh a restarted plugin", "provider", id, "error", err.Error())
@@ -312,7 +323,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		}
 	}
 	eng, err := runengine.New(runengine.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,
-		Capabilities: ws.registry, Processes: ws.processes, Gate: ws.automation.Gate()})
+		Capabilities: ws.registry, Processes: ws.processes, Gate: ws.automation.Gate(), CallTimeout: opts.CallTimeout})
 	if err != nil {
 		_ = ws.Close()
 		return nil, err

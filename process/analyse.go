@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/cockroachdb/errors"
 )
 
@@ -75,7 +76,7 @@ func Analyse(cfg AnalyseConfig, values []any) (AnalyseOutput, error) {
 			out.Skipped++
 			continue
 		}
-		f, ok := asFloat(v)
+		f, ok := jsonvalue.Float(v)
 		if !ok {
 			if cfg.Field != "" {
 				return AnalyseOutput{}, errors.Newf("item %d: %s is %s, not a number", i, cfg.Field, describe(v))

@@ -125,7 +125,7 @@ func Consolidate(cfg ConsolidateConfig, left, right any) ConsolidateOutput {
 		if len(cands) == 0 {
 			out.Matched = false
 			out.UnmatchedLeft = append(out.UnmatchedLeft, Unmatched{Index: i, Item: it,
-				Reason: "no right item has " + describeKey(it, cfg.Keys)})
+				Reason: "no right item has " + describeKey(it, cfg.Keys, false)})
 			continue
 		}
 		j := cands[0]
@@ -151,7 +151,7 @@ func Consolidate(cfg ConsolidateConfig, left, right any) ConsolidateOutput {
 		if taken[j] {
 			continue
 		}
-		reason := "no left item has " + describeRightKey(it, cfg.Keys)
+		reason := "no left item has " + describeKey(it, cfg.Keys, true)
 		if missing, ok := rightMissing[j]; ok {
 			reason = fmt.Sprintf("key field %s has no value", missing)
 		}
@@ -201,20 +201,18 @@ func normKey(v any) string {
 	return strings.ToLower(strings.TrimSpace(text(v)))
 }
 
-func describeKey(it any, keys []KeyPair) string {
+// describeKey names the key values of it, an item of one side, as the other
+// side would have to hold them: "sku = A-1 and qty = 2" in the other side's
+// field names. right tells that it is a right item.
+func describeKey(it any, keys []KeyPair, right bool) string {
 	parts := make([]string, len(keys))
 	for n, k := range keys {
-		v, _ := lookup(it, k.Left)
-		parts[n] = fmt.Sprintf("%s = %s", k.Right, text(v))
-	}
-	return strings.Join(parts, " and ")
-}
-
-func describeRightKey(it any, keys []KeyPair) string {
-	parts := make([]string, len(keys))
-	for n, k := range keys {
-		v, _ := lookup(it, k.Right)
-		parts[n] = fmt.Sprintf("%s = %s", k.Left, text(v))
+		own, other := k.Left, k.Right
+		if right {
+			own, other = k.Right, k.Left
+		}
+		v, _ := lookup(it, own)
+		parts[n] = fmt.Sprintf("%s = %s", other, text(v))
 	}
 	return strings.Join(parts, " and ")
 }

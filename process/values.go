@@ -3,36 +3,13 @@ package process
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"math/big"
-	"strconv"
 	"strings"
 
 	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/internal/refs"
 	"github.com/cockroachdb/errors"
 )
-
-// asFloat returns v as a float64 when it is a finite number.
-func asFloat(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, !math.IsNaN(n) && !math.IsInf(n, 0)
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case json.Number:
-		f, err := strconv.ParseFloat(string(n), 64)
-		return f, err == nil && !math.IsInf(f, 0) && json.Valid([]byte(n))
-	}
-	r, ok := jsonvalue.AsRat(v)
-	if !ok {
-		return 0, false
-	}
-	f, _ := r.Float64()
-	return f, true
-}
 
 // ratValue renders r as a JSON value: an integer when it is one (int64 when
 // it fits), otherwise a float64.

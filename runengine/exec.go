@@ -225,6 +225,7 @@ func (x *exec) completeStep(def *process.Step, st *StepRun, output any, automati
 	st.Status = StepCompleted
 	st.CompletedAt = &t
 	st.Output = output
+	st.Error = nil // an earlier failed attempt's error
 	st.Internal.WaitToken = ""
 	st.Internal.WaitEvent = ""
 	if automatic {

@@ -113,6 +113,8 @@ type entry struct {
 	// on its way.
 	replies    []heldReply
 	flushArmed bool
+	// durable is false for a new run until its first commit is submitted.
+	durable bool
 }
 
 // worker owns the runs whose ids hash to it: it alone advances them, so a
@@ -224,7 +226,7 @@ func (w *worker) load(tenant, runID string) (*entry, error) {
 	if err != nil {
 		return nil, errors.Wrapf(err, "load version %d of process %s", r.ProcessVersion, r.ProcessID)
 	}
-	en := &entry{run: r, ver: ver, prev: indexState(r)}
+	en := &entry{run: r, ver: ver, prev: indexState(r), durable: true}
 	w.cache[k] = en
 	return en, nil
 }
@@ -384,6 +386,17 @@ func (w *worker) finish(x *exec) {
 		en.replies = append(en.replies, heldReply{ch: c.reply, task: x.replyTask, approval: x.replyApproval, err: x.err})
 	}
 	switch {
+	case !en.durable:
+		// A run's first commit must be durable before any call of it goes
+		// out: a call must never act for a run a crash could lose.
+		calls := x.fx.calls
+		x.fx.calls = nil
+		if len(calls) > 0 {
+			en.held.post = append(en.held.post, func() { w.issueCalls(calls) })
+		}
+		en.dirty = true
+		en.durable = true
+		w.flush(en)
 	case en.inflight == "" || c.kind == cmdFlush:
 		w.flush(en)
 	case len(en.replies) > 0 && !en.flushArmed:
@@ -483,8 +496,12 @@ func (w *worker) markIdle(en *entry) {
 }
 
 // issue starts the calls the command asked for.
-func (w *worker) issue(x *exec) {
-	for _, pc := range x.fx.calls {
+func (w *worker) issue(x *exec) { w.issueCalls(x.fx.calls) }
+
+// issueCalls makes each call in its own goroutine; its result comes back
+// to the worker as a command.
+func (w *worker) issueCalls(calls []*pendingCall) {
+	for _, pc := range calls {
 		w.e.calls.Add(1)
 		go func() {
 			defer w.e.calls.Done()

@@ -28,6 +28,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// buildFlags are the flags of go build (race_test.go adds -race).
+var buildFlags = []string{"build"}
+
 // built is the server executable, built once per test binary.
 var built struct {
 	once      sync.Once
@@ -45,7 +48,7 @@ func buildServer(t *testing.T) string {
 			return
 		}
 		built.path = filepath.Join(built.dir, "server")
-		if out, err := exec.Command("go", "build", "-o", built.path, ".").CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", append(buildFlags, "-o", built.path, ".")...).CombinedOutput(); err != nil {
 			built.err = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})
@@ -125,6 +128,12 @@ func (p *serverProc) kill() {
 	}
 	_ = p.cmd.Process.Kill() // SIGKILL on Unix
 	_ = p.cmd.Wait()
+}
+
+// raced reports whether the server's race detector found a data race.
+func (p *serverProc) raced() bool {
+	b, _ := os.ReadFile(p.logs)
+	return bytes.Contains(b, []byte("WARNING: DATA RACE"))
 }
 
 // tail returns the end of the server's log.
@@ -334,6 +343,9 @@ func TestCrashAcknowledgedRunsCompleteOnce(t *testing.T) {
 	srv.kill()
 	stop.Store(true)
 	wg.Wait()
+	if srv.raced() {
+		t.Errorf("the server had a data race:\n%s", srv.tail())
+	}
 	if t.Failed() {
 		t.Fatalf("load failed; server log:\n%s", srv.tail())
 	}
@@ -419,6 +431,10 @@ func TestCrashAcknowledgedRunsCompleteOnce(t *testing.T) {
 			cockpit.Completed30d, cockpit.Running, len(completed))
 	}
 	t.Logf("%d runs stored after the restart, %d acknowledged; all completed once", len(completed), len(runs))
+	srv.kill()
+	if srv.raced() {
+		t.Errorf("the restarted server had a data race:\n%s", srv.tail())
+	}
 }
 
 // waitCompleted polls a run until it completes.

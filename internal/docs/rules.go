@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bas-platform/bas/internal/extract"
+	"github.com/bas-platform/bas/internal/jsonvalue"
 )
 
 // Issue severities.
@@ -333,7 +334,7 @@ func check(in checkInput) Validation {
 	}
 	if rate, rateF, ok := val("tax_rate"); ok && hasTax && (hasSub || hasTotal) {
 		tx, _ := cents(tax.Value)
-		pct, _ := number(rate.Value)
+		pct, _ := jsonvalue.Float(rate.Value)
 		var base int64
 		baseKey := ""
 		if hasSub {
@@ -486,22 +487,6 @@ func cents(v any) (int64, bool) {
 		}
 		f, err := x.Float64()
 		return int64(math.Round(f)), err == nil
-	}
-	return 0, false
-}
-
-// number reads a number value.
-func number(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case int64:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
 	}
 	return 0, false
 }

@@ -217,29 +217,15 @@ func (s *Service) Upload(ctx context.Context, tenant, actor string, in UploadIn)
 		ID: ids.New("doc", now), Title: title, TypeID: typ.ID, TypeName: typ.Name,
 		CreatedAt: now, Priority: priority, Queue: queue, Tags: tags,
 	}
-	var out *Document
-	err = s.st.Update(ctx, func(tx store.Txn) error {
+	return s.fileVersion(ctx, tenant, actor, p, file, now, func(tx store.Txn) (*record, *DocType, error) {
 		t, err := types.Get(tx, tenant, typ.ID)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		r := *rec
 		r.History = nil
-		if err := s.ingest(tx, tenant, actor, &r, t, p, file, now); err != nil {
-			return err
-		}
-		if err := file.commit(tx, tenant); err != nil {
-			return err
-		}
-		out = r.out(t.Name)
-		return nil
+		return &r, t, nil
 	})
-	if err != nil {
-		s.abandon(tenant, file)
-		return nil, err
-	}
-	s.events.Kick()
-	return out, nil
 }
 
 // AddVersion files a new version of a document: the file replaces the
@@ -273,14 +259,28 @@ func (s *Service) AddVersion(ctx context.Context, tenant, actor, id string, in V
 	if err != nil {
 		return nil, err
 	}
-	now := s.now()
-	var out *Document
-	err = s.st.Update(ctx, func(tx store.Txn) error {
+	return s.fileVersion(ctx, tenant, actor, p, file, s.now(), func(tx store.Txn) (*record, *DocType, error) {
 		r, err := docs.Get(tx, tenant, id)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		t, err := types.Get(tx, tenant, r.TypeID)
+		if err != nil {
+			return nil, nil, err
+		}
+		return r, t, nil
+	})
+}
+
+// fileVersion stores a staged file as the next version of the document that
+// load reads in the transaction (a new one for an upload), ingests it and
+// commits the file with it. When the transaction fails the staged file is
+// abandoned.
+func (s *Service) fileVersion(ctx context.Context, tenant, actor string, p *prepared, file *staged, now time.Time,
+	load func(tx store.Txn) (*record, *DocType, error)) (*Document, error) {
+	var out *Document
+	err := s.st.Update(ctx, func(tx store.Txn) error {
+		r, t, err := load(tx)
 		if err != nil {
 			return err
 		}

@@ -89,6 +89,27 @@ func AsRat(v any) (*big.Rat, bool) {
 	return nil, false
 }
 
+// Float returns v as the nearest float64 when it is a number (see IsNumber).
+func Float(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, finite(n)
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case json.Number:
+		f, err := strconv.ParseFloat(string(n), 64)
+		return f, err == nil && finite(f) && validNumber(string(n))
+	}
+	r, ok := AsRat(v)
+	if !ok {
+		return 0, false
+	}
+	f, _ := r.Float64()
+	return f, true
+}
+
 // RatFromFloat converts f through its shortest decimal text, so 0.1 is
 // exactly 1/10 (what the person who wrote 0.1 meant), not the binary
 // approximation. f must be finite.

@@ -61,6 +61,41 @@ func TestIsNumberAndAsRat(t *testing.T) {
 	}
 }
 
+func TestFloat(t *testing.T) {
+	t.Parallel()
+	type result struct {
+		F  float64
+		OK bool
+	}
+	for _, test := range []struct {
+		v    any
+		want result
+	}{
+		{2.5, result{2.5, true}},
+		{7, result{7, true}},
+		{int64(-3), result{-3, true}},
+		{uint16(9), result{9, true}},
+		{float32(0.5), result{0.5, true}},
+		{json.Number("0.1"), result{0.1, true}},
+		{json.Number("123456789012345678901234567890"), result{1.2345678901234568e29, true}},
+		{json.Number("1e400"), result{0, false}},
+		{json.Number("NaN"), result{0, false}},
+		{json.Number("0x10"), result{0, false}},
+		{math.Inf(1), result{0, false}},
+		{"1", result{0, false}},
+		{nil, result{0, false}},
+	} {
+		var got result
+		got.F, got.OK = Float(test.v)
+		if !got.OK {
+			got.F = 0
+		}
+		if diff := cmp.Diff(test.want, got); diff != "" {
+			t.Errorf("Float(%#v) mismatch (-want +got):\n%s", test.v, diff)
+		}
+	}
+}
+
 func TestRatFromFloat(t *testing.T) {
 	t.Parallel()
 	for _, test := range []struct {
