@@ -140,8 +140,7 @@ func (h *Handler) handleKeyCreate(c *Ctx) error {
 		return err
 	}
 	if k.Status == access.KeyPending {
-		c.W.Header().Set("Location", h.opts.BasePath+"/v1/changes/"+k.ChangeID)
-		return c.JSON(http.StatusAccepted, k)
+		return c.waiting(k.ChangeID, k)
 	}
 	return c.Created("/v1/api-keys/"+k.ID, k)
 }
@@ -202,8 +201,7 @@ func (h *Handler) handleInvitationCreate(c *Ctx) error {
 		return err
 	}
 	if inv.Status == access.InvitationAwaiting {
-		c.W.Header().Set("Location", h.opts.BasePath+"/v1/changes/"+inv.ChangeID)
-		return c.JSON(http.StatusAccepted, inv)
+		return c.waiting(inv.ChangeID, inv)
 	}
 	return c.Created("/v1/invitations/"+inv.ID, inv)
 }
@@ -277,8 +275,7 @@ func (h *Handler) handleWorkspacePatch(c *Ctx) error {
 		return err
 	}
 	if ch != nil {
-		c.W.Header().Set("Location", h.opts.BasePath+"/v1/changes/"+ch.ID)
-		return c.JSON(http.StatusAccepted, ChangeOut{Change: ch})
+		return c.waiting(ch.ID, ChangeOut{Change: ch})
 	}
 	return c.JSON(http.StatusOK, ws)
 }

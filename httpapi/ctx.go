@@ -148,6 +148,13 @@ func (c *Ctx) Created(location string, v any) error {
 	return c.JSON(http.StatusCreated, v)
 }
 
+// waiting writes 202 with v and a Location header naming the change that
+// waits for a second person (GET /v1/changes/{id}).
+func (c *Ctx) waiting(changeID string, v any) error {
+	c.W.Header().Set("Location", c.h.opts.BasePath+"/v1/changes/"+changeID)
+	return c.JSON(http.StatusAccepted, v)
+}
+
 // NoContent writes 204.
 func (c *Ctx) NoContent() error {
 	c.W.WriteHeader(http.StatusNoContent)

@@ -63,13 +63,25 @@ func Example() {
 	}
 	fmt.Println("dev-login:", status, session.Roles)
 
-	status, _ = call("POST", "/api/v1/processes", session.Token, `{
+	status, body = call("POST", "/api/v1/processes", session.Token, `{
 		"name": "Route invoices",
 		"function": "finance",
 		"trigger": {"type": "manual"},
-		"steps": [{"key": "route", "type": "route", "config": {"rules": [], "default": {"queue": "clerks"}}}]
+		"steps": [{"key": "route", "type": "route", "config": {
+			"input": {"amount_cents": 250000},
+			"rules": [{"id": "large", "when": {"amount_cents": {"gte": 100000}}, "queue": "controller"}],
+			"default": {"queue": "clerks"}
+		}}]
 	}`)
-	fmt.Println("create:", status)
+	var created struct {
+		ID      string `json:"id"`
+		Version int    `json:"version"`
+	}
+	if err := json.Unmarshal(body, &created); err != nil {
+		fmt.Println(status, err)
+		return
+	}
+	fmt.Println("create:", status, strings.HasPrefix(created.ID, "prc_"), created.Version)
 
 	status, body = call("GET", "/api/v1/processes", session.Token, "")
 	var list []struct {
@@ -83,8 +95,8 @@ func Example() {
 	}
 	fmt.Printf("list: %d %+v\n", status, list)
 	// Output:
-	// without a token: 401 {"detail":"missing credentials: send Authorization: Bearer <token>"}
+	// without a token: 401 {"detail":"not authenticated"}
 	// dev-login: 201 [admin]
-	// create: 201
+	// create: 201 true 1
 	// list: 200 [{Name:Route invoices Version:1 Enabled:true}]
 }
