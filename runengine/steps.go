@@ -15,6 +15,7 @@ import (
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/filter"
 	"github.com/bas-platform/bas/internal/ids"
+	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/internal/refs"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
@@ -202,11 +203,11 @@ func checkTaskInput(t *Task, action string, fields map[string]any) []errs.Violat
 func checkFieldValue(typ string, f map[string]any, v any) (string, string) {
 	switch typ {
 	case "number", "money":
-		if _, ok := number(v); !ok {
+		if _, ok := jsonvalue.Float(v); !ok {
 			return "must be a number", "type_error"
 		}
 		if typ == "money" {
-			if n, _ := number(v); n != math.Trunc(n) {
+			if n, _ := jsonvalue.Float(v); n != math.Trunc(n) {
 				return "must be an integer amount of cents", "type_error"
 			}
 		}
@@ -238,21 +239,6 @@ func checkFieldValue(typ string, f map[string]any, v any) (string, string) {
 	return "", ""
 }
 
-// number reads a JSON number of any Go representation.
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	}
-	return 0, false
-}
 
 // --- execute
 
