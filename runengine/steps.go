@@ -239,7 +239,6 @@ func checkFieldValue(typ string, f map[string]any, v any) (string, string) {
 	return "", ""
 }
 
-
 // --- execute
 
 func (x *exec) stepExecute(def *process.Step, st *StepRun) bool {
