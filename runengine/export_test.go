@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/ids"
+	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
@@ -14,18 +15,26 @@ import (
 // writes: about 1.3 MB, under Badger's limit of 15% of a 16 MiB memtable.
 const seedBatch = 1000
 
-// SeedTasks writes n runs of one human-task process straight into st under
-// tenant, each waiting on its open, unassigned task, with the index
-// entries, active keys and counters the engine keeps for them, in large
-// transactions: a scale fixture for benchmarks of lists (starting a million
-// runs through the engine takes minutes). Runs and tasks are made one
-// millisecond apart, so their ids order them. The runs' process is not
-// stored: open a seeded store with New only (lists and reads), not Open,
-// which would try to resume every seeded run.
+// SeedTasks creates a process of one human-task step in st under tenant
+// and writes n runs of it straight into st, each waiting on its open,
+// unassigned task, with the index entries, active keys and counters the
+// engine keeps for them, in large transactions: a scale fixture for
+// benchmarks of lists (starting a million runs through the engine takes
+// minutes). Runs and tasks are made one millisecond apart, so their ids
+// order them. An engine opened on the store resumes every seeded run.
 func SeedTasks(st store.Store, tenant string, n int) error {
 	t0 := time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC)
-	processID := ids.New("prc", t0)
 	ctx := context.Background()
+	in, err := process.DecodeIn([]byte(`{"name": "Review invoices", "function": "finance", "trigger": {"type": "manual"},
+	  "steps": [{"key": "review", "type": "human_task", "config": {"title": "Review ${subject.label}", "actions": ["approve", "reject"]}}]}`))
+	if err != nil {
+		return err
+	}
+	def, err := process.NewService(process.Config{Store: st}).Create(ctx, tenant, "usr_seed", in)
+	if err != nil {
+		return errors.Wrap(err, "create the seeded runs' process")
+	}
+	processID := def.ID
 	for done := 0; done < n; {
 		size := min(seedBatch, n-done)
 		type rec struct {
