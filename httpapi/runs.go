@@ -40,7 +40,7 @@ type StartIn struct {
 
 // handleRunStart serves POST /v1/processes/:id/start.
 func (h *Handler) handleRunStart(c *Ctx) error {
-	if _, err := h.ws.Processes().Get(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+	if err := h.ws.Processes().Check(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
 	var in StartIn

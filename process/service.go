@@ -268,6 +268,18 @@ func (s *Service) Get(ctx context.Context, tenant, id string) (*Definition, erro
 	return d, err
 }
 
+// Check returns errs.NotFound ("process not found") unless the process
+// exists in tenant; it reads no more than the key.
+func (s *Service) Check(ctx context.Context, tenant, id string) error {
+	return s.st.View(ctx, func(r store.Reader) error {
+		ok, err := definitions.Exists(r, tenant, id)
+		if err == nil && !ok {
+			return errs.NotFoundf("process not found")
+		}
+		return err
+	})
+}
+
 // Load is Get inside a transaction.
 func (s *Service) Load(r store.Reader, tenant, id string) (*Definition, error) {
 	return definitions.Get(r, tenant, id)

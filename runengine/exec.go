@@ -90,6 +90,14 @@ func (x *exec) setStatus(status string) {
 	if status == RunWaiting {
 		x.count(counterKey(r.Tenant, "waiting", r.Function), 1)
 	}
+	// The active index holds the runs a restart must advance: those
+	// running. Waiting runs are woken by people, timers and events.
+	if r.Status == RunRunning {
+		x.fx.ops = append(x.fx.ops, deleteKey(activeKey(r.Tenant, r.ID)))
+	}
+	if status == RunRunning {
+		x.fx.ops = append(x.fx.ops, setKey(activeKey(r.Tenant, r.ID), nil))
+	}
 	wasFinished := r.Finished()
 	r.Status = status
 	if !wasFinished && r.Finished() {
@@ -101,7 +109,6 @@ func (x *exec) setStatus(status string) {
 		t := x.now
 		r.CompletedAt = &t
 		r.CurrentStep = nil
-		x.fx.ops = append(x.fx.ops, deleteKey(activeKey(r.Tenant, r.ID)))
 		if fn := x.w.e.cfg.OnFinish; fn != nil {
 			tenant, id := r.Tenant, r.ID
 			x.fx.post = append(x.fx.post, func() { fn(tenant, id, status) })

@@ -74,9 +74,6 @@ func SeedTasks(st store.Store, tenant string, n int) error {
 				if err := tasks.PutOver(tx, tenant, nil, b.task, b.tRaw); err != nil {
 					return err
 				}
-				if err := tx.Set(activeKey(tenant, b.run.ID), nil); err != nil {
-					return err
-				}
 			}
 			return applyCounters(tx, map[string]int64{
 				counterKey(tenant, "inflight", "finance"): int64(size),

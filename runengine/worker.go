@@ -349,7 +349,7 @@ func (w *worker) handleStart(c *command) {
 	x.dirty = true
 	x.fx.ops = append(x.fx.ops, a.ops...)
 	x.fx.post = append(x.fx.post, a.post...)
-	x.fx.ops = append(x.fx.ops, setKey(activeKey(c.tenant, id), nil))
+	x.fx.ops = append(x.fx.ops, setKey(activeKey(c.tenant, id), nil)) // a new run is running
 	x.count(counterKey(c.tenant, "inflight", r.Function), 1)
 	x.emit("process.run.started", map[string]any{"run_id": id, "process_id": r.ProcessID,
 		"process_name": r.ProcessName, "subject": r.Subject})

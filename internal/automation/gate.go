@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"time"
 
 	"github.com/bas-platform/bas/internal/audit"
@@ -109,6 +110,11 @@ func (s *Service) Decide(ctx context.Context, req runengine.GateRequest) (runeng
 		return runengine.GateDecision{}, errors.New("automation: a gate request needs a tenant, a process and an item key")
 	}
 	var out runengine.GateDecision
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(req.Tenant))
+	mu := &s.decideMu[h.Sum32()%uint32(len(s.decideMu))]
+	mu.Lock()
+	defer mu.Unlock()
 	err := s.st.Update(ctx, func(tx store.Txn) error {
 		prev, err := gateDecisions.Get(tx, req.Tenant, decisionID(req.ProcessID, key))
 		if err == nil {

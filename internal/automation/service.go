@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bas-platform/bas/internal/access"
@@ -60,6 +61,10 @@ type Service struct {
 	log     *slog.Logger
 	exists  func(ctx context.Context, tenant, processID string) error
 	changes ChangeQueue
+	// decideMu serialises Decide per tenant (striped): decisions of one
+	// tenant update the same daily counters, and concurrent transactions
+	// would only conflict and retry.
+	decideMu [64]sync.Mutex
 }
 
 // New returns the automation service.
