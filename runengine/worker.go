@@ -185,8 +185,11 @@ func (w *worker) loop() {
 			if len(batch) == 0 {
 				break
 			}
-			for _, c := range batch {
+			for i, c := range batch {
 				w.handle(c)
+				if i%1000 == 999 {
+					w.sweep() // bound memory on a long batch (recovery)
+				}
 			}
 			w.sweep()
 		}
