@@ -174,3 +174,95 @@ func BenchmarkChain1(b *testing.B) {
 		b.Run(fmt.Sprintf("starters=%d", starters), func(b *testing.B) { runChain(b, 1, starters) })
 	}
 }
+
+// runPeopleChain is runChain for a chain whose first step waits for a
+// person: each starter completes the task (or approves the step) through
+// the engine's API as soon as the start returns, then waits for the end.
+func runPeopleChain(b *testing.B, first string, starters int) {
+	be := newBenchEngine(b)
+	in, err := process.DecodeIn([]byte(`{"name":"Bench","function":"ops","trigger":{"type":"manual"},"steps":[` + first + `,
+		{"key":"s1","type":"execute","capability":"bench.noop","config":{"args":{"i":1}}},
+		{"key":"s2","type":"execute","capability":"bench.noop","config":{"args":{"i":2}}}]}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	def, err := be.procs.Create(context.Background(), tenant, "usr_bench", in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lat := make([]time.Duration, b.N)
+	var next atomic.Int64
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for g := 0; g < starters; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(b.N) {
+					return
+				}
+				t := time.Now()
+				raw, err := be.eng.Start(ctx, runengine.StartInput{Tenant: tenant, ProcessID: def.ID,
+					Subject: runengine.Subject{Type: "bench", Label: "run"}})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				var r struct {
+					ID    string
+					Steps []struct {
+						TaskID     *string `json:"task_id"`
+						ApprovalID *string `json:"approval_id"`
+					}
+				}
+				_ = json.Unmarshal(raw, &r)
+				switch {
+				case r.Steps[0].TaskID != nil:
+					_, err = be.eng.CompleteTask(ctx, tenant, *r.Steps[0].TaskID, "complete", nil, "usr_bench")
+				case r.Steps[0].ApprovalID != nil:
+					_, err = be.eng.Decide(ctx, tenant, *r.Steps[0].ApprovalID, true, nil, "", "usr_bench")
+				default:
+					err = fmt.Errorf("run %s waits for no person: %s", r.ID, raw)
+				}
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				be.wait(r.ID)
+				lat[i] = time.Since(t)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "runs/s")
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkChain3HumanTask runs a human task completed through the API,
+// then two execute steps.
+func BenchmarkChain3HumanTask(b *testing.B) {
+	for _, starters := range []int{1, 64} {
+		b.Run(fmt.Sprintf("starters=%d", starters), func(b *testing.B) {
+			runPeopleChain(b, `{"key":"s0","type":"human_task","config":{"title":"Check"}}`, starters)
+		})
+	}
+}
+
+// BenchmarkChain3Approval runs an execute step that requires approval,
+// decided through the API, then two more.
+func BenchmarkChain3Approval(b *testing.B) {
+	for _, starters := range []int{1, 64} {
+		b.Run(fmt.Sprintf("starters=%d", starters), func(b *testing.B) {
+			runPeopleChain(b, `{"key":"s0","type":"execute","capability":"bench.noop","controls":{"require_approval":true},"config":{"args":{"i":0}}}`, starters)
+		})
+	}
+}
