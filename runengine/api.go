@@ -196,7 +196,7 @@ func (e *Engine) Publish(ctx context.Context, tenant, name string, data map[stri
 	if err != nil {
 		return "", nil, errors.Wrap(err, "encode event")
 	}
-	if err := e.commits.commitWait(ctx, setKey(outboxKey(ev.ID), raw), nil); err != nil {
+	if err := e.commits.commitWait(ctx, &delta{apply: setKey(outboxKey(ev.ID), raw)}); err != nil {
 		return "", nil, err
 	}
 	req := &publishReq{ev: ev, reply: make(chan publishResult, 1)}

@@ -16,8 +16,12 @@ import (
 type delta struct {
 	apply    func(tx store.Txn) error
 	counters map[string]int64
-	// after runs in the committer goroutine once the batch holding the
-	// delta committed (err nil) or failed. It must not block.
+	// reads says apply reads keys: such a delta is committed by a
+	// transaction of its own view of every earlier commit, never
+	// pipelined.
+	reads bool
+	// after runs once the batch holding the delta committed (err nil) or
+	// failed. It must not block.
 	after func(err error)
 }
 
@@ -25,8 +29,15 @@ type delta struct {
 // pending delta into one read-write transaction and commits it durably, so
 // under load one sync carries many transitions, and idle a single change
 // pays one sync.
+//
+// When the store is a store.Pipeliner, the next batch is filled while the
+// previous one syncs: a transaction is always open ahead, batches that only
+// write commit with CommitAsync in order, and at most two are in flight.
+// Counters are kept in memory (the committer is their only writer), so a
+// batch reads nothing.
 type committer struct {
 	st       store.Store
+	pipe     store.Pipeliner
 	maxBatch int
 
 	mu      sync.Mutex
@@ -35,18 +46,42 @@ type committer struct {
 	signal  chan struct{}
 	stopped chan struct{}
 
+	counters map[string]int64 // committed-or-in-flight counter values (committer goroutine only)
+	ahead    chan openTxn     // the transaction opened ahead
+	inflight sync.WaitGroup   // pipelined commits not yet durable
+
 	// batches, deltas and busy measure what was committed (Stats).
+	stats           sync.Mutex
 	batches, deltas uint64
 	busy            time.Duration
 }
 
+type openTxn struct {
+	txn store.PipelinedTxn
+	err error
+}
+
 func newCommitter(st store.Store, maxBatch int) *committer {
-	c := &committer{st: st, maxBatch: maxBatch, signal: make(chan struct{}, 1), stopped: make(chan struct{})}
+	c := &committer{st: st, maxBatch: maxBatch, signal: make(chan struct{}, 1), stopped: make(chan struct{}),
+		counters: map[string]int64{}}
+	if p, ok := st.(store.Pipeliner); ok {
+		c.pipe = p
+		c.ahead = make(chan openTxn, 1)
+		go c.openAhead()
+	}
 	go c.loop()
 	return c
 }
 
-// submit queues d; it never blocks. After Close, d fails at once.
+// openAhead keeps one transaction open before it is needed: Begin waits
+// until earlier commits are applied, and this wait overlaps the filling of
+// the batch before.
+func (c *committer) openAhead() {
+	t, err := c.pipe.Begin(context.Background())
+	c.ahead <- openTxn{t, err}
+}
+
+// submit queues d; it never blocks. After close, d fails at once.
 func (c *committer) submit(d *delta) {
 	c.mu.Lock()
 	if c.closed {
@@ -64,10 +99,11 @@ func (c *committer) submit(d *delta) {
 	}
 }
 
-// commitWait submits d and waits until its batch is durable.
-func (c *committer) commitWait(ctx context.Context, apply func(tx store.Txn) error, counters map[string]int64) error {
+// commitWait submits a delta and waits until its batch is durable.
+func (c *committer) commitWait(ctx context.Context, d *delta) error {
 	done := make(chan error, 1)
-	c.submit(&delta{apply: apply, counters: counters, after: func(err error) { done <- err }})
+	d.after = func(err error) { done <- err }
+	c.submit(d)
 	select {
 	case err := <-done:
 		return err
@@ -90,6 +126,14 @@ func (c *committer) close() {
 
 func (c *committer) loop() {
 	defer close(c.stopped)
+	defer func() {
+		c.inflight.Wait()
+		if c.pipe != nil {
+			if o := <-c.ahead; o.txn != nil {
+				o.txn.Discard()
+			}
+		}
+	}()
 	for range c.signal {
 		for {
 			c.mu.Lock()
@@ -113,33 +157,90 @@ func (c *committer) loop() {
 	}
 }
 
-// commit writes batch in one transaction. When it fails, the halves are
-// retried apart so one bad delta cannot block the others.
+// commit writes batch, pipelined when it can be.
 func (c *committer) commit(batch []*delta) {
+	if c.pipe != nil && !readsAny(batch) {
+		if c.commitPipelined(batch) {
+			return
+		}
+	}
+	// A batch that reads sees every earlier commit.
+	c.inflight.Wait()
+	c.commitSync(batch)
+}
+
+func readsAny(batch []*delta) bool {
+	for _, d := range batch {
+		if d.reads {
+			return true
+		}
+	}
+	return false
+}
+
+// commitPipelined fills the transaction opened ahead with batch and starts
+// its commit; it returns false when the batch must go the synchronous way
+// (the transaction could not be had or the batch does not fit).
+func (c *committer) commitPipelined(batch []*delta) bool {
+	o := <-c.ahead
+	if o.err != nil {
+		go c.openAhead()
+		return false
+	}
+	tx := o.txn
+	sums := sumCounters(batch)
 	began := time.Now()
-	err := c.st.Update(context.Background(), func(tx store.Txn) error {
-		counters := map[string]int64{}
+	err := func() error {
 		for _, d := range batch {
 			if err := d.apply(tx); err != nil {
 				return err
 			}
-			for k, v := range d.counters {
-				counters[k] += v
+		}
+		return c.writeCounters(tx, sums, false)
+	}()
+	if err != nil {
+		tx.Discard()
+		go c.openAhead()
+		return false
+	}
+	c.keepCounters(sums)
+	c.inflight.Add(1)
+	tx.CommitAsync(func(err error) {
+		defer c.inflight.Done()
+		c.record(len(batch), time.Since(began))
+		for _, d := range batch {
+			if d.after != nil {
+				d.after(err)
 			}
 		}
-		return applyCounters(tx, counters)
+	})
+	go c.openAhead()
+	return true
+}
+
+// commitSync writes batch in one Update. When it fails, the halves are
+// retried apart so one bad delta cannot block the others.
+func (c *committer) commitSync(batch []*delta) {
+	began := time.Now()
+	sums := sumCounters(batch)
+	err := c.st.Update(context.Background(), func(tx store.Txn) error {
+		for _, d := range batch {
+			if err := d.apply(tx); err != nil {
+				return err
+			}
+		}
+		return c.writeCounters(tx, sums, true)
 	})
 	if err != nil && len(batch) > 1 {
 		half := len(batch) / 2
-		c.commit(batch[:half])
-		c.commit(batch[half:])
+		c.commitSync(batch[:half])
+		c.commitSync(batch[half:])
 		return
 	}
-	c.mu.Lock()
-	c.batches++
-	c.deltas += uint64(len(batch))
-	c.busy += time.Since(began)
-	c.mu.Unlock()
+	if err == nil {
+		c.keepCounters(sums)
+	}
+	c.record(len(batch), time.Since(began))
 	for _, d := range batch {
 		if d.after != nil {
 			d.after(err)
@@ -147,22 +248,65 @@ func (c *committer) commit(batch []*delta) {
 	}
 }
 
-// applyCounters adds each increment to its 8-byte counter key.
-func applyCounters(tx store.Txn, counters map[string]int64) error {
-	for k, inc := range counters {
+func (c *committer) record(n int, d time.Duration) {
+	c.stats.Lock()
+	c.batches++
+	c.deltas += uint64(n)
+	c.busy += d
+	c.stats.Unlock()
+}
+
+func sumCounters(batch []*delta) map[string]int64 {
+	var sums map[string]int64
+	for _, d := range batch {
+		for k, v := range d.counters {
+			if sums == nil {
+				sums = map[string]int64{}
+			}
+			sums[k] += v
+		}
+	}
+	return sums
+}
+
+// writeCounters writes each counter's new value. A counter not yet known
+// is read first: from tx when canRead, else from a snapshot, which is
+// right because only the committer writes counters and a counter it never
+// touched has no commit in flight.
+func (c *committer) writeCounters(tx store.Txn, sums map[string]int64, canRead bool) error {
+	for k, inc := range sums {
 		if inc == 0 {
 			continue
 		}
-		key := []byte(k)
-		cur, err := readCounter(tx, key)
-		if err != nil {
-			return err
+		cur, ok := c.counters[k]
+		if !ok {
+			var err error
+			if canRead {
+				cur, err = readCounter(tx, []byte(k))
+			} else {
+				err = c.st.View(context.Background(), func(r store.Reader) error {
+					cur, err = readCounter(r, []byte(k))
+					return err
+				})
+			}
+			if err != nil {
+				return err
+			}
+			c.counters[k] = cur
 		}
-		if err := tx.Set(key, binary.BigEndian.AppendUint64(nil, uint64(cur+inc))); err != nil {
+		if err := tx.Set([]byte(k), binary.BigEndian.AppendUint64(nil, uint64(cur+inc))); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// keepCounters adds a batch's increments to the known values once the
+// batch was written.
+func (c *committer) keepCounters(sums map[string]int64) {
+	for k, inc := range sums {
+		c.counters[k] += inc
+	}
 }
 
 func readCounter(r store.Reader, key []byte) (int64, error) {
@@ -179,7 +323,7 @@ func readCounter(r store.Reader, key []byte) (int64, error) {
 	return int64(binary.BigEndian.Uint64(raw)), nil
 }
 
-var errEngineClosed = errors.New("runengine: engine is closed")
+var errEngineClosed = errClosed
 
 // Stats describe the commit pipeline's work since the engine opened.
 type Stats struct {
@@ -187,14 +331,15 @@ type Stats struct {
 	Commits uint64
 	// Deltas is the number of changes they carried.
 	Deltas uint64
-	// CommitTime is the time spent committing.
+	// CommitTime is the time from filling a transaction to its durability,
+	// summed over commits.
 	CommitTime time.Duration
 }
 
 // Stats returns the commit pipeline's counters.
 func (e *Engine) Stats() Stats {
 	c := e.commits
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.stats.Lock()
+	defer c.stats.Unlock()
 	return Stats{Commits: c.batches, Deltas: c.deltas, CommitTime: c.busy}
 }

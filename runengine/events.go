@@ -266,14 +266,14 @@ func (d *dispatcher) dispatchAll(evs []*Event) error {
 			d.floor = evs[i].At
 		}
 	}
-	return d.e.commits.commitWait(context.Background(), func(tx store.Txn) error {
+	return d.e.commits.commitWait(context.Background(), &delta{apply: func(tx store.Txn) error {
 		for _, k := range keys {
 			if err := tx.Delete(k); err != nil {
 				return err
 			}
 		}
 		return nil
-	}, nil)
+	}})
 }
 
 // dispatch starts the runs ev triggers and wakes the runs waiting on it,
@@ -288,7 +288,7 @@ func (d *dispatcher) dispatch(ev *Event) ([]json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = d.e.commits.commitWait(context.Background(), deleteKey(outboxKey(ev.ID)), nil)
+	err = d.e.commits.commitWait(context.Background(), &delta{apply: deleteKey(outboxKey(ev.ID))})
 	return started, err
 }
 

@@ -42,6 +42,7 @@ type exec struct {
 // effects are what a command changes besides the run record.
 type effects struct {
 	ops      []func(store.Txn) error
+	reads    bool // an op reads keys (see delta.reads)
 	counters map[string]int64
 	post     []func()
 	calls    []*pendingCall
@@ -50,6 +51,7 @@ type effects struct {
 // merge appends o's changes after f's.
 func (f *effects) merge(o *effects) {
 	f.ops = append(f.ops, o.ops...)
+	f.reads = f.reads || o.reads
 	f.post = append(f.post, o.post...)
 	for k, v := range o.counters {
 		if f.counters == nil {

@@ -2,6 +2,7 @@ package runengine
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"time"
 
@@ -75,7 +76,7 @@ func SeedTasks(st store.Store, tenant string, n int) error {
 					return err
 				}
 			}
-			return applyCounters(tx, map[string]int64{
+			return addCounters(tx, map[string]int64{
 				counterKey(tenant, "inflight", "finance"): int64(size),
 				counterKey(tenant, "waiting", "finance"):  int64(size),
 				counterKey(tenant, "tasks-open", "*"):     int64(size),
@@ -85,6 +86,21 @@ func SeedTasks(st store.Store, tenant string, n int) error {
 			return errors.Wrapf(err, "seed runs %d to %d", done, done+size)
 		}
 		done += size
+	}
+	return nil
+}
+
+// addCounters adds to counters in tx, for seeding a store the engine has
+// not opened.
+func addCounters(tx store.Txn, counters map[string]int64) error {
+	for k, inc := range counters {
+		cur, err := readCounter(tx, []byte(k))
+		if err != nil {
+			return err
+		}
+		if err := tx.Set([]byte(k), binary.BigEndian.AppendUint64(nil, uint64(cur+inc))); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -202,6 +202,7 @@ func (s *scheduler) fireCron(d dueItem) {
 		version: ver,
 		subject: Subject{Type: "schedule", Label: def.Name + " at " + fired},
 		trigger: RunTrigger{Type: process.TriggerSchedule, Data: map[string]any{"fired_at": fired, "cron": def.Trigger.Cron}},
+		reads:   true,
 		ops: []func(tx store.Txn) error{func(tx store.Txn) error {
 			if err := tx.Delete(d.key); err != nil {
 				return err

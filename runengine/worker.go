@@ -58,8 +58,9 @@ type startArgs struct {
 	trigger RunTrigger
 	actor   string
 	// ops are written in the run's first commit (a dedupe key, the next
-	// cron fire).
-	ops []func(tx store.Txn) error
+	// cron fire); reads says they read keys.
+	ops   []func(tx store.Txn) error
+	reads bool
 	// post runs once the first commit is durable.
 	post []func()
 }
@@ -351,6 +352,7 @@ func (w *worker) handleStart(c *command) {
 	x := w.newExec(en, c)
 	x.dirty = true
 	x.fx.ops = append(x.fx.ops, a.ops...)
+	x.fx.reads = a.reads
 	x.fx.post = append(x.fx.post, a.post...)
 	x.fx.ops = append(x.fx.ops, setKey(activeKey(c.tenant, id), nil)) // a new run is running
 	x.count(counterKey(c.tenant, "inflight", r.Function), 1)
@@ -477,6 +479,7 @@ func (w *worker) flush(en *entry) {
 			return nil
 		},
 		counters: fx.counters,
+		reads:    fx.reads,
 		after: func(err error) {
 			en.pending.Add(-1)
 			if err != nil {

@@ -56,6 +56,28 @@ type Txn interface {
 	Delete(key []byte) error
 }
 
+// Pipeliner is an optional ability of a Store: commits that overlap. A
+// transaction opened with Begin commits with CommitAsync, which returns as
+// soon as the commit's place in the order of commits is fixed and reports
+// durability later, so the next transaction can be filled while this one
+// syncs. Such a transaction must only write (reads are not protected by
+// conflict detection), and Begin may block until earlier commits are
+// applied. The run engine's commit pipeline uses it when present.
+type Pipeliner interface {
+	Begin(ctx context.Context) (PipelinedTxn, error)
+}
+
+// PipelinedTxn is a write-only transaction of a Pipeliner.
+type PipelinedTxn interface {
+	Txn
+	// CommitAsync starts the commit and returns once later commits are
+	// ordered after it; done is called when it is durable, or with the
+	// error that stopped it.
+	CommitAsync(done func(error))
+	// Discard drops the transaction without committing.
+	Discard()
+}
+
 // ScanOptions select the keys a Scan walks.
 type ScanOptions struct {
 	// Prefix limits the scan to keys that start with it.

@@ -148,6 +148,46 @@ func (s *Store) Update(ctx context.Context, fn func(store.Txn) error) error {
 	return err
 }
 
+var _ store.Pipeliner = (*Store)(nil)
+
+// Begin opens a write-only transaction committed with CommitAsync
+// (store.Pipeliner). It blocks until commits started earlier are applied,
+// as every Badger transaction does; a caller keeps one open ahead to
+// overlap commits.
+func (s *Store) Begin(ctx context.Context) (store.PipelinedTxn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, errors.WithStack(err)
+	}
+	done, err := s.begin()
+	if err != nil {
+		return nil, err
+	}
+	txn := s.db.NewTransaction(true)
+	return &pipelined{writer: writer{reader: reader{txn: txn}, s: s}, done: done}, nil
+}
+
+type pipelined struct {
+	writer
+	done func()
+	once sync.Once
+}
+
+func (p *pipelined) finish() { p.once.Do(p.done) }
+
+// CommitAsync starts the commit; done reports its durability.
+func (p *pipelined) CommitAsync(done func(error)) {
+	p.txn.CommitWith(func(err error) {
+		p.finish()
+		done(p.s.commitError(err))
+	})
+}
+
+// Discard drops the transaction.
+func (p *pipelined) Discard() {
+	p.txn.Discard()
+	p.finish()
+}
+
 func (s *Store) commitError(err error) error {
 	switch {
 	case err == nil:
