@@ -118,6 +118,25 @@ func (be *benchEngine) process(b *testing.B, steps int) string {
 func runChain(b *testing.B, steps, starters int) {
 	be := newBenchEngine(b)
 	pid := be.process(b, steps)
+	measure(b, be, starters, func(ctx context.Context) (string, error) {
+		raw, err := be.eng.Start(ctx, runengine.StartInput{Tenant: tenant, ProcessID: pid,
+			Subject: runengine.Subject{Type: "bench", Label: "run"}})
+		if err != nil {
+			return "", err
+		}
+		var r struct{ ID string }
+		err = json.Unmarshal(raw, &r)
+		return r.ID, err
+	})
+	st := be.eng.Stats()
+	b.ReportMetric(float64(st.Deltas)/float64(st.Commits), "deltas/commit")
+	b.ReportMetric(float64(st.CommitTime.Microseconds())/float64(st.Commits)/1000, "ms/commit")
+}
+
+// measure runs b.N runs from starters goroutines: run starts one and does
+// what it needs of people; measure waits for its end and reports runs/s
+// and start-to-completion latency.
+func measure(b *testing.B, be *benchEngine, starters int, run func(ctx context.Context) (string, error)) {
 	lat := make([]time.Duration, b.N)
 	var next atomic.Int64
 	ctx := context.Background()
@@ -135,15 +154,12 @@ func runChain(b *testing.B, steps, starters int) {
 					return
 				}
 				t := time.Now()
-				raw, err := be.eng.Start(ctx, runengine.StartInput{Tenant: tenant, ProcessID: pid,
-					Subject: runengine.Subject{Type: "bench", Label: "run"}})
+				id, err := run(ctx)
 				if err != nil {
 					b.Error(err)
 					return
 				}
-				var r struct{ ID string }
-				_ = json.Unmarshal(raw, &r)
-				be.wait(r.ID)
+				be.wait(id)
 				lat[i] = time.Since(t)
 			}
 		}()
@@ -152,9 +168,6 @@ func runChain(b *testing.B, steps, starters int) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	st := be.eng.Stats()
-	b.ReportMetric(float64(st.Deltas)/float64(st.Commits), "deltas/commit")
-	b.ReportMetric(float64(st.CommitTime.Microseconds())/float64(st.Commits)/1000, "ms/commit")
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "runs/s")
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
@@ -190,61 +203,32 @@ func runPeopleChain(b *testing.B, first string, starters int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	lat := make([]time.Duration, b.N)
-	var next atomic.Int64
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	start := time.Now()
-	var wg sync.WaitGroup
-	for g := 0; g < starters; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(b.N) {
-					return
-				}
-				t := time.Now()
-				raw, err := be.eng.Start(ctx, runengine.StartInput{Tenant: tenant, ProcessID: def.ID,
-					Subject: runengine.Subject{Type: "bench", Label: "run"}})
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				var r struct {
-					ID    string
-					Steps []struct {
-						TaskID     *string `json:"task_id"`
-						ApprovalID *string `json:"approval_id"`
-					}
-				}
-				_ = json.Unmarshal(raw, &r)
-				switch {
-				case r.Steps[0].TaskID != nil:
-					_, err = be.eng.CompleteTask(ctx, tenant, *r.Steps[0].TaskID, "complete", nil, "usr_bench")
-				case r.Steps[0].ApprovalID != nil:
-					_, err = be.eng.Decide(ctx, tenant, *r.Steps[0].ApprovalID, true, nil, "", "usr_bench")
-				default:
-					err = fmt.Errorf("run %s waits for no person: %s", r.ID, raw)
-				}
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				be.wait(r.ID)
-				lat[i] = time.Since(t)
+	measure(b, be, starters, func(ctx context.Context) (string, error) {
+		raw, err := be.eng.Start(ctx, runengine.StartInput{Tenant: tenant, ProcessID: def.ID,
+			Subject: runengine.Subject{Type: "bench", Label: "run"}})
+		if err != nil {
+			return "", err
+		}
+		var r struct {
+			ID    string
+			Steps []struct {
+				TaskID     *string `json:"task_id"`
+				ApprovalID *string `json:"approval_id"`
 			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "runs/s")
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return "", err
+		}
+		switch {
+		case r.Steps[0].TaskID != nil:
+			_, err = be.eng.CompleteTask(ctx, tenant, *r.Steps[0].TaskID, "complete", nil, "usr_bench")
+		case r.Steps[0].ApprovalID != nil:
+			_, err = be.eng.Decide(ctx, tenant, *r.Steps[0].ApprovalID, true, nil, "", "usr_bench")
+		default:
+			err = fmt.Errorf("run %s waits for no person: %s", r.ID, raw)
+		}
+		return r.ID, err
+	})
 }
 
 // BenchmarkChain3HumanTask runs a human task completed through the API,
