@@ -13,13 +13,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/bas-platform/bas/plugins/plugintest"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -59,25 +59,10 @@ func pluginBinaries(tb testing.TB) (acme, fault string) {
 			return
 		}
 		e2eBins.dir = dir
-		var wg sync.WaitGroup
-		errs := make([]error, 2)
-		for i, b := range []struct{ out, pkg string }{
-			{"acme-erp", "github.com/bas-platform/bas/examples/provider"},
-			{"testplugin", "github.com/bas-platform/bas/plugins/internal/testplugin"},
-		} {
-			wg.Go(func() {
-				out, err := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg).CombinedOutput()
-				if err != nil {
-					errs[i] = fmt.Errorf("go build %s: %v\n%s", b.pkg, err, out)
-				}
-			})
-		}
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil && e2eBins.err == nil {
-				e2eBins.err = err
-			}
-		}
+		e2eBins.err = plugintest.Build(dir, map[string]string{
+			"acme-erp":   "github.com/bas-platform/bas/examples/provider",
+			"testplugin": "github.com/bas-platform/bas/plugins/internal/testplugin",
+		})
 	})
 	if e2eBins.err != nil {
 		tb.Fatal(e2eBins.err)
@@ -89,8 +74,8 @@ func pluginBinaries(tb testing.TB) (acme, fault string) {
 // writes a file another test executes) and returns its path.
 func linkPlugin(tb testing.TB, src, dir, name string) string {
 	tb.Helper()
-	dst := filepath.Join(dir, name)
-	if err := os.Link(src, dst); err != nil {
+	dst, err := plugintest.Link(src, dir, name)
+	if err != nil {
 		tb.Fatal(err)
 	}
 	return dst

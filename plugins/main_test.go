@@ -7,10 +7,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/bas-platform/bas/plugins/plugintest"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -60,25 +60,10 @@ func binaries(tb testing.TB) (acme, test string) {
 			return
 		}
 		bins.dir = dir
-		var wg sync.WaitGroup
-		errs := make([]error, 2)
-		for i, b := range []struct{ out, pkg string }{
-			{"acme-erp", "github.com/bas-platform/bas/examples/provider"},
-			{"testplugin", "github.com/bas-platform/bas/plugins/internal/testplugin"},
-		} {
-			wg.Go(func() {
-				cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
-				if out, err := cmd.CombinedOutput(); err != nil {
-					errs[i] = fmt.Errorf("go build %s: %v\n%s", b.pkg, err, out)
-				}
-			})
-		}
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil && bins.err == nil {
-				bins.err = err
-			}
-		}
+		bins.err = plugintest.Build(dir, map[string]string{
+			"acme-erp":   "github.com/bas-platform/bas/examples/provider",
+			"testplugin": "github.com/bas-platform/bas/plugins/internal/testplugin",
+		})
 	})
 	if bins.err != nil {
 		tb.Fatal(bins.err)
@@ -90,8 +75,8 @@ func binaries(tb testing.TB) (acme, test string) {
 // writes a file another test executes).
 func link(tb testing.TB, src, dir, name string) string {
 	tb.Helper()
-	dst := filepath.Join(dir, name)
-	if err := os.Link(src, dst); err != nil {
+	dst, err := plugintest.Link(src, dir, name)
+	if err != nil {
 		tb.Fatal(err)
 	}
 	return dst
