@@ -1,4 +1,4 @@
-package bas_test
+package main_test
 
 // End-to-end tests of provider plugins in a workspace: the example vendor
 // plugin (examples/provider, "acme-erp") and the host's fault plugin
@@ -88,7 +88,7 @@ func acmeDir(tb testing.TB) string {
 	acme, _ := pluginBinaries(tb)
 	dir := tb.TempDir()
 	linkPlugin(tb, acme, dir, "acme-erp")
-	csv, err := os.ReadFile("examples/provider/purchase_orders.csv")
+	csv, err := os.ReadFile("purchase_orders.csv")
 	if err != nil {
 		tb.Fatal(err)
 	}
