@@ -87,7 +87,7 @@ func (h *Handler) automationPatch(c *Ctx) (automation.Patch, error) {
 
 func automationResult(c *Ctx, res *automation.Result) error {
 	if res.Change != nil {
-		return c.JSON(http.StatusAccepted, ChangeOut{Change: res.Change})
+		return c.waiting(res.Change.ID, ChangeOut{Change: res.Change})
 	}
 	return c.JSON(http.StatusOK, res.Settings)
 }

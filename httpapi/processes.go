@@ -120,7 +120,7 @@ func (h *Handler) handleProcessUpdate(c *Ctx) error {
 		return err
 	}
 	if ch != nil {
-		return c.JSON(http.StatusAccepted, ChangeOut{Change: ch})
+		return c.waiting(ch.ID, ChangeOut{Change: ch})
 	}
 	return c.JSON(http.StatusOK, d)
 }
