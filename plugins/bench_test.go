@@ -3,6 +3,7 @@ package plugins_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/bas-platform/bas/plugins/plugintest"
 	"slices"
 	"sync"
 	"testing"
@@ -29,7 +30,7 @@ func BenchmarkProviderCall(b *testing.B) {
 	h := plugins.NewHost(plugins.HostOptions{Logger: discardLogger()})
 	defer h.Close()
 	dir := b.TempDir()
-	p, err := h.Load(context.Background(), link(b, bin, dir, "test"))
+	p, err := h.Load(context.Background(), plugintest.Link(b, bin, dir, "test"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package plugins_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/bas-platform/bas/plugins/plugintest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,7 +29,7 @@ func TestCrashMidCallRestarts(t *testing.T) {
 		defer mu.Unlock()
 		restarted = append(restarted, id)
 	}})
-	p := h.load(t, link(t, bin, t.TempDir(), "test"))
+	p := h.load(t, plugintest.Link(t, bin, t.TempDir(), "test"))
 	before := pidOf(t, p)
 	marker := filepath.Join(t.TempDir(), "crashed")
 
@@ -73,7 +74,7 @@ func TestHealthStates(t *testing.T) {
 		HealthInterval:    time.Hour,
 	})
 	dir := t.TempDir()
-	path := link(t, bin, dir, "test")
+	path := plugintest.Link(t, bin, dir, "test")
 	p := h.load(t, path)
 	if diff := cmp.Diff(capability.Health{Status: "connected"}, health(p)); diff != "" {
 		t.Errorf("loaded (-want +got):\n%s", diff)
@@ -119,7 +120,7 @@ func TestHealthStates(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	link(t, bin, dir, "test")
+	plugintest.Link(t, bin, dir, "test")
 	fc.Advance(2 * time.Second)
 	eventually(t, "the restart succeeds", func() bool { return health(p).Status == "connected" })
 	mustCall(t, p, "test.echo", map[string]bool{"back": true})
@@ -135,7 +136,7 @@ func TestProviderReportsItsOwnHealth(t *testing.T) {
 	t.Parallel()
 	_, bin := binaries(t)
 	h := newHost(t, plugins.HostOptions{Env: []string{"BAS_TESTPLUGIN_HEALTH=not_configured:set ERP_TOKEN"}})
-	p := h.load(t, link(t, bin, t.TempDir(), "test"))
+	p := h.load(t, plugintest.Link(t, bin, t.TempDir(), "test"))
 	if diff := cmp.Diff(capability.Health{Status: "not_configured", Detail: "set ERP_TOKEN"}, health(p)); diff != "" {
 		t.Errorf("health (-want +got):\n%s", diff)
 	}
@@ -145,7 +146,7 @@ func TestHangingCallTimesOut(t *testing.T) {
 	t.Parallel()
 	_, bin := binaries(t)
 	h := newHost(t, plugins.HostOptions{CallTimeout: 300 * time.Millisecond})
-	p := h.load(t, link(t, bin, t.TempDir(), "test"))
+	p := h.load(t, plugintest.Link(t, bin, t.TempDir(), "test"))
 	pid := pidOf(t, p)
 
 	_, err := call(t, p, "test.hang", nil)
@@ -184,7 +185,7 @@ func TestMalformedOutput(t *testing.T) {
 	t.Parallel()
 	_, bin := binaries(t)
 	h := newHost(t, plugins.HostOptions{})
-	p := h.load(t, link(t, bin, t.TempDir(), "test"))
+	p := h.load(t, plugintest.Link(t, bin, t.TempDir(), "test"))
 
 	_, err := call(t, p, "test.malformed", nil)
 	if err == nil {
@@ -201,7 +202,7 @@ func TestPluginOutputIsLogged(t *testing.T) {
 	t.Parallel()
 	_, bin := binaries(t)
 	h := newHost(t, plugins.HostOptions{})
-	p := h.load(t, link(t, bin, t.TempDir(), "test"))
+	p := h.load(t, plugintest.Link(t, bin, t.TempDir(), "test"))
 	mustCall(t, p, "test.print", map[string]string{"text": "hello from the plugin"})
 	eventually(t, "the plugin's stdout reaches the host's log", func() bool {
 		return h.log.has("line", "hello from the plugin")
@@ -225,7 +226,7 @@ func TestEnvironment(t *testing.T) {
 		t.Run(test.name, func(t *testing.T) {
 			t.Parallel()
 			h := newHost(t, plugins.HostOptions{InheritEnv: test.inherit, Env: []string{"ERP_URL=https://erp.example"}})
-			p := h.load(t, link(t, bin, t.TempDir(), "test"))
+			p := h.load(t, plugintest.Link(t, bin, t.TempDir(), "test"))
 			var got struct {
 				Value string
 				Set   bool
@@ -245,8 +246,8 @@ func TestCloseKillsPlugins(t *testing.T) {
 	_, bin := binaries(t)
 	dir := t.TempDir()
 	h := newHost(t, plugins.HostOptions{})
-	a := h.load(t, link(t, bin, dir, "a"))
-	b := h.load(t, link(t, bin, dir, "b"))
+	a := h.load(t, plugintest.Link(t, bin, dir, "a"))
+	b := h.load(t, plugintest.Link(t, bin, dir, "b"))
 	pids := []int{pidOf(t, a), pidOf(t, b)}
 	// A call in flight does not hold Close up; it ends unavailable.
 	inFlight := make(chan error, 1)

@@ -3,6 +3,7 @@ package plugins_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/bas-platform/bas/plugins/plugintest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -144,7 +145,7 @@ func TestExampleProviderCSVNextToBinary(t *testing.T) {
 		t.Run(test.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			link(t, acme, dir, "acme-erp")
+			plugintest.Link(t, acme, dir, "acme-erp")
 			if test.csv {
 				b, err := os.ReadFile(sampleCSV(t))
 				if err != nil {
@@ -176,7 +177,7 @@ func TestErrorsKeepTheirKinds(t *testing.T) {
 	t.Parallel()
 	_, bin := binaries(t)
 	h := newHost(t, plugins.HostOptions{})
-	p := h.load(t, link(t, bin, t.TempDir(), "test"))
+	p := h.load(t, plugintest.Link(t, bin, t.TempDir(), "test"))
 
 	for _, test := range []struct {
 		kind       string
@@ -242,7 +243,7 @@ func TestEvents(t *testing.T) {
 	t.Parallel()
 	_, bin := binaries(t)
 	h := newHost(t, plugins.HostOptions{})
-	p := h.load(t, link(t, bin, t.TempDir(), "test"))
+	p := h.load(t, plugintest.Link(t, bin, t.TempDir(), "test"))
 
 	mustCall(t, p, "test.emit", map[string]any{"tenant": "t9", "name": "test.happened", "data": map[string]int{"n": 1}})
 	ev := h.sink.next(t)
@@ -284,15 +285,15 @@ func TestLoadDir(t *testing.T) {
 	t.Parallel()
 	acme, bin := binaries(t)
 	dir := t.TempDir()
-	link(t, acme, dir, "acme-erp")
-	link(t, bin, dir, "testplugin")
+	plugintest.Link(t, acme, dir, "acme-erp")
+	plugintest.Link(t, bin, dir, "testplugin")
 	writeFile(t, filepath.Join(dir, "not-a-plugin"), "#!/bin/sh\necho hello\n", 0o755)
 	writeFile(t, filepath.Join(dir, "README.txt"), "not executable\n", 0o644)
 	writeFile(t, filepath.Join(dir, ".hidden"), "#!/bin/sh\necho hidden\n", 0o755)
 	if err := os.Mkdir(filepath.Join(dir, "nested"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	link(t, bin, filepath.Join(dir, "nested"), "deeper")
+	plugintest.Link(t, bin, filepath.Join(dir, "nested"), "deeper")
 	if err := os.Symlink(filepath.Join(dir, "testplugin"), filepath.Join(dir, "z-link")); err != nil {
 		t.Fatal(err)
 	}
@@ -346,9 +347,9 @@ func TestLoadFailures(t *testing.T) {
 	t.Parallel()
 	_, bin := binaries(t)
 	dir := t.TempDir()
-	good := link(t, bin, dir, "good")
-	link(t, bin, dir, "tampered")
-	link(t, bin, dir, "badconfig")
+	good := plugintest.Link(t, bin, dir, "good")
+	plugintest.Link(t, bin, dir, "tampered")
+	plugintest.Link(t, bin, dir, "badconfig")
 	writeFile(t, filepath.Join(dir, "plain"), "data\n", 0o644)
 	if err := os.Mkdir(filepath.Join(dir, "adir"), 0o755); err != nil {
 		t.Fatal(err)
@@ -404,7 +405,7 @@ func TestLoadFailures(t *testing.T) {
 	mustCall(t, gp, "test.echo", nil)
 
 	// A plugin that failed to load can be loaded again once it is fixed.
-	missing := link(t, bin, dir, "missing")
+	missing := plugintest.Link(t, bin, dir, "missing")
 	mustCall(t, h.load(t, missing), "test.echo", nil)
 	if slices.ContainsFunc(h.Failed(), func(p capability.Provider) bool { return p.(*plugins.Plugin).Path() == missing }) {
 		t.Errorf("%s still listed by Failed after it loaded", missing)
@@ -416,8 +417,8 @@ func TestDuplicateProviderID(t *testing.T) {
 	_, bin := binaries(t)
 	dir := t.TempDir()
 	h := newHost(t, plugins.HostOptions{Env: []string{"BAS_TESTPLUGIN_ID=plugin.same"}})
-	first := h.load(t, link(t, bin, dir, "one"))
-	_, err := h.Load(context.Background(), link(t, bin, dir, "two"))
+	first := h.load(t, plugintest.Link(t, bin, dir, "one"))
+	_, err := h.Load(context.Background(), plugintest.Link(t, bin, dir, "two"))
 	if !errors.Is(err, errs.Conflict) {
 		t.Fatalf("err = %v, want errs.Conflict", err)
 	}

@@ -23,12 +23,11 @@ import (
 	"github.com/bas-platform/bas/plugins"
 )
 
-// The plugin binaries the tests load, built once per test binary.
-var bins struct {
-	once sync.Once
-	dir  string
-	err  error
-}
+// bins are the plugin binaries the tests load, built once per test binary.
+var bins = &plugintest.Set{Packages: map[string]string{
+	"acme-erp":   "github.com/bas-platform/bas/examples/provider",
+	"testplugin": "github.com/bas-platform/bas/plugins/internal/testplugin",
+}}
 
 const (
 	helperEnv       = "BAS_PLUGINS_TEST_HELPER"
@@ -43,9 +42,7 @@ func TestMain(m *testing.M) {
 	// A variable of the host's environment that plugins must not see.
 	os.Setenv(secretEnv, "host-only")
 	code := m.Run()
-	if bins.dir != "" {
-		os.RemoveAll(bins.dir)
-	}
+	bins.Remove()
 	os.Exit(code)
 }
 
@@ -53,33 +50,7 @@ func TestMain(m *testing.M) {
 // returns their paths.
 func binaries(tb testing.TB) (acme, test string) {
 	tb.Helper()
-	bins.once.Do(func() {
-		dir, err := os.MkdirTemp("", "bas-plugins-test-")
-		if err != nil {
-			bins.err = err
-			return
-		}
-		bins.dir = dir
-		bins.err = plugintest.Build(dir, map[string]string{
-			"acme-erp":   "github.com/bas-platform/bas/examples/provider",
-			"testplugin": "github.com/bas-platform/bas/plugins/internal/testplugin",
-		})
-	})
-	if bins.err != nil {
-		tb.Fatal(bins.err)
-	}
-	return filepath.Join(bins.dir, "acme-erp"), filepath.Join(bins.dir, "testplugin")
-}
-
-// link puts the binary src into dir under name (a hard link, so no test
-// writes a file another test executes).
-func link(tb testing.TB, src, dir, name string) string {
-	tb.Helper()
-	dst, err := plugintest.Link(src, dir, name)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return dst
+	return bins.Path(tb, "acme-erp"), bins.Path(tb, "testplugin")
 }
 
 // writeFile writes a file with mode.

@@ -2,6 +2,7 @@ package plugins_test
 
 import (
 	"bufio"
+	"github.com/bas-platform/bas/plugins/plugintest"
 	"os"
 	"os/exec"
 	"strconv"
@@ -19,7 +20,7 @@ func TestKilledHostLeavesNoPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), helperEnv+"=host", helperPluginEnv+"="+link(t, bin, t.TempDir(), "test"))
+	cmd.Env = append(os.Environ(), helperEnv+"=host", helperPluginEnv+"="+plugintest.Link(t, bin, t.TempDir(), "test"))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

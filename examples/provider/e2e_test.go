@@ -33,18 +33,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// e2eBins holds the plugin binaries, built once per test binary.
-var e2eBins struct {
-	once sync.Once
-	dir  string
-	err  error
-}
+// e2eBins are the plugin binaries the tests load, built once per test binary.
+var e2eBins = &plugintest.Set{Packages: map[string]string{
+	"acme-erp":   "github.com/bas-platform/bas/examples/provider",
+	"testplugin": "github.com/bas-platform/bas/plugins/internal/testplugin",
+}}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if e2eBins.dir != "" {
-		os.RemoveAll(e2eBins.dir)
-	}
+	e2eBins.Remove()
 	os.Exit(code)
 }
 
@@ -52,33 +49,7 @@ func TestMain(m *testing.M) {
 // parallel, once) and returns their paths.
 func pluginBinaries(tb testing.TB) (acme, fault string) {
 	tb.Helper()
-	e2eBins.once.Do(func() {
-		dir, err := os.MkdirTemp("", "bas-e2e-plugins-")
-		if err != nil {
-			e2eBins.err = err
-			return
-		}
-		e2eBins.dir = dir
-		e2eBins.err = plugintest.Build(dir, map[string]string{
-			"acme-erp":   "github.com/bas-platform/bas/examples/provider",
-			"testplugin": "github.com/bas-platform/bas/plugins/internal/testplugin",
-		})
-	})
-	if e2eBins.err != nil {
-		tb.Fatal(e2eBins.err)
-	}
-	return filepath.Join(e2eBins.dir, "acme-erp"), filepath.Join(e2eBins.dir, "testplugin")
-}
-
-// linkPlugin puts the binary src into dir as name (a hard link: no test
-// writes a file another test executes) and returns its path.
-func linkPlugin(tb testing.TB, src, dir, name string) string {
-	tb.Helper()
-	dst, err := plugintest.Link(src, dir, name)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return dst
+	return e2eBins.Path(tb, "acme-erp"), e2eBins.Path(tb, "testplugin")
 }
 
 // acmeDir returns a plugin directory holding the example provider and its
@@ -87,7 +58,7 @@ func acmeDir(tb testing.TB) string {
 	tb.Helper()
 	acme, _ := pluginBinaries(tb)
 	dir := tb.TempDir()
-	linkPlugin(tb, acme, dir, "acme-erp")
+	plugintest.Link(tb, acme, dir, "acme-erp")
 	csv, err := os.ReadFile("purchase_orders.csv")
 	if err != nil {
 		tb.Fatal(err)
@@ -473,7 +444,7 @@ func TestPluginLoadFailuresLeaveTheWorkspaceRunning(t *testing.T) {
 	t.Parallel()
 	_, fault := pluginBinaries(t)
 	dir := acmeDir(t)
-	linkPlugin(t, fault, dir, "tampered")
+	plugintest.Link(t, fault, dir, "tampered")
 	absent := filepath.Join(t.TempDir(), "absent-erp")
 	s := newE2E(t, bas.Options{
 		PluginDir: dir,
@@ -512,7 +483,7 @@ func TestPluginCrashMidCallRetriesAfterTheRestart(t *testing.T) {
 	t.Parallel()
 	_, fault := pluginBinaries(t)
 	dir := t.TempDir()
-	linkPlugin(t, fault, dir, "test")
+	plugintest.Link(t, fault, dir, "test")
 	s := newE2E(t, bas.Options{PluginDir: dir})
 	// test.crash exits the plugin in the middle of the first call naming a
 	// new marker file and answers every later one.
@@ -553,7 +524,7 @@ func TestPluginMalformedOutputFailsTheStep(t *testing.T) {
 	t.Parallel()
 	_, fault := pluginBinaries(t)
 	dir := t.TempDir()
-	linkPlugin(t, fault, dir, "test")
+	plugintest.Link(t, fault, dir, "test")
 	s := newE2E(t, bas.Options{PluginDir: dir})
 
 	// Output that is not JSON is the provider's fault: retrying cannot
@@ -589,7 +560,7 @@ func TestPluginHangTimesOut(t *testing.T) {
 	clk := bas.NewFakeClock(e2eStart)
 	host := plugins.NewHost(plugins.HostOptions{CallTimeout: timeout, Clock: clk, Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(func() { _ = host.Close() }) // after the workspace's Close
-	p, err := host.Load(context.Background(), linkPlugin(t, fault, t.TempDir(), "test"))
+	p, err := host.Load(context.Background(), plugintest.Link(t, fault, t.TempDir(), "test"))
 	if err != nil {
 		t.Fatal(err)
 	}

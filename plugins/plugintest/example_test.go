@@ -1,25 +1,27 @@
 package plugintest_test
 
 import (
-	"fmt"
 	"os"
-	"path/filepath"
+	"testing"
 
 	"github.com/bas-platform/bas/plugins/plugintest"
 )
 
-// Build the example provider once, then link a copy into a plugin
-// directory of its own.
+// A test package builds its plugins once and removes them after the run;
+// each test links its own copy into a plugin directory.
 func Example() {
-	bin, _ := os.MkdirTemp("", "plugins-")
-	defer os.RemoveAll(bin)
-	if err := plugintest.Build(bin, map[string]string{"acme-erp": "github.com/bas-platform/bas/examples/provider"}); err != nil {
-		fmt.Println(err)
-		return
+	plugins := &plugintest.Set{Packages: map[string]string{
+		"acme-erp": "github.com/bas-platform/bas/examples/provider",
+	}}
+	testMain := func(m *testing.M) {
+		code := m.Run()
+		plugins.Remove()
+		os.Exit(code)
 	}
-	dir, _ := os.MkdirTemp("", "plugin-dir-")
-	defer os.RemoveAll(dir)
-	path, err := plugintest.Link(filepath.Join(bin, "acme-erp"), dir, "acme-erp")
-	fmt.Println(filepath.Base(path), err)
-	// Output: acme-erp <nil>
+	testLoad := func(t *testing.T) {
+		dir := t.TempDir()
+		plugintest.Link(t, plugins.Path(t, "acme-erp"), dir, "acme-erp")
+		// ... bas.Open(ctx, bas.Options{PluginDir: dir}) ...
+	}
+	_, _ = testMain, testLoad
 }
