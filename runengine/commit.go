@@ -87,7 +87,7 @@ func (c *committer) submit(d *delta) {
 	if c.closed {
 		c.mu.Unlock()
 		if d.after != nil {
-			d.after(errEngineClosed)
+			d.after(errClosed)
 		}
 		return
 	}
@@ -322,8 +322,6 @@ func readCounter(r store.Reader, key []byte) (int64, error) {
 	}
 	return int64(binary.BigEndian.Uint64(raw)), nil
 }
-
-var errEngineClosed = errClosed
 
 // Stats describe the commit pipeline's work since the engine opened.
 type Stats struct {

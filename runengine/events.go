@@ -38,22 +38,16 @@ func (e *Engine) outboxWrite(tenant, name string, data map[string]any, at time.T
 	}, func() { e.disp.push(ev) }
 }
 
-// EmitTx writes an event into the outbox within tx, so it is emitted if
-// and only if tx commits (apps call it beside their own changes). Call
-// Kick once tx has committed.
-func (e *Engine) EmitTx(tx store.Txn, tenant, name string, data any) error {
+// Emit writes an event into the outbox within tx, so it is emitted if and
+// only if tx commits (apps call it beside their own changes). Call Kick
+// once tx has committed.
+func (e *Engine) Emit(tx store.Txn, tenant, name string, data any) error {
 	m, err := toMap(data)
 	if err != nil {
 		return errors.Wrapf(err, "event %s", name)
 	}
 	op, _ := e.outboxWrite(tenant, name, m, e.now())
 	return op(tx)
-}
-
-// Emit is EmitTx for apps implementing an event sink that passes a
-// transaction: docs.EventSink and the like.
-func (e *Engine) Emit(tx store.Txn, tenant, name string, data any) error {
-	return e.EmitTx(tx, tenant, name, data)
 }
 
 // Kick tells the dispatcher that events may be waiting in the outbox.

@@ -1,6 +1,7 @@
 package runengine
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -147,8 +148,8 @@ func (s *scheduler) fireDue() (time.Time, error) {
 			s.mu.Lock()
 			s.inflight[string(d.key)] = true
 			s.mu.Unlock()
-			if len(d.owner) > len(cronOwnerPrefix) && d.owner[:len(cronOwnerPrefix)] == cronOwnerPrefix {
-				s.fireCron(d)
+			if processID, ok := strings.CutPrefix(d.owner, cronOwnerPrefix); ok {
+				s.fireCron(d, processID)
 				continue
 			}
 			s.e.workerFor(d.owner).send(&command{kind: cmdTimer, tenant: d.tenant, runID: d.owner,
@@ -167,9 +168,8 @@ func cronPointer(tenant, processID string) []byte {
 
 // fireCron starts a run of a scheduled process and writes its next fire
 // time in the same commit, so a tick fires once.
-func (s *scheduler) fireCron(d dueItem) {
+func (s *scheduler) fireCron(d dueItem, processID string) {
 	e := s.e
-	processID := d.owner[len(cronOwnerPrefix):]
 	var def *process.Definition
 	err := e.st.View(e.ctx, func(r store.Reader) error {
 		var err error
