@@ -78,7 +78,7 @@ func toMap(v any) (map[string]any, error) {
 //
 // Events the engine emits reach the dispatcher in memory once their commit
 // is durable; the store is scanned only on open, when an app kicks after
-// EmitTx, and every safetyScan as a safety net.
+// Emit, and every safetyScan as a safety net.
 type dispatcher struct {
 	e        *Engine
 	wakeCh   chan struct{}
