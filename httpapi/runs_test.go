@@ -920,3 +920,33 @@ func TestRunListsPaging(t *testing.T) {
 		}
 	}
 }
+
+// TestRunRoutesBoundsJustInside sends every bounded value of the run routes
+// at its limit: each is accepted (the values just outside are in
+// TestRunRoutesValidation).
+func TestRunRoutesBoundsJustInside(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.devLogin(t, `{"tenant_id": "ten_bounds"}`).Token
+	proc := s.createProc(t, admin, approvalProcess)
+	for _, subject := range []map[string]string{
+		{"type": "x", "label": "y"},
+		{"type": strings.Repeat("t", 200), "label": strings.Repeat("l", 200)},
+	} {
+		s.do(t, "POST", "/v1/processes/"+proc.ID+"/start", admin, map[string]any{"subject": subject}).want(t, http.StatusCreated)
+	}
+	for _, limit := range []string{"1", "200"} {
+		s.do(t, "GET", "/v1/process-runs?limit="+limit, admin, nil).want(t, http.StatusOK)
+		s.do(t, "GET", "/v1/tasks?limit="+limit, admin, nil).want(t, http.StatusOK)
+		s.do(t, "GET", "/v1/approvals?limit="+limit, admin, nil).want(t, http.StatusOK)
+	}
+	name := "a" + strings.Repeat(".b", 99) + "c" // 200 characters
+	s.do(t, "POST", "/v1/events", admin, map[string]any{"name": name}).want(t, http.StatusAccepted)
+	var pending []approvalView
+	s.do(t, "GET", "/v1/approvals?status=pending", admin, nil).want(t, http.StatusOK).decode(t, &pending)
+	if len(pending) != 2 {
+		t.Fatalf("%d pending approvals, want 2", len(pending))
+	}
+	s.do(t, "POST", "/v1/approvals/"+pending[0].ID+"/reject", admin,
+		map[string]any{"reason": strings.Repeat("r", 2000)}).want(t, http.StatusOK)
+}
