@@ -449,7 +449,11 @@ func TestFollowUpGivesUpAfterMax(t *testing.T) {
 	b.waitRun(t, id, "waiting", stepStatus("chase", runengine.StepWaiting))
 	b.advance(time.Hour)
 	waitFor(t, "second reminder", func() bool { return mp.count() == 2 })
-	b.waitRun(t, id, "waiting again", stepStatus("chase", runengine.StepWaiting))
+	// The stored run says waiting before the reminder's result is applied;
+	// wait for the applied result, or the clock moves before the next timer.
+	b.waitRun(t, id, "waiting again", func(r *runengine.Run) bool {
+		return r.Steps[0].Internal.Reminders == 2 && r.Steps[0].Status == runengine.StepWaiting
+	})
 	b.advance(time.Hour)
 	r := b.waitRun(t, id, "completed", status(runengine.RunCompleted))
 	if out := r.Steps[0].Output.(map[string]any); out["replied"] != false || out["reminders_sent"] != float64(2) {
@@ -468,7 +472,11 @@ func TestMonitorChecksUntilTheConditionHolds(t *testing.T) {
 	b.waitRun(t, id, "waiting", stepStatus("watch", runengine.StepWaiting))
 	for i := 0; i < 2; i++ {
 		b.advance(time.Hour)
-		b.waitRun(t, id, "checked", func(r *runengine.Run) bool { return len(b.prov.keys()) == i+2 && r.Status == runengine.RunWaiting })
+		// Wait for the check's result to be applied (not just the call made),
+		// so the next timer is set from this hour, not the next.
+		b.waitRun(t, id, "checked", func(r *runengine.Run) bool {
+			return r.Steps[0].Internal.Checks == i+2 && r.Status == runengine.RunWaiting
+		})
 	}
 	b.advance(time.Hour)
 	r := b.waitRun(t, id, "completed", status(runengine.RunCompleted))
