@@ -80,6 +80,16 @@ type Service struct {
 
 	mu    sync.RWMutex
 	hooks []ChangeHook
+
+	// loaded keeps the last decoded definition of each process with its
+	// stored bytes (tenant+"/"+id to *loadedDef), so Load decodes only
+	// when the bytes changed.
+	loaded sync.Map
+}
+
+type loadedDef struct {
+	raw []byte
+	def *Definition
 }
 
 // NewService returns the process service. With cfg.Access it registers the
@@ -280,9 +290,26 @@ func (s *Service) Check(ctx context.Context, tenant, id string) error {
 	})
 }
 
-// Load is Get inside a transaction.
+// Load is Get inside a transaction, for readers on a hot path (every run
+// start): the definition returned is shared by every Load of the same
+// stored bytes and must not be modified.
 func (s *Service) Load(r store.Reader, tenant, id string) (*Definition, error) {
-	return definitions.Get(r, tenant, id)
+	raw, err := definitions.GetRaw(r, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	k := tenant + "/" + id
+	if v, ok := s.loaded.Load(k); ok {
+		if l := v.(*loadedDef); bytes.Equal(l.raw, raw) {
+			return l.def, nil
+		}
+	}
+	def := new(Definition)
+	if err := json.Unmarshal(raw, def); err != nil {
+		return nil, errors.Wrapf(err, "decode process %s", id)
+	}
+	s.loaded.Store(k, &loadedDef{raw: raw, def: def})
+	return def, nil
 }
 
 // Query narrows List.

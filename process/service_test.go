@@ -336,6 +336,47 @@ func TestUpdateErrors(t *testing.T) {
 	}
 }
 
+// TestLoadSeesEveryChange checks that Load, which shares decoded
+// definitions, answers with the stored state after each change, and never
+// another tenant's record.
+func TestLoadSeesEveryChange(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	d := b.create(t, "t1", manualIn("Chase"))
+	load := func(tenant string) (*Definition, error) {
+		var def *Definition
+		err := b.st.View(b.ctx, func(r store.Reader) error {
+			var err error
+			def, err = b.svc.Load(r, tenant, d.ID)
+			return err
+		})
+		return def, err
+	}
+	first, err := load("t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := load("t1"); again != first {
+		t.Errorf("unchanged bytes decoded again")
+	}
+	if _, err := load("t2"); !errors.Is(err, errs.NotFound) {
+		t.Errorf("load from another tenant: %v", err)
+	}
+	if _, _, err := b.svc.Update(b.ctx, "t1", "usr_alice", d.ID, ProcessPatch{Name: ptr("Chase harder")}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := load("t1")
+	if err != nil || got.Name != "Chase harder" || first.Name != "Chase" {
+		t.Errorf("after rename: %+v %v (first %q)", got, err, first.Name)
+	}
+	if err := b.svc.Archive(b.ctx, "t1", "usr_alice", d.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := load("t1"); err != nil || !got.Archived {
+		t.Errorf("after archive: %+v %v", got, err)
+	}
+}
+
 func TestArchive(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -30,11 +30,12 @@ type delta struct {
 // under load one sync carries many transitions, and idle a single change
 // pays one sync.
 //
-// When the store is a store.Pipeliner, the next batch is filled while the
-// previous one syncs: a transaction is always open ahead, batches that only
-// write commit with CommitAsync in order, and at most two are in flight.
-// Counters are kept in memory (the committer is their only writer), so a
-// batch reads nothing.
+// When the store is a store.Pipeliner, commits overlap: pipelineDepth
+// transactions are kept open ahead, batches that only write commit with
+// CommitAsync in order as soon as they are filled, and the store joins the
+// batches that queue behind a sync into its next one, so the sync of one
+// batch never waits for the filling of the next. Counters are kept in
+// memory (the committer is their only writer), so a batch reads nothing.
 type committer struct {
 	st       store.Store
 	pipe     store.Pipeliner
@@ -47,7 +48,7 @@ type committer struct {
 	stopped chan struct{}
 
 	counters map[string]int64 // committed-or-in-flight counter values (committer goroutine only)
-	ahead    chan openTxn     // the transaction opened ahead
+	ahead    chan openTxn     // transactions opened ahead (pipelineDepth of them, open or opening)
 	inflight sync.WaitGroup   // pipelined commits not yet durable
 
 	// batches, deltas and busy measure what was committed (Stats).
@@ -66,16 +67,24 @@ func newCommitter(st store.Store, maxBatch int) *committer {
 		counters: map[string]int64{}}
 	if p, ok := st.(store.Pipeliner); ok {
 		c.pipe = p
-		c.ahead = make(chan openTxn, 1)
-		go c.openAhead()
+		c.ahead = make(chan openTxn, pipelineDepth)
+		for range pipelineDepth {
+			go c.openAhead()
+		}
 	}
 	go c.loop()
 	return c
 }
 
-// openAhead keeps one transaction open before it is needed: Begin waits
-// until earlier commits are applied, and this wait overlaps the filling of
-// the batch before.
+// pipelineDepth is how many pipelined commits may be in flight at once.
+// Begin waits until the commits in flight when it is called are applied,
+// so a transaction opened before a commit starts lets the next batch
+// follow it without waiting for its sync.
+const pipelineDepth = 4
+
+// openAhead opens one transaction before it is needed. Every transaction
+// taken from ahead is replaced by one call, so pipelineDepth are always
+// open or opening.
 func (c *committer) openAhead() {
 	t, err := c.pipe.Begin(context.Background())
 	c.ahead <- openTxn{t, err}
@@ -129,8 +138,10 @@ func (c *committer) loop() {
 	defer func() {
 		c.inflight.Wait()
 		if c.pipe != nil {
-			if o := <-c.ahead; o.txn != nil {
-				o.txn.Discard()
+			for range pipelineDepth {
+				if o := <-c.ahead; o.txn != nil {
+					o.txn.Discard()
+				}
 			}
 		}
 	}()

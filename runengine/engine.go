@@ -135,6 +135,8 @@ type Engine struct {
 	versions sync.Map // versionKey -> *process.Version
 
 	calls    sync.WaitGroup // in-flight capability calls
+	runWork  chan func()    // hands a call to an idle runner
+	runners  sync.WaitGroup // call runners (see goCall)
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -150,7 +152,8 @@ func New(cfg Config) (*Engine, error) {
 		return nil, errors.New("runengine: Config needs Store, Capabilities and Processes")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &Engine{cfg: cfg, st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, ctx: ctx, cancel: cancel}
+	e := &Engine{cfg: cfg, st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, ctx: ctx, cancel: cancel,
+		runWork: make(chan func())}
 	e.commits = newCommitter(cfg.Store, cfg.MaxBatch)
 	e.workers = make([]*worker, cfg.Workers)
 	for i := range e.workers {
@@ -203,8 +206,45 @@ func (e *Engine) Close() error {
 	e.sched.stop()
 	e.disp.stop()
 	e.wg.Wait()
+	e.runners.Wait()
 	e.commits.close()
 	return nil
+}
+
+// runnerIdle is how long a call runner waits for work before it exits.
+const runnerIdle = 10 * time.Second
+
+// goCall runs fn, a capability call or a gate decision, on a call runner:
+// an idle one when there is one, else a new one. Runners outlive their
+// call so that a goroutine's stack, grown once by providers and schema
+// validation, serves many calls; a slow call never holds up another.
+func (e *Engine) goCall(fn func()) {
+	e.calls.Add(1)
+	select {
+	case e.runWork <- fn:
+		return
+	default:
+	}
+	e.runners.Add(1)
+	go e.runCalls(fn)
+}
+
+func (e *Engine) runCalls(fn func()) {
+	defer e.runners.Done()
+	idle := time.NewTimer(runnerIdle)
+	defer idle.Stop()
+	for {
+		fn()
+		e.calls.Done()
+		idle.Reset(runnerIdle)
+		select {
+		case fn = <-e.runWork:
+		case <-idle.C:
+			return
+		case <-e.ctx.Done():
+			return
+		}
+	}
 }
 
 func (e *Engine) isClosed() bool {

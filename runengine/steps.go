@@ -372,13 +372,11 @@ func (x *exec) observe(stepKey string, agreed bool) {
 	e := x.w.e
 	o := Outcome{Tenant: x.r.Tenant, ProcessID: x.r.ProcessID, RunID: x.r.ID, StepKey: stepKey, Agreed: agreed, Actor: x.cmd.actor}
 	x.fx.post = append(x.fx.post, func() {
-		e.calls.Add(1)
-		go func() {
-			defer e.calls.Done()
+		e.goCall(func() {
 			if err := e.cfg.Gate.Observe(e.ctx, o); err != nil {
 				e.log.Error("autonomy gate observe", "run", o.RunID, "error", err)
 			}
-		}()
+		})
 	})
 }
 

@@ -504,17 +504,15 @@ func (w *worker) markIdle(en *entry) {
 // issue starts the calls the command asked for.
 func (w *worker) issue(x *exec) { w.issueCalls(x.fx.calls) }
 
-// issueCalls makes each call in its own goroutine; its result comes back
-// to the worker as a command.
+// issueCalls makes each call on a call runner; its result comes back to
+// the worker as a command.
 func (w *worker) issueCalls(calls []*pendingCall) {
 	for _, pc := range calls {
-		w.e.calls.Add(1)
-		go func() {
-			defer w.e.calls.Done()
+		w.e.goCall(func() {
 			res := pc.do()
 			res.token = pc.token
 			w.send(&command{kind: cmdCallResult, tenant: pc.tenant, runID: pc.runID, result: res})
-		}()
+		})
 	}
 }
 

@@ -91,6 +91,16 @@ func (c *Collection[T]) Get(r Reader, tenant, id string) (*T, error) {
 	return v, nil
 }
 
+// GetRaw returns the stored JSON of the record id of tenant, for callers
+// that keep decoded records and decode only when the bytes changed.
+func (c *Collection[T]) GetRaw(r Reader, tenant, id string) ([]byte, error) {
+	raw, err := r.Get(c.recordKey(tenant, id))
+	if errors.Is(err, ErrNotFound) {
+		return nil, c.notFound()
+	}
+	return raw, err
+}
+
 // Exists reports whether the record id of tenant exists.
 func (c *Collection[T]) Exists(r Reader, tenant, id string) (bool, error) {
 	_, err := r.Get(c.recordKey(tenant, id))

@@ -142,6 +142,53 @@ func recursion(t reflect.Type, stack []reflect.Type) []string {
 // and safe for concurrent use.
 type Validator struct {
 	schema *jsonschema.Schema
+	// typeOnly is the JSON type of a schema that constrains nothing but
+	// the document's top-level type ("object", "array", "string",
+	// "boolean" or "null"), such as {"type": "object"}: ValidateJSON
+	// checks such a document without decoding it.
+	typeOnly string
+}
+
+// annotations are the keywords that assert nothing about a document.
+var annotations = map[string]bool{"$schema": true, "$comment": true, "title": true, "description": true,
+	"examples": true, "default": true, "deprecated": true, "readOnly": true, "writeOnly": true}
+
+// topLevelType returns the type of a schema that says only that, or "".
+func topLevelType(doc any) string {
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return ""
+	}
+	t, _ := m["type"].(string)
+	switch t {
+	case "object", "array", "string", "boolean", "null":
+	default:
+		return ""
+	}
+	for k := range m {
+		if k != "type" && !annotations[k] {
+			return ""
+		}
+	}
+	return t
+}
+
+// startsAs reports whether a valid JSON document whose first byte is c
+// has type t.
+func startsAs(c byte, t string) bool {
+	switch t {
+	case "object":
+		return c == '{'
+	case "array":
+		return c == '['
+	case "string":
+		return c == '"'
+	case "boolean":
+		return c == 't' || c == 'f'
+	case "null":
+		return c == 'n'
+	}
+	return false
 }
 
 // Compile compiles a JSON Schema (draft 2020-12 unless its "$schema" says
@@ -172,7 +219,7 @@ func compile(schema json.RawMessage, sum [sha256.Size]byte) (*Validator, error) 
 	if err != nil {
 		return nil, errors.Wrap(err, "schema: compile")
 	}
-	return &Validator{schema: s}, nil
+	return &Validator{schema: s, typeOnly: topLevelType(doc)}, nil
 }
 
 // noLoader refuses every external document, so a schema cannot make the
@@ -292,6 +339,9 @@ func (v *Validator) Validate(doc any, loc ...any) []errs.Violation {
 func (v *Validator) ValidateJSON(raw json.RawMessage, loc ...any) []errs.Violation {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return []errs.Violation{{Loc: at(loc), Msg: "must not be empty: send a JSON document", Type: "json_invalid"}}
+	}
+	if v.typeOnly != "" && json.Valid(raw) && startsAs(bytes.TrimSpace(raw)[0], v.typeOnly) {
+		return nil
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {

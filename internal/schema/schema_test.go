@@ -428,6 +428,40 @@ func TestValidateJSON(t *testing.T) {
 	}
 }
 
+// TestTypeOnlySchemas checks the shortcut for schemas that constrain only
+// the top-level type against the full validator, on documents just inside
+// and just outside each type.
+func TestTypeOnlySchemas(t *testing.T) {
+	t.Parallel()
+	docs := []string{`{}`, ` {"a": [1, {"b": null}]} `, `[]`, `[1]`, `"x"`, `""`, `true`, `false`, `null`, `0`, `-1.5e3`,
+		`{"a": }`, `[1,]`, `"x`, `tru`, `{} {}`, `nul`}
+	for _, test := range []struct {
+		schema, typeOnly string
+	}{
+		{`{"type": "object"}`, "object"},
+		{`{"type": "object", "title": "Args", "description": "Anything."}`, "object"},
+		{`{"type": "array"}`, "array"},
+		{`{"type": "string"}`, "string"},
+		{`{"type": "boolean"}`, "boolean"},
+		{`{"type": "null"}`, "null"},
+		{`{"type": "integer"}`, ""},
+		{`{"type": "object", "required": ["a"]}`, ""},
+		{`{"type": ["object", "null"]}`, ""},
+		{`{}`, ""},
+	} {
+		v := MustCompile(json.RawMessage(test.schema))
+		if v.typeOnly != test.typeOnly {
+			t.Errorf("%s: typeOnly = %q, want %q", test.schema, v.typeOnly, test.typeOnly)
+		}
+		full := &Validator{schema: v.schema}
+		for _, doc := range docs {
+			if diff := cmp.Diff(full.ValidateJSON(json.RawMessage(doc), "args"), v.ValidateJSON(json.RawMessage(doc), "args")); diff != "" {
+				t.Errorf("%s on %s: shortcut differs (-full +shortcut):\n%s", test.schema, doc, diff)
+			}
+		}
+	}
+}
+
 func TestValidateGoValues(t *testing.T) {
 	t.Parallel()
 	v := MustCompile(Reflect(&invoiceIn{}))
