@@ -3,7 +3,6 @@ package runengine
 import (
 	"context"
 	"encoding/json"
-	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/ids"
@@ -12,60 +11,9 @@ import (
 	"github.com/cockroachdb/errors"
 )
 
-// storedRun is a Run's storage encoding: every field, engine state
-// included. A Run's own JSON encoding is the API view.
-type storedRun Run
-
-// stepView is a step as callers see it.
-type stepView struct {
-	Key         string     `json:"key"`
-	Type        string     `json:"type"`
-	Name        string     `json:"name,omitempty"`
-	Status      string     `json:"status"`
-	StartedAt   *time.Time `json:"started_at"`
-	CompletedAt *time.Time `json:"completed_at"`
-	Output      any        `json:"output"`
-	Error       *string    `json:"error"`
-	ApprovalID  *string    `json:"approval_id"`
-	TaskID      *string    `json:"task_id"`
-	Attempts    int        `json:"attempts"`
-}
-
-type triggerView struct {
-	Type    string         `json:"type"`
-	Event   *string        `json:"event"`
-	EventID string         `json:"event_id,omitempty"`
-	Data    map[string]any `json:"data,omitempty"`
-}
-
-// MarshalJSON encodes the run as the API shows it.
-func (r Run) MarshalJSON() ([]byte, error) {
-	steps := make([]stepView, len(r.Steps))
-	for i, s := range r.Steps {
-		steps[i] = stepView{Key: s.Key, Type: s.Type, Name: s.Name, Status: s.Status, StartedAt: s.StartedAt,
-			CompletedAt: s.CompletedAt, Output: s.Output, Error: s.Error, ApprovalID: s.ApprovalID, TaskID: s.TaskID,
-			Attempts: s.Attempts}
-	}
-	return json.Marshal(struct {
-		ID             string      `json:"id"`
-		ProcessID      string      `json:"process_id"`
-		ProcessName    string      `json:"process_name"`
-		ProcessVersion int         `json:"process_version"`
-		Function       string      `json:"function"`
-		Status         string      `json:"status"`
-		Subject        Subject     `json:"subject"`
-		Trigger        triggerView `json:"trigger"`
-		CurrentStep    *string     `json:"current_step"`
-		Steps          []stepView  `json:"steps"`
-		Overdue        bool        `json:"overdue"`
-		StartedAt      time.Time   `json:"started_at"`
-		CompletedAt    *time.Time  `json:"completed_at"`
-		Error          *string     `json:"error"`
-		MinutesSaved   int         `json:"minutes_saved"`
-	}{r.ID, r.ProcessID, r.ProcessName, r.ProcessVersion, r.Function, r.Status, r.Subject,
-		triggerView{r.Trigger.Type, r.Trigger.Event, r.Trigger.EventID, r.Trigger.Data}, r.CurrentStep, steps,
-		r.Overdue, r.StartedAt, r.CompletedAt, r.Error, r.MinutesSaved})
-}
+// MarshalJSON encodes the run as the API shows it: without the engine's
+// state (each step's internal bookkeeping, the cursor, who started it).
+func (r Run) MarshalJSON() ([]byte, error) { return appendRun(nil, &r, false) }
 
 // send runs a command on its run's worker and waits for its durable
 // outcome.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bas-platform/bas/internal/filter"
 	"github.com/bas-platform/bas/internal/ids"
+	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
@@ -22,6 +23,27 @@ type Event struct {
 	At     time.Time      `json:"at"`
 }
 
+// appendJSON appends the event's JSON, what json.Marshal writes for it,
+// without reflection (every engine change writes events).
+func (ev *Event) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"id":`...)
+	b = jsonvalue.AppendString(b, ev.ID)
+	b = append(b, `,"tenant":`...)
+	b = jsonvalue.AppendString(b, ev.Tenant)
+	b = append(b, `,"name":`...)
+	b = jsonvalue.AppendString(b, ev.Name)
+	b = append(b, `,"data":`...)
+	b, err := jsonvalue.Append(b, ev.Data)
+	if err != nil {
+		return b, err
+	}
+	b = append(b, `,"at":`...)
+	if b, err = jsonvalue.AppendTime(b, ev.At); err != nil {
+		return b, err
+	}
+	return append(b, '}'), nil
+}
+
 func outboxKey(id string) []byte { return store.Key(store.System, "outbox", id) }
 
 // outboxWrite returns the write of an event into the outbox and what to do
@@ -29,7 +51,7 @@ func outboxKey(id string) []byte { return store.Key(store.System, "outbox", id) 
 // it back from the store.
 func (e *Engine) outboxWrite(tenant, name string, data map[string]any, at time.Time) (func(store.Txn) error, func()) {
 	ev := &Event{ID: ids.New("evt", at), Tenant: tenant, Name: name, Data: data, At: at}
-	raw, err := json.Marshal(ev)
+	raw, err := ev.appendJSON(nil)
 	return func(tx store.Txn) error {
 		if err != nil {
 			return errors.Wrapf(err, "encode event %s", name)

@@ -132,7 +132,7 @@ func (x *exec) data() map[string]any {
 		trig["event"] = *r.Trigger.Event
 	}
 	return map[string]any{
-		"subject": map[string]any{"type": r.Subject.Type, "label": r.Subject.Label},
+		"subject": r.Subject.data(),
 		"trigger": trig,
 		"steps":   steps,
 		"run":     map[string]any{"id": r.ID, "process_id": r.ProcessID, "process_name": r.ProcessName},
@@ -290,7 +290,7 @@ func (x *exec) completeRun() {
 		x.count(counterKey(x.r.Tenant, "minutes", day), int64(x.r.MinutesSaved))
 	}
 	x.emit("process.run.completed", map[string]any{"run_id": x.r.ID, "process_id": x.r.ProcessID,
-		"process_name": x.r.ProcessName, "subject": x.r.Subject})
+		"process_name": x.r.ProcessName, "subject": x.r.Subject.data()})
 }
 
 // wait puts the run to wait on the current step.

@@ -57,7 +57,7 @@ func SeedTasks(st store.Store, tenant string, n int) error {
 			t := &Task{ID: taskID, RunID: runID, ProcessID: processID, ProcessName: r.ProcessName, StepKey: step,
 				Title: "Review " + label, Subject: r.Subject, Actions: []string{"approve", "reject"},
 				Status: TaskOpen, CreatedAt: at, Kind: "step"}
-			runRaw, err := json.Marshal((*storedRun)(r))
+			runRaw, err := appendRun(nil, r, true)
 			if err != nil {
 				return errors.Wrap(err, "encode run")
 			}

@@ -51,6 +51,9 @@ type Subject struct {
 	Label string `json:"label"`
 }
 
+// data is the subject as decoded JSON, as events and references see it.
+func (s Subject) data() map[string]any { return map[string]any{"type": s.Type, "label": s.Label} }
+
 // RunTrigger says how a run started.
 type RunTrigger struct {
 	// Type is manual, event or schedule.

@@ -357,7 +357,7 @@ func (w *worker) handleStart(c *command) {
 	x.fx.ops = append(x.fx.ops, setKey(activeKey(c.tenant, id), nil)) // a new run is running
 	x.count(counterKey(c.tenant, "inflight", r.Function), 1)
 	x.emit("process.run.started", map[string]any{"run_id": id, "process_id": r.ProcessID,
-		"process_name": r.ProcessName, "subject": r.Subject})
+		"process_name": r.ProcessName, "subject": r.Subject.data()})
 	x.advance()
 	w.finish(x)
 }
@@ -452,7 +452,7 @@ func (w *worker) flush(en *entry) {
 		answer(nil)
 		return
 	}
-	raw, err := json.Marshal((*storedRun)(r))
+	raw, err := appendRun(nil, r, true)
 	if err != nil {
 		// A run that cannot be encoded is a bug; keep the store as it is.
 		w.e.log.Error("encode run", "run", r.ID, "error", err)

@@ -1,0 +1,148 @@
+package runengine
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+// The reflection forms appendRun must equal: the stored form is Run with
+// every field; the view leaves out the engine's state.
+type (
+	reflectStored Run
+	reflectStep   struct {
+		Key         string     `json:"key"`
+		Type        string     `json:"type"`
+		Name        string     `json:"name,omitempty"`
+		Status      string     `json:"status"`
+		StartedAt   *time.Time `json:"started_at"`
+		CompletedAt *time.Time `json:"completed_at"`
+		Output      any        `json:"output"`
+		Error       *string    `json:"error"`
+		ApprovalID  *string    `json:"approval_id"`
+		TaskID      *string    `json:"task_id"`
+		Attempts    int        `json:"attempts"`
+	}
+	reflectView struct {
+		ID             string        `json:"id"`
+		ProcessID      string        `json:"process_id"`
+		ProcessName    string        `json:"process_name"`
+		ProcessVersion int           `json:"process_version"`
+		Function       string        `json:"function"`
+		Status         string        `json:"status"`
+		Subject        Subject       `json:"subject"`
+		Trigger        RunTrigger    `json:"trigger"`
+		CurrentStep    *string       `json:"current_step"`
+		Steps          []reflectStep `json:"steps"`
+		Overdue        bool          `json:"overdue"`
+		StartedAt      time.Time     `json:"started_at"`
+		CompletedAt    *time.Time    `json:"completed_at"`
+		Error          *string       `json:"error"`
+		MinutesSaved   int           `json:"minutes_saved"`
+	}
+)
+
+func viewOf(r *Run) reflectView {
+	v := reflectView{r.ID, r.ProcessID, r.ProcessName, r.ProcessVersion, r.Function, r.Status, r.Subject, r.Trigger,
+		r.CurrentStep, nil, r.Overdue, r.StartedAt, r.CompletedAt, r.Error, r.MinutesSaved}
+	if r.Steps != nil {
+		v.Steps = []reflectStep{}
+	}
+	for _, s := range r.Steps {
+		v.Steps = append(v.Steps, reflectStep{s.Key, s.Type, s.Name, s.Status, s.StartedAt, s.CompletedAt, s.Output,
+			s.Error, s.ApprovalID, s.TaskID, s.Attempts})
+	}
+	return v
+}
+
+func encodeCases() map[string]*Run {
+	at := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	later := at.Add(90*time.Minute + 1500*time.Nanosecond)
+	str := func(s string) *string { return &s }
+	amount := int64(-1250)
+	return map[string]*Run{
+		"empty":     {},
+		"nil steps": {ID: "run_1", Status: RunRunning, StartedAt: at},
+		"no steps":  {ID: "run_1", Steps: []StepRun{}, StartedAt: at.In(time.FixedZone("CET", 3600))},
+		"event run": {ID: "run_2", ProcessID: "prc_1", ProcessName: `Pay "big" <invoices> & more`, ProcessVersion: 3,
+			Function: "finance", Status: RunCompleted, Subject: Subject{Type: "invoice", Label: "INV-1 ✓\n"},
+			Trigger: RunTrigger{Type: "event", Event: str("docs.document.validated"), EventID: "evt_1",
+				Data: map[string]any{"z": []any{json.Number("1.50"), nil, true}, "a": map[string]any{"b": "c"}}},
+			Overdue: true, StartedAt: at, CompletedAt: &later, Error: str("step x: failed\t"), MinutesSaved: 25,
+			Cursor: 2, StartedBy: "usr_1"},
+		"steps": {ID: "run_3", Status: RunWaiting, CurrentStep: str("b"), StartedAt: at, Cursor: 1,
+			Trigger: RunTrigger{Type: "manual", Data: map[string]any{}},
+			Steps: []StepRun{
+				{Key: "a", Type: "execute", Name: "Pay", Status: StepCompleted, StartedAt: &at, CompletedAt: &later,
+					Output: map[string]any{"id": "p_1", "amount_cents": json.Number("120000")}, Attempts: 2,
+					Internal: stepInternal{Approved: true, Args: map[string]any{"to": "a@b.example"}, Auto: true,
+						Sample: true, AmountSeen: &amount}},
+				{Key: "b", Type: "monitor", Status: StepWaiting, StartedAt: &at, ApprovalID: str("apr_1"), TaskID: str("tsk_1"),
+					Output: []any{"x", 1.25}, Error: str("retrying"),
+					Internal: stepInternal{Reminders: 2, Checks: 3, Deadline: &later, WaitToken: "check-1-2",
+						WaitEvent: "crm.reply", SLAFired: true}},
+				{Key: "c", Type: "wait", Status: StepPending, Internal: stepInternal{Args: map[string]any{}}},
+				{Key: "d", Type: "draft", Status: StepPending, Output: "text"},
+			}},
+	}
+}
+
+func TestAppendRunMatchesReflection(t *testing.T) {
+	t.Parallel()
+	for name, r := range encodeCases() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			want, err := json.Marshal((*reflectStored)(r))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := appendRun(nil, r, true)
+			if err != nil || string(got) != string(want) {
+				t.Errorf("stored form (err %v):\n got %s\nwant %s", err, got, want)
+			}
+			want, err = json.Marshal(viewOf(r))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err = json.Marshal(r)
+			if err != nil || string(got) != string(want) {
+				t.Errorf("view (err %v):\n got %s\nwant %s", err, got, want)
+			}
+		})
+	}
+}
+
+func TestAppendRunErrors(t *testing.T) {
+	t.Parallel()
+	bad := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	for name, r := range map[string]*Run{
+		"output":   {Steps: []StepRun{{Output: map[string]any{"f": func() {}}}}},
+		"time":     {StartedAt: bad},
+		"deadline": {Steps: []StepRun{{Internal: stepInternal{Deadline: &bad}}}},
+		"data":     {Trigger: RunTrigger{Data: map[string]any{"c": make(chan int)}}},
+	} {
+		if _, err := appendRun(nil, r, true); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+func TestEventJSONMatchesReflection(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 3, 2, 9, 0, 0, 5000, time.UTC)
+	for _, ev := range []*Event{
+		{},
+		{ID: "evt_1", Tenant: "ten_1", Name: "process.run.completed", At: at,
+			Data: map[string]any{"run_id": "run_1", "subject": Subject{Type: "invoice", Label: "<INV-1>"}, "n": json.Number("3")}},
+	} {
+		type plain Event
+		want, err := json.Marshal((*plain)(ev))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ev.appendJSON(nil)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("event (err %v):\n got %s\nwant %s", err, got, want)
+		}
+	}
+}
