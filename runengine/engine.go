@@ -80,7 +80,9 @@ type Config struct {
 	// ApprovalTTL is how long an approval stays pending before it expires
 	// and stops its run. Defaults to 7 days.
 	ApprovalTTL time.Duration
-	// CallTimeout bounds one capability call. Defaults to 30s.
+	// CallTimeout bounds one capability call; an execute step's gate
+	// decision and the call it allows share one such bound. Defaults to
+	// 30s.
 	CallTimeout time.Duration
 	// OnFinish, when set, is called once a run's end (completed, failed,
 	// rejected or cancelled) is durable. It must not block.

@@ -315,13 +315,19 @@ func (x *exec) call(def *process.Step, st *StepRun, capID string, args any, toke
 		return
 	}
 	x.en.inflight = token
-	x.fx.calls = append(x.fx.calls, &pendingCall{tenant: x.r.Tenant, runID: x.r.ID, token: token, do: do})
+	e := x.w.e
+	x.fx.calls = append(x.fx.calls, &pendingCall{tenant: x.r.Tenant, runID: x.r.ID, token: token, do: func() *callResult {
+		ctx, cancel := context.WithTimeout(e.ctx, e.cfg.CallTimeout)
+		defer cancel()
+		return do(ctx)
+	}})
 }
 
 // callFunc prepares a capability call of the step: the allowed_tools
 // check, the arguments and the idempotency key. It fails the run and
-// returns false when the call may not be made.
-func (x *exec) callFunc(def *process.Step, st *StepRun, capID string, args any, keySuffix string) (func() *callResult, bool) {
+// returns false when the call may not be made. The call made runs under
+// ctx, which carries its deadline.
+func (x *exec) callFunc(def *process.Step, st *StepRun, capID string, args any, keySuffix string) (func(ctx context.Context) *callResult, bool) {
 	if len(def.Controls.AllowedTools) > 0 && !slices.Contains(def.Controls.AllowedTools, capID) {
 		x.failRun(st, RunFailed, fmt.Sprintf("step %s: capability %s is not in the step's allowed_tools %v",
 			def.Key, capID, def.Controls.AllowedTools))
@@ -339,9 +345,8 @@ func (x *exec) callFunc(def *process.Step, st *StepRun, capID string, args any, 
 	e := x.w.e
 	tenant := x.r.Tenant
 	info := RunInfo{ID: x.r.ID, ProcessID: x.r.ProcessID, ProcessName: x.r.ProcessName, Subject: x.r.Subject, StepKey: def.Key}
-	return func() *callResult {
-		ctx, cancel := context.WithTimeout(context.WithValue(e.ctx, runInfoKey{}, info), e.cfg.CallTimeout)
-		defer cancel()
+	return func(ctx context.Context) *callResult {
+		ctx = context.WithValue(ctx, runInfoKey{}, info)
 		out, err := e.cfg.Capabilities.Call(ctx, capability.Call{Tenant: tenant, Capability: capID, Args: raw, IdempotencyKey: key})
 		return &callResult{out: out, err: err}
 	}, true

@@ -344,8 +344,8 @@ func (x *exec) decide(def *process.Step, st *StepRun, args map[string]any) {
 	x.en.inflight = "gate"
 	x.fx.calls = append(x.fx.calls, &pendingCall{tenant: x.r.Tenant, runID: x.r.ID, token: "gate", do: func() *callResult {
 		ctx, cancel := context.WithTimeout(e.ctx, e.cfg.CallTimeout)
+		defer cancel()
 		d, err := e.cfg.Gate.Decide(ctx, req)
-		cancel()
 		if err != nil {
 			e.log.Error("autonomy gate", "run", req.RunID, "error", err)
 			d = GateDecision{Auto: false, Reason: "the autonomy gate could not decide: a person approves"}
@@ -353,7 +353,7 @@ func (x *exec) decide(def *process.Step, st *StepRun, args map[string]any) {
 		if !d.Auto {
 			return &callResult{gate: &d}
 		}
-		res := do()
+		res := do(ctx)
 		res.gate = &d
 		return res
 	}})

@@ -433,7 +433,7 @@ func (w *worker) flush(en *entry) {
 	var view json.RawMessage
 	if len(replies) > 0 {
 		var err error
-		if view, err = json.Marshal(r); err != nil {
+		if view, err = appendRun(nil, r, false); err != nil {
 			for i := range replies {
 				replies[i].err = errors.CombineErrors(replies[i].err, err)
 			}
