@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,7 +45,13 @@ type benchEngine struct {
 	procs *process.Service
 	eng   *runengine.Engine
 	mu    sync.Mutex
-	done  map[string]chan struct{}
+	done  map[string]*runEnd
+}
+
+// runEnd is closed when its run finishes, at end.
+type runEnd struct {
+	ch  chan struct{}
+	end time.Time
 }
 
 func newBenchEngine(b *testing.B) *benchEngine {
@@ -53,7 +61,7 @@ func newBenchEngine(b *testing.B) *benchEngine {
 		b.Fatal(err)
 	}
 	clk := clock.Real{}
-	be := &benchEngine{st: st, done: map[string]chan struct{}{}}
+	be := &benchEngine{st: st, done: map[string]*runEnd{}}
 	be.procs = process.NewService(process.Config{Store: st, Clock: clk})
 	reg := capability.NewRegistry(capability.RegistryConfig{Store: st, Clock: clk})
 	if err := reg.Register(noopProvider{}); err != nil {
@@ -74,26 +82,28 @@ func newBenchEngine(b *testing.B) *benchEngine {
 	return be
 }
 
-func (be *benchEngine) finished(_, runID, _ string) {
+func (be *benchEngine) end(runID string) *runEnd {
 	be.mu.Lock()
-	ch, ok := be.done[runID]
+	defer be.mu.Unlock()
+	e, ok := be.done[runID]
 	if !ok {
-		ch = make(chan struct{})
-		be.done[runID] = ch
+		e = &runEnd{ch: make(chan struct{})}
+		be.done[runID] = e
 	}
-	be.mu.Unlock()
-	close(ch)
+	return e
 }
 
-func (be *benchEngine) wait(runID string) {
-	be.mu.Lock()
-	ch, ok := be.done[runID]
-	if !ok {
-		ch = make(chan struct{})
-		be.done[runID] = ch
-	}
-	be.mu.Unlock()
-	<-ch
+func (be *benchEngine) finished(_, runID, _ string) {
+	e := be.end(runID)
+	e.end = time.Now()
+	close(e.ch)
+}
+
+// wait returns when runID finished.
+func (be *benchEngine) wait(runID string) time.Time {
+	e := be.end(runID)
+	<-e.ch
+	return e.end
 }
 
 func (be *benchEngine) process(b *testing.B, steps int) string {
@@ -113,12 +123,12 @@ func (be *benchEngine) process(b *testing.B, steps int) string {
 	return def.ID
 }
 
-// runChain starts b.N runs from starters goroutines and waits for each to
-// complete, reporting runs/s and start-to-completion latency.
-func runChain(b *testing.B, steps, starters int) {
+// runChain starts b.N runs of a chain of execute steps and reports runs/s
+// and start-to-completion latency (see measure for closed).
+func runChain(b *testing.B, steps, starters int, closed bool) {
 	be := newBenchEngine(b)
 	pid := be.process(b, steps)
-	measure(b, be, starters, func(ctx context.Context) (string, error) {
+	measure(b, be, starters, closed, func(ctx context.Context) (string, error) {
 		raw, err := be.eng.Start(ctx, runengine.StartInput{Tenant: tenant, ProcessID: pid,
 			Subject: runengine.Subject{Type: "bench", Label: "run"}})
 		if err != nil {
@@ -133,11 +143,17 @@ func runChain(b *testing.B, steps, starters int) {
 	b.ReportMetric(float64(st.CommitTime.Microseconds())/float64(st.Commits)/1000, "ms/commit")
 }
 
-// measure runs b.N runs from starters goroutines: run starts one and does
-// what it needs of people; measure waits for its end and reports runs/s
-// and start-to-completion latency.
-func measure(b *testing.B, be *benchEngine, starters int, run func(ctx context.Context) (string, error)) {
-	lat := make([]time.Duration, b.N)
+// measure runs b.N runs from starters goroutines. run starts one (its
+// start is durable when it returns) and does what the run needs of people.
+// A starter then starts the next at once, so runs of many starts are in
+// flight together, and measure waits until all completed; closed makes a
+// starter wait for its run to complete before starting the next (a closed
+// loop of starters clients, whose throughput is starters / latency). It
+// reports runs/s over the whole, and the p50 and p99 of start-to-completion
+// latency, and the peak resident memory of the process (rss-MiB).
+func measure(b *testing.B, be *benchEngine, starters int, closed bool, run func(ctx context.Context) (string, error)) {
+	ids := make([]string, b.N)
+	began := make([]time.Time, b.N)
 	var next atomic.Int64
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -153,38 +169,79 @@ func measure(b *testing.B, be *benchEngine, starters int, run func(ctx context.C
 				if i >= int64(b.N) {
 					return
 				}
-				t := time.Now()
+				began[i] = time.Now()
 				id, err := run(ctx)
 				if err != nil {
 					b.Error(err)
 					return
 				}
-				be.wait(id)
-				lat[i] = time.Since(t)
+				ids[i] = id
+				if closed {
+					be.wait(id)
+				}
 			}
 		}()
 	}
 	wg.Wait()
+	lat := make([]time.Duration, b.N)
+	for i, id := range ids {
+		if id == "" {
+			b.FailNow() // its start failed (reported above)
+		}
+		lat[i] = be.wait(id).Sub(began[i])
+	}
 	elapsed := time.Since(start)
 	b.StopTimer()
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "runs/s")
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	if rss := peakRSS(); rss > 0 {
+		b.ReportMetric(float64(rss)/(1<<20), "rss-MiB")
+	}
+}
+
+// peakRSS is the process's peak resident memory in bytes (VmHWM), 0 where
+// /proc does not tell.
+func peakRSS() int64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 // BenchmarkChain3 runs a process of three sequential execute steps on an
-// in-process no-op provider, durably on Badger.
+// in-process no-op provider, durably on Badger: starters goroutines start
+// b.N runs, and the benchmark ends when all completed.
 func BenchmarkChain3(b *testing.B) {
 	for _, starters := range []int{1, 64} {
-		b.Run(fmt.Sprintf("starters=%d", starters), func(b *testing.B) { runChain(b, 3, starters) })
+		b.Run(fmt.Sprintf("starters=%d", starters), func(b *testing.B) { runChain(b, 3, starters, false) })
 	}
 }
 
 // BenchmarkChain1 is BenchmarkChain3 with one step.
 func BenchmarkChain1(b *testing.B) {
 	for _, starters := range []int{1, 64} {
-		b.Run(fmt.Sprintf("starters=%d", starters), func(b *testing.B) { runChain(b, 1, starters) })
+		b.Run(fmt.Sprintf("starters=%d", starters), func(b *testing.B) { runChain(b, 1, starters, false) })
+	}
+}
+
+// BenchmarkChain3Closed is BenchmarkChain3 with each starter waiting for
+// its run to complete before it starts the next: at most starters runs are
+// in flight, so it measures latency-bound throughput.
+func BenchmarkChain3Closed(b *testing.B) {
+	for _, starters := range []int{1, 64} {
+		b.Run(fmt.Sprintf("starters=%d", starters), func(b *testing.B) { runChain(b, 3, starters, true) })
 	}
 }
 
@@ -192,6 +249,7 @@ func BenchmarkChain1(b *testing.B) {
 // person: each starter completes the task (or approves the step) through
 // the engine's API as soon as the start returns, then waits for the end.
 func runPeopleChain(b *testing.B, first string, starters int) {
+	b.Helper()
 	be := newBenchEngine(b)
 	in, err := process.DecodeIn([]byte(`{"name":"Bench","function":"ops","trigger":{"type":"manual"},"steps":[` + first + `,
 		{"key":"s1","type":"execute","capability":"bench.noop","config":{"args":{"i":1}}},
@@ -203,7 +261,7 @@ func runPeopleChain(b *testing.B, first string, starters int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	measure(b, be, starters, func(ctx context.Context) (string, error) {
+	measure(b, be, starters, false, func(ctx context.Context) (string, error) {
 		raw, err := be.eng.Start(ctx, runengine.StartInput{Tenant: tenant, ProcessID: def.ID,
 			Subject: runengine.Subject{Type: "bench", Label: "run"}})
 		if err != nil {

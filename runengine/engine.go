@@ -135,6 +135,7 @@ type Engine struct {
 	disp    *dispatcher
 
 	versions sync.Map // versionKey -> *process.Version
+	listened sync.Map // tenant+"\x00"+event name -> bool (see heard)
 
 	calls    sync.WaitGroup // in-flight capability calls
 	runWork  chan func()    // hands a call to an idle runner

@@ -49,7 +49,14 @@ func outboxKey(id string) []byte { return store.Key(store.System, "outbox", id) 
 // outboxWrite returns the write of an event into the outbox and what to do
 // once it is durable: hand it to the dispatcher, which then need not read
 // it back from the store.
+//
+// An event nothing can consume (no process of the tenant has its name as
+// trigger and no run waits for it) is not written: events only start and
+// wake runs, so it would be read and deleted for nothing.
 func (e *Engine) outboxWrite(tenant, name string, data map[string]any, at time.Time) (func(store.Txn) error, func()) {
+	if !e.heard(tenant, name) {
+		return func(store.Txn) error { return nil }, func() {}
+	}
 	ev := &Event{ID: ids.New("evt", at), Tenant: tenant, Name: name, Data: data, At: at}
 	raw, err := ev.appendJSON(nil)
 	return func(tx store.Txn) error {
@@ -71,6 +78,41 @@ func (e *Engine) Emit(tx store.Txn, tenant, name string, data any) error {
 	op, _ := e.outboxWrite(tenant, name, m, e.now())
 	return op(tx)
 }
+
+// heard reports whether an event named name of tenant may have a
+// consumer: an enabled process whose trigger names it, or a run
+// waiting for it. The answer is kept per name; it may say yes where
+// nothing listens any more, never no where something does: listen marks a
+// name before the change that adds a listener commits, and a kept "no" is
+// only stored where no mark came first.
+func (e *Engine) heard(tenant, name string) bool {
+	k := tenant + "\x00" + name
+	if v, ok := e.listened.Load(k); ok {
+		return v.(bool)
+	}
+	found := false
+	err := e.st.View(e.ctx, func(r store.Reader) error {
+		defs, err := e.cfg.Processes.ByEvent(r, tenant, name)
+		if err != nil || len(defs) > 0 {
+			found = len(defs) > 0
+			return err
+		}
+		return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "waiter", tenant, name), KeysOnly: true},
+			func([]byte, []byte) error {
+				found = true
+				return store.ErrStop
+			})
+	})
+	if err != nil {
+		return true // when in doubt, write it
+	}
+	v, _ := e.listened.LoadOrStore(k, found)
+	return v.(bool)
+}
+
+// listen marks events named name of tenant as heard, before the change
+// that makes a listener commits.
+func (e *Engine) listen(tenant, name string) { e.listened.Store(tenant+"\x00"+name, true) }
 
 // Kick tells the dispatcher that events may be waiting in the outbox.
 func (e *Engine) Kick() { e.disp.kick() }

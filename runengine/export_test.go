@@ -104,3 +104,7 @@ func addCounters(tx store.Txn, counters map[string]int64) error {
 	}
 	return nil
 }
+
+// Heard exposes heard: whether an event of tenant would be written to the
+// outbox.
+func (e *Engine) Heard(tenant, name string) bool { return e.heard(tenant, name) }

@@ -257,6 +257,41 @@ func TestEventTriggerFilterAndWaitForEvent(t *testing.T) {
 	}
 }
 
+// TestUnheardEventsReachLaterListeners checks that events no process or
+// run listens to are skipped, and that a listener added after a skip gets
+// the next ones.
+func TestUnheardEventsReachLaterListeners(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	const done = "process.run.completed"
+	first := b.create(t, `{"type":"manual"}`, `[{"key":"one","type":"execute","capability":"test.echo","config":{"args":{}}}]`)
+	b.waitRun(t, b.start(t, first.ID), "completed", status(runengine.RunCompleted))
+	if b.eng.Heard(tenant, done) {
+		t.Fatalf("%s heard with no listener", done)
+	}
+	follower := b.create(t, `{"type":"event","event":"process.run.completed","filter":{"process_id":"`+first.ID+`"}}`,
+		`[{"key":"note","type":"execute","capability":"test.echo","config":{"args":{"after":"${trigger.data.run_id}"}}}]`)
+	if !b.eng.Heard(tenant, done) || b.eng.Heard("ten_other", done) {
+		t.Fatalf("heard after a trigger: %v here, %v in another tenant", b.eng.Heard(tenant, done), b.eng.Heard("ten_other", done))
+	}
+	id := b.start(t, first.ID)
+	waitFor(t, "the follower's run", func() bool {
+		rs, _, err := b.eng.ListRuns(ctx, tenant, runengine.RunQuery{ProcessID: follower.ID}, store.Page{})
+		return err == nil && len(rs) == 1 && rs[0].Status == runengine.RunCompleted &&
+			rs[0].Steps[0].Output.(map[string]any)["after"] == id
+	})
+	// A run waiting for an event makes it heard.
+	if b.eng.Heard(tenant, "supplier.replied") {
+		t.Fatal("supplier.replied heard with no listener")
+	}
+	waiter := b.create(t, `{"type":"manual"}`, `[{"key":"reply","type":"wait","config":{"event":"supplier.replied","timeout":"24h"}}]`)
+	b.waitRun(t, b.start(t, waiter.ID), "waiting", stepStatus("reply", runengine.StepWaiting))
+	if !b.eng.Heard(tenant, "supplier.replied") {
+		t.Error("supplier.replied not heard while a run waits for it")
+	}
+}
+
 func TestCronStartsRuns(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -341,6 +376,34 @@ func TestResumeAfterReopen(t *testing.T) {
 	b.waitRun(t, id, "completed", status(runengine.RunCompleted))
 	if diff := cmp.Diff([]string{id + "/end/1"}, prov.keys()); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
+
+// TestHeardAfterReopen checks that a reopened engine finds the listeners
+// in the store: event triggers and runs waiting for events.
+func TestHeardAfterReopen(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	clk := clock.NewFake(t0)
+	openAt := func() *bundle {
+		st, err := badgerstore.Open(badgerstore.Options{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return open(t, st, clk, &testProvider{}, &autoGate{auto: true})
+	}
+	b := openAt()
+	b.create(t, `{"type":"event","event":"crm.deal.won"}`, `[{"key":"one","type":"execute","capability":"test.echo","config":{"args":{}}}]`)
+	waiter := b.create(t, `{"type":"manual"}`, `[{"key":"reply","type":"wait","config":{"event":"supplier.replied","timeout":"24h"}}]`)
+	b.waitRun(t, b.start(t, waiter.ID), "waiting", stepStatus("reply", runengine.StepWaiting))
+	b.eng.Close()
+	b.st.Close()
+
+	b = openAt()
+	for name, want := range map[string]bool{"crm.deal.won": true, "supplier.replied": true, "crm.deal.lost": false} {
+		if got := b.eng.Heard(tenant, name); got != want {
+			t.Errorf("Heard(%s) = %v, want %v", name, got, want)
+		}
 	}
 }
 

@@ -233,6 +233,9 @@ func maxTime(a, b time.Time) time.Time {
 // onProcessChange keeps a scheduled process's next fire in the due index,
 // in the transaction that changes the definition.
 func (e *Engine) onProcessChange(tx store.Txn, tenant string, old, def *process.Definition) error {
+	if def.Trigger.Type == process.TriggerEvent {
+		e.listen(tenant, def.Trigger.Event)
+	}
 	id := def.ID
 	pointer := cronPointer(tenant, id)
 	cur, err := tx.Get(pointer)

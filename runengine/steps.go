@@ -523,6 +523,7 @@ func (x *exec) startTimer(st *StepRun, d time.Duration, kind string) {
 // filter) in the waiter index the dispatcher reads.
 func (x *exec) addWaiter(st *StepRun, event string, flt json.RawMessage) {
 	st.Internal.WaitEvent = event
+	x.w.e.listen(x.r.Tenant, event)
 	val, _ := json.Marshal(waiter{Cursor: x.r.Cursor, Filter: flt})
 	x.fx.ops = append(x.fx.ops, setKey(waiterKey(x.r.Tenant, event, x.r.ID), val))
 }
