@@ -15,9 +15,10 @@ import (
 // own key; a document record only names its file.
 const ChunkSize = 256 << 10
 
-// chunksPerTxn bounds one commit to 1 MiB of file bytes, well under what a
-// Badger transaction may write (15% of a 16 MiB memtable).
-const chunksPerTxn = 4
+// chunksPerTxn bounds one commit to 512 KiB of file bytes, well under what
+// a Badger transaction may write with the default store (15% of an 8 MiB
+// memtable), leaving room for the document's own records.
+const chunksPerTxn = 2
 
 // Key spaces of files under a tenant, and of unfinished uploads under
 // store.System.

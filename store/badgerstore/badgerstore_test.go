@@ -159,7 +159,7 @@ func TestLimits(t *testing.T) {
 		{
 			name: "transaction too large",
 			fn: func(tx store.Txn) error {
-				for i := range 30 { // 3 MB, over 15% of 16 MiB
+				for i := range 30 { // 3 MB, over 15% of the 8 MiB memtable
 					if err := tx.Set(store.Key("big", i), make([]byte, 100<<10)); err != nil {
 						return err
 					}

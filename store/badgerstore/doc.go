@@ -30,21 +30,30 @@
 // # Limits
 //
 // One transaction may write about 15% of Options.MemTableSize (about
-// 2.4 MiB with the defaults): past that Set fails with an error marked
+// 1.2 MiB with the defaults): past that Set fails with an error marked
 // errs.TooLarge. A key may have 65,000 bytes; a value may have
 // Options.ValueLogFileSize bytes on disk and less than 1 MiB in memory.
 //
 // # Memory on a small machine
 //
 // Badger's defaults use about 1.4 GB of RSS under write load. Open applies
-// the set measured in LIBRARIES.md, about 0.5 GB:
+// a smaller set, measured with the run engine's benchmarks (about 350 MiB
+// at the peak of BenchmarkChain3, of which the Go heap's headroom is a
+// third):
 //
-//   - MemTableSize 16 MiB (Options.MemTableSize): the in-memory write buffer
-//     and, at 15%, the size bound of one transaction.
+//   - MemTableSize 8 MiB (Options.MemTableSize): the in-memory write buffer
+//     and, at 15%, the size bound of one transaction. The table built from
+//     a full memtable is held in memory while it is written, so this sets
+//     the largest share of Badger's own memory; 4 MiB brings the peak to
+//     about 260 MiB, at the cost of more flushes and compactions (about 15%
+//     of the engine's throughput).
 //   - NumMemtables 2: one memtable being written and one being flushed.
-//   - NumLevelZeroTables 2 and NumLevelZeroTablesStall 8: few level-0
-//     tables before compaction starts, writes stall at 8.
-//   - BlockCacheSize 32 MiB (Options.BlockCacheSize): decompressed blocks.
+//   - NumLevelZeroTables 4 and NumLevelZeroTablesStall 16: level 0 gathers
+//     a few small tables before compaction starts; writes stall at 16.
+//   - No block compression: a compressing table builder keeps every block
+//     twice, which doubled the memory of flushes and compactions, and the
+//     CPU it saves in IO is spent compressing.
+//   - BlockCacheSize 32 MiB (Options.BlockCacheSize): table blocks.
 //   - IndexCacheSize 16 MiB (Options.IndexCacheSize): table indexes and
 //     bloom filters, so they are not all pinned in memory.
 //   - NumCompactors 2: Badger refuses 1, and more compete for 2 cores.

@@ -7,15 +7,16 @@ import (
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/cockroachdb/errors"
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 )
 
-// Defaults of Options. The sizes are the tested small-machine set of
-// LIBRARIES.md (about 0.5 GB RSS under write load instead of Badger's 1.4 GB).
+// Defaults of Options: a small-machine set (see the package doc, Memory on
+// a small machine).
 const (
 	// DefaultGCInterval is the default of Options.GCInterval.
 	DefaultGCInterval = 5 * time.Minute
 	// DefaultMemTableSize is the default of Options.MemTableSize.
-	DefaultMemTableSize = 16 << 20
+	DefaultMemTableSize = 8 << 20
 	// DefaultBlockCacheSize is the default of Options.BlockCacheSize.
 	DefaultBlockCacheSize = 32 << 20
 	// DefaultIndexCacheSize is the default of Options.IndexCacheSize.
@@ -27,8 +28,8 @@ const (
 // Settings Open applies that Options does not expose (see the package doc).
 const (
 	numMemtables            = 2
-	numLevelZeroTables      = 2
-	numLevelZeroTablesStall = 8
+	numLevelZeroTables      = 4
+	numLevelZeroTablesStall = 16
 	numCompactors           = 2 // Badger refuses 1.
 	baseTableSize           = 1 << 20
 	maxValueThreshold       = 1 << 20 // Badger's own ceiling.
@@ -62,8 +63,8 @@ type Options struct {
 
 	// MemTableSize is the size of one memtable. Badger keeps two (one being
 	// written, one being flushed) and refuses a transaction that writes more
-	// than 15% of it, so it also bounds one commit: the 16 MiB default
-	// allows about 2.4 MiB per transaction. Defaults to 16 MiB.
+	// than 15% of it, so it also bounds one commit: the 8 MiB default
+	// allows about 1.2 MiB per transaction. Defaults to 8 MiB.
 	MemTableSize int64
 
 	// BlockCacheSize is the cache of decompressed table blocks. Defaults to
@@ -112,11 +113,11 @@ func (o Options) validate() error {
 	case o.Dir != "" && o.InMemory:
 		return errors.New("badgerstore: Options.Dir and Options.InMemory are both set: an in-memory store has no directory, unset one of them")
 	case o.MemTableSize < 1<<20:
-		return errors.Newf("badgerstore: Options.MemTableSize %d is below 1 MiB: leave it 0 for the 16 MiB default", o.MemTableSize)
+		return errors.Newf("badgerstore: Options.MemTableSize %d is below 1 MiB: leave it 0 for the 8 MiB default", o.MemTableSize)
 	case o.BlockCacheSize < 0:
 		return errors.Newf("badgerstore: Options.BlockCacheSize %d is negative: leave it 0 for the 32 MiB default", o.BlockCacheSize)
 	case o.IndexCacheSize < 0:
-		return errors.Newf("badgerstore: Options.IndexCacheSize %d is negative: leave it 0 for the 16 MiB default", o.IndexCacheSize)
+		return errors.Newf("badgerstore: Options.IndexCacheSize %d is negative: leave it 0 for the 8 MiB default", o.IndexCacheSize)
 	case o.ValueLogFileSize < 1<<20 || o.ValueLogFileSize >= 2<<30:
 		return errors.Newf("badgerstore: Options.ValueLogFileSize %d is outside [1 MiB, 2 GiB): leave it 0 for the 64 MiB default", o.ValueLogFileSize)
 	}
@@ -148,5 +149,6 @@ func (o Options) badgerOptions() badger.Options {
 		WithBlockCacheSize(o.BlockCacheSize).
 		WithIndexCacheSize(o.IndexCacheSize).
 		WithValueLogFileSize(o.ValueLogFileSize).
-		WithValueThreshold(threshold)
+		WithValueThreshold(threshold).
+		WithCompression(options.None)
 }
