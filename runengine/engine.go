@@ -136,6 +136,7 @@ type Engine struct {
 
 	versions sync.Map // versionKey -> *process.Version
 	listened sync.Map // tenant+"\x00"+event name -> bool (see heard)
+	configs  sync.Map // configKey -> pointer to a decoded step config (see exec.config)
 
 	calls    sync.WaitGroup // in-flight capability calls
 	runWork  chan func()    // hands a call to an idle runner

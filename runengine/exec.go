@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"time"
@@ -139,17 +140,29 @@ func (x *exec) data() map[string]any {
 	}
 }
 
-// config decodes the step's config with references resolved into v.
+// config decodes the step's config with references resolved into v, a
+// pointer. A config without references is decoded once per process version
+// and type, and copied into v: maps and slices in it are shared by every
+// run of the version, so what config yields is read, never changed.
 func (x *exec) config(def *process.Step, v any) error {
 	if len(def.Config) == 0 {
 		return nil
 	}
 	if !bytes.Contains(def.Config, []byte("${")) {
+		dst := reflect.ValueOf(v).Elem()
+		k := configKey{ver: x.ver, step: def.Key, typ: dst.Type()}
+		if c, ok := x.w.e.configs.Load(k); ok {
+			dst.Set(reflect.ValueOf(c).Elem())
+			return nil
+		}
+		fresh := reflect.New(dst.Type())
 		dec := json.NewDecoder(bytes.NewReader(def.Config))
 		dec.UseNumber()
-		if err := dec.Decode(v); err != nil {
+		if err := dec.Decode(fresh.Interface()); err != nil {
 			return errors.Wrapf(err, "step %s: config does not fit its type", def.Key)
 		}
+		x.w.e.configs.Store(k, fresh.Interface())
+		dst.Set(fresh.Elem())
 		return nil
 	}
 	doc, err := decodeJSON(def.Config)
@@ -170,6 +183,14 @@ func (x *exec) config(def *process.Step, v any) error {
 		return errors.Wrapf(err, "step %s: config does not fit its type", def.Key)
 	}
 	return nil
+}
+
+// configKey names a decoded config: a version (kept alive by the key, so
+// its address is not reused), a step and the type decoded into.
+type configKey struct {
+	ver  *process.Version
+	step string
+	typ  reflect.Type
 }
 
 // decodeJSON decodes raw keeping numbers exact.
