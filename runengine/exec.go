@@ -13,6 +13,7 @@ import (
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/ids"
+	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/internal/refs"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
@@ -195,6 +196,9 @@ type configKey struct {
 
 // decodeJSON decodes raw keeping numbers exact.
 func decodeJSON(raw []byte) (any, error) {
+	if string(raw) == "{}" { // the answer of most actions that return nothing
+		return map[string]any{}, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
@@ -354,7 +358,7 @@ func (x *exec) callFunc(def *process.Step, st *StepRun, capID string, args any, 
 			def.Key, capID, def.Controls.AllowedTools))
 		return nil, false
 	}
-	raw, err := json.Marshal(args)
+	raw, err := jsonvalue.Append(nil, args)
 	if err != nil {
 		x.failRun(st, RunFailed, fmt.Sprintf("step %s: arguments: %v", def.Key, err))
 		return nil, false
