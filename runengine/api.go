@@ -203,6 +203,8 @@ func (e *Engine) ListRuns(ctx context.Context, tenant string, q RunQuery, p stor
 			out, next, err = runs.ListBy(r, tenant, "overdue", nil, p)
 		case q.ProcessID != "":
 			out, next, err = runs.ListBy(r, tenant, "process", []any{q.ProcessID}, p)
+		case q.Status == RunRunning:
+			out, next, err = runs.ListUnder(r, tenant, activePrefix(tenant), p)
 		case q.Status != "":
 			out, next, err = runs.ListBy(r, tenant, "status", []any{q.Status}, p)
 		default:

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
@@ -569,3 +571,110 @@ func TestDraftReviewedByAPerson(t *testing.T) {
 		t.Errorf("output = %v", out)
 	}
 }
+
+// blockProvider fills test.block: each call waits until release is closed.
+type blockProvider struct {
+	release chan struct{}
+	calls   atomic.Int32
+}
+
+func (p *blockProvider) Info() capability.Info {
+	return capability.Info{ID: "test.blocker", Name: "Blocker", Kind: capability.KindBuiltin, Capabilities: []string{"test.block"}}
+}
+
+func (p *blockProvider) Capabilities() []capability.Capability {
+	obj := json.RawMessage(`{"type":"object"}`)
+	return []capability.Capability{{ID: "test.block", Name: "Block", Description: "Waits for the test.", Args: obj, Result: obj}}
+}
+
+func (p *blockProvider) Call(ctx context.Context, c capability.Call) (json.RawMessage, error) {
+	p.calls.Add(1)
+	select {
+	case <-p.release:
+		return json.RawMessage(`{}`), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestListRunsByStatus lists runs of each status, running ones from the
+// active index, page by page and tenant by tenant.
+func TestListRunsByStatus(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	blocker := &blockProvider{release: make(chan struct{})}
+	if err := b.reg.Register(blocker); err != nil {
+		t.Fatal(err)
+	}
+	startIn := func(ten, processID string) string {
+		raw, err := b.eng.Start(ctx, runengine.StartInput{Tenant: ten, ProcessID: processID, Subject: runengine.Subject{Type: "invoice", Label: "INV-1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.advance(time.Millisecond) // ids made at one instant would sort at random
+		return runID(t, raw)
+	}
+	task := b.create(t, `{"type":"manual"}`, `[{"key":"check","type":"human_task","config":{"title":"Check"}}]`)
+	block := b.create(t, `{"type":"manual"}`, `[{"key":"wait","type":"execute","capability":"test.block","config":{"args":{}}}]`)
+	echo := b.create(t, `{"type":"manual"}`, `[{"key":"one","type":"execute","capability":"test.echo","config":{"args":{}}}]`)
+	otherBlock, err := b.procs.Create(ctx, "ten_other", "usr_a", process.ProcessIn{Name: "Other", Function: "ops",
+		Trigger: process.Trigger{Type: process.TriggerManual},
+		Steps:   []process.Step{{Key: "wait", Type: process.StepExecute, Capability: "test.block", Config: json.RawMessage(`{"args":{}}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := startIn(tenant, task.ID)
+	running1 := startIn(tenant, block.ID)
+	running2 := startIn(tenant, block.ID)
+	completed := startIn(tenant, echo.ID)
+	otherRunning := startIn("ten_other", otherBlock.ID)
+	b.waitRun(t, completed, "completed", status(runengine.RunCompleted))
+	b.waitRun(t, waiting, "waiting", status(runengine.RunWaiting))
+	waitFor(t, "three blocked calls", func() bool { return blocker.calls.Load() == 3 })
+
+	list := func(ten, st string, p store.Page) ([]string, string) {
+		rs, next, err := b.eng.ListRuns(ctx, ten, runengine.RunQuery{Status: st}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range rs {
+			if r.Status != st {
+				t.Errorf("%s list holds a %s run", st, r.Status)
+			}
+			got = append(got, r.ID)
+		}
+		return got, next
+	}
+	first, cursor := list(tenant, runengine.RunRunning, store.Page{Limit: 1})
+	second, end := list(tenant, runengine.RunRunning, store.Page{Limit: 1, Cursor: cursor})
+	for _, c := range []struct {
+		name      string
+		got, want []string
+	}{
+		{"running, page 1", first, []string{running2}},
+		{"running, page 2", second, []string{running1}},
+		{"waiting", must(list(tenant, runengine.RunWaiting, store.Page{})), []string{waiting}},
+		{"completed", must(list(tenant, runengine.RunCompleted, store.Page{})), []string{completed}},
+		{"other tenant running", must(list("ten_other", runengine.RunRunning, store.Page{})), []string{otherRunning}},
+	} {
+		if diff := cmp.Diff(c.want, c.got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", c.name, diff)
+		}
+	}
+	if end != "" {
+		t.Errorf("the last page of running runs has a next cursor %q", end)
+	}
+	close(blocker.release)
+	b.waitRun(t, running1, "completed", status(runengine.RunCompleted))
+	b.waitRun(t, running2, "completed", status(runengine.RunCompleted))
+	if got := must(list(tenant, runengine.RunRunning, store.Page{})); len(got) != 0 {
+		t.Errorf("running after the calls returned: %v", got)
+	}
+	if diff := cmp.Diff([]string{completed, running2, running1}, must(list(tenant, runengine.RunCompleted, store.Page{}))); diff != "" {
+		t.Errorf("completed (-want +got):\n%s", diff)
+	}
+}
+
+func must[T any](v T, _ string) T { return v }

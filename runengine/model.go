@@ -191,7 +191,14 @@ var runs = &store.Collection[Run]{
 	NotFound: "run not found",
 	Indexes: []store.Index[Run]{
 		{Name: "process", Values: func(r *Run) [][]any { return [][]any{{r.ProcessID}} }},
-		{Name: "status", Values: func(r *Run) [][]any { return [][]any{{r.Status}} }},
+		// Running runs are listed from the engine's active index, which
+		// holds exactly them.
+		{Name: "status", Values: func(r *Run) [][]any {
+			if r.Status == RunRunning {
+				return nil
+			}
+			return [][]any{{r.Status}}
+		}},
 		{Name: "overdue", Values: func(r *Run) [][]any {
 			if r.Overdue && !r.Finished() {
 				return [][]any{{}}

@@ -366,7 +366,10 @@ func setKey(key, val []byte) func(tx store.Txn) error {
 	return func(tx store.Txn) error { return tx.Set(key, val) }
 }
 
-func activeKey(tenant, runID string) []byte { return store.Key(store.System, "active", tenant, runID) }
+func activeKey(tenant, runID string) []byte { return store.AppendKey(activePrefix(tenant), runID) }
+
+// activePrefix is where the tenant's running runs are indexed.
+func activePrefix(tenant string) []byte { return store.Key(store.System, "active", tenant) }
 
 func counterKey(tenant, name string, parts ...any) string {
 	return string(store.AppendKey(store.Key(tenant, "count", name), parts...))

@@ -267,7 +267,13 @@ func (c *Collection[T]) List(r Reader, tenant string, p Page) ([]*T, string, err
 // ListBy returns one page of tenant's records whose entry in index starts
 // with values, in index order (descending by default), and the next cursor.
 func (c *Collection[T]) ListBy(r Reader, tenant, index string, values []any, p Page) ([]*T, string, error) {
-	prefix := AppendKey(Key(tenant, spaceIndex, c.Name, index), values...)
+	return c.ListUnder(r, tenant, AppendKey(Key(tenant, spaceIndex, c.Name, index), values...), p)
+}
+
+// ListUnder is ListBy for an index the caller keeps outside the collection:
+// the keys under prefix end with record ids, which are loaded from tenant's
+// records (so a wrong prefix cannot leave the tenant).
+func (c *Collection[T]) ListUnder(r Reader, tenant string, prefix []byte, p Page) ([]*T, string, error) {
 	var out []*T
 	next, err := scanPage(r, prefix, p, true, func(key, _ []byte) error {
 		parts, err := DecodeKey(key)
@@ -277,7 +283,7 @@ func (c *Collection[T]) ListBy(r Reader, tenant, index string, values []any, p P
 		id, _ := parts[len(parts)-1].(string)
 		v, err := c.Get(r, tenant, id)
 		if err != nil {
-			return errors.Wrapf(err, "index %s of %s names a missing record", index, c.Name)
+			return errors.Wrapf(err, "index %q of %s names a missing record", prefix, c.Name)
 		}
 		out = append(out, v)
 		return nil
