@@ -30,12 +30,14 @@ type delta struct {
 // under load one sync carries many transitions, and idle a single change
 // pays one sync.
 //
-// When the store is a store.Pipeliner, commits overlap: pipelineDepth
-// transactions are kept open ahead, batches that only write commit with
-// CommitAsync in order as soon as they are filled, and the store joins the
-// batches that queue behind a sync into its next one, so the sync of one
-// batch never waits for the filling of the next. Counters are kept in
-// memory (the committer is their only writer), so a batch reads nothing.
+// When the store is a store.Pipeliner, the next transaction is filled while
+// the one before it syncs: it is opened before that one commits (so it
+// need not wait for it), takes every delta that arrives meanwhile, and
+// commits the moment the one before is durable. The store thus always has
+// one commit to work on and one sync per commit, and a change waits at most
+// the sync in progress and its own. Counters are kept in memory (the
+// committer is their only writer), so a batch reads nothing. Deltas that
+// read commit in a transaction of their own once nothing is in flight.
 type committer struct {
 	st       store.Store
 	pipe     store.Pipeliner
@@ -47,9 +49,13 @@ type committer struct {
 	signal  chan struct{}
 	stopped chan struct{}
 
-	counters map[string]int64 // committed-or-in-flight counter values (committer goroutine only)
-	ahead    chan openTxn     // transactions opened ahead (pipelineDepth of them, open or opening)
-	inflight sync.WaitGroup   // pipelined commits not yet durable
+	// The committer goroutine's own state.
+	counters  map[string]int64   // committed-or-in-flight counter values
+	open      store.PipelinedTxn // the transaction being filled (nil until needed)
+	openBatch []*delta           // the deltas applied to open
+	openSince time.Time          // when the first of them was applied
+	flying    bool               // a pipelined commit is not yet durable
+	landed    chan struct{}      // the flying commit became durable
 
 	// batches, deltas and busy measure what was committed (Stats).
 	stats           sync.Mutex
@@ -57,37 +63,12 @@ type committer struct {
 	busy            time.Duration
 }
 
-type openTxn struct {
-	txn store.PipelinedTxn
-	err error
-}
-
 func newCommitter(st store.Store, maxBatch int) *committer {
 	c := &committer{st: st, maxBatch: maxBatch, signal: make(chan struct{}, 1), stopped: make(chan struct{}),
-		counters: map[string]int64{}}
-	if p, ok := st.(store.Pipeliner); ok {
-		c.pipe = p
-		c.ahead = make(chan openTxn, pipelineDepth)
-		for range pipelineDepth {
-			go c.openAhead()
-		}
-	}
+		counters: map[string]int64{}, landed: make(chan struct{}, 1)}
+	c.pipe, _ = st.(store.Pipeliner)
 	go c.loop()
 	return c
-}
-
-// pipelineDepth is how many pipelined commits may be in flight at once.
-// Begin waits until the commits in flight when it is called are applied,
-// so a transaction opened before a commit starts lets the next batch
-// follow it without waiting for its sync.
-const pipelineDepth = 4
-
-// openAhead opens one transaction before it is needed. Every transaction
-// taken from ahead is replaced by one call, so pipelineDepth are always
-// open or opening.
-func (c *committer) openAhead() {
-	t, err := c.pipe.Begin(context.Background())
-	c.ahead <- openTxn{t, err}
 }
 
 // submit queues d; it never blocks. After close, d fails at once.
@@ -135,98 +116,134 @@ func (c *committer) close() {
 
 func (c *committer) loop() {
 	defer close(c.stopped)
-	defer func() {
-		c.inflight.Wait()
-		if c.pipe != nil {
-			for range pipelineDepth {
-				if o := <-c.ahead; o.txn != nil {
-					o.txn.Discard()
-				}
-			}
+	for {
+		select {
+		case <-c.signal:
+		case <-c.landed:
+			c.flying = false
 		}
-	}()
-	for range c.signal {
 		for {
 			c.mu.Lock()
+			room := c.maxBatch - len(c.openBatch)
 			batch := c.q
-			if len(batch) > c.maxBatch {
-				batch = batch[:c.maxBatch:c.maxBatch]
-				c.q = c.q[c.maxBatch:]
+			if len(batch) > room {
+				batch = batch[:room:room]
+				c.q = c.q[room:]
 			} else {
 				c.q = nil
 			}
-			closed := c.closed
+			closed, more := c.closed, len(c.q) > 0
 			c.mu.Unlock()
-			if len(batch) == 0 {
-				if closed {
+			c.add(batch)
+			if !c.flying && len(c.openBatch) > 0 {
+				c.launch()
+			}
+			full := c.flying && len(c.openBatch) >= c.maxBatch
+			if closed {
+				if !more && len(batch) == 0 {
+					c.settle()
+					if c.open != nil {
+						c.open.Discard()
+					}
 					return
 				}
+				if full {
+					c.land()
+				}
+				continue
+			}
+			if !more || full {
 				break
 			}
-			c.commit(batch)
 		}
 	}
 }
 
-// commit writes batch, pipelined when it can be.
-func (c *committer) commit(batch []*delta) {
-	if c.pipe != nil && !readsAny(batch) {
-		if c.commitPipelined(batch) {
-			return
-		}
-	}
-	// A batch that reads sees every earlier commit.
-	c.inflight.Wait()
-	c.commitSync(batch)
-}
-
-func readsAny(batch []*delta) bool {
-	for _, d := range batch {
-		if d.reads {
-			return true
-		}
-	}
-	return false
-}
-
-// commitPipelined fills the transaction opened ahead with batch and starts
-// its commit; it returns false when the batch must go the synchronous way
-// (the transaction could not be had or the batch does not fit).
-func (c *committer) commitPipelined(batch []*delta) bool {
-	o := <-c.ahead
-	if o.err != nil {
-		go c.openAhead()
-		return false
-	}
-	tx := o.txn
-	sums := sumCounters(batch)
-	began := time.Now()
-	err := func() error {
-		for _, d := range batch {
-			if err := d.apply(tx); err != nil {
-				return err
+// add applies batch to the open transaction, or commits the deltas that
+// read (and any batch the open transaction cannot take) the synchronous way,
+// after everything before them.
+func (c *committer) add(batch []*delta) {
+	for i := 0; i < len(batch); i++ {
+		d := batch[i]
+		if c.pipe == nil || d.reads {
+			j := i + 1
+			for j < len(batch) && (c.pipe == nil || batch[j].reads) {
+				j++
 			}
+			c.settle()
+			c.commitSync(batch[i:j])
+			i = j - 1
+			continue
 		}
-		return c.writeCounters(tx, sums, false)
-	}()
-	if err != nil {
+		if c.open == nil {
+			tx, err := c.pipe.Begin(context.Background())
+			if err != nil {
+				c.settle()
+				c.commitSync([]*delta{d})
+				continue
+			}
+			c.open = tx
+		}
+		if len(c.openBatch) == 0 {
+			c.openSince = time.Now()
+		}
+		if err := d.apply(c.open); err != nil {
+			// The transaction holds part of d: drop it and commit its
+			// deltas the synchronous way, which sets a failing one apart.
+			redo := append(c.openBatch, d)
+			c.open.Discard()
+			c.open, c.openBatch = nil, nil
+			c.land()
+			c.commitSync(redo)
+			continue
+		}
+		c.openBatch = append(c.openBatch, d)
+	}
+}
+
+// launch commits the open transaction, nothing being in flight, and opens
+// the next before it, so the next need not wait for this commit.
+func (c *committer) launch() {
+	tx, batch, began := c.open, c.openBatch, c.openSince
+	c.open, c.openBatch = nil, nil
+	sums := sumCounters(batch)
+	if err := c.writeCounters(tx, sums, false); err != nil {
 		tx.Discard()
-		go c.openAhead()
-		return false
+		c.commitSync(batch)
+		return
+	}
+	if next, err := c.pipe.Begin(context.Background()); err == nil {
+		c.open = next
 	}
 	c.keepCounters(sums)
-	c.inflight.Add(1)
+	c.flying = true
 	tx.CommitAsync(func(err error) {
-		defer c.inflight.Done()
 		c.record(len(batch), time.Since(began))
+		c.landed <- struct{}{}
 		for _, d := range batch {
 			if d.after != nil {
 				d.after(err)
 			}
 		}
 	})
-	go c.openAhead()
-	return true
+}
+
+// land waits until the flying commit, if any, is durable.
+func (c *committer) land() {
+	if c.flying {
+		<-c.landed
+		c.flying = false
+	}
+}
+
+// settle commits the open transaction and waits until nothing is in
+// flight, so that what follows sees every earlier delta.
+func (c *committer) settle() {
+	c.land()
+	if len(c.openBatch) > 0 {
+		c.launch()
+		c.land()
+	}
 }
 
 // commitSync writes batch in one Update. When it fails, the halves are
