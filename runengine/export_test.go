@@ -13,8 +13,9 @@ import (
 )
 
 // seedBatch is how many runs (each with its task) one seeding transaction
-// writes: about 1.3 MB, under Badger's limit of 15% of a 16 MiB memtable.
-const seedBatch = 1000
+// writes: about 330 KB, well under Badger's limit of 15% of the default
+// 8 MiB memtable.
+const seedBatch = 250
 
 // SeedTasks creates a process of one human-task step in st under tenant
 // and writes n runs of it straight into st, each waiting on its open,
