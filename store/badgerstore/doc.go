@@ -37,16 +37,17 @@
 // # Memory on a small machine
 //
 // Badger's defaults use about 1.4 GB of RSS under write load. Open applies
-// a smaller set, measured with the run engine's benchmarks (about 350 MiB
-// at the peak of BenchmarkChain3, of which the Go heap's headroom is a
-// third):
+// a smaller set, measured with the run engine's benchmarks (a peak of 240
+// to 350 MiB over BenchmarkChain3, of which the Go heap's headroom is about
+// a third):
 //
 //   - MemTableSize 8 MiB (Options.MemTableSize): the in-memory write buffer
 //     and, at 15%, the size bound of one transaction. The table built from
 //     a full memtable is held in memory while it is written, so this sets
-//     the largest share of Badger's own memory; 4 MiB brings the peak to
-//     about 260 MiB, at the cost of more flushes and compactions (about 15%
-//     of the engine's throughput).
+//     the largest share of Badger's own memory. 4 MiB (with three
+//     memtables) brings the peak to about 230 MiB at the same throughput,
+//     but bounds a transaction at 600 KB, below the values of up to 1 MiB
+//     a store must take, so it is not the default.
 //   - NumMemtables 2: one memtable being written and one being flushed.
 //   - NumLevelZeroTables 4 and NumLevelZeroTablesStall 16: level 0 gathers
 //     a few small tables before compaction starts; writes stall at 16.
