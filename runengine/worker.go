@@ -197,9 +197,19 @@ func (w *worker) loop() {
 	}
 }
 
-// sweep forgets idle runs whose changes are all durable.
+// maxIdle is how many idle runs a worker keeps in memory: a run waiting for
+// a person or an event is then not read back from the store when its wait
+// ends soon, while memory stays bounded (a run is a few KB).
+const maxIdle = 256
+
+// sweep forgets idle runs whose changes are all durable, beyond maxIdle of
+// them (which it picks at random). A kept run is exactly what the store
+// holds, as the worker alone changes it.
 func (w *worker) sweep() {
 	for k, en := range w.idle {
+		if len(w.idle) <= maxIdle {
+			return
+		}
 		if en.pending.Load() == 0 && en.inflight == "" {
 			delete(w.cache, k)
 			delete(w.idle, k)
