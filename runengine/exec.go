@@ -494,6 +494,7 @@ func (x *exec) putApproval(old, a *Approval) {
 	x.dirty = true
 	if old != nil && old.Status == ApprovalPending {
 		x.count(counterKey(tenant, "approvals-pending"), -1)
+		x.en.settle(a.ID, a.Status)
 	}
 	if a.Status == ApprovalPending {
 		x.count(counterKey(tenant, "approvals-pending"), 1)
@@ -512,6 +513,7 @@ func (x *exec) putTask(old, t *Task) {
 	x.dirty = true
 	if old != nil && old.Status == TaskOpen {
 		x.count(counterKey(tenant, "tasks-open", assigneeOf(old)), -1)
+		x.en.settle(t.ID, t.Status)
 	}
 	if t.Status == TaskOpen {
 		x.count(counterKey(tenant, "tasks-open", assigneeOf(t)), 1)

@@ -3,6 +3,7 @@ package runengine_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -678,3 +679,65 @@ func TestListRunsByStatus(t *testing.T) {
 }
 
 func must[T any](v T, _ string) T { return v }
+
+// TestConcurrentDecisionsConflict sends two completions of one task, and
+// two decisions of one approval, at once: one wins, the other is told the
+// task or approval was already settled, and the record keeps the winner.
+func TestConcurrentDecisionsConflict(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	taskDef := b.create(t, `{"type":"manual"}`, `[{"key":"check","type":"human_task","config":{"title":"Check","actions":["approve","reject"]}}]`)
+	aprDef := b.create(t, `{"type":"manual"}`, `[{"key":"pay","type":"execute","capability":"test.echo","controls":{"require_approval":true},"config":{"args":{}}}]`)
+	for round := range 20 {
+		id := b.start(t, taskDef.ID)
+		r := b.waitRun(t, id, "waiting", stepStatus("check", runengine.StepWaitingTask))
+		taskID := *r.Steps[0].TaskID
+		results := make([]error, 2)
+		var wg sync.WaitGroup
+		for i, action := range []string{"approve", "reject"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, results[i] = b.eng.CompleteTask(ctx, tenant, taskID, action, nil, "usr_"+action)
+			}()
+		}
+		wg.Wait()
+		won := checkOneWins(t, fmt.Sprintf("task round %d", round), results)
+		task, err := b.eng.GetTask(ctx, tenant, taskID)
+		if want := []string{"approve", "reject"}[won]; err != nil || task.Outcome == nil || *task.Outcome != want {
+			t.Errorf("task round %d: %+v, %v; want outcome %s", round, task, err, want)
+		}
+
+		id = b.start(t, aprDef.ID)
+		r = b.waitRun(t, id, "waiting", stepStatus("pay", runengine.StepWaitingApproval))
+		aprID := *r.Steps[0].ApprovalID
+		for i, approve := range []bool{true, false} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, results[i] = b.eng.Decide(ctx, tenant, aprID, approve, nil, "", fmt.Sprintf("usr_%d", i))
+			}()
+		}
+		wg.Wait()
+		won = checkOneWins(t, fmt.Sprintf("approval round %d", round), results)
+		a, err := b.eng.GetApproval(ctx, tenant, aprID)
+		if want := []string{runengine.ApprovalApproved, runengine.ApprovalRejected}[won]; err != nil || a.Status != want {
+			t.Errorf("approval round %d: status %s, %v; want %s", round, a.Status, err, want)
+		}
+	}
+}
+
+// checkOneWins checks that exactly one of errs is nil and the other a
+// conflict, and returns the winner's index.
+func checkOneWins(t *testing.T, what string, got []error) int {
+	t.Helper()
+	switch {
+	case got[0] == nil && errors.Is(got[1], errs.Conflict):
+		return 0
+	case got[1] == nil && errors.Is(got[0], errs.Conflict):
+		return 1
+	}
+	t.Errorf("%s: errors %v, want one success and one conflict", what, got)
+	return 0
+}

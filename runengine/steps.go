@@ -130,8 +130,8 @@ func (x *exec) completeTask(a *taskArgs) {
 		x.err = err
 		return
 	}
-	if t.Status != TaskOpen {
-		x.err = errs.Conflictf("task already %s", t.Status)
+	if st := x.en.settledStatus(t.ID, t.Status); st != TaskOpen {
+		x.err = errs.Conflictf("task already %s", st)
 		return
 	}
 	if vs := checkTaskInput(t, a.action, a.fields); len(vs) > 0 {
@@ -392,8 +392,8 @@ func (x *exec) decideApproval(d *decideArgs) {
 		x.err = err
 		return
 	}
-	if a.Status != ApprovalPending {
-		x.err = errs.Conflictf("approval already %s", a.Status)
+	if st := x.en.settledStatus(a.ID, a.Status); st != ApprovalPending {
+		x.err = errs.Conflictf("approval already %s", st)
 		return
 	}
 	x.settleApproval(a, d.approve, d.args, d.reason, x.cmd.actor, false)

@@ -116,6 +116,26 @@ type entry struct {
 	flushArmed bool
 	// durable is false for a new run until its first commit is submitted.
 	durable bool
+	// settled holds the new status of the run's tasks and approvals this
+	// entry completed or decided: the store may not have it yet, and a
+	// second completion of the same task must still be refused.
+	settled map[string]string
+}
+
+// settledStatus returns the status the entry gave the task or approval id,
+// else stored.
+func (en *entry) settledStatus(id, stored string) string {
+	if s, ok := en.settled[id]; ok {
+		return s
+	}
+	return stored
+}
+
+func (en *entry) settle(id, status string) {
+	if en.settled == nil {
+		en.settled = map[string]string{}
+	}
+	en.settled[id] = status
 }
 
 // worker owns the runs whose ids hash to it: it alone advances them, so a
