@@ -120,12 +120,7 @@ func deref(s *string) any {
 
 // completeTask applies a person's completion of a task of this run.
 func (x *exec) completeTask(a *taskArgs) {
-	var t *Task
-	err := x.w.e.st.View(x.w.e.ctx, func(r store.Reader) error {
-		var err error
-		t, err = tasks.Get(r, x.r.Tenant, a.taskID)
-		return err
-	})
+	t, err := x.w.e.GetTask(x.w.e.ctx, x.r.Tenant, a.taskID)
 	if err != nil {
 		x.err = err
 		return
@@ -382,12 +377,7 @@ func (x *exec) observe(stepKey string, agreed bool) {
 
 // decideApproval applies a person's decision on an approval of this run.
 func (x *exec) decideApproval(d *decideArgs) {
-	var a *Approval
-	err := x.w.e.st.View(x.w.e.ctx, func(r store.Reader) error {
-		var err error
-		a, err = approvals.Get(r, x.r.Tenant, d.approvalID)
-		return err
-	})
+	a, err := x.w.e.GetApproval(x.w.e.ctx, x.r.Tenant, d.approvalID)
 	if err != nil {
 		x.err = err
 		return
@@ -740,13 +730,8 @@ func (x *exec) fireTimer(token string) {
 		x.emit("process.run.overdue", map[string]any{"run_id": r.ID, "process_id": r.ProcessID, "step_key": r.Steps[i].Key})
 	case strings.HasPrefix(token, "expire-"):
 		id := strings.TrimPrefix(token, "expire-")
-		var a *Approval
-		err := x.w.e.st.View(x.w.e.ctx, func(rd store.Reader) error {
-			var err error
-			a, err = approvals.Get(rd, r.Tenant, id)
-			return err
-		})
-		if err != nil || a.Status != ApprovalPending {
+		a, err := x.w.e.GetApproval(x.w.e.ctx, r.Tenant, id)
+		if err != nil || x.en.settledStatus(a.ID, a.Status) != ApprovalPending {
 			return
 		}
 		x.settleApproval(a, false, nil, "", "", true)
@@ -790,14 +775,14 @@ func (x *exec) cancel() {
 		x.dropWaiter(st)
 		e := x.w.e
 		if st.TaskID != nil && st.Status == StepWaitingTask {
-			if t, err := getTask(e, r.Tenant, *st.TaskID); err == nil && t.Status == TaskOpen {
+			if t, err := e.GetTask(e.ctx, r.Tenant, *st.TaskID); err == nil && x.en.settledStatus(t.ID, t.Status) == TaskOpen {
 				old := *t
 				t.Status = TaskCancelled
 				x.putTask(&old, t)
 			}
 		}
 		if st.ApprovalID != nil && st.Status == StepWaitingApproval {
-			if a, err := getApproval(e, r.Tenant, *st.ApprovalID); err == nil && a.Status == ApprovalPending {
+			if a, err := e.GetApproval(e.ctx, r.Tenant, *st.ApprovalID); err == nil && x.en.settledStatus(a.ID, a.Status) == ApprovalPending {
 				old := *a
 				a.Status = ApprovalCancelled
 				x.putApproval(&old, a)
@@ -813,24 +798,4 @@ func (x *exec) cancel() {
 	r.Error = &msg
 	x.en.inflight = ""
 	x.setStatus(RunCancelled)
-}
-
-func getTask(e *Engine, tenant, id string) (*Task, error) {
-	var t *Task
-	err := e.st.View(e.ctx, func(r store.Reader) error {
-		var err error
-		t, err = tasks.Get(r, tenant, id)
-		return err
-	})
-	return t, err
-}
-
-func getApproval(e *Engine, tenant, id string) (*Approval, error) {
-	var a *Approval
-	err := e.st.View(e.ctx, func(r store.Reader) error {
-		var err error
-		a, err = approvals.Get(r, tenant, id)
-		return err
-	})
-	return a, err
 }
