@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -439,6 +441,55 @@ func TestDailyLimitOfAProcess(t *testing.T) {
 		if d := b.decide("prc_2", key); d.Auto != inside(key, 50) {
 			t.Fatalf("prc_2 is not limited by prc_1's limit: %s %+v", key, d)
 		}
+	}
+}
+
+// TestConcurrentDecisions decides 320 items from 64 goroutines at once, each
+// item twice, under a daily limit: the limit holds exactly, both answers of
+// an item agree, and each item is counted once.
+func TestConcurrentDecisions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	b.patch("", `{"percent": 100, "max_percent": 100, "daily_limit": 30}`)
+	const items = 320
+	answers := make([][2]runengine.GateDecision, items)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				n := next.Add(1) - 1
+				if n >= 2*items {
+					return
+				}
+				i := int(n % items)
+				d, err := b.svc.Decide(context.Background(), runengine.GateRequest{Tenant: tenant, ProcessID: "prc_1",
+					RunID: fmt.Sprintf("run_%d", i), StepKey: "pay", ItemKey: fmt.Sprintf("k%d", i)})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				answers[i][n/items] = d
+			}
+		}()
+	}
+	wg.Wait()
+	auto := 0
+	for i, a := range answers {
+		if a[0] != a[1] {
+			t.Errorf("item %d answered twice differently: %+v", i, a)
+		}
+		if a[0].Auto {
+			auto++
+		}
+	}
+	if auto != 30 {
+		t.Errorf("%d automatic actions under a daily limit of 30", auto)
+	}
+	if d := b.decide("prc_1", "one-more"); d.Auto {
+		t.Errorf("an item past the limit ran alone: %+v", d)
 	}
 }
 

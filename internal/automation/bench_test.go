@@ -3,6 +3,7 @@ package automation_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,12 +58,13 @@ func BenchmarkDecide(b *testing.B) {
 	}
 }
 
-// BenchmarkDecideParallel measures concurrent Decide calls of one process
-// (they contend on today's counters) on a synced disk store.
+// BenchmarkDecideParallel measures Decide calls of one process from 64
+// goroutines (they contend on today's counters) on a synced disk store.
 func BenchmarkDecideParallel(b *testing.B) {
 	svc := benchService(b, badgerstore.Options{Dir: b.TempDir()})
 	ctx := context.Background()
 	var n atomic.Int64
+	b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			key := fmt.Sprintf("run_%d/pay", n.Add(1))

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"sync"
 	"time"
 
 	"github.com/bas-platform/bas/internal/audit"
@@ -109,41 +110,107 @@ func (s *Service) Decide(ctx context.Context, req runengine.GateRequest) (runeng
 	if req.Tenant == "" || req.ProcessID == "" || key == "" {
 		return runengine.GateDecision{}, errors.New("automation: a gate request needs a tenant, a process and an item key")
 	}
-	var out runengine.GateDecision
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(req.Tenant))
-	mu := &s.decideMu[h.Sum32()%uint32(len(s.decideMu))]
-	mu.Lock()
-	defer mu.Unlock()
+	d := &s.deciders[h.Sum32()%uint32(len(s.deciders))]
+	p := &pendingDecision{req: req, key: key, done: make(chan struct{})}
+	d.mu.Lock()
+	d.queue = append(d.queue, p)
+	if d.busy {
+		d.mu.Unlock()
+		<-p.done
+		if !p.lead {
+			return p.out, p.err
+		}
+		d.mu.Lock()
+	}
+	// This caller leads: it decides everything queued in one transaction,
+	// then hands the lead to the first decision queued meanwhile.
+	d.busy = true
+	batch := d.queue
+	d.queue = nil
+	d.mu.Unlock()
+	s.decideBatch(context.WithoutCancel(ctx), batch)
+	d.mu.Lock()
+	if len(d.queue) > 0 {
+		next := d.queue[0]
+		next.lead = true
+		close(next.done)
+	} else {
+		d.busy = false
+	}
+	d.mu.Unlock()
+	return p.out, p.err
+}
+
+// decider batches the decisions of the tenants of one stripe.
+type decider struct {
+	mu    sync.Mutex
+	busy  bool // a caller is deciding a batch
+	queue []*pendingDecision
+}
+
+// pendingDecision is one Decide call: done is closed when out and err are
+// set, or when the call is to lead the next batch (lead).
+type pendingDecision struct {
+	req  runengine.GateRequest
+	key  string
+	out  runengine.GateDecision
+	err  error
+	lead bool
+	done chan struct{}
+}
+
+// decideBatch decides batch in one transaction and answers each decision
+// but its leader's (which reads its own).
+func (s *Service) decideBatch(ctx context.Context, batch []*pendingDecision) {
 	err := s.st.Update(ctx, func(tx store.Txn) error {
-		prev, err := gateDecisions.Get(tx, req.Tenant, decisionID(req.ProcessID, key))
-		if err == nil {
-			out = runengine.GateDecision{Auto: prev.Auto, Reason: prev.Reason, Sample: prev.Sample}
-			return nil
+		for _, p := range batch {
+			out, err := s.decideIn(tx, p.req, p.key)
+			if err != nil {
+				return err
+			}
+			p.out = out
 		}
-		if !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-		now := s.now()
-		ws, proc, err := s.loadLapsing(tx, req.Tenant, req.ProcessID, now)
-		if err != nil {
-			return err
-		}
-		if proc == nil {
-			proc = &Level{ID: req.ProcessID}
-		}
-		e := resolve(ws, proc, now)
-		rec := &decisionRecord{
-			ItemKey: key, ProcessID: req.ProcessID, RunID: req.RunID, StepKey: req.StepKey,
-			Capability: req.Capability, Percent: e.current(), At: now,
-		}
-		if err := s.decide(tx, req.Tenant, key, e, rec, now); err != nil {
-			return err
-		}
-		out = runengine.GateDecision{Auto: rec.Auto, Reason: rec.Reason, Sample: rec.Sample}
-		return gateDecisions.Put(tx, req.Tenant, rec)
+		return nil
 	})
-	return out, err
+	for _, p := range batch {
+		if err != nil {
+			p.out, p.err = runengine.GateDecision{}, err
+		}
+		if !p.lead {
+			close(p.done)
+		}
+	}
+}
+
+// decideIn decides one item inside tx: the answer stored under its key, or
+// a new one, stored.
+func (s *Service) decideIn(tx store.Txn, req runengine.GateRequest, key string) (runengine.GateDecision, error) {
+	prev, err := gateDecisions.Get(tx, req.Tenant, decisionID(req.ProcessID, key))
+	if err == nil {
+		return runengine.GateDecision{Auto: prev.Auto, Reason: prev.Reason, Sample: prev.Sample}, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return runengine.GateDecision{}, err
+	}
+	now := s.now()
+	ws, proc, err := s.loadLapsing(tx, req.Tenant, req.ProcessID, now)
+	if err != nil {
+		return runengine.GateDecision{}, err
+	}
+	if proc == nil {
+		proc = &Level{ID: req.ProcessID}
+	}
+	e := resolve(ws, proc, now)
+	rec := &decisionRecord{
+		ItemKey: key, ProcessID: req.ProcessID, RunID: req.RunID, StepKey: req.StepKey,
+		Capability: req.Capability, Percent: e.current(), At: now,
+	}
+	if err := s.decide(tx, req.Tenant, key, e, rec, now); err != nil {
+		return runengine.GateDecision{}, err
+	}
+	return runengine.GateDecision{Auto: rec.Auto, Reason: rec.Reason, Sample: rec.Sample}, gateDecisions.Put(tx, req.Tenant, rec)
 }
 
 // decide fills rec's answer and counts an automatic action.

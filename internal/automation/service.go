@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/bas-platform/bas/internal/access"
@@ -61,10 +60,11 @@ type Service struct {
 	log     *slog.Logger
 	exists  func(ctx context.Context, tenant, processID string) error
 	changes ChangeQueue
-	// decideMu serialises Decide per tenant (striped): decisions of one
-	// tenant update the same daily counters, and concurrent transactions
-	// would only conflict and retry.
-	decideMu [64]sync.Mutex
+	// deciders batch Decide per tenant (striped): decisions of one tenant
+	// update the same daily counters, so concurrent transactions would only
+	// conflict and retry; instead the decisions waiting while one
+	// transaction commits share the next (see Decide).
+	deciders [64]decider
 }
 
 // New returns the automation service.
