@@ -541,9 +541,13 @@ func malformed(provider, capID string, vs []errs.Violation) error {
 }
 
 // invoke calls the provider with the deadline and turns a panic into an
-// error.
+// error. A caller whose own deadline comes first (the run engine gives each
+// call one) needs no second timer.
 func (r *Registry) invoke(ctx context.Context, pe *providerEntry, call Call) (out json.RawMessage, err error) {
-	cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
+	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > r.cfg.CallTimeout {
+		cctx, cancel = context.WithTimeout(ctx, r.cfg.CallTimeout)
+	}
 	defer cancel()
 	defer func() {
 		if v := recover(); v != nil {
