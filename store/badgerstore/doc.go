@@ -37,9 +37,9 @@
 // # Memory on a small machine
 //
 // Badger's defaults use about 1.4 GB of RSS under write load. Open applies
-// a smaller set, measured with the run engine's benchmarks (a peak of 240
-// to 350 MiB over BenchmarkChain3, of which the Go heap's headroom is about
-// a third):
+// a smaller set, measured with the run engine's benchmarks (a peak of 224
+// to 266 MiB over BenchmarkChain3 and up to about 370 MiB over the chains
+// with people, of which the Go heap's headroom is about a third):
 //
 //   - MemTableSize 8 MiB (Options.MemTableSize): the in-memory write buffer
 //     and, at 15%, the size bound of one transaction. The table built from
