@@ -197,12 +197,8 @@ func (e *Engine) Close() error {
 	}
 	e.closed = true
 	e.closeMu.Unlock()
-	done := make(chan struct{})
-	go func() { e.calls.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-	}
+	grace := time.Now().Add(5 * time.Second)
+	waitUntil(&e.calls, grace)
 	e.cancel()
 	for _, w := range e.workers {
 		w.stop()
@@ -210,9 +206,23 @@ func (e *Engine) Close() error {
 	e.sched.stop()
 	e.disp.stop()
 	e.wg.Wait()
-	e.runners.Wait()
+	// A provider that ignores its cancelled context keeps its runner; Close
+	// does not wait for it past the grace period.
+	waitUntil(&e.runners, grace)
 	e.commits.close()
 	return nil
+}
+
+// waitUntil waits for wg, or until deadline.
+func waitUntil(wg *sync.WaitGroup, deadline time.Time) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 // runnerIdle is how long a call runner waits for work before it exits.

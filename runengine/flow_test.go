@@ -741,3 +741,48 @@ func checkOneWins(t *testing.T, what string, got []error) int {
 	t.Errorf("%s: errors %v, want one success and one conflict", what, got)
 	return 0
 }
+
+// stuckProvider fills test.stuck: its calls ignore their context and return
+// only when release is closed.
+type stuckProvider struct {
+	release chan struct{}
+	called  chan struct{}
+}
+
+func (p *stuckProvider) Info() capability.Info {
+	return capability.Info{ID: "test.stuck", Name: "Stuck", Kind: capability.KindBuiltin, Capabilities: []string{"test.stuck"}}
+}
+
+func (p *stuckProvider) Capabilities() []capability.Capability {
+	obj := json.RawMessage(`{"type":"object"}`)
+	return []capability.Capability{{ID: "test.stuck", Name: "Stuck", Description: "Never answers.", Args: obj, Result: obj}}
+}
+
+func (p *stuckProvider) Call(context.Context, capability.Call) (json.RawMessage, error) {
+	close(p.called)
+	<-p.release
+	return json.RawMessage(`{}`), nil
+}
+
+// TestCloseDoesNotWaitForAStuckProvider closes the engine while a provider
+// ignores the cancellation of its call: Close returns after its grace
+// period.
+func TestCloseDoesNotWaitForAStuckProvider(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	stuck := &stuckProvider{release: make(chan struct{}), called: make(chan struct{})}
+	defer close(stuck.release)
+	if err := b.reg.Register(stuck); err != nil {
+		t.Fatal(err)
+	}
+	def := b.create(t, `{"type":"manual"}`, `[{"key":"wait","type":"execute","capability":"test.stuck","config":{"args":{}}}]`)
+	b.start(t, def.ID)
+	<-stuck.called
+	closed := make(chan struct{})
+	go func() { b.eng.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close waits for a provider that does not return")
+	}
+}
