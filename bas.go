@@ -245,6 +245,9 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 			if err := ws.registry.Register(p); err != nil {
 				info := p.Info()
 				opts.Logger.Error("plugin not registered", "provider", info.ID, "error", err.Error())
+				if pl, ok := p.(*plugins.Plugin); ok {
+					pl.Stop("not registered: " + err.Error())
+				}
 				_ = ws.registry.Register(capability.Failed(info.ID, info.Name, capability.KindPlugin, err.Error()))
 			}
 		}

@@ -425,3 +425,27 @@ func TestDuplicateProviderID(t *testing.T) {
 	contains(t, "error", err.Error(), "provider id plugin.same is already used by the plugin at "+filepath.Join(dir, "one"))
 	mustCall(t, first, "test.echo", nil)
 }
+
+// TestStopEndsOnePlugin stops one loaded plugin: its process exits, its
+// calls and health say why, the host does not restart it, and the other
+// plugin runs on.
+func TestStopEndsOnePlugin(t *testing.T) {
+	t.Parallel()
+	_, bin := binaries(t)
+	dir := t.TempDir()
+	h := newHost(t, plugins.HostOptions{})
+	stopped := h.load(t, plugintest.Link(t, bin, dir, "stopped"))
+	other := h.load(t, plugintest.Link(t, bin, dir, "other"))
+	pid := pidOf(t, stopped)
+	stopped.Stop("not registered: provider id taken")
+	stopped.Stop("a second reason is ignored")
+	eventually(t, "the stopped plugin's process exits", func() bool { return !alive(pid) })
+	_, err := stopped.Call(context.Background(), capability.Call{Tenant: "ten_a", Capability: "test.echo", Args: json.RawMessage(`{}`)})
+	if !errors.Is(err, errs.Unavailable) {
+		t.Errorf("call after Stop: %v, want errs.Unavailable", err)
+	}
+	if hl := stopped.Health(context.Background()); hl.Status != plugins.StatusFailed || hl.Detail != "not registered: provider id taken" {
+		t.Errorf("health after Stop = %+v", hl)
+	}
+	mustCall(t, other, "test.echo", nil)
+}

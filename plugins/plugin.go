@@ -600,8 +600,17 @@ func backoff(lo, hi time.Duration, streak int) time.Duration {
 	return min(d, hi)
 }
 
+// Stop ends the plugin's process for good (the host will not restart it)
+// and leaves it failed with reason: its calls then return errs.Unavailable.
+// A plugin that loaded but is not to be used (its registration failed, say)
+// is stopped rather than left running until the host closes. Stop may be
+// called more than once; the first reason stays.
+func (p *Plugin) Stop(reason string) { p.stopWith(reason) }
+
 // close stops supervising and ends the live process.
-func (p *Plugin) close() {
+func (p *Plugin) close() { p.stopWith("the plugin host is closed") }
+
+func (p *Plugin) stopWith(reason string) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -610,7 +619,7 @@ func (p *Plugin) close() {
 	p.closed = true
 	inst, stop, done := p.inst, p.stop, p.done
 	p.inst = nil
-	p.setLocked(StatusFailed, "the plugin host is closed")
+	p.setLocked(StatusFailed, reason)
 	p.mu.Unlock()
 	if stop != nil {
 		close(stop)

@@ -21,8 +21,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -477,6 +480,50 @@ func TestPluginLoadFailuresLeaveTheWorkspaceRunning(t *testing.T) {
 	if diff := cmp.Diff(po1001, r.Steps[0].Output); diff != "" {
 		t.Errorf("step output (-want +got):\n%s", diff)
 	}
+}
+
+// TestUnregisteredPluginIsStopped loads a plugin that the registry refuses
+// (it lists a capability it does not describe): its process is stopped at
+// once, and /v1/connections says why.
+func TestUnregisteredPluginIsStopped(t *testing.T) {
+	t.Parallel()
+	_, fault := pluginBinaries(t)
+	path := plugintest.Link(t, fault, t.TempDir(), "undescribed")
+	s := newE2E(t, bas.Options{Plugins: []string{path}, PluginEnv: []string{"BAS_TESTPLUGIN_UNDESCRIBED=test.secret"}})
+	logs := s.logs.String()
+	mustContain(t, "logs", logs, `msg="plugin not registered"`)
+	m := regexp.MustCompile(`msg="plugin loaded" .*plugin=plugin.undescribed .*pid=(\d+)`).FindStringSubmatch(logs)
+	if m == nil {
+		t.Fatalf("no pid of the loaded plugin in the logs:\n%s", logs)
+	}
+	pid, _ := strconv.Atoi(m[1])
+	deadline := time.Now().Add(30 * time.Second)
+	for processAlive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the unregistered plugin's process %d still runs", pid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	detail := "capability: provider plugin.undescribed lists \"test.secret\", which is neither in the catalog nor described by the provider"
+	want := []e2eConnection{{Provider: "plugin.undescribed", Name: "Test plugin", Kind: "plugin", Status: "failed", Detail: &detail}}
+	if diff := cmp.Diff(want, s.pluginConnections(t)); diff != "" {
+		t.Errorf("plugin connections (-want +got):\n%s", diff)
+	}
+}
+
+// processAlive tells whether a process exists and is not a zombie.
+func processAlive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) {
+		return stat[i+2] != 'Z'
+	}
+	return true
 }
 
 func TestPluginCrashMidCallRetriesAfterTheRestart(t *testing.T) {

@@ -4,7 +4,9 @@
 //
 // Environment: BAS_TESTPLUGIN_ID sets its provider id (by default the host
 // names it after the binary's file name);
-// BAS_TESTPLUGIN_HEALTH="status:detail" sets the health it reports.
+// BAS_TESTPLUGIN_HEALTH="status:detail" sets the health it reports;
+// BAS_TESTPLUGIN_UNDESCRIBED names a capability it lists but does not
+// describe (a workspace's registry refuses such a provider).
 package main
 
 import (
@@ -34,10 +36,14 @@ var caps = []string{
 }
 
 func (p *provider) Info() capability.Info {
+	listed := caps
+	if c := os.Getenv("BAS_TESTPLUGIN_UNDESCRIBED"); c != "" {
+		listed = append(append([]string(nil), caps...), c)
+	}
 	return capability.Info{
 		ID:           os.Getenv("BAS_TESTPLUGIN_ID"), // "": the host names it after the binary
 		Name:         "Test plugin",
-		Capabilities: caps,
+		Capabilities: listed,
 		App: &capability.App{
 			ID:     "testapp",
 			Name:   "Test app",
