@@ -38,7 +38,8 @@
 //
 // Each start gets a new exec.Cmd and a new checksum check. The host keeps
 // its own clients (go-plugin's global client list is not used) and Close
-// kills every plugin process and reaps it. On Linux each plugin gets
+// kills every plugin process and reaps it; Plugin.Stop ends one (bas.Open
+// stops a plugin the workspace's registry refuses). On Linux each plugin gets
 // PR_SET_PDEATHSIG=SIGKILL, so a host killed with SIGKILL leaves no plugin
 // behind. Plugins do not inherit the host's environment: they get a few
 // harmless variables (PATH, HOME, TMPDIR, TZ, LANG, proxy and CA settings)
