@@ -1,14 +1,17 @@
 // Package ids makes record identifiers: a kind prefix and 26 characters of
 // Crockford base32 holding a 48-bit millisecond time, 16 bits of the time
 // within the millisecond (steps of 1/65536 ms) and 64 random bits, so ids
-// sort by creation and cannot be guessed. Two ids made at the same instant
-// (as with a stopped test clock) sort in random order.
+// sort by creation and cannot be guessed. Ids made at the same instant (as
+// with a stopped test clock, or several records of one change) sort in the
+// order this process made them: the random part of each steps up from the
+// one before by a random amount.
 package ids
 
 import (
 	"crypto/rand"
 	"encoding/binary"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -21,14 +24,39 @@ const Len = 26
 func New(prefix string, t time.Time) string {
 	var b [16]byte
 	sub := uint64(t.Nanosecond()%1_000_000) * 65536 / 1_000_000
-	binary.BigEndian.PutUint64(b[:8], uint64(t.UnixMilli())<<16|sub)
+	hi := uint64(t.UnixMilli())<<16 | sub
 	_, _ = rand.Read(b[8:])
+	lo := binary.BigEndian.Uint64(b[8:])
+	last.Lock()
+	switch {
+	case hi > last.hi:
+		last.hi, last.lo = hi, lo
+	case hi == last.hi:
+		// The same instant as the id before: step up from it by a random
+		// amount below 2^32, so order holds and the next is not known.
+		if next := last.lo + 1 + lo>>32; next > last.lo {
+			lo = next
+		} else if last.lo < ^uint64(0) {
+			lo = last.lo + 1
+		}
+		last.lo = lo
+	}
+	last.Unlock()
+	binary.BigEndian.PutUint64(b[:8], hi)
+	binary.BigEndian.PutUint64(b[8:], lo)
 	var sb strings.Builder
 	sb.Grow(len(prefix) + 1 + Len)
 	sb.WriteString(prefix)
 	sb.WriteByte('_')
 	encode(&sb, b)
 	return sb.String()
+}
+
+// last is the newest instant New was called for and the random part of
+// the last id made at it.
+var last struct {
+	sync.Mutex
+	hi, lo uint64
 }
 
 // Floor returns the smallest id of kind prefix that New can make at t:

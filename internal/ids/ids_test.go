@@ -2,6 +2,7 @@ package ids
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -71,5 +72,42 @@ func TestToken(t *testing.T) {
 	a, b := Token(20), Token(20)
 	if len(a) != 32 || a == b || strings.ToLower(a) != a {
 		t.Fatalf("tokens %q %q", a, b)
+	}
+}
+
+// TestSameInstantKeepsOrder makes ids at one instant, from one goroutine
+// and then from several: each sorts after the one made before it.
+func TestSameInstantKeepsOrder(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2031, 1, 2, 3, 4, 5, 0, time.UTC) // an instant no other test uses
+	prev := ""
+	for i := 0; i < 1000; i++ {
+		id := New("tsk", at)
+		if id <= prev {
+			t.Fatalf("id %d (%s) made at the same instant sorts before %s", i, id, prev)
+		}
+		prev = id
+	}
+	// Concurrent makers: all distinct, and each one's ids in its order.
+	var wg sync.WaitGroup
+	ids := make([][]string, 8)
+	for g := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 500 {
+				ids[g] = append(ids[g], New("tsk", at))
+			}
+		}()
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for _, own := range ids {
+		for i, id := range own {
+			if seen[id] || id <= prev || i > 0 && id <= own[i-1] {
+				t.Fatalf("id %s is a duplicate or out of order", id)
+			}
+			seen[id] = true
+		}
 	}
 }
