@@ -175,7 +175,17 @@ func (h *Handler) handleTaskList(c *Ctx) error {
 		return errs.Validation(vs...)
 	}
 	if tq.Assignee == "me" {
-		tq.Assignee = c.P.Email
+		// A task may name the caller by user id or by email; the cockpit
+		// counts both, and so does this list.
+		tq.Assignee = ""
+		for _, a := range []string{c.P.UserID, c.P.Email} {
+			if a != "" {
+				tq.Assignees = append(tq.Assignees, a)
+			}
+		}
+		if len(tq.Assignees) == 0 {
+			return c.List([]*runengine.Task{}, "") // a caller with neither has no tasks
+		}
 	}
 	out, next, err := h.ws.Engine().ListTasks(c.Context(), c.Tenant(), tq, p)
 	if err != nil {

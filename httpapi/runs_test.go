@@ -805,13 +805,21 @@ func TestRunListsPaging(t *testing.T) {
 	tok := admin.Token
 	taskProc := s.createProc(t, tok, `{"name": "Task", "function": "operations", "trigger": {"type": "manual"},
 	  "steps": [{"key": "t", "type": "human_task", "config": {"title": "Do ${subject.label}", "assignee": "ann@example.com"}}]}`)
+	// The same person by user id: assignee=me lists both.
+	byIDProc := s.createProc(t, tok, `{"name": "Task by id", "function": "operations", "trigger": {"type": "manual"},
+	  "steps": [{"key": "t", "type": "human_task", "config": {"title": "Do ${subject.label}", "assignee": "`+admin.UserID+`"}}]}`)
 	aprProc := s.createProc(t, tok, approvalProcess)
 
-	// Five runs of each, one second apart so that ids order them.
+	// Five runs of each, one second apart so that ids order them; the task
+	// runs alternate between the two ways of naming the assignee.
 	var taskRuns, aprRuns, tasks, approvals []string
 	for i := range 5 {
 		s.clock.Advance(time.Second)
-		r := s.startRun(t, tok, taskProc.ID, fmt.Sprintf("T-%d", i))
+		proc := taskProc.ID
+		if i%2 == 1 {
+			proc = byIDProc.ID
+		}
+		r := s.startRun(t, tok, proc, fmt.Sprintf("T-%d", i))
 		taskRuns = append(taskRuns, r.ID)
 		tasks = append(tasks, *r.step(t, "t").TaskID)
 		s.clock.Advance(time.Second)
@@ -851,6 +859,8 @@ func TestRunListsPaging(t *testing.T) {
 		{"/v1/process-runs?limit=2&status=waiting", newestFirst(taskRuns, aprRuns), []int{2, 2, 2, 2, 2}},
 		{"/v1/tasks?limit=2", newestFirst(tasks), []int{2, 2, 1}},
 		{"/v1/tasks?limit=2&status=open&assignee=me", newestFirst(tasks), []int{2, 2, 1}},
+		{"/v1/tasks?limit=1&status=open&assignee=me", newestFirst(tasks), []int{1, 1, 1, 1, 1}},
+		{"/v1/tasks?limit=5&status=open&assignee=ann@example.com", newestFirst([]string{tasks[0], tasks[2], tasks[4]}), []int{3}},
 		{"/v1/approvals?limit=4&status=pending", newestFirst(approvals), []int{4, 1}},
 	} {
 		pages := s.pages(t, tok, c.path)
@@ -885,11 +895,13 @@ func TestRunListsPaging(t *testing.T) {
 		{"/v1/process-runs?status=rejected", aprRuns[:1]},
 		{"/v1/process-runs?status=waiting&limit=2", newestFirst(taskRuns[2:], aprRuns[2:])},
 		{"/v1/process-runs?status=cancelled", []string{}},
-		{"/v1/process-runs?status=waiting&process_id=" + taskProc.ID, newestFirst(taskRuns[2:])},
+		{"/v1/process-runs?status=waiting&process_id=" + taskProc.ID, newestFirst([]string{taskRuns[2], taskRuns[4]})},
 		{"/v1/process-runs?overdue=true", []string{}},
 		{"/v1/tasks?status=open&limit=1", newestFirst(tasks[2:])},
 		{"/v1/tasks?status=completed", newestFirst(tasks[:2])},
 		{"/v1/tasks?status=open&assignee=nobody@example.com", []string{}},
+		{"/v1/tasks?status=open&assignee=me&limit=2", newestFirst(tasks[2:])},
+		{"/v1/tasks?status=completed&assignee=me", newestFirst(tasks[:2])},
 		{"/v1/approvals?status=pending&limit=2", newestFirst(approvals[2:])},
 		{"/v1/approvals?status=rejected", approvals[:1]},
 		{"/v1/approvals?status=approved", approvals[1:2]},

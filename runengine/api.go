@@ -242,6 +242,9 @@ type TaskQuery struct {
 	// Assignee keeps tasks of this assignee ("*" for unassigned); it needs
 	// Status.
 	Assignee string
+	// Assignees keeps tasks of any of these assignees (a person's user id
+	// and email, say) instead; it needs Status.
+	Assignees []string
 }
 
 // ListTasks returns one page of tenant's tasks, newest first.
@@ -251,6 +254,12 @@ func (e *Engine) ListTasks(ctx context.Context, tenant string, q TaskQuery, p st
 	err := e.st.View(ctx, func(r store.Reader) error {
 		var err error
 		switch {
+		case q.Status != "" && len(q.Assignees) > 0:
+			values := make([][]any, len(q.Assignees))
+			for i, a := range q.Assignees {
+				values[i] = []any{q.Status, a}
+			}
+			out, next, err = tasks.ListByAny(r, tenant, "assignee", values, p)
 		case q.Status != "" && q.Assignee != "":
 			out, next, err = tasks.ListBy(r, tenant, "assignee", []any{q.Status, q.Assignee}, p)
 		case q.Status != "":

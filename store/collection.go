@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"slices"
 
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/cockroachdb/errors"
@@ -289,6 +290,64 @@ func (c *Collection[T]) ListUnder(r Reader, tenant string, prefix []byte, p Page
 		return nil
 	})
 	return out, next, err
+}
+
+// ListByAny is ListBy for records whose entry in index starts with any of
+// valueLists (tasks assigned to a person's id or to their email, say): the
+// entries under each are merged in index order, and a page costs what a
+// page of each costs. Cursors are those of ListBy over one of them.
+func (c *Collection[T]) ListByAny(r Reader, tenant, index string, valueLists [][]any, p Page) ([]*T, string, error) {
+	if len(valueLists) == 1 {
+		return c.ListBy(r, tenant, index, valueLists[0], p)
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	type hit struct {
+		suffix []byte
+		id     string
+	}
+	var hits []hit
+	more := false
+	for _, values := range valueLists {
+		prefix := AppendKey(Key(tenant, spaceIndex, c.Name, index), values...)
+		next, err := scanPage(r, prefix, Page{Limit: limit, Cursor: p.Cursor, Forward: p.Forward}, true, func(key, _ []byte) error {
+			parts, err := DecodeKey(key)
+			if err != nil {
+				return err
+			}
+			id, _ := parts[len(parts)-1].(string)
+			hits = append(hits, hit{suffix: bytes.Clone(key[len(prefix):]), id: id})
+			return nil
+		})
+		if err != nil {
+			return nil, "", err
+		}
+		more = more || next != ""
+	}
+	slices.SortFunc(hits, func(a, b hit) int {
+		if p.Forward {
+			return bytes.Compare(a.suffix, b.suffix)
+		}
+		return bytes.Compare(b.suffix, a.suffix)
+	})
+	hits = slices.CompactFunc(hits, func(a, b hit) bool { return a.id == b.id })
+	if len(hits) > limit {
+		hits, more = hits[:limit], true
+	}
+	out := make([]*T, 0, len(hits))
+	for _, h := range hits {
+		v, err := c.Get(r, tenant, h.id)
+		if err != nil {
+			return nil, "", errors.Wrapf(err, "index %s of %s names a missing record", index, c.Name)
+		}
+		out = append(out, v)
+	}
+	if !more || len(hits) == 0 {
+		return out, "", nil
+	}
+	return out, base64.RawURLEncoding.EncodeToString(hits[len(hits)-1].suffix), nil
 }
 
 // CountBy counts tenant's entries in index that start with values. It costs

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -331,6 +332,40 @@ func exerciseCollection(t *testing.T, open opener) {
 					})
 					if diff := cmp.Diff(want, got); diff != "" {
 						t.Errorf("ListBy owner %s, limit %d, forward %v (-want +got):\n%s", owner, limit, forward, diff)
+					}
+				}
+			}
+		}
+		// ListByAny merges several owners' entries into one order.
+		for _, owners := range [][]string{{"ann", "bo"}, {"an", "anna"}, {"bo", "nobody"}, {"ann", "ann"}, {"ann", "anna", "an", "bo"}} {
+			var union []string
+			values := make([][]any, len(owners))
+			for i, o := range owners {
+				values[i] = []any{o}
+				if !slices.Contains(owners[:i], o) {
+					union = append(union, byOwner[o]...)
+				}
+			}
+			// Index order: the owner index holds (owner, seq), so entries
+			// merge by seq, then id.
+			slices.SortFunc(union, func(a, b string) int {
+				sa, sb := a[strings.LastIndexByte(a, '-'):], b[strings.LastIndexByte(b, '-'):]
+				if c := strings.Compare(sa, sb); c != 0 {
+					return c
+				}
+				return strings.Compare(a, b)
+			})
+			for _, limit := range []int{1, 4, 43, 0} {
+				for _, forward := range []bool{true, false} {
+					want := union
+					if !forward {
+						want = rev(want)
+					}
+					got := walk(t, s, func(r store.Reader, cursor string) ([]*widget, string, error) {
+						return c.ListByAny(r, "acme", "owner", values, store.Page{Limit: limit, Cursor: cursor, Forward: forward})
+					})
+					if diff := cmp.Diff(want, got); diff != "" {
+						t.Errorf("ListByAny owners %v, limit %d, forward %v (-want +got):\n%s", owners, limit, forward, diff)
 					}
 				}
 			}
