@@ -494,8 +494,12 @@ func (x *exec) putApproval(old, a *Approval) {
 	x.dirty = true
 	if old != nil && old.Status == ApprovalPending {
 		x.count(counterKey(tenant, "approvals-pending"), -1)
-		x.en.settle(a.ID, a.Status)
 	}
+	if x.en.approvals == nil {
+		x.en.approvals = map[string]*Approval{}
+	}
+	kept := *a
+	x.en.approvals[a.ID] = &kept
 	if a.Status == ApprovalPending {
 		x.count(counterKey(tenant, "approvals-pending"), 1)
 	}
@@ -513,8 +517,12 @@ func (x *exec) putTask(old, t *Task) {
 	x.dirty = true
 	if old != nil && old.Status == TaskOpen {
 		x.count(counterKey(tenant, "tasks-open", assigneeOf(old)), -1)
-		x.en.settle(t.ID, t.Status)
 	}
+	if x.en.tasks == nil {
+		x.en.tasks = map[string]*Task{}
+	}
+	kept := *t
+	x.en.tasks[t.ID] = &kept
 	if t.Status == TaskOpen {
 		x.count(counterKey(tenant, "tasks-open", assigneeOf(t)), 1)
 	}

@@ -120,13 +120,13 @@ func deref(s *string) any {
 
 // completeTask applies a person's completion of a task of this run.
 func (x *exec) completeTask(a *taskArgs) {
-	t, err := x.w.e.GetTask(x.w.e.ctx, x.r.Tenant, a.taskID)
+	t, err := x.task(a.taskID)
 	if err != nil {
 		x.err = err
 		return
 	}
-	if st := x.en.settledStatus(t.ID, t.Status); st != TaskOpen {
-		x.err = errs.Conflictf("task already %s", st)
+	if t.Status != TaskOpen {
+		x.err = errs.Conflictf("task already %s", t.Status)
 		return
 	}
 	if vs := checkTaskInput(t, a.action, a.fields); len(vs) > 0 {
@@ -377,13 +377,13 @@ func (x *exec) observe(stepKey string, agreed bool) {
 
 // decideApproval applies a person's decision on an approval of this run.
 func (x *exec) decideApproval(d *decideArgs) {
-	a, err := x.w.e.GetApproval(x.w.e.ctx, x.r.Tenant, d.approvalID)
+	a, err := x.approval(d.approvalID)
 	if err != nil {
 		x.err = err
 		return
 	}
-	if st := x.en.settledStatus(a.ID, a.Status); st != ApprovalPending {
-		x.err = errs.Conflictf("approval already %s", st)
+	if a.Status != ApprovalPending {
+		x.err = errs.Conflictf("approval already %s", a.Status)
 		return
 	}
 	x.settleApproval(a, d.approve, d.args, d.reason, x.cmd.actor, false)
@@ -730,8 +730,8 @@ func (x *exec) fireTimer(token string) {
 		x.emit("process.run.overdue", map[string]any{"run_id": r.ID, "process_id": r.ProcessID, "step_key": r.Steps[i].Key})
 	case strings.HasPrefix(token, "expire-"):
 		id := strings.TrimPrefix(token, "expire-")
-		a, err := x.w.e.GetApproval(x.w.e.ctx, r.Tenant, id)
-		if err != nil || x.en.settledStatus(a.ID, a.Status) != ApprovalPending {
+		a, err := x.approval(id)
+		if err != nil || a.Status != ApprovalPending {
 			return
 		}
 		x.settleApproval(a, false, nil, "", "", true)
@@ -773,16 +773,15 @@ func (x *exec) cancel() {
 	if r.Cursor < len(r.Steps) {
 		st := &r.Steps[r.Cursor]
 		x.dropWaiter(st)
-		e := x.w.e
 		if st.TaskID != nil && st.Status == StepWaitingTask {
-			if t, err := e.GetTask(e.ctx, r.Tenant, *st.TaskID); err == nil && x.en.settledStatus(t.ID, t.Status) == TaskOpen {
+			if t, err := x.task(*st.TaskID); err == nil && t.Status == TaskOpen {
 				old := *t
 				t.Status = TaskCancelled
 				x.putTask(&old, t)
 			}
 		}
 		if st.ApprovalID != nil && st.Status == StepWaitingApproval {
-			if a, err := e.GetApproval(e.ctx, r.Tenant, *st.ApprovalID); err == nil && x.en.settledStatus(a.ID, a.Status) == ApprovalPending {
+			if a, err := x.approval(*st.ApprovalID); err == nil && a.Status == ApprovalPending {
 				old := *a
 				a.Status = ApprovalCancelled
 				x.putApproval(&old, a)

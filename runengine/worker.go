@@ -116,26 +116,32 @@ type entry struct {
 	flushArmed bool
 	// durable is false for a new run until its first commit is submitted.
 	durable bool
-	// settled holds the new status of the run's tasks and approvals this
-	// entry completed or decided: the store may not have it yet, and a
-	// second completion of the same task must still be refused.
-	settled map[string]string
+	// tasks and approvals are the latest versions of the run's tasks and
+	// approvals this entry wrote. They are what the store will hold (the
+	// worker alone changes them), so a completion or decision reads them
+	// here: no read from the store, and none that misses a change whose
+	// commit is still in flight.
+	tasks     map[string]*Task
+	approvals map[string]*Approval
 }
 
-// settledStatus returns the status the entry gave the task or approval id,
-// else stored.
-func (en *entry) settledStatus(id, stored string) string {
-	if s, ok := en.settled[id]; ok {
-		return s
+// task returns a copy of the run's task id: the entry's own latest version,
+// else the store's.
+func (x *exec) task(id string) (*Task, error) {
+	if t, ok := x.en.tasks[id]; ok {
+		c := *t
+		return &c, nil
 	}
-	return stored
+	return x.w.e.GetTask(x.w.e.ctx, x.r.Tenant, id)
 }
 
-func (en *entry) settle(id, status string) {
-	if en.settled == nil {
-		en.settled = map[string]string{}
+// approval returns a copy of the run's approval id (see task).
+func (x *exec) approval(id string) (*Approval, error) {
+	if a, ok := x.en.approvals[id]; ok {
+		c := *a
+		return &c, nil
 	}
-	en.settled[id] = status
+	return x.w.e.GetApproval(x.w.e.ctx, x.r.Tenant, id)
 }
 
 // worker owns the runs whose ids hash to it: it alone advances them, so a
