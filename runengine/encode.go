@@ -7,11 +7,12 @@ import (
 	"github.com/bas-platform/bas/internal/jsonvalue"
 )
 
-// appendRun appends r's JSON: the stored form (every field, engine state
-// included) when stored, else the API view. Its output is byte for byte
-// what encoding/json writes for the stored form and the view (the tests
-// hold it to that); it exists because a run is encoded at every commit of
-// its changes and reflection was a large share of that cost.
+// appendRun appends r's JSON: the stored form (engine state included,
+// empty fields left out) when stored, else the API view. The view is byte
+// for byte what encoding/json writes for it, and the stored form decodes to
+// the run it encodes (the tests hold it to both); it exists because a run is
+// encoded at every commit of its changes and reflection was a large share
+// of that cost.
 func appendRun(b []byte, r *Run, stored bool) ([]byte, error) {
 	var err error
 	if b == nil {
@@ -37,8 +38,10 @@ func appendRun(b []byte, r *Run, stored bool) ([]byte, error) {
 	b = jsonvalue.AppendString(b, r.Subject.Label)
 	b = append(b, `},"trigger":{"type":`...)
 	b = jsonvalue.AppendString(b, r.Trigger.Type)
-	b = append(b, `,"event":`...)
-	b = appendStringPtr(b, r.Trigger.Event)
+	if !stored || r.Trigger.Event != nil {
+		b = append(b, `,"event":`...)
+		b = appendStringPtr(b, r.Trigger.Event)
+	}
 	if r.Trigger.EventID != "" {
 		b = append(b, `,"event_id":`...)
 		b = jsonvalue.AppendString(b, r.Trigger.EventID)
@@ -49,8 +52,11 @@ func appendRun(b []byte, r *Run, stored bool) ([]byte, error) {
 			return b, err
 		}
 	}
-	b = append(b, `},"current_step":`...)
-	b = appendStringPtr(b, r.CurrentStep)
+	b = append(b, '}')
+	if !stored || r.CurrentStep != nil {
+		b = append(b, `,"current_step":`...)
+		b = appendStringPtr(b, r.CurrentStep)
+	}
 	b = append(b, `,"steps":`...)
 	if r.Steps == nil {
 		b = append(b, "null"...)
@@ -66,20 +72,28 @@ func appendRun(b []byte, r *Run, stored bool) ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
-	b = append(b, `,"overdue":`...)
-	b = strconv.AppendBool(b, r.Overdue)
+	if !stored || r.Overdue {
+		b = append(b, `,"overdue":`...)
+		b = strconv.AppendBool(b, r.Overdue)
+	}
 	b = append(b, `,"started_at":`...)
 	if b, err = jsonvalue.AppendTime(b, r.StartedAt); err != nil {
 		return b, err
 	}
-	b = append(b, `,"completed_at":`...)
-	if b, err = appendTimePtr(b, r.CompletedAt); err != nil {
-		return b, err
+	if !stored || r.CompletedAt != nil {
+		b = append(b, `,"completed_at":`...)
+		if b, err = appendTimePtr(b, r.CompletedAt); err != nil {
+			return b, err
+		}
 	}
-	b = append(b, `,"error":`...)
-	b = appendStringPtr(b, r.Error)
-	b = append(b, `,"minutes_saved":`...)
-	b = strconv.AppendInt(b, int64(r.MinutesSaved), 10)
+	if !stored || r.Error != nil {
+		b = append(b, `,"error":`...)
+		b = appendStringPtr(b, r.Error)
+	}
+	if !stored || r.MinutesSaved != 0 {
+		b = append(b, `,"minutes_saved":`...)
+		b = strconv.AppendInt(b, int64(r.MinutesSaved), 10)
+	}
 	if stored {
 		b = append(b, `,"cursor":`...)
 		b = strconv.AppendInt(b, int64(r.Cursor), 10)
@@ -103,26 +117,37 @@ func appendStep(b []byte, s *StepRun, stored bool) ([]byte, error) {
 	}
 	b = append(b, `,"status":`...)
 	b = jsonvalue.AppendString(b, s.Status)
-	b = append(b, `,"started_at":`...)
-	if b, err = appendTimePtr(b, s.StartedAt); err != nil {
-		return b, err
+	if !stored || s.StartedAt != nil {
+		b = append(b, `,"started_at":`...)
+		if b, err = appendTimePtr(b, s.StartedAt); err != nil {
+			return b, err
+		}
 	}
-	b = append(b, `,"completed_at":`...)
-	if b, err = appendTimePtr(b, s.CompletedAt); err != nil {
-		return b, err
+	if !stored || s.CompletedAt != nil {
+		b = append(b, `,"completed_at":`...)
+		if b, err = appendTimePtr(b, s.CompletedAt); err != nil {
+			return b, err
+		}
 	}
-	b = append(b, `,"output":`...)
-	if b, err = jsonvalue.Append(b, s.Output); err != nil {
-		return b, err
+	if !stored || s.Output != nil {
+		b = append(b, `,"output":`...)
+		if b, err = jsonvalue.Append(b, s.Output); err != nil {
+			return b, err
+		}
 	}
-	b = append(b, `,"error":`...)
-	b = appendStringPtr(b, s.Error)
-	b = append(b, `,"approval_id":`...)
-	b = appendStringPtr(b, s.ApprovalID)
-	b = append(b, `,"task_id":`...)
-	b = appendStringPtr(b, s.TaskID)
-	b = append(b, `,"attempts":`...)
-	b = strconv.AppendInt(b, int64(s.Attempts), 10)
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{`,"error":`, s.Error}, {`,"approval_id":`, s.ApprovalID}, {`,"task_id":`, s.TaskID}} {
+		if !stored || f.v != nil {
+			b = append(b, f.name...)
+			b = appendStringPtr(b, f.v)
+		}
+	}
+	if !stored || s.Attempts != 0 {
+		b = append(b, `,"attempts":`...)
+		b = strconv.AppendInt(b, int64(s.Attempts), 10)
+	}
 	if stored && !s.Internal.zero() {
 		b = append(b, `,"internal":`...)
 		if b, err = s.Internal.append(b); err != nil {
