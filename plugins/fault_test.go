@@ -50,7 +50,7 @@ func TestCrashMidCallRestarts(t *testing.T) {
 	if !got.Survived || got.PID == before {
 		t.Errorf("retried call = %+v, want survived in a new process (old pid %d)", got, before)
 	}
-	if alive(before) {
+	if plugintest.Alive(before) {
 		t.Errorf("the crashed process %d is still there", before)
 	}
 	if diff := cmp.Diff(capability.Health{Status: "connected"}, health(p)); diff != "" {
@@ -263,7 +263,7 @@ func TestCloseKillsPlugins(t *testing.T) {
 		t.Errorf("call in flight during Close: %v, want errs.Unavailable", err)
 	}
 	for _, pid := range pids {
-		if alive(pid) {
+		if plugintest.Alive(pid) {
 			t.Errorf("plugin process %d is still running after Close", pid)
 		}
 	}

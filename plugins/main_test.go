@@ -1,23 +1,21 @@
 package plugins_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/bas-platform/bas/plugins/plugintest"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bas-platform/bas/plugins/plugintest"
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/plugins"
@@ -195,22 +193,6 @@ func pidOf(t *testing.T, p capability.Provider) int {
 		t.Fatalf("test.pid: %v (pid %d)", err, out.PID)
 	}
 	return out.PID
-}
-
-// alive tells whether a process exists and is not a zombie.
-func alive(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil {
-		return false
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true // no procfs: the signal said it exists
-	}
-	// The state follows the command name in parentheses: "pid (comm) S ...".
-	if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) {
-		return stat[i+2] != 'Z'
-	}
-	return true
 }
 
 // eventually waits until cond holds; it fails the test after a generous

@@ -44,7 +44,7 @@ func TestKilledHostLeavesNoPlugin(t *testing.T) {
 	if err != nil {
 		t.Fatalf("helper host printed %q", line)
 	}
-	if !alive(pid) {
+	if !plugintest.Alive(pid) {
 		t.Fatalf("plugin %d is not running under the helper host", pid)
 	}
 
@@ -52,5 +52,5 @@ func TestKilledHostLeavesNoPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	eventually(t, "the orphaned plugin dies", func() bool { return !alive(pid) })
+	eventually(t, "the orphaned plugin dies", func() bool { return !plugintest.Alive(pid) })
 }

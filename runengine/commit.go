@@ -124,14 +124,7 @@ func (c *committer) loop() {
 		}
 		for {
 			c.mu.Lock()
-			room := c.maxBatch - len(c.openBatch)
-			batch := c.q
-			if len(batch) > room {
-				batch = batch[:room:room]
-				c.q = c.q[room:]
-			} else {
-				c.q = nil
-			}
+			batch := take(&c.q, c.maxBatch-len(c.openBatch))
 			closed, more := c.closed, len(c.q) > 0
 			c.mu.Unlock()
 			c.add(batch)
@@ -335,6 +328,18 @@ func (c *committer) keepCounters(sums map[string]int64) {
 	for k, inc := range sums {
 		c.counters[k] += inc
 	}
+}
+
+// take removes up to n items from the front of *q and returns them.
+func take[T any](q *[]T, n int) []T {
+	batch := *q
+	if len(batch) > n {
+		batch = batch[:n:n]
+		*q = (*q)[n:]
+	} else {
+		*q = nil
+	}
+	return batch
 }
 
 func readCounter(r store.Reader, key []byte) (int64, error) {

@@ -239,13 +239,7 @@ func (d *dispatcher) answer(req *publishReq) {
 func (d *dispatcher) drain() error {
 	for {
 		d.mu.Lock()
-		batch := d.mem
-		if len(batch) > dispatchPage {
-			batch = batch[:dispatchPage:dispatchPage]
-			d.mem = d.mem[dispatchPage:]
-		} else {
-			d.mem = nil
-		}
+		batch := take(&d.mem, dispatchPage)
 		scan := d.scan && len(batch) == 0
 		if scan {
 			d.scan = false

@@ -53,7 +53,7 @@ func TestAmountCapApprovalRejectAndApprove(t *testing.T) {
 	if _, err := b.eng.Decide(ctx, tenant, apr, false, nil, "too much", "usr_boss"); err != nil {
 		t.Fatal(err)
 	}
-	r = b.waitRun(t, first, "rejected", status(runengine.RunRejected))
+	b.waitRun(t, first, "rejected", status(runengine.RunRejected))
 	if len(b.prov.keys()) != 0 {
 		t.Errorf("a rejected action was called: %v", b.prov.keys())
 	}
@@ -573,10 +573,12 @@ func TestDraftReviewedByAPerson(t *testing.T) {
 	}
 }
 
-// blockProvider fills test.block: each call waits until release is closed.
+// blockProvider fills test.block: each call waits until release is closed
+// or, unless it is stubborn, until the call's context ends.
 type blockProvider struct {
-	release chan struct{}
-	calls   atomic.Int32
+	release  chan struct{}
+	stubborn bool
+	calls    atomic.Int32
 }
 
 func (p *blockProvider) Info() capability.Info {
@@ -590,6 +592,10 @@ func (p *blockProvider) Capabilities() []capability.Capability {
 
 func (p *blockProvider) Call(ctx context.Context, c capability.Call) (json.RawMessage, error) {
 	p.calls.Add(1)
+	if p.stubborn {
+		<-p.release
+		return json.RawMessage(`{}`), nil
+	}
 	select {
 	case <-p.release:
 		return json.RawMessage(`{}`), nil
@@ -742,42 +748,20 @@ func checkOneWins(t *testing.T, what string, got []error) int {
 	return 0
 }
 
-// stuckProvider fills test.stuck: its calls ignore their context and return
-// only when release is closed.
-type stuckProvider struct {
-	release chan struct{}
-	called  chan struct{}
-}
-
-func (p *stuckProvider) Info() capability.Info {
-	return capability.Info{ID: "test.stuck", Name: "Stuck", Kind: capability.KindBuiltin, Capabilities: []string{"test.stuck"}}
-}
-
-func (p *stuckProvider) Capabilities() []capability.Capability {
-	obj := json.RawMessage(`{"type":"object"}`)
-	return []capability.Capability{{ID: "test.stuck", Name: "Stuck", Description: "Never answers.", Args: obj, Result: obj}}
-}
-
-func (p *stuckProvider) Call(context.Context, capability.Call) (json.RawMessage, error) {
-	close(p.called)
-	<-p.release
-	return json.RawMessage(`{}`), nil
-}
-
 // TestCloseDoesNotWaitForAStuckProvider closes the engine while a provider
 // ignores the cancellation of its call: Close returns after its grace
 // period.
 func TestCloseDoesNotWaitForAStuckProvider(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	stuck := &stuckProvider{release: make(chan struct{}), called: make(chan struct{})}
+	stuck := &blockProvider{release: make(chan struct{}), stubborn: true}
 	defer close(stuck.release)
 	if err := b.reg.Register(stuck); err != nil {
 		t.Fatal(err)
 	}
-	def := b.create(t, `{"type":"manual"}`, `[{"key":"wait","type":"execute","capability":"test.stuck","config":{"args":{}}}]`)
+	def := b.create(t, `{"type":"manual"}`, `[{"key":"wait","type":"execute","capability":"test.block","config":{"args":{}}}]`)
 	b.start(t, def.ID)
-	<-stuck.called
+	waitFor(t, "the stubborn call", func() bool { return stuck.calls.Load() == 1 })
 	closed := make(chan struct{})
 	go func() { b.eng.Close(); close(closed) }()
 	select {

@@ -91,11 +91,10 @@ type timerArgs struct {
 }
 
 type eventArgs struct {
-	name  string
-	id    string
-	data  map[string]any
-	token string
-	key   []byte // the waiter key
+	name string
+	id   string
+	data map[string]any
+	key  []byte // the waiter key
 }
 
 // entry is a run a worker holds in memory.

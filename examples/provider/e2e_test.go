@@ -13,7 +13,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/bas-platform/bas/plugins/plugintest"
 	"io"
 	"log/slog"
 	"net/http"
@@ -25,9 +24,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bas-platform/bas/plugins/plugintest"
 
 	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/httpapi"
@@ -498,7 +498,7 @@ func TestUnregisteredPluginIsStopped(t *testing.T) {
 	}
 	pid, _ := strconv.Atoi(m[1])
 	deadline := time.Now().Add(30 * time.Second)
-	for processAlive(pid) {
+	for plugintest.Alive(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the unregistered plugin's process %d still runs", pid)
 		}
@@ -509,21 +509,6 @@ func TestUnregisteredPluginIsStopped(t *testing.T) {
 	if diff := cmp.Diff(want, s.pluginConnections(t)); diff != "" {
 		t.Errorf("plugin connections (-want +got):\n%s", diff)
 	}
-}
-
-// processAlive tells whether a process exists and is not a zombie.
-func processAlive(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil {
-		return false
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) {
-		return stat[i+2] != 'Z'
-	}
-	return true
 }
 
 func TestPluginCrashMidCallRetriesAfterTheRestart(t *testing.T) {

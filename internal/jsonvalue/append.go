@@ -61,36 +61,32 @@ func Append(b []byte, v any) ([]byte, error) {
 		}
 		return append(b, '}'), nil
 	case []any:
-		if v == nil {
-			return append(b, "null"...), nil
-		}
-		b = append(b, '[')
-		for i, e := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = Append(b, e); err != nil {
-				return b, err
-			}
-		}
-		return append(b, ']'), nil
+		return appendList(b, v, Append)
 	case []string:
-		if v == nil {
-			return append(b, "null"...), nil
-		}
-		b = append(b, '[')
-		for i, e := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = AppendString(b, e)
-		}
-		return append(b, ']'), nil
+		return appendList(b, v, func(b []byte, s string) ([]byte, error) { return AppendString(b, s), nil })
 	case time.Time:
 		return AppendTime(b, v)
 	}
 	return marshalAppend(b, v)
+}
+
+// appendList appends list as a JSON array (null when nil), each element
+// by each.
+func appendList[T any](b []byte, list []T, each func([]byte, T) ([]byte, error)) ([]byte, error) {
+	if list == nil {
+		return append(b, "null"...), nil
+	}
+	b = append(b, '[')
+	for i, e := range list {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = each(b, e); err != nil {
+			return b, err
+		}
+	}
+	return append(b, ']'), nil
 }
 
 func marshalAppend(b []byte, v any) ([]byte, error) {
