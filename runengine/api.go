@@ -139,8 +139,9 @@ func (e *Engine) Publish(ctx context.Context, tenant, name string, data map[stri
 	if data == nil {
 		data = map[string]any{}
 	}
-	ev := &Event{ID: ids.New("evt", e.now()), Tenant: tenant, Name: name, Data: data, At: e.now()}
-	raw, err := json.Marshal(ev)
+	at := e.now()
+	ev := &Event{ID: ids.New("evt", at), Tenant: tenant, Name: name, Data: data, At: at}
+	raw, err := ev.appendJSON(nil)
 	if err != nil {
 		return "", nil, errors.Wrap(err, "encode event")
 	}
