@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/bas-platform/bas/internal/access"
+	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/store"

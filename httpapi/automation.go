@@ -3,8 +3,8 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/bas-platform/bas/internal/access"
-	"github.com/bas-platform/bas/internal/automation"
+	"github.com/bas-platform/bas/internal/apps/access"
+	"github.com/bas-platform/bas/internal/apps/automation"
 )
 
 // registerAutomationRoutes declares the automation settings of the workspace

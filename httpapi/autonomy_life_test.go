@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/httpapi"
-	"github.com/bas-platform/bas/internal/automation"
+	"github.com/bas-platform/bas/internal/apps/automation"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )

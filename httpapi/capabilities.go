@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/bas-platform/bas/capability"
-	"github.com/bas-platform/bas/internal/access"
+	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/store"
 )

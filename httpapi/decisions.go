@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/bas-platform/bas/internal/access"
-	"github.com/bas-platform/bas/internal/decisions"
+	"github.com/bas-platform/bas/internal/apps/access"
+	"github.com/bas-platform/bas/internal/apps/decisions"
 )
 
 // registerDecisionRoutes declares the decisions app. Reading needs

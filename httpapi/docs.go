@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/bas-platform/bas/internal/access"
-	"github.com/bas-platform/bas/internal/docs"
+	"github.com/bas-platform/bas/internal/apps/access"
+	"github.com/bas-platform/bas/internal/apps/docs"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/cockroachdb/errors"
 )

@@ -1,7 +1,7 @@
 package httpapi
 
 import (
-	"github.com/bas-platform/bas/internal/access"
+	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/mail"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bas-platform/bas/internal/access"
+	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/julienschmidt/httprouter"
 )

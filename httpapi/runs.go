@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/bas-platform/bas/internal/access"
+	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/runengine"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bas-platform/bas/internal/automation"
+	"github.com/bas-platform/bas/internal/apps/automation"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/bas-platform/bas/internal/decisions"
+	"github.com/bas-platform/bas/internal/apps/decisions"
 	"github.com/bas-platform/bas/store"
 )
 

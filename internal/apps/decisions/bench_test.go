@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/bas-platform/bas/internal/decisions"
+	"github.com/bas-platform/bas/internal/apps/decisions"
 )
 
 // BenchmarkEvaluate measures an evaluation through the built-in provider

@@ -7,8 +7,8 @@ import (
 	"log"
 	"time"
 
+	"github.com/bas-platform/bas/internal/apps/docs"
 	"github.com/bas-platform/bas/internal/clock"
-	"github.com/bas-platform/bas/internal/docs"
 	"github.com/bas-platform/bas/store/badgerstore"
 )
 

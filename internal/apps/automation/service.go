@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bas-platform/bas/internal/access"
+	"github.com/bas-platform/bas/internal/apps/access"
+	"github.com/bas-platform/bas/internal/apps/decisions"
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/clock"
-	"github.com/bas-platform/bas/internal/decisions"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"

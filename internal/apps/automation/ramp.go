@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bas-platform/bas/internal/apps/decisions"
 	"github.com/bas-platform/bas/internal/audit"
-	"github.com/bas-platform/bas/internal/decisions"
 	"github.com/bas-platform/bas/store"
 )
 

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bas-platform/bas/internal/access"
+	"github.com/bas-platform/bas/internal/apps/access"
+	"github.com/bas-platform/bas/internal/apps/automation"
 	"github.com/bas-platform/bas/internal/audit"
-	"github.com/bas-platform/bas/internal/automation"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/runengine"

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bas-platform/bas/internal/apps/decisions"
 	"github.com/bas-platform/bas/internal/audit"
-	"github.com/bas-platform/bas/internal/decisions"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"

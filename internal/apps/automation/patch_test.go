@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bas-platform/bas/internal/automation"
+	"github.com/bas-platform/bas/internal/apps/automation"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/google/go-cmp/cmp"
 )

@@ -7,7 +7,7 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/bas-platform/bas/internal/decisions"
+	"github.com/bas-platform/bas/internal/apps/decisions"
 	"github.com/bas-platform/bas/store/badgerstore"
 )
 
