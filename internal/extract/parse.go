@@ -176,9 +176,7 @@ func stripSign(s string, currency bool) (string, bool, error) {
 				}
 			}
 		}
-		if strings.HasPrefix(t, "+") {
-			t = t[1:]
-		}
+		t = strings.TrimPrefix(t, "+")
 	}
 	t = trimCurrency(t)
 	if t == "" {

@@ -94,7 +94,8 @@ type indirect struct {
 }
 
 type wrapper struct {
-	Back   *indirect `json:"back"`
+	Back *indirect `json:"back"`
+	//lint:ignore U1000 an unexported field the schema must leave out
 	hidden *wrapper
 }
 
