@@ -34,6 +34,8 @@ import (
 	"github.com/bas-platform/bas/internal/apps/automation"
 	"github.com/bas-platform/bas/internal/apps/decisions"
 	"github.com/bas-platform/bas/internal/apps/docs"
+	"github.com/bas-platform/bas/internal/apps/templates"
+	"github.com/bas-platform/bas/internal/apps/usecases"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/mail"
@@ -147,6 +149,9 @@ type Workspace struct {
 
 	docs *docs.Service // the documents app
 
+	templates *templates.Service // the process template catalog
+	usecases  *usecases.Service  // the use-case catalog and register
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -163,7 +168,13 @@ func (ws *Workspace) Decisions() *decisions.Service { return ws.decisions }
 // and review.
 func (ws *Workspace) Docs() *docs.Service { return ws.docs }
 
-// docsEvents hands the documents app's events to the run engine's outbox
+// Templates returns the process template catalog and its installations.
+func (ws *Workspace) Templates() *templates.Service { return ws.templates }
+
+// UseCases returns the use-case catalog and the workspace registers.
+func (ws *Workspace) UseCases() *usecases.Service { return ws.usecases }
+
+// docsEvents hands the documents and use-case apps' events to the run engine's outbox
 // (the engine is wired after the apps, so it is looked up per event).
 type docsEvents struct{ ws *Workspace }
 
@@ -198,6 +209,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		st = bs
 	}
 	ws := &Workspace{opts: opts, store: st, clock: opts.Clock, logger: opts.Logger}
+	var err error
 	// -- wiring: capabilities (registry, built-in providers, plugins)
 	ws.registry = capability.NewRegistry(capability.RegistryConfig{Store: st, Clock: opts.Clock, Logger: opts.Logger,
 		CallTimeout: opts.CallTimeout})
@@ -317,6 +329,21 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		opts.Logger.Warn("docs: sweeping unfinished uploads failed", "error", err.Error())
 	} else if n > 0 {
 		opts.Logger.Info("docs: removed unfinished uploads", "files", n)
+	}
+	// -- wiring: catalogs (process templates, use cases)
+	if ws.templates, err = templates.New(templates.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,
+		Processes: ws.processes, Gaps: ws.registry}); err != nil {
+		_ = ws.Close()
+		return nil, errors.Wrap(err, "load the process templates")
+	}
+	if ws.usecases, err = usecases.New(usecases.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,
+		People: ws.access, Resolver: ws.registry, Events: docsEvents{ws},
+		Template: func(id string) (usecases.TemplateInfo, bool) {
+			t, ok := ws.templates.Catalog().Get(id)
+			return usecases.TemplateInfo{Requires: t.Requires, Available: t.Status == templates.StatusAvailable}, ok
+		}}); err != nil {
+		_ = ws.Close()
+		return nil, errors.Wrap(err, "load the use cases")
 	}
 	// -- wiring: engine
 	if _, taken := ws.registry.Provider("builtin.email"); !taken {

@@ -100,4 +100,3 @@ func TestParseRejects(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-
