@@ -102,6 +102,28 @@ func DecodeAdoption(raw []byte) (AdoptionIn, error) {
 			vs = append(vs, errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "type_error"})
 		}
 	}
+	if len(vs) == 0 {
+		vs = in.Check()
+	}
+	return in, errs.Validation(dedupe(vs)...)
+}
+
+// Check reports every violation of in's bounds and combinations, located
+// under "body" (what the catalog and the members decide is SetAdoption's).
+func (in AdoptionIn) Check() []errs.Violation {
+	var vs []errs.Violation
+	if in.Status != nil && !slices.Contains(Statuses, *in.Status) {
+		vs = append(vs, errs.Violation{Loc: []any{"body", "status"}, Msg: "must be one of: interested, planned, piloting, live, paused, retired, declined", Type: "enum"})
+	}
+	if in.Risk != nil && !slices.Contains(RiskTiers, *in.Risk) {
+		vs = append(vs, errs.Violation{Loc: []any{"body", "risk"}, Msg: "must be one of: low, medium, high", Type: "enum"})
+	}
+	if in.OwnerUserID != nil && (*in.OwnerUserID == "" || utf8.RuneCountInString(*in.OwnerUserID) > MaxUserID) {
+		vs = append(vs, errs.Violation{Loc: []any{"body", "owner_user_id"}, Msg: "must have 1 to 80 characters", Type: "string_too_long"})
+	}
+	if len(in.Departments) > MaxDepartments {
+		vs = append(vs, errs.Violation{Loc: []any{"body", "departments"}, Msg: "must have at most 14 items", Type: "too_long"})
+	}
 	if in.Notes != nil && utf8.RuneCountInString(*in.Notes) > MaxNotes {
 		vs = append(vs, errs.Violation{Loc: []any{"body", "notes"}, Msg: "must have at most 4000 characters", Type: "string_too_long"})
 	}
@@ -111,7 +133,7 @@ func DecodeAdoption(raw []byte) (AdoptionIn, error) {
 	if in.Risk != nil && in.ClearRisk {
 		vs = append(vs, errs.Violation{Loc: []any{"body", "clear_risk"}, Msg: "give risk or clear_risk, not both", Type: "value_error"})
 	}
-	return in, errs.Validation(dedupe(vs)...)
+	return vs
 }
 
 // dedupe drops a second violation at a location already reported.
@@ -146,7 +168,7 @@ func decodeObject(raw []byte) (map[string]any, error) {
 	return m, nil
 }
 
-// stricter reports whether risk a is at least as strict as b.
+// atLeast reports whether risk a is at least as strict as b.
 func atLeast(a, b string) bool { return slices.Index(RiskTiers, a) >= slices.Index(RiskTiers, b) }
 
 // ProfileIn is the workspace profile (PUT /v1/use-cases/profile): every

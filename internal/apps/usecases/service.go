@@ -414,7 +414,10 @@ func (s *Service) SetAdoption(ctx context.Context, tenant, actor, id string, in 
 	if !ok {
 		return nil, errs.NotFoundf("use case not found")
 	}
-	var vs []errs.Violation
+	vs := in.Check()
+	if err := errs.Validation(vs...); err != nil {
+		return nil, err
+	}
 	if in.Risk != nil && !atLeast(*in.Risk, e.Risk) {
 		vs = append(vs, errs.Violation{Loc: []any{"body", "risk"}, Type: "value_error",
 			Msg: "must not be looser than the catalog's risk tier " + e.Risk + " (a rating may only make it stricter)"})
