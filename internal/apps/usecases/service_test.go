@@ -116,7 +116,7 @@ type bundle struct {
 	owner  string // the workspace owner's user id
 }
 
-func setup(t *testing.T, files map[string][]byte) *bundle {
+func setup(t testing.TB, files map[string][]byte) *bundle {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st, err := badgerstore.Open(badgerstore.Options{InMemory: true, Logger: quiet})
