@@ -115,6 +115,10 @@ func TestTemplateCatalogHTTP(t *testing.T) {
 			t.Errorf("function filter kept %s (%s)", tv.ID, tv.Function)
 		}
 	}
+	r := s.do(t, "GET", "/v1/process-templates?function=astrology", admin.Token, nil).want(t, http.StatusUnprocessableEntity)
+	if diff := cmp.Diff([]string{"query.function:enum"}, violationsOf(t, r)); diff != "" {
+		t.Errorf("function (-want +got):\n%s", diff)
+	}
 	// Reading needs processes.read, installing processes.manage.
 	member := s.devLogin(t, `{"email": "m@example.com", "roles": ["member"]}`)
 	s.do(t, "GET", "/v1/process-templates", member.Token, nil).want(t, http.StatusOK)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -158,8 +159,12 @@ func (s *Service) entry(t Template, installed bool) CatalogEntry {
 }
 
 // List returns every template with installed for tenant, by function then
-// id. function, when not empty, keeps that function's templates.
+// id. function, when not empty, keeps that function's templates (one of
+// Functions: another is errs.Invalid).
 func (s *Service) List(ctx context.Context, tenant, function string) ([]CatalogEntry, error) {
+	if function != "" && !slices.Contains(Functions, function) {
+		return nil, errs.Invalidf([]any{"query", "function"}, "enum", "must be one of: %s", strings.Join(Functions, ", "))
+	}
 	out := []CatalogEntry{}
 	err := s.st.View(ctx, func(r store.Reader) error {
 		installed := map[string]bool{}

@@ -118,8 +118,13 @@ func (in AdoptionIn) Check() []errs.Violation {
 	if in.Risk != nil && !slices.Contains(RiskTiers, *in.Risk) {
 		vs = append(vs, errs.Violation{Loc: []any{"body", "risk"}, Msg: "must be one of: low, medium, high", Type: "enum"})
 	}
-	if in.OwnerUserID != nil && (*in.OwnerUserID == "" || utf8.RuneCountInString(*in.OwnerUserID) > MaxUserID) {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "owner_user_id"}, Msg: "must have 1 to 80 characters", Type: "string_too_long"})
+	if in.OwnerUserID != nil {
+		switch n := utf8.RuneCountInString(*in.OwnerUserID); {
+		case n == 0:
+			vs = append(vs, errs.Violation{Loc: []any{"body", "owner_user_id"}, Msg: "must have at least 1 character", Type: "string_too_short"})
+		case n > MaxUserID:
+			vs = append(vs, errs.Violation{Loc: []any{"body", "owner_user_id"}, Msg: "must have at most 80 characters", Type: "string_too_long"})
+		}
 	}
 	if len(in.Departments) > MaxDepartments {
 		vs = append(vs, errs.Violation{Loc: []any{"body", "departments"}, Msg: "must have at most 14 items", Type: "too_long"})

@@ -179,7 +179,7 @@ type Viewer struct {
 }
 
 // Viewer returns the viewer for a principal: its departments are the
-// person's (none for an API key without a person).
+// person's (an API key's are its creator's).
 func (s *Service) Viewer(ctx context.Context, p *access.Principal) (Viewer, error) {
 	v := Viewer{Tenant: p.Tenant}
 	if p.UserID == "" {

@@ -457,10 +457,16 @@ func TestRegister(t *testing.T) {
 	if _, err := b.svc.Register(b.ctx, v, "finished"); !errors.Is(err, errs.Invalid) {
 		t.Errorf("bad status: %v", err)
 	}
-	// Another tenant's register is empty.
+	// Another tenant's register is empty, and its entries carry no adoption.
+	if _, _, err := b.people.CreateWorkspace(b.ctx, access.NewWorkspace{ID: "ten_b", Name: "B", OwnerEmail: "owner@b.example"}); err != nil {
+		t.Fatal(err)
+	}
 	other, err := b.svc.Register(b.ctx, Viewer{Tenant: "ten_b"}, "")
-	if err == nil && len(other.UseCases) != 0 {
-		t.Errorf("another tenant sees %v", ids(other.UseCases))
+	if err != nil || len(other.UseCases) != 0 || other.Counts.Total != 0 {
+		t.Errorf("another tenant's register: %+v, %v", other, err)
+	}
+	if e, err := b.svc.Get(b.ctx, Viewer{Tenant: "ten_b"}, "e_all"); err != nil || e.Adoption != nil {
+		t.Errorf("another tenant's entry: %+v, %v", e, err)
 	}
 }
 
@@ -479,11 +485,45 @@ func TestDecodeAdoption(t *testing.T) {
 		{"4000 characters", `{"notes": "` + strings.Repeat("a", 4000) + `"}`, nil},
 		{"owner and clear_owner", `{"owner_user_id": "usr_a", "clear_owner": true, "risk": "high", "clear_risk": true}`,
 			[]string{"body.clear_owner:value_error", "body.clear_risk:value_error"}},
+		{"owner id of 81 characters", `{"owner_user_id": "` + strings.Repeat("u", 81) + `"}`, []string{"body.owner_user_id:string_too_long"}},
+		{"owner id of 80 characters", `{"owner_user_id": "` + strings.Repeat("u", 80) + `"}`, nil},
+		{"empty owner id", `{"owner_user_id": ""}`, []string{"body.owner_user_id:string_too_short"}},
+		{"14 departments", `{"departments": [` + strings.Repeat(`"department:finance",`, 13) + `"department:hr"]}`, nil},
 		{"not an object", `[1]`, []string{"body:type_error"}},
 		{"malformed", `{"status": `, []string{"body:json_invalid"}},
 	} {
 		t.Run(test.name, func(t *testing.T) {
 			_, err := DecodeAdoption([]byte(test.body))
+			got := violations(err)
+			slices.Sort(got)
+			if diff := cmp.Diff(test.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDecodeProfile(t *testing.T) {
+	t.Parallel()
+	list := func(tag string, n int) string {
+		b, _ := json.Marshal(slices.Repeat([]string{tag}, n))
+		return string(b)
+	}
+	for _, test := range []struct {
+		name, body string
+		want       []string
+	}{
+		{"empty", ``, nil},
+		{"nulls", `{"industries": null, "size": null, "systems": null, "regulations": null}`, nil},
+		{"just inside", `{"industries": ` + list("industry:retail", 20) + `, "systems": ` + list("system:xero", 60) +
+			`, "regulations": ` + list("regulation:gdpr", 30) + `}`, nil},
+		{"just outside", `{"industries": ` + list("industry:retail", 21) + `, "systems": ` + list("system:xero", 61) +
+			`, "regulations": ` + list("regulation:gdpr", 31) + `}`,
+			[]string{"body.industries:too_long", "body.regulations:too_long", "body.systems:too_long"}},
+		{"types", `{"industries": "industry:retail", "size": 3}`, []string{"body.industries:type_error", "body.size:type_error"}},
+	} {
+		t.Run(test.name, func(t *testing.T) {
+			_, err := DecodeProfile([]byte(test.body))
 			got := violations(err)
 			slices.Sort(got)
 			if diff := cmp.Diff(test.want, got); diff != "" {
