@@ -242,16 +242,34 @@ func (c *Catalog) check(e Entry) []string {
 // Taxonomy returns the tag vocabularies.
 func (c *Catalog) Taxonomy() Taxonomy { return c.tax }
 
-// Entries returns every entry, by id.
-func (c *Catalog) Entries() []Entry { return slices.Clone(c.list) }
+// Entries returns every entry, by id (copies: changing one changes
+// nothing of the catalog).
+func (c *Catalog) Entries() []Entry {
+	out := make([]Entry, len(c.list))
+	for i, e := range c.list {
+		out[i] = e.clone()
+	}
+	return out
+}
 
-// Get returns the entry id.
+// Get returns (a copy of) the entry id.
 func (c *Catalog) Get(id string) (Entry, bool) {
 	i, ok := c.byID[id]
 	if !ok {
 		return Entry{}, false
 	}
-	return c.list[i], true
+	return c.list[i].clone(), true
+}
+
+func (e Entry) clone() Entry {
+	for _, l := range []*[]string{&e.Industries, &e.Departments, &e.Chain, &e.ProtectedData, &e.Regulations, &e.Systems} {
+		*l = append([]string{}, *l...)
+	}
+	if e.TemplateID != nil {
+		id := *e.TemplateID
+		e.TemplateID = &id
+	}
+	return e
 }
 
 // Known reports whether tag is a tag of the taxonomy with prefix.

@@ -223,8 +223,7 @@ func (s *Service) newView(ctx context.Context, v Viewer) (*view, error) {
 }
 
 func (s *Service) out(ctx context.Context, w *view, e Entry) EntryOut {
-	o := EntryOut{Entry: e, RiskTier: e.Risk, Fit: fit(e, w.profile.Industries)}
-	o.Industries, o.Departments = slices.Clone(e.Industries), slices.Clone(e.Departments)
+	o := EntryOut{Entry: e.clone(), RiskTier: e.Risk, Fit: fit(e, w.profile.Industries)}
 	for _, d := range e.Departments {
 		if slices.Contains(w.v.Departments, d) {
 			o.ForMe = true
