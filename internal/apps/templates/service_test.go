@@ -2,8 +2,10 @@ package templates
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,7 +31,9 @@ func (g noGaps) Gaps(_ context.Context, _ string, needed []string) ([]capability
 	return out, nil
 }
 
-func setup(t *testing.T, gaps noGaps) (*Service, *process.Service) {
+func setup(t *testing.T, gaps noGaps) (*Service, *process.Service) { return setupTB(t, gaps) }
+
+func setupTB(t testing.TB, gaps noGaps) (*Service, *process.Service) {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st, err := badgerstore.Open(badgerstore.Options{InMemory: true, Logger: quiet})
@@ -107,5 +111,54 @@ func TestInstallSkips(t *testing.T) {
 	}
 	if len(out.Installed) != 1 || *out.Installed[0].TemplateID != "onboard_supplier" || out.Installed[0].Function != "procurement" {
 		t.Errorf("installed %+v", out.Installed)
+	}
+}
+
+// Concurrent installations of one template make one process: the others
+// see it installed.
+func TestInstallConcurrent(t *testing.T) {
+	t.Parallel()
+	svc, procs := setup(t, nil)
+	ctx := context.Background()
+	const n = 8
+	var (
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		installed int
+	)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := svc.Install(ctx, "ten_a", "usr_a", InstallIn{TemplateIDs: []string{"onboard_supplier"}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			installed += len(out.Installed)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	list, _, err := procs.List(ctx, "ten_a", process.Query{}, store.Page{Limit: 50})
+	if err != nil || len(list) != 1 || installed != 1 {
+		t.Fatalf("%d processes, %d installed (%v)", len(list), installed, err)
+	}
+}
+
+// BenchmarkInstall installs one template in a fresh workspace per
+// iteration (one transaction: the process, its version, the audit entry
+// and the installation).
+func BenchmarkInstall(b *testing.B) {
+	svc, _ := setupTB(b, nil)
+	ctx := context.Background()
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		i++
+		if _, err := svc.Install(ctx, fmt.Sprintf("ten_%d", i), "usr_a", InstallIn{TemplateIDs: []string{"onboard_supplier"}}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
