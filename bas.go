@@ -209,7 +209,6 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		st = bs
 	}
 	ws := &Workspace{opts: opts, store: st, clock: opts.Clock, logger: opts.Logger}
-	var err error
 	// -- wiring: capabilities (registry, built-in providers, plugins)
 	ws.registry = capability.NewRegistry(capability.RegistryConfig{Store: st, Clock: opts.Clock, Logger: opts.Logger,
 		CallTimeout: opts.CallTimeout})
@@ -331,19 +330,9 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		opts.Logger.Info("docs: removed unfinished uploads", "files", n)
 	}
 	// -- wiring: catalogs (process templates, use cases)
-	if ws.templates, err = templates.New(templates.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,
-		Processes: ws.processes, Gaps: ws.registry}); err != nil {
+	if err := ws.openCatalogs(); err != nil {
 		_ = ws.Close()
-		return nil, errors.Wrap(err, "load the process templates")
-	}
-	if ws.usecases, err = usecases.New(usecases.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,
-		People: ws.access, Resolver: ws.registry, Events: docsEvents{ws},
-		Template: func(id string) (usecases.TemplateInfo, bool) {
-			t, ok := ws.templates.Catalog().Get(id)
-			return usecases.TemplateInfo{Requires: t.Requires, Available: t.Status == templates.StatusAvailable}, ok
-		}}); err != nil {
-		_ = ws.Close()
-		return nil, errors.Wrap(err, "load the use cases")
+		return nil, err
 	}
 	// -- wiring: engine
 	if _, taken := ws.registry.Provider("builtin.email"); !taken {
@@ -368,6 +357,29 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		return nil, errors.Wrap(err, "open the run engine")
 	}
 	return ws, nil
+}
+
+// openCatalogs loads the process template catalog and the use-case
+// catalog (each checked as it loads) and wires their services.
+func (ws *Workspace) openCatalogs() error {
+	opts := ws.opts
+	tpls, err := templates.New(templates.Config{Store: ws.store, Clock: opts.Clock, Logger: opts.Logger,
+		Processes: ws.processes, Gaps: ws.registry})
+	if err != nil {
+		return errors.Wrap(err, "load the process templates")
+	}
+	ws.templates = tpls
+	ucs, err := usecases.New(usecases.Config{Store: ws.store, Clock: opts.Clock, Logger: opts.Logger,
+		People: ws.access, Resolver: ws.registry, Events: docsEvents{ws},
+		Template: func(id string) (usecases.TemplateInfo, bool) {
+			t, ok := tpls.Catalog().Get(id)
+			return usecases.TemplateInfo{Requires: t.Requires, Available: t.Status == templates.StatusAvailable}, ok
+		}})
+	if err != nil {
+		return errors.Wrap(err, "load the use cases")
+	}
+	ws.usecases = ucs
+	return nil
 }
 
 // eventSink takes events providers emit (plugins) onto the engine's bus.

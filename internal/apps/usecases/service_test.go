@@ -619,3 +619,18 @@ func TestParseRejects(t *testing.T) {
 		t.Errorf("duplicate id: %v", err)
 	}
 }
+
+// New refuses a catalog whose entries name templates that do not exist.
+func TestNewChecksTemplates(t *testing.T) {
+	t.Parallel()
+	b := setup(t, smallFiles())
+	cat, err := Parse(smallFiles())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(Config{Store: b.st, People: b.people, Resolver: b.res, Catalog: cat,
+		Template: func(id string) (TemplateInfo, bool) { return TemplateInfo{}, id != "tpl_gap" }})
+	if err == nil || !strings.Contains(err.Error(), "e_all names template tpl_gap") {
+		t.Errorf("New: %v", err)
+	}
+}
