@@ -34,6 +34,8 @@ import (
 	"github.com/bas-platform/bas/internal/apps/automation"
 	"github.com/bas-platform/bas/internal/apps/decisions"
 	"github.com/bas-platform/bas/internal/apps/docs"
+	"github.com/bas-platform/bas/internal/apps/templates"
+	"github.com/bas-platform/bas/internal/apps/usecases"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/mail"
@@ -147,6 +149,9 @@ type Workspace struct {
 
 	docs *docs.Service // the documents app
 
+	templates *templates.Service // the process template catalog
+	usecases  *usecases.Service  // the use-case catalog and register
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -163,7 +168,13 @@ func (ws *Workspace) Decisions() *decisions.Service { return ws.decisions }
 // and review.
 func (ws *Workspace) Docs() *docs.Service { return ws.docs }
 
-// docsEvents hands the documents app's events to the run engine's outbox
+// Templates returns the process template catalog and its installations.
+func (ws *Workspace) Templates() *templates.Service { return ws.templates }
+
+// UseCases returns the use-case catalog and the workspace registers.
+func (ws *Workspace) UseCases() *usecases.Service { return ws.usecases }
+
+// docsEvents hands the documents and use-case apps' events to the run engine's outbox
 // (the engine is wired after the apps, so it is looked up per event).
 type docsEvents struct{ ws *Workspace }
 
@@ -318,6 +329,11 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	} else if n > 0 {
 		opts.Logger.Info("docs: removed unfinished uploads", "files", n)
 	}
+	// -- wiring: catalogs (process templates, use cases)
+	if err := ws.openCatalogs(); err != nil {
+		_ = ws.Close()
+		return nil, err
+	}
 	// -- wiring: engine
 	if _, taken := ws.registry.Provider("builtin.email"); !taken {
 		if err := ws.registry.Register(mail.NewProvider(st, opts.Clock)); err != nil {
@@ -341,6 +357,29 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		return nil, errors.Wrap(err, "open the run engine")
 	}
 	return ws, nil
+}
+
+// openCatalogs loads the process template catalog and the use-case
+// catalog (each checked as it loads) and wires their services.
+func (ws *Workspace) openCatalogs() error {
+	opts := ws.opts
+	tpls, err := templates.New(templates.Config{Store: ws.store, Clock: opts.Clock, Logger: opts.Logger,
+		Processes: ws.processes, Gaps: ws.registry})
+	if err != nil {
+		return errors.Wrap(err, "load the process templates")
+	}
+	ws.templates = tpls
+	ucs, err := usecases.New(usecases.Config{Store: ws.store, Clock: opts.Clock, Logger: opts.Logger,
+		People: ws.access, Resolver: ws.registry, Events: docsEvents{ws},
+		Template: func(id string) (usecases.TemplateInfo, bool) {
+			t, ok := tpls.Catalog().Get(id)
+			return usecases.TemplateInfo{Requires: t.Requires, Available: t.Status == templates.StatusAvailable}, ok
+		}})
+	if err != nil {
+		return errors.Wrap(err, "load the use cases")
+	}
+	ws.usecases = ucs
+	return nil
 }
 
 // eventSink takes events providers emit (plugins) onto the engine's bus.

@@ -12,4 +12,6 @@ func (h *Handler) registerRoutes() {
 	h.registerAutomationRoutes()
 	h.registerDecisionRoutes()
 	h.registerDocsRoutes()
+	h.registerTemplateRoutes()
+	h.registerUseCaseRoutes()
 }

@@ -185,6 +185,22 @@ var versions = &store.Collection[Version]{
 // Create validates in (every violation at once, errs.Invalid) and creates
 // the process with version 1, audited as actor.
 func (s *Service) Create(ctx context.Context, tenant, actor string, in ProcessIn) (*Definition, error) {
+	var d *Definition
+	err := s.st.Update(ctx, func(tx store.Txn) error {
+		var err error
+		d, err = s.CreateTx(tx, tenant, actor, in)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// CreateTx is Create inside the caller's transaction, so several processes
+// (a template installation) are created all or none. in is validated
+// again.
+func (s *Service) CreateTx(tx store.Txn, tenant, actor string, in ProcessIn) (*Definition, error) {
 	if err := validateIn(in); err != nil {
 		return nil, err
 	}
@@ -205,20 +221,17 @@ func (s *Service) Create(ctx context.Context, tenant, actor string, in ProcessIn
 		t := in.TemplateID
 		d.TemplateID = &t
 	}
-	err := s.st.Update(ctx, func(tx store.Txn) error {
-		if err := definitions.Put(tx, tenant, d); err != nil {
-			return err
-		}
-		if err := versions.Put(tx, tenant, versionOf(d, actor, now)); err != nil {
-			return err
-		}
-		if err := audit.Write(tx, tenant, audit.Entry{At: now, Actor: actor, Action: "process.create",
-			Entity: "process", EntityID: d.ID, After: audit.Marshal(d)}); err != nil {
-			return err
-		}
-		return s.runHooks(tx, tenant, nil, d)
-	})
-	if err != nil {
+	if err := definitions.Put(tx, tenant, d); err != nil {
+		return nil, err
+	}
+	if err := versions.Put(tx, tenant, versionOf(d, actor, now)); err != nil {
+		return nil, err
+	}
+	if err := audit.Write(tx, tenant, audit.Entry{At: now, Actor: actor, Action: "process.create",
+		Entity: "process", EntityID: d.ID, After: audit.Marshal(d)}); err != nil {
+		return nil, err
+	}
+	if err := s.runHooks(tx, tenant, nil, d); err != nil {
 		return nil, err
 	}
 	return d, nil

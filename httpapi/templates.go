@@ -1,0 +1,55 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/bas-platform/bas/internal/apps/access"
+	"github.com/bas-platform/bas/internal/apps/templates"
+)
+
+// The process template catalog (api.md section 5, templates row): reading
+// needs processes.read, installing processes.manage.
+func (h *Handler) registerTemplateRoutes() {
+	app := access.AppProcesses
+	h.handle("GET", "/v1/process-templates", app, access.PermProcessesRead, h.handleTemplatesList)
+	h.handle("GET", "/v1/process-templates/:id", app, access.PermProcessesRead, h.handleTemplateGet)
+	h.handle("POST", "/v1/process-templates/install", app, access.PermProcessesManage, h.handleTemplatesInstall)
+}
+
+// handleTemplatesList serves GET /v1/process-templates?function=: every
+// template (CatalogEntry) with installed for the caller's workspace, by
+// function then id (not paged: the catalog is small and fixed).
+func (h *Handler) handleTemplatesList(c *Ctx) error {
+	out, err := h.ws.Templates().List(c.Context(), c.Tenant(), c.R.URL.Query().Get("function"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// handleTemplateGet serves GET /v1/process-templates/{id}.
+func (h *Handler) handleTemplateGet(c *Ctx) error {
+	e, err := h.ws.Templates().Get(c.Context(), c.Tenant(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, e)
+}
+
+// handleTemplatesInstall serves POST /v1/process-templates/install
+// (InstallIn -> InstallOut): 201 when a process was installed, 200 when
+// every template was skipped.
+func (h *Handler) handleTemplatesInstall(c *Ctx) error {
+	var in templates.InstallIn
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	out, err := h.ws.Templates().Install(c.Context(), c.Tenant(), c.P.Actor(), in)
+	if err != nil {
+		return err
+	}
+	if len(out.Installed) == 0 {
+		return c.JSON(http.StatusOK, out)
+	}
+	return c.JSON(http.StatusCreated, out)
+}
