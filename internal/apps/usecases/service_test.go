@@ -65,9 +65,8 @@ func smallFiles() map[string][]byte {
 
 // resolver is an in-memory Resolver: the capabilities listed resolve.
 type resolver struct {
-	mu  sync.Mutex
-	ok  map[string]bool
-	err error
+	mu sync.Mutex
+	ok map[string]bool
 }
 
 func (r *resolver) Resolve(_ context.Context, _, id string) (capability.Provider, error) {
