@@ -32,6 +32,7 @@ import (
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/apps/automation"
+	"github.com/bas-platform/bas/internal/apps/boards"
 	"github.com/bas-platform/bas/internal/apps/decisions"
 	"github.com/bas-platform/bas/internal/apps/docs"
 	"github.com/bas-platform/bas/internal/clock"
@@ -147,6 +148,8 @@ type Workspace struct {
 
 	docs *docs.Service // the documents app
 
+	boards *boards.Service // the boards app
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -162,6 +165,10 @@ func (ws *Workspace) Decisions() *decisions.Service { return ws.decisions }
 // Docs returns the documents app: types, uploads, extraction, validation
 // and review.
 func (ws *Workspace) Docs() *docs.Service { return ws.docs }
+
+// Boards returns the boards app: boards, their statuses, columns and
+// groups, and items.
+func (ws *Workspace) Boards() *boards.Service { return ws.boards }
 
 // docsEvents hands the documents app's events to the run engine's outbox
 // (the engine is wired after the apps, so it is looked up per event).
@@ -317,6 +324,12 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		opts.Logger.Warn("docs: sweeping unfinished uploads failed", "error", err.Error())
 	} else if n > 0 {
 		opts.Logger.Info("docs: removed unfinished uploads", "files", n)
+	}
+	// -- wiring: boards (its events go to the engine's outbox as the docs app's do)
+	ws.boards = boards.New(boards.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger, Events: docsEvents{ws}})
+	if err := ws.registry.Register(ws.boards.Provider()); err != nil {
+		_ = ws.Close()
+		return nil, errors.Wrap(err, "register the boards provider")
 	}
 	// -- wiring: engine
 	if _, taken := ws.registry.Provider("builtin.email"); !taken {
