@@ -140,3 +140,5 @@ func keysOf(items []*Item) []string {
 
 func sp(s string) *string { return &s }
 func ip(i int) *int       { return &i }
+
+func storePage() store.Page { return store.Page{} }
