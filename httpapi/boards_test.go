@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bas-platform/bas/httpapi"
 	"github.com/google/go-cmp/cmp"
@@ -140,7 +141,10 @@ func TestBoardsHTTP(t *testing.T) {
 	if diff := cmp.Diff(wantBad, violationsOf(t, r)); diff != "" {
 		t.Errorf("bad item (-want +got):\n%s", diff)
 	}
+	// (The clock moves between creations so "newest first" is defined.)
+	s.clock.Advance(time.Millisecond)
 	bi := s.newItem(t, tok, b.ID, `{"title": "Book the venue", "assignee_id": "ben"}`)
+	s.clock.Advance(time.Millisecond)
 	c := s.newItem(t, tok, b.ID, fmt.Sprintf(`{"title": "Print the venue posters", "group_id": %q, "assignee_id": "ana", "index": 0}`, week))
 	if bi.Key != "LP-2" || c.Key != "LP-3" {
 		t.Errorf("keys %s %s", bi.Key, c.Key)

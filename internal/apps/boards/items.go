@@ -413,16 +413,19 @@ func (s *Service) createItem(ctx context.Context, tenant, boardID string, in Ite
 			return err
 		}
 		if idem != "" {
+			// A repeat returns the first call's item; when that item was
+			// deleted since, the repeat makes a new one.
 			prev, err := tx.Get(store.Key(tenant, spaceIdem, idem))
 			if err == nil {
 				it, err := itemsC.Get(tx, tenant, string(prev))
-				if err != nil {
+				if err == nil && it.BoardID == r.ID {
+					out = visible(r, it)
+					return nil
+				}
+				if err != nil && !errors.Is(err, errs.NotFound) {
 					return err
 				}
-				out = visible(r, it)
-				return nil
-			}
-			if !errors.Is(err, store.ErrNotFound) {
+			} else if !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
 		}
