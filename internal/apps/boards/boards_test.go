@@ -435,8 +435,15 @@ func TestMoveTouchesOneRecord(t *testing.T) {
 	if diff := cmp.Diff([]string{"OPS-3"}, order(doing)); diff != "" {
 		t.Errorf("doing (-want +got):\n%s", diff)
 	}
+	// Every violation of a patch is reported together.
+	_, err := b.svc.UpdateItem(b.ctx, b.tenant, d.ID, items[0].ID, ItemPatch{Title: sp(""), StatusID: sp("bst_x"), GroupID: sp("bgr_x"),
+		Values: map[string]any{"bcl_x": 1}})
+	if diff := cmp.Diff([]string{"body.title string_too_short", "body.status_id value_error", "body.group_id value_error", "body.values.bcl_x value_error"},
+		violations(err)); diff != "" {
+		t.Errorf("bad patch (-want +got):\n%s", diff)
+	}
 	// An anchor in another status is refused, naming the field.
-	_, err := b.svc.UpdateItem(b.ctx, b.tenant, d.ID, items[0].ID, ItemPatch{Placement: Placement{AfterID: &items[2].ID}})
+	_, err = b.svc.UpdateItem(b.ctx, b.tenant, d.ID, items[0].ID, ItemPatch{Placement: Placement{AfterID: &items[2].ID}})
 	if diff := cmp.Diff([]string{"body.after_id value_error"}, violations(err)); diff != "" {
 		t.Errorf("anchor elsewhere (-want +got):\n%s", diff)
 	}

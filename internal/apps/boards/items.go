@@ -663,6 +663,16 @@ func (s *Service) UpdateItem(ctx context.Context, tenant, boardID, id string, p 
 		}
 		next := *old
 		vs := p.Validate()
+		if p.StatusID != nil {
+			if st, _ := r.status(*p.StatusID); st == nil {
+				vs = append(vs, errs.Violation{Loc: []any{"body", "status_id"}, Msg: "is not a status of this board", Type: "value_error"})
+			}
+		}
+		if p.GroupID != nil {
+			if g, _ := r.group(*p.GroupID); g == nil {
+				vs = append(vs, errs.Violation{Loc: []any{"body", "group_id"}, Msg: "is not a group of this board", Type: "value_error"})
+			}
+		}
 		values, vvs := applyValues(r, old.Values, p.Values)
 		if err := errs.Validation(append(vs, vvs...)...); err != nil {
 			return err
