@@ -484,3 +484,38 @@ func TestCompletion(t *testing.T) {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
+
+// TestLargeItemsMoveInSmallerBatches: when a batch of large items makes a
+// transaction too large, deleting their status (or their board) goes on in
+// smaller batches.
+func TestLargeItemsMoveInSmallerBatches(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	svc := New(Config{Store: b.st, Clock: b.clock, Events: b.sink}) // batches of 500
+	d := b.board(t, BoardIn{Name: "Big"})
+	big := strings.Repeat("long description ", 1100) // about 18 KiB
+	for range 100 {
+		if _, err := svc.CreateItem(b.ctx, b.tenant, d.ID, ItemIn{Title: "t", Description: &big}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := svc.DeleteStatus(b.ctx, b.tenant, d.ID, d.Statuses[0].ID, d.Statuses[1].ID); err != nil {
+		t.Fatalf("delete with move_to: %v", err)
+	}
+	st, err := svc.GetStatus(b.ctx, b.tenant, d.ID, d.Statuses[1].ID)
+	if err != nil || st.ItemCount != 100 {
+		t.Fatalf("moved %d, %v", st.ItemCount, err)
+	}
+	if err := svc.DeleteBoard(b.ctx, b.tenant, d.ID); err != nil {
+		t.Fatalf("delete the board: %v", err)
+	}
+	left := 0
+	for k := range b.snapshot(t) {
+		if strings.Contains(k, "bitem") || strings.Contains(k, spacePos) || strings.Contains(k, spaceCount) {
+			left++
+		}
+	}
+	if left != 0 {
+		t.Errorf("%d keys of the board's items are left", left)
+	}
+}

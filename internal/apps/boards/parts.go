@@ -7,6 +7,7 @@ import (
 
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
 )
 
 // place moves the element at from to position to (clamped to the end).
@@ -324,6 +325,7 @@ func (k partKind) String() string {
 // transaction removes the part once it holds nothing, so an item added to
 // it meanwhile is moved too or stops the delete.
 func (s *Service) deletePart(ctx context.Context, tenant, boardID, id, moveTo string, kind partKind) error {
+	batch := s.batch
 	for {
 		done := false
 		err := s.st.Update(ctx, func(tx store.Txn) error {
@@ -356,7 +358,7 @@ func (s *Service) deletePart(ctx context.Context, tenant, boardID, id, moveTo st
 				if target < 0 || moveTo == id {
 					return errs.Invalidf([]any{"query", "move_to"}, "value_error", "must be another %s of this board", kind)
 				}
-				ids, err := s.partItems(tx, tenant, boardID, id, kind)
+				ids, err := partItems(tx, tenant, boardID, id, kind, batch)
 				if err != nil {
 					return err
 				}
@@ -387,6 +389,10 @@ func (s *Service) deletePart(ctx context.Context, tenant, boardID, id, moveTo st
 			done = true
 			return boardsC.Put(tx, tenant, r)
 		})
+		if errors.Is(err, errs.TooLarge) && batch > 1 {
+			batch /= 2 // large items: fewer per transaction
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -397,13 +403,13 @@ func (s *Service) deletePart(ctx context.Context, tenant, boardID, id, moveTo st
 	}
 }
 
-// partItems returns up to a batch of the item ids in a status (in position
+// partItems returns up to batch of the item ids in a status (in position
 // order) or a group.
-func (s *Service) partItems(rd store.Reader, tenant, boardID, id string, kind partKind) ([]string, error) {
+func partItems(rd store.Reader, tenant, boardID, id string, kind partKind, batch int) ([]string, error) {
 	var out []string
 	collect := func(iid string) error {
 		out = append(out, iid)
-		if len(out) == s.batch {
+		if len(out) == batch {
 			return store.ErrStop
 		}
 		return nil

@@ -413,13 +413,14 @@ func (s *Service) DeleteBoard(ctx context.Context, tenant, id string) error {
 	if err := s.st.Update(ctx, func(tx store.Txn) error { return boardsC.Delete(tx, tenant, id) }); err != nil {
 		return err
 	}
+	size := s.batch
 	for {
 		done := false
 		err := s.st.Update(ctx, func(tx store.Txn) error {
 			var batch []string
 			if err := itemsC.IDsBy(tx, tenant, "b", []any{id}, func(iid string) error {
 				batch = append(batch, iid)
-				if len(batch) == s.batch {
+				if len(batch) == size {
 					return store.ErrStop
 				}
 				return nil
@@ -435,7 +436,7 @@ func (s *Service) DeleteBoard(ctx context.Context, tenant, id string) error {
 					return err
 				}
 			}
-			if len(batch) < s.batch {
+			if len(batch) < size {
 				done = true
 				if err := tx.Delete(store.Key(tenant, spaceSeq, id)); err != nil {
 					return err
@@ -444,6 +445,10 @@ func (s *Service) DeleteBoard(ctx context.Context, tenant, id string) error {
 			}
 			return nil
 		})
+		if errors.Is(err, errs.TooLarge) && size > 1 {
+			size /= 2
+			continue
+		}
 		if err != nil {
 			return errors.Wrap(err, "delete the board's items")
 		}
