@@ -327,3 +327,27 @@ func TestBoardsProcessWaitsForResolution(t *testing.T) {
 		t.Errorf("wait output %v", data)
 	}
 }
+
+// TestBoardsRouteTable: every boards route belongs to the boards app and
+// needs boards.read to read, boards.write to change.
+func TestBoardsRouteTable(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, httpapi.Options{})
+	n := 0
+	for _, r := range s.h.Routes() {
+		if !strings.HasPrefix(r.Path, "/v1/boards") {
+			continue
+		}
+		n++
+		want := "boards.write"
+		if r.Method == "GET" {
+			want = "boards.read"
+		}
+		if r.App != "boards" || r.Perm != want || r.Public {
+			t.Errorf("%s %s: app %q, permission %q, public %v", r.Method, r.Path, r.App, r.Perm, r.Public)
+		}
+	}
+	if n != 25 {
+		t.Errorf("%d boards routes, want 25", n)
+	}
+}
