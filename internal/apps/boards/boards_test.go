@@ -116,11 +116,14 @@ func TestBoardBounds(t *testing.T) {
 	}
 }
 
-// TestConcurrentKeys creates 50 items at once: they get keys 1..50.
+// TestConcurrentKeys creates 50 items at once: they get keys 1..50. Half
+// go through a second service on the same store, as a second process
+// would, so creations also meet in the store's conflict detection.
 func TestConcurrentKeys(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	d := b.board(t, BoardIn{Name: "Ops", Key: sp("OPS")})
+	svcs := []*Service{b.svc, New(Config{Store: b.st, Clock: b.clock, Events: b.sink})}
 	var wg sync.WaitGroup
 	keys := make([]string, 50)
 	errsOut := make([]error, 50)
@@ -128,7 +131,7 @@ func TestConcurrentKeys(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			it, err := b.svc.CreateItem(b.ctx, b.tenant, d.ID, ItemIn{Title: fmt.Sprint("item ", i)})
+			it, err := svcs[i%2].CreateItem(b.ctx, b.tenant, d.ID, ItemIn{Title: fmt.Sprint("item ", i)})
 			errsOut[i] = err
 			if err == nil {
 				keys[i] = it.Key

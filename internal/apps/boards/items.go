@@ -407,6 +407,9 @@ func (s *Service) CreateItem(ctx context.Context, tenant, boardID string, in Ite
 // one item for it (a repeat returns the item the first made).
 func (s *Service) createItem(ctx context.Context, tenant, boardID string, in ItemIn, idem string) (*Item, error) {
 	var out *Item
+	mu := s.createLock(tenant, boardID)
+	mu.Lock()
+	defer mu.Unlock()
 	err := s.st.Update(ctx, func(tx store.Txn) error {
 		r, err := boardsC.Get(tx, tenant, boardID)
 		if err != nil {

@@ -3,10 +3,12 @@ package boards
 import (
 	"context"
 	"encoding/binary"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -70,6 +72,22 @@ type Service struct {
 	log    *slog.Logger
 	events EventSink
 	batch  int
+
+	// creating serializes item creations of one board in this process
+	// (striped by board): they all write the board's counter, so running
+	// them together would only make them conflict and retry. Creations
+	// from other processes on a shared store still meet in the store's
+	// conflict detection.
+	creating [64]sync.Mutex
+}
+
+// createLock returns the lock of board's item creations.
+func (s *Service) createLock(tenant, board string) *sync.Mutex {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(tenant))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(board))
+	return &s.creating[h.Sum32()%uint32(len(s.creating))]
 }
 
 // New returns the boards app over cfg.Store. It panics when cfg.Store is
