@@ -522,3 +522,43 @@ func TestLargeItemsMoveInSmallerBatches(t *testing.T) {
 		t.Errorf("%d keys of the board's items are left", left)
 	}
 }
+
+// TestManyAtOneSpot: items placed again and again at one spot (right after
+// one item) keep short keys, since a run of long keys is spaced out again,
+// and keep their order.
+func TestManyAtOneSpot(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	d := b.board(t, BoardIn{Name: "Pinned", Key: sp("PIN")})
+	x := b.item(t, d.ID, ItemIn{Title: "x"})
+	y := b.item(t, d.ID, ItemIn{Title: "y"})
+	want := []string{x.Key}
+	var tail []string
+	for i := range 600 {
+		it := b.item(t, d.ID, ItemIn{Title: fmt.Sprint("n", i), Placement: Placement{AfterID: &x.ID}})
+		tail = append([]string{it.Key}, tail...)
+		if len(it.Position) > respaceAbove {
+			t.Fatalf("item %d got a key of %d characters: %s", i, len(it.Position), it.Position)
+		}
+	}
+	want = append(append(want, tail...), y.Key)
+	var got []*Item
+	p := store.Page{Limit: 200}
+	for {
+		page, next, err := b.svc.ListItems(b.ctx, b.tenant, d.ID, ItemFilter{StatusID: d.Statuses[0].ID}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, page...)
+		if next == "" {
+			break
+		}
+		p.Cursor = next
+	}
+	if diff := cmp.Diff(want, keysOf(got)); diff != "" {
+		t.Errorf("order (-want +got):\n%s", diff)
+	}
+	if !slices.IsSortedFunc(got, func(a, b *Item) int { return strings.Compare(a.Position, b.Position) }) {
+		t.Error("positions out of order")
+	}
+}

@@ -240,10 +240,119 @@ func between(rd store.Reader, prefix []byte, a, b, self string) (string, error) 
 	return rankBetween(a, b)
 }
 
-// place returns the position for item self in status statusID of board
-// r by pl: right before or after another item of that status, at an
-// index, or (by default) last.
+// placeRank returns the position for item self in status statusID of
+// board r by pl: right before or after another item of that status, at an
+// index, or (by default) last. When many items were placed at one spot
+// and the new key grows long, the run of long keys around it is spaced out
+// again (see respace).
 func (s *Service) placeRank(tx store.Txn, tenant string, r *record, statusID, self string, pl Placement) (string, error) {
+	pos, err := s.findRank(tx, tenant, r, statusID, self, pl)
+	if err != nil || len(pos) <= respaceAbove {
+		return pos, err
+	}
+	return respace(tx, tenant, r.ID, statusID, self, pos)
+}
+
+// Keys longer than respaceAbove trigger respacing; keys up to shortRank
+// bound the run respaced; a run of more than maxRespace items is left as
+// it is (its keys only grow longer).
+const (
+	respaceAbove = 40
+	shortRank    = 12
+	maxRespace   = 2000
+)
+
+// respace gives the run of items with long keys around pos (the place of
+// a new key, which only repeated insertions at one spot make long) evenly
+// spaced short keys between the nearest short keys on either side, and
+// returns the new item's key among them. It rewrites the run's items
+// (once per some thousand insertions at one spot), keeping their order.
+func respace(tx store.Txn, tenant, board, statusID, self, pos string) (string, error) {
+	prefix := posPrefix(tenant, board, "s", statusID)
+	from := store.AppendKey(append([]byte(nil), prefix...), pos)
+	type entry struct{ pos, id string }
+	walk := func(reverse bool) ([]entry, string, error) {
+		var run []entry
+		bound := ""
+		after := from
+		if !reverse {
+			after = append(append([]byte(nil), from...), 0xff) // past every key at pos
+		}
+		err := tx.Scan(store.ScanOptions{Prefix: prefix, After: after, Reverse: reverse, KeysOnly: true}, func(k, _ []byte) error {
+			p, id, err := posOf(k)
+			if err != nil {
+				return err
+			}
+			if id == self {
+				return nil
+			}
+			if len(p) <= shortRank || len(run) == maxRespace {
+				bound = p
+				return store.ErrStop
+			}
+			run = append(run, entry{p, id})
+			return nil
+		})
+		return run, bound, err
+	}
+	before, lo, err := walk(true)
+	if err != nil {
+		return "", err
+	}
+	after, hi, err := walk(false)
+	if err != nil {
+		return "", err
+	}
+	if len(before) == maxRespace || len(after) == maxRespace || (lo != "" && hi != "" && lo >= hi) {
+		return pos, nil
+	}
+	slices.Reverse(before)
+	keys, err := spread(lo, hi, len(before)+1+len(after))
+	if err != nil {
+		return "", err
+	}
+	run := append(append(before, entry{}), after...)
+	mine := ""
+	for i, e := range run {
+		if e.id == "" {
+			mine = keys[i]
+			continue
+		}
+		old, err := itemsC.Get(tx, tenant, e.id)
+		if err != nil {
+			return "", err
+		}
+		next := *old
+		next.Position = keys[i]
+		if err := putItem(tx, tenant, old, &next); err != nil {
+			return "", err
+		}
+	}
+	return mine, nil
+}
+
+// spread returns n keys in order strictly between a and b, spaced by
+// bisection, so each is about log62(n) characters longer than a and b.
+func spread(a, b string, n int) ([]string, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	mid, err := rankBetween(a, b)
+	if err != nil {
+		return nil, err
+	}
+	left, err := spread(a, mid, n/2)
+	if err != nil {
+		return nil, err
+	}
+	right, err := spread(mid, b, n-n/2-1)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(left, mid), right...), nil
+}
+
+func (s *Service) findRank(tx store.Txn, tenant string, r *record, statusID, self string, pl Placement) (string, error) {
 	prefix := posPrefix(tenant, r.ID, "s", statusID)
 	entry := func(it *Item) []byte { return store.AppendKey(append([]byte(nil), prefix...), it.Position, it.ID) }
 	anchor := func(id string, field string) (*Item, error) {

@@ -21,8 +21,9 @@ import (
 
 const rankDigits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
-// maxRankLen bounds a key; keys made by this package stay far below it.
-const maxRankLen = 256
+// maxRankLen bounds a key; keys made by this package stay far below it
+// (long runs are respaced, see respace).
+const maxRankLen = 1024
 
 // smallestInteger is the least integer part; no key may equal it alone.
 var smallestInteger = "A" + strings.Repeat("0", 26)
