@@ -254,12 +254,13 @@ func (s *Service) placeRank(tx store.Txn, tenant string, r *record, statusID, se
 }
 
 // Keys longer than respaceAbove trigger respacing; keys up to shortRank
-// bound the run respaced; a run of more than maxRespace items is left as
-// it is (its keys only grow longer).
+// bound the run respaced, which takes at most maxRespace items on either
+// side of the new key (beyond that, the next key bounds it, long or not:
+// keys then settle a few characters longer than the bounds).
 const (
 	respaceAbove = 40
 	shortRank    = 12
-	maxRespace   = 2000
+	maxRespace   = 256
 )
 
 // respace gives the run of items with long keys around pos (the place of
@@ -303,7 +304,7 @@ func respace(tx store.Txn, tenant, board, statusID, self, pos string) (string, e
 	if err != nil {
 		return "", err
 	}
-	if len(before) == maxRespace || len(after) == maxRespace || (lo != "" && hi != "" && lo >= hi) {
+	if lo != "" && hi != "" && lo >= hi {
 		return pos, nil
 	}
 	slices.Reverse(before)
