@@ -534,7 +534,7 @@ func TestManyAtOneSpot(t *testing.T) {
 	y := b.item(t, d.ID, ItemIn{Title: "y"})
 	want := []string{x.Key}
 	var tail []string
-	for i := range 1500 {
+	for i := range 900 {
 		it := b.item(t, d.ID, ItemIn{Title: fmt.Sprint("n", i), Placement: Placement{AfterID: &x.ID}})
 		tail = append([]string{it.Key}, tail...)
 		if len(it.Position) > respaceAbove {
