@@ -32,6 +32,7 @@ import (
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/apps/automation"
+	"github.com/bas-platform/bas/internal/apps/boards"
 	"github.com/bas-platform/bas/internal/apps/decisions"
 	"github.com/bas-platform/bas/internal/apps/docs"
 	"github.com/bas-platform/bas/internal/apps/templates"
@@ -151,6 +152,7 @@ type Workspace struct {
 
 	templates *templates.Service // the process template catalog
 	usecases  *usecases.Service  // the use-case catalog and register
+	boards    *boards.Service    // the boards app
 
 	closeOnce sync.Once
 	closeErr  error
@@ -174,7 +176,11 @@ func (ws *Workspace) Templates() *templates.Service { return ws.templates }
 // UseCases returns the use-case catalog and the workspace registers.
 func (ws *Workspace) UseCases() *usecases.Service { return ws.usecases }
 
-// docsEvents hands the documents and use-case apps' events to the run engine's outbox
+// Boards returns the boards app: boards, their statuses, columns and
+// groups, and items.
+func (ws *Workspace) Boards() *boards.Service { return ws.boards }
+
+// docsEvents hands the apps' events (documents, boards, use cases) to the run engine's outbox
 // (the engine is wired after the apps, so it is looked up per event).
 type docsEvents struct{ ws *Workspace }
 
@@ -328,6 +334,12 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		opts.Logger.Warn("docs: sweeping unfinished uploads failed", "error", err.Error())
 	} else if n > 0 {
 		opts.Logger.Info("docs: removed unfinished uploads", "files", n)
+	}
+	// -- wiring: boards (its events go to the engine's outbox as the docs app's do)
+	ws.boards = boards.New(boards.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger, Events: docsEvents{ws}})
+	if err := ws.registry.Register(ws.boards.Provider()); err != nil {
+		_ = ws.Close()
+		return nil, errors.Wrap(err, "register the boards provider")
 	}
 	// -- wiring: catalogs (process templates, use cases)
 	if err := ws.openCatalogs(); err != nil {

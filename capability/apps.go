@@ -35,7 +35,7 @@ func BuiltinApps() []App {
 		"invoicing.invoice.paid", "invoicing.invoice.overdue", "invoicing.invoice.voided",
 		"invoicing.payment.received",
 	}
-	boardEvents := []string{"boards.item.created", "boards.item.moved"}
+	boardEvents := []string{"boards.item.created", "boards.item.moved", "boards.item.completed"}
 	usecaseEvents := []string{"usecases.adoption.changed"}
 	others := slices.Concat(taskEvents, docsEvents, crmEvents, invoicingEvents, boardEvents, usecaseEvents)
 	return []App{
@@ -50,7 +50,7 @@ func BuiltinApps() []App {
 		app("invoicing", "Invoicing", "/v1/invoicing", invoicingEvents, nil,
 			[]string{CustomerCreate, InvoiceCreate, InvoiceFinalize, InvoiceSend, InvoiceVoid, InvoiceGet, PaymentRequest}),
 		app("boards", "Boards", "/v1/boards", boardEvents, nil,
-			[]string{BoardItemCreate, BoardItemMove}),
+			[]string{BoardItemCreate, BoardItemMove, BoardItemUpdate}),
 		app("decisions", "Decisions", "/v1/decisions", nil, nil, []string{DecisionEvaluate}),
 		app("automation", "Automation settings", "/v1/automation", nil, nil, nil),
 		app("capabilities", "Capabilities and connections", "/v1/capabilities", nil, nil, nil),

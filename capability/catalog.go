@@ -38,6 +38,7 @@ const (
 	PaymentRequest    = "payment.request"
 	BoardItemCreate   = "board.item.create"
 	BoardItemMove     = "board.item.move"
+	BoardItemUpdate   = "board.item.update"
 	DecisionEvaluate  = "decision.evaluate"
 	ERPPurchaseOrder  = "erp.purchase_order.get"
 	ERPGoodsReceipt   = "erp.goods_receipt.get"
@@ -431,6 +432,23 @@ type BoardItemMoveResult struct {
 	StatusID string `json:"status_id" jsonschema:"required"`
 }
 
+// BoardItemUpdateArgs are the arguments of board.item.update: the fields
+// given change, values merge into the item's (a null value clears one).
+type BoardItemUpdateArgs struct {
+	ItemID      string         `json:"item_id" jsonschema:"required,minLength=1,maxLength=80"`
+	Title       string         `json:"title,omitempty" jsonschema:"maxLength=300"`
+	Description *string        `json:"description,omitempty" jsonschema:"nullable,maxLength=20000"`
+	AssigneeID  *string        `json:"assignee_id,omitempty" jsonschema:"nullable,maxLength=200"`
+	Values      map[string]any `json:"values,omitempty"`
+}
+
+// BoardItemUpdateResult is the result of board.item.update.
+type BoardItemUpdateResult struct {
+	ItemID   string `json:"item_id" jsonschema:"required,minLength=1"`
+	Key      string `json:"key" jsonschema:"required"`
+	StatusID string `json:"status_id" jsonschema:"required"`
+}
+
 // DecisionEvaluateArgs are the arguments of decision.evaluate.
 type DecisionEvaluateArgs struct {
 	Name  string         `json:"name" jsonschema:"required,minLength=1,maxLength=120"`
@@ -749,6 +767,7 @@ func standardSpecs() []standardSpec {
 		{PaymentRequest, "Request a payment", "Asks a payer for an amount, optionally against an invoice, through the payments account.", &PaymentRequestArgs{}, &PaymentRequestResult{}, false},
 		{BoardItemCreate, "Create a board item", "Adds an item to a board.", &BoardItemCreateArgs{}, &BoardItemCreateResult{}, false},
 		{BoardItemMove, "Move a board item", "Moves a board item to another status (and group or position).", &BoardItemMoveArgs{}, &BoardItemMoveResult{}, false},
+		{BoardItemUpdate, "Update a board item", "Changes a board item's title, description, assignee or column values.", &BoardItemUpdateArgs{}, &BoardItemUpdateResult{}, false},
 		{DecisionEvaluate, "Evaluate a decision", "Evaluates a named decision on an input and says whether its output may be applied automatically.", &DecisionEvaluateArgs{}, &DecisionEvaluateResult{}, false},
 		{ERPPurchaseOrder, "Read a purchase order", "Returns a purchase order from the ERP by its number, with its lines.", &PurchaseOrderGetArgs{}, &PurchaseOrder{}, true},
 		{ERPGoodsReceipt, "Read goods receipts", "Returns the quantities received against a purchase order (for three-way matching).", &GoodsReceiptGetArgs{}, &GoodsReceipt{}, true},

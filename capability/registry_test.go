@@ -135,7 +135,7 @@ func TestStandardCatalog(t *testing.T) {
 	for _, id := range []string{"task.create", "email.send", "document.extract", "document.validate", "document.approve",
 		"crm.company.create", "crm.contact.create", "crm.deal.create", "crm.deal.update", "crm.activity.log",
 		"invoice.create", "invoice.finalize", "invoice.send", "invoice.void", "payment.request",
-		"board.item.create", "board.item.move", "decision.evaluate", "approval.request",
+		"board.item.create", "board.item.move", "board.item.update", "decision.evaluate", "approval.request",
 		"erp.purchase_order.get", "erp.supplier.get", "ledger.post", "chat.message.send", "crm.contact.lookup",
 		"storage.file.put", "calendar.event.create", "sms.send", "esign.request"} {
 		if _, ok := b.reg.Capability(id); !ok {

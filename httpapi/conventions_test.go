@@ -183,6 +183,9 @@ func TestOtherTenantsRecordsAre404(t *testing.T) {
 	}
 	s.do(t, "POST", "/v1/api-keys", b.Token, `{"name": "b admin", "roles": ["admin"]}`).want(t, http.StatusAccepted).decode(t, &pending)
 	real["changes"] = []string{pending.ChangeID}
+	var board struct{ ID string }
+	s.do(t, "POST", "/v1/boards", b.Token, `{"name": "B's desk", "template": "service"}`).want(t, http.StatusCreated).decode(t, &board)
+	s.do(t, "POST", "/v1/boards/"+board.ID+"/items", b.Token, `{"title": "B's ticket"}`).want(t, http.StatusCreated)
 	// And whatever B's lists hold (records other apps make or seed).
 	for _, r := range s.h.Routes() {
 		if r.Method != "GET" || r.Public || strings.Contains(r.Path, ":") {
@@ -202,6 +205,9 @@ func TestOtherTenantsRecordsAre404(t *testing.T) {
 				}
 			}
 		}
+	}
+	if !contains(real["boards"], board.ID) {
+		t.Errorf("B's board is not among the ids walked: %v", real["boards"])
 	}
 
 	walked := 0

@@ -14,4 +14,5 @@ func (h *Handler) registerRoutes() {
 	h.registerDocsRoutes()
 	h.registerTemplateRoutes()
 	h.registerUseCaseRoutes()
+	h.registerBoardsRoutes()
 }
