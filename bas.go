@@ -32,6 +32,7 @@ import (
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/apps/automation"
+	"github.com/bas-platform/bas/internal/apps/crm"
 	"github.com/bas-platform/bas/internal/apps/decisions"
 	"github.com/bas-platform/bas/internal/apps/docs"
 	"github.com/bas-platform/bas/internal/clock"
@@ -146,6 +147,7 @@ type Workspace struct {
 	decisions  *decisions.Service  // decisions, feedback, the agreement ledger
 
 	docs *docs.Service // the documents app
+	crm  *crm.Service  // the CRM app
 
 	closeOnce sync.Once
 	closeErr  error
@@ -162,6 +164,10 @@ func (ws *Workspace) Decisions() *decisions.Service { return ws.decisions }
 // Docs returns the documents app: types, uploads, extraction, validation
 // and review.
 func (ws *Workspace) Docs() *docs.Service { return ws.docs }
+
+// CRM returns the CRM app: companies, contacts, deals on pipelines with
+// their board, and activities.
+func (ws *Workspace) CRM() *crm.Service { return ws.crm }
 
 // docsEvents hands the documents app's events to the run engine's outbox
 // (the engine is wired after the apps, so it is looked up per event).
@@ -317,6 +323,16 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		opts.Logger.Warn("docs: sweeping unfinished uploads failed", "error", err.Error())
 	} else if n > 0 {
 		opts.Logger.Info("docs: removed unfinished uploads", "files", n)
+	}
+	// -- wiring: crm (its events reach the engine's outbox as the docs app's do)
+	ws.crm = crm.New(crm.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger, Events: docsEvents{ws},
+		OwnerExists: func(ctx context.Context, tenant, userID string) error {
+			_, err := ws.access.Member(ctx, tenant, userID)
+			return err
+		}})
+	if err := ws.registry.Register(ws.crm.Provider()); err != nil {
+		_ = ws.Close()
+		return nil, errors.Wrap(err, "register the crm provider")
 	}
 	// -- wiring: engine
 	if _, taken := ws.registry.Provider("builtin.email"); !taken {
