@@ -2,7 +2,7 @@ package crm
 
 import (
 	"context"
-		"encoding/json"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"math"
@@ -499,4 +499,6 @@ func (s *Service) exists(ctx context.Context, fn func(store.Reader) (bool, error
 }
 
 // view runs fn in a read-only transaction.
-func (s *Service) view(ctx context.Context, fn func(r store.Reader) error) error { return s.st.View(ctx, fn) }
+func (s *Service) view(ctx context.Context, fn func(r store.Reader) error) error {
+	return s.st.View(ctx, fn)
+}
