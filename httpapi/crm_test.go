@@ -505,6 +505,8 @@ func TestCRMHTTPBounds(t *testing.T) {
 		{"deal title 201", "POST", "/v1/crm/deals", `{"title": ` + str(201) + `}`, []string{"body.title:string_too_long"}},
 		{"deal amount 0", "POST", "/v1/crm/deals", `{"title": "a", "amount_cents": 0}`, nil},
 		{"deal amount -1", "POST", "/v1/crm/deals", `{"title": "a", "amount_cents": -1}`, []string{"body.amount_cents:greater_than_equal"}},
+		{"deal amount max", "POST", "/v1/crm/deals", `{"title": "b", "amount_cents": 1000000000000000}`, nil},
+		{"deal amount over max", "POST", "/v1/crm/deals", `{"title": "b", "amount_cents": 1000000000000001}`, []string{"body.amount_cents:less_than_equal"}},
 		{"deal amount not integer", "POST", "/v1/crm/deals", `{"title": "a", "amount_cents": 1.5}`, []string{"body.amount_cents:type_error"}},
 		{"deal currency lower", "POST", "/v1/crm/deals", `{"title": "a", "currency": "usd"}`, []string{"body.currency:string_pattern_mismatch"}},
 		{"deal patch title 200", "PATCH", "/v1/crm/deals/" + deal, `{"title": ` + str(200) + `}`, nil},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/bas-platform/bas/store"
 )
@@ -83,5 +84,69 @@ func BenchmarkCRM(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkCRMScale runs each call on a workspace of 1,000 deals and on
+// one of 100,000 deals in turn, iteration by iteration, so both meet the
+// same load on a shared machine, and reports the time of each and their
+// ratio (x-100k/1k).
+func BenchmarkCRMScale(b *testing.B) {
+	ctx := context.Background()
+	type side struct {
+		bd *bundle
+		p  *Pipeline
+	}
+	var sides [2]side
+	for i, n := range []int{1_000, 100_000} {
+		bd := setup(b)
+		sides[i] = side{bd, seedDeals(b, bd, n)}
+	}
+	for _, op := range []struct {
+		name string
+		fn   func(s side) error
+	}{
+		{"board", func(s side) error {
+			_, err := s.bd.svc.Board(ctx, tenant, s.p.ID, 50)
+			return err
+		}},
+		{"list-owner", func(s side) error {
+			_, _, err := s.bd.svc.ListDeals(ctx, tenant, DealFilter{OwnerID: "usr_07"}, store.Page{Limit: 50})
+			return err
+		}},
+		{"list-stage", func(s side) error {
+			_, _, err := s.bd.svc.ListDeals(ctx, tenant, DealFilter{StageID: s.p.Stages[1].ID}, store.Page{Limit: 50})
+			return err
+		}},
+		{"list-q", func(s side) error {
+			_, _, err := s.bd.svc.ListDeals(ctx, tenant, DealFilter{Q: "deal 00"}, store.Page{Limit: 50})
+			return err
+		}},
+	} {
+		// Warm up: the big store compacts for a while after seeding.
+		for range 300 {
+			for _, s := range sides {
+				if err := op.fn(s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.Run(op.name, func(b *testing.B) {
+			var spent [2]time.Duration
+			n := 0
+			for b.Loop() {
+				for i, s := range sides {
+					start := time.Now()
+					if err := op.fn(s); err != nil {
+						b.Fatal(err)
+					}
+					spent[i] += time.Since(start)
+				}
+				n++
+			}
+			b.ReportMetric(float64(spent[0].Microseconds())/float64(n), "µs-1k")
+			b.ReportMetric(float64(spent[1].Microseconds())/float64(n), "µs-100k")
+			b.ReportMetric(float64(spent[1])/float64(spent[0]), "x-100k/1k")
+		})
 	}
 }
