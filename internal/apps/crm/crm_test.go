@@ -389,6 +389,18 @@ func TestProvider(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	prov := b.svc.Provider()
+	if info := prov.Info(); info.ID != ProviderID || info.Kind != capability.KindBuiltin || len(info.Capabilities) != 7 {
+		t.Errorf("info %+v", info)
+	}
+	var builtin capability.App
+	for _, a := range capability.BuiltinApps() {
+		if a.ID == "crm" {
+			builtin = a
+		}
+	}
+	if diff := cmp.Diff(builtin, App()); diff != "" {
+		t.Errorf("App() differs from the built-in crm app (-builtin +App):\n%s", diff)
+	}
 	call := func(capID, key string, args any) (map[string]any, error) {
 		raw, _ := json.Marshal(args)
 		out, err := prov.Call(ctx, capability.Call{Tenant: tenant, Capability: capID, Args: raw, IdempotencyKey: key})
