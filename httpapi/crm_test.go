@@ -673,3 +673,66 @@ func TestCRMDealWonTriggersProcess(t *testing.T) {
 		t.Errorf("the small deal's activities: %v", got)
 	}
 }
+
+// TestCRMProcessMovesDeal: a process step moves a deal through
+// crm.deal.move by stage name, end to end, and a second step reads the
+// move's result.
+func TestCRMProcessMovesDeal(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.devLogin(t, `{}`).Token
+	p := s.defaultPipeline(t, admin)
+	deal := s.crmPost(t, admin, "/v1/crm/deals", `{"title": "Springs", "amount_cents": 4200}`)
+	proc := s.createProc(t, admin, `{
+	  "name": "Close a deal", "function": "sales", "trigger": {"type": "manual"},
+	  "steps": [{"key": "move", "type": "execute", "capability": "crm.deal.move",
+	             "config": {"args": {"deal_id": "${subject.label}", "stage_name": "won"}}},
+	            {"key": "note", "type": "execute", "capability": "crm.activity.log",
+	             "config": {"args": {"subject": "Closed from ${steps.move.from_stage_id}", "deal_id": "${steps.move.deal_id}"}}}]
+	}`)
+	run := s.startRun(t, admin, proc.ID, deal)
+	// The workspace is supervised: each execute step may wait for a person.
+	for _, key := range []string{"move", "note"} {
+		run = s.awaitRun(t, admin, run.ID, key+" waiting or done", func(r runView) bool {
+			st := r.step(t, key)
+			return st.Status == "waiting_approval" || st.Status == "completed"
+		})
+		if st := run.step(t, key); st.Status == "waiting_approval" {
+			s.do(t, "POST", "/v1/approvals/"+*st.ApprovalID+"/approve", admin, `{}`).want(t, http.StatusOK)
+		}
+	}
+	run = s.awaitRun(t, admin, run.ID, "completed", runStatusIs("completed"))
+	d := s.deal(t, admin, deal)
+	if d.StageID != p.stage(t, "Won").ID || d.Status != "won" || d.ClosedAt == nil {
+		t.Errorf("deal after the process: %+v", d)
+	}
+	var acts []struct {
+		Subject string `json:"subject"`
+	}
+	s.do(t, "GET", "/v1/crm/activities?deal_id="+deal, admin, nil).want(t, http.StatusOK).decode(t, &acts)
+	if len(acts) != 1 || acts[0].Subject != "Closed from "+p.stage(t, "Lead").ID {
+		t.Errorf("activities %+v", acts)
+	}
+	if won := s.board(t, admin, p.ID)[4]; won.Count != 1 || won.TotalCents != 4200 {
+		t.Errorf("Won column %+v", won)
+	}
+}
+
+// TestCRMHTTPIdempotentCreate: a create retried with the same
+// Idempotency-Key makes one deal and one set of counters.
+func TestCRMHTTPIdempotentCreate(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.devLogin(t, `{}`).Token
+	var first, second crmDeal
+	body := `{"title": "Once", "amount_cents": 900}`
+	s.do(t, "POST", "/v1/crm/deals", admin, body, "Idempotency-Key", "k1").want(t, http.StatusCreated).decode(t, &first)
+	s.do(t, "POST", "/v1/crm/deals", admin, body, "Idempotency-Key", "k1").want(t, http.StatusCreated).decode(t, &second)
+	if first.ID == "" || first.ID != second.ID {
+		t.Errorf("a retry made %s and %s", first.ID, second.ID)
+	}
+	s.do(t, "POST", "/v1/crm/deals", admin, `{"title": "Other"}`, "Idempotency-Key", "k1").want(t, http.StatusConflict)
+	if lead := s.board(t, admin, first.PipelineID)[0]; lead.Count != 1 || lead.TotalCents != 900 {
+		t.Errorf("Lead column %+v", lead)
+	}
+}
