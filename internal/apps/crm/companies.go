@@ -7,6 +7,7 @@ import (
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
 )
 
 // CompanyFilter selects companies; at most one field may be set.
@@ -115,7 +116,7 @@ func (s *Service) UpdateCompany(ctx context.Context, tenant, id string, in Compa
 // DeleteCompany deletes a company and, in the same transaction, unlinks
 // (sets to null) the company_id of its contacts, deals and activities.
 func (s *Service) DeleteCompany(ctx context.Context, tenant, id string) error {
-	return s.update(ctx, func(tx store.Txn) error {
+	return tooManyLinks(s.update(ctx, func(tx store.Txn) error {
 		if err := companies.Delete(tx, tenant, id); err != nil {
 			return err
 		}
@@ -127,7 +128,17 @@ func (s *Service) DeleteCompany(ctx context.Context, tenant, id string) error {
 			return err
 		}
 		return unlink(tx, tenant, activities, "c", id, func(a *Activity) { a.CompanyID, a.UpdatedAt = nil, now })
-	})
+	}))
+}
+
+// tooManyLinks turns a delete whose unlinking does not fit one
+// transaction into a conflict that says what to do.
+func tooManyLinks(err error) error {
+	if errors.Is(err, errs.TooLarge) {
+		return errs.Conflictf("the record is linked to more records than one delete can unlink (a few thousand); " +
+			"unlink or delete some of them first")
+	}
+	return err
 }
 
 // unlink applies clear to every record of c whose entry in index starts

@@ -135,7 +135,7 @@ func (s *Service) UpdateContact(ctx context.Context, tenant, id string, in Conta
 // DeleteContact deletes a contact and, in the same transaction, unlinks
 // (sets to null) the contact_id of its deals and activities.
 func (s *Service) DeleteContact(ctx context.Context, tenant, id string) error {
-	return s.update(ctx, func(tx store.Txn) error {
+	return tooManyLinks(s.update(ctx, func(tx store.Txn) error {
 		if err := contacts.Delete(tx, tenant, id); err != nil {
 			return err
 		}
@@ -144,5 +144,5 @@ func (s *Service) DeleteContact(ctx context.Context, tenant, id string) error {
 			return err
 		}
 		return unlink(tx, tenant, activities, "k", id, func(a *Activity) { a.ContactID, a.UpdatedAt = nil, now })
-	})
+	}))
 }

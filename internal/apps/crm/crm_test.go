@@ -514,3 +514,38 @@ func TestSearchListsEachRecordOnce(t *testing.T) {
 		t.Errorf("q=an (-want +got):\n%s", diff)
 	}
 }
+
+// TestDeleteTooManyLinks: a company linked to more records than one
+// transaction can unlink is a conflict, and nothing changes.
+func TestDeleteTooManyLinks(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c, err := b.svc.CreateCompany(ctx, tenant, CompanyIn{Name: "Big"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for start := 0; start < 5000; start += 500 {
+		err := b.st.Update(ctx, func(tx store.Txn) error {
+			for range 500 {
+				if _, err := b.svc.createDealTx(ctx, tx, tenant, DealIn{Title: "d", CompanyID: &c.ID}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.svc.DeleteCompany(ctx, tenant, c.ID); !errors.Is(err, errs.Conflict) {
+		t.Fatalf("delete: %v, want a conflict", err)
+	}
+	if err := b.svc.CompanyExists(ctx, tenant, c.ID); err != nil {
+		t.Errorf("the company is gone: %v", err)
+	}
+	page, _, err := b.svc.ListDeals(ctx, tenant, DealFilter{CompanyID: c.ID}, store.Page{Limit: 10})
+	if err != nil || len(page) != 10 {
+		t.Errorf("the company's deals: %d, %v", len(page), err)
+	}
+}

@@ -287,7 +287,7 @@ func (s *Service) updateDealTx(ctx context.Context, tx store.Txn, tenant, id str
 // unlinks (sets to null) the deal_id of its activities, in one
 // transaction.
 func (s *Service) DeleteDeal(ctx context.Context, tenant, id string) error {
-	return s.update(ctx, func(tx store.Txn) error {
+	return tooManyLinks(s.update(ctx, func(tx store.Txn) error {
 		d, err := deals.Get(tx, tenant, id)
 		if err != nil {
 			return err
@@ -300,5 +300,5 @@ func (s *Service) DeleteDeal(ctx context.Context, tenant, id string) error {
 		}
 		now := s.now()
 		return unlink(tx, tenant, activities, "d", id, func(a *Activity) { a.DealID, a.UpdatedAt = nil, now })
-	})
+	}))
 }
