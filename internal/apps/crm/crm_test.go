@@ -525,7 +525,7 @@ func TestDeleteTooManyLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for start := 0; start < 5000; start += 500 {
+	for start := 0; start < 4000; start += 500 {
 		err := b.st.Update(ctx, func(tx store.Txn) error {
 			for range 500 {
 				if _, err := b.svc.createDealTx(ctx, tx, tenant, DealIn{Title: "d", CompanyID: &c.ID}); err != nil {
