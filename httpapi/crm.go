@@ -175,14 +175,14 @@ func (h *Handler) handleContactDelete(c *Ctx) error {
 // ---- Deals --------------------------------------------------------------------
 
 // handleDealsList serves GET
-// /v1/crm/deals?pipeline_id=&stage_id=&company_id=&contact_id=&owner_id=&q=.
+// /v1/crm/deals?pipeline_id=&stage_id=&status=&company_id=&contact_id=&owner_id=&q=.
 func (h *Handler) handleDealsList(c *Ctx) error {
 	p, err := c.Page()
 	if err != nil {
 		return err
 	}
 	q := c.R.URL.Query()
-	f := crm.DealFilter{PipelineID: q.Get("pipeline_id"), StageID: q.Get("stage_id"), CompanyID: q.Get("company_id"),
+	f := crm.DealFilter{PipelineID: q.Get("pipeline_id"), StageID: q.Get("stage_id"), Status: q.Get("status"), CompanyID: q.Get("company_id"),
 		ContactID: q.Get("contact_id"), OwnerID: q.Get("owner_id"), Q: q.Get("q")}
 	out, next, err := h.ws.CRM().ListDeals(c.Context(), c.Tenant(), f, p)
 	if err != nil {

@@ -213,6 +213,9 @@ func TestCRMHTTPPipelinesAndBoard(t *testing.T) {
 	if cols[2].Stage.Name != "Proposal" || len(cols[2].Totals) != 1 || cols[2].Totals[0].Currency != "EUR" {
 		t.Errorf("Proposal column %+v", cols[2])
 	}
+	if got := s.listIDs(t, admin, "/v1/crm/deals?status=won"); !cmp.Equal(got, []string{ids[3]}) {
+		t.Errorf("won deals %v", got)
+	}
 	if won := cols[4]; won.WeightedCents != 1_000_000_00 || won.Count != 1 || len(won.Deals) != 1 || won.Deals[0].ID != ids[3] {
 		t.Errorf("Won column %+v", won)
 	}
@@ -375,6 +378,9 @@ func TestCRMHTTPRecordsAndReferences(t *testing.T) {
 		{"/v1/crm/deals?q=rock", []string{deal2}},
 		{"/v1/crm/deals?q=r", []string{deal2}},
 		{"/v1/crm/deals?q=zz", []string{}},
+		{"/v1/crm/deals?status=open", []string{deal2, deal}},
+		{"/v1/crm/deals?status=won", []string{}},
+		{"/v1/crm/deals?status=open&owner_id=" + sess.UserID, []string{deal}},
 		{"/v1/crm/activities", []string{act2, act, old}},
 		{"/v1/crm/activities?deal_id=" + deal, []string{act2, act, old}},
 		{"/v1/crm/activities?company_id=" + acme, []string{act}},
@@ -409,6 +415,10 @@ func TestCRMHTTPRecordsAndReferences(t *testing.T) {
 	s.do(t, "GET", "/v1/crm/contacts?q="+url.QueryEscape(strings.Repeat("a", 101)), admin, nil).want(t, http.StatusUnprocessableEntity)
 	s.do(t, "GET", "/v1/crm/contacts?q="+url.QueryEscape(strings.Repeat("a", 100)), admin, nil).want(t, http.StatusOK)
 	s.do(t, "GET", "/v1/crm/deals?cursor=%25%25", admin, nil).want(t, http.StatusUnprocessableEntity)
+	r = s.do(t, "GET", "/v1/crm/deals?status=closed", admin, nil).want(t, http.StatusUnprocessableEntity)
+	if diff := cmp.Diff([]string{"query.status:enum"}, sortedViolations(t, r)); diff != "" {
+		t.Errorf("violations (-want +got):\n%s", diff)
+	}
 
 	// PATCH: only the fields given; null clears.
 	var c struct {

@@ -12,13 +12,15 @@ import (
 )
 
 // DealFilter selects deals. At most one field may be set, except OwnerID
-// with PipelineID or with StageID.
+// with PipelineID, StageID or Status.
 type DealFilter struct {
 	PipelineID string
 	StageID    string
-	CompanyID  string
-	ContactID  string
-	OwnerID    string
+	// Status is open, won or lost (the kind of the deal's stage).
+	Status    string
+	CompanyID string
+	ContactID string
+	OwnerID   string
 	// Q lists the deals whose title starts with it (case and punctuation
 	// aside), in alphabetical order of the titles.
 	Q string
@@ -146,9 +148,13 @@ func (s *Service) GetDeal(ctx context.Context, tenant, id string) (*Deal, error)
 
 // ListDeals returns a page of deals, newest first (alphabetical with Q).
 func (s *Service) ListDeals(ctx context.Context, tenant string, f DealFilter, p store.Page) ([]*Deal, string, error) {
+	if f.Status != "" && f.Status != KindOpen && f.Status != KindWon && f.Status != KindLost {
+		return nil, "", errs.Invalidf([]any{"query", "status"}, "enum", "must be one of open, won, lost")
+	}
 	index, values, err := choose([]filterValue{{"pipeline_id", f.PipelineID, "p"}, {"stage_id", f.StageID, "s"},
-		{"company_id", f.CompanyID, "c"}, {"contact_id", f.ContactID, "k"}, {"owner_id", f.OwnerID, "o"}, {"q", f.Q, "q"}},
-		map[string]string{"pipeline_id+owner_id": "op", "stage_id+owner_id": "os"})
+		{"status", f.Status, "st"}, {"company_id", f.CompanyID, "c"}, {"contact_id", f.ContactID, "k"},
+		{"owner_id", f.OwnerID, "o"}, {"q", f.Q, "q"}},
+		map[string]string{"pipeline_id+owner_id": "op", "stage_id+owner_id": "os", "status+owner_id": "ost"})
 	if err != nil {
 		return nil, "", err
 	}

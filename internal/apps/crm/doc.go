@@ -33,8 +33,9 @@
 //
 // # Lists
 //
-// Every list is one walk of an index: deals by pipeline, stage, company,
-// contact, owner (alone, or with a pipeline or a stage); contacts by
+// Every list is one walk of an index: deals by pipeline, stage, status,
+// company, contact, owner (alone, or with a pipeline, a stage or a
+// status); contacts by
 // company, owner or lifecycle; companies by owner; activities by deal,
 // contact or company (newest first by occurred_at). Q is a prefix search
 // over normalized text (lowercase, punctuation as spaces) kept in an index

@@ -179,6 +179,8 @@ var deals = &store.Collection[Deal]{
 		{Name: "o", Values: func(d *Deal) [][]any { return optEntry(d.OwnerID) }},
 		{Name: "op", Values: func(d *Deal) [][]any { return optEntry(d.OwnerID, d.PipelineID) }},
 		{Name: "os", Values: func(d *Deal) [][]any { return optEntry(d.OwnerID, d.StageID) }},
+		{Name: "st", Values: func(d *Deal) [][]any { return entry(d.Status) }},
+		{Name: "ost", Values: func(d *Deal) [][]any { return optEntry(d.OwnerID, d.Status) }},
 		{Name: "q", Values: func(d *Deal) [][]any { return searchEntries(d.Title) }},
 	},
 }
