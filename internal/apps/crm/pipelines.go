@@ -18,14 +18,16 @@ import (
 // with.
 const DefaultPipelineName = "Sales"
 
-// defaultStages are the default pipeline's stages, in order.
-var defaultStages = []StageIn{
-	{Name: "Lead", Probability: ptr(10)},
-	{Name: "Qualified", Probability: ptr(25)},
-	{Name: "Proposal", Probability: ptr(50)},
-	{Name: "Negotiation", Probability: ptr(75)},
-	{Name: "Won", Probability: ptr(100), Kind: ptr(KindWon)},
-	{Name: "Lost", Probability: ptr(0), Kind: ptr(KindLost)},
+// defaultStages returns the default pipeline's stages, in order.
+func defaultStages() []StageIn {
+	return []StageIn{
+		{Name: "Lead", Probability: ptr(10)},
+		{Name: "Qualified", Probability: ptr(25)},
+		{Name: "Proposal", Probability: ptr(50)},
+		{Name: "Negotiation", Probability: ptr(75)},
+		{Name: "Won", Probability: ptr(100), Kind: ptr(KindWon)},
+		{Name: "Lost", Probability: ptr(0), Kind: ptr(KindLost)},
+	}
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -50,7 +52,7 @@ func (s *Service) defaultPipelineTx(tx store.Txn, tenant string) (*Pipeline, err
 	if !errors.Is(err, errs.NotFound) {
 		return p, err
 	}
-	p = newPipeline(DefaultPipelineName, defaultStages, true, s.now())
+	p = newPipeline(DefaultPipelineName, defaultStages(), true, s.now())
 	return p, pipelines.Put(tx, tenant, p)
 }
 

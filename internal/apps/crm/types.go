@@ -48,8 +48,8 @@ const (
 	KindLost = "lost"
 )
 
-// The activity kinds.
-var ActivityKinds = []string{"call", "email", "meeting", "note", "task"}
+// ActivityKinds returns the activity kinds.
+func ActivityKinds() []string { return []string{"call", "email", "meeting", "note", "task"} }
 
 var (
 	reCurrency  = regexp.MustCompile(`^[A-Z]{3}$`)
@@ -606,8 +606,8 @@ func (c *check) probability(v *int, field string) {
 }
 
 func (c *check) kind(s *string, field string) {
-	if s != nil && !slices.Contains(ActivityKinds, *s) {
-		c.add("enum", "must be one of "+strings.Join(ActivityKinds, ", "), field)
+	if s != nil && !slices.Contains(ActivityKinds(), *s) {
+		c.add("enum", "must be one of "+strings.Join(ActivityKinds(), ", "), field)
 	}
 }
 
