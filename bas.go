@@ -33,6 +33,7 @@ import (
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/apps/automation"
 	"github.com/bas-platform/bas/internal/apps/boards"
+	"github.com/bas-platform/bas/internal/apps/crm"
 	"github.com/bas-platform/bas/internal/apps/decisions"
 	"github.com/bas-platform/bas/internal/apps/docs"
 	"github.com/bas-platform/bas/internal/apps/templates"
@@ -149,6 +150,7 @@ type Workspace struct {
 	decisions  *decisions.Service  // decisions, feedback, the agreement ledger
 
 	docs *docs.Service // the documents app
+	crm  *crm.Service  // the CRM app
 
 	templates *templates.Service // the process template catalog
 	usecases  *usecases.Service  // the use-case catalog and register
@@ -180,7 +182,11 @@ func (ws *Workspace) UseCases() *usecases.Service { return ws.usecases }
 // groups, and items.
 func (ws *Workspace) Boards() *boards.Service { return ws.boards }
 
-// docsEvents hands the apps' events (documents, boards, use cases) to the run engine's outbox
+// CRM returns the CRM app: companies, contacts, deals on pipelines with
+// their board, and activities.
+func (ws *Workspace) CRM() *crm.Service { return ws.crm }
+
+// docsEvents hands the apps' events (documents, CRM, boards, use cases) to the run engine's outbox
 // (the engine is wired after the apps, so it is looked up per event).
 type docsEvents struct{ ws *Workspace }
 
@@ -340,6 +346,16 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	if err := ws.registry.Register(ws.boards.Provider()); err != nil {
 		_ = ws.Close()
 		return nil, errors.Wrap(err, "register the boards provider")
+	}
+	// -- wiring: crm (its events reach the engine's outbox as the docs app's do)
+	ws.crm = crm.New(crm.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger, Events: docsEvents{ws},
+		OwnerExists: func(ctx context.Context, tenant, userID string) error {
+			_, err := ws.access.Member(ctx, tenant, userID)
+			return err
+		}})
+	if err := ws.registry.Register(ws.crm.Provider()); err != nil {
+		_ = ws.Close()
+		return nil, errors.Wrap(err, "register the crm provider")
 	}
 	// -- wiring: catalogs (process templates, use cases)
 	if err := ws.openCatalogs(); err != nil {

@@ -46,7 +46,7 @@ func BuiltinApps() []App {
 		app("docs", "Documents", "/v1/docs", docsEvents, nil,
 			[]string{DocumentExtract, DocumentValidate, DocumentApprove, DocumentReject}),
 		app("crm", "CRM", "/v1/crm", crmEvents, nil,
-			[]string{CRMCompanyCreate, CRMContactCreate, CRMContactLookup, CRMDealCreate, CRMDealUpdate, CRMActivityLog}),
+			[]string{CRMCompanyCreate, CRMContactCreate, CRMContactLookup, CRMDealCreate, CRMDealUpdate, CRMDealMove, CRMActivityLog}),
 		app("invoicing", "Invoicing", "/v1/invoicing", invoicingEvents, nil,
 			[]string{CustomerCreate, InvoiceCreate, InvoiceFinalize, InvoiceSend, InvoiceVoid, InvoiceGet, PaymentRequest}),
 		app("boards", "Boards", "/v1/boards", boardEvents, nil,

@@ -28,6 +28,7 @@ const (
 	CRMContactLookup  = "crm.contact.lookup"
 	CRMDealCreate     = "crm.deal.create"
 	CRMDealUpdate     = "crm.deal.update"
+	CRMDealMove       = "crm.deal.move"
 	CRMActivityLog    = "crm.activity.log"
 	CustomerCreate    = "customer.create"
 	InvoiceCreate     = "invoice.create"
@@ -290,12 +291,15 @@ type DealCreateArgs struct {
 	PipelineID  string `json:"pipeline_id,omitempty" jsonschema:"maxLength=80"`
 	StageID     string `json:"stage_id,omitempty" jsonschema:"maxLength=80"`
 	CloseDate   string `json:"close_date,omitempty" jsonschema:"format=date"`
+	OwnerID     string `json:"owner_id,omitempty" jsonschema:"maxLength=80"`
 }
 
 // DealResult is the result of crm.deal.create and crm.deal.update.
 type DealResult struct {
 	DealID  string `json:"deal_id" jsonschema:"required,minLength=1"`
 	StageID string `json:"stage_id" jsonschema:"required"`
+	// Status is the kind of the deal's stage: open, won or lost.
+	Status string `json:"status,omitempty" jsonschema:"enum=open,enum=won,enum=lost"`
 }
 
 // DealUpdateArgs are the arguments of crm.deal.update; only the fields
@@ -307,6 +311,24 @@ type DealUpdateArgs struct {
 	Currency    string `json:"currency,omitempty" jsonschema:"pattern=^[A-Z]{3}$"`
 	StageID     string `json:"stage_id,omitempty" jsonschema:"maxLength=80"`
 	CloseDate   string `json:"close_date,omitempty" jsonschema:"format=date"`
+}
+
+// DealMoveArgs are the arguments of crm.deal.move: the stage to move the
+// deal to, by id or by name (case-insensitive, within the deal's
+// pipeline).
+type DealMoveArgs struct {
+	DealID    string `json:"deal_id" jsonschema:"required,minLength=1,maxLength=80"`
+	StageID   string `json:"stage_id,omitempty" jsonschema:"minLength=1,maxLength=80,anyof_required=stage_id"`
+	StageName string `json:"stage_name,omitempty" jsonschema:"minLength=1,maxLength=100,anyof_required=stage_name"`
+}
+
+// DealMoveResult is the result of crm.deal.move.
+type DealMoveResult struct {
+	DealID      string `json:"deal_id" jsonschema:"required,minLength=1"`
+	StageID     string `json:"stage_id" jsonschema:"required"`
+	FromStageID string `json:"from_stage_id" jsonschema:"required"`
+	Status      string `json:"status" jsonschema:"required,enum=open,enum=won,enum=lost"`
+	ClosedAt    string `json:"closed_at,omitempty" jsonschema:"format=date-time"`
 }
 
 // ActivityLogArgs are the arguments of crm.activity.log.
@@ -757,6 +779,7 @@ func standardSpecs() []standardSpec {
 		{CRMContactLookup, "Look up CRM contacts", "Finds contacts by e-mail address, name or company.", &ContactLookupArgs{}, &ContactLookupResult{}, false},
 		{CRMDealCreate, "Create a CRM deal", "Opens a deal in a pipeline stage (the default pipeline's first stage unless named).", &DealCreateArgs{}, &DealResult{}, false},
 		{CRMDealUpdate, "Update a CRM deal", "Changes a deal's fields or moves it to another stage of its pipeline.", &DealUpdateArgs{}, &DealResult{}, false},
+		{CRMDealMove, "Move a CRM deal", "Moves a deal to another stage of its pipeline, named by id or by name; entering a won or lost stage closes it.", &DealMoveArgs{}, &DealMoveResult{}, false},
 		{CRMActivityLog, "Log a CRM activity", "Records a note, call, e-mail, meeting or task against a company, contact or deal.", &ActivityLogArgs{}, &ActivityLogResult{}, false},
 		{CustomerCreate, "Create a customer", "Adds a customer to invoice.", &CustomerCreateArgs{}, &CustomerCreateResult{}, false},
 		{InvoiceCreate, "Create an invoice", "Creates a draft invoice for a customer.", &InvoiceCreateArgs{}, &InvoiceResult{}, false},

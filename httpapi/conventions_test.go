@@ -157,6 +157,7 @@ var idPrefixes = map[string]string{
 	"process-runs": "run", "tasks": "tsk", "approvals": "apr", "documents": "doc", "document-types": "dty",
 	"companies": "cmp", "contacts": "con", "deals": "del", "activities": "act", "customers": "cus",
 	"invoices": "inv", "boards": "brd", "items": "itm", "decisions": "dec", "templates": "tpl",
+	"pipelines": "pip", "stages": "stg",
 }
 
 // TestOtherTenantsRecordsAre404 walks the route table: a key of tenant A
@@ -186,6 +187,17 @@ func TestOtherTenantsRecordsAre404(t *testing.T) {
 	var board struct{ ID string }
 	s.do(t, "POST", "/v1/boards", b.Token, `{"name": "B's desk", "template": "service"}`).want(t, http.StatusCreated).decode(t, &board)
 	s.do(t, "POST", "/v1/boards/"+board.ID+"/items", b.Token, `{"title": "B's ticket"}`).want(t, http.StatusCreated)
+	// B's CRM records (reading the pipelines makes B's default one).
+	var bDeal struct {
+		ID         string `json:"id"`
+		StageID    string `json:"stage_id"`
+		PipelineID string `json:"pipeline_id"`
+	}
+	for _, c := range [][2]string{{"/v1/crm/companies", `{"name": "B Co"}`}, {"/v1/crm/contacts", `{"first_name": "B"}`},
+		{"/v1/crm/activities", `{"kind": "note", "subject": "B note"}`}, {"/v1/crm/deals", `{"title": "B deal", "amount_cents": 5}`}} {
+		s.do(t, "POST", c[0], b.Token, c[1]).want(t, http.StatusCreated).decode(t, &bDeal)
+	}
+	s.do(t, "GET", "/v1/crm/deals/"+bDeal.ID, b.Token, nil).want(t, http.StatusOK).decode(t, &bDeal)
 	// And whatever B's lists hold (records other apps make or seed).
 	for _, r := range s.h.Routes() {
 		if r.Method != "GET" || r.Public || strings.Contains(r.Path, ":") {
@@ -242,6 +254,25 @@ func TestOtherTenantsRecordsAre404(t *testing.T) {
 	}
 	if walked < 10 {
 		t.Fatalf("walked only %d requests", walked)
+	}
+	// B's stage under A's own pipeline is not found either.
+	var aPipes []struct{ ID string }
+	s.do(t, "GET", "/v1/crm/pipelines", aKey.Secret, nil).want(t, http.StatusOK).decode(t, &aPipes)
+	for _, m := range []string{"PATCH", "DELETE"} {
+		path := "/v1/crm/pipelines/" + aPipes[0].ID + "/stages/" + bDeal.StageID
+		if resp := s.do(t, m, path, aKey.Secret, `{"name": "x"}`); resp.Status != http.StatusNotFound {
+			t.Errorf("%s %s as tenant A: status %d, want 404", m, path, resp.Status)
+		}
+	}
+	// Nor can A put a deal in B's stage or pipeline.
+	s.do(t, "POST", "/v1/crm/deals", aKey.Secret, `{"title": "x", "stage_id": "`+bDeal.StageID+`"}`).want(t, http.StatusUnprocessableEntity)
+	s.do(t, "POST", "/v1/crm/deals", aKey.Secret, `{"title": "x", "pipeline_id": "`+bDeal.PipelineID+`"}`).want(t, http.StatusUnprocessableEntity)
+	var bBoard []struct {
+		Count int `json:"count"`
+	}
+	s.do(t, "GET", "/v1/crm/pipelines/"+bDeal.PipelineID+"/board", b.Token, nil).want(t, http.StatusOK).decode(t, &bBoard)
+	if len(bBoard) != 6 || bBoard[0].Count != 1 {
+		t.Errorf("B's board changed: %+v", bBoard)
 	}
 	// Nothing of B's changed.
 	s.do(t, "GET", "/v1/auth/me", bKey.Secret, nil).want(t, http.StatusOK)

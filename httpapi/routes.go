@@ -15,4 +15,5 @@ func (h *Handler) registerRoutes() {
 	h.registerTemplateRoutes()
 	h.registerUseCaseRoutes()
 	h.registerBoardsRoutes()
+	h.registerCRMRoutes()
 }

@@ -1,0 +1,448 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/bas-platform/bas/internal/apps/access"
+	"github.com/bas-platform/bas/internal/apps/crm"
+	"github.com/bas-platform/bas/internal/errs"
+)
+
+// The CRM app (api.md section 5, crm row, and section 6, CRM stages).
+// Reading needs crm.read; every change needs crm.write.
+func (h *Handler) registerCRMRoutes() {
+	app := access.AppCRM
+	read, write := access.PermCRMRead, access.PermCRMWrite
+	h.handle("GET", "/v1/crm/companies", app, read, h.handleCompaniesList)
+	h.handle("POST", "/v1/crm/companies", app, write, h.handleCompanyCreate)
+	h.handle("GET", "/v1/crm/companies/:id", app, read, h.handleCompanyGet)
+	h.handle("PATCH", "/v1/crm/companies/:id", app, write, h.handleCompanyUpdate)
+	h.handle("DELETE", "/v1/crm/companies/:id", app, write, h.handleCompanyDelete)
+	h.handle("GET", "/v1/crm/contacts", app, read, h.handleContactsList)
+	h.handle("POST", "/v1/crm/contacts", app, write, h.handleContactCreate)
+	h.handle("GET", "/v1/crm/contacts/:id", app, read, h.handleContactGet)
+	h.handle("PATCH", "/v1/crm/contacts/:id", app, write, h.handleContactUpdate)
+	h.handle("DELETE", "/v1/crm/contacts/:id", app, write, h.handleContactDelete)
+	h.handle("GET", "/v1/crm/deals", app, read, h.handleDealsList)
+	h.handle("POST", "/v1/crm/deals", app, write, h.handleDealCreate)
+	h.handle("GET", "/v1/crm/deals/:id", app, read, h.handleDealGet)
+	h.handle("PATCH", "/v1/crm/deals/:id", app, write, h.handleDealUpdate)
+	h.handle("DELETE", "/v1/crm/deals/:id", app, write, h.handleDealDelete)
+	h.handle("GET", "/v1/crm/activities", app, read, h.handleActivitiesList)
+	h.handle("POST", "/v1/crm/activities", app, write, h.handleActivityCreate)
+	h.handle("GET", "/v1/crm/activities/:id", app, read, h.handleActivityGet)
+	h.handle("PATCH", "/v1/crm/activities/:id", app, write, h.handleActivityUpdate)
+	h.handle("DELETE", "/v1/crm/activities/:id", app, write, h.handleActivityDelete)
+	h.handle("GET", "/v1/crm/pipelines", app, read, h.handlePipelinesList)
+	h.handle("POST", "/v1/crm/pipelines", app, write, h.handlePipelineCreate)
+	h.handle("GET", "/v1/crm/pipelines/:id", app, read, h.handlePipelineGet)
+	h.handle("PATCH", "/v1/crm/pipelines/:id", app, write, h.handlePipelineUpdate)
+	h.handle("DELETE", "/v1/crm/pipelines/:id", app, write, h.handlePipelineDelete)
+	h.handle("GET", "/v1/crm/pipelines/:id/board", app, read, h.handlePipelineBoard)
+	h.handle("POST", "/v1/crm/pipelines/:id/stages", app, write, h.handleStageCreate)
+	h.handle("PATCH", "/v1/crm/pipelines/:id/stages/:stage_id", app, write, h.handleStageUpdate)
+	h.handle("DELETE", "/v1/crm/pipelines/:id/stages/:stage_id", app, write, h.handleStageDelete)
+}
+
+// ---- Companies ----------------------------------------------------------------
+
+// handleCompaniesList serves GET /v1/crm/companies?owner_id=&q=.
+func (h *Handler) handleCompaniesList(c *Ctx) error {
+	p, err := c.Page()
+	if err != nil {
+		return err
+	}
+	q := c.R.URL.Query()
+	out, next, err := h.ws.CRM().ListCompanies(c.Context(), c.Tenant(), crm.CompanyFilter{OwnerID: q.Get("owner_id"), Q: q.Get("q")}, p)
+	if err != nil {
+		return err
+	}
+	return c.List(out, next)
+}
+
+// handleCompanyCreate serves POST /v1/crm/companies (CompanyIn): 201.
+func (h *Handler) handleCompanyCreate(c *Ctx) error {
+	var in crm.CompanyIn
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	out, err := h.ws.CRM().CreateCompany(c.Context(), c.Tenant(), in)
+	if err != nil {
+		return err
+	}
+	return c.Created("/v1/crm/companies/"+out.ID, out)
+}
+
+// handleCompanyGet serves GET /v1/crm/companies/{id}.
+func (h *Handler) handleCompanyGet(c *Ctx) error {
+	out, err := h.ws.CRM().GetCompany(c.Context(), c.Tenant(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// handleCompanyUpdate serves PATCH /v1/crm/companies/{id} (CompanyPatch).
+func (h *Handler) handleCompanyUpdate(c *Ctx) error {
+	if err := h.ws.CRM().CompanyExists(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+		return err
+	}
+	var in crm.CompanyPatch
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	out, err := h.ws.CRM().UpdateCompany(c.Context(), c.Tenant(), c.Param("id"), in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// handleCompanyDelete serves DELETE /v1/crm/companies/{id}: 204; its
+// contacts, deals and activities are unlinked.
+func (h *Handler) handleCompanyDelete(c *Ctx) error {
+	if err := h.ws.CRM().DeleteCompany(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+		return err
+	}
+	return c.NoContent()
+}
+
+// ---- Contacts -----------------------------------------------------------------
+
+// handleContactsList serves GET /v1/crm/contacts?company_id=&owner_id=&lifecycle=&q=.
+func (h *Handler) handleContactsList(c *Ctx) error {
+	p, err := c.Page()
+	if err != nil {
+		return err
+	}
+	q := c.R.URL.Query()
+	f := crm.ContactFilter{CompanyID: q.Get("company_id"), OwnerID: q.Get("owner_id"), Lifecycle: q.Get("lifecycle"), Q: q.Get("q")}
+	out, next, err := h.ws.CRM().ListContacts(c.Context(), c.Tenant(), f, p)
+	if err != nil {
+		return err
+	}
+	return c.List(out, next)
+}
+
+// handleContactCreate serves POST /v1/crm/contacts (ContactIn): 201.
+func (h *Handler) handleContactCreate(c *Ctx) error {
+	var in crm.ContactIn
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	out, err := h.ws.CRM().CreateContact(c.Context(), c.Tenant(), in)
+	if err != nil {
+		return err
+	}
+	return c.Created("/v1/crm/contacts/"+out.ID, out)
+}
+
+// handleContactGet serves GET /v1/crm/contacts/{id}.
+func (h *Handler) handleContactGet(c *Ctx) error {
+	out, err := h.ws.CRM().GetContact(c.Context(), c.Tenant(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// handleContactUpdate serves PATCH /v1/crm/contacts/{id} (ContactPatch).
+func (h *Handler) handleContactUpdate(c *Ctx) error {
+	if err := h.ws.CRM().ContactExists(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+		return err
+	}
+	var in crm.ContactPatch
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	out, err := h.ws.CRM().UpdateContact(c.Context(), c.Tenant(), c.Param("id"), in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// handleContactDelete serves DELETE /v1/crm/contacts/{id}: 204; its deals
+// and activities are unlinked.
+func (h *Handler) handleContactDelete(c *Ctx) error {
+	if err := h.ws.CRM().DeleteContact(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+		return err
+	}
+	return c.NoContent()
+}
+
+// ---- Deals --------------------------------------------------------------------
+
+// handleDealsList serves GET
+// /v1/crm/deals?pipeline_id=&stage_id=&status=&company_id=&contact_id=&owner_id=&q=.
+func (h *Handler) handleDealsList(c *Ctx) error {
+	p, err := c.Page()
+	if err != nil {
+		return err
+	}
+	q := c.R.URL.Query()
+	f := crm.DealFilter{PipelineID: q.Get("pipeline_id"), StageID: q.Get("stage_id"), Status: q.Get("status"), CompanyID: q.Get("company_id"),
+		ContactID: q.Get("contact_id"), OwnerID: q.Get("owner_id"), Q: q.Get("q")}
+	out, next, err := h.ws.CRM().ListDeals(c.Context(), c.Tenant(), f, p)
+	if err != nil {
+		return err
+	}
+	return c.List(out, next)
+}
+
+// handleDealCreate serves POST /v1/crm/deals (DealIn): 201.
+func (h *Handler) handleDealCreate(c *Ctx) error {
+	var in crm.DealIn
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	out, err := h.ws.CRM().CreateDeal(c.Context(), c.Tenant(), in)
+	if err != nil {
+		return err
+	}
+	return c.Created("/v1/crm/deals/"+out.ID, out)
+}
+
+// handleDealGet serves GET /v1/crm/deals/{id}.
+func (h *Handler) handleDealGet(c *Ctx) error {
+	out, err := h.ws.CRM().GetDeal(c.Context(), c.Tenant(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// handleDealUpdate serves PATCH /v1/crm/deals/{id} (DealPatch); a new
+// stage_id moves the deal.
+func (h *Handler) handleDealUpdate(c *Ctx) error {
+	if err := h.ws.CRM().DealExists(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+		return err
+	}
+	var in crm.DealPatch
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	out, err := h.ws.CRM().UpdateDeal(c.Context(), c.Tenant(), c.Param("id"), in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// handleDealDelete serves DELETE /v1/crm/deals/{id}: 204.
+func (h *Handler) handleDealDelete(c *Ctx) error {
+	if err := h.ws.CRM().DeleteDeal(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+		return err
+	}
+	return c.NoContent()
+}
+
+// ---- Activities ---------------------------------------------------------------
+
+// handleActivitiesList serves GET
+// /v1/crm/activities?deal_id=&contact_id=&company_id=: newest first.
+func (h *Handler) handleActivitiesList(c *Ctx) error {
+	p, err := c.Page()
+	if err != nil {
+		return err
+	}
+	q := c.R.URL.Query()
+	f := crm.ActivityFilter{DealID: q.Get("deal_id"), ContactID: q.Get("contact_id"), CompanyID: q.Get("company_id")}
+	out, next, err := h.ws.CRM().ListActivities(c.Context(), c.Tenant(), f, p)
+	if err != nil {
+		return err
+	}
+	return c.List(out, next)
+}
+
+// handleActivityCreate serves POST /v1/crm/activities (ActivityIn): 201.
+func (h *Handler) handleActivityCreate(c *Ctx) error {
+	var in crm.ActivityIn
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	out, err := h.ws.CRM().LogActivity(c.Context(), c.Tenant(), in)
+	if err != nil {
+		return err
+	}
+	return c.Created("/v1/crm/activities/"+out.ID, out)
+}
+
+// handleActivityGet serves GET /v1/crm/activities/{id}.
+func (h *Handler) handleActivityGet(c *Ctx) error {
+	out, err := h.ws.CRM().GetActivity(c.Context(), c.Tenant(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// handleActivityUpdate serves PATCH /v1/crm/activities/{id} (ActivityPatch).
+func (h *Handler) handleActivityUpdate(c *Ctx) error {
+	if _, err := h.ws.CRM().GetActivity(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+		return err
+	}
+	var in crm.ActivityPatch
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	out, err := h.ws.CRM().UpdateActivity(c.Context(), c.Tenant(), c.Param("id"), in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// handleActivityDelete serves DELETE /v1/crm/activities/{id}: 204.
+func (h *Handler) handleActivityDelete(c *Ctx) error {
+	if err := h.ws.CRM().DeleteActivity(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+		return err
+	}
+	return c.NoContent()
+}
+
+// ---- Pipelines, stages and the board -------------------------------------------
+
+// handlePipelinesList serves GET /v1/crm/pipelines: oldest first, the
+// default pipeline (made on first read) leading.
+func (h *Handler) handlePipelinesList(c *Ctx) error {
+	p, err := c.Page()
+	if err != nil {
+		return err
+	}
+	out, next, err := h.ws.CRM().ListPipelines(c.Context(), c.Tenant(), p)
+	if err != nil {
+		return err
+	}
+	return c.List(out, next)
+}
+
+// handlePipelineCreate serves POST /v1/crm/pipelines ({name, stages}): 201.
+func (h *Handler) handlePipelineCreate(c *Ctx) error {
+	var in crm.PipelineIn
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	out, err := h.ws.CRM().CreatePipeline(c.Context(), c.Tenant(), in)
+	if err != nil {
+		return err
+	}
+	return c.Created("/v1/crm/pipelines/"+out.ID, out)
+}
+
+// handlePipelineGet serves GET /v1/crm/pipelines/{id}.
+func (h *Handler) handlePipelineGet(c *Ctx) error {
+	out, err := h.ws.CRM().GetPipeline(c.Context(), c.Tenant(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// handlePipelineUpdate serves PATCH /v1/crm/pipelines/{id} ({name}).
+func (h *Handler) handlePipelineUpdate(c *Ctx) error {
+	if _, err := h.ws.CRM().GetPipeline(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+		return err
+	}
+	var in crm.PipelinePatch
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	out, err := h.ws.CRM().UpdatePipeline(c.Context(), c.Tenant(), c.Param("id"), in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// handlePipelineDelete serves DELETE /v1/crm/pipelines/{id}: 204; the
+// default pipeline or one holding deals: 409.
+func (h *Handler) handlePipelineDelete(c *Ctx) error {
+	if err := h.ws.CRM().DeletePipeline(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+		return err
+	}
+	return c.NoContent()
+}
+
+// handlePipelineBoard serves GET /v1/crm/pipelines/{id}/board?limit=: a
+// BoardColumn per stage, in stage order, each with at most limit deals
+// (default 50, max 200) and totals over all of them.
+func (h *Handler) handlePipelineBoard(c *Ctx) error {
+	limit := 50
+	if s := c.R.URL.Query().Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		switch {
+		case err != nil:
+			return errs.Invalidf([]any{"query", "limit"}, "type_error", "must be an integer")
+		case n < 1:
+			return errs.Invalidf([]any{"query", "limit"}, "greater_than_equal", "must be at least 1")
+		case n > 200:
+			return errs.Invalidf([]any{"query", "limit"}, "less_than_equal", "must be at most 200")
+		}
+		limit = n
+	}
+	out, err := h.ws.CRM().Board(c.Context(), c.Tenant(), c.Param("id"), limit)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// handleStageCreate serves POST /v1/crm/pipelines/{id}/stages (StageIn):
+// 201 with the pipeline.
+func (h *Handler) handleStageCreate(c *Ctx) error {
+	if _, err := h.ws.CRM().GetPipeline(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+		return err
+	}
+	var in crm.StageIn
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	out, err := h.ws.CRM().AddStage(c.Context(), c.Tenant(), c.Param("id"), in)
+	if err != nil {
+		return err
+	}
+	return c.Created("/v1/crm/pipelines/"+out.ID, out)
+}
+
+// handleStageUpdate serves PATCH /v1/crm/pipelines/{id}/stages/{stage_id}
+// (StagePatch): 200 with the pipeline.
+func (h *Handler) handleStageUpdate(c *Ctx) error {
+	if err := h.stageExists(c); err != nil {
+		return err
+	}
+	var in crm.StagePatch
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	out, err := h.ws.CRM().UpdateStage(c.Context(), c.Tenant(), c.Param("id"), c.Param("stage_id"), in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// handleStageDelete serves DELETE /v1/crm/pipelines/{id}/stages/{stage_id}:
+// 204; a stage holding deals, or a pipeline's last open stage: 409.
+func (h *Handler) handleStageDelete(c *Ctx) error {
+	if _, err := h.ws.CRM().DeleteStage(c.Context(), c.Tenant(), c.Param("id"), c.Param("stage_id")); err != nil {
+		return err
+	}
+	return c.NoContent()
+}
+
+// stageExists answers 404 for a pipeline or a stage the caller's tenant
+// does not have.
+func (h *Handler) stageExists(c *Ctx) error {
+	p, err := h.ws.CRM().GetPipeline(c.Context(), c.Tenant(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	for _, st := range p.Stages {
+		if st.ID == c.Param("stage_id") {
+			return nil
+		}
+	}
+	return errs.NotFoundf("stage not found")
+}
