@@ -18,6 +18,7 @@ import (
 	"sync"
 
 	"github.com/bas-platform/bas"
+	"github.com/bas-platform/bas/internal/jsonkeys"
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -75,6 +76,7 @@ type Handler struct {
 	statics []*Route // routes served by static, matched before main
 
 	schemas sync.Map // reflect.Type -> *inputSchema
+	keys    jsonkeys.Checker
 	limiter *rateLimiter
 }
 

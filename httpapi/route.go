@@ -28,6 +28,10 @@ type Route struct {
 	Perm string
 	// Public routes need no authentication.
 	Public bool
+	// Upload routes take a multipart/form-data body up to the upload
+	// limit; every other route takes JSON (application/json, or no
+	// Content-Type) up to the JSON limit, and 415 for another type.
+	Upload bool
 
 	fn handlerFunc
 }
@@ -39,6 +43,12 @@ type handlerFunc func(c *Ctx) error
 // handle declares an authenticated route of app needing perm.
 func (h *Handler) handle(method, path, app, perm string, fn handlerFunc) {
 	h.routes = append(h.routes, &Route{Method: method, Path: path, App: app, Perm: perm, fn: fn})
+}
+
+// handleUpload declares an authenticated route of app needing perm whose
+// body is a multipart/form-data upload.
+func (h *Handler) handleUpload(method, path, app, perm string, fn handlerFunc) {
+	h.routes = append(h.routes, &Route{Method: method, Path: path, App: app, Perm: perm, Upload: true, fn: fn})
 }
 
 // handlePublic declares a route that needs no authentication.
@@ -112,6 +122,9 @@ func (h *Handler) wrap(rt *Route) httprouter.Handle {
 
 func (h *Handler) run(c *Ctx) error {
 	rt := c.route
+	if err := checkContentType(c); err != nil {
+		return err
+	}
 	if !rt.Public {
 		p, err := h.authenticate(c.R)
 		if err != nil {

@@ -1,0 +1,123 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/bas-platform/bas/httpapi"
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestJSONRoutesTakeJSONOnly: a JSON route refuses another content type
+// with 415 before it reads the body, so the upload limit never applies to
+// it; JSON beyond the JSON limit is a 413; no Content-Type reads as JSON.
+func TestJSONRoutesTakeJSONOnly(t *testing.T) {
+	s := newTestServer(t, httpapi.Options{DevLogin: true, MaxBodyBytes: 1 << 10})
+	admin := s.devLogin(t, `{}`)
+	event := `{"name":"custom.ping","data":{"x":1}}`
+	big := `{"name":"custom.ping","data":{"x":"` + strings.Repeat("a", 2<<10) + `"}}`
+	tests := []struct {
+		name, ct, body string
+		want           int
+	}{
+		{"json", "application/json", event, http.StatusAccepted},
+		{"json with charset", "application/json; charset=utf-8", event, http.StatusAccepted},
+		{"no content type", "", event, http.StatusAccepted},
+		{"multipart", "multipart/form-data; boundary=x", event, http.StatusUnsupportedMediaType},
+		{"multipart beyond the JSON limit", "multipart/form-data; boundary=x", big, http.StatusUnsupportedMediaType},
+		{"form", "application/x-www-form-urlencoded", "name=custom.ping", http.StatusUnsupportedMediaType},
+		{"text", "text/plain", event, http.StatusUnsupportedMediaType},
+		{"json beyond the JSON limit", "application/json", big, http.StatusRequestEntityTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := s.do(t, "POST", "/v1/events", admin.Token, tt.body, "Content-Type", tt.ct)
+			r.want(t, tt.want)
+			if tt.want == http.StatusUnsupportedMediaType {
+				if got := r.detail(t); got != "this endpoint takes application/json bodies" {
+					t.Errorf("detail %q", got)
+				}
+			}
+		})
+	}
+	// A body-less POST passes whatever its Content-Type says.
+	s.do(t, "POST", "/v1/auth/logout", admin.Token, nil, "Content-Type", "text/plain").want(t, http.StatusNoContent)
+}
+
+// TestKeysMatchExactly: a key that names a field only when case is ignored
+// is an unknown field, and a key twice in one object is a 422, so what the
+// schema validated is what is decoded.
+func TestKeysMatchExactly(t *testing.T) {
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.devLogin(t, `{}`)
+	long := strings.Repeat("x", 5000)
+	tests := []struct {
+		name, path, body string
+		want             []violation
+	}{
+		{"case variant beside the field", "/v1/events", `{"name":"custom.ok","NAME":"Bad Name!! ../x"}`,
+			[]violation{{Loc: []any{"body", "NAME"}, Msg: `is not a field; keys are case-sensitive (did you mean "name"?)`, Type: "extra_forbidden"}}},
+		{"case variant alone", "/v1/events", `{"Name":"Bad Name!! ../x"}`,
+			[]violation{
+				{Loc: []any{"body", "Name"}, Msg: `is not a field; keys are case-sensitive (did you mean "name"?)`, Type: "extra_forbidden"},
+			}},
+		{"duplicate key", "/v1/events", `{"name":"custom.ok","name":"Bad Name!! ../x"}`,
+			[]violation{{Loc: []any{"body", "name"}, Msg: "appears more than once in this object; send each key once", Type: "value_error"}}},
+		{"duplicate key deep in free data", "/v1/events", `{"name":"custom.ok","data":{"a":[{"b":1,"b":2}]}}`,
+			[]violation{{Loc: []any{"body", "data", "a", 0.0, "b"}, Msg: "appears more than once in this object; send each key once", Type: "value_error"}}},
+		{"case variant of a nested field", "/v1/processes", `{"name":"p","trigger":{"type":"manual"},"steps":[{"key":"a","type":"wait","config":{"duration":"1h"},"KEY":"` + long + `"}]}`,
+			[]violation{{Loc: []any{"body", "steps", 0.0, "KEY"}, Msg: `is not a field; keys are case-sensitive (did you mean "key"?)`, Type: "extra_forbidden"}}},
+		{"duplicate in a process body", "/v1/processes", `{"name":"p","name":"` + long + `"}`,
+			[]violation{{Loc: []any{"body", "name"}, Msg: "appears more than once in this object; send each key once", Type: "value_error"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got struct{ Detail []violation }
+			s.do(t, "POST", tt.path, admin.Token, tt.body).want(t, http.StatusUnprocessableEntity).decode(t, &got)
+			if diff := cmp.Diff(tt.want, got.Detail); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// violation is a 422 detail item as a client decodes it.
+type violation struct {
+	Loc  []any  `json:"loc"`
+	Msg  string `json:"msg"`
+	Type string `json:"type"`
+}
+
+// TestBrokenBodyIs400: a body that ends before its Content-Length is a 400
+// with a reason, not a 500.
+func TestBrokenBodyIs400(t *testing.T) {
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.devLogin(t, `{}`)
+	conn, err := net.Dial("tcp", s.srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"name":"custom.pi`
+	fmt.Fprintf(conn, "POST /api/v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n%s", admin.Token, body)
+	conn.(*net.TCPConn).CloseWrite()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("status %d, want 400: %s", resp.StatusCode, raw)
+	}
+	if want := `{"detail":"the request body could not be read: it ended early or broke off"}` + "\n"; string(raw) != want {
+		t.Errorf("body %s, want %s", raw, want)
+	}
+	if strings.Contains(s.logs.String(), "internal error") {
+		t.Errorf("logged an internal error:\n%s", s.logs.String())
+	}
+}
