@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"bufio"
+	"bytes"
+	"compress/zlib"
 	"fmt"
 	"io"
 	"net"
@@ -120,4 +122,63 @@ func TestBrokenBodyIs400(t *testing.T) {
 	if strings.Contains(s.logs.String(), "internal error") {
 		t.Errorf("logged an internal error:\n%s", s.logs.String())
 	}
+}
+
+// bombPDF is a one-page PDF of a few kilobytes whose Flate content stream
+// inflates to size bytes of text operators.
+func bombPDF(t testing.TB, size int) []byte {
+	t.Helper()
+	var z bytes.Buffer
+	zw, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
+	unit := []byte(strings.Repeat("BT /F1 12 Tf 72 700 Td (A) Tj ET\n", 2000))
+	for w := 0; w < size; w += len(unit) {
+		_, _ = zw.Write(unit[:min(len(unit), size-w)])
+	}
+	_ = zw.Close()
+	objs := []string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+		fmt.Sprintf("<< /Filter /FlateDecode /Length %d >>\nstream\n%s\nendstream", z.Len(), z.Bytes()),
+		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+	}
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.4\n")
+	offs := make([]int, len(objs))
+	for i, o := range objs {
+		offs[i] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
+	for _, off := range offs {
+		fmt.Fprintf(&b, "%010d 00000 n \n", off)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
+	return b.Bytes()
+}
+
+// TestDocsUploadOverBudget: a PDF whose content inflates past the
+// extraction budget (8 MiB a stream) is a 422 naming the bound, and
+// nothing is stored.
+func TestDocsUploadOverBudget(t *testing.T) {
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.devLogin(t, `{}`).Token
+	typeID := s.invoiceType(t, admin)
+	bomb := bombPDF(t, 16<<20)
+	r := s.upload(t, admin, "/v1/docs/documents", "bomb.pdf", bomb, "type_id", typeID).want(t, http.StatusUnprocessableEntity)
+	var got struct{ Detail []violation }
+	r.decode(t, &got)
+	want := []violation{{Loc: []any{"body", "file"}, Type: "value_error",
+		Msg: "the file is too costly to read: object 4's stream inflates to more than 8388608 bytes (the limit of one stream)"}}
+	if diff := cmp.Diff(want, got.Detail); diff != "" {
+		t.Errorf("%d-byte bomb (-want +got):\n%s", len(bomb), diff)
+	}
+	var list []any
+	s.do(t, "GET", "/v1/docs/documents", admin, nil).want(t, http.StatusOK).decode(t, &list)
+	if len(list) != 0 {
+		t.Errorf("stored %d documents", len(list))
+	}
+	// Just inside the budget, the same kind of file is read.
+	s.upload(t, admin, "/v1/docs/documents", "ok.pdf", bombPDF(t, 1<<20), "type_id", typeID).want(t, http.StatusCreated)
 }
