@@ -219,4 +219,3 @@ func skippable(dict []byte) bool {
 	}
 	return false
 }
-

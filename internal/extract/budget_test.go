@@ -3,8 +3,8 @@ package extract
 import (
 	"bytes"
 	"compress/zlib"
-	"encoding/ascii85"
 	"context"
+	"encoding/ascii85"
 	"fmt"
 	"os"
 	"runtime"
