@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/zlib"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -181,4 +182,87 @@ func TestDocsUploadOverBudget(t *testing.T) {
 	}
 	// Just inside the budget, the same kind of file is read.
 	s.upload(t, admin, "/v1/docs/documents", "ok.pdf", bombPDF(t, 1<<20), "type_id", typeID).want(t, http.StatusCreated)
+}
+
+// TestEventsRouteTakesCustomNamesOnly: names of a namespace an app or the
+// engine owns are a 422 and start nothing; other names are published, and
+// the event and the runs it starts record who emitted it.
+func TestEventsRouteTakesCustomNamesOnly(t *testing.T) {
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.devLogin(t, `{}`).Token
+	member := s.newKey(t, admin, `{"name": "m", "roles": ["member"]}`)
+	for _, name := range []string{"docs.document.validated", "process.run.completed", "task.completed", "approval.decided",
+		"crm.deal.won", "invoicing.invoice.paid", "boards.item.moved", "usecases.x", "ai.x", "webhook.x"} {
+		r := s.do(t, "POST", "/v1/events", member.Secret, map[string]any{"name": name, "data": map[string]any{"total": 1}})
+		r.want(t, http.StatusUnprocessableEntity)
+		ns, _, _ := strings.Cut(name, ".")
+		want := `[{"loc":["body","name"],"msg":"events named ` + ns + `.* are emitted only by the workspace itself; use a name of your own (custom.*, or your product's namespace)","type":"value_error"}]`
+		var got struct{ Detail json.RawMessage }
+		r.decode(t, &got)
+		if string(got.Detail) != want {
+			t.Errorf("%s: %s", name, got.Detail)
+		}
+	}
+	proc := s.createProc(t, admin, `{"name": "On ping", "trigger": {"type": "event", "event": "custom.ping"},
+	  "steps": [{"key": "t", "type": "human_task", "config": {"title": "Look"}}]}`)
+	for _, name := range []string{"custom.ping", "docsx.ping", "supplier.replied"} {
+		s.do(t, "POST", "/v1/events", member.Secret, map[string]any{"name": name}).want(t, http.StatusAccepted)
+	}
+	out := s.emit(t, member.Secret, "custom.ping", map[string]any{"n": 1})
+	if len(out.Runs) != 1 {
+		t.Fatalf("started %d runs", len(out.Runs))
+	}
+	var run struct {
+		ProcessID string `json:"process_id"`
+		Trigger   struct {
+			EventID   string         `json:"event_id"`
+			EmittedBy string         `json:"emitted_by"`
+			Data      map[string]any `json:"data"`
+		} `json:"trigger"`
+	}
+	s.do(t, "GET", "/v1/process-runs/"+out.Runs[0].ID, admin, nil).want(t, http.StatusOK).decode(t, &run)
+	if run.ProcessID != proc.ID || run.Trigger.EventID != out.EventID || run.Trigger.EmittedBy != member.ID || run.Trigger.Data["n"] != 1.0 {
+		t.Errorf("run trigger %+v, want emitted by %s", run.Trigger, member.ID)
+	}
+}
+
+// TestRunDataBounds: event data and a task's fields have size caps, and
+// lists and the cockpit leave a run's trigger data out.
+func TestRunDataBounds(t *testing.T) {
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.devLogin(t, `{}`).Token
+	s.createProc(t, admin, `{"name": "On big", "trigger": {"type": "event", "event": "custom.big"},
+	  "steps": [{"key": "t", "type": "human_task", "config": {"title": "Look", "fields": [{"key": "note", "label": "Note"}]}}]}`)
+	// {"s":"..."} is 8 bytes beside the string.
+	data := func(n int) map[string]any { return map[string]any{"s": strings.Repeat("x", n-8)} }
+	r := s.do(t, "POST", "/v1/events", admin, map[string]any{"name": "custom.big", "data": data(64<<10 + 1)}).want(t, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.Body), `"loc":["body","data"],"msg":"event data may be at most 65536 bytes of JSON; this is 65537","type":"too_long"`) {
+		t.Errorf("outside: %s", r.Body)
+	}
+	out := s.emit(t, admin, "custom.big", data(64<<10))
+	if len(out.Runs) != 1 {
+		t.Fatalf("started %d runs", len(out.Runs))
+	}
+	runID := out.Runs[0].ID
+	// The list and the cockpit leave the 64 KiB out; the run has it.
+	for _, path := range []string{"/v1/process-runs", "/v1/cockpit"} {
+		r := s.do(t, "GET", path, admin, nil).want(t, http.StatusOK)
+		if len(r.Body) > 8<<10 || !strings.Contains(string(r.Body), runID) {
+			t.Errorf("%s: %d bytes", path, len(r.Body))
+		}
+	}
+	if r := s.do(t, "GET", "/v1/process-runs/"+runID, admin, nil).want(t, http.StatusOK); len(r.Body) < 64<<10 {
+		t.Errorf("the run: %d bytes", len(r.Body))
+	}
+	// A task's fields beyond 256 KiB are a 422.
+	run := s.awaitRun(t, admin, runID, "waiting", runStatusIs("waiting"))
+	taskID := *run.step(t, "t").TaskID
+	note := func(n int) map[string]any {
+		return map[string]any{"action": "complete", "fields": map[string]any{"note": strings.Repeat("y", n-11)}} // {"note":""}
+	}
+	r = s.do(t, "POST", "/v1/tasks/"+taskID+"/complete", admin, note(256<<10+1)).want(t, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.Body), `"loc":["body","fields"],"msg":"the fields are 262145 bytes of JSON; a step's output may be at most 262144","type":"too_long"`) {
+		t.Errorf("outside: %s", r.Body)
+	}
+	s.do(t, "POST", "/v1/tasks/"+taskID+"/complete", admin, note(256<<10)).want(t, http.StatusOK)
 }
