@@ -152,8 +152,8 @@ func (h *Handler) keyOf(c *Ctx, id string) (*access.Key, error) {
 	if err != nil {
 		return nil, err
 	}
-	if k.CreatedBy != c.P.UserID && !c.P.Can(access.PermAccessManage) {
-		return nil, errs.Forbiddenf("missing permission %s", access.PermAccessManage)
+	if err := access.CanSeeKey(c.P, k); err != nil {
+		return nil, err
 	}
 	return k, nil
 }

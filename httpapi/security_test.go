@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bas-platform/bas/httpapi"
 	"github.com/google/go-cmp/cmp"
@@ -265,4 +266,63 @@ func TestRunDataBounds(t *testing.T) {
 		t.Errorf("outside: %s", r.Body)
 	}
 	s.do(t, "POST", "/v1/tasks/"+taskID+"/complete", admin, note(256<<10)).want(t, http.StatusOK)
+}
+
+// TestKeyScope: an API key acts only on the keys it made (not on its
+// creator's), a child key expires no later than its parent and is
+// revoked with it, and a person holds at most MaxKeysPerUser keys.
+func TestKeyScope(t *testing.T) {
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.devLogin(t, `{}`).Token
+	adminKey := s.newKey(t, admin, `{"name": "ops", "roles": ["admin"]}`)
+	limited := s.newKey(t, admin, `{"name": "scanner", "roles": ["admin"], "apps": ["docs", "access"]}`)
+
+	// The limited key cannot read or revoke its creator's admin key.
+	for _, m := range []string{"GET", "DELETE"} {
+		r := s.do(t, m, "/v1/api-keys/"+adminKey.ID, limited.Secret, nil).want(t, http.StatusForbidden)
+		if d := r.detail(t); d != "an API key acts only on the keys it made" {
+			t.Errorf("%s: %q", m, d)
+		}
+	}
+	s.do(t, "GET", "/v1/auth/me", adminKey.Secret, nil).want(t, http.StatusOK)
+	// It lists and revokes only what it made.
+	child := s.newKey(t, limited.Secret, `{"name": "child", "roles": ["viewer"], "apps": ["docs"]}`)
+	var list []struct {
+		ID          string `json:"id"`
+		ParentKeyID string `json:"parent_key_id"`
+	}
+	s.do(t, "GET", "/v1/api-keys", limited.Secret, nil).want(t, http.StatusOK).decode(t, &list)
+	if len(list) != 1 || list[0].ID != child.ID || list[0].ParentKeyID != limited.ID {
+		t.Errorf("the key's list: %+v", list)
+	}
+	s.do(t, "GET", "/v1/api-keys/"+child.ID, limited.Secret, nil).want(t, http.StatusOK)
+
+	// A 1-day key makes a key without expiry: the child expires with it.
+	day := s.newKey(t, admin, `{"name": "day", "roles": ["member"], "expires_days": 1}`)
+	var kid struct {
+		testKey
+		ExpiresAt *string `json:"expires_at"`
+	}
+	s.do(t, "POST", "/v1/api-keys", day.Secret, `{"name": "kid", "roles": ["member"]}`).want(t, http.StatusCreated).decode(t, &kid)
+	if want := testStart.Add(24 * time.Hour).Format(time.RFC3339); kid.ExpiresAt == nil || *kid.ExpiresAt != want {
+		t.Errorf("child expires_at %v, want %s", kid.ExpiresAt, want)
+	}
+	grandkid := s.newKey(t, kid.Secret, `{"name": "grandkid", "roles": ["viewer"]}`)
+	s.do(t, "GET", "/v1/auth/me", grandkid.Secret, nil).want(t, http.StatusOK)
+	// Revoking the parent revokes its children and theirs.
+	s.do(t, "DELETE", "/v1/api-keys/"+day.ID, admin, nil).want(t, http.StatusNoContent)
+	for _, k := range []string{day.Secret, kid.Secret, grandkid.Secret} {
+		s.do(t, "GET", "/v1/auth/me", k, nil).want(t, http.StatusUnauthorized)
+	}
+	s.do(t, "GET", "/v1/api-keys/"+kid.ID, admin, nil).want(t, http.StatusNotFound)
+
+	// Keys per person: the admin holds 3 keys now (ops, scanner, and the
+	// child scanner made); up to 50 it may make more, then 409.
+	for i := 3; i < 50; i++ {
+		s.newKey(t, admin, fmt.Sprintf(`{"name": "k%d", "roles": ["viewer"]}`, i))
+	}
+	r := s.do(t, "POST", "/v1/api-keys", admin, `{"name": "one too many", "roles": ["viewer"]}`).want(t, http.StatusConflict)
+	if d := r.detail(t); d != "you hold 50 API keys, the most one person may; revoke one you no longer use" {
+		t.Errorf("detail %q", d)
+	}
 }

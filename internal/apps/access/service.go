@@ -282,7 +282,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, e
 		switch c.Kind {
 		case credKey:
 			p = newPrincipal(c.Tenant, c.UserID, c.Email, c.Roles, c.Apps)
-			p.KeyID = c.RecordID
+			p.KeyID, p.KeyExpiresAt = c.RecordID, c.ExpiresAt
 			return nil
 		case credSession:
 			u, err := users.Get(r, c.Tenant, c.UserID)
