@@ -54,6 +54,10 @@ func (h *Handler) writeError(c *Ctx, err error) {
 			if m.status == http.StatusTooManyRequests || rl != nil {
 				w.Header().Set("Retry-After", strconv.Itoa(secs))
 			}
+			if rl != nil && rl.Msg != "" {
+				writeDetail(w, m.status, rl.Msg)
+				return
+			}
 		}
 		writeDetail(w, m.status, publicOr(err, m.detail))
 		return

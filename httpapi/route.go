@@ -125,6 +125,11 @@ func (h *Handler) run(c *Ctx) error {
 	if err := checkContentType(c); err != nil {
 		return err
 	}
+	if rt.Public && c.R.Method == http.MethodPost {
+		if err := h.public.take(source(c.R)); err != nil {
+			return err
+		}
+	}
 	if !rt.Public {
 		p, err := h.authenticate(c.R)
 		if err != nil {
@@ -137,7 +142,7 @@ func (h *Handler) run(c *Ctx) error {
 		if rt.Perm != "" && !p.Can(rt.Perm) {
 			return errs.Forbiddenf("missing permission %s", rt.Perm)
 		}
-		if err := h.limiter.allow(p); err != nil {
+		if err := h.limiter.take(principalKey(p.Tenant, p.UserID)); err != nil {
 			return err
 		}
 	}

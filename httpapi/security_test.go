@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -325,4 +326,78 @@ func TestKeyScope(t *testing.T) {
 	if d := r.detail(t); d != "you hold 50 API keys, the most one person may; revoke one you no longer use" {
 		t.Errorf("detail %q", d)
 	}
+}
+
+// TestPublicRateLimits: sign-in emails and code tries are limited per
+// email address, invitation accepts per invitation, and every public POST
+// per client address; each answers 429 with Retry-After, and time
+// refills the budget.
+func TestPublicRateLimits(t *testing.T) {
+	t.Run("per email address", func(t *testing.T) {
+		s := newTestServer(t, httpapi.Options{DevLogin: true})
+		admin := s.devLogin(t, `{}`)
+		for range 10 {
+			s.do(t, "POST", "/v1/auth/email", "", map[string]any{"email": admin.Email}).want(t, http.StatusAccepted)
+		}
+		r := s.do(t, "POST", "/v1/auth/email", "", map[string]any{"email": strings.ToUpper(admin.Email)}).want(t, http.StatusTooManyRequests)
+		if d, ra := r.detail(t), r.Header.Get("Retry-After"); d != "too many requests for this email address or invitation; retry later" || ra != "360" {
+			t.Errorf("detail %q, Retry-After %q", d, ra)
+		}
+		var mails []any
+		s.do(t, "GET", "/v1/outbox?limit=200", admin.Token, nil).want(t, http.StatusOK).decode(t, &mails)
+		if len(mails) != 10 {
+			t.Errorf("%d mails sent, want 10", len(mails))
+		}
+		s.do(t, "POST", "/v1/auth/email", "", map[string]any{"email": "someone.else@example.com"}).want(t, http.StatusAccepted)
+		s.clock.Advance(6 * time.Minute)
+		s.do(t, "POST", "/v1/auth/email", "", map[string]any{"email": admin.Email}).want(t, http.StatusAccepted)
+		s.do(t, "POST", "/v1/auth/email", "", map[string]any{"email": admin.Email}).want(t, http.StatusTooManyRequests)
+	})
+	t.Run("code tries per address, accepts per invitation", func(t *testing.T) {
+		s := newTestServer(t, httpapi.Options{AddressRateLimit: 3})
+		for range 3 {
+			s.do(t, "POST", "/v1/auth/code", "", `{"email": "a@example.com", "code": "000000"}`).want(t, http.StatusUnauthorized)
+		}
+		s.do(t, "POST", "/v1/auth/code", "", `{"email": "a@example.com", "code": "000000"}`).want(t, http.StatusTooManyRequests)
+		tok := "/v1/invitations/basi_00000000" + strings.Repeat("0", 32) + "/accept"
+		for range 3 {
+			s.do(t, "POST", tok, "", `{}`).want(t, http.StatusNotFound)
+		}
+		s.do(t, "POST", tok, "", `{}`).want(t, http.StatusTooManyRequests)
+	})
+	t.Run("per client address", func(t *testing.T) {
+		s := newTestServer(t, httpapi.Options{DevLogin: true, PublicRateLimit: 4, AddressRateLimit: -1})
+		s.devLogin(t, `{}`)
+		for i := range 3 {
+			s.do(t, "POST", "/v1/auth/email", "", map[string]any{"email": fmt.Sprintf("p%d@example.com", i)}).want(t, http.StatusAccepted)
+		}
+		r := s.do(t, "POST", "/v1/auth/dev-login", "", `{}`).want(t, http.StatusTooManyRequests)
+		if d, ra := r.detail(t), r.Header.Get("Retry-After"); d != "too many sign-in requests from this address; retry later" || ra != "15" {
+			t.Errorf("detail %q, Retry-After %q", d, ra)
+		}
+		s.do(t, "GET", "/healthz", "", nil).want(t, http.StatusOK)
+		s.clock.Advance(15 * time.Second)
+		s.devLogin(t, `{}`)
+	})
+}
+
+// TestRateLimitPerPerson: the sessions and keys of one person share one
+// budget, so minting keys does not multiply it; another person has its own.
+func TestRateLimitPerPerson(t *testing.T) {
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.devLogin(t, `{}`)
+	var keys []string
+	for i := range 3 {
+		keys = append(keys, s.newKey(t, admin.Token, fmt.Sprintf(`{"name": "k%d"}`, i)).Secret)
+	}
+	s2 := &testServer{ws: s.ws, h: httpapi.New(s.ws, httpapi.Options{RateLimit: 2}), clock: s.clock, logs: s.logs}
+	s2.srv = httptest.NewServer(s2.h)
+	t.Cleanup(s2.srv.Close)
+	s2.do(t, "GET", "/v1/auth/me", admin.Token, nil).want(t, http.StatusOK)
+	s2.do(t, "GET", "/v1/auth/me", keys[0], nil).want(t, http.StatusOK)
+	for _, k := range append(keys, admin.Token) {
+		s2.do(t, "GET", "/v1/auth/me", k, nil).want(t, http.StatusTooManyRequests)
+	}
+	other := s.devLogin(t, `{"email": "other@example.com"}`)
+	s2.do(t, "GET", "/v1/auth/me", other.Token, nil).want(t, http.StatusOK)
 }
