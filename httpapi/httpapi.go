@@ -52,6 +52,10 @@ type Options struct {
 	// address, and accepts per invitation: requests an hour, with a burst
 	// of the same size. Defaults to 10; a negative value turns it off.
 	AddressRateLimit float64
+	// MaxConcurrentUploads bounds the uploads the handler reads at once
+	// (each may hold MaxUploadBytes and its extraction in memory); one
+	// beyond is a 503 with Retry-After. Defaults to 4.
+	MaxConcurrentUploads int
 }
 
 func (o Options) withDefaults(ws *bas.Workspace) Options {
@@ -70,6 +74,9 @@ func (o Options) withDefaults(ws *bas.Workspace) Options {
 	}
 	if o.AddressRateLimit == 0 {
 		o.AddressRateLimit = 10
+	}
+	if o.MaxConcurrentUploads <= 0 {
+		o.MaxConcurrentUploads = 4
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 1 << 20
@@ -93,15 +100,17 @@ type Handler struct {
 
 	schemas sync.Map // reflect.Type -> *inputSchema
 	keys    jsonkeys.Checker
-	limiter *limiter // per tenant and person
-	public  *limiter // public POST routes, per client address
-	address *limiter // sign-in per email address, accept per invitation
+	limiter *limiter      // per tenant and person
+	public  *limiter      // public POST routes, per client address
+	address *limiter      // sign-in per email address, accept per invitation
+	uploads chan struct{} // a slot per upload being served
 }
 
 // New returns the API of ws.
 func New(ws *bas.Workspace, opts Options) *Handler {
 	opts = opts.withDefaults(ws)
 	h := &Handler{ws: ws, opts: opts, log: opts.Logger}
+	h.uploads = make(chan struct{}, opts.MaxConcurrentUploads)
 	h.limiter = newLimiter(opts.RateLimit, opts.RateLimit, ws.Clock(), "")
 	h.public = newLimiter(opts.PublicRateLimit/60, opts.PublicRateLimit, ws.Clock(),
 		"too many sign-in requests from this address; retry later")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/cockroachdb/errors"
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -71,6 +72,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		id = "req_" + hex.EncodeToString(b[:])
 	}
 	w.Header().Set("X-Request-Id", id)
+	// Responses carry secrets (keys, sessions, invitation tokens) and a
+	// tenant's data: no cache keeps any.
+	w.Header().Set("Cache-Control", "no-store")
 	r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	defer func() {
@@ -130,6 +134,15 @@ func (h *Handler) run(c *Ctx) error {
 			return err
 		}
 	}
+	if rt.Upload {
+		select {
+		case h.uploads <- struct{}{}:
+			defer func() { <-h.uploads }()
+		default:
+			return errors.Mark(&errs.RateLimit{RetryAfter: time.Second,
+				Msg: "too many uploads are in progress; retry shortly"}, errs.Unavailable)
+		}
+	}
 	if !rt.Public {
 		p, err := h.authenticate(c.R)
 		if err != nil {
@@ -159,7 +172,14 @@ func (h *Handler) authenticate(r *http.Request) (*access.Principal, error) {
 	if !ok || strings.TrimSpace(token) == "" {
 		return nil, errs.Unauthenticatedf("not authenticated")
 	}
-	return h.ws.Authenticate(r.Context(), strings.TrimSpace(token))
+	p, err := h.ws.Authenticate(r.Context(), strings.TrimSpace(token))
+	if err != nil {
+		return nil, err
+	}
+	if p.DevSession && !h.opts.DevLogin {
+		return nil, errs.Unauthenticatedf("this session was made by the development login, which this server does not offer; sign in again")
+	}
+	return p, nil
 }
 
 // statusRecorder remembers the status and size written.

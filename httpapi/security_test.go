@@ -390,7 +390,7 @@ func TestRateLimitPerPerson(t *testing.T) {
 	for i := range 3 {
 		keys = append(keys, s.newKey(t, admin.Token, fmt.Sprintf(`{"name": "k%d"}`, i)).Secret)
 	}
-	s2 := &testServer{ws: s.ws, h: httpapi.New(s.ws, httpapi.Options{RateLimit: 2}), clock: s.clock, logs: s.logs}
+	s2 := &testServer{ws: s.ws, h: httpapi.New(s.ws, httpapi.Options{DevLogin: true, RateLimit: 2}), clock: s.clock, logs: s.logs}
 	s2.srv = httptest.NewServer(s2.h)
 	t.Cleanup(s2.srv.Close)
 	s2.do(t, "GET", "/v1/auth/me", admin.Token, nil).want(t, http.StatusOK)
@@ -400,4 +400,129 @@ func TestRateLimitPerPerson(t *testing.T) {
 	}
 	other := s.devLogin(t, `{"email": "other@example.com"}`)
 	s2.do(t, "GET", "/v1/auth/me", other.Token, nil).want(t, http.StatusOK)
+}
+
+// TestSecretsAreNotCached: every answer, those that carry a session, a key
+// or an invitation token first, says Cache-Control: no-store.
+func TestSecretsAreNotCached(t *testing.T) {
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	r := s.do(t, "POST", "/v1/auth/dev-login", "", `{}`).want(t, http.StatusCreated)
+	var sess testSession
+	r.decode(t, &sess)
+	for _, r := range []*testResponse{
+		r,
+		s.do(t, "POST", "/v1/api-keys", sess.Token, `{"name": "k"}`).want(t, http.StatusCreated),
+		s.do(t, "POST", "/v1/invitations", sess.Token, `{"email": "new@example.com", "roles": ["member"]}`).want(t, http.StatusCreated),
+		s.do(t, "GET", "/v1/auth/me", sess.Token, nil).want(t, http.StatusOK),
+		s.do(t, "GET", "/v1/nothing", "", nil).want(t, http.StatusNotFound),
+	} {
+		if got := r.Header.Get("Cache-Control"); got != "no-store" {
+			t.Errorf("%s %s: Cache-Control %q", r.method, r.path, got)
+		}
+	}
+}
+
+// TestDevSessionsNeedDevLogin: a session the development login made stops
+// working on a server that runs without it; keys keep working.
+func TestDevSessionsNeedDevLogin(t *testing.T) {
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	sess := s.devLogin(t, `{}`)
+	key := s.newKey(t, sess.Token, `{"name": "k"}`)
+	prod := &testServer{ws: s.ws, h: httpapi.New(s.ws, httpapi.Options{}), clock: s.clock, logs: s.logs}
+	prod.srv = httptest.NewServer(prod.h)
+	t.Cleanup(prod.srv.Close)
+	r := prod.do(t, "GET", "/v1/auth/me", sess.Token, nil).want(t, http.StatusUnauthorized)
+	if d := r.detail(t); d != "this session was made by the development login, which this server does not offer; sign in again" {
+		t.Errorf("detail %q", d)
+	}
+	prod.do(t, "GET", "/v1/auth/me", key.Secret, nil).want(t, http.StatusOK)
+	s.do(t, "GET", "/v1/auth/me", sess.Token, nil).want(t, http.StatusOK)
+}
+
+// TestStaticCRLFRefusedAtCreate: a line break written into a mail header
+// of a process (email.send's subject, to, cc, reply_to; a follow-up's
+// subject) is a 422 when the process is saved; a reference is checked
+// when the mail is sent.
+func TestStaticCRLFRefusedAtCreate(t *testing.T) {
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.devLogin(t, `{}`).Token
+	send := func(args string) string {
+		return `{"name": "Mail", "trigger": {"type": "manual"}, "steps": [{"key": "m", "type": "execute", "capability": "email.send",
+		  "config": {"args": ` + args + `}}]}`
+	}
+	msg := "must be one line: a line break here would add mail headers"
+	tests := []struct {
+		name, body string
+		want       []violation
+	}{
+		{"subject", send(`{"to": "a@example.com", "subject": "Hi\r\nBcc: all@example.com", "body": "x"}`),
+			[]violation{{Loc: []any{"body", "steps", 0.0, "config", "args", "subject"}, Msg: msg, Type: "value_error"}}},
+		{"subject around a reference", send(`{"to": "a@example.com", "subject": "Pay ${subject.label}\nBcc: x@example.com", "body": "x"}`),
+			[]violation{{Loc: []any{"body", "steps", 0.0, "config", "args", "subject"}, Msg: msg, Type: "value_error"}}},
+		{"a recipient in a list", send(`{"to": ["a@example.com", "b@example.com\r\nBcc: c@example.com"], "subject": "Hi", "body": "x"}`),
+			[]violation{{Loc: []any{"body", "steps", 0.0, "config", "args", "to", 1.0}, Msg: msg, Type: "value_error"}}},
+		{"follow-up subject", `{"name": "Chase", "trigger": {"type": "manual"}, "steps": [{"key": "f", "type": "follow_up",
+		  "config": {"to": "a@example.com", "subject": "Chase\nBcc: x@example.com", "body": "Please.", "every": "24h"}}]}`,
+			[]violation{{Loc: []any{"body", "steps", 0.0, "config", "subject"}, Msg: msg, Type: "value_error"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got struct{ Detail []violation }
+			s.do(t, "POST", "/v1/processes", admin, tt.body).want(t, http.StatusUnprocessableEntity).decode(t, &got)
+			if diff := cmp.Diff(tt.want, got.Detail); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	s.do(t, "POST", "/v1/processes", admin, send(`{"to": "a@example.com", "subject": "${subject.label}", "body": "Line 1\nLine 2"}`)).
+		want(t, http.StatusCreated)
+}
+
+// TestUploadConcurrency: an upload beyond MaxConcurrentUploads in progress
+// is a 503 with Retry-After, before its body is read; a broken upload body
+// is a 400.
+func TestUploadConcurrency(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	s := newTestServerWith(t, httpapi.Options{DevLogin: true, MaxConcurrentUploads: 1}, func(h *httpapi.Handler) {
+		h.UploadForTest("POST", "/v1/test/upload", "", "", func(c *httpapi.Ctx) error {
+			entered <- struct{}{}
+			<-release
+			return c.NoContent()
+		})
+	})
+	admin := s.devLogin(t, `{}`).Token
+	typeID := s.invoiceType(t, admin)
+	body, ct := multipartBody(t, "a.txt", []byte("Total: 1"), "type_id", typeID)
+
+	done := make(chan *testResponse, 1)
+	go func() { done <- s.do(t, "POST", "/v1/test/upload", admin, body, "Content-Type", ct) }()
+	<-entered
+	r := s.do(t, "POST", "/v1/docs/documents", admin, body, "Content-Type", ct).want(t, http.StatusServiceUnavailable)
+	if d, ra := r.detail(t), r.Header.Get("Retry-After"); d != "too many uploads are in progress; retry shortly" || ra != "1" {
+		t.Errorf("detail %q, Retry-After %q", d, ra)
+	}
+	// JSON routes are not held up.
+	s.do(t, "GET", "/v1/docs/documents", admin, nil).want(t, http.StatusOK)
+	close(release)
+	(<-done).want(t, http.StatusNoContent)
+	// The slot is free again.
+	s.do(t, "POST", "/v1/docs/documents", admin, body, "Content-Type", ct).want(t, http.StatusCreated)
+
+	// A multipart body cut short answers 400.
+	conn, err := net.Dial("tcp", s.srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /api/v1/docs/documents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s",
+		admin, ct, len(body), body[:len(body)/2])
+	conn.(*net.TCPConn).CloseWrite()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("truncated upload: %d %s", resp.StatusCode, raw)
+	}
 }

@@ -107,7 +107,7 @@ func TestDevLogin(t *testing.T) {
 	b := setup(t)
 	sess, p := b.login(t, access.DevLoginIn{})
 	want := &access.Principal{Tenant: access.DemoTenant, UserID: access.DemoUser, Email: access.DemoEmail,
-		Roles: []string{"admin"}, Perms: access.Permissions, SessionID: p.SessionID}
+		Roles: []string{"admin"}, Perms: access.Permissions, SessionID: p.SessionID, DevSession: true}
 	if diff := cmp.Diff(want, p); diff != "" {
 		t.Errorf("principal (-want +got):\n%s", diff)
 	}
