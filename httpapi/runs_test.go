@@ -148,7 +148,7 @@ type outboxMessage struct {
 }
 
 // createProc creates a process from a ProcessIn body.
-func (s *testServer) createProc(t *testing.T, token, body string) processOut {
+func (s *testServer) createProc(t testing.TB, token, body string) processOut {
 	t.Helper()
 	var p processOut
 	s.do(t, "POST", "/v1/processes", token, body).want(t, http.StatusCreated).decode(t, &p)

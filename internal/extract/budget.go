@@ -25,6 +25,9 @@ type Budget struct {
 	MaxBytes int64
 	// MaxPages bounds the pages of a PDF. Defaults to 500.
 	MaxPages int
+	// MaxTextBytes bounds the text of a document (any type), which
+	// extraction searches field by field. Defaults to 4 MiB.
+	MaxTextBytes int
 	// Timeout bounds the time reading takes, within the caller's context.
 	// Defaults to 20 seconds.
 	Timeout time.Duration
@@ -35,6 +38,7 @@ const (
 	DefaultMaxStreamBytes = 8 << 20
 	DefaultMaxBytes       = 64 << 20
 	DefaultMaxPages       = 500
+	DefaultMaxTextBytes   = 4 << 20
 	DefaultTimeout        = 20 * time.Second
 )
 
@@ -47,6 +51,9 @@ func (b Budget) withDefaults() Budget {
 	}
 	if b.MaxPages <= 0 {
 		b.MaxPages = DefaultMaxPages
+	}
+	if b.MaxTextBytes <= 0 {
+		b.MaxTextBytes = DefaultMaxTextBytes
 	}
 	if b.Timeout <= 0 {
 		b.Timeout = DefaultTimeout
@@ -101,6 +108,14 @@ func (s *spend) timeout(cerr error) error {
 }
 
 var errBudgetTime = errors.New("extract: time budget spent")
+
+// checkText reports text beyond the budget's MaxTextBytes.
+func (b Budget) checkText(n int) error {
+	if n > b.MaxTextBytes {
+		return overBudgetf("the document's text is more than %d bytes (the limit of one document)", b.MaxTextBytes)
+	}
+	return nil
+}
 
 // ctxReader stops reading once its context is done.
 type ctxReader struct {

@@ -98,16 +98,16 @@ func TestFromPDFBudget(t *testing.T) {
 	}{
 		{"a stream just inside", textPDF(t, 1<<20, 1), small, ""},
 		{"a stream just outside", textPDF(t, 1<<20+1, 1), small, "object 3's stream inflates to more than 1048576 bytes (the limit of one stream)"},
-		{"a bomb with the defaults", textPDF(t, 100<<20, 1), Budget{}, "object 3's stream inflates to more than 8388608 bytes (the limit of one stream)"},
+		{"a bomb with the defaults", textPDF(t, 16<<20, 1), Budget{}, "object 3's stream inflates to more than 8388608 bytes (the limit of one stream)"},
 		{"pages just inside", textPDF(t, 100, 3), small, ""},
 		{"pages just outside", textPDF(t, 100, 4), small, "the PDF has 4 pages; at most 3 are read"},
 		{"one stream read by many pages, inside", textPDF(t, 1<<20, 1), Budget{MaxStreamBytes: 1 << 20, MaxBytes: 2<<20 + 2, MaxPages: 10}, ""},
 		{"one stream read by many pages, outside", textPDF(t, 1<<20, 2), Budget{MaxStreamBytes: 1 << 20, MaxBytes: 2<<20 + 2, MaxPages: 10},
 			"the document's streams inflate to more than 2097154 bytes (the limit of one document)"},
-		{"a bomb behind ASCII85, read by the page", a85PDF(t, 100<<20), Budget{},
+		{"a bomb behind ASCII85, read by the page", a85PDF(t, 16<<20), Budget{},
 			"page 1's content inflates to more than 8388608 bytes (the limit of one stream)"},
 		{"an object stream bomb", pdfObjects("<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [] /Count 0 >>",
-			stream("/Type /ObjStm /N 1 /First 4 /Filter /FlateDecode", flate(t, "0 ", 100<<20))), Budget{},
+			stream("/Type /ObjStm /N 1 /First 4 /Filter /FlateDecode", flate(t, "0 ", 16<<20))), Budget{},
 			"object 3's stream inflates to more than 8388608 bytes (the limit of one stream)"},
 	}
 	for _, tt := range tests {
@@ -177,4 +177,28 @@ func peakRSS() int64 {
 		}
 	}
 	return 0
+}
+
+// TestTextBudget: the text of any document is bounded, just inside and
+// just outside.
+func TestTextBudget(t *testing.T) {
+	t.Parallel()
+	b := Budget{MaxTextBytes: 100}
+	for _, ct := range []string{"text/plain; charset=utf-8", "text/csv; charset=utf-8"} {
+		if _, err := FromFile(context.Background(), ct, bytes.Repeat([]byte("a,b\n"), 25), b); err != nil {
+			t.Errorf("%s inside: %v", ct, err)
+		}
+		_, err := FromFile(context.Background(), ct, bytes.Repeat([]byte("a,b\n"), 26), b)
+		if !errors.Is(err, ErrOverBudget) || err.Error() != "the document's text is more than 100 bytes (the limit of one document)" {
+			t.Errorf("%s outside: %v", ct, err)
+		}
+	}
+	doc := textPDF(t, 33*100, 1) // 100 glyphs, one line
+	pages, err := FromPDF(context.Background(), doc, Budget{MaxTextBytes: 100})
+	if err != nil || len(pages[0].Text) != 100 {
+		t.Errorf("pdf inside: %v", err)
+	}
+	if _, err := FromPDF(context.Background(), doc, Budget{MaxTextBytes: 99}); !errors.Is(err, ErrOverBudget) {
+		t.Errorf("pdf outside: %v", err)
+	}
 }

@@ -83,11 +83,17 @@ func FromFile(ctx context.Context, ct string, data []byte, budget Budget) ([]Pag
 	if err != nil {
 		return nil, unreadablef("unknown content type %q", ct)
 	}
+	budget = budget.withDefaults()
 	switch mt {
-	case ContentTypeText:
-		return FromText(decodeText(data, params["charset"])), nil
-	case ContentTypeCSV:
-		return FromCSV(decodeText(data, params["charset"]))
+	case ContentTypeText, ContentTypeCSV:
+		text := decodeText(data, params["charset"])
+		if err := budget.checkText(len(text)); err != nil {
+			return nil, err
+		}
+		if mt == ContentTypeText {
+			return FromText(text), nil
+		}
+		return FromCSV(text)
 	case ContentTypePDF:
 		return FromPDF(ctx, data, budget)
 	}
@@ -295,6 +301,7 @@ func FromPDF(ctx context.Context, data []byte, budget Budget) (pages []Page, err
 		return nil, overBudgetf("the PDF has %d pages; at most %d are read", n, budget.MaxPages)
 	}
 	pages = make([]Page, 0, n)
+	textBytes := 0
 	for i := 1; i <= n; i++ {
 		p := rd.Page(i)
 		if p.V.IsNull() {
@@ -304,7 +311,12 @@ func FromPDF(ctx context.Context, data []byte, budget Budget) (pages []Page, err
 		if err := s.checkPage(p, i); err != nil {
 			return nil, err
 		}
-		pages = append(pages, Page{Number: i, Text: layoutPDFText(p.Content().Text)})
+		text := layoutPDFText(p.Content().Text)
+		textBytes += len(text)
+		if err := budget.checkText(textBytes); err != nil {
+			return nil, err
+		}
+		pages = append(pages, Page{Number: i, Text: text})
 	}
 	if cerr := ctx.Err(); cerr != nil {
 		return nil, s.timeout(cerr)
