@@ -47,7 +47,9 @@ type plan struct {
 // (nil: no struct is involved, only duplicates are reported). Locations
 // start with root ("body").
 func (c *Checker) Check(doc []byte, t reflect.Type, root string) []errs.Violation {
-	s := scanner{b: doc, root: root}
+	var s scanner
+	s.b, s.root = doc, root
+	s.path, s.keys = s.pathBuf[:0], s.keysBuf[:0]
 	s.value(c.planOf(t))
 	return s.vs
 }
@@ -152,6 +154,10 @@ type scanner struct {
 	path []seg // where the scan is, turned into a location only for a violation
 	vs   []errs.Violation
 	keys [][]byte // keys of the objects being read, innermost last
+
+	// Room for the usual body, so a scan allocates once.
+	pathBuf [8]seg
+	keysBuf [16][]byte
 }
 
 func (s *scanner) ws() {
