@@ -7,6 +7,7 @@ import (
 
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/runengine"
 )
 
@@ -90,15 +91,30 @@ func (h *Handler) handleRunList(c *Ctx) error {
 	return c.List(out, next)
 }
 
+// maxListedOutput bounds a step's output as lists show it.
+const maxListedOutput = 4 << 10
+
 // listedRun is r as lists and the cockpit show it: without its trigger's
-// data (GET /v1/process-runs/{id} has it), so a page stays small whatever
-// the events that started its runs carried.
+// data, and with each step output larger than maxListedOutput bytes of JSON
+// replaced by {"omitted": ..., "bytes": n} (GET /v1/process-runs/{id} has
+// them all), so a page stays small whatever events and providers carried.
 func listedRun(r *runengine.Run) *runengine.Run {
-	if r.Trigger.Data == nil {
-		return r
-	}
 	c := *r
 	c.Trigger.Data = nil
+	copied := false
+	for i, st := range r.Steps {
+		if st.Output == nil {
+			continue
+		}
+		raw, err := jsonvalue.Append(nil, st.Output)
+		if err != nil || len(raw) <= maxListedOutput {
+			continue
+		}
+		if !copied {
+			c.Steps, copied = slices.Clone(r.Steps), true
+		}
+		c.Steps[i].Output = map[string]any{"omitted": "larger than 4096 bytes; GET the run for it", "bytes": len(raw)}
+	}
 	return &c
 }
 

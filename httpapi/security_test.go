@@ -267,6 +267,25 @@ func TestRunDataBounds(t *testing.T) {
 		t.Errorf("outside: %s", r.Body)
 	}
 	s.do(t, "POST", "/v1/tasks/"+taskID+"/complete", admin, note(256<<10)).want(t, http.StatusOK)
+	// Lists show a step output beyond 4 KiB as its size only.
+	s.awaitRun(t, admin, runID, "completed", runStatusIs("completed"))
+	var list []struct {
+		ID    string `json:"id"`
+		Steps []struct {
+			Output map[string]any `json:"output"`
+		} `json:"steps"`
+	}
+	s.do(t, "GET", "/v1/process-runs", admin, nil).want(t, http.StatusOK).decode(t, &list)
+	want := map[string]any{"omitted": "larger than 4096 bytes; GET the run for it", "bytes": float64(256<<10 + 58)} // {"fields":{"note":...},"outcome":"complete"}
+	if len(list) != 1 || len(list[0].Steps) != 1 {
+		t.Fatalf("list %+v", list)
+	}
+	if diff := cmp.Diff(want, list[0].Steps[0].Output); diff != "" {
+		t.Errorf("listed output (-want +got):\n%s", diff)
+	}
+	if r := s.do(t, "GET", "/v1/process-runs/"+runID, admin, nil).want(t, http.StatusOK); len(r.Body) < 256<<10 {
+		t.Errorf("the run: %d bytes", len(r.Body))
+	}
 }
 
 // TestKeyScope: an API key acts only on the keys it made (not on its
