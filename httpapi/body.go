@@ -5,6 +5,7 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
+	"slices"
 
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/cockroachdb/errors"
@@ -51,20 +52,39 @@ func hasBody(r *http.Request) bool {
 // in one object anywhere, or a key that names a field of t only when case is
 // ignored, is a 422 (see internal/jsonkeys). An empty body reads as {}.
 func (c *Ctx) jsonBody(t reflect.Type) ([]byte, error) {
-	b, err := c.Body()
+	b, vs, err := c.readJSON(t)
 	if err != nil {
 		return nil, err
 	}
+	return b, errs.Validation(vs...)
+}
+
+// readJSON is jsonBody that returns the key violations apart, so that
+// Decode can report them with the schema's.
+func (c *Ctx) readJSON(t reflect.Type) ([]byte, []errs.Violation, error) {
+	b, err := c.Body()
+	if err != nil {
+		return nil, nil, err
+	}
 	if isBlank(b) {
-		return []byte("{}"), nil
+		return []byte("{}"), nil, nil
 	}
 	if !json.Valid(b) {
-		return nil, errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: "is not valid JSON", Type: "json_invalid"})
+		return nil, nil, errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: "is not valid JSON", Type: "json_invalid"})
 	}
-	if vs := c.h.keys.Check(b, t, "body"); len(vs) > 0 {
-		return nil, errs.Validation(vs...)
+	return b, c.h.keys.Check(b, t, "body"), nil
+}
+
+// mergeViolations returns first followed by the violations of second at
+// locations first does not report.
+func mergeViolations(first, second []errs.Violation) []errs.Violation {
+	out := first
+	for _, v := range second {
+		if !slices.ContainsFunc(first, func(f errs.Violation) bool { return slices.Equal(f.Loc, v.Loc) }) {
+			out = append(out, v)
+		}
 	}
-	return b, nil
+	return out
 }
 
 func isBlank(b []byte) bool {

@@ -87,7 +87,7 @@ type inputSchema struct {
 // v's type is reported at once, then v's own Validate runs. An empty body
 // decodes as {}.
 func (c *Ctx) Decode(v any) error {
-	b, err := c.jsonBody(reflect.TypeOf(v))
+	b, keyVs, err := c.readJSON(reflect.TypeOf(v))
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (c *Ctx) Decode(v any) error {
 	if err != nil {
 		return err
 	}
-	if vs := s.v.ValidateJSON(b, "body"); len(vs) > 0 {
+	if vs := mergeViolations(keyVs, s.v.ValidateJSON(b, "body")); len(vs) > 0 {
 		return errs.Validation(vs...)
 	}
 	if err := json.Unmarshal(b, v); err != nil {

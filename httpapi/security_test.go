@@ -70,6 +70,7 @@ func TestKeysMatchExactly(t *testing.T) {
 		{"case variant alone", "/v1/events", `{"Name":"Bad Name!! ../x"}`,
 			[]violation{
 				{Loc: []any{"body", "Name"}, Msg: `is not a field; keys are case-sensitive (did you mean "name"?)`, Type: "extra_forbidden"},
+				{Loc: []any{"body", "name"}, Msg: "is required", Type: "missing"},
 			}},
 		{"duplicate key", "/v1/events", `{"name":"custom.ok","name":"Bad Name!! ../x"}`,
 			[]violation{{Loc: []any{"body", "name"}, Msg: "appears more than once in this object; send each key once", Type: "value_error"}}},
