@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/zlib"
 	"context"
+	"encoding/ascii85"
 	"io"
 	"strconv"
 	"time"
@@ -213,14 +214,36 @@ func (s *spend) checkObjectStreams(data []byte) error {
 		if !bytes.Contains(back, []byte("ObjStm")) && !bytes.Contains(back, []byte("XRef")) && skippable(back) {
 			continue
 		}
-		zr, err := zlib.NewReader(bytes.NewReader(data[start:]))
+		var raw io.Reader = bytes.NewReader(data[start:])
+		if bytes.Contains(back, []byte("ASCII85Decode")) || bytes.Contains(back, []byte("/A85")) {
+			raw = ascii85.NewDecoder(&a85Reader{r: raw})
+		}
+		zr, err := zlib.NewReader(raw)
 		if err != nil {
-			continue // not Flate at this point: the text reader reads it under checkPage or not at all
+			continue // not Flate here: the text reader reads it under checkPage or not at all
 		}
 		if err := s.drain(zr, what); err != nil {
 			return err
 		}
 	}
+}
+
+// a85Reader passes ASCII85 text up to its "~>" end mark.
+type a85Reader struct {
+	r    io.Reader
+	done bool
+}
+
+func (a *a85Reader) Read(p []byte) (int, error) {
+	if a.done {
+		return 0, io.EOF
+	}
+	n, err := a.r.Read(p)
+	if i := bytes.Index(p[:n], []byte("~")); i >= 0 {
+		a.done = true
+		return i, nil
+	}
+	return n, err
 }
 
 // skippable reports whether a stream dictionary is an image's or a font

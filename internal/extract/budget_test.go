@@ -75,16 +75,22 @@ func textPDF(t testing.TB, size int64, pages int) []byte {
 	return pdfObjects(objs...)
 }
 
+// a85 is data ASCII85-encoded with its end mark.
+func a85(data []byte) []byte {
+	enc := make([]byte, ascii85.MaxEncodedLen(len(data)))
+	return append(enc[:ascii85.Encode(enc, data)], "~>"...)
+}
+
 // a85PDF is textPDF with its content stream ASCII85-encoded over Flate,
-// so that only the text reader's own decoding finds the Flate data.
+// its filters named through another object, so that only the text
+// reader's own decoding finds the Flate data.
 func a85PDF(t testing.TB, size int64) []byte {
 	t.Helper()
-	z := flate(t, "BT /F1 12 Tf 72 700 Td (A) Tj ET\n", size)
-	enc := make([]byte, ascii85.MaxEncodedLen(len(z)))
-	enc = append(enc[:ascii85.Encode(enc, z)], "~>"...)
+	enc := a85(flate(t, "BT /F1 12 Tf 72 700 Td (A) Tj ET\n", size))
 	return pdfObjects("<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [5 0 R] /Count 1 >>",
-		stream("/Filter [/ASCII85Decode /FlateDecode]", enc), "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R /Resources << /Font << /F1 4 0 R >> >> >>")
+		stream("/Filter 6 0 R", enc), "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R /Resources << /Font << /F1 4 0 R >> >> >>",
+		"[/ASCII85Decode /FlateDecode]")
 }
 
 func TestFromPDFBudget(t *testing.T) {
@@ -106,6 +112,10 @@ func TestFromPDFBudget(t *testing.T) {
 			"the document's streams inflate to more than 2097154 bytes (the limit of one document)"},
 		{"a bomb behind ASCII85, read by the page", a85PDF(t, 16<<20), Budget{},
 			"page 1's content inflates to more than 8388608 bytes (the limit of one stream)"},
+		{"a small stream behind ASCII85", a85PDF(t, 1000), Budget{}, ""},
+		{"an ASCII85 object stream bomb", pdfObjects("<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [] /Count 0 >>",
+			stream("/Type /ObjStm /N 1 /First 4 /Filter [/ASCII85Decode /FlateDecode]", a85(flate(t, "0 ", 16<<20)))), Budget{},
+			"object 3's stream inflates to more than 8388608 bytes (the limit of one stream)"},
 		{"an object stream bomb", pdfObjects("<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [] /Count 0 >>",
 			stream("/Type /ObjStm /N 1 /First 4 /Filter /FlateDecode", flate(t, "0 ", 16<<20))), Budget{},
 			"object 3's stream inflates to more than 8388608 bytes (the limit of one stream)"},
