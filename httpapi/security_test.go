@@ -242,6 +242,11 @@ func TestRunDataBounds(t *testing.T) {
 	if !strings.Contains(string(r.Body), `"loc":["body","data"],"msg":"event data may be at most 65536 bytes of JSON; this is 65537","type":"too_long"`) {
 		t.Errorf("outside: %s", r.Body)
 	}
+	// A label taken from the event's data is cut to 200 characters.
+	long := s.emit(t, admin, "custom.big", map[string]any{"title": strings.Repeat("é", 201)})
+	if len(long.Runs) != 1 || long.Runs[0].Subject.Label != strings.Repeat("é", 200) {
+		t.Errorf("subject from a long title: %+v", long.Runs)
+	}
 	out := s.emit(t, admin, "custom.big", data(64<<10))
 	if len(out.Runs) != 1 {
 		t.Fatalf("started %d runs", len(out.Runs))
@@ -278,7 +283,7 @@ func TestRunDataBounds(t *testing.T) {
 	}
 	s.do(t, "GET", "/v1/process-runs", admin, nil).want(t, http.StatusOK).decode(t, &list)
 	want := map[string]any{"omitted": "larger than 4096 bytes; GET the run for it", "bytes": float64(256<<10 + 58)} // {"fields":{"note":...},"outcome":"complete"}
-	if len(list) != 1 || len(list[0].Steps) != 1 {
+	if len(list) != 2 || list[0].ID != runID || len(list[0].Steps) != 1 {
 		t.Fatalf("list %+v", list)
 	}
 	if diff := cmp.Diff(want, list[0].Steps[0].Output); diff != "" {

@@ -506,7 +506,7 @@ func eventSubject(ev *Event) Subject {
 	s := Subject{Type: ev.Name, Label: ev.Name}
 	for _, k := range []string{"title", "name", "label", "number", "id"} {
 		if v, ok := ev.Data[k].(string); ok && v != "" {
-			s.Label = v
+			s.Label = truncateRunes(v, MaxSubjectLabel)
 			break
 		}
 	}

@@ -10,4 +10,19 @@ const (
 	// result beyond it fails the step (not retried), a task completed
 	// with more is a 422.
 	MaxStepOutputBytes = 256 << 10
+	// MaxSubjectLabel bounds, in characters, the subject label a run takes
+	// from its event's data (the bound of a label given by hand).
+	MaxSubjectLabel = 200
 )
+
+// truncateRunes returns s cut to at most n characters.
+func truncateRunes(s string, n int) string {
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j]
+		}
+		i++
+	}
+	return s
+}
