@@ -160,13 +160,13 @@ func TestFromPDFContext(t *testing.T) {
 // allocated per read and the peak resident memory of the process.
 func BenchmarkFromPDFBomb(b *testing.B) {
 	doc := textPDF(b, 100<<20, 1)
-	b.ReportMetric(float64(len(doc)), "file-bytes")
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := FromPDF(context.Background(), doc, Budget{}); !errors.Is(err, ErrOverBudget) {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(len(doc)), "file-bytes")
 	runtime.GC()
 	if hwm := peakRSS(); hwm > 0 {
 		b.ReportMetric(float64(hwm)/(1<<20), "peak-RSS-MiB")
