@@ -79,6 +79,9 @@ func (h *Handler) handleAuthEmail(c *Ctx) error {
 	if err := c.Decode(&in); err != nil {
 		return err
 	}
+	if err := h.address.take(addressKey("email", in.Email)); err != nil {
+		return err
+	}
 	if err := h.access().SendCode(c.Context(), in); err != nil {
 		return err
 	}
@@ -89,6 +92,9 @@ func (h *Handler) handleAuthEmail(c *Ctx) error {
 func (h *Handler) handleAuthCode(c *Ctx) error {
 	var in access.CodeIn
 	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	if err := h.address.take(addressKey("code", in.Email)); err != nil {
 		return err
 	}
 	sess, err := h.access().SignIn(c.Context(), in)
@@ -152,8 +158,8 @@ func (h *Handler) keyOf(c *Ctx, id string) (*access.Key, error) {
 	if err != nil {
 		return nil, err
 	}
-	if k.CreatedBy != c.P.UserID && !c.P.Can(access.PermAccessManage) {
-		return nil, errs.Forbiddenf("missing permission %s", access.PermAccessManage)
+	if err := access.CanSeeKey(c.P, k); err != nil {
+		return nil, err
 	}
 	return k, nil
 }
@@ -227,6 +233,9 @@ func (h *Handler) handleInvitationRevoke(c *Ctx) error {
 // token is looked up before the body is read, so a wrong one is a 404.
 func (h *Handler) handleInvitationAccept(c *Ctx) error {
 	token := c.Param("token")
+	if err := h.address.take(addressKey("accept", token)); err != nil {
+		return err
+	}
 	if _, err := h.access().InvitationByToken(c.Context(), token); err != nil {
 		return err
 	}

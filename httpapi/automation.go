@@ -78,7 +78,7 @@ func (h *Handler) handleProcessAutomationPatch(c *Ctx) error {
 // null one, which a struct decode cannot, so it is parsed by ParsePatch
 // (every violation at once, as Decode reports them).
 func (h *Handler) automationPatch(c *Ctx) (automation.Patch, error) {
-	body, err := c.Body()
+	body, err := c.jsonBody(nil) // ParsePatch matches keys exactly
 	if err != nil {
 		return automation.Patch{}, err
 	}

@@ -1,14 +1,12 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"reflect"
 	"strconv"
-	"strings"
 
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/errs"
@@ -41,19 +39,24 @@ func (c *Ctx) Tenant() string { return c.P.Tenant }
 // Param returns a path parameter.
 func (c *Ctx) Param(name string) string { return c.Params.ByName(name) }
 
-// Body reads the request body, at most MaxBodyBytes (MaxUploadBytes for a
-// multipart upload; 413 beyond).
+// Body reads the request body: at most MaxBodyBytes on a JSON route,
+// MaxUploadBytes on an upload route (413 beyond), whatever the
+// Content-Type says. A body that breaks off is a 400.
 func (c *Ctx) Body() ([]byte, error) {
 	if c.read {
 		return c.body, nil
 	}
 	limit := c.h.opts.MaxBodyBytes
-	if strings.HasPrefix(c.R.Header.Get("Content-Type"), "multipart/") {
+	if c.route.Upload {
 		limit = c.h.opts.MaxUploadBytes
 	}
 	b, err := io.ReadAll(io.LimitReader(c.R.Body, limit+1))
 	if err != nil {
-		return nil, errors.Wrap(err, "read body")
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, errs.TooLargef("request body exceeds %d bytes", limit)
+		}
+		return nil, badRequestf("the request body could not be read: it ended early or broke off")
 	}
 	if int64(len(b)) > limit {
 		return nil, errs.TooLargef("request body exceeds %d bytes", limit)
@@ -79,24 +82,20 @@ type inputSchema struct {
 }
 
 // Decode reads the JSON body into v: malformed JSON is a 422 json_invalid,
-// every schema violation of v's type is reported at once, then v's own
-// Validate runs. An empty body decodes as {}.
+// a duplicate key anywhere, or a key that matches a field of v only when
+// case is ignored, is a 422 (keys match exactly); every schema violation of
+// v's type is reported at once, then v's own Validate runs. An empty body
+// decodes as {}.
 func (c *Ctx) Decode(v any) error {
-	b, err := c.Body()
+	b, keyVs, err := c.readJSON(reflect.TypeOf(v))
 	if err != nil {
 		return err
-	}
-	if len(bytes.TrimSpace(b)) == 0 {
-		b = []byte("{}")
-	}
-	if !json.Valid(b) {
-		return errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: "is not valid JSON", Type: "json_invalid"})
 	}
 	s, err := c.h.schemaOf(v)
 	if err != nil {
 		return err
 	}
-	if vs := s.v.ValidateJSON(b, "body"); len(vs) > 0 {
+	if vs := mergeViolations(keyVs, s.v.ValidateJSON(b, "body")); len(vs) > 0 {
 		return errs.Validation(vs...)
 	}
 	if err := json.Unmarshal(b, v); err != nil {

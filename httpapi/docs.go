@@ -32,9 +32,9 @@ func (h *Handler) registerDocsRoutes() {
 	h.handle("GET", "/v1/docs/types/:id/agreement", app, read, h.handleDocTypeAgreement)
 	h.handle("GET", "/v1/docs/type-templates", app, read, h.handleDocTypeTemplates)
 	h.handle("GET", "/v1/docs/documents", app, read, h.handleDocumentsList)
-	h.handle("POST", "/v1/docs/documents", app, write, h.handleDocumentUpload)
+	h.handleUpload("POST", "/v1/docs/documents", app, write, h.handleDocumentUpload)
 	h.handle("GET", "/v1/docs/documents/:id", app, read, h.handleDocumentGet)
-	h.handle("POST", "/v1/docs/documents/:id/versions", app, write, h.handleDocumentVersion)
+	h.handleUpload("POST", "/v1/docs/documents/:id/versions", app, write, h.handleDocumentVersion)
 	h.handle("GET", "/v1/docs/documents/:id/file", app, read, h.handleDocumentFile)
 	h.handle("POST", "/v1/docs/documents/:id/fields", app, review, h.handleDocumentFields)
 	h.handle("PATCH", "/v1/docs/documents/:id/fields", app, review, h.handleDocumentFields)
@@ -356,7 +356,10 @@ func (h *Handler) readUpload(c *Ctx) (*uploadForm, error) {
 	tooLarge := func() error {
 		return errs.TooLargef("the upload exceeds the limit of %d bytes", limit)
 	}
-	malformed := func() error {
+	malformed := func(err error) error {
+		if errors.Is(err, io.ErrUnexpectedEOF) { // the body broke off
+			return badRequestf("the request body could not be read: it ended early or broke off")
+		}
 		return errs.Invalidf([]any{"body"}, "value_error", "the multipart body is malformed")
 	}
 	form := &uploadForm{values: map[string][]string{}}
@@ -372,7 +375,7 @@ func (h *Handler) readUpload(c *Ctx) (*uploadForm, error) {
 			return nil, tooLarge()
 		}
 		if err != nil || parts >= maxFormParts {
-			return nil, malformed()
+			return nil, malformed(err)
 		}
 		name := p.FormName()
 		if name == "file" && !gotFile {
@@ -381,7 +384,7 @@ func (h *Handler) readUpload(c *Ctx) (*uploadForm, error) {
 				return nil, tooLarge()
 			}
 			if err != nil {
-				return nil, malformed()
+				return nil, malformed(err)
 			}
 			if int64(len(data)) > limit {
 				return nil, tooLarge()
@@ -394,7 +397,7 @@ func (h *Handler) readUpload(c *Ctx) (*uploadForm, error) {
 			return nil, tooLarge()
 		}
 		if err != nil {
-			return nil, malformed()
+			return nil, malformed(err)
 		}
 		if len(v) > maxFormValue {
 			return nil, errs.Invalidf([]any{"body", name}, "string_too_long", "a form value may be at most %d bytes", maxFormValue)

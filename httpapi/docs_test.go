@@ -82,7 +82,7 @@ func (d docView) actions() []string {
 }
 
 // multipartBody builds an upload form: fields are name, value pairs.
-func multipartBody(t *testing.T, filename string, file []byte, fields ...string) ([]byte, string) {
+func multipartBody(t testing.TB, filename string, file []byte, fields ...string) ([]byte, string) {
 	t.Helper()
 	var buf bytes.Buffer
 	w := multipart.NewWriter(&buf)

@@ -23,6 +23,8 @@ var statusOf = []struct {
 	{errs.TooLarge, http.StatusRequestEntityTooLarge, "request too large"},
 	{errs.RateLimited, http.StatusTooManyRequests, "rate limited"},
 	{errs.Unavailable, http.StatusServiceUnavailable, "service unavailable"},
+	{errBadRequest, http.StatusBadRequest, "bad request"},
+	{errUnsupportedMedia, http.StatusUnsupportedMediaType, "unsupported media type"},
 }
 
 // writeError writes err in api.md's error shape. Errors of no kind are 500
@@ -43,13 +45,19 @@ func (h *Handler) writeError(c *Ctx, err error) {
 			return
 		case http.StatusUnauthorized:
 			w.Header().Set("WWW-Authenticate", "Bearer")
-		case http.StatusTooManyRequests:
+		case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 			var rl *errs.RateLimit
 			secs := 1
 			if errors.As(err, &rl) && rl.RetryAfter > 0 {
 				secs = int((rl.RetryAfter + 999_999_999) / 1_000_000_000)
 			}
-			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			if m.status == http.StatusTooManyRequests || rl != nil {
+				w.Header().Set("Retry-After", strconv.Itoa(secs))
+			}
+			if rl != nil && rl.Msg != "" {
+				writeDetail(w, m.status, rl.Msg)
+				return
+			}
 		}
 		writeDetail(w, m.status, publicOr(err, m.detail))
 		return

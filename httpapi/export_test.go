@@ -8,3 +8,10 @@ func (h *Handler) HandleForTest(method, path, app, perm string, fn func(c *Ctx) 
 	h.statics = nil
 	h.build()
 }
+
+// UploadForTest is HandleForTest for an upload route.
+func (h *Handler) UploadForTest(method, path, app, perm string, fn func(c *Ctx) error) {
+	h.handleUpload(method, path, app, perm, fn)
+	h.statics = nil
+	h.build()
+}

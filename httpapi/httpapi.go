@@ -18,6 +18,7 @@ import (
 	"sync"
 
 	"github.com/bas-platform/bas"
+	"github.com/bas-platform/bas/internal/jsonkeys"
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -37,10 +38,24 @@ type Options struct {
 	// limit (bas.Options.MaxUploadBytes, 25 MiB unless set), which it
 	// cannot raise.
 	MaxUploadBytes int64
-	// RateLimit is the number of requests a key or session may make per
-	// second (with a burst of the same size); 0, the default, turns rate
-	// limiting off.
+	// RateLimit is the number of requests a person may make per second
+	// (with a burst of the same size), counted per tenant and person: the
+	// sessions and API keys of one person share one budget. 0, the
+	// default, turns it off.
 	RateLimit float64
+	// PublicRateLimit bounds the public POST routes (sign-in email and
+	// code, invitation accept, dev login) per client address: requests a
+	// minute, with a burst of the same size. Defaults to 60; a negative
+	// value turns it off.
+	PublicRateLimit float64
+	// AddressRateLimit bounds sign-in emails and code tries per email
+	// address, and accepts per invitation: requests an hour, with a burst
+	// of the same size. Defaults to 10; a negative value turns it off.
+	AddressRateLimit float64
+	// MaxConcurrentUploads bounds the uploads the handler reads at once
+	// (each may hold MaxUploadBytes and its extraction in memory); one
+	// beyond is a 503 with Retry-After. Defaults to 4.
+	MaxConcurrentUploads int
 }
 
 func (o Options) withDefaults(ws *bas.Workspace) Options {
@@ -53,6 +68,15 @@ func (o Options) withDefaults(ws *bas.Workspace) Options {
 	}
 	if o.Logger == nil {
 		o.Logger = ws.Logger()
+	}
+	if o.PublicRateLimit == 0 {
+		o.PublicRateLimit = 60
+	}
+	if o.AddressRateLimit == 0 {
+		o.AddressRateLimit = 10
+	}
+	if o.MaxConcurrentUploads <= 0 {
+		o.MaxConcurrentUploads = 4
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 1 << 20
@@ -75,14 +99,23 @@ type Handler struct {
 	statics []*Route // routes served by static, matched before main
 
 	schemas sync.Map // reflect.Type -> *inputSchema
-	limiter *rateLimiter
+	keys    jsonkeys.Checker
+	limiter *limiter      // per tenant and person
+	public  *limiter      // public POST routes, per client address
+	address *limiter      // sign-in per email address, accept per invitation
+	uploads chan struct{} // a slot per upload being served
 }
 
 // New returns the API of ws.
 func New(ws *bas.Workspace, opts Options) *Handler {
 	opts = opts.withDefaults(ws)
 	h := &Handler{ws: ws, opts: opts, log: opts.Logger}
-	h.limiter = newRateLimiter(opts.RateLimit, ws.Clock())
+	h.uploads = make(chan struct{}, opts.MaxConcurrentUploads)
+	h.limiter = newLimiter(opts.RateLimit, opts.RateLimit, ws.Clock(), "")
+	h.public = newLimiter(opts.PublicRateLimit/60, opts.PublicRateLimit, ws.Clock(),
+		"too many sign-in requests from this address; retry later")
+	h.address = newLimiter(opts.AddressRateLimit/3600, opts.AddressRateLimit, ws.Clock(),
+		"too many requests for this email address or invitation; retry later")
 	h.registerRoutes()
 	h.build()
 	return h

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -70,7 +71,7 @@ func (h *Handler) handleProcessList(c *Ctx) error {
 // handleProcessCreate serves POST /v1/processes: 201 with the process
 // (version 1) and its Location.
 func (h *Handler) handleProcessCreate(c *Ctx) error {
-	body, err := c.Body()
+	body, err := c.jsonBody(reflect.TypeFor[process.ProcessIn]())
 	if err != nil {
 		return err
 	}
@@ -107,7 +108,7 @@ func (h *Handler) handleProcessUpdate(c *Ctx) error {
 	if _, err := h.ws.Processes().Get(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
-	body, err := c.Body()
+	body, err := c.jsonBody(reflect.TypeFor[process.ProcessPatch]())
 	if err != nil {
 		return err
 	}

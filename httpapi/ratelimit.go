@@ -1,21 +1,25 @@
 package httpapi
 
 import (
+	"net"
+	"net/http"
+	"strings"
 	"sync"
 	"time"
 
-	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/cockroachdb/errors"
 )
 
-// rateLimiter is a token bucket per key or session: rate tokens a second, a
-// burst of rate (at least 1). A zero rate admits everything.
-type rateLimiter struct {
-	rate    float64
-	clock   clock.Clock
-	mu      sync.Mutex
-	buckets map[string]*bucket
+// limiter is a token bucket per key: rate tokens a second up to burst
+// (at least 1). A zero rate admits everything.
+type limiter struct {
+	rate, burst float64
+	clock       clock.Clock
+	msg         string // the 429's detail; "" for "rate limited"
+	mu          sync.Mutex
+	buckets     map[string]*bucket
 }
 
 type bucket struct {
@@ -23,44 +27,78 @@ type bucket struct {
 	last   time.Time
 }
 
-func newRateLimiter(rate float64, c clock.Clock) *rateLimiter {
-	return &rateLimiter{rate: rate, clock: c, buckets: map[string]*bucket{}}
-}
+// maxBuckets bounds a limiter's memory: beyond it, buckets that have
+// refilled are dropped (they hold nothing a new bucket would not).
+const maxBuckets = 100_000
 
-// allow takes a token for p, or returns a RateLimited error saying when one
-// will be there.
-func (l *rateLimiter) allow(p *access.Principal) error {
-	if l.rate <= 0 {
-		return nil
-	}
-	key := p.KeyID
-	if key == "" {
-		key = p.SessionID
-	}
-	burst := l.rate
+func newLimiter(rate, burst float64, c clock.Clock, msg string) *limiter {
 	if burst < 1 {
 		burst = 1
+	}
+	return &limiter{rate: rate, burst: burst, clock: c, msg: msg, buckets: map[string]*bucket{}}
+}
+
+// take takes a token for key, or returns a RateLimited error saying when
+// one will be there.
+func (l *limiter) take(key string) error {
+	if l == nil || l.rate <= 0 {
+		return nil
 	}
 	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b, ok := l.buckets[key]
 	if !ok {
-		if len(l.buckets) > 100_000 {
-			l.buckets = map[string]*bucket{} // bound memory; buckets refill anyway
+		if len(l.buckets) >= maxBuckets {
+			l.sweep(now)
 		}
-		b = &bucket{tokens: burst, last: now}
+		b = &bucket{tokens: l.burst, last: now}
 		l.buckets[key] = b
 	}
 	b.tokens += now.Sub(b.last).Seconds() * l.rate
-	if b.tokens > burst {
-		b.tokens = burst
+	if b.tokens > l.burst {
+		b.tokens = l.burst
 	}
 	b.last = now
 	if b.tokens < 1 {
 		wait := time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
-		return errs.RateLimitedAfter(wait)
+		return errors.Mark(&errs.RateLimit{RetryAfter: wait, Msg: l.msg}, errs.RateLimited)
 	}
 	b.tokens--
 	return nil
+}
+
+// sweep drops the buckets that have refilled by now; when every bucket is
+// still in use it starts over (the limiter then forgets, never refuses
+// wrongly).
+func (l *limiter) sweep(now time.Time) {
+	for k, b := range l.buckets {
+		if b.tokens+now.Sub(b.last).Seconds()*l.rate >= l.burst {
+			delete(l.buckets, k)
+		}
+	}
+	if len(l.buckets) >= maxBuckets {
+		l.buckets = map[string]*bucket{}
+	}
+}
+
+// source is the client address a request came from (its connection's
+// host; a host behind a proxy sets RemoteAddr from the proxy's header
+// before the handler sees the request).
+func source(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// principalKey is the key of an authenticated caller's budget: its tenant
+// and person, so that the keys a person makes share one budget.
+func principalKey(tenant, user string) string { return tenant + "\x00" + user }
+
+// addressKey is the key of a per-address budget: route and address, the
+// address in lower case.
+func addressKey(route, addr string) string {
+	return route + "\x00" + strings.ToLower(strings.TrimSpace(addr))
 }

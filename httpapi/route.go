@@ -12,6 +12,7 @@ import (
 
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/cockroachdb/errors"
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -28,6 +29,10 @@ type Route struct {
 	Perm string
 	// Public routes need no authentication.
 	Public bool
+	// Upload routes take a multipart/form-data body up to the upload
+	// limit; every other route takes JSON (application/json, or no
+	// Content-Type) up to the JSON limit, and 415 for another type.
+	Upload bool
 
 	fn handlerFunc
 }
@@ -39,6 +44,12 @@ type handlerFunc func(c *Ctx) error
 // handle declares an authenticated route of app needing perm.
 func (h *Handler) handle(method, path, app, perm string, fn handlerFunc) {
 	h.routes = append(h.routes, &Route{Method: method, Path: path, App: app, Perm: perm, fn: fn})
+}
+
+// handleUpload declares an authenticated route of app needing perm whose
+// body is a multipart/form-data upload.
+func (h *Handler) handleUpload(method, path, app, perm string, fn handlerFunc) {
+	h.routes = append(h.routes, &Route{Method: method, Path: path, App: app, Perm: perm, Upload: true, fn: fn})
 }
 
 // handlePublic declares a route that needs no authentication.
@@ -61,6 +72,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		id = "req_" + hex.EncodeToString(b[:])
 	}
 	w.Header().Set("X-Request-Id", id)
+	// Responses carry secrets (keys, sessions, invitation tokens) and a
+	// tenant's data: no cache keeps any.
+	w.Header().Set("Cache-Control", "no-store")
 	r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	defer func() {
@@ -112,6 +126,23 @@ func (h *Handler) wrap(rt *Route) httprouter.Handle {
 
 func (h *Handler) run(c *Ctx) error {
 	rt := c.route
+	if err := checkContentType(c); err != nil {
+		return err
+	}
+	if rt.Public && c.R.Method == http.MethodPost {
+		if err := h.public.take(source(c.R)); err != nil {
+			return err
+		}
+	}
+	if rt.Upload {
+		select {
+		case h.uploads <- struct{}{}:
+			defer func() { <-h.uploads }()
+		default:
+			return errors.Mark(&errs.RateLimit{RetryAfter: time.Second,
+				Msg: "too many uploads are in progress; retry shortly"}, errs.Unavailable)
+		}
+	}
 	if !rt.Public {
 		p, err := h.authenticate(c.R)
 		if err != nil {
@@ -124,7 +155,7 @@ func (h *Handler) run(c *Ctx) error {
 		if rt.Perm != "" && !p.Can(rt.Perm) {
 			return errs.Forbiddenf("missing permission %s", rt.Perm)
 		}
-		if err := h.limiter.allow(p); err != nil {
+		if err := h.limiter.take(principalKey(p.Tenant, p.UserID)); err != nil {
 			return err
 		}
 	}
@@ -141,7 +172,14 @@ func (h *Handler) authenticate(r *http.Request) (*access.Principal, error) {
 	if !ok || strings.TrimSpace(token) == "" {
 		return nil, errs.Unauthenticatedf("not authenticated")
 	}
-	return h.ws.Authenticate(r.Context(), strings.TrimSpace(token))
+	p, err := h.ws.Authenticate(r.Context(), strings.TrimSpace(token))
+	if err != nil {
+		return nil, err
+	}
+	if p.DevSession && !h.opts.DevLogin {
+		return nil, errs.Unauthenticatedf("this session was made by the development login, which this server does not offer; sign in again")
+	}
+	return p, nil
 }
 
 // statusRecorder remembers the status and size written.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/runengine"
 )
 
@@ -84,7 +85,37 @@ func (h *Handler) handleRunList(c *Ctx) error {
 	if err != nil {
 		return err
 	}
+	for i, r := range out {
+		out[i] = listedRun(r)
+	}
 	return c.List(out, next)
+}
+
+// maxListedOutput bounds a step's output as lists show it.
+const maxListedOutput = 4 << 10
+
+// listedRun is r as lists and the cockpit show it: without its trigger's
+// data, and with each step output larger than maxListedOutput bytes of JSON
+// replaced by {"omitted": ..., "bytes": n} (GET /v1/process-runs/{id} has
+// them all), so a page stays small whatever events and providers carried.
+func listedRun(r *runengine.Run) *runengine.Run {
+	c := *r
+	c.Trigger.Data = nil
+	copied := false
+	for i, st := range r.Steps {
+		if st.Output == nil {
+			continue
+		}
+		raw, err := jsonvalue.Append(nil, st.Output)
+		if err != nil || len(raw) <= maxListedOutput {
+			continue
+		}
+		if !copied {
+			c.Steps, copied = slices.Clone(r.Steps), true
+		}
+		c.Steps[i].Output = map[string]any{"omitted": "larger than 4096 bytes; GET the run for it", "bytes": len(raw)}
+	}
+	return &c
 }
 
 // handleRunGet serves GET /v1/process-runs/:id.
@@ -117,13 +148,32 @@ type EventOut struct {
 	Runs    []any  `json:"runs"`
 }
 
+// ownedNamespace returns the namespace of name when an app or the engine
+// owns it (api.md section 6): only the owner emits such events, never
+// POST /v1/events.
+func ownedNamespace(name string) (string, bool) {
+	ns, _, _ := strings.Cut(name, ".")
+	switch ns {
+	case "process", "task", "approval", "docs", "crm", "invoicing", "boards", "usecases", "ai", "webhook",
+		"decisions", "automation", "access", "capabilities", "tasks", "processes", "bas":
+		return ns, true
+	}
+	return "", false
+}
+
 // handleEventEmit serves POST /v1/events: 202 with the runs it started.
+// Names in a namespace an app or the engine owns are a 422; the event
+// records the key or user that emitted it, and so do the runs it starts.
 func (h *Handler) handleEventEmit(c *Ctx) error {
 	var in EventIn
 	if err := c.Decode(&in); err != nil {
 		return err
 	}
-	id, started, err := h.ws.Engine().Publish(c.Context(), c.Tenant(), in.Name, in.Data)
+	if ns, owned := ownedNamespace(in.Name); owned {
+		return errs.Invalidf([]any{"body", "name"}, "value_error",
+			"events named %s.* are emitted only by the workspace itself; use a name of your own (custom.*, or your product's namespace)", ns)
+	}
+	id, started, err := h.ws.Engine().Publish(c.Context(), c.Tenant(), c.P.Actor(), in.Name, in.Data)
 	if err != nil {
 		return err
 	}
@@ -149,6 +199,9 @@ func (h *Handler) handleCockpit(c *Ctx) error {
 	out, err := h.ws.Engine().Cockpit(c.Context(), c.Tenant(), v, rate)
 	if err != nil {
 		return err
+	}
+	for i, r := range out.RecentRuns {
+		out.RecentRuns[i] = listedRun(r)
 	}
 	return c.JSON(http.StatusOK, out)
 }

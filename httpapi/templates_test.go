@@ -410,7 +410,7 @@ func TestInterfaceTemplatesRun(t *testing.T) {
 			"lines": []map[string]any{{"description": "Consulting", "quantity": 1, "unit_amount_cents": 120000}}})
 		call("invoice.finalize", map[string]any{"invoice_id": inv["invoice_id"]})
 		// The invoice falls overdue: the event the template listens for.
-		if _, _, err := s.ws.Engine().Publish(ctx, admin.TenantID, "invoicing.invoice.overdue",
+		if _, _, err := s.ws.Engine().Publish(ctx, admin.TenantID, "", "invoicing.invoice.overdue",
 			map[string]any{"invoice_id": inv["invoice_id"]}); err != nil {
 			t.Fatal(err)
 		}

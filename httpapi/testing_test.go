@@ -42,14 +42,14 @@ type testServer struct {
 
 // newTestServer starts a test server; opts are the handler's options (set
 // DevLogin for POST /v1/auth/dev-login). Everything stops when t ends.
-func newTestServer(t *testing.T, opts httpapi.Options) *testServer {
+func newTestServer(t testing.TB, opts httpapi.Options) *testServer {
 	t.Helper()
 	return newTestServerWith(t, opts, nil)
 }
 
 // newTestServerWith is newTestServer that lets before change the handler
 // (HandleForTest) before it serves.
-func newTestServerWith(t *testing.T, opts httpapi.Options, before func(*httpapi.Handler)) *testServer {
+func newTestServerWith(t testing.TB, opts httpapi.Options, before func(*httpapi.Handler)) *testServer {
 	t.Helper()
 	logs := &logBuffer{}
 	clk := bas.NewFakeClock(testStart)
@@ -77,7 +77,7 @@ type testResponse struct {
 }
 
 // want fails the test unless the status is status.
-func (r *testResponse) want(t *testing.T, status int) *testResponse {
+func (r *testResponse) want(t testing.TB, status int) *testResponse {
 	t.Helper()
 	if r.Status != status {
 		body := r.Body
@@ -90,7 +90,7 @@ func (r *testResponse) want(t *testing.T, status int) *testResponse {
 }
 
 // decode decodes the JSON body into v.
-func (r *testResponse) decode(t *testing.T, v any) {
+func (r *testResponse) decode(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.Body, v); err != nil {
 		t.Fatalf("%s %s: decode %s: %v", r.method, r.path, r.Body, err)
@@ -98,7 +98,7 @@ func (r *testResponse) decode(t *testing.T, v any) {
 }
 
 // detail returns the "detail" of an error body that carries a string.
-func (r *testResponse) detail(t *testing.T) string {
+func (r *testResponse) detail(t testing.TB) string {
 	t.Helper()
 	var e struct{ Detail string }
 	r.decode(t, &e)
@@ -109,7 +109,7 @@ func (r *testResponse) detail(t *testing.T) string {
 // with token as bearer (none when empty). body is nil (none), a string or
 // []byte (sent as is) or any other value (sent as JSON). header holds
 // name, value pairs.
-func (s *testServer) do(t *testing.T, method, path, token string, body any, header ...string) *testResponse {
+func (s *testServer) do(t testing.TB, method, path, token string, body any, header ...string) *testResponse {
 	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
@@ -162,7 +162,7 @@ type testSession struct {
 
 // devLogin signs in with POST /v1/auth/dev-login (the server needs
 // Options.DevLogin); body is a DevLoginIn, `{}` for the demo admin.
-func (s *testServer) devLogin(t *testing.T, body string) testSession {
+func (s *testServer) devLogin(t testing.TB, body string) testSession {
 	t.Helper()
 	var sess testSession
 	s.do(t, "POST", "/v1/auth/dev-login", "", body).want(t, http.StatusCreated).decode(t, &sess)
@@ -178,7 +178,7 @@ type testKey struct {
 }
 
 // newKey makes an API key with token's rights; body is an ApiKeyIn.
-func (s *testServer) newKey(t *testing.T, token, body string) testKey {
+func (s *testServer) newKey(t testing.TB, token, body string) testKey {
 	t.Helper()
 	var k testKey
 	s.do(t, "POST", "/v1/api-keys", token, body).want(t, http.StatusCreated).decode(t, &k)

@@ -552,6 +552,7 @@ func checkFollowUp(c any, _ Step, loc []any) []errs.Violation {
 	default:
 		v.add(tloc, "type_error", "must be an email address, a list of them, or a reference")
 	}
+	checkOneLine(&v, cfg.Subject, at(loc, "subject"))
 	checkDuration(&v, cfg.Every, at(loc, "every"))
 	checkEventName(&v, cfg.UntilEvent, at(loc, "until_event"), false)
 	if !filterEmpty(cfg.Filter) {
@@ -572,7 +573,31 @@ func checkExecute(c any, s Step, loc []any) []errs.Violation {
 		v.add(at(loc[:len(loc)-1], "capability"), "missing", "an execute step needs the capability it calls")
 	}
 	checkPath(&v, cfg.AmountPath, at(loc, "amount_path"), false)
+	if s.Capability == "email.send" {
+		// The arguments that become mail headers.
+		for _, k := range [...]string{"to", "cc", "subject", "reply_to"} {
+			checkOneLine(&v, cfg.Args[k], at(loc, "args", k))
+		}
+	}
 	return v.vs
+}
+
+// checkOneLine reports a line break in the text a step writes into a mail
+// header (a string or a list of strings, references or not): a break
+// written into the process would inject headers into every mail, so it is
+// refused when the process is saved, not only when a run sends. A
+// reference's value is checked when it is sent.
+func checkOneLine(v *violations, val any, loc []any) {
+	switch x := val.(type) {
+	case string:
+		if strings.ContainsAny(x, "\r\n") {
+			v.add(loc, "value_error", "must be one line: a line break here would add mail headers")
+		}
+	case []any:
+		for i, e := range x {
+			checkOneLine(v, e, at(loc, i))
+		}
+	}
 }
 
 func checkHumanTask(c any, _ Step, loc []any) []errs.Violation {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/ids"
+	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
@@ -131,8 +132,9 @@ func (e *Engine) Decide(ctx context.Context, tenant, approvalID string, approve 
 
 // Publish emits an event from outside (POST /v1/events): it is written to
 // the outbox durably, dispatched at once, and the runs it started are
-// returned.
-func (e *Engine) Publish(ctx context.Context, tenant, name string, data map[string]any) (string, []json.RawMessage, error) {
+// returned. emitter is who publishes it (see Event.EmittedBy); the runs
+// it starts carry it in their trigger.
+func (e *Engine) Publish(ctx context.Context, tenant, emitter, name string, data map[string]any) (string, []json.RawMessage, error) {
 	if e.isClosed() {
 		return "", nil, errClosed
 	}
@@ -140,10 +142,16 @@ func (e *Engine) Publish(ctx context.Context, tenant, name string, data map[stri
 		data = map[string]any{}
 	}
 	at := e.now()
-	ev := &Event{ID: ids.New("evt", at), Tenant: tenant, Name: name, Data: data, At: at}
+	ev := &Event{ID: ids.New("evt", at), Tenant: tenant, Name: name, Data: data, At: at, EmittedBy: emitter}
 	raw, err := ev.appendJSON(nil)
 	if err != nil {
 		return "", nil, errors.Wrap(err, "encode event")
+	}
+	if len(raw) > MaxEventDataBytes { // the data alone may still be within
+		if n, err := jsonvalue.Append(nil, data); err == nil && len(n) > MaxEventDataBytes {
+			return "", nil, errs.Invalidf([]any{"body", "data"}, "too_long",
+				"event data may be at most %d bytes of JSON; this is %d", MaxEventDataBytes, len(n))
+		}
 	}
 	if err := e.commits.commitWait(ctx, &delta{apply: setKey(outboxKey(ev.ID), raw)}); err != nil {
 		return "", nil, err

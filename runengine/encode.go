@@ -46,6 +46,10 @@ func appendRun(b []byte, r *Run, stored bool) ([]byte, error) {
 		b = append(b, `,"event_id":`...)
 		b = jsonvalue.AppendString(b, r.Trigger.EventID)
 	}
+	if r.Trigger.EmittedBy != "" {
+		b = append(b, `,"emitted_by":`...)
+		b = jsonvalue.AppendString(b, r.Trigger.EmittedBy)
+	}
 	if len(r.Trigger.Data) > 0 {
 		b = append(b, `,"data":`...)
 		if b, err = jsonvalue.Append(b, r.Trigger.Data); err != nil {

@@ -21,6 +21,10 @@ type Event struct {
 	Name   string         `json:"name"`
 	Data   map[string]any `json:"data"`
 	At     time.Time      `json:"at"`
+	// EmittedBy is who published the event from outside: the API key or
+	// user of POST /v1/events, "provider" for a provider's event; empty
+	// for the events the workspace's apps and engine emit.
+	EmittedBy string `json:"emitted_by,omitempty"`
 }
 
 // appendJSON appends the event's JSON, what json.Marshal writes for it,
@@ -40,6 +44,10 @@ func (ev *Event) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, `,"at":`...)
 	if b, err = jsonvalue.AppendTime(b, ev.At); err != nil {
 		return b, err
+	}
+	if ev.EmittedBy != "" {
+		b = append(b, `,"emitted_by":`...)
+		b = jsonvalue.AppendString(b, ev.EmittedBy)
 	}
 	return append(b, '}'), nil
 }
@@ -434,7 +442,7 @@ func (d *dispatcher) plan(evs []*Event) ([]*planned, error) {
 			e.workerFor(runID).send(&command{kind: cmdStart, tenant: ev.Tenant, runID: runID, reply: rep, start: &startArgs{
 				version: ver,
 				subject: eventSubject(ev),
-				trigger: RunTrigger{Type: process.TriggerEvent, Event: &name, EventID: ev.ID, Data: ev.Data},
+				trigger: RunTrigger{Type: process.TriggerEvent, Event: &name, EventID: ev.ID, EmittedBy: ev.EmittedBy, Data: ev.Data},
 				ops:     []func(store.Txn) error{setKey(dedupeKey(ev.Tenant, ev.ID, def.ID), []byte(runID))},
 			}})
 		}
@@ -498,7 +506,7 @@ func eventSubject(ev *Event) Subject {
 	s := Subject{Type: ev.Name, Label: ev.Name}
 	for _, k := range []string{"title", "name", "label", "number", "id"} {
 		if v, ok := ev.Data[k].(string); ok && v != "" {
-			s.Label = v
+			s.Label = truncateRunes(v, MaxSubjectLabel)
 			break
 		}
 	}

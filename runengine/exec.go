@@ -383,6 +383,10 @@ func (x *exec) callFunc(def *process.Step, st *StepRun, capID string, args any, 
 func (x *exec) callOutcome(def *process.Step, st *StepRun) (any, bool) {
 	res := x.res
 	x.res = nil
+	if res.err == nil && len(res.out) > MaxStepOutputBytes {
+		res.err = errs.Invalidf([]any{"output"}, "too_long", "the output is %d bytes of JSON; a step's output may be at most %d",
+			len(res.out), MaxStepOutputBytes)
+	}
 	if res.err == nil {
 		if len(res.out) == 0 {
 			return map[string]any{}, true

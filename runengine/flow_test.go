@@ -39,7 +39,7 @@ func TestAmountCapApprovalRejectAndApprove(t *testing.T) {
 		{"key":"pay","type":"execute","capability":"test.echo","controls":{"amount_cap_cents":10000},
 		 "config":{"args":{"amount":"${trigger.data.amount}"},"amount_path":"trigger.data.amount"}}
 	]`)
-	_, started, err := b.eng.Publish(ctx, tenant, "invoice.received", map[string]any{"amount": 25000})
+	_, started, err := b.eng.Publish(ctx, tenant, "", "invoice.received", map[string]any{"amount": 25000})
 	if err != nil || len(started) != 1 {
 		t.Fatalf("publish: %v, %d runs", err, len(started))
 	}
@@ -61,7 +61,7 @@ func TestAmountCapApprovalRejectAndApprove(t *testing.T) {
 		t.Errorf("deciding twice: %v, want conflict", err)
 	}
 
-	_, started, err = b.eng.Publish(ctx, tenant, "invoice.received", map[string]any{"amount": 30000})
+	_, started, err = b.eng.Publish(ctx, tenant, "", "invoice.received", map[string]any{"amount": 30000})
 	if err != nil || len(started) != 1 {
 		t.Fatalf("publish: %v", err)
 	}
@@ -229,28 +229,28 @@ func TestEventTriggerFilterAndWaitForEvent(t *testing.T) {
 	b.create(t, `{"type":"event","event":"docs.document.validated","filter":{"fields.total":{"gt":1000}}}`, `[
 		{"key":"reply","type":"wait","config":{"event":"supplier.replied","filter":{"invoice":"${trigger.data.number}"},"timeout":"24h"}}
 	]`)
-	_, small, err := b.eng.Publish(ctx, tenant, "docs.document.validated", map[string]any{"number": "A", "fields": map[string]any{"total": 10}})
+	_, small, err := b.eng.Publish(ctx, tenant, "", "docs.document.validated", map[string]any{"number": "A", "fields": map[string]any{"total": 10}})
 	if err != nil || len(small) != 0 {
 		t.Fatalf("a filtered-out event started %d runs (%v)", len(small), err)
 	}
-	_, big, err := b.eng.Publish(ctx, tenant, "docs.document.validated", map[string]any{"number": "B", "fields": map[string]any{"total": 5000}})
+	_, big, err := b.eng.Publish(ctx, tenant, "", "docs.document.validated", map[string]any{"number": "B", "fields": map[string]any{"total": 5000}})
 	if err != nil || len(big) != 1 {
 		t.Fatalf("publish: %d runs, %v", len(big), err)
 	}
 	id := runID(t, big[0])
 	b.waitRun(t, id, "waiting for the reply", stepStatus("reply", runengine.StepWaiting))
 	// A reply for another invoice does not wake it; the right one does.
-	if _, _, err := b.eng.Publish(ctx, tenant, "supplier.replied", map[string]any{"invoice": "A"}); err != nil {
+	if _, _, err := b.eng.Publish(ctx, tenant, "", "supplier.replied", map[string]any{"invoice": "A"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := b.eng.Publish(ctx, "ten_other", "supplier.replied", map[string]any{"invoice": "B"}); err != nil {
+	if _, _, err := b.eng.Publish(ctx, "ten_other", "", "supplier.replied", map[string]any{"invoice": "B"}); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := b.eng.GetRun(ctx, tenant, id)
 	if r.Status != runengine.RunWaiting {
 		t.Fatalf("woken by the wrong event: %s", r.Status)
 	}
-	if _, _, err := b.eng.Publish(ctx, tenant, "supplier.replied", map[string]any{"invoice": "B", "text": "paid"}); err != nil {
+	if _, _, err := b.eng.Publish(ctx, tenant, "", "supplier.replied", map[string]any{"invoice": "B", "text": "paid"}); err != nil {
 		t.Fatal(err)
 	}
 	r = b.waitRun(t, id, "completed", status(runengine.RunCompleted))
@@ -486,7 +486,7 @@ func TestFollowUpRemindsUntilReply(t *testing.T) {
 	}
 	b.advance(48 * time.Hour)
 	waitFor(t, "second reminder", func() bool { return mp.count() == 2 })
-	if _, _, err := b.eng.Publish(context.Background(), tenant, "payment.received", map[string]any{"invoice": "INV-1"}); err != nil {
+	if _, _, err := b.eng.Publish(context.Background(), tenant, "", "payment.received", map[string]any{"invoice": "INV-1"}); err != nil {
 		t.Fatal(err)
 	}
 	r := b.waitRun(t, id, "completed", status(runengine.RunCompleted))

@@ -62,6 +62,9 @@ type RunTrigger struct {
 	Event *string `json:"event"`
 	// EventID is the id of that event.
 	EventID string `json:"event_id,omitempty"`
+	// EmittedBy is who published that event from outside (see
+	// Event.EmittedBy); empty when an app or the engine emitted it.
+	EmittedBy string `json:"emitted_by,omitempty"`
 	// Data is the event's data (or the schedule's fire time).
 	Data map[string]any `json:"data,omitempty"`
 }

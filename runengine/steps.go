@@ -191,6 +191,10 @@ func checkTaskInput(t *Task, action string, fields map[string]any) []errs.Violat
 			vs = append(vs, errs.Violation{Loc: []any{"body", "fields", k}, Msg: "is not a field of this task", Type: "extra_forbidden"})
 		}
 	}
+	if raw, err := jsonvalue.Append(nil, fields); err == nil && len(raw) > MaxStepOutputBytes {
+		vs = append(vs, errs.Violation{Loc: []any{"body", "fields"}, Type: "too_long",
+			Msg: fmt.Sprintf("the fields are %d bytes of JSON; a step's output may be at most %d", len(raw), MaxStepOutputBytes)})
+	}
 	slices.SortFunc(vs, func(a, b errs.Violation) int { return strings.Compare(a.String(), b.String()) })
 	return vs
 }

@@ -114,7 +114,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "process %q, version %d\n", def.Name, def.Version)
 
 	// An event starts the run (a filter keeps invoices in other currencies out).
-	_, started, err := ws.Engine().Publish(ctx, tenant, "invoice.received",
+	_, started, err := ws.Engine().Publish(ctx, tenant, "usr_ann", "invoice.received",
 		map[string]any{"number": "INV-1042", "supplier": "Globex", "currency": "USD", "usd_cents": 150000})
 	if err != nil {
 		return err

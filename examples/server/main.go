@@ -11,6 +11,11 @@
 //	-plugins  a directory of provider plugins to load
 //
 // SIGINT or SIGTERM shuts it down gracefully.
+//
+// Connections are bounded in time (see defaultTimeouts): a client has 10
+// seconds to send its headers and 60 to send its whole request, a response
+// must be written within 90 seconds, and an idle keep-alive connection is
+// closed after 120; a body that does not arrive in time is answered 400.
 package main
 
 import (
@@ -65,7 +70,7 @@ func run(args []string, stdout *os.File) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := newServer(mux, defaultTimeouts())
 	base := "http://" + ln.Addr().String() + api.BasePath()
 	fmt.Fprintf(stdout, "bas is serving %s/v1 (data in %s)\n", base, *data)
 	if *dev {
@@ -85,4 +90,23 @@ func run(args []string, stdout *os.File) error {
 	shutdown, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	return srv.Shutdown(shutdown)
+}
+
+// timeouts bound a connection's phases (see net/http.Server).
+type timeouts struct {
+	readHeader, read, write, idle time.Duration
+}
+
+// defaultTimeouts let a 25 MiB upload arrive at about 0.5 MB/s and its
+// extraction (at most 20 seconds) finish, and free slow or idle
+// connections soon after.
+func defaultTimeouts() timeouts {
+	return timeouts{readHeader: 10 * time.Second, read: 60 * time.Second, write: 90 * time.Second, idle: 120 * time.Second}
+}
+
+// newServer is the HTTP server of h: every phase of a connection bounded,
+// headers at most 64 KiB.
+func newServer(h http.Handler, t timeouts) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: t.readHeader, ReadTimeout: t.read,
+		WriteTimeout: t.write, IdleTimeout: t.idle, MaxHeaderBytes: 64 << 10}
 }

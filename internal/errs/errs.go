@@ -132,10 +132,17 @@ func Invalidf(loc []any, typ, format string, args ...any) error {
 // RateLimit is a RateLimited error that says when to retry.
 type RateLimit struct {
 	RetryAfter time.Duration
+	// Msg, when set, says which limit was hit, for the caller.
+	Msg string
 }
 
-// Error returns "rate limited"; the delay travels in RetryAfter.
-func (r *RateLimit) Error() string { return "rate limited" }
+// Error returns Msg or "rate limited"; the delay travels in RetryAfter.
+func (r *RateLimit) Error() string {
+	if r.Msg != "" {
+		return r.Msg
+	}
+	return "rate limited"
+}
 
 // RateLimitedAfter returns a RateLimited error carrying the retry delay.
 func RateLimitedAfter(d time.Duration) error {

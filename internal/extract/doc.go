@@ -10,6 +10,16 @@
 // OCR); a CSV gives one page whose text is its cells as tab-separated lines
 // (see [FromCSV] for the two layouts it understands).
 //
+// # Budget
+//
+// [FromFile] reads within a [Budget] and a context, so that a small file
+// cannot take the process's memory or time: a PDF's Flate streams are
+// inflated and counted before the text reader decodes them (8 MiB a stream,
+// 64 MiB a document by default), pages are counted (500), the text of any
+// document is bounded (4 MiB), and reading stops when the context is done
+// or the budget's time (20 seconds) is spent. A file over budget is an
+// error marked [ErrOverBudget] whose message names the bound.
+//
 // # Rules
 //
 // A [Field] says how its value is found ([Rule]):

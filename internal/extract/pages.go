@@ -2,6 +2,7 @@ package extract
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -74,19 +75,27 @@ func Supported(ct string) bool {
 // FromFile returns the pages of a file of content type ct (text/plain,
 // text/csv or application/pdf; a charset parameter of utf-16le/be is
 // honoured). Other types, and files that do not parse, are errors marked
-// ErrUnreadable.
-func FromFile(ct string, data []byte) ([]Page, error) {
+// ErrUnreadable. Reading works within budget and ctx: a file that would
+// exceed the budget is an error marked ErrOverBudget; once ctx is done,
+// reading stops and its error is returned.
+func FromFile(ctx context.Context, ct string, data []byte, budget Budget) ([]Page, error) {
 	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil {
 		return nil, unreadablef("unknown content type %q", ct)
 	}
+	budget = budget.withDefaults()
 	switch mt {
-	case ContentTypeText:
-		return FromText(decodeText(data, params["charset"])), nil
-	case ContentTypeCSV:
-		return FromCSV(decodeText(data, params["charset"]))
+	case ContentTypeText, ContentTypeCSV:
+		text := decodeText(data, params["charset"])
+		if err := budget.checkText(len(text)); err != nil {
+			return nil, err
+		}
+		if mt == ContentTypeText {
+			return FromText(text), nil
+		}
+		return FromCSV(text)
 	case ContentTypePDF:
-		return FromPDF(data)
+		return FromPDF(ctx, data, budget)
 	}
 	return nil, unreadablef("cannot extract text from %s files; upload text, CSV or PDF", mt)
 }
@@ -255,28 +264,62 @@ func trimRecord(rec []string) []string {
 // scanned page gives empty text). Text is laid out in lines from the
 // glyph positions: runs on one baseline form a line, lines go top to
 // bottom, runs far apart on a line (table cells) are joined by a tab.
-func FromPDF(data []byte) (pages []Page, err error) {
+//
+// It works within budget (see Budget) and ctx: the streams the text is read
+// from are inflated and counted before the text reader decodes them, the
+// pages are counted, and every read of the file fails once ctx or the
+// budget's time is done.
+func FromPDF(ctx context.Context, data []byte, budget Budget) (pages []Page, err error) {
+	budget = budget.withDefaults()
+	ctx, cancel := context.WithTimeoutCause(ctx, budget.Timeout, errBudgetTime)
+	defer cancel()
+	s := &spend{ctx: ctx, b: budget}
 	defer func() {
 		if r := recover(); r != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				pages, err = nil, s.timeout(cerr)
+				return
+			}
 			pages, err = nil, unreadablef("the PDF cannot be read: %v", r)
 		}
 	}()
-	rd, err := pdf.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err := s.checkObjectStreams(data); err != nil {
+		return nil, err
+	}
+	rd, err := pdf.NewReader(&ctxReaderAt{ctx: ctx, r: bytes.NewReader(data)}, int64(len(data)))
 	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, s.timeout(cerr)
+		}
 		return nil, unreadablef("the PDF cannot be read: %v", err)
 	}
 	n := rd.NumPage()
 	if n == 0 {
 		return nil, unreadablef("the PDF has no pages")
 	}
+	if n > budget.MaxPages {
+		return nil, overBudgetf("the PDF has %d pages; at most %d are read", n, budget.MaxPages)
+	}
 	pages = make([]Page, 0, n)
+	textBytes := 0
 	for i := 1; i <= n; i++ {
 		p := rd.Page(i)
 		if p.V.IsNull() {
 			pages = append(pages, Page{Number: i})
 			continue
 		}
-		pages = append(pages, Page{Number: i, Text: layoutPDFText(p.Content().Text)})
+		if err := s.checkPage(p, i); err != nil {
+			return nil, err
+		}
+		text := layoutPDFText(p.Content().Text)
+		textBytes += len(text)
+		if err := budget.checkText(textBytes); err != nil {
+			return nil, err
+		}
+		pages = append(pages, Page{Number: i, Text: text})
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return nil, s.timeout(cerr)
 	}
 	return pages, nil
 }

@@ -2,6 +2,7 @@ package extract
 
 import (
 	"bytes"
+	"context"
 	"testing"
 
 	"github.com/cockroachdb/errors"
@@ -41,7 +42,7 @@ func invoicePDF(t testing.TB, compress bool) []byte {
 func TestFromPDF(t *testing.T) {
 	t.Parallel()
 	for _, compress := range []bool{false, true} {
-		pages, err := FromPDF(invoicePDF(t, compress))
+		pages, err := FromPDF(context.Background(), invoicePDF(t, compress), Budget{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +64,7 @@ func TestFromPDFBroken(t *testing.T) {
 		"truncated": good[:len(good)/2],
 		"empty":     nil,
 	} {
-		if _, err := FromPDF(data); !errors.Is(err, ErrUnreadable) {
+		if _, err := FromPDF(context.Background(), data, Budget{}); !errors.Is(err, ErrUnreadable) {
 			t.Errorf("%s: err = %v, want ErrUnreadable", name, err)
 		}
 	}
@@ -166,7 +167,7 @@ func TestFromFile(t *testing.T) {
 	} {
 		t.Run(test.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := FromFile(test.ct, test.data)
+			got, err := FromFile(context.Background(), test.ct, test.data, Budget{})
 			if test.wantErr {
 				if !errors.Is(err, ErrUnreadable) {
 					t.Fatalf("err = %v, want ErrUnreadable", err)
@@ -188,7 +189,7 @@ func TestFromFile(t *testing.T) {
 
 func TestExtractFromPDF(t *testing.T) {
 	t.Parallel()
-	pages, err := FromFile(DetectContentType("invoice.pdf", invoicePDF(t, true)), invoicePDF(t, true))
+	pages, err := FromFile(context.Background(), DetectContentType("invoice.pdf", invoicePDF(t, true)), invoicePDF(t, true), Budget{})
 	if err != nil {
 		t.Fatal(err)
 	}

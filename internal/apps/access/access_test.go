@@ -107,7 +107,7 @@ func TestDevLogin(t *testing.T) {
 	b := setup(t)
 	sess, p := b.login(t, access.DevLoginIn{})
 	want := &access.Principal{Tenant: access.DemoTenant, UserID: access.DemoUser, Email: access.DemoEmail,
-		Roles: []string{"admin"}, Perms: access.Permissions, SessionID: p.SessionID}
+		Roles: []string{"admin"}, Perms: access.Permissions, SessionID: p.SessionID, DevSession: true}
 	if diff := cmp.Diff(want, p); diff != "" {
 		t.Errorf("principal (-want +got):\n%s", diff)
 	}
@@ -178,7 +178,7 @@ func TestKeys(t *testing.T) {
 	}
 	p := b.auth(t, k.Secret)
 	want := &access.Principal{Tenant: access.DemoTenant, UserID: access.DemoUser, Email: access.DemoEmail,
-		Roles: []string{"viewer"}, Apps: []string{"crm", "docs"}, KeyID: k.ID, Perms: access.Roles["viewer"]}
+		Roles: []string{"viewer"}, Apps: []string{"crm", "docs"}, KeyID: k.ID, KeyExpiresAt: k.ExpiresAt, Perms: access.Roles["viewer"]}
 	if diff := cmp.Diff(want, p); diff != "" {
 		t.Errorf("key principal (-want +got):\n%s", diff)
 	}

@@ -323,7 +323,7 @@ func (s *Service) Accept(ctx context.Context, token string, in AcceptIn) (*Sessi
 		if err != nil {
 			return err
 		}
-		sess, err = s.newSessionTx(tx, tenant, u, now)
+		sess, err = s.newSessionTx(tx, tenant, u, now, false)
 		return err
 	})
 	if err != nil {

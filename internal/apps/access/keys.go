@@ -46,6 +46,9 @@ type Key struct {
 	CreatedAt time.Time  `json:"created_at"`
 	// CreatedBy is the person who made the key.
 	CreatedBy string `json:"created_by"`
+	// ParentKeyID is the API key that made this key, when a key made it:
+	// the key expires no later than its parent and is revoked with it.
+	ParentKeyID string `json:"parent_key_id,omitempty"`
 	// Status is active, pending (waiting for a second admin) or expired.
 	Status           string  `json:"status"`
 	BreakGlassReason *string `json:"break_glass_reason"`
@@ -65,6 +68,12 @@ var keys = &store.Collection[Key]{
 	NotFound: "api key not found",
 	Indexes: []store.Index[Key]{
 		{Name: "creator", Values: func(k *Key) [][]any { return [][]any{{k.CreatedBy}} }},
+		{Name: "parent", Values: func(k *Key) [][]any {
+			if k.ParentKeyID == "" {
+				return nil
+			}
+			return [][]any{{k.ParentKeyID}}
+		}},
 	},
 }
 
@@ -78,6 +87,11 @@ func (k *Key) at(now time.Time) *Key {
 }
 
 const maxKeyName = 120
+
+// MaxKeysPerUser bounds the API keys one person holds (those made through
+// the person's own keys included), so that minting keys cannot multiply
+// what the person may do or store.
+const MaxKeysPerUser = 50
 
 func (s *Service) checkKeyIn(in APIKeyIn) error {
 	vs := checkLen([]any{"body", "name"}, in.Name, 1, maxKeyName)
@@ -95,7 +109,9 @@ func (s *Service) checkKeyIn(in APIKeyIn) error {
 }
 
 // CreateKey makes an API key for p. The key cannot carry a permission or an
-// app p lacks (errs.Forbidden). A key granting admin while the workspace's
+// app p lacks (errs.Forbidden). A key made by an API key is its child: it
+// expires no later than its parent and is revoked with it. A person holds
+// at most MaxKeysPerUser keys (errs.Conflict beyond). A key granting admin while the workspace's
 // four-eyes rule is on waits, pending, for a second admin (its change is
 // in ChangeID; the secret works once approved), unless BreakGlassReason is
 // given: then it works at once, is audited with the reason and expires
@@ -117,10 +133,21 @@ func (s *Service) CreateKey(ctx context.Context, p *Principal, in APIKeyIn) (*Ne
 		if err != nil {
 			return err
 		}
+		held, err := keys.CountBy(tx, p.Tenant, "creator", p.UserID)
+		if err != nil {
+			return err
+		}
+		if held >= MaxKeysPerUser {
+			return errs.Conflictf("you hold %d API keys, the most one person may; revoke one you no longer use", held)
+		}
 		k := &Key{ID: ids.New("key", now), Name: in.Name, Roles: sorted(clone(in.Roles)), Apps: cloneApps(in.Apps),
-			CreatedAt: now, CreatedBy: p.UserID, Status: KeyActive, BreakGlassReason: in.BreakGlassReason}
+			CreatedAt: now, CreatedBy: p.UserID, ParentKeyID: p.KeyID, Status: KeyActive, BreakGlassReason: in.BreakGlassReason}
 		if in.ExpiresDays != nil {
 			exp := now.Add(time.Duration(*in.ExpiresDays) * 24 * time.Hour)
+			k.ExpiresAt = &exp
+		}
+		if pe := p.KeyExpiresAt; pe != nil && (k.ExpiresAt == nil || pe.Before(*k.ExpiresAt)) {
+			exp := *pe
 			k.ExpiresAt = &exp
 		}
 		admin := grantsAdmin(k.Roles) && fourEyes
@@ -167,12 +194,16 @@ func reasonOf(r *string) string {
 	return *r
 }
 
-// Keys returns one page of API keys, newest first: every key of the tenant
-// for a caller with access.manage, the caller's own otherwise.
+// Keys returns one page of API keys, newest first: for an API key, the
+// keys it made; for a person, every key of the tenant with access.manage,
+// the person's own otherwise.
 func (s *Service) Keys(ctx context.Context, p *Principal, page store.Page) ([]*Key, string, error) {
 	now := s.now()
 	return viewPage(ctx, s.st,
 		func(r store.Reader) ([]*Key, string, error) {
+			if p.KeyID != "" {
+				return keys.ListBy(r, p.Tenant, "parent", []any{p.KeyID}, page)
+			}
 			if p.Can(PermAccessManage) {
 				return keys.List(r, p.Tenant, page)
 			}
@@ -189,9 +220,25 @@ func (s *Service) Key(ctx context.Context, tenant, id string) (*Key, error) {
 		func(k *Key) *Key { return k.at(now) })
 }
 
-// RevokeKey deletes an API key; it stops working at once. A caller without
-// access.manage may revoke only the keys it made. A pending key's change is
-// withdrawn.
+// CanSeeKey reports, as an error, whether p may read or revoke k: an API
+// key acts only on the keys it made; a person on its own keys, or on any
+// with access.manage.
+func CanSeeKey(p *Principal, k *Key) error {
+	if p.KeyID != "" {
+		if k.ParentKeyID != p.KeyID {
+			return errs.Forbiddenf("an API key acts only on the keys it made")
+		}
+		return nil
+	}
+	if k.CreatedBy != p.UserID && !p.Can(PermAccessManage) {
+		return errs.Forbiddenf("missing permission %s", PermAccessManage)
+	}
+	return nil
+}
+
+// RevokeKey deletes an API key and the keys it made (and theirs); they
+// stop working at once. See CanSeeKey for who may. A pending key's change
+// is withdrawn.
 func (s *Service) RevokeKey(ctx context.Context, p *Principal, id string) error {
 	now := s.now()
 	return s.st.Update(ctx, func(tx store.Txn) error {
@@ -199,8 +246,8 @@ func (s *Service) RevokeKey(ctx context.Context, p *Principal, id string) error 
 		if err != nil {
 			return err
 		}
-		if !p.Can(PermAccessManage) && k.CreatedBy != p.UserID {
-			return errs.Forbiddenf("missing permission %s", PermAccessManage)
+		if err := CanSeeKey(p, k); err != nil {
+			return err
 		}
 		if err := deleteKeyTx(tx, p.Tenant, k); err != nil {
 			return err
@@ -215,7 +262,29 @@ func (s *Service) RevokeKey(ctx context.Context, p *Principal, id string) error 
 	})
 }
 
+// deleteKeyTx deletes k, its credential, and the keys it made, theirs
+// and so on (a person holds at most MaxKeysPerUser keys, so the tree is
+// small).
 func deleteKeyTx(tx store.Txn, tenant string, k *Key) error {
+	var children []string
+	if err := keys.IDsBy(tx, tenant, "parent", []any{k.ID}, func(id string) error {
+		children = append(children, id)
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, id := range children {
+		c, err := keys.Get(tx, tenant, id)
+		if errors.Is(err, errs.NotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := deleteKeyTx(tx, tenant, c); err != nil {
+			return err
+		}
+	}
 	if err := credentials.Delete(tx, store.System, k.Prefix); err != nil && !errors.Is(err, errs.NotFound) {
 		return err
 	}

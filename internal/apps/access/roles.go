@@ -6,6 +6,7 @@ package access
 import (
 	"slices"
 	"strings"
+	"time"
 )
 
 // The permissions of api.md section 2.
@@ -116,6 +117,12 @@ type Principal struct {
 	KeyID string `json:"key_id,omitempty"`
 	// SessionID is set when the caller used a session token.
 	SessionID string `json:"session_id,omitempty"`
+	// DevSession is set when the caller's session was made by the
+	// development login: a host without it refuses such sessions.
+	DevSession bool `json:"-"`
+	// KeyExpiresAt is when the caller's API key expires (nil: never);
+	// the keys it makes expire no later.
+	KeyExpiresAt *time.Time `json:"-"`
 	// Perms is the union of the roles' permissions.
 	Perms []string `json:"permissions"`
 }

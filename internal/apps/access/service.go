@@ -177,7 +177,9 @@ type credential struct {
 	// Pending keys wait for a second admin and do not authenticate yet.
 	Pending bool `json:"pending,omitempty"`
 	// Revoked invitations keep their credential, so accepting one says so.
-	Revoked   bool       `json:"revoked,omitempty"`
+	Revoked bool `json:"revoked,omitempty"`
+	// Dev marks a session made by the development login.
+	Dev       bool       `json:"dev,omitempty"`
 	ExpiresAt *time.Time `json:"expires_at"`
 }
 
@@ -282,7 +284,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, e
 		switch c.Kind {
 		case credKey:
 			p = newPrincipal(c.Tenant, c.UserID, c.Email, c.Roles, c.Apps)
-			p.KeyID = c.RecordID
+			p.KeyID, p.KeyExpiresAt = c.RecordID, c.ExpiresAt
 			return nil
 		case credSession:
 			u, err := users.Get(r, c.Tenant, c.UserID)
@@ -293,7 +295,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, e
 				return err
 			}
 			p = newPrincipal(c.Tenant, u.ID, u.Email, u.effectiveRoles(now), u.Apps)
-			p.SessionID = c.ID
+			p.SessionID, p.DevSession = c.ID, c.Dev
 			return nil
 		}
 		return errNotAuthenticated()

@@ -165,7 +165,7 @@ func (s *Service) DevLogin(ctx context.Context, in DevLoginIn) (*Session, error)
 				return err
 			}
 		}
-		sess, err = s.newSessionTx(tx, tenant, u, now)
+		sess, err = s.newSessionTx(tx, tenant, u, now, true)
 		return err
 	})
 	if err != nil {
@@ -206,10 +206,10 @@ func sameApps(a, b []string) bool {
 }
 
 // newSessionTx starts a session for u.
-func (s *Service) newSessionTx(tx store.Txn, tenant string, u *user, now time.Time) (*Session, error) {
+func (s *Service) newSessionTx(tx store.Txn, tenant string, u *user, now time.Time, dev bool) (*Session, error) {
 	exp := now.Add(s.cfg.SessionTTL)
 	token, err := putNewCredential(tx, tagSession, &credential{Kind: credSession, Tenant: tenant,
-		UserID: u.ID, Email: u.Email, ExpiresAt: &exp})
+		UserID: u.ID, Email: u.Email, ExpiresAt: &exp, Dev: dev})
 	if err != nil {
 		return nil, err
 	}
@@ -353,7 +353,7 @@ func (s *Service) SignIn(ctx context.Context, in CodeIn) (*Session, error) {
 		if err != nil {
 			return err
 		}
-		sess, err = s.newSessionTx(tx, rec.Tenant, u, now)
+		sess, err = s.newSessionTx(tx, rec.Tenant, u, now, false)
 		return err
 	})
 	if err != nil {

@@ -1,6 +1,7 @@
 package docs
 
 import (
+	"context"
 	"fmt"
 	"testing"
 )
@@ -32,7 +33,7 @@ func BenchmarkExtractValidate(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				p, err := bd.svc.prepare(bd.tenant, bm.file, bm.data[i%len(bm.data)], typ)
+				p, err := bd.svc.prepare(context.Background(), bd.tenant, bm.file, bm.data[i%len(bm.data)], typ)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -118,8 +118,11 @@ type prepared struct {
 }
 
 // prepare checks a file's size and type, reads its pages and extracts
-// typ's fields. Unsupported or unreadable files are 422s on body.file.
-func (s *Service) prepare(tenant, filename string, data []byte, typ *DocType) (*prepared, error) {
+// typ's fields. Unsupported or unreadable files, and files that reading
+// would take past the extraction budget (extract.Budget's defaults:
+// decompressed bytes per stream and per document, pages, time), are 422s
+// on body.file; reading stops when ctx is done.
+func (s *Service) prepare(ctx context.Context, tenant, filename string, data []byte, typ *DocType) (*prepared, error) {
 	if int64(len(data)) > s.max {
 		return nil, errs.TooLargef("the file is %d bytes; the limit is %d bytes", len(data), s.max)
 	}
@@ -128,10 +131,13 @@ func (s *Service) prepare(tenant, filename string, data []byte, typ *DocType) (*
 		return nil, errs.Invalidf([]any{"body", "file"}, "value_error",
 			"files of type %s cannot be read; upload a PDF with a text layer, a CSV or a plain text file", baseType(ct))
 	}
-	pages, err := extract.FromFile(ct, data)
+	pages, err := extract.FromFile(ctx, ct, data, extract.Budget{})
 	if err != nil {
-		if errors.Is(err, extract.ErrUnreadable) {
+		switch {
+		case errors.Is(err, extract.ErrUnreadable):
 			return nil, errs.Invalidf([]any{"body", "file"}, "value_error", "%s", err.Error())
+		case errors.Is(err, extract.ErrOverBudget):
+			return nil, errs.Invalidf([]any{"body", "file"}, "value_error", "the file is too costly to read: %s", err.Error())
 		}
 		return nil, err
 	}
@@ -183,7 +189,7 @@ func (s *Service) Upload(ctx context.Context, tenant, actor string, in UploadIn)
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.prepare(tenant, in.Filename, in.Data, typ)
+	p, err := s.prepare(ctx, tenant, in.Filename, in.Data, typ)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +257,7 @@ func (s *Service) AddVersion(ctx context.Context, tenant, actor, id string, in V
 	if err := errs.Validation(in.Validate()...); err != nil {
 		return nil, err
 	}
-	p, err := s.prepare(tenant, in.Filename, in.Data, typ)
+	p, err := s.prepare(ctx, tenant, in.Filename, in.Data, typ)
 	if err != nil {
 		return nil, err
 	}

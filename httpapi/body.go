@@ -1,0 +1,99 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"mime"
+	"net/http"
+	"reflect"
+	"slices"
+
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/cockroachdb/errors"
+)
+
+// The kinds httpapi adds to errs' for what only HTTP has: a body that
+// cannot be read (400) and a body of a type the route does not take (415).
+var (
+	errBadRequest       = errors.New("httpapi: bad request")
+	errUnsupportedMedia = errors.New("httpapi: unsupported media type")
+)
+
+func badRequestf(format string, args ...any) error {
+	return errors.Mark(&errs.Public{Msg: errors.Newf(format, args...).Error()}, errBadRequest)
+}
+
+// checkContentType refuses a body whose Content-Type the route does not
+// take: JSON routes take application/json (any parameters) or no
+// Content-Type; upload routes check their multipart body themselves. A
+// request without a body passes whatever it says.
+func checkContentType(c *Ctx) error {
+	if c.route.Upload || !hasBody(c.R) {
+		return nil
+	}
+	ct := c.R.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil && mt == "application/json" {
+		return nil
+	}
+	return errors.Mark(&errs.Public{Msg: "this endpoint takes application/json bodies"}, errUnsupportedMedia)
+}
+
+// hasBody reports whether r carries a body (a length other than 0, or a
+// chunked one).
+func hasBody(r *http.Request) bool {
+	return r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+}
+
+// jsonBody reads the JSON body for a value of type t (nil when the body is
+// read into no struct): malformed JSON is a 422 json_invalid; a key twice
+// in one object anywhere, or a key that names a field of t only when case is
+// ignored, is a 422 (see internal/jsonkeys). An empty body reads as {}.
+func (c *Ctx) jsonBody(t reflect.Type) ([]byte, error) {
+	b, vs, err := c.readJSON(t)
+	if err != nil {
+		return nil, err
+	}
+	return b, errs.Validation(vs...)
+}
+
+// readJSON is jsonBody that returns the key violations apart, so that
+// Decode can report them with the schema's.
+func (c *Ctx) readJSON(t reflect.Type) ([]byte, []errs.Violation, error) {
+	b, err := c.Body()
+	if err != nil {
+		return nil, nil, err
+	}
+	if isBlank(b) {
+		return []byte("{}"), nil, nil
+	}
+	if !json.Valid(b) {
+		return nil, nil, errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: "is not valid JSON", Type: "json_invalid"})
+	}
+	return b, c.h.keys.Check(b, t, "body"), nil
+}
+
+// mergeViolations returns first followed by the violations of second at
+// locations first does not report.
+func mergeViolations(first, second []errs.Violation) []errs.Violation {
+	out := first
+	for _, v := range second {
+		if !slices.ContainsFunc(first, func(f errs.Violation) bool { return slices.Equal(f.Loc, v.Loc) }) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func isBlank(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,28 @@
+package runengine
+
+// The size bounds of what runs carry, so that no run, event or list grows
+// with what a caller or a provider sends.
+const (
+	// MaxEventDataBytes bounds the data of an event published from
+	// outside (Publish), as JSON. A run's trigger data is an event's data.
+	MaxEventDataBytes = 64 << 10
+	// MaxStepOutputBytes bounds a step's output as JSON: a capability's
+	// result beyond it fails the step (not retried), a task completed
+	// with more is a 422.
+	MaxStepOutputBytes = 256 << 10
+	// MaxSubjectLabel bounds, in characters, the subject label a run takes
+	// from its event's data (the bound of a label given by hand).
+	MaxSubjectLabel = 200
+)
+
+// truncateRunes returns s cut to at most n characters.
+func truncateRunes(s string, n int) string {
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j]
+		}
+		i++
+	}
+	return s
+}
