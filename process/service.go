@@ -48,6 +48,9 @@ type Config struct {
 	Clock clock.Clock
 	// Logger receives warnings. Defaults to discarding them.
 	Logger *slog.Logger
+	// StepTypes are the step types definitions may use. Defaults to
+	// process.BuiltinStepRegistry(); give the run engine the same.
+	StepTypes *StepRegistry
 	// Access is the widening-change queue. Defaults to none: widening
 	// changes then apply at once, as with four-eyes off.
 	Access ChangeQueue
@@ -59,6 +62,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.StepTypes == nil {
+		c.StepTypes = builtin()
 	}
 	return c
 }
@@ -77,6 +83,7 @@ type Service struct {
 	clock  clock.Clock
 	log    *slog.Logger
 	access ChangeQueue
+	types  *StepRegistry
 
 	mu    sync.RWMutex
 	hooks []ChangeHook
@@ -96,7 +103,7 @@ type loadedDef struct {
 // process.update change kind (decided by people with processes.manage).
 func NewService(cfg Config) *Service {
 	cfg = cfg.withDefaults()
-	s := &Service{st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, access: cfg.Access}
+	s := &Service{st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, access: cfg.Access, types: cfg.StepTypes}
 	if s.access != nil {
 		s.access.RegisterChangeKind(ChangeKindUpdate, s.applyChange, access.DecidedWith(access.PermProcessesManage))
 	}
@@ -185,7 +192,7 @@ var versions = &store.Collection[Version]{
 // Create validates in (every violation at once, errs.Invalid) and creates
 // the process with version 1, audited as actor.
 func (s *Service) Create(ctx context.Context, tenant, actor string, in ProcessIn) (*Definition, error) {
-	if err := validateIn(in); err != nil {
+	if err := validateIn(in, s.types); err != nil {
 		return nil, err
 	}
 	now := s.now()
@@ -372,7 +379,7 @@ func (s *Service) List(ctx context.Context, tenant string, q Query, p store.Page
 // the updated process is returned. Exactly one of the two results is set.
 // An archived process is errs.Conflict.
 func (s *Service) Update(ctx context.Context, tenant, actor, id string, patch ProcessPatch) (*Definition, *access.Change, error) {
-	if err := validatePatch(patch); err != nil {
+	if err := validatePatch(patch, s.types); err != nil {
 		return nil, nil, err
 	}
 	fourEyes := false
@@ -442,7 +449,7 @@ func (s *Service) applyChange(_ context.Context, tx store.Txn, tenant string, pa
 		return errs.Conflictf("process changed since this change was proposed (version %d, now %d): reject it and propose it again",
 			p.BaseVersion, cur.Version)
 	}
-	if err := validatePatch(p.Patch); err != nil {
+	if err := validatePatch(p.Patch, s.types); err != nil {
 		return err
 	}
 	reason := fmt.Sprintf("widening change requested by %s, approved by %s: %s", p.RequestedBy, approver,
@@ -510,8 +517,8 @@ func sameJSON(a, b any) bool {
 }
 
 // validatePatch validates a patch built in Go: the schema of its JSON form
-// and Check.
-func validatePatch(p ProcessPatch) error {
+// and Check, with the step types of r.
+func validatePatch(p ProcessPatch, r *StepRegistry) error {
 	raw, err := json.Marshal(p)
 	if err != nil {
 		return errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "value_error"})
@@ -520,7 +527,7 @@ func validatePatch(p ProcessPatch) error {
 	if err := decodeJSON(raw, &doc); err != nil {
 		return errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "value_error"})
 	}
-	return errs.Validation(merge(inputSchemas().patch.Validate(doc, "body"), p.Check())...)
+	return errs.Validation(merge(inputSchemas().patch.Validate(doc, "body"), p.check(r))...)
 }
 
 // Archive archives the tenant's process id for actor: triggers start no new

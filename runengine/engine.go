@@ -84,6 +84,10 @@ type Config struct {
 	// decision and the call it allows share one such bound. Defaults to
 	// 30s.
 	CallTimeout time.Duration
+	// StepTypes are the step types runs may use; they must be the ones
+	// the process definitions were checked with. Defaults to
+	// process.BuiltinStepRegistry().
+	StepTypes *process.StepRegistry
 	// OnFinish, when set, is called once a run's end (completed, failed,
 	// rejected or cancelled) is durable. It must not block.
 	OnFinish func(tenant, runID, status string)
@@ -92,6 +96,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
+	}
+	if c.StepTypes == nil {
+		c.StepTypes = process.BuiltinStepRegistry()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -138,6 +145,8 @@ type Engine struct {
 	listened sync.Map // tenant+"\x00"+event name -> bool (see heard)
 	configs  sync.Map // configKey -> pointer to a decoded step config (see exec.config)
 
+	stepTypes *process.StepRegistry
+
 	calls    sync.WaitGroup // in-flight capability calls
 	runWork  chan func()    // hands a call to an idle runner
 	runners  sync.WaitGroup // call runners (see goCall)
@@ -157,7 +166,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Engine{cfg: cfg, st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, ctx: ctx, cancel: cancel,
-		runWork: make(chan func())}
+		runWork: make(chan func()), stepTypes: cfg.StepTypes}
 	e.commits = newCommitter(cfg.Store, cfg.MaxBatch)
 	e.workers = make([]*worker, cfg.Workers)
 	for i := range e.workers {

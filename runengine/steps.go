@@ -22,8 +22,16 @@ import (
 )
 
 // runStep executes the current step; it returns true when the step
-// completed and the run may go on.
+// completed and the run may go on. A pure step type runs its own work
+// (stepPure); the engine drives the others.
 func (x *exec) runStep(def *process.Step, st *StepRun) bool {
+	t, ok := x.w.e.stepTypes.Lookup(def.Type)
+	if !ok {
+		return x.stepFail(st, fmt.Errorf("step %s: unknown step type %q", def.Key, def.Type))
+	}
+	if t.Pure {
+		return x.stepPure(t, def, st)
+	}
 	switch def.Type {
 	case process.StepHumanTask:
 		return x.stepHumanTask(def, st)
@@ -37,9 +45,8 @@ func (x *exec) runStep(def *process.Step, st *StepRun) bool {
 		return x.stepMonitor(def, st)
 	case process.StepDraft:
 		return x.stepDraft(def, st)
-	default:
-		return x.stepPure(def, st)
 	}
+	return x.stepFail(st, fmt.Errorf("step %s: step type %q has no work", def.Key, def.Type))
 }
 
 // stepFail fails the run with a config or reference error of the step.
