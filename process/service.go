@@ -92,6 +92,8 @@ type Service struct {
 	// stored bytes (tenant+"/"+id to *loadedDef), so Load decodes only
 	// when the bytes changed.
 	loaded sync.Map
+
+	ids ids.Generator // makes the ids of the records and audit entries it writes
 }
 
 type loadedDef struct {
@@ -197,7 +199,7 @@ func (s *Service) Create(ctx context.Context, tenant, actor string, in ProcessIn
 	}
 	now := s.now()
 	d := &Definition{
-		ID:          ids.New("prc", now),
+		ID:          s.ids.New("prc", now),
 		Name:        in.Name,
 		Description: in.Description,
 		Function:    in.Function,
@@ -219,7 +221,7 @@ func (s *Service) Create(ctx context.Context, tenant, actor string, in ProcessIn
 		if err := versions.Put(tx, tenant, versionOf(d, actor, now)); err != nil {
 			return err
 		}
-		if err := audit.Write(tx, tenant, audit.Entry{At: now, Actor: actor, Action: "process.create",
+		if err := audit.Write(tx, tenant, &s.ids, audit.Entry{At: now, Actor: actor, Action: "process.create",
 			Entity: "process", EntityID: d.ID, After: audit.Marshal(d)}); err != nil {
 			return err
 		}
@@ -503,7 +505,7 @@ func (s *Service) write(tx store.Txn, tenant string, cur, next *Definition, auth
 	if err := definitions.Put(tx, tenant, next); err != nil {
 		return nil, err
 	}
-	if err := audit.Write(tx, tenant, audit.Entry{At: now, Actor: actor, Action: "process.update", Entity: "process",
+	if err := audit.Write(tx, tenant, &s.ids, audit.Entry{At: now, Actor: actor, Action: "process.update", Entity: "process",
 		EntityID: next.ID, Before: audit.Marshal(cur), After: audit.Marshal(next), Reason: reason}); err != nil {
 		return nil, err
 	}
@@ -549,7 +551,7 @@ func (s *Service) Archive(ctx context.Context, tenant, actor, id string) error {
 		if err := definitions.Put(tx, tenant, &next); err != nil {
 			return err
 		}
-		if err := audit.Write(tx, tenant, audit.Entry{At: next.UpdatedAt, Actor: actor, Action: "process.archive",
+		if err := audit.Write(tx, tenant, &s.ids, audit.Entry{At: next.UpdatedAt, Actor: actor, Action: "process.archive",
 			Entity: "process", EntityID: id, Before: audit.Marshal(cur), After: audit.Marshal(&next)}); err != nil {
 			return err
 		}

@@ -30,6 +30,7 @@ import (
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
@@ -156,6 +157,8 @@ type Engine struct {
 	closeMu  sync.RWMutex
 	closed   bool
 	openOnce sync.Once
+
+	ids ids.Generator // makes the ids of the records and audit entries it writes
 }
 
 // New returns an engine; call Open to start it.

@@ -14,7 +14,6 @@ import (
 
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/filter"
-	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/internal/refs"
 	"github.com/bas-platform/bas/process"
@@ -89,7 +88,7 @@ func (x *exec) stepHumanTask(def *process.Step, st *StepRun) bool {
 
 func (x *exec) createTask(def *process.Step, st *StepRun, title, desc string, actions []string,
 	fields []map[string]any, assignee string, dueHours *float64, kind string) *Task {
-	id := ids.New("tsk", x.now)
+	id := x.w.e.ids.New("tsk", x.now)
 	t := &Task{
 		ID: id, RunID: x.r.ID, ProcessID: x.r.ProcessID, ProcessName: x.r.ProcessName, StepKey: def.Key,
 		Title: title, Subject: x.r.Subject, Actions: actions, Fields: fields, Status: TaskOpen,

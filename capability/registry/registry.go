@@ -23,6 +23,7 @@ import (
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/internal/schema"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
@@ -89,6 +90,8 @@ type Registry struct {
 
 	neededBy atomic.Pointer[NeededFunc]
 	systems  atomic.Pointer[SystemsFunc]
+
+	ids ids.Generator // makes the ids of the records and audit entries it writes
 }
 
 // snapshot is the registry's providers and catalog at one moment. It is

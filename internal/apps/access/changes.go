@@ -144,12 +144,12 @@ func (s *Service) proposeTx(tx store.Txn, tenant, kind, requester, requesterUser
 	if err != nil {
 		return nil, errors.Wrapf(err, "encode the payload of a %s change", kind)
 	}
-	ch := &Change{ID: ids.New("chg", now), Kind: kind, Summary: summary, Status: ChangePending, Payload: raw,
+	ch := &Change{ID: s.ids.New("chg", now), Kind: kind, Summary: summary, Status: ChangePending, Payload: raw,
 		RequestedBy: requester, RequesterUserID: requesterUser, CreatedAt: now}
 	if err := changes.Put(tx, tenant, ch); err != nil {
 		return nil, err
 	}
-	return ch, audit.Write(tx, tenant, audit.Entry{At: now, Actor: requester, Action: "change.propose",
+	return ch, audit.Write(tx, tenant, &s.ids, audit.Entry{At: now, Actor: requester, Action: "change.propose",
 		Entity: "change", EntityID: ch.ID, After: audit.Marshal(ch)})
 }
 
@@ -252,14 +252,14 @@ func (s *Service) decide(ctx context.Context, p *Principal, id, note string, app
 			return err
 		}
 		out = ch
-		return audit.Write(tx, p.Tenant, audit.Entry{At: now, Actor: actor, Action: action, Entity: "change",
+		return audit.Write(tx, p.Tenant, &s.ids, audit.Entry{At: now, Actor: actor, Action: action, Entity: "change",
 			EntityID: ch.ID, Before: audit.Marshal(before), After: audit.Marshal(ch), Reason: note})
 	})
 	return out, err
 }
 
 // withdrawTx closes a pending change whose subject went away.
-func withdrawTx(tx store.Txn, tenant, id, actor, note string, now time.Time) error {
+func (s *Service) withdrawTx(tx store.Txn, tenant, id, actor, note string, now time.Time) error {
 	ch, err := changes.Get(tx, tenant, id)
 	if errors.Is(err, errs.NotFound) {
 		return nil
@@ -272,7 +272,7 @@ func withdrawTx(tx store.Txn, tenant, id, actor, note string, now time.Time) err
 	if err := changes.Put(tx, tenant, ch); err != nil {
 		return err
 	}
-	return audit.Write(tx, tenant, audit.Entry{At: now, Actor: actor, Action: "change.withdraw", Entity: "change",
+	return audit.Write(tx, tenant, &s.ids, audit.Entry{At: now, Actor: actor, Action: "change.withdraw", Entity: "change",
 		EntityID: ch.ID, Before: audit.Marshal(before), After: audit.Marshal(ch), Reason: note})
 }
 
@@ -284,6 +284,6 @@ func (s *Service) approveFourEyesOff(_ context.Context, tx store.Txn, tenant str
 	if err := json.Unmarshal(payload, &patch); err != nil {
 		return errors.Wrap(err, "decode workspace change")
 	}
-	_, err := applyWorkspacePatch(tx, tenant, patch, approver, s.now())
+	_, err := s.applyWorkspacePatch(tx, tenant, patch, approver, s.now())
 	return err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
@@ -65,6 +66,8 @@ type Service struct {
 	// conflict and retry; instead the decisions waiting while one
 	// transaction commits share the next (see Decide).
 	deciders [64]decider
+
+	ids ids.Generator // makes the ids of the records and audit entries it writes
 }
 
 // New returns the automation service.
@@ -313,7 +316,7 @@ func (s *Service) applyTx(tx store.Txn, tenant, processID, actor string, p Patch
 	case len(widens) > 0 && mode.fourEyes:
 		entry.Action = "automation.break_glass"
 	}
-	return nil, audit.Write(tx, tenant, entry)
+	return nil, audit.Write(tx, tenant, &s.ids, entry)
 }
 
 func scopeName(processID string) string {

@@ -116,9 +116,9 @@ func getTally(r store.Reader, tenant, id string) (*tally, error) {
 }
 
 // RecordVerdict writes v in tx under tenant: it assigns v's Seq (the next of
-// its scope), its ID (from v.At) and updates the scope's, the rule's and the
+// its scope), its ID (made by gen from v.At) and updates the scope's, the rule's and the
 // day's tallies. Scope and At must be set.
-func RecordVerdict(tx store.Txn, tenant string, v *Verdict) error {
+func RecordVerdict(tx store.Txn, tenant string, gen *ids.Generator, v *Verdict) error {
 	if v.Scope == "" {
 		return errors.New("decisions: verdict without a scope")
 	}
@@ -133,7 +133,7 @@ func RecordVerdict(tx store.Txn, tenant string, v *Verdict) error {
 	total.Seq++
 	total.add(v.Agreed)
 	v.Seq = total.Seq
-	v.ID = ids.New("vrd", v.At)
+	v.ID = gen.New("vrd", v.At)
 	rule, err := getTally(tx, tenant, ruleTallyID(v.Scope, v.RuleID))
 	if err != nil {
 		return err
