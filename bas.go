@@ -290,6 +290,8 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 			return out
 		}})
 	ws.processes = process.NewService(process.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger, Access: ws.access})
+	ws.access.RegisterChangeKind(process.ChangeKindUpdate, ws.processes.ApplyChangeTx,
+		access.DecidedWith(access.PermProcessesManage))
 	if ws.registry != nil {
 		ws.registry.SetNeededBy(ws.processes.Needed)
 	}

@@ -12,10 +12,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/foureyes"
 	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
@@ -24,21 +24,6 @@ import (
 // ChangeKindUpdate is the kind of the widening-change queue's entries that
 // hold a process update waiting for a second person.
 const ChangeKindUpdate = "process.update"
-
-// ChangeQueue is the widening-change queue (the access service): whether a
-// tenant has four-eyes on, queueing a change for a second person, and the
-// registration of what approving a change of a kind does.
-type ChangeQueue interface {
-	// FourEyes reports whether tenant's widening changes wait for a second
-	// person.
-	FourEyes(ctx context.Context, tenant string) (bool, error)
-	// ProposeChangeTx queues a change inside tx.
-	ProposeChangeTx(tx store.Txn, tenant, kind, requester, summary string, payload any) (*access.Change, error)
-	// RegisterChangeKind makes approving a change of kind run apply.
-	RegisterChangeKind(kind string, apply access.ApplyFunc, opts ...access.KindOption)
-}
-
-var _ ChangeQueue = (*access.Service)(nil)
 
 // Config configures NewService.
 type Config struct {
@@ -51,9 +36,10 @@ type Config struct {
 	// StepTypes are the step types definitions may use. Defaults to
 	// process.BuiltinStepRegistry(); give the run engine the same.
 	StepTypes *StepRegistry
-	// Access is the widening-change queue. Defaults to none: widening
-	// changes then apply at once, as with four-eyes off.
-	Access ChangeQueue
+	// Access is the four-eyes queue. Defaults to none: widening changes
+	// then apply at once, as with four-eyes off. Register ApplyChangeTx for
+	// ChangeKindUpdate with the queue.
+	Access foureyes.Queue
 }
 
 func (c Config) withDefaults() Config {
@@ -82,7 +68,7 @@ type Service struct {
 	st     store.Store
 	clock  clock.Clock
 	log    *slog.Logger
-	access ChangeQueue
+	access foureyes.Queue
 	types  *StepRegistry
 
 	mu    sync.RWMutex
@@ -101,15 +87,10 @@ type loadedDef struct {
 	def *Definition
 }
 
-// NewService returns the process service. With cfg.Access it registers the
-// process.update change kind (decided by people with processes.manage).
+// NewService returns the process service.
 func NewService(cfg Config) *Service {
 	cfg = cfg.withDefaults()
-	s := &Service{st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, access: cfg.Access, types: cfg.StepTypes}
-	if s.access != nil {
-		s.access.RegisterChangeKind(ChangeKindUpdate, s.applyChange, access.DecidedWith(access.PermProcessesManage))
-	}
-	return s
+	return &Service{st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, access: cfg.Access, types: cfg.StepTypes}
 }
 
 // OnChange registers fn to run in the transaction of every create, update,
@@ -380,23 +361,21 @@ func (s *Service) List(ctx context.Context, tenant string, q Query, p store.Page
 // (if the process has not moved to another version meanwhile). Otherwise
 // the updated process is returned. Exactly one of the two results is set.
 // An archived process is errs.Conflict.
-func (s *Service) Update(ctx context.Context, tenant, actor, id string, patch ProcessPatch) (*Definition, *access.Change, error) {
+func (s *Service) Update(ctx context.Context, tenant, actor, id string, patch ProcessPatch) (*Definition, *foureyes.Change, error) {
 	if err := validatePatch(patch, s.types); err != nil {
 		return nil, nil, err
 	}
 	fourEyes := false
-	if s.access != nil && patch.Steps != nil {
-		on, err := s.access.FourEyes(ctx, tenant)
-		switch {
-		case err == nil:
-			fourEyes = on
-		case !errors.Is(err, errs.NotFound):
-			return nil, nil, errors.Wrap(err, "read the four-eyes setting")
+	if patch.Steps != nil {
+		on, err := foureyes.Required(ctx, s.access, tenant)
+		if err != nil {
+			return nil, nil, err
 		}
+		fourEyes = on
 	}
 	var (
 		out    *Definition
-		change *access.Change
+		change *foureyes.Change
 	)
 	err := s.st.Update(ctx, func(tx store.Txn) error {
 		out, change = nil, nil
@@ -433,9 +412,10 @@ type changePayload struct {
 	Reasons     []string     `json:"reasons"`
 }
 
-// applyChange applies an approved process.update change, in the
-// transaction that marks it approved.
-func (s *Service) applyChange(_ context.Context, tx store.Txn, tenant string, payload json.RawMessage, approver string) error {
+// ApplyChangeTx applies an approved process.update change
+// (ChangeKindUpdate), in the transaction that marks it approved: it is the
+// four-eyes queue's apply function for the kind.
+func (s *Service) ApplyChangeTx(_ context.Context, tx store.Txn, tenant string, payload json.RawMessage, approver string) error {
 	var p changePayload
 	if err := json.Unmarshal(payload, &p); err != nil {
 		return errors.Wrap(err, "decode a process change")

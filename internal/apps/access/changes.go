@@ -8,38 +8,26 @@ import (
 
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/foureyes"
 	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
 
-// Change statuses.
+// Change statuses (see package foureyes).
 const (
-	ChangePending   = "pending"
-	ChangeApproved  = "approved"
-	ChangeRejected  = "rejected"
-	ChangeWithdrawn = "withdrawn" // its subject went away before a decision
+	ChangePending   = foureyes.ChangePending
+	ChangeApproved  = foureyes.ChangeApproved
+	ChangeRejected  = foureyes.ChangeRejected
+	ChangeWithdrawn = foureyes.ChangeWithdrawn
 )
 
-// Change is a widening change waiting for, or decided by, a second person.
-type Change struct {
-	ID   string `json:"id"`
-	Kind string `json:"kind"`
-	// Summary says in a line what approving does.
-	Summary string `json:"summary"`
-	// Status is pending, approved, rejected or withdrawn.
-	Status string `json:"status"`
-	// Payload is the kind's description of the change, applied on approval.
-	Payload json.RawMessage `json:"payload"`
-	// RequestedBy is the actor who proposed it (a person or a key).
-	RequestedBy string `json:"requested_by"`
-	// RequesterUserID is the person behind RequestedBy; neither may decide.
-	RequesterUserID string     `json:"requester_user_id"`
-	CreatedAt       time.Time  `json:"created_at"`
-	DecidedBy       *string    `json:"decided_by"`
-	DecidedAt       *time.Time `json:"decided_at"`
-	Note            string     `json:"note"`
-}
+// Change is a widening change waiting for, or decided by, a second person
+// (foureyes.Change).
+type Change = foureyes.Change
+
+// The access service is the four-eyes queue of the other apps.
+var _ foureyes.Queue = (*Service)(nil)
 
 var changes = &store.Collection[Change]{
 	Name:     "change",
@@ -51,11 +39,8 @@ var changes = &store.Collection[Change]{
 }
 
 // ApplyFunc applies (or, registered with OnReject, drops) an approved
-// change of one kind. It runs inside the transaction that marks the change
-// decided, so the change and its effect commit together; an error aborts
-// both. approver is the deciding actor (for the audit log). It must have no
-// outside effects: the transaction may run again on a conflict.
-type ApplyFunc func(ctx context.Context, tx store.Txn, tenant string, payload json.RawMessage, approver string) error
+// change of one kind (foureyes.ApplyFunc).
+type ApplyFunc = foureyes.ApplyFunc
 
 // KindOption configures a change kind.
 type KindOption func(*changeKind)
