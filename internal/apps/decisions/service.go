@@ -14,6 +14,7 @@ import (
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/feedback"
 	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/internal/schema"
 	"github.com/bas-platform/bas/store"
@@ -360,15 +361,15 @@ func compact(raw json.RawMessage) json.RawMessage {
 
 // Verdicts of feedback items.
 const (
-	VerdictAgree    = "agree"
-	VerdictDisagree = "disagree"
+	VerdictAgree    = feedback.VerdictAgree
+	VerdictDisagree = feedback.VerdictDisagree
 )
 
 // Bounds of feedback (interface.md 2.8 and 8).
 const (
-	MaxFeedbackItems = 200
-	MaxRuleIDLen     = 80
-	MaxNoteLen       = 2000
+	MaxFeedbackItems = feedback.MaxItems
+	MaxRuleIDLen     = feedback.MaxRuleIDLen
+	MaxNoteLen       = feedback.MaxNoteLen
 )
 
 // FeedbackIn judges evaluated cases (interface.md's FeedbackIn).
