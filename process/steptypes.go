@@ -62,8 +62,10 @@ type StepDef[C any] struct {
 	// Eval does the work of a pure step: its output from its config, whose
 	// references are resolved against the run's data (data is the run's
 	// data, for a step that looks at it). The engine runs it; a step type
-	// without Eval is one the engine drives itself (tasks, approvals,
-	// timers, events). An error marked ErrNoMatch fails the run and may
+	// without Eval is one the engine drives itself (human_task, execute,
+	// wait, follow_up, monitor and draft, whose work needs tasks,
+	// approvals, timers or events): the engine fails a run that reaches a
+	// step of any other type without Eval. An error marked ErrNoMatch fails the run and may
 	// come with the output.
 	Eval func(cfg *C, data map[string]any) (any, error)
 	// Call, for a pure type, names the capability call that produces the
