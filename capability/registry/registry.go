@@ -403,11 +403,11 @@ func cloneInfo(i capability.Info) capability.Info {
 	return i
 }
 
-// Apps returns the built-in apps (BuiltinApps) followed by the apps the
+// Apps returns the built-in apps (capability.BuiltinApps) followed by the apps the
 // registered providers describe, sorted by id. A provider app whose id is
 // a built-in app's is left out (and logged).
 func (r *Registry) Apps() []capability.App {
-	out := BuiltinApps()
+	out := capability.BuiltinApps()
 	seen := map[string]bool{}
 	for _, a := range out {
 		seen[a.ID] = true
@@ -568,4 +568,20 @@ func (r *Registry) invoke(ctx context.Context, pe *providerEntry, call capabilit
 		return nil, errors.Mark(errors.Mark(terr, capability.ErrTimeout), context.DeadlineExceeded)
 	}
 	return nil, errors.Wrapf(err, "provider %s: %s", pe.info.ID, call.Capability)
+}
+
+// normalizeApp returns a copy of a with nil lists made empty, so it encodes
+// as api.md's App (lists default to empty, never null).
+func normalizeApp(a capability.App) capability.App {
+	a.Events.Emits = nonNil(slices.Clone(a.Events.Emits))
+	a.Events.Consumes = nonNil(slices.Clone(a.Events.Consumes))
+	a.Capabilities = nonNil(slices.Clone(a.Capabilities))
+	return a
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

@@ -23,7 +23,7 @@ type provider struct{ s *Service }
 var _ capability.Provider = provider{}
 
 // App describes the docs app: its API prefix, the events it emits and the
-// capabilities it fills. It is the "docs" entry of registry.BuiltinApps;
+// capabilities it fills. It is the "docs" entry of capability.BuiltinApps;
 // Info does not repeat it, since the registry lists built-in apps itself
 // and logs a provider app whose id is a built-in one.
 func App() capability.App {

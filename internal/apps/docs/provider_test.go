@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/bas-platform/bas/capability"
-	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/google/go-cmp/cmp"
 )
@@ -26,7 +25,7 @@ func TestProvider(t *testing.T) {
 		t.Errorf("info %+v", info)
 	}
 	var builtin capability.App
-	for _, a := range registry.BuiltinApps() {
+	for _, a := range capability.BuiltinApps() {
 		if a.ID == "docs" {
 			builtin = a
 		}

@@ -1,22 +1,18 @@
-package registry
+package capability
 
-import (
-	"slices"
-
-	"github.com/bas-platform/bas/capability"
-)
+import "slices"
 
 // BuiltinApps returns the eleven built-in apps of api.md section 2, in that
 // order, each with its API prefix, the events it emits and consumes, and the
 // capabilities it fills. The processes app consumes every event the others
 // emit: event triggers and wait steps listen for them.
-func BuiltinApps() []capability.App {
-	app := func(id, name, prefix string, emits, consumes, caps []string) capability.App {
-		return capability.App{
+func BuiltinApps() []App {
+	app := func(id, name, prefix string, emits, consumes, caps []string) App {
+		return App{
 			ID:           id,
 			Name:         name,
-			API:          capability.API{Prefix: prefix},
-			Events:       capability.Events{Emits: nonNil(slices.Clone(emits)), Consumes: nonNil(slices.Clone(consumes))},
+			API:          API{Prefix: prefix},
+			Events:       Events{Emits: nonNil(slices.Clone(emits)), Consumes: nonNil(slices.Clone(consumes))},
 			Capabilities: nonNil(slices.Clone(caps)),
 		}
 	}
@@ -42,25 +38,25 @@ func BuiltinApps() []capability.App {
 	boardEvents := []string{"boards.item.created", "boards.item.moved"}
 	usecaseEvents := []string{"usecases.adoption.changed"}
 	others := slices.Concat(taskEvents, docsEvents, crmEvents, invoicingEvents, boardEvents, usecaseEvents)
-	return []capability.App{
+	return []App{
 		app("processes", "Processes", "/v1/processes", processEvents, others, nil),
 		app("tasks", "Tasks and approvals", "/v1/tasks", taskEvents, nil,
-			[]string{capability.TaskCreate, capability.ApprovalRequest}),
+			[]string{TaskCreate, ApprovalRequest}),
 		app("usecases", "Use cases", "/v1/use-cases", usecaseEvents, nil, nil),
 		app("docs", "Documents", "/v1/docs", docsEvents, nil,
-			[]string{capability.DocumentExtract, capability.DocumentValidate, capability.DocumentApprove, capability.DocumentReject}),
+			[]string{DocumentExtract, DocumentValidate, DocumentApprove, DocumentReject}),
 		app("crm", "CRM", "/v1/crm", crmEvents, nil,
-			[]string{capability.CRMCompanyCreate, capability.CRMContactCreate, capability.CRMContactLookup, capability.CRMDealCreate, capability.CRMDealUpdate, capability.CRMActivityLog}),
+			[]string{CRMCompanyCreate, CRMContactCreate, CRMContactLookup, CRMDealCreate, CRMDealUpdate, CRMActivityLog}),
 		app("invoicing", "Invoicing", "/v1/invoicing", invoicingEvents, nil,
-			[]string{capability.CustomerCreate, capability.InvoiceCreate, capability.InvoiceFinalize, capability.InvoiceSend, capability.InvoiceVoid, capability.InvoiceGet, capability.PaymentRequest}),
+			[]string{CustomerCreate, InvoiceCreate, InvoiceFinalize, InvoiceSend, InvoiceVoid, InvoiceGet, PaymentRequest}),
 		app("boards", "Boards", "/v1/boards", boardEvents, nil,
-			[]string{capability.BoardItemCreate, capability.BoardItemMove}),
-		app("decisions", "Decisions", "/v1/decisions", nil, nil, []string{capability.DecisionEvaluate}),
+			[]string{BoardItemCreate, BoardItemMove}),
+		app("decisions", "Decisions", "/v1/decisions", nil, nil, []string{DecisionEvaluate}),
 		app("automation", "Automation settings", "/v1/automation", nil, nil, nil),
 		app("capabilities", "Capabilities and connections", "/v1/capabilities", nil, nil, nil),
 		// The access app sends sign-in codes and invitations; its outbox is
 		// the built-in email.send provider.
-		app("access", "Access", "/v1/workspace", nil, nil, []string{capability.EmailSend}),
+		app("access", "Access", "/v1/workspace", nil, nil, []string{EmailSend}),
 	}
 }
 
@@ -69,13 +65,4 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
-}
-
-// normalizeApp returns a copy of a with nil lists made empty, so it encodes
-// as api.md's App (lists default to empty, never null).
-func normalizeApp(a capability.App) capability.App {
-	a.Events.Emits = nonNil(slices.Clone(a.Events.Emits))
-	a.Events.Consumes = nonNil(slices.Clone(a.Events.Consumes))
-	a.Capabilities = nonNil(slices.Clone(a.Capabilities))
-	return a
 }
