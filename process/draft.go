@@ -26,6 +26,20 @@ func draftStep() StepType {
 	})
 }
 
+// Reviewed reports whether a person reviews the draft (unless review is
+// false).
+func (c DraftConfig) Reviewed() bool { return c.Review == nil || *c.Review }
+
+// ReviewActions are the actions of the review task.
+func (DraftConfig) ReviewActions() []string { return []string{"approve", "reject"} }
+
+// ReviewFields are the fields of the review task: the text, which the
+// reviewer may replace.
+func (DraftConfig) ReviewFields() []map[string]any {
+	return []map[string]any{{"key": "text", "label": "Text (leave empty to keep the draft)", "type": "text",
+		"required": false, "options": nil}}
+}
+
 // DraftOutput is a draft step's rendered output, before a person reviews it.
 type DraftOutput struct {
 	Title string `json:"title"`

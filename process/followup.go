@@ -3,6 +3,7 @@ package process
 import (
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/extract"
@@ -78,4 +79,30 @@ func checkFollowUp(cfg *FollowUpConfig, _ Step, loc []any) []errs.Violation {
 		}
 	}
 	return v.vs
+}
+
+// The follow-up defaults.
+const (
+	DefaultFollowUpEvery        = 48 * time.Hour
+	DefaultFollowUpMaxReminders = 3
+)
+
+// Schedule is how often the step reminds (every, 48h by default) and how
+// many reminders it sends at most (3 by default).
+func (c FollowUpConfig) Schedule() (every time.Duration, max int, err error) {
+	every, max = DefaultFollowUpEvery, c.MaxReminders
+	if c.Every != "" {
+		if every, err = positiveDuration("every", c.Every); err != nil {
+			return 0, 0, err
+		}
+	}
+	if max <= 0 {
+		max = DefaultFollowUpMaxReminders
+	}
+	return every, max, nil
+}
+
+// ReminderArgs are the arguments of each reminder's email.send call.
+func (c FollowUpConfig) ReminderArgs() map[string]any {
+	return map[string]any{"to": c.To, "subject": c.Subject, "body": c.Body}
 }

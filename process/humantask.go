@@ -69,3 +69,26 @@ func checkHumanTask(cfg *HumanTaskConfig, _ Step, loc []any) []errs.Violation {
 	}
 	return v.vs
 }
+
+// TaskActions are the actions the step's task offers: the configured ones,
+// or "complete".
+func (c HumanTaskConfig) TaskActions() []string {
+	if len(c.Actions) == 0 {
+		return []string{"complete"}
+	}
+	return c.Actions
+}
+
+// TaskFields are the fields the step's task asks for, as the task shows
+// them (a field without a type is text).
+func (c HumanTaskConfig) TaskFields() []map[string]any {
+	fields := make([]map[string]any, len(c.Fields))
+	for i, f := range c.Fields {
+		typ := f.Type
+		if typ == "" {
+			typ = "text"
+		}
+		fields[i] = map[string]any{"key": f.Key, "label": f.Label, "type": typ, "required": f.Required, "options": f.Options}
+	}
+	return fields
+}

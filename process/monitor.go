@@ -2,6 +2,7 @@ package process
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/filter"
@@ -50,4 +51,27 @@ func checkMonitor(cfg *MonitorConfig, s Step, loc []any) []errs.Violation {
 	checkDuration(&v, cfg.Interval, at(loc, "interval"))
 	checkDuration(&v, cfg.Timeout, at(loc, "timeout"))
 	return v.vs
+}
+
+// The monitor defaults.
+const (
+	DefaultMonitorInterval = time.Hour
+	DefaultMonitorTimeout  = 24 * time.Hour
+)
+
+// Periods are how often the step checks (1h by default) and how long it
+// watches (24h by default).
+func (c MonitorConfig) Periods() (interval, timeout time.Duration, err error) {
+	interval, timeout = DefaultMonitorInterval, DefaultMonitorTimeout
+	if c.Interval != "" {
+		if interval, err = positiveDuration("", c.Interval); err != nil {
+			return 0, 0, err
+		}
+	}
+	if c.Timeout != "" {
+		if timeout, err = positiveDuration("", c.Timeout); err != nil {
+			return 0, 0, err
+		}
+	}
+	return interval, timeout, nil
 }

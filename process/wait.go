@@ -2,9 +2,11 @@ package process
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/filter"
+	"github.com/cockroachdb/errors"
 )
 
 // WaitConfig configures a wait step: a Duration, or an Event (with a Filter)
@@ -52,4 +54,27 @@ func checkWait(cfg *WaitConfig, _ Step, loc []any) []errs.Violation {
 	}
 	checkDuration(&v, cfg.Timeout, at(loc, "timeout"))
 	return v.vs
+}
+
+// DurationValue is the time a wait without an event waits.
+func (c WaitConfig) DurationValue() (time.Duration, error) {
+	return positiveDuration("duration", c.Duration)
+}
+
+// TimeoutValue is how long a wait for an event waits at most.
+func (c WaitConfig) TimeoutValue() (time.Duration, error) {
+	return positiveDuration("timeout", c.Timeout)
+}
+
+// positiveDuration parses s, the value of the config field name, as a
+// positive duration.
+func positiveDuration(name, s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		if name == "" {
+			return 0, errors.Newf("%q is not a positive duration", s)
+		}
+		return 0, errors.Newf("%s %q is not a positive duration", name, s)
+	}
+	return d, nil
 }

@@ -70,19 +70,7 @@ func (x *exec) stepHumanTask(def *process.Step, st *StepRun) bool {
 	if err := x.config(def, &cfg); err != nil {
 		return x.stepFail(st, err)
 	}
-	actions := cfg.Actions
-	if len(actions) == 0 {
-		actions = []string{"complete"}
-	}
-	fields := make([]map[string]any, len(cfg.Fields))
-	for i, f := range cfg.Fields {
-		typ := f.Type
-		if typ == "" {
-			typ = "text"
-		}
-		fields[i] = map[string]any{"key": f.Key, "label": f.Label, "type": typ, "required": f.Required, "options": f.Options}
-	}
-	x.createTask(def, st, cfg.Title, cfg.Description, actions, fields, cfg.Assignee, cfg.DueHours, "step")
+	x.createTask(def, st, cfg.Title, cfg.Description, cfg.TaskActions(), cfg.TaskFields(), cfg.Assignee, cfg.DueHours, "step")
 	return false
 }
 
@@ -488,18 +476,18 @@ func (x *exec) stepWait(def *process.Step, st *StepRun) bool {
 	if cfg.Event != "" {
 		x.addWaiter(st, cfg.Event, cfg.Filter)
 		if cfg.Timeout != "" {
-			d, err := time.ParseDuration(cfg.Timeout)
-			if err != nil || d <= 0 {
-				return x.stepFail(st, fmt.Errorf("step %s: timeout %q is not a positive duration", def.Key, cfg.Timeout))
+			d, err := cfg.TimeoutValue()
+			if err != nil {
+				return x.stepFail(st, fmt.Errorf("step %s: %w", def.Key, err))
 			}
 			x.startTimer(st, d, "wait")
 		}
 		x.wait(st, StepWaiting)
 		return false
 	}
-	d, err := time.ParseDuration(cfg.Duration)
-	if err != nil || d <= 0 {
-		return x.stepFail(st, fmt.Errorf("step %s: duration %q is not a positive duration", def.Key, cfg.Duration))
+	d, err := cfg.DurationValue()
+	if err != nil {
+		return x.stepFail(st, fmt.Errorf("step %s: %w", def.Key, err))
 	}
 	x.startTimer(st, d, "wait")
 	x.wait(st, StepWaiting)
@@ -547,17 +535,9 @@ func (x *exec) stepFollowUp(def *process.Step, st *StepRun) bool {
 	if err := x.config(def, &cfg); err != nil {
 		return x.stepFail(st, err)
 	}
-	every := 48 * time.Hour
-	if cfg.Every != "" {
-		d, err := time.ParseDuration(cfg.Every)
-		if err != nil || d <= 0 {
-			return x.stepFail(st, fmt.Errorf("step %s: every %q is not a positive duration", def.Key, cfg.Every))
-		}
-		every = d
-	}
-	max := cfg.MaxReminders
-	if max <= 0 {
-		max = 3
+	every, max, err := cfg.Schedule()
+	if err != nil {
+		return x.stepFail(st, fmt.Errorf("step %s: %w", def.Key, err))
 	}
 	switch {
 	case x.res != nil:
@@ -597,8 +577,7 @@ func (x *exec) stepFollowUp(def *process.Step, st *StepRun) bool {
 	}
 	x.setStatus(RunRunning)
 	st.Status = StepRunning
-	args := map[string]any{"to": cfg.To, "subject": cfg.Subject, "body": cfg.Body}
-	x.call(def, st, capID, args, "remind", "reminder-"+strconv.Itoa(st.Internal.Reminders+1)+"/")
+	x.call(def, st, capID, cfg.ReminderArgs(), "remind", "reminder-"+strconv.Itoa(st.Internal.Reminders+1)+"/")
 	return false
 }
 
@@ -609,19 +588,9 @@ func (x *exec) stepMonitor(def *process.Step, st *StepRun) bool {
 	if err := x.config(def, &cfg); err != nil {
 		return x.stepFail(st, err)
 	}
-	interval, timeout := time.Hour, 24*time.Hour
-	for _, d := range []struct {
-		s   string
-		dst *time.Duration
-	}{{cfg.Interval, &interval}, {cfg.Timeout, &timeout}} {
-		if d.s == "" {
-			continue
-		}
-		v, err := time.ParseDuration(d.s)
-		if err != nil || v <= 0 {
-			return x.stepFail(st, fmt.Errorf("step %s: %q is not a positive duration", def.Key, d.s))
-		}
-		*d.dst = v
+	interval, timeout, err := cfg.Periods()
+	if err != nil {
+		return x.stepFail(st, fmt.Errorf("step %s: %w", def.Key, err))
 	}
 	if st.Internal.Deadline == nil {
 		dl := x.now.Add(timeout)
@@ -705,13 +674,11 @@ func (x *exec) stepDraft(def *process.Step, st *StepRun) bool {
 	if st.TaskID != nil {
 		return false
 	}
-	if cfg.Review != nil && !*cfg.Review {
+	if !cfg.Reviewed() {
 		x.completeStep(def, st, map[string]any{"text": text, "outcome": nil, "edited": false}, true)
 		return true
 	}
-	fields := []map[string]any{{"key": "text", "label": "Text (leave empty to keep the draft)", "type": "text",
-		"required": false, "options": nil}}
-	x.createTask(def, st, cfg.Title, text, []string{"approve", "reject"}, fields, cfg.Assignee, nil, "step")
+	x.createTask(def, st, cfg.Title, text, cfg.ReviewActions(), cfg.ReviewFields(), cfg.Assignee, nil, "step")
 	return false
 }
 
