@@ -588,7 +588,7 @@ func (s *Service) Needed(ctx context.Context, tenant string) ([]string, error) {
 			if err != nil {
 				return err
 			}
-			out = append(out, d.Needs()...)
+			out = append(out, s.types.Needs(d.Steps)...)
 			return nil
 		})
 	})
