@@ -21,16 +21,10 @@ import (
 )
 
 // runStep executes the current step; it returns true when the step
-// completed and the run may go on. A pure step type runs its own work
-// (stepPure); the engine drives the others.
+// completed and the run may go on. The engine drives the types whose work
+// needs tasks, approvals, timers or events; every other type does its own
+// work (stepPure).
 func (x *exec) runStep(def *process.Step, st *StepRun) bool {
-	t, ok := x.w.e.stepTypes.Lookup(def.Type)
-	if !ok {
-		return x.stepFail(st, fmt.Errorf("step %s: unknown step type %q", def.Key, def.Type))
-	}
-	if t.Pure {
-		return x.stepPure(t, def, st)
-	}
 	switch def.Type {
 	case process.StepHumanTask:
 		return x.stepHumanTask(def, st)
@@ -45,7 +39,14 @@ func (x *exec) runStep(def *process.Step, st *StepRun) bool {
 	case process.StepDraft:
 		return x.stepDraft(def, st)
 	}
-	return x.stepFail(st, fmt.Errorf("step %s: step type %q has no work", def.Key, def.Type))
+	t, ok := x.w.e.stepTypes.Lookup(def.Type)
+	switch {
+	case !ok:
+		return x.stepFail(st, fmt.Errorf("step %s: unknown step type %q", def.Key, def.Type))
+	case !t.Pure:
+		return x.stepFail(st, fmt.Errorf("step %s: step type %q has no work", def.Key, def.Type))
+	}
+	return x.stepPure(t, def, st)
 }
 
 // stepFail fails the run with a config or reference error of the step.
