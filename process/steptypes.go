@@ -65,8 +65,8 @@ type StepDef[C any] struct {
 	// without Eval is one the engine drives itself (human_task, execute,
 	// wait, follow_up, monitor and draft, whose work needs tasks,
 	// approvals, timers or events): the engine fails a run that reaches a
-	// step of any other type without Eval. An error marked ErrNoMatch fails the run and may
-	// come with the output.
+	// step of any other type without Eval. An error marked ErrNoMatch
+	// fails the run and may come with the output.
 	Eval func(cfg *C, data map[string]any) (any, error)
 	// Call, for a pure type, names the capability call that produces the
 	// step's output instead of Eval, when the config asks for one (an
