@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/apps/automation"
 	"github.com/bas-platform/bas/internal/apps/boards"
@@ -140,7 +141,7 @@ type Workspace struct {
 
 	// The services, wired by Open.
 	access   *access.Service
-	registry *capability.Registry
+	registry *registry.Registry
 	plugins  *plugins.Host // nil when no plugin is configured
 
 	processes *process.Service // definitions and versions
@@ -222,7 +223,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	}
 	ws := &Workspace{opts: opts, store: st, clock: opts.Clock, logger: opts.Logger}
 	// -- wiring: capabilities (registry, built-in providers, plugins)
-	ws.registry = capability.NewRegistry(capability.RegistryConfig{Store: st, Clock: opts.Clock, Logger: opts.Logger,
+	ws.registry = registry.New(registry.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,
 		CallTimeout: opts.CallTimeout})
 	for _, p := range opts.Providers {
 		if err := ws.registry.Register(p); err != nil {
@@ -230,7 +231,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 			return nil, errors.Wrap(err, "register Options.Providers")
 		}
 	}
-	for _, p := range capability.DeclaredConnectors() {
+	for _, p := range registry.DeclaredConnectors() {
 		if _, taken := ws.registry.Provider(p.Info().ID); !taken { // a host's real connector wins
 			if err := ws.registry.Register(p); err != nil {
 				_ = ws.Close()
@@ -271,7 +272,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 				if pl, ok := p.(*plugins.Plugin); ok {
 					pl.Stop("not registered: " + err.Error())
 				}
-				_ = ws.registry.Register(capability.Failed(info.ID, info.Name, capability.KindPlugin, err.Error()))
+				_ = ws.registry.Register(registry.Failed(info.ID, info.Name, capability.KindPlugin, err.Error()))
 			}
 		}
 	}
@@ -312,6 +313,8 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 			return out
 		}})
 	ws.processes = process.NewService(process.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger, Access: ws.access})
+	ws.access.RegisterChangeKind(process.ChangeKindUpdate, ws.processes.ApplyChangeTx,
+		access.DecidedWith(access.PermProcessesManage))
 	if ws.registry != nil {
 		ws.registry.SetNeededBy(ws.processes.Needed)
 	}
@@ -455,7 +458,7 @@ func (ws *Workspace) Access() *access.Service { return ws.access }
 func (ws *Workspace) Processes() *process.Service { return ws.processes }
 
 // Capabilities returns the capability registry.
-func (ws *Workspace) Capabilities() *capability.Registry { return ws.registry }
+func (ws *Workspace) Capabilities() *registry.Registry { return ws.registry }
 
 // Apps lists the built-in apps and the apps plugins describe.
 func (ws *Workspace) Apps() []capability.App { return ws.registry.Apps() }

@@ -66,12 +66,3 @@ func nonNil[T any](s []T) []T {
 	}
 	return s
 }
-
-// normalizeApp returns a copy of a with nil lists made empty, so it encodes
-// as api.md's App (lists default to empty, never null).
-func normalizeApp(a App) App {
-	a.Events.Emits = nonNil(slices.Clone(a.Events.Emits))
-	a.Events.Consumes = nonNil(slices.Clone(a.Events.Consumes))
-	a.Capabilities = nonNil(slices.Clone(a.Capabilities))
-	return a
-}

@@ -1,10 +1,18 @@
-// Package capability is what process steps can call. A Capability is a named
-// action with JSON Schemas for its arguments and result (email.send,
+// Package capability is the provider contract: what a vendor compiles
+// against to fill capabilities, and what the engine calls. A Capability is a
+// named action with JSON Schemas for its arguments and result (email.send,
 // task.create, erp.purchase_order.get ...). A Provider fills one or more
 // capabilities: a built-in app, a connector or a vendor's plugin all
-// implement the same interface, so the engine cannot tell them apart. Each
-// workspace binds a capability to one provider (Registry); when exactly one
-// provider fills a capability it is the default.
+// implement the same interface, so the engine cannot tell them apart.
+//
+// The package is a leaf: the contract's types (Provider, Call, Info, App,
+// Event, Health), the error kinds a call can end with, the standard
+// capabilities' ids, argument and result types and declarations
+// (StandardSpecs), and the built-in apps (BuiltinApps). It imports no store, no
+// schema library and no registry, so a vendor's plugin (plugins/sdk) stays
+// small. The registry that binds capabilities to providers per workspace,
+// the catalog's reflected schemas, the connectors and the integrations
+// catalog live beside it in package capability/registry.
 package capability
 
 import (

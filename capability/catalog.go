@@ -3,16 +3,11 @@ package capability
 import (
 	"bytes"
 	"encoding/json"
-	"slices"
-	"strings"
-	"sync"
 
-	"github.com/bas-platform/bas/internal/schema"
 	"github.com/cockroachdb/errors"
-	"github.com/invopop/jsonschema"
 )
 
-// The ids of the standard capabilities (see Standard). Steps, templates and
+// The ids of the standard capabilities (see StandardSpecs). Steps, templates and
 // providers name capabilities by these ids.
 const (
 	// Built-in apps.
@@ -131,18 +126,14 @@ func (r *Recipients) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// JSONSchema says "an address or a list of 1 to 50 addresses".
-func (Recipients) JSONSchema() *jsonschema.Schema {
-	one := func() *jsonschema.Schema {
-		return &jsonschema.Schema{Type: "string", Format: "email", MaxLength: ptr(uint64(320))}
-	}
-	return &jsonschema.Schema{OneOf: []*jsonschema.Schema{
-		one(),
-		{Type: "array", Items: one(), MinItems: ptr(uint64(1)), MaxItems: ptr(uint64(50))},
-	}}
+// SchemaJSON returns the JSON Schema of Recipients, "an address or a list
+// of 1 to 50 addresses"; the registry's reflector uses it in place of the
+// schema it would derive from []string.
+func (Recipients) SchemaJSON() []byte {
+	return []byte(`{"oneOf":[` +
+		`{"type":"string","format":"email","maxLength":320},` +
+		`{"type":"array","items":{"type":"string","format":"email","maxLength":320},"minItems":1,"maxItems":50}]}`)
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // EmailSendArgs are the arguments of email.send.
 type EmailSendArgs struct {
@@ -755,18 +746,24 @@ type OrderList struct {
 
 // ---- The catalog ----------------------------------------------------------
 
-// standardSpec is one entry of the standard catalog before its schemas are
-// reflected.
-type standardSpec struct {
-	id, name, desc string
-	args, result   any
-	// external marks capabilities that a system outside the workspace
+// StandardSpec declares one capability of the standard catalog: its id,
+// title and description, a value of its argument and result types (their
+// JSON Schemas are reflected from them), and whether a system outside the
+// workspace fills it. The registry (package capability/registry) turns the
+// declarations into the catalog.
+type StandardSpec struct {
+	ID, Name, Description string
+	Args, Result          any
+	// External marks capabilities that a system outside the workspace
 	// fills (an ERP, a chat tool ...); the built-in apps fill the others.
-	external bool
+	External bool
 }
 
-func standardSpecs() []standardSpec {
-	return []standardSpec{
+// StandardSpecs returns the declarations of the standard catalog: every
+// capability the built-in apps and step types use, and the common ones an
+// external system fills.
+func StandardSpecs() []StandardSpec {
+	return []StandardSpec{
 		{TaskCreate, "Create a human task", "Gives a person a task with actions to choose from and fields to fill in; the chosen action is the outcome and the fields are the output.", &TaskCreateArgs{}, &TaskCreateResult{}, false},
 		{ApprovalRequest, "Request an approval", "Asks a person to approve or reject what the summary describes.", &ApprovalRequestArgs{}, &ApprovalRequestResult{}, false},
 		{EmailSend, "Send an e-mail", "Sends an e-mail to one address or a list; the built-in provider writes it to the workspace outbox.", &EmailSendArgs{}, &EmailSendResult{}, false},
@@ -807,62 +804,4 @@ func standardSpecs() []standardSpec {
 		{CommerceOrderGet, "Read a shop order", "Returns an order from the shop by its id, with its lines.", &OrderGetArgs{}, &Order{}, true},
 		{CommerceOrderList, "List shop orders", "Returns the shop's orders created since a time.", &OrderListArgs{}, &OrderList{}, true},
 	}
-}
-
-// standardEntry is a reflected standard capability.
-type standardEntry struct {
-	cap      Capability
-	external bool
-}
-
-// standard reflects the standard catalog once; the result is never
-// modified (callers get copies).
-var standard = sync.OnceValue(func() []standardEntry {
-	specs := standardSpecs()
-	out := make([]standardEntry, len(specs))
-	for i, s := range specs {
-		out[i] = standardEntry{
-			cap: Capability{
-				ID:          s.id,
-				Name:        s.name,
-				Description: s.desc,
-				Args:        schema.Reflect(s.args),
-				Result:      schema.Open(schema.Reflect(s.result)),
-			},
-			external: s.external,
-		}
-	}
-	slices.SortFunc(out, func(a, b standardEntry) int { return strings.Compare(a.cap.ID, b.cap.ID) })
-	return out
-})
-
-// Standard returns the standard catalog: every capability the built-in apps
-// and step types use, and the common ones an external system fills, sorted
-// by id. Each carries the JSON Schemas of its arguments (strict: unknown
-// fields are refused) and result (further fields allowed).
-func Standard() []Capability {
-	entries := standard()
-	out := make([]Capability, len(entries))
-	for i, e := range entries {
-		out[i] = e.cap.clone()
-	}
-	return out
-}
-
-// External reports whether id is a standard capability that a system outside
-// the workspace fills (an ERP, a ledger, a chat tool) rather than a built-in
-// app.
-func External(id string) bool {
-	for _, e := range standard() {
-		if e.cap.ID == id {
-			return e.external
-		}
-	}
-	return false
-}
-
-func (c Capability) clone() Capability {
-	c.Args = bytes.Clone(c.Args)
-	c.Result = bytes.Clone(c.Result)
-	return c
 }

@@ -4,81 +4,34 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 
 	"github.com/bas-platform/bas/capability"
-	"github.com/bas-platform/bas/internal/errs"
-	"github.com/bas-platform/bas/store/badgerstore"
 )
 
-// purchaseOrders is an in-process provider of erp.purchase_order.get.
-type purchaseOrders struct{}
+// greeter is a provider of one capability of its own.
+type greeter struct{}
 
-func (purchaseOrders) Info() capability.Info {
-	return capability.Info{ID: "builtin.po-book", Name: "PO book", Kind: capability.KindBuiltin,
-		Capabilities: []string{capability.ERPPurchaseOrder}}
+func (greeter) Info() capability.Info {
+	return capability.Info{ID: "greeter", Name: "Greeter", Kind: capability.KindConnector, Capabilities: []string{"greet.say"}}
 }
 
-func (purchaseOrders) Call(_ context.Context, call capability.Call) (json.RawMessage, error) {
-	var args capability.PurchaseOrderGetArgs
+func (greeter) Call(_ context.Context, call capability.Call) (json.RawMessage, error) {
+	var args struct {
+		Name string `json:"name"`
+	}
 	if err := json.Unmarshal(call.Args, &args); err != nil {
 		return nil, err
 	}
-	if args.Number != "PO-1001" {
-		return nil, errs.NotFoundf("purchase order %s not found", args.Number)
-	}
-	return json.Marshal(capability.PurchaseOrder{
-		Number: "PO-1001", Supplier: "Acme Tools", Currency: "EUR", TotalCents: 125000, Status: "open",
-		Lines: []capability.PurchaseOrderLine{{SKU: "DRL-18V", Description: "Cordless drill", Quantity: 10, UnitCents: 12500}},
+	return json.Marshal(map[string]string{"greeting": "Hello, " + args.Name})
+}
+
+// A provider implements Info and Call; the engine calls it the same way
+// whether it is built in, a connector or a plugin.
+func Example_provider() {
+	var p capability.Provider = greeter{}
+	out, err := p.Call(context.Background(), capability.Call{
+		Tenant: "ten_1", Capability: "greet.say", Args: json.RawMessage(`{"name":"Ada"}`), IdempotencyKey: "run_1/greet/1",
 	})
-}
-
-func ExampleRegistry_Call() {
-	st, err := badgerstore.Open(badgerstore.Options{InMemory: true, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		panic(err)
-	}
-	defer st.Close()
-	reg := capability.NewRegistry(capability.RegistryConfig{Store: st})
-	if err := reg.Register(purchaseOrders{}); err != nil {
-		panic(err)
-	}
-	ctx := context.Background()
-
-	// The only provider of a capability is its default.
-	out, err := reg.Call(ctx, capability.Call{Tenant: "ten_demo", Capability: capability.ERPPurchaseOrder,
-		Args: json.RawMessage(`{"number":"PO-1001"}`), IdempotencyKey: "run_1/lookup/1"})
-	if err != nil {
-		panic(err)
-	}
-	var po capability.PurchaseOrder
-	_ = json.Unmarshal(out, &po)
-	fmt.Println(po.Supplier, po.TotalCents, po.Currency)
-
-	// Arguments are checked before any provider sees them.
-	_, err = reg.Call(ctx, capability.Call{Tenant: "ten_demo", Capability: capability.ERPPurchaseOrder,
-		Args: json.RawMessage(`{"number":1001}`)})
-	for _, v := range errs.Violations(err) {
-		fmt.Println(v.Loc, v.Type)
-	}
-
-	// Nothing fills ledger.post yet.
-	_, err = reg.Call(ctx, capability.Call{Tenant: "ten_demo", Capability: capability.LedgerPost,
-		Args: json.RawMessage(`{"date":"2025-03-01","currency":"EUR","lines":[{"account":"6000","debit_cents":100},{"account":"2000","credit_cents":100}]}`)})
-	fmt.Println(errs.PublicMessage(err))
-	// Output:
-	// Acme Tools 125000 EUR
-	// [args number] type_error
-	// no provider is bound to ledger.post
-}
-
-func ExampleIntegrations() {
-	for _, in := range capability.Integrations([]string{"QBO", "MS Teams", "Zapier", "Acme Legacy ERP"}) {
-		fmt.Println(in.App, in.Recognized, in.How, in.Provides)
-	}
-	// Output:
-	// QuickBooks true coming [erp.supplier.get erp.bill.create ledger.post customer.create invoice.create invoice.send invoice.get]
-	// Microsoft Teams true coming [chat.message.send]
-	// Zapier true connector []
-	// Acme Legacy ERP false manual []
+	fmt.Println(p.Info().ID, string(out), err)
+	// Output: greeter {"greeting":"Hello, Ada"} <nil>
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/store"
@@ -136,7 +137,7 @@ func (h *Handler) handleCapabilityBind(c *Ctx) error {
 	if !ok {
 		return errs.NotFoundf("capability not found")
 	}
-	var in capability.BindingIn
+	var in registry.BindingIn
 	if err := c.Decode(&in); err != nil {
 		return err
 	}
@@ -166,7 +167,7 @@ func (h *Handler) handleCapabilityGaps(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	page, next, err := pageSorted(c, gaps, func(g capability.Gap) string { return g.Capability })
+	page, next, err := pageSorted(c, gaps, func(g registry.Gap) string { return g.Capability })
 	if err != nil {
 		return err
 	}
@@ -204,13 +205,13 @@ func (h *Handler) handleIntegrations(c *Ctx) error {
 		}
 		names = sys
 	}
-	return c.List(capability.Integrations(names), "")
+	return c.List(registry.Integrations(names), "")
 }
 
 // handleConnections serves GET /v1/connections: each provider's live state.
 func (h *Handler) handleConnections(c *Ctx) error {
 	conns := h.ws.Capabilities().Connections(c.Context())
-	page, next, err := pageSorted(c, conns, func(x capability.ConnectionOut) string { return x.Provider })
+	page, next, err := pageSorted(c, conns, func(x registry.ConnectionOut) string { return x.Provider })
 	if err != nil {
 		return err
 	}

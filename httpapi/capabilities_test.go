@@ -14,6 +14,7 @@ import (
 
 	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/httpapi"
 	"github.com/bas-platform/bas/store/badgerstore"
 	"github.com/google/go-cmp/cmp"
@@ -182,7 +183,7 @@ func TestCapabilitiesAPI(t *testing.T) {
 		t.Errorf("GET one = %s", one.ID)
 	}
 	b.do(b.member, "GET", "/v1/capabilities/nope.nothing", "", 404, nil)
-	var gaps []capability.Gap
+	var gaps []registry.Gap
 	b.do(b.member, "GET", "/v1/capabilities/gaps", "", 200, &gaps)
 
 	// Binding: permission, validation, unknown capability, success.
@@ -247,7 +248,7 @@ func TestCapabilityGapsAPI(t *testing.T) {
 		}
 		return []string{"sms.send", "ledger.post", "chat.message.send", "esign.request"}, nil
 	})
-	var gaps []capability.Gap
+	var gaps []registry.Gap
 	b.do(b.member, "GET", "/v1/capabilities/gaps", "", 200, &gaps)
 	got := map[string]string{}
 	for _, g := range gaps {
@@ -278,7 +279,7 @@ func TestCapabilityGapsAPI(t *testing.T) {
 	}
 
 	// Integrations: asked, or the profile's.
-	var ins []capability.Integration
+	var ins []registry.Integration
 	b.do(b.member, "GET", "/v1/integrations?apps=QBO,MS%20Teams,Acme%20ERP", "", 200, &ins)
 	var names []string
 	for _, in := range ins {
@@ -308,14 +309,14 @@ func TestConnectionsAPI(t *testing.T) {
 	// A plugin that cannot load is still listed, failed with the reason.
 	missing := filepath.Join(t.TempDir(), "acme-erp")
 	b := capSetup(t, missing)
-	var conns []capability.ConnectionOut
+	var conns []registry.ConnectionOut
 	b.do(b.member, "GET", "/v1/connections?limit=200", "", 200, &conns)
-	byID := map[string]capability.ConnectionOut{}
+	byID := map[string]registry.ConnectionOut{}
 	for _, c := range conns {
 		byID[c.Provider] = c
 	}
 	str := func(s string) *string { return &s }
-	for _, want := range []capability.ConnectionOut{
+	for _, want := range []registry.ConnectionOut{
 		{Provider: "plugin.erp-a", Name: "ERP A", Kind: "plugin", Status: "connected"},
 		{Provider: "plugin.erp-b", Name: "ERP B", Kind: "plugin", Status: "failed", Detail: str("exited with status 1")},
 		{Provider: "connector.xero", Name: "Xero", Kind: "connector", Status: "coming", Detail: str("the Xero connector is not built yet")},

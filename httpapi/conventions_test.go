@@ -53,7 +53,7 @@ func TestErrorStatuses(t *testing.T) {
 		}
 	})
 	t.Run("404 no such record", func(t *testing.T) {
-		r := s.do(t, "GET", "/v1/api-keys/"+ids.New("key", testStart), admin.Token, nil).want(t, http.StatusNotFound)
+		r := s.do(t, "GET", "/v1/api-keys/"+new(ids.Generator).New("key", testStart), admin.Token, nil).want(t, http.StatusNotFound)
 		if d := r.detail(t); d != "api key not found" {
 			t.Errorf("detail %q", d)
 		}
@@ -317,7 +317,7 @@ func wellFormed(collection string) string {
 	if !ok {
 		prefix = "zzz"
 	}
-	return ids.New(prefix, testStart)
+	return new(ids.Generator).New(prefix, testStart)
 }
 
 func TestAppLimitedKey(t *testing.T) {
@@ -341,7 +341,7 @@ func TestAppLimitedKey(t *testing.T) {
 		if route.Method != "GET" && route.Method != "DELETE" {
 			body = `{}`
 		}
-		path := regexp.MustCompile(`:[^/]+`).ReplaceAllString(route.Path, ids.New("prc", testStart))
+		path := regexp.MustCompile(`:[^/]+`).ReplaceAllString(route.Path, new(ids.Generator).New("prc", testStart))
 		r := s.do(t, route.Method, path, docs.Secret, body).want(t, http.StatusForbidden)
 		if d := r.detail(t); d != "key not allowed for app processes" {
 			t.Errorf("%s %s: detail %q", route.Method, path, d)
@@ -438,7 +438,7 @@ func TestIdempotencyKey(t *testing.T) {
 		s.do(t, "POST", "/v1/api-keys", admin.Token, `{"name": "fixed"}`, "Idempotency-Key", "k2").want(t, http.StatusCreated)
 	})
 	t.Run("errors are replayed too", func(t *testing.T) {
-		id := ids.New("chg", testStart)
+		id := new(ids.Generator).New("chg", testStart)
 		s.do(t, "POST", "/v1/changes/"+id+"/approve", admin.Token, `{}`, "Idempotency-Key", "k3").want(t, http.StatusNotFound)
 		r := s.do(t, "POST", "/v1/changes/"+id+"/approve", admin.Token, `{}`, "Idempotency-Key", "k3").want(t, http.StatusNotFound)
 		if r.Header.Get("Idempotent-Replayed") != "true" {

@@ -15,6 +15,7 @@ import (
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/plugins/internal/wire"
 	"github.com/cockroachdb/errors"
 )
 
@@ -56,7 +57,7 @@ type HostOptions struct {
 	InheritEnv bool
 	// OnRestart, when set, is called with a plugin's provider id after it
 	// restarted (its Info may have changed): wire it to
-	// capability.Registry.Refresh. It runs on the plugin's supervisor
+	// registry.Registry.Refresh. It runs on the plugin's supervisor
 	// goroutine and should return promptly.
 	OnRestart func(id string)
 	// Clock times restarts and health checks. Defaults to clock.Real{}.
@@ -203,7 +204,7 @@ func (h *Host) Load(ctx context.Context, path string) (capability.Provider, erro
 	if err != nil {
 		return nil, p.loadFailure(err.Error(), nil)
 	}
-	info := normalizeInfo(init.Info, p.name)
+	info := normalizeInfo(init.Info.ToCapability(), p.name)
 	if err := validateInfo(info); err != nil {
 		inst.kill()
 		return nil, p.loadFailure(err.Error(), errs.Invalid)
@@ -221,7 +222,7 @@ func (h *Host) Load(ctx context.Context, path string) (capability.Provider, erro
 			return nil, p.loadFailure("provider id "+info.ID+" is already used by the plugin at "+q.path, errs.Conflict)
 		}
 	}
-	p.adoptFirst(inst, info, init.Capabilities)
+	p.adoptFirst(inst, info, wire.ToCapabilities(init.Capabilities))
 	h.log.Info("plugin loaded", "plugin", info.ID, "path", abs, "pid", inst.pid())
 	return p, nil
 }

@@ -121,7 +121,7 @@ func (p *Plugin) Health(ctx context.Context) capability.Health {
 	if resp.Health.Status == "" {
 		resp.Health.Status = StatusConnected
 	}
-	return resp.Health
+	return resp.Health.ToCapability()
 }
 
 // Call sends call to the plugin and returns its result. The call's deadline
@@ -146,7 +146,7 @@ func (p *Plugin) Call(ctx context.Context, call capability.Call) (json.RawMessag
 	if err != nil {
 		return nil, err
 	}
-	resp, err := inst.conn.Provider.Call(cctx, &wire.CallRequest{Call: call})
+	resp, err := inst.conn.Provider.Call(cctx, &wire.CallRequest{Call: wire.FromCall(call)})
 	if err != nil {
 		return nil, p.callError(ctx, cctx, inst, call.Capability, timeout, err)
 	}
@@ -265,7 +265,7 @@ func (p *Plugin) emit(ctx context.Context, ev capability.Event) error {
 type hostService struct{ p *Plugin }
 
 func (s hostService) Emit(ctx context.Context, req *wire.EmitRequest) (*wire.EmitResponse, error) {
-	return &wire.EmitResponse{Error: wire.EncodeError(ctx, s.p.emit(ctx, req.Event))}, nil
+	return &wire.EmitResponse{Error: wire.EncodeError(ctx, s.p.emit(ctx, req.Event.ToCapability()))}, nil
 }
 
 // instance is one process of a plugin.
@@ -459,7 +459,7 @@ func (p *Plugin) adoptFirst(inst *instance, info capability.Info, caps []capabil
 // adopt makes a restarted inst the live one; it reports false when the host
 // closed meanwhile.
 func (p *Plugin) adopt(inst *instance, init *wire.InitResponse) error {
-	info := normalizeInfo(init.Info, p.name)
+	info := normalizeInfo(init.Info.ToCapability(), p.name)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -471,7 +471,7 @@ func (p *Plugin) adopt(inst *instance, init *wire.InitResponse) error {
 	if err := validateInfo(info); err != nil {
 		return err
 	}
-	p.info, p.caps, p.inst = info, init.Capabilities, inst
+	p.info, p.caps, p.inst = info, wire.ToCapabilities(init.Capabilities), inst
 	p.setLocked(StatusConnected, "")
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/cockroachdb/errors"
 )
@@ -149,4 +150,27 @@ func percentile(sorted []float64, p float64) float64 {
 	hi := int(math.Ceil(rank))
 	frac := rank - float64(lo)
 	return sorted[lo] + (sorted[hi]-sorted[lo])*frac
+}
+
+// analyseStep is the analyse step type (Analyse).
+func analyseStep() StepType {
+	return Define(StepDef[AnalyseConfig]{
+		Type: StepAnalyse, Label: "Analyse",
+		Description: "Finds patterns and outliers in history: count, mean, spread, percentiles and outliers.",
+		Check:       checkAnalyse,
+		Eval: func(cfg *AnalyseConfig, _ map[string]any) (any, error) {
+			values, ok := cfg.Values.([]any)
+			if !ok {
+				return nil, errors.New("values must be a list")
+			}
+			return Analyse(*cfg, values)
+		},
+	})
+}
+
+func checkAnalyse(cfg *AnalyseConfig, _ Step, loc []any) []errs.Violation {
+	var v violations
+	checkSource(&v, cfg.Values, at(loc, "values"), "a list", true)
+	checkPath(&v, cfg.Field, at(loc, "field"), false)
+	return v.vs
 }

@@ -6,7 +6,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/jsonvalue"
+	"github.com/cockroachdb/errors"
 )
 
 // ConsolidateConfig configures a consolidate step: match the items of Left
@@ -258,4 +260,36 @@ func compareField(t Tolerance, l, r any) (d Difference, differs bool) {
 		}
 	}
 	return d, true
+}
+
+// consolidateStep is the consolidate step type (Consolidate); with
+// require_match, sources that do not match fail the run (ErrNoMatch).
+func consolidateStep() StepType {
+	return Define(StepDef[ConsolidateConfig]{
+		Type: StepConsolidate, Label: "Consolidate",
+		Description: "Pulls sources together and matches them by keys with tolerances (for example invoice to purchase order).",
+		Check:       checkConsolidate,
+		Eval: func(cfg *ConsolidateConfig, _ map[string]any) (any, error) {
+			out := Consolidate(*cfg, cfg.Left, cfg.Right)
+			if cfg.RequireMatch && !out.Matched {
+				return out, errors.Mark(errors.New("the sources do not match"), ErrNoMatch)
+			}
+			return out, nil
+		},
+	})
+}
+
+func checkConsolidate(cfg *ConsolidateConfig, _ Step, loc []any) []errs.Violation {
+	var v violations
+	checkSource(&v, cfg.Left, at(loc, "left"), "an object or a list", true)
+	checkSource(&v, cfg.Right, at(loc, "right"), "an object or a list", true)
+	for i, k := range cfg.Keys {
+		checkPath(&v, k.Left, at(loc, "keys", i, "left"), true)
+		checkPath(&v, k.Right, at(loc, "keys", i, "right"), true)
+	}
+	for i, t := range cfg.Tolerances {
+		checkPath(&v, t.Left, at(loc, "tolerances", i, "left"), true)
+		checkPath(&v, t.Right, at(loc, "tolerances", i, "right"), true)
+	}
+	return v.vs
 }

@@ -23,10 +23,14 @@ func (v *Version) StepByKey(key string) (Step, bool) {
 	return stepByKey(v.Steps, key)
 }
 
-func needs(steps []Step) []string {
+func needs(steps []Step) []string { return builtin().Needs(steps) }
+
+// Needs returns the capabilities the steps call (StepType.Needs), sorted,
+// each once; steps of a type r lacks need nothing.
+func (r *StepRegistry) Needs(steps []Step) []string {
 	var out []string
 	for _, s := range steps {
-		if t, ok := LookupStepType(s.Type); ok {
+		if t, ok := r.Lookup(s.Type); ok {
 			out = append(out, t.Needs(s)...)
 		}
 	}

@@ -5,6 +5,41 @@ import (
 	"github.com/cockroachdb/errors"
 )
 
+// DraftConfig configures a draft step: render Template (with ${path}
+// references) and, unless Review is false, give it to a person to approve
+// or edit.
+type DraftConfig struct {
+	Title    string `json:"title" jsonschema:"required,minLength=1,maxLength=200"`
+	Template string `json:"template" jsonschema:"required,minLength=1,maxLength=50000"`
+	Review   *bool  `json:"review,omitempty"`
+	Assignee string `json:"assignee,omitempty" jsonschema:"maxLength=200"`
+}
+
+// draftStep is the draft step type: the engine renders the template
+// (Render) and, unless review is off, gives it to a person.
+func draftStep() StepType {
+	return Define(StepDef[DraftConfig]{
+		Type: StepDraft, Label: "Draft",
+		Description: "Writes the output (reply, report, quote) from a template for a person to review.",
+		// Title and template bounds are the schema's; references are
+		// checked for every config.
+	})
+}
+
+// Reviewed reports whether a person reviews the draft (unless review is
+// false).
+func (c DraftConfig) Reviewed() bool { return c.Review == nil || *c.Review }
+
+// ReviewActions are the actions of the review task.
+func (DraftConfig) ReviewActions() []string { return []string{"approve", "reject"} }
+
+// ReviewFields are the fields of the review task: the text, which the
+// reviewer may replace.
+func (DraftConfig) ReviewFields() []map[string]any {
+	return []map[string]any{{"key": "text", "label": "Text (leave empty to keep the draft)", "type": "text",
+		"required": false, "options": nil}}
+}
+
 // DraftOutput is a draft step's rendered output, before a person reviews it.
 type DraftOutput struct {
 	Title string `json:"title"`

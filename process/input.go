@@ -43,13 +43,16 @@ type ProcessIn struct {
 // Check reports every violation of in beyond the JSON types, located under
 // "body": the bounds of name, description and function, the trigger
 // (CheckTrigger) and the steps (CheckSteps).
-func (in ProcessIn) Check() []errs.Violation {
+func (in ProcessIn) Check() []errs.Violation { return in.check(builtin()) }
+
+// check is Check with the step types of r.
+func (in ProcessIn) check(r *StepRegistry) []errs.Violation {
 	var v violations
 	checkName(&v, in.Name, []any{"body", "name"})
 	checkLen(&v, in.Description, MaxDescriptionLen, []any{"body", "description"})
 	checkLen(&v, in.Function, MaxFunctionLen, []any{"body", "function"})
 	v.addAll(CheckTrigger(in.Trigger, "body", "trigger"))
-	v.addAll(CheckSteps(in.Steps, "body", "steps"))
+	v.addAll(r.CheckSteps(in.Steps, "body", "steps"))
 	return v.vs
 }
 
@@ -83,7 +86,10 @@ type ProcessPatch struct {
 
 // Check reports every violation of the fields present in p, located under
 // "body".
-func (p ProcessPatch) Check() []errs.Violation {
+func (p ProcessPatch) Check() []errs.Violation { return p.check(builtin()) }
+
+// check is Check with the step types of r.
+func (p ProcessPatch) check(r *StepRegistry) []errs.Violation {
 	var v violations
 	if p.Name != nil {
 		checkName(&v, *p.Name, []any{"body", "name"})
@@ -98,7 +104,7 @@ func (p ProcessPatch) Check() []errs.Violation {
 		v.addAll(CheckTrigger(*p.Trigger, "body", "trigger"))
 	}
 	if p.Steps != nil {
-		v.addAll(CheckSteps(p.Steps, "body", "steps"))
+		v.addAll(r.CheckSteps(p.Steps, "body", "steps"))
 	}
 	return v.vs
 }
@@ -233,8 +239,8 @@ func locKey(loc []any) string {
 }
 
 // validateIn validates an input built in Go: the schema of its JSON form and
-// Check.
-func validateIn(in ProcessIn) error {
+// Check, with the step types of r.
+func validateIn(in ProcessIn, r *StepRegistry) error {
 	raw, err := json.Marshal(in)
 	if err != nil {
 		return errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "value_error"})
@@ -243,5 +249,5 @@ func validateIn(in ProcessIn) error {
 	if err := decodeJSON(raw, &doc); err != nil {
 		return errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "value_error"})
 	}
-	return errs.Validation(merge(inputSchemas().in.Validate(doc, "body"), in.Check())...)
+	return errs.Validation(merge(inputSchemas().in.Validate(doc, "body"), in.check(r))...)
 }

@@ -1,6 +1,7 @@
 package process
 
 import (
+	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/extract"
 	"github.com/cockroachdb/errors"
 )
@@ -118,4 +119,61 @@ func Intake(cfg IntakeConfig, text string) (IntakeOutput, error) {
 		}
 	}
 	return out, nil
+}
+
+// intakeStep is the intake step type: a document goes through
+// document.extract, a message is read in place (Intake).
+func intakeStep() StepType {
+	return Define(StepDef[IntakeConfig]{
+		Type: StepIntake, Label: "Intake",
+		Description:  "Takes a document or a message in and extracts its fields (document.extract for documents; labels and patterns for text).",
+		Capabilities: []string{CapDocumentExtract},
+		Check:        checkIntake,
+		Needs: func(s Step) []string {
+			var c IntakeConfig
+			if err := decodeJSON(nonEmpty(s.Config), &c); err == nil && c.DocumentID != "" {
+				return []string{CapDocumentExtract}
+			}
+			return nil
+		},
+		Call: func(cfg *IntakeConfig, _ Step) (string, map[string]any, bool) {
+			if cfg.DocumentID == "" {
+				return "", nil, false
+			}
+			return CapDocumentExtract, map[string]any{"document_id": cfg.DocumentID}, true
+		},
+		Eval: func(cfg *IntakeConfig, _ map[string]any) (any, error) { return Intake(*cfg, cfg.Text) },
+	})
+}
+
+func checkIntake(cfg *IntakeConfig, _ Step, loc []any) []errs.Violation {
+	var v violations
+	switch {
+	case cfg.DocumentID == "" && cfg.Text == "":
+		v.add(at(loc, "text"), "missing", "an intake step needs document_id (a document) or text (a message)")
+	case cfg.DocumentID != "" && cfg.Text != "":
+		v.add(at(loc, "text"), "value_error", "give document_id or text, not both")
+	case cfg.Text != "" && len(cfg.Fields) == 0:
+		v.add(at(loc, "fields"), "missing", "an intake step reading text needs fields to extract")
+	}
+	seen := map[string]int{}
+	efs := cfg.ExtractFields()
+	for i, f := range cfg.Fields {
+		floc := at(loc, "fields", i)
+		if first, dup := seen[f.Key]; dup && f.Key != "" {
+			v.add(at(floc, "key"), "value_error", "duplicates the key of field %d", first)
+		}
+		seen[f.Key] = i
+		for _, x := range efs[i].Check() {
+			if x.Type == "missing" && len(x.Loc) == 1 && x.Loc[0] == "key" {
+				continue // the schema reports a missing key
+			}
+			x.Loc = append(at(floc), x.Loc...)
+			v.addAll([]errs.Violation{x})
+		}
+		if len(f.Options) > 0 && f.Type != extract.TypeEnum {
+			v.add(at(floc, "options"), "value_error", "options are only for enum fields")
+		}
+	}
+	return v.vs
 }

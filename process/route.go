@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/filter"
+	"github.com/cockroachdb/errors"
 )
 
 // Priorities a route can give.
@@ -113,4 +115,52 @@ func whenMatches(when map[string]any, data map[string]any) bool {
 		return false
 	}
 	return f.Match(data)
+}
+
+// routeStep is the route step type (Route); without an input it looks at
+// the run's data.
+func routeStep() StepType {
+	return Define(StepDef[RouteConfig]{
+		Type: StepRoute, Label: "Route",
+		Description: "Decides where the item goes next and who owns it, from a rule table.",
+		Check:       checkRoute,
+		Eval: func(cfg *RouteConfig, data map[string]any) (any, error) {
+			if cfg.Input == nil {
+				return Route(*cfg, data), nil
+			}
+			input, ok := cfg.Input.(map[string]any)
+			if !ok {
+				return nil, errors.New("input must be an object")
+			}
+			return Route(*cfg, input), nil
+		},
+	})
+}
+
+func checkRoute(cfg *RouteConfig, _ Step, loc []any) []errs.Violation {
+	var v violations
+	if cfg.Input != nil {
+		checkSource(&v, cfg.Input, at(loc, "input"), "an object", false)
+	}
+	ids := map[string]int{}
+	for i, r := range cfg.Rules {
+		rloc := at(loc, "rules", i)
+		raw, _ := json.Marshal(r.When)
+		if _, err := filter.Parse(raw, at(rloc, "when")...); err != nil {
+			v.addAll(violationsOf(err, at(rloc, "when")))
+		}
+		if r.Queue == "" && r.Owner == "" && r.Priority == "" {
+			v.add(rloc, "missing", "a rule needs a queue, an owner or a priority")
+		}
+		id := r.RuleID(i)
+		if first, dup := ids[id]; dup {
+			v.add(at(rloc, "id"), "value_error", "duplicates the id of rule %d", first)
+		} else {
+			ids[id] = i
+		}
+	}
+	if cfg.Default.Queue == "" && cfg.Default.Owner == "" {
+		v.add(at(loc, "default", "queue"), "missing", "the default needs a queue or an owner")
+	}
+	return v.vs
 }

@@ -12,10 +12,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/foureyes"
 	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
@@ -25,21 +25,6 @@ import (
 // hold a process update waiting for a second person.
 const ChangeKindUpdate = "process.update"
 
-// ChangeQueue is the widening-change queue (the access service): whether a
-// tenant has four-eyes on, queueing a change for a second person, and the
-// registration of what approving a change of a kind does.
-type ChangeQueue interface {
-	// FourEyes reports whether tenant's widening changes wait for a second
-	// person.
-	FourEyes(ctx context.Context, tenant string) (bool, error)
-	// ProposeChangeTx queues a change inside tx.
-	ProposeChangeTx(tx store.Txn, tenant, kind, requester, summary string, payload any) (*access.Change, error)
-	// RegisterChangeKind makes approving a change of kind run apply.
-	RegisterChangeKind(kind string, apply access.ApplyFunc, opts ...access.KindOption)
-}
-
-var _ ChangeQueue = (*access.Service)(nil)
-
 // Config configures NewService.
 type Config struct {
 	// Store is where definitions and versions live. Required.
@@ -48,9 +33,13 @@ type Config struct {
 	Clock clock.Clock
 	// Logger receives warnings. Defaults to discarding them.
 	Logger *slog.Logger
-	// Access is the widening-change queue. Defaults to none: widening
-	// changes then apply at once, as with four-eyes off.
-	Access ChangeQueue
+	// StepTypes are the step types definitions may use. Defaults to
+	// process.BuiltinStepRegistry(); give the run engine the same.
+	StepTypes *StepRegistry
+	// Access is the four-eyes queue. Defaults to none: widening changes
+	// then apply at once, as with four-eyes off. Register ApplyChangeTx for
+	// ChangeKindUpdate with the queue.
+	Access foureyes.Queue
 }
 
 func (c Config) withDefaults() Config {
@@ -59,6 +48,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.StepTypes == nil {
+		c.StepTypes = builtin()
 	}
 	return c
 }
@@ -76,7 +68,8 @@ type Service struct {
 	st     store.Store
 	clock  clock.Clock
 	log    *slog.Logger
-	access ChangeQueue
+	access foureyes.Queue
+	types  *StepRegistry
 
 	mu    sync.RWMutex
 	hooks []ChangeHook
@@ -85,6 +78,8 @@ type Service struct {
 	// stored bytes (tenant+"/"+id to *loadedDef), so Load decodes only
 	// when the bytes changed.
 	loaded sync.Map
+
+	ids ids.Generator // makes the ids of the records and audit entries it writes
 }
 
 type loadedDef struct {
@@ -92,15 +87,10 @@ type loadedDef struct {
 	def *Definition
 }
 
-// NewService returns the process service. With cfg.Access it registers the
-// process.update change kind (decided by people with processes.manage).
+// NewService returns the process service.
 func NewService(cfg Config) *Service {
 	cfg = cfg.withDefaults()
-	s := &Service{st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, access: cfg.Access}
-	if s.access != nil {
-		s.access.RegisterChangeKind(ChangeKindUpdate, s.applyChange, access.DecidedWith(access.PermProcessesManage))
-	}
-	return s
+	return &Service{st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, access: cfg.Access, types: cfg.StepTypes}
 }
 
 // OnChange registers fn to run in the transaction of every create, update,
@@ -201,12 +191,12 @@ func (s *Service) Create(ctx context.Context, tenant, actor string, in ProcessIn
 // (a template installation) are created all or none. in is validated
 // again.
 func (s *Service) CreateTx(tx store.Txn, tenant, actor string, in ProcessIn) (*Definition, error) {
-	if err := validateIn(in); err != nil {
+	if err := validateIn(in, s.types); err != nil {
 		return nil, err
 	}
 	now := s.now()
 	d := &Definition{
-		ID:          ids.New("prc", now),
+		ID:          s.ids.New("prc", now),
 		Name:        in.Name,
 		Description: in.Description,
 		Function:    in.Function,
@@ -227,7 +217,7 @@ func (s *Service) CreateTx(tx store.Txn, tenant, actor string, in ProcessIn) (*D
 	if err := versions.Put(tx, tenant, versionOf(d, actor, now)); err != nil {
 		return nil, err
 	}
-	if err := audit.Write(tx, tenant, audit.Entry{At: now, Actor: actor, Action: "process.create",
+	if err := audit.Write(tx, tenant, &s.ids, audit.Entry{At: now, Actor: actor, Action: "process.create",
 		Entity: "process", EntityID: d.ID, After: audit.Marshal(d)}); err != nil {
 		return nil, err
 	}
@@ -384,23 +374,21 @@ func (s *Service) List(ctx context.Context, tenant string, q Query, p store.Page
 // (if the process has not moved to another version meanwhile). Otherwise
 // the updated process is returned. Exactly one of the two results is set.
 // An archived process is errs.Conflict.
-func (s *Service) Update(ctx context.Context, tenant, actor, id string, patch ProcessPatch) (*Definition, *access.Change, error) {
-	if err := validatePatch(patch); err != nil {
+func (s *Service) Update(ctx context.Context, tenant, actor, id string, patch ProcessPatch) (*Definition, *foureyes.Change, error) {
+	if err := validatePatch(patch, s.types); err != nil {
 		return nil, nil, err
 	}
 	fourEyes := false
-	if s.access != nil && patch.Steps != nil {
-		on, err := s.access.FourEyes(ctx, tenant)
-		switch {
-		case err == nil:
-			fourEyes = on
-		case !errors.Is(err, errs.NotFound):
-			return nil, nil, errors.Wrap(err, "read the four-eyes setting")
+	if patch.Steps != nil {
+		on, err := foureyes.Required(ctx, s.access, tenant)
+		if err != nil {
+			return nil, nil, err
 		}
+		fourEyes = on
 	}
 	var (
 		out    *Definition
-		change *access.Change
+		change *foureyes.Change
 	)
 	err := s.st.Update(ctx, func(tx store.Txn) error {
 		out, change = nil, nil
@@ -437,9 +425,10 @@ type changePayload struct {
 	Reasons     []string     `json:"reasons"`
 }
 
-// applyChange applies an approved process.update change, in the
-// transaction that marks it approved.
-func (s *Service) applyChange(_ context.Context, tx store.Txn, tenant string, payload json.RawMessage, approver string) error {
+// ApplyChangeTx applies an approved process.update change
+// (ChangeKindUpdate), in the transaction that marks it approved: it is the
+// four-eyes queue's apply function for the kind.
+func (s *Service) ApplyChangeTx(_ context.Context, tx store.Txn, tenant string, payload json.RawMessage, approver string) error {
 	var p changePayload
 	if err := json.Unmarshal(payload, &p); err != nil {
 		return errors.Wrap(err, "decode a process change")
@@ -455,7 +444,7 @@ func (s *Service) applyChange(_ context.Context, tx store.Txn, tenant string, pa
 		return errs.Conflictf("process changed since this change was proposed (version %d, now %d): reject it and propose it again",
 			p.BaseVersion, cur.Version)
 	}
-	if err := validatePatch(p.Patch); err != nil {
+	if err := validatePatch(p.Patch, s.types); err != nil {
 		return err
 	}
 	reason := fmt.Sprintf("widening change requested by %s, approved by %s: %s", p.RequestedBy, approver,
@@ -509,7 +498,7 @@ func (s *Service) write(tx store.Txn, tenant string, cur, next *Definition, auth
 	if err := definitions.Put(tx, tenant, next); err != nil {
 		return nil, err
 	}
-	if err := audit.Write(tx, tenant, audit.Entry{At: now, Actor: actor, Action: "process.update", Entity: "process",
+	if err := audit.Write(tx, tenant, &s.ids, audit.Entry{At: now, Actor: actor, Action: "process.update", Entity: "process",
 		EntityID: next.ID, Before: audit.Marshal(cur), After: audit.Marshal(next), Reason: reason}); err != nil {
 		return nil, err
 	}
@@ -523,8 +512,8 @@ func sameJSON(a, b any) bool {
 }
 
 // validatePatch validates a patch built in Go: the schema of its JSON form
-// and Check.
-func validatePatch(p ProcessPatch) error {
+// and Check, with the step types of r.
+func validatePatch(p ProcessPatch, r *StepRegistry) error {
 	raw, err := json.Marshal(p)
 	if err != nil {
 		return errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "value_error"})
@@ -533,7 +522,7 @@ func validatePatch(p ProcessPatch) error {
 	if err := decodeJSON(raw, &doc); err != nil {
 		return errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "value_error"})
 	}
-	return errs.Validation(merge(inputSchemas().patch.Validate(doc, "body"), p.Check())...)
+	return errs.Validation(merge(inputSchemas().patch.Validate(doc, "body"), p.check(r))...)
 }
 
 // Archive archives the tenant's process id for actor: triggers start no new
@@ -555,7 +544,7 @@ func (s *Service) Archive(ctx context.Context, tenant, actor, id string) error {
 		if err := definitions.Put(tx, tenant, &next); err != nil {
 			return err
 		}
-		if err := audit.Write(tx, tenant, audit.Entry{At: next.UpdatedAt, Actor: actor, Action: "process.archive",
+		if err := audit.Write(tx, tenant, &s.ids, audit.Entry{At: next.UpdatedAt, Actor: actor, Action: "process.archive",
 			Entity: "process", EntityID: id, Before: audit.Marshal(cur), After: audit.Marshal(&next)}); err != nil {
 			return err
 		}
@@ -612,7 +601,7 @@ func (s *Service) Needed(ctx context.Context, tenant string) ([]string, error) {
 			if err != nil {
 				return err
 			}
-			out = append(out, d.Needs()...)
+			out = append(out, s.types.Needs(d.Steps)...)
 			return nil
 		})
 	})

@@ -39,6 +39,7 @@ func setup(t testing.TB) *testBundle {
 	clk := clock.NewFake(time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC))
 	acc := access.New(access.Config{Store: st, Clock: clk, Logger: logger})
 	svc := NewService(Config{Store: st, Clock: clk, Logger: logger, Access: acc})
+	acc.RegisterChangeKind(ChangeKindUpdate, svc.ApplyChangeTx, access.DecidedWith(access.PermProcessesManage))
 	return &testBundle{ctx: context.Background(), st: st, clock: clk, acc: acc, svc: svc}
 }
 

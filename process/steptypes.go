@@ -19,8 +19,91 @@ const (
 	CapEmailSend       = "email.send"
 )
 
-// StepType describes one of the eleven step types: what it does, its
-// configuration's Go type and JSON Schema, and the capabilities it calls.
+// builtinStepTypes is the registry of the built-in step types, in the order
+// the API serves them. Each step type lives in one file (intake.go,
+// validate.go ...): its config, the config's schema, its checks, the
+// capabilities it needs and, for a pure type, its work. Adding a step type
+// is adding such a file and a line here.
+func builtinStepTypes() []StepType {
+	return []StepType{
+		intakeStep(),
+		validateStep(),
+		routeStep(),
+		consolidateStep(),
+		analyseStep(),
+		draftStep(),
+		monitorStep(),
+		followUpStep(),
+		executeStep(),
+		humanTaskStep(),
+		waitStep(),
+	}
+}
+
+// StepDef declares a step type whose config is C: everything the type is,
+// in one value. Define turns it into a StepType.
+type StepDef[C any] struct {
+	// Type is the name steps use ("intake").
+	Type string
+	// Label is a short human title.
+	Label string
+	// Description says what the step does.
+	Description string
+	// Capabilities are the capabilities a step of this type calls unless it
+	// names its own.
+	Capabilities []string
+	// Check reports the violations of a config that passed its schema (the
+	// schema is reflected from C), at loc: durations, filters, patterns,
+	// cross-field rules. Nil checks nothing more.
+	Check func(cfg *C, s Step, loc []any) []errs.Violation
+	// Needs returns the capabilities a step of this type calls when it
+	// names none of its own. Nil needs nothing.
+	Needs func(s Step) []string
+	// Eval does the work of a pure step: its output from its config, whose
+	// references are resolved against the run's data (data is the run's
+	// data, for a step that looks at it). The engine runs it; a step type
+	// without Eval is one the engine drives itself (human_task, execute,
+	// wait, follow_up, monitor and draft, whose work needs tasks,
+	// approvals, timers or events): the engine fails a run that reaches a
+	// step of any other type without Eval. An error marked ErrNoMatch
+	// fails the run and may come with the output.
+	Eval func(cfg *C, data map[string]any) (any, error)
+	// Call, for a pure type, names the capability call that produces the
+	// step's output instead of Eval, when the config asks for one (an
+	// intake given a document calls document.extract): ok is false
+	// otherwise.
+	Call func(cfg *C, s Step) (capability string, args map[string]any, ok bool)
+}
+
+// Define makes the step type d declares.
+func Define[C any](d StepDef[C]) StepType {
+	t := StepType{
+		Type:         d.Type,
+		Label:        d.Label,
+		Description:  d.Description,
+		Capabilities: slices.Clone(d.Capabilities),
+		Pure:         d.Eval != nil,
+		config:       reflect.TypeFor[C](),
+		needs:        d.Needs,
+	}
+	if t.Capabilities == nil {
+		t.Capabilities = []string{}
+	}
+	if d.Check != nil {
+		t.check = func(c any, s Step, loc []any) []errs.Violation { return d.Check(c.(*C), s, loc) }
+	}
+	if d.Eval != nil {
+		t.eval = func(c any, data map[string]any) (any, error) { return d.Eval(c.(*C), data) }
+	}
+	if d.Call != nil {
+		t.call = func(c any, s Step) (string, map[string]any, bool) { return d.Call(c.(*C), s) }
+	}
+	return t
+}
+
+// StepType describes one step type: what it does, its configuration's Go
+// type and JSON Schema, the capabilities it calls and, for a pure type, its
+// work. Define makes one.
 type StepType struct {
 	// Type is the name steps use ("intake").
 	Type string `json:"type"`
@@ -35,7 +118,7 @@ type StepType struct {
 	// document; follow_up: email.send). An execute step calls the
 	// capability it names.
 	Capabilities []string `json:"capabilities"`
-	// Pure is true when the step's work is a pure function of its resolved
+	// Pure is true when the step's work is a function of its resolved
 	// config (see Eval): validate, route, consolidate, analyse, and intake
 	// from text.
 	Pure bool `json:"-"`
@@ -43,6 +126,9 @@ type StepType struct {
 	config    reflect.Type
 	validator *schema.Validator
 	check     func(c any, s Step, loc []any) []errs.Violation
+	needs     func(s Step) []string
+	eval      func(c any, data map[string]any) (any, error)
+	call      func(c any, s Step) (string, map[string]any, bool)
 }
 
 // NewConfig returns a pointer to a zero config of the type
@@ -66,102 +152,114 @@ func (t StepType) DecodeConfig(raw json.RawMessage) (any, error) {
 }
 
 // Needs returns the capabilities a step of this type calls: the step's own
-// capability when it names one; otherwise document.extract for an intake
-// given a document, email.send for a follow_up, nothing for the others.
+// capability when it names one; otherwise what the type needs
+// (document.extract for an intake given a document, email.send for a
+// follow_up, nothing for the others).
 func (t StepType) Needs(s Step) []string {
 	if s.Capability != "" {
 		return []string{s.Capability}
 	}
-	switch t.Type {
-	case StepIntake:
-		var c IntakeConfig
-		if err := decodeJSON(nonEmpty(s.Config), &c); err == nil && c.DocumentID != "" {
-			return []string{CapDocumentExtract}
-		}
+	if t.needs == nil {
 		return nil
-	case StepFollowUp:
-		return []string{CapEmailSend}
 	}
-	return nil
+	return t.needs(s)
 }
 
-// stepTypeDefs lists the step types in the order the API serves them.
-func stepTypeDefs() []StepType {
-	return []StepType{
-		{Type: StepIntake, Label: "Intake",
-			Description:  "Takes a document or a message in and extracts its fields (document.extract for documents; labels and patterns for text).",
-			Capabilities: []string{CapDocumentExtract}, Pure: true,
-			config: reflect.TypeFor[IntakeConfig](), check: checkIntake},
-		{Type: StepValidate, Label: "Validate",
-			Description: "Checks a record against rules; every exception cites its evidence.",
-			Pure:        true, config: reflect.TypeFor[ValidateConfig](), check: checkValidate},
-		{Type: StepRoute, Label: "Route",
-			Description: "Decides where the item goes next and who owns it, from a rule table.",
-			Pure:        true, config: reflect.TypeFor[RouteConfig](), check: checkRoute},
-		{Type: StepConsolidate, Label: "Consolidate",
-			Description: "Pulls sources together and matches them by keys with tolerances (for example invoice to purchase order).",
-			Pure:        true, config: reflect.TypeFor[ConsolidateConfig](), check: checkConsolidate},
-		{Type: StepAnalyse, Label: "Analyse",
-			Description: "Finds patterns and outliers in history: count, mean, spread, percentiles and outliers.",
-			Pure:        true, config: reflect.TypeFor[AnalyseConfig](), check: checkAnalyse},
-		{Type: StepDraft, Label: "Draft",
-			Description: "Writes the output (reply, report, quote) from a template for a person to review.",
-			config:      reflect.TypeFor[DraftConfig](), check: checkDraft},
-		{Type: StepMonitor, Label: "Monitor",
-			Description: "Watches for a condition over time: re-checks a value on an interval until it holds or times out.",
-			config:      reflect.TypeFor[MonitorConfig](), check: checkMonitor},
-		{Type: StepFollowUp, Label: "Follow up",
-			Description:  "Chases a person or supplier for something missing, with reminders through email.send until a reply event or a limit.",
-			Capabilities: []string{CapEmailSend},
-			config:       reflect.TypeFor[FollowUpConfig](), check: checkFollowUp},
-		{Type: StepExecute, Label: "Execute",
-			Description: "Acts in a system of record (create, send, pay) through the step's capability, behind the autonomy rules.",
-			config:      reflect.TypeFor[ExecuteConfig](), check: checkExecute},
-		{Type: StepHumanTask, Label: "Human task",
-			Description: "A task for a person: approve, decide or fill in fields.",
-			config:      reflect.TypeFor[HumanTaskConfig](), check: checkHumanTask},
-		{Type: StepWait, Label: "Wait",
-			Description: "Waits for a time, or for an event (with a filter and a timeout).",
-			config:      reflect.TypeFor[WaitConfig](), check: checkWait},
+// checkConfig reports the violations of a decoded config beyond its
+// schema.
+func (t StepType) checkConfig(cfg any, s Step, loc []any) []errs.Violation {
+	if t.check == nil {
+		return nil
 	}
+	return t.check(cfg, s, loc)
 }
 
-// registry holds the step types with their schemas compiled.
-type registry struct {
+// Call says whether a pure step with the decoded config cfg (a pointer
+// from NewConfig or DecodeConfig) gets its output from a capability call
+// instead of Eval, and which: the step's own capability when it names one,
+// else the type's.
+func (t StepType) Call(cfg any, s Step) (capability string, args map[string]any, ok bool) {
+	if t.call == nil {
+		return "", nil, false
+	}
+	capability, args, ok = t.call(cfg, s)
+	if ok && s.Capability != "" {
+		capability = s.Capability
+	}
+	return capability, args, ok
+}
+
+// Eval does the work of a pure step whose decoded config is cfg (a pointer
+// from NewConfig or DecodeConfig, with its references resolved) and returns
+// its output; data is the run's data. A consolidate step with require_match
+// whose sources do not match returns its output together with an error
+// marked ErrNoMatch. A type the engine drives (Pure false) returns an
+// error, as does a step that calls a capability instead (Call).
+func (t StepType) Eval(cfg any, s Step, data map[string]any) (any, error) {
+	if t.eval == nil {
+		return nil, errors.Newf("step type %q is not evaluated in place", t.Type)
+	}
+	if capID, _, ok := t.Call(cfg, s); ok {
+		return nil, errors.Newf("a %s step that calls %s is not evaluated in place", t.Type, capID)
+	}
+	return t.eval(cfg, data)
+}
+
+// ErrNoMatch marks the failure of a consolidate step with require_match
+// whose sources did not match; Eval returns the output with it.
+var ErrNoMatch = errors.New("process: sources do not match")
+
+// StepRegistry is a set of step types with their config schemas compiled.
+// It is immutable and safe for concurrent use.
+type StepRegistry struct {
 	list   []StepType
 	byType map[string]int
 }
 
-// stepTypes builds the registry once; it is immutable afterwards.
-var stepTypes = sync.OnceValue(func() *registry {
-	defs := stepTypeDefs()
-	r := &registry{list: defs, byType: make(map[string]int, len(defs))}
-	for i := range defs {
+// NewStepRegistry returns the set of the given step types, in that order. It
+// fails when two share a name or a config schema does not compile.
+func NewStepRegistry(types ...StepType) (*StepRegistry, error) {
+	r := &StepRegistry{list: slices.Clone(types), byType: make(map[string]int, len(types))}
+	for i := range r.list {
 		t := &r.list[i]
+		if t.config == nil {
+			return nil, errors.Newf("step type %q: not made by Define", t.Type)
+		}
+		if _, dup := r.byType[t.Type]; dup {
+			return nil, errors.Newf("step type %q is defined twice", t.Type)
+		}
 		t.ConfigSchema = schema.Reflect(reflect.New(t.config).Interface())
 		v, err := schema.Compile(t.ConfigSchema)
 		if err != nil {
-			// The schemas are made from this package's own types: a failure
-			// is a programming error, caught by the package's tests.
-			panic(fmt.Sprintf("process: compile the %s config schema: %v", t.Type, err))
+			return nil, errors.Wrapf(err, "compile the %s config schema", t.Type)
 		}
 		t.validator = v
-		if t.Capabilities == nil {
-			t.Capabilities = []string{}
-		}
 		r.byType[t.Type] = i
+	}
+	return r, nil
+}
+
+// builtin builds the built-in step types once; they are immutable
+// afterwards.
+var builtin = sync.OnceValue(func() *StepRegistry {
+	r, err := NewStepRegistry(builtinStepTypes()...)
+	if err != nil {
+		// The schemas are made from this package's own types: a failure
+		// is a programming error, caught by the package's tests.
+		panic(fmt.Sprintf("process: %v", err))
 	}
 	return r
 })
 
-// StepTypes returns the eleven step types in a fixed order.
-func StepTypes() []StepType {
-	return slices.Clone(stepTypes().list)
-}
+// BuiltinStepRegistry returns the registry of the eleven built-in step
+// types.
+func BuiltinStepRegistry() *StepRegistry { return builtin() }
 
-// LookupStepType returns the step type named name.
-func LookupStepType(name string) (StepType, bool) {
-	r := stepTypes()
+// List returns the step types in their order.
+func (r *StepRegistry) List() []StepType { return slices.Clone(r.list) }
+
+// Lookup returns the step type named name.
+func (r *StepRegistry) Lookup(name string) (StepType, bool) {
 	i, ok := r.byType[name]
 	if !ok {
 		return StepType{}, false
@@ -169,14 +267,44 @@ func LookupStepType(name string) (StepType, bool) {
 	return r.list[i], true
 }
 
-// StepTypeNames lists the step type names in the order StepTypes gives.
-func StepTypeNames() []string {
-	r := stepTypes()
+// Names lists the step type names in their order.
+func (r *StepRegistry) Names() []string {
 	out := make([]string, len(r.list))
 	for i, t := range r.list {
 		out[i] = t.Type
 	}
 	return out
+}
+
+// StepTypes returns the eleven built-in step types in a fixed order.
+func StepTypes() []StepType { return builtin().List() }
+
+// LookupStepType returns the built-in step type named name.
+func LookupStepType(name string) (StepType, bool) { return builtin().Lookup(name) }
+
+// StepTypeNames lists the built-in step type names in the order StepTypes
+// gives.
+func StepTypeNames() []string { return builtin().Names() }
+
+// Eval does the work of a pure built-in step (StepType.Eval) from its
+// config: resolved is the config with its references already resolved
+// against the run's data (refs.Resolve), as raw JSON or a decoded value;
+// data is the run's data, which a route step without input looks at.
+func Eval(stepType string, resolved any, data map[string]any) (any, error) {
+	return builtin().Eval(stepType, resolved, data)
+}
+
+// Eval does the work of a pure step of the set (see the function Eval).
+func (r *StepRegistry) Eval(stepType string, resolved any, data map[string]any) (any, error) {
+	t, ok := r.Lookup(stepType)
+	if !ok {
+		return nil, errors.Newf("step type %q is not evaluated in place", stepType)
+	}
+	cfg := t.NewConfig()
+	if err := decodeResolved(resolved, cfg); err != nil {
+		return nil, err
+	}
+	return t.Eval(cfg, Step{Type: stepType}, data)
 }
 
 // nonEmpty turns an absent or null config into {}.
@@ -193,16 +321,21 @@ func nonEmpty(raw json.RawMessage) json.RawMessage {
 // exact.
 func Decode[T any](config any) (T, error) {
 	var v T
-	var err error
+	err := decodeResolved(config, &v)
+	return v, err
+}
+
+// decodeResolved decodes config (raw JSON or a decoded value) into the
+// pointer v, keeping numbers exact.
+func decodeResolved(config any, v any) error {
 	switch c := config.(type) {
 	case json.RawMessage:
-		err = decodeJSON(nonEmpty(c), &v)
+		return decodeJSON(nonEmpty(c), v)
 	case []byte:
-		err = decodeJSON(nonEmpty(c), &v)
+		return decodeJSON(nonEmpty(c), v)
 	case nil:
-		err = decodeJSON([]byte("{}"), &v)
+		return decodeJSON([]byte("{}"), v)
 	default:
-		err = decodeInto(c, &v)
+		return decodeInto(c, v)
 	}
-	return v, err
 }

@@ -105,3 +105,44 @@ func TestNeeds(t *testing.T) {
 		t.Errorf("Definition.Needs (-want +got):\n%s", diff)
 	}
 }
+
+func TestNewStepRegistryRefuses(t *testing.T) {
+	t.Parallel()
+	shout := func() StepType {
+		return Define(StepDef[struct {
+			Text string `json:"text"`
+		}]{Type: "shout", Eval: func(*struct {
+			Text string `json:"text"`
+		}, map[string]any) (any, error) {
+			return nil, nil
+		}})
+	}
+	for _, test := range []struct {
+		name  string
+		types []StepType
+		want  string
+	}{
+		{"twice", []StepType{shout(), shout()}, `step type "shout" is defined twice`},
+		{"not defined", []StepType{{Type: "bare"}}, `step type "bare": not made by Define`},
+		{"a built-in twice", append(StepTypes(), intakeStep()), `step type "intake" is defined twice`},
+	} {
+		t.Run(test.name, func(t *testing.T) {
+			if _, err := NewStepRegistry(test.types...); err == nil || err.Error() != test.want {
+				t.Errorf("NewStepRegistry: %v, want %s", err, test.want)
+			}
+		})
+	}
+	r, err := NewStepRegistry(shout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"shout"}, r.Names()); diff != "" {
+		t.Errorf("names (-want +got):\n%s", diff)
+	}
+	if _, err := r.Eval("shout", map[string]any{"text": "hi"}, nil); err != nil {
+		t.Errorf("Eval: %v", err)
+	}
+	if _, err := r.Eval("intake", map[string]any{}, nil); err == nil {
+		t.Error("Eval of a type the registry lacks: no error")
+	}
+}

@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"math/big"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/extract"
 	"github.com/bas-platform/bas/internal/jsonvalue"
+	"github.com/cockroachdb/errors"
 )
 
 // The checks a validate rule can make.
@@ -495,4 +498,111 @@ func article(typ string) string {
 		return "a known type"
 	}
 	return "a " + typ
+}
+
+// validateStep is the validate step type (Validate).
+func validateStep() StepType {
+	return Define(StepDef[ValidateConfig]{
+		Type: StepValidate, Label: "Validate",
+		Description: "Checks a record against rules; every exception cites its evidence.",
+		Check:       checkValidate,
+		Eval: func(cfg *ValidateConfig, _ map[string]any) (any, error) {
+			record, ok := cfg.Record.(map[string]any)
+			if !ok {
+				return nil, errors.New("record must be an object")
+			}
+			return Validate(*cfg, record), nil
+		},
+	})
+}
+
+func checkValidate(cfg *ValidateConfig, _ Step, loc []any) []errs.Violation {
+	var v violations
+	checkSource(&v, cfg.Record, at(loc, "record"), "an object", true)
+	ids := map[string]int{}
+	for i, r := range cfg.Rules {
+		rloc := at(loc, "rules", i)
+		checkPath(&v, r.Field, at(rloc, "field"), true)
+		if r.ValueField != "" {
+			checkPath(&v, r.ValueField, at(rloc, "value_field"), false)
+		}
+		id := r.RuleID()
+		if first, dup := ids[id]; dup {
+			v.add(at(rloc, "id"), "value_error", "rule id %s duplicates rule %d's: give one of them an id", id, first)
+		} else {
+			ids[id] = i
+		}
+		checkRuleOperand(&v, r, rloc)
+	}
+	return v.vs
+}
+
+// checkRuleOperand checks that a rule has the operand its check needs.
+func checkRuleOperand(v *violations, r ValidateRule, loc []any) {
+	vloc := at(loc, "value")
+	ref := false
+	if s, ok := r.Value.(string); ok && isReference(s) {
+		ref = true
+	}
+	hasValue := r.Value != nil
+	comparable := map[string]bool{CheckMin: true, CheckMax: true, CheckEquals: true, CheckNotEquals: true,
+		CheckBefore: true, CheckAfter: true, CheckIn: true, CheckNotIn: true}
+	if r.ValueField != "" && !comparable[r.Check] {
+		v.add(at(loc, "value_field"), "value_error", "is not used by the %s check", r.Check)
+	}
+	if len(r.Fields) > 0 && r.Check != CheckSumEquals {
+		v.add(at(loc, "fields"), "value_error", "is only used by the sum_equals check")
+	}
+	if comparable[r.Check] {
+		switch {
+		case hasValue && r.ValueField != "":
+			v.add(vloc, "value_error", "give value or value_field, not both")
+			return
+		case !hasValue && r.ValueField == "":
+			v.add(vloc, "missing", "the %s check needs a value (or a value_field)", r.Check)
+			return
+		case r.ValueField != "" || ref:
+			return
+		}
+	}
+	switch r.Check {
+	case CheckType:
+		s, ok := r.Value.(string)
+		if !ok || !slices.Contains(ValueTypes(), s) {
+			v.add(vloc, "enum", "must be one of %s", strings.Join(ValueTypes(), ", "))
+		}
+	case CheckMin, CheckMax:
+		if !jsonvalue.IsNumber(r.Value) {
+			v.add(vloc, "type_error", "must be a number")
+		}
+	case CheckMinLength, CheckMaxLength:
+		n, ok := jsonvalue.AsRat(r.Value)
+		if !ok || !n.IsInt() || n.Sign() < 0 {
+			v.add(vloc, "type_error", "must be a whole number of at least 0")
+		}
+	case CheckMatches:
+		s, ok := r.Value.(string)
+		if !ok || s == "" {
+			v.add(vloc, "missing", "the matches check needs a pattern")
+			break
+		}
+		if _, err := regexp.Compile(s); err != nil {
+			v.add(vloc, "value_error", "is not a valid RE2 pattern: %s", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+		}
+	case CheckIn, CheckNotIn:
+		if _, ok := r.Value.([]any); !ok {
+			v.add(vloc, "type_error", "must be a list")
+		}
+	case CheckBefore, CheckAfter:
+		if _, ok := parseTime(r.Value); !ok {
+			v.add(vloc, "value_error", "must be a date (YYYY-MM-DD) or an RFC 3339 time")
+		}
+	case CheckSumEquals:
+		if len(r.Fields) == 0 {
+			v.add(at(loc, "fields"), "missing", "the sum_equals check needs the fields to add up")
+		}
+		for j, f := range r.Fields {
+			checkPath(v, f, at(loc, "fields", j), true)
+		}
+	}
 }

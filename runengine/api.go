@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 
 	"github.com/bas-platform/bas/internal/errs"
-	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
@@ -63,7 +62,7 @@ func (e *Engine) Start(ctx context.Context, in StartInput) (json.RawMessage, err
 	if err != nil {
 		return nil, err
 	}
-	runID := ids.New("run", e.now())
+	runID := e.ids.New("run", e.now())
 	rep, err := e.send(ctx, &command{kind: cmdStart, tenant: in.Tenant, runID: runID, actor: in.Actor, start: &startArgs{
 		version: ver, subject: in.Subject, trigger: RunTrigger{Type: process.TriggerManual}, actor: in.Actor,
 	}})
@@ -142,7 +141,7 @@ func (e *Engine) Publish(ctx context.Context, tenant, emitter, name string, data
 		data = map[string]any{}
 	}
 	at := e.now()
-	ev := &Event{ID: ids.New("evt", at), Tenant: tenant, Name: name, Data: data, At: at, EmittedBy: emitter}
+	ev := &Event{ID: e.ids.New("evt", at), Tenant: tenant, Name: name, Data: data, At: at, EmittedBy: emitter}
 	raw, err := ev.appendJSON(nil)
 	if err != nil {
 		return "", nil, errors.Wrap(err, "encode event")

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
@@ -64,7 +65,7 @@ func newBenchEngine(b *testing.B) *benchEngine {
 	clk := clock.Real{}
 	be := &benchEngine{st: st, done: map[string]*runEnd{}}
 	be.procs = process.NewService(process.Config{Store: st, Clock: clk})
-	reg := capability.NewRegistry(capability.RegistryConfig{Store: st, Clock: clk})
+	reg := registry.New(registry.Config{Store: st, Clock: clk})
 	if err := reg.Register(noopProvider{}); err != nil {
 		b.Fatal(err)
 	}

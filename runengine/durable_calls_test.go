@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
@@ -79,7 +80,7 @@ func TestCallsWaitForTheRunToBeDurable(t *testing.T) {
 	st := &gatedStore{Store: inner, called: make(chan struct{})}
 	clk := clock.NewFake(t0)
 	procs := process.NewService(process.Config{Store: st, Clock: clk})
-	reg := capability.NewRegistry(capability.RegistryConfig{Store: st, Clock: clk})
+	reg := registry.New(registry.Config{Store: st, Clock: clk})
 	var eng *runengine.Engine
 	probe := &runProbe{eng: func() *runengine.Engine { return eng }, called: st.called, found: make(chan bool, 1)}
 	if err := reg.Register(probe); err != nil {

@@ -30,6 +30,7 @@ import (
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
@@ -84,6 +85,10 @@ type Config struct {
 	// decision and the call it allows share one such bound. Defaults to
 	// 30s.
 	CallTimeout time.Duration
+	// StepTypes are the step types runs may use; they must be the ones
+	// the process definitions were checked with. Defaults to
+	// process.BuiltinStepRegistry().
+	StepTypes *process.StepRegistry
 	// OnFinish, when set, is called once a run's end (completed, failed,
 	// rejected or cancelled) is durable. It must not block.
 	OnFinish func(tenant, runID, status string)
@@ -92,6 +97,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
+	}
+	if c.StepTypes == nil {
+		c.StepTypes = process.BuiltinStepRegistry()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -138,6 +146,8 @@ type Engine struct {
 	listened sync.Map // tenant+"\x00"+event name -> bool (see heard)
 	configs  sync.Map // configKey -> pointer to a decoded step config (see exec.config)
 
+	stepTypes *process.StepRegistry
+
 	calls    sync.WaitGroup // in-flight capability calls
 	runWork  chan func()    // hands a call to an idle runner
 	runners  sync.WaitGroup // call runners (see goCall)
@@ -147,6 +157,8 @@ type Engine struct {
 	closeMu  sync.RWMutex
 	closed   bool
 	openOnce sync.Once
+
+	ids ids.Generator // makes the ids of the records and audit entries it writes
 }
 
 // New returns an engine; call Open to start it.
@@ -157,7 +169,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Engine{cfg: cfg, st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, ctx: ctx, cancel: cancel,
-		runWork: make(chan func())}
+		runWork: make(chan func()), stepTypes: cfg.StepTypes}
 	e.commits = newCommitter(cfg.Store, cfg.MaxBatch)
 	e.workers = make([]*worker, cfg.Workers)
 	for i := range e.workers {

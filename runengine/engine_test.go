@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/process"
@@ -91,7 +92,7 @@ type bundle struct {
 	st    store.Store
 	clk   *clock.Fake
 	procs *process.Service
-	reg   *capability.Registry
+	reg   *registry.Registry
 	prov  *testProvider
 	gate  *autoGate
 	eng   *runengine.Engine
@@ -111,7 +112,7 @@ func open(t *testing.T, st store.Store, clk *clock.Fake, prov *testProvider, gat
 	b := &bundle{st: st, clk: clk, prov: prov, gate: gate}
 	var err error
 	b.procs = process.NewService(process.Config{Store: st, Clock: clk})
-	b.reg = capability.NewRegistry(capability.RegistryConfig{Store: st, Clock: clk})
+	b.reg = registry.New(registry.Config{Store: st, Clock: clk})
 	if err := b.reg.Register(prov); err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func (e *Engine) outboxWrite(tenant, name string, data map[string]any, at time.T
 	if !e.heard(tenant, name) {
 		return func(store.Txn) error { return nil }, func() {}
 	}
-	ev := &Event{ID: ids.New("evt", at), Tenant: tenant, Name: name, Data: data, At: at}
+	ev := &Event{ID: e.ids.New("evt", at), Tenant: tenant, Name: name, Data: data, At: at}
 	raw, err := ev.appendJSON(nil)
 	return func(tx store.Txn) error {
 		if err != nil {
@@ -435,7 +435,7 @@ func (d *dispatcher) plan(evs []*Event) ([]*planned, error) {
 			if err != nil {
 				return nil, err
 			}
-			runID := ids.New("run", e.now())
+			runID := d.e.ids.New("run", e.now())
 			name := ev.Name
 			rep := make(chan reply, 1)
 			p.starts = append(p.starts, rep)

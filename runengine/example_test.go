@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store/badgerstore"
@@ -24,7 +24,7 @@ func Example() {
 	defer st.Close()
 
 	procs := process.NewService(process.Config{Store: st})
-	caps := capability.NewRegistry(capability.RegistryConfig{Store: st})
+	caps := registry.New(registry.Config{Store: st})
 	finished := make(chan string, 1)
 	eng, err := runengine.New(runengine.Config{
 		Store:        st,

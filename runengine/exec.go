@@ -12,7 +12,6 @@ import (
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/errs"
-	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/internal/refs"
 	"github.com/bas-platform/bas/process"
@@ -454,7 +453,7 @@ func (x *exec) proposedArgs(def *process.Step) map[string]any {
 // requestApproval creates an approval the step waits on.
 func (x *exec) requestApproval(def *process.Step, st *StepRun, args map[string]any, reason string) {
 	e := x.w.e
-	id := ids.New("apr", x.now)
+	id := x.w.e.ids.New("apr", x.now)
 	exp := x.now.Add(e.cfg.ApprovalTTL)
 	tool := def.Capability
 	if tool == "" {

@@ -25,6 +25,7 @@ const seedBatch = 250
 // minutes). Runs and tasks are made one millisecond apart, so their ids
 // order them. An engine opened on the store resumes every seeded run.
 func SeedTasks(st store.Store, tenant string, n int) error {
+	var gen ids.Generator
 	t0 := time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC)
 	ctx := context.Background()
 	in, err := process.DecodeIn([]byte(`{"name": "Review invoices", "function": "finance", "trigger": {"type": "manual"},
@@ -47,7 +48,7 @@ func SeedTasks(st store.Store, tenant string, n int) error {
 		batch := make([]rec, size)
 		for i := range batch {
 			at := t0.Add(time.Duration(done+i) * time.Millisecond)
-			runID, taskID := ids.New("run", at), ids.New("tsk", at)
+			runID, taskID := gen.New("run", at), gen.New("tsk", at)
 			step := "review"
 			label := "INV-" + runID[len(runID)-6:]
 			r := &Run{ID: runID, Tenant: tenant, ProcessID: processID, ProcessName: "Review invoices",

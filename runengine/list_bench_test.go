@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
@@ -53,7 +53,7 @@ func BenchmarkListTasks(b *testing.B) {
 			}
 			clk := clock.Real{}
 			eng, err = runengine.New(runengine.Config{Store: st, Clock: clk,
-				Capabilities: capability.NewRegistry(capability.RegistryConfig{Store: st, Clock: clk}),
+				Capabilities: registry.New(registry.Config{Store: st, Clock: clk}),
 				Processes:    process.NewService(process.Config{Store: st, Clock: clk})})
 			parent.Cleanup(func() {
 				if eng != nil {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/errs"
-	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
@@ -44,7 +43,7 @@ func (p tasksProvider) Call(ctx context.Context, call capability.Call) (json.Raw
 		if err := json.Unmarshal(call.Args, &a); err != nil {
 			return nil, errs.Invalidf([]any{"args"}, "type_error", "%v", err)
 		}
-		t := &Task{ID: ids.New("tsk", now), RunID: r.ID, ProcessID: r.ProcessID, ProcessName: r.ProcessName,
+		t := &Task{ID: p.e.ids.New("tsk", now), RunID: r.ID, ProcessID: r.ProcessID, ProcessName: r.ProcessName,
 			StepKey: stepKey, Title: a.Title, Subject: r.Subject, Actions: a.Actions, Status: TaskOpen,
 			CreatedAt: now, Kind: "capability"}
 		if len(t.Actions) == 0 {
@@ -91,7 +90,7 @@ func (p tasksProvider) Call(ctx context.Context, call capability.Call) (json.Raw
 			summary += ": " + a.Summary
 		}
 		id := r.ID
-		ap := &Approval{ID: ids.New("apr", now), RunID: &id, ProcessID: r.ProcessID, AppID: "processes",
+		ap := &Approval{ID: p.e.ids.New("apr", now), RunID: &id, ProcessID: r.ProcessID, AppID: "processes",
 			Tool: capability.ApprovalRequest, Risk: risk, Summary: summary, Args: a.Details, Status: ApprovalPending, CreatedAt: now}
 		if ap.Args == nil {
 			ap.Args = map[string]any{}

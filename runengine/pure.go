@@ -7,84 +7,32 @@ import (
 	"github.com/bas-platform/bas/process"
 )
 
-// stepPure runs the rule-based step types: intake (of text; a document
-// goes through document.extract), validate, route, consolidate and
-// analyse. Their logic is in package process; here they meet run data.
-func (x *exec) stepPure(def *process.Step, st *StepRun) bool {
+// stepPure runs a pure step type (process.StepType.Eval): its work is in
+// package process, beside its config; here it meets run data. A pure step
+// that calls a capability instead (an intake given a document calls
+// document.extract) completes with the call's result.
+func (x *exec) stepPure(t process.StepType, def *process.Step, st *StepRun) bool {
+	cfg := t.NewConfig()
+	if err := x.config(def, cfg); err != nil {
+		return x.stepFail(st, err)
+	}
 	var out any
-	var err error
-	switch def.Type {
-	case process.StepIntake:
-		var cfg process.IntakeConfig
-		if err := x.config(def, &cfg); err != nil {
-			return x.stepFail(st, err)
-		}
-		if cfg.DocumentID != "" {
-			if x.res == nil {
-				capID := def.Capability
-				if capID == "" {
-					capID = "document.extract"
-				}
-				x.call(def, st, capID, map[string]any{"document_id": cfg.DocumentID}, "call", "")
-				return false
-			}
-			o, ok := x.callOutcome(def, st)
-			if !ok {
-				return false
-			}
-			out = o
-			break
-		}
-		out, err = process.Intake(cfg, cfg.Text)
-	case process.StepValidate:
-		var cfg process.ValidateConfig
-		if err := x.config(def, &cfg); err != nil {
-			return x.stepFail(st, err)
-		}
-		rec, ok := cfg.Record.(map[string]any)
-		if !ok {
-			return x.stepFail(st, fmt.Errorf("step %s: record must be an object", def.Key))
-		}
-		out = process.Validate(cfg, rec)
-	case process.StepRoute:
-		var cfg process.RouteConfig
-		if err := x.config(def, &cfg); err != nil {
-			return x.stepFail(st, err)
-		}
-		in, ok := cfg.Input.(map[string]any)
-		if cfg.Input == nil {
-			in, ok = x.data(), true
-		}
-		if !ok {
-			return x.stepFail(st, fmt.Errorf("step %s: input must be an object", def.Key))
-		}
-		out = process.Route(cfg, in)
-	case process.StepConsolidate:
-		var cfg process.ConsolidateConfig
-		if err := x.config(def, &cfg); err != nil {
-			return x.stepFail(st, err)
-		}
-		res := process.Consolidate(cfg, cfg.Left, cfg.Right)
-		if cfg.RequireMatch && !res.Matched {
-			x.failRun(st, RunFailed, fmt.Sprintf("step %s: the sources do not match", def.Key))
+	if capID, args, ok := t.Call(cfg, *def); ok {
+		if x.res == nil {
+			x.call(def, st, capID, args, "call", "")
 			return false
 		}
-		out = res
-	case process.StepAnalyse:
-		var cfg process.AnalyseConfig
-		if err := x.config(def, &cfg); err != nil {
-			return x.stepFail(st, err)
-		}
-		list, ok := cfg.Values.([]any)
+		o, ok := x.callOutcome(def, st)
 		if !ok {
-			return x.stepFail(st, fmt.Errorf("step %s: values must be a list", def.Key))
+			return false
 		}
-		out, err = process.Analyse(cfg, list)
-	default:
-		return x.stepFail(st, fmt.Errorf("step %s: unknown step type %q", def.Key, def.Type))
-	}
-	if err != nil {
-		return x.stepFail(st, fmt.Errorf("step %s: %w", def.Key, err))
+		out = o
+	} else {
+		var err error
+		out, err = t.Eval(cfg, *def, x.data())
+		if err != nil {
+			return x.stepFail(st, fmt.Errorf("step %s: %w", def.Key, err))
+		}
 	}
 	v, err := toAny(out)
 	if err != nil {

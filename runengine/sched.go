@@ -7,7 +7,6 @@ import (
 
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/cron"
-	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
@@ -197,7 +196,7 @@ func (s *scheduler) fireCron(d dueItem, processID string) {
 	nextKey := dueKey(next, d.tenant, d.owner, "cron")
 	pointer := cronPointer(d.tenant, processID)
 	fired := d.at.UTC().Format(time.RFC3339)
-	runID := ids.New("run", e.now())
+	runID := s.e.ids.New("run", e.now())
 	e.workerFor(runID).send(&command{kind: cmdStart, tenant: d.tenant, runID: runID, start: &startArgs{
 		version: ver,
 		subject: Subject{Type: "schedule", Label: def.Name + " at " + fired},

@@ -14,7 +14,6 @@ import (
 
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/filter"
-	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/internal/refs"
 	"github.com/bas-platform/bas/process"
@@ -22,7 +21,9 @@ import (
 )
 
 // runStep executes the current step; it returns true when the step
-// completed and the run may go on.
+// completed and the run may go on. The engine drives the types whose work
+// needs tasks, approvals, timers or events; every other type does its own
+// work (stepPure).
 func (x *exec) runStep(def *process.Step, st *StepRun) bool {
 	switch def.Type {
 	case process.StepHumanTask:
@@ -37,9 +38,15 @@ func (x *exec) runStep(def *process.Step, st *StepRun) bool {
 		return x.stepMonitor(def, st)
 	case process.StepDraft:
 		return x.stepDraft(def, st)
-	default:
-		return x.stepPure(def, st)
 	}
+	t, ok := x.w.e.stepTypes.Lookup(def.Type)
+	switch {
+	case !ok:
+		return x.stepFail(st, fmt.Errorf("step %s: unknown step type %q", def.Key, def.Type))
+	case !t.Pure:
+		return x.stepFail(st, fmt.Errorf("step %s: step type %q has no work", def.Key, def.Type))
+	}
+	return x.stepPure(t, def, st)
 }
 
 // stepFail fails the run with a config or reference error of the step.
@@ -64,25 +71,13 @@ func (x *exec) stepHumanTask(def *process.Step, st *StepRun) bool {
 	if err := x.config(def, &cfg); err != nil {
 		return x.stepFail(st, err)
 	}
-	actions := cfg.Actions
-	if len(actions) == 0 {
-		actions = []string{"complete"}
-	}
-	fields := make([]map[string]any, len(cfg.Fields))
-	for i, f := range cfg.Fields {
-		typ := f.Type
-		if typ == "" {
-			typ = "text"
-		}
-		fields[i] = map[string]any{"key": f.Key, "label": f.Label, "type": typ, "required": f.Required, "options": f.Options}
-	}
-	x.createTask(def, st, cfg.Title, cfg.Description, actions, fields, cfg.Assignee, cfg.DueHours, "step")
+	x.createTask(def, st, cfg.Title, cfg.Description, cfg.TaskActions(), cfg.TaskFields(), cfg.Assignee, cfg.DueHours, "step")
 	return false
 }
 
 func (x *exec) createTask(def *process.Step, st *StepRun, title, desc string, actions []string,
 	fields []map[string]any, assignee string, dueHours *float64, kind string) *Task {
-	id := ids.New("tsk", x.now)
+	id := x.w.e.ids.New("tsk", x.now)
 	t := &Task{
 		ID: id, RunID: x.r.ID, ProcessID: x.r.ProcessID, ProcessName: x.r.ProcessName, StepKey: def.Key,
 		Title: title, Subject: x.r.Subject, Actions: actions, Fields: fields, Status: TaskOpen,
@@ -486,18 +481,18 @@ func (x *exec) stepWait(def *process.Step, st *StepRun) bool {
 	if cfg.Event != "" {
 		x.addWaiter(st, cfg.Event, cfg.Filter)
 		if cfg.Timeout != "" {
-			d, err := time.ParseDuration(cfg.Timeout)
-			if err != nil || d <= 0 {
-				return x.stepFail(st, fmt.Errorf("step %s: timeout %q is not a positive duration", def.Key, cfg.Timeout))
+			d, err := cfg.TimeoutValue()
+			if err != nil {
+				return x.stepFail(st, fmt.Errorf("step %s: %w", def.Key, err))
 			}
 			x.startTimer(st, d, "wait")
 		}
 		x.wait(st, StepWaiting)
 		return false
 	}
-	d, err := time.ParseDuration(cfg.Duration)
-	if err != nil || d <= 0 {
-		return x.stepFail(st, fmt.Errorf("step %s: duration %q is not a positive duration", def.Key, cfg.Duration))
+	d, err := cfg.DurationValue()
+	if err != nil {
+		return x.stepFail(st, fmt.Errorf("step %s: %w", def.Key, err))
 	}
 	x.startTimer(st, d, "wait")
 	x.wait(st, StepWaiting)
@@ -545,17 +540,9 @@ func (x *exec) stepFollowUp(def *process.Step, st *StepRun) bool {
 	if err := x.config(def, &cfg); err != nil {
 		return x.stepFail(st, err)
 	}
-	every := 48 * time.Hour
-	if cfg.Every != "" {
-		d, err := time.ParseDuration(cfg.Every)
-		if err != nil || d <= 0 {
-			return x.stepFail(st, fmt.Errorf("step %s: every %q is not a positive duration", def.Key, cfg.Every))
-		}
-		every = d
-	}
-	max := cfg.MaxReminders
-	if max <= 0 {
-		max = 3
+	every, max, err := cfg.Schedule()
+	if err != nil {
+		return x.stepFail(st, fmt.Errorf("step %s: %w", def.Key, err))
 	}
 	switch {
 	case x.res != nil:
@@ -595,8 +582,7 @@ func (x *exec) stepFollowUp(def *process.Step, st *StepRun) bool {
 	}
 	x.setStatus(RunRunning)
 	st.Status = StepRunning
-	args := map[string]any{"to": cfg.To, "subject": cfg.Subject, "body": cfg.Body}
-	x.call(def, st, capID, args, "remind", "reminder-"+strconv.Itoa(st.Internal.Reminders+1)+"/")
+	x.call(def, st, capID, cfg.ReminderArgs(), "remind", "reminder-"+strconv.Itoa(st.Internal.Reminders+1)+"/")
 	return false
 }
 
@@ -607,19 +593,9 @@ func (x *exec) stepMonitor(def *process.Step, st *StepRun) bool {
 	if err := x.config(def, &cfg); err != nil {
 		return x.stepFail(st, err)
 	}
-	interval, timeout := time.Hour, 24*time.Hour
-	for _, d := range []struct {
-		s   string
-		dst *time.Duration
-	}{{cfg.Interval, &interval}, {cfg.Timeout, &timeout}} {
-		if d.s == "" {
-			continue
-		}
-		v, err := time.ParseDuration(d.s)
-		if err != nil || v <= 0 {
-			return x.stepFail(st, fmt.Errorf("step %s: %q is not a positive duration", def.Key, d.s))
-		}
-		*d.dst = v
+	interval, timeout, err := cfg.Periods()
+	if err != nil {
+		return x.stepFail(st, fmt.Errorf("step %s: %w", def.Key, err))
 	}
 	if st.Internal.Deadline == nil {
 		dl := x.now.Add(timeout)
@@ -703,13 +679,11 @@ func (x *exec) stepDraft(def *process.Step, st *StepRun) bool {
 	if st.TaskID != nil {
 		return false
 	}
-	if cfg.Review != nil && !*cfg.Review {
+	if !cfg.Reviewed() {
 		x.completeStep(def, st, map[string]any{"text": text, "outcome": nil, "edited": false}, true)
 		return true
 	}
-	fields := []map[string]any{{"key": "text", "label": "Text (leave empty to keep the draft)", "type": "text",
-		"required": false, "options": nil}}
-	x.createTask(def, st, cfg.Title, text, []string{"approve", "reject"}, fields, cfg.Assignee, nil, "step")
+	x.createTask(def, st, cfg.Title, text, cfg.ReviewActions(), cfg.ReviewFields(), cfg.Assignee, nil, "step")
 	return false
 }
 

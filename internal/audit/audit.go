@@ -51,11 +51,12 @@ func Marshal(v any) json.RawMessage {
 	return b
 }
 
-// Write records e in tx under tenant. ID is assigned from e.At when empty,
-// and null Before/After are filled in.
-func Write(tx store.Txn, tenant string, e Entry) error {
+// Write records e in tx under tenant. ID is made by gen from e.At when
+// empty (so the entries one service writes at the same instant keep their
+// order), and null Before/After are filled in.
+func Write(tx store.Txn, tenant string, gen *ids.Generator, e Entry) error {
 	if e.ID == "" {
-		e.ID = ids.New("aud", e.At)
+		e.ID = gen.New("aud", e.At)
 	}
 	e.At = e.At.UTC()
 	if e.Before == nil {

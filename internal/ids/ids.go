@@ -1,10 +1,11 @@
 // Package ids makes record identifiers: a kind prefix and 26 characters of
 // Crockford base32 holding a 48-bit millisecond time, 16 bits of the time
 // within the millisecond (steps of 1/65536 ms) and 64 random bits, so ids
-// sort by creation and cannot be guessed. Ids made at the same instant (as
-// with a stopped test clock, or several records of one change) sort in the
-// order this process made them: the random part of each steps up from the
-// one before by a random amount.
+// sort by creation and cannot be guessed. Ids one Generator makes at the
+// same instant (as with a stopped test clock, or several records of one
+// change) sort in the order it made them: the random part of each steps up
+// from the one before by a random amount. The package keeps no state: each
+// service owns its Generator.
 package ids
 
 import (
@@ -20,28 +21,36 @@ const alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 // Len is the length of the part after the prefix and underscore.
 const Len = 26
 
+// Generator makes ids. Those it makes at the same instant sort in the order
+// it made them. The zero value is ready to use; it is safe for concurrent
+// use and must not be copied after first use.
+type Generator struct {
+	mu     sync.Mutex
+	hi, lo uint64 // the last id made
+}
+
 // New returns an id of kind prefix made at t, e.g. New("run", t) = "run_01J...".
-func New(prefix string, t time.Time) string {
+func (g *Generator) New(prefix string, t time.Time) string {
 	var b [16]byte
 	sub := uint64(t.Nanosecond()%1_000_000) * 65536 / 1_000_000
 	hi := uint64(t.UnixMilli())<<16 | sub
 	_, _ = rand.Read(b[8:])
 	lo := binary.BigEndian.Uint64(b[8:])
-	last.Lock()
+	g.mu.Lock()
 	switch {
-	case hi > last.hi:
-		last.hi, last.lo = hi, lo
-	case hi == last.hi:
+	case hi > g.hi:
+		g.hi, g.lo = hi, lo
+	case hi == g.hi:
 		// The same instant as the id before: step up from it by a random
 		// amount below 2^32, so order holds and the next is not known.
-		if next := last.lo + 1 + lo>>32; next > last.lo {
+		if next := g.lo + 1 + lo>>32; next > g.lo {
 			lo = next
-		} else if last.lo < ^uint64(0) {
-			lo = last.lo + 1
+		} else if g.lo < ^uint64(0) {
+			lo = g.lo + 1
 		}
-		last.lo = lo
+		g.lo = lo
 	}
-	last.Unlock()
+	g.mu.Unlock()
 	binary.BigEndian.PutUint64(b[:8], hi)
 	binary.BigEndian.PutUint64(b[8:], lo)
 	var sb strings.Builder
@@ -54,11 +63,6 @@ func New(prefix string, t time.Time) string {
 
 // last is the newest instant New was called for and the random part of
 // the last id made at it.
-var last struct {
-	sync.Mutex
-	hi, lo uint64
-}
-
 // Floor returns the smallest id of kind prefix that New can make at t:
 // every id made at t or later sorts after it.
 func Floor(prefix string, t time.Time) string {

@@ -1,6 +1,9 @@
 package ids
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"strings"
 	"sync"
 	"testing"
@@ -9,11 +12,12 @@ import (
 
 func TestNewSortsByTime(t *testing.T) {
 	t.Parallel()
+	var gen Generator
 	base := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	prev := ""
 	for i := 0; i < 2000; i++ {
 		at := base.Add(time.Duration(i) * 20 * time.Microsecond)
-		id := New("run", at)
+		id := gen.New("run", at)
 		if !strings.HasPrefix(id, "run_") || len(id) != 4+Len {
 			t.Fatalf("id %q has the wrong form", id)
 		}
@@ -30,10 +34,11 @@ func TestNewSortsByTime(t *testing.T) {
 
 func TestNewIsUnguessable(t *testing.T) {
 	t.Parallel()
+	var gen Generator
 	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	seen := map[string]bool{}
 	for i := 0; i < 1000; i++ {
-		id := New("tsk", at)
+		id := gen.New("tsk", at)
 		if seen[id] {
 			t.Fatalf("duplicate id %s", id)
 		}
@@ -43,15 +48,17 @@ func TestNewIsUnguessable(t *testing.T) {
 
 func TestFloorSortsFirst(t *testing.T) {
 	t.Parallel()
+	var gen Generator
 	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	if f := Floor("evt", at); New("evt", at) <= f || New("evt", at.Add(-time.Millisecond)) >= f {
+	if f := Floor("evt", at); gen.New("evt", at) <= f || gen.New("evt", at.Add(-time.Millisecond)) >= f {
 		t.Fatalf("Floor %s does not separate ids made before and at %v", f, at)
 	}
 }
 
 func TestValid(t *testing.T) {
 	t.Parallel()
-	id := New("apr", time.Now())
+	var gen Generator
+	id := gen.New("apr", time.Now())
 	for _, c := range []struct {
 		prefix, id string
 		want       bool
@@ -79,10 +86,11 @@ func TestToken(t *testing.T) {
 // and then from several: each sorts after the one made before it.
 func TestSameInstantKeepsOrder(t *testing.T) {
 	t.Parallel()
-	at := time.Date(2031, 1, 2, 3, 4, 5, 0, time.UTC) // an instant no other test uses
+	at := time.Date(2031, 1, 2, 3, 4, 5, 0, time.UTC)
+	var gen Generator
 	prev := ""
 	for i := 0; i < 1000; i++ {
-		id := New("tsk", at)
+		id := gen.New("tsk", at)
 		if id <= prev {
 			t.Fatalf("id %d (%s) made at the same instant sorts before %s", i, id, prev)
 		}
@@ -96,7 +104,7 @@ func TestSameInstantKeepsOrder(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 500 {
-				ids[g] = append(ids[g], New("tsk", at))
+				ids[g] = append(ids[g], gen.New("tsk", at))
 			}
 		}()
 	}
@@ -108,6 +116,22 @@ func TestSameInstantKeepsOrder(t *testing.T) {
 				t.Fatalf("id %s is a duplicate or out of order", id)
 			}
 			seen[id] = true
+		}
+	}
+}
+
+// TestNoPackageState checks that the package keeps no process-wide state:
+// it declares no package-level variables, so two Generators never share
+// the order of their ids.
+func TestNoPackageState(t *testing.T) {
+	t.Parallel()
+	f, err := parser.ParseFile(token.NewFileSet(), "ids.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range f.Decls {
+		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.VAR {
+			t.Errorf("package-level var at %v", g.Pos())
 		}
 	}
 }

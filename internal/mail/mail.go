@@ -70,6 +70,8 @@ var messages = &store.Collection[Message]{
 type Provider struct {
 	st    store.Store
 	clock clock.Clock
+
+	ids ids.Generator // makes the ids of the records and audit entries it writes
 }
 
 var _ capability.Provider = (*Provider)(nil)
@@ -117,7 +119,7 @@ func (p *Provider) Call(ctx context.Context, call capability.Call) (json.RawMess
 				return err
 			}
 		}
-		msg = &Message{ID: ids.New("msg", now), To: trimAll(args.To), Cc: trimAll(args.CC), Subject: args.Subject,
+		msg = &Message{ID: p.ids.New("msg", now), To: trimAll(args.To), Cc: trimAll(args.CC), Subject: args.Subject,
 			Body: args.Body, CreatedAt: now, IdempotencyKey: call.IdempotencyKey}
 		if r := strings.TrimSpace(args.ReplyTo); r != "" {
 			msg.ReplyTo = &r

@@ -73,6 +73,10 @@ import (
 // depend on the package path) and with "$schema" naming draft 2020-12. Object
 // properties keep their field order, so the output is deterministic.
 //
+// A type with a method SchemaJSON() []byte describes itself: its schema is
+// the JSON that method returns (a package that must not import invopop, such
+// as the vendor contract in package capability, states its schema this way).
+//
 // Reflect panics when v is nil or its type is recursive (a struct reaching
 // itself through fields), which cannot be inlined; both are programming
 // errors found the first time the code runs.
@@ -88,6 +92,7 @@ func Reflect(v any) json.RawMessage {
 		DoNotReference:             true,
 		ExpandedStruct:             true,
 		Anonymous:                  true,
+		Mapper:                     rawSchema,
 	}
 	out, err := json.Marshal(r.Reflect(v))
 	if err != nil {
@@ -97,10 +102,29 @@ func Reflect(v any) json.RawMessage {
 	return out
 }
 
+// schemaJSONer is a type that states its own schema as JSON.
+type schemaJSONer interface{ SchemaJSON() []byte }
+
 var (
 	customSchemaType = reflect.TypeFor[interface{ JSONSchema() *invopop.Schema }]()
 	aliasSchemaType  = reflect.TypeFor[interface{ JSONSchemaAlias() any }]()
+	rawSchemaType    = reflect.TypeFor[schemaJSONer]()
 )
+
+// rawSchema is the reflector's Mapper: the schema of a type that states its
+// own as JSON (SchemaJSON), or nil to reflect it.
+func rawSchema(t reflect.Type) *invopop.Schema {
+	if !t.Implements(rawSchemaType) {
+		return nil
+	}
+	raw := reflect.New(t).Elem().Interface().(schemaJSONer).SchemaJSON()
+	var s invopop.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		// The JSON is the type's own constant: a failure is a bug worth a panic.
+		panic(fmt.Sprintf("schema: %s.SchemaJSON: %v", t, err))
+	}
+	return &s
+}
 
 // recursion returns the chain of types by which t reaches a struct type that
 // is already on the stack, or nil. It follows what the reflector follows:
@@ -115,7 +139,7 @@ func recursion(t reflect.Type, stack []reflect.Type) []string {
 		}
 		break
 	}
-	if t.Kind() != reflect.Struct || t.Implements(customSchemaType) || t.Implements(aliasSchemaType) {
+	if t.Kind() != reflect.Struct || t.Implements(customSchemaType) || t.Implements(aliasSchemaType) || t.Implements(rawSchemaType) {
 		return nil
 	}
 	if i := slices.Index(stack, t); i >= 0 {

@@ -142,9 +142,9 @@ func (s *server) Init(ctx context.Context, req *wire.InitRequest) (resp *wire.In
 		}
 		hs.SetHost(&host{client: wire.NewHostClient(conn), logger: s.logger})
 	}
-	resp = &wire.InitResponse{Info: s.p.Info()}
+	resp = &wire.InitResponse{Info: wire.FromInfo(s.p.Info())}
 	if d, ok := s.p.(Describer); ok {
-		resp.Capabilities = d.Capabilities()
+		resp.Capabilities = wire.FromCapabilities(d.Capabilities())
 	}
 	return resp, nil
 }
@@ -155,7 +155,7 @@ func (s *server) Call(ctx context.Context, req *wire.CallRequest) (resp *wire.Ca
 			resp, err = &wire.CallResponse{Error: wire.EncodeError(ctx, s.recovered(req.Call.Capability, r))}, nil
 		}
 	}()
-	result, cerr := s.p.Call(ctx, req.Call)
+	result, cerr := s.p.Call(ctx, req.Call.ToCapability())
 	if cerr != nil {
 		return &wire.CallResponse{Error: wire.EncodeError(ctx, cerr)}, nil
 	}
@@ -166,14 +166,14 @@ func (s *server) Health(ctx context.Context, _ *wire.HealthRequest) (resp *wire.
 	defer func() {
 		if r := recover(); r != nil {
 			perr := s.recovered("Health", r)
-			resp, err = &wire.HealthResponse{Health: capability.Health{Status: "failed", Detail: perr.Error()}}, nil
+			resp, err = &wire.HealthResponse{Health: wire.Health{Status: "failed", Detail: perr.Error()}}, nil
 		}
 	}()
 	h := capability.Health{Status: "connected"}
 	if hc, ok := s.p.(capability.HealthChecker); ok {
 		h = hc.Health(ctx)
 	}
-	return &wire.HealthResponse{Health: h}, nil
+	return &wire.HealthResponse{Health: wire.FromHealth(h)}, nil
 }
 
 // host is the Host of a plugin process.
@@ -196,7 +196,7 @@ func (h *host) Emit(ctx context.Context, ev capability.Event) error {
 		ctx, cancel = context.WithTimeout(ctx, emitTimeout)
 		defer cancel()
 	}
-	resp, err := h.client.Emit(ctx, &wire.EmitRequest{Event: ev})
+	resp, err := h.client.Emit(ctx, &wire.EmitRequest{Event: wire.FromEvent(ev)})
 	if err != nil {
 		return errors.Mark(errors.Wrapf(err, "emit event %s to the host", ev.Name), errs.Unavailable)
 	}

@@ -70,7 +70,7 @@ func (f *fakeHost) Emit(ctx context.Context, req *wire.EmitRequest) (*wire.EmitR
 	if f.err != nil {
 		return &wire.EmitResponse{Error: wire.EncodeError(ctx, f.err)}, nil
 	}
-	f.events <- req.Event
+	f.events <- req.Event.ToCapability()
 	return &wire.EmitResponse{}, nil
 }
 
@@ -112,7 +112,7 @@ func callOf(t *testing.T, conn *wire.Conn, c capability.Call) *wire.CallResponse
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := conn.Provider.Call(ctx, &wire.CallRequest{Call: c})
+	resp, err := conn.Provider.Call(ctx, &wire.CallRequest{Call: wire.FromCall(c)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestServe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(v.health, resp.Health); diff != "" {
+		if diff := cmp.Diff(v.health, resp.Health.ToCapability()); diff != "" {
 			t.Errorf("health (-want +got):\n%s", diff)
 		}
 	})
@@ -214,7 +214,7 @@ func TestPanicsInInfoAndHealth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(capability.Health{Status: "failed", Detail: "provider panicked in Health: no health"}, resp.Health); diff != "" {
+	if diff := cmp.Diff(capability.Health{Status: "failed", Detail: "provider panicked in Health: no health"}, resp.Health.ToCapability()); diff != "" {
 		t.Errorf("health (-want +got):\n%s", diff)
 	}
 }

@@ -8,38 +8,26 @@ import (
 
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/foureyes"
 	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
 
-// Change statuses.
+// Change statuses (see package foureyes).
 const (
-	ChangePending   = "pending"
-	ChangeApproved  = "approved"
-	ChangeRejected  = "rejected"
-	ChangeWithdrawn = "withdrawn" // its subject went away before a decision
+	ChangePending   = foureyes.ChangePending
+	ChangeApproved  = foureyes.ChangeApproved
+	ChangeRejected  = foureyes.ChangeRejected
+	ChangeWithdrawn = foureyes.ChangeWithdrawn
 )
 
-// Change is a widening change waiting for, or decided by, a second person.
-type Change struct {
-	ID   string `json:"id"`
-	Kind string `json:"kind"`
-	// Summary says in a line what approving does.
-	Summary string `json:"summary"`
-	// Status is pending, approved, rejected or withdrawn.
-	Status string `json:"status"`
-	// Payload is the kind's description of the change, applied on approval.
-	Payload json.RawMessage `json:"payload"`
-	// RequestedBy is the actor who proposed it (a person or a key).
-	RequestedBy string `json:"requested_by"`
-	// RequesterUserID is the person behind RequestedBy; neither may decide.
-	RequesterUserID string     `json:"requester_user_id"`
-	CreatedAt       time.Time  `json:"created_at"`
-	DecidedBy       *string    `json:"decided_by"`
-	DecidedAt       *time.Time `json:"decided_at"`
-	Note            string     `json:"note"`
-}
+// Change is a widening change waiting for, or decided by, a second person
+// (foureyes.Change).
+type Change = foureyes.Change
+
+// The access service is the four-eyes queue of the other apps.
+var _ foureyes.Queue = (*Service)(nil)
 
 var changes = &store.Collection[Change]{
 	Name:     "change",
@@ -51,11 +39,8 @@ var changes = &store.Collection[Change]{
 }
 
 // ApplyFunc applies (or, registered with OnReject, drops) an approved
-// change of one kind. It runs inside the transaction that marks the change
-// decided, so the change and its effect commit together; an error aborts
-// both. approver is the deciding actor (for the audit log). It must have no
-// outside effects: the transaction may run again on a conflict.
-type ApplyFunc func(ctx context.Context, tx store.Txn, tenant string, payload json.RawMessage, approver string) error
+// change of one kind (foureyes.ApplyFunc).
+type ApplyFunc = foureyes.ApplyFunc
 
 // KindOption configures a change kind.
 type KindOption func(*changeKind)
@@ -144,12 +129,12 @@ func (s *Service) proposeTx(tx store.Txn, tenant, kind, requester, requesterUser
 	if err != nil {
 		return nil, errors.Wrapf(err, "encode the payload of a %s change", kind)
 	}
-	ch := &Change{ID: ids.New("chg", now), Kind: kind, Summary: summary, Status: ChangePending, Payload: raw,
+	ch := &Change{ID: s.ids.New("chg", now), Kind: kind, Summary: summary, Status: ChangePending, Payload: raw,
 		RequestedBy: requester, RequesterUserID: requesterUser, CreatedAt: now}
 	if err := changes.Put(tx, tenant, ch); err != nil {
 		return nil, err
 	}
-	return ch, audit.Write(tx, tenant, audit.Entry{At: now, Actor: requester, Action: "change.propose",
+	return ch, audit.Write(tx, tenant, &s.ids, audit.Entry{At: now, Actor: requester, Action: "change.propose",
 		Entity: "change", EntityID: ch.ID, After: audit.Marshal(ch)})
 }
 
@@ -252,14 +237,14 @@ func (s *Service) decide(ctx context.Context, p *Principal, id, note string, app
 			return err
 		}
 		out = ch
-		return audit.Write(tx, p.Tenant, audit.Entry{At: now, Actor: actor, Action: action, Entity: "change",
+		return audit.Write(tx, p.Tenant, &s.ids, audit.Entry{At: now, Actor: actor, Action: action, Entity: "change",
 			EntityID: ch.ID, Before: audit.Marshal(before), After: audit.Marshal(ch), Reason: note})
 	})
 	return out, err
 }
 
 // withdrawTx closes a pending change whose subject went away.
-func withdrawTx(tx store.Txn, tenant, id, actor, note string, now time.Time) error {
+func (s *Service) withdrawTx(tx store.Txn, tenant, id, actor, note string, now time.Time) error {
 	ch, err := changes.Get(tx, tenant, id)
 	if errors.Is(err, errs.NotFound) {
 		return nil
@@ -272,7 +257,7 @@ func withdrawTx(tx store.Txn, tenant, id, actor, note string, now time.Time) err
 	if err := changes.Put(tx, tenant, ch); err != nil {
 		return err
 	}
-	return audit.Write(tx, tenant, audit.Entry{At: now, Actor: actor, Action: "change.withdraw", Entity: "change",
+	return audit.Write(tx, tenant, &s.ids, audit.Entry{At: now, Actor: actor, Action: "change.withdraw", Entity: "change",
 		EntityID: ch.ID, Before: audit.Marshal(before), After: audit.Marshal(ch), Reason: note})
 }
 
@@ -284,6 +269,6 @@ func (s *Service) approveFourEyesOff(_ context.Context, tx store.Txn, tenant str
 	if err := json.Unmarshal(payload, &patch); err != nil {
 		return errors.Wrap(err, "decode workspace change")
 	}
-	_, err := applyWorkspacePatch(tx, tenant, patch, approver, s.now())
+	_, err := s.applyWorkspacePatch(tx, tenant, patch, approver, s.now())
 	return err
 }

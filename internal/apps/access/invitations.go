@@ -9,7 +9,6 @@ import (
 
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/errs"
-	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
@@ -130,7 +129,7 @@ func (s *Service) Invite(ctx context.Context, p *Principal, in InviteIn) (*NewIn
 			return err
 		}
 		wsName = ws.Name
-		inv := &invitation{Invitation: Invitation{ID: ids.New("inv", now), Email: normEmail(in.Email),
+		inv := &invitation{Invitation: Invitation{ID: s.ids.New("inv", now), Email: normEmail(in.Email),
 			Roles: sorted(clone(in.Roles)), Apps: cloneApps(in.Apps), Status: InvitationPending,
 			ExpiresAt: now.Add(InvitationTTL), CreatedAt: now, InvitedBy: p.UserID, BreakGlassReason: in.BreakGlassReason}}
 		admin := grantsAdmin(inv.Roles) && ws.FourEyes
@@ -157,7 +156,7 @@ func (s *Service) Invite(ctx context.Context, p *Principal, in InviteIn) (*NewIn
 			return err
 		}
 		out = &NewInvitation{Invitation: *inv.at(now), Token: token}
-		return audit.Write(tx, p.Tenant, audit.Entry{At: now, Actor: p.Actor(), Action: "invitation.create",
+		return audit.Write(tx, p.Tenant, &s.ids, audit.Entry{At: now, Actor: p.Actor(), Action: "invitation.create",
 			Entity: "invitation", EntityID: inv.ID, After: audit.Marshal(inv.at(now)), Reason: reasonOf(in.BreakGlassReason)})
 	})
 	if err != nil {
@@ -218,11 +217,11 @@ func (s *Service) RevokeInvitation(ctx context.Context, p *Principal, id string)
 			return err
 		}
 		if inv.Status == InvitationAwaiting && inv.ChangeID != "" {
-			if err := withdrawTx(tx, p.Tenant, inv.ChangeID, p.Actor(), "the invitation was revoked", now); err != nil {
+			if err := s.withdrawTx(tx, p.Tenant, inv.ChangeID, p.Actor(), "the invitation was revoked", now); err != nil {
 				return err
 			}
 		}
-		return audit.Write(tx, p.Tenant, audit.Entry{At: now, Actor: p.Actor(), Action: "invitation.revoke",
+		return audit.Write(tx, p.Tenant, &s.ids, audit.Entry{At: now, Actor: p.Actor(), Action: "invitation.revoke",
 			Entity: "invitation", EntityID: inv.ID, Before: audit.Marshal(inv.at(now))})
 	})
 }
@@ -334,7 +333,7 @@ func (s *Service) Accept(ctx context.Context, token string, in AcceptIn) (*Sessi
 
 // acceptTx makes the invitee a member and marks the invitation accepted.
 func (s *Service) acceptTx(tx store.Txn, tenant string, inv *invitation, in AcceptIn, now time.Time) (*user, error) {
-	uid := ids.New("usr", now)
+	uid := s.ids.New("usr", now)
 	if u, err := users.Lookup(tx, tenant, "email", inv.Email); err == nil {
 		uid = u.ID
 	} else if !errors.Is(err, errs.NotFound) {
@@ -364,7 +363,7 @@ func (s *Service) acceptTx(tx store.Txn, tenant string, inv *invitation, in Acce
 	if err := invitations.Put(tx, tenant, inv); err != nil {
 		return nil, err
 	}
-	return u, audit.Write(tx, tenant, audit.Entry{At: now, Actor: uid, Action: "invitation.accept",
+	return u, audit.Write(tx, tenant, &s.ids, audit.Entry{At: now, Actor: uid, Action: "invitation.accept",
 		Entity: "invitation", EntityID: inv.ID, Before: audit.Marshal(before), After: audit.Marshal(inv.at(now))})
 }
 
@@ -398,7 +397,7 @@ func (s *Service) approveInvitation(_ context.Context, tx store.Txn, tenant stri
 	if err := invitations.Put(tx, tenant, inv); err != nil {
 		return err
 	}
-	return audit.Write(tx, tenant, audit.Entry{At: now, Actor: approver, Action: "invitation.approve",
+	return audit.Write(tx, tenant, &s.ids, audit.Entry{At: now, Actor: approver, Action: "invitation.approve",
 		Entity: "invitation", EntityID: inv.ID, Before: audit.Marshal(before), After: audit.Marshal(inv.at(now))})
 }
 
@@ -412,6 +411,6 @@ func (s *Service) rejectInvitation(_ context.Context, tx store.Txn, tenant strin
 	if err := revokeInvitationTx(tx, tenant, inv); err != nil {
 		return err
 	}
-	return audit.Write(tx, tenant, audit.Entry{At: now, Actor: approver, Action: "invitation.revoke",
+	return audit.Write(tx, tenant, &s.ids, audit.Entry{At: now, Actor: approver, Action: "invitation.revoke",
 		Entity: "invitation", EntityID: inv.ID, Before: audit.Marshal(inv.at(now)), Reason: "the admin grant was rejected"})
 }

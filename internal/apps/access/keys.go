@@ -8,7 +8,6 @@ import (
 
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/errs"
-	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
@@ -140,7 +139,7 @@ func (s *Service) CreateKey(ctx context.Context, p *Principal, in APIKeyIn) (*Ne
 		if held >= MaxKeysPerUser {
 			return errs.Conflictf("you hold %d API keys, the most one person may; revoke one you no longer use", held)
 		}
-		k := &Key{ID: ids.New("key", now), Name: in.Name, Roles: sorted(clone(in.Roles)), Apps: cloneApps(in.Apps),
+		k := &Key{ID: s.ids.New("key", now), Name: in.Name, Roles: sorted(clone(in.Roles)), Apps: cloneApps(in.Apps),
 			CreatedAt: now, CreatedBy: p.UserID, ParentKeyID: p.KeyID, Status: KeyActive, BreakGlassReason: in.BreakGlassReason}
 		if in.ExpiresDays != nil {
 			exp := now.Add(time.Duration(*in.ExpiresDays) * 24 * time.Hour)
@@ -178,7 +177,7 @@ func (s *Service) CreateKey(ctx context.Context, p *Principal, in APIKeyIn) (*Ne
 			return err
 		}
 		out = &NewKey{Key: *k, Secret: secret}
-		return audit.Write(tx, p.Tenant, audit.Entry{At: now, Actor: p.Actor(), Action: "api_key.create",
+		return audit.Write(tx, p.Tenant, &s.ids, audit.Entry{At: now, Actor: p.Actor(), Action: "api_key.create",
 			Entity: "api_key", EntityID: k.ID, After: audit.Marshal(k), Reason: reasonOf(in.BreakGlassReason)})
 	})
 	if err != nil {
@@ -253,11 +252,11 @@ func (s *Service) RevokeKey(ctx context.Context, p *Principal, id string) error 
 			return err
 		}
 		if k.Status == KeyPending && k.ChangeID != "" {
-			if err := withdrawTx(tx, p.Tenant, k.ChangeID, p.Actor(), "the key was revoked", now); err != nil {
+			if err := s.withdrawTx(tx, p.Tenant, k.ChangeID, p.Actor(), "the key was revoked", now); err != nil {
 				return err
 			}
 		}
-		return audit.Write(tx, p.Tenant, audit.Entry{At: now, Actor: p.Actor(), Action: "api_key.revoke",
+		return audit.Write(tx, p.Tenant, &s.ids, audit.Entry{At: now, Actor: p.Actor(), Action: "api_key.revoke",
 			Entity: "api_key", EntityID: k.ID, Before: audit.Marshal(k.at(now))})
 	})
 }
@@ -325,7 +324,7 @@ func (s *Service) approveKey(_ context.Context, tx store.Txn, tenant string, pay
 	if err := keys.Put(tx, tenant, k); err != nil {
 		return err
 	}
-	return audit.Write(tx, tenant, audit.Entry{At: s.now(), Actor: approver, Action: "api_key.activate",
+	return audit.Write(tx, tenant, &s.ids, audit.Entry{At: s.now(), Actor: approver, Action: "api_key.activate",
 		Entity: "api_key", EntityID: k.ID, Before: audit.Marshal(before), After: audit.Marshal(k)})
 }
 
@@ -338,6 +337,6 @@ func (s *Service) rejectKey(_ context.Context, tx store.Txn, tenant string, payl
 	if err := deleteKeyTx(tx, tenant, k); err != nil {
 		return err
 	}
-	return audit.Write(tx, tenant, audit.Entry{At: s.now(), Actor: approver, Action: "api_key.revoke",
+	return audit.Write(tx, tenant, &s.ids, audit.Entry{At: s.now(), Actor: approver, Action: "api_key.revoke",
 		Entity: "api_key", EntityID: k.ID, Before: audit.Marshal(k), Reason: "the admin grant was rejected"})
 }

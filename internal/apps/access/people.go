@@ -7,7 +7,6 @@ import (
 
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/errs"
-	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
@@ -125,7 +124,7 @@ func (s *Service) joinTx(tx store.Txn, tenant string, j join, now time.Time) (*u
 	case errors.Is(err, errs.NotFound):
 		id := j.id
 		if id == "" {
-			id = ids.New("usr", now)
+			id = s.ids.New("usr", now)
 		}
 		u = &user{ID: id, Email: email, Name: j.name, Roles: sorted(clone(j.roles)), Apps: cloneApps(j.apps),
 			Departments: []string{}, CreatedAt: now}
@@ -142,7 +141,7 @@ func (s *Service) joinTx(tx store.Txn, tenant string, j join, now time.Time) (*u
 			Tenant: tenant, UserID: u.ID, JoinedAt: now}); err != nil {
 			return nil, err
 		}
-		return u, auditMember(tx, tenant, "member.create", j.actor, j.reason, nil, u.member(now), now)
+		return u, s.auditMember(tx, tenant, "member.create", j.actor, j.reason, nil, u.member(now), now)
 	case err != nil:
 		return nil, err
 	}
@@ -158,7 +157,7 @@ func (s *Service) joinTx(tx store.Txn, tenant string, j join, now time.Time) (*u
 	if err := putUser(tx, tenant, u); err != nil {
 		return nil, err
 	}
-	return u, auditMember(tx, tenant, "member.update", j.actor, j.reason, before, u.member(now), now)
+	return u, s.auditMember(tx, tenant, "member.update", j.actor, j.reason, before, u.member(now), now)
 }
 
 func liveGrants(gs []Grant, now time.Time) []Grant {
@@ -217,17 +216,17 @@ func (s *Service) SetDepartments(ctx context.Context, tenant, actor, userID stri
 			return err
 		}
 		m = u.member(now)
-		return auditMember(tx, tenant, "member.departments", actor, "", before, m, now)
+		return s.auditMember(tx, tenant, "member.departments", actor, "", before, m, now)
 	})
 	return m, err
 }
 
 // auditMember writes a change to a person.
-func auditMember(tx store.Txn, tenant, action, actor, reason string, before, after *Member, now time.Time) error {
+func (s *Service) auditMember(tx store.Txn, tenant, action, actor, reason string, before, after *Member, now time.Time) error {
 	e := audit.Entry{At: now, Actor: actor, Action: action, Entity: "member", EntityID: after.UserID,
 		After: audit.Marshal(after), Reason: reason}
 	if before != nil {
 		e.Before = audit.Marshal(before)
 	}
-	return audit.Write(tx, tenant, e)
+	return audit.Write(tx, tenant, &s.ids, e)
 }

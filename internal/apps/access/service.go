@@ -90,6 +90,8 @@ type Service struct {
 
 	mu    sync.RWMutex
 	kinds map[string]*changeKind
+
+	ids ids.Generator // makes the ids of the records and audit entries it writes
 }
 
 // New returns the access service on cfg.Store and registers the change kinds

@@ -13,7 +13,6 @@ import (
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/errs"
-	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
@@ -161,7 +160,7 @@ func (s *Service) DevLogin(ctx context.Context, in DevLoginIn) (*Session, error)
 			if err := putUser(tx, tenant, u); err != nil {
 				return err
 			}
-			if err := auditMember(tx, tenant, "member.update", actor, "development login", before, u.member(now), now); err != nil {
+			if err := s.auditMember(tx, tenant, "member.update", actor, "development login", before, u.member(now), now); err != nil {
 				return err
 			}
 		}
@@ -241,7 +240,7 @@ func (s *Service) SendCode(ctx context.Context, in EmailIn) error {
 	var (
 		rec     *signin
 		wsName  string
-		mailKey = "access/signin/" + ids.New("sgn", now)
+		mailKey = "access/signin/" + s.ids.New("sgn", now)
 	)
 	err = s.st.Update(ctx, func(tx store.Txn) error {
 		m, err := pickMembership(tx, email, in.TenantID)

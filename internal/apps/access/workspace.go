@@ -9,7 +9,6 @@ import (
 
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/errs"
-	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 )
 
@@ -73,7 +72,7 @@ const maxWorkspaceName = 200
 func (s *Service) CreateWorkspace(ctx context.Context, in NewWorkspace) (*Workspace, *Member, error) {
 	now := s.now()
 	if in.ID == "" {
-		in.ID = ids.New("ten", now)
+		in.ID = s.ids.New("ten", now)
 	}
 	var vs []errs.Violation
 	if !ValidID(in.ID) {
@@ -116,7 +115,7 @@ func (s *Service) createWorkspaceTx(tx store.Txn, id, name string, fourEyes bool
 	if err := workspaces.Put(tx, store.System, ws); err != nil {
 		return nil, err
 	}
-	return ws, audit.Write(tx, id, audit.Entry{At: now, Actor: actor, Action: "workspace.create",
+	return ws, audit.Write(tx, id, &s.ids, audit.Entry{At: now, Actor: actor, Action: "workspace.create",
 		Entity: "workspace", EntityID: id, After: audit.Marshal(ws)})
 }
 
@@ -188,7 +187,7 @@ func (s *Service) UpdateWorkspace(ctx context.Context, p *Principal, patch Works
 				"turn the four-eyes rule off", patch, now)
 			return err
 		}
-		ws, err = applyWorkspacePatch(tx, p.Tenant, patch, p.Actor(), now)
+		ws, err = s.applyWorkspacePatch(tx, p.Tenant, patch, p.Actor(), now)
 		return err
 	})
 	if err != nil {
@@ -197,7 +196,7 @@ func (s *Service) UpdateWorkspace(ctx context.Context, p *Principal, patch Works
 	return ws, ch, nil
 }
 
-func applyWorkspacePatch(tx store.Txn, tenant string, patch WorkspacePatch, actor string, now time.Time) (*Workspace, error) {
+func (s *Service) applyWorkspacePatch(tx store.Txn, tenant string, patch WorkspacePatch, actor string, now time.Time) (*Workspace, error) {
 	cur, err := workspaces.Get(tx, store.System, tenant)
 	if err != nil {
 		return nil, err
@@ -212,7 +211,7 @@ func applyWorkspacePatch(tx store.Txn, tenant string, patch WorkspacePatch, acto
 	if err := workspaces.Put(tx, store.System, cur); err != nil {
 		return nil, err
 	}
-	return cur, audit.Write(tx, tenant, audit.Entry{At: now, Actor: actor, Action: "workspace.update",
+	return cur, audit.Write(tx, tenant, &s.ids, audit.Entry{At: now, Actor: actor, Action: "workspace.update",
 		Entity: "workspace", EntityID: tenant, Before: audit.Marshal(before), After: audit.Marshal(cur)})
 }
 
@@ -236,7 +235,7 @@ func (s *Service) SetProfile(ctx context.Context, tenant, actor string, profile 
 			return err
 		}
 		ws = cur
-		return audit.Write(tx, tenant, audit.Entry{At: now, Actor: actor, Action: "workspace.profile",
+		return audit.Write(tx, tenant, &s.ids, audit.Entry{At: now, Actor: actor, Action: "workspace.profile",
 			Entity: "workspace", EntityID: tenant, Before: audit.Marshal(before.Profile), After: audit.Marshal(cur.Profile)})
 	})
 	return ws, err

@@ -282,7 +282,7 @@ func (s *Service) loadLapsing(tx store.Txn, tenant, processID string, now time.T
 		if err := levels.Put(tx, tenant, l); err != nil {
 			return nil, nil, err
 		}
-		err := audit.Write(tx, tenant, audit.Entry{
+		err := audit.Write(tx, tenant, &s.ids, audit.Entry{
 			At: now, Actor: audit.System, Action: "automation.exception_lapsed", Entity: "automation", EntityID: l.ID,
 			Before: audit.Marshal(before), After: audit.Marshal(l),
 			Reason: fmt.Sprintf("the exception of %d%% (%s) ended at %s", ex.Percent, ex.Reason, ex.Until.Format(time.RFC3339)),
@@ -308,7 +308,7 @@ func (s *Service) Observe(ctx context.Context, o runengine.Outcome) error {
 			Scope: decisions.ProcessScope(o.ProcessID), RuleID: o.StepKey, Agreed: o.Agreed,
 			Actor: o.Actor, Ref: o.RunID, At: now,
 		}
-		if err := decisions.RecordVerdict(tx, o.Tenant, v); err != nil {
+		if err := decisions.RecordVerdict(tx, o.Tenant, &s.ids, v); err != nil {
 			return err
 		}
 		ws, proc, err := s.loadLapsing(tx, o.Tenant, o.ProcessID, now)

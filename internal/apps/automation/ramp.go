@@ -62,7 +62,7 @@ func (s *Service) rollback(tx store.Txn, tenant string, proc *Level, e effective
 	if err := levels.Put(tx, tenant, proc); err != nil {
 		return false, err
 	}
-	return true, audit.Write(tx, tenant, audit.Entry{
+	return true, audit.Write(tx, tenant, &s.ids, audit.Entry{
 		At: now, Actor: audit.System, Action: "automation.rolled_back", Entity: "automation", EntityID: proc.ID,
 		Before: audit.Marshal(before), After: audit.Marshal(proc), Reason: reason,
 	})
@@ -93,7 +93,7 @@ func (s *Service) ramp(tx store.Txn, tenant string, proc *Level, e effective, se
 	if err := levels.Put(tx, tenant, proc); err != nil {
 		return err
 	}
-	return audit.Write(tx, tenant, audit.Entry{
+	return audit.Write(tx, tenant, &s.ids, audit.Entry{
 		At: now, Actor: audit.System, Action: "automation.ramped", Entity: "automation", EntityID: proc.ID,
 		Before: audit.Marshal(before), After: audit.Marshal(proc),
 		Reason: fmt.Sprintf("agreement %.2f over the last %d decisions is at least %.2f: percent %d -> %d",

@@ -9,11 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/apps/decisions"
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/foureyes"
+	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
@@ -21,15 +22,6 @@ import (
 // ChangeKind is the kind of the widening changes this service hands to the
 // four-eyes queue; register ApplyChangeTx for it.
 const ChangeKind = "automation.settings"
-
-// ChangeQueue is the four-eyes queue (the access service satisfies it).
-type ChangeQueue interface {
-	// FourEyes reports whether widening changes of tenant wait for a second
-	// person.
-	FourEyes(ctx context.Context, tenant string) (bool, error)
-	// ProposeChangeTx queues a change of kind in tx and returns it.
-	ProposeChangeTx(tx store.Txn, tenant, kind, requester, summary string, payload any) (*access.Change, error)
-}
 
 // Config configures New.
 type Config struct {
@@ -46,7 +38,7 @@ type Config struct {
 	ProcessExists func(ctx context.Context, tenant, processID string) error
 	// Changes is the four-eyes queue. Without it widening changes apply at
 	// once.
-	Changes ChangeQueue
+	Changes foureyes.Queue
 }
 
 // Service keeps the automation settings of each workspace and process and is
@@ -59,12 +51,14 @@ type Service struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	exists  func(ctx context.Context, tenant, processID string) error
-	changes ChangeQueue
+	changes foureyes.Queue
 	// deciders batch Decide per tenant (striped): decisions of one tenant
 	// update the same daily counters, so concurrent transactions would only
 	// conflict and retry; instead the decisions waiting while one
 	// transaction commits share the next (see Decide).
 	deciders [64]decider
+
+	ids ids.Generator // makes the ids of the records and audit entries it writes
 }
 
 // New returns the automation service.
@@ -160,7 +154,7 @@ func (s *Service) view(ctx context.Context, tenant, processID string) (*View, er
 type Result struct {
 	Settings *View
 	// Change is the queued four-eyes change, nil when the patch applied.
-	Change *access.Change
+	Change *foureyes.Change
 }
 
 // UpdateWorkspace applies p to the workspace's settings on behalf of actor.
@@ -186,16 +180,12 @@ func (s *Service) update(ctx context.Context, tenant, processID, actor string, p
 		v, err := s.view(ctx, tenant, processID)
 		return &Result{Settings: v}, err
 	}
-	fourEyes := false
-	if s.changes != nil {
-		on, err := s.changes.FourEyes(ctx, tenant)
-		if err != nil {
-			return nil, errors.Wrap(err, "read the four-eyes setting")
-		}
-		fourEyes = on
+	fourEyes, err := foureyes.Required(ctx, s.changes, tenant)
+	if err != nil {
+		return nil, err
 	}
-	var change *access.Change
-	err := s.st.Update(ctx, func(tx store.Txn) error {
+	var change *foureyes.Change
+	err = s.st.Update(ctx, func(tx store.Txn) error {
 		var err error
 		change, err = s.applyTx(tx, tenant, processID, actor, p, applyMode{fourEyes: fourEyes})
 		return err
@@ -251,7 +241,7 @@ type applyMode struct {
 // applyTx applies p at the level of processID ("" for the workspace) on
 // behalf of actor in tx, or, when it widens automation under four-eyes,
 // queues it and returns the change.
-func (s *Service) applyTx(tx store.Txn, tenant, processID, actor string, p Patch, mode applyMode) (*access.Change, error) {
+func (s *Service) applyTx(tx store.Txn, tenant, processID, actor string, p Patch, mode applyMode) (*foureyes.Change, error) {
 	now := s.now()
 	ws, proc, err := load(tx, tenant, processID)
 	if err != nil {
@@ -313,7 +303,7 @@ func (s *Service) applyTx(tx store.Txn, tenant, processID, actor string, p Patch
 	case len(widens) > 0 && mode.fourEyes:
 		entry.Action = "automation.break_glass"
 	}
-	return nil, audit.Write(tx, tenant, entry)
+	return nil, audit.Write(tx, tenant, &s.ids, entry)
 }
 
 func scopeName(processID string) string {

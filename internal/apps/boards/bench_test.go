@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 )
 
@@ -29,7 +28,7 @@ func (b *bundle) seed(t testing.TB, n int) (*Detail, []*Item) {
 				if err != nil {
 					return err
 				}
-				it := &Item{ID: ids.New("itm", now), BoardID: r.ID, Number: int64(i + 1), Key: fmt.Sprintf("%s-%d", boardKey(r), i+1),
+				it := &Item{ID: b.svc.ids.New("itm", now), BoardID: r.ID, Number: int64(i + 1), Key: fmt.Sprintf("%s-%d", boardKey(r), i+1),
 					Title: fmt.Sprintf("Task number %d", i+1), StatusID: status, Values: map[string]any{}, Position: pos,
 					CreatedAt: now, UpdatedAt: now}
 				if err := putItem(tx, b.tenant, nil, it); err != nil {

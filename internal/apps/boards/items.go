@@ -12,7 +12,6 @@ import (
 	"unicode"
 
 	"github.com/bas-platform/bas/internal/errs"
-	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
@@ -575,7 +574,7 @@ func (s *Service) createItem(ctx context.Context, tenant, boardID string, in Ite
 		if err != nil {
 			return err
 		}
-		it := &Item{ID: ids.New("itm", now), BoardID: r.ID, Number: n, Key: boardKey(r) + "-" + strconv.FormatInt(n, 10),
+		it := &Item{ID: s.ids.New("itm", now), BoardID: r.ID, Number: n, Key: boardKey(r) + "-" + strconv.FormatInt(n, 10),
 			Title: trim(in.Title), Description: in.Description, StatusID: statusID, GroupID: in.GroupID,
 			AssigneeID: nonEmpty(in.AssigneeID), Values: values, CreatedAt: now, UpdatedAt: now}
 		if it.Position, err = s.placeRank(tx, tenant, r, statusID, "", in.Placement); err != nil {

@@ -62,7 +62,7 @@ func (s *Service) CreateStatus(ctx context.Context, tenant, boardID string, in S
 		if len(r.Statuses) >= MaxStatuses {
 			return errs.Conflictf("a board has at most %d statuses", MaxStatuses)
 		}
-		st := newStatus(in, 0, s.now())
+		st := s.newStatus(in, 0, s.now())
 		id = st.ID
 		r.Statuses = slices.Insert(r.Statuses, at(len(r.Statuses), in.Position), st)
 		return nil
@@ -161,7 +161,7 @@ func (s *Service) CreateColumn(ctx context.Context, tenant, boardID string, in C
 		if len(r.Columns) >= MaxColumns {
 			return errs.Conflictf("a board has at most %d columns", MaxColumns)
 		}
-		c := newColumn(in, 0, s.now())
+		c := s.newColumn(in, 0, s.now())
 		id = c.ID
 		r.Columns = slices.Insert(r.Columns, at(len(r.Columns), in.Position), c)
 		return nil
@@ -259,7 +259,7 @@ func (s *Service) CreateGroup(ctx context.Context, tenant, boardID string, in Gr
 		if len(r.Groups) >= MaxGroups {
 			return errs.Conflictf("a board has at most %d groups", MaxGroups)
 		}
-		g := newGroup(in, 0, s.now())
+		g := s.newGroup(in, 0, s.now())
 		id = g.ID
 		r.Groups = slices.Insert(r.Groups, at(len(r.Groups), in.Position), g)
 		return nil

@@ -72,6 +72,7 @@ type Service struct {
 	log    *slog.Logger
 	events EventSink
 	batch  int
+	ids    ids.Generator // makes the ids of the records it writes
 
 	// creating serializes item creations of one board in this process
 	// (striped by board): they all write the board's counter, so running
@@ -226,17 +227,17 @@ func (s *Service) CreateBoard(ctx context.Context, tenant string, in BoardIn) (*
 		in.Template = TemplateSimple
 	}
 	now := s.now()
-	r := &record{Board: Board{ID: ids.New("brd", now), WorkspaceID: tenant, Name: strings.TrimSpace(in.Name),
+	r := &record{Board: Board{ID: s.ids.New("brd", now), WorkspaceID: tenant, Name: strings.TrimSpace(in.Name),
 		Template: in.Template, Description: in.Description, CreatedAt: &now, UpdatedAt: now}}
 	sh := templateShape(in.Template)
 	for _, st := range sh.statuses {
-		r.Statuses = append(r.Statuses, newStatus(st, len(r.Statuses), now))
+		r.Statuses = append(r.Statuses, s.newStatus(st, len(r.Statuses), now))
 	}
 	for _, c := range sh.columns {
-		r.Columns = append(r.Columns, newColumn(c, len(r.Columns), now))
+		r.Columns = append(r.Columns, s.newColumn(c, len(r.Columns), now))
 	}
 	for _, g := range sh.groups {
-		r.Groups = append(r.Groups, newGroup(g, len(r.Groups), now))
+		r.Groups = append(r.Groups, s.newGroup(g, len(r.Groups), now))
 	}
 	r.normalize()
 	err := s.st.Update(ctx, func(tx store.Txn) error {
@@ -301,25 +302,25 @@ func deriveKey(name string) string {
 	return k
 }
 
-func newStatus(in StatusIn, pos int, now time.Time) Status {
+func (s *Service) newStatus(in StatusIn, pos int, now time.Time) Status {
 	c := categoryColors[in.Category]
 	if in.Color != nil {
 		c = strings.ToUpper(*in.Color)
 	}
-	return Status{ID: ids.New("bst", now), Name: strings.TrimSpace(in.Name), Category: in.Category, Color: c, Position: pos}
+	return Status{ID: s.ids.New("bst", now), Name: strings.TrimSpace(in.Name), Category: in.Category, Color: c, Position: pos}
 }
 
-func newColumn(in ColumnIn, pos int, now time.Time) Column {
-	return Column{ID: ids.New("bcl", now), Name: strings.TrimSpace(in.Name), Type: in.Type, Position: pos,
+func (s *Service) newColumn(in ColumnIn, pos int, now time.Time) Column {
+	return Column{ID: s.ids.New("bcl", now), Name: strings.TrimSpace(in.Name), Type: in.Type, Position: pos,
 		Settings: normalizeSettings(in.Settings)}
 }
 
-func newGroup(in GroupIn, pos int, now time.Time) Group {
+func (s *Service) newGroup(in GroupIn, pos int, now time.Time) Group {
 	c := defaultGroupColor
 	if in.Color != nil {
 		c = strings.ToUpper(*in.Color)
 	}
-	return Group{ID: ids.New("bgr", now), Name: strings.TrimSpace(in.Name), Color: c, Position: pos}
+	return Group{ID: s.ids.New("bgr", now), Name: strings.TrimSpace(in.Name), Color: c, Position: pos}
 }
 
 // normalize makes the part lists non-nil and renumbers their positions.

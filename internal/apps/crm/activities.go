@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/bas-platform/bas/internal/errs"
-	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 )
 
@@ -36,7 +35,7 @@ func (s *Service) logActivityTx(tx store.Txn, tenant string, in ActivityIn) (*Ac
 		return nil, err
 	}
 	now := s.now()
-	a := &Activity{ID: ids.New(prefixActivity, now), Kind: in.Kind, Subject: strings.TrimSpace(in.Subject), Body: in.Body,
+	a := &Activity{ID: s.ids.New(prefixActivity, now), Kind: in.Kind, Subject: strings.TrimSpace(in.Subject), Body: in.Body,
 		DealID: clean(in.DealID), ContactID: clean(in.ContactID), CompanyID: clean(in.CompanyID), OccurredAt: now,
 		CreatedAt: now, UpdatedAt: now}
 	if in.OccurredAt != nil {

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/bas-platform/bas/internal/errs"
-	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
@@ -38,7 +37,7 @@ func (s *Service) createCompanyTx(ctx context.Context, tx store.Txn, tenant stri
 		return nil, err
 	}
 	now := s.now()
-	c := &Company{ID: ids.New(prefixCompany, now), Name: strings.TrimSpace(in.Name), Domain: clean(in.Domain),
+	c := &Company{ID: s.ids.New(prefixCompany, now), Name: strings.TrimSpace(in.Name), Domain: clean(in.Domain),
 		Industry: clean(in.Industry), Phone: clean(in.Phone), Website: clean(in.Website), OwnerID: clean(in.OwnerID),
 		CreatedAt: now, UpdatedAt: now}
 	if err := companies.Put(tx, tenant, c); err != nil {

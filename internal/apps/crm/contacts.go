@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/bas-platform/bas/internal/errs"
-	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 )
 
@@ -43,7 +42,7 @@ func (s *Service) createContactTx(ctx context.Context, tx store.Txn, tenant stri
 		return nil, err
 	}
 	now := s.now()
-	c := &Contact{ID: ids.New(prefixContact, now), FirstName: strings.TrimSpace(in.FirstName), LastName: clean(in.LastName),
+	c := &Contact{ID: s.ids.New(prefixContact, now), FirstName: strings.TrimSpace(in.FirstName), LastName: clean(in.LastName),
 		Email: clean(in.Email), Phone: clean(in.Phone), Title: clean(in.Title), CompanyID: clean(in.CompanyID),
 		OwnerID: clean(in.OwnerID), Lifecycle: DefaultLifecycle, CreatedAt: now, UpdatedAt: now}
 	if in.Lifecycle != nil {

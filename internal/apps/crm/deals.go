@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
-	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
@@ -55,7 +54,7 @@ func (s *Service) createDealTx(ctx context.Context, tx store.Txn, tenant string,
 		return nil, err
 	}
 	now := s.now()
-	d := &Deal{ID: ids.New(prefixDeal, now), Title: strings.TrimSpace(in.Title), Currency: DefaultCurrency,
+	d := &Deal{ID: s.ids.New(prefixDeal, now), Title: strings.TrimSpace(in.Title), Currency: DefaultCurrency,
 		PipelineID: p.ID, StageID: st.ID, Status: st.Kind, CompanyID: clean(in.CompanyID), ContactID: clean(in.ContactID),
 		OwnerID: clean(in.OwnerID), ExpectedClose: utc(in.ExpectedClose), CreatedAt: now, UpdatedAt: now}
 	if in.AmountCents != nil {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
-	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
@@ -32,14 +31,14 @@ func defaultStages() []StageIn {
 
 func ptr[T any](v T) *T { return &v }
 
-func newStage(in StageIn, at time.Time) Stage {
-	return Stage{ID: ids.New(prefixStage, at), Name: strings.TrimSpace(in.Name), Probability: in.probability(), Kind: in.kind()}
+func (s *Service) newStage(in StageIn, at time.Time) Stage {
+	return Stage{ID: s.ids.New(prefixStage, at), Name: strings.TrimSpace(in.Name), Probability: in.probability(), Kind: in.kind()}
 }
 
-func newPipeline(name string, stages []StageIn, isDefault bool, at time.Time) *Pipeline {
-	p := &Pipeline{ID: ids.New(prefixPipeline, at), Name: strings.TrimSpace(name), IsDefault: isDefault, CreatedAt: at, UpdatedAt: at}
+func (s *Service) newPipeline(name string, stages []StageIn, isDefault bool, at time.Time) *Pipeline {
+	p := &Pipeline{ID: s.ids.New(prefixPipeline, at), Name: strings.TrimSpace(name), IsDefault: isDefault, CreatedAt: at, UpdatedAt: at}
 	for _, in := range stages {
-		p.Stages = append(p.Stages, newStage(in, at))
+		p.Stages = append(p.Stages, s.newStage(in, at))
 	}
 	p.renumber()
 	return p
@@ -52,7 +51,7 @@ func (s *Service) defaultPipelineTx(tx store.Txn, tenant string) (*Pipeline, err
 	if !errors.Is(err, errs.NotFound) {
 		return p, err
 	}
-	p = newPipeline(DefaultPipelineName, defaultStages(), true, s.now())
+	p = s.newPipeline(DefaultPipelineName, defaultStages(), true, s.now())
 	return p, pipelines.Put(tx, tenant, p)
 }
 
@@ -111,7 +110,7 @@ func (s *Service) CreatePipeline(ctx context.Context, tenant string, in Pipeline
 	if err := errs.Validation(in.Validate()...); err != nil {
 		return nil, err
 	}
-	p := newPipeline(in.Name, in.Stages, false, s.now())
+	p := s.newPipeline(in.Name, in.Stages, false, s.now())
 	if err := s.st.Update(ctx, func(tx store.Txn) error { return pipelines.Put(tx, tenant, p) }); err != nil {
 		return nil, err
 	}
@@ -181,7 +180,7 @@ func (s *Service) AddStage(ctx context.Context, tenant, pipelineID string, in St
 		if err := errs.Validation(append(vs, c.vs...)...); err != nil {
 			return err
 		}
-		p.Stages = slices.Insert(p.Stages, pos, newStage(in, s.now()))
+		p.Stages = slices.Insert(p.Stages, pos, s.newStage(in, s.now()))
 		p.renumber()
 		return nil
 	})

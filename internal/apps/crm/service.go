@@ -13,6 +13,7 @@ import (
 
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
@@ -71,6 +72,7 @@ type Service struct {
 	log    *slog.Logger
 	events EventSink
 	owner  func(ctx context.Context, tenant, userID string) error
+	ids    ids.Generator // makes the ids of the records it writes
 }
 
 // New returns the CRM app over cfg.Store. It panics when cfg.Store is nil:

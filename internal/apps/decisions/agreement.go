@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bas-platform/bas/internal/feedback"
 	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
@@ -37,22 +38,10 @@ type Verdict struct {
 }
 
 // Agreement is how often people agreed with AI outputs (interface.md 2.8).
-type Agreement struct {
-	// Overall is agreed / judged, or null when nothing was judged.
-	Overall *float64 `json:"overall"`
-	// Items is the number of verdicts.
-	Items int `json:"items"`
-	// ByRule breaks the verdicts down by rule, sorted by rule id.
-	ByRule []RuleAgreement `json:"by_rule"`
-}
+type Agreement = feedback.Agreement
 
 // RuleAgreement is the agreement on one rule.
-type RuleAgreement struct {
-	RuleID   string  `json:"rule_id"`
-	Agree    int     `json:"agree"`
-	Disagree int     `json:"disagree"`
-	Rate     float64 `json:"rate"`
-}
+type RuleAgreement = feedback.RuleAgreement
 
 // ProcessScope is the verdict scope of a process's approvals.
 func ProcessScope(processID string) string { return "process:" + processID }
@@ -116,9 +105,9 @@ func getTally(r store.Reader, tenant, id string) (*tally, error) {
 }
 
 // RecordVerdict writes v in tx under tenant: it assigns v's Seq (the next of
-// its scope), its ID (from v.At) and updates the scope's, the rule's and the
+// its scope), its ID (made by gen from v.At) and updates the scope's, the rule's and the
 // day's tallies. Scope and At must be set.
-func RecordVerdict(tx store.Txn, tenant string, v *Verdict) error {
+func RecordVerdict(tx store.Txn, tenant string, gen *ids.Generator, v *Verdict) error {
 	if v.Scope == "" {
 		return errors.New("decisions: verdict without a scope")
 	}
@@ -133,7 +122,7 @@ func RecordVerdict(tx store.Txn, tenant string, v *Verdict) error {
 	total.Seq++
 	total.add(v.Agreed)
 	v.Seq = total.Seq
-	v.ID = ids.New("vrd", v.At)
+	v.ID = gen.New("vrd", v.At)
 	rule, err := getTally(tx, tenant, ruleTallyID(v.Scope, v.RuleID))
 	if err != nil {
 		return err
@@ -183,11 +172,7 @@ func RecentVerdicts(r store.Reader, tenant, scope string, after int64, n int) ([
 // Summarize returns the agreement of scope over all its verdicts. Its cost
 // grows with the number of rules, not of verdicts.
 func Summarize(r store.Reader, tenant, scope string) (*Agreement, error) {
-	total, err := getTally(r, tenant, scopeTallyID(scope))
-	if err != nil {
-		return nil, err
-	}
-	out := &Agreement{Items: total.Agree + total.Disagree, Overall: rate(total.Agree, total.Disagree), ByRule: []RuleAgreement{}}
+	var counts []feedback.Tally
 	page := store.Page{Limit: 200, Forward: true}
 	for {
 		ts, next, err := tallies.ListBy(r, tenant, "rules", []any{scope}, page)
@@ -195,12 +180,10 @@ func Summarize(r store.Reader, tenant, scope string) (*Agreement, error) {
 			return nil, err
 		}
 		for _, t := range ts {
-			out.ByRule = append(out.ByRule, RuleAgreement{
-				RuleID: t.RuleID, Agree: t.Agree, Disagree: t.Disagree, Rate: *rate(t.Agree, t.Disagree),
-			})
+			counts = append(counts, feedback.Tally{RuleID: t.RuleID, Agree: t.Agree, Disagree: t.Disagree})
 		}
 		if next == "" {
-			return out, nil
+			return feedback.Summarize(counts), nil
 		}
 		page.Cursor = next
 	}
@@ -223,14 +206,5 @@ func Rate(r store.Reader, tenant string, now time.Time, days int) (*float64, err
 	if agree+disagree == 0 {
 		return nil, nil
 	}
-	return rate(agree, disagree), nil
-}
-
-// rate is agree/(agree+disagree), nil when both are zero.
-func rate(agree, disagree int) *float64 {
-	if agree+disagree == 0 {
-		return nil
-	}
-	f := float64(agree) / float64(agree+disagree)
-	return &f
+	return feedback.Rate(agree, disagree), nil
 }

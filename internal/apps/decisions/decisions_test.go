@@ -15,6 +15,7 @@ import (
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
 	"github.com/cockroachdb/errors"
@@ -473,10 +474,11 @@ func TestLedgerAndAgreementRate(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
+	var gen ids.Generator
 	put := func(scope, rule string, agreed bool) {
 		t.Helper()
 		err := b.st.Update(ctx, func(tx store.Txn) error {
-			return decisions.RecordVerdict(tx, tenant, &decisions.Verdict{Scope: scope, RuleID: rule, Agreed: agreed, At: b.clock.Now()})
+			return decisions.RecordVerdict(tx, tenant, &gen, &decisions.Verdict{Scope: scope, RuleID: rule, Agreed: agreed, At: b.clock.Now()})
 		})
 		if err != nil {
 			t.Fatal(err)

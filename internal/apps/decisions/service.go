@@ -14,6 +14,7 @@ import (
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/feedback"
 	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/internal/schema"
 	"github.com/bas-platform/bas/store"
@@ -56,6 +57,8 @@ type Service struct {
 	caller   Caller
 
 	schemas schema.Cache // compiled input and output schemas
+
+	ids ids.Generator // makes the ids of the records and audit entries it writes
 }
 
 // New returns the decisions service.
@@ -85,7 +88,7 @@ func (s *Service) Create(ctx context.Context, tenant, actor string, d Decision) 
 		return nil, err
 	}
 	now := s.now()
-	rec := &Record{Decision: d.withDefaults(), ID: ids.New("dec", now), CreatedAt: now, CreatedBy: actor}
+	rec := &Record{Decision: d.withDefaults(), ID: s.ids.New("dec", now), CreatedAt: now, CreatedBy: actor}
 	err := s.st.Update(ctx, func(tx store.Txn) error {
 		exists, err := records.Exists(tx, tenant, rec.Name)
 		if err != nil {
@@ -97,7 +100,7 @@ func (s *Service) Create(ctx context.Context, tenant, actor string, d Decision) 
 		if err := records.Put(tx, tenant, rec); err != nil {
 			return err
 		}
-		return audit.Write(tx, tenant, audit.Entry{
+		return audit.Write(tx, tenant, &s.ids, audit.Entry{
 			At: now, Actor: actor, Action: "decision.created", Entity: "decision", EntityID: rec.Name,
 			After: audit.Marshal(rec),
 		})
@@ -151,7 +154,7 @@ func (s *Service) Delete(ctx context.Context, tenant, actor, name string) error 
 		if err := records.Delete(tx, tenant, name); err != nil {
 			return err
 		}
-		return audit.Write(tx, tenant, audit.Entry{
+		return audit.Write(tx, tenant, &s.ids, audit.Entry{
 			At: s.now(), Actor: actor, Action: "decision.deleted", Entity: "decision", EntityID: name,
 			Before: audit.Marshal(rec),
 		})
@@ -278,7 +281,7 @@ func (s *Service) Evaluate(ctx context.Context, tenant, name string, in Evaluate
 	}
 	now := s.now()
 	c := &Case{
-		ID: ids.New("dcs", now), DecisionID: rec.ID, Decision: rec.Name, Input: compact(in.Input),
+		ID: s.ids.New("dcs", now), DecisionID: rec.ID, Decision: rec.Name, Input: compact(in.Input),
 		Status: CasePending, Outcome: json.RawMessage("null"), ExactKey: exact, FieldsKey: fields, CreatedAt: now,
 	}
 	args, err := json.Marshal(evaluateArgs{Name: rec.Name, Input: c.Input})
@@ -358,15 +361,15 @@ func compact(raw json.RawMessage) json.RawMessage {
 
 // Verdicts of feedback items.
 const (
-	VerdictAgree    = "agree"
-	VerdictDisagree = "disagree"
+	VerdictAgree    = feedback.VerdictAgree
+	VerdictDisagree = feedback.VerdictDisagree
 )
 
 // Bounds of feedback (interface.md 2.8 and 8).
 const (
-	MaxFeedbackItems = 200
-	MaxRuleIDLen     = 80
-	MaxNoteLen       = 2000
+	MaxFeedbackItems = feedback.MaxItems
+	MaxRuleIDLen     = feedback.MaxRuleIDLen
+	MaxNoteLen       = feedback.MaxNoteLen
 )
 
 // FeedbackIn judges evaluated cases (interface.md's FeedbackIn).
@@ -520,7 +523,7 @@ func (s *Service) Feedback(ctx context.Context, tenant, actor, name string, in F
 					return err
 				}
 			}
-			if err := RecordVerdict(tx, tenant, verdict[i]); err != nil {
+			if err := RecordVerdict(tx, tenant, &s.ids, verdict[i]); err != nil {
 				return err
 			}
 		}
@@ -582,7 +585,7 @@ func (s *Service) RecordOutcome(ctx context.Context, tenant, actor, name string,
 	}
 	now := s.now()
 	c := &Case{
-		ID: ids.New("dcs", now), DecisionID: rec.ID, Decision: rec.Name, Input: compact(in.Input),
+		ID: s.ids.New("dcs", now), DecisionID: rec.ID, Decision: rec.Name, Input: compact(in.Input),
 		Proposed: json.RawMessage("null"), Mode: ModeManual, RuleID: RuleNone, Status: CaseRecorded,
 		Outcome: compact(in.Output), ExactKey: exact, FieldsKey: fields, CreatedAt: now,
 		DecidedAt: &now, DecidedBy: &actor,

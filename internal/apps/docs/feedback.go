@@ -3,26 +3,25 @@ package docs
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/feedback"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
 
 // Verdicts of feedback.
 const (
-	VerdictAgree    = "agree"
-	VerdictDisagree = "disagree"
+	VerdictAgree    = feedback.VerdictAgree
+	VerdictDisagree = feedback.VerdictDisagree
 )
 
 // Bounds of feedback (interface.md section 8).
 const (
-	MaxFeedbackItems = 200
-	MaxRuleIDLen     = 80
+	MaxFeedbackItems = feedback.MaxItems
+	MaxRuleIDLen     = feedback.MaxRuleIDLen
 )
 
 // FeedbackIn judges a document's validation, rule by rule (interface.md
@@ -71,9 +70,9 @@ func (in FeedbackIn) Validate() []errs.Violation {
 	return vs
 }
 
-// feedback is one person's verdict on one rule of one document; a new
+// docFeedback is one person's verdict on one rule of one document; a new
 // verdict from the same person replaces theirs.
-type feedback struct {
+type docFeedback struct {
 	ID       string    `json:"id"`
 	Document string    `json:"document_id"`
 	TypeID   string    `json:"type_id"`
@@ -85,9 +84,9 @@ type feedback struct {
 	Version  int       `json:"version"`
 }
 
-var feedbacks = &store.Collection[feedback]{
+var feedbacks = &store.Collection[docFeedback]{
 	Name: "docfeedback",
-	ID:   func(f *feedback) string { return f.ID },
+	ID:   func(f *docFeedback) string { return f.ID },
 }
 
 // ruleTally counts the verdicts on one rule of one type.
@@ -117,23 +116,10 @@ func (t *ruleTally) add(verdict string, n int) {
 
 // Agreement is how often people agreed with a type's rules (interface.md
 // Agreement).
-type Agreement struct {
-	// Overall is agreed / judged over every rule, or null when nothing was
-	// judged.
-	Overall *float64 `json:"overall"`
-	// Items is the number of verdicts.
-	Items int `json:"items"`
-	// ByRule is per rule, sorted by rule id.
-	ByRule []RuleAgreement `json:"by_rule"`
-}
+type Agreement = feedback.Agreement
 
 // RuleAgreement is the agreement on one rule.
-type RuleAgreement struct {
-	RuleID   string  `json:"rule_id"`
-	Agree    int     `json:"agree"`
-	Disagree int     `json:"disagree"`
-	Rate     float64 `json:"rate"`
-}
+type RuleAgreement = feedback.RuleAgreement
 
 // Feedback records verdicts on a document's rules and returns the
 // agreement of its type. A rule id must be one of the type's rules or an
@@ -192,7 +178,7 @@ func (s *Service) Feedback(ctx context.Context, tenant, actor, id string, in Fee
 			if err := tallies.Put(tx, tenant, tl); err != nil {
 				return err
 			}
-			f := &feedback{ID: fid, Document: r.ID, TypeID: t.ID, RuleID: it.RuleID, Verdict: it.Verdict,
+			f := &docFeedback{ID: fid, Document: r.ID, TypeID: t.ID, RuleID: it.RuleID, Verdict: it.Verdict,
 				Note: it.Note, By: by, At: now, Version: r.Version}
 			if err := feedbacks.Put(tx, tenant, f); err != nil {
 				return err
@@ -216,7 +202,7 @@ func (s *Service) Feedback(ctx context.Context, tenant, actor, id string, in Fee
 
 // Agreement returns the agreement of people with a document type's rules.
 func (s *Service) Agreement(ctx context.Context, tenant, typeID string) (*Agreement, error) {
-	out := &Agreement{ByRule: []RuleAgreement{}}
+	var counts []feedback.Tally
 	err := s.st.View(ctx, func(r store.Reader) error {
 		if _, err := types.Get(r, tenant, typeID); err != nil {
 			return err
@@ -228,12 +214,7 @@ func (s *Service) Agreement(ctx context.Context, tenant, typeID string) (*Agreem
 				return err
 			}
 			for _, t := range ts {
-				n := t.Agree + t.Disagree
-				if n == 0 {
-					continue
-				}
-				out.ByRule = append(out.ByRule, RuleAgreement{RuleID: t.RuleID, Agree: t.Agree, Disagree: t.Disagree,
-					Rate: float64(t.Agree) / float64(n)})
+				counts = append(counts, feedback.Tally{RuleID: t.RuleID, Agree: t.Agree, Disagree: t.Disagree})
 			}
 			if next == "" {
 				return nil
@@ -244,15 +225,5 @@ func (s *Service) Agreement(ctx context.Context, tenant, typeID string) (*Agreem
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out.ByRule, func(a, b RuleAgreement) int { return strings.Compare(a.RuleID, b.RuleID) })
-	agree := 0
-	for _, r := range out.ByRule {
-		out.Items += r.Agree + r.Disagree
-		agree += r.Agree
-	}
-	if out.Items > 0 {
-		o := float64(agree) / float64(out.Items)
-		out.Overall = &o
-	}
-	return out, nil
+	return feedback.Summarize(counts), nil
 }

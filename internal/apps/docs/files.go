@@ -6,7 +6,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
@@ -56,7 +55,7 @@ type staged struct {
 // removes files left pending by a crash or a failed upload.
 func (s *Service) stageFile(ctx context.Context, tenant string, data []byte) (*staged, error) {
 	now := s.clock.Now()
-	st := &staged{fileID: ids.New("fil", now), chunks: (len(data) + ChunkSize - 1) / ChunkSize, data: data}
+	st := &staged{fileID: s.ids.New("fil", now), chunks: (len(data) + ChunkSize - 1) / ChunkSize, data: data}
 	if st.chunks <= chunksPerTxn {
 		st.inline = true
 		return st, nil

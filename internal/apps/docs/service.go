@@ -76,6 +76,8 @@ type Service struct {
 	// type's patterns again (the bulk of the work for a one-page file).
 	xmu sync.Mutex
 	xs  map[string]cachedExtractor
+
+	ids ids.Generator // makes the ids of the records and audit entries it writes
 }
 
 type cachedExtractor struct {
@@ -173,7 +175,7 @@ func (s *Service) CreateType(ctx context.Context, tenant string, in DocTypeIn) (
 	now := s.now()
 	desc := in.Description
 	t := &DocType{
-		ID: ids.New("dtp", now), Name: strings.TrimSpace(in.Name), Description: desc,
+		ID: s.ids.New("dtp", now), Name: strings.TrimSpace(in.Name), Description: desc,
 		Fields: normalizeFields(in.Fields), Workflow: in.Workflow.apply(DefaultWorkflow()),
 		CreatedAt: now, UpdatedAt: now,
 	}
@@ -293,7 +295,7 @@ func (s *Service) CreateFromTemplate(ctx context.Context, tenant string, in Draf
 	}
 	now := s.now()
 	t := &DocType{
-		ID: ids.New("dtp", now), Name: tpl.Name, Description: ptr(tpl.Description),
+		ID: s.ids.New("dtp", now), Name: tpl.Name, Description: ptr(tpl.Description),
 		Fields: normalizeFields(tpl.Fields), Workflow: tpl.Workflow, TemplateID: ptr(tpl.ID),
 		CreatedAt: now, UpdatedAt: now,
 	}

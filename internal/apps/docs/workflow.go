@@ -14,7 +14,6 @@ import (
 
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/extract"
-	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
@@ -220,7 +219,7 @@ func (s *Service) Upload(ctx context.Context, tenant, actor string, in UploadIn)
 		}
 	}
 	rec := &record{
-		ID: ids.New("doc", now), Title: title, TypeID: typ.ID, TypeName: typ.Name,
+		ID: s.ids.New("doc", now), Title: title, TypeID: typ.ID, TypeName: typ.Name,
 		CreatedAt: now, Priority: priority, Queue: queue, Tags: tags,
 	}
 	return s.fileVersion(ctx, tenant, actor, p, file, now, func(tx store.Txn) (*record, *DocType, error) {

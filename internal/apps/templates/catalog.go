@@ -23,7 +23,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/process"
 	"github.com/cockroachdb/errors"
 )
@@ -158,8 +158,8 @@ var idPattern = regexp.MustCompile(`^[a-z][a-z0-9_]{2,79}$`)
 // their argument schemas (made once, never modified).
 var builtinCaps = sync.OnceValue(func() map[string]argsSchema {
 	out := map[string]argsSchema{}
-	for _, c := range capability.Standard() {
-		if capability.External(c.ID) {
+	for _, c := range registry.Standard() {
+		if registry.External(c.ID) {
 			continue
 		}
 		var s argsSchema

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/process"
 )
 
@@ -25,7 +25,7 @@ func TestEmbeddedCatalog(t *testing.T) {
 	functions := map[string]int{}
 	ids := map[string]bool{}
 	standard := map[string]bool{}
-	for _, sc := range capability.Standard() {
+	for _, sc := range registry.Standard() {
 		standard[sc.ID] = true
 	}
 	for _, tpl := range list {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/process"
@@ -61,7 +61,7 @@ type InstallOut struct {
 // GapFinder says which capabilities no provider fills for a tenant (the
 // capability registry).
 type GapFinder interface {
-	Gaps(ctx context.Context, tenant string, needed []string) ([]capability.Gap, error)
+	Gaps(ctx context.Context, tenant string, needed []string) ([]registry.Gap, error)
 }
 
 // Config configures New.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
@@ -21,11 +21,11 @@ import (
 // noGaps says every capability is filled but those listed.
 type noGaps map[string]bool
 
-func (g noGaps) Gaps(_ context.Context, _ string, needed []string) ([]capability.Gap, error) {
-	var out []capability.Gap
+func (g noGaps) Gaps(_ context.Context, _ string, needed []string) ([]registry.Gap, error) {
+	var out []registry.Gap
 	for _, c := range needed {
 		if g[c] {
-			out = append(out, capability.Gap{Capability: c, FilledBy: capability.FilledByManual})
+			out = append(out, registry.Gap{Capability: c, FilledBy: registry.FilledByManual})
 		}
 	}
 	return out, nil

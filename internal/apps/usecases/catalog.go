@@ -26,7 +26,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/process"
 	"github.com/cockroachdb/errors"
 )
@@ -129,7 +129,7 @@ func Parse(files map[string][]byte) (*Catalog, error) {
 	if err := decodeStrict(raw, &c.tax); err != nil {
 		return nil, errors.Wrap(err, "taxonomy.json")
 	}
-	for _, in := range capability.KnownIntegrations() {
+	for _, in := range registry.KnownIntegrations() {
 		c.tax.Systems = append(c.tax.Systems, Tag{Tag: "system:" + in.ID, Label: in.App})
 	}
 	c.tax.EveryIndustry = EveryIndustry

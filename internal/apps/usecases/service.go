@@ -13,6 +13,7 @@ import (
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
@@ -101,6 +102,7 @@ type Service struct {
 	template func(string) (TemplateInfo, bool)
 	events   EventSink
 	catalog  *Catalog
+	ids      ids.Generator // makes the ids of the audit entries it writes
 }
 
 type noEvents struct{}
@@ -501,7 +503,7 @@ func (s *Service) SetAdoption(ctx context.Context, tenant, actor, id string, in 
 		} else {
 			prevStatus = before.Status
 		}
-		if err := audit.Write(tx, tenant, audit.Entry{At: now, Actor: actor, Action: action, Entity: "use_case_adoption",
+		if err := audit.Write(tx, tenant, &s.ids, audit.Entry{At: now, Actor: actor, Action: action, Entity: "use_case_adoption",
 			EntityID: id, Before: audit.Marshal(nilIfNone(before)), After: audit.Marshal(&next)}); err != nil {
 			return err
 		}

@@ -156,7 +156,7 @@ func setup(t testing.TB, files map[string][]byte) *bundle {
 	return b
 }
 
-func ids(list []EntryOut) []string {
+func entryIDs(list []EntryOut) []string {
 	out := []string{}
 	for _, e := range list {
 		out = append(out, e.ID)
@@ -218,7 +218,7 @@ func TestFitAndScope(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(test.want, ids(got)); diff != "" {
+			if diff := cmp.Diff(test.want, entryIDs(got)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -228,7 +228,7 @@ func TestFitAndScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := b.svc.List(b.ctx, me, Query{})
-	if diff := cmp.Diff([]string{"e_all", "e_common"}, ids(got)); diff != "" {
+	if diff := cmp.Diff([]string{"e_all", "e_common"}, entryIDs(got)); diff != "" {
 		t.Errorf("no industries (-want +got):\n%s", diff)
 	}
 	// A bad scope or department is a 422 naming both.
@@ -450,7 +450,7 @@ func TestRegister(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"e_all"}, ids(live.UseCases)); diff != "" {
+	if diff := cmp.Diff([]string{"e_all"}, entryIDs(live.UseCases)); diff != "" {
 		t.Errorf("live (-want +got):\n%s", diff)
 	}
 	if _, err := b.svc.Register(b.ctx, v, "finished"); !errors.Is(err, errs.Invalid) {

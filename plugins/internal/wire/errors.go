@@ -20,7 +20,7 @@ type Error struct {
 	// Public is errs.PublicMessage(err): the message an API may show.
 	Public string `json:"public,omitempty"`
 	// Violations are errs.Violations(err).
-	Violations []errs.Violation `json:"violations,omitempty"`
+	Violations []Violation `json:"violations,omitempty"`
 	// RetryAfter is the delay of an errs.RateLimit in the chain, in
 	// nanoseconds.
 	RetryAfter int64 `json:"retry_after_ns,omitempty"`
@@ -34,7 +34,7 @@ func EncodeError(ctx context.Context, err error) *Error {
 	out := &Error{
 		Message:    err.Error(),
 		Public:     errs.PublicMessage(err),
-		Violations: errs.Violations(err),
+		Violations: violationsFrom(errs.Violations(err)),
 	}
 	enc := errors.EncodeError(ctx, err)
 	if b, merr := enc.Marshal(); merr == nil {
@@ -69,8 +69,7 @@ func DecodeError(ctx context.Context, e *Error) error {
 	if len(e.Violations) > 0 {
 		vs := make([]errs.Violation, len(e.Violations))
 		for i, v := range e.Violations {
-			v.Loc = integralLoc(v.Loc)
-			vs[i] = v
+			vs[i] = errs.Violation{Loc: integralLoc(v.Loc), Msg: v.Msg, Type: v.Type}
 		}
 		r.validation = &errs.ValidationError{Violations: vs}
 	}

@@ -16,12 +16,16 @@
 // Errors a provider returns travel inside the response (Error), encoded with
 // cockroachdb/errors so errors.Is sees their marks in the host; a gRPC status
 // error always means the transport or the process failed.
+//
+// The messages are this package's own types (Info, Capability, Call, Health,
+// Event, Violation), converted to and from package capability's at the edge
+// (convert.go): the contract's Go types may change, protocol 1's JSON may
+// not. testdata/protocol1.golden pins every message.
 package wire
 
 import (
 	"encoding/json"
 
-	"github.com/bas-platform/bas/capability"
 	"github.com/hashicorp/go-plugin"
 )
 
@@ -57,17 +61,17 @@ type InitRequest struct {
 
 // InitResponse describes the provider.
 type InitResponse struct {
-	Info capability.Info `json:"info"`
+	Info Info `json:"info"`
 	// Capabilities describes the capabilities the provider fills, when the
 	// provider describes them (sdk.Describer).
-	Capabilities []capability.Capability `json:"capabilities,omitempty"`
+	Capabilities []Capability `json:"capabilities,omitempty"`
 	// Error is set when the plugin could not start its session.
 	Error *Error `json:"error,omitempty"`
 }
 
 // CallRequest is one capability call.
 type CallRequest struct {
-	Call capability.Call `json:"call"`
+	Call Call `json:"call"`
 }
 
 // CallResponse carries a call's result or its error. Result is bytes, not
@@ -83,12 +87,12 @@ type HealthRequest struct{}
 
 // HealthResponse is the provider's health.
 type HealthResponse struct {
-	Health capability.Health `json:"health"`
+	Health Health `json:"health"`
 }
 
 // EmitRequest carries an event from the plugin to the host.
 type EmitRequest struct {
-	Event capability.Event `json:"event"`
+	Event Event `json:"event"`
 }
 
 // EmitResponse says whether the host accepted the event.

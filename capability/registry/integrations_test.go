@@ -1,8 +1,9 @@
-package capability
+package registry
 
 import (
 	"testing"
 
+	"github.com/bas-platform/bas/capability"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -153,7 +154,7 @@ func TestIntegrationsList(t *testing.T) {
 	if got := Integrations(nil); got == nil || len(got) != 0 {
 		t.Errorf("Integrations(nil) = %#v, want an empty list", got)
 	}
-	if diff := cmp.Diff([]string{ChatMessageSend}, got[0].Provides); diff != "" {
+	if diff := cmp.Diff([]string{capability.ChatMessageSend}, got[0].Provides); diff != "" {
 		t.Errorf("Slack provides (-want +got):\n%s", diff)
 	}
 	if n := len(KnownIntegrations()); n != len(integrationCatalog()) {

@@ -1,4 +1,4 @@
-package capability
+package registry
 
 import (
 	"context"
@@ -171,7 +171,7 @@ func (r *Registry) Bind(ctx context.Context, tenant, capabilityID, providerID, a
 		if err := bindingRecords.Put(tx, tenant, &rec); err != nil {
 			return err
 		}
-		return audit.Write(tx, tenant, audit.Entry{
+		return audit.Write(tx, tenant, &r.ids, audit.Entry{
 			At: now, Actor: actor, Action: "capability.bind", Entity: auditEntity, EntityID: capabilityID,
 			Before: audit.Marshal(before), After: audit.Marshal(rec),
 		})
@@ -212,7 +212,7 @@ func (r *Registry) Unbind(ctx context.Context, tenant, capabilityID, actor strin
 		if err := bindingRecords.Delete(tx, tenant, capabilityID); err != nil {
 			return err
 		}
-		return audit.Write(tx, tenant, audit.Entry{
+		return audit.Write(tx, tenant, &r.ids, audit.Entry{
 			At: now, Actor: actor, Action: "capability.unbind", Entity: auditEntity, EntityID: capabilityID,
 			Before: audit.Marshal(prev), After: audit.Marshal(nil),
 		})

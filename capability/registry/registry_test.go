@@ -1,4 +1,4 @@
-package capability_test
+package registry_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
@@ -25,7 +26,7 @@ import (
 var t0 = time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)
 
 type testBundle struct {
-	reg   *capability.Registry
+	reg   *registry.Registry
 	store store.Store
 	clock *clock.Fake
 }
@@ -43,7 +44,7 @@ func openStore(t testing.TB) store.Store {
 func setup(t testing.TB, providers ...capability.Provider) *testBundle {
 	t.Helper()
 	b := &testBundle{store: openStore(t), clock: clock.NewFake(t0)}
-	b.reg = capability.NewRegistry(capability.RegistryConfig{Store: b.store, Clock: b.clock})
+	b.reg = registry.New(registry.Config{Store: b.store, Clock: b.clock})
 	for _, p := range providers {
 		if err := b.reg.Register(p); err != nil {
 			t.Fatalf("register %s: %v", p.Info().ID, err)
@@ -324,7 +325,7 @@ func TestResolve(t *testing.T) {
 	email := newProvider("builtin.email", capability.KindBuiltin, "email.send")
 	relay := newProvider("plugin.relay", capability.KindPlugin, "email.send", "chat.message.send")
 	erp := newProvider("plugin.erp", capability.KindPlugin, "erp.purchase_order.get")
-	declared := capability.DeclaredConnectors()
+	declared := registry.DeclaredConnectors()
 	b := setup(t, append([]capability.Provider{email, relay, erp}, declared...)...)
 
 	for _, test := range []struct {
@@ -438,7 +439,7 @@ func TestCall(t *testing.T) {
 			return nil, ctx.Err()
 		}
 		st := openStore(t)
-		reg := capability.NewRegistry(capability.RegistryConfig{Store: st, CallTimeout: 20 * time.Millisecond})
+		reg := registry.New(registry.Config{Store: st, CallTimeout: 20 * time.Millisecond})
 		if err := reg.Register(p); err != nil {
 			t.Fatal(err)
 		}
@@ -494,7 +495,7 @@ func TestCall(t *testing.T) {
 
 	t.Run("coming connector", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, capability.DeclaredConnectors()...)
+		b := setup(t, registry.DeclaredConnectors()...)
 		slack, ok := b.reg.Provider("connector.slack")
 		if !ok {
 			t.Fatal("no connector.slack")
@@ -511,7 +512,7 @@ func TestBind(t *testing.T) {
 	ctx := context.Background()
 	email := newProvider("builtin.email", capability.KindBuiltin, "email.send")
 	relay := newProvider("plugin.relay", capability.KindPlugin, "email.send")
-	b := setup(t, append([]capability.Provider{email, relay}, capability.DeclaredConnectors()...)...)
+	b := setup(t, append([]capability.Provider{email, relay}, registry.DeclaredConnectors()...)...)
 
 	for _, test := range []struct {
 		name, cap, provider string
@@ -549,7 +550,7 @@ func TestBind(t *testing.T) {
 	if _, ok := b.reg.Bound("ten_b", "email.send"); ok {
 		t.Error("tenant ten_b sees ten_a's binding")
 	}
-	want := []capability.Binding{{Capability: "email.send", ProviderID: "builtin.email", BoundAt: t0.Add(time.Hour), BoundBy: "usr_2"}}
+	want := []registry.Binding{{Capability: "email.send", ProviderID: "builtin.email", BoundAt: t0.Add(time.Hour), BoundBy: "usr_2"}}
 	got, err := b.reg.Bindings(ctx, "ten_a")
 	if err != nil {
 		t.Fatal(err)
@@ -559,7 +560,7 @@ func TestBind(t *testing.T) {
 	}
 
 	// A registry opened later on the same store reads the bindings back.
-	fresh := capability.NewRegistry(capability.RegistryConfig{Store: b.store})
+	fresh := registry.New(registry.Config{Store: b.store})
 	if err := fresh.Register(email); err != nil {
 		t.Fatal(err)
 	}
@@ -595,7 +596,7 @@ func TestBind(t *testing.T) {
 	type change struct{ Actor, Action, Before, After string }
 	var changes []change
 	provider := func(raw json.RawMessage) string {
-		var b *capability.Binding
+		var b *registry.Binding
 		if err := json.Unmarshal(raw, &b); err != nil || b == nil {
 			return "none"
 		}
@@ -690,7 +691,7 @@ func TestBindingCacheConcurrent(t *testing.T) {
 	if bad.Load() > 0 {
 		t.Fatalf("%d calls went wrong", bad.Load())
 	}
-	fresh := capability.NewRegistry(capability.RegistryConfig{Store: b.store})
+	fresh := registry.New(registry.Config{Store: b.store})
 	for i := range tenants {
 		tenant := fmt.Sprintf("ten_%d", i)
 		if got, _ := b.reg.Bound(tenant, "email.send"); got != last[i] {
@@ -708,7 +709,7 @@ func TestGaps(t *testing.T) {
 	email := newProvider("builtin.email", capability.KindBuiltin, "email.send")
 	relay := newProvider("plugin.relay", capability.KindPlugin, "email.send")
 	tasks := newProvider("builtin.tasks", capability.KindBuiltin, "task.create")
-	b := setup(t, append([]capability.Provider{email, relay, tasks}, capability.DeclaredConnectors()...)...)
+	b := setup(t, append([]capability.Provider{email, relay, tasks}, registry.DeclaredConnectors()...)...)
 	b.reg.SetSystems(func(_ context.Context, tenant string) ([]string, error) {
 		if tenant == "ten_xero" {
 			return []string{"xero", "MS Teams"}, nil
@@ -777,8 +778,8 @@ func TestGaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]capability.Gap{{Capability: "sms.send", FilledBy: "connector:twilio"}}, gaps,
-		cmpopts.IgnoreFields(capability.Gap{}, "Note")); diff != "" {
+	if diff := cmp.Diff([]registry.Gap{{Capability: "sms.send", FilledBy: "connector:twilio"}}, gaps,
+		cmpopts.IgnoreFields(registry.Gap{}, "Note")); diff != "" {
 		t.Errorf("GapsOf (-want +got):\n%s", diff)
 	}
 	b.reg.SetNeededBy(func(context.Context, string) ([]string, error) { return nil, errors.New("boom") })
@@ -805,16 +806,16 @@ func TestConnections(t *testing.T) {
 		return capability.Health{Status: "starting", Detail: "restarting after a crash"}
 	}}
 	st := openStore(t)
-	reg := capability.NewRegistry(capability.RegistryConfig{Store: st, HealthTimeout: 20 * time.Millisecond})
-	slack := capability.DeclaredConnectors()[0]
+	reg := registry.New(registry.Config{Store: st, HealthTimeout: 20 * time.Millisecond})
+	slack := registry.DeclaredConnectors()[0]
 	for _, p := range []capability.Provider{newProvider("builtin.email", capability.KindBuiltin, "email.send"), slow, down, starting,
-		capability.Failed("plugin.broken", "broken", capability.KindPlugin, "checksum mismatch"), slack} {
+		registry.Failed("plugin.broken", "broken", capability.KindPlugin, "checksum mismatch"), slack} {
 		if err := reg.Register(p); err != nil {
 			t.Fatal(err)
 		}
 	}
 	str := func(s string) *string { return &s }
-	want := []capability.ConnectionOut{
+	want := []registry.ConnectionOut{
 		{Provider: "builtin.email", Name: "Provider builtin.email", Kind: "builtin", Status: "connected"},
 		{Provider: slack.Info().ID, Name: slack.Info().Name, Kind: "connector", Status: "coming",
 			Detail: str("the " + slack.Info().Name + " connector is not built yet")},

@@ -1,4 +1,4 @@
-package capability_test
+package registry_test
 
 import (
 	"context"

@@ -1,4 +1,11 @@
-package capability
+// Package registry is a workspace's capabilities and providers: the standard
+// catalog with its JSON Schemas (reflected from the argument and result
+// types of package capability), the registered providers, each tenant's
+// bindings of a capability to one provider (when exactly one provider fills
+// a capability it is the default), the calls that go through them with their
+// arguments and results validated, the gaps a tenant's processes leave, the
+// connections' health, the declared connectors and the integrations catalog.
+package registry
 
 import (
 	"context"
@@ -13,27 +20,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/internal/schema"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
 
-// MaxProviderIDLen is the longest provider id (BindingIn.provider_id is 1 to
-// 80 characters).
-const MaxProviderIDLen = 80
-
-// ErrMalformedOutput marks a call whose provider answered with a result that
-// does not match the capability's result schema (or is not JSON).
-var ErrMalformedOutput = errors.New("capability: malformed provider output")
-
-// ErrTimeout marks a call whose provider did not answer before the deadline.
-// Such an error is also errs.Unavailable and context.DeadlineExceeded.
-var ErrTimeout = errors.New("capability: provider call timed out")
-
-// RegistryConfig configures NewRegistry.
-type RegistryConfig struct {
+// Config configures New.
+type Config struct {
 	// Store keeps the per-tenant bindings (and their audit entries).
 	// Required.
 	Store store.Store
@@ -49,7 +46,7 @@ type RegistryConfig struct {
 	HealthTimeout time.Duration
 }
 
-func (c RegistryConfig) withDefaults() RegistryConfig {
+func (c Config) withDefaults() Config {
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}
@@ -83,7 +80,7 @@ type SystemsFunc func(ctx context.Context, tenant string) ([]string, error)
 // each tenant's bindings are read from the store once and then served from
 // memory, kept current by Bind and Unbind.
 type Registry struct {
-	cfg RegistryConfig
+	cfg Config
 	log *slog.Logger
 
 	mu   sync.Mutex // serializes Register, Unregister and Refresh
@@ -93,6 +90,8 @@ type Registry struct {
 
 	neededBy atomic.Pointer[NeededFunc]
 	systems  atomic.Pointer[SystemsFunc]
+
+	ids ids.Generator // makes the ids of the records and audit entries it writes
 }
 
 // snapshot is the registry's providers and catalog at one moment. It is
@@ -108,7 +107,7 @@ type snapshot struct {
 
 // capEntry is one capability with its compiled schemas.
 type capEntry struct {
-	cap       Capability
+	cap       capability.Capability
 	external  bool
 	definedBy string // the provider that described it; "" for standard ones
 
@@ -135,17 +134,17 @@ func (e *capEntry) validators() (args, result *schema.Validator, err error) {
 
 // providerEntry is a registered provider with the Info it gave.
 type providerEntry struct {
-	p    Provider
-	info Info
+	p    capability.Provider
+	info capability.Info
 }
 
 func (pe *providerEntry) fills(capID string) bool {
 	return slices.Contains(pe.info.Capabilities, capID)
 }
 
-// NewRegistry returns a registry holding the standard catalog and no
+// New returns a registry holding the standard catalog and no
 // providers.
-func NewRegistry(cfg RegistryConfig) *Registry {
+func New(cfg Config) *Registry {
 	cfg = cfg.withDefaults()
 	r := &Registry{cfg: cfg, log: cfg.Logger.With("component", "capabilities")}
 	s := &snapshot{
@@ -197,7 +196,7 @@ func (s *snapshot) clone() *snapshot {
 // Register adds a provider. Its Info is read once here (see Refresh). The
 // id must be new and at most 80 characters; every capability it lists must
 // be in the catalog or described by the provider itself (Describer).
-func (r *Registry) Register(p Provider) error {
+func (r *Registry) Register(p capability.Provider) error {
 	if p == nil {
 		return errors.New("capability: register a nil provider")
 	}
@@ -220,7 +219,7 @@ func (r *Registry) Register(p Provider) error {
 
 // with returns old plus p (replacing a provider with the same id), or an
 // error when p's description is not acceptable.
-func (r *Registry) with(old *snapshot, p Provider, info Info) (*snapshot, error) {
+func (r *Registry) with(old *snapshot, p capability.Provider, info capability.Info) (*snapshot, error) {
 	if err := checkInfo(info); err != nil {
 		return nil, err
 	}
@@ -229,7 +228,7 @@ func (r *Registry) with(old *snapshot, p Provider, info Info) (*snapshot, error)
 	if prev, ok := old.providers[info.ID]; ok {
 		dropDefinedBy(next, prev.info.ID)
 	}
-	if d, ok := p.(Describer); ok {
+	if d, ok := p.(capability.Describer); ok {
 		for _, c := range d.Capabilities() {
 			if _, known := next.caps[c.ID]; known || !slices.Contains(info.Capabilities, c.ID) {
 				continue
@@ -237,7 +236,7 @@ func (r *Registry) with(old *snapshot, p Provider, info Info) (*snapshot, error)
 			if err := checkDescribed(info.ID, c); err != nil {
 				return nil, err
 			}
-			next.caps[c.ID] = &capEntry{cap: c.clone(), external: true, definedBy: info.ID}
+			next.caps[c.ID] = &capEntry{cap: cloneCapability(c), external: true, definedBy: info.ID}
 		}
 	}
 	for _, c := range info.Capabilities {
@@ -250,22 +249,22 @@ func (r *Registry) with(old *snapshot, p Provider, info Info) (*snapshot, error)
 	return next, nil
 }
 
-func checkInfo(info Info) error {
+func checkInfo(info capability.Info) error {
 	switch {
 	case strings.TrimSpace(info.ID) == "" || info.ID != strings.TrimSpace(info.ID):
 		return errors.Newf("capability: provider id %q must be non-empty without surrounding spaces", info.ID)
-	case len(info.ID) > MaxProviderIDLen:
-		return errors.Newf("capability: provider id %q is longer than %d characters", info.ID, MaxProviderIDLen)
+	case len(info.ID) > capability.MaxProviderIDLen:
+		return errors.Newf("capability: provider id %q is longer than %d characters", info.ID, capability.MaxProviderIDLen)
 	}
 	switch info.Kind {
-	case KindBuiltin, KindConnector, KindPlugin:
+	case capability.KindBuiltin, capability.KindConnector, capability.KindPlugin:
 	default:
 		return errors.Newf("capability: provider %s has kind %q; want builtin, connector or plugin", info.ID, info.Kind)
 	}
 	return nil
 }
 
-func checkDescribed(provider string, c Capability) error {
+func checkDescribed(provider string, c capability.Capability) error {
 	if strings.TrimSpace(c.ID) == "" {
 		return errors.Newf("capability: provider %s describes a capability without an id", provider)
 	}
@@ -336,28 +335,28 @@ func (r *Registry) Refresh(id string) error {
 
 // Catalog returns every capability the registry knows (the standard catalog
 // and those providers described), sorted by id.
-func (r *Registry) Catalog() []Capability {
+func (r *Registry) Catalog() []capability.Capability {
 	s := r.snap.Load()
-	out := make([]Capability, len(s.capIDs))
+	out := make([]capability.Capability, len(s.capIDs))
 	for i, id := range s.capIDs {
-		out[i] = s.caps[id].cap.clone()
+		out[i] = cloneCapability(s.caps[id].cap)
 	}
 	return out
 }
 
 // Capability returns the capability id.
-func (r *Registry) Capability(id string) (Capability, bool) {
+func (r *Registry) Capability(id string) (capability.Capability, bool) {
 	e, ok := r.snap.Load().caps[id]
 	if !ok {
-		return Capability{}, false
+		return capability.Capability{}, false
 	}
-	return e.cap.clone(), true
+	return cloneCapability(e.cap), true
 }
 
 // Providers returns the registered providers, sorted by id.
-func (r *Registry) Providers() []Provider {
+func (r *Registry) Providers() []capability.Provider {
 	s := r.snap.Load()
-	out := make([]Provider, len(s.provIDs))
+	out := make([]capability.Provider, len(s.provIDs))
 	for i, id := range s.provIDs {
 		out[i] = s.providers[id].p
 	}
@@ -365,7 +364,7 @@ func (r *Registry) Providers() []Provider {
 }
 
 // Provider returns the provider id.
-func (r *Registry) Provider(id string) (Provider, bool) {
+func (r *Registry) Provider(id string) (capability.Provider, bool) {
 	pe, ok := r.snap.Load().providers[id]
 	if !ok {
 		return nil, false
@@ -375,9 +374,9 @@ func (r *Registry) Provider(id string) (Provider, bool) {
 
 // Infos returns the Info of every registered provider as it was read at
 // registration (or the last Refresh), sorted by id.
-func (r *Registry) Infos() []Info {
+func (r *Registry) Infos() []capability.Info {
 	s := r.snap.Load()
-	out := make([]Info, len(s.provIDs))
+	out := make([]capability.Info, len(s.provIDs))
 	for i, id := range s.provIDs {
 		out[i] = cloneInfo(s.providers[id].info)
 	}
@@ -386,16 +385,16 @@ func (r *Registry) Infos() []Info {
 
 // ProvidersFor returns the Info of every provider that fills capability id,
 // sorted by provider id (declared connectors that are coming included).
-func (r *Registry) ProvidersFor(id string) []Info {
+func (r *Registry) ProvidersFor(id string) []capability.Info {
 	pes := r.snap.Load().byCap[id]
-	out := make([]Info, len(pes))
+	out := make([]capability.Info, len(pes))
 	for i, pe := range pes {
 		out[i] = cloneInfo(pe.info)
 	}
 	return out
 }
 
-func cloneInfo(i Info) Info {
+func cloneInfo(i capability.Info) capability.Info {
 	i.Capabilities = slices.Clone(i.Capabilities)
 	if i.App != nil {
 		a := normalizeApp(*i.App)
@@ -404,17 +403,17 @@ func cloneInfo(i Info) Info {
 	return i
 }
 
-// Apps returns the built-in apps (BuiltinApps) followed by the apps the
+// Apps returns the built-in apps (capability.BuiltinApps) followed by the apps the
 // registered providers describe, sorted by id. A provider app whose id is
 // a built-in app's is left out (and logged).
-func (r *Registry) Apps() []App {
-	out := BuiltinApps()
+func (r *Registry) Apps() []capability.App {
+	out := capability.BuiltinApps()
 	seen := map[string]bool{}
 	for _, a := range out {
 		seen[a.ID] = true
 	}
 	s := r.snap.Load()
-	var extra []App
+	var extra []capability.App
 	for _, id := range s.provIDs {
 		info := s.providers[id].info
 		if info.App == nil {
@@ -428,7 +427,7 @@ func (r *Registry) Apps() []App {
 		seen[info.App.ID] = true
 		extra = append(extra, normalizeApp(*info.App))
 	}
-	slices.SortFunc(extra, func(a, b App) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(extra, func(a, b capability.App) int { return strings.Compare(a.ID, b.ID) })
 	return append(out, extra...)
 }
 
@@ -437,7 +436,7 @@ func (r *Registry) Apps() []App {
 // provider (not counting connectors that are coming) fills it. Otherwise it
 // is an errs.Unavailable error that says what to do; an unknown capability
 // is errs.Invalid.
-func (r *Registry) Resolve(ctx context.Context, tenant, capabilityID string) (Provider, error) {
+func (r *Registry) Resolve(ctx context.Context, tenant, capabilityID string) (capability.Provider, error) {
 	s := r.snap.Load()
 	if _, ok := s.caps[capabilityID]; !ok {
 		return nil, unknownCapability(capabilityID)
@@ -497,7 +496,7 @@ func (r *Registry) resolve(ctx context.Context, s *snapshot, tenant, capabilityI
 // does not match is ErrMalformedOutput, naming the provider; a call that
 // runs out of time is ErrTimeout (and errs.Unavailable). The provider's own
 // errors keep their kinds.
-func (r *Registry) Call(ctx context.Context, call Call) (json.RawMessage, error) {
+func (r *Registry) Call(ctx context.Context, call capability.Call) (json.RawMessage, error) {
 	s := r.snap.Load()
 	ce, ok := s.caps[call.Capability]
 	if !ok {
@@ -537,13 +536,13 @@ func malformed(provider, capID string, vs []errs.Violation) error {
 	}
 	return errors.Mark(
 		errors.Newf("provider %s returned malformed output for %s: %s", provider, capID, strings.Join(parts, "; ")),
-		ErrMalformedOutput)
+		capability.ErrMalformedOutput)
 }
 
 // invoke calls the provider with the deadline and turns a panic into an
 // error. A caller whose own deadline comes first (the run engine gives each
 // call one) needs no second timer.
-func (r *Registry) invoke(ctx context.Context, pe *providerEntry, call Call) (out json.RawMessage, err error) {
+func (r *Registry) invoke(ctx context.Context, pe *providerEntry, call capability.Call) (out json.RawMessage, err error) {
 	cctx, cancel := ctx, context.CancelFunc(func() {})
 	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > r.cfg.CallTimeout {
 		cctx, cancel = context.WithTimeout(ctx, r.cfg.CallTimeout)
@@ -566,7 +565,23 @@ func (r *Registry) invoke(ctx context.Context, pe *providerEntry, call Call) (ou
 		} else {
 			terr = errs.Unavailablef("provider %s did not answer %s within %s", pe.info.ID, call.Capability, r.cfg.CallTimeout)
 		}
-		return nil, errors.Mark(errors.Mark(terr, ErrTimeout), context.DeadlineExceeded)
+		return nil, errors.Mark(errors.Mark(terr, capability.ErrTimeout), context.DeadlineExceeded)
 	}
 	return nil, errors.Wrapf(err, "provider %s: %s", pe.info.ID, call.Capability)
+}
+
+// normalizeApp returns a copy of a with nil lists made empty, so it encodes
+// as api.md's App (lists default to empty, never null).
+func normalizeApp(a capability.App) capability.App {
+	a.Events.Emits = nonNil(slices.Clone(a.Events.Emits))
+	a.Events.Consumes = nonNil(slices.Clone(a.Events.Consumes))
+	a.Capabilities = nonNil(slices.Clone(a.Capabilities))
+	return a
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

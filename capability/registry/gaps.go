@@ -1,4 +1,4 @@
-package capability
+package registry
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bas-platform/bas/capability"
 	"github.com/cockroachdb/errors"
 )
 
@@ -170,7 +171,7 @@ func (r *Registry) gap(s *snapshot, id string, external bool, systems func() map
 		}
 	}
 	for _, pe := range s.byCap[id] {
-		if pe.info.Kind == KindConnector {
+		if pe.info.Kind == capability.KindConnector {
 			add(strings.TrimPrefix(pe.info.ID, connectorPrefix), pe.info.Name)
 		}
 	}
@@ -217,7 +218,7 @@ type ConnectionOut struct {
 	// Name is the provider's human title.
 	Name string `json:"name"`
 	// Kind is builtin, connector or plugin.
-	Kind Kind `json:"kind"`
+	Kind capability.Kind `json:"kind"`
 	// Status is connected, starting, failed, coming or not_configured.
 	Status string `json:"status"`
 	// Detail says why, when the status is not connected.
@@ -235,7 +236,7 @@ func (r *Registry) Connections(ctx context.Context) []ConnectionOut {
 	for i, id := range s.provIDs {
 		pe := s.providers[id]
 		out[i] = ConnectionOut{Provider: id, Name: pe.info.Name, Kind: pe.info.Kind, Status: "connected"}
-		hc, ok := pe.p.(HealthChecker)
+		hc, ok := pe.p.(capability.HealthChecker)
 		if !ok {
 			continue
 		}
@@ -256,15 +257,15 @@ func (r *Registry) Connections(ctx context.Context) []ConnectionOut {
 
 // health asks hc within HealthTimeout; a checker that does not answer in
 // time (or panics) is reported failed.
-func (r *Registry) health(ctx context.Context, id string, hc HealthChecker) (h Health) {
+func (r *Registry) health(ctx context.Context, id string, hc capability.HealthChecker) (h capability.Health) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.HealthTimeout)
 	defer cancel()
-	done := make(chan Health, 1)
+	done := make(chan capability.Health, 1)
 	go func() {
 		defer func() {
 			if v := recover(); v != nil {
 				r.log.Error("health check panicked", "provider", id, "panic", v)
-				done <- Health{Status: "failed", Detail: "health check panicked"}
+				done <- capability.Health{Status: "failed", Detail: "health check panicked"}
 			}
 		}()
 		done <- hc.Health(ctx)
@@ -272,7 +273,7 @@ func (r *Registry) health(ctx context.Context, id string, hc HealthChecker) (h H
 	select {
 	case h = <-done:
 	case <-ctx.Done():
-		h = Health{Status: "failed", Detail: "health check did not answer within " + r.cfg.HealthTimeout.Round(time.Millisecond).String()}
+		h = capability.Health{Status: "failed", Detail: "health check did not answer within " + r.cfg.HealthTimeout.Round(time.Millisecond).String()}
 	}
 	if h.Status == "" {
 		h.Status = "connected"

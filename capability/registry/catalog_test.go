@@ -1,4 +1,4 @@
-package capability_test
+package registry_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/capability/registry"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -19,7 +20,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // (run go test -update to accept it).
 func TestCatalogGolden(t *testing.T) {
 	t.Parallel()
-	got, err := json.MarshalIndent(capability.Standard(), "", "  ")
+	got, err := json.MarshalIndent(registry.Standard(), "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package capability_test
+package registry_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/cockroachdb/errors"
 	"github.com/google/go-cmp/cmp"
@@ -39,7 +40,7 @@ func TestWebhook(t *testing.T) {
 		var c capability.Call
 		_ = json.Unmarshal(body, &c)
 		sig := strings.TrimPrefix(r.Header.Get("X-Bas-Signature"), "sha256=")
-		want := capability.Sign(secret, r.Header.Get("X-Bas-Timestamp"), body)
+		want := registry.Sign(secret, r.Header.Get("X-Bas-Timestamp"), body)
 		got <- seen{c, r.Header.Get("Idempotency-Key"), r.Header.Get("Authorization"),
 			hmac.Equal([]byte(sig), []byte(want)), r.Header.Get("X-Bas-Capability")}
 		var args struct{ Channel string }
@@ -66,7 +67,7 @@ func TestWebhook(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 
-	wh, err := capability.NewWebhook(capability.WebhookConfig{
+	wh, err := registry.NewWebhook(registry.WebhookConfig{
 		ID: "connector.ops-hook", Name: "Ops hook", URL: srv.URL + "/call", HealthURL: srv.URL + "/health",
 		Capabilities: []string{"chat.message.send"}, Secret: secret,
 		Header: http.Header{"Authorization": {"Bearer tok"}},
@@ -75,7 +76,7 @@ func TestWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := openStore(t)
-	reg := capability.NewRegistry(capability.RegistryConfig{Store: st, CallTimeout: 200 * time.Millisecond})
+	reg := registry.New(registry.Config{Store: st, CallTimeout: 200 * time.Millisecond})
 	if err := reg.Register(wh); err != nil {
 		t.Fatal(err)
 	}
@@ -123,13 +124,13 @@ func TestWebhook(t *testing.T) {
 		t.Errorf("Connections = %+v", conns)
 	}
 
-	if _, err := capability.NewWebhook(capability.WebhookConfig{URL: "ftp://x", Capabilities: []string{"sms.send"}}); err == nil {
+	if _, err := registry.NewWebhook(registry.WebhookConfig{URL: "ftp://x", Capabilities: []string{"sms.send"}}); err == nil {
 		t.Error("NewWebhook accepted an ftp URL")
 	}
-	if _, err := capability.NewWebhook(capability.WebhookConfig{URL: "https://example.com/hook"}); err == nil {
+	if _, err := registry.NewWebhook(registry.WebhookConfig{URL: "https://example.com/hook"}); err == nil {
 		t.Error("NewWebhook accepted no capabilities")
 	}
-	bad, err := capability.NewWebhook(capability.WebhookConfig{URL: srv.URL, HealthURL: srv.URL + "/health", Capabilities: []string{"sms.send"}})
+	bad, err := registry.NewWebhook(registry.WebhookConfig{URL: srv.URL, HealthURL: srv.URL + "/health", Capabilities: []string{"sms.send"}})
 	if err != nil {
 		t.Fatal(err)
 	}

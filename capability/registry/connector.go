@@ -1,4 +1,4 @@
-package capability
+package registry
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/cockroachdb/errors"
@@ -35,8 +36,8 @@ type comingConnector struct {
 // them, but they never fill one by default, cannot be bound, report
 // "coming" in GET /v1/connections, and every call fails with
 // errs.Unavailable "connector X is coming".
-func DeclaredConnectors() []Provider {
-	var out []Provider
+func DeclaredConnectors() []capability.Provider {
+	var out []capability.Provider
 	for _, s := range integrationIndex().systems {
 		if s.How == HowComing && len(s.Provides) > 0 {
 			out = append(out, &comingConnector{sys: s})
@@ -46,25 +47,25 @@ func DeclaredConnectors() []Provider {
 }
 
 // Info describes the connector: kind connector, coming.
-func (c *comingConnector) Info() Info {
-	return Info{ID: connectorPrefix + c.sys.ID, Name: c.sys.Name, Kind: KindConnector,
+func (c *comingConnector) Info() capability.Info {
+	return capability.Info{ID: connectorPrefix + c.sys.ID, Name: c.sys.Name, Kind: capability.KindConnector,
 		Capabilities: slices.Clone(c.sys.Provides), Coming: true}
 }
 
 // Call fails: the connector is not built.
-func (c *comingConnector) Call(context.Context, Call) (json.RawMessage, error) {
+func (c *comingConnector) Call(context.Context, capability.Call) (json.RawMessage, error) {
 	return nil, errs.Unavailablef("connector %s is coming", c.sys.Name)
 }
 
 // Health reports "coming".
-func (c *comingConnector) Health(context.Context) Health {
-	return Health{Status: "coming", Detail: "the " + c.sys.Name + " connector is not built yet"}
+func (c *comingConnector) Health(context.Context) capability.Health {
+	return capability.Health{Status: "coming", Detail: "the " + c.sys.Name + " connector is not built yet"}
 }
 
 // failedProvider stands for a provider that could not be registered or
 // loaded.
 type failedProvider struct {
-	info   Info
+	info   capability.Info
 	detail string
 }
 
@@ -72,24 +73,24 @@ type failedProvider struct {
 // or registered (a plugin with a bad description, say): it fills nothing,
 // GET /v1/connections lists it as "failed" with detail, and calls fail with
 // errs.Unavailable.
-func Failed(id, name string, kind Kind, detail string) Provider {
+func Failed(id, name string, kind capability.Kind, detail string) capability.Provider {
 	if name == "" {
 		name = id
 	}
-	return &failedProvider{info: Info{ID: id, Name: name, Kind: kind, Capabilities: []string{}}, detail: detail}
+	return &failedProvider{info: capability.Info{ID: id, Name: name, Kind: kind, Capabilities: []string{}}, detail: detail}
 }
 
 // Info describes the failed provider; it fills nothing.
-func (f *failedProvider) Info() Info { return cloneInfo(f.info) }
+func (f *failedProvider) Info() capability.Info { return cloneInfo(f.info) }
 
 // Call fails with errs.Unavailable.
-func (f *failedProvider) Call(context.Context, Call) (json.RawMessage, error) {
+func (f *failedProvider) Call(context.Context, capability.Call) (json.RawMessage, error) {
 	return nil, errs.Unavailablef("provider %s failed: %s", f.info.ID, f.detail)
 }
 
 // Health reports "failed" with the reason.
-func (f *failedProvider) Health(context.Context) Health {
-	return Health{Status: "failed", Detail: f.detail}
+func (f *failedProvider) Health(context.Context) capability.Health {
+	return capability.Health{Status: "failed", Detail: f.detail}
 }
 
 // WebhookConfig configures NewWebhook.
@@ -134,8 +135,8 @@ type Webhook struct {
 }
 
 var (
-	_ Provider      = (*Webhook)(nil)
-	_ HealthChecker = (*Webhook)(nil)
+	_ capability.Provider      = (*Webhook)(nil)
+	_ capability.HealthChecker = (*Webhook)(nil)
 )
 
 // NewWebhook returns a webhook connector.
@@ -172,12 +173,12 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 }
 
 // Info describes the webhook: kind connector.
-func (w *Webhook) Info() Info {
-	return Info{ID: w.cfg.ID, Name: w.cfg.Name, Kind: KindConnector, Capabilities: slices.Clone(w.cfg.Capabilities)}
+func (w *Webhook) Info() capability.Info {
+	return capability.Info{ID: w.cfg.ID, Name: w.cfg.Name, Kind: capability.KindConnector, Capabilities: slices.Clone(w.cfg.Capabilities)}
 }
 
 // Call POSTs call to the URL and returns the answer's body.
-func (w *Webhook) Call(ctx context.Context, call Call) (json.RawMessage, error) {
+func (w *Webhook) Call(ctx context.Context, call capability.Call) (json.RawMessage, error) {
 	body, err := json.Marshal(call)
 	if err != nil {
 		return nil, errors.Wrap(err, "encode the call")
@@ -281,13 +282,13 @@ func truncate(s string, n int) string {
 }
 
 // Health asks HealthURL, when set; otherwise the webhook is connected.
-func (w *Webhook) Health(ctx context.Context) Health {
+func (w *Webhook) Health(ctx context.Context) capability.Health {
 	if w.cfg.HealthURL == "" {
-		return Health{Status: "connected"}
+		return capability.Health{Status: "connected"}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.cfg.HealthURL, nil)
 	if err != nil {
-		return Health{Status: "failed", Detail: err.Error()}
+		return capability.Health{Status: "failed", Detail: err.Error()}
 	}
 	for k, vs := range w.cfg.Header {
 		for _, v := range vs {
@@ -296,14 +297,14 @@ func (w *Webhook) Health(ctx context.Context) Health {
 	}
 	resp, err := w.cfg.Client.Do(req)
 	if err != nil {
-		return Health{Status: "failed", Detail: "health check: " + err.Error()}
+		return capability.Health{Status: "failed", Detail: "health check: " + err.Error()}
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
-		return Health{Status: "failed", Detail: fmt.Sprintf("health check answered %d", resp.StatusCode)}
+		return capability.Health{Status: "failed", Detail: fmt.Sprintf("health check answered %d", resp.StatusCode)}
 	}
-	return Health{Status: "connected"}
+	return capability.Health{Status: "connected"}
 }
 
 // Sign returns the hex HMAC-SHA256 of "<timestamp>.<body>" keyed by secret:

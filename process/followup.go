@@ -1,0 +1,109 @@
+package process
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/extract"
+	"github.com/bas-platform/bas/internal/filter"
+)
+
+// FollowUpConfig configures a follow_up step: reminders through email.send
+// every Every until an UntilEvent (matching Filter) arrives or MaxReminders
+// have gone out.
+type FollowUpConfig struct {
+	To           any             `json:"to" jsonschema:"required"`
+	Subject      string          `json:"subject" jsonschema:"required,minLength=1,maxLength=300"`
+	Body         string          `json:"body" jsonschema:"required,minLength=1,maxLength=20000"`
+	Every        string          `json:"every,omitempty" jsonschema:"maxLength=40"`
+	MaxReminders int             `json:"max_reminders,omitempty" jsonschema:"minimum=1,maximum=50"`
+	UntilEvent   string          `json:"until_event,omitempty" jsonschema:"maxLength=200"`
+	Filter       json.RawMessage `json:"filter,omitempty"`
+}
+
+// followUpStep is the follow_up step type: the engine sends reminders
+// through email.send until the reply event or the limit.
+func followUpStep() StepType {
+	return Define(StepDef[FollowUpConfig]{
+		Type: StepFollowUp, Label: "Follow up",
+		Description:  "Chases a person or supplier for something missing, with reminders through email.send until a reply event or a limit.",
+		Capabilities: []string{CapEmailSend},
+		Check:        checkFollowUp,
+		Needs:        func(Step) []string { return []string{CapEmailSend} },
+	})
+}
+
+func checkFollowUp(cfg *FollowUpConfig, _ Step, loc []any) []errs.Violation {
+	var v violations
+	tloc := at(loc, "to")
+	checkAddress := func(s string, loc []any) {
+		if isReference(s) {
+			return
+		}
+		if addr, err := extract.ParseEmail(s); err != nil || addr != strings.TrimSpace(s) {
+			v.add(loc, "value_error", "is not an email address")
+		}
+	}
+	switch to := cfg.To.(type) {
+	case nil:
+		v.add(tloc, "missing", "a follow-up needs a recipient")
+	case string:
+		checkAddress(to, tloc)
+	case []any:
+		if len(to) == 0 {
+			v.add(tloc, "too_short", "must list at least 1 recipient")
+		}
+		if len(to) > 50 {
+			v.add(tloc, "too_long", "must list at most 50 recipients")
+		}
+		for i, e := range to {
+			s, ok := e.(string)
+			if !ok {
+				v.add(at(tloc, i), "type_error", "must be a string")
+				continue
+			}
+			checkAddress(s, at(tloc, i))
+		}
+	default:
+		v.add(tloc, "type_error", "must be an email address, a list of them, or a reference")
+	}
+	checkOneLine(&v, cfg.Subject, at(loc, "subject"))
+	checkDuration(&v, cfg.Every, at(loc, "every"))
+	checkEventName(&v, cfg.UntilEvent, at(loc, "until_event"), false)
+	if !filterEmpty(cfg.Filter) {
+		if cfg.UntilEvent == "" {
+			v.add(at(loc, "filter"), "value_error", "is only used with until_event")
+		} else if _, err := filter.Parse(cfg.Filter, at(loc, "filter")...); err != nil {
+			v.addAll(violationsOf(err, at(loc, "filter")))
+		}
+	}
+	return v.vs
+}
+
+// The follow-up defaults.
+const (
+	DefaultFollowUpEvery        = 48 * time.Hour
+	DefaultFollowUpMaxReminders = 3
+)
+
+// Schedule is how often the step reminds (every, 48h by default) and how
+// many reminders it sends at most (3 by default).
+func (c FollowUpConfig) Schedule() (every time.Duration, max int, err error) {
+	every, max = DefaultFollowUpEvery, c.MaxReminders
+	if c.Every != "" {
+		if every, err = positiveDuration("every", c.Every); err != nil {
+			return 0, 0, err
+		}
+	}
+	if max <= 0 {
+		max = DefaultFollowUpMaxReminders
+	}
+	return every, max, nil
+}
+
+// ReminderArgs are the arguments of each reminder's email.send call.
+func (c FollowUpConfig) ReminderArgs() map[string]any {
+	return map[string]any{"to": c.To, "subject": c.Subject, "body": c.Body}
+}
