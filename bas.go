@@ -34,6 +34,7 @@ import (
 	"github.com/bas-platform/bas/internal/apps/automation"
 	"github.com/bas-platform/bas/internal/apps/decisions"
 	"github.com/bas-platform/bas/internal/apps/docs"
+	"github.com/bas-platform/bas/internal/apps/invoicing"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/mail"
@@ -105,6 +106,10 @@ type Options struct {
 	PluginEnv []string
 	// MaxUploadBytes bounds an uploaded document. Defaults to 25 MiB.
 	MaxUploadBytes int64
+	// PublicURL is the base URL the HTTP API is reached at
+	// ("https://bas.example/api"), for links in emails and PDFs (an
+	// invoice's PDF and payment link). Defaults to "/api".
+	PublicURL string
 	// PluginChecksums maps a plugin path or base name to its expected
 	// SHA-256 (hex); a plugin that does not match is not started.
 	PluginChecksums map[string]string
@@ -147,6 +152,8 @@ type Workspace struct {
 
 	docs *docs.Service // the documents app
 
+	invoicing *invoicing.Service // the invoicing app
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -163,7 +170,29 @@ func (ws *Workspace) Decisions() *decisions.Service { return ws.decisions }
 // and review.
 func (ws *Workspace) Docs() *docs.Service { return ws.docs }
 
-// docsEvents hands the documents app's events to the run engine's outbox
+// Invoicing returns the invoicing app: customers, invoices, payments and
+// collection.
+func (ws *Workspace) Invoicing() *invoicing.Service { return ws.invoicing }
+
+// appTimers keeps an app's durable timers in the run engine's due-time
+// index (the engine is wired after the apps, so it is looked up per call).
+type appTimers struct{ ws *Workspace }
+
+func (a appTimers) SetTimer(tx store.Txn, tenant, kind, token string, at time.Time) error {
+	if a.ws.engine == nil {
+		return errs.Unavailablef("the workspace is still opening")
+	}
+	return a.ws.engine.SetTimer(tx, tenant, kind, token, at)
+}
+
+func (a appTimers) CancelTimer(tx store.Txn, tenant, kind, token string, at time.Time) error {
+	if a.ws.engine == nil {
+		return errs.Unavailablef("the workspace is still opening")
+	}
+	return a.ws.engine.CancelTimer(tx, tenant, kind, token, at)
+}
+
+// docsEvents hands the apps' events (documents, invoicing) to the run engine's outbox
 // (the engine is wired after the apps, so it is looked up per event).
 type docsEvents struct{ ws *Workspace }
 
@@ -318,6 +347,20 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	} else if n > 0 {
 		opts.Logger.Info("docs: removed unfinished uploads", "files", n)
 	}
+	// -- wiring: invoicing
+	ws.invoicing = invoicing.New(invoicing.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,
+		Events: docsEvents{ws}, Timers: appTimers{ws}, Mailer: ws.registry, PublicURL: opts.PublicURL,
+		WorkspaceName: func(ctx context.Context, tenant string) (string, error) {
+			w, err := ws.access.Workspace(ctx, tenant)
+			if err != nil {
+				return "", err
+			}
+			return w.Name, nil
+		}})
+	if err := ws.registry.Register(ws.invoicing.Provider()); err != nil {
+		_ = ws.Close()
+		return nil, errors.Wrap(err, "register the invoicing provider")
+	}
 	// -- wiring: engine
 	if _, taken := ws.registry.Provider("builtin.email"); !taken {
 		if err := ws.registry.Register(mail.NewProvider(st, opts.Clock)); err != nil {
@@ -332,6 +375,8 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		return nil, err
 	}
 	ws.engine = eng
+	eng.HandleTimers(invoicing.TimerCollect, ws.invoicing.HandleTimer)
+	eng.HandleTimers(invoicing.TimerOnboard, ws.invoicing.HandleTimer)
 	if err := ws.registry.Register(eng.Provider()); err != nil {
 		_ = ws.Close()
 		return nil, errors.Wrap(err, "register the task provider")

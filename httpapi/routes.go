@@ -12,4 +12,5 @@ func (h *Handler) registerRoutes() {
 	h.registerAutomationRoutes()
 	h.registerDecisionRoutes()
 	h.registerDocsRoutes()
+	h.registerInvoicingRoutes()
 }
