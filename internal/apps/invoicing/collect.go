@@ -15,7 +15,9 @@ import (
 )
 
 // PDFURL is the authenticated address of an invoice's PDF.
-func (s *Service) PDFURL(id string) string { return s.cfg.PublicURL + "/v1/invoicing/invoices/" + id + "/pdf" }
+func (s *Service) PDFURL(id string) string {
+	return s.cfg.PublicURL + "/v1/invoicing/invoices/" + id + "/pdf"
+}
 
 // payURL is the public address of a payment link.
 func (s *Service) payURL(token string) string { return s.cfg.PublicURL + "/v1/invoicing/pay/" + token }

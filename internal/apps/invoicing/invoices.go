@@ -544,4 +544,3 @@ func (s *Service) InvoiceEvents(ctx context.Context, tenant, id string) ([]Event
 	}
 	return inv.Events, nil
 }
-

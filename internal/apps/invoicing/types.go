@@ -529,12 +529,12 @@ type Invoice struct {
 	Payments []Payment `json:"payments"`
 	Events   []Event   `json:"events"`
 
-	CreatedAt      time.Time  `json:"created_at"`
-	UpdatedAt      time.Time  `json:"updated_at"`
-	FinalizedAt    *time.Time `json:"finalized_at"`
-	SentAt         *time.Time `json:"sent_at"`
-	PaidAt         *time.Time `json:"paid_at"`
-	VoidedAt       *time.Time `json:"voided_at"`
+	CreatedAt       time.Time  `json:"created_at"`
+	UpdatedAt       time.Time  `json:"updated_at"`
+	FinalizedAt     *time.Time `json:"finalized_at"`
+	SentAt          *time.Time `json:"sent_at"`
+	PaidAt          *time.Time `json:"paid_at"`
+	VoidedAt        *time.Time `json:"voided_at"`
 	UncollectibleAt *time.Time `json:"marked_uncollectible_at"`
 }
 
@@ -571,16 +571,16 @@ type Tax struct {
 
 // Account is the payments account (interface.md AccountOut).
 type Account struct {
-	Mode               string    `json:"mode"`
-	Status             string    `json:"status"`
-	PaymentsAccountID  *string   `json:"payments_account_id"`
-	ChargesEnabled     bool      `json:"charges_enabled"`
-	PayoutsEnabled     bool      `json:"payouts_enabled"`
-	DefaultCurrency    string    `json:"default_currency"`
-	BusinessName       string    `json:"business_name"`
-	SupportEmail       *string   `json:"support_email"`
-	Reminders          Reminders `json:"reminders"`
-	Tax                Tax       `json:"tax"`
+	Mode              string    `json:"mode"`
+	Status            string    `json:"status"`
+	PaymentsAccountID *string   `json:"payments_account_id"`
+	ChargesEnabled    bool      `json:"charges_enabled"`
+	PayoutsEnabled    bool      `json:"payouts_enabled"`
+	DefaultCurrency   string    `json:"default_currency"`
+	BusinessName      string    `json:"business_name"`
+	SupportEmail      *string   `json:"support_email"`
+	Reminders         Reminders `json:"reminders"`
+	Tax               Tax       `json:"tax"`
 	// OnboardingReadyAt is when a simulated onboarding completes.
 	OnboardingReadyAt *time.Time `json:"onboarding_ready_at"`
 }
