@@ -439,13 +439,11 @@ func (s *Service) PayByLink(ctx context.Context, token string, in CheckoutIn) (*
 	if in.CardNumber == declinedCard {
 		return nil, errs.Invalidf(loc("body", "card_number"), "value_error", "the card was declined")
 	}
-	var tenant string
 	err := s.st.Update(ctx, func(tx store.Txn) error {
 		t, r, err := s.byToken(tx, token)
 		if err != nil {
 			return err
 		}
-		tenant = t
 		if r.Status != StatusOpen {
 			return errs.Conflictf("invoice is already %s", r.Status)
 		}
@@ -458,7 +456,6 @@ func (s *Service) PayByLink(ctx context.Context, token string, in CheckoutIn) (*
 	if err != nil {
 		return nil, err
 	}
-	_ = tenant
 	s.cfg.Events.Kick()
 	return s.PaymentLink(ctx, token)
 }

@@ -237,9 +237,9 @@ func moveBalance(tx store.Txn, tenant, id string, delta int64) error {
 	if err != nil {
 		return err
 	}
-	nb, ok := addCents(max(c.BalanceCents, 0), max(delta, 0))
-	if delta < 0 {
-		nb, ok = c.BalanceCents+delta, true
+	nb, ok := c.BalanceCents+delta, true
+	if delta > 0 {
+		nb, ok = addCents(c.BalanceCents, delta)
 	}
 	if !ok {
 		return errs.Invalidf(loc("body"), "less_than_equal", "the customer's balance would exceed 9223372036854775807 cents")

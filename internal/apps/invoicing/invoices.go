@@ -127,7 +127,6 @@ func (s *Service) CreateInvoice(ctx context.Context, tenant string, in InvoiceIn
 		return nil, err
 	}
 	var out *Invoice
-	var created *record
 	err := s.st.Update(ctx, func(tx store.Txn) error {
 		now := s.now()
 		c, err := customers.Get(tx, tenant, in.CustomerID)
@@ -160,13 +159,12 @@ func (s *Service) CreateInvoice(ctx context.Context, tenant string, in InvoiceIn
 		if err := s.emit(tx, tenant, BusCreated, r, nil); err != nil {
 			return err
 		}
-		created, out = r, r.out()
+		out = r.out()
 		return invoices.Put(tx, tenant, r)
 	})
 	if err != nil {
 		return nil, err
 	}
-	_ = created
 	s.cfg.Events.Kick()
 	return out, nil
 }
