@@ -635,6 +635,25 @@ func TestInvoicingAccount(t *testing.T) {
 			Inclusive          bool    `json:"inclusive"`
 		} `json:"tax"`
 	}
+	// AccountOut and CustomerOut carry exactly interface.md's fields.
+	keysOf := func(path, method, body string, status int) []string {
+		var m map[string]any
+		s.do(t, method, path, admin, body).want(t, status).decode(t, &m)
+		var keys []string
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return keys
+	}
+	if diff := cmp.Diff([]string{"business_name", "charges_enabled", "default_currency", "mode", "payments_account_id",
+		"payouts_enabled", "reminders", "status", "support_email", "tax"}, keysOf("/v1/invoicing/account", "GET", "", 200)); diff != "" {
+		t.Errorf("AccountOut keys (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"address", "balance_cents", "company_id", "created_at", "email", "id", "name",
+		"payments_customer_id", "phone"}, keysOf("/v1/invoicing/customers", "POST", `{"name": "Shape"}`, 201)); diff != "" {
+		t.Errorf("CustomerOut keys (-want +got):\n%s", diff)
+	}
 	var a accountOut
 	s.do(t, "GET", "/v1/invoicing/account", admin, nil).want(t, http.StatusOK).decode(t, &a)
 	if a.Mode != "simulated" || a.Status != "not_connected" || a.DefaultCurrency != "USD" ||

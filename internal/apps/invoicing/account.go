@@ -117,7 +117,7 @@ func (s *Service) Connect(ctx context.Context, tenant string) (*Account, error) 
 			return nil
 		}
 		ready := s.now().Add(s.cfg.OnboardingDelay)
-		a.Status, a.OnboardingReadyAt = AccountOnboarding, &ready
+		a.Status = AccountOnboarding
 		if s.cfg.Timers != nil {
 			if err := s.cfg.Timers.SetTimer(tx, tenant, TimerOnboard, accountID, ready); err != nil {
 				return err
@@ -140,7 +140,6 @@ func (s *Service) finishOnboarding(ctx context.Context, t runengine.AppTimer) er
 		}
 		a.Status, a.ChargesEnabled, a.PayoutsEnabled = AccountConnected, true, true
 		a.PaymentsAccountID = ptr(ids.New("acct_sim", s.now()))
-		a.OnboardingReadyAt = nil
 		return accounts.Put(tx, t.Tenant, a)
 	})
 }

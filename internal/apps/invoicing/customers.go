@@ -90,7 +90,7 @@ func (s *Service) CreateCustomer(ctx context.Context, tenant string, in Customer
 	}
 	now := s.now()
 	c := &Customer{ID: ids.New("cus", now), Name: strings.TrimSpace(in.Name), Email: in.Email, Phone: in.Phone,
-		CompanyID: in.CompanyID, Address: in.Address.normalized(), CreatedAt: now, UpdatedAt: now}
+		CompanyID: in.CompanyID, Address: in.Address.normalized(), CreatedAt: now}
 	err := s.st.Update(ctx, func(tx store.Txn) error {
 		a, err := s.account(ctx, tx, tenant)
 		if err != nil {
@@ -200,7 +200,6 @@ func (s *Service) UpdateCustomer(ctx context.Context, tenant, id string, p Custo
 		if p.Address != nil || p.clears("address") {
 			c.Address = p.Address.normalized()
 		}
-		c.UpdatedAt = s.now()
 		out = c
 		return customers.Put(tx, tenant, c)
 	})

@@ -257,7 +257,6 @@ type Customer struct {
 	// BalanceCents is the amount due of the customer's open invoices.
 	BalanceCents int64     `json:"balance_cents"`
 	CreatedAt    time.Time `json:"created_at"`
-	UpdatedAt    time.Time `json:"updated_at"`
 }
 
 // ---- Invoices -------------------------------------------------------------
