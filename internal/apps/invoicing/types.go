@@ -580,8 +580,6 @@ type Account struct {
 	SupportEmail      *string   `json:"support_email"`
 	Reminders         Reminders `json:"reminders"`
 	Tax               Tax       `json:"tax"`
-	// OnboardingReadyAt is when a simulated onboarding completes.
-	OnboardingReadyAt *time.Time `json:"onboarding_ready_at"`
 }
 
 // RemindersIn changes the reminder schedule; keys present apply.
