@@ -430,12 +430,26 @@ func TestInvoicingMoney(t *testing.T) {
 		{"unknown currency", `"currency": "ABC"`, 422, `"currency"`},
 		{"lower-case currency", `"currency": "usd"`, 422, `"currency"`},
 		{"another currency", `"currency": "JPY"`, 201, ""},
+		{"description 500", `"lines": [{"description": "` + long(500) + `", "quantity": 1, "unit_amount_cents": 1}]`, 201, ""},
+		{"description 501", `"lines": [{"description": "` + long(501) + `", "quantity": 1, "unit_amount_cents": 1}]`, 422, `"description"`},
+		{"every violation at once", `"days_until_due": 400, "memo": "` + long(2001) + `", "currency": "usd"`, 422,
+			`"days_until_due"`},
 	} {
 		t.Run(test.name, func(t *testing.T) {
 			body := fmt.Sprintf(`{"customer_id": %q, "lines": [%s], %s}`, c.ID, line(1, 100, ""), test.body)
+			if strings.HasPrefix(test.body, `"lines"`) {
+				body = fmt.Sprintf(`{"customer_id": %q, %s}`, c.ID, test.body)
+			}
 			r := s.do(t, "POST", "/v1/invoicing/invoices", admin, body).want(t, test.want)
 			if test.want != 201 && !strings.Contains(string(r.Body), test.wantLoc) {
 				t.Errorf("error %s lacks %s", r.Body, test.wantLoc)
+			}
+			if test.name == "every violation at once" {
+				for _, l := range []string{`"days_until_due"`, `"memo"`, `"currency"`} {
+					if !strings.Contains(string(r.Body), l) {
+						t.Errorf("error %s lacks %s", r.Body, l)
+					}
+				}
 			}
 		})
 	}

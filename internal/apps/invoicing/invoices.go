@@ -33,9 +33,9 @@ var invoices = &store.Collection[record]{
 	ID:       func(r *record) string { return r.ID },
 	NotFound: "invoice not found",
 	Indexes: []store.Index[record]{
-		{Name: "s", Values: func(r *record) [][]any { return [][]any{{r.Status, r.ID}} }},
-		{Name: "c", Values: func(r *record) [][]any { return [][]any{{r.CustomerID, r.ID}} }},
-		{Name: "sc", Values: func(r *record) [][]any { return [][]any{{r.Status, r.CustomerID, r.ID}} }},
+		{Name: "s", Values: func(r *record) [][]any { return [][]any{{r.Status}} }},
+		{Name: "c", Values: func(r *record) [][]any { return [][]any{{r.CustomerID}} }},
+		{Name: "sc", Values: func(r *record) [][]any { return [][]any{{r.Status, r.CustomerID}} }},
 		{Name: "number", Unique: true, Values: func(r *record) [][]any {
 			if r.Number == nil {
 				return nil
