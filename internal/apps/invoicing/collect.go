@@ -281,7 +281,7 @@ func (s *Service) collect(ctx context.Context, t runengine.AppTimer) error {
 		}
 	}
 	sentTo := ""
-	if due >= 0 && r.CustomerEmail != nil {
+	if due >= 0 && r.CustomerEmail != nil && s.cfg.Mailer != nil {
 		var lr *record
 		if lr, a, err = s.prepareReminder(ctx, tenant, id); err != nil {
 			if errors.Is(err, errs.Conflict) {

@@ -443,9 +443,15 @@ func PayKey(keyID, userID, idempotencyKey string) string {
 // maxPayKeys bounds the idempotency keys an invoice remembers.
 const maxPayKeys = 100
 
+// MaxPayments bounds the payments of one invoice, and so its record.
+const MaxPayments = 100
+
 func (s *Service) pay(tx store.Txn, tenant string, r *record, in PayIn, key string) error {
 	if r.Status != StatusOpen {
 		return stateConflict(r, "pay")
+	}
+	if len(r.Payments) >= MaxPayments {
+		return errs.Conflictf("invoice already has %d payments, the most one invoice takes", MaxPayments)
 	}
 	if in.AmountCents > r.AmountDueCents {
 		return errs.Invalidf(loc("body", "amount_cents"), "less_than_equal",

@@ -236,3 +236,31 @@ func TestProvider(t *testing.T) {
 		t.Errorf("another tenant's invoice: %v", err)
 	}
 }
+
+// TestPaymentsBound: an invoice takes MaxPayments payments, not one more.
+func TestPaymentsBound(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c := b.customer(t, CustomerIn{Name: "Drip"})
+	inv, err := b.s.CreateInvoice(ctx, tenant, InvoiceIn{CustomerID: c.ID,
+		Lines: []LineIn{{Description: "x", Quantity: 1, UnitAmountCents: MaxPayments + 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.s.Finalize(ctx, tenant, inv.ID); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < MaxPayments; i++ {
+		if _, err := b.s.Pay(ctx, tenant, inv.ID, PayIn{AmountCents: 1, Method: "cash"}, ""); err != nil {
+			t.Fatalf("payment %d: %v", i+1, err)
+		}
+	}
+	if _, err := b.s.Pay(ctx, tenant, inv.ID, PayIn{AmountCents: 1, Method: "cash"}, ""); !errors.Is(err, errs.Conflict) {
+		t.Errorf("payment %d: %v", MaxPayments+1, err)
+	}
+	got, err := b.s.Invoice(ctx, tenant, inv.ID)
+	if err != nil || got.AmountDueCents != 1 || len(got.Payments) != MaxPayments {
+		t.Errorf("after the bound: due %d, %d payments, %v", got.AmountDueCents, len(got.Payments), err)
+	}
+}
