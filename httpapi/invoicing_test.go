@@ -255,8 +255,34 @@ func TestInvoicingLifecycle(t *testing.T) {
 	s.do(t, "GET", "/v1/invoicing/invoices/"+inv.ID, other, nil).want(t, http.StatusNotFound)
 	s.do(t, "GET", "/v1/invoicing/customers/"+c.ID, other, nil).want(t, http.StatusNotFound)
 	s.do(t, "POST", "/v1/invoicing/invoices/"+inv.ID+"/pay", other, `{"amount_cents": 1, "method": "card"}`).want(t, http.StatusNotFound)
-	// A customer with invoices stays.
+	// A customer with invoices stays; one without goes.
 	s.do(t, "DELETE", "/v1/invoicing/customers/"+c.ID, admin, nil).want(t, http.StatusConflict)
+	spare := s.customer(t, admin, `{"name": "Spare"}`)
+	s.do(t, "DELETE", "/v1/invoicing/customers/"+spare.ID, admin, nil).want(t, http.StatusNoContent)
+	s.do(t, "DELETE", "/v1/invoicing/customers/"+spare.ID, admin, nil).want(t, http.StatusNotFound)
+
+	// The app's capabilities are filled by builtin.invoicing, no longer gaps.
+	var caps []struct {
+		ID        string `json:"id"`
+		Providers []struct {
+			ID string `json:"id"`
+		} `json:"providers"`
+	}
+	s.do(t, "GET", "/v1/capabilities", admin, nil).want(t, http.StatusOK).decode(t, &caps)
+	filled := map[string]bool{}
+	for _, c := range caps {
+		for _, p := range c.Providers {
+			if p.ID == "builtin.invoicing" {
+				filled[c.ID] = true
+			}
+		}
+	}
+	for _, id := range []string{"customer.create", "invoice.create", "invoice.finalize", "invoice.send", "invoice.remind",
+		"invoice.void", "invoice.get", "payment.request"} {
+		if !filled[id] {
+			t.Errorf("%s is not filled by builtin.invoicing", id)
+		}
+	}
 }
 
 // TestInvoicingTransitions tries every action from every status.

@@ -176,6 +176,18 @@ func TestProvider(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	p := b.s.Provider()
+	if info := p.Info(); info.ID != ProviderID || info.Kind != capability.KindBuiltin || len(info.Capabilities) != 8 {
+		t.Errorf("info %+v", info)
+	}
+	var builtin capability.App
+	for _, a := range capability.BuiltinApps() {
+		if a.ID == "invoicing" {
+			builtin = a
+		}
+	}
+	if diff := cmp.Diff(builtin, App()); diff != "" {
+		t.Errorf("App() differs from the built-in invoicing app (-builtin +App):\n%s", diff)
+	}
 	call := func(capID, key, args string) map[string]any {
 		t.Helper()
 		raw, err := p.Call(ctx, capability.Call{Tenant: tenant, Capability: capID, Args: json.RawMessage(args), IdempotencyKey: key})
