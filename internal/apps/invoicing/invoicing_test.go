@@ -3,8 +3,11 @@ package invoicing
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/bas-platform/bas/capability"
@@ -274,5 +277,53 @@ func TestPaymentsBound(t *testing.T) {
 	got, err := b.s.Invoice(ctx, tenant, inv.ID)
 	if err != nil || got.AmountDueCents != 1 || len(got.Payments) != MaxPayments {
 		t.Errorf("after the bound: due %d, %d payments, %v", got.AmountDueCents, len(got.Payments), err)
+	}
+}
+
+// TestFinalizeNumbersAcrossServices: two services on one store (two
+// processes) finalize 50 drafts at once; the store's conflict retry keeps
+// the numbers distinct and consecutive.
+func TestFinalizeNumbersAcrossServices(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	other := New(Config{Store: b.st, Clock: b.clk})
+	c := b.customer(t, CustomerIn{Name: "Two Doors"})
+	const n = 50
+	ids := make([]string, n)
+	for i := range ids {
+		inv, err := b.s.CreateInvoice(ctx, tenant, InvoiceIn{CustomerID: c.ID,
+			Lines: []LineIn{{Description: "x", Quantity: 1, UnitAmountCents: 100}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = inv.ID
+	}
+	numbers := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range ids {
+		svc := b.s
+		if i%2 == 1 {
+			svc = other
+		}
+		wg.Go(func() {
+			inv, err := svc.Finalize(ctx, tenant, ids[i])
+			if err != nil {
+				t.Errorf("finalize %d: %v", i, err)
+				return
+			}
+			numbers[i] = *inv.Number
+		})
+	}
+	wg.Wait()
+	sort.Strings(numbers)
+	for i, got := range numbers {
+		if want := fmt.Sprintf("INV-%06d", i+1); got != want {
+			t.Fatalf("numbers %v", numbers)
+		}
+	}
+	got, err := b.s.Customer(ctx, tenant, c.ID)
+	if err != nil || got.BalanceCents != n*100 {
+		t.Errorf("balance %d, %v", got.BalanceCents, err)
 	}
 }
