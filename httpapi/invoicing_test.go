@@ -844,3 +844,41 @@ func TestInvoicingProcessCreatesAndSends(t *testing.T) {
 		t.Errorf("%d mails", n)
 	}
 }
+
+// TestInvoicingCollectionCatchUp: when the clock jumps past several
+// reminder days at once, the invoice becomes overdue and gets one
+// reminder, for the latest day; a voided or written-off invoice gets
+// nothing.
+func TestInvoicingCollectionCatchUp(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.newKey(t, s.devLogin(t, `{}`).Token, `{"name": "catch-up", "roles": ["admin"]}`).Secret
+	c := s.customer(t, admin, `{"name": "Away Inc", "email": "ap@away.example"}`)
+	late := s.draft(t, admin, c.ID, `, "days_until_due": 0`)
+	late = s.invoiceAction(t, admin, late.ID, "finalize", nil, http.StatusOK)
+	voided := s.draft(t, admin, c.ID, `, "days_until_due": 0`)
+	voided = s.invoiceAction(t, admin, voided.ID, "finalize", nil, http.StatusOK)
+	s.invoiceAction(t, admin, voided.ID, "void", `{"note": "sent twice"}`, http.StatusOK)
+	written := s.draft(t, admin, c.ID, `, "days_until_due": 0`)
+	written = s.invoiceAction(t, admin, written.ID, "finalize", nil, http.StatusOK)
+	s.invoiceAction(t, admin, written.ID, "mark-uncollectible", nil, http.StatusOK)
+	s.clock.Advance(20 * 24 * time.Hour) // past days 1, 7 and 14 of the default schedule
+	inv := s.awaitInvoice(t, admin, late.ID, "caught up", func(inv invoiceOut) bool {
+		return inv.RemindersSent == 1 && inv.NextCollectionAt == nil
+	})
+	if diff := cmp.Diff([]string{"created", "finalized", "overdue", "reminder_sent"}, inv.eventTypes()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	for _, id := range []string{voided.ID, written.ID} {
+		got := s.getInvoice(t, admin, id)
+		if got.RemindersSent != 0 || got.NextCollectionAt != nil || strings.Contains(strings.Join(got.eventTypes(), ","), "overdue") {
+			t.Errorf("%s (%s) was chased: %v", id, got.Status, got.eventTypes())
+		}
+	}
+	if n := s.mailsAbout(t, admin, *late.Number); n != 1 {
+		t.Errorf("%d reminders, want 1", n)
+	}
+	if n := s.mailsAbout(t, admin, *voided.Number) + s.mailsAbout(t, admin, *written.Number); n != 0 {
+		t.Errorf("%d mails about closed invoices", n)
+	}
+}
