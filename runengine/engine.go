@@ -134,9 +134,10 @@ type Engine struct {
 	sched   *scheduler
 	disp    *dispatcher
 
-	versions  sync.Map // versionKey -> *process.Version
-	listened  sync.Map // tenant+"\x00"+event name -> bool (see heard)
-	configs   sync.Map // configKey -> pointer to a decoded step config (see exec.config)
+	versions sync.Map // versionKey -> *process.Version
+	listened sync.Map // tenant+"\x00"+event name -> bool (see heard)
+	configs  sync.Map // configKey -> pointer to a decoded step config (see exec.config)
+
 	appTimers sync.Map // app timer kind -> AppTimerFunc (see HandleTimers)
 
 	calls    sync.WaitGroup // in-flight capability calls
