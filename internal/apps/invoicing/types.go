@@ -63,10 +63,15 @@ const (
 	maxTemplate     = 5000
 )
 
+// loc is a violation location ("body", "lines", 0, "quantity").
 func loc(parts ...any) []any { return parts }
 
-func v(l []any, typ, msg string) errs.Violation { return errs.Violation{Loc: l, Msg: msg, Type: typ} }
+// violation is one violation at l.
+func violation(l []any, typ, msg string) errs.Violation {
+	return errs.Violation{Loc: l, Msg: msg, Type: typ}
+}
 
+// at extends the location base.
 func at(base []any, parts ...any) []any { return append(append([]any{}, base...), parts...) }
 
 // nullKeys returns which of keys are present and null in the JSON object b.
@@ -88,11 +93,11 @@ func checkLen(l []any, s string, minLen, maxLen int) []errs.Violation {
 	n := utf8.RuneCountInString(s)
 	switch {
 	case minLen > 0 && strings.TrimSpace(s) == "":
-		return []errs.Violation{v(l, "string_too_short", "must not be empty")}
+		return []errs.Violation{violation(l, "string_too_short", "must not be empty")}
 	case n < minLen:
-		return []errs.Violation{v(l, "string_too_short", "must be at least "+itoa(minLen)+" characters")}
+		return []errs.Violation{violation(l, "string_too_short", "must be at least "+itoa(minLen)+" characters")}
 	case maxLen > 0 && n > maxLen:
-		return []errs.Violation{v(l, "string_too_long", "must be at most "+itoa(maxLen)+" characters")}
+		return []errs.Violation{violation(l, "string_too_long", "must be at most "+itoa(maxLen)+" characters")}
 	}
 	return nil
 }
@@ -118,20 +123,25 @@ func checkEmail(l []any, s *string) []errs.Violation {
 		return vs
 	}
 	if !validEmail(*s) {
-		return []errs.Violation{v(l, "value_error", "must be an email address")}
+		return []errs.Violation{violation(l, "value_error", "must be an email address")}
 	}
 	return nil
 }
 
-var currencyPattern = regexp.MustCompile(`^[A-Z]{3}$`)
+// Patterns of codes (compiled once; never changed).
+var (
+	currencyPattern = regexp.MustCompile(`^[A-Z]{3}$`)
+	countryPattern  = regexp.MustCompile(`^[A-Z]{2}$`)
+	cardPattern     = regexp.MustCompile(`^[0-9]{12,19}$`)
+)
 
 // checkCurrency reports a code that is not an ISO 4217 currency.
 func checkCurrency(l []any, s string) []errs.Violation {
 	if !currencyPattern.MatchString(s) {
-		return []errs.Violation{v(l, "string_pattern_mismatch", "must be an ISO 4217 code in upper case, such as USD")}
+		return []errs.Violation{violation(l, "string_pattern_mismatch", "must be an ISO 4217 code in upper case, such as USD")}
 	}
 	if _, err := currency.ParseISO(s); err != nil {
-		return []errs.Violation{v(l, "value_error", "is not an ISO 4217 currency code")}
+		return []errs.Violation{violation(l, "value_error", "is not an ISO 4217 currency code")}
 	}
 	return nil
 }
@@ -168,8 +178,8 @@ func (a *Address) validate(base []any) []errs.Violation {
 	vs = append(vs, checkOptLen(at(base, "city"), a.City, 100)...)
 	vs = append(vs, checkOptLen(at(base, "state"), a.State, 100)...)
 	vs = append(vs, checkOptLen(at(base, "postal_code"), a.PostalCode, 20)...)
-	if a.Country != nil && !regexp.MustCompile(`^[A-Z]{2}$`).MatchString(*a.Country) {
-		vs = append(vs, v(at(base, "country"), "string_pattern_mismatch", "must be an ISO 3166 two-letter country code, such as US"))
+	if a.Country != nil && !countryPattern.MatchString(*a.Country) {
+		vs = append(vs, violation(at(base, "country"), "string_pattern_mismatch", "must be an ISO 3166 two-letter country code, such as US"))
 	}
 	return vs
 }
@@ -285,26 +295,26 @@ func validateLines(lines []LineIn, base []any) []errs.Violation {
 	var vs []errs.Violation
 	switch {
 	case len(lines) == 0:
-		return []errs.Violation{v(base, "too_short", "must have at least 1 line")}
+		return []errs.Violation{violation(base, "too_short", "must have at least 1 line")}
 	case len(lines) > MaxLines:
-		return []errs.Violation{v(base, "too_long", "must have at most 500 lines")}
+		return []errs.Violation{violation(base, "too_long", "must have at most 500 lines")}
 	}
 	for i, l := range lines {
 		vs = append(vs, checkLen(at(base, i, "description"), l.Description, 1, maxDescription)...)
 		if l.Quantity < 1 {
-			vs = append(vs, v(at(base, i, "quantity"), "greater_than_equal", "must be at least 1"))
+			vs = append(vs, violation(at(base, i, "quantity"), "greater_than_equal", "must be at least 1"))
 		}
 		if l.UnitAmountCents < 0 {
-			vs = append(vs, v(at(base, i, "unit_amount_cents"), "greater_than_equal", "must be at least 0"))
+			vs = append(vs, violation(at(base, i, "unit_amount_cents"), "greater_than_equal", "must be at least 0"))
 		}
 		if r := l.TaxRatePercent; r != nil {
 			switch _, ok := rateMilli(*r); {
 			case *r < 0:
-				vs = append(vs, v(at(base, i, "tax_rate_percent"), "greater_than_equal", "must be at least 0"))
+				vs = append(vs, violation(at(base, i, "tax_rate_percent"), "greater_than_equal", "must be at least 0"))
 			case *r > 100:
-				vs = append(vs, v(at(base, i, "tax_rate_percent"), "less_than_equal", "must be at most 100"))
+				vs = append(vs, violation(at(base, i, "tax_rate_percent"), "less_than_equal", "must be at most 100"))
 			case !ok:
-				vs = append(vs, v(at(base, i, "tax_rate_percent"), "value_error", "must have at most 3 decimals"))
+				vs = append(vs, violation(at(base, i, "tax_rate_percent"), "value_error", "must have at most 3 decimals"))
 			}
 		}
 	}
@@ -361,17 +371,17 @@ func checkDue(days *int, date *string) []errs.Violation {
 	if days != nil {
 		switch {
 		case *days < 0:
-			vs = append(vs, v(loc("body", "days_until_due"), "greater_than_equal", "must be at least 0"))
+			vs = append(vs, violation(loc("body", "days_until_due"), "greater_than_equal", "must be at least 0"))
 		case *days > MaxDaysUntilDue:
-			vs = append(vs, v(loc("body", "days_until_due"), "less_than_equal", "must be at most 365"))
+			vs = append(vs, violation(loc("body", "days_until_due"), "less_than_equal", "must be at most 365"))
 		}
 	}
 	if date != nil {
 		if _, err := time.Parse(dateLayout, *date); err != nil {
-			vs = append(vs, v(loc("body", "due_date"), "value_error", "must be a date (YYYY-MM-DD)"))
+			vs = append(vs, violation(loc("body", "due_date"), "value_error", "must be a date (YYYY-MM-DD)"))
 		}
 		if days != nil {
-			vs = append(vs, v(loc("body", "due_date"), "value_error", "give days_until_due or due_date, not both"))
+			vs = append(vs, violation(loc("body", "due_date"), "value_error", "give days_until_due or due_date, not both"))
 		}
 	}
 	return vs
@@ -434,10 +444,10 @@ type PayIn struct {
 func (in PayIn) Validate() []errs.Violation {
 	var vs []errs.Violation
 	if in.AmountCents < 1 {
-		vs = append(vs, v(loc("body", "amount_cents"), "greater_than_equal", "must be at least 1"))
+		vs = append(vs, violation(loc("body", "amount_cents"), "greater_than_equal", "must be at least 1"))
 	}
 	if !slices.Contains(paymentMethods, in.Method) {
-		vs = append(vs, v(loc("body", "method"), "enum", "must be one of card, bank_transfer, cash, check, other"))
+		vs = append(vs, violation(loc("body", "method"), "enum", "must be one of card, bank_transfer, cash, check, other"))
 	}
 	return append(vs, checkOptLen(loc("body", "reference"), in.Reference, 200)...)
 }
@@ -469,8 +479,8 @@ type CheckoutIn struct {
 
 // Validate reports every violation of in, located under "body".
 func (in CheckoutIn) Validate() []errs.Violation {
-	if !regexp.MustCompile(`^[0-9]{12,19}$`).MatchString(in.CardNumber) {
-		return []errs.Violation{v(loc("body", "card_number"), "string_pattern_mismatch", "must be 12 to 19 digits")}
+	if !cardPattern.MatchString(in.CardNumber) {
+		return []errs.Violation{violation(loc("body", "card_number"), "string_pattern_mismatch", "must be 12 to 19 digits")}
 	}
 	return nil
 }
@@ -643,16 +653,16 @@ func (p AccountPatch) Validate() []errs.Violation {
 		if r.DaysAfterDue != nil {
 			days := *r.DaysAfterDue
 			if len(days) > maxReminderDays {
-				vs = append(vs, v(loc("body", "reminders", "days_after_due"), "too_long", "must have at most 10 days"))
+				vs = append(vs, violation(loc("body", "reminders", "days_after_due"), "too_long", "must have at most 10 days"))
 			}
 			for i, d := range days {
 				switch {
 				case d < 1:
-					vs = append(vs, v(loc("body", "reminders", "days_after_due", i), "greater_than_equal", "must be at least 1"))
+					vs = append(vs, violation(loc("body", "reminders", "days_after_due", i), "greater_than_equal", "must be at least 1"))
 				case d > MaxDaysUntilDue:
-					vs = append(vs, v(loc("body", "reminders", "days_after_due", i), "less_than_equal", "must be at most 365"))
+					vs = append(vs, violation(loc("body", "reminders", "days_after_due", i), "less_than_equal", "must be at most 365"))
 				case i > 0 && d <= days[i-1]:
-					vs = append(vs, v(loc("body", "reminders", "days_after_due", i), "value_error", "must be greater than the day before it"))
+					vs = append(vs, violation(loc("body", "reminders", "days_after_due", i), "value_error", "must be greater than the day before it"))
 				}
 			}
 		}
@@ -662,16 +672,16 @@ func (p AccountPatch) Validate() []errs.Violation {
 		if r := t.DefaultRatePercent; r != nil {
 			switch _, ok := rateMilli(*r); {
 			case *r < 0:
-				vs = append(vs, v(loc("body", "tax", "default_rate_percent"), "greater_than_equal", "must be at least 0"))
+				vs = append(vs, violation(loc("body", "tax", "default_rate_percent"), "greater_than_equal", "must be at least 0"))
 			case *r > 100:
-				vs = append(vs, v(loc("body", "tax", "default_rate_percent"), "less_than_equal", "must be at most 100"))
+				vs = append(vs, violation(loc("body", "tax", "default_rate_percent"), "less_than_equal", "must be at most 100"))
 			case !ok:
-				vs = append(vs, v(loc("body", "tax", "default_rate_percent"), "value_error", "must have at most 3 decimals"))
+				vs = append(vs, violation(loc("body", "tax", "default_rate_percent"), "value_error", "must have at most 3 decimals"))
 			}
 		}
 		vs = append(vs, checkOptLen(loc("body", "tax", "tax_id"), t.TaxID, 50)...)
 		if t.Inclusive != nil && *t.Inclusive {
-			vs = append(vs, v(loc("body", "tax", "inclusive"), "value_error", "tax-inclusive prices are not supported; prices exclude tax"))
+			vs = append(vs, violation(loc("body", "tax", "inclusive"), "value_error", "tax-inclusive prices are not supported; prices exclude tax"))
 		}
 	}
 	return vs
