@@ -104,7 +104,12 @@ func (s *scheduler) fireApp(d dueItem, kind string) {
 				s.wakeAt(retry)
 			}
 		} else {
-			err = e.st.Update(e.ctx, func(tx store.Txn) error { return tx.Delete(d.key) })
+			err = e.st.Update(e.ctx, func(tx store.Txn) error {
+				if _, gerr := tx.Get(d.key); errors.Is(gerr, store.ErrNotFound) {
+					return nil // the handler cleared it with its effect
+				}
+				return tx.Delete(d.key)
+			})
 		}
 		if err != nil && !e.isClosed() {
 			e.log.Error("runengine: app timer bookkeeping failed", "kind", kind, "error", err.Error())
