@@ -151,3 +151,37 @@ func hasDue(t *testing.T, st store.Store, at time.Time) bool {
 	}
 	return found
 }
+
+// TestAppTimerEnds: a timer whose handler does not clear it, and one of a
+// kind nothing handles, leave the due index once due.
+func TestAppTimerEnds(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var mu sync.Mutex
+	calls := 0
+	b.eng.HandleTimers("test.lazy", func(context.Context, runengine.AppTimer) error {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		return nil
+	})
+	at := t0.Add(time.Minute)
+	if err := b.st.Update(context.Background(), func(tx store.Txn) error {
+		if err := b.eng.SetTimer(tx, tenant, "test.lazy", "tok", at); err != nil {
+			return err
+		}
+		return b.eng.SetTimer(tx, tenant, "test.nobody", "tok", at)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := dueKeys(t, b.st); n != 2 {
+		t.Fatalf("%d due keys", n)
+	}
+	b.advance(time.Minute)
+	waitFor(t, "both timers to end", func() bool { return dueKeys(t, b.st) == 0 })
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 1 {
+		t.Errorf("the handler ran %d times", calls)
+	}
+}
