@@ -81,8 +81,28 @@ func (s *scheduler) fireApp(d dueItem, kind string) {
 	}
 	fn := v.(AppTimerFunc)
 	t := AppTimer{Tenant: d.tenant, Kind: kind, Token: d.token, At: d.at, key: d.key}
+	// Hand it out under the close lock, so a closing engine either waits
+	// for the call or never starts it.
+	e.closeMu.RLock()
+	defer e.closeMu.RUnlock()
+	if e.closed {
+		s.done(d.key)
+		return
+	}
 	e.goCall(func() {
-		err := fn(e.ctx, t)
+		// The scan that found the key may have read a snapshot older than
+		// the commit of the handler call that cleared it: look again.
+		err := e.st.View(e.ctx, func(r store.Reader) error {
+			_, err := r.Get(d.key)
+			return err
+		})
+		if errors.Is(err, store.ErrNotFound) {
+			s.done(d.key)
+			return
+		}
+		if err == nil {
+			err = fn(e.ctx, t)
+		}
 		if err != nil {
 			if !e.isClosed() {
 				e.log.Error("runengine: app timer failed; retrying later", "kind", kind, "tenant", d.tenant,

@@ -289,11 +289,18 @@ func (s *Service) collect(ctx context.Context, t runengine.AppTimer) error {
 			}
 			return err
 		}
-		if err := s.mail(ctx, tenant, "invoice-reminder/"+id+"/day-"+itoa(a.Reminders.DaysAfterDue[due]),
-			[]string{*lr.CustomerEmail}, "Reminder: invoice "+*lr.Number+" is overdue", s.reminderText(lr, a)); err != nil {
-			return err
+		err := s.mail(ctx, tenant, "invoice-reminder/"+id+"/day-"+itoa(a.Reminders.DaysAfterDue[due]),
+			[]string{*lr.CustomerEmail}, "Reminder: invoice "+*lr.Number+" is overdue", s.reminderText(lr, a))
+		switch {
+		case err == nil:
+			sentTo = *lr.CustomerEmail
+		case errors.Is(err, errs.Invalid):
+			// The provider refuses this email for good: skip this reminder
+			// rather than retry it forever.
+			s.log.Warn("invoicing: a reminder was refused", "tenant", tenant, "invoice", id, "error", err.Error())
+		default:
+			return err // retried by the engine later
 		}
-		sentTo = *lr.CustomerEmail
 	}
 	err = s.st.Update(ctx, func(tx store.Txn) error {
 		if err := t.Clear(tx); err != nil {
@@ -307,9 +314,9 @@ func (s *Service) collect(ctx context.Context, t runengine.AppTimer) error {
 			return nil
 		}
 		now := s.now()
-		if r.NextCollectionAt != nil && r.NextCollectionAt.Equal(t.At) {
-			r.NextCollectionAt = nil // this timer, now cleared
-		}
+		// This was the invoice's one collection timer (or the engine's retry
+		// of it): cleared above.
+		r.NextCollectionAt = nil
 		if r.Collection == CollectionCurrent && !overdueAt(r).After(now) {
 			r.Collection = CollectionOverdue
 			r.event(now, EventOverdue, nil)
@@ -330,7 +337,7 @@ func (s *Service) collect(ctx context.Context, t runengine.AppTimer) error {
 		case a.Reminders.Enabled && r.NextReminder < len(a.Reminders.DaysAfterDue):
 			next = reminderAt(r, a.Reminders.DaysAfterDue[r.NextReminder])
 		}
-		if !next.IsZero() && r.NextCollectionAt == nil {
+		if !next.IsZero() {
 			if err := s.schedule(tx, tenant, r, next); err != nil {
 				return err
 			}
