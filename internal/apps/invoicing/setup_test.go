@@ -21,9 +21,10 @@ const tenant = "ten_inv"
 // mailbox is an email.send provider that keeps what it is asked to send,
 // once per idempotency key.
 type mailbox struct {
-	mu   sync.Mutex
-	sent map[string]capability.EmailSendArgs
-	keys []string
+	mu    sync.Mutex
+	sent  map[string]capability.EmailSendArgs
+	keys  []string
+	fails int // fail this many calls first (the provider is down)
 }
 
 func (m *mailbox) Call(_ context.Context, call capability.Call) (json.RawMessage, error) {
@@ -33,6 +34,10 @@ func (m *mailbox) Call(_ context.Context, call capability.Call) (json.RawMessage
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.fails > 0 {
+		m.fails--
+		return nil, errs.Unavailablef("the mail server is down")
+	}
 	if m.sent == nil {
 		m.sent = map[string]capability.EmailSendArgs{}
 	}
