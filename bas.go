@@ -37,6 +37,7 @@ import (
 	"github.com/bas-platform/bas/internal/apps/crm"
 	"github.com/bas-platform/bas/internal/apps/decisions"
 	"github.com/bas-platform/bas/internal/apps/docs"
+	"github.com/bas-platform/bas/internal/apps/invoicing"
 	"github.com/bas-platform/bas/internal/apps/templates"
 	"github.com/bas-platform/bas/internal/apps/usecases"
 	"github.com/bas-platform/bas/internal/clock"
@@ -110,6 +111,10 @@ type Options struct {
 	PluginEnv []string
 	// MaxUploadBytes bounds an uploaded document. Defaults to 25 MiB.
 	MaxUploadBytes int64
+	// PublicURL is the base URL the HTTP API is reached at
+	// ("https://bas.example/api"), for links in emails and PDFs (an
+	// invoice's PDF and payment link). Defaults to "/api".
+	PublicURL string
 	// PluginChecksums maps a plugin path or base name to its expected
 	// SHA-256 (hex); a plugin that does not match is not started.
 	PluginChecksums map[string]string
@@ -157,6 +162,8 @@ type Workspace struct {
 	usecases  *usecases.Service  // the use-case catalog and register
 	boards    *boards.Service    // the boards app
 
+	invoicing *invoicing.Service // the invoicing app
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -187,7 +194,29 @@ func (ws *Workspace) Boards() *boards.Service { return ws.boards }
 // their board, and activities.
 func (ws *Workspace) CRM() *crm.Service { return ws.crm }
 
-// docsEvents hands the apps' events (documents, CRM, boards, use cases) to the run engine's outbox
+// Invoicing returns the invoicing app: customers, invoices, payments and
+// collection.
+func (ws *Workspace) Invoicing() *invoicing.Service { return ws.invoicing }
+
+// appTimers keeps an app's durable timers in the run engine's due-time
+// index (the engine is wired after the apps, so it is looked up per call).
+type appTimers struct{ ws *Workspace }
+
+func (a appTimers) SetTimer(tx store.Txn, tenant, kind, token string, at time.Time) error {
+	if a.ws.engine == nil {
+		return errs.Unavailablef("the workspace is still opening")
+	}
+	return a.ws.engine.SetTimer(tx, tenant, kind, token, at)
+}
+
+func (a appTimers) CancelTimer(tx store.Txn, tenant, kind, token string, at time.Time) error {
+	if a.ws.engine == nil {
+		return errs.Unavailablef("the workspace is still opening")
+	}
+	return a.ws.engine.CancelTimer(tx, tenant, kind, token, at)
+}
+
+// docsEvents hands the apps' events (documents, CRM, invoicing, boards, use cases) to the run engine's outbox
 // (the engine is wired after the apps, so it is looked up per event).
 type docsEvents struct{ ws *Workspace }
 
@@ -360,6 +389,20 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		_ = ws.Close()
 		return nil, errors.Wrap(err, "register the crm provider")
 	}
+	// -- wiring: invoicing (customers link to the CRM's companies, invoices to its deals)
+	ws.invoicing = invoicing.New(invoicing.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,
+		Events: docsEvents{ws}, Timers: appTimers{ws}, Mailer: ws.registry, PublicURL: opts.PublicURL, Companies: ws.crm,
+		WorkspaceName: func(ctx context.Context, tenant string) (string, error) {
+			w, err := ws.access.Workspace(ctx, tenant)
+			if err != nil {
+				return "", err
+			}
+			return w.Name, nil
+		}})
+	if err := ws.registry.Register(ws.invoicing.Provider()); err != nil {
+		_ = ws.Close()
+		return nil, errors.Wrap(err, "register the invoicing provider")
+	}
 	// -- wiring: catalogs (process templates, use cases)
 	if err := ws.openCatalogs(); err != nil {
 		_ = ws.Close()
@@ -379,6 +422,8 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		return nil, err
 	}
 	ws.engine = eng
+	eng.HandleTimers(invoicing.TimerCollect, ws.invoicing.HandleTimer)
+	eng.HandleTimers(invoicing.TimerOnboard, ws.invoicing.HandleTimer)
 	if err := ws.registry.Register(eng.Provider()); err != nil {
 		_ = ws.Close()
 		return nil, errors.Wrap(err, "register the task provider")

@@ -48,7 +48,7 @@ func BuiltinApps() []App {
 		app("crm", "CRM", "/v1/crm", crmEvents, nil,
 			[]string{CRMCompanyCreate, CRMContactCreate, CRMContactLookup, CRMDealCreate, CRMDealUpdate, CRMDealMove, CRMActivityLog}),
 		app("invoicing", "Invoicing", "/v1/invoicing", invoicingEvents, nil,
-			[]string{CustomerCreate, InvoiceCreate, InvoiceFinalize, InvoiceSend, InvoiceVoid, InvoiceGet, PaymentRequest}),
+			[]string{CustomerCreate, InvoiceCreate, InvoiceFinalize, InvoiceSend, InvoiceRemind, InvoiceVoid, InvoiceGet, PaymentRequest}),
 		app("boards", "Boards", "/v1/boards", boardEvents, nil,
 			[]string{BoardItemCreate, BoardItemMove, BoardItemUpdate}),
 		app("decisions", "Decisions", "/v1/decisions", nil, nil, []string{DecisionEvaluate}),

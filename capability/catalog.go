@@ -31,6 +31,7 @@ const (
 	InvoiceSend       = "invoice.send"
 	InvoiceVoid       = "invoice.void"
 	InvoiceGet        = "invoice.get"
+	InvoiceRemind     = "invoice.remind"
 	PaymentRequest    = "payment.request"
 	BoardItemCreate   = "board.item.create"
 	BoardItemMove     = "board.item.move"
@@ -344,6 +345,8 @@ type CustomerCreateArgs struct {
 	Email    string `json:"email,omitempty" jsonschema:"format=email,maxLength=320"`
 	Phone    string `json:"phone,omitempty" jsonschema:"maxLength=40"`
 	Currency string `json:"currency,omitempty" jsonschema:"pattern=^[A-Z]{3}$"`
+	// CompanyID links the customer to a CRM company.
+	CompanyID string `json:"company_id,omitempty" jsonschema:"maxLength=80"`
 }
 
 // CustomerCreateResult is the result of customer.create.
@@ -363,9 +366,15 @@ type InvoiceLine struct {
 type InvoiceCreateArgs struct {
 	CustomerID   string        `json:"customer_id" jsonschema:"required,minLength=1,maxLength=80"`
 	Currency     string        `json:"currency,omitempty" jsonschema:"pattern=^[A-Z]{3}$"`
-	Lines        []InvoiceLine `json:"lines" jsonschema:"required,minItems=1,maxItems=200"`
+	Lines        []InvoiceLine `json:"lines" jsonschema:"required,minItems=1,maxItems=500"`
 	DaysUntilDue *int          `json:"days_until_due,omitempty" jsonschema:"minimum=0,maximum=365"`
+	DueDate      string        `json:"due_date,omitempty" jsonschema:"format=date"`
+	DealID       string        `json:"deal_id,omitempty" jsonschema:"maxLength=80"`
 	Memo         string        `json:"memo,omitempty" jsonschema:"maxLength=2000"`
+	// Finalize and Send, when true, finalize the draft and then mail it
+	// (Send implies Finalize).
+	Finalize bool `json:"finalize,omitempty"`
+	Send     bool `json:"send,omitempty"`
 }
 
 // InvoiceResult is the result of every invoice.* capability.
@@ -377,6 +386,8 @@ type InvoiceResult struct {
 	TotalCents     *int64 `json:"total_cents,omitempty"`
 	AmountDueCents *int64 `json:"amount_due_cents,omitempty"`
 	DueDate        string `json:"due_date,omitempty"`
+	PaymentURL     string `json:"payment_url,omitempty"`
+	RemindersSent  *int   `json:"reminders_sent,omitempty"`
 }
 
 // InvoiceArgs name one invoice (invoice.finalize, invoice.get).
@@ -389,6 +400,14 @@ type InvoiceArgs struct {
 type InvoiceSendArgs struct {
 	InvoiceID string     `json:"invoice_id" jsonschema:"required,minLength=1,maxLength=80"`
 	To        Recipients `json:"to,omitempty"`
+}
+
+// InvoiceRemindArgs are the arguments of invoice.remind: a payment
+// reminder for an open invoice, to the customer's address unless To is
+// given.
+type InvoiceRemindArgs struct {
+	InvoiceID string `json:"invoice_id" jsonschema:"required,minLength=1,maxLength=80"`
+	To        string `json:"to,omitempty" jsonschema:"format=email,maxLength=320"`
 }
 
 // InvoiceVoidArgs are the arguments of invoice.void.
@@ -784,6 +803,7 @@ func StandardSpecs() []StandardSpec {
 		{InvoiceSend, "Send an invoice", "Sends an open invoice to the customer (or the given addresses).", &InvoiceSendArgs{}, &InvoiceResult{}, false},
 		{InvoiceVoid, "Void an invoice", "Voids an open invoice.", &InvoiceVoidArgs{}, &InvoiceResult{}, false},
 		{InvoiceGet, "Read an invoice", "Returns an invoice's status and amounts.", &InvoiceArgs{}, &InvoiceResult{}, false},
+		{InvoiceRemind, "Remind about an invoice", "Sends the customer a payment reminder for an open invoice, with its payment link.", &InvoiceRemindArgs{}, &InvoiceResult{}, false},
 		{PaymentRequest, "Request a payment", "Asks a payer for an amount, optionally against an invoice, through the payments account.", &PaymentRequestArgs{}, &PaymentRequestResult{}, false},
 		{BoardItemCreate, "Create a board item", "Adds an item to a board.", &BoardItemCreateArgs{}, &BoardItemCreateResult{}, false},
 		{BoardItemMove, "Move a board item", "Moves a board item to another status (and group or position).", &BoardItemMoveArgs{}, &BoardItemMoveResult{}, false},

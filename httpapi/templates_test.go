@@ -176,8 +176,6 @@ func TestTemplateInstall(t *testing.T) {
 	// and ones whose capabilities no provider fills here (the CRM,
 	// invoicing and boards apps are providers of their own; without them
 	// these are gaps).
-	crmFilled := s.capabilityFilled(t, admin.TenantID, "crm.activity.log")
-	invoiceFilled := s.capabilityFilled(t, admin.TenantID, "invoice.get")
 	out = s.install(t, admin.Token, http.StatusCreated, "employee_onboarding", "candidate_screening", "onboard_supplier",
 		"validate_supplier_invoice", "lost_deal_review", "chase_receivable")
 	wantInstalled := []string{"employee_onboarding", "validate_supplier_invoice"}
@@ -185,16 +183,7 @@ func TestTemplateInstall(t *testing.T) {
 		{"candidate_screening", "coming: the template is not available yet"},
 		{"onboard_supplier", "already installed as process " + first.ID},
 	}
-	if crmFilled {
-		wantInstalled = append(wantInstalled, "lost_deal_review")
-	} else {
-		wantSkipped = append(wantSkipped, skippedView{"lost_deal_review", "requires crm.activity.log which no provider fills"})
-	}
-	if invoiceFilled {
-		wantInstalled = append(wantInstalled, "chase_receivable")
-	} else {
-		wantSkipped = append(wantSkipped, skippedView{"chase_receivable", "requires invoice.get, invoice.send which no provider fills"})
-	}
+	wantInstalled = append(wantInstalled, "lost_deal_review", "chase_receivable") // the CRM and invoicing apps fill them
 	if diff := cmp.Diff(wantInstalled, installedIDs(out)); diff != "" {
 		t.Errorf("installed (-want +got):\n%s", diff)
 	}
@@ -385,7 +374,7 @@ func TestInterfaceTemplatesRun(t *testing.T) {
 		admin := s.devLogin(t, `{}`)
 		for _, c := range []string{"invoice.get", "invoice.send", "customer.create", "invoice.create", "invoice.finalize"} {
 			if !s.capabilityFilled(t, admin.TenantID, c) {
-				t.Skipf("no provider fills %s yet (the invoicing app); this test runs once it does", c)
+				t.Fatalf("no provider fills %s: the invoicing app should", c)
 			}
 		}
 		out := s.install(t, admin.Token, http.StatusCreated, "chase_receivable")

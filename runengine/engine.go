@@ -147,6 +147,7 @@ type Engine struct {
 	configs  sync.Map // configKey -> pointer to a decoded step config (see exec.config)
 
 	stepTypes *process.StepRegistry
+	appTimers sync.Map // app timer kind -> AppTimerFunc (see HandleTimers)
 
 	calls    sync.WaitGroup // in-flight capability calls
 	runWork  chan func()    // hands a call to an idle runner

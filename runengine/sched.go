@@ -151,6 +151,10 @@ func (s *scheduler) fireDue() (time.Time, error) {
 				s.fireCron(d, processID)
 				continue
 			}
+			if kind, ok := appKind(d.owner); ok {
+				s.fireApp(d, kind)
+				continue
+			}
 			s.e.workerFor(d.owner).send(&command{kind: cmdTimer, tenant: d.tenant, runID: d.owner,
 				timer: &timerArgs{key: d.key, token: d.token}})
 		}

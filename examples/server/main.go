@@ -48,6 +48,7 @@ func run(args []string, stdout *os.File) error {
 	data := fs.String("data", "./data", "Badger data directory")
 	dev := fs.Bool("dev", false, "enable development login")
 	pluginDir := fs.String("plugins", "", "directory of provider plugins")
+	publicURL := fs.String("public-url", "", "base URL of the API in emailed links (default http://<addr>/api)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -56,7 +57,10 @@ func run(args []string, stdout *os.File) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	ws, err := bas.Open(ctx, bas.Options{Dir: *data, Logger: logger, PluginDir: *pluginDir})
+	if *publicURL == "" {
+		*publicURL = "http://" + *addr + "/api"
+	}
+	ws, err := bas.Open(ctx, bas.Options{Dir: *data, Logger: logger, PluginDir: *pluginDir, PublicURL: *publicURL})
 	if err != nil {
 		return err
 	}
