@@ -770,3 +770,37 @@ func TestCloseDoesNotWaitForAStuckProvider(t *testing.T) {
 		t.Fatal("Close waits for a provider that does not return")
 	}
 }
+
+// TestCockpitUnassignedFunction: the runs of a process that names no
+// function are counted under "unassigned", next to a process that names
+// that function itself.
+func TestCockpitUnassignedFunction(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	steps := `[{"key":"pause","type":"wait","config":{"duration":"2h"}}]`
+	var defs []*process.Definition
+	for _, fn := range []string{``, `,"function":"unassigned"`} {
+		in, err := process.DecodeIn([]byte(`{"name":"Process","trigger":{"type":"manual"},"steps":` + steps + fn + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		def, err := b.procs.Create(ctx, tenant, "usr_test", in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defs = append(defs, def)
+	}
+	for _, def := range defs {
+		id := b.start(t, def.ID)
+		b.waitRun(t, id, "waiting", stepStatus("pause", runengine.StepWaiting))
+	}
+	c, err := b.eng.Cockpit(ctx, tenant, runengine.Viewer{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]runengine.FunctionCounts{runengine.UnassignedFunction: {Running: 2, Waiting: 2}}
+	if diff := cmp.Diff(want, c.ByFunction); diff != "" {
+		t.Errorf("by_function (-want +got):\n%s", diff)
+	}
+}
