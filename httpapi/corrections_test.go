@@ -162,3 +162,45 @@ func TestAppsEmitOnlyEmittedEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestProcessSelfTriggerWarning: create and update answer with a warning
+// when the trigger listens to an event the process's own runs emit.
+func TestProcessSelfTriggerWarning(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.devLogin(t, `{}`).Token
+	type answer struct {
+		ID       string         `json:"id"`
+		Warnings []violationOut `json:"warnings"`
+	}
+	steps := `[{"key": "note", "type": "human_task", "config": {"title": "Look"}}]`
+	tests := []struct {
+		name, trigger string
+		want          []string
+	}{
+		{"own completion", `{"type": "event", "event": "process.run.completed"}`, []string{"body.trigger.event:self_trigger"}},
+		{"own task", `{"type": "event", "event": "task.created"}`, []string{"body.trigger.event:self_trigger"}},
+		{"another event", `{"type": "event", "event": "docs.document.validated"}`, []string{}},
+		{"manual", `{"type": "manual"}`, []string{}},
+	}
+	for _, test := range tests {
+		var a answer
+		s.do(t, "POST", "/v1/processes", admin, `{"name": "`+test.name+`", "trigger": `+test.trigger+`, "steps": `+steps+`}`).
+			want(t, http.StatusCreated).decode(t, &a)
+		got := []string{}
+		for _, w := range a.Warnings {
+			got = append(got, w.Loc[0].(string)+"."+w.Loc[1].(string)+"."+w.Loc[2].(string)+":"+w.Type)
+			if w.Msg == "" {
+				t.Errorf("%s: warning without a message", test.name)
+			}
+		}
+		if a.Warnings == nil || !cmp.Equal(test.want, got) {
+			t.Errorf("%s: create warnings %v, want %v", test.name, got, test.want)
+		}
+		var u answer
+		s.do(t, "PATCH", "/v1/processes/"+a.ID, admin, `{"description": "again"}`).want(t, http.StatusOK).decode(t, &u)
+		if len(u.Warnings) != len(test.want) {
+			t.Errorf("%s: update warnings %v, want %v", test.name, u.Warnings, test.want)
+		}
+	}
+}

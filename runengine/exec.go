@@ -76,7 +76,7 @@ func (x *exec) count(key string, n int64) {
 
 // emit writes an event to the outbox in this command's commit.
 func (x *exec) emit(name string, data map[string]any) {
-	op, post := x.w.e.outboxWrite(x.r.Tenant, name, data, x.now)
+	op, post := x.w.e.outboxWrite(x.r.Tenant, name, data, x.now, nil, x.r)
 	x.fx.ops = append(x.fx.ops, op)
 	x.fx.post = append(x.fx.post, post)
 }

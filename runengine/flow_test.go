@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/process"
@@ -802,5 +803,139 @@ func TestCockpitUnassignedFunction(t *testing.T) {
 	want := map[string]runengine.FunctionCounts{runengine.UnassignedFunction: {Running: 2, Waiting: 2}}
 	if diff := cmp.Diff(want, c.ByFunction); diff != "" {
 		t.Errorf("by_function (-want +got):\n%s", diff)
+	}
+}
+
+// TestLoopGuard: a run never starts a run of a process already in its
+// chain, and a chain stops at MaxChainDepth; every cut is an audit entry
+// and a process.run.loop_stopped event.
+func TestLoopGuard(t *testing.T) {
+	t.Parallel()
+	type proc struct{ name, after string } // after: the process whose completion starts it; "*" any, "" manual
+	type cut struct{ Process, Reason string }
+	chain := []proc{{"P0", ""}}
+	wantChain := map[string]int{"P0": 1}
+	for i := 1; i <= runengine.MaxChainDepth+1; i++ {
+		chain = append(chain, proc{fmt.Sprintf("P%d", i), fmt.Sprintf("P%d", i-1)})
+		wantChain[fmt.Sprintf("P%d", i)] = 1
+	}
+	wantChain[fmt.Sprintf("P%d", runengine.MaxChainDepth+1)] = 0
+	tests := []struct {
+		name     string
+		procs    []proc
+		start    string
+		wantRuns map[string]int
+		wantCuts []cut
+	}{
+		{"itself", []proc{{"Self", "*"}}, "Self", map[string]int{"Self": 1}, []cut{{"Self", runengine.LoopSelf}}},
+		{"ping-pong", []proc{{"Ping", "Pong"}, {"Pong", "Ping"}}, "Ping", map[string]int{"Ping": 1, "Pong": 1},
+			[]cut{{"Ping", runengine.LoopSelf}}},
+		{"too deep", chain, "P0", wantChain, []cut{{fmt.Sprintf("P%d", runengine.MaxChainDepth+1), runengine.LoopDepth}}},
+	}
+	for _, test := range tests {
+		t.Run(test.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			ctx := context.Background()
+			byName := map[string]*process.Definition{}
+			for _, p := range test.procs {
+				trigger := `{"type":"manual"}`
+				switch p.after {
+				case "":
+				case "*":
+					trigger = `{"type":"event","event":"process.run.completed"}`
+				default:
+					trigger = `{"type":"event","event":"process.run.completed","filter":{"process_name":{"eq":"` + p.after + `"}}}`
+				}
+				in, err := process.DecodeIn([]byte(`{"name":"` + p.name + `","trigger":` + trigger +
+					`,"steps":[{"key":"echo","type":"execute","capability":"test.echo","config":{"args":{}}}]}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if byName[p.name], err = b.procs.Create(ctx, tenant, "usr_test", in); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The watcher hears every cut (and, started by one, is in
+			// the chain: it waits, so it completes nothing).
+			watcher := b.create(t, `{"type":"event","event":"`+runengine.EventLoopStopped+`"}`,
+				`[{"key":"hold","type":"wait","config":{"event":"never.happens"}}]`)
+			first := b.start(t, byName[test.start].ID)
+
+			var entries []*audit.Entry
+			deadline := time.Now().Add(10 * time.Second)
+			for len(entries) < len(test.wantCuts) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d loop cuts recorded, want %d", len(entries), len(test.wantCuts))
+				}
+				time.Sleep(2 * time.Millisecond)
+				entries = nil
+				err := b.st.View(ctx, func(r store.Reader) error {
+					all, _, err := audit.List(r, tenant, audit.Query{Entity: "process"}, store.Page{Limit: 100})
+					for _, e := range all {
+						if e.Action == runengine.EventLoopStopped && e.EntityID != watcher.ID {
+							entries = append(entries, e)
+						}
+					}
+					return err
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			var gotCuts []cut
+			for _, e := range entries {
+				var data struct{ Reason string }
+				if err := json.Unmarshal(e.After, &data); err != nil {
+					t.Fatal(err)
+				}
+				for name, def := range byName {
+					if def.ID == e.EntityID {
+						gotCuts = append(gotCuts, cut{name, data.Reason})
+					}
+				}
+				if e.Actor != "system" || e.Reason == "" {
+					t.Errorf("audit entry %+v", e)
+				}
+			}
+			if diff := cmp.Diff(test.wantCuts, gotCuts); diff != "" {
+				t.Errorf("cuts (-want +got):\n%s", diff)
+			}
+			gotRuns := map[string]int{}
+			for name, def := range byName {
+				rs, _, err := b.eng.ListRuns(ctx, tenant, runengine.RunQuery{ProcessID: def.ID}, store.Page{Limit: 100})
+				if err != nil {
+					t.Fatal(err)
+				}
+				gotRuns[name] = len(rs)
+				for _, r := range rs {
+					if r.ID == first {
+						if r.Trigger.Cause != nil {
+							t.Errorf("the first run has a cause: %+v", r.Trigger.Cause)
+						}
+					} else if r.Trigger.Cause == nil || r.Trigger.Cause.RootRunID != first {
+						t.Errorf("run %s of %s: cause %+v, want root %s", r.ID, name, r.Trigger.Cause, first)
+					}
+				}
+			}
+			if diff := cmp.Diff(test.wantRuns, gotRuns); diff != "" {
+				t.Errorf("runs per process (-want +got):\n%s", diff)
+			}
+			if test.name == "itself" {
+				// The cut's event started the watcher, within the chain.
+				rs, _, err := b.eng.ListRuns(ctx, tenant, runengine.RunQuery{ProcessID: watcher.ID}, store.Page{})
+				if err != nil || len(rs) != 1 {
+					t.Fatalf("watcher runs %d, %v", len(rs), err)
+				}
+				c := rs[0].Trigger.Cause
+				want := &runengine.Cause{RunID: first, RootRunID: first, Depth: 0, Processes: []string{byName["Self"].ID}}
+				if diff := cmp.Diff(want, c); diff != "" {
+					t.Errorf("watcher's cause (-want +got):\n%s", diff)
+				}
+				if d := rs[0].Trigger.Data; d["reason"] != runengine.LoopSelf || d["process_id"] != byName["Self"].ID || d["run_id"] != first {
+					t.Errorf("loop_stopped data %v", d)
+				}
+			}
+		})
 	}
 }
