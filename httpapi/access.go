@@ -61,6 +61,7 @@ func logPath(r *http.Request) string {
 
 // handleDevLogin serves POST /v1/auth/dev-login (only with Options.DevLogin).
 func (h *Handler) handleDevLogin(c *Ctx) error {
+	c.holdsSecret() // a new credential, shown once
 	var in access.DevLoginIn
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -87,6 +88,7 @@ func (h *Handler) handleAuthEmail(c *Ctx) error {
 
 // handleAuthCode serves POST /v1/auth/code.
 func (h *Handler) handleAuthCode(c *Ctx) error {
+	c.holdsSecret() // a new credential, shown once
 	var in access.CodeIn
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -131,6 +133,7 @@ func (h *Handler) handleKeysList(c *Ctx) error {
 // handleKeyCreate serves POST /v1/api-keys: 201, or 202 when an admin key
 // waits for a second admin.
 func (h *Handler) handleKeyCreate(c *Ctx) error {
+	c.holdsSecret() // a new credential, shown once
 	var in access.APIKeyIn
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -192,6 +195,7 @@ func (h *Handler) handleInvitationsList(c *Ctx) error {
 // handleInvitationCreate serves POST /v1/invitations: 201, or 202 when an
 // admin invitation waits for a second admin.
 func (h *Handler) handleInvitationCreate(c *Ctx) error {
+	c.holdsSecret() // a new credential, shown once
 	var in access.InviteIn
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -226,6 +230,7 @@ func (h *Handler) handleInvitationRevoke(c *Ctx) error {
 // handleInvitationAccept serves POST /v1/invitations/{token}/accept. The
 // token is looked up before the body is read, so a wrong one is a 404.
 func (h *Handler) handleInvitationAccept(c *Ctx) error {
+	c.holdsSecret() // a new credential, shown once
 	token := c.Param("token")
 	if _, err := h.access().InvitationByToken(c.Context(), token); err != nil {
 		return err

@@ -30,6 +30,10 @@ type Ctx struct {
 	route *Route
 	body  []byte // the raw body once read
 	read  bool
+	// idem is the keyed request in flight (nil without an
+	// Idempotency-Key); secret says the response holds a secret.
+	idem   *idemRequest
+	secret bool
 }
 
 // Context returns the request's context.
@@ -198,12 +202,6 @@ func (c *Ctx) raw(status int, body []byte) error {
 	c.W.WriteHeader(status)
 	_, _ = c.W.Write(append(body, '\n'))
 	return nil
-}
-
-// createdRaw writes 201 with a Location header and an encoded body.
-func (c *Ctx) createdRaw(location string, body []byte) error {
-	c.W.Header().Set("Location", c.h.opts.BasePath+location)
-	return c.raw(http.StatusCreated, body)
 }
 
 // jsonID reads the "id" of an encoded record.

@@ -74,8 +74,9 @@ type Handler struct {
 	static  *httprouter.Router
 	statics []*Route // routes served by static, matched before main
 
-	schemas sync.Map // reflect.Type -> *inputSchema
-	limiter *rateLimiter
+	schemas    sync.Map // reflect.Type -> *inputSchema
+	limiter    *rateLimiter
+	idemClaims idemClaims
 }
 
 // New returns the API of ws.

@@ -923,9 +923,19 @@ func TestLoopGuard(t *testing.T) {
 			}
 			if test.name == "itself" {
 				// The cut's event started the watcher, within the chain.
-				rs, _, err := b.eng.ListRuns(ctx, tenant, runengine.RunQuery{ProcessID: watcher.ID}, store.Page{})
-				if err != nil || len(rs) != 1 {
-					t.Fatalf("watcher runs %d, %v", len(rs), err)
+				var rs []*runengine.Run
+				for deadline := time.Now().Add(10 * time.Second); len(rs) == 0; {
+					if time.Now().After(deadline) {
+						t.Fatal("the watcher never started")
+					}
+					time.Sleep(2 * time.Millisecond)
+					var err error
+					if rs, _, err = b.eng.ListRuns(ctx, tenant, runengine.RunQuery{ProcessID: watcher.ID}, store.Page{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if len(rs) != 1 {
+					t.Fatalf("watcher runs %d", len(rs))
 				}
 				c := rs[0].Trigger.Cause
 				want := &runengine.Cause{RunID: first, RootRunID: first, Depth: 0, Processes: []string{byName["Self"].ID}}
