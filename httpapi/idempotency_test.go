@@ -75,7 +75,9 @@ func TestIdempotentEngineAnswersCommitWithTheChange(t *testing.T) {
 	}
 	var run struct {
 		ID    string
-		Steps []struct{ TaskID *string `json:"task_id"` }
+		Steps []struct {
+			TaskID *string `json:"task_id"`
+		}
 	}
 	first.decode(t, &run)
 
