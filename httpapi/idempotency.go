@@ -42,7 +42,10 @@ import (
 // as the change (runengine.KeepAnswer): a retry after any crash then
 // returns the first answer, or acts exactly once when the first never
 // committed, and the keyed request costs no commit of its own. Other
-// routes store the response in one commit after the handler.
+// routes mark the key as acted on in the transaction of their change
+// (store.AlsoInUpdate) and store the response in one commit after the
+// handler; a crash between the two leaves the mark, and a retry is a 409
+// that says the request took effect, never a second effect.
 //
 // A stored response that holds a secret (a new API key, a session token,
 // an invitation token; the handler says so with holdsSecret) is sealed
@@ -62,10 +65,14 @@ const (
 	idempotencySweepEvery = time.Minute
 )
 
-// idemDone is the state of a kept response. Records of other states (an
-// in-flight claim an older version stored) are claims of a previous
-// process: they block nothing.
-const idemDone = "done"
+// States of a record: idemDone keeps a response; idemActed marks a key
+// whose request changed the store but whose response was not kept (yet).
+// Records of other states (an in-flight claim an older version stored) are
+// claims of a previous process: they block nothing.
+const (
+	idemDone  = "done"
+	idemActed = "acted"
+)
 
 // idemRecord is one kept response.
 type idemRecord struct {
@@ -152,8 +159,9 @@ type idemRequest struct {
 	old *idemRecord
 	// openKey seals a response without a secret; boundKey one with.
 	openKey, boundKey []byte
-	// kept says the response was written with the engine's change.
-	kept atomic.Bool
+	// kept says the response was written with the engine's change;
+	// acted that the acted mark was written with a change.
+	kept, acted atomic.Bool
 }
 
 // idempotent runs c's handler at most once per Idempotency-Key (see above).
@@ -202,13 +210,14 @@ func (h *Handler) idempotent(c *Ctx) error {
 	}
 
 	rec := newResponseRecorder()
-	w := c.W
+	w, r := c.W, c.R
 	c.W, c.idem = rec, req
+	c.R = r.WithContext(store.AlsoInUpdate(r.Context(), req.markActed))
 	err = c.route.fn(c)
 	if err != nil {
 		h.writeError(c, err)
 	}
-	c.W, c.idem = w, nil
+	c.W, c.R, c.idem = w, r, nil
 	resp := storedResponse{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}
 	switch {
 	case req.kept.Load() && err == nil:
@@ -220,6 +229,8 @@ func (h *Handler) idempotent(c *Ctx) error {
 			h.log.Error("idempotency: keeping the response failed", "request_id", requestID(c.Context()),
 				"error", errors.FlattenDetails(err))
 		}
+	case req.acted.Load():
+		req.release(ctx) // the key is free again for a retry
 	}
 	writeRecorded(w, resp, false)
 	return nil
@@ -237,11 +248,14 @@ func (r *idemRequest) lookup(ctx context.Context) (*idemRecord, error) {
 			return nil
 		case err != nil:
 			return err
-		case rec.State != idemDone || !now.Before(rec.ExpiresAt):
+		case (rec.State != idemDone && rec.State != idemActed) || !now.Before(rec.ExpiresAt):
 			r.old = rec
 			return nil
 		case rec.Fingerprint != r.fingerprint:
 			return errs.Conflictf("Idempotency-Key was already used with a different request")
+		case rec.State == idemActed:
+			return errs.Conflictf("a request with this Idempotency-Key took effect, but the server stopped before " +
+				"its response was kept; read the result instead of retrying")
 		}
 		prev = rec
 		return nil
@@ -278,6 +292,29 @@ func (r *idemRequest) keepOp(resp storedResponse) (func(store.Txn) error, error)
 		r.kept.Store(true)
 		return idempotencyRecords.PutOver(tx, r.tenant, r.old, rec, raw)
 	}, nil
+}
+
+// markActed writes the acted mark in the transaction of a change the
+// request makes (see store.AlsoInUpdate).
+func (r *idemRequest) markActed(tx store.Txn) error {
+	now := r.h.ws.Clock().Now().UTC()
+	r.acted.Store(true)
+	return idempotencyRecords.Put(tx, r.tenant, &idemRecord{ID: r.id, Fingerprint: r.fingerprint, State: idemActed,
+		ExpiresAt: now.Add(idempotencyTTL)})
+}
+
+// release forgets the acted mark of a request whose response is not kept.
+func (r *idemRequest) release(ctx context.Context) {
+	err := r.h.ws.Store().Update(ctx, func(tx store.Txn) error {
+		err := idempotencyRecords.Delete(tx, r.tenant, r.id)
+		if errors.Is(err, errs.NotFound) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		r.h.log.Error("idempotency: releasing a key failed", "error", errors.FlattenDetails(err))
+	}
 }
 
 // keep stores resp after the handler, and sweeps a few expired records of

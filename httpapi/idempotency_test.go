@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -194,5 +195,73 @@ func TestIdempotencyPublicRoutes(t *testing.T) {
 	r := s.do(t, "POST", "/v1/auth/dev-login", "", `{"tenant_id": "ten_a"}`, "Idempotency-Key", "same").want(t, http.StatusCreated)
 	if r.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(r.Body, a.Body) {
 		t.Errorf("the same request was not replayed: %s", r.Body)
+	}
+}
+
+// TestIdempotencyActedMark: a route whose change is a store write marks
+// its key in the same transaction; when the server dies before the
+// response is kept, a retry is a 409 that says the request took effect,
+// never a second effect. A request that fails (5xx) frees its key.
+func TestIdempotencyActedMark(t *testing.T) {
+	t.Parallel()
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	var writes atomic.Int32
+	var ws *bas.Workspace
+	route := func(block bool) func(h *httpapi.Handler) {
+		return func(h *httpapi.Handler) {
+			h.HandleForTest("POST", "/v1/test/write", "", "", func(c *httpapi.Ctx) error {
+				n := writes.Add(1)
+				err := ws.Store().Update(c.Context(), func(tx store.Txn) error {
+					return tx.Set(store.Key(c.Tenant(), "test-write", int64(n)), []byte("x"))
+				})
+				if err != nil {
+					return err
+				}
+				if c.R.URL.Query().Get("fail") != "" {
+					return errors.New("failed after writing")
+				}
+				if block {
+					started <- struct{}{}
+					<-release
+				}
+				return c.JSON(http.StatusCreated, map[string]int32{"write": n})
+			})
+		}
+	}
+	s := newTestServerWith(t, httpapi.Options{DevLogin: true}, route(true))
+	ws = s.ws
+	t.Cleanup(free)
+	admin := s.devLogin(t, `{}`)
+	go func() {
+		req, _ := http.NewRequest("POST", s.srv.URL+"/api/v1/test/write", strings.NewReader(`{}`))
+		req.Header.Set("Authorization", "Bearer "+admin.Token)
+		req.Header.Set("Idempotency-Key", "w1")
+		if resp, err := s.srv.Client().Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-started // the change is committed; the response is not kept
+
+	h2 := httpapi.New(s.ws, httpapi.Options{DevLogin: true})
+	route(false)(h2)
+	srv2 := httptest.NewServer(h2)
+	t.Cleanup(srv2.Close)
+	s2 := &testServer{ws: s.ws, h: h2, srv: srv2, clock: s.clock, logs: s.logs}
+	r := s2.do(t, "POST", "/v1/test/write", admin.Token, `{}`, "Idempotency-Key", "w1").want(t, http.StatusConflict)
+	if d := r.detail(t); !strings.Contains(d, "took effect") {
+		t.Errorf("detail %q", d)
+	}
+	if n := writes.Load(); n != 1 {
+		t.Errorf("%d writes, want 1", n)
+	}
+	free()
+
+	s2.do(t, "POST", "/v1/test/write?fail=1", admin.Token, `{}`, "Idempotency-Key", "w2").want(t, http.StatusInternalServerError)
+	s2.do(t, "POST", "/v1/test/write", admin.Token, `{}`, "Idempotency-Key", "w2").want(t, http.StatusCreated)
+	s2.do(t, "POST", "/v1/test/write", admin.Token, `{}`, "Idempotency-Key", "w2").want(t, http.StatusCreated)
+	if n := writes.Load(); n != 3 {
+		t.Errorf("%d writes, want 3: the failed request freed its key, the retry acted once", n)
 	}
 }
