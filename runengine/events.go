@@ -88,12 +88,21 @@ func (e *Engine) outboxWrite(tenant, name string, data map[string]any, at time.T
 // Emit writes an event into the outbox within tx, so it is emitted if and
 // only if tx commits (apps call it beside their own changes). Call Kick
 // once tx has committed.
+//
+// When tx belongs to an Update made during a capability call of a run
+// (its context, store.TxnContext, comes from the call), the event carries
+// that run's causation, so the loop guard sees a run that starts itself
+// through an app.
 func (e *Engine) Emit(tx store.Txn, tenant, name string, data any) error {
 	m, err := toMap(data)
 	if err != nil {
 		return errors.Wrapf(err, "event %s", name)
 	}
-	op, _ := e.outboxWrite(tenant, name, m, e.now(), nil, nil)
+	var from *Run
+	if info, ok := RunFromContext(store.TxnContext(tx)); ok {
+		from = &Run{ID: info.ID, ProcessID: info.ProcessID, Trigger: RunTrigger{Cause: info.cause}}
+	}
+	op, _ := e.outboxWrite(tenant, name, m, e.now(), nil, from)
 	return op(tx)
 }
 

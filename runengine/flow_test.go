@@ -949,3 +949,106 @@ func TestLoopGuard(t *testing.T) {
 		})
 	}
 }
+
+// emitProvider fills loop.make: it makes a "thing" in the store and emits
+// thing.made beside it, as an app does (Engine.Emit in its transaction).
+type emitProvider struct {
+	st  store.Store
+	eng func() *runengine.Engine
+}
+
+func (p *emitProvider) Info() capability.Info {
+	return capability.Info{ID: "loop.provider", Name: "Loop", Kind: capability.KindBuiltin, Capabilities: []string{"loop.make"}}
+}
+
+func (p *emitProvider) Capabilities() []capability.Capability {
+	obj := json.RawMessage(`{"type":"object"}`)
+	return []capability.Capability{{ID: "loop.make", Name: "Make", Description: "Makes a thing.", Args: obj, Result: obj}}
+}
+
+func (p *emitProvider) Call(ctx context.Context, c capability.Call) (json.RawMessage, error) {
+	err := p.st.Update(ctx, func(tx store.Txn) error {
+		if err := tx.Set(store.Key(c.Tenant, "thing", c.IdempotencyKey), nil); err != nil {
+			return err
+		}
+		return p.eng().Emit(tx, c.Tenant, "thing.made", map[string]any{"key": c.IdempotencyKey})
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.eng().Kick()
+	return json.RawMessage(`{}`), nil
+}
+
+// TestLoopGuardThroughAnApp: a run whose step makes an app emit the event
+// that triggers its own process does not start itself again: the app's
+// event carries the run's chain.
+func TestLoopGuardThroughAnApp(t *testing.T) {
+	t.Parallel()
+	bs, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.Hooked(bs)
+	var b *bundle
+	prov := &emitProvider{st: st, eng: func() *runengine.Engine { return b.eng }}
+	clk := clock.NewFake(t0)
+	procs := process.NewService(process.Config{Store: st, Clock: clk})
+	reg := capability.NewRegistry(capability.RegistryConfig{Store: st, Clock: clk})
+	if err := reg.Register(prov); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := runengine.New(runengine.Config{Store: st, Clock: clk, Capabilities: reg, Processes: procs,
+		Gate: &autoGate{auto: true}, RetryBase: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = &bundle{st: st, clk: clk, procs: procs, reg: reg, eng: eng}
+	if err := eng.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		eng.Close()
+		st.Close()
+	})
+	ctx := context.Background()
+	def := b.create(t, `{"type":"event","event":"thing.made"}`,
+		`[{"key":"make","type":"execute","capability":"loop.make","config":{"args":{}}}]`)
+	_, started, err := eng.Publish(ctx, tenant, "thing.made", map[string]any{"key": "outside"})
+	if err != nil || len(started) != 1 {
+		t.Fatalf("publish: %v, %d runs", err, len(started))
+	}
+	first := runID(t, started[0])
+	var entries []*audit.Entry
+	for deadline := time.Now().Add(10 * time.Second); len(entries) == 0; {
+		if time.Now().After(deadline) {
+			rs, _, _ := eng.ListRuns(ctx, tenant, runengine.RunQuery{ProcessID: def.ID}, store.Page{Limit: 200})
+			t.Fatalf("no loop cut recorded; %d runs", len(rs))
+		}
+		time.Sleep(2 * time.Millisecond)
+		err := st.View(ctx, func(r store.Reader) error {
+			all, _, err := audit.List(r, tenant, audit.Query{Entity: "process"}, store.Page{Limit: 10})
+			entries = nil
+			for _, e := range all {
+				if e.Action == runengine.EventLoopStopped {
+					entries = append(entries, e)
+				}
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var after map[string]any
+	if err := json.Unmarshal(entries[0].After, &after); err != nil {
+		t.Fatal(err)
+	}
+	if after["reason"] != runengine.LoopSelf || after["run_id"] != first || entries[0].EntityID != def.ID {
+		t.Errorf("cut %v, want self_trigger of run %s", after, first)
+	}
+	rs, _, err := eng.ListRuns(ctx, tenant, runengine.RunQuery{ProcessID: def.ID}, store.Page{Limit: 200})
+	if err != nil || len(rs) != 1 {
+		t.Errorf("%d runs, want 1 (%v)", len(rs), err)
+	}
+}

@@ -12,7 +12,8 @@ import (
 
 // TestHooked: an Update given a context from AlsoInUpdate also runs the
 // hook in its transaction, only when its own function succeeds; other
-// Updates do not; the store keeps its Pipeliner ability.
+// Updates do not; a transaction knows its Update's context; the store
+// keeps its Pipeliner ability.
 func TestHooked(t *testing.T) {
 	t.Parallel()
 	bs, err := badgerstore.Open(badgerstore.Options{InMemory: true, Logger: slog.New(slog.DiscardHandler)})
@@ -47,5 +48,14 @@ func TestHooked(t *testing.T) {
 	}
 	if err := st.Update(ctx, func(tx store.Txn) error { return tx.Set([]byte("b"), nil) }); err != nil || !has() {
 		t.Fatalf("the hooked Update did not write the mark (%v)", err)
+	}
+	type key struct{}
+	var seen any
+	vctx := context.WithValue(context.Background(), key{}, "call")
+	if err := st.Update(vctx, func(tx store.Txn) error {
+		seen = store.TxnContext(tx).Value(key{})
+		return nil
+	}); err != nil || seen != "call" {
+		t.Errorf("TxnContext gave %v (%v), want the Update's context", seen, err)
 	}
 }
