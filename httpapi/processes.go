@@ -113,20 +113,20 @@ func withWarnings(d *process.Definition) ProcessAnswer {
 	return out
 }
 
-// runEvents lists the events runs of d may emit: the run's own, tasks'
-// and approvals' where a step makes them, and those of the apps whose
-// capabilities its steps call.
+// runEvents lists the events runs of d may emit: the processes app's
+// (the run's own), the tasks app's where a step makes a task or asks for an
+// approval (human_task, execute), and those of the apps whose capabilities
+// its steps call.
 func runEvents(d *process.Definition) []string {
-	evs := []string{"process.run.started", "process.run.completed", "process.run.failed",
-		"process.run.rejected", "process.run.overdue"}
 	apps := capability.BuiltinApps()
+	byID := map[string]capability.App{}
+	for _, a := range apps {
+		byID[a.ID] = a
+	}
+	evs := slices.Clone(byID[access.AppProcesses].Events.Emits)
 	for _, st := range d.Steps {
-		switch st.Type {
-		case process.StepHumanTask:
-			evs = append(evs, "task.created", "task.completed")
-		case process.StepExecute:
-			// The gate may ask for an approval, and review an automatic action.
-			evs = append(evs, "approval.requested", "approval.decided", "task.created", "task.completed")
+		if st.Type == process.StepHumanTask || st.Type == process.StepExecute {
+			evs = append(evs, byID[access.AppTasks].Events.Emits...)
 		}
 		if st.Capability == "" {
 			continue
