@@ -250,6 +250,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		}
 		st = bs
 	}
+	st = store.Hooked(st) // the HTTP layer's Idempotency-Keys commit with the change (store.AlsoInUpdate)
 	ws := &Workspace{opts: opts, store: st, clock: opts.Clock, logger: opts.Logger}
 	// -- wiring: capabilities (registry, built-in providers, plugins)
 	ws.registry = registry.New(registry.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,

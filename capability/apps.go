@@ -19,7 +19,7 @@ func BuiltinApps() []App {
 	// The events the built-in apps emit (api.md section 3).
 	processEvents := []string{
 		"process.run.started", "process.run.completed", "process.run.failed",
-		"process.run.rejected", "process.run.overdue",
+		"process.run.rejected", "process.run.overdue", "process.run.loop_stopped",
 	}
 	taskEvents := []string{"task.created", "task.completed", "approval.requested", "approval.decided"}
 	docsEvents := []string{

@@ -61,6 +61,7 @@ func logPath(r *http.Request) string {
 
 // handleDevLogin serves POST /v1/auth/dev-login (only with Options.DevLogin).
 func (h *Handler) handleDevLogin(c *Ctx) error {
+	c.holdsSecret() // a new credential, shown once
 	var in access.DevLoginIn
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -90,6 +91,7 @@ func (h *Handler) handleAuthEmail(c *Ctx) error {
 
 // handleAuthCode serves POST /v1/auth/code.
 func (h *Handler) handleAuthCode(c *Ctx) error {
+	c.holdsSecret() // a new credential, shown once
 	var in access.CodeIn
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -137,6 +139,7 @@ func (h *Handler) handleKeysList(c *Ctx) error {
 // handleKeyCreate serves POST /v1/api-keys: 201, or 202 when an admin key
 // waits for a second admin.
 func (h *Handler) handleKeyCreate(c *Ctx) error {
+	c.holdsSecret() // a new credential, shown once
 	var in access.APIKeyIn
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -198,6 +201,7 @@ func (h *Handler) handleInvitationsList(c *Ctx) error {
 // handleInvitationCreate serves POST /v1/invitations: 201, or 202 when an
 // admin invitation waits for a second admin.
 func (h *Handler) handleInvitationCreate(c *Ctx) error {
+	c.holdsSecret() // a new credential, shown once
 	var in access.InviteIn
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -232,6 +236,7 @@ func (h *Handler) handleInvitationRevoke(c *Ctx) error {
 // handleInvitationAccept serves POST /v1/invitations/{token}/accept. The
 // token is looked up before the body is read, so a wrong one is a 404.
 func (h *Handler) handleInvitationAccept(c *Ctx) error {
+	c.holdsSecret() // a new credential, shown once
 	token := c.Param("token")
 	if err := h.address.take(addressKey("accept", token)); err != nil {
 		return err

@@ -83,7 +83,7 @@ func automationBounds() map[string][]string {
 		"body.exception_reason:missing", "body.percent:less_than_equal", "body.ramp_min_agreement:greater_than_equal",
 		"body.sample_percent:less_than_equal"}
 	cases[`{"percent": `] = []string{"body:json_invalid"}
-	cases[`{"unknown": 1}`] = nil
+	cases[`{"unknown": 1}`] = []string{"body.unknown:extra_forbidden"}
 	return cases
 }
 

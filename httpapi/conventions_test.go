@@ -418,11 +418,30 @@ func TestIdempotencyKey(t *testing.T) {
 		}
 		s.do(t, "POST", "/v1/invitations", admin.Token, body, "Idempotency-Key", "k1").want(t, http.StatusConflict)
 	})
-	t.Run("another credential has its own keys", func(t *testing.T) {
+	t.Run("a secret is replayed only to its credential", func(t *testing.T) {
 		other := s.devLogin(t, `{}`) // a second session of the same person
-		s.do(t, "POST", "/v1/api-keys", other.Token, body, "Idempotency-Key", "k1").want(t, http.StatusCreated)
-		if r := s.do(t, "POST", "/v1/api-keys", other.Token, body, "Idempotency-Key", "k1"); r.Header.Get("Idempotent-Replayed") != "true" {
-			t.Errorf("second session's retry was not replayed")
+		before := countKeys()
+		r := s.do(t, "POST", "/v1/api-keys", other.Token, body, "Idempotency-Key", "k1").want(t, http.StatusConflict)
+		if d := r.detail(t); !strings.Contains(d, "another credential") || strings.Contains(string(r.Body), "basik_") {
+			t.Errorf("detail %q", d)
+		}
+		if n := countKeys(); n != before {
+			t.Errorf("%d keys, want %d: the key acted twice", n, before)
+		}
+	})
+	t.Run("keys belong to the person, not the session", func(t *testing.T) {
+		proc := `{"name": "Keyed", "trigger": {"type": "manual"}, "steps": [{"key": "a", "type": "wait", "config": {"duration": "1h"}}]}`
+		first := s.do(t, "POST", "/v1/processes", admin.Token, proc, "Idempotency-Key", "p1").want(t, http.StatusCreated)
+		again := s.devLogin(t, `{}`) // signed in again
+		r := s.do(t, "POST", "/v1/processes", again.Token, proc, "Idempotency-Key", "p1").want(t, http.StatusCreated)
+		if r.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(r.Body, first.Body) {
+			t.Errorf("a new session's retry was not replayed: %s", r.Body)
+		}
+		// An API key is a principal of its own.
+		k := s.newKey(t, admin.Token, `{"name": "own scope", "roles": ["admin"]}`)
+		r = s.do(t, "POST", "/v1/processes", k.Secret, proc, "Idempotency-Key", "p1").want(t, http.StatusCreated)
+		if r.Header.Get("Idempotent-Replayed") != "" || bytes.Equal(r.Body, first.Body) {
+			t.Errorf("an API key shared a person's key")
 		}
 	})
 	t.Run("key too long", func(t *testing.T) {

@@ -28,6 +28,10 @@ type Ctx struct {
 	route *Route
 	body  []byte // the raw body once read
 	read  bool
+	// idem is the keyed request in flight (nil without an
+	// Idempotency-Key); secret says the response holds a secret.
+	idem   *idemRequest
+	secret bool
 }
 
 // Context returns the request's context.

@@ -98,12 +98,13 @@ type Handler struct {
 	static  *httprouter.Router
 	statics []*Route // routes served by static, matched before main
 
-	schemas sync.Map // reflect.Type -> *inputSchema
-	keys    jsonkeys.Checker
-	limiter *limiter      // per tenant and person
-	public  *limiter      // public POST routes, per client address
-	address *limiter      // sign-in per email address, accept per invitation
-	uploads chan struct{} // a slot per upload being served
+	schemas    sync.Map // reflect.Type -> *inputSchema
+	keys       jsonkeys.Checker
+	limiter    *limiter      // per tenant and person
+	public     *limiter      // public POST routes, per client address
+	address    *limiter      // sign-in per email address, accept per invitation
+	uploads    chan struct{} // a slot per upload being served
+	idemClaims idemClaims
 }
 
 // New returns the API of ws.

@@ -10,50 +10,79 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
 
-// Idempotency keys (api.md section 1). A POST with an Idempotency-Key is
-// claimed in the store before its handler runs: the record is kept per
-// (tenant, credential, key) for 24 hours. The same key with the same
-// request (method, path and body) replays the stored response without
-// acting again; with another request it is a 409; while the first request
-// is still running, a 409 too.
+// Idempotency keys (api.md section 1 and section 6). A POST with an
+// Idempotency-Key runs its handler at most once per (tenant, principal,
+// key) for 24 hours: the principal is the user for a session and the key
+// for an API key, so a client that signs in again keeps its keys. The same
+// key with the same request (method, path and body) replays the stored
+// response without acting again; with another request it is a 409; while
+// the first request is still running, a 409 too. Requests to public routes
+// are scoped to the client's address and the request itself, so two
+// callers never share a key there.
 //
-// The stored response may hold a secret (a new API key, a session token),
-// and secrets are stored only as hashes. So the response is sealed with
-// AES-GCM under a key derived from the caller's bearer token and the
-// request, neither of which the store holds: only the request that made it
-// can open it again.
+// A claim on a key lives in this process's memory only: it belongs to the
+// process that made it, so a request that was in flight when the server
+// died holds nothing after the restart, and its retry proceeds at once.
+// Where the effect is a change of the run engine (run start, task
+// completion, decision), the response is written in the same transaction
+// as the change (runengine.KeepAnswer): a retry after any crash then
+// returns the first answer, or acts exactly once when the first never
+// committed, and the keyed request costs no commit of its own. Other
+// routes mark the key as acted on in the transaction of their change
+// (store.AlsoInUpdate) and store the response in one commit after the
+// handler; a crash between the two leaves the mark, and a retry is a 409
+// that says the request took effect, never a second effect.
+//
+// A stored response that holds a secret (a new API key, a session token,
+// an invitation token; the handler says so with holdsSecret) is sealed
+// with AES-GCM under a key derived from the caller's bearer token and the
+// request, neither of which the store holds: only the credential that made
+// the request can read it again, and another credential of the same
+// principal gets a 409. Other responses are sealed under a key derived
+// from the request alone.
 const (
-	idempotencyTTL = 24 * time.Hour
-	// idempotencyLease is how long a claim blocks a second request; a
-	// claim left behind by a crash lapses after it.
-	idempotencyLease  = 10 * time.Minute
+	idempotencyTTL    = 24 * time.Hour
 	maxIdempotencyKey = 255
-	// idempotencySweep bounds the expired records one request removes.
-	idempotencySweep = 8
+	// idempotencySweep bounds the expired records one sweep removes;
+	// idempotencySweepEvery spaces the sweeps of a tenant whose responses
+	// are kept with the engine's changes (other keyed requests sweep as
+	// they store their response).
+	idempotencySweep      = 64
+	idempotencySweepEvery = time.Minute
 )
 
+// States of a record: idemDone keeps a response; idemActed marks a key
+// whose request changed the store but whose response was not kept (yet).
+// Records of other states (an in-flight claim an older version stored) are
+// claims of a previous process: they block nothing.
 const (
-	idemInFlight = "in_flight"
-	idemDone     = "done"
+	idemDone  = "done"
+	idemActed = "acted"
 )
 
-// idemRecord is one claimed Idempotency-Key.
+// idemRecord is one kept response.
 type idemRecord struct {
-	ID          string    `json:"id"`          // digest of the credential and the key
+	ID          string    `json:"id"`          // digest of the scope and the key
 	Fingerprint string    `json:"fingerprint"` // digest of method, path and body
 	State       string    `json:"state"`
-	LeaseUntil  time.Time `json:"lease_until"`
 	ExpiresAt   time.Time `json:"expires_at"`
+	// Bound says the response holds a secret and is sealed under the
+	// credential of the request that made it.
+	Bound bool `json:"bound,omitempty"`
 	// Sealed is the response (status, headers, body), sealed.
 	Sealed []byte `json:"sealed,omitempty"`
 }
@@ -73,6 +102,68 @@ type storedResponse struct {
 	Body   []byte      `json:"body"`
 }
 
+// idemClaims are the keys whose requests this process is running, and
+// when each tenant's expired records were last swept.
+type idemClaims struct {
+	mu    sync.Mutex
+	keys  map[string]struct{}
+	swept map[string]time.Time
+}
+
+func (cl *idemClaims) claim(k string) bool {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if _, busy := cl.keys[k]; busy {
+		return false
+	}
+	if cl.keys == nil {
+		cl.keys = map[string]struct{}{}
+	}
+	cl.keys[k] = struct{}{}
+	return true
+}
+
+func (cl *idemClaims) release(k string) {
+	cl.mu.Lock()
+	delete(cl.keys, k)
+	cl.mu.Unlock()
+}
+
+// sweepDue reports whether tenant's expired records are due a sweep, and
+// if so marks them swept at now.
+func (cl *idemClaims) sweepDue(tenant string, now time.Time) bool {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.swept == nil {
+		cl.swept = map[string]time.Time{}
+	}
+	last, seen := cl.swept[tenant]
+	if seen && now.Sub(last) < idempotencySweepEvery && !now.Before(last) {
+		return false
+	}
+	if len(cl.swept) > 10000 { // bound the memory of many tenants
+		clear(cl.swept)
+	}
+	cl.swept[tenant] = now
+	// A tenant first seen is swept a minute later: a keyed request pays
+	// no commit of its own.
+	return seen
+}
+
+// idemRequest is one keyed request in flight.
+type idemRequest struct {
+	h                       *Handler
+	tenant, id, fingerprint string
+	// old is an expired or stale record under id, which the new one
+	// replaces.
+	old *idemRecord
+	// openKey seals a response without a secret; boundKey one with.
+	openKey, boundKey []byte
+	// kept says the response was written with the engine's change;
+	// acted that the acted mark was written with a change.
+	kept, acted atomic.Bool
+}
+
 // idempotent runs c's handler at most once per Idempotency-Key (see above).
 // route.go calls it for every POST that carries the header.
 func (h *Handler) idempotent(c *Ctx) error {
@@ -85,128 +176,187 @@ func (h *Handler) idempotent(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	tenant, scope, token := store.System, "anonymous", ""
+	uri := c.R.URL.RequestURI()
+	fingerprint := digest(c.R.Method, uri, string(body))
+	tenant, scope, token := store.System, "", ""
 	if c.P != nil {
-		tenant, scope = c.P.Tenant, c.P.KeyID
-		if scope == "" {
-			scope = c.P.SessionID
+		tenant, scope = c.P.Tenant, "user\x00"+c.P.UserID
+		if c.P.KeyID != "" {
+			scope = "key\x00" + c.P.KeyID
 		}
 		token = strings.TrimSpace(strings.TrimPrefix(c.R.Header.Get("Authorization"), "Bearer "))
+	} else {
+		// A public route: one scope per client address and request, so
+		// callers never meet each other's keys.
+		scope = "public\x00" + clientHost(c.R) + "\x00" + fingerprint
 	}
-	uri := c.R.URL.RequestURI()
-	id := digest(scope, key)
-	fingerprint := digest(c.R.Method, uri, string(body))
-	sealKey := sealingKey(token, key, c.R.Method, uri, body)
+	req := &idemRequest{h: h, tenant: tenant, id: digest(scope, key), fingerprint: fingerprint,
+		openKey:  sealingKey("", key, c.R.Method, uri, body),
+		boundKey: sealingKey(token, key, c.R.Method, uri, body)}
+
+	claim := tenant + "\x00" + req.id
+	if !h.idemClaims.claim(claim) {
+		return errs.Conflictf("a request with this Idempotency-Key is still in progress")
+	}
+	defer h.idemClaims.release(claim)
 
 	ctx := context.WithoutCancel(c.Context())
-	prev, err := h.claimIdempotency(ctx, tenant, id, fingerprint)
+	prev, err := req.lookup(ctx)
 	if err != nil {
 		return err
 	}
 	if prev != nil {
-		return h.replay(c, prev, sealKey)
+		return req.replay(c, prev)
 	}
 
 	rec := newResponseRecorder()
-	w := c.W
-	kept := false
-	defer func() {
-		if !kept { // the handler failed or panicked: free the key for a retry
-			h.releaseIdempotency(ctx, tenant, id)
-		}
-	}()
-	c.W = rec
-	if err := c.route.fn(c); err != nil {
+	w, r := c.W, c.R
+	c.W, c.idem = rec, req
+	c.R = r.WithContext(store.AlsoInUpdate(r.Context(), req.markActed))
+	err = c.route.fn(c)
+	if err != nil {
 		h.writeError(c, err)
 	}
-	c.W = w
+	c.W, c.R, c.idem = w, r, nil
 	resp := storedResponse{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}
+	switch {
+	case req.kept.Load() && err == nil:
+		h.sweepIdempotencyEvery(ctx, tenant)
 	// Bad input changes nothing, so a corrected retry may use the key
 	// again; a server error may be retried too.
-	if resp.Status < 500 && resp.Status != http.StatusUnprocessableEntity {
-		if err := h.keepIdempotency(ctx, tenant, id, resp, sealKey); err != nil {
+	case resp.Status < 500 && resp.Status != http.StatusUnprocessableEntity:
+		if err := req.keep(ctx, resp, c.secret); err != nil {
 			h.log.Error("idempotency: keeping the response failed", "request_id", requestID(c.Context()),
 				"error", errors.FlattenDetails(err))
-		} else {
-			kept = true
 		}
+	case req.acted.Load():
+		req.release(ctx) // the key is free again for a retry
 	}
 	writeRecorded(w, resp, false)
 	return nil
 }
 
-// claimIdempotency claims id for a new request, or returns the finished
-// record to replay. A different request under the key, or one still in
-// flight, is errs.Conflict.
-func (h *Handler) claimIdempotency(ctx context.Context, tenant, id, fingerprint string) (*idemRecord, error) {
-	now := h.ws.Clock().Now().UTC()
+// lookup returns the kept response to replay, or nil when the request is
+// to run. Another request under the key is errs.Conflict.
+func (r *idemRequest) lookup(ctx context.Context) (*idemRecord, error) {
+	now := r.h.ws.Clock().Now().UTC()
 	var prev *idemRecord
-	err := h.ws.Store().Update(ctx, func(tx store.Txn) error {
-		prev = nil
-		rec, err := idempotencyRecords.Get(tx, tenant, id)
+	err := r.h.ws.Store().View(ctx, func(rd store.Reader) error {
+		rec, err := idempotencyRecords.Get(rd, r.tenant, r.id)
 		switch {
 		case errors.Is(err, errs.NotFound):
+			return nil
 		case err != nil:
 			return err
-		case now.Before(rec.ExpiresAt):
-			if rec.Fingerprint != fingerprint {
-				return errs.Conflictf("Idempotency-Key was already used with a different request")
-			}
-			if rec.State == idemDone {
-				prev = rec
-				return nil
-			}
-			if now.Before(rec.LeaseUntil) {
-				return errs.Conflictf("a request with this Idempotency-Key is still in progress")
-			}
+		case (rec.State != idemDone && rec.State != idemActed) || !now.Before(rec.ExpiresAt):
+			r.old = rec
+			return nil
+		case rec.Fingerprint != r.fingerprint:
+			return errs.Conflictf("Idempotency-Key was already used with a different request")
+		case rec.State == idemActed:
+			return errs.Conflictf("a request with this Idempotency-Key took effect, but the server stopped before " +
+				"its response was kept; read the result instead of retrying")
 		}
-		return idempotencyRecords.Put(tx, tenant, &idemRecord{ID: id, Fingerprint: fingerprint, State: idemInFlight,
-			LeaseUntil: now.Add(idempotencyLease), ExpiresAt: now.Add(idempotencyTTL)})
+		prev = rec
+		return nil
 	})
 	return prev, err
 }
 
-// keepIdempotency stores the sealed response and sweeps a few expired
-// records of the tenant.
-func (h *Handler) keepIdempotency(ctx context.Context, tenant, id string, resp storedResponse, key []byte) error {
+// record seals resp into the record that keeps it.
+func (r *idemRequest) record(resp storedResponse, secret bool) (*idemRecord, []byte, error) {
+	key := r.openKey
+	if secret {
+		key = r.boundKey
+	}
 	sealed, err := seal(key, resp)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	now := h.ws.Clock().Now().UTC()
-	return h.ws.Store().Update(ctx, func(tx store.Txn) error {
-		rec, err := idempotencyRecords.Get(tx, tenant, id)
-		if err != nil {
-			return err
-		}
-		rec.State, rec.Sealed = idemDone, sealed
-		if err := idempotencyRecords.Put(tx, tenant, rec); err != nil {
-			return err
-		}
-		return sweepIdempotency(tx, tenant, now)
-	})
+	now := r.h.ws.Clock().Now().UTC()
+	rec := &idemRecord{ID: r.id, Fingerprint: r.fingerprint, State: idemDone, ExpiresAt: now.Add(idempotencyTTL),
+		Bound: secret, Sealed: sealed}
+	raw, err := json.Marshal(rec)
+	return rec, raw, errors.Wrap(err, "encode idempotency record")
 }
 
-// releaseIdempotency forgets a claim whose request did not finish.
-func (h *Handler) releaseIdempotency(ctx context.Context, tenant, id string) {
-	err := h.ws.Store().Update(ctx, func(tx store.Txn) error {
-		err := idempotencyRecords.Delete(tx, tenant, id)
+// keepOp returns the write of resp for the engine's transaction: it only
+// writes (the engine's pipelined commits must not read), over the record
+// lookup found.
+func (r *idemRequest) keepOp(resp storedResponse) (func(store.Txn) error, error) {
+	rec, raw, err := r.record(resp, false)
+	if err != nil {
+		return nil, err
+	}
+	return func(tx store.Txn) error {
+		r.kept.Store(true)
+		return idempotencyRecords.PutOver(tx, r.tenant, r.old, rec, raw)
+	}, nil
+}
+
+// markActed writes the acted mark in the transaction of a change the
+// request makes (see store.AlsoInUpdate).
+func (r *idemRequest) markActed(tx store.Txn) error {
+	now := r.h.ws.Clock().Now().UTC()
+	r.acted.Store(true)
+	return idempotencyRecords.Put(tx, r.tenant, &idemRecord{ID: r.id, Fingerprint: r.fingerprint, State: idemActed,
+		ExpiresAt: now.Add(idempotencyTTL)})
+}
+
+// release forgets the acted mark of a request whose response is not kept.
+func (r *idemRequest) release(ctx context.Context) {
+	err := r.h.ws.Store().Update(ctx, func(tx store.Txn) error {
+		err := idempotencyRecords.Delete(tx, r.tenant, r.id)
 		if errors.Is(err, errs.NotFound) {
 			return nil
 		}
 		return err
 	})
 	if err != nil {
-		h.log.Error("idempotency: releasing a key failed", "error", errors.FlattenDetails(err))
+		r.h.log.Error("idempotency: releasing a key failed", "error", errors.FlattenDetails(err))
 	}
 }
 
-// sweepIdempotency deletes up to idempotencySweep expired records of
-// tenant, oldest first. Index entries are (tenant, "i", "idem", "expires",
-// unix nanos, id), as store.Collection lays them out.
-func sweepIdempotency(tx store.Txn, tenant string, now time.Time) error {
+// keep stores resp after the handler, and sweeps a few expired records of
+// the tenant.
+func (r *idemRequest) keep(ctx context.Context, resp storedResponse, secret bool) error {
+	rec, raw, err := r.record(resp, secret)
+	if err != nil {
+		return err
+	}
+	now := r.h.ws.Clock().Now().UTC()
+	return r.h.ws.Store().Update(ctx, func(tx store.Txn) error {
+		if err := idempotencyRecords.PutRaw(tx, r.tenant, rec, raw); err != nil {
+			return err
+		}
+		return sweepIdempotency(tx, r.tenant, now, idempotencySweep)
+	})
+}
+
+// sweepIdempotencyEvery sweeps tenant's expired records when a sweep is
+// due (see idempotencySweepEvery).
+func (h *Handler) sweepIdempotencyEvery(ctx context.Context, tenant string) {
+	now := h.ws.Clock().Now().UTC()
+	if !h.idemClaims.sweepDue(tenant, now) {
+		return
+	}
+	err := h.ws.Store().Update(ctx, func(tx store.Txn) error { return sweepIdempotency(tx, tenant, now, idempotencySweep) })
+	if err != nil {
+		h.log.Error("idempotency: sweeping expired keys failed", "error", errors.FlattenDetails(err))
+	}
+}
+
+// sweepIdempotency deletes up to limit expired records of tenant, oldest
+// first. Index entries are (tenant, "i", "idem", "expires", unix nanos,
+// id), as store.Collection lays them out; an entry whose record was
+// replaced by a live one is only removed itself.
+func sweepIdempotency(tx store.Txn, tenant string, now time.Time, limit int) error {
 	prefix := store.Key(tenant, "i", idempotencyRecords.Name, "expires")
-	var ids []string
+	type entry struct {
+		key []byte
+		id  string
+	}
+	var due []entry
 	err := tx.Scan(store.ScanOptions{Prefix: prefix, KeysOnly: true}, func(key, _ []byte) error {
 		parts, err := store.DecodeKey(key[len(prefix):])
 		if err != nil || len(parts) != 2 {
@@ -214,29 +364,96 @@ func sweepIdempotency(tx store.Txn, tenant string, now time.Time) error {
 		}
 		at, _ := parts[0].(int64)
 		id, _ := parts[1].(string)
-		if at > now.UnixNano() || len(ids) == idempotencySweep {
+		if at > now.UnixNano() || len(due) == limit {
 			return store.ErrStop
 		}
-		ids = append(ids, id)
+		due = append(due, entry{key: append([]byte(nil), key...), id: id})
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
-		if err := idempotencyRecords.Delete(tx, tenant, id); err != nil && !errors.Is(err, errs.NotFound) {
+	for _, e := range due {
+		rec, err := idempotencyRecords.Get(tx, tenant, e.id)
+		switch {
+		case errors.Is(err, errs.NotFound) || (err == nil && now.Before(rec.ExpiresAt)):
+			err = tx.Delete(e.key)
+		case err == nil:
+			err = idempotencyRecords.Delete(tx, tenant, e.id)
+		}
+		if err != nil && !errors.Is(err, errs.NotFound) {
 			return err
 		}
 	}
 	return nil
 }
 
-// replay writes a kept response again.
-func (h *Handler) replay(c *Ctx, rec *idemRecord, key []byte) error {
-	resp, err := open(key, rec.Sealed)
+// engineContext returns the context to run c's engine command with: for
+// a keyed request, the engine writes the response render makes of the
+// command's answer in the same transaction as the change. The handler
+// answers with answerWith and the same render, so what a replay returns is
+// byte for byte what the first request got.
+func (c *Ctx) engineContext(render func(runengine.Answer) (storedResponse, error)) context.Context {
+	req := c.idem
+	if req == nil {
+		return c.Context()
+	}
+	return runengine.KeepAnswer(c.Context(), func(a runengine.Answer) (func(store.Txn) error, error) {
+		resp, err := render(a)
+		if err != nil {
+			return nil, err
+		}
+		return req.keepOp(resp)
+	})
+}
+
+// answerWith writes the response render makes of an engine command's
+// answer.
+func (c *Ctx) answerWith(render func(runengine.Answer) (storedResponse, error), a runengine.Answer) error {
+	resp, err := render(a)
 	if err != nil {
-		// Only a request with the same token and body derives the key; the
-		// fingerprint matched, so the token differs: not the same request.
+		return err
+	}
+	writeRecorded(c.W, resp, false)
+	return nil
+}
+
+// jsonResponse is a JSON response: status, Location (below the base path;
+// none when empty) and an encoded body.
+func (c *Ctx) jsonResponse(status int, location string, body []byte) storedResponse {
+	hdr := http.Header{"Content-Type": {"application/json"}}
+	if location != "" {
+		hdr.Set("Location", c.h.opts.BasePath+location)
+	}
+	return storedResponse{Status: status, Header: hdr, Body: append(body[:len(body):len(body)], '\n')}
+}
+
+// holdsSecret marks c's response as holding a secret shown once (see
+// idempotent): a replay goes only to the credential that made the request.
+func (c *Ctx) holdsSecret() { c.secret = true }
+
+// clientHost is the address the request came from, without its port.
+func clientHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// replay writes a kept response again.
+func (r *idemRequest) replay(c *Ctx, rec *idemRecord) error {
+	key := r.openKey
+	if rec.Bound {
+		key = r.boundKey
+	}
+	resp, err := open(key, rec.Sealed)
+	switch {
+	case err != nil && rec.Bound:
+		// Only the same credential derives the key: the response holds a
+		// secret, which no other credential may see.
+		return errs.Conflictf("Idempotency-Key was already used by another credential, and its response holds a secret shown only to that credential")
+	case err != nil:
 		return errs.Conflictf("Idempotency-Key was already used with a different request")
 	}
 	writeRecorded(c.W, resp, true)
@@ -264,8 +481,8 @@ func digest(parts ...string) string {
 }
 
 // sealingKey derives the AES-256 key of one request's stored response from
-// the bearer token (empty on public routes, where the request itself is
-// the secret) and the request.
+// the bearer token (empty for a response without a secret, and on public
+// routes, where the request itself is the secret) and the request.
 func sealingKey(token, key, method, uri string, body []byte) []byte {
 	m := hmac.New(sha256.New, []byte(token))
 	for _, p := range [][]byte{[]byte("bas idempotency v1"), []byte(key), []byte(method), []byte(uri), body} {

@@ -4,13 +4,16 @@ import (
 	"encoding/json"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
+	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/process"
+	"github.com/bas-platform/bas/runengine"
 	"github.com/cockroachdb/errors"
 )
 
@@ -83,7 +86,59 @@ func (h *Handler) handleProcessCreate(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.Created("/v1/processes/"+d.ID, d)
+	return c.Created("/v1/processes/"+d.ID, withWarnings(d))
+}
+
+// ProcessAnswer is the answer to a process create or update: the process
+// and the warnings about it (a list, empty when there is nothing to say).
+type ProcessAnswer struct {
+	*process.Definition
+	Warnings []errs.Violation `json:"warnings"`
+}
+
+// withWarnings adds to d what its creator should know: a trigger that
+// listens to an event the process's own runs emit (type self_trigger).
+// Such a run never starts its own process again (the engine's loop guard),
+// so the warning says the trigger will not fire for its own runs.
+func withWarnings(d *process.Definition) ProcessAnswer {
+	out := ProcessAnswer{Definition: d, Warnings: []errs.Violation{}}
+	if d.Trigger.Type != process.TriggerEvent || d.Trigger.Event == "" {
+		return out
+	}
+	if slices.Contains(runEvents(d), d.Trigger.Event) {
+		out.Warnings = append(out.Warnings, errs.Violation{Loc: []any{"body", "trigger", "event"}, Type: "self_trigger",
+			Msg: "this process's own runs emit " + d.Trigger.Event + ": they will not start it again (a run never starts " +
+				"its own process through its own chain of events, and a chain stops at depth " +
+				strconv.Itoa(runengine.MaxChainDepth) + ")"})
+	}
+	return out
+}
+
+// runEvents lists the events runs of d may emit: the processes app's
+// (the run's own), the tasks app's where a step makes a task or asks for an
+// approval (human_task, execute), and those of the apps whose capabilities
+// its steps call.
+func runEvents(d *process.Definition) []string {
+	apps := capability.BuiltinApps()
+	byID := map[string]capability.App{}
+	for _, a := range apps {
+		byID[a.ID] = a
+	}
+	evs := slices.Clone(byID[access.AppProcesses].Events.Emits)
+	for _, st := range d.Steps {
+		if st.Type == process.StepHumanTask || st.Type == process.StepExecute {
+			evs = append(evs, byID[access.AppTasks].Events.Emits...)
+		}
+		if st.Capability == "" {
+			continue
+		}
+		for _, a := range apps {
+			if slices.Contains(a.Capabilities, st.Capability) {
+				evs = append(evs, a.Events.Emits...)
+			}
+		}
+	}
+	return evs
 }
 
 // handleProcessGet serves GET /v1/processes/:id (archived ones too, with
@@ -123,7 +178,7 @@ func (h *Handler) handleProcessUpdate(c *Ctx) error {
 	if ch != nil {
 		return c.waiting(ch.ID, ChangeOut{Change: ch})
 	}
-	return c.JSON(http.StatusOK, d)
+	return c.JSON(http.StatusOK, withWarnings(d))
 }
 
 // handleProcessArchive serves DELETE /v1/processes/:id: archives it (204);

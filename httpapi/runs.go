@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/runengine"
+	"github.com/cockroachdb/errors"
 )
 
 func (h *Handler) registerRunRoutes() {
@@ -48,12 +50,15 @@ func (h *Handler) handleRunStart(c *Ctx) error {
 	if err := c.Decode(&in); err != nil {
 		return err
 	}
-	raw, err := h.ws.Engine().Start(c.Context(), runengine.StartInput{Tenant: c.Tenant(), ProcessID: c.Param("id"),
+	render := func(a runengine.Answer) (storedResponse, error) {
+		return c.jsonResponse(http.StatusCreated, "/v1/process-runs/"+jsonID(a.Run), a.Run), nil
+	}
+	raw, err := h.ws.Engine().Start(c.engineContext(render), runengine.StartInput{Tenant: c.Tenant(), ProcessID: c.Param("id"),
 		Subject: runengine.Subject{Type: in.Subject.Type, Label: in.Subject.Label}, Actor: c.P.Actor()})
 	if err != nil {
 		return err
 	}
-	return c.createdRaw("/v1/process-runs/"+jsonID(raw), raw)
+	return c.answerWith(render, runengine.Answer{Run: raw})
 }
 
 var runStatuses = []string{runengine.RunRunning, runengine.RunWaiting, runengine.RunCompleted, runengine.RunFailed,
@@ -271,11 +276,14 @@ func (h *Handler) handleTaskComplete(c *Ctx) error {
 	if err := c.Decode(&in); err != nil {
 		return err
 	}
-	raw, err := h.ws.Engine().CompleteTask(c.Context(), c.Tenant(), c.Param("id"), in.Action, in.Fields, c.P.Actor())
+	render := func(a runengine.Answer) (storedResponse, error) {
+		return c.jsonResponse(http.StatusOK, "", a.Task), nil
+	}
+	raw, err := h.ws.Engine().CompleteTask(c.engineContext(render), c.Tenant(), c.Param("id"), in.Action, in.Fields, c.P.Actor())
 	if err != nil {
 		return err
 	}
-	return c.raw(http.StatusOK, raw)
+	return c.answerWith(render, runengine.Answer{Task: raw})
 }
 
 var approvalStatuses = []string{runengine.ApprovalPending, runengine.ApprovalApproved, runengine.ApprovalRejected,
@@ -327,11 +335,11 @@ func (h *Handler) handleApprovalApprove(c *Ctx) error {
 	if err := c.Decode(&in); err != nil {
 		return err
 	}
-	d, err := h.ws.Engine().Decide(c.Context(), c.Tenant(), c.Param("id"), true, in.Args, "", c.P.Actor())
+	d, err := h.ws.Engine().Decide(c.engineContext(c.renderDecision), c.Tenant(), c.Param("id"), true, in.Args, "", c.P.Actor())
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, d)
+	return c.answerWith(c.renderDecision, runengine.Answer{Approval: d.Approval, Run: d.Run})
 }
 
 // handleApprovalReject serves POST /v1/approvals/:id/reject.
@@ -343,11 +351,21 @@ func (h *Handler) handleApprovalReject(c *Ctx) error {
 	if err := c.Decode(&in); err != nil {
 		return err
 	}
-	d, err := h.ws.Engine().Decide(c.Context(), c.Tenant(), c.Param("id"), false, nil, in.Reason, c.P.Actor())
+	d, err := h.ws.Engine().Decide(c.engineContext(c.renderDecision), c.Tenant(), c.Param("id"), false, nil, in.Reason, c.P.Actor())
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, d)
+	return c.answerWith(c.renderDecision, runengine.Answer{Approval: d.Approval, Run: d.Run})
+}
+
+// renderDecision is the answer to an approve or a reject: the approval and
+// the run.
+func (c *Ctx) renderDecision(a runengine.Answer) (storedResponse, error) {
+	b, err := json.Marshal(runengine.Decision{Approval: a.Approval, Run: a.Run})
+	if err != nil {
+		return storedResponse{}, errors.Wrap(err, "encode decision")
+	}
+	return c.jsonResponse(http.StatusOK, "", b), nil
 }
 
 func enumViolation(param string, allowed []string) errs.Violation {

@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"net/http"
+
+	"github.com/bas-platform/bas/capability"
 )
 
 func (h *Handler) registerSystemRoutes() {
@@ -18,7 +20,24 @@ func (h *Handler) handleHealth(c *Ctx) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// handleAppsList serves GET /v1/apps: the built-in apps and plugin apps.
+// handleAppsList serves GET /v1/apps: the built-in apps this handler
+// serves (an app is served when a route of the route table belongs to
+// it) and the apps plugins describe.
 func (h *Handler) handleAppsList(c *Ctx) error {
-	return c.JSON(http.StatusOK, h.ws.Apps())
+	builtin := map[string]bool{}
+	for _, a := range capability.BuiltinApps() {
+		builtin[a.ID] = true
+	}
+	served := map[string]bool{}
+	for _, r := range h.routes {
+		served[r.App] = true
+	}
+	all := h.ws.Apps()
+	out := all[:0]
+	for _, a := range all {
+		if !builtin[a.ID] || served[a.ID] {
+			out = append(out, a)
+		}
+	}
+	return c.JSON(http.StatusOK, out)
 }

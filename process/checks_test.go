@@ -374,7 +374,7 @@ func TestDecodePatch(t *testing.T) {
 		{name: "empty steps", body: `{"steps": []}`, want: []string{"body.steps:too_short"}},
 		{name: "bad step", body: `{"steps": [{"key": "a", "type": "wait", "config": {}}]}`, want: []string{"body.steps.0.config.duration:missing"}},
 		{name: "bad trigger", body: `{"trigger": {"type": "event"}}`, want: []string{"body.trigger.event:missing"}},
-		{name: "unknown fields are ignored", body: `{"color": "red"}`, same: func(p ProcessPatch) bool { return p.Empty() }},
+		{name: "an unknown field is refused", body: `{"color": "red"}`, want: []string{"body.color:extra_forbidden"}},
 		{name: "not an object", body: `"x"`, want: []string{"body:type_error"}},
 	} {
 		t.Run(test.name, func(t *testing.T) {

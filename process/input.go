@@ -152,8 +152,8 @@ func DecodeIn(raw []byte) (ProcessIn, error) {
 
 // DecodePatch reads a ProcessPatch from a JSON body and reports every
 // violation of the fields present at once. null clears description and
-// function; null for any other field is a type_error. Unknown fields are
-// ignored.
+// function; null for any other field is a type_error. A field a patch does
+// not take is an extra_forbidden: a patch never drops a field silently.
 func DecodePatch(raw []byte) (ProcessPatch, error) {
 	var p ProcessPatch
 	doc, err := decodeBody(raw)
@@ -161,9 +161,21 @@ func DecodePatch(raw []byte) (ProcessPatch, error) {
 		return p, err
 	}
 	var v violations
+	patchable := []string{"name", "description", "function", "trigger", "steps", "enabled"}
+	extra := make([]string, 0, len(doc))
+	for k := range doc {
+		if !slices.Contains(patchable, k) {
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(extra)
+	for _, k := range extra {
+		v.add([]any{"body", k}, "extra_forbidden", "is not a field a process patch takes")
+		delete(doc, k)
+	}
 	empty := ""
 	cleared := map[string]bool{}
-	for _, k := range []string{"name", "description", "function", "trigger", "steps", "enabled"} {
+	for _, k := range patchable {
 		val, ok := doc[k]
 		if !ok || val != nil {
 			continue

@@ -15,12 +15,37 @@ import (
 // state (each step's internal bookkeeping, the cursor, who started it).
 func (r Run) MarshalJSON() ([]byte, error) { return appendRun(nil, &r, false) }
 
+// Answer is what a command run by hand (Start, CompleteTask, Decide)
+// answers: the run as the change leaves it, and the task or approval it
+// changed (nil when none).
+type Answer struct {
+	Run      json.RawMessage
+	Task     json.RawMessage
+	Approval json.RawMessage
+}
+
+// AnswerKeeper is given a command's answer before its change commits; the
+// write it returns goes into the same transaction as the change, so what
+// it writes is durable exactly when the change is (an Idempotency-Key's
+// stored response, say). It runs on the engine's goroutines and must not
+// block. An error leaves the change as it is, without the write.
+type AnswerKeeper func(Answer) (func(tx store.Txn) error, error)
+
+type keeperKey struct{}
+
+// KeepAnswer returns ctx carrying keep: Start, CompleteTask and Decide
+// called with it write keep's write in the transaction of their change.
+func KeepAnswer(ctx context.Context, keep AnswerKeeper) context.Context {
+	return context.WithValue(ctx, keeperKey{}, keep)
+}
+
 // send runs a command on its run's worker and waits for its durable
 // outcome.
 func (e *Engine) send(ctx context.Context, c *command) (reply, error) {
 	if e.isClosed() {
 		return reply{}, errClosed
 	}
+	c.keep, _ = ctx.Value(keeperKey{}).(AnswerKeeper)
 	c.reply = make(chan reply, 1)
 	e.workerFor(c.runID).send(c)
 	select {

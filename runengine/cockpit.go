@@ -40,6 +40,10 @@ type Viewer struct {
 	CanWork bool
 }
 
+// UnassignedFunction is the cockpit's by_function bucket of the runs of
+// processes that name no function.
+const UnassignedFunction = "unassigned"
+
 // Cockpit computes tenant's cockpit for viewer. agreement is the
 // workspace's agreement rate (nil when nothing was decided yet).
 func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement *float64) (*Cockpit, error) {
@@ -58,16 +62,19 @@ func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement
 					return err
 				}
 				fn, _ := parts[3].(string)
+				if fn == "" {
+					fn = UnassignedFunction
+				}
 				n, err := readCounter(r, key)
 				if err != nil {
 					return err
 				}
 				fc := c.ByFunction[fn]
 				if kind == "inflight" {
-					fc.Running = int(n)
+					fc.Running += int(n)
 					c.Running += int(n)
 				} else {
-					fc.Waiting = int(n)
+					fc.Waiting += int(n)
 				}
 				c.ByFunction[fn] = fc
 				return nil

@@ -56,6 +56,10 @@ func appendRun(b []byte, r *Run, stored bool) ([]byte, error) {
 			return b, err
 		}
 	}
+	if r.Trigger.Cause != nil {
+		b = append(b, `,"cause":`...)
+		b = r.Trigger.Cause.appendJSON(b)
+	}
 	b = append(b, '}')
 	if !stored || r.CurrentStep != nil {
 		b = append(b, `,"current_step":`...)
@@ -243,4 +247,26 @@ func appendTimePtr(b []byte, t *time.Time) ([]byte, error) {
 		return append(b, "null"...), nil
 	}
 	return jsonvalue.AppendTime(b, *t)
+}
+
+// appendJSON appends the cause's JSON, what json.Marshal writes for it.
+func (c *Cause) appendJSON(b []byte) []byte {
+	b = append(b, `{"run_id":`...)
+	b = jsonvalue.AppendString(b, c.RunID)
+	b = append(b, `,"root_run_id":`...)
+	b = jsonvalue.AppendString(b, c.RootRunID)
+	b = append(b, `,"depth":`...)
+	b = strconv.AppendInt(b, int64(c.Depth), 10)
+	b = append(b, `,"processes":`...)
+	if c.Processes == nil {
+		return append(b, `null}`...)
+	}
+	b = append(b, '[')
+	for i, p := range c.Processes {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonvalue.AppendString(b, p)
+	}
+	return append(b, ']', '}')
 }

@@ -69,7 +69,8 @@ func encodeCases() map[string]*Run {
 		"event run": {ID: "run_2", ProcessID: "prc_1", ProcessName: `Pay "big" <invoices> & more`, ProcessVersion: 3,
 			Function: "finance", Status: RunCompleted, Subject: Subject{Type: "invoice", Label: "INV-1 ✓\n"},
 			Trigger: RunTrigger{Type: "event", Event: str("docs.document.validated"), EventID: "evt_1",
-				Data: map[string]any{"z": []any{json.Number("1.50"), nil, true}, "a": map[string]any{"b": "c"}}},
+				Data:  map[string]any{"z": []any{json.Number("1.50"), nil, true}, "a": map[string]any{"b": "c"}},
+				Cause: &Cause{RunID: "run_0", RootRunID: "run_r", Depth: 2, Processes: []string{"prc_a", "prc_\"b\""}}},
 			Overdue: true, StartedAt: at, CompletedAt: &later, Error: str("step x: failed\t"), MinutesSaved: 25,
 			Cursor: 2, StartedBy: "usr_1"},
 		"steps": {ID: "run_3", Status: RunWaiting, CurrentStep: str("b"), StartedAt: at, Cursor: 1,
@@ -151,6 +152,8 @@ func TestEventJSONMatchesReflection(t *testing.T) {
 		{},
 		{ID: "evt_1", Tenant: "ten_1", Name: "process.run.completed", At: at,
 			Data: map[string]any{"run_id": "run_1", "subject": Subject{Type: "invoice", Label: "<INV-1>"}, "n": json.Number("3")}},
+		{ID: "evt_2", Name: "process.run.completed", Cause: &Cause{RunID: "run_1", RootRunID: "run_1", Processes: []string{"prc_1"}}},
+		{ID: "evt_3", Cause: &Cause{}},
 	} {
 		type plain Event
 		want, err := json.Marshal((*plain)(ev))

@@ -3,9 +3,12 @@ package runengine
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/filter"
 	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/internal/jsonvalue"
@@ -25,6 +28,9 @@ type Event struct {
 	// user of POST /v1/events, "provider" for a provider's event; empty
 	// for the events the workspace's apps and engine emit.
 	EmittedBy string `json:"emitted_by,omitempty"`
+	// Cause is the run that emitted the event and its chain; nil for
+	// events no run emitted.
+	Cause *Cause `json:"cause,omitempty"`
 }
 
 // appendJSON appends the event's JSON, what json.Marshal writes for it,
@@ -49,6 +55,10 @@ func (ev *Event) appendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"emitted_by":`...)
 		b = jsonvalue.AppendString(b, ev.EmittedBy)
 	}
+	if ev.Cause != nil {
+		b = append(b, `,"cause":`...)
+		b = ev.Cause.appendJSON(b)
+	}
 	return append(b, '}'), nil
 }
 
@@ -61,11 +71,19 @@ func outboxKey(id string) []byte { return store.Key(store.System, "outbox", id) 
 // An event nothing can consume (no process of the tenant has its name as
 // trigger and no run waits for it) is not written: events only start and
 // wake runs, so it would be read and deleted for nothing.
-func (e *Engine) outboxWrite(tenant, name string, data map[string]any, at time.Time) (func(store.Txn) error, func()) {
+//
+// cause is the event's causation (see Cause); from, when cause is nil, is
+// the run that emits it, whose causation is worked out only for an event
+// that is written.
+func (e *Engine) outboxWrite(tenant, name string, data map[string]any, at time.Time, cause *Cause, from *Run) (func(store.Txn) error, func()) {
 	if !e.heard(tenant, name) {
 		return func(store.Txn) error { return nil }, func() {}
 	}
 	ev := &Event{ID: e.ids.New("evt", at), Tenant: tenant, Name: name, Data: data, At: at}
+	ev.Cause = cause
+	if cause == nil && from != nil {
+		ev.Cause = causeOf(from)
+	}
 	raw, err := ev.appendJSON(nil)
 	return func(tx store.Txn) error {
 		if err != nil {
@@ -78,12 +96,21 @@ func (e *Engine) outboxWrite(tenant, name string, data map[string]any, at time.T
 // Emit writes an event into the outbox within tx, so it is emitted if and
 // only if tx commits (apps call it beside their own changes). Call Kick
 // once tx has committed.
+//
+// When tx belongs to an Update made during a capability call of a run
+// (its context, store.TxnContext, comes from the call), the event carries
+// that run's causation, so the loop guard sees a run that starts itself
+// through an app.
 func (e *Engine) Emit(tx store.Txn, tenant, name string, data any) error {
 	m, err := toMap(data)
 	if err != nil {
 		return errors.Wrapf(err, "event %s", name)
 	}
-	op, _ := e.outboxWrite(tenant, name, m, e.now())
+	var from *Run
+	if info, ok := RunFromContext(store.TxnContext(tx)); ok {
+		from = &Run{ID: info.ID, ProcessID: info.ProcessID, Trigger: RunTrigger{Cause: info.cause}}
+	}
+	op, _ := e.outboxWrite(tenant, name, m, e.now(), nil, from)
 	return op(tx)
 }
 
@@ -317,6 +344,7 @@ func (d *dispatcher) dispatchAll(evs []*Event) error {
 		return err
 	}
 	keys := make([][]byte, len(evs))
+	var cuts []loopCut
 	for i, p := range plans {
 		if _, err := d.await(p); err != nil {
 			return err
@@ -325,15 +353,28 @@ func (d *dispatcher) dispatchAll(evs []*Event) error {
 		if evs[i].At.After(d.floor) {
 			d.floor = evs[i].At
 		}
+		cuts = append(cuts, p.cuts...)
 	}
-	return d.e.commits.commitWait(context.Background(), &delta{apply: func(tx store.Txn) error {
+	ops, posts := d.recordCuts(cuts)
+	err = d.e.commits.commitWait(context.Background(), &delta{apply: func(tx store.Txn) error {
 		for _, k := range keys {
 			if err := tx.Delete(k); err != nil {
 				return err
 			}
 		}
+		for _, op := range ops {
+			if err := op(tx); err != nil {
+				return err
+			}
+		}
 		return nil
 	}})
+	if err == nil {
+		for _, post := range posts {
+			post()
+		}
+	}
+	return err
 }
 
 // dispatch starts the runs ev triggers and wakes the runs waiting on it,
@@ -348,14 +389,102 @@ func (d *dispatcher) dispatch(ev *Event) ([]json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = d.e.commits.commitWait(context.Background(), &delta{apply: deleteKey(outboxKey(ev.ID))})
+	ops, posts := d.recordCuts(plans[0].cuts)
+	err = d.e.commits.commitWait(context.Background(), &delta{apply: func(tx store.Txn) error {
+		if err := tx.Delete(outboxKey(ev.ID)); err != nil {
+			return err
+		}
+		for _, op := range ops {
+			if err := op(tx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}})
+	if err == nil {
+		for _, post := range posts {
+			post()
+		}
+	}
 	return started, err
+}
+
+// loopCut is a run the loop guard did not start.
+type loopCut struct {
+	ev                     *Event
+	processID, processName string
+	reason                 string
+}
+
+// Reasons of a loop cut.
+const (
+	// LoopSelf: the process is already in the chain of the event.
+	LoopSelf = "self_trigger"
+	// LoopDepth: the run would be deeper than MaxChainDepth.
+	LoopDepth = "max_depth"
+)
+
+// EventLoopStopped is emitted for every run the loop guard did not start.
+const EventLoopStopped = "process.run.loop_stopped"
+
+// loopReason says why an event of cause may not start a run of processID,
+// or "" when it may.
+func loopReason(cause *Cause, processID string) string {
+	switch {
+	case cause == nil:
+		return ""
+	case slices.Contains(cause.Processes, processID):
+		return LoopSelf
+	case cause.Depth >= MaxChainDepth:
+		return LoopDepth
+	}
+	return ""
+}
+
+// recordCuts returns the writes that make cuts visible, for the commit
+// that removes their events from the outbox (so a replay records a cut
+// once): an audit entry each, and a process.run.loop_stopped event
+// carrying the chain, except for a cut of that event itself.
+func (d *dispatcher) recordCuts(cuts []loopCut) ([]func(store.Txn) error, []func()) {
+	if len(cuts) == 0 {
+		return nil, nil
+	}
+	e := d.e
+	var ops []func(store.Txn) error
+	var posts []func()
+	for _, c := range cuts {
+		ev := c.ev
+		data := map[string]any{"process_id": c.processID, "process_name": c.processName, "event": ev.Name,
+			"event_id": ev.ID, "run_id": ev.Cause.RunID, "root_run_id": ev.Cause.RootRunID,
+			"depth": ev.Cause.Depth + 1, "reason": c.reason}
+		e.log.Warn("a run was not started: loop guard", "tenant", ev.Tenant, "process", c.processID,
+			"event", ev.Name, "cause_run", ev.Cause.RunID, "reason", c.reason)
+		entry := audit.Entry{At: e.now(), Actor: audit.System, Action: EventLoopStopped, Entity: "process",
+			EntityID: c.processID, After: audit.Marshal(data), Reason: loopText(c, ev)}
+		tenant := ev.Tenant
+		ops = append(ops, func(tx store.Txn) error { return audit.Write(tx, tenant, &e.ids, entry) })
+		if ev.Name != EventLoopStopped {
+			op, post := e.outboxWrite(tenant, EventLoopStopped, data, e.now(), ev.Cause, nil)
+			ops, posts = append(ops, op), append(posts, post)
+		}
+	}
+	return ops, posts
+}
+
+func loopText(c loopCut, ev *Event) string {
+	if c.reason == LoopSelf {
+		return "event " + ev.Name + " of run " + ev.Cause.RunID + " would start process " + c.processID +
+			" again within its own chain (root run " + ev.Cause.RootRunID + ")"
+	}
+	return "event " + ev.Name + " of run " + ev.Cause.RunID + " would start a run deeper than " +
+		strconv.Itoa(MaxChainDepth) + " events from root run " + ev.Cause.RootRunID
 }
 
 // planned is an event whose starts and wake-ups were sent to the workers.
 type planned struct {
 	started       []json.RawMessage // runs an earlier dispatch started
 	starts, wakes []chan reply
+	cuts          []loopCut // runs the loop guard did not start
 }
 
 // plan sends the commands evs call for without waiting for them. The
@@ -431,6 +560,10 @@ func (d *dispatcher) plan(evs []*Event) ([]*planned, error) {
 			if !def.Enabled || def.Archived || !d.matches(def.Trigger.Filter, ev.Data) {
 				continue
 			}
+			if reason := loopReason(ev.Cause, def.ID); reason != "" {
+				p.cuts = append(p.cuts, loopCut{ev: ev, processID: def.ID, processName: def.Name, reason: reason})
+				continue
+			}
 			ver, err := e.version(ev.Tenant, def.ID, def.Version)
 			if err != nil {
 				return nil, err
@@ -442,7 +575,7 @@ func (d *dispatcher) plan(evs []*Event) ([]*planned, error) {
 			e.workerFor(runID).send(&command{kind: cmdStart, tenant: ev.Tenant, runID: runID, reply: rep, start: &startArgs{
 				version: ver,
 				subject: eventSubject(ev),
-				trigger: RunTrigger{Type: process.TriggerEvent, Event: &name, EventID: ev.ID, EmittedBy: ev.EmittedBy, Data: ev.Data},
+				trigger: RunTrigger{Type: process.TriggerEvent, Event: &name, EventID: ev.ID, EmittedBy: ev.EmittedBy, Data: ev.Data, Cause: ev.Cause},
 				ops:     []func(store.Txn) error{setKey(dedupeKey(ev.Tenant, ev.ID, def.ID), []byte(runID))},
 			}})
 		}

@@ -75,7 +75,7 @@ func (x *exec) count(key string, n int64) {
 
 // emit writes an event to the outbox in this command's commit.
 func (x *exec) emit(name string, data map[string]any) {
-	op, post := x.w.e.outboxWrite(x.r.Tenant, name, data, x.now)
+	op, post := x.w.e.outboxWrite(x.r.Tenant, name, data, x.now, nil, x.r)
 	x.fx.ops = append(x.fx.ops, op)
 	x.fx.post = append(x.fx.post, post)
 }
@@ -368,7 +368,8 @@ func (x *exec) callFunc(def *process.Step, st *StepRun, capID string, args any, 
 	key := x.r.ID + "/" + def.Key + "/" + keySuffix + strconv.Itoa(st.Attempts+1)
 	e := x.w.e
 	tenant := x.r.Tenant
-	info := RunInfo{ID: x.r.ID, ProcessID: x.r.ProcessID, ProcessName: x.r.ProcessName, Subject: x.r.Subject, StepKey: def.Key}
+	info := RunInfo{ID: x.r.ID, ProcessID: x.r.ProcessID, ProcessName: x.r.ProcessName, Subject: x.r.Subject, StepKey: def.Key,
+		cause: x.r.Trigger.Cause}
 	return func(ctx context.Context) *callResult {
 		ctx = context.WithValue(ctx, runInfoKey{}, info)
 		out, err := e.cfg.Capabilities.Call(ctx, capability.Call{Tenant: tenant, Capability: capID, Args: raw, IdempotencyKey: key})
@@ -541,6 +542,10 @@ type RunInfo struct {
 	ProcessName string
 	Subject     Subject
 	StepKey     string
+
+	// cause is the run's own causation (its trigger's), so that an event
+	// an app emits during the call carries the run's chain (see Emit).
+	cause *Cause
 }
 
 type runInfoKey struct{}

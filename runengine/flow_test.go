@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/capability/registry"
+	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/process"
@@ -768,5 +770,286 @@ func TestCloseDoesNotWaitForAStuckProvider(t *testing.T) {
 	case <-closed:
 	case <-time.After(20 * time.Second):
 		t.Fatal("Close waits for a provider that does not return")
+	}
+}
+
+// TestCockpitUnassignedFunction: the runs of a process that names no
+// function are counted under "unassigned", next to a process that names
+// that function itself.
+func TestCockpitUnassignedFunction(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	steps := `[{"key":"pause","type":"wait","config":{"duration":"2h"}}]`
+	var defs []*process.Definition
+	for _, fn := range []string{``, `,"function":"unassigned"`} {
+		in, err := process.DecodeIn([]byte(`{"name":"Process","trigger":{"type":"manual"},"steps":` + steps + fn + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		def, err := b.procs.Create(ctx, tenant, "usr_test", in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defs = append(defs, def)
+	}
+	for _, def := range defs {
+		id := b.start(t, def.ID)
+		b.waitRun(t, id, "waiting", stepStatus("pause", runengine.StepWaiting))
+	}
+	c, err := b.eng.Cockpit(ctx, tenant, runengine.Viewer{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]runengine.FunctionCounts{runengine.UnassignedFunction: {Running: 2, Waiting: 2}}
+	if diff := cmp.Diff(want, c.ByFunction); diff != "" {
+		t.Errorf("by_function (-want +got):\n%s", diff)
+	}
+}
+
+// TestLoopGuard: a run never starts a run of a process already in its
+// chain, and a chain stops at MaxChainDepth; every cut is an audit entry
+// and a process.run.loop_stopped event.
+func TestLoopGuard(t *testing.T) {
+	t.Parallel()
+	type proc struct{ name, after string } // after: the process whose completion starts it; "*" any, "" manual
+	type cut struct{ Process, Reason string }
+	chain := []proc{{"P0", ""}}
+	wantChain := map[string]int{"P0": 1}
+	for i := 1; i <= runengine.MaxChainDepth+1; i++ {
+		chain = append(chain, proc{fmt.Sprintf("P%d", i), fmt.Sprintf("P%d", i-1)})
+		wantChain[fmt.Sprintf("P%d", i)] = 1
+	}
+	wantChain[fmt.Sprintf("P%d", runengine.MaxChainDepth+1)] = 0
+	tests := []struct {
+		name     string
+		procs    []proc
+		start    string
+		wantRuns map[string]int
+		wantCuts []cut
+	}{
+		{"itself", []proc{{"Self", "*"}}, "Self", map[string]int{"Self": 1}, []cut{{"Self", runengine.LoopSelf}}},
+		{"ping-pong", []proc{{"Ping", "Pong"}, {"Pong", "Ping"}}, "Ping", map[string]int{"Ping": 1, "Pong": 1},
+			[]cut{{"Ping", runengine.LoopSelf}}},
+		{"too deep", chain, "P0", wantChain, []cut{{fmt.Sprintf("P%d", runengine.MaxChainDepth+1), runengine.LoopDepth}}},
+	}
+	for _, test := range tests {
+		t.Run(test.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			ctx := context.Background()
+			byName := map[string]*process.Definition{}
+			for _, p := range test.procs {
+				trigger := `{"type":"manual"}`
+				switch p.after {
+				case "":
+				case "*":
+					trigger = `{"type":"event","event":"process.run.completed"}`
+				default:
+					trigger = `{"type":"event","event":"process.run.completed","filter":{"process_name":{"eq":"` + p.after + `"}}}`
+				}
+				in, err := process.DecodeIn([]byte(`{"name":"` + p.name + `","trigger":` + trigger +
+					`,"steps":[{"key":"echo","type":"execute","capability":"test.echo","config":{"args":{}}}]}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if byName[p.name], err = b.procs.Create(ctx, tenant, "usr_test", in); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The watcher hears every cut (and, started by one, is in
+			// the chain: it waits, so it completes nothing).
+			watcher := b.create(t, `{"type":"event","event":"`+runengine.EventLoopStopped+`"}`,
+				`[{"key":"hold","type":"wait","config":{"event":"never.happens"}}]`)
+			first := b.start(t, byName[test.start].ID)
+
+			var entries []*audit.Entry
+			deadline := time.Now().Add(10 * time.Second)
+			for len(entries) < len(test.wantCuts) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d loop cuts recorded, want %d", len(entries), len(test.wantCuts))
+				}
+				time.Sleep(2 * time.Millisecond)
+				entries = nil
+				err := b.st.View(ctx, func(r store.Reader) error {
+					all, _, err := audit.List(r, tenant, audit.Query{Entity: "process"}, store.Page{Limit: 100})
+					for _, e := range all {
+						if e.Action == runengine.EventLoopStopped && e.EntityID != watcher.ID {
+							entries = append(entries, e)
+						}
+					}
+					return err
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			var gotCuts []cut
+			for _, e := range entries {
+				var data struct{ Reason string }
+				if err := json.Unmarshal(e.After, &data); err != nil {
+					t.Fatal(err)
+				}
+				for name, def := range byName {
+					if def.ID == e.EntityID {
+						gotCuts = append(gotCuts, cut{name, data.Reason})
+					}
+				}
+				if e.Actor != "system" || e.Reason == "" {
+					t.Errorf("audit entry %+v", e)
+				}
+			}
+			if diff := cmp.Diff(test.wantCuts, gotCuts); diff != "" {
+				t.Errorf("cuts (-want +got):\n%s", diff)
+			}
+			gotRuns := map[string]int{}
+			for name, def := range byName {
+				rs, _, err := b.eng.ListRuns(ctx, tenant, runengine.RunQuery{ProcessID: def.ID}, store.Page{Limit: 100})
+				if err != nil {
+					t.Fatal(err)
+				}
+				gotRuns[name] = len(rs)
+				for _, r := range rs {
+					if r.ID == first {
+						if r.Trigger.Cause != nil {
+							t.Errorf("the first run has a cause: %+v", r.Trigger.Cause)
+						}
+					} else if r.Trigger.Cause == nil || r.Trigger.Cause.RootRunID != first {
+						t.Errorf("run %s of %s: cause %+v, want root %s", r.ID, name, r.Trigger.Cause, first)
+					}
+				}
+			}
+			if diff := cmp.Diff(test.wantRuns, gotRuns); diff != "" {
+				t.Errorf("runs per process (-want +got):\n%s", diff)
+			}
+			if test.name == "itself" {
+				// The cut's event started the watcher, within the chain.
+				var rs []*runengine.Run
+				for deadline := time.Now().Add(10 * time.Second); len(rs) == 0; {
+					if time.Now().After(deadline) {
+						t.Fatal("the watcher never started")
+					}
+					time.Sleep(2 * time.Millisecond)
+					var err error
+					if rs, _, err = b.eng.ListRuns(ctx, tenant, runengine.RunQuery{ProcessID: watcher.ID}, store.Page{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if len(rs) != 1 {
+					t.Fatalf("watcher runs %d", len(rs))
+				}
+				c := rs[0].Trigger.Cause
+				want := &runengine.Cause{RunID: first, RootRunID: first, Depth: 0, Processes: []string{byName["Self"].ID}}
+				if diff := cmp.Diff(want, c); diff != "" {
+					t.Errorf("watcher's cause (-want +got):\n%s", diff)
+				}
+				if d := rs[0].Trigger.Data; d["reason"] != runengine.LoopSelf || d["process_id"] != byName["Self"].ID || d["run_id"] != first {
+					t.Errorf("loop_stopped data %v", d)
+				}
+			}
+		})
+	}
+}
+
+// emitProvider fills loop.make: it makes a "thing" in the store and emits
+// thing.made beside it, as an app does (Engine.Emit in its transaction).
+type emitProvider struct {
+	st  store.Store
+	eng func() *runengine.Engine
+}
+
+func (p *emitProvider) Info() capability.Info {
+	return capability.Info{ID: "loop.provider", Name: "Loop", Kind: capability.KindBuiltin, Capabilities: []string{"loop.make"}}
+}
+
+func (p *emitProvider) Capabilities() []capability.Capability {
+	obj := json.RawMessage(`{"type":"object"}`)
+	return []capability.Capability{{ID: "loop.make", Name: "Make", Description: "Makes a thing.", Args: obj, Result: obj}}
+}
+
+func (p *emitProvider) Call(ctx context.Context, c capability.Call) (json.RawMessage, error) {
+	err := p.st.Update(ctx, func(tx store.Txn) error {
+		if err := tx.Set(store.Key(c.Tenant, "thing", c.IdempotencyKey), nil); err != nil {
+			return err
+		}
+		return p.eng().Emit(tx, c.Tenant, "thing.made", map[string]any{"key": c.IdempotencyKey})
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.eng().Kick()
+	return json.RawMessage(`{}`), nil
+}
+
+// TestLoopGuardThroughAnApp: a run whose step makes an app emit the event
+// that triggers its own process does not start itself again: the app's
+// event carries the run's chain.
+func TestLoopGuardThroughAnApp(t *testing.T) {
+	t.Parallel()
+	bs, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.Hooked(bs)
+	var b *bundle
+	prov := &emitProvider{st: st, eng: func() *runengine.Engine { return b.eng }}
+	clk := clock.NewFake(t0)
+	procs := process.NewService(process.Config{Store: st, Clock: clk})
+	reg := registry.New(registry.Config{Store: st, Clock: clk})
+	if err := reg.Register(prov); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := runengine.New(runengine.Config{Store: st, Clock: clk, Capabilities: reg, Processes: procs,
+		Gate: &autoGate{auto: true}, RetryBase: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = &bundle{st: st, clk: clk, procs: procs, reg: reg, eng: eng}
+	if err := eng.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		eng.Close()
+		st.Close()
+	})
+	ctx := context.Background()
+	def := b.create(t, `{"type":"event","event":"thing.made"}`,
+		`[{"key":"make","type":"execute","capability":"loop.make","config":{"args":{}}}]`)
+	_, started, err := eng.Publish(ctx, tenant, "", "thing.made", map[string]any{"key": "outside"})
+	if err != nil || len(started) != 1 {
+		t.Fatalf("publish: %v, %d runs", err, len(started))
+	}
+	first := runID(t, started[0])
+	var entries []*audit.Entry
+	for deadline := time.Now().Add(10 * time.Second); len(entries) == 0; {
+		if time.Now().After(deadline) {
+			rs, _, _ := eng.ListRuns(ctx, tenant, runengine.RunQuery{ProcessID: def.ID}, store.Page{Limit: 200})
+			t.Fatalf("no loop cut recorded; %d runs", len(rs))
+		}
+		time.Sleep(2 * time.Millisecond)
+		err := st.View(ctx, func(r store.Reader) error {
+			all, _, err := audit.List(r, tenant, audit.Query{Entity: "process"}, store.Page{Limit: 10})
+			entries = nil
+			for _, e := range all {
+				if e.Action == runengine.EventLoopStopped {
+					entries = append(entries, e)
+				}
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var after map[string]any
+	if err := json.Unmarshal(entries[0].After, &after); err != nil {
+		t.Fatal(err)
+	}
+	if after["reason"] != runengine.LoopSelf || after["run_id"] != first || entries[0].EntityID != def.ID {
+		t.Errorf("cut %v, want self_trigger of run %s", after, first)
+	}
+	rs, _, err := eng.ListRuns(ctx, tenant, runengine.RunQuery{ProcessID: def.ID}, store.Page{Limit: 200})
+	if err != nil || len(rs) != 1 {
+		t.Errorf("%d runs, want 1 (%v)", len(rs), err)
 	}
 }

@@ -67,6 +67,37 @@ type RunTrigger struct {
 	EmittedBy string `json:"emitted_by,omitempty"`
 	// Data is the event's data (or the schedule's fire time).
 	Data map[string]any `json:"data,omitempty"`
+	// Cause is the run whose event started this run, and that run's
+	// chain; nil when no run's event did.
+	Cause *Cause `json:"cause,omitempty"`
+}
+
+// MaxChainDepth is how deep a chain of runs started by runs' events may
+// go: a run no run's event started has depth 0, a run its event started
+// depth 1, and so on. An event of a run at this depth starts no run; the
+// cut is recorded (process.run.loop_stopped and an audit entry).
+const MaxChainDepth = 8
+
+// Cause is the causation an event carries when a run emitted it: the run,
+// the first run of its chain, its depth, and the processes of the chain's
+// runs (root first, the run's own last). A run never starts a run of a
+// process already in the chain of the event that would start it.
+type Cause struct {
+	RunID     string   `json:"run_id"`
+	RootRunID string   `json:"root_run_id"`
+	Depth     int      `json:"depth"`
+	Processes []string `json:"processes"`
+}
+
+// causeOf is the causation of the events r emits.
+func causeOf(r *Run) *Cause {
+	c := r.Trigger.Cause
+	if c == nil {
+		return &Cause{RunID: r.ID, RootRunID: r.ID, Processes: []string{r.ProcessID}}
+	}
+	procs := make([]string, len(c.Processes), len(c.Processes)+1)
+	copy(procs, c.Processes)
+	return &Cause{RunID: r.ID, RootRunID: c.RootRunID, Depth: c.Depth + 1, Processes: append(procs, r.ProcessID)}
 }
 
 // StepRun is a step's state within a run.

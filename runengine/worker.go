@@ -41,8 +41,10 @@ type command struct {
 	timer  *timerArgs
 	event  *eventArgs
 
-	// reply, when set, receives the outcome once it is durable.
+	// reply, when set, receives the outcome once it is durable; keep,
+	// when set, adds a write of the answer to the change's commit.
 	reply chan reply
+	keep  AnswerKeeper
 }
 
 type reply struct {
@@ -426,7 +428,7 @@ func (w *worker) finish(x *exec) {
 		en.dirty = true
 	}
 	if c.reply != nil {
-		en.replies = append(en.replies, heldReply{ch: c.reply, task: x.replyTask, approval: x.replyApproval, err: x.err})
+		en.replies = append(en.replies, heldReply{ch: c.reply, task: x.replyTask, approval: x.replyApproval, err: x.err, keep: c.keep})
 	}
 	switch {
 	case !en.durable:
@@ -460,6 +462,7 @@ type heldReply struct {
 	ch             chan reply
 	task, approval json.RawMessage
 	err            error
+	keep           AnswerKeeper
 }
 
 // flush submits the run's held changes and answers the held replies once
@@ -486,8 +489,13 @@ func (w *worker) flush(en *entry) {
 			h.ch <- reply{run: view, task: h.task, approval: h.approval, err: e}
 		}
 	}
+	kept := w.keeps(replies, view)
 	if !en.dirty {
-		answer(nil)
+		if len(kept) == 0 {
+			answer(nil)
+			return
+		}
+		w.e.commits.submit(&delta{apply: applyAll(kept), after: answer})
 		return
 	}
 	raw, err := appendRun(nil, r, true)
@@ -514,6 +522,11 @@ func (w *worker) flush(en *entry) {
 					return err
 				}
 			}
+			for _, op := range kept {
+				if err := op(tx); err != nil {
+					return err
+				}
+			}
 			return nil
 		},
 		counters: fx.counters,
@@ -531,6 +544,35 @@ func (w *worker) flush(en *entry) {
 			answer(err)
 		},
 	})
+}
+
+// keeps returns the writes the keepers of replies make of their answers
+// (see KeepAnswer); a command that failed keeps nothing.
+func (w *worker) keeps(replies []heldReply, view json.RawMessage) []func(store.Txn) error {
+	var ops []func(store.Txn) error
+	for _, h := range replies {
+		if h.keep == nil || h.err != nil || view == nil {
+			continue
+		}
+		op, err := h.keep(Answer{Run: view, Task: h.task, Approval: h.approval})
+		if err != nil {
+			w.e.log.Error("keep a command's answer", "error", err)
+			continue
+		}
+		ops = append(ops, op)
+	}
+	return ops
+}
+
+func applyAll(ops []func(store.Txn) error) func(store.Txn) error {
+	return func(tx store.Txn) error {
+		for _, op := range ops {
+			if err := op(tx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 func (w *worker) markIdle(en *entry) {

@@ -43,6 +43,9 @@ type WorkspacePatch struct {
 	FourEyes *bool   `json:"four_eyes"`
 }
 
+// NoExtraProperties makes a field the patch does not take a 422.
+func (WorkspacePatch) NoExtraProperties() {}
+
 // NewWorkspace is what CreateWorkspace needs.
 type NewWorkspace struct {
 	// ID is the tenant id; a new "ten_" id when empty.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -140,6 +141,16 @@ func ParsePatch(raw []byte) (Patch, error) {
 		return p, errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: "must be an object", Type: "type_error"})
 	}
 	var vs []errs.Violation
+	extra := make([]string, 0, len(fields))
+	for k := range fields {
+		if !slices.ContainsFunc(patchFields, func(pf patchField) bool { return pf.name == k }) {
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(extra)
+	for _, k := range extra {
+		vs = append(vs, errs.Violation{Loc: []any{"body", k}, Msg: "is not a setting a patch takes", Type: "extra_forbidden"})
+	}
 	for _, pf := range patchFields {
 		v, ok := fields[pf.name]
 		if !ok {

@@ -94,7 +94,7 @@ func boundCases() []BoundCase {
 		BoundCase{"several at once", `{"percent": 101, "sample_percent": 51, "daily_limit": -1, "rollback_min_decisions": 2, "break_glass_reason": 3}`,
 			[]string{"body.percent:less_than_equal", "body.sample_percent:greater_than_equal", "body.daily_limit:greater_than_equal",
 				"body.rollback_min_decisions:greater_than_equal", "body.break_glass_reason:type_error"}},
-		BoundCase{"unknown fields are ignored", `{"percent": 10, "colour": "blue"}`, nil},
+		BoundCase{"an unknown field is refused", `{"percent": 10, "colour": "blue"}`, []string{"body.colour:extra_forbidden"}},
 		BoundCase{"empty", ``, nil},
 		BoundCase{"malformed", `{"percent": `, []string{"body:json_invalid"}},
 		BoundCase{"not an object", `[1]`, []string{"body:type_error"}},

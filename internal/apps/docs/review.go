@@ -234,6 +234,9 @@ type FieldsIn struct {
 	Note *string `json:"note,omitempty" jsonschema:"nullable,maxLength=2000"`
 }
 
+// NoExtraProperties makes a field the correction does not take a 422.
+func (FieldsIn) NoExtraProperties() {}
+
 // Validate reports what can be checked without the document's type.
 func (in FieldsIn) Validate() []errs.Violation {
 	var vs []errs.Violation

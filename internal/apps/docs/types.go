@@ -25,7 +25,10 @@ const (
 
 // Bounds of document type records.
 const (
-	MaxTypeNameLen    = 160
+	MaxTypeNameLen = 160
+	// MaxDraftNameLen bounds the name of a type made from a template
+	// (interface.md DraftIn); such a type keeps the name it was given.
+	MaxDraftNameLen   = 200
 	MaxLabelLen       = 120
 	MaxDescriptionLen = 2000
 	MaxFields         = 100
@@ -251,6 +254,9 @@ func (p *DocTypePatch) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// NoExtraProperties makes a field the patch does not take a 422.
+func (DocTypePatch) NoExtraProperties() {}
+
 func (p DocTypePatch) clears(k string) bool { return slices.Contains(p.Clear, k) }
 
 // Validate reports every violation of p, located under "body".
@@ -281,13 +287,9 @@ func (in DraftIn) Validate() []errs.Violation {
 	case n > 80:
 		vs = append(vs, errs.Violation{Loc: []any{"body", "template_id"}, Msg: "must be at most 80 characters", Type: "string_too_long"})
 	}
-	if in.Name != nil {
-		if utf8.RuneCountInString(*in.Name) > 200 {
-			vs = append(vs, errs.Violation{Loc: []any{"body", "name"}, Msg: "must be at most 200 characters", Type: "string_too_long"})
-		} else if strings.TrimSpace(*in.Name) != "" {
-			// A name longer than a type name allows cannot be used as one.
-			vs = append(vs, validateName(*in.Name, false, "body", "name")...)
-		}
+	if in.Name != nil && utf8.RuneCountInString(*in.Name) > MaxDraftNameLen {
+		vs = append(vs, errs.Violation{Loc: []any{"body", "name"},
+			Msg: fmt.Sprintf("must be at most %d characters", MaxDraftNameLen), Type: "string_too_long"})
 	}
 	return vs
 }

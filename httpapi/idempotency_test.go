@@ -1,0 +1,267 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bas-platform/bas"
+	"github.com/bas-platform/bas/httpapi"
+	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/badgerstore"
+)
+
+// countingStore counts the read-write transactions the API opens outside
+// the run engine's commit pipeline (which commits through Begin).
+type countingStore struct {
+	*badgerstore.Store
+	updates atomic.Int64
+}
+
+func (s *countingStore) Update(ctx context.Context, fn func(store.Txn) error) error {
+	s.updates.Add(1)
+	return s.Store.Update(ctx, fn)
+}
+
+// TestIdempotentEngineAnswersCommitWithTheChange: a keyed run start, task
+// completion and decision write their answer in the same commit as the
+// change (no transaction of their own), so a retry after any crash, or
+// long after the old claim lease, returns the first answer and the run is
+// started once.
+func TestIdempotentEngineAnswersCommitWithTheChange(t *testing.T) {
+	t.Parallel()
+	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := &countingStore{Store: st}
+	clk := bas.NewFakeClock(testStart)
+	ws, err := bas.Open(context.Background(), bas.Options{Store: counted, Clock: clk,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ws.Close() })
+	serve := func() *testServer {
+		h := httpapi.New(ws, httpapi.Options{DevLogin: true})
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		return &testServer{ws: ws, h: h, srv: srv, clock: clk, logs: &logBuffer{}}
+	}
+	s := serve()
+	admin := s.devLogin(t, `{}`).Token
+	var proc struct{ ID string }
+	s.do(t, "POST", "/v1/processes", admin, `{"name": "Ask", "trigger": {"type": "manual"},
+		"steps": [{"key": "look", "type": "human_task", "config": {"title": "Look"}}]}`).want(t, http.StatusCreated).decode(t, &proc)
+	start := func(s *testServer, token, key string) *testResponse {
+		return s.do(t, "POST", "/v1/processes/"+proc.ID+"/start", token, `{"subject": {"type": "po", "label": "PO-1"}}`,
+			"Idempotency-Key", key)
+	}
+	start(s, admin, "warm-up").want(t, http.StatusCreated)
+
+	before := counted.updates.Load()
+	first := start(s, admin, "s1").want(t, http.StatusCreated)
+	if n := counted.updates.Load() - before; n != 0 {
+		t.Errorf("a keyed start opened %d transactions of its own, want 0", n)
+	}
+	var run struct {
+		ID    string
+		Steps []struct {
+			TaskID *string `json:"task_id"`
+		}
+	}
+	first.decode(t, &run)
+
+	// After a restart (a new process: no claim survives) and past the
+	// old 10-minute lease, from a new session of the same person.
+	clk.Advance(11 * time.Minute)
+	s2 := serve()
+	again := s2.devLogin(t, `{}`).Token
+	r := start(s2, again, "s1").want(t, http.StatusCreated)
+	if r.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(r.Body, first.Body) ||
+		r.Header.Get("Location") != first.Header.Get("Location") {
+		t.Errorf("retry after restart and lease:\n got %s %v\nwant %s", r.Body, r.Header, first.Body)
+	}
+	var runs []json.RawMessage
+	s2.do(t, "GET", "/v1/process-runs?process_id="+proc.ID, admin, nil).want(t, http.StatusOK).decode(t, &runs)
+	if len(runs) != 2 { // warm-up and s1
+		t.Errorf("%d runs, want 2: the retry started one again", len(runs))
+	}
+
+	// A task completion the same way.
+	var task struct{ ID string }
+	for deadline := time.Now().Add(10 * time.Second); task.ID == ""; {
+		if time.Now().After(deadline) {
+			t.Fatal("the run's task never opened")
+		}
+		var tasks []struct {
+			ID    string `json:"id"`
+			RunID string `json:"run_id"`
+		}
+		s2.do(t, "GET", "/v1/tasks?status=open", admin, nil).want(t, http.StatusOK).decode(t, &tasks)
+		for _, tk := range tasks {
+			if tk.RunID == run.ID {
+				task.ID = tk.ID
+			}
+		}
+	}
+	before = counted.updates.Load()
+	done := s2.do(t, "POST", "/v1/tasks/"+task.ID+"/complete", admin, `{"action": "complete"}`, "Idempotency-Key", "t1").want(t, http.StatusOK)
+	if n := counted.updates.Load() - before; n != 0 {
+		t.Errorf("a keyed completion opened %d transactions of its own, want 0", n)
+	}
+	s3 := serve()
+	r = s3.do(t, "POST", "/v1/tasks/"+task.ID+"/complete", again, `{"action": "complete"}`, "Idempotency-Key", "t1").want(t, http.StatusOK)
+	if r.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(r.Body, done.Body) {
+		t.Errorf("completion retry:\n got %s\nwant %s", r.Body, done.Body)
+	}
+}
+
+// TestIdempotencyClaimBelongsToItsProcess: a request in flight in one
+// process (a server that died) does not block its retry in another (the
+// restarted server): claims are not stored.
+func TestIdempotencyClaimBelongsToItsProcess(t *testing.T) {
+	t.Parallel()
+	started, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	route := func(block bool) func(h *httpapi.Handler) {
+		return func(h *httpapi.Handler) {
+			h.HandleForTest("POST", "/v1/test/once", "", "", func(c *httpapi.Ctx) error {
+				calls.Add(1)
+				if block {
+					started <- struct{}{}
+					<-release
+				}
+				return c.JSON(http.StatusCreated, map[string]string{"done": "yes"})
+			})
+		}
+	}
+	s := newTestServerWith(t, httpapi.Options{DevLogin: true}, route(true))
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free) // a failing test must not leave the first request blocked
+	admin := s.devLogin(t, `{}`)
+	done := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", s.srv.URL+"/api/v1/test/once", strings.NewReader(`{}`))
+		req.Header.Set("Authorization", "Bearer "+admin.Token)
+		req.Header.Set("Idempotency-Key", "dead")
+		resp, err := s.srv.Client().Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	<-started // in flight in the first "process"
+
+	h2 := httpapi.New(s.ws, httpapi.Options{DevLogin: true})
+	route(false)(h2)
+	srv2 := httptest.NewServer(h2)
+	t.Cleanup(srv2.Close)
+	s2 := &testServer{ws: s.ws, h: h2, srv: srv2, clock: s.clock, logs: s.logs}
+	s2.do(t, "POST", "/v1/test/once", admin.Token, `{}`, "Idempotency-Key", "dead").want(t, http.StatusCreated)
+	r := s2.do(t, "POST", "/v1/test/once", admin.Token, `{}`, "Idempotency-Key", "dead").want(t, http.StatusCreated)
+	if r.Header.Get("Idempotent-Replayed") != "true" {
+		t.Error("the retry's answer was not kept")
+	}
+	free()
+	if status := <-done; status != http.StatusCreated {
+		t.Errorf("the first request: %d", status)
+	}
+}
+
+// TestIdempotencyPublicRoutes: callers of a public route never share a
+// key: another body under the same key acts on its own.
+func TestIdempotencyPublicRoutes(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	a := s.do(t, "POST", "/v1/auth/dev-login", "", `{"tenant_id": "ten_a"}`, "Idempotency-Key", "same").want(t, http.StatusCreated)
+	b := s.do(t, "POST", "/v1/auth/dev-login", "", `{"tenant_id": "ten_b"}`, "Idempotency-Key", "same").want(t, http.StatusCreated)
+	if b.Header.Get("Idempotent-Replayed") != "" || bytes.Equal(a.Body, b.Body) {
+		t.Errorf("a second caller's request met the first's key: %s", b.Body)
+	}
+	r := s.do(t, "POST", "/v1/auth/dev-login", "", `{"tenant_id": "ten_a"}`, "Idempotency-Key", "same").want(t, http.StatusCreated)
+	if r.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(r.Body, a.Body) {
+		t.Errorf("the same request was not replayed: %s", r.Body)
+	}
+}
+
+// TestIdempotencyActedMark: a route whose change is a store write marks
+// its key in the same transaction; when the server dies before the
+// response is kept, a retry is a 409 that says the request took effect,
+// never a second effect. A request that fails (5xx) frees its key.
+func TestIdempotencyActedMark(t *testing.T) {
+	t.Parallel()
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	var writes atomic.Int32
+	var ws *bas.Workspace
+	route := func(block bool) func(h *httpapi.Handler) {
+		return func(h *httpapi.Handler) {
+			h.HandleForTest("POST", "/v1/test/write", "", "", func(c *httpapi.Ctx) error {
+				n := writes.Add(1)
+				err := ws.Store().Update(c.Context(), func(tx store.Txn) error {
+					return tx.Set(store.Key(c.Tenant(), "test-write", int64(n)), []byte("x"))
+				})
+				if err != nil {
+					return err
+				}
+				if c.R.URL.Query().Get("fail") != "" {
+					return errors.New("failed after writing")
+				}
+				if block {
+					started <- struct{}{}
+					<-release
+				}
+				return c.JSON(http.StatusCreated, map[string]int32{"write": n})
+			})
+		}
+	}
+	s := newTestServerWith(t, httpapi.Options{DevLogin: true}, route(true))
+	ws = s.ws
+	t.Cleanup(free)
+	admin := s.devLogin(t, `{}`)
+	go func() {
+		req, _ := http.NewRequest("POST", s.srv.URL+"/api/v1/test/write", strings.NewReader(`{}`))
+		req.Header.Set("Authorization", "Bearer "+admin.Token)
+		req.Header.Set("Idempotency-Key", "w1")
+		if resp, err := s.srv.Client().Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-started // the change is committed; the response is not kept
+
+	h2 := httpapi.New(s.ws, httpapi.Options{DevLogin: true})
+	route(false)(h2)
+	srv2 := httptest.NewServer(h2)
+	t.Cleanup(srv2.Close)
+	s2 := &testServer{ws: s.ws, h: h2, srv: srv2, clock: s.clock, logs: s.logs}
+	r := s2.do(t, "POST", "/v1/test/write", admin.Token, `{}`, "Idempotency-Key", "w1").want(t, http.StatusConflict)
+	if d := r.detail(t); !strings.Contains(d, "took effect") {
+		t.Errorf("detail %q", d)
+	}
+	if n := writes.Load(); n != 1 {
+		t.Errorf("%d writes, want 1", n)
+	}
+	free()
+
+	s2.do(t, "POST", "/v1/test/write?fail=1", admin.Token, `{}`, "Idempotency-Key", "w2").want(t, http.StatusInternalServerError)
+	s2.do(t, "POST", "/v1/test/write", admin.Token, `{}`, "Idempotency-Key", "w2").want(t, http.StatusCreated)
+	s2.do(t, "POST", "/v1/test/write", admin.Token, `{}`, "Idempotency-Key", "w2").want(t, http.StatusCreated)
+	if n := writes.Load(); n != 3 {
+		t.Errorf("%d writes, want 3: the failed request freed its key, the retry acted once", n)
+	}
+}
