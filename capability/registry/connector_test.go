@@ -76,7 +76,7 @@ func TestWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := openStore(t)
-	reg := registry.New(registry.Config{Store: st, CallTimeout: 200 * time.Millisecond})
+	reg := registry.New(registry.Config{Store: st, CallTimeout: 2 * time.Second})
 	if err := reg.Register(wh); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestWebhook(t *testing.T) {
 		{"#slow-down", errs.RateLimited, "answered 429"},
 		{"#down", errs.Unavailable, "answered 502: upstream down"},
 		{"#garbage", nil, "not JSON"},
-		{"#hang", capability.ErrTimeout, "did not answer chat.message.send within 200ms"},
+		{"#hang", capability.ErrTimeout, "did not answer chat.message.send within 2s"},
 	} {
 		_, err := send(test.channel)
 		<-got

@@ -806,7 +806,7 @@ func TestConnections(t *testing.T) {
 		return capability.Health{Status: "starting", Detail: "restarting after a crash"}
 	}}
 	st := openStore(t)
-	reg := registry.New(registry.Config{Store: st, HealthTimeout: 20 * time.Millisecond})
+	reg := registry.New(registry.Config{Store: st, HealthTimeout: time.Second})
 	slack := registry.DeclaredConnectors()[0]
 	for _, p := range []capability.Provider{newProvider("builtin.email", capability.KindBuiltin, "email.send"), slow, down, starting,
 		registry.Failed("plugin.broken", "broken", capability.KindPlugin, "checksum mismatch"), slack} {
@@ -821,7 +821,7 @@ func TestConnections(t *testing.T) {
 			Detail: str("the " + slack.Info().Name + " connector is not built yet")},
 		{Provider: "plugin.broken", Name: "broken", Kind: "plugin", Status: "failed", Detail: str("checksum mismatch")},
 		{Provider: "plugin.down", Name: "Provider plugin.down", Kind: "plugin", Status: "failed", Detail: str("exited with status 2")},
-		{Provider: "plugin.slow", Name: "Provider plugin.slow", Kind: "plugin", Status: "failed", Detail: str("health check did not answer within 20ms")},
+		{Provider: "plugin.slow", Name: "Provider plugin.slow", Kind: "plugin", Status: "failed", Detail: str("health check did not answer within 1s")},
 		{Provider: "plugin.starting", Name: "Provider plugin.starting", Kind: "plugin", Status: "starting", Detail: str("restarting after a crash")},
 	}
 	if diff := cmp.Diff(want, reg.Connections(context.Background())); diff != "" {
