@@ -203,12 +203,6 @@ func (c *Ctx) raw(status int, body []byte) error {
 	return nil
 }
 
-// createdRaw writes 201 with a Location header and an encoded body.
-func (c *Ctx) createdRaw(location string, body []byte) error {
-	c.W.Header().Set("Location", c.h.opts.BasePath+location)
-	return c.raw(http.StatusCreated, body)
-}
-
 // jsonID reads the "id" of an encoded record.
 func jsonID(raw []byte) string {
 	var v struct {
