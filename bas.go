@@ -357,7 +357,7 @@ func (s eventSink) Emit(ctx context.Context, ev capability.Event) error {
 			return errs.Invalidf([]any{"data"}, "type_error", "event data must be a JSON object")
 		}
 	}
-	_, _, err := s.ws.engine.Publish(ctx, ev.Tenant, ev.Name, data)
+	_, err := s.ws.engine.Publish(ctx, runengine.PublishParams{Tenant: ev.Tenant, Name: ev.Name, Data: data})
 	return err
 }
 

@@ -47,15 +47,19 @@ func (h *Handler) handleRunStart(c *Ctx) error {
 	if err := c.Decode(&in); err != nil {
 		return err
 	}
-	raw, err := h.ws.Engine().Start(c.Context(), runengine.StartInput{Tenant: c.Tenant(), ProcessID: c.Param("id"),
+	r, err := h.ws.Engine().Start(c.Context(), runengine.StartParams{Tenant: c.Tenant(), ProcessID: c.Param("id"),
 		Subject: runengine.Subject{Type: in.Subject.Type, Label: in.Subject.Label}, Actor: c.P.Actor()})
 	if err != nil {
 		return err
 	}
-	return c.createdRaw("/v1/process-runs/"+jsonID(raw), raw)
+	raw, err := r.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	return c.createdRaw("/v1/process-runs/"+r.ID, raw)
 }
 
-var runStatuses = []string{runengine.RunRunning, runengine.RunWaiting, runengine.RunCompleted, runengine.RunFailed,
+var runStatuses = []runengine.RunStatus{runengine.RunRunning, runengine.RunWaiting, runengine.RunCompleted, runengine.RunFailed,
 	runengine.RunRejected, runengine.RunCancelled}
 
 // handleRunList serves GET /v1/process-runs?process_id=&status=&overdue=true.
@@ -65,7 +69,7 @@ func (h *Handler) handleRunList(c *Ctx) error {
 		return err
 	}
 	q := c.R.URL.Query()
-	rq := runengine.RunQuery{ProcessID: q.Get("process_id"), Status: q.Get("status")}
+	rq := runengine.RunQuery{ProcessID: q.Get("process_id"), Status: runengine.RunStatus(q.Get("status"))}
 	var vs []errs.Violation
 	if rq.Status != "" && !slices.Contains(runStatuses, rq.Status) {
 		vs = append(vs, enumViolation("status", runStatuses))
@@ -98,11 +102,12 @@ func (h *Handler) handleRunGet(c *Ctx) error {
 
 // handleRunCancel serves POST /v1/process-runs/:id/cancel.
 func (h *Handler) handleRunCancel(c *Ctx) error {
-	raw, err := h.ws.Engine().Cancel(c.Context(), c.Tenant(), c.Param("id"), c.P.Actor())
+	r, err := h.ws.Engine().Cancel(c.Context(), runengine.CancelParams{Tenant: c.Tenant(), RunID: c.Param("id"),
+		Actor: c.P.Actor()})
 	if err != nil {
 		return err
 	}
-	return c.raw(http.StatusOK, raw)
+	return c.JSON(http.StatusOK, r)
 }
 
 // EventIn is an event emitted from outside.
@@ -123,12 +128,12 @@ func (h *Handler) handleEventEmit(c *Ctx) error {
 	if err := c.Decode(&in); err != nil {
 		return err
 	}
-	id, started, err := h.ws.Engine().Publish(c.Context(), c.Tenant(), in.Name, in.Data)
+	pub, err := h.ws.Engine().Publish(c.Context(), runengine.PublishParams{Tenant: c.Tenant(), Name: in.Name, Data: in.Data})
 	if err != nil {
 		return err
 	}
-	out := EventOut{EventID: id, Runs: make([]any, len(started))}
-	for i, r := range started {
+	out := EventOut{EventID: pub.Event.ID, Runs: make([]any, len(pub.Runs))}
+	for i, r := range pub.Runs {
 		out.Runs[i] = r
 	}
 	return c.JSON(http.StatusAccepted, out)
@@ -153,7 +158,7 @@ func (h *Handler) handleCockpit(c *Ctx) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-var taskStatuses = []string{runengine.TaskOpen, runengine.TaskCompleted, runengine.TaskCancelled}
+var taskStatuses = []runengine.TaskStatus{runengine.TaskOpen, runengine.TaskCompleted, runengine.TaskCancelled}
 
 // handleTaskList serves GET /v1/tasks?status=&assignee= (assignee "me" is
 // the caller).
@@ -163,7 +168,7 @@ func (h *Handler) handleTaskList(c *Ctx) error {
 		return err
 	}
 	q := c.R.URL.Query()
-	tq := runengine.TaskQuery{Status: q.Get("status"), Assignee: q.Get("assignee")}
+	tq := runengine.TaskQuery{Status: runengine.TaskStatus(q.Get("status")), Assignee: q.Get("assignee")}
 	var vs []errs.Violation
 	if tq.Status != "" && !slices.Contains(taskStatuses, tq.Status) {
 		vs = append(vs, enumViolation("status", taskStatuses))
@@ -218,14 +223,15 @@ func (h *Handler) handleTaskComplete(c *Ctx) error {
 	if err := c.Decode(&in); err != nil {
 		return err
 	}
-	raw, err := h.ws.Engine().CompleteTask(c.Context(), c.Tenant(), c.Param("id"), in.Action, in.Fields, c.P.Actor())
+	t, err := h.ws.Engine().CompleteTask(c.Context(), runengine.CompleteTaskParams{Tenant: c.Tenant(),
+		TaskID: c.Param("id"), Action: in.Action, Fields: in.Fields, Actor: c.P.Actor()})
 	if err != nil {
 		return err
 	}
-	return c.raw(http.StatusOK, raw)
+	return c.JSON(http.StatusOK, t)
 }
 
-var approvalStatuses = []string{runengine.ApprovalPending, runengine.ApprovalApproved, runengine.ApprovalRejected,
+var approvalStatuses = []runengine.ApprovalStatus{runengine.ApprovalPending, runengine.ApprovalApproved, runengine.ApprovalRejected,
 	runengine.ApprovalExpired, runengine.ApprovalCancelled}
 
 // handleApprovalList serves GET /v1/approvals?status=.
@@ -234,7 +240,7 @@ func (h *Handler) handleApprovalList(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	status := c.R.URL.Query().Get("status")
+	status := runengine.ApprovalStatus(c.R.URL.Query().Get("status"))
 	if status != "" && !slices.Contains(approvalStatuses, status) {
 		return errs.Validation(enumViolation("status", approvalStatuses))
 	}
@@ -274,7 +280,8 @@ func (h *Handler) handleApprovalApprove(c *Ctx) error {
 	if err := c.Decode(&in); err != nil {
 		return err
 	}
-	d, err := h.ws.Engine().Decide(c.Context(), c.Tenant(), c.Param("id"), true, in.Args, "", c.P.Actor())
+	d, err := h.ws.Engine().Decide(c.Context(), runengine.DecideParams{Tenant: c.Tenant(), ApprovalID: c.Param("id"),
+		Approve: true, Args: in.Args, Actor: c.P.Actor()})
 	if err != nil {
 		return err
 	}
@@ -290,13 +297,18 @@ func (h *Handler) handleApprovalReject(c *Ctx) error {
 	if err := c.Decode(&in); err != nil {
 		return err
 	}
-	d, err := h.ws.Engine().Decide(c.Context(), c.Tenant(), c.Param("id"), false, nil, in.Reason, c.P.Actor())
+	d, err := h.ws.Engine().Decide(c.Context(), runengine.DecideParams{Tenant: c.Tenant(), ApprovalID: c.Param("id"),
+		Reason: in.Reason, Actor: c.P.Actor()})
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, d)
 }
 
-func enumViolation(param string, allowed []string) errs.Violation {
-	return errs.Violation{Loc: []any{"query", param}, Msg: "must be one of: " + strings.Join(allowed, ", "), Type: "enum"}
+func enumViolation[S ~string](param string, allowed []S) errs.Violation {
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = string(a)
+	}
+	return errs.Violation{Loc: []any{"query", param}, Msg: "must be one of: " + strings.Join(names, ", "), Type: "enum"}
 }

@@ -31,7 +31,7 @@ func appendRun(b []byte, r *Run, stored bool) ([]byte, error) {
 	b = append(b, `,"function":`...)
 	b = jsonvalue.AppendString(b, r.Function)
 	b = append(b, `,"status":`...)
-	b = jsonvalue.AppendString(b, r.Status)
+	b = jsonvalue.AppendString(b, string(r.Status))
 	b = append(b, `,"subject":{"type":`...)
 	b = jsonvalue.AppendString(b, r.Subject.Type)
 	b = append(b, `,"label":`...)
@@ -116,7 +116,7 @@ func appendStep(b []byte, s *StepRun, stored bool) ([]byte, error) {
 		b = jsonvalue.AppendString(b, s.Name)
 	}
 	b = append(b, `,"status":`...)
-	b = jsonvalue.AppendString(b, s.Status)
+	b = jsonvalue.AppendString(b, string(s.Status))
 	if !stored || s.StartedAt != nil {
 		b = append(b, `,"started_at":`...)
 		if b, err = appendTimePtr(b, s.StartedAt); err != nil {

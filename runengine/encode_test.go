@@ -45,13 +45,13 @@ type (
 )
 
 func viewOf(r *Run) reflectView {
-	v := reflectView{r.ID, r.ProcessID, r.ProcessName, r.ProcessVersion, r.Function, r.Status, r.Subject, r.Trigger,
+	v := reflectView{r.ID, r.ProcessID, r.ProcessName, r.ProcessVersion, r.Function, string(r.Status), r.Subject, r.Trigger,
 		r.CurrentStep, nil, r.Overdue, r.StartedAt, r.CompletedAt, r.Error, r.MinutesSaved}
 	if r.Steps != nil {
 		v.Steps = []reflectStep{}
 	}
 	for _, s := range r.Steps {
-		v.Steps = append(v.Steps, reflectStep{s.Key, s.Type, s.Name, s.Status, s.StartedAt, s.CompletedAt, s.Output,
+		v.Steps = append(v.Steps, reflectStep{s.Key, s.Type, s.Name, string(s.Status), s.StartedAt, s.CompletedAt, s.Output,
 			s.Error, s.ApprovalID, s.TaskID, s.Attempts})
 	}
 	return v

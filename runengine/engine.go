@@ -86,7 +86,15 @@ type Config struct {
 	CallTimeout time.Duration
 	// OnFinish, when set, is called once a run's end (completed, failed,
 	// rejected or cancelled) is durable. It must not block.
-	OnFinish func(tenant, runID, status string)
+	OnFinish func(tenant, runID string, status RunStatus)
+	// Grace is how long Close lets capability calls in flight finish
+	// before it cancels them (their runs resume on the next Open).
+	// Defaults to 5s.
+	Grace time.Duration
+	// SubscribeBuffer is how many recent events the engine keeps for
+	// subscribers (see Subscribe); one that falls further behind is told
+	// it missed events. Defaults to 4096.
+	SubscribeBuffer int
 }
 
 func (c Config) withDefaults() Config {
@@ -120,6 +128,12 @@ func (c Config) withDefaults() Config {
 	if c.CallTimeout <= 0 {
 		c.CallTimeout = 30 * time.Second
 	}
+	if c.Grace <= 0 {
+		c.Grace = 5 * time.Second
+	}
+	if c.SubscribeBuffer <= 0 {
+		c.SubscribeBuffer = 4096
+	}
 	return c
 }
 
@@ -137,6 +151,10 @@ type Engine struct {
 	versions sync.Map // versionKey -> *process.Version
 	listened sync.Map // tenant+"\x00"+event name -> bool (see heard)
 	configs  sync.Map // configKey -> pointer to a decoded step config (see exec.config)
+
+	startKeys keyLocks // idempotency keys of starts in progress (see Start)
+	ends      endWatch // callers of WaitRun
+	hub       *hub     // events kept for subscribers (see Subscribe)
 
 	calls    sync.WaitGroup // in-flight capability calls
 	runWork  chan func()    // hands a call to an idle runner
@@ -165,6 +183,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.sched = newScheduler(e)
 	e.disp = newDispatcher(e)
+	e.hub = newHub(cfg.SubscribeBuffer)
 	cfg.Processes.OnChange(e.onProcessChange)
 	return e, nil
 }
@@ -197,7 +216,7 @@ func (e *Engine) Close() error {
 	}
 	e.closed = true
 	e.closeMu.Unlock()
-	grace := time.Now().Add(5 * time.Second)
+	grace := time.Now().Add(e.cfg.Grace)
 	waitUntil(&e.calls, grace)
 	e.cancel()
 	for _, w := range e.workers {

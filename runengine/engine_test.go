@@ -147,14 +147,10 @@ func (b *bundle) create(t *testing.T, trigger string, steps string) *process.Def
 
 func (b *bundle) start(t *testing.T, processID string) string {
 	t.Helper()
-	raw, err := b.eng.Start(context.Background(), runengine.StartInput{Tenant: tenant, ProcessID: processID,
+	r, err := b.eng.Start(context.Background(), runengine.StartParams{Tenant: tenant, ProcessID: processID,
 		Subject: runengine.Subject{Type: "invoice", Label: "INV-1"}, Actor: "usr_test"})
 	if err != nil {
 		t.Fatalf("start: %v", err)
-	}
-	var r struct{ ID string }
-	if err := json.Unmarshal(raw, &r); err != nil {
-		t.Fatal(err)
 	}
 	return r.ID
 }
@@ -180,11 +176,11 @@ func (b *bundle) waitRun(t *testing.T, id string, what string, cond func(*runeng
 	}
 }
 
-func status(s string) func(*runengine.Run) bool {
+func status(s runengine.RunStatus) func(*runengine.Run) bool {
 	return func(r *runengine.Run) bool { return r.Status == s }
 }
 
-func stepStatus(key, s string) func(*runengine.Run) bool {
+func stepStatus(key string, s runengine.StepStatus) func(*runengine.Run) bool {
 	return func(r *runengine.Run) bool {
 		for _, st := range r.Steps {
 			if st.Key == key {
@@ -242,7 +238,8 @@ func TestHumanTask(t *testing.T) {
 		t.Fatalf("task = %+v", task)
 	}
 	// Every violation at once: an unknown action, a missing field, a wrong type.
-	_, err = b.eng.CompleteTask(ctx, tenant, taskID, "maybe", map[string]any{"amount": "ten"}, "usr_b")
+	_, err = b.eng.CompleteTask(ctx, runengine.CompleteTaskParams{Tenant: tenant, TaskID: taskID, Action: "maybe",
+		Fields: map[string]any{"amount": "ten"}, Actor: "usr_b"})
 	want := []string{"body.action: must be one of: accept, refuse", "body.fields.amount: must be a number", "body.fields.note: is required"}
 	var got []string
 	for _, v := range errs.Violations(err) {
@@ -251,10 +248,12 @@ func TestHumanTask(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("violations (-want +got):\n%s", diff)
 	}
-	if _, err := b.eng.CompleteTask(ctx, tenant, taskID, "accept", map[string]any{"note": "fine", "amount": 12.5}, "usr_b"); err != nil {
+	if _, err := b.eng.CompleteTask(ctx, runengine.CompleteTaskParams{Tenant: tenant, TaskID: taskID, Action: "accept",
+		Fields: map[string]any{"note": "fine", "amount": 12.5}, Actor: "usr_b"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.eng.CompleteTask(ctx, tenant, taskID, "accept", map[string]any{"note": "again"}, "usr_b"); !errors.Is(err, errs.Conflict) {
+	if _, err := b.eng.CompleteTask(ctx, runengine.CompleteTaskParams{Tenant: tenant, TaskID: taskID, Action: "accept",
+		Fields: map[string]any{"note": "again"}, Actor: "usr_b"}); !errors.Is(err, errs.Conflict) {
 		t.Fatalf("second completion: %v, want conflict", err)
 	}
 	r = b.waitRun(t, id, "completed", status(runengine.RunCompleted))

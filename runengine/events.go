@@ -52,9 +52,10 @@ func outboxKey(id string) []byte { return store.Key(store.System, "outbox", id) 
 //
 // An event nothing can consume (no process of the tenant has its name as
 // trigger and no run waits for it) is not written: events only start and
-// wake runs, so it would be read and deleted for nothing.
+// wake runs, so it would be read and deleted for nothing. While the tenant
+// has a subscriber (Subscribe), every event is written, to reach it.
 func (e *Engine) outboxWrite(tenant, name string, data map[string]any, at time.Time) (func(store.Txn) error, func()) {
-	if !e.heard(tenant, name) {
+	if !e.heard(tenant, name) && !e.hub.wants(tenant) {
 		return func(store.Txn) error { return nil }, func() {}
 	}
 	ev := &Event{ID: ids.New("evt", at), Tenant: tenant, Name: name, Data: data, At: at}
@@ -176,7 +177,7 @@ type publishReq struct {
 }
 
 type publishResult struct {
-	runs []json.RawMessage
+	runs []*Run
 	err  error
 }
 
@@ -304,6 +305,7 @@ func (d *dispatcher) scanOutbox() error {
 // dispatchAll dispatches evs together: one read for their triggers and
 // waiters, one commit removing them from the outbox.
 func (d *dispatcher) dispatchAll(evs []*Event) error {
+	d.e.hub.publish(evs)
 	plans, err := d.plan(evs)
 	if err != nil {
 		return err
@@ -331,7 +333,8 @@ func (d *dispatcher) dispatchAll(evs []*Event) error {
 // dispatch starts the runs ev triggers and wakes the runs waiting on it,
 // then removes it from the outbox. It returns the runs started (or started
 // by an earlier dispatch of the same event).
-func (d *dispatcher) dispatch(ev *Event) ([]json.RawMessage, error) {
+func (d *dispatcher) dispatch(ev *Event) ([]*Run, error) {
+	d.e.hub.publish([]*Event{ev})
 	plans, err := d.plan([]*Event{ev})
 	if err != nil {
 		return nil, err
@@ -346,7 +349,7 @@ func (d *dispatcher) dispatch(ev *Event) ([]json.RawMessage, error) {
 
 // planned is an event whose starts and wake-ups were sent to the workers.
 type planned struct {
-	started       []json.RawMessage // runs an earlier dispatch started
+	started       []*Run // runs an earlier dispatch started
 	starts, wakes []chan reply
 }
 
@@ -415,8 +418,8 @@ func (d *dispatcher) plan(evs []*Event) ([]*planned, error) {
 		g := groups[[2]string{ev.Tenant, ev.Name}]
 		for _, def := range g.defs {
 			if runID, ok := existing[ev.ID+"/"+def.ID]; ok {
-				if raw, err := e.runJSON(ev.Tenant, runID); err == nil {
-					p.started = append(p.started, raw)
+				if r, err := e.GetRun(e.ctx, ev.Tenant, runID); err == nil {
+					p.started = append(p.started, r)
 				}
 				continue
 			}
@@ -453,7 +456,7 @@ func (d *dispatcher) plan(evs []*Event) ([]*planned, error) {
 
 // await waits until the commands of p are durable and returns the runs
 // the event started.
-func (d *dispatcher) await(p *planned) ([]json.RawMessage, error) {
+func (d *dispatcher) await(p *planned) ([]*Run, error) {
 	started := p.started
 	for i, rep := range append(p.starts, p.wakes...) {
 		var r reply

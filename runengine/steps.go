@@ -416,7 +416,7 @@ func (x *exec) settleApproval(a *Approval, approve bool, args map[string]any, re
 	if a.ExpiresAt != nil && !expired {
 		x.fx.ops = append(x.fx.ops, deleteKey(dueKey(*a.ExpiresAt, x.r.Tenant, x.r.ID, "expire-"+a.ID)))
 	}
-	x.emit("approval.decided", map[string]any{"approval_id": a.ID, "run_id": x.r.ID, "status": a.Status, "edited": edited})
+	x.emit("approval.decided", map[string]any{"approval_id": a.ID, "run_id": x.r.ID, "status": string(a.Status), "edited": edited})
 	if !expired && a.StepKey != "" {
 		x.observe(a.StepKey, approve && !edited)
 	}

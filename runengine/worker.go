@@ -45,10 +45,12 @@ type command struct {
 	reply chan reply
 }
 
+// reply is a command's outcome: snapshots of the run and of the task or
+// approval it changed, which share nothing with the worker's state.
 type reply struct {
-	run      json.RawMessage
-	task     json.RawMessage
-	approval json.RawMessage
+	run      *Run
+	task     *Task
+	approval *Approval
 	err      error
 }
 
@@ -426,7 +428,14 @@ func (w *worker) finish(x *exec) {
 		en.dirty = true
 	}
 	if c.reply != nil {
-		en.replies = append(en.replies, heldReply{ch: c.reply, task: x.replyTask, approval: x.replyApproval, err: x.err})
+		h := heldReply{ch: c.reply, err: x.err}
+		if x.replyTask != nil {
+			h.task = cloneTask(x.replyTask)
+		}
+		if x.replyApproval != nil {
+			h.approval = cloneApproval(x.replyApproval)
+		}
+		en.replies = append(en.replies, h)
 	}
 	switch {
 	case !en.durable:
@@ -457,9 +466,10 @@ const replyHold = 2 * time.Millisecond
 
 // heldReply is an answer waiting for the commit of the run's changes.
 type heldReply struct {
-	ch             chan reply
-	task, approval json.RawMessage
-	err            error
+	ch       chan reply
+	task     *Task
+	approval *Approval
+	err      error
 }
 
 // flush submits the run's held changes and answers the held replies once
@@ -468,14 +478,9 @@ func (w *worker) flush(en *entry) {
 	r := en.run
 	replies := en.replies
 	en.replies, en.flushArmed = nil, false
-	var view json.RawMessage
+	var view *Run
 	if len(replies) > 0 {
-		var err error
-		if view, err = appendRun(nil, r, false); err != nil {
-			for i := range replies {
-				replies[i].err = errors.CombineErrors(replies[i].err, err)
-			}
-		}
+		view = cloneRun(r)
 	}
 	answer := func(err error) {
 		for _, h := range replies {
