@@ -37,6 +37,7 @@ import (
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/mail"
+	"github.com/bas-platform/bas/internal/wiring"
 	"github.com/bas-platform/bas/plugins"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
@@ -108,6 +109,25 @@ type Options struct {
 	// PluginChecksums maps a plugin path or base name to its expected
 	// SHA-256 (hex); a plugin that does not match is not started.
 	PluginChecksums map[string]string
+
+	// Workers is the number of run workers (each advances the runs whose id
+	// hashes to it). Defaults to 2 x GOMAXPROCS.
+	Workers int
+	// MaxAttempts bounds the attempts of a failing capability call before
+	// its step fails (retries back off from 1s, doubling, up to 5m).
+	// Defaults to 5.
+	MaxAttempts int
+	// ApprovalExpiry is how long an approval stays pending before it
+	// expires and stops its run. Defaults to 7 days.
+	ApprovalExpiry time.Duration
+	// Grace is how long Close lets capability calls in flight finish
+	// before it cancels them; their runs resume on the next Open.
+	// Defaults to 5s.
+	Grace time.Duration
+	// SubscribeBuffer is how many recent events the workspace keeps for
+	// subscribers (Subscribe); one that falls further behind is told it
+	// missed events. Defaults to 4096.
+	SubscribeBuffer int
 }
 
 func (o Options) withDefaults() Options {
@@ -151,18 +171,6 @@ type Workspace struct {
 	closeErr  error
 }
 
-// Automation returns the automation service: workspace and process
-// settings, and the autonomy gate (Automation().Gate()).
-func (ws *Workspace) Automation() *automation.Service { return ws.automation }
-
-// Decisions returns the decisions service: decisions, their cases and
-// feedback, and the agreement ledger (Decisions().AgreementRate).
-func (ws *Workspace) Decisions() *decisions.Service { return ws.decisions }
-
-// Docs returns the documents app: types, uploads, extraction, validation
-// and review.
-func (ws *Workspace) Docs() *docs.Service { return ws.docs }
-
 // docsEvents hands the documents app's events to the run engine's outbox
 // (the engine is wired after the apps, so it is looked up per event).
 type docsEvents struct{ ws *Workspace }
@@ -184,6 +192,9 @@ func (d docsEvents) Kick() {
 // the providers and plugins, and the run engine, which resumes the runs that
 // were in flight when the workspace last closed or crashed.
 func Open(ctx context.Context, opts Options) (*Workspace, error) {
+	if err := opts.validate(); err != nil {
+		return nil, withKind(err)
+	}
 	opts = opts.withDefaults()
 	st := opts.Store
 	if st == nil {
@@ -326,7 +337,9 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		}
 	}
 	eng, err := runengine.New(runengine.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,
-		Capabilities: ws.registry, Processes: ws.processes, Gate: ws.automation.Gate(), CallTimeout: opts.CallTimeout})
+		Capabilities: ws.registry, Processes: ws.processes, Gate: ws.automation.Gate(), CallTimeout: opts.CallTimeout,
+		Workers: opts.Workers, MaxAttempts: opts.MaxAttempts, ApprovalTTL: opts.ApprovalExpiry, Grace: opts.Grace,
+		SubscribeBuffer: opts.SubscribeBuffer})
 	if err != nil {
 		_ = ws.Close()
 		return nil, err
@@ -375,14 +388,14 @@ func (ws *Workspace) Ping(ctx context.Context) error {
 	return ws.store.View(ctx, func(store.Reader) error { return nil })
 }
 
-// Authenticate resolves a session token or API key to its principal; an
-// unknown, expired or revoked one is errs.Unauthenticated.
-func (ws *Workspace) Authenticate(ctx context.Context, token string) (*access.Principal, error) {
-	return ws.access.Authenticate(ctx, token)
+// Internal is not part of the API: it hands this module's own packages
+// (httpapi) the workspace's internal services, as an any whose type may
+// change at any time (as database/sql's Conn.Raw hands a driver's
+// connection). Embedders use the typed calls and capabilities instead.
+func (ws *Workspace) Internal() any {
+	return wiring.New(wiring.Config{Access: ws.access, Automation: ws.automation, Decisions: ws.decisions,
+		Docs: ws.docs})
 }
-
-// Access returns the access service (tenants, people, keys, invitations).
-func (ws *Workspace) Access() *access.Service { return ws.access }
 
 // Processes returns the process service (definitions and versions).
 func (ws *Workspace) Processes() *process.Service { return ws.processes }

@@ -152,13 +152,13 @@ func (e *Engine) claimStartKey(ctx context.Context, p StartParams) (unlock func(
 			return tx.Delete(key)
 		})
 	}
-	all := func() {
+	own := unlock
+	return func() {
 		for _, u := range unlocks {
 			u()
 		}
-		unlock()
-	}
-	return all, nil, ops, nil
+		own()
+	}, nil, ops, nil
 }
 
 // startKeyWrite is the write of a start's idempotency key and its index

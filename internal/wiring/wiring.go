@@ -1,0 +1,63 @@
+// Package wiring holds the services a workspace wires behind its public
+// API, for this module's own packages: httpapi serves them over HTTP. An
+// embedder reaches the same services through bas's typed calls and
+// capabilities; nothing here is part of the API.
+//
+// bas.Workspace.Internal hands out a *Services (typed any, so no exported
+// identifier of a public package names this package's types).
+package wiring
+
+import (
+	"context"
+
+	"github.com/bas-platform/bas/internal/apps/access"
+	"github.com/bas-platform/bas/internal/apps/automation"
+	"github.com/bas-platform/bas/internal/apps/decisions"
+	"github.com/bas-platform/bas/internal/apps/docs"
+)
+
+// Services are a workspace's internal services.
+type Services struct {
+	access     *access.Service
+	automation *automation.Service
+	decisions  *decisions.Service
+	docs       *docs.Service
+}
+
+// Config lists the services.
+type Config struct {
+	Access     *access.Service
+	Automation *automation.Service
+	Decisions  *decisions.Service
+	Docs       *docs.Service
+}
+
+// New returns the services of cfg.
+func New(cfg Config) *Services {
+	return &Services{access: cfg.Access, automation: cfg.Automation, decisions: cfg.Decisions, docs: cfg.Docs}
+}
+
+// Of returns the services behind v, what bas.Workspace.Internal returns;
+// it panics when v is not one (a bug of this module).
+func Of(v any) *Services { return v.(*Services) }
+
+// Access returns the access service (tenants, people, keys, invitations).
+func (s *Services) Access() *access.Service { return s.access }
+
+// Automation returns the automation service: workspace and process
+// settings, and the autonomy gate.
+func (s *Services) Automation() *automation.Service { return s.automation }
+
+// Decisions returns the decisions service: decisions, their cases and
+// feedback, and the agreement ledger.
+func (s *Services) Decisions() *decisions.Service { return s.decisions }
+
+// Docs returns the documents app: types, uploads, extraction, validation
+// and review.
+func (s *Services) Docs() *docs.Service { return s.docs }
+
+// Authenticate resolves a session token or API key to its principal; an
+// unknown, expired or revoked one is errs.Unauthenticated.
+func (s *Services) Authenticate(ctx context.Context, token string) (*access.Principal, error) {
+	return s.access.Authenticate(ctx, token)
+}
