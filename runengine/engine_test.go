@@ -108,6 +108,13 @@ func setup(t *testing.T) *bundle {
 
 func open(t *testing.T, st store.Store, clk *clock.Fake, prov *testProvider, gate *autoGate) *bundle {
 	t.Helper()
+	return openWith(t, st, clk, prov, gate, nil)
+}
+
+// openWith is open with a change to the engine's configuration.
+func openWith(t *testing.T, st store.Store, clk *clock.Fake, prov *testProvider, gate *autoGate,
+	configure func(*runengine.Config)) *bundle {
+	t.Helper()
 	b := &bundle{st: st, clk: clk, prov: prov, gate: gate}
 	var err error
 	b.procs = process.NewService(process.Config{Store: st, Clock: clk})
@@ -115,8 +122,12 @@ func open(t *testing.T, st store.Store, clk *clock.Fake, prov *testProvider, gat
 	if err := b.reg.Register(prov); err != nil {
 		t.Fatal(err)
 	}
-	b.eng, err = runengine.New(runengine.Config{Store: st, Clock: clk, Capabilities: b.reg, Processes: b.procs,
-		Gate: gate, RetryBase: time.Second})
+	cfg := runengine.Config{Store: st, Clock: clk, Capabilities: b.reg, Processes: b.procs,
+		Gate: gate, RetryBase: time.Second}
+	if configure != nil {
+		configure(&cfg)
+	}
+	b.eng, err = runengine.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
