@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -51,7 +52,7 @@ func (o Options) validate() error {
 	sort.Strings(names)
 	for _, name := range names {
 		sum := o.PluginChecksums[name]
-		if b, err := hex.DecodeString(sum); err != nil || len(b) != 32 {
+		if b, err := hex.DecodeString(strings.TrimSpace(sum)); err != nil || len(b) != 32 {
 			return bad(fmt.Sprintf("PluginChecksums[%q]", name), fmt.Sprintf("%q", sum),
 				"give the plugin's SHA-256 as 64 hex digits (sha256sum prints it)")
 		}
