@@ -17,7 +17,7 @@ func cloneRun(r *Run) *Run {
 		for i := range r.Steps {
 			s := r.Steps[i]
 			s.Output = cloneValue(s.Output)
-			s.Internal = stepInternal{} // the engine's own bookkeeping stays with it
+			s.internal = stepInternal{} // the engine's own bookkeeping stays with it
 			c.Steps[i] = s
 		}
 	}

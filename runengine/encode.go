@@ -148,9 +148,9 @@ func appendStep(b []byte, s *StepRun, stored bool) ([]byte, error) {
 		b = append(b, `,"attempts":`...)
 		b = strconv.AppendInt(b, int64(s.Attempts), 10)
 	}
-	if stored && !s.Internal.zero() {
+	if stored && !s.internal.zero() {
 		b = append(b, `,"internal":`...)
-		if b, err = s.Internal.append(b); err != nil {
+		if b, err = s.internal.append(b); err != nil {
 			return b, err
 		}
 	}

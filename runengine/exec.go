@@ -224,7 +224,7 @@ func (x *exec) advance() {
 		case StepPending:
 			x.beginStep(def, st)
 		}
-		if def.Controls.RequireApproval && !st.Internal.Approved {
+		if def.Controls.RequireApproval && !st.internal.Approved {
 			if st.ApprovalID == nil {
 				x.requestApproval(def, st, x.proposedArgs(def), "the step requires approval")
 			}
@@ -259,8 +259,8 @@ func (x *exec) completeStep(def *process.Step, st *StepRun, output any, automati
 	st.CompletedAt = &t
 	st.Output = output
 	st.Error = nil // an earlier failed attempt's error
-	st.Internal.WaitToken = ""
-	st.Internal.WaitEvent = ""
+	st.internal.WaitToken = ""
+	st.internal.WaitEvent = ""
 	if automatic {
 		x.r.MinutesSaved += effortMinutes[def.Type]
 	}
@@ -410,7 +410,7 @@ func (x *exec) callOutcome(def *process.Step, st *StepRun) (any, bool) {
 		delay = x.w.e.cfg.RetryMax
 	}
 	token := "retry-" + strconv.Itoa(st.Attempts)
-	st.Internal.WaitToken = token
+	st.internal.WaitToken = token
 	x.addTimer(x.now.Add(delay), token)
 	x.wait(st, StepRunning)
 	return nil, false

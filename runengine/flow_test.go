@@ -524,7 +524,7 @@ func TestFollowUpGivesUpAfterMax(t *testing.T) {
 	// The stored run says waiting before the reminder's result is applied;
 	// wait for the applied result, or the clock moves before the next timer.
 	b.waitRun(t, id, "waiting again", func(r *runengine.Run) bool {
-		return r.Steps[0].Internal.Reminders == 2 && r.Steps[0].Status == runengine.StepWaiting
+		return r.Steps[0].Reminders() == 2 && r.Steps[0].Status == runengine.StepWaiting
 	})
 	b.advance(time.Hour)
 	r := b.waitRun(t, id, "completed", status(runengine.RunCompleted))
@@ -547,7 +547,7 @@ func TestMonitorChecksUntilTheConditionHolds(t *testing.T) {
 		// Wait for the check's result to be applied (not just the call made),
 		// so the next timer is set from this hour, not the next.
 		b.waitRun(t, id, "checked", func(r *runengine.Run) bool {
-			return r.Steps[0].Internal.Checks == i+2 && r.Status == runengine.RunWaiting
+			return r.Steps[0].Checks() == i+2 && r.Status == runengine.RunWaiting
 		})
 	}
 	b.advance(time.Hour)

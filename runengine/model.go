@@ -92,8 +92,9 @@ type StepRun struct {
 	ApprovalID  *string    `json:"approval_id"`
 	TaskID      *string    `json:"task_id"`
 	Attempts    int        `json:"attempts"`
-	// Internal bookkeeping kept with the run record.
-	Internal stepInternal `json:"internal,omitzero"`
+	// internal is the engine's bookkeeping kept with the run record (see
+	// UnmarshalJSON).
+	internal stepInternal
 }
 
 // stepInternal is engine state of a step that callers need not read.
