@@ -6,10 +6,10 @@ import (
 )
 
 // ErrNoMatch marks the failure of a consolidate step with require_match
-// whose sources did not match; Eval returns the output with it.
+// whose sources did not match; eval returns the output with it.
 var ErrNoMatch = errors.New("process: sources do not match")
 
-// Eval does the work of a pure step (StepType.Pure) and returns its output:
+// eval does the work of a pure step (StepType.Pure) and returns its output:
 // intake from text (IntakeOutput), validate (ValidateOutput), route
 // (RouteOutput), consolidate (ConsolidateOutput) and analyse
 // (AnalyseOutput). resolved is the step's config with its references
@@ -20,9 +20,9 @@ var ErrNoMatch = errors.New("process: sources do not match")
 // A consolidate step with require_match whose sources do not match returns
 // its output together with an error marked ErrNoMatch, so the run can keep
 // the output on the failed step. An intake given a document is not pure
-// (the engine calls document.extract), nor are the other step types: Eval
+// (the engine calls document.extract), nor are the other step types: eval
 // returns an error for them.
-func Eval(stepType string, resolved any, data map[string]any) (any, error) {
+func eval(stepType string, resolved any, data map[string]any) (any, error) {
 	switch stepType {
 	case StepIntake:
 		cfg, err := Decode[IntakeConfig](resolved)

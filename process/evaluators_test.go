@@ -245,15 +245,15 @@ func TestRender(t *testing.T) {
 		{template: "Hello ${subject.name}", wantErr: `no value at "subject.name"`},
 		{template: "Hello ${subject.label", wantErr: "missing closing brace"},
 	} {
-		got, err := Render(test.template, data)
+		got, err := render(test.template, data)
 		if test.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), test.wantErr) {
-				t.Errorf("Render(%q) error = %v, want %q", test.template, err, test.wantErr)
+				t.Errorf("render(%q) error = %v, want %q", test.template, err, test.wantErr)
 			}
 			continue
 		}
 		if err != nil || got != test.want {
-			t.Errorf("Render(%q) = %q, %v; want %q", test.template, got, err, test.want)
+			t.Errorf("render(%q) = %q, %v; want %q", test.template, got, err, test.want)
 		}
 	}
 }
@@ -297,7 +297,7 @@ func TestEval(t *testing.T) {
 	data := map[string]any{"trigger": map[string]any{"data": map[string]any{"amount_cents": 5}}}
 	route := map[string]any{"rules": []any{map[string]any{"when": map[string]any{"trigger.data.amount_cents": map[string]any{"lt": 10}}, "queue": "small"}},
 		"default": map[string]any{"queue": "big"}}
-	got, err := Eval(StepRoute, route, data)
+	got, err := eval(StepRoute, route, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestEval(t *testing.T) {
 	}
 
 	cons := json.RawMessage(`{"left": {"n": "A", "t": 100}, "right": [{"n": "B", "t": 100}], "keys": [{"left": "n", "right": "n"}], "require_match": true}`)
-	got, err = Eval(StepConsolidate, cons, nil)
+	got, err = eval(StepConsolidate, cons, nil)
 	if !errors.Is(err, ErrNoMatch) {
 		t.Fatalf("require_match error = %v, want ErrNoMatch", err)
 	}
@@ -314,27 +314,27 @@ func TestEval(t *testing.T) {
 		t.Errorf("the failed consolidate keeps its output: %+v", got)
 	}
 
-	got, err = Eval(StepValidate, map[string]any{"record": map[string]any{"a": 1}, "rules": []any{map[string]any{"field": "b", "check": "required"}}}, nil)
+	got, err = eval(StepValidate, map[string]any{"record": map[string]any{"a": 1}, "rules": []any{map[string]any{"field": "b", "check": "required"}}}, nil)
 	if err != nil || got.(ValidateOutput).Status != ValidationErrors {
 		t.Errorf("validate = %+v, %v", got, err)
 	}
-	if _, err := Eval(StepValidate, map[string]any{"record": "not resolved", "rules": []any{}}, nil); err == nil {
+	if _, err := eval(StepValidate, map[string]any{"record": "not resolved", "rules": []any{}}, nil); err == nil {
 		t.Error("validate of a string record: no error")
 	}
-	got, err = Eval(StepAnalyse, map[string]any{"values": []any{1, 2, 3}}, nil)
+	got, err = eval(StepAnalyse, map[string]any{"values": []any{1, 2, 3}}, nil)
 	if err != nil || got.(AnalyseOutput).Median != 2 {
 		t.Errorf("analyse = %+v, %v", got, err)
 	}
-	got, err = Eval(StepIntake, map[string]any{"text": "Total: 12.00", "fields": []any{map[string]any{"key": "total", "label": "Total", "type": "money"}}}, nil)
+	got, err = eval(StepIntake, map[string]any{"text": "Total: 12.00", "fields": []any{map[string]any{"key": "total", "label": "Total", "type": "money"}}}, nil)
 	if err != nil || got.(IntakeOutput).Fields["total"] != int64(1200) {
 		t.Errorf("intake = %+v, %v", got, err)
 	}
 	for _, typ := range []string{StepWait, StepExecute, StepHumanTask, "nope"} {
-		if _, err := Eval(typ, map[string]any{}, nil); err == nil {
-			t.Errorf("Eval(%s): no error", typ)
+		if _, err := eval(typ, map[string]any{}, nil); err == nil {
+			t.Errorf("eval(%s): no error", typ)
 		}
 	}
-	if _, err := Eval(StepIntake, map[string]any{"document_id": "doc_1"}, nil); err == nil {
+	if _, err := eval(StepIntake, map[string]any{"document_id": "doc_1"}, nil); err == nil {
 		t.Error("Eval of a document intake: no error")
 	}
 }

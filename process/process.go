@@ -24,8 +24,7 @@
 // schema cannot say (durations, filters, patterns, references, cross-field
 // rules). The deterministic work of intake (from text), validate, route,
 // consolidate and analyse is done by pure functions (Intake, Validate,
-// Route, Consolidate, Analyse, and Eval for any of them); drafts render
-// with Render. They do no I/O: the engine resolves references, waits,
+// Route, Consolidate, Analyse). They do no I/O: the engine resolves references, waits,
 // schedules and calls capabilities.
 package process
 

@@ -36,7 +36,7 @@ type StepType struct {
 	// capability it names.
 	Capabilities []string `json:"capabilities"`
 	// Pure is true when the step's work is a pure function of its resolved
-	// config (see Eval): validate, route, consolidate, analyse, and intake
+	// config: validate, route, consolidate, analyse, and intake
 	// from text.
 	Pure bool `json:"-"`
 
