@@ -68,10 +68,10 @@ func (e *Engine) outboxWrite(tenant, name string, data map[string]any, at time.T
 	}, func() { e.disp.push(ev) }
 }
 
-// Emit writes an event into the outbox within tx, so it is emitted if and
-// only if tx commits (apps call it beside their own changes). Call Kick
-// once tx has committed.
-func (e *Engine) Emit(tx store.Txn, tenant, name string, data any) error {
+// emitTx writes an event into the outbox within tx, so it is emitted if
+// and only if tx commits (apps call it beside their own changes, through
+// Internal). Call kick once tx has committed.
+func (e *Engine) emitTx(tx store.Txn, tenant, name string, data any) error {
 	m, err := toMap(data)
 	if err != nil {
 		return errors.Wrapf(err, "event %s", name)
@@ -115,8 +115,8 @@ func (e *Engine) heard(tenant, name string) bool {
 // that makes a listener commits.
 func (e *Engine) listen(tenant, name string) { e.listened.Store(tenant+"\x00"+name, true) }
 
-// Kick tells the dispatcher that events may be waiting in the outbox.
-func (e *Engine) Kick() { e.disp.kick() }
+// kick tells the dispatcher that events may be waiting in the outbox.
+func (e *Engine) kick() { e.disp.kick() }
 
 func toMap(v any) (map[string]any, error) {
 	if m, ok := v.(map[string]any); ok {

@@ -10,6 +10,8 @@ package wiring
 import (
 	"context"
 
+	"github.com/bas-platform/bas/store"
+
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/apps/automation"
 	"github.com/bas-platform/bas/internal/apps/decisions"
@@ -60,4 +62,14 @@ func (s *Services) Docs() *docs.Service { return s.docs }
 // unknown, expired or revoked one is errs.Unauthenticated.
 func (s *Services) Authenticate(ctx context.Context, token string) (*access.Principal, error) {
 	return s.access.Authenticate(ctx, token)
+}
+
+// Outbox is what runengine.Engine.Internal returns: events an app writes
+// in its own transaction.
+type Outbox interface {
+	// Emit writes an event within tx; it is emitted if and only if tx
+	// commits.
+	Emit(tx store.Txn, tenant, name string, data any) error
+	// Kick tells the engine, once tx has committed, that events wait.
+	Kick()
 }
