@@ -219,3 +219,31 @@ func ExampleViolations() {
 	// [process_id] missing is required
 	// true process not found
 }
+
+// Call reaches a capability from Go with typed arguments and result: the
+// door a step uses, to any app or provider.
+func ExampleCall() {
+	ctx := context.Background()
+	ws, err := bas.Open(ctx, bas.Options{InMemory: true, Providers: []bas.Provider{rates{}}})
+	if err != nil {
+		panic(err)
+	}
+	defer ws.Close()
+	type converted struct {
+		EURCents int64 `json:"eur_cents"`
+	}
+	out, err := bas.Call[converted](ctx, ws, bas.CallParams{Tenant: "acme", Capability: "fx.convert",
+		Args: map[string]int64{"usd_cents": 500}})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(out.EURCents)
+
+	// Arguments are checked against the capability's schema first.
+	_, err = bas.Call[converted](ctx, ws, bas.CallParams{Tenant: "acme", Capability: "fx.convert",
+		Args: map[string]string{"usd_cents": "five"}})
+	fmt.Println(errors.Is(err, bas.ErrInvalid), len(bas.Violations(err)) > 0)
+	// Output:
+	// 460
+	// true true
+}
