@@ -21,7 +21,6 @@ const (
 	debtViolation = "errs.Violation needs a public leaf home (the capability leaf once the registry has left it), aliased by internal/errs"
 	debtChange    = "four-eyes changes (access.Change) are internal: process needs a public view of a proposed change"
 	debtExtract   = "the intake step's output names extract's types: they need public twins in process"
-	debtHTTP      = "httpapi's handler plumbing (Ctx and friends) is to be unexported"
 )
 
 // knownInternal lists the exported identifiers of public packages that
@@ -37,8 +36,6 @@ var knownInternal = map[string]string{
 	"github.com/bas-platform/bas/capability.RegistryConfig.Clock":        debtClock,
 	"github.com/bas-platform/bas/capability.WebhookConfig.Clock":         debtClock,
 	"github.com/bas-platform/bas/httpapi.ChangeOut.Change":               debtChange,
-	"github.com/bas-platform/bas/httpapi.Ctx.P":                          debtHTTP,
-	"github.com/bas-platform/bas/httpapi.Validator.Validate":             debtViolation,
 	"github.com/bas-platform/bas/plugins.HostOptions.Clock":              debtClock,
 	"github.com/bas-platform/bas/plugins/sdk.Validation":                 debtViolation,
 	"github.com/bas-platform/bas/plugins/sdk.Violation":                  debtViolation,

@@ -75,7 +75,7 @@ type storedResponse struct {
 
 // idempotent runs c's handler at most once per Idempotency-Key (see above).
 // route.go calls it for every POST that carries the header.
-func (h *Handler) idempotent(c *Ctx) error {
+func (h *Handler) idempotent(c *request) error {
 	key := c.R.Header.Get("Idempotency-Key")
 	if n := utf8.RuneCountInString(key); n > maxIdempotencyKey {
 		return errs.Invalidf([]any{"header", "Idempotency-Key"}, "string_too_long",
@@ -232,7 +232,7 @@ func sweepIdempotency(tx store.Txn, tenant string, now time.Time) error {
 }
 
 // replay writes a kept response again.
-func (h *Handler) replay(c *Ctx, rec *idemRecord, key []byte) error {
+func (h *Handler) replay(c *request, rec *idemRecord, key []byte) error {
 	resp, err := open(key, rec.Sealed)
 	if err != nil {
 		// Only a request with the same token and body derives the key; the

@@ -27,7 +27,7 @@ func (h *Handler) registerProcessRoutes() {
 // handleProcessList serves GET /v1/processes: the tenant's processes, newest
 // first, paged; ?enabled=true|false, ?function=, ?archived=true (archived
 // ones instead of the others).
-func (h *Handler) handleProcessList(c *Ctx) error {
+func (h *Handler) handleProcessList(c *request) error {
 	p, err := c.Page()
 	if err != nil {
 		return err
@@ -69,7 +69,7 @@ func (h *Handler) handleProcessList(c *Ctx) error {
 
 // handleProcessCreate serves POST /v1/processes: 201 with the process
 // (version 1) and its Location.
-func (h *Handler) handleProcessCreate(c *Ctx) error {
+func (h *Handler) handleProcessCreate(c *request) error {
 	body, err := c.Body()
 	if err != nil {
 		return err
@@ -87,7 +87,7 @@ func (h *Handler) handleProcessCreate(c *Ctx) error {
 
 // handleProcessGet serves GET /v1/processes/:id (archived ones too, with
 // archived true).
-func (h *Handler) handleProcessGet(c *Ctx) error {
+func (h *Handler) handleProcessGet(c *request) error {
 	d, err := h.ws.Processes().Get(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -103,7 +103,7 @@ type ChangeOut struct {
 
 // handleProcessUpdate serves PATCH /v1/processes/:id: 200 with the process,
 // or 202 {change} when the update widens a control and four-eyes is on.
-func (h *Handler) handleProcessUpdate(c *Ctx) error {
+func (h *Handler) handleProcessUpdate(c *request) error {
 	if _, err := h.ws.Processes().Get(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func (h *Handler) handleProcessUpdate(c *Ctx) error {
 
 // handleProcessArchive serves DELETE /v1/processes/:id: archives it (204);
 // runs in flight finish on their version; a second DELETE is 404.
-func (h *Handler) handleProcessArchive(c *Ctx) error {
+func (h *Handler) handleProcessArchive(c *request) error {
 	if err := h.ws.Processes().Archive(c.Context(), c.Tenant(), c.P.Actor(), c.Param("id")); err != nil {
 		return err
 	}
@@ -136,7 +136,7 @@ func (h *Handler) handleProcessArchive(c *Ctx) error {
 
 // handleProcessVersions serves GET /v1/processes/:id/versions: oldest first,
 // paged.
-func (h *Handler) handleProcessVersions(c *Ctx) error {
+func (h *Handler) handleProcessVersions(c *request) error {
 	p, err := c.Page()
 	if err != nil {
 		return err
@@ -178,7 +178,7 @@ type StepTypeOut struct {
 
 // handleStepTypes serves GET /v1/processes/step-types: each step type with
 // its config schema and whether it can run in the tenant now.
-func (h *Handler) handleStepTypes(c *Ctx) error {
+func (h *Handler) handleStepTypes(c *request) error {
 	types := process.StepTypes()
 	out := make([]StepTypeOut, len(types))
 	reg := h.ws.Capabilities()

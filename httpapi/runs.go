@@ -39,7 +39,7 @@ type StartIn struct {
 }
 
 // handleRunStart serves POST /v1/processes/:id/start.
-func (h *Handler) handleRunStart(c *Ctx) error {
+func (h *Handler) handleRunStart(c *request) error {
 	if err := h.ws.Processes().Check(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ var runStatuses = []runengine.RunStatus{runengine.RunRunning, runengine.RunWaiti
 	runengine.RunRejected, runengine.RunCancelled}
 
 // handleRunList serves GET /v1/process-runs?process_id=&status=&overdue=true.
-func (h *Handler) handleRunList(c *Ctx) error {
+func (h *Handler) handleRunList(c *request) error {
 	p, err := c.Page()
 	if err != nil {
 		return err
@@ -92,7 +92,7 @@ func (h *Handler) handleRunList(c *Ctx) error {
 }
 
 // handleRunGet serves GET /v1/process-runs/:id.
-func (h *Handler) handleRunGet(c *Ctx) error {
+func (h *Handler) handleRunGet(c *request) error {
 	r, err := h.ws.Engine().GetRun(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -101,7 +101,7 @@ func (h *Handler) handleRunGet(c *Ctx) error {
 }
 
 // handleRunCancel serves POST /v1/process-runs/:id/cancel.
-func (h *Handler) handleRunCancel(c *Ctx) error {
+func (h *Handler) handleRunCancel(c *request) error {
 	r, err := h.ws.Engine().Cancel(c.Context(), runengine.CancelParams{Tenant: c.Tenant(), RunID: c.Param("id"),
 		Actor: c.P.Actor()})
 	if err != nil {
@@ -123,7 +123,7 @@ type EventOut struct {
 }
 
 // handleEventEmit serves POST /v1/events: 202 with the runs it started.
-func (h *Handler) handleEventEmit(c *Ctx) error {
+func (h *Handler) handleEventEmit(c *request) error {
 	var in EventIn
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -140,7 +140,7 @@ func (h *Handler) handleEventEmit(c *Ctx) error {
 }
 
 // handleCockpit serves GET /v1/cockpit.
-func (h *Handler) handleCockpit(c *Ctx) error {
+func (h *Handler) handleCockpit(c *request) error {
 	v := runengine.Viewer{CanDecide: c.P.Can(access.PermApprovalsDecide), CanWork: c.P.Can(access.PermTasksWork)}
 	for _, a := range []string{c.P.UserID, c.P.Email} {
 		if a != "" {
@@ -162,7 +162,7 @@ var taskStatuses = []runengine.TaskStatus{runengine.TaskOpen, runengine.TaskComp
 
 // handleTaskList serves GET /v1/tasks?status=&assignee= (assignee "me" is
 // the caller).
-func (h *Handler) handleTaskList(c *Ctx) error {
+func (h *Handler) handleTaskList(c *request) error {
 	p, err := c.Page()
 	if err != nil {
 		return err
@@ -200,7 +200,7 @@ func (h *Handler) handleTaskList(c *Ctx) error {
 }
 
 // handleTaskGet serves GET /v1/tasks/:id.
-func (h *Handler) handleTaskGet(c *Ctx) error {
+func (h *Handler) handleTaskGet(c *request) error {
 	t, err := h.ws.Engine().GetTask(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -215,7 +215,7 @@ type CompleteIn struct {
 }
 
 // handleTaskComplete serves POST /v1/tasks/:id/complete.
-func (h *Handler) handleTaskComplete(c *Ctx) error {
+func (h *Handler) handleTaskComplete(c *request) error {
 	if _, err := h.ws.Engine().GetTask(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -235,7 +235,7 @@ var approvalStatuses = []runengine.ApprovalStatus{runengine.ApprovalPending, run
 	runengine.ApprovalExpired, runengine.ApprovalCancelled}
 
 // handleApprovalList serves GET /v1/approvals?status=.
-func (h *Handler) handleApprovalList(c *Ctx) error {
+func (h *Handler) handleApprovalList(c *request) error {
 	p, err := c.Page()
 	if err != nil {
 		return err
@@ -252,7 +252,7 @@ func (h *Handler) handleApprovalList(c *Ctx) error {
 }
 
 // handleApprovalGet serves GET /v1/approvals/:id.
-func (h *Handler) handleApprovalGet(c *Ctx) error {
+func (h *Handler) handleApprovalGet(c *request) error {
 	a, err := h.ws.Engine().GetApproval(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -272,7 +272,7 @@ type RejectIn struct {
 }
 
 // handleApprovalApprove serves POST /v1/approvals/:id/approve.
-func (h *Handler) handleApprovalApprove(c *Ctx) error {
+func (h *Handler) handleApprovalApprove(c *request) error {
 	if _, err := h.ws.Engine().GetApproval(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -289,7 +289,7 @@ func (h *Handler) handleApprovalApprove(c *Ctx) error {
 }
 
 // handleApprovalReject serves POST /v1/approvals/:id/reject.
-func (h *Handler) handleApprovalReject(c *Ctx) error {
+func (h *Handler) handleApprovalReject(c *request) error {
 	if _, err := h.ws.Engine().GetApproval(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}

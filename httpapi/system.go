@@ -10,7 +10,7 @@ func (h *Handler) registerSystemRoutes() {
 }
 
 // handleHealth serves GET /healthz: 200 when the store answers.
-func (h *Handler) handleHealth(c *Ctx) error {
+func (h *Handler) handleHealth(c *request) error {
 	if err := h.ws.Ping(c.Context()); err != nil {
 		writeDetail(c.W, http.StatusServiceUnavailable, "store unavailable")
 		return nil
@@ -19,6 +19,6 @@ func (h *Handler) handleHealth(c *Ctx) error {
 }
 
 // handleAppsList serves GET /v1/apps: the built-in apps and plugin apps.
-func (h *Handler) handleAppsList(c *Ctx) error {
+func (h *Handler) handleAppsList(c *request) error {
 	return c.JSON(http.StatusOK, h.ws.Apps())
 }
