@@ -154,6 +154,7 @@ type Engine struct {
 
 	startKeys keyLocks // idempotency keys of starts in progress (see Start)
 	ends      endWatch // callers of WaitRun
+	changes   endWatch // callers waiting for any committed change of a run
 	hub       *hub     // events kept for subscribers (see Subscribe)
 
 	calls    sync.WaitGroup // in-flight capability calls

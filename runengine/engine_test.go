@@ -167,24 +167,21 @@ func (b *bundle) start(t *testing.T, processID string) string {
 }
 
 // waitRun waits until the run satisfies cond (the engine works
-// asynchronously) and returns it.
+// asynchronously) and returns it: the engine tells it of each committed
+// change of the run.
 func (b *bundle) waitRun(t *testing.T, id string, what string, cond func(*runengine.Run) bool) *runengine.Run {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		r, err := b.eng.GetRun(context.Background(), tenant, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cond(r) {
-			return r
-		}
-		if time.Now().After(deadline) {
-			j, _ := json.MarshalIndent(r, "", "  ")
-			t.Fatalf("run never became %s:\n%s", what, j)
-		}
-		time.Sleep(2 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := b.eng.AwaitRun(ctx, tenant, id, cond)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		j, _ := json.MarshalIndent(r, "", "  ")
+		t.Fatalf("run never became %s:\n%s", what, j)
+	case err != nil:
+		t.Fatal(err)
 	}
+	return r
 }
 
 func status(s runengine.RunStatus) func(*runengine.Run) bool {

@@ -37,8 +37,8 @@ func (e *Engine) ended(tenant, runID string, status RunStatus) {
 	e.ends.notify(tenant, runID)
 }
 
-// endWatch holds the callers of WaitRun, by run. Ending a run costs one
-// atomic load while nobody waits.
+// endWatch holds callers waiting on runs (for their end, or any change),
+// by run. A run's commit costs one atomic load while nobody waits.
 type endWatch struct {
 	n  atomic.Int64
 	mu sync.Mutex

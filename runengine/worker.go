@@ -532,6 +532,7 @@ func (w *worker) flush(en *entry) {
 				for _, fn := range fx.post {
 					fn()
 				}
+				w.e.changes.notify(tenant, runID)
 			}
 			answer(err)
 		},
