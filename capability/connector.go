@@ -34,7 +34,7 @@ type comingConnector struct {
 // capabilities they will fill, so GET /v1/capabilities and the gaps can name
 // them, but they never fill one by default, cannot be bound, report
 // "coming" in GET /v1/connections, and every call fails with
-// errs.Unavailable "connector X is coming".
+// bas.ErrUnavailable "connector X is coming".
 func DeclaredConnectors() []Provider {
 	var out []Provider
 	for _, s := range integrationIndex().systems {
@@ -71,7 +71,7 @@ type failedProvider struct {
 // Failed returns a provider that stands in for one that could not be loaded
 // or registered (a plugin with a bad description, say): it fills nothing,
 // GET /v1/connections lists it as "failed" with detail, and calls fail with
-// errs.Unavailable.
+// bas.ErrUnavailable.
 func Failed(id, name string, kind Kind, detail string) Provider {
 	if name == "" {
 		name = id
@@ -82,7 +82,7 @@ func Failed(id, name string, kind Kind, detail string) Provider {
 // Info describes the failed provider; it fills nothing.
 func (f *failedProvider) Info() Info { return cloneInfo(f.info) }
 
-// Call fails with errs.Unavailable.
+// Call fails with bas.ErrUnavailable.
 func (f *failedProvider) Call(context.Context, Call) (json.RawMessage, error) {
 	return nil, errs.Unavailablef("provider %s failed: %s", f.info.ID, f.detail)
 }
@@ -125,10 +125,10 @@ type WebhookConfig struct {
 // as the JSON of Call ({tenant, capability, args, idempotency_key}) with an
 // Idempotency-Key header, and the answer's body is the result.
 //
-// Statuses map to error kinds: 400 and 422 are errs.Invalid (the body's
-// "detail", or its text, says why), 401 and 403 errs.Forbidden, 404
-// errs.NotFound, 409 errs.Conflict, 429 errs.RateLimited (honouring
-// Retry-After), and 5xx, network errors and timeouts errs.Unavailable.
+// Statuses map to error kinds: 400 and 422 are bas.ErrInvalid (the body's
+// "detail", or its text, says why), 401 and 403 bas.ErrForbidden, 404
+// bas.ErrNotFound, 409 bas.ErrConflict, 429 bas.ErrRateLimited (honouring
+// Retry-After), and 5xx, network errors and timeouts bas.ErrUnavailable.
 type Webhook struct {
 	cfg WebhookConfig
 }

@@ -29,7 +29,7 @@ const MaxProviderIDLen = 80
 var ErrMalformedOutput = errors.New("capability: malformed provider output")
 
 // ErrTimeout marks a call whose provider did not answer before the deadline.
-// Such an error is also errs.Unavailable and context.DeadlineExceeded.
+// Such an error is also bas.ErrUnavailable and context.DeadlineExceeded.
 var ErrTimeout = errors.New("capability: provider call timed out")
 
 // RegistryConfig configures NewRegistry.
@@ -435,8 +435,8 @@ func (r *Registry) Apps() []App {
 // Resolve returns the provider a call of capabilityID in tenant goes to:
 // the tenant's binding, else the default when exactly one registered
 // provider (not counting connectors that are coming) fills it. Otherwise it
-// is an errs.Unavailable error that says what to do; an unknown capability
-// is errs.Invalid.
+// is an bas.ErrUnavailable error that says what to do; an unknown capability
+// is bas.ErrInvalid.
 func (r *Registry) Resolve(ctx context.Context, tenant, capabilityID string) (Provider, error) {
 	s := r.snap.Load()
 	if _, ok := s.caps[capabilityID]; !ok {
@@ -490,12 +490,12 @@ func (r *Registry) resolve(ctx context.Context, s *snapshot, tenant, capabilityI
 }
 
 // Call validates call.Args against the capability's argument schema (every
-// violation, located under "args", as an errs.Invalid error) before any
+// violation, located under "args", as an bas.ErrInvalid error) before any
 // provider sees them, resolves the provider, calls it with a deadline
 // (CallTimeout unless ctx has an earlier one), and checks its result against
-// the result schema. An unknown capability is errs.Invalid; a result that
+// the result schema. An unknown capability is bas.ErrInvalid; a result that
 // does not match is ErrMalformedOutput, naming the provider; a call that
-// runs out of time is ErrTimeout (and errs.Unavailable). The provider's own
+// runs out of time is ErrTimeout (and bas.ErrUnavailable). The provider's own
 // errors keep their kinds.
 func (r *Registry) Call(ctx context.Context, call Call) (json.RawMessage, error) {
 	s := r.snap.Load()

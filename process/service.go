@@ -182,7 +182,7 @@ var versions = &store.Collection[Version]{
 	},
 }
 
-// Create validates in (every violation at once, errs.Invalid) and creates
+// Create validates in (every violation at once, bas.ErrInvalid) and creates
 // the process with version 1, audited as actor.
 func (s *Service) Create(ctx context.Context, tenant, actor string, in ProcessIn) (*Definition, error) {
 	if err := validateIn(in); err != nil {
@@ -267,7 +267,7 @@ func compact(raw json.RawMessage, object bool) json.RawMessage {
 }
 
 // Get returns the tenant's process id, archived or not. Another tenant's
-// id is errs.NotFound.
+// id is bas.ErrNotFound.
 func (s *Service) Get(ctx context.Context, tenant, id string) (*Definition, error) {
 	var d *Definition
 	err := s.st.View(ctx, func(r store.Reader) error {
@@ -278,7 +278,7 @@ func (s *Service) Get(ctx context.Context, tenant, id string) (*Definition, erro
 	return d, err
 }
 
-// Check returns errs.NotFound ("process not found") unless the process
+// Check returns bas.ErrNotFound ("process not found") unless the process
 // exists in tenant; it reads no more than the key.
 func (s *Service) Check(ctx context.Context, tenant, id string) error {
 	return s.st.View(ctx, func(r store.Reader) error {
@@ -361,7 +361,7 @@ func (s *Service) List(ctx context.Context, tenant string, q Query, p store.Page
 }
 
 // Update applies patch to the tenant's process id for actor (every
-// violation at once, errs.Invalid). A change to the steps or the trigger
+// violation at once, bas.ErrInvalid). A change to the steps or the trigger
 // makes a new version; name, description, function and enabled do not. A
 // patch that changes nothing writes nothing.
 //
@@ -370,7 +370,7 @@ func (s *Service) List(ctx context.Context, tenant string, q Query, p store.Page
 // second person and returned; approving it in the change queue applies it
 // (if the process has not moved to another version meanwhile). Otherwise
 // the updated process is returned. Exactly one of the two results is set.
-// An archived process is errs.Conflict.
+// An archived process is bas.ErrConflict.
 func (s *Service) Update(ctx context.Context, tenant, actor, id string, patch ProcessPatch) (*Definition, *access.Change, error) {
 	if err := validatePatch(patch); err != nil {
 		return nil, nil, err
@@ -526,7 +526,7 @@ func validatePatch(p ProcessPatch) error {
 // Archive archives the tenant's process id for actor: triggers start no new
 // runs, runs in flight finish on their version, and the definition and its
 // versions stay readable. Archiving an archived (or missing) process is
-// errs.NotFound.
+// bas.ErrNotFound.
 func (s *Service) Archive(ctx context.Context, tenant, actor, id string) error {
 	return s.st.Update(ctx, func(tx store.Txn) error {
 		cur, err := definitions.Get(tx, tenant, id)

@@ -109,7 +109,7 @@ type CancelParams struct {
 	Actor string
 }
 
-// Cancel stops a run that has not finished (errs.Conflict when it has)
+// Cancel stops a run that has not finished (bas.ErrConflict when it has)
 // and returns it cancelled. Its open tasks and pending approvals are
 // cancelled with it.
 func (e *Engine) Cancel(ctx context.Context, p CancelParams) (*Run, error) {

@@ -42,7 +42,7 @@ type Notice struct {
 // cursor the engine no longer holds (it was reopened, or the tenant had no
 // subscriber for a while). The events in between are lost to it, never the
 // state they told of: runs, tasks and approvals are read again with
-// ListRuns, ListTasks and ListApprovals. It is marked errs.Conflict.
+// ListRuns, ListTasks and ListApprovals. It is marked bas.ErrConflict.
 var ErrMissed = errors.Mark(errors.New("runengine: the subscriber missed events; read the state again"), errs.Conflict)
 
 // Subscribe delivers the events of a tenant once their commit is durable:

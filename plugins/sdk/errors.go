@@ -7,7 +7,7 @@ import (
 )
 
 // The error kinds a provider marks its errors with; they are bas's own kinds,
-// so errors.Is(err, errs.NotFound) holds in the host for an error marked
+// so errors.Is(err, bas.ErrNotFound) holds in the host for an error marked
 // sdk.NotFound in the plugin. Mark an error with cockroachdb/errors'
 // errors.Mark(err, sdk.Unavailable), or build one with the functions below.
 var (
