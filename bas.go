@@ -299,7 +299,8 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 			}
 			return out
 		}})
-	ws.processes = process.NewService(process.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger, Access: ws.access})
+	ws.processes = process.NewService(process.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,
+		Access: wiring.ChangeQueue(ws.access)})
 	if ws.registry != nil {
 		ws.registry.SetNeededBy(ws.processes.Needed)
 	}

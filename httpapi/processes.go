@@ -120,7 +120,11 @@ func (h *Handler) handleProcessUpdate(c *request) error {
 		return err
 	}
 	if ch != nil {
-		return c.waiting(ch.ID, ChangeOut{Change: ch})
+		change, err := h.ws.Access().Change(c.Context(), c.Tenant(), ch.ID)
+		if err != nil {
+			return err
+		}
+		return c.waiting(ch.ID, ChangeOut{Change: change})
 	}
 	return c.JSON(http.StatusOK, d)
 }

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
@@ -25,20 +24,38 @@ import (
 // hold a process update waiting for a second person.
 const ChangeKindUpdate = "process.update"
 
-// ChangeQueue is the widening-change queue (the access service): whether a
-// tenant has four-eyes on, queueing a change for a second person, and the
-// registration of what approving a change of a kind does.
+// ChangeQueue is the widening-change queue (the workspace's access app):
+// whether a tenant has four-eyes on, queueing a change for a second person,
+// and the registration of what approving a change of a kind does.
 type ChangeQueue interface {
 	// FourEyes reports whether tenant's widening changes wait for a second
 	// person.
 	FourEyes(ctx context.Context, tenant string) (bool, error)
-	// ProposeChangeTx queues a change inside tx.
-	ProposeChangeTx(tx store.Txn, tenant, kind, requester, summary string, payload any) (*access.Change, error)
-	// RegisterChangeKind makes approving a change of kind run apply.
-	RegisterChangeKind(kind string, apply access.ApplyFunc, opts ...access.KindOption)
+	// ProposeChangeTx queues a change inside tx and returns its id.
+	ProposeChangeTx(tx store.Txn, tenant, kind, requester, summary string, payload any) (string, error)
+	// RegisterChangeKind makes approving a change of kind run apply; perm
+	// is the permission a person needs to decide such a change.
+	RegisterChangeKind(kind string, apply ApplyChange, perm string)
 }
 
-var _ ChangeQueue = (*access.Service)(nil)
+// ApplyChange applies an approved change of one kind inside the
+// transaction that marks it decided, so the change and its effect commit
+// together; approver is who decided. It must have no outside effects: the
+// transaction may run again on a conflict.
+type ApplyChange func(ctx context.Context, tx store.Txn, tenant string, payload json.RawMessage, approver string) error
+
+// ProposedChange is an update waiting for a second person: it applies
+// when someone else approves the change in the change queue.
+type ProposedChange struct {
+	// ID is the change's id in the queue.
+	ID string
+	// Summary says in a line what approving it does.
+	Summary string
+}
+
+// permManage is the permission that decides process changes (the access
+// app's processes.manage).
+const permManage = "processes.manage"
 
 // Config configures NewService.
 type Config struct {
@@ -98,7 +115,7 @@ func NewService(cfg Config) *Service {
 	cfg = cfg.withDefaults()
 	s := &Service{st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, access: cfg.Access}
 	if s.access != nil {
-		s.access.RegisterChangeKind(ChangeKindUpdate, s.applyChange, access.DecidedWith(access.PermProcessesManage))
+		s.access.RegisterChangeKind(ChangeKindUpdate, s.applyChange, permManage)
 	}
 	return s
 }
@@ -371,7 +388,7 @@ func (s *Service) List(ctx context.Context, tenant string, q Query, p store.Page
 // (if the process has not moved to another version meanwhile). Otherwise
 // the updated process is returned. Exactly one of the two results is set.
 // An archived process is bas.ErrConflict.
-func (s *Service) Update(ctx context.Context, tenant, actor, id string, patch ProcessPatch) (*Definition, *access.Change, error) {
+func (s *Service) Update(ctx context.Context, tenant, actor, id string, patch ProcessPatch) (*Definition, *ProposedChange, error) {
 	if err := validatePatch(patch); err != nil {
 		return nil, nil, err
 	}
@@ -387,7 +404,7 @@ func (s *Service) Update(ctx context.Context, tenant, actor, id string, patch Pr
 	}
 	var (
 		out    *Definition
-		change *access.Change
+		change *ProposedChange
 	)
 	err := s.st.Update(ctx, func(tx store.Txn) error {
 		out, change = nil, nil
@@ -403,7 +420,8 @@ func (s *Service) Update(ctx context.Context, tenant, actor, id string, patch Pr
 		if len(reasons) > 0 && fourEyes {
 			payload := changePayload{ProcessID: id, BaseVersion: cur.Version, Patch: patch, RequestedBy: actor, Reasons: reasons}
 			summary := fmt.Sprintf("Update process %q (%s): %s", cur.Name, id, strings.Join(reasons, "; "))
-			change, err = s.access.ProposeChangeTx(tx, tenant, ChangeKindUpdate, actor, summary, payload)
+			changeID, err := s.access.ProposeChangeTx(tx, tenant, ChangeKindUpdate, actor, summary, payload)
+			change = &ProposedChange{ID: changeID, Summary: summary}
 			return err
 		}
 		out, err = s.write(tx, tenant, cur, next, actor, actor, strings.Join(reasons, "; "))

@@ -16,6 +16,7 @@ import (
 	"github.com/bas-platform/bas/internal/apps/automation"
 	"github.com/bas-platform/bas/internal/apps/decisions"
 	"github.com/bas-platform/bas/internal/apps/docs"
+	"github.com/bas-platform/bas/process"
 )
 
 // Services are a workspace's internal services.
@@ -72,4 +73,25 @@ type Outbox interface {
 	Emit(tx store.Txn, tenant, name string, data any) error
 	// Kick tells the engine, once tx has committed, that events wait.
 	Kick()
+}
+
+// ChangeQueue is the access app as process's change queue.
+func ChangeQueue(a *access.Service) process.ChangeQueue { return changeQueue{a} }
+
+type changeQueue struct{ a *access.Service }
+
+func (q changeQueue) FourEyes(ctx context.Context, tenant string) (bool, error) {
+	return q.a.FourEyes(ctx, tenant)
+}
+
+func (q changeQueue) ProposeChangeTx(tx store.Txn, tenant, kind, requester, summary string, payload any) (string, error) {
+	c, err := q.a.ProposeChangeTx(tx, tenant, kind, requester, summary, payload)
+	if err != nil {
+		return "", err
+	}
+	return c.ID, nil
+}
+
+func (q changeQueue) RegisterChangeKind(kind string, apply process.ApplyChange, perm string) {
+	q.a.RegisterChangeKind(kind, access.ApplyFunc(apply), access.DecidedWith(perm))
 }
