@@ -41,12 +41,12 @@ func at(loc []any, extra ...any) []any {
 	return append(slices.Clone(loc), extra...)
 }
 
-// CheckStep reports every violation of one step at loc (for a process body,
+// checkStep reports every violation of one step at loc (for a process body,
 // ["body","steps",i]): the type, the config against the type's schema and
 // its rules beyond the schema (durations, filters, patterns, references,
 // cross-field rules), the capability and the controls. The key's pattern
-// and uniqueness are the process's to check (CheckSteps).
-func CheckStep(s Step, loc ...any) []errs.Violation {
+// and uniqueness are the process's to check (checkSteps).
+func checkStep(s Step, loc ...any) []errs.Violation {
 	var v violations
 	t, ok := LookupStepType(s.Type)
 	if !ok {
@@ -85,10 +85,10 @@ func CheckStep(s Step, loc ...any) []errs.Violation {
 	return v.vs
 }
 
-// CheckSteps reports every violation of a process's steps at loc (["body",
+// checkSteps reports every violation of a process's steps at loc (["body",
 // "steps"]): their number (1..50), each key's pattern and uniqueness, and
-// each step (CheckStep).
-func CheckSteps(steps []Step, loc ...any) []errs.Violation {
+// each step (checkStep).
+func checkSteps(steps []Step, loc ...any) []errs.Violation {
 	var v violations
 	switch {
 	case steps == nil:
@@ -117,7 +117,7 @@ func CheckSteps(steps []Step, loc ...any) []errs.Violation {
 		if utf8.RuneCountInString(s.Name) > 200 {
 			v.add(at(sloc, "name"), "string_too_long", "must have at most 200 characters")
 		}
-		v.addAll(CheckStep(s, sloc...))
+		v.addAll(checkStep(s, sloc...))
 	}
 	return v.vs
 }
@@ -163,11 +163,11 @@ func checkControls(t StepType, s Step, loc []any) []errs.Violation {
 	return v.vs
 }
 
-// CheckTrigger reports every violation of a trigger at loc (["body",
+// checkTrigger reports every violation of a trigger at loc (["body",
 // "trigger"]) beyond its schema: an event trigger needs an event name and a
 // filter that parses; a schedule needs a cron expression that parses in its
 // timezone; fields of other trigger types are refused.
-func CheckTrigger(tr Trigger, loc ...any) []errs.Violation {
+func checkTrigger(tr Trigger, loc ...any) []errs.Violation {
 	var v violations
 	switch tr.Type {
 	case TriggerManual, TriggerEvent, TriggerSchedule:

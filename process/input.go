@@ -40,16 +40,16 @@ type ProcessIn struct {
 	TemplateID string `json:"-"`
 }
 
-// Check reports every violation of in beyond the JSON types, located under
+// check reports every violation of in beyond the JSON types, located under
 // "body": the bounds of name, description and function, the trigger
-// (CheckTrigger) and the steps (CheckSteps).
-func (in ProcessIn) Check() []errs.Violation {
+// (checkTrigger) and the steps (checkSteps).
+func (in ProcessIn) check() []errs.Violation {
 	var v violations
 	checkName(&v, in.Name, []any{"body", "name"})
 	checkLen(&v, in.Description, MaxDescriptionLen, []any{"body", "description"})
 	checkLen(&v, in.Function, MaxFunctionLen, []any{"body", "function"})
-	v.addAll(CheckTrigger(in.Trigger, "body", "trigger"))
-	v.addAll(CheckSteps(in.Steps, "body", "steps"))
+	v.addAll(checkTrigger(in.Trigger, "body", "trigger"))
+	v.addAll(checkSteps(in.Steps, "body", "steps"))
 	return v.vs
 }
 
@@ -81,9 +81,9 @@ type ProcessPatch struct {
 	Enabled *bool  `json:"enabled,omitempty"`
 }
 
-// Check reports every violation of the fields present in p, located under
+// check reports every violation of the fields present in p, located under
 // "body".
-func (p ProcessPatch) Check() []errs.Violation {
+func (p ProcessPatch) check() []errs.Violation {
 	var v violations
 	if p.Name != nil {
 		checkName(&v, *p.Name, []any{"body", "name"})
@@ -95,10 +95,10 @@ func (p ProcessPatch) Check() []errs.Violation {
 		checkLen(&v, *p.Function, MaxFunctionLen, []any{"body", "function"})
 	}
 	if p.Trigger != nil {
-		v.addAll(CheckTrigger(*p.Trigger, "body", "trigger"))
+		v.addAll(checkTrigger(*p.Trigger, "body", "trigger"))
 	}
 	if p.Steps != nil {
-		v.addAll(CheckSteps(p.Steps, "body", "steps"))
+		v.addAll(checkSteps(p.Steps, "body", "steps"))
 	}
 	return v.vs
 }
@@ -111,7 +111,7 @@ func (p ProcessPatch) Empty() bool {
 
 // inputSchemas are the compiled schemas of the input records, made once.
 // They are open (schema.Open): process input records ignore unknown fields
-// (api.md section 1). Step configs keep their own strict schemas (CheckStep).
+// (api.md section 1). Step configs keep their own strict schemas (checkStep).
 var inputSchemas = sync.OnceValue(func() struct{ in, patch *schema.Validator } {
 	in, err := schema.Compile(schema.Open(schema.Reflect(&ProcessIn{})))
 	if err != nil {
@@ -141,7 +141,7 @@ func DecodeIn(raw []byte) (ProcessIn, error) {
 	}
 	vs := inputSchemas().in.Validate(doc, "body")
 	lenientDecode(doc, &in)
-	return in, errs.Validation(merge(vs, in.Check())...)
+	return in, errs.Validation(merge(vs, in.check())...)
 }
 
 // DecodePatch reads a ProcessPatch from a JSON body and reports every
@@ -181,7 +181,7 @@ func DecodePatch(raw []byte) (ProcessPatch, error) {
 	if _, ok := doc["steps"]; ok && p.Steps == nil {
 		p.Steps = []Step{}
 	}
-	v.addAll(merge(vs, p.Check()))
+	v.addAll(merge(vs, p.check()))
 	return p, errs.Validation(v.vs...)
 }
 
@@ -233,7 +233,7 @@ func locKey(loc []any) string {
 }
 
 // validateIn validates an input built in Go: the schema of its JSON form and
-// Check.
+// check.
 func validateIn(in ProcessIn) error {
 	raw, err := json.Marshal(in)
 	if err != nil {
@@ -243,5 +243,5 @@ func validateIn(in ProcessIn) error {
 	if err := decodeJSON(raw, &doc); err != nil {
 		return errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "value_error"})
 	}
-	return errs.Validation(merge(inputSchemas().in.Validate(doc, "body"), in.Check())...)
+	return errs.Validation(merge(inputSchemas().in.Validate(doc, "body"), in.check())...)
 }

@@ -538,7 +538,7 @@ func validatePatch(p ProcessPatch) error {
 	if err := decodeJSON(raw, &doc); err != nil {
 		return errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "value_error"})
 	}
-	return errs.Validation(merge(inputSchemas().patch.Validate(doc, "body"), p.Check())...)
+	return errs.Validation(merge(inputSchemas().patch.Validate(doc, "body"), p.check())...)
 }
 
 // Archive archives the tenant's process id for actor: triggers start no new

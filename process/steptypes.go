@@ -53,7 +53,7 @@ func (t StepType) NewConfig() any {
 
 // DecodeConfig decodes a step's raw config into a pointer to the type's
 // config struct. An empty or null config decodes as {}. It does not
-// validate; CheckStep does.
+// validate: DecodeIn and DecodePatch do.
 func (t StepType) DecodeConfig(raw json.RawMessage) (any, error) {
 	v := t.NewConfig()
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
