@@ -245,7 +245,7 @@ func (e *Engine) Publish(ctx context.Context, p PublishParams) (*Published, erro
 	if res.err != nil {
 		return nil, res.err
 	}
-	return &Published{Event: ev, Runs: res.runs}, nil
+	return &Published{Event: cloneEvent(ev), Runs: res.runs}, nil
 }
 
 // GetRun returns a run of tenant.
