@@ -323,7 +323,7 @@ func checkIntake(c any, _ Step, loc []any) []errs.Violation {
 		v.add(at(loc, "fields"), "missing", "an intake step reading text needs fields to extract")
 	}
 	seen := map[string]int{}
-	efs := cfg.ExtractFields()
+	efs := cfg.extractFields()
 	for i, f := range cfg.Fields {
 		floc := at(loc, "fields", i)
 		if first, dup := seen[f.Key]; dup && f.Key != "" {
