@@ -19,7 +19,6 @@ import (
 const (
 	debtClock     = "the Clock seam lives in internal/clock: it needs a public leaf home (the top level is fixed)"
 	debtViolation = "errs.Violation needs a public leaf home (the capability leaf once the registry has left it), aliased by internal/errs"
-	debtChange    = "four-eyes changes (access.Change) are internal: process needs a public view of a proposed change"
 )
 
 // knownInternal lists the exported identifiers of public packages that
@@ -34,7 +33,6 @@ var knownInternal = map[string]string{
 	"github.com/bas-platform/bas.Workspace.Clock":                 debtClock,
 	"github.com/bas-platform/bas/capability.RegistryConfig.Clock": debtClock,
 	"github.com/bas-platform/bas/capability.WebhookConfig.Clock":  debtClock,
-	"github.com/bas-platform/bas/httpapi.ChangeOut.Change":        debtChange,
 	"github.com/bas-platform/bas/plugins.HostOptions.Clock":       debtClock,
 	"github.com/bas-platform/bas/plugins/sdk.Validation":          debtViolation,
 	"github.com/bas-platform/bas/plugins/sdk.Violation":           debtViolation,

@@ -275,7 +275,7 @@ func (h *Handler) handleWorkspacePatch(c *request) error {
 		return err
 	}
 	if ch != nil {
-		return c.waiting(ch.ID, ChangeOut{Change: ch})
+		return c.waiting(ch.ID, changeOut{Change: ch})
 	}
 	return c.JSON(http.StatusOK, ws)
 }

@@ -87,7 +87,7 @@ func (h *Handler) automationPatch(c *request) (automation.Patch, error) {
 
 func automationResult(c *request, res *automation.Result) error {
 	if res.Change != nil {
-		return c.waiting(res.Change.ID, ChangeOut{Change: res.Change})
+		return c.waiting(res.Change.ID, changeOut{Change: res.Change})
 	}
 	return c.JSON(http.StatusOK, res.Settings)
 }

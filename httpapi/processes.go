@@ -95,9 +95,9 @@ func (h *Handler) handleProcessGet(c *request) error {
 	return c.JSON(http.StatusOK, d)
 }
 
-// ChangeOut is the 202 answer to an update that waits for a second person
+// changeOut is the 202 answer to an update that waits for a second person
 // (PATCH /v1/processes/{id}, PATCH /v1/automation ...).
-type ChangeOut struct {
+type changeOut struct {
 	Change *access.Change `json:"change"`
 }
 
@@ -124,7 +124,7 @@ func (h *Handler) handleProcessUpdate(c *request) error {
 		if err != nil {
 			return err
 		}
-		return c.waiting(ch.ID, ChangeOut{Change: change})
+		return c.waiting(ch.ID, changeOut{Change: change})
 	}
 	return c.JSON(http.StatusOK, d)
 }
