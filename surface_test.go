@@ -17,8 +17,7 @@ import (
 )
 
 const (
-	debtClock     = "the Clock seam lives in internal/clock: it needs a public leaf home (the top level is fixed)"
-	debtViolation = "errs.Violation needs a public leaf home (the capability leaf once the registry has left it), aliased by internal/errs"
+	debtClock = "the Clock seam lives in internal/clock: it needs a public leaf home (the top level is fixed)"
 )
 
 // knownInternal lists the exported identifiers of public packages that
@@ -34,8 +33,6 @@ var knownInternal = map[string]string{
 	"github.com/bas-platform/bas/capability.RegistryConfig.Clock": debtClock,
 	"github.com/bas-platform/bas/capability.WebhookConfig.Clock":  debtClock,
 	"github.com/bas-platform/bas/plugins.HostOptions.Clock":       debtClock,
-	"github.com/bas-platform/bas/plugins/sdk.Validation":          debtViolation,
-	"github.com/bas-platform/bas/plugins/sdk.Violation":           debtViolation,
 	"github.com/bas-platform/bas/process.Config.Clock":            debtClock,
 	"github.com/bas-platform/bas/runengine.Config.Clock":          debtClock,
 	"github.com/bas-platform/bas/store/badgerstore.Options.Clock": debtClock,
