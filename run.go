@@ -119,6 +119,14 @@ func (ws *Workspace) WaitRun(ctx context.Context, tenant, runID string) (*Run, e
 	return kind(ws.engine.WaitRun(ctx, tenant, runID))
 }
 
+// WaitRunUntil returns the run once cond holds for it (it waits for a
+// person, say), checking it at once and after each committed change of the
+// run, or ctx's error when ctx ends first. A run that ends without
+// satisfying cond is returned with an ErrConflict error.
+func (ws *Workspace) WaitRunUntil(ctx context.Context, tenant, runID string, cond func(*Run) bool) (*Run, error) {
+	return kind(ws.engine.WaitRunUntil(ctx, tenant, runID, cond))
+}
+
 // Subscribe delivers a tenant's events once their commit is durable (runs
 // started and completed, tasks created and completed, approvals requested
 // and decided, app events, published events). The engine never waits for

@@ -7,6 +7,7 @@ package httpapi_test
 // approved once, with the process edited while a run is in flight.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -17,7 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/httpapi"
+	"github.com/bas-platform/bas/internal/wiring"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -175,21 +178,25 @@ func (s *testServer) getRun(t *testing.T, token, id string) runView {
 	return r
 }
 
-// awaitRun polls a run until cond holds (the engine advances runs
-// asynchronously after it answers) and returns it.
+// awaitRun waits until cond holds for the run as the API shows it (the
+// engine advances runs asynchronously after it answers) and returns it:
+// the workspace tells it of each committed change of the run.
 func (s *testServer) awaitRun(t *testing.T, token, id, what string, cond func(runView) bool) runView {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		r := s.getRun(t, token, id)
-		if cond(r) {
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s never became %s: %+v", id, what, r)
-		}
-		time.Sleep(5 * time.Millisecond)
+	p, err := wiring.Of(s.ws.Internal()).Authenticate(context.Background(), token)
+	if err != nil {
+		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var last runView
+	if _, err := s.ws.WaitRunUntil(ctx, p.Tenant, id, func(*bas.Run) bool {
+		last = s.getRun(t, token, id)
+		return cond(last)
+	}); err != nil {
+		t.Fatalf("run %s never became %s (%v): %+v", id, what, err, last)
+	}
+	return last
 }
 
 func runStatusIs(status string) func(runView) bool {

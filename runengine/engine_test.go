@@ -173,7 +173,7 @@ func (b *bundle) waitRun(t *testing.T, id string, what string, cond func(*runeng
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	r, err := b.eng.AwaitRun(ctx, tenant, id, cond)
+	r, err := b.eng.WaitRunUntil(ctx, tenant, id, cond)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		j, _ := json.MarshalIndent(r, "", "  ")

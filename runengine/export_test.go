@@ -115,22 +115,3 @@ func (s StepRun) Reminders() int { return s.internal.Reminders }
 
 // Checks is how many checks a monitor step has made.
 func (s StepRun) Checks() int { return s.internal.Checks }
-
-// AwaitRun returns the run once cond holds, checking it again after each
-// committed change of the run, or ctx's error with the run as it was.
-func (e *Engine) AwaitRun(ctx context.Context, tenant, id string, cond func(*Run) bool) (*Run, error) {
-	for {
-		changed := e.changes.watch(tenant, id)
-		r, err := e.GetRun(ctx, tenant, id)
-		if err != nil || cond(r) {
-			e.changes.unwatch(tenant, id, changed)
-			return r, err
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			e.changes.unwatch(tenant, id, changed)
-			return r, ctx.Err()
-		}
-	}
-}

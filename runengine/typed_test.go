@@ -144,7 +144,18 @@ func TestWaitRun(t *testing.T) {
 	if _, err := b.eng.WaitRun(ctx, "ten_other", r.ID); !errors.Is(err, errs.NotFound) {
 		t.Errorf("another tenant's run: %v, want not found", err)
 	}
+	waiting, err := b.eng.WaitRunUntil(ctx, tenant, r.ID, func(r *runengine.Run) bool {
+		return r.Steps[0].Status == runengine.StepWaitingTask
+	})
+	if err != nil || waiting.Status != runengine.RunWaiting {
+		t.Fatalf("WaitRunUntil a step waits: %+v, %v", waiting, err)
+	}
 	done := make(chan *runengine.Run, 2)
+	never := make(chan error, 1)
+	go func() {
+		_, err := b.eng.WaitRunUntil(ctx, tenant, r.ID, func(r *runengine.Run) bool { return r.Overdue })
+		never <- err
+	}()
 	for range 2 {
 		go func() {
 			got, err := b.eng.WaitRun(ctx, tenant, r.ID)
@@ -162,6 +173,9 @@ func TestWaitRun(t *testing.T) {
 		if got := <-done; got == nil || got.Status != runengine.RunCompleted {
 			t.Fatalf("WaitRun returned %+v", got)
 		}
+	}
+	if err := <-never; !errors.Is(err, errs.Conflict) {
+		t.Errorf("waiting for what a run that ended never became: %v, want conflict", err)
 	}
 	// An ended run is returned at once.
 	if got, err := b.eng.WaitRun(ctx, tenant, r.ID); err != nil || got.Status != runengine.RunCompleted {

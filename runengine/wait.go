@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/bas-platform/bas/internal/errs"
 	"github.com/cockroachdb/errors"
 )
 
@@ -26,6 +27,35 @@ func (e *Engine) WaitRun(ctx context.Context, tenant, runID string) (*Run, error
 		return nil, errors.WithStack(ctx.Err())
 	case <-e.ctx.Done():
 		return nil, errClosed
+	}
+}
+
+// WaitRunUntil returns the run once cond holds for it, checking it at once
+// and again after each committed change of the run, or ctx's error (with
+// the run as it last was) when ctx ends first. cond must not block; a run
+// that ends without satisfying it is returned with an error marked
+// errs.Conflict.
+func (e *Engine) WaitRunUntil(ctx context.Context, tenant, runID string, cond func(*Run) bool) (*Run, error) {
+	for {
+		changed := e.changes.watch(tenant, runID)
+		r, err := e.GetRun(ctx, tenant, runID)
+		switch {
+		case err != nil || cond(r):
+			e.changes.unwatch(tenant, runID, changed)
+			return r, err
+		case r.Finished():
+			e.changes.unwatch(tenant, runID, changed)
+			return r, errs.Conflictf("run %s ended %s", runID, r.Status)
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			e.changes.unwatch(tenant, runID, changed)
+			return r, errors.WithStack(ctx.Err())
+		case <-e.ctx.Done():
+			e.changes.unwatch(tenant, runID, changed)
+			return r, errClosed
+		}
 	}
 }
 
