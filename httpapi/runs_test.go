@@ -178,19 +178,25 @@ func (s *testServer) getRun(t *testing.T, token, id string) runView {
 	return r
 }
 
-// awaitRun waits until cond holds for the run as the API shows it (the
-// engine advances runs asynchronously after it answers) and returns it:
-// the workspace tells it of each committed change of the run.
-func (s *testServer) awaitRun(t *testing.T, token, id, what string, cond func(runView) bool) runView {
+// tenantOf returns the tenant a token acts for.
+func (s *testServer) tenantOf(t *testing.T, token string) string {
 	t.Helper()
 	p, err := wiring.Of(s.ws.Internal()).Authenticate(context.Background(), token)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p.Tenant
+}
+
+// awaitRun waits until cond holds for the run as the API shows it (the
+// engine advances runs asynchronously after it answers) and returns it:
+// the workspace tells it of each committed change of the run.
+func (s *testServer) awaitRun(t *testing.T, token, id, what string, cond func(runView) bool) runView {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var last runView
-	if _, err := s.ws.WaitRunUntil(ctx, p.Tenant, id, func(*bas.Run) bool {
+	if _, err := s.ws.WaitRunUntil(ctx, s.tenantOf(t, token), id, func(*bas.Run) bool {
 		last = s.getRun(t, token, id)
 		return cond(last)
 	}); err != nil {
