@@ -10,7 +10,10 @@
 //	if err != nil { ... }
 //	defer ws.Close()
 //
-// and serve its HTTP API with httpapi.New, or drive it from Go.
+// and serve its HTTP API with httpapi.New, or drive it from Go with typed
+// calls: Start (idempotent with a key), WaitRun, Subscribe, CompleteTask,
+// Decide, Cancel, Publish, and Call for any capability (the door to the
+// workspace apps).
 //
 // # Seams
 //
