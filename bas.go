@@ -182,12 +182,12 @@ func (d docsEvents) Emit(tx store.Txn, tenant, name string, data any) error {
 	if d.ws.engine == nil {
 		return errs.Unavailablef("the workspace is still opening")
 	}
-	return d.ws.engine.Internal().(wiring.Outbox).Emit(tx, tenant, name, data)
+	return wiring.EngineOf(d.ws.engine).Emit(tx, tenant, name, data)
 }
 
 func (d docsEvents) Kick() {
 	if d.ws.engine != nil {
-		d.ws.engine.Internal().(wiring.Outbox).Kick()
+		wiring.EngineOf(d.ws.engine).Kick()
 	}
 }
 

@@ -47,16 +47,12 @@ func (h *Handler) handleRunStart(c *request) error {
 	if err := c.Decode(&in); err != nil {
 		return err
 	}
-	r, err := h.ws.Engine().Start(c.Context(), runengine.StartParams{Tenant: c.Tenant(), ProcessID: c.Param("id"),
+	raw, err := h.startJSON(c.Context(), runengine.StartParams{Tenant: c.Tenant(), ProcessID: c.Param("id"),
 		Subject: runengine.Subject{Type: in.Subject.Type, Label: in.Subject.Label}, Actor: c.P.Actor()})
 	if err != nil {
 		return err
 	}
-	raw, err := r.MarshalJSON()
-	if err != nil {
-		return err
-	}
-	return c.createdRaw("/v1/process-runs/"+r.ID, raw)
+	return c.createdRaw("/v1/process-runs/"+jsonID(raw), raw)
 }
 
 var runStatuses = []runengine.RunStatus{runengine.RunRunning, runengine.RunWaiting, runengine.RunCompleted, runengine.RunFailed,

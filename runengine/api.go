@@ -54,8 +54,18 @@ type StartParams struct {
 // the start is durable. A process whose trigger is not manual may still be
 // started by hand; the run's trigger says manual.
 func (e *Engine) Start(ctx context.Context, p StartParams) (*Run, error) {
+	rep, err := e.start(ctx, p, false)
+	if err != nil {
+		return nil, err
+	}
+	return rep.run, nil
+}
+
+// start is Start; with view, the answer is the run's JSON view rather than
+// a snapshot (see Internal).
+func (e *Engine) start(ctx context.Context, p StartParams, view bool) (reply, error) {
 	if vs := p.check(); len(vs) > 0 {
-		return nil, errs.Validation(vs...)
+		return reply{}, errs.Validation(vs...)
 	}
 	var unlock func()
 	var ops []func(store.Txn) error
@@ -64,7 +74,7 @@ func (e *Engine) Start(ctx context.Context, p StartParams) (*Run, error) {
 		var err error
 		unlock, first, ops, err = e.claimStartKey(ctx, p)
 		if err != nil || first != nil {
-			return first, err
+			return firstReply(first, view, err)
 		}
 		defer unlock()
 	}
@@ -74,31 +84,36 @@ func (e *Engine) Start(ctx context.Context, p StartParams) (*Run, error) {
 		def, err = e.cfg.Processes.Load(r, p.Tenant, p.ProcessID)
 		return err
 	}); err != nil {
-		return nil, err
+		return reply{}, err
 	}
 	switch {
 	case def.Archived:
-		return nil, errs.Conflictf("process is archived")
+		return reply{}, errs.Conflictf("process is archived")
 	case !def.Enabled:
-		return nil, errs.Conflictf("process is disabled")
+		return reply{}, errs.Conflictf("process is disabled")
 	}
 	ver, err := e.version(p.Tenant, def.ID, def.Version)
 	if err != nil {
-		return nil, err
+		return reply{}, err
 	}
 	runID := ids.New("run", e.now())
 	sweeps := len(ops) > 0 // removals of expired keys read them
 	if p.IdempotencyKey != "" {
 		ops = append(ops, e.startKeyWrite(p.Tenant, p.IdempotencyKey, runID))
 	}
-	rep, err := e.send(ctx, &command{kind: cmdStart, tenant: p.Tenant, runID: runID, actor: p.Actor, start: &startArgs{
+	return e.send(ctx, &command{kind: cmdStart, tenant: p.Tenant, runID: runID, actor: p.Actor, view: view, start: &startArgs{
 		version: ver, subject: p.Subject, trigger: RunTrigger{Type: process.TriggerManual, Data: p.Data}, actor: p.Actor,
 		ops: ops, reads: sweeps,
 	}})
-	if err != nil {
-		return nil, err
+}
+
+// firstReply answers a start with the run its idempotency key started.
+func firstReply(first *Run, view bool, err error) (reply, error) {
+	if err != nil || !view {
+		return reply{run: first}, err
 	}
-	return rep.run, nil
+	raw, err := first.MarshalJSON()
+	return reply{view: raw}, err
 }
 
 // CancelParams cancel a run.

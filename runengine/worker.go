@@ -41,14 +41,18 @@ type command struct {
 	timer  *timerArgs
 	event  *eventArgs
 
-	// reply, when set, receives the outcome once it is durable.
+	// reply, when set, receives the outcome once it is durable; view asks
+	// for the run's JSON view (the HTTP layer's fast path) instead of a
+	// snapshot.
 	reply chan reply
+	view  bool
 }
 
 // reply is a command's outcome: snapshots of the run and of the task or
 // approval it changed, which share nothing with the worker's state.
 type reply struct {
 	run      *Run
+	view     json.RawMessage
 	task     *Task
 	approval *Approval
 	err      error
@@ -428,7 +432,7 @@ func (w *worker) finish(x *exec) {
 		en.dirty = true
 	}
 	if c.reply != nil {
-		h := heldReply{ch: c.reply, err: x.err}
+		h := heldReply{ch: c.reply, view: c.view, err: x.err}
 		if x.replyTask != nil {
 			h.task = cloneTask(x.replyTask)
 		}
@@ -467,6 +471,7 @@ const replyHold = 2 * time.Millisecond
 // heldReply is an answer waiting for the commit of the run's changes.
 type heldReply struct {
 	ch       chan reply
+	view     bool
 	task     *Task
 	approval *Approval
 	err      error
@@ -478,9 +483,18 @@ func (w *worker) flush(en *entry) {
 	r := en.run
 	replies := en.replies
 	en.replies, en.flushArmed = nil, false
-	var view *Run
-	if len(replies) > 0 {
-		view = cloneRun(r)
+	var snap *Run
+	var view json.RawMessage
+	for i, h := range replies {
+		switch {
+		case h.view && view == nil:
+			var err error
+			if view, err = appendRun(nil, r, false); err != nil {
+				replies[i].err = errors.CombineErrors(h.err, err)
+			}
+		case !h.view && snap == nil:
+			snap = cloneRun(r)
+		}
 	}
 	answer := func(err error) {
 		for _, h := range replies {
@@ -488,7 +502,11 @@ func (w *worker) flush(en *entry) {
 			if e == nil {
 				e = h.err
 			}
-			h.ch <- reply{run: view, task: h.task, approval: h.approval, err: e}
+			rep := reply{run: snap, task: h.task, approval: h.approval, err: e}
+			if h.view {
+				rep.run, rep.view = nil, view
+			}
+			h.ch <- rep
 		}
 	}
 	if !en.dirty {

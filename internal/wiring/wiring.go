@@ -9,6 +9,7 @@ package wiring
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/bas-platform/bas/store"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/bas-platform/bas/internal/apps/decisions"
 	"github.com/bas-platform/bas/internal/apps/docs"
 	"github.com/bas-platform/bas/process"
+	"github.com/bas-platform/bas/runengine"
 )
 
 // Services are a workspace's internal services.
@@ -65,15 +67,20 @@ func (s *Services) Authenticate(ctx context.Context, token string) (*access.Prin
 	return s.access.Authenticate(ctx, token)
 }
 
-// Outbox is what runengine.Engine.Internal returns: events an app writes
-// in its own transaction.
-type Outbox interface {
-	// Emit writes an event within tx; it is emitted if and only if tx
-	// commits.
+// Engine is what runengine.Engine.Internal returns.
+type Engine interface {
+	// Emit writes an event within tx (an app's own transaction); it is
+	// emitted if and only if tx commits.
 	Emit(tx store.Txn, tenant, name string, data any) error
 	// Kick tells the engine, once tx has committed, that events wait.
 	Kick()
+	// StartJSON is Start answering the run's JSON view (the HTTP fast
+	// path: the worker encodes it, no snapshot is made).
+	StartJSON(ctx context.Context, p runengine.StartParams) (json.RawMessage, error)
 }
+
+// EngineOf returns the plumbing of an engine.
+func EngineOf(e *runengine.Engine) Engine { return e.Internal().(Engine) }
 
 // ChangeQueue is the access app as process's change queue.
 func ChangeQueue(a *access.Service) process.ChangeQueue { return changeQueue{a} }
