@@ -2,6 +2,7 @@ package runengine_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/wiring"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
@@ -317,5 +319,38 @@ func TestSubscriberFallsBehind(t *testing.T) {
 	// The engine kept the last four; the two before were lost to it.
 	if diff := cmp.Diff([]string{"missed", "2", "3", "4", "5"}, got); diff != "" {
 		t.Errorf("a slow subscriber's deliveries (-want +got):\n%s", diff)
+	}
+}
+
+// The HTTP layer's fast path answers a start with the same JSON as the
+// typed run it stands for.
+func TestStartJSONIsTheRunsView(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	def := b.create(t, `{"type":"manual"}`, taskSteps)
+	raw, err := wiring.EngineOf(b.eng).StartJSON(ctx, runengine.StartParams{Tenant: tenant, ProcessID: def.ID,
+		Subject: runengine.Subject{Type: "invoice", Label: "INV-1"}, Actor: "usr_a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	r, err := b.eng.GetRun(ctx, tenant, got["id"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	typed, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]any
+	if err := json.Unmarshal(typed, &want); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("StartJSON (-typed +view):\n%s", diff)
 	}
 }
