@@ -10,7 +10,10 @@
 //	if err != nil { ... }
 //	defer ws.Close()
 //
-// and serve its HTTP API with httpapi.New, or drive it from Go.
+// and serve its HTTP API with httpapi.New, or drive it from Go with typed
+// calls: Start (idempotent with a key), WaitRun, Subscribe, CompleteTask,
+// Decide, Cancel, Publish, and Call for any capability (the door to the
+// workspace apps).
 //
 // # Seams
 //
@@ -43,6 +46,7 @@ import (
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/mail"
+	"github.com/bas-platform/bas/internal/wiring"
 	"github.com/bas-platform/bas/plugins"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
@@ -118,6 +122,25 @@ type Options struct {
 	// PluginChecksums maps a plugin path or base name to its expected
 	// SHA-256 (hex); a plugin that does not match is not started.
 	PluginChecksums map[string]string
+
+	// Workers is the number of run workers (each advances the runs whose id
+	// hashes to it). Defaults to 2 x GOMAXPROCS.
+	Workers int
+	// MaxAttempts bounds the attempts of a failing capability call before
+	// its step fails (retries back off from 1s, doubling, up to 5m).
+	// Defaults to 5.
+	MaxAttempts int
+	// ApprovalExpiry is how long an approval stays pending before it
+	// expires and stops its run. Defaults to 7 days.
+	ApprovalExpiry time.Duration
+	// Grace is how long Close lets capability calls in flight finish
+	// before it cancels them; their runs resume on the next Open.
+	// Defaults to 5s.
+	Grace time.Duration
+	// SubscribeBuffer is how many recent events the workspace keeps for
+	// subscribers (Subscribe); one that falls further behind is told it
+	// missed events. Defaults to 4096.
+	SubscribeBuffer int
 }
 
 func (o Options) withDefaults() Options {
@@ -168,36 +191,6 @@ type Workspace struct {
 	closeErr  error
 }
 
-// Automation returns the automation service: workspace and process
-// settings, and the autonomy gate (Automation().Gate()).
-func (ws *Workspace) Automation() *automation.Service { return ws.automation }
-
-// Decisions returns the decisions service: decisions, their cases and
-// feedback, and the agreement ledger (Decisions().AgreementRate).
-func (ws *Workspace) Decisions() *decisions.Service { return ws.decisions }
-
-// Docs returns the documents app: types, uploads, extraction, validation
-// and review.
-func (ws *Workspace) Docs() *docs.Service { return ws.docs }
-
-// Templates returns the process template catalog and its installations.
-func (ws *Workspace) Templates() *templates.Service { return ws.templates }
-
-// UseCases returns the use-case catalog and the workspace registers.
-func (ws *Workspace) UseCases() *usecases.Service { return ws.usecases }
-
-// Boards returns the boards app: boards, their statuses, columns and
-// groups, and items.
-func (ws *Workspace) Boards() *boards.Service { return ws.boards }
-
-// CRM returns the CRM app: companies, contacts, deals on pipelines with
-// their board, and activities.
-func (ws *Workspace) CRM() *crm.Service { return ws.crm }
-
-// Invoicing returns the invoicing app: customers, invoices, payments and
-// collection.
-func (ws *Workspace) Invoicing() *invoicing.Service { return ws.invoicing }
-
 // appTimers keeps an app's durable timers in the run engine's due-time
 // index (the engine is wired after the apps, so it is looked up per call).
 type appTimers struct{ ws *Workspace }
@@ -224,12 +217,12 @@ func (d docsEvents) Emit(tx store.Txn, tenant, name string, data any) error {
 	if d.ws.engine == nil {
 		return errs.Unavailablef("the workspace is still opening")
 	}
-	return d.ws.engine.Emit(tx, tenant, name, data)
+	return wiring.EngineOf(d.ws.engine).Emit(tx, tenant, name, data)
 }
 
 func (d docsEvents) Kick() {
 	if d.ws.engine != nil {
-		d.ws.engine.Kick()
+		wiring.EngineOf(d.ws.engine).Kick()
 	}
 }
 
@@ -237,6 +230,9 @@ func (d docsEvents) Kick() {
 // the providers and plugins, and the run engine, which resumes the runs that
 // were in flight when the workspace last closed or crashed.
 func Open(ctx context.Context, opts Options) (*Workspace, error) {
+	if err := opts.validate(); err != nil {
+		return nil, withKind(err)
+	}
 	opts = opts.withDefaults()
 	st := opts.Store
 	if st == nil {
@@ -342,7 +338,8 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 			}
 			return out
 		}})
-	ws.processes = process.NewService(process.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger, Access: ws.access})
+	ws.processes = process.NewService(process.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,
+		Access: wiring.ChangeQueue(ws.access)})
 	ws.access.RegisterChangeKind(process.ChangeKindUpdate, ws.processes.ApplyChangeTx,
 		access.DecidedWith(access.PermProcessesManage))
 	if ws.registry != nil {
@@ -417,7 +414,9 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		}
 	}
 	eng, err := runengine.New(runengine.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,
-		Capabilities: ws.registry, Processes: ws.processes, Gate: ws.automation.Gate(), CallTimeout: opts.CallTimeout})
+		Capabilities: ws.registry, Processes: ws.processes, Gate: ws.automation.Gate(), CallTimeout: opts.CallTimeout,
+		Workers: opts.Workers, MaxAttempts: opts.MaxAttempts, ApprovalTTL: opts.ApprovalExpiry, Grace: opts.Grace,
+		SubscribeBuffer: opts.SubscribeBuffer})
 	if err != nil {
 		_ = ws.Close()
 		return nil, err
@@ -473,7 +472,7 @@ func (s eventSink) Emit(ctx context.Context, ev capability.Event) error {
 			return errs.Invalidf([]any{"data"}, "type_error", "event data must be a JSON object")
 		}
 	}
-	_, _, err := s.ws.engine.Publish(ctx, ev.Tenant, "provider", ev.Name, data)
+	_, err := s.ws.engine.Publish(ctx, runengine.PublishParams{Tenant: ev.Tenant, Name: ev.Name, Data: data, Emitter: "provider"})
 	return err
 }
 
@@ -491,14 +490,15 @@ func (ws *Workspace) Ping(ctx context.Context) error {
 	return ws.store.View(ctx, func(store.Reader) error { return nil })
 }
 
-// Authenticate resolves a session token or API key to its principal; an
-// unknown, expired or revoked one is errs.Unauthenticated.
-func (ws *Workspace) Authenticate(ctx context.Context, token string) (*access.Principal, error) {
-	return ws.access.Authenticate(ctx, token)
+// Internal is not part of the API: it hands this module's own packages
+// (httpapi) the workspace's internal services, as an any whose type may
+// change at any time (as database/sql's Conn.Raw hands a driver's
+// connection). Embedders use the typed calls and capabilities instead.
+func (ws *Workspace) Internal() any {
+	return wiring.New(wiring.Config{Access: ws.access, Automation: ws.automation, Decisions: ws.decisions,
+		Docs: ws.docs, CRM: ws.crm, Invoicing: ws.invoicing, Boards: ws.boards, Templates: ws.templates,
+		UseCases: ws.usecases})
 }
-
-// Access returns the access service (tenants, people, keys, invitations).
-func (ws *Workspace) Access() *access.Service { return ws.access }
 
 // Processes returns the process service (definitions and versions).
 func (ws *Workspace) Processes() *process.Service { return ws.processes }

@@ -60,7 +60,7 @@ type Info struct {
 	App *App `json:"app,omitempty"`
 	// Coming marks a declared connector that is not built yet: it is listed
 	// with its capabilities but never fills one by default, cannot be bound,
-	// and its calls fail with errs.Unavailable.
+	// and its calls fail with bas.ErrUnavailable.
 	Coming bool `json:"coming,omitempty"`
 }
 

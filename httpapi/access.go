@@ -60,7 +60,7 @@ func logPath(r *http.Request) string {
 }
 
 // handleDevLogin serves POST /v1/auth/dev-login (only with Options.DevLogin).
-func (h *Handler) handleDevLogin(c *Ctx) error {
+func (h *Handler) handleDevLogin(c *request) error {
 	c.holdsSecret() // a new credential, shown once
 	var in access.DevLoginIn
 	if err := c.Decode(&in); err != nil {
@@ -75,7 +75,7 @@ func (h *Handler) handleDevLogin(c *Ctx) error {
 
 // handleAuthEmail serves POST /v1/auth/email: 202 whether or not the
 // address belongs to a workspace.
-func (h *Handler) handleAuthEmail(c *Ctx) error {
+func (h *Handler) handleAuthEmail(c *request) error {
 	var in access.EmailIn
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -90,7 +90,7 @@ func (h *Handler) handleAuthEmail(c *Ctx) error {
 }
 
 // handleAuthCode serves POST /v1/auth/code.
-func (h *Handler) handleAuthCode(c *Ctx) error {
+func (h *Handler) handleAuthCode(c *request) error {
 	c.holdsSecret() // a new credential, shown once
 	var in access.CodeIn
 	if err := c.Decode(&in); err != nil {
@@ -107,7 +107,7 @@ func (h *Handler) handleAuthCode(c *Ctx) error {
 }
 
 // handleMe serves GET /v1/auth/me.
-func (h *Handler) handleMe(c *Ctx) error {
+func (h *Handler) handleMe(c *request) error {
 	me, err := h.access().Me(c.Context(), c.P)
 	if err != nil {
 		return err
@@ -116,7 +116,7 @@ func (h *Handler) handleMe(c *Ctx) error {
 }
 
 // handleLogout serves POST /v1/auth/logout.
-func (h *Handler) handleLogout(c *Ctx) error {
+func (h *Handler) handleLogout(c *request) error {
 	if err := h.access().Logout(c.Context(), c.P); err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func (h *Handler) handleLogout(c *Ctx) error {
 }
 
 // handleKeysList serves GET /v1/api-keys.
-func (h *Handler) handleKeysList(c *Ctx) error {
+func (h *Handler) handleKeysList(c *request) error {
 	page, err := c.Page()
 	if err != nil {
 		return err
@@ -138,7 +138,7 @@ func (h *Handler) handleKeysList(c *Ctx) error {
 
 // handleKeyCreate serves POST /v1/api-keys: 201, or 202 when an admin key
 // waits for a second admin.
-func (h *Handler) handleKeyCreate(c *Ctx) error {
+func (h *Handler) handleKeyCreate(c *request) error {
 	c.holdsSecret() // a new credential, shown once
 	var in access.APIKeyIn
 	if err := c.Decode(&in); err != nil {
@@ -156,7 +156,7 @@ func (h *Handler) handleKeyCreate(c *Ctx) error {
 
 // keyOf returns the key id of the caller's tenant that the caller may see:
 // its own, or any with access.manage.
-func (h *Handler) keyOf(c *Ctx, id string) (*access.Key, error) {
+func (h *Handler) keyOf(c *request, id string) (*access.Key, error) {
 	k, err := h.access().Key(c.Context(), c.Tenant(), id)
 	if err != nil {
 		return nil, err
@@ -168,7 +168,7 @@ func (h *Handler) keyOf(c *Ctx, id string) (*access.Key, error) {
 }
 
 // handleKeyGet serves GET /v1/api-keys/{id}.
-func (h *Handler) handleKeyGet(c *Ctx) error {
+func (h *Handler) handleKeyGet(c *request) error {
 	k, err := h.keyOf(c, c.Param("id"))
 	if err != nil {
 		return err
@@ -178,7 +178,7 @@ func (h *Handler) handleKeyGet(c *Ctx) error {
 
 // handleKeyRevoke serves DELETE /v1/api-keys/{id}: the key stops working at
 // once.
-func (h *Handler) handleKeyRevoke(c *Ctx) error {
+func (h *Handler) handleKeyRevoke(c *request) error {
 	if err := h.access().RevokeKey(c.Context(), c.P, c.Param("id")); err != nil {
 		return err
 	}
@@ -186,7 +186,7 @@ func (h *Handler) handleKeyRevoke(c *Ctx) error {
 }
 
 // handleInvitationsList serves GET /v1/invitations.
-func (h *Handler) handleInvitationsList(c *Ctx) error {
+func (h *Handler) handleInvitationsList(c *request) error {
 	page, err := c.Page()
 	if err != nil {
 		return err
@@ -200,7 +200,7 @@ func (h *Handler) handleInvitationsList(c *Ctx) error {
 
 // handleInvitationCreate serves POST /v1/invitations: 201, or 202 when an
 // admin invitation waits for a second admin.
-func (h *Handler) handleInvitationCreate(c *Ctx) error {
+func (h *Handler) handleInvitationCreate(c *request) error {
 	c.holdsSecret() // a new credential, shown once
 	var in access.InviteIn
 	if err := c.Decode(&in); err != nil {
@@ -217,7 +217,7 @@ func (h *Handler) handleInvitationCreate(c *Ctx) error {
 }
 
 // handleInvitationGet serves GET /v1/invitations/{id}.
-func (h *Handler) handleInvitationGet(c *Ctx) error {
+func (h *Handler) handleInvitationGet(c *request) error {
 	inv, err := h.access().Invitation(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -226,7 +226,7 @@ func (h *Handler) handleInvitationGet(c *Ctx) error {
 }
 
 // handleInvitationRevoke serves DELETE /v1/invitations/{id}.
-func (h *Handler) handleInvitationRevoke(c *Ctx) error {
+func (h *Handler) handleInvitationRevoke(c *request) error {
 	if err := h.access().RevokeInvitation(c.Context(), c.P, c.Param("id")); err != nil {
 		return err
 	}
@@ -235,7 +235,7 @@ func (h *Handler) handleInvitationRevoke(c *Ctx) error {
 
 // handleInvitationAccept serves POST /v1/invitations/{token}/accept. The
 // token is looked up before the body is read, so a wrong one is a 404.
-func (h *Handler) handleInvitationAccept(c *Ctx) error {
+func (h *Handler) handleInvitationAccept(c *request) error {
 	c.holdsSecret() // a new credential, shown once
 	token := c.Param("token")
 	if err := h.address.take(addressKey("accept", token)); err != nil {
@@ -256,7 +256,7 @@ func (h *Handler) handleInvitationAccept(c *Ctx) error {
 }
 
 // handleMembersList serves GET /v1/members.
-func (h *Handler) handleMembersList(c *Ctx) error {
+func (h *Handler) handleMembersList(c *request) error {
 	page, err := c.Page()
 	if err != nil {
 		return err
@@ -269,7 +269,7 @@ func (h *Handler) handleMembersList(c *Ctx) error {
 }
 
 // handleWorkspaceGet serves GET /v1/workspace.
-func (h *Handler) handleWorkspaceGet(c *Ctx) error {
+func (h *Handler) handleWorkspaceGet(c *request) error {
 	ws, err := h.access().Workspace(c.Context(), c.Tenant())
 	if err != nil {
 		return err
@@ -279,7 +279,7 @@ func (h *Handler) handleWorkspaceGet(c *Ctx) error {
 
 // handleWorkspacePatch serves PATCH /v1/workspace: 200 with the workspace,
 // or 202 {change} (as every update that waits) when it turns four-eyes off.
-func (h *Handler) handleWorkspacePatch(c *Ctx) error {
+func (h *Handler) handleWorkspacePatch(c *request) error {
 	var in access.WorkspacePatch
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -289,13 +289,13 @@ func (h *Handler) handleWorkspacePatch(c *Ctx) error {
 		return err
 	}
 	if ch != nil {
-		return c.waiting(ch.ID, ChangeOut{Change: ch})
+		return c.waiting(ch.ID, changeOut{Change: ch})
 	}
 	return c.JSON(http.StatusOK, ws)
 }
 
 // handleChangesList serves GET /v1/changes?status=.
-func (h *Handler) handleChangesList(c *Ctx) error {
+func (h *Handler) handleChangesList(c *request) error {
 	page, err := c.Page()
 	if err != nil {
 		return err
@@ -313,7 +313,7 @@ func (h *Handler) handleChangesList(c *Ctx) error {
 }
 
 // handleChangeGet serves GET /v1/changes/{id}.
-func (h *Handler) handleChangeGet(c *Ctx) error {
+func (h *Handler) handleChangeGet(c *request) error {
 	ch, err := h.access().Change(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -322,12 +322,12 @@ func (h *Handler) handleChangeGet(c *Ctx) error {
 }
 
 // handleChangeApprove serves POST /v1/changes/{id}/approve.
-func (h *Handler) handleChangeApprove(c *Ctx) error { return h.decideChange(c, true) }
+func (h *Handler) handleChangeApprove(c *request) error { return h.decideChange(c, true) }
 
 // handleChangeReject serves POST /v1/changes/{id}/reject.
-func (h *Handler) handleChangeReject(c *Ctx) error { return h.decideChange(c, false) }
+func (h *Handler) handleChangeReject(c *request) error { return h.decideChange(c, false) }
 
-func (h *Handler) decideChange(c *Ctx, approve bool) error {
+func (h *Handler) decideChange(c *request, approve bool) error {
 	id := c.Param("id")
 	if _, err := h.access().Change(c.Context(), c.Tenant(), id); err != nil {
 		return err
@@ -352,7 +352,7 @@ func (h *Handler) decideChange(c *Ctx, approve bool) error {
 }
 
 // handleAuditList serves GET /v1/audit?entity=&actor=&since=.
-func (h *Handler) handleAuditList(c *Ctx) error {
+func (h *Handler) handleAuditList(c *request) error {
 	page, err := c.Page()
 	if err != nil {
 		return err

@@ -21,7 +21,7 @@ func (h *Handler) registerAutomationRoutes() {
 
 // handleAutomationGet serves GET /v1/automation: the workspace's settings,
 // with the defaults of the fields it does not set.
-func (h *Handler) handleAutomationGet(c *Ctx) error {
+func (h *Handler) handleAutomationGet(c *request) error {
 	v, err := h.ws.Automation().Workspace(c.Context(), c.Tenant())
 	if err != nil {
 		return err
@@ -32,7 +32,7 @@ func (h *Handler) handleAutomationGet(c *Ctx) error {
 // handleAutomationPatch serves PATCH /v1/automation (AutomationPatch): 200
 // with the settings, or 202 {change} when the change widens automation and
 // four-eyes is on (no break_glass_reason).
-func (h *Handler) handleAutomationPatch(c *Ctx) error {
+func (h *Handler) handleAutomationPatch(c *request) error {
 	p, err := h.automationPatch(c)
 	if err != nil {
 		return err
@@ -48,7 +48,7 @@ func (h *Handler) handleAutomationPatch(c *Ctx) error {
 // process's settings (unset fields inherited from the workspace, named in
 // "inherited") and the agreement on its approvals; 404 for a process not in
 // the tenant.
-func (h *Handler) handleProcessAutomationGet(c *Ctx) error {
+func (h *Handler) handleProcessAutomationGet(c *request) error {
 	v, err := h.ws.Automation().Process(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -58,7 +58,7 @@ func (h *Handler) handleProcessAutomationGet(c *Ctx) error {
 
 // handleProcessAutomationPatch serves PATCH /v1/processes/:id/automation
 // (AutomationPatch): as PATCH /v1/automation, for one process.
-func (h *Handler) handleProcessAutomationPatch(c *Ctx) error {
+func (h *Handler) handleProcessAutomationPatch(c *request) error {
 	// The process first: another tenant's id is a 404 whatever the body.
 	if err := h.ws.Automation().ProcessExists(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
@@ -77,7 +77,7 @@ func (h *Handler) handleProcessAutomationPatch(c *Ctx) error {
 // automationPatch reads an AutomationPatch: it tells an absent field from a
 // null one, which a struct decode cannot, so it is parsed by ParsePatch
 // (every violation at once, as Decode reports them).
-func (h *Handler) automationPatch(c *Ctx) (automation.Patch, error) {
+func (h *Handler) automationPatch(c *request) (automation.Patch, error) {
 	body, err := c.jsonBody(nil) // ParsePatch matches keys exactly
 	if err != nil {
 		return automation.Patch{}, err
@@ -85,9 +85,9 @@ func (h *Handler) automationPatch(c *Ctx) (automation.Patch, error) {
 	return automation.ParsePatch(body)
 }
 
-func automationResult(c *Ctx, res *automation.Result) error {
+func automationResult(c *request, res *automation.Result) error {
 	if res.Change != nil {
-		return c.waiting(res.Change.ID, ChangeOut{Change: res.Change})
+		return c.waiting(res.Change.ID, changeOut{Change: res.Change})
 	}
 	return c.JSON(http.StatusOK, res.Settings)
 }

@@ -47,7 +47,7 @@ func (h *Handler) registerBoardsRoutes() {
 	h.handle("DELETE", "/v1/boards/:id/items/:part_id", app, write, h.handleBoardItemDelete)
 }
 
-func boardPath(c *Ctx, parts ...string) string {
+func boardPath(c *request, parts ...string) string {
 	p := "/v1/boards/" + c.Param("id")
 	for _, s := range parts {
 		p += "/" + s
@@ -56,7 +56,7 @@ func boardPath(c *Ctx, parts ...string) string {
 }
 
 // handleBoardsList serves GET /v1/boards: a page of boards, newest first.
-func (h *Handler) handleBoardsList(c *Ctx) error {
+func (h *Handler) handleBoardsList(c *request) error {
 	p, err := c.Page()
 	if err != nil {
 		return err
@@ -70,7 +70,7 @@ func (h *Handler) handleBoardsList(c *Ctx) error {
 
 // handleBoardCreate serves POST /v1/boards (BoardIn): 201 with the
 // BoardDetail.
-func (h *Handler) handleBoardCreate(c *Ctx) error {
+func (h *Handler) handleBoardCreate(c *request) error {
 	var in boards.BoardIn
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -83,7 +83,7 @@ func (h *Handler) handleBoardCreate(c *Ctx) error {
 }
 
 // handleBoardGet serves GET /v1/boards/{id}: the BoardDetail.
-func (h *Handler) handleBoardGet(c *Ctx) error {
+func (h *Handler) handleBoardGet(c *request) error {
 	d, err := h.ws.Boards().GetBoard(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -92,7 +92,7 @@ func (h *Handler) handleBoardGet(c *Ctx) error {
 }
 
 // handleBoardUpdate serves PATCH /v1/boards/{id} (BoardPatch).
-func (h *Handler) handleBoardUpdate(c *Ctx) error {
+func (h *Handler) handleBoardUpdate(c *request) error {
 	if _, err := h.ws.Boards().GetBoard(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func (h *Handler) handleBoardUpdate(c *Ctx) error {
 
 // handleBoardDelete serves DELETE /v1/boards/{id}: 204; the board's items
 // go with it.
-func (h *Handler) handleBoardDelete(c *Ctx) error {
+func (h *Handler) handleBoardDelete(c *request) error {
 	if err := h.ws.Boards().DeleteBoard(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func (h *Handler) handleBoardDelete(c *Ctx) error {
 }
 
 // boardFirst answers 404 when the board of the path is not the caller's.
-func (h *Handler) boardFirst(c *Ctx) error {
+func (h *Handler) boardFirst(c *request) error {
 	_, err := h.ws.Boards().GetBoard(c.Context(), c.Tenant(), c.Param("id"))
 	return err
 }
@@ -126,7 +126,7 @@ func (h *Handler) boardFirst(c *Ctx) error {
 
 // handleBoardStatusesList serves GET /v1/boards/{id}/statuses: every
 // status in position order (not paged).
-func (h *Handler) handleBoardStatusesList(c *Ctx) error {
+func (h *Handler) handleBoardStatusesList(c *request) error {
 	out, err := h.ws.Boards().ListStatuses(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -135,7 +135,7 @@ func (h *Handler) handleBoardStatusesList(c *Ctx) error {
 }
 
 // handleBoardStatusCreate serves POST /v1/boards/{id}/statuses (StatusIn).
-func (h *Handler) handleBoardStatusCreate(c *Ctx) error {
+func (h *Handler) handleBoardStatusCreate(c *request) error {
 	if err := h.boardFirst(c); err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func (h *Handler) handleBoardStatusCreate(c *Ctx) error {
 }
 
 // handleBoardStatusGet serves GET /v1/boards/{id}/statuses/{part_id}.
-func (h *Handler) handleBoardStatusGet(c *Ctx) error {
+func (h *Handler) handleBoardStatusGet(c *request) error {
 	st, err := h.ws.Boards().GetStatus(c.Context(), c.Tenant(), c.Param("id"), c.Param("part_id"))
 	if err != nil {
 		return err
@@ -160,7 +160,7 @@ func (h *Handler) handleBoardStatusGet(c *Ctx) error {
 }
 
 // handleBoardStatusUpdate serves PATCH /v1/boards/{id}/statuses/{part_id}.
-func (h *Handler) handleBoardStatusUpdate(c *Ctx) error {
+func (h *Handler) handleBoardStatusUpdate(c *request) error {
 	if _, err := h.ws.Boards().GetStatus(c.Context(), c.Tenant(), c.Param("id"), c.Param("part_id")); err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func (h *Handler) handleBoardStatusUpdate(c *Ctx) error {
 // handleBoardStatusDelete serves DELETE
 // /v1/boards/{id}/statuses/{part_id}?move_to=: 409 while it holds items,
 // unless move_to names the status they move to.
-func (h *Handler) handleBoardStatusDelete(c *Ctx) error {
+func (h *Handler) handleBoardStatusDelete(c *request) error {
 	err := h.ws.Boards().DeleteStatus(c.Context(), c.Tenant(), c.Param("id"), c.Param("part_id"), c.R.URL.Query().Get("move_to"))
 	if err != nil {
 		return err
@@ -190,7 +190,7 @@ func (h *Handler) handleBoardStatusDelete(c *Ctx) error {
 
 // handleBoardColumnsList serves GET /v1/boards/{id}/columns: every column
 // in position order (not paged).
-func (h *Handler) handleBoardColumnsList(c *Ctx) error {
+func (h *Handler) handleBoardColumnsList(c *request) error {
 	out, err := h.ws.Boards().ListColumns(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -199,7 +199,7 @@ func (h *Handler) handleBoardColumnsList(c *Ctx) error {
 }
 
 // handleBoardColumnCreate serves POST /v1/boards/{id}/columns (ColumnIn).
-func (h *Handler) handleBoardColumnCreate(c *Ctx) error {
+func (h *Handler) handleBoardColumnCreate(c *request) error {
 	if err := h.boardFirst(c); err != nil {
 		return err
 	}
@@ -215,7 +215,7 @@ func (h *Handler) handleBoardColumnCreate(c *Ctx) error {
 }
 
 // handleBoardColumnGet serves GET /v1/boards/{id}/columns/{part_id}.
-func (h *Handler) handleBoardColumnGet(c *Ctx) error {
+func (h *Handler) handleBoardColumnGet(c *request) error {
 	col, err := h.ws.Boards().GetColumn(c.Context(), c.Tenant(), c.Param("id"), c.Param("part_id"))
 	if err != nil {
 		return err
@@ -224,7 +224,7 @@ func (h *Handler) handleBoardColumnGet(c *Ctx) error {
 }
 
 // handleBoardColumnUpdate serves PATCH /v1/boards/{id}/columns/{part_id}.
-func (h *Handler) handleBoardColumnUpdate(c *Ctx) error {
+func (h *Handler) handleBoardColumnUpdate(c *request) error {
 	if _, err := h.ws.Boards().GetColumn(c.Context(), c.Tenant(), c.Param("id"), c.Param("part_id")); err != nil {
 		return err
 	}
@@ -240,7 +240,7 @@ func (h *Handler) handleBoardColumnUpdate(c *Ctx) error {
 }
 
 // handleBoardColumnDelete serves DELETE /v1/boards/{id}/columns/{part_id}.
-func (h *Handler) handleBoardColumnDelete(c *Ctx) error {
+func (h *Handler) handleBoardColumnDelete(c *request) error {
 	if err := h.ws.Boards().DeleteColumn(c.Context(), c.Tenant(), c.Param("id"), c.Param("part_id")); err != nil {
 		return err
 	}
@@ -251,7 +251,7 @@ func (h *Handler) handleBoardColumnDelete(c *Ctx) error {
 
 // handleBoardGroupsList serves GET /v1/boards/{id}/groups: every group in
 // position order (not paged).
-func (h *Handler) handleBoardGroupsList(c *Ctx) error {
+func (h *Handler) handleBoardGroupsList(c *request) error {
 	out, err := h.ws.Boards().ListGroups(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -260,7 +260,7 @@ func (h *Handler) handleBoardGroupsList(c *Ctx) error {
 }
 
 // handleBoardGroupCreate serves POST /v1/boards/{id}/groups (GroupIn).
-func (h *Handler) handleBoardGroupCreate(c *Ctx) error {
+func (h *Handler) handleBoardGroupCreate(c *request) error {
 	if err := h.boardFirst(c); err != nil {
 		return err
 	}
@@ -276,7 +276,7 @@ func (h *Handler) handleBoardGroupCreate(c *Ctx) error {
 }
 
 // handleBoardGroupGet serves GET /v1/boards/{id}/groups/{part_id}.
-func (h *Handler) handleBoardGroupGet(c *Ctx) error {
+func (h *Handler) handleBoardGroupGet(c *request) error {
 	g, err := h.ws.Boards().GetGroup(c.Context(), c.Tenant(), c.Param("id"), c.Param("part_id"))
 	if err != nil {
 		return err
@@ -285,7 +285,7 @@ func (h *Handler) handleBoardGroupGet(c *Ctx) error {
 }
 
 // handleBoardGroupUpdate serves PATCH /v1/boards/{id}/groups/{part_id}.
-func (h *Handler) handleBoardGroupUpdate(c *Ctx) error {
+func (h *Handler) handleBoardGroupUpdate(c *request) error {
 	if _, err := h.ws.Boards().GetGroup(c.Context(), c.Tenant(), c.Param("id"), c.Param("part_id")); err != nil {
 		return err
 	}
@@ -303,7 +303,7 @@ func (h *Handler) handleBoardGroupUpdate(c *Ctx) error {
 // handleBoardGroupDelete serves DELETE
 // /v1/boards/{id}/groups/{part_id}?move_to=: 409 while it holds items,
 // unless move_to names the group they move to.
-func (h *Handler) handleBoardGroupDelete(c *Ctx) error {
+func (h *Handler) handleBoardGroupDelete(c *request) error {
 	err := h.ws.Boards().DeleteGroup(c.Context(), c.Tenant(), c.Param("id"), c.Param("part_id"), c.R.URL.Query().Get("move_to"))
 	if err != nil {
 		return err
@@ -316,7 +316,7 @@ func (h *Handler) handleBoardGroupDelete(c *Ctx) error {
 // handleBoardItemsList serves GET
 // /v1/boards/{id}/items?status_id=&group_id=&assignee_id=&q=: a page; in
 // position order when filtered by status, newest first otherwise.
-func (h *Handler) handleBoardItemsList(c *Ctx) error {
+func (h *Handler) handleBoardItemsList(c *request) error {
 	p, err := c.Page()
 	if err != nil {
 		return err
@@ -331,7 +331,7 @@ func (h *Handler) handleBoardItemsList(c *Ctx) error {
 }
 
 // handleBoardItemCreate serves POST /v1/boards/{id}/items (ItemIn): 201.
-func (h *Handler) handleBoardItemCreate(c *Ctx) error {
+func (h *Handler) handleBoardItemCreate(c *request) error {
 	if err := h.boardFirst(c); err != nil {
 		return err
 	}
@@ -348,7 +348,7 @@ func (h *Handler) handleBoardItemCreate(c *Ctx) error {
 
 // handleBoardItemGet serves GET /v1/boards/{id}/items/{part_id}; the item
 // may be named by id or key ("OPS-12").
-func (h *Handler) handleBoardItemGet(c *Ctx) error {
+func (h *Handler) handleBoardItemGet(c *request) error {
 	it, err := h.ws.Boards().GetItem(c.Context(), c.Tenant(), c.Param("id"), c.Param("part_id"))
 	if err != nil {
 		return err
@@ -358,7 +358,7 @@ func (h *Handler) handleBoardItemGet(c *Ctx) error {
 
 // handleBoardItemUpdate serves PATCH /v1/boards/{id}/items/{part_id}
 // (ItemPatch): edits and moves.
-func (h *Handler) handleBoardItemUpdate(c *Ctx) error {
+func (h *Handler) handleBoardItemUpdate(c *request) error {
 	if _, err := h.ws.Boards().GetItem(c.Context(), c.Tenant(), c.Param("id"), c.Param("part_id")); err != nil {
 		return err
 	}
@@ -374,7 +374,7 @@ func (h *Handler) handleBoardItemUpdate(c *Ctx) error {
 }
 
 // handleBoardItemDelete serves DELETE /v1/boards/{id}/items/{part_id}.
-func (h *Handler) handleBoardItemDelete(c *Ctx) error {
+func (h *Handler) handleBoardItemDelete(c *request) error {
 	if err := h.ws.Boards().DeleteItem(c.Context(), c.Tenant(), c.Param("id"), c.Param("part_id")); err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ func badRequestf(format string, args ...any) error {
 // take: JSON routes take application/json (any parameters) or no
 // Content-Type; upload routes check their multipart body themselves. A
 // request without a body passes whatever it says.
-func checkContentType(c *Ctx) error {
+func checkContentType(c *request) error {
 	if c.route.Upload || !hasBody(c.R) {
 		return nil
 	}
@@ -51,7 +51,7 @@ func hasBody(r *http.Request) bool {
 // read into no struct): malformed JSON is a 422 json_invalid; a key twice
 // in one object anywhere, or a key that names a field of t only when case is
 // ignored, is a 422 (see internal/jsonkeys). An empty body reads as {}.
-func (c *Ctx) jsonBody(t reflect.Type) ([]byte, error) {
+func (c *request) jsonBody(t reflect.Type) ([]byte, error) {
 	b, vs, err := c.readJSON(t)
 	if err != nil {
 		return nil, err
@@ -61,7 +61,7 @@ func (c *Ctx) jsonBody(t reflect.Type) ([]byte, error) {
 
 // readJSON is jsonBody that returns the key violations apart, so that
 // Decode can report them with the schema's.
-func (c *Ctx) readJSON(t reflect.Type) ([]byte, []errs.Violation, error) {
+func (c *request) readJSON(t reflect.Type) ([]byte, []errs.Violation, error) {
 	b, err := c.Body()
 	if err != nil {
 		return nil, nil, err

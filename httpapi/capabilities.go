@@ -83,7 +83,7 @@ func (h *Handler) capabilityOut(c capability.Capability, bound map[string]string
 }
 
 // boundMap returns the caller's bindings as capability -> provider.
-func (h *Handler) boundMap(c *Ctx) (map[string]string, error) {
+func (h *Handler) boundMap(c *request) (map[string]string, error) {
 	bs, err := h.ws.Capabilities().Bindings(c.Context(), c.Tenant())
 	if err != nil {
 		return nil, err
@@ -97,7 +97,7 @@ func (h *Handler) boundMap(c *Ctx) (map[string]string, error) {
 
 // handleCapabilitiesList serves GET /v1/capabilities: every capability with
 // its schemas, providers and the caller's binding, by id.
-func (h *Handler) handleCapabilitiesList(c *Ctx) error {
+func (h *Handler) handleCapabilitiesList(c *request) error {
 	bound, err := h.boundMap(c)
 	if err != nil {
 		return err
@@ -115,7 +115,7 @@ func (h *Handler) handleCapabilitiesList(c *Ctx) error {
 }
 
 // handleCapabilityGet serves GET /v1/capabilities/{id}.
-func (h *Handler) handleCapabilityGet(c *Ctx) error {
+func (h *Handler) handleCapabilityGet(c *request) error {
 	capab, ok := h.ws.Capabilities().Capability(c.Param("id"))
 	if !ok {
 		return errs.NotFoundf("capability not found")
@@ -130,7 +130,7 @@ func (h *Handler) handleCapabilityGet(c *Ctx) error {
 // handleCapabilityBind serves PUT /v1/capabilities/{id}/binding: binds the
 // capability to a provider for the caller's tenant and answers with the
 // capability.
-func (h *Handler) handleCapabilityBind(c *Ctx) error {
+func (h *Handler) handleCapabilityBind(c *request) error {
 	id := c.Param("id")
 	reg := h.ws.Capabilities()
 	capab, ok := reg.Capability(id)
@@ -153,7 +153,7 @@ func (h *Handler) handleCapabilityBind(c *Ctx) error {
 
 // handleCapabilityUnbind serves DELETE /v1/capabilities/{id}/binding: 204,
 // or 404 when the capability is unknown or not bound.
-func (h *Handler) handleCapabilityUnbind(c *Ctx) error {
+func (h *Handler) handleCapabilityUnbind(c *request) error {
 	if err := h.ws.Capabilities().Unbind(c.Context(), c.Tenant(), c.Param("id"), c.P.Actor()); err != nil {
 		return err
 	}
@@ -162,7 +162,7 @@ func (h *Handler) handleCapabilityUnbind(c *Ctx) error {
 
 // handleCapabilityGaps serves GET /v1/capabilities/gaps: what the tenant's
 // installed processes need and no provider fills, by capability.
-func (h *Handler) handleCapabilityGaps(c *Ctx) error {
+func (h *Handler) handleCapabilityGaps(c *request) error {
 	gaps, err := h.ws.Capabilities().GapsOf(c.Context(), c.Tenant())
 	if err != nil {
 		return err
@@ -177,7 +177,7 @@ func (h *Handler) handleCapabilityGaps(c *Ctx) error {
 // handleIntegrations serves GET /v1/integrations?apps=Xero,Slack: how each
 // named business system works with the workspace. Without ?apps= it
 // answers for the systems of the workspace profile.
-func (h *Handler) handleIntegrations(c *Ctx) error {
+func (h *Handler) handleIntegrations(c *request) error {
 	var names []string
 	if q, ok := c.R.URL.Query()["apps"]; ok {
 		for _, v := range q {
@@ -209,7 +209,7 @@ func (h *Handler) handleIntegrations(c *Ctx) error {
 }
 
 // handleConnections serves GET /v1/connections: each provider's live state.
-func (h *Handler) handleConnections(c *Ctx) error {
+func (h *Handler) handleConnections(c *request) error {
 	conns := h.ws.Capabilities().Connections(c.Context())
 	page, next, err := pageSorted(c, conns, func(x registry.ConnectionOut) string { return x.Provider })
 	if err != nil {
@@ -221,7 +221,7 @@ func (h *Handler) handleConnections(c *Ctx) error {
 // pageSorted pages an in-memory list already sorted by key (ascending):
 // ?limit= and ?cursor= as for every list, the cursor being the last key of
 // the previous page.
-func pageSorted[T any](c *Ctx, items []T, key func(T) string) ([]T, string, error) {
+func pageSorted[T any](c *request, items []T, key func(T) string) ([]T, string, error) {
 	p, err := c.Page()
 	if err != nil {
 		return nil, "", err

@@ -16,6 +16,7 @@ import (
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/httpapi"
+	"github.com/bas-platform/bas/internal/wiring"
 	"github.com/bas-platform/bas/store/badgerstore"
 	"github.com/google/go-cmp/cmp"
 )
@@ -260,7 +261,7 @@ func TestCapabilityGapsAPI(t *testing.T) {
 	}
 
 	// The workspace profile's systems pick connectors.
-	if _, err := b.ws.Access().SetProfile(context.Background(), "ten_caps", "usr_admin",
+	if _, err := wiring.Of(b.ws.Internal()).Access().SetProfile(context.Background(), "ten_caps", "usr_admin",
 		json.RawMessage(`{"systems":["Xero","Slack"]}`)); err != nil {
 		t.Fatalf("set profile: %v", err)
 	}

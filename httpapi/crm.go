@@ -48,7 +48,7 @@ func (h *Handler) registerCRMRoutes() {
 // ---- Companies ----------------------------------------------------------------
 
 // handleCompaniesList serves GET /v1/crm/companies?owner_id=&q=.
-func (h *Handler) handleCompaniesList(c *Ctx) error {
+func (h *Handler) handleCompaniesList(c *request) error {
 	p, err := c.Page()
 	if err != nil {
 		return err
@@ -62,7 +62,7 @@ func (h *Handler) handleCompaniesList(c *Ctx) error {
 }
 
 // handleCompanyCreate serves POST /v1/crm/companies (CompanyIn): 201.
-func (h *Handler) handleCompanyCreate(c *Ctx) error {
+func (h *Handler) handleCompanyCreate(c *request) error {
 	var in crm.CompanyIn
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -75,7 +75,7 @@ func (h *Handler) handleCompanyCreate(c *Ctx) error {
 }
 
 // handleCompanyGet serves GET /v1/crm/companies/{id}.
-func (h *Handler) handleCompanyGet(c *Ctx) error {
+func (h *Handler) handleCompanyGet(c *request) error {
 	out, err := h.ws.CRM().GetCompany(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -84,7 +84,7 @@ func (h *Handler) handleCompanyGet(c *Ctx) error {
 }
 
 // handleCompanyUpdate serves PATCH /v1/crm/companies/{id} (CompanyPatch).
-func (h *Handler) handleCompanyUpdate(c *Ctx) error {
+func (h *Handler) handleCompanyUpdate(c *request) error {
 	if err := h.ws.CRM().CompanyExists(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (h *Handler) handleCompanyUpdate(c *Ctx) error {
 
 // handleCompanyDelete serves DELETE /v1/crm/companies/{id}: 204; its
 // contacts, deals and activities are unlinked.
-func (h *Handler) handleCompanyDelete(c *Ctx) error {
+func (h *Handler) handleCompanyDelete(c *request) error {
 	if err := h.ws.CRM().DeleteCompany(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func (h *Handler) handleCompanyDelete(c *Ctx) error {
 // ---- Contacts -----------------------------------------------------------------
 
 // handleContactsList serves GET /v1/crm/contacts?company_id=&owner_id=&lifecycle=&q=.
-func (h *Handler) handleContactsList(c *Ctx) error {
+func (h *Handler) handleContactsList(c *request) error {
 	p, err := c.Page()
 	if err != nil {
 		return err
@@ -126,7 +126,7 @@ func (h *Handler) handleContactsList(c *Ctx) error {
 }
 
 // handleContactCreate serves POST /v1/crm/contacts (ContactIn): 201.
-func (h *Handler) handleContactCreate(c *Ctx) error {
+func (h *Handler) handleContactCreate(c *request) error {
 	var in crm.ContactIn
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -139,7 +139,7 @@ func (h *Handler) handleContactCreate(c *Ctx) error {
 }
 
 // handleContactGet serves GET /v1/crm/contacts/{id}.
-func (h *Handler) handleContactGet(c *Ctx) error {
+func (h *Handler) handleContactGet(c *request) error {
 	out, err := h.ws.CRM().GetContact(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -148,7 +148,7 @@ func (h *Handler) handleContactGet(c *Ctx) error {
 }
 
 // handleContactUpdate serves PATCH /v1/crm/contacts/{id} (ContactPatch).
-func (h *Handler) handleContactUpdate(c *Ctx) error {
+func (h *Handler) handleContactUpdate(c *request) error {
 	if err := h.ws.CRM().ContactExists(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func (h *Handler) handleContactUpdate(c *Ctx) error {
 
 // handleContactDelete serves DELETE /v1/crm/contacts/{id}: 204; its deals
 // and activities are unlinked.
-func (h *Handler) handleContactDelete(c *Ctx) error {
+func (h *Handler) handleContactDelete(c *request) error {
 	if err := h.ws.CRM().DeleteContact(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -176,7 +176,7 @@ func (h *Handler) handleContactDelete(c *Ctx) error {
 
 // handleDealsList serves GET
 // /v1/crm/deals?pipeline_id=&stage_id=&status=&company_id=&contact_id=&owner_id=&q=.
-func (h *Handler) handleDealsList(c *Ctx) error {
+func (h *Handler) handleDealsList(c *request) error {
 	p, err := c.Page()
 	if err != nil {
 		return err
@@ -192,7 +192,7 @@ func (h *Handler) handleDealsList(c *Ctx) error {
 }
 
 // handleDealCreate serves POST /v1/crm/deals (DealIn): 201.
-func (h *Handler) handleDealCreate(c *Ctx) error {
+func (h *Handler) handleDealCreate(c *request) error {
 	var in crm.DealIn
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -205,7 +205,7 @@ func (h *Handler) handleDealCreate(c *Ctx) error {
 }
 
 // handleDealGet serves GET /v1/crm/deals/{id}.
-func (h *Handler) handleDealGet(c *Ctx) error {
+func (h *Handler) handleDealGet(c *request) error {
 	out, err := h.ws.CRM().GetDeal(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -215,7 +215,7 @@ func (h *Handler) handleDealGet(c *Ctx) error {
 
 // handleDealUpdate serves PATCH /v1/crm/deals/{id} (DealPatch); a new
 // stage_id moves the deal.
-func (h *Handler) handleDealUpdate(c *Ctx) error {
+func (h *Handler) handleDealUpdate(c *request) error {
 	if err := h.ws.CRM().DealExists(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -231,7 +231,7 @@ func (h *Handler) handleDealUpdate(c *Ctx) error {
 }
 
 // handleDealDelete serves DELETE /v1/crm/deals/{id}: 204.
-func (h *Handler) handleDealDelete(c *Ctx) error {
+func (h *Handler) handleDealDelete(c *request) error {
 	if err := h.ws.CRM().DeleteDeal(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -242,7 +242,7 @@ func (h *Handler) handleDealDelete(c *Ctx) error {
 
 // handleActivitiesList serves GET
 // /v1/crm/activities?deal_id=&contact_id=&company_id=: newest first.
-func (h *Handler) handleActivitiesList(c *Ctx) error {
+func (h *Handler) handleActivitiesList(c *request) error {
 	p, err := c.Page()
 	if err != nil {
 		return err
@@ -257,7 +257,7 @@ func (h *Handler) handleActivitiesList(c *Ctx) error {
 }
 
 // handleActivityCreate serves POST /v1/crm/activities (ActivityIn): 201.
-func (h *Handler) handleActivityCreate(c *Ctx) error {
+func (h *Handler) handleActivityCreate(c *request) error {
 	var in crm.ActivityIn
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -270,7 +270,7 @@ func (h *Handler) handleActivityCreate(c *Ctx) error {
 }
 
 // handleActivityGet serves GET /v1/crm/activities/{id}.
-func (h *Handler) handleActivityGet(c *Ctx) error {
+func (h *Handler) handleActivityGet(c *request) error {
 	out, err := h.ws.CRM().GetActivity(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -279,7 +279,7 @@ func (h *Handler) handleActivityGet(c *Ctx) error {
 }
 
 // handleActivityUpdate serves PATCH /v1/crm/activities/{id} (ActivityPatch).
-func (h *Handler) handleActivityUpdate(c *Ctx) error {
+func (h *Handler) handleActivityUpdate(c *request) error {
 	if _, err := h.ws.CRM().GetActivity(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -295,7 +295,7 @@ func (h *Handler) handleActivityUpdate(c *Ctx) error {
 }
 
 // handleActivityDelete serves DELETE /v1/crm/activities/{id}: 204.
-func (h *Handler) handleActivityDelete(c *Ctx) error {
+func (h *Handler) handleActivityDelete(c *request) error {
 	if err := h.ws.CRM().DeleteActivity(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -306,7 +306,7 @@ func (h *Handler) handleActivityDelete(c *Ctx) error {
 
 // handlePipelinesList serves GET /v1/crm/pipelines: oldest first, the
 // default pipeline (made on first read) leading.
-func (h *Handler) handlePipelinesList(c *Ctx) error {
+func (h *Handler) handlePipelinesList(c *request) error {
 	p, err := c.Page()
 	if err != nil {
 		return err
@@ -319,7 +319,7 @@ func (h *Handler) handlePipelinesList(c *Ctx) error {
 }
 
 // handlePipelineCreate serves POST /v1/crm/pipelines ({name, stages}): 201.
-func (h *Handler) handlePipelineCreate(c *Ctx) error {
+func (h *Handler) handlePipelineCreate(c *request) error {
 	var in crm.PipelineIn
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -332,7 +332,7 @@ func (h *Handler) handlePipelineCreate(c *Ctx) error {
 }
 
 // handlePipelineGet serves GET /v1/crm/pipelines/{id}.
-func (h *Handler) handlePipelineGet(c *Ctx) error {
+func (h *Handler) handlePipelineGet(c *request) error {
 	out, err := h.ws.CRM().GetPipeline(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -341,7 +341,7 @@ func (h *Handler) handlePipelineGet(c *Ctx) error {
 }
 
 // handlePipelineUpdate serves PATCH /v1/crm/pipelines/{id} ({name}).
-func (h *Handler) handlePipelineUpdate(c *Ctx) error {
+func (h *Handler) handlePipelineUpdate(c *request) error {
 	if _, err := h.ws.CRM().GetPipeline(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -358,7 +358,7 @@ func (h *Handler) handlePipelineUpdate(c *Ctx) error {
 
 // handlePipelineDelete serves DELETE /v1/crm/pipelines/{id}: 204; the
 // default pipeline or one holding deals: 409.
-func (h *Handler) handlePipelineDelete(c *Ctx) error {
+func (h *Handler) handlePipelineDelete(c *request) error {
 	if err := h.ws.CRM().DeletePipeline(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -368,7 +368,7 @@ func (h *Handler) handlePipelineDelete(c *Ctx) error {
 // handlePipelineBoard serves GET /v1/crm/pipelines/{id}/board?limit=: a
 // BoardColumn per stage, in stage order, each with at most limit deals
 // (default 50, max 200) and totals over all of them.
-func (h *Handler) handlePipelineBoard(c *Ctx) error {
+func (h *Handler) handlePipelineBoard(c *request) error {
 	limit := 50
 	if s := c.R.URL.Query().Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -391,7 +391,7 @@ func (h *Handler) handlePipelineBoard(c *Ctx) error {
 
 // handleStageCreate serves POST /v1/crm/pipelines/{id}/stages (StageIn):
 // 201 with the pipeline.
-func (h *Handler) handleStageCreate(c *Ctx) error {
+func (h *Handler) handleStageCreate(c *request) error {
 	if _, err := h.ws.CRM().GetPipeline(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -408,7 +408,7 @@ func (h *Handler) handleStageCreate(c *Ctx) error {
 
 // handleStageUpdate serves PATCH /v1/crm/pipelines/{id}/stages/{stage_id}
 // (StagePatch): 200 with the pipeline.
-func (h *Handler) handleStageUpdate(c *Ctx) error {
+func (h *Handler) handleStageUpdate(c *request) error {
 	if err := h.stageExists(c); err != nil {
 		return err
 	}
@@ -425,7 +425,7 @@ func (h *Handler) handleStageUpdate(c *Ctx) error {
 
 // handleStageDelete serves DELETE /v1/crm/pipelines/{id}/stages/{stage_id}:
 // 204; a stage holding deals, or a pipeline's last open stage: 409.
-func (h *Handler) handleStageDelete(c *Ctx) error {
+func (h *Handler) handleStageDelete(c *request) error {
 	if _, err := h.ws.CRM().DeleteStage(c.Context(), c.Tenant(), c.Param("id"), c.Param("stage_id")); err != nil {
 		return err
 	}
@@ -434,7 +434,7 @@ func (h *Handler) handleStageDelete(c *Ctx) error {
 
 // stageExists answers 404 for a pipeline or a stage the caller's tenant
 // does not have.
-func (h *Handler) stageExists(c *Ctx) error {
+func (h *Handler) stageExists(c *request) error {
 	p, err := h.ws.CRM().GetPipeline(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err

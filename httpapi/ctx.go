@@ -16,8 +16,8 @@ import (
 	"github.com/julienschmidt/httprouter"
 )
 
-// Ctx is one request as a handler sees it.
-type Ctx struct {
+// request is one call of a route as a handler sees it.
+type request struct {
 	W      http.ResponseWriter
 	R      *http.Request
 	Params httprouter.Params
@@ -35,18 +35,18 @@ type Ctx struct {
 }
 
 // Context returns the request's context.
-func (c *Ctx) Context() context.Context { return c.R.Context() }
+func (c *request) Context() context.Context { return c.R.Context() }
 
 // Tenant returns the caller's tenant.
-func (c *Ctx) Tenant() string { return c.P.Tenant }
+func (c *request) Tenant() string { return c.P.Tenant }
 
 // Param returns a path parameter.
-func (c *Ctx) Param(name string) string { return c.Params.ByName(name) }
+func (c *request) Param(name string) string { return c.Params.ByName(name) }
 
 // Body reads the request body: at most MaxBodyBytes on a JSON route,
 // MaxUploadBytes on an upload route (413 beyond), whatever the
 // Content-Type says. A body that breaks off is a 400.
-func (c *Ctx) Body() ([]byte, error) {
+func (c *request) Body() ([]byte, error) {
 	if c.read {
 		return c.body, nil
 	}
@@ -69,15 +69,15 @@ func (c *Ctx) Body() ([]byte, error) {
 	return b, nil
 }
 
-// Validator is implemented by input records with rules a JSON Schema cannot
+// validator is implemented by input records with rules a JSON Schema cannot
 // say (cross-field checks); it reports every violation, located under "body".
-type Validator interface {
+type validator interface {
 	Validate() []errs.Violation
 }
 
-// Strict is implemented by input records that say "no extra properties":
+// strict is implemented by input records that say "no extra properties":
 // unknown fields are a 422 extra_forbidden. Other records ignore them.
-type Strict interface {
+type strict interface {
 	NoExtraProperties()
 }
 
@@ -90,7 +90,7 @@ type inputSchema struct {
 // case is ignored, is a 422 (keys match exactly); every schema violation of
 // v's type is reported at once, then v's own Validate runs. An empty body
 // decodes as {}.
-func (c *Ctx) Decode(v any) error {
+func (c *request) Decode(v any) error {
 	b, keyVs, err := c.readJSON(reflect.TypeOf(v))
 	if err != nil {
 		return err
@@ -105,7 +105,7 @@ func (c *Ctx) Decode(v any) error {
 	if err := json.Unmarshal(b, v); err != nil {
 		return errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "type_error"})
 	}
-	if vv, ok := v.(Validator); ok {
+	if vv, ok := v.(validator); ok {
 		if vs := vv.Validate(); len(vs) > 0 {
 			return errs.Validation(vs...)
 		}
@@ -120,7 +120,7 @@ func (h *Handler) schemaOf(v any) (*inputSchema, error) {
 		return s.(*inputSchema), nil
 	}
 	raw := schema.Reflect(v)
-	if _, strict := v.(Strict); !strict {
+	if _, ok := v.(strict); !ok {
 		raw = schema.Open(raw)
 	}
 	val, err := schema.Compile(raw)
@@ -132,7 +132,7 @@ func (h *Handler) schemaOf(v any) (*inputSchema, error) {
 }
 
 // JSON writes v with status.
-func (c *Ctx) JSON(status int, v any) error {
+func (c *request) JSON(status int, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return errors.Wrap(err, "encode response")
@@ -144,7 +144,7 @@ func (c *Ctx) JSON(status int, v any) error {
 }
 
 // Created writes 201 with a Location header.
-func (c *Ctx) Created(location string, v any) error {
+func (c *request) Created(location string, v any) error {
 	if location != "" {
 		c.W.Header().Set("Location", c.h.opts.BasePath+location)
 	}
@@ -153,19 +153,19 @@ func (c *Ctx) Created(location string, v any) error {
 
 // waiting writes 202 with v and a Location header naming the change that
 // waits for a second person (GET /v1/changes/{id}).
-func (c *Ctx) waiting(changeID string, v any) error {
+func (c *request) waiting(changeID string, v any) error {
 	c.W.Header().Set("Location", c.h.opts.BasePath+"/v1/changes/"+changeID)
 	return c.JSON(http.StatusAccepted, v)
 }
 
 // NoContent writes 204.
-func (c *Ctx) NoContent() error {
+func (c *request) NoContent() error {
 	c.W.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
 // Page reads ?limit= (1..200, default 50) and ?cursor=.
-func (c *Ctx) Page() (store.Page, error) {
+func (c *request) Page() (store.Page, error) {
 	q := c.R.URL.Query()
 	p := store.Page{Limit: 50, Cursor: q.Get("cursor")}
 	if s := q.Get("limit"); s != "" {
@@ -185,7 +185,7 @@ func (c *Ctx) Page() (store.Page, error) {
 
 // List writes a page of items as a JSON array (never null) and the
 // X-Next-Cursor header when more remain.
-func (c *Ctx) List(items any, next string) error {
+func (c *request) List(items any, next string) error {
 	if next != "" {
 		c.W.Header().Set("X-Next-Cursor", next)
 	}
@@ -196,7 +196,7 @@ func (c *Ctx) List(items any, next string) error {
 }
 
 // raw writes an already encoded JSON body.
-func (c *Ctx) raw(status int, body []byte) error {
+func (c *request) raw(status int, body []byte) error {
 	c.W.Header().Set("Content-Type", "application/json")
 	c.W.WriteHeader(status)
 	_, _ = c.W.Write(append(body, '\n'))

@@ -28,7 +28,7 @@ func (h *Handler) registerDecisionRoutes() {
 
 // handleDecisionList serves GET /v1/decisions: the decisions in name order,
 // paged.
-func (h *Handler) handleDecisionList(c *Ctx) error {
+func (h *Handler) handleDecisionList(c *request) error {
 	p, err := c.Page()
 	if err != nil {
 		return err
@@ -43,7 +43,7 @@ func (h *Handler) handleDecisionList(c *Ctx) error {
 // handleDecisionCreate serves POST /v1/decisions (Decision, no extra
 // properties): 201 with the decision, its defaults applied; 409 when the
 // name is taken.
-func (h *Handler) handleDecisionCreate(c *Ctx) error {
+func (h *Handler) handleDecisionCreate(c *request) error {
 	var in decisions.Decision
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -56,7 +56,7 @@ func (h *Handler) handleDecisionCreate(c *Ctx) error {
 }
 
 // handleDecisionGet serves GET /v1/decisions/:name.
-func (h *Handler) handleDecisionGet(c *Ctx) error {
+func (h *Handler) handleDecisionGet(c *request) error {
 	rec, err := h.ws.Decisions().Get(c.Context(), c.Tenant(), c.Param("name"))
 	if err != nil {
 		return err
@@ -66,7 +66,7 @@ func (h *Handler) handleDecisionGet(c *Ctx) error {
 
 // handleDecisionDelete serves DELETE /v1/decisions/:name: 204, and its cases
 // go with it; a second DELETE is 404.
-func (h *Handler) handleDecisionDelete(c *Ctx) error {
+func (h *Handler) handleDecisionDelete(c *request) error {
 	if err := h.ws.Decisions().Delete(c.Context(), c.Tenant(), c.P.Actor(), c.Param("name")); err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (h *Handler) handleDecisionDelete(c *Ctx) error {
 
 // handleDecisionEvaluate serves POST /v1/decisions/:name/evaluate
 // (DecisionIn): 200 {case_id, output, confidence, mode, rule_id}.
-func (h *Handler) handleDecisionEvaluate(c *Ctx) error {
+func (h *Handler) handleDecisionEvaluate(c *request) error {
 	if err := h.decisionExists(c); err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func (h *Handler) handleDecisionEvaluate(c *Ctx) error {
 
 // handleDecisionFeedback serves POST /v1/decisions/:name/feedback
 // (FeedbackIn; rule_id names a case): 200 with the decision's Agreement.
-func (h *Handler) handleDecisionFeedback(c *Ctx) error {
+func (h *Handler) handleDecisionFeedback(c *request) error {
 	if err := h.decisionExists(c); err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func (h *Handler) handleDecisionFeedback(c *Ctx) error {
 }
 
 // handleDecisionAgreement serves GET /v1/decisions/:name/agreement.
-func (h *Handler) handleDecisionAgreement(c *Ctx) error {
+func (h *Handler) handleDecisionAgreement(c *request) error {
 	ag, err := h.ws.Decisions().Agreement(c.Context(), c.Tenant(), c.Param("name"))
 	if err != nil {
 		return err
@@ -118,7 +118,7 @@ func (h *Handler) handleDecisionAgreement(c *Ctx) error {
 
 // handleDecisionOutcome serves POST /v1/decisions/:name/outcomes ({input,
 // output}): 201 with the recorded (confirmed) case.
-func (h *Handler) handleDecisionOutcome(c *Ctx) error {
+func (h *Handler) handleDecisionOutcome(c *request) error {
 	if err := h.decisionExists(c); err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func (h *Handler) handleDecisionOutcome(c *Ctx) error {
 
 // handleDecisionCases serves GET /v1/decisions/:name/cases: its cases,
 // newest first, paged.
-func (h *Handler) handleDecisionCases(c *Ctx) error {
+func (h *Handler) handleDecisionCases(c *request) error {
 	p, err := c.Page()
 	if err != nil {
 		return err
@@ -148,7 +148,7 @@ func (h *Handler) handleDecisionCases(c *Ctx) error {
 }
 
 // handleDecisionCase serves GET /v1/decisions/:name/cases/:case_id.
-func (h *Handler) handleDecisionCase(c *Ctx) error {
+func (h *Handler) handleDecisionCase(c *request) error {
 	cs, err := h.ws.Decisions().Case(c.Context(), c.Tenant(), c.Param("name"), c.Param("case_id"))
 	if err != nil {
 		return err
@@ -158,7 +158,7 @@ func (h *Handler) handleDecisionCase(c *Ctx) error {
 
 // decisionExists looks the path's decision up before the body is read, so
 // an unknown name is a 404 whatever the body.
-func (h *Handler) decisionExists(c *Ctx) error {
+func (h *Handler) decisionExists(c *request) error {
 	_, err := h.ws.Decisions().Get(c.Context(), c.Tenant(), c.Param("name"))
 	return err
 }

@@ -44,7 +44,7 @@ func (h *Handler) registerDocsRoutes() {
 }
 
 // handleDocTypesList serves GET /v1/docs/types: a page, newest first.
-func (h *Handler) handleDocTypesList(c *Ctx) error {
+func (h *Handler) handleDocTypesList(c *request) error {
 	p, err := c.Page()
 	if err != nil {
 		return err
@@ -57,7 +57,7 @@ func (h *Handler) handleDocTypesList(c *Ctx) error {
 }
 
 // handleDocTypeCreate serves POST /v1/docs/types (DocTypeIn): 201.
-func (h *Handler) handleDocTypeCreate(c *Ctx) error {
+func (h *Handler) handleDocTypeCreate(c *request) error {
 	var in docs.DocTypeIn
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -71,7 +71,7 @@ func (h *Handler) handleDocTypeCreate(c *Ctx) error {
 
 // handleDocTypeFromTemplate serves POST /v1/docs/types/from-template
 // (DraftIn): 201 with the new type.
-func (h *Handler) handleDocTypeFromTemplate(c *Ctx) error {
+func (h *Handler) handleDocTypeFromTemplate(c *request) error {
 	var in docs.DraftIn
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -84,7 +84,7 @@ func (h *Handler) handleDocTypeFromTemplate(c *Ctx) error {
 }
 
 // handleDocTypeGet serves GET /v1/docs/types/{id}.
-func (h *Handler) handleDocTypeGet(c *Ctx) error {
+func (h *Handler) handleDocTypeGet(c *request) error {
 	t, err := h.ws.Docs().GetType(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -93,7 +93,7 @@ func (h *Handler) handleDocTypeGet(c *Ctx) error {
 }
 
 // handleDocTypeUpdate serves PATCH /v1/docs/types/{id} (DocTypePatch).
-func (h *Handler) handleDocTypeUpdate(c *Ctx) error {
+func (h *Handler) handleDocTypeUpdate(c *request) error {
 	if _, err := h.ws.Docs().GetType(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func (h *Handler) handleDocTypeUpdate(c *Ctx) error {
 
 // handleDocTypeDelete serves DELETE /v1/docs/types/{id}: 204; a type
 // documents use is a 409.
-func (h *Handler) handleDocTypeDelete(c *Ctx) error {
+func (h *Handler) handleDocTypeDelete(c *request) error {
 	if err := h.ws.Docs().DeleteType(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func (h *Handler) handleDocTypeDelete(c *Ctx) error {
 }
 
 // handleDocTypeAgreement serves GET /v1/docs/types/{id}/agreement.
-func (h *Handler) handleDocTypeAgreement(c *Ctx) error {
+func (h *Handler) handleDocTypeAgreement(c *request) error {
 	ag, err := h.ws.Docs().Agreement(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -128,13 +128,13 @@ func (h *Handler) handleDocTypeAgreement(c *Ctx) error {
 
 // handleDocTypeTemplates serves GET /v1/docs/type-templates: every
 // template, in a fixed order (not paged).
-func (h *Handler) handleDocTypeTemplates(c *Ctx) error {
+func (h *Handler) handleDocTypeTemplates(c *request) error {
 	return c.JSON(http.StatusOK, docs.Templates())
 }
 
 // handleDocumentsList serves GET /v1/docs/documents?status=&type_id=&queue=:
 // a page, newest first.
-func (h *Handler) handleDocumentsList(c *Ctx) error {
+func (h *Handler) handleDocumentsList(c *request) error {
 	p, err := c.Page()
 	if err != nil {
 		return err
@@ -149,7 +149,7 @@ func (h *Handler) handleDocumentsList(c *Ctx) error {
 }
 
 // handleDocumentGet serves GET /v1/docs/documents/{id}.
-func (h *Handler) handleDocumentGet(c *Ctx) error {
+func (h *Handler) handleDocumentGet(c *request) error {
 	d, err := h.ws.Docs().Get(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -160,7 +160,7 @@ func (h *Handler) handleDocumentGet(c *Ctx) error {
 // handleDocumentUpload serves POST /v1/docs/documents: multipart form with
 // file (required), type_id (required), title, and the extensions priority,
 // queue and tags. 201 with the document, already extracted and validated.
-func (h *Handler) handleDocumentUpload(c *Ctx) error {
+func (h *Handler) handleDocumentUpload(c *request) error {
 	form, err := h.readUpload(c)
 	if err != nil {
 		return err
@@ -179,7 +179,7 @@ func (h *Handler) handleDocumentUpload(c *Ctx) error {
 
 // handleDocumentVersion serves POST /v1/docs/documents/{id}/versions:
 // multipart form with file; 201 with the document at its new version.
-func (h *Handler) handleDocumentVersion(c *Ctx) error {
+func (h *Handler) handleDocumentVersion(c *request) error {
 	if _, err := h.ws.Docs().Get(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -197,7 +197,7 @@ func (h *Handler) handleDocumentVersion(c *Ctx) error {
 
 // handleDocumentFile serves GET /v1/docs/documents/{id}/file?version=: the
 // file of a version (default the current one) with its content type.
-func (h *Handler) handleDocumentFile(c *Ctx) error {
+func (h *Handler) handleDocumentFile(c *request) error {
 	n := 0
 	if s := c.R.URL.Query().Get("version"); s != "" {
 		v, err := strconv.Atoi(s)
@@ -234,7 +234,7 @@ func (h *Handler) handleDocumentFile(c *Ctx) error {
 
 // handleDocumentFields serves POST (or PATCH) /v1/docs/documents/{id}/fields
 // (FieldsIn): corrected values, validated again; 200 with the document.
-func (h *Handler) handleDocumentFields(c *Ctx) error {
+func (h *Handler) handleDocumentFields(c *request) error {
 	if _, err := h.ws.Docs().Get(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -252,7 +252,7 @@ func (h *Handler) handleDocumentFields(c *Ctx) error {
 // handleDocumentApprove serves POST /v1/docs/documents/{id}/approve
 // ({note}, optional): 200; 409 while validation errors remain or once
 // decided.
-func (h *Handler) handleDocumentApprove(c *Ctx) error {
+func (h *Handler) handleDocumentApprove(c *request) error {
 	if _, err := h.ws.Docs().Get(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -269,7 +269,7 @@ func (h *Handler) handleDocumentApprove(c *Ctx) error {
 
 // handleDocumentReject serves POST /v1/docs/documents/{id}/reject ({note},
 // required): 200; 409 once decided.
-func (h *Handler) handleDocumentReject(c *Ctx) error {
+func (h *Handler) handleDocumentReject(c *request) error {
 	if _, err := h.ws.Docs().Get(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -286,7 +286,7 @@ func (h *Handler) handleDocumentReject(c *Ctx) error {
 
 // handleDocumentFeedback serves POST /v1/docs/documents/{id}/feedback
 // (FeedbackIn): 200 with the Agreement of the document's type.
-func (h *Handler) handleDocumentFeedback(c *Ctx) error {
+func (h *Handler) handleDocumentFeedback(c *request) error {
 	if _, err := h.ws.Docs().Get(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -340,7 +340,7 @@ func (f *uploadForm) tags() []string {
 // readUpload reads a multipart/form-data body. The file may be up to
 // MaxUploadBytes (413 beyond; the JSON body limit does not apply); other
 // parts up to 4 KiB each. A body that is not multipart is a 422.
-func (h *Handler) readUpload(c *Ctx) (*uploadForm, error) {
+func (h *Handler) readUpload(c *request) (*uploadForm, error) {
 	mt, params, err := mime.ParseMediaType(c.R.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
 		return nil, errs.Invalidf([]any{"body"}, "value_error",

@@ -7,6 +7,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"mime/multipart"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/httpapi"
 	"github.com/go-pdf/fpdf"
 	"github.com/google/go-cmp/cmp"
@@ -432,6 +434,9 @@ func TestDocsTriggerProcess(t *testing.T) {
 	  "steps": [{"key": "extract", "type": "execute", "capability": "document.extract",
 	             "config": {"args": {"document_id": "${trigger.data.id}"}}}]
 	}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	started := s.ws.Subscribe(ctx, bas.SubscribeParams{Tenant: s.tenantOf(t, admin), Names: []string{"process.run.started"}})
 	// Not for these: too small, and not clean. (The clock moves between
 	// uploads so the events' ids, and so their dispatch, are in order.)
 	s.uploadDoc(t, admin, typeID, "small.txt", []byte("Supplier: ACME\nInvoice number: S-1\nInvoice date: 2024-02-01\nTotal: 99.00\n"))
@@ -440,15 +445,15 @@ func TestDocsTriggerProcess(t *testing.T) {
 	s.clock.Advance(time.Millisecond)
 	// For this one.
 	big := s.uploadDoc(t, admin, typeID, "big.csv", invoiceCSV("INV-9", "1,200.00"))
-	var runs []string
-	deadline := time.Now().Add(20 * time.Second)
-	for len(runs) == 0 {
-		runs = s.listIDs(t, admin, "/v1/process-runs?process_id="+proc.ID)
-		if time.Now().After(deadline) {
-			t.Fatal("no run started for the large clean invoice")
+	for n, err := range started {
+		if err != nil {
+			t.Fatalf("no run started for the large clean invoice: %v", err)
 		}
-		time.Sleep(5 * time.Millisecond)
+		if n.Event.Data["process_id"] == proc.ID {
+			break
+		}
 	}
+	runs := s.listIDs(t, admin, "/v1/process-runs?process_id="+proc.ID)
 	// Events are dispatched in order, so the two earlier documents were
 	// already considered: one run in all.
 	if len(runs) != 1 {

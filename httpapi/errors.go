@@ -29,7 +29,7 @@ var statusOf = []struct {
 
 // writeError writes err in api.md's error shape. Errors of no kind are 500
 // "internal error" to the caller and logged in full.
-func (h *Handler) writeError(c *Ctx, err error) {
+func (h *Handler) writeError(c *request, err error) {
 	w := c.W
 	for _, m := range statusOf {
 		if !errors.Is(err, m.kind) {

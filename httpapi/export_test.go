@@ -15,3 +15,6 @@ func (h *Handler) UploadForTest(method, path, app, perm string, fn func(c *Ctx) 
 	h.statics = nil
 	h.build()
 }
+
+// Ctx is a request as a handler sees it, for handlers added by tests.
+type Ctx = request

@@ -58,7 +58,7 @@ type Options struct {
 	MaxConcurrentUploads int
 }
 
-func (o Options) withDefaults(ws *bas.Workspace) Options {
+func (o Options) withDefaults(ws workspace) Options {
 	if o.BasePath == "" {
 		o.BasePath = "/api"
 	}
@@ -89,7 +89,7 @@ func (o Options) withDefaults(ws *bas.Workspace) Options {
 
 // Handler is the API. It is safe for concurrent use.
 type Handler struct {
-	ws     *bas.Workspace
+	ws     workspace
 	opts   Options
 	log    *slog.Logger
 	routes []*Route
@@ -109,8 +109,9 @@ type Handler struct {
 
 // New returns the API of ws.
 func New(ws *bas.Workspace, opts Options) *Handler {
-	opts = opts.withDefaults(ws)
-	h := &Handler{ws: ws, opts: opts, log: opts.Logger}
+	w := newWorkspace(ws)
+	opts = opts.withDefaults(w)
+	h := &Handler{ws: w, opts: opts, log: opts.Logger}
 	h.uploads = make(chan struct{}, opts.MaxConcurrentUploads)
 	h.limiter = newLimiter(opts.RateLimit, opts.RateLimit, ws.Clock(), "")
 	h.public = newLimiter(opts.PublicRateLimit/60, opts.PublicRateLimit, ws.Clock(),

@@ -166,7 +166,7 @@ type idemRequest struct {
 
 // idempotent runs c's handler at most once per Idempotency-Key (see above).
 // route.go calls it for every POST that carries the header.
-func (h *Handler) idempotent(c *Ctx) error {
+func (h *Handler) idempotent(c *request) error {
 	key := c.R.Header.Get("Idempotency-Key")
 	if n := utf8.RuneCountInString(key); n > maxIdempotencyKey {
 		return errs.Invalidf([]any{"header", "Idempotency-Key"}, "string_too_long",
@@ -393,7 +393,7 @@ func sweepIdempotency(tx store.Txn, tenant string, now time.Time, limit int) err
 // command's answer in the same transaction as the change. The handler
 // answers with answerWith and the same render, so what a replay returns is
 // byte for byte what the first request got.
-func (c *Ctx) engineContext(render func(runengine.Answer) (storedResponse, error)) context.Context {
+func (c *request) engineContext(render func(runengine.Answer) (storedResponse, error)) context.Context {
 	req := c.idem
 	if req == nil {
 		return c.Context()
@@ -409,7 +409,7 @@ func (c *Ctx) engineContext(render func(runengine.Answer) (storedResponse, error
 
 // answerWith writes the response render makes of an engine command's
 // answer.
-func (c *Ctx) answerWith(render func(runengine.Answer) (storedResponse, error), a runengine.Answer) error {
+func (c *request) answerWith(render func(runengine.Answer) (storedResponse, error), a runengine.Answer) error {
 	resp, err := render(a)
 	if err != nil {
 		return err
@@ -420,7 +420,7 @@ func (c *Ctx) answerWith(render func(runengine.Answer) (storedResponse, error), 
 
 // jsonResponse is a JSON response: status, Location (below the base path;
 // none when empty) and an encoded body.
-func (c *Ctx) jsonResponse(status int, location string, body []byte) storedResponse {
+func (c *request) jsonResponse(status int, location string, body []byte) storedResponse {
 	hdr := http.Header{"Content-Type": {"application/json"}}
 	if location != "" {
 		hdr.Set("Location", c.h.opts.BasePath+location)
@@ -430,7 +430,7 @@ func (c *Ctx) jsonResponse(status int, location string, body []byte) storedRespo
 
 // holdsSecret marks c's response as holding a secret shown once (see
 // idempotent): a replay goes only to the credential that made the request.
-func (c *Ctx) holdsSecret() { c.secret = true }
+func (c *request) holdsSecret() { c.secret = true }
 
 // clientHost is the address the request came from, without its port.
 func clientHost(r *http.Request) string {
@@ -442,7 +442,7 @@ func clientHost(r *http.Request) string {
 }
 
 // replay writes a kept response again.
-func (r *idemRequest) replay(c *Ctx, rec *idemRecord) error {
+func (r *idemRequest) replay(c *request, rec *idemRecord) error {
 	key := r.openKey
 	if rec.Bound {
 		key = r.boundKey

@@ -42,7 +42,7 @@ func (h *Handler) registerInvoicingRoutes() {
 }
 
 // handleCustomersList serves GET /v1/invoicing/customers?q=&company_id=.
-func (h *Handler) handleCustomersList(c *Ctx) error {
+func (h *Handler) handleCustomersList(c *request) error {
 	p, err := c.Page()
 	if err != nil {
 		return err
@@ -57,7 +57,7 @@ func (h *Handler) handleCustomersList(c *Ctx) error {
 }
 
 // handleCustomerCreate serves POST /v1/invoicing/customers (CustomerIn): 201.
-func (h *Handler) handleCustomerCreate(c *Ctx) error {
+func (h *Handler) handleCustomerCreate(c *request) error {
 	var in invoicing.CustomerIn
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -70,7 +70,7 @@ func (h *Handler) handleCustomerCreate(c *Ctx) error {
 }
 
 // handleCustomerGet serves GET /v1/invoicing/customers/{id}.
-func (h *Handler) handleCustomerGet(c *Ctx) error {
+func (h *Handler) handleCustomerGet(c *request) error {
 	out, err := h.ws.Invoicing().Customer(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -80,7 +80,7 @@ func (h *Handler) handleCustomerGet(c *Ctx) error {
 
 // handleCustomerUpdate serves PATCH /v1/invoicing/customers/{id}
 // (CustomerPatch).
-func (h *Handler) handleCustomerUpdate(c *Ctx) error {
+func (h *Handler) handleCustomerUpdate(c *request) error {
 	if _, err := h.ws.Invoicing().Customer(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func (h *Handler) handleCustomerUpdate(c *Ctx) error {
 
 // handleCustomerDelete serves DELETE /v1/invoicing/customers/{id}: 204; a
 // customer with invoices is a 409.
-func (h *Handler) handleCustomerDelete(c *Ctx) error {
+func (h *Handler) handleCustomerDelete(c *request) error {
 	if err := h.ws.Invoicing().DeleteCustomer(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func (h *Handler) handleCustomerDelete(c *Ctx) error {
 
 // handleInvoicesList serves GET /v1/invoicing/invoices?status=&customer_id=:
 // a page, newest first.
-func (h *Handler) handleInvoicesList(c *Ctx) error {
+func (h *Handler) handleInvoicesList(c *request) error {
 	p, err := c.Page()
 	if err != nil {
 		return err
@@ -122,7 +122,7 @@ func (h *Handler) handleInvoicesList(c *Ctx) error {
 
 // handleInvoiceCreate serves POST /v1/invoicing/invoices (InvoiceIn): 201
 // with the draft.
-func (h *Handler) handleInvoiceCreate(c *Ctx) error {
+func (h *Handler) handleInvoiceCreate(c *request) error {
 	var in invoicing.InvoiceIn
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -135,7 +135,7 @@ func (h *Handler) handleInvoiceCreate(c *Ctx) error {
 }
 
 // handleInvoiceGet serves GET /v1/invoicing/invoices/{id}.
-func (h *Handler) handleInvoiceGet(c *Ctx) error {
+func (h *Handler) handleInvoiceGet(c *request) error {
 	out, err := h.ws.Invoicing().Invoice(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -145,7 +145,7 @@ func (h *Handler) handleInvoiceGet(c *Ctx) error {
 
 // handleInvoiceUpdate serves PATCH /v1/invoicing/invoices/{id}
 // (InvoicePatch); only a draft changes (409 after).
-func (h *Handler) handleInvoiceUpdate(c *Ctx) error {
+func (h *Handler) handleInvoiceUpdate(c *request) error {
 	if _, err := h.ws.Invoicing().Invoice(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func (h *Handler) handleInvoiceUpdate(c *Ctx) error {
 }
 
 // handleInvoiceFinalize serves POST /v1/invoicing/invoices/{id}/finalize.
-func (h *Handler) handleInvoiceFinalize(c *Ctx) error {
+func (h *Handler) handleInvoiceFinalize(c *request) error {
 	out, err := h.ws.Invoicing().Finalize(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -170,7 +170,7 @@ func (h *Handler) handleInvoiceFinalize(c *Ctx) error {
 }
 
 // handleInvoiceSend serves POST /v1/invoicing/invoices/{id}/send ({to}).
-func (h *Handler) handleInvoiceSend(c *Ctx) error {
+func (h *Handler) handleInvoiceSend(c *request) error {
 	if _, err := h.ws.Invoicing().Invoice(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -187,7 +187,7 @@ func (h *Handler) handleInvoiceSend(c *Ctx) error {
 
 // handleInvoiceRemind serves POST /v1/invoicing/invoices/{id}/remind ({to}):
 // a reminder now, whatever the schedule says.
-func (h *Handler) handleInvoiceRemind(c *Ctx) error {
+func (h *Handler) handleInvoiceRemind(c *request) error {
 	if _, err := h.ws.Invoicing().Invoice(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ func (h *Handler) handleInvoiceRemind(c *Ctx) error {
 // handleInvoicePay serves POST /v1/invoicing/invoices/{id}/pay (PayIn). The
 // request's Idempotency-Key is also kept on the invoice in the payment's
 // transaction, so a repeat after a lost answer pays once.
-func (h *Handler) handleInvoicePay(c *Ctx) error {
+func (h *Handler) handleInvoicePay(c *request) error {
 	if _, err := h.ws.Invoicing().Invoice(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -225,17 +225,17 @@ func (h *Handler) handleInvoicePay(c *Ctx) error {
 }
 
 // handleInvoiceVoid serves POST /v1/invoicing/invoices/{id}/void ({note}).
-func (h *Handler) handleInvoiceVoid(c *Ctx) error {
+func (h *Handler) handleInvoiceVoid(c *request) error {
 	return h.closeInvoice(c, h.ws.Invoicing().Void)
 }
 
 // handleInvoiceUncollectible serves POST
 // /v1/invoicing/invoices/{id}/mark-uncollectible ({note}).
-func (h *Handler) handleInvoiceUncollectible(c *Ctx) error {
+func (h *Handler) handleInvoiceUncollectible(c *request) error {
 	return h.closeInvoice(c, h.ws.Invoicing().MarkUncollectible)
 }
 
-func (h *Handler) closeInvoice(c *Ctx, fn func(ctx context.Context, tenant, id string, in invoicing.NoteIn) (*invoicing.Invoice, error)) error {
+func (h *Handler) closeInvoice(c *request, fn func(ctx context.Context, tenant, id string, in invoicing.NoteIn) (*invoicing.Invoice, error)) error {
 	if _, err := h.ws.Invoicing().Invoice(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -252,7 +252,7 @@ func (h *Handler) closeInvoice(c *Ctx, fn func(ctx context.Context, tenant, id s
 
 // handleInvoiceEvents serves GET /v1/invoicing/invoices/{id}/events: the
 // invoice's history (InvoiceEventOut), oldest first.
-func (h *Handler) handleInvoiceEvents(c *Ctx) error {
+func (h *Handler) handleInvoiceEvents(c *request) error {
 	out, err := h.ws.Invoicing().InvoiceEvents(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -262,7 +262,7 @@ func (h *Handler) handleInvoiceEvents(c *Ctx) error {
 
 // handleInvoicePDF serves GET /v1/invoicing/invoices/{id}/pdf:
 // application/pdf.
-func (h *Handler) handleInvoicePDF(c *Ctx) error {
+func (h *Handler) handleInvoicePDF(c *request) error {
 	b, name, err := h.ws.Invoicing().PDF(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -270,7 +270,7 @@ func (h *Handler) handleInvoicePDF(c *Ctx) error {
 	return writePDF(c, b, name)
 }
 
-func writePDF(c *Ctx, b []byte, name string) error {
+func writePDF(c *request, b []byte, name string) error {
 	hd := c.W.Header()
 	hd.Set("Content-Type", "application/pdf")
 	hd.Set("Content-Length", strconv.Itoa(len(b)))
@@ -282,7 +282,7 @@ func writePDF(c *Ctx, b []byte, name string) error {
 }
 
 // handleAccountGet serves GET /v1/invoicing/account (AccountOut).
-func (h *Handler) handleAccountGet(c *Ctx) error {
+func (h *Handler) handleAccountGet(c *request) error {
 	out, err := h.ws.Invoicing().Account(c.Context(), c.Tenant())
 	if err != nil {
 		return err
@@ -291,7 +291,7 @@ func (h *Handler) handleAccountGet(c *Ctx) error {
 }
 
 // handleAccountUpdate serves PATCH /v1/invoicing/account (AccountPatch).
-func (h *Handler) handleAccountUpdate(c *Ctx) error {
+func (h *Handler) handleAccountUpdate(c *request) error {
 	var in invoicing.AccountPatch
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -304,7 +304,7 @@ func (h *Handler) handleAccountUpdate(c *Ctx) error {
 }
 
 // handleAccountConnect serves POST /v1/invoicing/account/connect.
-func (h *Handler) handleAccountConnect(c *Ctx) error {
+func (h *Handler) handleAccountConnect(c *request) error {
 	out, err := h.ws.Invoicing().Connect(c.Context(), c.Tenant())
 	if err != nil {
 		return err
@@ -314,7 +314,7 @@ func (h *Handler) handleAccountConnect(c *Ctx) error {
 
 // handlePayLinkGet serves GET /v1/invoicing/pay/{token} (public): what the
 // payment link shows the payer.
-func (h *Handler) handlePayLinkGet(c *Ctx) error {
+func (h *Handler) handlePayLinkGet(c *request) error {
 	out, err := h.ws.Invoicing().PaymentLink(c.Context(), c.Param("token"))
 	if err != nil {
 		return err
@@ -323,7 +323,7 @@ func (h *Handler) handlePayLinkGet(c *Ctx) error {
 }
 
 // handlePayLinkPDF serves GET /v1/invoicing/pay/{token}/pdf (public).
-func (h *Handler) handlePayLinkPDF(c *Ctx) error {
+func (h *Handler) handlePayLinkPDF(c *request) error {
 	b, name, err := h.ws.Invoicing().PaymentLinkPDF(c.Context(), c.Param("token"))
 	if err != nil {
 		return err
@@ -333,7 +333,7 @@ func (h *Handler) handlePayLinkPDF(c *Ctx) error {
 
 // handlePayLinkCheckout serves POST /v1/invoicing/pay/{token} (public,
 // CheckoutIn): the simulated checkout pays the amount due by card.
-func (h *Handler) handlePayLinkCheckout(c *Ctx) error {
+func (h *Handler) handlePayLinkCheckout(c *request) error {
 	var in invoicing.CheckoutIn
 	if err := c.Decode(&in); err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/bas-platform/bas/httpapi"
 	"github.com/bas-platform/bas/internal/apps/invoicing"
 	"github.com/bas-platform/bas/internal/extract"
+	"github.com/bas-platform/bas/internal/wiring"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -638,7 +639,7 @@ func TestInvoicingPayIdempotent(t *testing.T) {
 	// The crash: the payment committed, the answer (and the HTTP layer's
 	// record of it) never did. The retry with the key pays nothing more.
 	ctx := context.Background()
-	if _, err := s.ws.Invoicing().Pay(ctx, sess.TenantID, inv.ID, invoicing.PayIn{AmountCents: 1000, Method: "card"},
+	if _, err := wiring.Of(s.ws.Internal()).Invoicing().Pay(ctx, sess.TenantID, inv.ID, invoicing.PayIn{AmountCents: 1000, Method: "card"},
 		invoicing.PayKey("", sess.UserID, "pay-2")); err != nil {
 		t.Fatal(err)
 	}

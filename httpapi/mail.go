@@ -13,7 +13,7 @@ func (h *Handler) registerMailRoutes() {
 }
 
 // handleOutboxList serves GET /v1/outbox: the tenant's outbox, newest first.
-func (h *Handler) handleOutboxList(c *Ctx) error {
+func (h *Handler) handleOutboxList(c *request) error {
 	page, err := c.Page()
 	if err != nil {
 		return err

@@ -31,7 +31,7 @@ func (h *Handler) registerProcessRoutes() {
 // handleProcessList serves GET /v1/processes: the tenant's processes, newest
 // first, paged; ?enabled=true|false, ?function=, ?archived=true (archived
 // ones instead of the others).
-func (h *Handler) handleProcessList(c *Ctx) error {
+func (h *Handler) handleProcessList(c *request) error {
 	p, err := c.Page()
 	if err != nil {
 		return err
@@ -73,7 +73,7 @@ func (h *Handler) handleProcessList(c *Ctx) error {
 
 // handleProcessCreate serves POST /v1/processes: 201 with the process
 // (version 1) and its Location.
-func (h *Handler) handleProcessCreate(c *Ctx) error {
+func (h *Handler) handleProcessCreate(c *request) error {
 	body, err := c.jsonBody(reflect.TypeFor[process.ProcessIn]())
 	if err != nil {
 		return err
@@ -143,7 +143,7 @@ func runEvents(d *process.Definition) []string {
 
 // handleProcessGet serves GET /v1/processes/:id (archived ones too, with
 // archived true).
-func (h *Handler) handleProcessGet(c *Ctx) error {
+func (h *Handler) handleProcessGet(c *request) error {
 	d, err := h.ws.Processes().Get(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -151,15 +151,15 @@ func (h *Handler) handleProcessGet(c *Ctx) error {
 	return c.JSON(http.StatusOK, d)
 }
 
-// ChangeOut is the 202 answer to an update that waits for a second person
+// changeOut is the 202 answer to an update that waits for a second person
 // (PATCH /v1/processes/{id}, PATCH /v1/automation ...).
-type ChangeOut struct {
+type changeOut struct {
 	Change *access.Change `json:"change"`
 }
 
 // handleProcessUpdate serves PATCH /v1/processes/:id: 200 with the process,
 // or 202 {change} when the update widens a control and four-eyes is on.
-func (h *Handler) handleProcessUpdate(c *Ctx) error {
+func (h *Handler) handleProcessUpdate(c *request) error {
 	if _, err := h.ws.Processes().Get(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -176,14 +176,18 @@ func (h *Handler) handleProcessUpdate(c *Ctx) error {
 		return err
 	}
 	if ch != nil {
-		return c.waiting(ch.ID, ChangeOut{Change: ch})
+		change, err := h.ws.Access().Change(c.Context(), c.Tenant(), ch.ID)
+		if err != nil {
+			return err
+		}
+		return c.waiting(ch.ID, changeOut{Change: change})
 	}
 	return c.JSON(http.StatusOK, withWarnings(d))
 }
 
 // handleProcessArchive serves DELETE /v1/processes/:id: archives it (204);
 // runs in flight finish on their version; a second DELETE is 404.
-func (h *Handler) handleProcessArchive(c *Ctx) error {
+func (h *Handler) handleProcessArchive(c *request) error {
 	if err := h.ws.Processes().Archive(c.Context(), c.Tenant(), c.P.Actor(), c.Param("id")); err != nil {
 		return err
 	}
@@ -192,7 +196,7 @@ func (h *Handler) handleProcessArchive(c *Ctx) error {
 
 // handleProcessVersions serves GET /v1/processes/:id/versions: oldest first,
 // paged.
-func (h *Handler) handleProcessVersions(c *Ctx) error {
+func (h *Handler) handleProcessVersions(c *request) error {
 	p, err := c.Page()
 	if err != nil {
 		return err
@@ -234,7 +238,7 @@ type StepTypeOut struct {
 
 // handleStepTypes serves GET /v1/processes/step-types: each step type with
 // its config schema and whether it can run in the tenant now.
-func (h *Handler) handleStepTypes(c *Ctx) error {
+func (h *Handler) handleStepTypes(c *request) error {
 	types := process.StepTypes()
 	out := make([]StepTypeOut, len(types))
 	reg := h.ws.Capabilities()

@@ -39,7 +39,7 @@ type Route struct {
 
 // handlerFunc handles one request; the error it returns is written by the
 // one error writer.
-type handlerFunc func(c *Ctx) error
+type handlerFunc func(c *request) error
 
 // handle declares an authenticated route of app needing perm.
 func (h *Handler) handle(method, path, app, perm string, fn handlerFunc) {
@@ -117,14 +117,14 @@ func requestID(ctx context.Context) string {
 // writer.
 func (h *Handler) wrap(rt *Route) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		c := &Ctx{W: w, R: r, Params: ps, h: h, route: rt}
+		c := &request{W: w, R: r, Params: ps, h: h, route: rt}
 		if err := h.run(c); err != nil {
 			h.writeError(c, err)
 		}
 	}
 }
 
-func (h *Handler) run(c *Ctx) error {
+func (h *Handler) run(c *request) error {
 	rt := c.route
 	if err := checkContentType(c); err != nil {
 		return err

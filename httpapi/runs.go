@@ -42,7 +42,7 @@ type StartIn struct {
 }
 
 // handleRunStart serves POST /v1/processes/:id/start.
-func (h *Handler) handleRunStart(c *Ctx) error {
+func (h *Handler) handleRunStart(c *request) error {
 	if err := h.ws.Processes().Check(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (h *Handler) handleRunStart(c *Ctx) error {
 	render := func(a runengine.Answer) (storedResponse, error) {
 		return c.jsonResponse(http.StatusCreated, "/v1/process-runs/"+jsonID(a.Run), a.Run), nil
 	}
-	raw, err := h.ws.Engine().Start(c.engineContext(render), runengine.StartInput{Tenant: c.Tenant(), ProcessID: c.Param("id"),
+	raw, err := h.startJSON(c.engineContext(render), runengine.StartParams{Tenant: c.Tenant(), ProcessID: c.Param("id"),
 		Subject: runengine.Subject{Type: in.Subject.Type, Label: in.Subject.Label}, Actor: c.P.Actor()})
 	if err != nil {
 		return err
@@ -61,17 +61,17 @@ func (h *Handler) handleRunStart(c *Ctx) error {
 	return c.answerWith(render, runengine.Answer{Run: raw})
 }
 
-var runStatuses = []string{runengine.RunRunning, runengine.RunWaiting, runengine.RunCompleted, runengine.RunFailed,
+var runStatuses = []runengine.RunStatus{runengine.RunRunning, runengine.RunWaiting, runengine.RunCompleted, runengine.RunFailed,
 	runengine.RunRejected, runengine.RunCancelled}
 
 // handleRunList serves GET /v1/process-runs?process_id=&status=&overdue=true.
-func (h *Handler) handleRunList(c *Ctx) error {
+func (h *Handler) handleRunList(c *request) error {
 	p, err := c.Page()
 	if err != nil {
 		return err
 	}
 	q := c.R.URL.Query()
-	rq := runengine.RunQuery{ProcessID: q.Get("process_id"), Status: q.Get("status")}
+	rq := runengine.RunQuery{ProcessID: q.Get("process_id"), Status: runengine.RunStatus(q.Get("status"))}
 	var vs []errs.Violation
 	if rq.Status != "" && !slices.Contains(runStatuses, rq.Status) {
 		vs = append(vs, enumViolation("status", runStatuses))
@@ -124,7 +124,7 @@ func listedRun(r *runengine.Run) *runengine.Run {
 }
 
 // handleRunGet serves GET /v1/process-runs/:id.
-func (h *Handler) handleRunGet(c *Ctx) error {
+func (h *Handler) handleRunGet(c *request) error {
 	r, err := h.ws.Engine().GetRun(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -133,12 +133,13 @@ func (h *Handler) handleRunGet(c *Ctx) error {
 }
 
 // handleRunCancel serves POST /v1/process-runs/:id/cancel.
-func (h *Handler) handleRunCancel(c *Ctx) error {
-	raw, err := h.ws.Engine().Cancel(c.Context(), c.Tenant(), c.Param("id"), c.P.Actor())
+func (h *Handler) handleRunCancel(c *request) error {
+	r, err := h.ws.Engine().Cancel(c.Context(), runengine.CancelParams{Tenant: c.Tenant(), RunID: c.Param("id"),
+		Actor: c.P.Actor()})
 	if err != nil {
 		return err
 	}
-	return c.raw(http.StatusOK, raw)
+	return c.JSON(http.StatusOK, r)
 }
 
 // EventIn is an event emitted from outside.
@@ -169,7 +170,7 @@ func ownedNamespace(name string) (string, bool) {
 // handleEventEmit serves POST /v1/events: 202 with the runs it started.
 // Names in a namespace an app or the engine owns are a 422; the event
 // records the key or user that emitted it, and so do the runs it starts.
-func (h *Handler) handleEventEmit(c *Ctx) error {
+func (h *Handler) handleEventEmit(c *request) error {
 	var in EventIn
 	if err := c.Decode(&in); err != nil {
 		return err
@@ -178,19 +179,20 @@ func (h *Handler) handleEventEmit(c *Ctx) error {
 		return errs.Invalidf([]any{"body", "name"}, "value_error",
 			"events named %s.* are emitted only by the workspace itself; use a name of your own (custom.*, or your product's namespace)", ns)
 	}
-	id, started, err := h.ws.Engine().Publish(c.Context(), c.Tenant(), c.P.Actor(), in.Name, in.Data)
+	pub, err := h.ws.Engine().Publish(c.Context(), runengine.PublishParams{Tenant: c.Tenant(), Name: in.Name, Data: in.Data,
+		Emitter: c.P.Actor()})
 	if err != nil {
 		return err
 	}
-	out := EventOut{EventID: id, Runs: make([]any, len(started))}
-	for i, r := range started {
+	out := EventOut{EventID: pub.Event.ID, Runs: make([]any, len(pub.Runs))}
+	for i, r := range pub.Runs {
 		out.Runs[i] = r
 	}
 	return c.JSON(http.StatusAccepted, out)
 }
 
 // handleCockpit serves GET /v1/cockpit.
-func (h *Handler) handleCockpit(c *Ctx) error {
+func (h *Handler) handleCockpit(c *request) error {
 	v := runengine.Viewer{CanDecide: c.P.Can(access.PermApprovalsDecide), CanWork: c.P.Can(access.PermTasksWork)}
 	for _, a := range []string{c.P.UserID, c.P.Email} {
 		if a != "" {
@@ -211,17 +213,17 @@ func (h *Handler) handleCockpit(c *Ctx) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-var taskStatuses = []string{runengine.TaskOpen, runengine.TaskCompleted, runengine.TaskCancelled}
+var taskStatuses = []runengine.TaskStatus{runengine.TaskOpen, runengine.TaskCompleted, runengine.TaskCancelled}
 
 // handleTaskList serves GET /v1/tasks?status=&assignee= (assignee "me" is
 // the caller).
-func (h *Handler) handleTaskList(c *Ctx) error {
+func (h *Handler) handleTaskList(c *request) error {
 	p, err := c.Page()
 	if err != nil {
 		return err
 	}
 	q := c.R.URL.Query()
-	tq := runengine.TaskQuery{Status: q.Get("status"), Assignee: q.Get("assignee")}
+	tq := runengine.TaskQuery{Status: runengine.TaskStatus(q.Get("status")), Assignee: q.Get("assignee")}
 	var vs []errs.Violation
 	if tq.Status != "" && !slices.Contains(taskStatuses, tq.Status) {
 		vs = append(vs, enumViolation("status", taskStatuses))
@@ -253,7 +255,7 @@ func (h *Handler) handleTaskList(c *Ctx) error {
 }
 
 // handleTaskGet serves GET /v1/tasks/:id.
-func (h *Handler) handleTaskGet(c *Ctx) error {
+func (h *Handler) handleTaskGet(c *request) error {
 	t, err := h.ws.Engine().GetTask(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -268,7 +270,7 @@ type CompleteIn struct {
 }
 
 // handleTaskComplete serves POST /v1/tasks/:id/complete.
-func (h *Handler) handleTaskComplete(c *Ctx) error {
+func (h *Handler) handleTaskComplete(c *request) error {
 	if _, err := h.ws.Engine().GetTask(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -279,23 +281,28 @@ func (h *Handler) handleTaskComplete(c *Ctx) error {
 	render := func(a runengine.Answer) (storedResponse, error) {
 		return c.jsonResponse(http.StatusOK, "", a.Task), nil
 	}
-	raw, err := h.ws.Engine().CompleteTask(c.engineContext(render), c.Tenant(), c.Param("id"), in.Action, in.Fields, c.P.Actor())
+	t, err := h.ws.Engine().CompleteTask(c.engineContext(render), runengine.CompleteTaskParams{Tenant: c.Tenant(),
+		TaskID: c.Param("id"), Action: in.Action, Fields: in.Fields, Actor: c.P.Actor()})
+	if err != nil {
+		return err
+	}
+	raw, err := json.Marshal(t)
 	if err != nil {
 		return err
 	}
 	return c.answerWith(render, runengine.Answer{Task: raw})
 }
 
-var approvalStatuses = []string{runengine.ApprovalPending, runengine.ApprovalApproved, runengine.ApprovalRejected,
+var approvalStatuses = []runengine.ApprovalStatus{runengine.ApprovalPending, runengine.ApprovalApproved, runengine.ApprovalRejected,
 	runengine.ApprovalExpired, runengine.ApprovalCancelled}
 
 // handleApprovalList serves GET /v1/approvals?status=.
-func (h *Handler) handleApprovalList(c *Ctx) error {
+func (h *Handler) handleApprovalList(c *request) error {
 	p, err := c.Page()
 	if err != nil {
 		return err
 	}
-	status := c.R.URL.Query().Get("status")
+	status := runengine.ApprovalStatus(c.R.URL.Query().Get("status"))
 	if status != "" && !slices.Contains(approvalStatuses, status) {
 		return errs.Validation(enumViolation("status", approvalStatuses))
 	}
@@ -307,7 +314,7 @@ func (h *Handler) handleApprovalList(c *Ctx) error {
 }
 
 // handleApprovalGet serves GET /v1/approvals/:id.
-func (h *Handler) handleApprovalGet(c *Ctx) error {
+func (h *Handler) handleApprovalGet(c *request) error {
 	a, err := h.ws.Engine().GetApproval(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -327,7 +334,7 @@ type RejectIn struct {
 }
 
 // handleApprovalApprove serves POST /v1/approvals/:id/approve.
-func (h *Handler) handleApprovalApprove(c *Ctx) error {
+func (h *Handler) handleApprovalApprove(c *request) error {
 	if _, err := h.ws.Engine().GetApproval(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -335,15 +342,16 @@ func (h *Handler) handleApprovalApprove(c *Ctx) error {
 	if err := c.Decode(&in); err != nil {
 		return err
 	}
-	d, err := h.ws.Engine().Decide(c.engineContext(c.renderDecision), c.Tenant(), c.Param("id"), true, in.Args, "", c.P.Actor())
+	d, err := h.ws.Engine().Decide(c.engineContext(c.renderDecision), runengine.DecideParams{Tenant: c.Tenant(),
+		ApprovalID: c.Param("id"), Approve: true, Args: in.Args, Actor: c.P.Actor()})
 	if err != nil {
 		return err
 	}
-	return c.answerWith(c.renderDecision, runengine.Answer{Approval: d.Approval, Run: d.Run})
+	return c.answerDecision(d)
 }
 
 // handleApprovalReject serves POST /v1/approvals/:id/reject.
-func (h *Handler) handleApprovalReject(c *Ctx) error {
+func (h *Handler) handleApprovalReject(c *request) error {
 	if _, err := h.ws.Engine().GetApproval(c.Context(), c.Tenant(), c.Param("id")); err != nil {
 		return err
 	}
@@ -351,23 +359,44 @@ func (h *Handler) handleApprovalReject(c *Ctx) error {
 	if err := c.Decode(&in); err != nil {
 		return err
 	}
-	d, err := h.ws.Engine().Decide(c.engineContext(c.renderDecision), c.Tenant(), c.Param("id"), false, nil, in.Reason, c.P.Actor())
+	d, err := h.ws.Engine().Decide(c.engineContext(c.renderDecision), runengine.DecideParams{Tenant: c.Tenant(),
+		ApprovalID: c.Param("id"), Reason: in.Reason, Actor: c.P.Actor()})
 	if err != nil {
 		return err
 	}
-	return c.answerWith(c.renderDecision, runengine.Answer{Approval: d.Approval, Run: d.Run})
+	return c.answerDecision(d)
 }
 
 // renderDecision is the answer to an approve or a reject: the approval and
 // the run.
-func (c *Ctx) renderDecision(a runengine.Answer) (storedResponse, error) {
-	b, err := json.Marshal(runengine.Decision{Approval: a.Approval, Run: a.Run})
+func (c *request) renderDecision(a runengine.Answer) (storedResponse, error) {
+	b, err := json.Marshal(struct {
+		Approval json.RawMessage `json:"approval"`
+		Run      json.RawMessage `json:"run"`
+	}{a.Approval, a.Run})
 	if err != nil {
 		return storedResponse{}, errors.Wrap(err, "encode decision")
 	}
 	return c.jsonResponse(http.StatusOK, "", b), nil
 }
 
-func enumViolation(param string, allowed []string) errs.Violation {
-	return errs.Violation{Loc: []any{"query", param}, Msg: "must be one of: " + strings.Join(allowed, ", "), Type: "enum"}
+// answerDecision answers an approve or a reject with d.
+func (c *request) answerDecision(d *runengine.Decision) error {
+	approval, err := json.Marshal(d.Approval)
+	if err != nil {
+		return errors.Wrap(err, "encode approval")
+	}
+	run, err := json.Marshal(d.Run)
+	if err != nil {
+		return errors.Wrap(err, "encode run")
+	}
+	return c.answerWith(c.renderDecision, runengine.Answer{Approval: approval, Run: run})
+}
+
+func enumViolation[S ~string](param string, allowed []S) errs.Violation {
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = string(a)
+	}
+	return errs.Violation{Loc: []any{"query", param}, Msg: "must be one of: " + strings.Join(names, ", "), Type: "enum"}
 }

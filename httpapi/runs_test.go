@@ -18,7 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/httpapi"
+	"github.com/bas-platform/bas/internal/wiring"
+	"github.com/bas-platform/bas/runengine"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -176,21 +179,31 @@ func (s *testServer) getRun(t *testing.T, token, id string) runView {
 	return r
 }
 
-// awaitRun polls a run until cond holds (the engine advances runs
-// asynchronously after it answers) and returns it.
+// tenantOf returns the tenant a token acts for.
+func (s *testServer) tenantOf(t *testing.T, token string) string {
+	t.Helper()
+	p, err := wiring.Of(s.ws.Internal()).Authenticate(context.Background(), token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Tenant
+}
+
+// awaitRun waits until cond holds for the run as the API shows it (the
+// engine advances runs asynchronously after it answers) and returns it:
+// the workspace tells it of each committed change of the run.
 func (s *testServer) awaitRun(t *testing.T, token, id, what string, cond func(runView) bool) runView {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		r := s.getRun(t, token, id)
-		if cond(r) {
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s never became %s: %+v", id, what, r)
-		}
-		time.Sleep(5 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var last runView
+	if _, err := s.ws.WaitRunUntil(ctx, s.tenantOf(t, token), id, func(*bas.Run) bool {
+		last = s.getRun(t, token, id)
+		return cond(last)
+	}); err != nil {
+		t.Fatalf("run %s never became %s (%v): %+v", id, what, err, last)
 	}
+	return last
 }
 
 func runStatusIs(status string) func(runView) bool {
@@ -208,11 +221,11 @@ func (s *testServer) emit(t *testing.T, token, name string, data map[string]any)
 			TenantID string `json:"tenant_id"`
 		}
 		s.do(t, "GET", "/v1/auth/me", token, nil).want(t, http.StatusOK).decode(t, &me)
-		id, runs, err := s.ws.Engine().Publish(context.Background(), me.TenantID, "", name, data)
+		pub, err := s.ws.Engine().Publish(context.Background(), runengine.PublishParams{Tenant: me.TenantID, Name: name, Data: data})
 		if err != nil {
 			t.Fatalf("publish %s: %v", name, err)
 		}
-		raw, _ := json.Marshal(map[string]any{"event_id": id, "runs": runs})
+		raw, _ := json.Marshal(map[string]any{"event_id": pub.Event.ID, "runs": pub.Runs})
 		if err := json.Unmarshal(raw, &out); err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,7 @@ func (h *Handler) registerSystemRoutes() {
 }
 
 // handleHealth serves GET /healthz: 200 when the store answers.
-func (h *Handler) handleHealth(c *Ctx) error {
+func (h *Handler) handleHealth(c *request) error {
 	if err := h.ws.Ping(c.Context()); err != nil {
 		writeDetail(c.W, http.StatusServiceUnavailable, "store unavailable")
 		return nil
@@ -23,7 +23,7 @@ func (h *Handler) handleHealth(c *Ctx) error {
 // handleAppsList serves GET /v1/apps: the built-in apps this handler
 // serves (an app is served when a route of the route table belongs to
 // it) and the apps plugins describe.
-func (h *Handler) handleAppsList(c *Ctx) error {
+func (h *Handler) handleAppsList(c *request) error {
 	builtin := map[string]bool{}
 	for _, a := range capability.BuiltinApps() {
 		builtin[a.ID] = true

@@ -19,7 +19,7 @@ func (h *Handler) registerTemplateRoutes() {
 // handleTemplatesList serves GET /v1/process-templates?function=: every
 // template (CatalogEntry) with installed for the caller's workspace, by
 // function then id (not paged: the catalog is small and fixed).
-func (h *Handler) handleTemplatesList(c *Ctx) error {
+func (h *Handler) handleTemplatesList(c *request) error {
 	out, err := h.ws.Templates().List(c.Context(), c.Tenant(), c.R.URL.Query().Get("function"))
 	if err != nil {
 		return err
@@ -28,7 +28,7 @@ func (h *Handler) handleTemplatesList(c *Ctx) error {
 }
 
 // handleTemplateGet serves GET /v1/process-templates/{id}.
-func (h *Handler) handleTemplateGet(c *Ctx) error {
+func (h *Handler) handleTemplateGet(c *request) error {
 	e, err := h.ws.Templates().Get(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -39,7 +39,7 @@ func (h *Handler) handleTemplateGet(c *Ctx) error {
 // handleTemplatesInstall serves POST /v1/process-templates/install
 // (InstallIn -> InstallOut): 201 when a process was installed, 200 when
 // every template was skipped.
-func (h *Handler) handleTemplatesInstall(c *Ctx) error {
+func (h *Handler) handleTemplatesInstall(c *request) error {
 	var in templates.InstallIn
 	if err := c.Decode(&in); err != nil {
 		return err

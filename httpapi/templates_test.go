@@ -12,6 +12,7 @@ import (
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/httpapi"
+	"github.com/bas-platform/bas/runengine"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -399,8 +400,8 @@ func TestInterfaceTemplatesRun(t *testing.T) {
 			"lines": []map[string]any{{"description": "Consulting", "quantity": 1, "unit_amount_cents": 120000}}})
 		call("invoice.finalize", map[string]any{"invoice_id": inv["invoice_id"]})
 		// The invoice falls overdue: the event the template listens for.
-		if _, _, err := s.ws.Engine().Publish(ctx, admin.TenantID, "", "invoicing.invoice.overdue",
-			map[string]any{"invoice_id": inv["invoice_id"]}); err != nil {
+		if _, err := s.ws.Engine().Publish(ctx, runengine.PublishParams{Tenant: admin.TenantID, Name: "invoicing.invoice.overdue",
+			Data: map[string]any{"invoice_id": inv["invoice_id"]}}); err != nil {
 			t.Fatal(err)
 		}
 		var runs []runView

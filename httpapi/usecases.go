@@ -26,7 +26,7 @@ func (h *Handler) registerUseCaseRoutes() {
 // handleUseCasesList serves GET /v1/use-cases?scope=&department=: the
 // entries the scope selects for the caller, by id (not paged: the catalog
 // is small and fixed).
-func (h *Handler) handleUseCasesList(c *Ctx) error {
+func (h *Handler) handleUseCasesList(c *request) error {
 	q := c.R.URL.Query()
 	query := usecases.Query{Scope: q.Get("scope"), Department: q.Get("department")}
 	if err := h.ws.UseCases().Check(query); err != nil {
@@ -44,13 +44,13 @@ func (h *Handler) handleUseCasesList(c *Ctx) error {
 }
 
 // handleUseCaseTaxonomy serves GET /v1/use-cases/taxonomy.
-func (h *Handler) handleUseCaseTaxonomy(c *Ctx) error {
+func (h *Handler) handleUseCaseTaxonomy(c *request) error {
 	return c.JSON(http.StatusOK, h.ws.UseCases().Catalog().Taxonomy())
 }
 
 // handleUseCaseRegister serves GET /v1/use-cases/register?status=: the
 // adopted entries, most recently changed first, with the counts.
-func (h *Handler) handleUseCaseRegister(c *Ctx) error {
+func (h *Handler) handleUseCaseRegister(c *request) error {
 	v, err := h.ws.UseCases().Viewer(c.Context(), c.P)
 	if err != nil {
 		return err
@@ -63,7 +63,7 @@ func (h *Handler) handleUseCaseRegister(c *Ctx) error {
 }
 
 // handleUseCaseProfileGet serves GET /v1/use-cases/profile.
-func (h *Handler) handleUseCaseProfileGet(c *Ctx) error {
+func (h *Handler) handleUseCaseProfileGet(c *request) error {
 	p, err := h.ws.UseCases().Profile(c.Context(), c.Tenant())
 	if err != nil {
 		return err
@@ -73,7 +73,7 @@ func (h *Handler) handleUseCaseProfileGet(c *Ctx) error {
 
 // handleUseCaseProfileSet serves PUT /v1/use-cases/profile: replaces the
 // workspace's industries, size, systems and regulations.
-func (h *Handler) handleUseCaseProfileSet(c *Ctx) error {
+func (h *Handler) handleUseCaseProfileSet(c *request) error {
 	raw, err := c.Body()
 	if err != nil {
 		return err
@@ -92,7 +92,7 @@ func (h *Handler) handleUseCaseProfileSet(c *Ctx) error {
 // handleUseCaseDepartments serves PUT
 // /v1/use-cases/members/{user_id}/departments (DepartmentsIn). The member
 // is looked up first: another tenant's person is a 404 whatever the body.
-func (h *Handler) handleUseCaseDepartments(c *Ctx) error {
+func (h *Handler) handleUseCaseDepartments(c *request) error {
 	uid := c.Param("user_id")
 	if _, err := h.ws.Access().Member(c.Context(), c.Tenant(), uid); err != nil {
 		return err
@@ -109,7 +109,7 @@ func (h *Handler) handleUseCaseDepartments(c *Ctx) error {
 }
 
 // handleUseCaseGet serves GET /v1/use-cases/{use_case_id}.
-func (h *Handler) handleUseCaseGet(c *Ctx) error {
+func (h *Handler) handleUseCaseGet(c *request) error {
 	v, err := h.ws.UseCases().Viewer(c.Context(), c.P)
 	if err != nil {
 		return err
@@ -123,7 +123,7 @@ func (h *Handler) handleUseCaseGet(c *Ctx) error {
 
 // handleUseCaseAdoption serves PUT /v1/use-cases/{use_case_id}/adoption
 // (AdoptionIn): the adoption after the change.
-func (h *Handler) handleUseCaseAdoption(c *Ctx) error {
+func (h *Handler) handleUseCaseAdoption(c *request) error {
 	id := c.Param("use_case_id")
 	if _, ok := h.ws.UseCases().Catalog().Get(id); !ok {
 		return errs.NotFoundf("use case not found")

@@ -12,9 +12,9 @@
 // # Calls
 //
 // Every call carries a deadline: HostOptions.CallTimeout, or the caller's
-// if sooner. A call that times out returns an error marked errs.Unavailable
+// if sooner. A call that times out returns an error marked bas.ErrUnavailable
 // that names the plugin; the plugin stays up and other calls go on. Errors
-// the provider returns keep their kind (errors.Is(err, errs.NotFound) holds
+// the provider returns keep their kind (errors.Is(err, bas.ErrNotFound) holds
 // for a provider's sdk.NotFoundf), their public message and violations. A
 // result that is not valid JSON is a plain error ("plugin X returned
 // malformed output ..."): the provider is at fault, not the caller.
@@ -25,14 +25,14 @@
 // its connection, or when a ping (every HealthInterval) fails, and restarts
 // the plugin with exponential backoff between RestartBackoffMin and
 // RestartBackoffMax. The call in flight during a crash returns an error
-// marked errs.Unavailable, so the engine retries it; calls made while the
+// marked bas.ErrUnavailable, so the engine retries it; calls made while the
 // plugin restarts wait for it within their deadline. Health reports
 // "connected", "starting" (restarting) or "failed" with a detail: "not
 // found", "bad checksum ...", "handshake failed ...", "restart failed ...".
 //
 // A plugin that cannot be loaded does not disturb the others: Load returns
 // a clear error and Failed lists it as a provider in state "failed" whose
-// calls return errs.Unavailable, so GET /v1/connections can show it.
+// calls return bas.ErrUnavailable, so GET /v1/connections can show it.
 //
 // # Processes
 //

@@ -258,7 +258,7 @@ func (h *Host) check(path, abs string, p *Plugin) (detail string, kind error) {
 }
 
 // Failed returns the plugins that could not be loaded, as providers in state
-// "failed" whose calls return errs.Unavailable. A plugin that loaded and
+// "failed" whose calls return bas.ErrUnavailable. A plugin that loaded and
 // later fails to restart is not listed here: its own Health says "failed".
 func (h *Host) Failed() []capability.Provider {
 	h.mu.Lock()
@@ -274,7 +274,7 @@ func (h *Host) Failed() []capability.Provider {
 
 // Close stops every plugin process and waits until each has exited (a
 // plugin gets a few seconds to exit after its connection closes, then it is
-// killed). The host's plugins then answer calls with errs.Unavailable. Close
+// killed). The host's plugins then answer calls with bas.ErrUnavailable. Close
 // may be called more than once.
 func (h *Host) Close() error {
 	h.mu.Lock()

@@ -127,8 +127,8 @@ func (p *Plugin) Health(ctx context.Context) capability.Health {
 // Call sends call to the plugin and returns its result. The call's deadline
 // is the host's CallTimeout or ctx's, whichever is sooner; a call made while
 // the plugin restarts waits for it within that deadline. Errors: the
-// provider's own (with their kinds), errs.Unavailable when the plugin is
-// down, times out or crashes during the call, errs.Invalid when the
+// provider's own (with their kinds), bas.ErrUnavailable when the plugin is
+// down, times out or crashes during the call, bas.ErrInvalid when the
 // arguments are not JSON, and capability.ErrMalformedOutput (no kind) when
 // the plugin's output is not valid JSON.
 func (p *Plugin) Call(ctx context.Context, call capability.Call) (json.RawMessage, error) {
@@ -601,7 +601,7 @@ func backoff(lo, hi time.Duration, streak int) time.Duration {
 }
 
 // Stop ends the plugin's process for good (the host will not restart it)
-// and leaves it failed with reason: its calls then return errs.Unavailable.
+// and leaves it failed with reason: its calls then return bas.ErrUnavailable.
 // A plugin that loaded but is not to be used (its registration failed, say)
 // is stopped rather than left running until the host closes. Stop may be
 // called more than once; the first reason stays.

@@ -46,11 +46,11 @@ type DraftOutput struct {
 	Text  string `json:"text"`
 }
 
-// Render renders a draft template: every ${path} reference is replaced by
+// render renders a draft template: every ${path} reference is replaced by
 // the text of the value at that path of data (numbers in plain decimal,
 // objects and lists as compact JSON), "$${" is a literal "${". A reference
 // to a missing path is an error naming it. It is pure and deterministic.
-func Render(template string, data map[string]any) (string, error) {
+func render(template string, data map[string]any) (string, error) {
 	v, err := refs.Resolve(template, data)
 	if err != nil {
 		return "", errors.Wrap(err, "render template")

@@ -245,7 +245,7 @@ func TestRender(t *testing.T) {
 		{template: "Hello ${subject.name}", wantErr: `no value at "subject.name"`},
 		{template: "Hello ${subject.label", wantErr: "missing closing brace"},
 	} {
-		got, err := Render(test.template, data)
+		got, err := render(test.template, data)
 		if test.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), test.wantErr) {
 				t.Errorf("Render(%q) error = %v, want %q", test.template, err, test.wantErr)

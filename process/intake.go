@@ -65,16 +65,61 @@ type IntakeOutput struct {
 	Fields map[string]any `json:"fields"`
 	// Extracted maps each extracted field's key to its value and the
 	// evidence of where it came from (text, page, start, end).
-	Extracted map[string]extract.Value `json:"extracted"`
+	Extracted map[string]ExtractedValue `json:"extracted"`
 	// Problems are the fields not extracted, in field order, with the text
 	// found when some was.
-	Problems []extract.Problem `json:"problems"`
+	Problems []IntakeProblem `json:"problems"`
 	// Missing lists the keys of required fields that were not extracted.
 	Missing []string `json:"missing"`
 }
 
-// ExtractFields returns the fields in the form package extract takes.
-func (c IntakeConfig) ExtractFields() []extract.Field {
+// ExtractedValue is an extracted value and the evidence of where it came
+// from.
+type ExtractedValue struct {
+	// Value is the parsed value: string (text, date, email, enum), float64
+	// (number) or int64 cents (money).
+	Value any `json:"value"`
+	// Text is the text the value was parsed from.
+	Text string `json:"text"`
+	// Page is the page number the text is on.
+	Page int `json:"page"`
+	// Start and End are the code-point offsets of Text in the page text.
+	Start int `json:"start"`
+	End   int `json:"end"`
+	// Items, for a repeated field, is every value found, in order; the
+	// fields above then describe the first.
+	Items []ExtractedValue `json:"items,omitempty"`
+}
+
+// IntakeProblem is a field that could not be extracted.
+type IntakeProblem struct {
+	// Field is the field's key.
+	Field string `json:"field"`
+	// Kind is missing, type, option or rule.
+	Kind string `json:"kind"`
+	// Message says what went wrong, for a person.
+	Message string `json:"message"`
+	// Text, Page, Start and End cite the text that was found, when some was
+	// (kinds type and option); Page is 0 otherwise.
+	Text  string `json:"text,omitempty"`
+	Page  int    `json:"page,omitempty"`
+	Start int    `json:"start,omitempty"`
+	End   int    `json:"end,omitempty"`
+}
+
+func extractedValue(v extract.Value) ExtractedValue {
+	out := ExtractedValue{Value: v.Value, Text: v.Text, Page: v.Page, Start: v.Start, End: v.End}
+	if v.Items != nil {
+		out.Items = make([]ExtractedValue, len(v.Items))
+		for i, item := range v.Items {
+			out.Items[i] = extractedValue(item)
+		}
+	}
+	return out
+}
+
+// extractFields returns the fields in the form package extract takes.
+func (c IntakeConfig) extractFields() []extract.Field {
 	out := make([]extract.Field, len(c.Fields))
 	for i, f := range c.Fields {
 		ef := extract.Field{Key: f.Key, Label: f.Label, Type: f.Type, Options: f.Options}
@@ -96,22 +141,23 @@ func (c IntakeConfig) ExtractFields() []extract.Field {
 // fields whose rules are unusable, which definition-time validation
 // rejects. It is pure and deterministic.
 func Intake(cfg IntakeConfig, text string) (IntakeOutput, error) {
-	x, err := extract.New(cfg.ExtractFields())
+	x, err := extract.New(cfg.extractFields())
 	if err != nil {
 		return IntakeOutput{}, errors.Wrap(err, "intake fields")
 	}
 	vals, problems := x.Extract(extract.FromText(text))
 	out := IntakeOutput{
 		Fields:    make(map[string]any, len(vals)),
-		Extracted: vals,
-		Problems:  problems,
+		Extracted: make(map[string]ExtractedValue, len(vals)),
+		Problems:  make([]IntakeProblem, len(problems)),
 		Missing:   []string{},
 	}
-	if out.Problems == nil {
-		out.Problems = []extract.Problem{}
+	for i, p := range problems {
+		out.Problems[i] = IntakeProblem(p)
 	}
 	for k, v := range vals {
 		out.Fields[k] = v.Value
+		out.Extracted[k] = extractedValue(v)
 	}
 	for _, f := range cfg.Fields {
 		if _, ok := vals[f.Key]; !ok && f.Required {
@@ -157,7 +203,7 @@ func checkIntake(cfg *IntakeConfig, _ Step, loc []any) []errs.Violation {
 		v.add(at(loc, "fields"), "missing", "an intake step reading text needs fields to extract")
 	}
 	seen := map[string]int{}
-	efs := cfg.ExtractFields()
+	efs := cfg.extractFields()
 	for i, f := range cfg.Fields {
 		floc := at(loc, "fields", i)
 		if first, dup := seen[f.Key]; dup && f.Key != "" {

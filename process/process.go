@@ -20,12 +20,11 @@
 //
 // StepTypes lists the eleven types with the JSON Schema of their configs
 // (served by GET /v1/processes/step-types) and the capabilities they call.
-// CheckStep validates a step's config against the schema and the rules a
-// schema cannot say (durations, filters, patterns, references, cross-field
-// rules). The deterministic work of intake (from text), validate, route,
+// DecodeIn and DecodePatch check a step's config against its schema and
+// the rules a schema cannot say (durations, filters, patterns, references,
+// cross-field rules). The deterministic work of intake (from text), validate, route,
 // consolidate and analyse is done by pure functions (Intake, Validate,
-// Route, Consolidate, Analyse, and Eval for any of them); drafts render
-// with Render. They do no I/O: the engine resolves references, waits,
+// Route, Consolidate, Analyse). They do no I/O: the engine resolves references, waits,
 // schedules and calls capabilities.
 package process
 

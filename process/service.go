@@ -15,7 +15,6 @@ import (
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
-	"github.com/bas-platform/bas/internal/foureyes"
 	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
@@ -24,6 +23,26 @@ import (
 // ChangeKindUpdate is the kind of the widening-change queue's entries that
 // hold a process update waiting for a second person.
 const ChangeKindUpdate = "process.update"
+
+// ChangeQueue is the widening-change queue (the workspace's access app):
+// whether a tenant has four-eyes on, and queueing a change for a second
+// person. Approving a change of ChangeKindUpdate must call ApplyChangeTx.
+type ChangeQueue interface {
+	// FourEyes reports whether tenant's widening changes wait for a second
+	// person.
+	FourEyes(ctx context.Context, tenant string) (bool, error)
+	// ProposeChangeTx queues a change inside tx and returns its id.
+	ProposeChangeTx(tx store.Txn, tenant, kind, requester, summary string, payload any) (string, error)
+}
+
+// ProposedChange is an update waiting for a second person: it applies
+// when someone else approves the change in the change queue.
+type ProposedChange struct {
+	// ID is the change's id in the queue.
+	ID string
+	// Summary says in a line what approving it does.
+	Summary string
+}
 
 // Config configures NewService.
 type Config struct {
@@ -39,7 +58,7 @@ type Config struct {
 	// Access is the four-eyes queue. Defaults to none: widening changes
 	// then apply at once, as with four-eyes off. Register ApplyChangeTx for
 	// ChangeKindUpdate with the queue.
-	Access foureyes.Queue
+	Access ChangeQueue
 }
 
 func (c Config) withDefaults() Config {
@@ -68,7 +87,7 @@ type Service struct {
 	st     store.Store
 	clock  clock.Clock
 	log    *slog.Logger
-	access foureyes.Queue
+	access ChangeQueue
 	types  *StepRegistry
 
 	mu    sync.RWMutex
@@ -374,13 +393,13 @@ func (s *Service) List(ctx context.Context, tenant string, q Query, p store.Page
 // (if the process has not moved to another version meanwhile). Otherwise
 // the updated process is returned. Exactly one of the two results is set.
 // An archived process is errs.Conflict.
-func (s *Service) Update(ctx context.Context, tenant, actor, id string, patch ProcessPatch) (*Definition, *foureyes.Change, error) {
+func (s *Service) Update(ctx context.Context, tenant, actor, id string, patch ProcessPatch) (*Definition, *ProposedChange, error) {
 	if err := validatePatch(patch, s.types); err != nil {
 		return nil, nil, err
 	}
 	fourEyes := false
 	if patch.Steps != nil {
-		on, err := foureyes.Required(ctx, s.access, tenant)
+		on, err := s.fourEyes(ctx, tenant)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -388,7 +407,7 @@ func (s *Service) Update(ctx context.Context, tenant, actor, id string, patch Pr
 	}
 	var (
 		out    *Definition
-		change *foureyes.Change
+		change *ProposedChange
 	)
 	err := s.st.Update(ctx, func(tx store.Txn) error {
 		out, change = nil, nil
@@ -404,8 +423,12 @@ func (s *Service) Update(ctx context.Context, tenant, actor, id string, patch Pr
 		if len(reasons) > 0 && fourEyes {
 			payload := changePayload{ProcessID: id, BaseVersion: cur.Version, Patch: patch, RequestedBy: actor, Reasons: reasons}
 			summary := fmt.Sprintf("Update process %q (%s): %s", cur.Name, id, strings.Join(reasons, "; "))
-			change, err = s.access.ProposeChangeTx(tx, tenant, ChangeKindUpdate, actor, summary, payload)
-			return err
+			changeID, err := s.access.ProposeChangeTx(tx, tenant, ChangeKindUpdate, actor, summary, payload)
+			if err != nil {
+				return err
+			}
+			change = &ProposedChange{ID: changeID, Summary: summary}
+			return nil
 		}
 		out, err = s.write(tx, tenant, cur, next, actor, actor, strings.Join(reasons, "; "))
 		return err
@@ -414,6 +437,22 @@ func (s *Service) Update(ctx context.Context, tenant, actor, id string, patch Pr
 		return nil, nil, err
 	}
 	return out, change, nil
+}
+
+// fourEyes reports whether tenant's widening changes wait for a second
+// person: off without a queue, and for a workspace the queue does not know.
+func (s *Service) fourEyes(ctx context.Context, tenant string) (bool, error) {
+	if s.access == nil {
+		return false, nil
+	}
+	on, err := s.access.FourEyes(ctx, tenant)
+	switch {
+	case err == nil:
+		return on, nil
+	case errors.Is(err, errs.NotFound):
+		return false, nil
+	}
+	return false, errors.Wrap(err, "read the four-eyes setting")
 }
 
 // changePayload is what a queued update carries to its approval.

@@ -38,7 +38,7 @@ func setup(t testing.TB) *testBundle {
 	t.Cleanup(func() { _ = st.Close() })
 	clk := clock.NewFake(time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC))
 	acc := access.New(access.Config{Store: st, Clock: clk, Logger: logger})
-	svc := NewService(Config{Store: st, Clock: clk, Logger: logger, Access: acc})
+	svc := NewService(Config{Store: st, Clock: clk, Logger: logger, Access: accessQueue{acc}})
 	acc.RegisterChangeKind(ChangeKindUpdate, svc.ApplyChangeTx, access.DecidedWith(access.PermProcessesManage))
 	return &testBundle{ctx: context.Background(), st: st, clock: clk, acc: acc, svc: svc}
 }
@@ -561,7 +561,10 @@ func TestFourEyesWidening(t *testing.T) {
 	if err != nil || got != nil || ch == nil {
 		t.Fatalf("widening: %+v %+v %v", got, ch, err)
 	}
-	if ch.Kind != ChangeKindUpdate || ch.Status != access.ChangePending || !strings.Contains(ch.Summary, "no longer requires approval") ||
+	if queued, err := b.acc.Change(b.ctx, "t1", ch.ID); err != nil || queued.Kind != ChangeKindUpdate || queued.Status != access.ChangePending {
+		t.Errorf("queued change = %+v, %v", queued, err)
+	}
+	if !strings.Contains(ch.Summary, "no longer requires approval") ||
 		!strings.Contains(ch.Summary, "raised from 500 to 5000") {
 		t.Errorf("change = %+v", ch)
 	}
@@ -649,4 +652,20 @@ func TestWideningWithoutFourEyes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// accessQueue is the access service as the change queue (bas wires the
+// same through internal/wiring, which this package's tests cannot import).
+type accessQueue struct{ a *access.Service }
+
+func (q accessQueue) FourEyes(ctx context.Context, tenant string) (bool, error) {
+	return q.a.FourEyes(ctx, tenant)
+}
+
+func (q accessQueue) ProposeChangeTx(tx store.Txn, tenant, kind, requester, summary string, payload any) (string, error) {
+	c, err := q.a.ProposeChangeTx(tx, tenant, kind, requester, summary, payload)
+	if err != nil {
+		return "", err
+	}
+	return c.ID, nil
 }

@@ -35,8 +35,8 @@ const (
 	SeverityWarning = "warning"
 )
 
-// Checks lists every check a validate rule can make.
-func Checks() []string {
+// checks lists every check a validate rule can make.
+func checks() []string {
 	return []string{CheckRequired, CheckType, CheckMin, CheckMax, CheckMinLength, CheckMaxLength,
 		CheckEquals, CheckNotEquals, CheckMatches, CheckIn, CheckNotIn, CheckSumEquals, CheckBefore, CheckAfter}
 }

@@ -220,7 +220,7 @@ func TestValidateEveryIssueCitesEvidence(t *testing.T) {
 	}
 	fields := []string{"invoice_number", "total", "subtotal", "currency", "issued", "lines", "po", "missing", "blank", "none"}
 	n := 0
-	for _, check := range Checks() {
+	for _, check := range checks() {
 		for _, op := range operands[check] {
 			for _, f := range fields {
 				r := op

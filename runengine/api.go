@@ -56,87 +56,170 @@ func (e *Engine) send(ctx context.Context, c *command) (reply, error) {
 	}
 }
 
-// StartInput starts a run by hand.
-type StartInput struct {
-	Tenant    string
+// StartParams start a run by hand.
+type StartParams struct {
+	// Tenant owns the run. Required.
+	Tenant string
+	// ProcessID is the process whose current version runs. Required.
 	ProcessID string
-	Subject   Subject
-	// Actor is who started it.
+	// Subject is what the run is about.
+	Subject Subject
+	// Data is what the steps read as the trigger's data
+	// (${trigger.data.field}): values JSON can hold.
+	Data map[string]any
+	// IdempotencyKey, when set, makes the start safe to retry: a start
+	// with the same key in the same tenant within IdempotencyWindow returns
+	// the run the first one started, and starts nothing. The key is
+	// written in the same commit as that run's start. At most 255 bytes.
+	IdempotencyKey string
+	// Actor is who starts it (a user id, kept as the run's StartedBy).
 	Actor string
 }
 
 // Start starts a run of the process's current version and returns it once
 // the start is durable. A process whose trigger is not manual may still be
 // started by hand; the run's trigger says manual.
-func (e *Engine) Start(ctx context.Context, in StartInput) (json.RawMessage, error) {
+func (e *Engine) Start(ctx context.Context, p StartParams) (*Run, error) {
+	rep, err := e.start(ctx, p, false)
+	if err != nil {
+		return nil, err
+	}
+	return rep.run, nil
+}
+
+// start is Start; with view, the answer is the run's JSON view rather than
+// a snapshot (see Internal).
+func (e *Engine) start(ctx context.Context, p StartParams, view bool) (reply, error) {
+	if vs := p.check(); len(vs) > 0 {
+		return reply{}, errs.Validation(vs...)
+	}
+	var unlock func()
+	var ops []func(store.Txn) error
+	if p.IdempotencyKey != "" {
+		var first *Run
+		var err error
+		unlock, first, ops, err = e.claimStartKey(ctx, p)
+		if err != nil || first != nil {
+			return firstReply(first, view, err)
+		}
+		defer unlock()
+	}
 	var def *process.Definition
 	if err := e.st.View(ctx, func(r store.Reader) error {
 		var err error
-		def, err = e.cfg.Processes.Load(r, in.Tenant, in.ProcessID)
+		def, err = e.cfg.Processes.Load(r, p.Tenant, p.ProcessID)
 		return err
 	}); err != nil {
-		return nil, err
+		return reply{}, err
 	}
 	switch {
 	case def.Archived:
-		return nil, errs.Conflictf("process is archived")
+		return reply{}, errs.Conflictf("process is archived")
 	case !def.Enabled:
-		return nil, errs.Conflictf("process is disabled")
+		return reply{}, errs.Conflictf("process is disabled")
 	}
-	ver, err := e.version(in.Tenant, def.ID, def.Version)
+	ver, err := e.version(p.Tenant, def.ID, def.Version)
 	if err != nil {
-		return nil, err
+		return reply{}, err
 	}
 	runID := e.ids.New("run", e.now())
-	rep, err := e.send(ctx, &command{kind: cmdStart, tenant: in.Tenant, runID: runID, actor: in.Actor, start: &startArgs{
-		version: ver, subject: in.Subject, trigger: RunTrigger{Type: process.TriggerManual}, actor: in.Actor,
+	sweeps := len(ops) > 0 // removals of expired keys read them
+	if p.IdempotencyKey != "" {
+		ops = append(ops, e.startKeyWrite(p.Tenant, p.IdempotencyKey, runID))
+	}
+	return e.send(ctx, &command{kind: cmdStart, tenant: p.Tenant, runID: runID, actor: p.Actor, view: view, start: &startArgs{
+		version: ver, subject: p.Subject, trigger: RunTrigger{Type: process.TriggerManual, Data: p.Data}, actor: p.Actor,
+		ops: ops, reads: sweeps,
 	}})
+}
+
+// firstReply answers a start with the run its idempotency key started.
+func firstReply(first *Run, view bool, err error) (reply, error) {
+	if err != nil || !view {
+		return reply{run: first}, err
+	}
+	raw, err := first.MarshalJSON()
+	return reply{view: raw}, err
+}
+
+// CancelParams cancel a run.
+type CancelParams struct {
+	// Tenant and RunID name the run. Required.
+	Tenant, RunID string
+	// Actor is who cancels it (kept in the run's error).
+	Actor string
+}
+
+// Cancel stops a run that has not finished (bas.ErrConflict when it has)
+// and returns it cancelled. Its open tasks and pending approvals are
+// cancelled with it.
+func (e *Engine) Cancel(ctx context.Context, p CancelParams) (*Run, error) {
+	if _, err := e.GetRun(ctx, p.Tenant, p.RunID); err != nil {
+		return nil, err
+	}
+	rep, err := e.send(ctx, &command{kind: cmdCancel, tenant: p.Tenant, runID: p.RunID, actor: p.Actor})
 	if err != nil {
 		return nil, err
 	}
 	return rep.run, nil
 }
 
-// Cancel stops a run that has not finished (409 when it has).
-func (e *Engine) Cancel(ctx context.Context, tenant, runID, actor string) (json.RawMessage, error) {
-	if _, err := e.GetRun(ctx, tenant, runID); err != nil {
-		return nil, err
-	}
-	rep, err := e.send(ctx, &command{kind: cmdCancel, tenant: tenant, runID: runID, actor: actor})
-	if err != nil {
-		return nil, err
-	}
-	return rep.run, nil
+// CompleteTaskParams complete a human task.
+type CompleteTaskParams struct {
+	// Tenant and TaskID name the task. Required.
+	Tenant, TaskID string
+	// Action is one of the task's actions. Required.
+	Action string
+	// Fields are the values of the task's fields, checked against them.
+	Fields map[string]any
+	// Actor is who completes it.
+	Actor string
 }
 
 // CompleteTask completes an open task with one of its actions and its
-// fields; the run goes on once the completion is durable.
-func (e *Engine) CompleteTask(ctx context.Context, tenant, taskID, action string, fields map[string]any, actor string) (json.RawMessage, error) {
-	t, err := e.GetTask(ctx, tenant, taskID)
+// fields, and returns the completed task; the run goes on once the
+// completion is durable.
+func (e *Engine) CompleteTask(ctx context.Context, p CompleteTaskParams) (*Task, error) {
+	t, err := e.GetTask(ctx, p.Tenant, p.TaskID)
 	if err != nil {
 		return nil, err
 	}
 	if t.Status != TaskOpen {
 		return nil, errs.Conflictf("task already %s", t.Status)
 	}
-	rep, err := e.send(ctx, &command{kind: cmdCompleteTask, tenant: tenant, runID: t.RunID, actor: actor,
-		task: &taskArgs{taskID: taskID, action: action, fields: fields}})
+	rep, err := e.send(ctx, &command{kind: cmdCompleteTask, tenant: p.Tenant, runID: t.RunID, actor: p.Actor,
+		task: &taskArgs{taskID: p.TaskID, action: p.Action, fields: p.Fields}})
 	if err != nil {
 		return nil, err
 	}
 	return rep.task, nil
 }
 
-// Decision is the outcome of deciding an approval.
+// DecideParams decide a pending approval.
+type DecideParams struct {
+	// Tenant and ApprovalID name the approval. Required.
+	Tenant, ApprovalID string
+	// Approve approves; false rejects, which stops the run.
+	Approve bool
+	// Args, when approving, replace the proposed arguments (an edit).
+	Args map[string]any
+	// Reason says why it was rejected.
+	Reason string
+	// Actor is who decides.
+	Actor string
+}
+
+// Decision is the outcome of deciding an approval: the approval decided
+// and its run as the decision left it.
 type Decision struct {
-	Approval json.RawMessage `json:"approval"`
-	Run      json.RawMessage `json:"run"`
+	Approval *Approval `json:"approval"`
+	Run      *Run      `json:"run"`
 }
 
 // Decide approves (with optionally edited args) or rejects a pending
 // approval. A rejected approval stops its run.
-func (e *Engine) Decide(ctx context.Context, tenant, approvalID string, approve bool, args map[string]any, reason, actor string) (*Decision, error) {
-	a, err := e.GetApproval(ctx, tenant, approvalID)
+func (e *Engine) Decide(ctx context.Context, p DecideParams) (*Decision, error) {
+	a, err := e.GetApproval(ctx, p.Tenant, p.ApprovalID)
 	if err != nil {
 		return nil, err
 	}
@@ -146,62 +229,73 @@ func (e *Engine) Decide(ctx context.Context, tenant, approvalID string, approve 
 	if a.RunID == nil {
 		return nil, errs.Conflictf("approval has no run")
 	}
-	rep, err := e.send(ctx, &command{kind: cmdDecide, tenant: tenant, runID: *a.RunID, actor: actor,
-		decide: &decideArgs{approvalID: approvalID, approve: approve, args: args, reason: reason}})
+	rep, err := e.send(ctx, &command{kind: cmdDecide, tenant: p.Tenant, runID: *a.RunID, actor: p.Actor,
+		decide: &decideArgs{approvalID: p.ApprovalID, approve: p.Approve, args: p.Args, reason: p.Reason}})
 	if err != nil {
 		return nil, err
 	}
 	return &Decision{Approval: rep.approval, Run: rep.run}, nil
 }
 
+// PublishParams publish an event from outside.
+type PublishParams struct {
+	// Tenant owns the event. Required.
+	Tenant string
+	// Name is the event's name (invoice.received). Required.
+	Name string
+	// Data is the event's data, what trigger filters and steps read.
+	Data map[string]any
+	// Emitter is who publishes it (an API key or user id; see
+	// Event.EmittedBy); the runs it starts carry it in their trigger.
+	Emitter string
+}
+
+// Published is what publishing an event did: the event as written and the
+// runs it started.
+type Published struct {
+	Event *Event
+	Runs  []*Run
+}
+
 // Publish emits an event from outside (POST /v1/events): it is written to
 // the outbox durably, dispatched at once, and the runs it started are
-// returned. emitter is who publishes it (see Event.EmittedBy); the runs
-// it starts carry it in their trigger.
-func (e *Engine) Publish(ctx context.Context, tenant, emitter, name string, data map[string]any) (string, []json.RawMessage, error) {
+// returned.
+func (e *Engine) Publish(ctx context.Context, p PublishParams) (*Published, error) {
 	if e.isClosed() {
-		return "", nil, errClosed
+		return nil, errClosed
 	}
+	data := p.Data
 	if data == nil {
 		data = map[string]any{}
 	}
 	at := e.now()
-	ev := &Event{ID: e.ids.New("evt", at), Tenant: tenant, Name: name, Data: data, At: at, EmittedBy: emitter}
+	ev := &Event{ID: e.ids.New("evt", at), Tenant: p.Tenant, Name: p.Name, Data: data, At: at, EmittedBy: p.Emitter}
 	raw, err := ev.appendJSON(nil)
 	if err != nil {
-		return "", nil, errors.Wrap(err, "encode event")
+		return nil, errors.Wrap(err, "encode event")
 	}
 	if len(raw) > MaxEventDataBytes { // the data alone may still be within
 		if n, err := jsonvalue.Append(nil, data); err == nil && len(n) > MaxEventDataBytes {
-			return "", nil, errs.Invalidf([]any{"body", "data"}, "too_long",
+			return nil, errs.Invalidf([]any{"body", "data"}, "too_long",
 				"event data may be at most %d bytes of JSON; this is %d", MaxEventDataBytes, len(n))
 		}
 	}
 	if err := e.commits.commitWait(ctx, &delta{apply: setKey(outboxKey(ev.ID), raw)}); err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	req := &publishReq{ev: ev, reply: make(chan publishResult, 1)}
 	select {
 	case e.disp.reqs <- req:
 	case <-ctx.Done():
-		return "", nil, errors.WithStack(ctx.Err())
+		return nil, errors.WithStack(ctx.Err())
 	case <-e.disp.quit:
-		return "", nil, errClosed
+		return nil, errClosed
 	}
 	res := <-req.reply
 	if res.err != nil {
-		return "", nil, res.err
+		return nil, res.err
 	}
-	return ev.ID, res.runs, nil
-}
-
-// runJSON reads a run as the API shows it.
-func (e *Engine) runJSON(tenant, id string) (json.RawMessage, error) {
-	r, err := e.GetRun(e.ctx, tenant, id)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(r)
+	return &Published{Event: cloneEvent(ev), Runs: res.runs}, nil
 }
 
 // GetRun returns a run of tenant.
@@ -221,7 +315,7 @@ func (e *Engine) GetRun(ctx context.Context, tenant, id string) (*Run, error) {
 // RunQuery filters ListRuns.
 type RunQuery struct {
 	ProcessID string
-	Status    string
+	Status    RunStatus
 	Overdue   bool
 }
 
@@ -239,7 +333,7 @@ func (e *Engine) ListRuns(ctx context.Context, tenant string, q RunQuery, p stor
 		case q.Status == RunRunning:
 			out, next, err = runs.ListUnder(r, tenant, activePrefix(tenant), p)
 		case q.Status != "":
-			out, next, err = runs.ListBy(r, tenant, "status", []any{q.Status}, p)
+			out, next, err = runs.ListBy(r, tenant, "status", []any{string(q.Status)}, p)
 		default:
 			out, next, err = runs.List(r, tenant, p)
 		}
@@ -271,7 +365,7 @@ func (e *Engine) GetTask(ctx context.Context, tenant, id string) (*Task, error) 
 // TaskQuery filters ListTasks.
 type TaskQuery struct {
 	// Status is open, completed or cancelled; empty lists every task.
-	Status string
+	Status TaskStatus
 	// Assignee keeps tasks of this assignee ("*" for unassigned); it needs
 	// Status.
 	Assignee string
@@ -290,13 +384,13 @@ func (e *Engine) ListTasks(ctx context.Context, tenant string, q TaskQuery, p st
 		case q.Status != "" && len(q.Assignees) > 0:
 			values := make([][]any, len(q.Assignees))
 			for i, a := range q.Assignees {
-				values[i] = []any{q.Status, a}
+				values[i] = []any{string(q.Status), a}
 			}
 			out, next, err = tasks.ListByAny(r, tenant, "assignee", values, p)
 		case q.Status != "" && q.Assignee != "":
-			out, next, err = tasks.ListBy(r, tenant, "assignee", []any{q.Status, q.Assignee}, p)
+			out, next, err = tasks.ListBy(r, tenant, "assignee", []any{string(q.Status), q.Assignee}, p)
 		case q.Status != "":
-			out, next, err = tasks.ListBy(r, tenant, "status", []any{q.Status}, p)
+			out, next, err = tasks.ListBy(r, tenant, "status", []any{string(q.Status)}, p)
 		default:
 			out, next, err = tasks.List(r, tenant, p)
 		}
@@ -318,13 +412,13 @@ func (e *Engine) GetApproval(ctx context.Context, tenant, id string) (*Approval,
 
 // ListApprovals returns one page of tenant's approvals (of one status when
 // status is set), newest first.
-func (e *Engine) ListApprovals(ctx context.Context, tenant, status string, p store.Page) ([]*Approval, string, error) {
+func (e *Engine) ListApprovals(ctx context.Context, tenant string, status ApprovalStatus, p store.Page) ([]*Approval, string, error) {
 	var out []*Approval
 	var next string
 	err := e.st.View(ctx, func(r store.Reader) error {
 		var err error
 		if status != "" {
-			out, next, err = approvals.ListBy(r, tenant, "status", []any{status}, p)
+			out, next, err = approvals.ListBy(r, tenant, "status", []any{string(status)}, p)
 		} else {
 			out, next, err = approvals.List(r, tenant, p)
 		}

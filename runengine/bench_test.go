@@ -95,7 +95,7 @@ func (be *benchEngine) end(runID string) *runEnd {
 	return e
 }
 
-func (be *benchEngine) finished(_, runID, _ string) {
+func (be *benchEngine) finished(_, runID string, _ runengine.RunStatus) {
 	e := be.end(runID)
 	e.end = time.Now()
 	close(e.ch)
@@ -131,14 +131,12 @@ func runChain(b *testing.B, steps, starters int, closed bool) {
 	be := newBenchEngine(b)
 	pid := be.process(b, steps)
 	measure(b, be, starters, closed, func(ctx context.Context) (string, error) {
-		raw, err := be.eng.Start(ctx, runengine.StartInput{Tenant: tenant, ProcessID: pid,
+		r, err := be.eng.Start(ctx, runengine.StartParams{Tenant: tenant, ProcessID: pid,
 			Subject: runengine.Subject{Type: "bench", Label: "run"}})
 		if err != nil {
 			return "", err
 		}
-		var r struct{ ID string }
-		err = json.Unmarshal(raw, &r)
-		return r.ID, err
+		return r.ID, nil
 	})
 	st := be.eng.Stats()
 	b.ReportMetric(float64(st.Deltas)/float64(st.Commits), "deltas/commit")
@@ -283,28 +281,20 @@ func runPeopleChain(b *testing.B, first string, starters int) {
 		b.Fatal(err)
 	}
 	measure(b, be, starters, false, func(ctx context.Context) (string, error) {
-		raw, err := be.eng.Start(ctx, runengine.StartInput{Tenant: tenant, ProcessID: def.ID,
+		r, err := be.eng.Start(ctx, runengine.StartParams{Tenant: tenant, ProcessID: def.ID,
 			Subject: runengine.Subject{Type: "bench", Label: "run"}})
 		if err != nil {
 			return "", err
 		}
-		var r struct {
-			ID    string
-			Steps []struct {
-				TaskID     *string `json:"task_id"`
-				ApprovalID *string `json:"approval_id"`
-			}
-		}
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return "", err
-		}
 		switch {
 		case r.Steps[0].TaskID != nil:
-			_, err = be.eng.CompleteTask(ctx, tenant, *r.Steps[0].TaskID, "complete", nil, "usr_bench")
+			_, err = be.eng.CompleteTask(ctx, runengine.CompleteTaskParams{Tenant: tenant, TaskID: *r.Steps[0].TaskID,
+				Action: "complete", Actor: "usr_bench"})
 		case r.Steps[0].ApprovalID != nil:
-			_, err = be.eng.Decide(ctx, tenant, *r.Steps[0].ApprovalID, true, nil, "", "usr_bench")
+			_, err = be.eng.Decide(ctx, runengine.DecideParams{Tenant: tenant, ApprovalID: *r.Steps[0].ApprovalID,
+				Approve: true, Actor: "usr_bench"})
 		default:
-			err = fmt.Errorf("run %s waits for no person: %s", r.ID, raw)
+			err = fmt.Errorf("run %s waits for no person: %s", r.ID, r.Steps[0].Status)
 		}
 		return r.ID, err
 	})

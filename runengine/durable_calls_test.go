@@ -108,7 +108,7 @@ func TestCallsWaitForTheRunToBeDurable(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.armed.Store(true)
-	if _, err := eng.Start(context.Background(), runengine.StartInput{Tenant: tenant, ProcessID: def.ID,
+	if _, err := eng.Start(context.Background(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID,
 		Subject: runengine.Subject{Type: "probe", Label: "P-1"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func appendRun(b []byte, r *Run, stored bool) ([]byte, error) {
 	b = append(b, `,"function":`...)
 	b = jsonvalue.AppendString(b, r.Function)
 	b = append(b, `,"status":`...)
-	b = jsonvalue.AppendString(b, r.Status)
+	b = jsonvalue.AppendString(b, string(r.Status))
 	b = append(b, `,"subject":{"type":`...)
 	b = jsonvalue.AppendString(b, r.Subject.Type)
 	b = append(b, `,"label":`...)
@@ -124,7 +124,7 @@ func appendStep(b []byte, s *StepRun, stored bool) ([]byte, error) {
 		b = jsonvalue.AppendString(b, s.Name)
 	}
 	b = append(b, `,"status":`...)
-	b = jsonvalue.AppendString(b, s.Status)
+	b = jsonvalue.AppendString(b, string(s.Status))
 	if !stored || s.StartedAt != nil {
 		b = append(b, `,"started_at":`...)
 		if b, err = appendTimePtr(b, s.StartedAt); err != nil {
@@ -156,9 +156,9 @@ func appendStep(b []byte, s *StepRun, stored bool) ([]byte, error) {
 		b = append(b, `,"attempts":`...)
 		b = strconv.AppendInt(b, int64(s.Attempts), 10)
 	}
-	if stored && !s.Internal.zero() {
+	if stored && !s.internal.zero() {
 		b = append(b, `,"internal":`...)
-		if b, err = s.Internal.append(b); err != nil {
+		if b, err = s.internal.append(b); err != nil {
 			return b, err
 		}
 	}

@@ -91,7 +91,15 @@ type Config struct {
 	StepTypes *process.StepRegistry
 	// OnFinish, when set, is called once a run's end (completed, failed,
 	// rejected or cancelled) is durable. It must not block.
-	OnFinish func(tenant, runID, status string)
+	OnFinish func(tenant, runID string, status RunStatus)
+	// Grace is how long Close lets capability calls in flight finish
+	// before it cancels them (their runs resume on the next Open).
+	// Defaults to 5s.
+	Grace time.Duration
+	// SubscribeBuffer is how many recent events the engine keeps for
+	// subscribers (see Subscribe); one that falls further behind is told
+	// it missed events. Defaults to 4096.
+	SubscribeBuffer int
 }
 
 func (c Config) withDefaults() Config {
@@ -128,6 +136,12 @@ func (c Config) withDefaults() Config {
 	if c.CallTimeout <= 0 {
 		c.CallTimeout = 30 * time.Second
 	}
+	if c.Grace <= 0 {
+		c.Grace = 5 * time.Second
+	}
+	if c.SubscribeBuffer <= 0 {
+		c.SubscribeBuffer = 4096
+	}
 	return c
 }
 
@@ -148,6 +162,10 @@ type Engine struct {
 
 	stepTypes *process.StepRegistry
 	appTimers sync.Map // app timer kind -> AppTimerFunc (see HandleTimers)
+	startKeys keyLocks // idempotency keys of starts in progress (see Start)
+	ends      endWatch // callers of WaitRun
+	changes   endWatch // callers waiting for any committed change of a run
+	hub       *hub     // events kept for subscribers (see Subscribe)
 
 	calls    sync.WaitGroup // in-flight capability calls
 	runWork  chan func()    // hands a call to an idle runner
@@ -178,6 +196,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.sched = newScheduler(e)
 	e.disp = newDispatcher(e)
+	e.hub = newHub(cfg.SubscribeBuffer, &e.ids)
 	cfg.Processes.OnChange(e.onProcessChange)
 	return e, nil
 }
@@ -210,7 +229,7 @@ func (e *Engine) Close() error {
 	}
 	e.closed = true
 	e.closeMu.Unlock()
-	grace := time.Now().Add(5 * time.Second)
+	grace := time.Now().Add(e.cfg.Grace)
 	waitUntil(&e.calls, grace)
 	e.cancel()
 	for _, w := range e.workers {

@@ -109,6 +109,13 @@ func setup(t *testing.T) *bundle {
 
 func open(t *testing.T, st store.Store, clk *clock.Fake, prov *testProvider, gate *autoGate) *bundle {
 	t.Helper()
+	return openWith(t, st, clk, prov, gate, nil)
+}
+
+// openWith is open with a change to the engine's configuration.
+func openWith(t *testing.T, st store.Store, clk *clock.Fake, prov *testProvider, gate *autoGate,
+	configure func(*runengine.Config)) *bundle {
+	t.Helper()
 	b := &bundle{st: st, clk: clk, prov: prov, gate: gate}
 	var err error
 	b.procs = process.NewService(process.Config{Store: st, Clock: clk})
@@ -116,8 +123,12 @@ func open(t *testing.T, st store.Store, clk *clock.Fake, prov *testProvider, gat
 	if err := b.reg.Register(prov); err != nil {
 		t.Fatal(err)
 	}
-	b.eng, err = runengine.New(runengine.Config{Store: st, Clock: clk, Capabilities: b.reg, Processes: b.procs,
-		Gate: gate, RetryBase: time.Second})
+	cfg := runengine.Config{Store: st, Clock: clk, Capabilities: b.reg, Processes: b.procs,
+		Gate: gate, RetryBase: time.Second}
+	if configure != nil {
+		configure(&cfg)
+	}
+	b.eng, err = runengine.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,44 +159,37 @@ func (b *bundle) create(t *testing.T, trigger string, steps string) *process.Def
 
 func (b *bundle) start(t *testing.T, processID string) string {
 	t.Helper()
-	raw, err := b.eng.Start(context.Background(), runengine.StartInput{Tenant: tenant, ProcessID: processID,
+	r, err := b.eng.Start(context.Background(), runengine.StartParams{Tenant: tenant, ProcessID: processID,
 		Subject: runengine.Subject{Type: "invoice", Label: "INV-1"}, Actor: "usr_test"})
 	if err != nil {
 		t.Fatalf("start: %v", err)
-	}
-	var r struct{ ID string }
-	if err := json.Unmarshal(raw, &r); err != nil {
-		t.Fatal(err)
 	}
 	return r.ID
 }
 
 // waitRun waits until the run satisfies cond (the engine works
-// asynchronously) and returns it.
+// asynchronously) and returns it: the engine tells it of each committed
+// change of the run.
 func (b *bundle) waitRun(t *testing.T, id string, what string, cond func(*runengine.Run) bool) *runengine.Run {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		r, err := b.eng.GetRun(context.Background(), tenant, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cond(r) {
-			return r
-		}
-		if time.Now().After(deadline) {
-			j, _ := json.MarshalIndent(r, "", "  ")
-			t.Fatalf("run never became %s:\n%s", what, j)
-		}
-		time.Sleep(2 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := b.eng.WaitRunUntil(ctx, tenant, id, cond)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		j, _ := json.MarshalIndent(r, "", "  ")
+		t.Fatalf("run never became %s:\n%s", what, j)
+	case err != nil:
+		t.Fatal(err)
 	}
+	return r
 }
 
-func status(s string) func(*runengine.Run) bool {
+func status(s runengine.RunStatus) func(*runengine.Run) bool {
 	return func(r *runengine.Run) bool { return r.Status == s }
 }
 
-func stepStatus(key, s string) func(*runengine.Run) bool {
+func stepStatus(key string, s runengine.StepStatus) func(*runengine.Run) bool {
 	return func(r *runengine.Run) bool {
 		for _, st := range r.Steps {
 			if st.Key == key {
@@ -243,7 +247,8 @@ func TestHumanTask(t *testing.T) {
 		t.Fatalf("task = %+v", task)
 	}
 	// Every violation at once: an unknown action, a missing field, a wrong type.
-	_, err = b.eng.CompleteTask(ctx, tenant, taskID, "maybe", map[string]any{"amount": "ten"}, "usr_b")
+	_, err = b.eng.CompleteTask(ctx, runengine.CompleteTaskParams{Tenant: tenant, TaskID: taskID, Action: "maybe",
+		Fields: map[string]any{"amount": "ten"}, Actor: "usr_b"})
 	want := []string{"body.action: must be one of: accept, refuse", "body.fields.amount: must be a number", "body.fields.note: is required"}
 	var got []string
 	for _, v := range errs.Violations(err) {
@@ -252,10 +257,12 @@ func TestHumanTask(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("violations (-want +got):\n%s", diff)
 	}
-	if _, err := b.eng.CompleteTask(ctx, tenant, taskID, "accept", map[string]any{"note": "fine", "amount": 12.5}, "usr_b"); err != nil {
+	if _, err := b.eng.CompleteTask(ctx, runengine.CompleteTaskParams{Tenant: tenant, TaskID: taskID, Action: "accept",
+		Fields: map[string]any{"note": "fine", "amount": 12.5}, Actor: "usr_b"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.eng.CompleteTask(ctx, tenant, taskID, "accept", map[string]any{"note": "again"}, "usr_b"); !errors.Is(err, errs.Conflict) {
+	if _, err := b.eng.CompleteTask(ctx, runengine.CompleteTaskParams{Tenant: tenant, TaskID: taskID, Action: "accept",
+		Fields: map[string]any{"note": "again"}, Actor: "usr_b"}); !errors.Is(err, errs.Conflict) {
 		t.Fatalf("second completion: %v, want conflict", err)
 	}
 	r = b.waitRun(t, id, "completed", status(runengine.RunCompleted))

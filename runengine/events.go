@@ -70,13 +70,14 @@ func outboxKey(id string) []byte { return store.Key(store.System, "outbox", id) 
 //
 // An event nothing can consume (no process of the tenant has its name as
 // trigger and no run waits for it) is not written: events only start and
-// wake runs, so it would be read and deleted for nothing.
+// wake runs, so it would be read and deleted for nothing. While the tenant
+// has a subscriber (Subscribe), every event is written, to reach it.
 //
 // cause is the event's causation (see Cause); from, when cause is nil, is
 // the run that emits it, whose causation is worked out only for an event
 // that is written.
 func (e *Engine) outboxWrite(tenant, name string, data map[string]any, at time.Time, cause *Cause, from *Run) (func(store.Txn) error, func()) {
-	if !e.heard(tenant, name) {
+	if !e.heard(tenant, name) && !e.hub.wants(tenant) {
 		return func(store.Txn) error { return nil }, func() {}
 	}
 	ev := &Event{ID: e.ids.New("evt", at), Tenant: tenant, Name: name, Data: data, At: at}
@@ -93,15 +94,15 @@ func (e *Engine) outboxWrite(tenant, name string, data map[string]any, at time.T
 	}, func() { e.disp.push(ev) }
 }
 
-// Emit writes an event into the outbox within tx, so it is emitted if and
-// only if tx commits (apps call it beside their own changes). Call Kick
-// once tx has committed.
+// emitTx writes an event into the outbox within tx, so it is emitted if
+// and only if tx commits (apps call it beside their own changes, through
+// internal/wiring). Call kick once tx has committed.
 //
 // When tx belongs to an Update made during a capability call of a run
 // (its context, store.TxnContext, comes from the call), the event carries
 // that run's causation, so the loop guard sees a run that starts itself
 // through an app.
-func (e *Engine) Emit(tx store.Txn, tenant, name string, data any) error {
+func (e *Engine) emitTx(tx store.Txn, tenant, name string, data any) error {
 	m, err := toMap(data)
 	if err != nil {
 		return errors.Wrapf(err, "event %s", name)
@@ -149,8 +150,8 @@ func (e *Engine) heard(tenant, name string) bool {
 // that makes a listener commits.
 func (e *Engine) listen(tenant, name string) { e.listened.Store(tenant+"\x00"+name, true) }
 
-// Kick tells the dispatcher that events may be waiting in the outbox.
-func (e *Engine) Kick() { e.disp.kick() }
+// kick tells the dispatcher that events may be waiting in the outbox.
+func (e *Engine) kick() { e.disp.kick() }
 
 func toMap(v any) (map[string]any, error) {
 	if m, ok := v.(map[string]any); ok {
@@ -211,7 +212,7 @@ type publishReq struct {
 }
 
 type publishResult struct {
-	runs []json.RawMessage
+	runs []*Run
 	err  error
 }
 
@@ -339,6 +340,7 @@ func (d *dispatcher) scanOutbox() error {
 // dispatchAll dispatches evs together: one read for their triggers and
 // waiters, one commit removing them from the outbox.
 func (d *dispatcher) dispatchAll(evs []*Event) error {
+	d.e.hub.publish(evs)
 	plans, err := d.plan(evs)
 	if err != nil {
 		return err
@@ -380,7 +382,8 @@ func (d *dispatcher) dispatchAll(evs []*Event) error {
 // dispatch starts the runs ev triggers and wakes the runs waiting on it,
 // then removes it from the outbox. It returns the runs started (or started
 // by an earlier dispatch of the same event).
-func (d *dispatcher) dispatch(ev *Event) ([]json.RawMessage, error) {
+func (d *dispatcher) dispatch(ev *Event) ([]*Run, error) {
+	d.e.hub.publish([]*Event{ev})
 	plans, err := d.plan([]*Event{ev})
 	if err != nil {
 		return nil, err
@@ -482,7 +485,7 @@ func loopText(c loopCut, ev *Event) string {
 
 // planned is an event whose starts and wake-ups were sent to the workers.
 type planned struct {
-	started       []json.RawMessage // runs an earlier dispatch started
+	started       []*Run // runs an earlier dispatch started
 	starts, wakes []chan reply
 	cuts          []loopCut // runs the loop guard did not start
 }
@@ -552,8 +555,8 @@ func (d *dispatcher) plan(evs []*Event) ([]*planned, error) {
 		g := groups[[2]string{ev.Tenant, ev.Name}]
 		for _, def := range g.defs {
 			if runID, ok := existing[ev.ID+"/"+def.ID]; ok {
-				if raw, err := e.runJSON(ev.Tenant, runID); err == nil {
-					p.started = append(p.started, raw)
+				if r, err := e.GetRun(e.ctx, ev.Tenant, runID); err == nil {
+					p.started = append(p.started, r)
 				}
 				continue
 			}
@@ -594,7 +597,7 @@ func (d *dispatcher) plan(evs []*Event) ([]*planned, error) {
 
 // await waits until the commands of p are durable and returns the runs
 // the event started.
-func (d *dispatcher) await(p *planned) ([]json.RawMessage, error) {
+func (d *dispatcher) await(p *planned) ([]*Run, error) {
 	started := p.started
 	for i, rep := range append(p.starts, p.wakes...) {
 		var r reply

@@ -2,7 +2,6 @@ package runengine_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/bas-platform/bas/capability/registry"
@@ -30,7 +29,7 @@ func Example() {
 		Store:        st,
 		Capabilities: caps,
 		Processes:    procs,
-		OnFinish:     func(tenant, runID, status string) { finished <- status },
+		OnFinish:     func(tenant, runID string, status runengine.RunStatus) { finished <- string(status) },
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -61,20 +60,13 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	raw, err := eng.Start(ctx, runengine.StartInput{
+	started, err := eng.Start(ctx, runengine.StartParams{
 		Tenant:    "acme",
 		ProcessID: def.ID,
 		Subject:   runengine.Subject{Type: "invoice", Label: "INV-7"},
 		Actor:     "usr_ada",
 	})
 	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	var started struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal(raw, &started); err != nil {
 		fmt.Println(err)
 		return
 	}

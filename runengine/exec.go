@@ -36,8 +36,9 @@ type exec struct {
 	event    *eventArgs
 	timer    string
 
-	replyTask, replyApproval json.RawMessage
-	err                      error
+	replyTask     *Task
+	replyApproval *Approval
+	err           error
 }
 
 // effects are what a command changes besides the run record.
@@ -81,7 +82,7 @@ func (x *exec) emit(name string, data map[string]any) {
 }
 
 // setStatus moves the run to status, keeping the counters true.
-func (x *exec) setStatus(status string) {
+func (x *exec) setStatus(status RunStatus) {
 	r := x.r
 	if r.Status == status {
 		return
@@ -112,10 +113,8 @@ func (x *exec) setStatus(status string) {
 		t := x.now
 		r.CompletedAt = &t
 		r.CurrentStep = nil
-		if fn := x.w.e.cfg.OnFinish; fn != nil {
-			tenant, id := r.Tenant, r.ID
-			x.fx.post = append(x.fx.post, func() { fn(tenant, id, status) })
-		}
+		e, tenant, id := x.w.e, r.Tenant, r.ID
+		x.fx.post = append(x.fx.post, func() { e.ended(tenant, id, status) })
 	}
 }
 
@@ -224,7 +223,7 @@ func (x *exec) advance() {
 		case StepPending:
 			x.beginStep(def, st)
 		}
-		if def.Controls.RequireApproval && !st.Internal.Approved {
+		if def.Controls.RequireApproval && !st.internal.Approved {
 			if st.ApprovalID == nil {
 				x.requestApproval(def, st, x.proposedArgs(def), "the step requires approval")
 			}
@@ -259,8 +258,8 @@ func (x *exec) completeStep(def *process.Step, st *StepRun, output any, automati
 	st.CompletedAt = &t
 	st.Output = output
 	st.Error = nil // an earlier failed attempt's error
-	st.Internal.WaitToken = ""
-	st.Internal.WaitEvent = ""
+	st.internal.WaitToken = ""
+	st.internal.WaitEvent = ""
 	if automatic {
 		x.r.MinutesSaved += effortMinutes[def.Type]
 	}
@@ -289,7 +288,7 @@ var effortMinutes = map[string]int{
 }
 
 // failRun ends the run with err on the current step.
-func (x *exec) failRun(st *StepRun, status string, msg string) {
+func (x *exec) failRun(st *StepRun, status RunStatus, msg string) {
 	x.dirty = true
 	if st != nil {
 		st.Status = StepFailed
@@ -318,7 +317,7 @@ func (x *exec) completeRun() {
 }
 
 // wait puts the run to wait on the current step.
-func (x *exec) wait(st *StepRun, stepStatus string) {
+func (x *exec) wait(st *StepRun, stepStatus StepStatus) {
 	x.dirty = true
 	st.Status = stepStatus
 	x.setStatus(RunWaiting)
@@ -415,7 +414,7 @@ func (x *exec) callOutcome(def *process.Step, st *StepRun) (any, bool) {
 		delay = x.w.e.cfg.RetryMax
 	}
 	token := "retry-" + strconv.Itoa(st.Attempts)
-	st.Internal.WaitToken = token
+	st.internal.WaitToken = token
 	x.addTimer(x.now.Add(delay), token)
 	x.wait(st, StepRunning)
 	return nil, false
@@ -508,7 +507,7 @@ func (x *exec) putApproval(old, a *Approval) {
 		x.count(counterKey(tenant, "approvals-pending"), 1)
 	}
 	x.fx.ops = append(x.fx.ops, func(tx store.Txn) error { return approvals.PutOver(tx, tenant, old, a, raw) })
-	x.replyApproval = raw
+	x.replyApproval = a
 }
 
 func (x *exec) putTask(old, t *Task) {
@@ -531,7 +530,7 @@ func (x *exec) putTask(old, t *Task) {
 		x.count(counterKey(tenant, "tasks-open", assigneeOf(t)), 1)
 	}
 	x.fx.ops = append(x.fx.ops, func(tx store.Txn) error { return tasks.PutOver(tx, tenant, old, t, raw) })
-	x.replyTask = raw
+	x.replyTask = t
 }
 
 // RunInfo tells an in-process provider which run and step a call comes

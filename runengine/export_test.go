@@ -110,3 +110,9 @@ func addCounters(tx store.Txn, counters map[string]int64) error {
 // Heard exposes heard: whether an event of tenant would be written to the
 // outbox.
 func (e *Engine) Heard(tenant, name string) bool { return e.heard(tenant, name) }
+
+// Reminders is how many reminders a follow_up step has sent.
+func (s StepRun) Reminders() int { return s.internal.Reminders }
+
+// Checks is how many checks a monitor step has made.
+func (s StepRun) Checks() int { return s.internal.Checks }

@@ -14,6 +14,7 @@ import (
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/wiring"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
@@ -41,7 +42,7 @@ func TestAmountCapApprovalRejectAndApprove(t *testing.T) {
 		{"key":"pay","type":"execute","capability":"test.echo","controls":{"amount_cap_cents":10000},
 		 "config":{"args":{"amount":"${trigger.data.amount}"},"amount_path":"trigger.data.amount"}}
 	]`)
-	_, started, err := b.eng.Publish(ctx, tenant, "", "invoice.received", map[string]any{"amount": 25000})
+	started, err := runsOf(b.eng.Publish(ctx, runengine.PublishParams{Tenant: tenant, Name: "invoice.received", Data: map[string]any{"amount": 25000}}))
 	if err != nil || len(started) != 1 {
 		t.Fatalf("publish: %v, %d runs", err, len(started))
 	}
@@ -52,30 +53,29 @@ func TestAmountCapApprovalRejectAndApprove(t *testing.T) {
 	if err != nil || len(pending) != 1 || pending[0].ID != apr {
 		t.Fatalf("pending approvals = %v, %v", pending, err)
 	}
-	if _, err := b.eng.Decide(ctx, tenant, apr, false, nil, "too much", "usr_boss"); err != nil {
+	if _, err := b.eng.Decide(ctx, runengine.DecideParams{Tenant: tenant, ApprovalID: apr, Reason: "too much", Actor: "usr_boss"}); err != nil {
 		t.Fatal(err)
 	}
 	b.waitRun(t, first, "rejected", status(runengine.RunRejected))
 	if len(b.prov.keys()) != 0 {
 		t.Errorf("a rejected action was called: %v", b.prov.keys())
 	}
-	if _, err := b.eng.Decide(ctx, tenant, apr, true, nil, "", "usr_boss"); !errors.Is(err, errs.Conflict) {
+	if _, err := b.eng.Decide(ctx, runengine.DecideParams{Tenant: tenant, ApprovalID: apr, Approve: true, Actor: "usr_boss"}); !errors.Is(err, errs.Conflict) {
 		t.Errorf("deciding twice: %v, want conflict", err)
 	}
 
-	_, started, err = b.eng.Publish(ctx, tenant, "", "invoice.received", map[string]any{"amount": 30000})
+	started, err = runsOf(b.eng.Publish(ctx, runengine.PublishParams{Tenant: tenant, Name: "invoice.received", Data: map[string]any{"amount": 30000}}))
 	if err != nil || len(started) != 1 {
 		t.Fatalf("publish: %v", err)
 	}
 	second := runID(t, started[0])
 	r = b.waitRun(t, second, "waiting on approval", stepStatus("pay", runengine.StepWaitingApproval))
-	d, err := b.eng.Decide(ctx, tenant, *r.Steps[0].ApprovalID, true, map[string]any{"amount": 29000}, "", "usr_boss")
+	d, err := b.eng.Decide(ctx, runengine.DecideParams{Tenant: tenant, ApprovalID: *r.Steps[0].ApprovalID, Approve: true, Args: map[string]any{"amount": 29000}, Actor: "usr_boss"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var a runengine.Approval
-	if err := json.Unmarshal(d.Approval, &a); err != nil || a.Status != runengine.ApprovalApproved || !a.Edited {
-		t.Fatalf("approval = %+v, %v", a, err)
+	if a := d.Approval; a.Status != runengine.ApprovalApproved || !a.Edited {
+		t.Fatalf("approval = %+v", a)
 	}
 	r = b.waitRun(t, second, "completed", status(runengine.RunCompleted))
 	if diff := cmp.Diff(map[string]any{"amount": float64(29000)}, r.Steps[0].Output); diff != "" {
@@ -95,13 +95,20 @@ func TestAmountCapApprovalRejectAndApprove(t *testing.T) {
 	}
 }
 
-func runID(t *testing.T, raw json.RawMessage) string {
+func runID(t *testing.T, r *runengine.Run) string {
 	t.Helper()
-	var r struct{ ID string }
-	if err := json.Unmarshal(raw, &r); err != nil || r.ID == "" {
-		t.Fatalf("run id of %s: %v", raw, err)
+	if r == nil || r.ID == "" {
+		t.Fatalf("no run id in %+v", r)
 	}
 	return r.ID
+}
+
+// runsOf returns the runs an event started.
+func runsOf(p *runengine.Published, err error) ([]*runengine.Run, error) {
+	if err != nil {
+		return nil, err
+	}
+	return p.Runs, nil
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -129,7 +136,7 @@ func TestSupervisedGateAsksAPerson(t *testing.T) {
 	if diff := cmp.Diff(map[string]any{"x": float64(1)}, a.Args); a.Tool != "test.echo" || diff != "" {
 		t.Errorf("approval tool %q args diff %s", a.Tool, diff)
 	}
-	if _, err := b.eng.Decide(context.Background(), tenant, a.ID, true, nil, "", "usr_boss"); err != nil {
+	if _, err := b.eng.Decide(context.Background(), runengine.DecideParams{Tenant: tenant, ApprovalID: a.ID, Approve: true, Actor: "usr_boss"}); err != nil {
 		t.Fatal(err)
 	}
 	b.waitRun(t, id, "completed", status(runengine.RunCompleted))
@@ -231,28 +238,28 @@ func TestEventTriggerFilterAndWaitForEvent(t *testing.T) {
 	b.create(t, `{"type":"event","event":"docs.document.validated","filter":{"fields.total":{"gt":1000}}}`, `[
 		{"key":"reply","type":"wait","config":{"event":"supplier.replied","filter":{"invoice":"${trigger.data.number}"},"timeout":"24h"}}
 	]`)
-	_, small, err := b.eng.Publish(ctx, tenant, "", "docs.document.validated", map[string]any{"number": "A", "fields": map[string]any{"total": 10}})
+	small, err := runsOf(b.eng.Publish(ctx, runengine.PublishParams{Tenant: tenant, Name: "docs.document.validated", Data: map[string]any{"number": "A", "fields": map[string]any{"total": 10}}}))
 	if err != nil || len(small) != 0 {
 		t.Fatalf("a filtered-out event started %d runs (%v)", len(small), err)
 	}
-	_, big, err := b.eng.Publish(ctx, tenant, "", "docs.document.validated", map[string]any{"number": "B", "fields": map[string]any{"total": 5000}})
+	big, err := runsOf(b.eng.Publish(ctx, runengine.PublishParams{Tenant: tenant, Name: "docs.document.validated", Data: map[string]any{"number": "B", "fields": map[string]any{"total": 5000}}}))
 	if err != nil || len(big) != 1 {
 		t.Fatalf("publish: %d runs, %v", len(big), err)
 	}
 	id := runID(t, big[0])
 	b.waitRun(t, id, "waiting for the reply", stepStatus("reply", runengine.StepWaiting))
 	// A reply for another invoice does not wake it; the right one does.
-	if _, _, err := b.eng.Publish(ctx, tenant, "", "supplier.replied", map[string]any{"invoice": "A"}); err != nil {
+	if _, err := b.eng.Publish(ctx, runengine.PublishParams{Tenant: tenant, Name: "supplier.replied", Data: map[string]any{"invoice": "A"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := b.eng.Publish(ctx, "ten_other", "", "supplier.replied", map[string]any{"invoice": "B"}); err != nil {
+	if _, err := b.eng.Publish(ctx, runengine.PublishParams{Tenant: "ten_other", Name: "supplier.replied", Data: map[string]any{"invoice": "B"}}); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := b.eng.GetRun(ctx, tenant, id)
 	if r.Status != runengine.RunWaiting {
 		t.Fatalf("woken by the wrong event: %s", r.Status)
 	}
-	if _, _, err := b.eng.Publish(ctx, tenant, "", "supplier.replied", map[string]any{"invoice": "B", "text": "paid"}); err != nil {
+	if _, err := b.eng.Publish(ctx, runengine.PublishParams{Tenant: tenant, Name: "supplier.replied", Data: map[string]any{"invoice": "B", "text": "paid"}}); err != nil {
 		t.Fatal(err)
 	}
 	r = b.waitRun(t, id, "completed", status(runengine.RunCompleted))
@@ -332,14 +339,14 @@ func TestCancel(t *testing.T) {
 	def := b.create(t, `{"type":"manual"}`, `[{"key":"t","type":"human_task","config":{"title":"Do it"}}]`)
 	id := b.start(t, def.ID)
 	r := b.waitRun(t, id, "waiting", stepStatus("t", runengine.StepWaitingTask))
-	if _, err := b.eng.Cancel(ctx, tenant, id, "usr_a"); err != nil {
+	if _, err := b.eng.Cancel(ctx, runengine.CancelParams{Tenant: tenant, RunID: id, Actor: "usr_a"}); err != nil {
 		t.Fatal(err)
 	}
 	task, _ := b.eng.GetTask(ctx, tenant, *r.Steps[0].TaskID)
 	if task.Status != runengine.TaskCancelled {
 		t.Errorf("task of a cancelled run is %s", task.Status)
 	}
-	if _, err := b.eng.Cancel(ctx, tenant, id, "usr_a"); !errors.Is(err, errs.Conflict) {
+	if _, err := b.eng.Cancel(ctx, runengine.CancelParams{Tenant: tenant, RunID: id, Actor: "usr_a"}); !errors.Is(err, errs.Conflict) {
 		t.Errorf("cancel twice: %v", err)
 	}
 }
@@ -375,7 +382,7 @@ func TestResumeAfterReopen(t *testing.T) {
 	b.st.Close()
 
 	b = openAt()
-	if _, err := b.eng.CompleteTask(context.Background(), tenant, *r.Steps[1].TaskID, "complete", nil, "usr_a"); err != nil {
+	if _, err := b.eng.CompleteTask(context.Background(), runengine.CompleteTaskParams{Tenant: tenant, TaskID: *r.Steps[1].TaskID, Action: "complete", Actor: "usr_a"}); err != nil {
 		t.Fatal(err)
 	}
 	b.waitRun(t, id, "completed", status(runengine.RunCompleted))
@@ -436,7 +443,7 @@ func TestTaskCreateCapability(t *testing.T) {
 		t.Fatalf("waiting on you = %d, %v", c.WaitingOnYou, err)
 	}
 	// The run does not wait on it, but a person can still complete it.
-	if _, err := b.eng.CompleteTask(ctx, tenant, taskID, "done", nil, "usr_a"); err != nil {
+	if _, err := b.eng.CompleteTask(ctx, runengine.CompleteTaskParams{Tenant: tenant, TaskID: taskID, Action: "done", Actor: "usr_a"}); err != nil {
 		t.Fatal(err)
 	}
 	c, _ = b.eng.Cockpit(ctx, tenant, runengine.Viewer{CanWork: true}, nil)
@@ -488,7 +495,7 @@ func TestFollowUpRemindsUntilReply(t *testing.T) {
 	}
 	b.advance(48 * time.Hour)
 	waitFor(t, "second reminder", func() bool { return mp.count() == 2 })
-	if _, _, err := b.eng.Publish(context.Background(), tenant, "", "payment.received", map[string]any{"invoice": "INV-1"}); err != nil {
+	if _, err := b.eng.Publish(context.Background(), runengine.PublishParams{Tenant: tenant, Name: "payment.received", Data: map[string]any{"invoice": "INV-1"}}); err != nil {
 		t.Fatal(err)
 	}
 	r := b.waitRun(t, id, "completed", status(runengine.RunCompleted))
@@ -520,7 +527,7 @@ func TestFollowUpGivesUpAfterMax(t *testing.T) {
 	// The stored run says waiting before the reminder's result is applied;
 	// wait for the applied result, or the clock moves before the next timer.
 	b.waitRun(t, id, "waiting again", func(r *runengine.Run) bool {
-		return r.Steps[0].Internal.Reminders == 2 && r.Steps[0].Status == runengine.StepWaiting
+		return r.Steps[0].Reminders() == 2 && r.Steps[0].Status == runengine.StepWaiting
 	})
 	b.advance(time.Hour)
 	r := b.waitRun(t, id, "completed", status(runengine.RunCompleted))
@@ -543,7 +550,7 @@ func TestMonitorChecksUntilTheConditionHolds(t *testing.T) {
 		// Wait for the check's result to be applied (not just the call made),
 		// so the next timer is set from this hour, not the next.
 		b.waitRun(t, id, "checked", func(r *runengine.Run) bool {
-			return r.Steps[0].Internal.Checks == i+2 && r.Status == runengine.RunWaiting
+			return r.Steps[0].Checks() == i+2 && r.Status == runengine.RunWaiting
 		})
 	}
 	b.advance(time.Hour)
@@ -564,8 +571,7 @@ func TestDraftReviewedByAPerson(t *testing.T) {
 	if *task.Description != "Dear supplier, invoice INV-1 is approved." {
 		t.Fatalf("draft text = %q", *task.Description)
 	}
-	if _, err := b.eng.CompleteTask(context.Background(), tenant, task.ID, "approve",
-		map[string]any{"text": "Dear supplier, INV-1 is paid."}, "usr_a"); err != nil {
+	if _, err := b.eng.CompleteTask(context.Background(), runengine.CompleteTaskParams{Tenant: tenant, TaskID: task.ID, Action: "approve", Fields: map[string]any{"text": "Dear supplier, INV-1 is paid."}, Actor: "usr_a"}); err != nil {
 		t.Fatal(err)
 	}
 	r = b.waitRun(t, id, "completed", status(runengine.RunCompleted))
@@ -617,7 +623,7 @@ func TestListRunsByStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	startIn := func(ten, processID string) string {
-		raw, err := b.eng.Start(ctx, runengine.StartInput{Tenant: ten, ProcessID: processID, Subject: runengine.Subject{Type: "invoice", Label: "INV-1"}})
+		raw, err := b.eng.Start(ctx, runengine.StartParams{Tenant: ten, ProcessID: processID, Subject: runengine.Subject{Type: "invoice", Label: "INV-1"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -642,7 +648,7 @@ func TestListRunsByStatus(t *testing.T) {
 	b.waitRun(t, waiting, "waiting", status(runengine.RunWaiting))
 	waitFor(t, "three blocked calls", func() bool { return blocker.calls.Load() == 3 })
 
-	list := func(ten, st string, p store.Page) ([]string, string) {
+	list := func(ten string, st runengine.RunStatus, p store.Page) ([]string, string) {
 		rs, next, err := b.eng.ListRuns(ctx, ten, runengine.RunQuery{Status: st}, p)
 		if err != nil {
 			t.Fatal(err)
@@ -707,7 +713,7 @@ func TestConcurrentDecisionsConflict(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, results[i] = b.eng.CompleteTask(ctx, tenant, taskID, action, nil, "usr_"+action)
+				_, results[i] = b.eng.CompleteTask(ctx, runengine.CompleteTaskParams{Tenant: tenant, TaskID: taskID, Action: action, Actor: "usr_" + action})
 			}()
 		}
 		wg.Wait()
@@ -724,13 +730,13 @@ func TestConcurrentDecisionsConflict(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, results[i] = b.eng.Decide(ctx, tenant, aprID, approve, nil, "", fmt.Sprintf("usr_%d", i))
+				_, results[i] = b.eng.Decide(ctx, runengine.DecideParams{Tenant: tenant, ApprovalID: aprID, Approve: approve, Actor: fmt.Sprintf("usr_%d", i)})
 			}()
 		}
 		wg.Wait()
 		won = checkOneWins(t, fmt.Sprintf("approval round %d", round), results)
 		a, err := b.eng.GetApproval(ctx, tenant, aprID)
-		if want := []string{runengine.ApprovalApproved, runengine.ApprovalRejected}[won]; err != nil || a.Status != want {
+		if want := []runengine.ApprovalStatus{runengine.ApprovalApproved, runengine.ApprovalRejected}[won]; err != nil || a.Status != want {
 			t.Errorf("approval round %d: status %s, %v; want %s", round, a.Status, err, want)
 		}
 	}
@@ -972,12 +978,12 @@ func (p *emitProvider) Call(ctx context.Context, c capability.Call) (json.RawMes
 		if err := tx.Set(store.Key(c.Tenant, "thing", c.IdempotencyKey), nil); err != nil {
 			return err
 		}
-		return p.eng().Emit(tx, c.Tenant, "thing.made", map[string]any{"key": c.IdempotencyKey})
+		return wiring.EngineOf(p.eng()).Emit(tx, c.Tenant, "thing.made", map[string]any{"key": c.IdempotencyKey})
 	})
 	if err != nil {
 		return nil, err
 	}
-	p.eng().Kick()
+	wiring.EngineOf(p.eng()).Kick()
 	return json.RawMessage(`{}`), nil
 }
 
@@ -1015,7 +1021,7 @@ func TestLoopGuardThroughAnApp(t *testing.T) {
 	ctx := context.Background()
 	def := b.create(t, `{"type":"event","event":"thing.made"}`,
 		`[{"key":"make","type":"execute","capability":"loop.make","config":{"args":{}}}]`)
-	_, started, err := eng.Publish(ctx, tenant, "", "thing.made", map[string]any{"key": "outside"})
+	started, err := runsOf(eng.Publish(ctx, runengine.PublishParams{Tenant: tenant, Name: "thing.made", Data: map[string]any{"key": "outside"}}))
 	if err != nil || len(started) != 1 {
 		t.Fatalf("publish: %v, %d runs", err, len(started))
 	}

@@ -19,16 +19,16 @@ func TestStepOutputCap(t *testing.T) {
 	]`)
 	for _, tt := range []struct {
 		size int
-		want string
+		want runengine.RunStatus
 	}{
 		{50 << 10, runengine.RunCompleted},
 		{60 << 10, runengine.RunFailed},
 	} {
-		_, started, err := b.eng.Publish(ctx, tenant, "", "custom.big", map[string]any{"s": strings.Repeat("x", tt.size)})
+		started, err := runsOf(b.eng.Publish(ctx, runengine.PublishParams{Tenant: tenant, Name: "custom.big", Data: map[string]any{"s": strings.Repeat("x", tt.size)}}))
 		if err != nil || len(started) != 1 {
 			t.Fatalf("publish: %v, %d runs", err, len(started))
 		}
-		r := b.waitRun(t, runID(t, started[0]), tt.want, status(tt.want))
+		r := b.waitRun(t, runID(t, started[0]), string(tt.want), status(tt.want))
 		if tt.want == runengine.RunFailed {
 			if r.Error == nil || !strings.Contains(*r.Error, "a step's output may be at most 262144") || r.Steps[0].Output != nil {
 				t.Errorf("failed run: error %v, output stored: %v", r.Error, r.Steps[0].Output != nil)

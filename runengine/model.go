@@ -6,44 +6,57 @@ import (
 	"github.com/bas-platform/bas/store"
 )
 
+// RunStatus is where a run is: running, waiting, or one of the ends
+// (completed, failed, rejected, cancelled).
+type RunStatus string
+
 // Run statuses.
 const (
-	RunRunning   = "running"
-	RunWaiting   = "waiting"
-	RunCompleted = "completed"
-	RunFailed    = "failed"
-	RunRejected  = "rejected"
-	RunCancelled = "cancelled"
+	RunRunning   RunStatus = "running"
+	RunWaiting   RunStatus = "waiting"
+	RunCompleted RunStatus = "completed"
+	RunFailed    RunStatus = "failed"
+	RunRejected  RunStatus = "rejected"
+	RunCancelled RunStatus = "cancelled"
 )
+
+// StepStatus is where a step of a run is.
+type StepStatus string
 
 // Step statuses.
 const (
-	StepPending         = "pending"
-	StepRunning         = "running"
-	StepWaitingApproval = "waiting_approval"
-	StepWaitingTask     = "waiting_task"
-	StepWaiting         = "waiting"
-	StepCompleted       = "completed"
-	StepFailed          = "failed"
-	StepSkipped         = "skipped"
+	StepPending         StepStatus = "pending"
+	StepRunning         StepStatus = "running"
+	StepWaitingApproval StepStatus = "waiting_approval"
+	StepWaitingTask     StepStatus = "waiting_task"
+	StepWaiting         StepStatus = "waiting"
+	StepCompleted       StepStatus = "completed"
+	StepFailed          StepStatus = "failed"
+	StepSkipped         StepStatus = "skipped"
 )
+
+// TaskStatus is where a human task is.
+type TaskStatus string
 
 // Task statuses.
 const (
-	TaskOpen      = "open"
-	TaskCompleted = "completed"
-	TaskCancelled = "cancelled"
+	TaskOpen      TaskStatus = "open"
+	TaskCompleted TaskStatus = "completed"
+	TaskCancelled TaskStatus = "cancelled"
 )
 
 // Approval statuses. Cancelled is for approvals of a run cancelled while
 // they were pending.
 const (
-	ApprovalPending   = "pending"
-	ApprovalApproved  = "approved"
-	ApprovalRejected  = "rejected"
-	ApprovalExpired   = "expired"
-	ApprovalCancelled = "cancelled"
+	ApprovalPending   ApprovalStatus = "pending"
+	ApprovalApproved  ApprovalStatus = "approved"
+	ApprovalRejected  ApprovalStatus = "rejected"
+	ApprovalExpired   ApprovalStatus = "expired"
+	ApprovalCancelled ApprovalStatus = "cancelled"
 )
+
+// ApprovalStatus is where an approval is.
+type ApprovalStatus string
 
 // Subject is what a run is about.
 type Subject struct {
@@ -105,7 +118,7 @@ type StepRun struct {
 	Key         string     `json:"key"`
 	Type        string     `json:"type"`
 	Name        string     `json:"name,omitempty"`
-	Status      string     `json:"status"`
+	Status      StepStatus `json:"status"`
 	StartedAt   *time.Time `json:"started_at"`
 	CompletedAt *time.Time `json:"completed_at"`
 	Output      any        `json:"output"`
@@ -113,8 +126,9 @@ type StepRun struct {
 	ApprovalID  *string    `json:"approval_id"`
 	TaskID      *string    `json:"task_id"`
 	Attempts    int        `json:"attempts"`
-	// Internal bookkeeping kept with the run record.
-	Internal stepInternal `json:"internal,omitzero"`
+	// internal is the engine's bookkeeping kept with the run record (see
+	// UnmarshalJSON).
+	internal stepInternal
 }
 
 // stepInternal is engine state of a step that callers need not read.
@@ -140,7 +154,7 @@ type Run struct {
 	ProcessName    string     `json:"process_name"`
 	ProcessVersion int        `json:"process_version"`
 	Function       string     `json:"function"`
-	Status         string     `json:"status"`
+	Status         RunStatus  `json:"status"`
 	Subject        Subject    `json:"subject"`
 	Trigger        RunTrigger `json:"trigger"`
 	CurrentStep    *string    `json:"current_step"`
@@ -178,7 +192,7 @@ type Task struct {
 	Actions     []string         `json:"actions"`
 	Fields      []map[string]any `json:"fields"`
 	Assignee    *string          `json:"assignee"`
-	Status      string           `json:"status"`
+	Status      TaskStatus       `json:"status"`
 	Outcome     *string          `json:"outcome"`
 	Values      map[string]any   `json:"values,omitempty"`
 	CompletedBy *string          `json:"completed_by,omitempty"`
@@ -202,7 +216,7 @@ type Approval struct {
 	Summary   string         `json:"summary"`
 	Reason    string         `json:"reason,omitempty"`
 	Args      map[string]any `json:"args"`
-	Status    string         `json:"status"`
+	Status    ApprovalStatus `json:"status"`
 	CreatedAt time.Time      `json:"created_at"`
 	ExpiresAt *time.Time     `json:"expires_at"`
 	DecidedBy *string        `json:"decided_by"`
@@ -231,7 +245,7 @@ var runs = &store.Collection[Run]{
 			if r.Status == RunRunning {
 				return nil
 			}
-			return [][]any{{r.Status}}
+			return [][]any{{string(r.Status)}}
 		}},
 		{Name: "overdue", Values: func(r *Run) [][]any {
 			if r.Overdue && !r.Finished() {
@@ -247,8 +261,8 @@ var tasks = &store.Collection[Task]{
 	ID:       func(t *Task) string { return t.ID },
 	NotFound: "task not found",
 	Indexes: []store.Index[Task]{
-		{Name: "status", Values: func(t *Task) [][]any { return [][]any{{t.Status}} }},
-		{Name: "assignee", Values: func(t *Task) [][]any { return [][]any{{t.Status, assigneeOf(t)}} }},
+		{Name: "status", Values: func(t *Task) [][]any { return [][]any{{string(t.Status)}} }},
+		{Name: "assignee", Values: func(t *Task) [][]any { return [][]any{{string(t.Status), assigneeOf(t)}} }},
 		{Name: "run", Values: func(t *Task) [][]any { return [][]any{{t.RunID}} }},
 	},
 }
@@ -258,6 +272,6 @@ var approvals = &store.Collection[Approval]{
 	ID:       func(a *Approval) string { return a.ID },
 	NotFound: "approval not found",
 	Indexes: []store.Index[Approval]{
-		{Name: "status", Values: func(a *Approval) [][]any { return [][]any{{a.Status}} }},
+		{Name: "status", Values: func(a *Approval) [][]any { return [][]any{{string(a.Status)}} }},
 	},
 }

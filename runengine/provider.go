@@ -67,7 +67,7 @@ func (p tasksProvider) Call(ctx context.Context, call capability.Call) (json.Raw
 			t.Fields = append(t.Fields, map[string]any{"key": f.Key, "label": f.Label, "type": typ,
 				"required": f.Required, "options": f.Options})
 		}
-		out, _ = json.Marshal(capability.TaskCreateResult{TaskID: t.ID, Status: t.Status})
+		out, _ = json.Marshal(capability.TaskCreateResult{TaskID: t.ID, Status: string(t.Status)})
 		counters = map[string]int64{counterKey(call.Tenant, "tasks-open", assigneeOf(t)): 1}
 		record = func(tx store.Txn) error {
 			raw, err := json.Marshal(t)
@@ -99,7 +99,7 @@ func (p tasksProvider) Call(ctx context.Context, call capability.Call) (json.Raw
 			d := now.Add(time.Duration(*a.DueHours * float64(time.Hour)))
 			ap.ExpiresAt = &d
 		}
-		out, _ = json.Marshal(capability.ApprovalRequestResult{ApprovalID: ap.ID, Status: ap.Status})
+		out, _ = json.Marshal(capability.ApprovalRequestResult{ApprovalID: ap.ID, Status: string(ap.Status)})
 		counters = map[string]int64{counterKey(call.Tenant, "approvals-pending"): 1}
 		record = func(tx store.Txn) error {
 			raw, err := json.Marshal(ap)

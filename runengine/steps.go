@@ -248,15 +248,15 @@ func (x *exec) stepExecute(def *process.Step, st *StepRun) bool {
 				x.requestApproval(def, st, orEmpty(cfg.Args), g.Reason)
 				return false
 			}
-			st.Internal.Auto = true
-			st.Internal.Sample = g.Sample
+			st.internal.Auto = true
+			st.internal.Sample = g.Sample
 		}
 		out, ok := x.callOutcome(def, st)
 		if !ok {
 			return false
 		}
-		x.completeStep(def, st, out, st.Internal.Auto)
-		if st.Internal.Sample {
+		x.completeStep(def, st, out, st.internal.Auto)
+		if st.internal.Sample {
 			x.createReview(def)
 		}
 		return true
@@ -269,17 +269,17 @@ func (x *exec) stepExecute(def *process.Step, st *StepRun) bool {
 		return x.stepFail(st, err)
 	}
 	args := orEmpty(cfg.Args)
-	if st.Internal.Args != nil {
-		args = st.Internal.Args
+	if st.internal.Args != nil {
+		args = st.internal.Args
 	}
-	if !st.Internal.Approved && !st.Internal.Auto {
+	if !st.internal.Approved && !st.internal.Auto {
 		if c := def.Controls.AmountCapCents; c != nil && cfg.AmountPath != "" {
 			v, ok := refs.Lookup(x.data(), cfg.AmountPath)
 			amount, isNum := cents(v)
 			if !ok || !isNum {
 				return x.stepFail(st, fmt.Errorf("step %s: amount_path %s holds no amount", def.Key, cfg.AmountPath))
 			}
-			st.Internal.AmountSeen = &amount
+			st.internal.AmountSeen = &amount
 			if amount > *c {
 				x.requestApproval(def, st, args, fmt.Sprintf("amount %d cents is above the cap of %d cents", amount, *c))
 				return false
@@ -415,7 +415,7 @@ func (x *exec) settleApproval(a *Approval, approve bool, args map[string]any, re
 	if a.ExpiresAt != nil && !expired {
 		x.fx.ops = append(x.fx.ops, deleteKey(dueKey(*a.ExpiresAt, x.r.Tenant, x.r.ID, "expire-"+a.ID)))
 	}
-	x.emit("approval.decided", map[string]any{"approval_id": a.ID, "run_id": x.r.ID, "status": a.Status, "edited": edited})
+	x.emit("approval.decided", map[string]any{"approval_id": a.ID, "run_id": x.r.ID, "status": string(a.Status), "edited": edited})
 	if !expired && a.StepKey != "" {
 		x.observe(a.StepKey, approve && !edited)
 	}
@@ -434,8 +434,8 @@ func (x *exec) settleApproval(a *Approval, approve bool, args map[string]any, re
 		x.failRun(st, RunRejected, msg)
 		return
 	}
-	st.Internal.Approved = true
-	st.Internal.Args = a.Args
+	st.internal.Approved = true
+	st.internal.Args = a.Args
 	st.Status = StepRunning
 	x.setStatus(RunRunning)
 	x.advance()
@@ -460,7 +460,7 @@ func (x *exec) stepWait(def *process.Step, st *StepRun) bool {
 		return x.stepFail(st, err)
 	}
 	switch {
-	case x.timer != "" && x.timer == st.Internal.WaitToken:
+	case x.timer != "" && x.timer == st.internal.WaitToken:
 		x.timer = ""
 		if cfg.Event != "" {
 			x.dropWaiter(st)
@@ -469,13 +469,13 @@ func (x *exec) stepWait(def *process.Step, st *StepRun) bool {
 			x.completeStep(def, st, map[string]any{"waited": cfg.Duration}, false)
 		}
 		return true
-	case x.event != nil && st.Internal.WaitEvent == x.event.name:
+	case x.event != nil && st.internal.WaitEvent == x.event.name:
 		ev := x.event
 		x.event = nil
 		x.dropWaiter(st)
 		x.completeStep(def, st, map[string]any{"timed_out": false, "event": ev.name, "event_id": ev.id, "data": ev.data}, false)
 		return true
-	case st.Internal.WaitToken != "" || st.Internal.WaitEvent != "":
+	case st.internal.WaitToken != "" || st.internal.WaitEvent != "":
 		return false
 	}
 	if cfg.Event != "" {
@@ -502,25 +502,25 @@ func (x *exec) stepWait(def *process.Step, st *StepRun) bool {
 // startTimer makes the step wait for a timer d from now.
 func (x *exec) startTimer(st *StepRun, d time.Duration, kind string) {
 	token := fmt.Sprintf("%s-%d-%d", kind, x.r.Cursor, x.now.UnixNano())
-	st.Internal.WaitToken = token
+	st.internal.WaitToken = token
 	at := x.now.Add(d)
-	st.Internal.Deadline = &at
+	st.internal.Deadline = &at
 	x.addTimer(at, token)
 }
 
 // addWaiter registers the run as waiting for event (with an optional
 // filter) in the waiter index the dispatcher reads.
 func (x *exec) addWaiter(st *StepRun, event string, flt json.RawMessage) {
-	st.Internal.WaitEvent = event
+	st.internal.WaitEvent = event
 	x.w.e.listen(x.r.Tenant, event)
 	val, _ := json.Marshal(waiter{Cursor: x.r.Cursor, Filter: flt})
 	x.fx.ops = append(x.fx.ops, setKey(waiterKey(x.r.Tenant, event, x.r.ID), val))
 }
 
 func (x *exec) dropWaiter(st *StepRun) {
-	if st.Internal.WaitEvent != "" {
-		x.fx.ops = append(x.fx.ops, deleteKey(waiterKey(x.r.Tenant, st.Internal.WaitEvent, x.r.ID)))
-		st.Internal.WaitEvent = ""
+	if st.internal.WaitEvent != "" {
+		x.fx.ops = append(x.fx.ops, deleteKey(waiterKey(x.r.Tenant, st.internal.WaitEvent, x.r.ID)))
+		st.internal.WaitEvent = ""
 	}
 }
 
@@ -549,31 +549,31 @@ func (x *exec) stepFollowUp(def *process.Step, st *StepRun) bool {
 		if _, ok := x.callOutcome(def, st); !ok {
 			return false
 		}
-		st.Internal.Reminders++
+		st.internal.Reminders++
 		st.Attempts = 0
 		st.Error = nil
-		if cfg.UntilEvent != "" && st.Internal.WaitEvent == "" {
+		if cfg.UntilEvent != "" && st.internal.WaitEvent == "" {
 			x.addWaiter(st, cfg.UntilEvent, cfg.Filter)
 		}
 		x.startTimer(st, every, "remind")
 		x.wait(st, StepWaiting)
 		return false
-	case x.event != nil && st.Internal.WaitEvent == x.event.name:
+	case x.event != nil && st.internal.WaitEvent == x.event.name:
 		ev := x.event
 		x.event = nil
 		x.dropWaiter(st)
-		x.completeStep(def, st, map[string]any{"replied": true, "reminders_sent": st.Internal.Reminders,
+		x.completeStep(def, st, map[string]any{"replied": true, "reminders_sent": st.internal.Reminders,
 			"reply": ev.data, "event_id": ev.id}, true)
 		return true
-	case x.timer != "" && x.timer == st.Internal.WaitToken && strings.HasPrefix(x.timer, "remind"):
+	case x.timer != "" && x.timer == st.internal.WaitToken && strings.HasPrefix(x.timer, "remind"):
 		x.timer = ""
-		st.Internal.WaitToken = ""
-		if st.Internal.Reminders >= max {
+		st.internal.WaitToken = ""
+		if st.internal.Reminders >= max {
 			x.dropWaiter(st)
-			x.completeStep(def, st, map[string]any{"replied": false, "reminders_sent": st.Internal.Reminders}, true)
+			x.completeStep(def, st, map[string]any{"replied": false, "reminders_sent": st.internal.Reminders}, true)
 			return true
 		}
-	case st.Internal.WaitToken != "":
+	case st.internal.WaitToken != "":
 		return false
 	}
 	capID := def.Capability
@@ -582,7 +582,7 @@ func (x *exec) stepFollowUp(def *process.Step, st *StepRun) bool {
 	}
 	x.setStatus(RunRunning)
 	st.Status = StepRunning
-	x.call(def, st, capID, cfg.ReminderArgs(), "remind", "reminder-"+strconv.Itoa(st.Internal.Reminders+1)+"/")
+	x.call(def, st, capID, cfg.ReminderArgs(), "remind", "reminder-"+strconv.Itoa(st.internal.Reminders+1)+"/")
 	return false
 }
 
@@ -597,9 +597,9 @@ func (x *exec) stepMonitor(def *process.Step, st *StepRun) bool {
 	if err != nil {
 		return x.stepFail(st, fmt.Errorf("step %s: %w", def.Key, err))
 	}
-	if st.Internal.Deadline == nil {
+	if st.internal.Deadline == nil {
 		dl := x.now.Add(timeout)
-		st.Internal.Deadline = &dl
+		st.internal.Deadline = &dl
 		x.dirty = true
 	}
 	var value any
@@ -612,49 +612,49 @@ func (x *exec) stepMonitor(def *process.Step, st *StepRun) bool {
 		st.Attempts = 0
 		st.Error = nil
 		value = out
-	case x.timer != "" && x.timer == st.Internal.WaitToken:
+	case x.timer != "" && x.timer == st.internal.WaitToken:
 		x.timer = ""
-		st.Internal.WaitToken = ""
+		st.internal.WaitToken = ""
 		if def.Capability != "" {
 			x.setStatus(RunRunning)
 			st.Status = StepRunning
-			x.call(def, st, def.Capability, orEmpty(cfg.Args), "check", "check-"+strconv.Itoa(st.Internal.Checks+1)+"/")
+			x.call(def, st, def.Capability, orEmpty(cfg.Args), "check", "check-"+strconv.Itoa(st.internal.Checks+1)+"/")
 			return false
 		}
 		value = cfg.Value
-	case st.Internal.WaitToken != "":
+	case st.internal.WaitToken != "":
 		return false
 	default:
 		if def.Capability != "" {
-			x.call(def, st, def.Capability, orEmpty(cfg.Args), "check", "check-"+strconv.Itoa(st.Internal.Checks+1)+"/")
+			x.call(def, st, def.Capability, orEmpty(cfg.Args), "check", "check-"+strconv.Itoa(st.internal.Checks+1)+"/")
 			return false
 		}
 		value = cfg.Value
 	}
-	st.Internal.Checks++
+	st.internal.Checks++
 	f, err := filter.Parse(cfg.Condition, "config", "condition")
 	if err != nil {
 		return x.stepFail(st, fmt.Errorf("step %s: %s", def.Key, errorText(err)))
 	}
 	if f.Match(map[string]any{"value": value}) {
-		x.completeStep(def, st, map[string]any{"held": true, "checks": st.Internal.Checks, "value": value}, true)
+		x.completeStep(def, st, map[string]any{"held": true, "checks": st.internal.Checks, "value": value}, true)
 		return true
 	}
-	if !x.now.Before(*st.Internal.Deadline) {
+	if !x.now.Before(*st.internal.Deadline) {
 		if cfg.FailOnTimeout {
 			x.failRun(st, RunFailed, fmt.Sprintf("step %s: condition did not hold within %s", def.Key, timeout))
 			return false
 		}
-		x.completeStep(def, st, map[string]any{"held": false, "checks": st.Internal.Checks, "value": value}, true)
+		x.completeStep(def, st, map[string]any{"held": false, "checks": st.internal.Checks, "value": value}, true)
 		return true
 	}
 	next := interval
-	if rest := st.Internal.Deadline.Sub(x.now); rest < next {
+	if rest := st.internal.Deadline.Sub(x.now); rest < next {
 		next = rest
 	}
-	dl := *st.Internal.Deadline
+	dl := *st.internal.Deadline
 	x.startTimer(st, next, "check")
-	st.Internal.Deadline = &dl
+	st.internal.Deadline = &dl
 	x.wait(st, StepWaiting)
 	return false
 }
@@ -698,10 +698,10 @@ func (x *exec) fireTimer(token string) {
 	switch {
 	case strings.HasPrefix(token, "sla-"):
 		i, _ := strconv.Atoi(strings.TrimPrefix(token, "sla-"))
-		if i != r.Cursor || r.Steps[i].Internal.SLAFired || r.Steps[i].Status == StepCompleted {
+		if i != r.Cursor || r.Steps[i].internal.SLAFired || r.Steps[i].Status == StepCompleted {
 			return
 		}
-		r.Steps[i].Internal.SLAFired = true
+		r.Steps[i].internal.SLAFired = true
 		r.Overdue = true
 		x.dirty = true
 		x.count(counterKey(r.Tenant, "overdue"), 1)
@@ -714,12 +714,12 @@ func (x *exec) fireTimer(token string) {
 		}
 		x.settleApproval(a, false, nil, "", "", true)
 	default:
-		if r.Cursor >= len(r.Steps) || r.Steps[r.Cursor].Internal.WaitToken != token {
+		if r.Cursor >= len(r.Steps) || r.Steps[r.Cursor].internal.WaitToken != token {
 			return
 		}
 		st := &r.Steps[r.Cursor]
 		if strings.HasPrefix(token, "retry-") {
-			st.Internal.WaitToken = ""
+			st.internal.WaitToken = ""
 			st.Status = StepRunning
 			x.setStatus(RunRunning)
 		} else {
@@ -732,7 +732,7 @@ func (x *exec) fireTimer(token string) {
 // deliverEvent hands an event to a run waiting on it.
 func (x *exec) deliverEvent(ev *eventArgs) {
 	r := x.r
-	if r.Finished() || r.Cursor >= len(r.Steps) || r.Steps[r.Cursor].Internal.WaitEvent != ev.name {
+	if r.Finished() || r.Cursor >= len(r.Steps) || r.Steps[r.Cursor].internal.WaitEvent != ev.name {
 		x.fx.ops = append(x.fx.ops, deleteKey(ev.key))
 		x.dirty = true
 		return

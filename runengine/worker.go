@@ -41,16 +41,22 @@ type command struct {
 	timer  *timerArgs
 	event  *eventArgs
 
-	// reply, when set, receives the outcome once it is durable; keep,
-	// when set, adds a write of the answer to the change's commit.
+	// reply, when set, receives the outcome once it is durable; view asks
+	// for the run's JSON view (the HTTP layer's fast path) instead of a
+	// snapshot; keep, when set, adds a write of the answer to the change's
+	// commit (see KeepAnswer).
 	reply chan reply
+	view  bool
 	keep  AnswerKeeper
 }
 
+// reply is a command's outcome: snapshots of the run and of the task or
+// approval it changed, which share nothing with the worker's state.
 type reply struct {
-	run      json.RawMessage
-	task     json.RawMessage
-	approval json.RawMessage
+	run      *Run
+	view     json.RawMessage
+	task     *Task
+	approval *Approval
 	err      error
 }
 
@@ -428,7 +434,14 @@ func (w *worker) finish(x *exec) {
 		en.dirty = true
 	}
 	if c.reply != nil {
-		en.replies = append(en.replies, heldReply{ch: c.reply, task: x.replyTask, approval: x.replyApproval, err: x.err, keep: c.keep})
+		h := heldReply{ch: c.reply, view: c.view, err: x.err, keep: c.keep}
+		if x.replyTask != nil {
+			h.task = cloneTask(x.replyTask)
+		}
+		if x.replyApproval != nil {
+			h.approval = cloneApproval(x.replyApproval)
+		}
+		en.replies = append(en.replies, h)
 	}
 	switch {
 	case !en.durable:
@@ -459,10 +472,12 @@ const replyHold = 2 * time.Millisecond
 
 // heldReply is an answer waiting for the commit of the run's changes.
 type heldReply struct {
-	ch             chan reply
-	task, approval json.RawMessage
-	err            error
-	keep           AnswerKeeper
+	ch       chan reply
+	view     bool
+	task     *Task
+	approval *Approval
+	err      error
+	keep     AnswerKeeper
 }
 
 // flush submits the run's held changes and answers the held replies once
@@ -471,13 +486,17 @@ func (w *worker) flush(en *entry) {
 	r := en.run
 	replies := en.replies
 	en.replies, en.flushArmed = nil, false
+	var snap *Run
 	var view json.RawMessage
-	if len(replies) > 0 {
-		var err error
-		if view, err = appendRun(nil, r, false); err != nil {
-			for i := range replies {
-				replies[i].err = errors.CombineErrors(replies[i].err, err)
+	for i, h := range replies {
+		if (h.view || h.keep != nil) && view == nil {
+			var err error
+			if view, err = appendRun(nil, r, false); err != nil {
+				replies[i].err = errors.CombineErrors(h.err, err)
 			}
+		}
+		if !h.view && snap == nil {
+			snap = cloneRun(r)
 		}
 	}
 	answer := func(err error) {
@@ -486,7 +505,11 @@ func (w *worker) flush(en *entry) {
 			if e == nil {
 				e = h.err
 			}
-			h.ch <- reply{run: view, task: h.task, approval: h.approval, err: e}
+			rep := reply{run: snap, task: h.task, approval: h.approval, err: e}
+			if h.view {
+				rep.run, rep.view = nil, view
+			}
+			h.ch <- rep
 		}
 	}
 	kept := w.keeps(replies, view)
@@ -540,6 +563,7 @@ func (w *worker) flush(en *entry) {
 				for _, fn := range fx.post {
 					fn()
 				}
+				w.e.changes.notify(tenant, runID)
 			}
 			answer(err)
 		},
@@ -554,7 +578,18 @@ func (w *worker) keeps(replies []heldReply, view json.RawMessage) []func(store.T
 		if h.keep == nil || h.err != nil || view == nil {
 			continue
 		}
-		op, err := h.keep(Answer{Run: view, Task: h.task, Approval: h.approval})
+		a := Answer{Run: view}
+		var err error
+		if h.task != nil {
+			a.Task, err = json.Marshal(h.task)
+		}
+		if err == nil && h.approval != nil {
+			a.Approval, err = json.Marshal(h.approval)
+		}
+		var op func(store.Txn) error
+		if err == nil {
+			op, err = h.keep(a)
+		}
 		if err != nil {
 			w.e.log.Error("keep a command's answer", "error", err)
 			continue

@@ -49,7 +49,7 @@ type Index[T any] struct {
 	// key parts (see Key). Return nil to leave the record out.
 	Values func(*T) [][]any
 	// Unique makes an entry's values name at most one record: Put of a
-	// second record with the same values fails with errs.Conflict.
+	// second record with the same values fails with bas.ErrConflict.
 	Unique bool
 }
 
@@ -221,7 +221,7 @@ func containsKey(keys [][]byte, k []byte) bool {
 }
 
 // Delete removes the record id of tenant and its index entries. A missing
-// record is errs.NotFound.
+// record is bas.ErrNotFound.
 func (c *Collection[T]) Delete(tx Txn, tenant, id string) error {
 	old, err := c.Get(tx, tenant, id)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -15,8 +16,8 @@ const (
 	tagInt    = 0x03
 )
 
-// Key encodes parts (string, []byte, int, int64 or time.Time) into
-// one key whose byte order is the order of the parts: a key of a prefix of
+// Key encodes parts (a string or a named string type, []byte, int, int64
+// or time.Time) into one key whose byte order is the order of the parts: a key of a prefix of
 // the parts is a byte prefix of the key, strings sort as strings and
 // integers and times as numbers. Any other part type panics: keys are
 // built by code, never from input.
@@ -39,6 +40,11 @@ func AppendKey(b []byte, parts ...any) []byte {
 		case time.Time:
 			b = appendInt(b, v.UnixNano())
 		default:
+			// A named string type (a status, say) is its string.
+			if rv := reflect.ValueOf(p); rv.Kind() == reflect.String {
+				b = appendString(b, rv.String())
+				continue
+			}
 			panic(fmt.Sprintf("store.Key: unsupported part type %T", p))
 		}
 	}

@@ -91,14 +91,14 @@ type ScanOptions struct {
 	KeysOnly bool
 }
 
-// ErrNotFound marks a Get of a missing key. It is errs.NotFound, so a missing
+// ErrNotFound marks a Get of a missing key. It is bas.ErrNotFound, so a missing
 // record maps to 404 wherever it surfaces.
 var ErrNotFound = errs.NotFound
 
 // ErrConflict marks an optimistic commit conflict. Implementations mark a
 // conflicting commit with both ErrConflict (so Retry re-runs it) and
-// errs.Conflict (so a conflict that survives every retry maps to 409); a
-// business conflict returned by fn (errs.Conflictf) is not retried.
+// bas.ErrConflict (so a conflict that survives every retry maps to 409); a
+// business conflict returned by fn (one marked bas.ErrConflict) is not retried.
 var ErrConflict = errors.New("store: transaction conflict")
 
 // ErrStop ends a Scan early without error.

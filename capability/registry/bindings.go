@@ -127,8 +127,8 @@ func (r *Registry) Bound(tenant, capabilityID string) (string, bool) {
 
 // Bind makes tenant's calls of capabilityID go to providerID, and writes the
 // change (before and after) to the audit log as actor. An unknown
-// capability is errs.NotFound; an unknown provider, one that does not fill
-// the capability, or a connector that is coming is errs.Invalid at
+// capability is bas.ErrNotFound; an unknown provider, one that does not fill
+// the capability, or a connector that is coming is bas.ErrInvalid at
 // ["body", "provider_id"]. Binding the provider already bound changes
 // nothing.
 func (r *Registry) Bind(ctx context.Context, tenant, capabilityID, providerID, actor string) error {
@@ -188,7 +188,7 @@ func (r *Registry) Bind(ctx context.Context, tenant, capabilityID, providerID, a
 
 // Unbind removes tenant's binding of capabilityID (calls go to the default
 // provider again, if there is one) and audits it as actor. An unknown
-// capability, or one that is not bound, is errs.NotFound.
+// capability, or one that is not bound, is bas.ErrNotFound.
 func (r *Registry) Unbind(ctx context.Context, tenant, capabilityID, actor string) error {
 	if _, ok := r.snap.Load().caps[capabilityID]; !ok {
 		return errs.NotFoundf("capability %s not found", capabilityID)

@@ -1,9 +1,10 @@
 // Command embed runs bas inside a Go program, without HTTP: it opens a
 // workspace, registers an in-process provider of a capability the provider
 // describes itself (fx.convert), creates a process triggered by an event,
-// emits the event, decides the approval the workspace asks for (a new
-// workspace is supervised: every execute step waits for a person), waits
-// for the run to finish and prints what each step produced.
+// emits the event, follows the workspace's events to decide the approvals
+// the run asks for (a new workspace is supervised: every execute step waits
+// for a person), waits for the run to end and prints what each step
+// produced.
 //
 //	go run ./examples/embed             # in memory
 //	go run ./examples/embed -data dir   # on disk: runs survive a restart
@@ -21,7 +22,6 @@ import (
 	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/process"
-	"github.com/bas-platform/bas/runengine"
 	"github.com/cockroachdb/errors"
 )
 
@@ -113,40 +113,53 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "process %q, version %d\n", def.Name, def.Version)
 
+	// Follow the workspace's events from here on: the run asks for
+	// approvals, and its end is announced once it is durable.
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	events := ws.Subscribe(ctx, bas.SubscribeParams{Tenant: tenant,
+		Names: []string{"approval.requested", "process.run.*"}})
+
 	// An event starts the run (a filter keeps invoices in other currencies out).
-	_, started, err := ws.Engine().Publish(ctx, tenant, "usr_ann", "invoice.received",
-		map[string]any{"number": "INV-1042", "supplier": "Globex", "currency": "USD", "usd_cents": 150000})
+	pub, err := ws.Publish(ctx, bas.PublishParams{Tenant: tenant, Name: "invoice.received", Emitter: "usr_ann",
+		Data: map[string]any{"number": "INV-1042", "supplier": "Globex", "currency": "USD", "usd_cents": 150000}})
 	if err != nil {
 		return err
 	}
-	if len(started) != 1 {
-		return errors.Newf("the event started %d runs, want 1", len(started))
+	if len(pub.Runs) != 1 {
+		return errors.Newf("the event started %d runs, want 1", len(pub.Runs))
 	}
-	var r runengine.Run
-	if err := json.Unmarshal(started[0], &r); err != nil {
-		return err
-	}
-	eng := ws.Engine()
-	for {
-		cur, err := waitRun(ctx, eng, r.ID, func(r *runengine.Run) bool {
-			return r.Finished() || waitingApproval(r) != ""
-		})
+	runID := pub.Runs[0].ID
+follow:
+	for n, err := range events {
 		if err != nil {
-			return err
+			return err // bas.ErrMissed cannot happen to one run's few events
 		}
-		if cur.Finished() {
-			r = *cur
-			break
+		if n.Event.Data["run_id"] != runID {
+			continue
+		}
+		switch n.Event.Name {
+		case "process.run.completed", "process.run.failed", "process.run.rejected":
+			break follow
+		case "approval.requested":
+		default:
+			continue
 		}
 		// A person decides: here, the program approves as usr_bob.
-		a, err := eng.GetApproval(ctx, tenant, waitingApproval(cur))
+		a, err := ws.GetApproval(ctx, tenant, n.Event.Data["approval_id"].(string))
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "approval asked: %s\n", a.Summary)
-		if _, err := eng.Decide(ctx, tenant, a.ID, true, nil, "", "usr_bob"); err != nil {
+		if _, err := ws.Decide(ctx, bas.DecideParams{Tenant: tenant, ApprovalID: a.ID, Approve: true,
+			Actor: "usr_bob"}); err != nil {
 			return err
 		}
+	}
+	// The run has ended; WaitRun returns it at once.
+	r, err := ws.WaitRun(ctx, tenant, runID)
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(stdout, "run %s\n", r.Status)
 	for _, s := range r.Steps {
@@ -156,42 +169,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "  %-8s %-9s %s\n", s.Key, s.Status, out)
 	}
-	if r.Status != runengine.RunCompleted {
+	if r.Status != bas.RunCompleted {
 		return errors.Newf("run ended %s: %s", r.Status, deref(r.Error))
 	}
 	return nil
-}
-
-// waitingApproval returns the id of the approval the run waits on, or "".
-func waitingApproval(r *runengine.Run) string {
-	for _, s := range r.Steps {
-		if s.Status == runengine.StepWaitingApproval && s.ApprovalID != nil {
-			return *s.ApprovalID
-		}
-	}
-	return ""
-}
-
-// waitRun polls the run until cond holds. The engine advances runs on its
-// own workers; an embedding program that needs to block on one polls it
-// (or, with runengine.New directly, sets Config.OnFinish).
-func waitRun(ctx context.Context, eng *runengine.Engine, id string, cond func(*runengine.Run) bool) (*runengine.Run, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
-		r, err := eng.GetRun(ctx, tenant, id)
-		if err != nil {
-			return nil, err
-		}
-		if cond(r) {
-			return r, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, errors.Wrapf(ctx.Err(), "run %s is still %s", id, r.Status)
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
 }
 
 func deref(s *string) string {

@@ -233,16 +233,21 @@ func (s *e2eServer) engineRun(t *testing.T, id string) *runengine.Run {
 	return r
 }
 
-// awaitRun polls the run until cond holds (the engine works after it
-// answers) and returns it. This is a wait with a generous limit, not a
-// timing assertion.
+// awaitRun waits until cond holds for the run as the API shows it (the
+// engine works after it answers) and returns it: the workspace tells it of
+// each committed change of the run. The limit is generous, not a timing
+// assertion.
 func (s *e2eServer) awaitRun(t *testing.T, id, what string, cond func(e2eRun) bool) e2eRun {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
 	var r e2eRun
-	e2eEventually(t, "run "+id+" "+what, func() bool {
+	if _, err := s.ws.WaitRunUntil(ctx, s.tenant, id, func(*bas.Run) bool {
 		r = s.getRun(t, id)
 		return cond(r)
-	})
+	}); err != nil {
+		t.Fatalf("run %s never %s (%v): %+v", id, what, err, r)
+	}
 	return r
 }
 

@@ -33,7 +33,7 @@
 //
 // Errors returned by Call keep their kind in the host: an error marked
 // NotFound (NotFoundf, or errors.Mark(err, sdk.NotFound) with
-// github.com/cockroachdb/errors) is errs.NotFound there, and its public
+// github.com/cockroachdb/errors) is bas.ErrNotFound there, and its public
 // message, validation violations and retry delay arrive too. A panic in Call
 // is recovered and returned as an error.
 //

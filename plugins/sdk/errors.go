@@ -7,7 +7,7 @@ import (
 )
 
 // The error kinds a provider marks its errors with; they are bas's own kinds,
-// so errors.Is(err, errs.NotFound) holds in the host for an error marked
+// so errors.Is(err, bas.ErrNotFound) holds in the host for an error marked
 // sdk.NotFound in the plugin. Mark an error with cockroachdb/errors'
 // errors.Mark(err, sdk.Unavailable), or build one with the functions below.
 var (
@@ -28,7 +28,11 @@ var (
 // Violation is one reason arguments are invalid: where (Loc, e.g.
 // []any{"args", "number"}), a sentence (Msg) and a type ("missing",
 // "value_error" ...).
-type Violation = errs.Violation
+type Violation struct {
+	Loc  []any  `json:"loc"`
+	Msg  string `json:"msg"`
+	Type string `json:"type"`
+}
 
 // NotFoundf returns a NotFound error whose message callers may see.
 func NotFoundf(format string, args ...any) error { return errs.NotFoundf(format, args...) }
@@ -49,7 +53,13 @@ func Invalidf(loc []any, typ, format string, args ...any) error {
 
 // Validation returns an Invalid error carrying every violation, or nil when
 // there are none.
-func Validation(vs ...Violation) error { return errs.Validation(vs...) }
+func Validation(vs ...Violation) error {
+	out := make([]errs.Violation, len(vs))
+	for i, v := range vs {
+		out[i] = errs.Violation(v)
+	}
+	return errs.Validation(out...)
+}
 
 // RateLimitedAfter returns a RateLimited error that says when to retry.
 func RateLimitedAfter(d time.Duration) error { return errs.RateLimitedAfter(d) }

@@ -15,7 +15,7 @@ import (
 )
 
 // ErrClosed is returned by View, Update and RunGC once Close has begun. It
-// is marked errs.Unavailable.
+// is marked bas.ErrUnavailable.
 var ErrClosed = errors.Mark(errors.New("badgerstore: store is closed"), errs.Unavailable)
 
 // Store is a store.Store on a Badger database. It is safe for concurrent
@@ -121,7 +121,7 @@ func (s *Store) View(ctx context.Context, fn func(store.Reader) error) error {
 // from fn discards the transaction (nothing is written) and is returned as
 // is, never retried, even when it is itself a conflict (a unique index
 // taken). A transaction that writes more than about 15% of
-// Options.MemTableSize fails with an error marked errs.TooLarge.
+// Options.MemTableSize fails with an error marked bas.ErrTooLarge.
 func (s *Store) Update(ctx context.Context, fn func(store.Txn) error) error {
 	done, err := s.begin()
 	if err != nil {
@@ -193,7 +193,7 @@ func (s *Store) commitError(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, badger.ErrConflict):
-		// Both marks: today store.ErrConflict is errs.Conflict, but the
+		// Both marks: today store.ErrConflict is bas.ErrConflict, but the
 		// store's retry mark and the API's 409 kind need not stay one.
 		return errors.Mark(errors.Mark(errors.Wrap(err, "badgerstore: commit"), store.ErrConflict), errs.Conflict)
 	case errors.Is(err, badger.ErrTxnTooBig):

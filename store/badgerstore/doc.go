@@ -31,7 +31,7 @@
 //
 // One transaction may write about 15% of Options.MemTableSize (about
 // 1.2 MiB with the defaults): past that Set fails with an error marked
-// errs.TooLarge. A key may have 65,000 bytes; a value may have
+// bas.ErrTooLarge. A key may have 65,000 bytes; a value may have
 // Options.ValueLogFileSize bytes on disk and less than 1 MiB in memory.
 //
 // # Memory on a small machine

@@ -20,7 +20,7 @@ func withEngine(t *testing.T, b *bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.s = New(Config{Store: b.st, Clock: b.clk, Mailer: b.mail, Timers: eng, Events: eng})
+	b.s = New(Config{Store: b.st, Clock: b.clk, Mailer: b.mail, Timers: eng, Events: eng.Internal().(EventSink)})
 	eng.HandleTimers(TimerCollect, b.s.HandleTimer)
 	eng.HandleTimers(TimerOnboard, b.s.HandleTimer)
 	if err := eng.Open(context.Background()); err != nil {

@@ -1,0 +1,61 @@
+package bas
+
+import (
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/errors"
+)
+
+// Bounds of the options, so a typo cannot make a workspace that cannot run.
+const (
+	maxWorkers         = 1024
+	maxMaxAttempts     = 100
+	maxSubscribeBuffer = 1 << 20
+	minApprovalExpiry  = time.Minute
+)
+
+// validate reports the first option that cannot work, named as the caller
+// wrote it, with what to do instead. Zero values take their defaults.
+func (o Options) validate() error {
+	bad := func(option string, value any, want string) error {
+		return errors.Mark(errors.Newf("bas: Options.%s is %v; %s", option, value, want), ErrInvalid)
+	}
+	switch {
+	case o.Workers < 0 || o.Workers > maxWorkers:
+		return bad("Workers", o.Workers, fmt.Sprintf("use 1 to %d, or 0 for 2 x GOMAXPROCS", maxWorkers))
+	case o.MaxAttempts < 0 || o.MaxAttempts > maxMaxAttempts:
+		return bad("MaxAttempts", o.MaxAttempts, fmt.Sprintf("use 1 to %d, or 0 for 5", maxMaxAttempts))
+	case o.ApprovalExpiry < 0 || o.ApprovalExpiry > 0 && o.ApprovalExpiry < minApprovalExpiry:
+		return bad("ApprovalExpiry", o.ApprovalExpiry, "use at least 1m, or 0 for 7 days")
+	case o.Grace < 0:
+		return bad("Grace", o.Grace, "use a positive duration, or 0 for 5s")
+	case o.CallTimeout < 0:
+		return bad("CallTimeout", o.CallTimeout, "use a positive duration, or 0 for 30s")
+	case o.MaxUploadBytes < 0:
+		return bad("MaxUploadBytes", o.MaxUploadBytes, "use a positive size, or 0 for 25 MiB")
+	case o.SubscribeBuffer < 0 || o.SubscribeBuffer > maxSubscribeBuffer:
+		return bad("SubscribeBuffer", o.SubscribeBuffer, fmt.Sprintf("use 1 to %d, or 0 for 4096", maxSubscribeBuffer))
+	}
+	for i, p := range o.Plugins {
+		if p == "" {
+			return bad(fmt.Sprintf("Plugins[%d]", i), `""`, "give the path of a plugin executable")
+		}
+	}
+	names := make([]string, 0, len(o.PluginChecksums))
+	for name := range o.PluginChecksums {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		sum := o.PluginChecksums[name]
+		if b, err := hex.DecodeString(strings.TrimSpace(sum)); err != nil || len(b) != 32 {
+			return bad(fmt.Sprintf("PluginChecksums[%q]", name), fmt.Sprintf("%q", sum),
+				"give the plugin's SHA-256 as 64 hex digits (sha256sum prints it)")
+		}
+	}
+	return nil
+}
