@@ -148,14 +148,14 @@ function pageSignIn() {
   const forms = [];
   if (S.devLogin) {
     const dev = h('input', { type: 'email', name: 'dev_email', placeholder: 'demo@example.com' });
-    forms.push(h('form', { class: 'card', 'data-test': 'dev-login', onsubmit: (e) => {
+    forms.push(h('form', { class: 'card', method: 'post', 'data-test': 'dev-login', onsubmit: (e) => {
       e.preventDefault();
       const body = dev.value ? { email: dev.value } : {};
       call('POST', '/console/session/dev-login', body).then(signedIn, fail);
     } }, h('h2', null, 'Development login'), h('p', { class: 'muted' }, 'This server allows development login.'),
     h('label', null, 'Email (optional)'), dev, ' ', h('button', { class: 'primary', type: 'submit' }, 'Sign in')));
   }
-  forms.push(h('form', { class: 'card', onsubmit: (e) => {
+  forms.push(h('form', { class: 'card', method: 'post', 'data-test': 'email-login', onsubmit: (e) => {
     e.preventDefault();
     if (codeRow.hidden) {
       call('POST', '/console/session/email', { email: email.value }).then(() => { codeRow.hidden = false; code.focus(); err.textContent = ''; }, fail);
@@ -163,7 +163,7 @@ function pageSignIn() {
       call('POST', '/console/session/code', { email: email.value, code: code.value.trim() }).then(signedIn, fail);
     }
   } }, h('h2', null, 'Email'), h('label', null, 'Email'), email, ' ', h('button', { type: 'submit' }, 'Send code'), codeRow));
-  forms.push(h('form', { class: 'card', onsubmit: (e) => {
+  forms.push(h('form', { class: 'card', method: 'post', 'data-test': 'key-login', onsubmit: (e) => {
     e.preventDefault();
     call('POST', '/console/session/key', { key: key.value }).then(signedIn, fail);
   } }, h('h2', null, 'API key'), h('label', null, 'Paste an API key'), key, ' ', h('button', { type: 'submit' }, 'Sign in')));
