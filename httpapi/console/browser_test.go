@@ -369,6 +369,12 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Error("approve is offered while a validation error remains")
 		}
 		shot(t, "document")
+		// The frame beside the fields shows the file itself, inline.
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`fetch(document.querySelector('iframe.file').src).then((r) =>
+			r.status + ' ' + r.headers.get('content-type') + ' ' + r.headers.get('content-disposition'))`, chromedp.EvalAwaitPromise))
+		if err != nil || got != "200 application/pdf inline" {
+			t.Errorf("the document's frame loads %q (%v), want the PDF inline", got, err)
+		}
 		run(t, chromedp.SetValue(chromedp.CSS(`[data-doc-field=invoice_number]`), "INV-7781"),
 			chromedp.Click(chromedp.CSS(`[data-test=save-fields]`)),
 			chromedp.WaitVisible(chromedp.CSS(`[data-test=doc-approve]:not([disabled])`)),

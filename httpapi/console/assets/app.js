@@ -501,16 +501,22 @@ async function approvalView(id, done, inboxItems) {
 }
 
 // ---------- documents ----------
-function fmtValue(v) { return v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v); }
+function fmtValue(v, f) {
+  if (v === null || v === undefined) return '';
+  if (f && f.type === 'money' && typeof v === 'number') return money(v);
+  return typeof v === 'object' ? JSON.stringify(v) : String(v);
+}
 function fieldsTable(d, editable, onSave) {
   const type = d._type;
   const keys = type ? type.fields.map((f) => f.key) : Object.keys(d.extracted || {});
   const labels = type ? Object.fromEntries(type.fields.map((f) => [f.key, f.label])) : {};
+  const defs = type ? Object.fromEntries(type.fields.map((f) => [f.key, f])) : {};
   const issuesBy = {};
   for (const is of (d.validation && d.validation.issues) || []) (issuesBy[is.field] = issuesBy[is.field] || []).push(is);
   const rows = keys.map((k) => {
     const x = (d.extracted || {})[k];
-    const cell = editable ? h('input', { 'data-doc-field': k, value: fmtValue(x && x.value), 'aria-label': labels[k] || k }) : h('span', null, fmtValue(x && x.value));
+    const v = fmtValue(x && x.value, defs[k]);
+    const cell = editable ? h('input', { 'data-doc-field': k, value: v, 'aria-label': labels[k] || k }) : h('span', null, v);
     return h('tr', { 'data-test': 'doc-field', 'data-key': k },
       h('td', null, labels[k] || k), h('td', null, cell),
       h('td', { class: 'evidence' }, x ? (x.source === 'correction' ? 'corrected by ' + (x.corrected_by || '') : ['p. ', x.page ?? '?', ': ', h('mark', null, x.text || '')]) : 'not found'),
@@ -521,10 +527,14 @@ function fieldsTable(d, editable, onSave) {
   return h('form', { 'data-test': 'doc-fields', onsubmit: (e) => {
     e.preventDefault();
     const fields = {};
-    e.target.querySelectorAll('[data-doc-field]').forEach((el) => {
-      const k = el.dataset.docField; const x = (d.extracted || {})[k];
-      if (el.value !== fmtValue(x && x.value)) fields[k] = el.value === '' ? null : el.value;
-    });
+    try {
+      e.target.querySelectorAll('[data-doc-field]').forEach((el) => {
+        const k = el.dataset.docField; const x = (d.extracted || {})[k]; const f = defs[k];
+        if (el.value === fmtValue(x && x.value, f)) return;
+        // A repeat field takes a list: [12.5, "3,40"] as JSON.
+        fields[k] = el.value === '' ? null : f && f.repeat ? JSON.parse(el.value) : el.value;
+      });
+    } catch (err) { flash('A list field needs a JSON list: ' + err.message, true); return; }
     onSave(fields, e.target);
   } }, table, h('div', { class: 'actions' }, h('button', { type: 'submit', 'data-test': 'save-fields' }, 'Save corrections')));
 }
