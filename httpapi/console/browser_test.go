@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -181,6 +183,24 @@ func TestConsoleInBrowser(t *testing.T) {
 	defer cancelCtx()
 	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
 	defer cancelTimeout()
+	if err := chromedp.Do(ctx); err != nil { // starts the browser and its tab
+		t.Fatalf("start %s: %v", exe, err)
+	}
+	var mu sync.Mutex
+	var exceptions []string
+	messages := chromedp.Console(ctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.IsException() {
+				mu.Lock()
+				exceptions = append(exceptions, fmt.Sprintf("%s:%d %s", m.URL, m.Line+1, m.Text))
+				mu.Unlock()
+			}
+		}
+	}()
 
 	run := func(t *testing.T, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
@@ -344,14 +364,14 @@ func TestConsoleInBrowser(t *testing.T) {
 		)
 		var cleared bool
 		eval(t, `(document.querySelector('dialog [data-test=reason]').value = '', true)`, &cleared)
-		run(t, chromedp.Click(chromedp.CSS(`[data-test=confirm-reject]`)))
+		run(t, chromedp.Click(chromedp.CSS(`[data-test=confirm]`)))
 		var open bool
 		eval(t, `document.querySelector('dialog').open`, &open)
 		if !open {
 			t.Fatal("the dialog closed without the required reason")
 		}
 		run(t, chromedp.SendKeys(chromedp.CSS(`dialog [data-test=reason]`), "not a business trip"),
-			chromedp.Click(chromedp.CSS(`[data-test=confirm-reject]`)),
+			chromedp.Click(chromedp.CSS(`[data-test=confirm]`)),
 			chromedp.WaitNotPresent(chromedp.CSS(li(aprB))),
 			chromedp.Navigate(s.srv.URL+"/runs/"+runB),
 			chromedp.WaitVisible(chromedp.CSS(`[data-test=run][data-status=rejected]`)))
@@ -406,6 +426,110 @@ func TestConsoleInBrowser(t *testing.T) {
 		shot(t, "cockpit")
 	})
 
+	change := func(sel, value string) chromedp.Action[chromedp.Void] {
+		js := fmt.Sprintf(`(() => { const el = document.querySelector(%q); el.value = %q; el.dispatchEvent(new Event('change', {bubbles: true})); return true })()`, sel, value)
+		return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+			_, err := chromedp.Evaluate[bool](js)(ctx, tg)
+			return chromedp.Void{}, err
+		}
+	}
+
+	t.Run("bulk approve similar low-risk approvals", func(t *testing.T) {
+		runD, runE := start("Parking"), start("Train to Porto")
+		for _, r := range []string{runD, runE} {
+			s.apiCall(t, tok, "POST", "/v1/tasks/"+taskOf(r)+"/complete", map[string]any{"action": "complete", "fields": map[string]any{"amount": 900}}, nil)
+		}
+		// The inbox shows both approvals once the engine asks for them.
+		run(t, chromedp.Navigate(s.srv.URL+"/inbox"), func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+			_, err := chromedp.Poll[bool](`document.querySelectorAll('[data-test=inbox-list] li[data-id^="apr_"]').length === 2`)(ctx, tg)
+			return chromedp.Void{}, err
+		})
+		aprD := approvalOf(t, runD)
+		aprE := approvalOf(t, runE)
+		run(t, chromedp.Click(chromedp.CSS(li(aprD))),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=bulk-approve]`)))
+		if got := text(t, `[data-test=bulk-approve]`); got != "Approve all 2 similar" {
+			t.Errorf("bulk button = %q", got)
+		}
+		run(t, chromedp.Click(chromedp.CSS(`[data-test=bulk-approve]`)),
+			chromedp.WaitVisible(chromedp.CSS(`dialog [data-test=confirm]`)),
+			chromedp.Click(chromedp.CSS(`dialog [data-test=confirm]`)),
+			chromedp.WaitNotPresent(chromedp.CSS(li(aprD))), chromedp.WaitNotPresent(chromedp.CSS(li(aprE))))
+		for _, id := range []string{aprD, aprE} {
+			var a struct{ Status string }
+			s.apiCall(t, tok, "GET", "/v1/approvals/"+id, nil, &a)
+			if a.Status != "approved" {
+				t.Errorf("approval %s = %+v, want approved", id, a)
+			}
+		}
+	})
+
+	t.Run("saved filters outlive a reload", func(t *testing.T) {
+		run(t, chromedp.Navigate(s.srv.URL+"/inbox"), chromedp.WaitVisible(chromedp.CSS(`[data-test=inbox-list] li`)),
+			change(`select[aria-label="All kinds"]`, "task"),
+			chromedp.Click(chromedp.CSS(`[data-test=save-filter]`)),
+			chromedp.WaitVisible(chromedp.CSS(`dialog [data-test=filter-name]`)),
+			chromedp.SendKeys(chromedp.CSS(`dialog [data-test=filter-name]`), "Only tasks"),
+			chromedp.Click(chromedp.CSS(`dialog [data-test=confirm]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=saved-filter]`)),
+			chromedp.Reload(),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=saved-filter]`)),
+			chromedp.Click(chromedp.CSS(`[data-test=saved-filter]`)))
+		var kinds []string
+		eval(t, `[...document.querySelectorAll('[data-test=inbox-list] li[data-id]')].map((li) => li.dataset.id.slice(0, 4))`, &kinds)
+		if len(kinds) == 0 {
+			t.Fatal("the saved filter shows nothing")
+		}
+		for _, k := range kinds {
+			if k != "tsk_" {
+				t.Errorf("the filter for tasks shows %v", kinds)
+				break
+			}
+		}
+	})
+
+	t.Run("start a process by hand and cancel the run", func(t *testing.T) {
+		run(t, chromedp.Navigate(s.srv.URL+"/processes"),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=processes] a`)),
+			chromedp.Click(chromedp.CSS(`[data-test=processes] a`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=step-chain]`)),
+			chromedp.SendKeys(chromedp.CSS(`input[name=subject_label]`), "Conference fee"),
+			chromedp.Click(chromedp.CSS(`form[data-test=start] button`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=run][data-status=waiting]`)),
+			chromedp.Click(chromedp.CSS(`[data-test=cancel-run]`)),
+			chromedp.WaitVisible(chromedp.CSS(`dialog [data-test=confirm]`)),
+			chromedp.Click(chromedp.CSS(`dialog [data-test=confirm]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=run][data-status=cancelled]`)))
+		if got := text(t, `[data-test=run] h1`); got != "Conference fee" {
+			t.Errorf("run title = %q", got)
+		}
+	})
+
+	t.Run("the runs list filters by status", func(t *testing.T) {
+		run(t, chromedp.Navigate(s.srv.URL+"/runs"), chromedp.WaitVisible(chromedp.CSS(`[data-test=runs] tbody tr`)),
+			change(`select[aria-label=Status]`, "rejected"),
+			chromedp.WaitNotPresent(chromedp.CSS(`[data-test=runs] a[href="/runs/`+runA+`"]`)))
+		var links []string
+		eval(t, `[...document.querySelectorAll('[data-test=runs] tbody a')].map((a) => a.getAttribute('href'))`, &links)
+		if len(links) != 1 || links[0] != "/runs/"+runB {
+			t.Errorf("rejected runs = %v, want only %s", links, runB)
+		}
+	})
+
+	t.Run("readable on a phone", func(t *testing.T) {
+		for _, path := range []string{"/inbox", "/runs/" + runA, "/documents/" + docID, "/cockpit"} {
+			var fits bool
+			run(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(s.srv.URL+path), chromedp.WaitVisible(chromedp.CSS(`main h1, main h2`)))
+			eval(t, `document.documentElement.scrollWidth <= window.innerWidth`, &fits)
+			if !fits {
+				var wide []string
+				eval(t, `[...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1).slice(0, 5).map((e) => e.tagName + '.' + e.className)`, &wide)
+				t.Errorf("%s is wider than a phone: %v", path, wide)
+			}
+		}
+		run(t, chromedp.ResetViewport())
+	})
+
 	t.Run("a viewer sees no decision it may not take", func(t *testing.T) {
 		taskC := taskOf(runC)
 		s.apiCall(t, tok, "POST", "/v1/tasks/"+taskC+"/complete", map[string]any{"action": "complete", "fields": map[string]any{"amount": 3100}}, nil)
@@ -426,4 +550,10 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Errorf("a viewer is offered %d decision buttons", buttons)
 		}
 	})
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(exceptions) > 0 {
+		t.Errorf("the pages threw:\n%s", strings.Join(exceptions, "\n"))
+	}
 }

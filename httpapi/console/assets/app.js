@@ -248,22 +248,35 @@ async function pageInbox() {
       it.queue ? h('span', null, 'queue ' + it.queue) : null, it.due ? h('span', null, 'due ' + when(it.due)) : null))) :
       [h('li', { class: 'muted', 'data-test': 'inbox-empty' }, 'Nothing waits on people.')]));
   }
-  function select(i, keep) {
+  function select(i) {
     st.sel = i;
     const it = st.items[i];
     st.selId = it ? it.id : null;
     drawList();
     const sel = listEl.querySelector('li.sel');
     if (sel && sel.scrollIntoView) sel.scrollIntoView({ block: 'nearest' });
-    if (!keep) drawPane();
+    if (!it || it.id !== shown) drawPane();
   }
+  // drawPane shows the selected item; a slower earlier draw never
+  // replaces a later one.
+  let seq = 0;
+  let shown = null;
   async function drawPane() {
     const it = st.items[st.sel];
+    const my = ++seq;
+    shown = it ? it.id : null;
     if (!it) { pane.replaceChildren(h('p', { class: 'muted' }, 'Select an item.')); return; }
     const done = async (msg) => { flash(msg); const before = st.selId; await refresh(); if (st.selId === before) drawPane(); };
-    if (it.kind === 'task') pane.replaceChildren(await taskView(it.id, done));
-    else if (it.kind === 'approval') pane.replaceChildren(await approvalView(it.id, done, st.data.items));
-    else pane.replaceChildren(await documentView(it.id, done));
+    let view;
+    try {
+      if (it.kind === 'task') view = await taskView(it.id, done);
+      else if (it.kind === 'approval') view = await approvalView(it.id, done, st.data.items);
+      else view = await documentView(it.id, done);
+    } catch (e) {
+      if (e.status === 401) return;
+      view = h('p', { class: 'err', 'data-test': 'pane-error' }, e.message);
+    }
+    if (my === seq) pane.replaceChildren(view);
   }
   async function refresh() {
     const prevSel = st.selId;
@@ -292,14 +305,14 @@ async function pageInbox() {
       sel('risk', 'Any risk', items.map((i) => i.risk)),
       h('label', { class: 'inline' }, h('input', { type: 'checkbox', checked: f.mine, onchange: set('mine') }), 'Assigned to me'),
       h('label', { class: 'inline' }, h('input', { type: 'checkbox', checked: f.unassigned, onchange: set('unassigned') }), 'Unassigned'),
-      h('button', { onclick: saveFilter, title: 'Save this filter' }, 'Save filter'));
+      h('button', { onclick: saveFilter, title: 'Save this filter', 'data-test': 'save-filter' }, 'Save filter'));
     const saved = savedFilters();
     chipsEl.replaceChildren(...saved.map((sf, i) => h('span', null,
       h('button', { class: 'chip', 'data-test': 'saved-filter', onclick: () => { st.filter = { ...sf.filter }; st.sel = 0; st.selId = null; drawFilters(); drawList(); drawPane(); } }, sf.name),
       h('button', { class: 'chip', title: 'Forget ' + sf.name, 'aria-label': 'Forget ' + sf.name, onclick: () => { saved.splice(i, 1); localStorage.setItem(filterKey(), JSON.stringify(saved)); drawFilters(); } }, '×'))));
   }
-  function saveFilter() {
-    const name = (prompt('Name this filter') || '').trim();
+  async function saveFilter() {
+    const name = await ask({ title: 'Save this filter', label: 'Name', required: true, button: 'Save', test: 'filter-name' });
     if (!name) return;
     const saved = savedFilters().filter((s) => s.name !== name);
     saved.push({ name, filter: { ...st.filter } });
@@ -414,22 +427,29 @@ function readArgs(form) {
   }
   return out;
 }
-function askReason(title, required) {
+// ask shows the console's dialog (no window.prompt or confirm, which block
+// the page): a text box when label is set, and resolves with the text, true
+// for a plain confirmation, or null when cancelled.
+function ask({ title, label, required, button, danger, test }) {
   return new Promise((resolve) => {
     const d = $('#dialog');
-    const ta = h('textarea', { name: 'reason', 'data-test': 'reason', required: required || null, maxlength: 2000 });
+    const ta = label ? h('textarea', { name: 'reason', 'data-test': test || 'reason', required: required || null, maxlength: 2000 }) : null;
     const err = h('p', { class: 'err' });
+    let answered = false;
+    const answer = (v) => { if (!answered) { answered = true; d.close(); resolve(v); } };
+    d.addEventListener('close', () => answer(null), { once: true });
     d.replaceChildren(h('form', { method: 'dialog', onsubmit: (e) => {
       e.preventDefault();
-      if (required && !ta.value.trim()) { err.textContent = 'A reason is required.'; return; }
-      d.close(); resolve(ta.value.trim());
-    } }, h('h2', null, title), h('label', null, required ? 'Reason (required)' : 'Note'), ta, err,
-    h('div', { class: 'actions' }, h('button', { class: 'danger', type: 'submit', 'data-test': 'confirm-reject' }, 'Reject'),
-      h('button', { type: 'button', onclick: () => { d.close(); resolve(null); } }, 'Cancel'))));
+      if (ta && required && !ta.value.trim()) { err.textContent = label + ' is required.'; return; }
+      answer(ta ? ta.value.trim() : true);
+    } }, h('h2', null, title), ta ? [h('label', null, label + (required ? ' (required)' : '')), ta] : null, err,
+    h('div', { class: 'actions' }, h('button', { class: danger ? 'danger' : 'primary', type: 'submit', 'data-test': 'confirm' }, button),
+      h('button', { type: 'button', onclick: () => answer(null) }, 'Cancel'))));
     d.showModal();
-    ta.focus();
+    if (ta) ta.focus();
   });
 }
+const askReason = (title) => ask({ title, label: 'Reason', required: true, button: 'Reject', danger: true });
 
 async function evidenceFor(a) {
   // The evidence behind an approval: the document its run read, with the
@@ -460,7 +480,7 @@ async function approvalView(id, done, inboxItems) {
     } catch (e) { flash(e.message, true); }
   };
   const reject = async () => {
-    const reason = await askReason('Reject: ' + (a.summary || a.tool), true);
+    const reason = await askReason('Reject: ' + (a.summary || a.tool));
     if (reason === null) return;
     try {
       await api('POST', '/approvals/' + encodeURIComponent(id) + '/reject', { reason });
@@ -472,7 +492,8 @@ async function approvalView(id, done, inboxItems) {
   const bulk = async (verb) => {
     const all = [a.id, ...similar.map((s) => s.id)];
     let reason;
-    if (verb === 'reject') { reason = await askReason('Reject ' + all.length + ' similar approvals', true); if (reason === null) return; }
+    if (verb === 'reject') { reason = await askReason('Reject ' + all.length + ' similar approvals'); if (reason === null) return; }
+    else if (!await ask({ title: 'Approve ' + all.length + ' similar approvals as proposed?', button: 'Approve all' })) return;
     let ok = 0; const errs = [];
     for (const x of all) {
       try { await api('POST', '/approvals/' + encodeURIComponent(x) + '/' + verb, verb === 'reject' ? { reason } : {}); ok++; } catch (e) { errs.push(x + ': ' + e.message); }
@@ -571,7 +592,7 @@ async function documentView(id, done, full) {
     try { await api('POST', '/docs/documents/' + encodeURIComponent(id) + '/approve', {}); await reload('Document approved'); } catch (e) { flash(e.message, true); }
   };
   const reject = async () => {
-    const note = await askReason('Reject ' + d.title, true);
+    const note = await askReason('Reject ' + d.title);
     if (note === null) return;
     try { await api('POST', '/docs/documents/' + encodeURIComponent(id) + '/reject', { note }); await reload('Document rejected'); } catch (e) { flash(e.message, true); }
   };
@@ -647,7 +668,7 @@ async function pageRun(id) {
     }));
     const finished = ['completed', 'failed', 'rejected', 'cancelled'].includes(r.status);
     const cancel = async () => {
-      if (!confirm('Cancel this run?')) return;
+      if (!await ask({ title: 'Cancel this run?', button: 'Cancel the run', danger: true })) return;
       try { await api('POST', '/process-runs/' + encodeURIComponent(id) + '/cancel'); flash('Run cancelled'); await draw(); } catch (e) { flash(e.message, true); }
     };
     const links = [];
