@@ -203,6 +203,24 @@ func token(r *http.Request) string {
 	return c.Value
 }
 
+// mintsSecret reports whether a route answers with a credential or a
+// secret (sign-in routes, new API keys, invitations, webhook secrets, the
+// outbox that holds sign-in codes). The proxy refuses them, so that a
+// script in the page never holds a credential, not even a new one; the
+// console signs in through its own session routes.
+func mintsSecret(method, p string) bool {
+	switch {
+	case strings.HasPrefix(p, "/v1/auth/"):
+		return p != "/v1/auth/me"
+	case p == "/v1/outbox":
+		return true
+	case method == http.MethodPost:
+		return p == "/v1/api-keys" || p == "/v1/invitations" || p == "/v1/webhooks" ||
+			strings.HasSuffix(p, "/accept") || strings.HasSuffix(p, "/redeliver")
+	}
+	return false
+}
+
 // proxyHeaders are the request headers the proxy passes on to the API.
 var proxyHeaders = []string{"Content-Type", "Accept", "Idempotency-Key", "X-Request-Id"}
 
@@ -216,6 +234,10 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, rest string) {
 	}
 	if !sameOrigin(r) {
 		writeDetail(w, http.StatusForbidden, "cross-site request refused")
+		return
+	}
+	if mintsSecret(r.Method, rest) {
+		writeDetail(w, http.StatusForbidden, "the console does not pass on routes that answer with a secret; call the API with a key")
 		return
 	}
 	tok := token(r)

@@ -221,7 +221,7 @@ func TestAPIKeySignInAndPermissions(t *testing.T) {
 	s := newServer(t, true)
 	admin := s.browser(t)
 	s.do(t, admin, "POST", "/console/session/dev-login", "{}", consoleHdr...)
-	r := s.do(t, admin, "POST", "/console/proxy/v1/api-keys", `{"name":"viewer","roles":["viewer"]}`, consoleHdr...)
+	r := s.do(t, http.DefaultClient, "POST", "/api/v1/api-keys", `{"name":"viewer","roles":["viewer"]}`, "Authorization", "Bearer "+s.token(t, admin))
 	if r.status != 201 {
 		t.Fatalf("create key = %d %s", r.status, r.body)
 	}
@@ -277,7 +277,7 @@ func TestEmailAndCodeSignIn(t *testing.T) {
 	if r := s.do(t, c, "POST", "/console/session/email", `{"email":"demo@example.com"}`, consoleHdr...); r.status != 202 {
 		t.Fatalf("email = %d %s", r.status, r.body)
 	}
-	r := s.do(t, admin, "GET", "/console/proxy/v1/outbox", "")
+	r := s.do(t, http.DefaultClient, "GET", "/api/v1/outbox", "", "Authorization", "Bearer "+s.token(t, admin))
 	var msgs []struct{ Body string }
 	_ = json.Unmarshal(r.body, &msgs)
 	if len(msgs) == 0 {
@@ -357,4 +357,50 @@ func mustURL(t testing.TB, s string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// token is the API token in c's console cookie.
+func (s *server) token(t testing.TB, c *http.Client) string {
+	t.Helper()
+	for _, ck := range c.Jar.Cookies(mustURL(t, s.srv.URL)) {
+		if ck.Name == console.CookieName {
+			return ck.Value
+		}
+	}
+	t.Fatal("no console cookie")
+	return ""
+}
+
+func TestProxyRefusesRoutesThatAnswerWithSecrets(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, true)
+	c := s.browser(t)
+	s.do(t, c, "POST", "/console/session/dev-login", "{}", consoleHdr...)
+	for _, test := range []struct {
+		method, path, body string
+		status             int
+	}{
+		{"POST", "/v1/api-keys", `{"name":"x"}`, 403},
+		{"GET", "/v1/api-keys", "", 200},
+		{"POST", "/v1/invitations", `{"email":"a@example.com","roles":["member"]}`, 403},
+		{"GET", "/v1/invitations", "", 200},
+		{"POST", "/v1/invitations/basi_x/accept", `{}`, 403},
+		{"POST", "/v1/webhooks", `{"url":"https://example.com/hook","events":["task.created"]}`, 403},
+		{"GET", "/v1/outbox", "", 403},
+		{"POST", "/v1/auth/dev-login", `{}`, 403},
+		{"POST", "/v1/auth/code", `{}`, 403},
+		{"POST", "/v1/auth/logout", ``, 403},
+		{"GET", "/v1/auth/me", "", 200},
+	} {
+		t.Run(test.method+" "+test.path, func(t *testing.T) {
+			r := s.do(t, c, test.method, "/console/proxy"+test.path, test.body, consoleHdr...)
+			if r.status != test.status {
+				t.Errorf("%s %s through the proxy = %d %s, want %d", test.method, test.path, r.status, r.body, test.status)
+			}
+		})
+	}
+	// Still signed in: the refused logout did nothing.
+	if r := s.do(t, c, "GET", "/console/proxy/v1/auth/me", ""); r.status != 200 {
+		t.Errorf("me = %d", r.status)
+	}
 }
