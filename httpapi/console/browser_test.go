@@ -551,6 +551,23 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("a refusal from the API is shown as such", func(t *testing.T) {
+		var key struct{ Secret string }
+		s.apiCall(t, tok, "POST", "/v1/api-keys", map[string]any{"name": "docs only", "roles": []string{"approver"}, "apps": []string{"docs"}}, &key)
+		run(t, chromedp.Click(chromedp.CSS(`[data-test=signout]`)),
+			chromedp.WaitVisible(chromedp.CSS(`input[name=key]`)),
+			chromedp.SendKeys(chromedp.CSS(`input[name=key]`), key.Secret),
+			chromedp.Click(chromedp.CSS(`form[data-test=key-login] button`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=inbox-note]`)))
+		if got := text(t, `[data-test=inbox-note]`); !strings.HasPrefix(got, "Not allowed: key not allowed for app") {
+			t.Errorf("inbox note = %q", got)
+		}
+		run(t, chromedp.Navigate(s.srv.URL+"/runs/"+runA), chromedp.WaitVisible(chromedp.CSS(`[data-test=page-error]`)))
+		if got := text(t, `main h1`); got != "Not allowed" {
+			t.Errorf("a refused run page is titled %q", got)
+		}
+	})
+
 	mu.Lock()
 	defer mu.Unlock()
 	if len(exceptions) > 0 {

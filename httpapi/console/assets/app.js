@@ -141,19 +141,19 @@ async function signedIn(res) { setMe(res.data); flash('Signed in as ' + (res.dat
 function pageSignIn() {
   const err = h('p', { class: 'err', 'data-test': 'signin-error' });
   const fail = (e) => { err.textContent = e.message; };
-  const email = h('input', { type: 'email', name: 'email', autocomplete: 'email', required: true });
-  const code = h('input', { name: 'code', inputmode: 'numeric', autocomplete: 'one-time-code' });
-  const codeRow = h('div', { hidden: true }, h('label', null, 'Code from the email'), code, ' ', h('button', { class: 'primary', type: 'submit' }, 'Sign in'));
-  const key = h('input', { type: 'password', name: 'key', autocomplete: 'off' });
+  const email = h('input', { type: 'email', name: 'email', id: 'in_email', autocomplete: 'email', required: true });
+  const code = h('input', { name: 'code', id: 'in_code', inputmode: 'numeric', autocomplete: 'one-time-code' });
+  const codeRow = h('div', { hidden: true }, h('label', { for: 'in_code' }, 'Code from the email'), code, ' ', h('button', { class: 'primary', type: 'submit' }, 'Sign in'));
+  const key = h('input', { type: 'password', name: 'key', id: 'in_key', autocomplete: 'off' });
   const forms = [];
   if (S.devLogin) {
-    const dev = h('input', { type: 'email', name: 'dev_email', placeholder: 'demo@example.com' });
+    const dev = h('input', { type: 'email', name: 'dev_email', id: 'in_dev', placeholder: 'demo@example.com' });
     forms.push(h('form', { class: 'card', method: 'post', 'data-test': 'dev-login', onsubmit: (e) => {
       e.preventDefault();
       const body = dev.value ? { email: dev.value } : {};
       call('POST', '/console/session/dev-login', body).then(signedIn, fail);
     } }, h('h2', null, 'Development login'), h('p', { class: 'muted' }, 'This server allows development login.'),
-    h('label', null, 'Email (optional)'), dev, ' ', h('button', { class: 'primary', type: 'submit' }, 'Sign in')));
+    h('label', { for: 'in_dev' }, 'Email (optional)'), dev, ' ', h('button', { class: 'primary', type: 'submit' }, 'Sign in')));
   }
   forms.push(h('form', { class: 'card', method: 'post', 'data-test': 'email-login', onsubmit: (e) => {
     e.preventDefault();
@@ -162,11 +162,11 @@ function pageSignIn() {
     } else {
       call('POST', '/console/session/code', { email: email.value, code: code.value.trim() }).then(signedIn, fail);
     }
-  } }, h('h2', null, 'Email'), h('label', null, 'Email'), email, ' ', h('button', { type: 'submit' }, 'Send code'), codeRow));
+  } }, h('h2', null, 'Email'), h('label', { for: 'in_email' }, 'Email'), email, ' ', h('button', { type: 'submit' }, 'Send code'), codeRow));
   forms.push(h('form', { class: 'card', method: 'post', 'data-test': 'key-login', onsubmit: (e) => {
     e.preventDefault();
     call('POST', '/console/session/key', { key: key.value }).then(signedIn, fail);
-  } }, h('h2', null, 'API key'), h('label', null, 'Paste an API key'), key, ' ', h('button', { type: 'submit' }, 'Sign in')));
+  } }, h('h2', null, 'API key'), h('label', { for: 'in_key' }, 'Paste an API key'), key, ' ', h('button', { type: 'submit' }, 'Sign in')));
   mount(h('div', { class: 'signin' }, h('h1', null, 'Sign in'), err, forms));
 }
 async function signOut() {
@@ -183,12 +183,16 @@ function savedFilters() { try { return JSON.parse(localStorage.getItem(filterKey
 function mine(it) { return it.assignee && (it.assignee === S.me.user_id || it.assignee === S.me.email); }
 
 async function loadInbox() {
+  // A source the person may not read (a key limited to some apps) leaves
+  // a note instead of failing the whole inbox.
+  const notes = new Set();
+  const soft = (p) => p.catch((e) => { if (e.status !== 403) throw e; notes.add(e.message); return []; });
   const [tasks, approvals, procs, docsReview, docsValid] = await Promise.all([
-    api('GET', '/tasks?status=open&limit=200'),
-    api('GET', '/approvals?status=pending&limit=200'),
+    soft(api('GET', '/tasks?status=open&limit=200')),
+    soft(api('GET', '/approvals?status=pending&limit=200')),
     api('GET', '/processes?limit=200').catch(() => []),
-    can('docs.read') ? api('GET', '/docs/documents?status=needs_review&limit=200') : [],
-    can('docs.read') ? api('GET', '/docs/documents?status=validated&limit=200') : [],
+    can('docs.read') ? soft(api('GET', '/docs/documents?status=needs_review&limit=200')) : [],
+    can('docs.read') ? soft(api('GET', '/docs/documents?status=validated&limit=200')) : [],
   ]);
   const fn = Object.fromEntries(procs.map((p) => [p.id, p.function || '']));
   const now = Date.now();
@@ -214,7 +218,7 @@ async function loadInbox() {
   items.sort((x, y) => (y.overdue - x.overdue) ||
     ((x.due ? Date.parse(x.due) : Infinity) - (y.due ? Date.parse(y.due) : Infinity)) ||
     ((PRIO[x.priority] ?? 2) - (PRIO[y.priority] ?? 2)) || x.id.localeCompare(y.id));
-  return { items, procs };
+  return { items, procs, notes: [...notes] };
 }
 
 function applyFilter(items, f) {
@@ -232,6 +236,7 @@ async function pageInbox() {
   const filtersEl = h('div', { class: 'filters' });
   const chipsEl = h('div', { class: 'chips' });
   const count = h('span', { class: 'muted' });
+  const noteEl = h('div');
 
   function drawList() {
     const items = applyFilter(st.data.items, st.filter);
@@ -239,6 +244,7 @@ async function pageInbox() {
     if (st.selId) { const i = items.findIndex((it) => it.id === st.selId); if (i >= 0) st.sel = i; }
     if (st.sel >= items.length) st.sel = Math.max(0, items.length - 1);
     count.textContent = items.length + ' waiting';
+    noteEl.replaceChildren(...st.data.notes.map((n) => h('p', { class: 'err', 'data-test': 'inbox-note' }, n)));
     listEl.replaceChildren(...(items.length ? items.map((it, i) => h('li', {
       class: i === st.sel ? 'sel' : null, 'data-id': it.id, role: 'option', 'aria-selected': i === st.sel ? 'true' : 'false',
       onclick: () => select(i),
@@ -331,7 +337,7 @@ async function pageInbox() {
     }
     return false;
   };
-  mount(h('div', { class: 'row' }, h('h1', null, 'Inbox'), count),
+  mount(h('div', { class: 'row' }, h('h1', null, 'Inbox'), count), noteEl,
     filtersEl, chipsEl, h('div', { class: 'inbox' }, h('div', null, listEl), pane),
     h('p', { class: 'muted' }, 'Keys: ', h('kbd', null, 'j'), '/', h('kbd', null, 'k'), ' move, ', h('kbd', null, 'a'), ' approve, ',
       h('kbd', null, 'r'), ' reject, ', h('kbd', null, 'c'), ' complete, ', h('kbd', null, '?'), ' help'));
@@ -738,15 +744,15 @@ async function pageProcess(id) {
   };
   const vSel = h('select', { 'aria-label': 'Version', onchange: (e) => { shown = Number(e.target.value); drawChain(); } },
     versions.map((v, i) => h('option', { value: i, selected: i === shown || null }, 'v' + v.version + ' · ' + when(v.created_at))));
-  const typ = h('input', { name: 'subject_type', required: true, maxlength: 200, value: 'manual' });
-  const label = h('input', { name: 'subject_label', required: true, maxlength: 200 });
+  const typ = h('input', { name: 'subject_type', id: 'in_stype', required: true, maxlength: 200, value: 'manual' });
+  const label = h('input', { name: 'subject_label', id: 'in_slabel', required: true, maxlength: 200 });
   const start = h('form', { class: 'card', 'data-test': 'start', onsubmit: async (e) => {
     e.preventDefault();
     try {
       const run = await api('POST', '/processes/' + encodeURIComponent(id) + '/start', { subject: { type: typ.value, label: label.value } });
       flash('Run started'); go('/runs/' + run.id);
     } catch (err) { flash(err.message, true); }
-  } }, h('h2', null, 'Start by hand'), h('div', { class: 'row' }, h('span', null, h('label', null, 'Subject type'), typ), h('span', null, h('label', null, 'Subject'), label)),
+  } }, h('h2', null, 'Start by hand'), h('div', { class: 'row' }, h('span', null, h('label', { for: 'in_stype' }, 'Subject type'), typ), h('span', null, h('label', { for: 'in_slabel' }, 'Subject'), label)),
   h('div', { class: 'actions' }, h('button', { class: 'primary', type: 'submit' }, 'Start')));
   mount(h('p', null, h('a', { href: '/processes' }, '← Processes')),
     h('div', { class: 'card' }, h('h1', null, p.name), p.description ? h('p', null, p.description) : null,
