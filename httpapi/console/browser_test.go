@@ -530,6 +530,51 @@ func TestConsoleInBrowser(t *testing.T) {
 		run(t, chromedp.ResetViewport())
 	})
 
+	t.Run("an approval shows the evidence behind it", func(t *testing.T) {
+		var p struct{ ID string }
+		s.apiCall(t, tok, "POST", "/v1/processes", map[string]any{"name": "Pay supplier", "function": "finance",
+			"trigger": map[string]any{"type": "event", "event": "payables.invoice.filed"},
+			"steps": []any{map[string]any{"key": "pay", "type": "execute", "capability": "email.send",
+				"config": map[string]any{"risk": "high", "args": map[string]any{"to": "bank@example.com",
+					"subject": "Pay ${trigger.data.document_id}", "body": "Pay it.", "document_id": "${trigger.data.document_id}"}}}}}, &p)
+		var out struct {
+			Runs []struct{ ID string }
+		}
+		s.apiCall(t, tok, "POST", "/v1/events", map[string]any{"name": "payables.invoice.filed", "data": map[string]any{"document_id": docID}}, &out)
+		if len(out.Runs) != 1 {
+			t.Fatalf("the event started %d runs", len(out.Runs))
+		}
+		run(t, chromedp.Navigate(s.srv.URL+"/inbox"), func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+			_, err := chromedp.Poll[bool](`document.querySelectorAll('[data-test=inbox-list] li[data-id^="apr_"]').length > 0`)(ctx, tg)
+			return chromedp.Void{}, err
+		})
+		apr := approvalOf(t, out.Runs[0].ID)
+		run(t, chromedp.Click(chromedp.CSS(li(apr))), chromedp.WaitVisible(chromedp.CSS(`[data-test=approval][data-id="`+apr+`"] [data-test=evidence]`)))
+		ev := text(t, `[data-test=evidence]`)
+		for _, want := range []string{"acme-invoice", "Acme Tools Ltd", "p. 1", "INV-7781"} {
+			if !strings.Contains(ev, want) {
+				t.Errorf("evidence lacks %q:\n%s", want, ev)
+			}
+		}
+	})
+
+	t.Run("keys move, open help and act", func(t *testing.T) {
+		first := ""
+		run(t, chromedp.Click(chromedp.CSS(`[data-test=inbox-list] li:first-child`)))
+		eval(t, `document.querySelector('[data-test=inbox-list] li.sel').dataset.id`, &first)
+		var second, back string
+		run(t, chromedp.Focus(chromedp.CSS(`main`)), chromedp.KeyEvent("j"))
+		eval(t, `document.querySelector('[data-test=inbox-list] li.sel').dataset.id`, &second)
+		run(t, chromedp.KeyEvent("k"))
+		eval(t, `document.querySelector('[data-test=inbox-list] li.sel').dataset.id`, &back)
+		if second == first || back != first {
+			t.Errorf("j/k: %s -> %s -> %s", first, second, back)
+		}
+		run(t, chromedp.KeyEvent("?"), chromedp.WaitVisible(chromedp.CSS(`dialog [data-test=help]`)),
+			chromedp.KeyEvent("\x1b"), chromedp.WaitNotVisible(chromedp.CSS(`dialog [data-test=help]`)),
+			chromedp.KeyEvent("g"), chromedp.KeyEvent("c"), chromedp.WaitVisible(chromedp.CSS(`[data-test=chart]`)))
+	})
+
 	t.Run("a viewer sees no decision it may not take", func(t *testing.T) {
 		taskC := taskOf(runC)
 		s.apiCall(t, tok, "POST", "/v1/tasks/"+taskC+"/complete", map[string]any{"action": "complete", "fields": map[string]any{"amount": 3100}}, nil)
