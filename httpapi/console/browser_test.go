@@ -388,6 +388,12 @@ func TestConsoleInBrowser(t *testing.T) {
 		if !disabled {
 			t.Error("approve is offered while a validation error remains")
 		}
+		if *screenshots {
+			// Only for the picture, never for an assertion: Chromium's PDF
+			// viewer paints in its own process a moment after the frame
+			// loads, and nothing in the page tells when.
+			run(t, chromedp.Sleep(2*time.Second))
+		}
 		shot(t, "document")
 		// The frame beside the fields shows the file itself, inline.
 		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`fetch(document.querySelector('iframe.file').src).then((r) =>
