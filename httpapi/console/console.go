@@ -113,10 +113,15 @@ func New(api http.Handler, opts Options) *Handler {
 	return &Handler{api: api, opts: opts.withDefaults(), static: static, index: index}
 }
 
-// pages are the first path segments the front end routes itself; each
-// answers with the page shell.
-var pages = map[string]bool{"": true, "inbox": true, "signin": true, "runs": true, "processes": true,
-	"documents": true, "cockpit": true, "tasks": true, "approvals": true}
+// isPage reports whether first, a path's first segment, is a page the
+// front end routes itself; each answers with the page shell.
+func isPage(first string) bool {
+	switch first {
+	case "", "inbox", "signin", "runs", "processes", "documents", "cockpit":
+		return true
+	}
+	return false
+}
 
 // ServeHTTP serves the console: its pages, its assets, its sign-in routes
 // under /console/session and the API proxy under /console/proxy/v1/.
@@ -147,7 +152,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	first, _, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
-	if !pages[first] {
+	if !isPage(first) {
 		writeDetail(w, http.StatusNotFound, "page not found")
 		return
 	}
@@ -221,9 +226,6 @@ func mintsSecret(method, p string) bool {
 	return false
 }
 
-// proxyHeaders are the request headers the proxy passes on to the API.
-var proxyHeaders = []string{"Content-Type", "Accept", "Idempotency-Key", "X-Request-Id"}
-
 // proxy forwards /console/proxy/v1/... to the API with the cookie's token.
 // GET .../file?inline=1 answers a PDF or a text file inline, so that the
 // browser shows it beside the document's fields.
@@ -253,7 +255,8 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, rest string) {
 	out.URL = &url.URL{Path: h.opts.APIBase + rest, RawQuery: q.Encode()}
 	out.RequestURI = out.URL.RequestURI()
 	out.Header = http.Header{}
-	for _, k := range proxyHeaders {
+	// Only these request headers go on to the API (never the cookie).
+	for _, k := range [...]string{"Content-Type", "Accept", "Idempotency-Key", "X-Request-Id"} {
 		if v := r.Header.Values(k); len(v) > 0 {
 			out.Header[k] = v
 		}

@@ -54,11 +54,17 @@ class ApiError extends Error {
     this.body = body;
   }
 }
+// randomKey is a fresh idempotency key; crypto.randomUUID exists only in
+// secure contexts, getRandomValues everywhere.
+function randomKey() {
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  return 'console-' + Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+}
 async function call(method, url, body) {
   const init = { method, headers: { Accept: 'application/json' }, credentials: 'same-origin' };
   if (method !== 'GET') {
     init.headers['X-Console'] = '1';
-    init.headers['Idempotency-Key'] = crypto.randomUUID();
+    init.headers['Idempotency-Key'] = randomKey();
   }
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
