@@ -26,6 +26,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/go-pdf/fpdf"
+	"github.com/google/go-cmp/cmp"
 )
 
 var screenshots = flag.Bool("screenshots", false, "write the console's screenshots to screenshots/*.png")
@@ -262,6 +263,15 @@ func TestConsoleInBrowser(t *testing.T) {
 		cookies := res.Cookies
 		if len(cookies) != 1 || !cookies[0].HTTPOnly || cookies[0].SameSite != network.CookieSameSiteStrict {
 			t.Errorf("cookies = %+v", cookies)
+		}
+	})
+
+	t.Run("the inbox puts the nearest due first", func(t *testing.T) {
+		// Tasks are due in 24 hours, the document's review in 2 days.
+		var kinds []string
+		eval(t, `[...document.querySelectorAll('[data-test=inbox-list] li[data-id]')].map((li) => li.dataset.id.slice(0, 4))`, &kinds)
+		if diff := cmp.Diff([]string{"tsk_", "tsk_", "tsk_", "doc_"}, kinds); diff != "" {
+			t.Errorf("inbox order (-want +got):\n%s", diff)
 		}
 	})
 
