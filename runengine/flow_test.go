@@ -229,6 +229,11 @@ func TestWaitSLAAndCockpit(t *testing.T) {
 	if c.Running != 0 || c.Overdue != 0 || c.Completed30d != 1 || c.MinutesSaved30d != 5 || len(c.RecentRuns) != 1 {
 		t.Errorf("cockpit after completion = %+v", c)
 	}
+	today := r.CompletedAt.UTC().Format("2006-01-02")
+	if len(c.Daily) != 30 || c.Daily[29] != (runengine.DayCount{Date: today, Completed: 1, MinutesSaved: 5}) ||
+		c.Daily[0].Date != r.CompletedAt.UTC().Add(-29*24*time.Hour).Format("2006-01-02") || c.Daily[28].Completed != 0 {
+		t.Errorf("cockpit daily series = %+v", c.Daily)
+	}
 }
 
 func TestEventTriggerFilterAndWaitForEvent(t *testing.T) {

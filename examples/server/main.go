@@ -1,5 +1,5 @@
 // Command server runs a bas workspace standalone and serves its API under
-// /api.
+// /api and the web console (package httpapi/console) at /.
 //
 //	go run ./examples/server -dev
 //
@@ -33,6 +33,7 @@ import (
 
 	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/httpapi"
+	"github.com/bas-platform/bas/httpapi/console"
 )
 
 func main() {
@@ -69,6 +70,7 @@ func run(args []string, stdout *os.File) error {
 	api := httpapi.New(ws, httpapi.Options{DevLogin: *dev, Logger: logger})
 	mux := http.NewServeMux()
 	mux.Handle(api.BasePath()+"/", api)
+	mux.Handle("/", console.New(api, console.Options{APIBase: api.BasePath(), DevLogin: *dev, Logger: logger}))
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -77,6 +79,7 @@ func run(args []string, stdout *os.File) error {
 	srv := newServer(mux, defaultTimeouts())
 	base := "http://" + ln.Addr().String() + api.BasePath()
 	fmt.Fprintf(stdout, "bas is serving %s/v1 (data in %s)\n", base, *data)
+	fmt.Fprintf(stdout, "the console is at http://%s/\n", ln.Addr().String())
 	if *dev {
 		fmt.Fprintf(stdout, "development login is on; try:\n  curl -s -X POST %s/v1/auth/dev-login -H 'Content-Type: application/json' -d '{}'\n", base)
 	}

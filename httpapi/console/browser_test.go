@@ -1,0 +1,637 @@
+package console_test
+
+// End-to-end tests in a real headless Chromium driven over CDP
+// (chromedp): the console and the API on one origin, as examples/server
+// serves them. They skip when no Chromium is found, except in CI
+// (CI=true), where a missing browser fails. Run with -screenshots to
+// write the README's pictures to screenshots/.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+	"github.com/go-pdf/fpdf"
+	"github.com/google/go-cmp/cmp"
+)
+
+var screenshots = flag.Bool("screenshots", false, "write the console's screenshots to screenshots/*.png")
+
+// chromium finds the browser, or skips (fails in CI) without one.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("no Chromium on PATH: CI must install it (.ci/run installs Debian's chromium)")
+	}
+	t.Skip("no Chromium on PATH (install Debian's chromium to run the browser tests)")
+	return ""
+}
+
+// apiCall makes one API call with a bearer token and decodes the answer.
+func (s *server) apiCall(t testing.TB, tok, method, path string, body any, out any) int {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, s.srv.URL+"/api"+path, rd)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode >= 300 {
+		t.Fatalf("%s %s = %d %s", method, path, res.StatusCode, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+	}
+	return res.StatusCode
+}
+
+// invoicePDF is a supplier invoice without its number: it lands in review
+// with one error.
+func invoicePDF(t testing.TB) []byte {
+	p := fpdf.New("P", "mm", "A4", "")
+	p.AddPage()
+	p.SetFont("Helvetica", "B", 16)
+	p.Text(20, 20, "INVOICE")
+	p.SetFont("Helvetica", "", 11)
+	for i, l := range []string{"Supplier: Acme Tools Ltd", "Invoice date: 2026-11-02", "Due date: 2026-12-02",
+		"Currency: EUR", "Total: 1,250.00"} {
+		p.Text(20, 35+float64(i)*7, l)
+	}
+	var buf bytes.Buffer
+	if err := p.Output(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func (s *server) upload(t testing.TB, tok, typeID, name string, file []byte) string {
+	t.Helper()
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	_ = w.WriteField("type_id", typeID)
+	_ = w.WriteField("queue", "payables")
+	fw, _ := w.CreateFormFile("file", name)
+	_, _ = fw.Write(file)
+	_ = w.Close()
+	req, _ := http.NewRequest("POST", s.srv.URL+"/api/v1/docs/documents", &buf)
+	req.Header.Set("Content-Type", w.FormDataContentType())
+	req.Header.Set("Authorization", "Bearer "+tok)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var d struct {
+		ID     string
+		Status string
+	}
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 201 || json.Unmarshal(b, &d) != nil || d.Status != "needs_review" {
+		t.Fatalf("upload = %d %s", res.StatusCode, b)
+	}
+	return d.ID
+}
+
+// expenseProcess asks a person for the amount, then sends a mail behind an
+// approval (the workspace is supervised: every action asks a person).
+const expenseProcess = `{"name": "Expense claim", "function": "finance", "trigger": {"type": "manual"},
+ "steps": [
+  {"key": "review", "type": "human_task", "config": {"title": "Check ${subject.label}",
+    "description": "Enter the amount on the receipt and its category.", "due_hours": 24,
+    "fields": [{"key": "amount", "label": "Amount", "type": "money", "required": true},
+               {"key": "category", "label": "Category", "type": "enum", "options": ["travel", "meals"]},
+               {"key": "note", "label": "Note", "type": "text"}]}},
+  {"key": "pay", "type": "execute", "capability": "email.send",
+   "config": {"args": {"to": "payables@example.com", "subject": "Pay ${subject.label}",
+                       "body": "Pay ${steps.review.fields.amount} cents."}, "risk": "low"}}]}`
+
+// markup is a subject label that would run script if the console put
+// record text into the page as HTML.
+const markup = `<img src=x onerror="window.__xss=1"><script>window.__xss=1</script><b>Taxi</b>`
+
+func TestConsoleInBrowser(t *testing.T) {
+	exe := chromium(t)
+	s := newServer(t, true)
+
+	var sess struct{ Token string }
+	s.apiCall(t, "", "POST", "/v1/auth/dev-login", map[string]any{}, &sess)
+	tok := sess.Token
+	var proc struct{ ID string }
+	var pbody map[string]any
+	_ = json.Unmarshal([]byte(expenseProcess), &pbody)
+	s.apiCall(t, tok, "POST", "/v1/processes", pbody, &proc)
+	start := func(label string) string {
+		var r struct{ ID string }
+		s.apiCall(t, tok, "POST", "/v1/processes/"+proc.ID+"/start", map[string]any{"subject": map[string]any{"type": "expense", "label": label}}, &r)
+		return r.ID
+	}
+	runA, runB, runC := start(markup), start("Hotel Lisbon"), start("Team lunch")
+	taskOf := func(run string) string {
+		var tasks []struct {
+			ID    string
+			RunID string `json:"run_id"`
+		}
+		s.apiCall(t, tok, "GET", "/v1/tasks?status=open", nil, &tasks)
+		for _, x := range tasks {
+			if x.RunID == run {
+				return x.ID
+			}
+		}
+		t.Fatalf("no open task for run %s", run)
+		return ""
+	}
+	taskA, taskB := taskOf(runA), taskOf(runB)
+	var typ struct{ ID string }
+	s.apiCall(t, tok, "POST", "/v1/docs/types/from-template", map[string]any{"template_id": "supplier_invoice"}, &typ)
+	docID := s.upload(t, tok, typ.ID, "acme-invoice.pdf", invoicePDF(t))
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.Flag("headless", "new"),
+		chromedp.NoSandbox, chromedp.WindowSize(1280, 860), chromedp.DisableGPU)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancelCtx := chromedp.NewContext(alloc)
+	defer cancelCtx()
+	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	defer cancelTimeout()
+	if err := chromedp.Do(ctx); err != nil { // starts the browser and its tab
+		t.Fatalf("start %s: %v", exe, err)
+	}
+	var mu sync.Mutex
+	var exceptions []string
+	messages := chromedp.Console(ctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.IsException() {
+				mu.Lock()
+				exceptions = append(exceptions, fmt.Sprintf("%s:%d %s", m.URL, m.Line+1, m.Text))
+				mu.Unlock()
+			}
+		}
+	}()
+
+	run := func(t *testing.T, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			body, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+			t.Fatalf("%v\npage text:\n%s", err, body)
+		}
+	}
+	shot := func(t *testing.T, name string) {
+		t.Helper()
+		if !*screenshots {
+			return
+		}
+		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll("screenshots", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join("screenshots", name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := func(t *testing.T, sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return strings.TrimSpace(s)
+	}
+	eval := func(t *testing.T, js string, out any) {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](js))
+		if err == nil {
+			err = json.Unmarshal(v, out)
+		}
+		if err != nil {
+			t.Fatalf("evaluate %s: %v", js, err)
+		}
+	}
+	li := func(id string) string { return `li[data-id="` + id + `"]` }
+
+	t.Run("sign in with the development login", func(t *testing.T) {
+		run(t, chromedp.Navigate(s.srv.URL+"/"),
+			chromedp.WaitVisible(chromedp.CSS(`form[data-test=dev-login] button`)),
+			chromedp.Click(chromedp.CSS(`form[data-test=dev-login] button`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=inbox-list] `+li(taskA))))
+		var cookie string
+		eval(t, `document.cookie`, &cookie)
+		if cookie != "" {
+			t.Errorf("a script can read the cookie: %q", cookie)
+		}
+		res, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cookies := res.Cookies
+		if len(cookies) != 1 || !cookies[0].HTTPOnly || cookies[0].SameSite != network.CookieSameSiteStrict {
+			t.Errorf("cookies = %+v", cookies)
+		}
+	})
+
+	t.Run("the inbox puts the nearest due first", func(t *testing.T) {
+		// Tasks are due in 24 hours, the document's review in 2 days.
+		var kinds []string
+		eval(t, `[...document.querySelectorAll('[data-test=inbox-list] li[data-id]')].map((li) => li.dataset.id.slice(0, 4))`, &kinds)
+		if diff := cmp.Diff([]string{"tsk_", "tsk_", "tsk_", "doc_"}, kinds); diff != "" {
+			t.Errorf("inbox order (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("the cockpit starts at zero", func(t *testing.T) {
+		run(t, chromedp.Navigate(s.srv.URL+"/cockpit"), chromedp.WaitVisible(chromedp.CSS(`[data-test=chart]`)))
+		if got := text(t, `[data-test=completed_30d] .n`); got != "0" {
+			t.Errorf("completed_30d = %q, want 0", got)
+		}
+		if got := text(t, `[data-test=running] .n`); got != "3" {
+			t.Errorf("running = %q, want 3", got)
+		}
+	})
+
+	t.Run("record text stays text", func(t *testing.T) {
+		run(t, chromedp.Navigate(s.srv.URL+"/inbox"), chromedp.WaitVisible(chromedp.CSS(li(taskA))),
+			chromedp.Click(chromedp.CSS(li(taskA))),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=task][data-id="`+taskA+`"]`)))
+		if got := text(t, `[data-test=task-title]`); got != "Check "+markup {
+			t.Errorf("task title = %q, want the markup as text", got)
+		}
+		var xss bool
+		eval(t, `window.__xss === 1 || document.querySelectorAll('main img, main b, main script').length > 0`, &xss)
+		if xss {
+			t.Error("a record's markup became elements or ran")
+		}
+	})
+
+	t.Run("complete a task with fields", func(t *testing.T) {
+		run(t, chromedp.SetValue(chromedp.CSS(`[data-field=amount]`), "42.50"),
+			chromedp.SetValue(chromedp.CSS(`[data-field=category]`), "travel"),
+			chromedp.SendKeys(chromedp.CSS(`[data-field=note]`), "airport"),
+			chromedp.Click(chromedp.CSS(`[data-action=complete]`)),
+			// The approval the run asks for next appears without a reload.
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=inbox-list] li[data-id^="apr_"]`)))
+		var task struct {
+			Status string
+			Values map[string]any
+		}
+		s.apiCall(t, tok, "GET", "/v1/tasks/"+taskA, nil, &task)
+		if task.Status != "completed" || task.Values["amount"] != float64(4250) || task.Values["category"] != "travel" || task.Values["note"] != "airport" {
+			t.Errorf("task = %+v", task)
+		}
+	})
+
+	approvalOf := func(t *testing.T, run string) string {
+		var as []struct {
+			ID    string
+			RunID string `json:"run_id"`
+		}
+		s.apiCall(t, tok, "GET", "/v1/approvals?status=pending", nil, &as)
+		for _, a := range as {
+			if a.RunID == run {
+				return a.ID
+			}
+		}
+		t.Fatalf("no pending approval for run %s", run)
+		return ""
+	}
+
+	t.Run("approve with edited args", func(t *testing.T) {
+		aprA := approvalOf(t, runA)
+		run(t, chromedp.Click(chromedp.CSS(li(aprA))),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=approval][data-id="`+aprA+`"] [data-arg=subject]`)))
+		shot(t, "inbox")
+		run(t, chromedp.SetValue(chromedp.CSS(`[data-arg=subject]`), "Pay the airport taxi"),
+			chromedp.Click(chromedp.CSS(`[data-test=approve]`)),
+			chromedp.WaitNotPresent(chromedp.CSS(li(aprA))))
+		run(t, chromedp.Navigate(s.srv.URL+"/runs/"+runA),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=run][data-status=completed]`)))
+		tl := text(t, `[data-test=timeline]`)
+		for _, want := range []string{"with edited arguments", "Pay the airport taxi", "by usr_demo"} {
+			if !strings.Contains(tl, want) {
+				t.Errorf("timeline lacks %q:\n%s", want, tl)
+			}
+		}
+		shot(t, "run")
+	})
+
+	t.Run("reject by keyboard and the run stops", func(t *testing.T) {
+		run(t, chromedp.Navigate(s.srv.URL+"/inbox"), chromedp.WaitVisible(chromedp.CSS(li(taskB))),
+			chromedp.Click(chromedp.CSS(li(taskB))),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=task][data-id="`+taskB+`"]`)),
+			chromedp.Focus(chromedp.CSS(`main`)),
+			chromedp.KeyEvent("c"),
+			// A required field is missing: the API's 422 is shown beside it.
+			chromedp.WaitVisible(chromedp.CSS(`.fielderr`)),
+			chromedp.SetValue(chromedp.CSS(`[data-field=amount]`), "180"),
+			chromedp.Focus(chromedp.CSS(`main`)),
+			chromedp.KeyEvent("c"),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=inbox-list] li[data-id^="apr_"]`)))
+		aprB := approvalOf(t, runB)
+		run(t, chromedp.Click(chromedp.CSS(li(aprB))),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=approval][data-id="`+aprB+`"]`)),
+			chromedp.Focus(chromedp.CSS(`main`)),
+			chromedp.KeyEvent("r"),
+			chromedp.WaitVisible(chromedp.CSS(`dialog [data-test=reason]`)),
+			// CDP sends the key's character apart from its keydown, so it
+			// lands in the reason box that the keydown opened; a browser
+			// does not type it there.
+		)
+		var cleared bool
+		eval(t, `(document.querySelector('dialog [data-test=reason]').value = '', true)`, &cleared)
+		run(t, chromedp.Click(chromedp.CSS(`[data-test=confirm]`)))
+		var open bool
+		eval(t, `document.querySelector('dialog').open`, &open)
+		if !open {
+			t.Fatal("the dialog closed without the required reason")
+		}
+		run(t, chromedp.SendKeys(chromedp.CSS(`dialog [data-test=reason]`), "not a business trip"),
+			chromedp.Click(chromedp.CSS(`[data-test=confirm]`)),
+			chromedp.WaitNotPresent(chromedp.CSS(li(aprB))),
+			chromedp.Navigate(s.srv.URL+"/runs/"+runB),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=run][data-status=rejected]`)))
+		if tl := text(t, `[data-test=timeline]`); !strings.Contains(tl, "not a business trip") {
+			t.Errorf("the timeline lacks the reason:\n%s", tl)
+		}
+	})
+
+	t.Run("correct and approve a document", func(t *testing.T) {
+		run(t, chromedp.Navigate(s.srv.URL+"/documents/"+docID),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=issues] [data-rule="required:invoice_number"]`)))
+		var disabled bool
+		eval(t, `document.querySelector('[data-test=doc-approve]').disabled`, &disabled)
+		if !disabled {
+			t.Error("approve is offered while a validation error remains")
+		}
+		if *screenshots {
+			// Only for the picture, never for an assertion: Chromium's PDF
+			// viewer paints in its own process a moment after the frame
+			// loads, and nothing in the page tells when.
+			run(t, chromedp.Sleep(2*time.Second))
+		}
+		shot(t, "document")
+		// The frame beside the fields shows the file itself, inline.
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`fetch(document.querySelector('iframe.file').src).then((r) =>
+			r.status + ' ' + r.headers.get('content-type') + ' ' + r.headers.get('content-disposition'))`, chromedp.EvalAwaitPromise))
+		if err != nil || got != "200 application/pdf inline" {
+			t.Errorf("the document's frame loads %q (%v), want the PDF inline", got, err)
+		}
+		run(t, chromedp.SetValue(chromedp.CSS(`[data-doc-field=invoice_number]`), "INV-7781"),
+			chromedp.Click(chromedp.CSS(`[data-test=save-fields]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=doc-approve]:not([disabled])`)),
+			chromedp.Click(chromedp.CSS(`[data-test=doc-approve]`)),
+			chromedp.WaitNotPresent(chromedp.CSS(`[data-test=doc-approve]`)))
+		var d struct {
+			Status    string
+			Extracted map[string]struct{ Value any }
+		}
+		s.apiCall(t, tok, "GET", "/v1/docs/documents/"+docID, nil, &d)
+		if d.Status != "approved" || d.Extracted["invoice_number"].Value != "INV-7781" {
+			t.Errorf("document = %+v", d)
+		}
+	})
+
+	t.Run("the cockpit numbers move", func(t *testing.T) {
+		run(t, chromedp.Navigate(s.srv.URL+"/cockpit"), chromedp.WaitVisible(chromedp.CSS(`[data-test=chart]`)))
+		if got := text(t, `[data-test=completed_30d] .n`); got != "1" {
+			t.Errorf("completed_30d = %q, want 1", got)
+		}
+		if got := text(t, `[data-test=running] .n`); got != "1" {
+			t.Errorf("running = %q, want 1", got)
+		}
+		var today int
+		eval(t, `Number(document.querySelector('[data-test=chart] rect.bar:last-of-type').dataset.count)`, &today)
+		if today != 1 {
+			t.Errorf("today's bar = %d, want 1", today)
+		}
+		shot(t, "cockpit")
+	})
+
+	change := func(sel, value string) chromedp.Action[chromedp.Void] {
+		js := fmt.Sprintf(`(() => { const el = document.querySelector(%q); el.value = %q; el.dispatchEvent(new Event('change', {bubbles: true})); return true })()`, sel, value)
+		return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+			_, err := chromedp.Evaluate[bool](js)(ctx, tg)
+			return chromedp.Void{}, err
+		}
+	}
+
+	t.Run("bulk approve similar low-risk approvals", func(t *testing.T) {
+		runD, runE := start("Parking"), start("Train to Porto")
+		for _, r := range []string{runD, runE} {
+			s.apiCall(t, tok, "POST", "/v1/tasks/"+taskOf(r)+"/complete", map[string]any{"action": "complete", "fields": map[string]any{"amount": 900}}, nil)
+		}
+		// The inbox shows both approvals once the engine asks for them.
+		run(t, chromedp.Navigate(s.srv.URL+"/inbox"), func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+			_, err := chromedp.Poll[bool](`document.querySelectorAll('[data-test=inbox-list] li[data-id^="apr_"]').length === 2`)(ctx, tg)
+			return chromedp.Void{}, err
+		})
+		aprD := approvalOf(t, runD)
+		aprE := approvalOf(t, runE)
+		run(t, chromedp.Click(chromedp.CSS(li(aprD))),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=bulk-approve]`)))
+		if got := text(t, `[data-test=bulk-approve]`); got != "Approve all 2 similar" {
+			t.Errorf("bulk button = %q", got)
+		}
+		run(t, chromedp.Click(chromedp.CSS(`[data-test=bulk-approve]`)),
+			chromedp.WaitVisible(chromedp.CSS(`dialog [data-test=confirm]`)),
+			chromedp.Click(chromedp.CSS(`dialog [data-test=confirm]`)),
+			chromedp.WaitNotPresent(chromedp.CSS(li(aprD))), chromedp.WaitNotPresent(chromedp.CSS(li(aprE))))
+		for _, id := range []string{aprD, aprE} {
+			var a struct{ Status string }
+			s.apiCall(t, tok, "GET", "/v1/approvals/"+id, nil, &a)
+			if a.Status != "approved" {
+				t.Errorf("approval %s = %+v, want approved", id, a)
+			}
+		}
+	})
+
+	t.Run("saved filters outlive a reload", func(t *testing.T) {
+		run(t, chromedp.Navigate(s.srv.URL+"/inbox"), chromedp.WaitVisible(chromedp.CSS(`[data-test=inbox-list] li`)),
+			change(`select[aria-label="All kinds"]`, "task"),
+			chromedp.Click(chromedp.CSS(`[data-test=save-filter]`)),
+			chromedp.WaitVisible(chromedp.CSS(`dialog [data-test=filter-name]`)),
+			chromedp.SendKeys(chromedp.CSS(`dialog [data-test=filter-name]`), "Only tasks"),
+			chromedp.Click(chromedp.CSS(`dialog [data-test=confirm]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=saved-filter]`)),
+			chromedp.Reload(),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=saved-filter]`)),
+			chromedp.Click(chromedp.CSS(`[data-test=saved-filter]`)))
+		var kinds []string
+		eval(t, `[...document.querySelectorAll('[data-test=inbox-list] li[data-id]')].map((li) => li.dataset.id.slice(0, 4))`, &kinds)
+		if len(kinds) == 0 {
+			t.Fatal("the saved filter shows nothing")
+		}
+		for _, k := range kinds {
+			if k != "tsk_" {
+				t.Errorf("the filter for tasks shows %v", kinds)
+				break
+			}
+		}
+	})
+
+	t.Run("start a process by hand and cancel the run", func(t *testing.T) {
+		run(t, chromedp.Navigate(s.srv.URL+"/processes"),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=processes] a`)),
+			chromedp.Click(chromedp.CSS(`[data-test=processes] a`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=step-chain]`)),
+			chromedp.SendKeys(chromedp.CSS(`input[name=subject_label]`), "Conference fee"),
+			chromedp.Click(chromedp.CSS(`form[data-test=start] button`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=run][data-status=waiting]`)),
+			chromedp.Click(chromedp.CSS(`[data-test=cancel-run]`)),
+			chromedp.WaitVisible(chromedp.CSS(`dialog [data-test=confirm]`)),
+			chromedp.Click(chromedp.CSS(`dialog [data-test=confirm]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=run][data-status=cancelled]`)))
+		if got := text(t, `[data-test=run] h1`); got != "Conference fee" {
+			t.Errorf("run title = %q", got)
+		}
+	})
+
+	t.Run("the runs list filters by status", func(t *testing.T) {
+		run(t, chromedp.Navigate(s.srv.URL+"/runs"), chromedp.WaitVisible(chromedp.CSS(`[data-test=runs] tbody tr`)),
+			change(`select[aria-label=Status]`, "rejected"),
+			chromedp.WaitNotPresent(chromedp.CSS(`[data-test=runs] a[href="/runs/`+runA+`"]`)))
+		var links []string
+		eval(t, `[...document.querySelectorAll('[data-test=runs] tbody a')].map((a) => a.getAttribute('href'))`, &links)
+		if len(links) != 1 || links[0] != "/runs/"+runB {
+			t.Errorf("rejected runs = %v, want only %s", links, runB)
+		}
+	})
+
+	t.Run("readable on a phone", func(t *testing.T) {
+		for _, path := range []string{"/inbox", "/runs/" + runA, "/documents/" + docID, "/cockpit"} {
+			var fits bool
+			run(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(s.srv.URL+path), chromedp.WaitVisible(chromedp.CSS(`main h1, main h2`)))
+			eval(t, `document.documentElement.scrollWidth <= window.innerWidth`, &fits)
+			if !fits {
+				var wide []string
+				eval(t, `[...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1).slice(0, 5).map((e) => e.tagName + '.' + e.className)`, &wide)
+				t.Errorf("%s is wider than a phone: %v", path, wide)
+			}
+		}
+		run(t, chromedp.ResetViewport())
+	})
+
+	t.Run("an approval shows the evidence behind it", func(t *testing.T) {
+		var p struct{ ID string }
+		s.apiCall(t, tok, "POST", "/v1/processes", map[string]any{"name": "Pay supplier", "function": "finance",
+			"trigger": map[string]any{"type": "event", "event": "payables.invoice.filed"},
+			"steps": []any{map[string]any{"key": "pay", "type": "execute", "capability": "email.send",
+				"config": map[string]any{"risk": "high", "args": map[string]any{"to": "bank@example.com",
+					"subject": "Pay ${trigger.data.document_id}", "body": "Pay it.", "document_id": "${trigger.data.document_id}"}}}}}, &p)
+		var out struct {
+			Runs []struct{ ID string }
+		}
+		s.apiCall(t, tok, "POST", "/v1/events", map[string]any{"name": "payables.invoice.filed", "data": map[string]any{"document_id": docID}}, &out)
+		if len(out.Runs) != 1 {
+			t.Fatalf("the event started %d runs", len(out.Runs))
+		}
+		run(t, chromedp.Navigate(s.srv.URL+"/inbox"), func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+			_, err := chromedp.Poll[bool](`document.querySelectorAll('[data-test=inbox-list] li[data-id^="apr_"]').length > 0`)(ctx, tg)
+			return chromedp.Void{}, err
+		})
+		apr := approvalOf(t, out.Runs[0].ID)
+		run(t, chromedp.Click(chromedp.CSS(li(apr))), chromedp.WaitVisible(chromedp.CSS(`[data-test=approval][data-id="`+apr+`"] [data-test=evidence]`)))
+		ev := text(t, `[data-test=evidence]`)
+		for _, want := range []string{"acme-invoice", "Acme Tools Ltd", "p. 1", "INV-7781"} {
+			if !strings.Contains(ev, want) {
+				t.Errorf("evidence lacks %q:\n%s", want, ev)
+			}
+		}
+	})
+
+	t.Run("keys move, open help and act", func(t *testing.T) {
+		first := ""
+		run(t, chromedp.Click(chromedp.CSS(`[data-test=inbox-list] li:first-child`)))
+		eval(t, `document.querySelector('[data-test=inbox-list] li.sel').dataset.id`, &first)
+		var second, back string
+		run(t, chromedp.Focus(chromedp.CSS(`main`)), chromedp.KeyEvent("j"))
+		eval(t, `document.querySelector('[data-test=inbox-list] li.sel').dataset.id`, &second)
+		run(t, chromedp.KeyEvent("k"))
+		eval(t, `document.querySelector('[data-test=inbox-list] li.sel').dataset.id`, &back)
+		if second == first || back != first {
+			t.Errorf("j/k: %s -> %s -> %s", first, second, back)
+		}
+		run(t, chromedp.KeyEvent("?"), chromedp.WaitVisible(chromedp.CSS(`dialog [data-test=help]`)),
+			chromedp.KeyEvent("\x1b"), chromedp.WaitNotVisible(chromedp.CSS(`dialog [data-test=help]`)),
+			chromedp.KeyEvent("g"), chromedp.KeyEvent("c"), chromedp.WaitVisible(chromedp.CSS(`[data-test=chart]`)))
+	})
+
+	t.Run("a viewer sees no decision it may not take", func(t *testing.T) {
+		taskC := taskOf(runC)
+		s.apiCall(t, tok, "POST", "/v1/tasks/"+taskC+"/complete", map[string]any{"action": "complete", "fields": map[string]any{"amount": 3100}}, nil)
+		var key struct{ Secret string }
+		s.apiCall(t, tok, "POST", "/v1/api-keys", map[string]any{"name": "viewer", "roles": []string{"viewer"}}, &key)
+		aprC := ""
+		run(t, chromedp.Click(chromedp.CSS(`[data-test=signout]`)),
+			chromedp.WaitVisible(chromedp.CSS(`input[name=key]`)),
+			chromedp.SendKeys(chromedp.CSS(`input[name=key]`), key.Secret),
+			chromedp.Click(chromedp.CSS(`form[data-test=key-login] button`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=inbox-list] li[data-id^="apr_"]`)))
+		aprC = approvalOf(t, runC)
+		run(t, chromedp.Click(chromedp.CSS(li(aprC))),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=no-decide]`)))
+		var buttons int
+		eval(t, `document.querySelectorAll('[data-test=approve],[data-test=reject],[data-test=bulk-approve]').length`, &buttons)
+		if buttons != 0 {
+			t.Errorf("a viewer is offered %d decision buttons", buttons)
+		}
+	})
+
+	t.Run("a refusal from the API is shown as such", func(t *testing.T) {
+		var key struct{ Secret string }
+		s.apiCall(t, tok, "POST", "/v1/api-keys", map[string]any{"name": "docs only", "roles": []string{"approver"}, "apps": []string{"docs"}}, &key)
+		run(t, chromedp.Click(chromedp.CSS(`[data-test=signout]`)),
+			chromedp.WaitVisible(chromedp.CSS(`input[name=key]`)),
+			chromedp.SendKeys(chromedp.CSS(`input[name=key]`), key.Secret),
+			chromedp.Click(chromedp.CSS(`form[data-test=key-login] button`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=inbox-note]`)))
+		if got := text(t, `[data-test=inbox-note]`); !strings.HasPrefix(got, "Not allowed: key not allowed for app") {
+			t.Errorf("inbox note = %q", got)
+		}
+		run(t, chromedp.Navigate(s.srv.URL+"/runs/"+runA), chromedp.WaitVisible(chromedp.CSS(`[data-test=page-error]`)))
+		if got := text(t, `main h1`); got != "Not allowed" {
+			t.Errorf("a refused run page is titled %q", got)
+		}
+	})
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(exceptions) > 0 {
+		t.Errorf("the pages threw:\n%s", strings.Join(exceptions, "\n"))
+	}
+}
