@@ -195,14 +195,6 @@ func (c *request) List(items any, next string) error {
 	return c.JSON(http.StatusOK, items)
 }
 
-// raw writes an already encoded JSON body.
-func (c *request) raw(status int, body []byte) error {
-	c.W.Header().Set("Content-Type", "application/json")
-	c.W.WriteHeader(status)
-	_, _ = c.W.Write(append(body, '\n'))
-	return nil
-}
-
 // jsonID reads the "id" of an encoded record.
 func jsonID(raw []byte) string {
 	var v struct {

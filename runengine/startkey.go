@@ -68,10 +68,10 @@ func (e *Engine) claimStartKey(ctx context.Context, p StartParams) (unlock func(
 	now := e.now()
 	var rec *startKeyRecord
 	type expired struct {
-		due, key []byte
-		tenant   string
-		name     string
-		at       time.Time
+		due    []byte
+		tenant string
+		name   string
+		at     time.Time
 	}
 	var old []expired
 	err = e.st.View(ctx, func(r store.Reader) error {
