@@ -76,6 +76,9 @@ type Handler struct {
 
 	schemas sync.Map // reflect.Type -> *inputSchema
 	limiter *rateLimiter
+
+	docMu sync.Mutex
+	doc   []byte // the OpenAPI document, built on first use
 }
 
 // New returns the API of ws.
@@ -112,6 +115,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // routes go to a second router that the front handler tries first, by
 // matching the request path against their patterns.
 func (h *Handler) build() {
+	h.docMu.Lock()
+	h.doc = nil
+	h.docMu.Unlock()
 	h.main = newRouter(h)
 	h.static = newRouter(h)
 	for _, r := range h.routes {

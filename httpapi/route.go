@@ -29,6 +29,11 @@ type Route struct {
 	// Public routes need no authentication.
 	Public bool
 
+	// The route's contract, read by the OpenAPI document (see openapi.go):
+	// set with In, Out, List, Query, Upload, File and Errors beside the
+	// declaration.
+	contract
+
 	fn handlerFunc
 }
 
@@ -36,14 +41,19 @@ type Route struct {
 // one error writer.
 type handlerFunc func(c *Ctx) error
 
-// handle declares an authenticated route of app needing perm.
-func (h *Handler) handle(method, path, app, perm string, fn handlerFunc) {
-	h.routes = append(h.routes, &Route{Method: method, Path: path, App: app, Perm: perm, fn: fn})
+// handle declares an authenticated route of app needing perm; its contract
+// is set on the route it returns.
+func (h *Handler) handle(method, path, app, perm string, fn handlerFunc) *Route {
+	rt := &Route{Method: method, Path: path, App: app, Perm: perm, fn: fn}
+	h.routes = append(h.routes, rt)
+	return rt
 }
 
 // handlePublic declares a route that needs no authentication.
-func (h *Handler) handlePublic(method, path string, fn handlerFunc) {
-	h.routes = append(h.routes, &Route{Method: method, Path: path, Public: true, fn: fn})
+func (h *Handler) handlePublic(method, path string, fn handlerFunc) *Route {
+	rt := &Route{Method: method, Path: path, Public: true, fn: fn}
+	h.routes = append(h.routes, rt)
+	return rt
 }
 
 type ctxKey int
