@@ -21,7 +21,7 @@ func (h *Handler) registerAccessRoutes() {
 		h.handlePublic("POST", "/v1/auth/dev-login", h.handleDevLogin).In(access.DevLoginIn{}).Out(201, access.Session{})
 	}
 	h.handlePublic("POST", "/v1/auth/email", h.handleAuthEmail).In(access.EmailIn{}).Out(202, map[string]string{})
-	h.handlePublic("POST", "/v1/auth/code", h.handleAuthCode).In(access.CodeIn{}).Out(201, access.Session{})
+	h.handlePublic("POST", "/v1/auth/code", h.handleAuthCode).In(access.CodeIn{}).Out(201, access.Session{}).Errors(401)
 	h.handle("GET", "/v1/auth/me", "", "", h.handleMe).Out(200, access.Me{})
 	h.handle("POST", "/v1/auth/logout", "", "", h.handleLogout).Out(204, nil)
 

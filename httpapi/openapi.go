@@ -26,7 +26,8 @@ import (
 // handler writes. Error responses follow from the route: authenticated
 // routes can answer 401, 403 and 429; a path with parameters 404; a POST
 // 409 and 422 (Idempotency-Key); a JSON body 413, 415 and 422; a list or a
-// query 422. Route.Errors adds what a handler gives beyond those.
+// query 422; a change (POST, PUT, PATCH) 409 and 422; a DELETE 409 (the
+// resource is in use). Route.Errors adds what a handler gives beyond those.
 
 // maxPage is the largest ?limit= of a list (Ctx.Page).
 const maxPage = 200
@@ -133,12 +134,13 @@ type openapiGen struct {
 	names map[reflect.Type]string // component name of each named struct type
 	used  map[string]reflect.Type
 	defs  map[string]json.RawMessage // definitions of recursive types
+	outs  map[reflect.Type]bool      // types the handlers write
 }
 
 // buildOpenAPI builds the document of routes served under basePath.
 func buildOpenAPI(routes []*Route, basePath string) []byte {
 	g := &openapiGen{names: map[reflect.Type]string{}, used: map[string]reflect.Type{},
-		defs: map[string]json.RawMessage{}}
+		defs: map[string]json.RawMessage{}, outs: map[reflect.Type]bool{}}
 	g.nameTypes(routes)
 	paths := map[string]map[string]any{}
 	opIDs := map[string]bool{}
@@ -216,6 +218,15 @@ func (g *openapiGen) nameTypes(routes []*Route) {
 		add(rt.items)
 		for _, o := range rt.outs {
 			add(o.body)
+		}
+	}
+	for _, rt := range routes {
+		for _, v := range append([]any{rt.items}, outBodies(rt)...) {
+			if v != nil {
+				if t := namedElem(reflect.TypeOf(v)); t != nil {
+					g.outs[t] = true
+				}
+			}
 		}
 	}
 	count := map[string]int{}
@@ -328,12 +339,144 @@ func referenced(v any, defs map[string]json.RawMessage) json.RawMessage {
 	_ = json.Unmarshal(out, &m)
 	var ds map[string]json.RawMessage
 	_ = json.Unmarshal(m["$defs"], &ds)
+	structs := map[string]reflect.Type{}
+	reachable(reflect.TypeOf(v), structs)
 	for n, d := range ds {
-		defs[n] = schema.Open(d)
+		d = schema.Open(d)
+		if t, ok := structs[n]; ok {
+			// Definitions are only made for the types the handlers write.
+			d = nullable(t, d)
+		}
+		defs[n] = d
 	}
 	delete(m, "$defs")
 	out, _ = json.Marshal(m)
 	return schema.Open(out)
+}
+
+func outBodies(rt *Route) []any {
+	var out []any
+	for _, o := range rt.outs {
+		out = append(out, o.body)
+	}
+	return out
+}
+
+// nullable adds "null" to the types of the properties encoding/json writes
+// as null: pointers, slices, maps and interfaces without omitempty, at any
+// depth of t's schema. Request schemas stay as Ctx.Decode validates.
+func nullable(t reflect.Type, raw json.RawMessage) json.RawMessage {
+	var s any
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return raw
+	}
+	markNull(t, s)
+	out, err := json.Marshal(s)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+// markNull walks t and its schema s together.
+func markNull(t reflect.Type, s any) {
+	m, ok := s.(map[string]any)
+	if !ok || m["$ref"] != nil {
+		return
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		if items := m["items"]; items != nil {
+			markNull(t.Elem(), items)
+		}
+	case reflect.Map:
+		if ap := m["additionalProperties"]; ap != nil {
+			markNull(t.Elem(), ap)
+		}
+	case reflect.Struct:
+		props, _ := m["properties"].(map[string]any)
+		if props == nil {
+			return
+		}
+		markFields(t, props)
+	}
+}
+
+func markFields(t reflect.Type, props map[string]any) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		ft := f.Type
+		if f.Anonymous && name == "" {
+			et := ft
+			for et.Kind() == reflect.Pointer {
+				et = et.Elem()
+			}
+			if et.Kind() == reflect.Struct {
+				markFields(et, props)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		p, ok := props[name]
+		if !ok {
+			continue
+		}
+		switch ft.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+			if !strings.Contains(","+opts+",", ",omitempty,") && !strings.Contains(","+opts+",", ",omitzero,") {
+				addNull(p)
+			}
+		}
+		markNull(ft, p)
+	}
+}
+
+// addNull lets schema s also take null.
+func addNull(s any) {
+	m, ok := s.(map[string]any)
+	if !ok {
+		return
+	}
+	switch typ := m["type"].(type) {
+	case string:
+		m["type"] = []any{typ, "null"}
+	case []any:
+		if !slices.Contains(typ, any("null")) {
+			m["type"] = append(typ, "null")
+		}
+	}
+}
+
+// reachable records the named struct types t reaches, by name.
+func reachable(t reflect.Type, seen map[string]reflect.Type) {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return
+	}
+	if t.Name() != "" {
+		if _, ok := seen[t.Name()]; ok {
+			return
+		}
+		seen[t.Name()] = t
+	}
+	for i := range t.NumField() {
+		reachable(t.Field(i).Type, seen)
+	}
 }
 
 // operation builds the operation of rt.
@@ -449,8 +592,11 @@ func (g *openapiGen) responses(rt *Route) map[string]any {
 	if strings.ContainsAny(rt.Path, ":*") {
 		errs[http.StatusNotFound] = true
 	}
-	if rt.Method == http.MethodPost {
+	switch rt.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch:
 		errs[http.StatusConflict], errs[http.StatusUnprocessableEntity] = true, true
+	case http.MethodDelete:
+		errs[http.StatusConflict] = true
 	}
 	if rt.in != nil || rt.upload != "" {
 		errs[http.StatusRequestEntityTooLarge], errs[http.StatusUnprocessableEntity] = true, true
@@ -539,7 +685,12 @@ func (g *openapiGen) components() map[string]any {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		schemas[n] = reflected(reflect.New(g.used[n]).Elem().Interface(), g.defs)
+		t := g.used[n]
+		raw := reflected(reflect.New(t).Elem().Interface(), g.defs)
+		if g.outs[t] {
+			raw = nullable(t, raw)
+		}
+		schemas[n] = raw
 	}
 	for n, d := range g.defs {
 		if _, ok := schemas[n]; !ok {

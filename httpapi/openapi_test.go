@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -210,6 +211,9 @@ func openAPIRoutes(doc *openapi3.T) []openAPIRoute {
 				Spec: doc, Path: path, PathItem: item, Method: method, Operation: op}})
 		}
 	}
+	// Static segments win over parameters ("/v1/use-cases/register" over
+	// "/v1/use-cases/{id}"), as in the server's router.
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i].names) < len(out[j].names) })
 	return out
 }
 

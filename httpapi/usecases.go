@@ -20,7 +20,7 @@ func (h *Handler) registerUseCaseRoutes() {
 	h.handle("PUT", "/v1/use-cases/profile", app, manage, h.handleUseCaseProfileSet).In(usecases.ProfileIn{}).Out(200, usecases.Profile{})
 	h.handle("PUT", "/v1/use-cases/members/:user_id/departments", app, "", h.handleUseCaseDepartments).In(usecases.DepartmentsIn{}).Out(200, usecases.MemberDepartments{})
 	h.handle("GET", "/v1/use-cases/:use_case_id", app, "", h.handleUseCaseGet).Out(200, usecases.EntryOut{})
-	h.handle("PUT", "/v1/use-cases/:use_case_id/adoption", app, manage, h.handleUseCaseAdoption).Out(200, usecases.Adoption{})
+	h.handle("PUT", "/v1/use-cases/:use_case_id/adoption", app, manage, h.handleUseCaseAdoption).In(usecases.AdoptionIn{}).Out(200, usecases.Adoption{})
 }
 
 // handleUseCasesList serves GET /v1/use-cases?scope=&department=: the
