@@ -306,13 +306,51 @@ func reflected(v any, defs map[string]json.RawMessage) json.RawMessage {
 			raw = schema.Open(raw)
 		}
 	}
-	var m map[string]json.RawMessage
+	var m map[string]any
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return raw
 	}
 	delete(m, "$schema")
-	out, _ := json.Marshal(m)
+	out, _ := json.Marshal(noTrueSchemas(m))
 	return out
+}
+
+// noTrueSchemas writes the schema true (any value) as {}, which means the
+// same and which OpenAPI tools written for 3.0 also read.
+func noTrueSchemas(s any) any {
+	m, ok := s.(map[string]any)
+	if !ok {
+		return s
+	}
+	sub := func(v any) any {
+		if b, ok := v.(bool); ok && b {
+			return map[string]any{}
+		}
+		return noTrueSchemas(v)
+	}
+	for k, v := range m {
+		switch k {
+		case "properties", "patternProperties", "$defs":
+			if ps, ok := v.(map[string]any); ok {
+				for n, p := range ps {
+					ps[n] = sub(p)
+				}
+			}
+		case "items", "not":
+			m[k] = sub(v)
+		case "additionalProperties":
+			if _, ok := v.(bool); !ok {
+				m[k] = noTrueSchemas(v)
+			}
+		case "oneOf", "anyOf", "allOf", "prefixItems":
+			if xs, ok := v.([]any); ok {
+				for i, x := range xs {
+					xs[i] = sub(x)
+				}
+			}
+		}
+	}
+	return m
 }
 
 // inlined is schema.Reflect(v), or false when v's type is recursive.
@@ -346,6 +384,10 @@ func referenced(v any, defs map[string]json.RawMessage) json.RawMessage {
 		if t, ok := structs[n]; ok {
 			// Definitions are only made for the types the handlers write.
 			d = nullable(t, d)
+		}
+		var ds any
+		if json.Unmarshal(d, &ds) == nil {
+			d, _ = json.Marshal(noTrueSchemas(ds))
 		}
 		defs[n] = d
 	}
