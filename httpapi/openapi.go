@@ -404,9 +404,10 @@ func outBodies(rt *Route) []any {
 	return out
 }
 
-// nullable adds "null" to the types of the properties encoding/json writes
-// as null: pointers, slices, maps and interfaces without omitempty, at any
-// depth of t's schema. Request schemas stay as Ctx.Decode validates.
+// nullable makes t's schema say what encoding/json writes, at any depth:
+// the fields it always writes are required, and those of them it can write
+// as null (pointers, slices, maps, interfaces) take null. Request schemas
+// stay as Ctx.Decode validates.
 func nullable(t reflect.Type, raw json.RawMessage) json.RawMessage {
 	var s any
 	if err := json.Unmarshal(raw, &s); err != nil {
@@ -439,15 +440,18 @@ func markNull(t reflect.Type, s any) {
 			markNull(t.Elem(), ap)
 		}
 	case reflect.Struct:
-		props, _ := m["properties"].(map[string]any)
-		if props == nil {
-			return
+		if props, _ := m["properties"].(map[string]any); props != nil {
+			// A type with its own encoding may leave fields out.
+			custom := t.Implements(marshalerType) || reflect.PointerTo(t).Implements(marshalerType)
+			markFields(t, m, props, !custom)
 		}
-		markFields(t, props)
 	}
 }
 
-func markFields(t reflect.Type, props map[string]any) {
+// markFields marks the fields of struct t in its object schema m: a field
+// encoding/json always writes (no omitempty or omitzero) is required, and
+// nullable when it is a pointer, slice, map or interface.
+func markFields(t reflect.Type, m, props map[string]any, required bool) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -462,7 +466,7 @@ func markFields(t reflect.Type, props map[string]any) {
 				et = et.Elem()
 			}
 			if et.Kind() == reflect.Struct {
-				markFields(et, props)
+				markFields(et, m, props, required)
 				continue
 			}
 		}
@@ -476,9 +480,14 @@ func markFields(t reflect.Type, props map[string]any) {
 		if !ok {
 			continue
 		}
-		switch ft.Kind() {
-		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
-			if !strings.Contains(","+opts+",", ",omitempty,") && !strings.Contains(","+opts+",", ",omitzero,") {
+		always := !strings.Contains(","+opts+",", ",omitempty,") && !strings.Contains(","+opts+",", ",omitzero,")
+		if always {
+			req, _ := m["required"].([]any)
+			if required && !slices.Contains(req, any(name)) {
+				m["required"] = append(req, name)
+			}
+			switch ft.Kind() {
+			case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
 				addNull(p)
 			}
 		}
@@ -486,7 +495,10 @@ func markFields(t reflect.Type, props map[string]any) {
 	}
 }
 
-// addNull lets schema s also take null.
+var marshalerType = reflect.TypeFor[json.Marshaler]()
+
+// addNull lets schema s also take null (a schema of no type takes it
+// already).
 func addNull(s any) {
 	m, ok := s.(map[string]any)
 	if !ok {

@@ -7,11 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +22,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/google/go-cmp/cmp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/bas-platform/bas/httpapi"
 )
@@ -138,18 +141,22 @@ func hasParam(op *openapi3.Operation, name string) bool {
 func TestOpenAPIConformanceCatchesUndeclared(t *testing.T) {
 	s := newTestServer(t, httpapi.Options{DevLogin: true})
 	doc := loadOpenAPI(t, s.h.OpenAPI())
-	c := &conformance{doc: doc, routes: openAPIRoutes(doc)}
+	c := &conformance{doc: doc, raw: s.h.OpenAPI(), routes: openAPIRoutes(doc)}
 	req, _ := http.NewRequest("GET", "/api/v1/crm/companies/co_1", nil)
+	admin := s.devLogin(t, `{}`)
+	company := s.do(t, "POST", "/v1/crm/companies", admin.Token, `{"name": "Acme"}`).want(t, http.StatusCreated).Body
 	for _, tc := range []struct {
 		name   string
 		status int
 		body   string
 		ok     bool
 	}{
-		{"declared", 200, `{"id": "co_1", "name": "Acme"}`, true},
+		{"declared", 200, string(company), true},
 		{"undeclared status", 418, `{"detail": "teapot"}`, false},
 		{"body of the wrong shape", 200, `{"id": 7}`, false},
 		{"error without detail", 404, `{"error": "gone"}`, false},
+		{"a required field missing", 200, `{"name": "Acme"}`, false},
+		{"null where the field is not nullable", 200, `{"id": "co_1", "name": null}`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := http.Header{"Content-Type": {"application/json"}}
@@ -179,10 +186,88 @@ func loadOpenAPI(t *testing.T, raw []byte) *openapi3.T {
 }
 
 // conformance checks responses against an OpenAPI document: the status
-// must be declared for the operation and the body match its schema.
+// must be declared for the operation (and its headers match, by
+// kin-openapi), the content type be one the response declares, and the body
+// match the declared schema, by a JSON Schema 2020-12 validator reading the
+// document itself (kin-openapi falls back to its OpenAPI 3.0 rules for
+// schemas with references).
 type conformance struct {
 	doc    *openapi3.T
+	raw    []byte
 	routes []openAPIRoute
+
+	mu      sync.Mutex
+	schemas map[string]*jsonschema.Schema // by JSON pointer into the document
+	comp    *jsonschema.Compiler
+}
+
+// schemaAt compiles the schema at pointer (a fragment, "/paths/...") of
+// the document, once.
+func (c *conformance) schemaAt(pointer string) (*jsonschema.Schema, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.schemas[pointer]; ok {
+		return s, nil
+	}
+	if c.comp == nil {
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(c.raw))
+		if err != nil {
+			return nil, err
+		}
+		c.comp = jsonschema.NewCompiler()
+		c.comp.DefaultDraft(jsonschema.Draft2020)
+		if err := c.comp.AddResource("openapi.json", doc); err != nil {
+			return nil, err
+		}
+		c.schemas = map[string]*jsonschema.Schema{}
+	}
+	s, err := c.comp.Compile("openapi.json#" + pointer)
+	if err != nil {
+		return nil, err
+	}
+	c.schemas[pointer] = s
+	return s, nil
+}
+
+// checkBody checks the content type and body of a response of status to
+// the operation rt against what the document declares.
+func (c *conformance) checkBody(rt *routers.Route, status int, header http.Header, body []byte) error {
+	code := strconv.Itoa(status)
+	ref := rt.Operation.Responses.Value(code)
+	if ref == nil {
+		return fmt.Errorf("status %d not declared", status)
+	}
+	pointer := "/paths/" + escapePointer(rt.Path) + "/" + strings.ToLower(rt.Method) + "/responses/" + code
+	if ref.Ref != "" {
+		pointer = strings.TrimPrefix(ref.Ref, "#")
+	}
+	content := ref.Value.Content
+	if len(content) == 0 {
+		if len(bytes.TrimSpace(body)) > 0 {
+			return fmt.Errorf("a body where the document declares none")
+		}
+		return nil
+	}
+	mt, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
+	if content.Get(mt) == nil {
+		return fmt.Errorf("content type %q not declared", header.Get("Content-Type"))
+	}
+	if mt != "application/json" {
+		return nil
+	}
+	s, err := c.schemaAt(pointer + "/content/" + escapePointer("application/json") + "/schema")
+	if err != nil {
+		return err
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("body is not JSON: %w", err)
+	}
+	return s.Validate(v)
+}
+
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
 type openAPIRoute struct {
@@ -236,13 +321,17 @@ func (c *conformance) check(req *http.Request, status int, header http.Header, b
 		for i, n := range rt.names {
 			params[n] = m[i+1]
 		}
-		return openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
+		if err := openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
 			RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: rt.route},
 			Status:                 status,
 			Header:                 header,
 			Body:                   io.NopCloser(bytes.NewReader(body)),
-			Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
-		})
+			Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true,
+				ExcludeResponseBody: true},
+		}); err != nil {
+			return err
+		}
+		return c.checkBody(rt.route, status, header, body)
 	}
 	return nil // not an operation of the document (a 404 or 405 of the router)
 }
@@ -271,7 +360,7 @@ func conformanceOf(h *httpapi.Handler) (*conformance, error) {
 	if err := doc.Validate(context.Background()); err != nil {
 		return nil, fmt.Errorf("invalid OpenAPI document: %w", err)
 	}
-	c, _ := openAPIDocs.LoadOrStore(sum, &conformance{doc: doc, routes: openAPIRoutes(doc)})
+	c, _ := openAPIDocs.LoadOrStore(sum, &conformance{doc: doc, raw: raw, routes: openAPIRoutes(doc)})
 	return c.(*conformance), nil
 }
 
