@@ -707,25 +707,25 @@ type AcceptIn struct {
 
 // Action defines model for Action.
 type Action struct {
-	Allowed *bool   `json:"allowed,omitempty"`
-	Method  *string `json:"method,omitempty"`
-	Name    *string `json:"name,omitempty"`
-	Path    *string `json:"path,omitempty"`
-	Reason  *string `json:"reason,omitempty"`
+	Allowed bool    `json:"allowed"`
+	Method  string  `json:"method"`
+	Name    string  `json:"name"`
+	Path    string  `json:"path"`
+	Reason  *string `json:"reason"`
 }
 
 // Activity defines model for Activity.
 type Activity struct {
-	Body       *string    `json:"body,omitempty"`
-	CompanyId  *string    `json:"company_id,omitempty"`
-	ContactId  *string    `json:"contact_id,omitempty"`
-	CreatedAt  *time.Time `json:"created_at,omitempty"`
-	DealId     *string    `json:"deal_id,omitempty"`
-	Id         *string    `json:"id,omitempty"`
-	Kind       *string    `json:"kind,omitempty"`
-	OccurredAt *time.Time `json:"occurred_at,omitempty"`
-	Subject    *string    `json:"subject,omitempty"`
-	UpdatedAt  *time.Time `json:"updated_at,omitempty"`
+	Body       *string   `json:"body"`
+	CompanyId  *string   `json:"company_id"`
+	ContactId  *string   `json:"contact_id"`
+	CreatedAt  time.Time `json:"created_at"`
+	DealId     *string   `json:"deal_id"`
+	Id         string    `json:"id"`
+	Kind       string    `json:"kind"`
+	OccurredAt time.Time `json:"occurred_at"`
+	Subject    string    `json:"subject"`
+	UpdatedAt  time.Time `json:"updated_at"`
 }
 
 // ActivityIn defines model for ActivityIn.
@@ -758,15 +758,15 @@ type ActivityPatchKind string
 
 // Adoption defines model for Adoption.
 type Adoption struct {
-	CreatedAt   *time.Time `json:"created_at,omitempty"`
-	Departments *[]string  `json:"departments,omitempty"`
-	Notes       *string    `json:"notes,omitempty"`
-	OwnerUserId *string    `json:"owner_user_id,omitempty"`
-	Risk        *string    `json:"risk,omitempty"`
-	Status      *string    `json:"status,omitempty"`
-	UpdatedAt   *time.Time `json:"updated_at,omitempty"`
-	UpdatedBy   *string    `json:"updated_by,omitempty"`
-	UseCaseId   *string    `json:"use_case_id,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	Departments *[]string `json:"departments"`
+	Notes       *string   `json:"notes"`
+	OwnerUserId *string   `json:"owner_user_id"`
+	Risk        *string   `json:"risk"`
+	Status      string    `json:"status"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	UpdatedBy   string    `json:"updated_by"`
+	UseCaseId   string    `json:"use_case_id"`
 }
 
 // AdoptionIn defines model for AdoptionIn.
@@ -788,37 +788,37 @@ type AdoptionInStatus string
 
 // App defines model for App.
 type App struct {
-	Api *struct {
-		Prefix *string `json:"prefix,omitempty"`
-	} `json:"api,omitempty"`
-	Capabilities *[]string `json:"capabilities,omitempty"`
-	Events       *struct {
-		Consumes *[]string `json:"consumes,omitempty"`
-		Emits    *[]string `json:"emits,omitempty"`
-	} `json:"events,omitempty"`
-	Id   *string `json:"id,omitempty"`
-	Name *string `json:"name,omitempty"`
+	Api struct {
+		Prefix string `json:"prefix"`
+	} `json:"api"`
+	Capabilities *[]string `json:"capabilities"`
+	Events       struct {
+		Consumes *[]string `json:"consumes"`
+		Emits    *[]string `json:"emits"`
+	} `json:"events"`
+	Id   string `json:"id"`
+	Name string `json:"name"`
 }
 
 // Approval defines model for Approval.
 type Approval struct {
-	AppId     *string                 `json:"app_id,omitempty"`
-	Args      *map[string]interface{} `json:"args,omitempty"`
-	CreatedAt *time.Time              `json:"created_at,omitempty"`
-	DecidedAt *time.Time              `json:"decided_at,omitempty"`
-	DecidedBy *string                 `json:"decided_by,omitempty"`
+	AppId     string                  `json:"app_id"`
+	Args      *map[string]interface{} `json:"args"`
+	CreatedAt time.Time               `json:"created_at"`
+	DecidedAt *time.Time              `json:"decided_at"`
+	DecidedBy *string                 `json:"decided_by"`
 	Edited    *bool                   `json:"edited,omitempty"`
-	ExpiresAt *time.Time              `json:"expires_at,omitempty"`
-	Id        *string                 `json:"id,omitempty"`
+	ExpiresAt *time.Time              `json:"expires_at"`
+	Id        string                  `json:"id"`
 	Note      *string                 `json:"note,omitempty"`
 	ProcessId *string                 `json:"process_id,omitempty"`
 	Reason    *string                 `json:"reason,omitempty"`
-	Risk      *string                 `json:"risk,omitempty"`
-	RunId     *string                 `json:"run_id,omitempty"`
-	Status    *string                 `json:"status,omitempty"`
+	Risk      string                  `json:"risk"`
+	RunId     *string                 `json:"run_id"`
+	Status    string                  `json:"status"`
 	StepKey   *string                 `json:"step_key,omitempty"`
-	Summary   *string                 `json:"summary,omitempty"`
-	Tool      *string                 `json:"tool,omitempty"`
+	Summary   string                  `json:"summary"`
+	Tool      string                  `json:"tool"`
 }
 
 // BindingIn defines model for BindingIn.
@@ -828,50 +828,50 @@ type BindingIn struct {
 
 // Board defines model for Board.
 type Board struct {
-	CreatedAt   *time.Time `json:"created_at,omitempty"`
-	Description *string    `json:"description,omitempty"`
-	Id          *string    `json:"id,omitempty"`
-	Key         *string    `json:"key,omitempty"`
-	Name        *string    `json:"name,omitempty"`
-	Template    *string    `json:"template,omitempty"`
-	UpdatedAt   *time.Time `json:"updated_at,omitempty"`
-	WorkspaceId *string    `json:"workspace_id,omitempty"`
+	CreatedAt   *time.Time `json:"created_at"`
+	Description *string    `json:"description"`
+	Id          string     `json:"id"`
+	Key         *string    `json:"key"`
+	Name        string     `json:"name"`
+	Template    string     `json:"template"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+	WorkspaceId string     `json:"workspace_id"`
 }
 
 // BoardColumn defines model for BoardColumn.
 type BoardColumn struct {
-	Count *int `json:"count,omitempty"`
+	Count int `json:"count"`
 	Deals *[]struct {
-		AmountCents   *int       `json:"amount_cents,omitempty"`
-		ClosedAt      *time.Time `json:"closed_at,omitempty"`
-		CompanyId     *string    `json:"company_id,omitempty"`
-		ContactId     *string    `json:"contact_id,omitempty"`
-		CreatedAt     *time.Time `json:"created_at,omitempty"`
-		Currency      *string    `json:"currency,omitempty"`
-		ExpectedClose *time.Time `json:"expected_close,omitempty"`
-		Id            *string    `json:"id,omitempty"`
-		OwnerId       *string    `json:"owner_id,omitempty"`
-		PipelineId    *string    `json:"pipeline_id,omitempty"`
-		StageId       *string    `json:"stage_id,omitempty"`
-		Status        *string    `json:"status,omitempty"`
-		Title         *string    `json:"title,omitempty"`
-		UpdatedAt     *time.Time `json:"updated_at,omitempty"`
-	} `json:"deals,omitempty"`
-	Stage *struct {
-		Id          *string `json:"id,omitempty"`
-		Kind        *string `json:"kind,omitempty"`
-		Name        *string `json:"name,omitempty"`
-		Position    *int    `json:"position,omitempty"`
-		Probability *int    `json:"probability,omitempty"`
-	} `json:"stage,omitempty"`
-	TotalCents *int `json:"total_cents,omitempty"`
+		AmountCents   int        `json:"amount_cents"`
+		ClosedAt      *time.Time `json:"closed_at"`
+		CompanyId     *string    `json:"company_id"`
+		ContactId     *string    `json:"contact_id"`
+		CreatedAt     time.Time  `json:"created_at"`
+		Currency      string     `json:"currency"`
+		ExpectedClose *time.Time `json:"expected_close"`
+		Id            string     `json:"id"`
+		OwnerId       *string    `json:"owner_id"`
+		PipelineId    string     `json:"pipeline_id"`
+		StageId       string     `json:"stage_id"`
+		Status        string     `json:"status"`
+		Title         string     `json:"title"`
+		UpdatedAt     time.Time  `json:"updated_at"`
+	} `json:"deals"`
+	Stage struct {
+		Id          string `json:"id"`
+		Kind        string `json:"kind"`
+		Name        string `json:"name"`
+		Position    int    `json:"position"`
+		Probability int    `json:"probability"`
+	} `json:"stage"`
+	TotalCents int `json:"total_cents"`
 	Totals     *[]struct {
-		Count         *int    `json:"count,omitempty"`
-		Currency      *string `json:"currency,omitempty"`
-		TotalCents    *int    `json:"total_cents,omitempty"`
-		WeightedCents *int    `json:"weighted_cents,omitempty"`
-	} `json:"totals,omitempty"`
-	WeightedCents *int `json:"weighted_cents,omitempty"`
+		Count         int    `json:"count"`
+		Currency      string `json:"currency"`
+		TotalCents    int    `json:"total_cents"`
+		WeightedCents int    `json:"weighted_cents"`
+	} `json:"totals"`
+	WeightedCents int `json:"weighted_cents"`
 }
 
 // BoardIn defines model for BoardIn.
@@ -894,124 +894,124 @@ type BoardPatch struct {
 
 // CapabilityOut defines model for CapabilityOut.
 type CapabilityOut struct {
-	ArgsSchema      interface{} `json:"args_schema,omitempty"`
-	BoundProvider   *string     `json:"bound_provider,omitempty"`
-	DefaultProvider *string     `json:"default_provider,omitempty"`
-	Description     *string     `json:"description,omitempty"`
-	Id              *string     `json:"id,omitempty"`
-	Name            *string     `json:"name,omitempty"`
+	ArgsSchema      interface{} `json:"args_schema"`
+	BoundProvider   *string     `json:"bound_provider"`
+	DefaultProvider *string     `json:"default_provider"`
+	Description     string      `json:"description"`
+	Id              string      `json:"id"`
+	Name            string      `json:"name"`
 	Providers       *[]struct {
-		Id     *string `json:"id,omitempty"`
-		Kind   *string `json:"kind,omitempty"`
-		Name   *string `json:"name,omitempty"`
-		Status *string `json:"status,omitempty"`
-	} `json:"providers,omitempty"`
-	ResultSchema interface{} `json:"result_schema,omitempty"`
+		Id     string `json:"id"`
+		Kind   string `json:"kind"`
+		Name   string `json:"name"`
+		Status string `json:"status"`
+	} `json:"providers"`
+	ResultSchema interface{} `json:"result_schema"`
 }
 
 // Case defines model for Case.
 type Case struct {
-	Confidence     *float32    `json:"confidence,omitempty"`
-	CreatedAt      *time.Time  `json:"created_at,omitempty"`
-	DecidedAt      *time.Time  `json:"decided_at,omitempty"`
-	DecidedBy      *string     `json:"decided_by,omitempty"`
-	Decision       *string     `json:"decision,omitempty"`
-	DecisionId     *string     `json:"decision_id,omitempty"`
-	ExactKey       *string     `json:"exact_key,omitempty"`
+	Confidence     float32     `json:"confidence"`
+	CreatedAt      time.Time   `json:"created_at"`
+	DecidedAt      *time.Time  `json:"decided_at"`
+	DecidedBy      *string     `json:"decided_by"`
+	Decision       string      `json:"decision"`
+	DecisionId     string      `json:"decision_id"`
+	ExactKey       string      `json:"exact_key"`
 	FieldsKey      *string     `json:"fields_key,omitempty"`
-	Id             *string     `json:"id,omitempty"`
-	Input          interface{} `json:"input,omitempty"`
-	Mode           *string     `json:"mode,omitempty"`
-	Note           *string     `json:"note,omitempty"`
-	Outcome        interface{} `json:"outcome,omitempty"`
-	ProposedOutput interface{} `json:"proposed_output,omitempty"`
-	RuleId         *string     `json:"rule_id,omitempty"`
-	Status         *string     `json:"status,omitempty"`
+	Id             string      `json:"id"`
+	Input          interface{} `json:"input"`
+	Mode           string      `json:"mode"`
+	Note           *string     `json:"note"`
+	Outcome        interface{} `json:"outcome"`
+	ProposedOutput interface{} `json:"proposed_output"`
+	RuleId         string      `json:"rule_id"`
+	Status         string      `json:"status"`
 }
 
 // CatalogEntry defines model for CatalogEntry.
 type CatalogEntry struct {
-	Chain              *[]string `json:"chain,omitempty"`
-	ChainLabels        *[]string `json:"chain_labels,omitempty"`
-	Description        *string   `json:"description,omitempty"`
-	Effort             *string   `json:"effort,omitempty"`
-	Function           *string   `json:"function,omitempty"`
-	HoursSavedPerMonth *int      `json:"hours_saved_per_month,omitempty"`
-	Id                 *string   `json:"id,omitempty"`
-	Installed          *bool     `json:"installed,omitempty"`
-	Name               *string   `json:"name,omitempty"`
-	Requires           *[]string `json:"requires,omitempty"`
-	Risk               *string   `json:"risk,omitempty"`
-	Segment            *string   `json:"segment,omitempty"`
-	Status             *string   `json:"status,omitempty"`
+	Chain              *[]string `json:"chain"`
+	ChainLabels        *[]string `json:"chain_labels"`
+	Description        string    `json:"description"`
+	Effort             *string   `json:"effort"`
+	Function           string    `json:"function"`
+	HoursSavedPerMonth *int      `json:"hours_saved_per_month"`
+	Id                 string    `json:"id"`
+	Installed          bool      `json:"installed"`
+	Name               string    `json:"name"`
+	Requires           *[]string `json:"requires"`
+	Risk               *string   `json:"risk"`
+	Segment            string    `json:"segment"`
+	Status             string    `json:"status"`
 }
 
 // Change defines model for Change.
 type Change struct {
-	CreatedAt       *time.Time  `json:"created_at,omitempty"`
-	DecidedAt       *time.Time  `json:"decided_at,omitempty"`
-	DecidedBy       *string     `json:"decided_by,omitempty"`
-	Id              *string     `json:"id,omitempty"`
-	Kind            *string     `json:"kind,omitempty"`
-	Note            *string     `json:"note,omitempty"`
-	Payload         interface{} `json:"payload,omitempty"`
-	RequestedBy     *string     `json:"requested_by,omitempty"`
-	RequesterUserId *string     `json:"requester_user_id,omitempty"`
-	Status          *string     `json:"status,omitempty"`
-	Summary         *string     `json:"summary,omitempty"`
+	CreatedAt       time.Time   `json:"created_at"`
+	DecidedAt       *time.Time  `json:"decided_at"`
+	DecidedBy       *string     `json:"decided_by"`
+	Id              string      `json:"id"`
+	Kind            string      `json:"kind"`
+	Note            string      `json:"note"`
+	Payload         interface{} `json:"payload"`
+	RequestedBy     string      `json:"requested_by"`
+	RequesterUserId string      `json:"requester_user_id"`
+	Status          string      `json:"status"`
+	Summary         string      `json:"summary"`
 }
 
 // ChangeOut defines model for ChangeOut.
 type ChangeOut struct {
 	Change *struct {
-		CreatedAt       *time.Time  `json:"created_at,omitempty"`
-		DecidedAt       *time.Time  `json:"decided_at,omitempty"`
-		DecidedBy       *string     `json:"decided_by,omitempty"`
-		Id              *string     `json:"id,omitempty"`
-		Kind            *string     `json:"kind,omitempty"`
-		Note            *string     `json:"note,omitempty"`
-		Payload         interface{} `json:"payload,omitempty"`
-		RequestedBy     *string     `json:"requested_by,omitempty"`
-		RequesterUserId *string     `json:"requester_user_id,omitempty"`
-		Status          *string     `json:"status,omitempty"`
-		Summary         *string     `json:"summary,omitempty"`
-	} `json:"change,omitempty"`
+		CreatedAt       time.Time   `json:"created_at"`
+		DecidedAt       *time.Time  `json:"decided_at"`
+		DecidedBy       *string     `json:"decided_by"`
+		Id              string      `json:"id"`
+		Kind            string      `json:"kind"`
+		Note            string      `json:"note"`
+		Payload         interface{} `json:"payload"`
+		RequestedBy     string      `json:"requested_by"`
+		RequesterUserId string      `json:"requester_user_id"`
+		Status          string      `json:"status"`
+		Summary         string      `json:"summary"`
+	} `json:"change"`
 }
 
 // Cockpit defines model for Cockpit.
 type Cockpit struct {
-	AgreementRate *float32 `json:"agreement_rate,omitempty"`
+	AgreementRate *float32 `json:"agreement_rate"`
 	ByFunction    *map[string]struct {
-		Running *int `json:"running,omitempty"`
-		Waiting *int `json:"waiting,omitempty"`
-	} `json:"by_function,omitempty"`
-	Completed30d    *int `json:"completed_30d,omitempty"`
-	MinutesSaved30d *int `json:"minutes_saved_30d,omitempty"`
+		Running int `json:"running"`
+		Waiting int `json:"waiting"`
+	} `json:"by_function"`
+	Completed30d    int `json:"completed_30d"`
+	MinutesSaved30d int `json:"minutes_saved_30d"`
 	OpenTasks       *[]struct {
-		Actions     *[]string                 `json:"actions,omitempty"`
-		Assignee    *string                   `json:"assignee,omitempty"`
-		CompletedAt *time.Time                `json:"completed_at,omitempty"`
+		Actions     *[]string                 `json:"actions"`
+		Assignee    *string                   `json:"assignee"`
+		CompletedAt *time.Time                `json:"completed_at"`
 		CompletedBy *string                   `json:"completed_by,omitempty"`
-		CreatedAt   *time.Time                `json:"created_at,omitempty"`
-		Description *string                   `json:"description,omitempty"`
-		DueAt       *time.Time                `json:"due_at,omitempty"`
-		Fields      *[]map[string]interface{} `json:"fields,omitempty"`
-		Id          *string                   `json:"id,omitempty"`
-		Kind        *string                   `json:"kind,omitempty"`
-		Outcome     *string                   `json:"outcome,omitempty"`
-		ProcessId   *string                   `json:"process_id,omitempty"`
-		ProcessName *string                   `json:"process_name,omitempty"`
-		RunId       *string                   `json:"run_id,omitempty"`
-		Status      *string                   `json:"status,omitempty"`
-		StepKey     *string                   `json:"step_key,omitempty"`
-		Subject     *struct {
-			Label *string `json:"label,omitempty"`
-			Type  *string `json:"type,omitempty"`
-		} `json:"subject,omitempty"`
-		Title  *string                 `json:"title,omitempty"`
+		CreatedAt   time.Time                 `json:"created_at"`
+		Description *string                   `json:"description"`
+		DueAt       *time.Time                `json:"due_at"`
+		Fields      *[]map[string]interface{} `json:"fields"`
+		Id          string                    `json:"id"`
+		Kind        string                    `json:"kind"`
+		Outcome     *string                   `json:"outcome"`
+		ProcessId   string                    `json:"process_id"`
+		ProcessName string                    `json:"process_name"`
+		RunId       string                    `json:"run_id"`
+		Status      string                    `json:"status"`
+		StepKey     string                    `json:"step_key"`
+		Subject     struct {
+			Label string `json:"label"`
+			Type  string `json:"type"`
+		} `json:"subject"`
+		Title  string                  `json:"title"`
 		Values *map[string]interface{} `json:"values,omitempty"`
-	} `json:"open_tasks,omitempty"`
-	Overdue    *int `json:"overdue,omitempty"`
+	} `json:"open_tasks"`
+	Overdue    int `json:"overdue"`
 	RecentRuns *[]struct {
 		CompletedAt    *time.Time `json:"completed_at,omitempty"`
 		CurrentStep    *string    `json:"current_step,omitempty"`
@@ -1028,10 +1028,10 @@ type Cockpit struct {
 		StartedBy      *string    `json:"started_by,omitempty"`
 		Status         *string    `json:"status,omitempty"`
 		Steps          *[]struct {
-			ApprovalId  *string    `json:"approval_id,omitempty"`
-			Attempts    *int       `json:"attempts,omitempty"`
-			CompletedAt *time.Time `json:"completed_at,omitempty"`
-			Error       *string    `json:"error,omitempty"`
+			ApprovalId  *string    `json:"approval_id"`
+			Attempts    int        `json:"attempts"`
+			CompletedAt *time.Time `json:"completed_at"`
+			Error       *string    `json:"error"`
 			Internal    *struct {
 				Amount    *int                    `json:"amount,omitempty"`
 				Approved  *bool                   `json:"approved,omitempty"`
@@ -1045,27 +1045,27 @@ type Cockpit struct {
 				WaitEvent *string                 `json:"wait_event,omitempty"`
 				WaitToken *string                 `json:"wait_token,omitempty"`
 			} `json:"internal,omitempty"`
-			Key       *string     `json:"key,omitempty"`
+			Key       string      `json:"key"`
 			Name      *string     `json:"name,omitempty"`
-			Output    interface{} `json:"output,omitempty"`
-			StartedAt *time.Time  `json:"started_at,omitempty"`
-			Status    *string     `json:"status,omitempty"`
-			TaskId    *string     `json:"task_id,omitempty"`
-			Type      *string     `json:"type,omitempty"`
+			Output    interface{} `json:"output"`
+			StartedAt *time.Time  `json:"started_at"`
+			Status    string      `json:"status"`
+			TaskId    *string     `json:"task_id"`
+			Type      string      `json:"type"`
 		} `json:"steps,omitempty"`
 		Subject *struct {
-			Label *string `json:"label,omitempty"`
-			Type  *string `json:"type,omitempty"`
+			Label string `json:"label"`
+			Type  string `json:"type"`
 		} `json:"subject,omitempty"`
 		Trigger *struct {
 			Data    *map[string]interface{} `json:"data,omitempty"`
-			Event   *string                 `json:"event,omitempty"`
+			Event   *string                 `json:"event"`
 			EventId *string                 `json:"event_id,omitempty"`
-			Type    *string                 `json:"type,omitempty"`
+			Type    string                  `json:"type"`
 		} `json:"trigger,omitempty"`
-	} `json:"recent_runs,omitempty"`
-	Running      *int `json:"running,omitempty"`
-	WaitingOnYou *int `json:"waiting_on_you,omitempty"`
+	} `json:"recent_runs"`
+	Running      int `json:"running"`
+	WaitingOnYou int `json:"waiting_on_you"`
 }
 
 // CodeIn defines model for CodeIn.
@@ -1076,11 +1076,11 @@ type CodeIn struct {
 
 // Column defines model for Column.
 type Column struct {
-	Id       *string                 `json:"id,omitempty"`
-	Name     *string                 `json:"name,omitempty"`
-	Position *int                    `json:"position,omitempty"`
-	Settings *map[string]interface{} `json:"settings,omitempty"`
-	Type     *string                 `json:"type,omitempty"`
+	Id       string                  `json:"id"`
+	Name     string                  `json:"name"`
+	Position int                     `json:"position"`
+	Settings *map[string]interface{} `json:"settings"`
+	Type     string                  `json:"type"`
 }
 
 // ColumnIn defines model for ColumnIn.
@@ -1103,15 +1103,15 @@ type ColumnPatch struct {
 
 // Company defines model for Company.
 type Company struct {
-	CreatedAt *time.Time `json:"created_at,omitempty"`
-	Domain    *string    `json:"domain,omitempty"`
-	Id        *string    `json:"id,omitempty"`
-	Industry  *string    `json:"industry,omitempty"`
-	Name      *string    `json:"name,omitempty"`
-	OwnerId   *string    `json:"owner_id,omitempty"`
-	Phone     *string    `json:"phone,omitempty"`
-	UpdatedAt *time.Time `json:"updated_at,omitempty"`
-	Website   *string    `json:"website,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	Domain    *string   `json:"domain"`
+	Id        string    `json:"id"`
+	Industry  *string   `json:"industry"`
+	Name      string    `json:"name"`
+	OwnerId   *string   `json:"owner_id"`
+	Phone     *string   `json:"phone"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Website   *string   `json:"website"`
 }
 
 // CompanyIn defines model for CompanyIn.
@@ -1142,26 +1142,26 @@ type CompleteIn struct {
 
 // ConnectionOut defines model for ConnectionOut.
 type ConnectionOut struct {
-	Detail   *string `json:"detail,omitempty"`
-	Kind     *string `json:"kind,omitempty"`
-	Name     *string `json:"name,omitempty"`
-	Provider *string `json:"provider,omitempty"`
-	Status   *string `json:"status,omitempty"`
+	Detail   *string `json:"detail"`
+	Kind     string  `json:"kind"`
+	Name     string  `json:"name"`
+	Provider string  `json:"provider"`
+	Status   string  `json:"status"`
 }
 
 // Contact defines model for Contact.
 type Contact struct {
-	CompanyId *string    `json:"company_id,omitempty"`
-	CreatedAt *time.Time `json:"created_at,omitempty"`
-	Email     *string    `json:"email,omitempty"`
-	FirstName *string    `json:"first_name,omitempty"`
-	Id        *string    `json:"id,omitempty"`
-	LastName  *string    `json:"last_name,omitempty"`
-	Lifecycle *string    `json:"lifecycle,omitempty"`
-	OwnerId   *string    `json:"owner_id,omitempty"`
-	Phone     *string    `json:"phone,omitempty"`
-	Title     *string    `json:"title,omitempty"`
-	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+	CompanyId *string   `json:"company_id"`
+	CreatedAt time.Time `json:"created_at"`
+	Email     *string   `json:"email"`
+	FirstName string    `json:"first_name"`
+	Id        string    `json:"id"`
+	LastName  *string   `json:"last_name"`
+	Lifecycle string    `json:"lifecycle"`
+	OwnerId   *string   `json:"owner_id"`
+	Phone     *string   `json:"phone"`
+	Title     *string   `json:"title"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // ContactIn defines model for ContactIn.
@@ -1190,20 +1190,20 @@ type ContactPatch struct {
 
 // Deal defines model for Deal.
 type Deal struct {
-	AmountCents   *int       `json:"amount_cents,omitempty"`
-	ClosedAt      *time.Time `json:"closed_at,omitempty"`
-	CompanyId     *string    `json:"company_id,omitempty"`
-	ContactId     *string    `json:"contact_id,omitempty"`
-	CreatedAt     *time.Time `json:"created_at,omitempty"`
-	Currency      *string    `json:"currency,omitempty"`
-	ExpectedClose *time.Time `json:"expected_close,omitempty"`
-	Id            *string    `json:"id,omitempty"`
-	OwnerId       *string    `json:"owner_id,omitempty"`
-	PipelineId    *string    `json:"pipeline_id,omitempty"`
-	StageId       *string    `json:"stage_id,omitempty"`
-	Status        *string    `json:"status,omitempty"`
-	Title         *string    `json:"title,omitempty"`
-	UpdatedAt     *time.Time `json:"updated_at,omitempty"`
+	AmountCents   int        `json:"amount_cents"`
+	ClosedAt      *time.Time `json:"closed_at"`
+	CompanyId     *string    `json:"company_id"`
+	ContactId     *string    `json:"contact_id"`
+	CreatedAt     time.Time  `json:"created_at"`
+	Currency      string     `json:"currency"`
+	ExpectedClose *time.Time `json:"expected_close"`
+	Id            string     `json:"id"`
+	OwnerId       *string    `json:"owner_id"`
+	PipelineId    string     `json:"pipeline_id"`
+	StageId       string     `json:"stage_id"`
+	Status        string     `json:"status"`
+	Title         string     `json:"title"`
+	UpdatedAt     time.Time  `json:"updated_at"`
 }
 
 // DealIn defines model for DealIn.
@@ -1240,13 +1240,13 @@ type DecisionIn struct {
 // DecisionsAgreement defines model for DecisionsAgreement.
 type DecisionsAgreement struct {
 	ByRule *[]struct {
-		Agree    *int     `json:"agree,omitempty"`
-		Disagree *int     `json:"disagree,omitempty"`
-		Rate     *float32 `json:"rate,omitempty"`
-		RuleId   *string  `json:"rule_id,omitempty"`
-	} `json:"by_rule,omitempty"`
-	Items   *int     `json:"items,omitempty"`
-	Overall *float32 `json:"overall,omitempty"`
+		Agree    int     `json:"agree"`
+		Disagree int     `json:"disagree"`
+		Rate     float32 `json:"rate"`
+		RuleId   string  `json:"rule_id"`
+	} `json:"by_rule"`
+	Items   int      `json:"items"`
+	Overall *float32 `json:"overall"`
 }
 
 // DecisionsDecision defines model for DecisionsDecision.
@@ -1276,36 +1276,36 @@ type DecisionsFeedbackInResultsVerdict string
 
 // Definition defines model for Definition.
 type Definition struct {
-	Archived    *bool      `json:"archived,omitempty"`
-	CreatedAt   *time.Time `json:"created_at,omitempty"`
-	Description *string    `json:"description,omitempty"`
-	Enabled     *bool      `json:"enabled,omitempty"`
-	Function    *string    `json:"function,omitempty"`
-	Id          *string    `json:"id,omitempty"`
-	Name        *string    `json:"name,omitempty"`
+	Archived    bool      `json:"archived"`
+	CreatedAt   time.Time `json:"created_at"`
+	Description string    `json:"description"`
+	Enabled     bool      `json:"enabled"`
+	Function    string    `json:"function"`
+	Id          string    `json:"id"`
+	Name        string    `json:"name"`
 	Steps       *[]struct {
 		Capability *string     `json:"capability,omitempty"`
 		Config     interface{} `json:"config,omitempty"`
-		Controls   *struct {
+		Controls   struct {
 			AllowedTools    *[]string `json:"allowed_tools,omitempty"`
 			AmountCapCents  *int      `json:"amount_cap_cents,omitempty"`
 			RequireApproval *bool     `json:"require_approval,omitempty"`
 			SlaHours        *float32  `json:"sla_hours,omitempty"`
-		} `json:"controls,omitempty"`
+		} `json:"controls"`
 		Key  string  `json:"key"`
 		Name *string `json:"name,omitempty"`
 		Type string  `json:"type"`
-	} `json:"steps,omitempty"`
-	TemplateId *string `json:"template_id,omitempty"`
-	Trigger    *struct {
+	} `json:"steps"`
+	TemplateId *string `json:"template_id"`
+	Trigger    struct {
 		Cron     *string               `json:"cron,omitempty"`
 		Event    *string               `json:"event,omitempty"`
 		Filter   interface{}           `json:"filter,omitempty"`
 		Timezone *string               `json:"timezone,omitempty"`
 		Type     DefinitionTriggerType `json:"type"`
-	} `json:"trigger,omitempty"`
-	UpdatedAt *time.Time `json:"updated_at,omitempty"`
-	Version   *int       `json:"version,omitempty"`
+	} `json:"trigger"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Version   int       `json:"version"`
 }
 
 // DefinitionTriggerType defines model for Definition.Trigger.Type.
@@ -1319,35 +1319,35 @@ type DepartmentsIn struct {
 // Detail defines model for Detail.
 type Detail struct {
 	Columns *[]struct {
-		Id       *string                 `json:"id,omitempty"`
-		Name     *string                 `json:"name,omitempty"`
-		Position *int                    `json:"position,omitempty"`
-		Settings *map[string]interface{} `json:"settings,omitempty"`
-		Type     *string                 `json:"type,omitempty"`
-	} `json:"columns,omitempty"`
-	CreatedAt   *time.Time `json:"created_at,omitempty"`
-	Description *string    `json:"description,omitempty"`
+		Id       string                  `json:"id"`
+		Name     string                  `json:"name"`
+		Position int                     `json:"position"`
+		Settings *map[string]interface{} `json:"settings"`
+		Type     string                  `json:"type"`
+	} `json:"columns"`
+	CreatedAt   *time.Time `json:"created_at"`
+	Description *string    `json:"description"`
 	Groups      *[]struct {
-		Color     *string `json:"color,omitempty"`
-		Id        *string `json:"id,omitempty"`
-		ItemCount *int    `json:"item_count,omitempty"`
-		Name      *string `json:"name,omitempty"`
-		Position  *int    `json:"position,omitempty"`
-	} `json:"groups,omitempty"`
-	Id       *string `json:"id,omitempty"`
-	Key      *string `json:"key,omitempty"`
-	Name     *string `json:"name,omitempty"`
+		Color     string `json:"color"`
+		Id        string `json:"id"`
+		ItemCount int    `json:"item_count"`
+		Name      string `json:"name"`
+		Position  int    `json:"position"`
+	} `json:"groups"`
+	Id       string  `json:"id"`
+	Key      *string `json:"key"`
+	Name     string  `json:"name"`
 	Statuses *[]struct {
-		Category  *string `json:"category,omitempty"`
-		Color     *string `json:"color,omitempty"`
-		Id        *string `json:"id,omitempty"`
-		ItemCount *int    `json:"item_count,omitempty"`
-		Name      *string `json:"name,omitempty"`
-		Position  *int    `json:"position,omitempty"`
-	} `json:"statuses,omitempty"`
-	Template    *string    `json:"template,omitempty"`
-	UpdatedAt   *time.Time `json:"updated_at,omitempty"`
-	WorkspaceId *string    `json:"workspace_id,omitempty"`
+		Category  string `json:"category"`
+		Color     string `json:"color"`
+		Id        string `json:"id"`
+		ItemCount int    `json:"item_count"`
+		Name      string `json:"name"`
+		Position  int    `json:"position"`
+	} `json:"statuses"`
+	Template    string    `json:"template"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	WorkspaceId string    `json:"workspace_id"`
 }
 
 // DevLoginIn defines model for DevLoginIn.
@@ -1364,41 +1364,41 @@ type DevLoginInRoles string
 
 // DocType defines model for DocType.
 type DocType struct {
-	CreatedAt   *time.Time `json:"created_at,omitempty"`
-	Description *string    `json:"description,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	Description *string   `json:"description"`
 	Fields      *[]struct {
-		Extract *struct {
+		Extract struct {
 			Aliases *[]string `json:"aliases,omitempty"`
 			Group   *int      `json:"group,omitempty"`
 			Label   *string   `json:"label,omitempty"`
 			Method  *string   `json:"method,omitempty"`
 			Pattern *string   `json:"pattern,omitempty"`
-		} `json:"extract,omitempty"`
+		} `json:"extract"`
 		Key      string             `json:"key"`
 		Label    string             `json:"label"`
-		Options  *[]string          `json:"options,omitempty"`
+		Options  []string           `json:"options"`
 		Repeat   *bool              `json:"repeat,omitempty"`
-		Required *bool              `json:"required,omitempty"`
+		Required bool               `json:"required"`
 		Type     *DocTypeFieldsType `json:"type,omitempty"`
-	} `json:"fields,omitempty"`
-	Id        *string `json:"id,omitempty"`
-	Name      *string `json:"name,omitempty"`
-	RuleCount *int    `json:"rule_count,omitempty"`
+	} `json:"fields"`
+	Id        string `json:"id"`
+	Name      string `json:"name"`
+	RuleCount int    `json:"rule_count"`
 	Rules     *[]struct {
-		Description *string `json:"description,omitempty"`
-		Field       *string `json:"field,omitempty"`
-		RuleId      *string `json:"rule_id,omitempty"`
-		Severity    *string `json:"severity,omitempty"`
-	} `json:"rules,omitempty"`
-	TemplateId *string    `json:"template_id,omitempty"`
-	UpdatedAt  *time.Time `json:"updated_at,omitempty"`
-	Workflow   *struct {
-		AutoApprove   *bool   `json:"auto_approve,omitempty"`
-		OnError       *string `json:"on_error,omitempty"`
-		OnWarning     *string `json:"on_warning,omitempty"`
-		Queue         *string `json:"queue,omitempty"`
-		ReviewSlaDays *int    `json:"review_sla_days,omitempty"`
-	} `json:"workflow,omitempty"`
+		Description string `json:"description"`
+		Field       string `json:"field"`
+		RuleId      string `json:"rule_id"`
+		Severity    string `json:"severity"`
+	} `json:"rules"`
+	TemplateId *string   `json:"template_id"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	Workflow   struct {
+		AutoApprove   bool    `json:"auto_approve"`
+		OnError       string  `json:"on_error"`
+		OnWarning     string  `json:"on_warning"`
+		Queue         *string `json:"queue"`
+		ReviewSlaDays int     `json:"review_sla_days"`
+	} `json:"workflow"`
 }
 
 // DocTypeFieldsType defines model for DocType.Fields.Type.
@@ -1481,13 +1481,13 @@ type DocTypePatchWorkflowOnWarning string
 // DocsAgreement defines model for DocsAgreement.
 type DocsAgreement struct {
 	ByRule *[]struct {
-		Agree    *int     `json:"agree,omitempty"`
-		Disagree *int     `json:"disagree,omitempty"`
-		Rate     *float32 `json:"rate,omitempty"`
-		RuleId   *string  `json:"rule_id,omitempty"`
-	} `json:"by_rule,omitempty"`
-	Items   *int     `json:"items,omitempty"`
-	Overall *float32 `json:"overall,omitempty"`
+		Agree    int     `json:"agree"`
+		Disagree int     `json:"disagree"`
+		Rate     float32 `json:"rate"`
+		RuleId   string  `json:"rule_id"`
+	} `json:"by_rule"`
+	Items   int      `json:"items"`
+	Overall *float32 `json:"overall"`
 }
 
 // DocsApproveIn defines model for DocsApproveIn.
@@ -1514,27 +1514,27 @@ type DocsRejectIn struct {
 
 // Document defines model for Document.
 type Document struct {
-	Actions     *[]Action              `json:"actions,omitempty"`
-	ContentType *string                `json:"content_type,omitempty"`
-	CreatedAt   *time.Time             `json:"created_at,omitempty"`
-	DueAt       *time.Time             `json:"due_at,omitempty"`
-	Extracted   *map[string]FieldValue `json:"extracted,omitempty"`
-	Filename    *string                `json:"filename,omitempty"`
-	History     *[]HistoryEntry        `json:"history,omitempty"`
-	Id          *string                `json:"id,omitempty"`
-	Priority    *string                `json:"priority,omitempty"`
-	Queue       *string                `json:"queue,omitempty"`
-	Review      *Review                `json:"review,omitempty"`
-	SizeBytes   *int                   `json:"size_bytes,omitempty"`
-	Status      *string                `json:"status,omitempty"`
-	Tags        *[]string              `json:"tags,omitempty"`
-	Title       *string                `json:"title,omitempty"`
-	TypeId      *string                `json:"type_id,omitempty"`
-	TypeName    *string                `json:"type_name,omitempty"`
-	UpdatedAt   *time.Time             `json:"updated_at,omitempty"`
-	Validation  *Validation            `json:"validation,omitempty"`
-	Version     *int                   `json:"version,omitempty"`
-	Versions    *[]Version             `json:"versions,omitempty"`
+	Actions     *[]Action              `json:"actions"`
+	ContentType string                 `json:"content_type"`
+	CreatedAt   time.Time              `json:"created_at"`
+	DueAt       *time.Time             `json:"due_at"`
+	Extracted   *map[string]FieldValue `json:"extracted"`
+	Filename    string                 `json:"filename"`
+	History     *[]HistoryEntry        `json:"history"`
+	Id          string                 `json:"id"`
+	Priority    string                 `json:"priority"`
+	Queue       *string                `json:"queue"`
+	Review      Review                 `json:"review"`
+	SizeBytes   int                    `json:"size_bytes"`
+	Status      string                 `json:"status"`
+	Tags        *[]string              `json:"tags"`
+	Title       string                 `json:"title"`
+	TypeId      string                 `json:"type_id"`
+	TypeName    string                 `json:"type_name"`
+	UpdatedAt   time.Time              `json:"updated_at"`
+	Validation  Validation             `json:"validation"`
+	Version     int                    `json:"version"`
+	Versions    *[]Version             `json:"versions"`
 }
 
 // DraftIn defines model for DraftIn.
@@ -1551,50 +1551,50 @@ type EmailIn struct {
 
 // Entry defines model for Entry.
 type Entry struct {
-	Action   *string     `json:"action,omitempty"`
-	Actor    *string     `json:"actor,omitempty"`
-	After    interface{} `json:"after,omitempty"`
-	At       *time.Time  `json:"at,omitempty"`
-	Before   interface{} `json:"before,omitempty"`
-	Entity   *string     `json:"entity,omitempty"`
-	EntityId *string     `json:"entity_id,omitempty"`
-	Id       *string     `json:"id,omitempty"`
-	Reason   *string     `json:"reason,omitempty"`
+	Action   string      `json:"action"`
+	Actor    string      `json:"actor"`
+	After    interface{} `json:"after"`
+	At       time.Time   `json:"at"`
+	Before   interface{} `json:"before"`
+	Entity   string      `json:"entity"`
+	EntityId string      `json:"entity_id"`
+	Id       string      `json:"id"`
+	Reason   string      `json:"reason"`
 }
 
 // EntryOut defines model for EntryOut.
 type EntryOut struct {
 	Adoption *struct {
-		CreatedAt   *time.Time `json:"created_at,omitempty"`
-		Departments *[]string  `json:"departments,omitempty"`
-		Notes       *string    `json:"notes,omitempty"`
-		OwnerUserId *string    `json:"owner_user_id,omitempty"`
-		Risk        *string    `json:"risk,omitempty"`
-		Status      *string    `json:"status,omitempty"`
-		UpdatedAt   *time.Time `json:"updated_at,omitempty"`
-		UpdatedBy   *string    `json:"updated_by,omitempty"`
-		UseCaseId   *string    `json:"use_case_id,omitempty"`
+		CreatedAt   time.Time `json:"created_at"`
+		Departments *[]string `json:"departments"`
+		Notes       *string   `json:"notes"`
+		OwnerUserId *string   `json:"owner_user_id"`
+		Risk        *string   `json:"risk"`
+		Status      string    `json:"status"`
+		UpdatedAt   time.Time `json:"updated_at"`
+		UpdatedBy   string    `json:"updated_by"`
+		UseCaseId   string    `json:"use_case_id"`
 	} `json:"adoption,omitempty"`
-	Chain         *[]string `json:"chain,omitempty"`
-	Departments   *[]string `json:"departments,omitempty"`
-	Fit           *string   `json:"fit,omitempty"`
-	ForMe         *bool     `json:"for_me,omitempty"`
-	Guide         *string   `json:"guide,omitempty"`
-	Id            *string   `json:"id,omitempty"`
-	Industries    *[]string `json:"industries,omitempty"`
-	Name          *string   `json:"name,omitempty"`
-	ProtectedData *[]string `json:"protected_data,omitempty"`
-	Readiness     *struct {
-		Guide    *bool `json:"guide,omitempty"`
-		Runs     *bool `json:"runs,omitempty"`
-		Template *bool `json:"template,omitempty"`
-	} `json:"readiness,omitempty"`
-	Regulations *[]string `json:"regulations,omitempty"`
-	Risk        *string   `json:"risk,omitempty"`
-	RiskTier    *string   `json:"risk_tier,omitempty"`
-	Summary     *string   `json:"summary,omitempty"`
-	Systems     *[]string `json:"systems,omitempty"`
-	TemplateId  *string   `json:"template_id,omitempty"`
+	Chain         *[]string `json:"chain"`
+	Departments   *[]string `json:"departments"`
+	Fit           string    `json:"fit"`
+	ForMe         bool      `json:"for_me"`
+	Guide         string    `json:"guide"`
+	Id            string    `json:"id"`
+	Industries    *[]string `json:"industries"`
+	Name          string    `json:"name"`
+	ProtectedData *[]string `json:"protected_data"`
+	Readiness     struct {
+		Guide    bool `json:"guide"`
+		Runs     bool `json:"runs"`
+		Template bool `json:"template"`
+	} `json:"readiness"`
+	Regulations *[]string `json:"regulations"`
+	Risk        string    `json:"risk"`
+	RiskTier    string    `json:"risk_tier"`
+	Summary     string    `json:"summary"`
+	Systems     *[]string `json:"systems"`
+	TemplateId  *string   `json:"template_id"`
 }
 
 // Error defines model for Error.
@@ -1609,11 +1609,11 @@ type EvaluateIn struct {
 
 // Evaluation defines model for Evaluation.
 type Evaluation struct {
-	CaseId     *string     `json:"case_id,omitempty"`
-	Confidence *float32    `json:"confidence,omitempty"`
-	Mode       *string     `json:"mode,omitempty"`
-	Output     interface{} `json:"output,omitempty"`
-	RuleId     *string     `json:"rule_id,omitempty"`
+	CaseId     string      `json:"case_id"`
+	Confidence float32     `json:"confidence"`
+	Mode       string      `json:"mode"`
+	Output     interface{} `json:"output"`
+	RuleId     string      `json:"rule_id"`
 }
 
 // EventIn defines model for EventIn.
@@ -1624,8 +1624,8 @@ type EventIn struct {
 
 // EventOut defines model for EventOut.
 type EventOut struct {
-	EventId *string        `json:"event_id,omitempty"`
-	Runs    *[]interface{} `json:"runs,omitempty"`
+	EventId string         `json:"event_id"`
+	Runs    *[]interface{} `json:"runs"`
 }
 
 // Evidence defines model for Evidence.
@@ -1642,13 +1642,13 @@ type Evidence struct {
 // FieldValue defines model for FieldValue.
 type FieldValue struct {
 	CorrectedBy *string       `json:"corrected_by,omitempty"`
-	End         *int          `json:"end,omitempty"`
+	End         *int          `json:"end"`
 	Items       *[]FieldValue `json:"items,omitempty"`
-	Page        *int          `json:"page,omitempty"`
-	Source      *string       `json:"source,omitempty"`
-	Start       *int          `json:"start,omitempty"`
-	Text        *string       `json:"text,omitempty"`
-	Value       interface{}   `json:"value,omitempty"`
+	Page        *int          `json:"page"`
+	Source      string        `json:"source"`
+	Start       *int          `json:"start"`
+	Text        string        `json:"text"`
+	Value       interface{}   `json:"value"`
 }
 
 // FieldsIn defines model for FieldsIn.
@@ -1659,18 +1659,18 @@ type FieldsIn struct {
 
 // Gap defines model for Gap.
 type Gap struct {
-	Capability *string `json:"capability,omitempty"`
-	FilledBy   *string `json:"filled_by,omitempty"`
-	Note       *string `json:"note,omitempty"`
+	Capability string `json:"capability"`
+	FilledBy   string `json:"filled_by"`
+	Note       string `json:"note"`
 }
 
 // Group defines model for Group.
 type Group struct {
-	Color     *string `json:"color,omitempty"`
-	Id        *string `json:"id,omitempty"`
-	ItemCount *int    `json:"item_count,omitempty"`
-	Name      *string `json:"name,omitempty"`
-	Position  *int    `json:"position,omitempty"`
+	Color     string `json:"color"`
+	Id        string `json:"id"`
+	ItemCount int    `json:"item_count"`
+	Name      string `json:"name"`
+	Position  int    `json:"position"`
 }
 
 // GroupIn defines model for GroupIn.
@@ -1689,11 +1689,11 @@ type GroupPatch struct {
 
 // HistoryEntry defines model for HistoryEntry.
 type HistoryEntry struct {
-	Action  *string    `json:"action,omitempty"`
-	At      *time.Time `json:"at,omitempty"`
-	By      *string    `json:"by,omitempty"`
-	Note    *string    `json:"note,omitempty"`
-	Version *int       `json:"version,omitempty"`
+	Action  string    `json:"action"`
+	At      time.Time `json:"at"`
+	By      *string   `json:"by"`
+	Note    *string   `json:"note"`
+	Version int       `json:"version"`
 }
 
 // HttpapiApproveIn defines model for HttpapiApproveIn.
@@ -1714,41 +1714,41 @@ type InstallIn struct {
 // InstallOut defines model for InstallOut.
 type InstallOut struct {
 	Installed *[]struct {
-		Archived    *bool      `json:"archived,omitempty"`
-		CreatedAt   *time.Time `json:"created_at,omitempty"`
-		Description *string    `json:"description,omitempty"`
-		Enabled     *bool      `json:"enabled,omitempty"`
-		Function    *string    `json:"function,omitempty"`
-		Id          *string    `json:"id,omitempty"`
-		Name        *string    `json:"name,omitempty"`
+		Archived    bool      `json:"archived"`
+		CreatedAt   time.Time `json:"created_at"`
+		Description string    `json:"description"`
+		Enabled     bool      `json:"enabled"`
+		Function    string    `json:"function"`
+		Id          string    `json:"id"`
+		Name        string    `json:"name"`
 		Steps       *[]struct {
 			Capability *string     `json:"capability,omitempty"`
 			Config     interface{} `json:"config,omitempty"`
-			Controls   *struct {
+			Controls   struct {
 				AllowedTools    *[]string `json:"allowed_tools,omitempty"`
 				AmountCapCents  *int      `json:"amount_cap_cents,omitempty"`
 				RequireApproval *bool     `json:"require_approval,omitempty"`
 				SlaHours        *float32  `json:"sla_hours,omitempty"`
-			} `json:"controls,omitempty"`
+			} `json:"controls"`
 			Key  string  `json:"key"`
 			Name *string `json:"name,omitempty"`
 			Type string  `json:"type"`
-		} `json:"steps,omitempty"`
-		TemplateId *string `json:"template_id,omitempty"`
-		Trigger    *struct {
+		} `json:"steps"`
+		TemplateId *string `json:"template_id"`
+		Trigger    struct {
 			Cron     *string                        `json:"cron,omitempty"`
 			Event    *string                        `json:"event,omitempty"`
 			Filter   interface{}                    `json:"filter,omitempty"`
 			Timezone *string                        `json:"timezone,omitempty"`
 			Type     InstallOutInstalledTriggerType `json:"type"`
-		} `json:"trigger,omitempty"`
-		UpdatedAt *time.Time `json:"updated_at,omitempty"`
-		Version   *int       `json:"version,omitempty"`
-	} `json:"installed,omitempty"`
+		} `json:"trigger"`
+		UpdatedAt time.Time `json:"updated_at"`
+		Version   int       `json:"version"`
+	} `json:"installed"`
 	Skipped *[]struct {
-		Reason     *string `json:"reason,omitempty"`
-		TemplateId *string `json:"template_id,omitempty"`
-	} `json:"skipped,omitempty"`
+		Reason     string `json:"reason"`
+		TemplateId string `json:"template_id"`
+	} `json:"skipped"`
 }
 
 // InstallOutInstalledTriggerType defines model for InstallOut.Installed.Trigger.Type.
@@ -1756,27 +1756,27 @@ type InstallOutInstalledTriggerType string
 
 // Integration defines model for Integration.
 type Integration struct {
-	App        *string   `json:"app,omitempty"`
-	How        *string   `json:"how,omitempty"`
-	Id         *string   `json:"id,omitempty"`
-	Note       *string   `json:"note,omitempty"`
-	Provides   *[]string `json:"provides,omitempty"`
-	Recognized *bool     `json:"recognized,omitempty"`
+	App        string    `json:"app"`
+	How        string    `json:"how"`
+	Id         string    `json:"id"`
+	Note       string    `json:"note"`
+	Provides   *[]string `json:"provides"`
+	Recognized bool      `json:"recognized"`
 }
 
 // Invitation defines model for Invitation.
 type Invitation struct {
 	AcceptedAt       *time.Time `json:"accepted_at,omitempty"`
-	Apps             *[]string  `json:"apps,omitempty"`
-	BreakGlassReason *string    `json:"break_glass_reason,omitempty"`
+	Apps             *[]string  `json:"apps"`
+	BreakGlassReason *string    `json:"break_glass_reason"`
 	ChangeId         *string    `json:"change_id,omitempty"`
-	CreatedAt        *time.Time `json:"created_at,omitempty"`
-	Email            *string    `json:"email,omitempty"`
-	ExpiresAt        *time.Time `json:"expires_at,omitempty"`
-	Id               *string    `json:"id,omitempty"`
-	InvitedBy        *string    `json:"invited_by,omitempty"`
-	Roles            *[]string  `json:"roles,omitempty"`
-	Status           *string    `json:"status,omitempty"`
+	CreatedAt        time.Time  `json:"created_at"`
+	Email            string     `json:"email"`
+	ExpiresAt        time.Time  `json:"expires_at"`
+	Id               string     `json:"id"`
+	InvitedBy        string     `json:"invited_by"`
+	Roles            *[]string  `json:"roles"`
+	Status           string     `json:"status"`
 	UserId           *string    `json:"user_id,omitempty"`
 }
 
@@ -1793,29 +1793,29 @@ type InviteInRoles string
 
 // Issue defines model for Issue.
 type Issue struct {
-	Evidence *Evidence `json:"evidence,omitempty"`
-	Field    *string   `json:"field,omitempty"`
-	Message  *string   `json:"message,omitempty"`
-	RuleId   *string   `json:"rule_id,omitempty"`
-	Severity *string   `json:"severity,omitempty"`
+	Evidence Evidence `json:"evidence"`
+	Field    *string  `json:"field"`
+	Message  string   `json:"message"`
+	RuleId   string   `json:"rule_id"`
+	Severity string   `json:"severity"`
 }
 
 // Item defines model for Item.
 type Item struct {
-	AssigneeId  *string                 `json:"assignee_id,omitempty"`
-	BoardId     *string                 `json:"board_id,omitempty"`
-	CompletedAt *time.Time              `json:"completed_at,omitempty"`
-	CreatedAt   *time.Time              `json:"created_at,omitempty"`
-	Description *string                 `json:"description,omitempty"`
-	GroupId     *string                 `json:"group_id,omitempty"`
-	Id          *string                 `json:"id,omitempty"`
-	Key         *string                 `json:"key,omitempty"`
-	Number      *int                    `json:"number,omitempty"`
-	Position    *string                 `json:"position,omitempty"`
-	StatusId    *string                 `json:"status_id,omitempty"`
-	Title       *string                 `json:"title,omitempty"`
-	UpdatedAt   *time.Time              `json:"updated_at,omitempty"`
-	Values      *map[string]interface{} `json:"values,omitempty"`
+	AssigneeId  *string                 `json:"assignee_id"`
+	BoardId     string                  `json:"board_id"`
+	CompletedAt *time.Time              `json:"completed_at"`
+	CreatedAt   time.Time               `json:"created_at"`
+	Description *string                 `json:"description"`
+	GroupId     *string                 `json:"group_id"`
+	Id          string                  `json:"id"`
+	Key         string                  `json:"key"`
+	Number      int                     `json:"number"`
+	Position    string                  `json:"position"`
+	StatusId    string                  `json:"status_id"`
+	Title       string                  `json:"title"`
+	UpdatedAt   time.Time               `json:"updated_at"`
+	Values      *map[string]interface{} `json:"values"`
 }
 
 // ItemIn defines model for ItemIn.
@@ -1846,97 +1846,97 @@ type ItemPatch struct {
 
 // Key defines model for Key.
 type Key struct {
-	Apps             *[]string  `json:"apps,omitempty"`
-	BreakGlassReason *string    `json:"break_glass_reason,omitempty"`
+	Apps             *[]string  `json:"apps"`
+	BreakGlassReason *string    `json:"break_glass_reason"`
 	ChangeId         *string    `json:"change_id,omitempty"`
-	CreatedAt        *time.Time `json:"created_at,omitempty"`
-	CreatedBy        *string    `json:"created_by,omitempty"`
-	ExpiresAt        *time.Time `json:"expires_at,omitempty"`
-	Id               *string    `json:"id,omitempty"`
-	Name             *string    `json:"name,omitempty"`
-	Prefix           *string    `json:"prefix,omitempty"`
-	Roles            *[]string  `json:"roles,omitempty"`
-	Status           *string    `json:"status,omitempty"`
+	CreatedAt        time.Time  `json:"created_at"`
+	CreatedBy        string     `json:"created_by"`
+	ExpiresAt        *time.Time `json:"expires_at"`
+	Id               string     `json:"id"`
+	Name             string     `json:"name"`
+	Prefix           string     `json:"prefix"`
+	Roles            *[]string  `json:"roles"`
+	Status           string     `json:"status"`
 }
 
 // Me defines model for Me.
 type Me struct {
-	Apps        *[]string `json:"apps,omitempty"`
-	Departments *[]string `json:"departments,omitempty"`
-	Email       *string   `json:"email,omitempty"`
+	Apps        *[]string `json:"apps"`
+	Departments *[]string `json:"departments"`
+	Email       string    `json:"email"`
 	KeyId       *string   `json:"key_id,omitempty"`
-	Name        *string   `json:"name,omitempty"`
-	Permissions *[]string `json:"permissions,omitempty"`
-	Roles       *[]string `json:"roles,omitempty"`
-	TenantId    *string   `json:"tenant_id,omitempty"`
-	UserId      *string   `json:"user_id,omitempty"`
+	Name        string    `json:"name"`
+	Permissions *[]string `json:"permissions"`
+	Roles       *[]string `json:"roles"`
+	TenantId    string    `json:"tenant_id"`
+	UserId      string    `json:"user_id"`
 }
 
 // Member defines model for Member.
 type Member struct {
-	Apps        *[]string `json:"apps,omitempty"`
-	Departments *[]string `json:"departments,omitempty"`
-	Email       *string   `json:"email,omitempty"`
+	Apps        *[]string `json:"apps"`
+	Departments *[]string `json:"departments"`
+	Email       string    `json:"email"`
 	Grants      *[]struct {
-		ExpiresAt *time.Time `json:"expires_at,omitempty"`
-		Reason    *string    `json:"reason,omitempty"`
-		Role      *string    `json:"role,omitempty"`
+		ExpiresAt time.Time `json:"expires_at"`
+		Reason    string    `json:"reason"`
+		Role      string    `json:"role"`
 	} `json:"grants,omitempty"`
-	Name   *string   `json:"name,omitempty"`
-	Roles  *[]string `json:"roles,omitempty"`
-	UserId *string   `json:"user_id,omitempty"`
+	Name   string    `json:"name"`
+	Roles  *[]string `json:"roles"`
+	UserId string    `json:"user_id"`
 }
 
 // MemberDepartments defines model for MemberDepartments.
 type MemberDepartments struct {
-	Departments *[]string `json:"departments,omitempty"`
-	UserId      *string   `json:"user_id,omitempty"`
+	Departments *[]string `json:"departments"`
+	UserId      string    `json:"user_id"`
 }
 
 // Message defines model for Message.
 type Message struct {
-	Body           *string    `json:"body,omitempty"`
-	Cc             *[]string  `json:"cc,omitempty"`
-	CreatedAt      *time.Time `json:"created_at,omitempty"`
-	Id             *string    `json:"id,omitempty"`
-	IdempotencyKey *string    `json:"idempotency_key,omitempty"`
-	ReplyTo        *string    `json:"reply_to,omitempty"`
-	Subject        *string    `json:"subject,omitempty"`
-	To             *[]string  `json:"to,omitempty"`
+	Body           string    `json:"body"`
+	Cc             *[]string `json:"cc"`
+	CreatedAt      time.Time `json:"created_at"`
+	Id             string    `json:"id"`
+	IdempotencyKey string    `json:"idempotency_key"`
+	ReplyTo        *string   `json:"reply_to"`
+	Subject        string    `json:"subject"`
+	To             *[]string `json:"to"`
 }
 
 // NewInvitation defines model for NewInvitation.
 type NewInvitation struct {
 	AcceptedAt       *time.Time `json:"accepted_at,omitempty"`
-	Apps             *[]string  `json:"apps,omitempty"`
-	BreakGlassReason *string    `json:"break_glass_reason,omitempty"`
+	Apps             *[]string  `json:"apps"`
+	BreakGlassReason *string    `json:"break_glass_reason"`
 	ChangeId         *string    `json:"change_id,omitempty"`
-	CreatedAt        *time.Time `json:"created_at,omitempty"`
-	Email            *string    `json:"email,omitempty"`
-	EmailSent        *bool      `json:"email_sent,omitempty"`
-	ExpiresAt        *time.Time `json:"expires_at,omitempty"`
-	Id               *string    `json:"id,omitempty"`
-	InvitedBy        *string    `json:"invited_by,omitempty"`
-	Roles            *[]string  `json:"roles,omitempty"`
-	Status           *string    `json:"status,omitempty"`
-	Token            *string    `json:"token,omitempty"`
+	CreatedAt        time.Time  `json:"created_at"`
+	Email            string     `json:"email"`
+	EmailSent        bool       `json:"email_sent"`
+	ExpiresAt        time.Time  `json:"expires_at"`
+	Id               string     `json:"id"`
+	InvitedBy        string     `json:"invited_by"`
+	Roles            *[]string  `json:"roles"`
+	Status           string     `json:"status"`
+	Token            string     `json:"token"`
 	UserId           *string    `json:"user_id,omitempty"`
 }
 
 // NewKey defines model for NewKey.
 type NewKey struct {
-	Apps             *[]string  `json:"apps,omitempty"`
-	BreakGlassReason *string    `json:"break_glass_reason,omitempty"`
+	Apps             *[]string  `json:"apps"`
+	BreakGlassReason *string    `json:"break_glass_reason"`
 	ChangeId         *string    `json:"change_id,omitempty"`
-	CreatedAt        *time.Time `json:"created_at,omitempty"`
-	CreatedBy        *string    `json:"created_by,omitempty"`
-	ExpiresAt        *time.Time `json:"expires_at,omitempty"`
-	Id               *string    `json:"id,omitempty"`
-	Name             *string    `json:"name,omitempty"`
-	Prefix           *string    `json:"prefix,omitempty"`
-	Roles            *[]string  `json:"roles,omitempty"`
-	Secret           *string    `json:"secret,omitempty"`
-	Status           *string    `json:"status,omitempty"`
+	CreatedAt        time.Time  `json:"created_at"`
+	CreatedBy        string     `json:"created_by"`
+	ExpiresAt        *time.Time `json:"expires_at"`
+	Id               string     `json:"id"`
+	Name             string     `json:"name"`
+	Prefix           string     `json:"prefix"`
+	Roles            *[]string  `json:"roles"`
+	Secret           string     `json:"secret"`
+	Status           string     `json:"status"`
 }
 
 // OutcomeIn defines model for OutcomeIn.
@@ -1947,39 +1947,39 @@ type OutcomeIn struct {
 
 // Patch defines model for Patch.
 type Patch struct {
-	AutoRamp             *map[string]interface{} `json:"AutoRamp,omitempty"`
-	BreakGlassReason     *map[string]interface{} `json:"BreakGlassReason,omitempty"`
-	ClearDailyLimit      *map[string]interface{} `json:"ClearDailyLimit,omitempty"`
-	ClearException       *map[string]interface{} `json:"ClearException,omitempty"`
-	DailyLimit           *map[string]interface{} `json:"DailyLimit,omitempty"`
-	ExceptionDays        *map[string]interface{} `json:"ExceptionDays,omitempty"`
-	ExceptionPercent     *map[string]interface{} `json:"ExceptionPercent,omitempty"`
-	ExceptionReason      *map[string]interface{} `json:"ExceptionReason,omitempty"`
-	MaxPercent           *map[string]interface{} `json:"MaxPercent,omitempty"`
-	Paused               *map[string]interface{} `json:"Paused,omitempty"`
-	PausedReason         *map[string]interface{} `json:"PausedReason,omitempty"`
-	Percent              *map[string]interface{} `json:"Percent,omitempty"`
-	RampMinAgreement     *map[string]interface{} `json:"RampMinAgreement,omitempty"`
-	RampMinDecisions     *map[string]interface{} `json:"RampMinDecisions,omitempty"`
-	RollbackAgreement    *map[string]interface{} `json:"RollbackAgreement,omitempty"`
-	RollbackMinDecisions *map[string]interface{} `json:"RollbackMinDecisions,omitempty"`
-	SamplePercent        *map[string]interface{} `json:"SamplePercent,omitempty"`
+	AutoRamp             *bool    `json:"auto_ramp,omitempty"`
+	BreakGlassReason     *string  `json:"break_glass_reason,omitempty"`
+	ClearDailyLimit      *bool    `json:"clear_daily_limit,omitempty"`
+	ClearException       *bool    `json:"clear_exception,omitempty"`
+	DailyLimit           *int     `json:"daily_limit,omitempty"`
+	ExceptionDays        *int     `json:"exception_days,omitempty"`
+	ExceptionPercent     *int     `json:"exception_percent,omitempty"`
+	ExceptionReason      *string  `json:"exception_reason,omitempty"`
+	MaxPercent           *int     `json:"max_percent,omitempty"`
+	Paused               *bool    `json:"paused,omitempty"`
+	PausedReason         *string  `json:"paused_reason,omitempty"`
+	Percent              *int     `json:"percent,omitempty"`
+	RampMinAgreement     *float32 `json:"ramp_min_agreement,omitempty"`
+	RampMinDecisions     *int     `json:"ramp_min_decisions,omitempty"`
+	RollbackAgreement    *float32 `json:"rollback_agreement,omitempty"`
+	RollbackMinDecisions *int     `json:"rollback_min_decisions,omitempty"`
+	SamplePercent        *int     `json:"sample_percent,omitempty"`
 }
 
 // Pipeline defines model for Pipeline.
 type Pipeline struct {
-	CreatedAt *time.Time `json:"created_at,omitempty"`
-	Id        *string    `json:"id,omitempty"`
-	IsDefault *bool      `json:"is_default,omitempty"`
-	Name      *string    `json:"name,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	Id        string    `json:"id"`
+	IsDefault bool      `json:"is_default"`
+	Name      string    `json:"name"`
 	Stages    *[]struct {
-		Id          *string `json:"id,omitempty"`
-		Kind        *string `json:"kind,omitempty"`
-		Name        *string `json:"name,omitempty"`
-		Position    *int    `json:"position,omitempty"`
-		Probability *int    `json:"probability,omitempty"`
-	} `json:"stages,omitempty"`
-	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+		Id          string `json:"id"`
+		Kind        string `json:"kind"`
+		Name        string `json:"name"`
+		Position    int    `json:"position"`
+		Probability int    `json:"probability"`
+	} `json:"stages"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // PipelineIn defines model for PipelineIn.
@@ -2065,29 +2065,29 @@ type ProcessPatchTriggerType string
 
 // ProcessVersionOut defines model for ProcessVersionOut.
 type ProcessVersionOut struct {
-	CreatedAt *time.Time `json:"created_at,omitempty"`
-	CreatedBy *string    `json:"created_by,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	CreatedBy string    `json:"created_by"`
 	Steps     *[]struct {
 		Capability *string     `json:"capability,omitempty"`
 		Config     interface{} `json:"config,omitempty"`
-		Controls   *struct {
+		Controls   struct {
 			AllowedTools    *[]string `json:"allowed_tools,omitempty"`
 			AmountCapCents  *int      `json:"amount_cap_cents,omitempty"`
 			RequireApproval *bool     `json:"require_approval,omitempty"`
 			SlaHours        *float32  `json:"sla_hours,omitempty"`
-		} `json:"controls,omitempty"`
+		} `json:"controls"`
 		Key  string  `json:"key"`
 		Name *string `json:"name,omitempty"`
 		Type string  `json:"type"`
-	} `json:"steps,omitempty"`
-	Trigger *struct {
+	} `json:"steps"`
+	Trigger struct {
 		Cron     *string                      `json:"cron,omitempty"`
 		Event    *string                      `json:"event,omitempty"`
 		Filter   interface{}                  `json:"filter,omitempty"`
 		Timezone *string                      `json:"timezone,omitempty"`
 		Type     ProcessVersionOutTriggerType `json:"type"`
-	} `json:"trigger,omitempty"`
-	Version *int `json:"version,omitempty"`
+	} `json:"trigger"`
+	Version int `json:"version"`
 }
 
 // ProcessVersionOutTriggerType defines model for ProcessVersionOut.Trigger.Type.
@@ -2095,10 +2095,10 @@ type ProcessVersionOutTriggerType string
 
 // Profile defines model for Profile.
 type Profile struct {
-	Industries  *[]string `json:"industries,omitempty"`
-	Regulations *[]string `json:"regulations,omitempty"`
-	Size        *string   `json:"size,omitempty"`
-	Systems     *[]string `json:"systems,omitempty"`
+	Industries  *[]string `json:"industries"`
+	Regulations *[]string `json:"regulations"`
+	Size        *string   `json:"size"`
+	Systems     *[]string `json:"systems"`
 }
 
 // ProfileIn defines model for ProfileIn.
@@ -2111,10 +2111,10 @@ type ProfileIn struct {
 
 // Record defines model for Record.
 type Record struct {
-	CreatedAt    *time.Time              `json:"created_at,omitempty"`
-	CreatedBy    *string                 `json:"created_by,omitempty"`
+	CreatedAt    time.Time               `json:"created_at"`
+	CreatedBy    string                  `json:"created_by"`
 	Description  string                  `json:"description"`
-	Id           *string                 `json:"id,omitempty"`
+	Id           string                  `json:"id"`
 	InputSchema  *map[string]interface{} `json:"input_schema,omitempty"`
 	Name         string                  `json:"name"`
 	OutputSchema *map[string]interface{} `json:"output_schema,omitempty"`
@@ -2126,56 +2126,56 @@ type Record struct {
 
 // Register defines model for Register.
 type Register struct {
-	Counts *struct {
-		Active   *int            `json:"active,omitempty"`
-		ByStatus *map[string]int `json:"by_status,omitempty"`
-		Total    *int            `json:"total,omitempty"`
-	} `json:"counts,omitempty"`
+	Counts struct {
+		Active   int             `json:"active"`
+		ByStatus *map[string]int `json:"by_status"`
+		Total    int             `json:"total"`
+	} `json:"counts"`
 	UseCases *[]struct {
 		Adoption *struct {
-			CreatedAt   *time.Time `json:"created_at,omitempty"`
-			Departments *[]string  `json:"departments,omitempty"`
-			Notes       *string    `json:"notes,omitempty"`
-			OwnerUserId *string    `json:"owner_user_id,omitempty"`
-			Risk        *string    `json:"risk,omitempty"`
-			Status      *string    `json:"status,omitempty"`
-			UpdatedAt   *time.Time `json:"updated_at,omitempty"`
-			UpdatedBy   *string    `json:"updated_by,omitempty"`
-			UseCaseId   *string    `json:"use_case_id,omitempty"`
+			CreatedAt   time.Time `json:"created_at"`
+			Departments *[]string `json:"departments"`
+			Notes       *string   `json:"notes"`
+			OwnerUserId *string   `json:"owner_user_id"`
+			Risk        *string   `json:"risk"`
+			Status      string    `json:"status"`
+			UpdatedAt   time.Time `json:"updated_at"`
+			UpdatedBy   string    `json:"updated_by"`
+			UseCaseId   string    `json:"use_case_id"`
 		} `json:"adoption,omitempty"`
-		Chain         *[]string `json:"chain,omitempty"`
-		Departments   *[]string `json:"departments,omitempty"`
-		Fit           *string   `json:"fit,omitempty"`
-		ForMe         *bool     `json:"for_me,omitempty"`
-		Guide         *string   `json:"guide,omitempty"`
-		Id            *string   `json:"id,omitempty"`
-		Industries    *[]string `json:"industries,omitempty"`
-		Name          *string   `json:"name,omitempty"`
-		ProtectedData *[]string `json:"protected_data,omitempty"`
-		Readiness     *struct {
-			Guide    *bool `json:"guide,omitempty"`
-			Runs     *bool `json:"runs,omitempty"`
-			Template *bool `json:"template,omitempty"`
-		} `json:"readiness,omitempty"`
-		Regulations *[]string `json:"regulations,omitempty"`
-		Risk        *string   `json:"risk,omitempty"`
-		RiskTier    *string   `json:"risk_tier,omitempty"`
-		Summary     *string   `json:"summary,omitempty"`
-		Systems     *[]string `json:"systems,omitempty"`
-		TemplateId  *string   `json:"template_id,omitempty"`
-	} `json:"use_cases,omitempty"`
+		Chain         *[]string `json:"chain"`
+		Departments   *[]string `json:"departments"`
+		Fit           string    `json:"fit"`
+		ForMe         bool      `json:"for_me"`
+		Guide         string    `json:"guide"`
+		Id            string    `json:"id"`
+		Industries    *[]string `json:"industries"`
+		Name          string    `json:"name"`
+		ProtectedData *[]string `json:"protected_data"`
+		Readiness     struct {
+			Guide    bool `json:"guide"`
+			Runs     bool `json:"runs"`
+			Template bool `json:"template"`
+		} `json:"readiness"`
+		Regulations *[]string `json:"regulations"`
+		Risk        string    `json:"risk"`
+		RiskTier    string    `json:"risk_tier"`
+		Summary     string    `json:"summary"`
+		Systems     *[]string `json:"systems"`
+		TemplateId  *string   `json:"template_id"`
+	} `json:"use_cases"`
 }
 
 // Review defines model for Review.
 type Review struct {
-	DecidedAt *time.Time `json:"decided_at,omitempty"`
-	DecidedBy *string    `json:"decided_by,omitempty"`
-	DueAt     *time.Time `json:"due_at,omitempty"`
-	EnteredAt *time.Time `json:"entered_at,omitempty"`
-	Note      *string    `json:"note,omitempty"`
-	Queue     *string    `json:"queue,omitempty"`
-	Reason    *string    `json:"reason,omitempty"`
-	Status    *string    `json:"status,omitempty"`
+	DecidedAt *time.Time `json:"decided_at"`
+	DecidedBy *string    `json:"decided_by"`
+	DueAt     *time.Time `json:"due_at"`
+	EnteredAt *time.Time `json:"entered_at"`
+	Note      *string    `json:"note"`
+	Queue     *string    `json:"queue"`
+	Reason    string     `json:"reason"`
+	Status    string     `json:"status"`
 }
 
 // Run defines model for Run.
@@ -2195,10 +2195,10 @@ type Run struct {
 	StartedBy      *string    `json:"started_by,omitempty"`
 	Status         *string    `json:"status,omitempty"`
 	Steps          *[]struct {
-		ApprovalId  *string    `json:"approval_id,omitempty"`
-		Attempts    *int       `json:"attempts,omitempty"`
-		CompletedAt *time.Time `json:"completed_at,omitempty"`
-		Error       *string    `json:"error,omitempty"`
+		ApprovalId  *string    `json:"approval_id"`
+		Attempts    int        `json:"attempts"`
+		CompletedAt *time.Time `json:"completed_at"`
+		Error       *string    `json:"error"`
 		Internal    *struct {
 			Amount    *int                    `json:"amount,omitempty"`
 			Approved  *bool                   `json:"approved,omitempty"`
@@ -2212,41 +2212,41 @@ type Run struct {
 			WaitEvent *string                 `json:"wait_event,omitempty"`
 			WaitToken *string                 `json:"wait_token,omitempty"`
 		} `json:"internal,omitempty"`
-		Key       *string     `json:"key,omitempty"`
+		Key       string      `json:"key"`
 		Name      *string     `json:"name,omitempty"`
-		Output    interface{} `json:"output,omitempty"`
-		StartedAt *time.Time  `json:"started_at,omitempty"`
-		Status    *string     `json:"status,omitempty"`
-		TaskId    *string     `json:"task_id,omitempty"`
-		Type      *string     `json:"type,omitempty"`
+		Output    interface{} `json:"output"`
+		StartedAt *time.Time  `json:"started_at"`
+		Status    string      `json:"status"`
+		TaskId    *string     `json:"task_id"`
+		Type      string      `json:"type"`
 	} `json:"steps,omitempty"`
 	Subject *struct {
-		Label *string `json:"label,omitempty"`
-		Type  *string `json:"type,omitempty"`
+		Label string `json:"label"`
+		Type  string `json:"type"`
 	} `json:"subject,omitempty"`
 	Trigger *struct {
 		Data    *map[string]interface{} `json:"data,omitempty"`
-		Event   *string                 `json:"event,omitempty"`
+		Event   *string                 `json:"event"`
 		EventId *string                 `json:"event_id,omitempty"`
-		Type    *string                 `json:"type,omitempty"`
+		Type    string                  `json:"type"`
 	} `json:"trigger,omitempty"`
 }
 
 // RunengineDecision defines model for RunengineDecision.
 type RunengineDecision struct {
-	Approval interface{} `json:"approval,omitempty"`
-	Run      interface{} `json:"run,omitempty"`
+	Approval interface{} `json:"approval"`
+	Run      interface{} `json:"run"`
 }
 
 // Session defines model for Session.
 type Session struct {
-	Apps      *[]string  `json:"apps,omitempty"`
-	Email     *string    `json:"email,omitempty"`
-	ExpiresAt *time.Time `json:"expires_at,omitempty"`
-	Roles     *[]string  `json:"roles,omitempty"`
-	TenantId  *string    `json:"tenant_id,omitempty"`
-	Token     *string    `json:"token,omitempty"`
-	UserId    *string    `json:"user_id,omitempty"`
+	Apps      *[]string `json:"apps"`
+	Email     string    `json:"email"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Roles     *[]string `json:"roles"`
+	TenantId  string    `json:"tenant_id"`
+	Token     string    `json:"token"`
+	UserId    string    `json:"user_id"`
 }
 
 // StageIn defines model for StageIn.
@@ -2277,12 +2277,12 @@ type StartIn struct {
 
 // Status defines model for Status.
 type Status struct {
-	Category  *string `json:"category,omitempty"`
-	Color     *string `json:"color,omitempty"`
-	Id        *string `json:"id,omitempty"`
-	ItemCount *int    `json:"item_count,omitempty"`
-	Name      *string `json:"name,omitempty"`
-	Position  *int    `json:"position,omitempty"`
+	Category  string `json:"category"`
+	Color     string `json:"color"`
+	Id        string `json:"id"`
+	ItemCount int    `json:"item_count"`
+	Name      string `json:"name"`
+	Position  int    `json:"position"`
 }
 
 // StatusIn defines model for StatusIn.
@@ -2309,108 +2309,108 @@ type StatusPatchCategory string
 
 // StepTypeOut defines model for StepTypeOut.
 type StepTypeOut struct {
-	CanRun       *bool       `json:"can_run,omitempty"`
-	Capabilities *[]string   `json:"capabilities,omitempty"`
-	ConfigSchema interface{} `json:"config_schema,omitempty"`
-	Description  *string     `json:"description,omitempty"`
-	Label        *string     `json:"label,omitempty"`
-	Reason       *string     `json:"reason,omitempty"`
-	Type         *string     `json:"type,omitempty"`
+	CanRun       bool        `json:"can_run"`
+	Capabilities *[]string   `json:"capabilities"`
+	ConfigSchema interface{} `json:"config_schema"`
+	Description  string      `json:"description"`
+	Label        string      `json:"label"`
+	Reason       *string     `json:"reason"`
+	Type         string      `json:"type"`
 }
 
 // Task defines model for Task.
 type Task struct {
-	Actions     *[]string                 `json:"actions,omitempty"`
-	Assignee    *string                   `json:"assignee,omitempty"`
-	CompletedAt *time.Time                `json:"completed_at,omitempty"`
+	Actions     *[]string                 `json:"actions"`
+	Assignee    *string                   `json:"assignee"`
+	CompletedAt *time.Time                `json:"completed_at"`
 	CompletedBy *string                   `json:"completed_by,omitempty"`
-	CreatedAt   *time.Time                `json:"created_at,omitempty"`
-	Description *string                   `json:"description,omitempty"`
-	DueAt       *time.Time                `json:"due_at,omitempty"`
-	Fields      *[]map[string]interface{} `json:"fields,omitempty"`
-	Id          *string                   `json:"id,omitempty"`
-	Kind        *string                   `json:"kind,omitempty"`
-	Outcome     *string                   `json:"outcome,omitempty"`
-	ProcessId   *string                   `json:"process_id,omitempty"`
-	ProcessName *string                   `json:"process_name,omitempty"`
-	RunId       *string                   `json:"run_id,omitempty"`
-	Status      *string                   `json:"status,omitempty"`
-	StepKey     *string                   `json:"step_key,omitempty"`
-	Subject     *struct {
-		Label *string `json:"label,omitempty"`
-		Type  *string `json:"type,omitempty"`
-	} `json:"subject,omitempty"`
-	Title  *string                 `json:"title,omitempty"`
+	CreatedAt   time.Time                 `json:"created_at"`
+	Description *string                   `json:"description"`
+	DueAt       *time.Time                `json:"due_at"`
+	Fields      *[]map[string]interface{} `json:"fields"`
+	Id          string                    `json:"id"`
+	Kind        string                    `json:"kind"`
+	Outcome     *string                   `json:"outcome"`
+	ProcessId   string                    `json:"process_id"`
+	ProcessName string                    `json:"process_name"`
+	RunId       string                    `json:"run_id"`
+	Status      string                    `json:"status"`
+	StepKey     string                    `json:"step_key"`
+	Subject     struct {
+		Label string `json:"label"`
+		Type  string `json:"type"`
+	} `json:"subject"`
+	Title  string                  `json:"title"`
 	Values *map[string]interface{} `json:"values,omitempty"`
 }
 
 // Taxonomy defines model for Taxonomy.
 type Taxonomy struct {
-	AdoptionStatuses *[]string `json:"adoption_statuses,omitempty"`
+	AdoptionStatuses *[]string `json:"adoption_statuses"`
 	Departments      *[]struct {
-		Label *string `json:"label,omitempty"`
-		Tag   *string `json:"tag,omitempty"`
-	} `json:"departments,omitempty"`
-	EveryIndustry *string `json:"every_industry,omitempty"`
+		Label string `json:"label"`
+		Tag   string `json:"tag"`
+	} `json:"departments"`
+	EveryIndustry string `json:"every_industry"`
 	Industries    *[]struct {
-		Label *string `json:"label,omitempty"`
-		Tag   *string `json:"tag,omitempty"`
-	} `json:"industries,omitempty"`
+		Label string `json:"label"`
+		Tag   string `json:"tag"`
+	} `json:"industries"`
 	ProtectedData *[]struct {
-		Label *string `json:"label,omitempty"`
-		Tag   *string `json:"tag,omitempty"`
-	} `json:"protected_data,omitempty"`
+		Label string `json:"label"`
+		Tag   string `json:"tag"`
+	} `json:"protected_data"`
 	Regulations *[]struct {
-		Label *string `json:"label,omitempty"`
-		Tag   *string `json:"tag,omitempty"`
-	} `json:"regulations,omitempty"`
-	RiskTiers *[]string `json:"risk_tiers,omitempty"`
-	Scopes    *[]string `json:"scopes,omitempty"`
+		Label string `json:"label"`
+		Tag   string `json:"tag"`
+	} `json:"regulations"`
+	RiskTiers *[]string `json:"risk_tiers"`
+	Scopes    *[]string `json:"scopes"`
 	Sizes     *[]struct {
-		Label *string `json:"label,omitempty"`
-		Tag   *string `json:"tag,omitempty"`
-	} `json:"sizes,omitempty"`
+		Label string `json:"label"`
+		Tag   string `json:"tag"`
+	} `json:"sizes"`
 	Systems *[]struct {
-		Label *string `json:"label,omitempty"`
-		Tag   *string `json:"tag,omitempty"`
-	} `json:"systems,omitempty"`
+		Label string `json:"label"`
+		Tag   string `json:"tag"`
+	} `json:"systems"`
 }
 
 // TypeTemplate defines model for TypeTemplate.
 type TypeTemplate struct {
-	Category    *string `json:"category,omitempty"`
-	Description *string `json:"description,omitempty"`
+	Category    string `json:"category"`
+	Description string `json:"description"`
 	Fields      *[]struct {
-		Extract *struct {
+		Extract struct {
 			Aliases *[]string `json:"aliases,omitempty"`
 			Group   *int      `json:"group,omitempty"`
 			Label   *string   `json:"label,omitempty"`
 			Method  *string   `json:"method,omitempty"`
 			Pattern *string   `json:"pattern,omitempty"`
-		} `json:"extract,omitempty"`
+		} `json:"extract"`
 		Key      string                  `json:"key"`
 		Label    string                  `json:"label"`
-		Options  *[]string               `json:"options,omitempty"`
+		Options  []string                `json:"options"`
 		Repeat   *bool                   `json:"repeat,omitempty"`
-		Required *bool                   `json:"required,omitempty"`
+		Required bool                    `json:"required"`
 		Type     *TypeTemplateFieldsType `json:"type,omitempty"`
-	} `json:"fields,omitempty"`
-	Id        *string `json:"id,omitempty"`
-	Name      *string `json:"name,omitempty"`
-	RuleCount *int    `json:"rule_count,omitempty"`
+	} `json:"fields"`
+	Id        string `json:"id"`
+	Name      string `json:"name"`
+	RuleCount int    `json:"rule_count"`
 	Rules     *[]struct {
-		Description *string `json:"description,omitempty"`
-		Field       *string `json:"field,omitempty"`
-		RuleId      *string `json:"rule_id,omitempty"`
-		Severity    *string `json:"severity,omitempty"`
-	} `json:"rules,omitempty"`
-	Workflow *struct {
-		AutoApprove   *bool   `json:"auto_approve,omitempty"`
-		OnError       *string `json:"on_error,omitempty"`
-		OnWarning     *string `json:"on_warning,omitempty"`
-		Queue         *string `json:"queue,omitempty"`
-		ReviewSlaDays *int    `json:"review_sla_days,omitempty"`
-	} `json:"workflow,omitempty"`
+		Description string `json:"description"`
+		Field       string `json:"field"`
+		RuleId      string `json:"rule_id"`
+		Severity    string `json:"severity"`
+	} `json:"rules"`
+	Workflow struct {
+		AutoApprove   bool    `json:"auto_approve"`
+		OnError       string  `json:"on_error"`
+		OnWarning     string  `json:"on_warning"`
+		Queue         *string `json:"queue"`
+		ReviewSlaDays int     `json:"review_sla_days"`
+	} `json:"workflow"`
 }
 
 // TypeTemplateFieldsType defines model for TypeTemplate.Fields.Type.
@@ -2418,11 +2418,11 @@ type TypeTemplateFieldsType string
 
 // Validation defines model for Validation.
 type Validation struct {
-	Errors    *int     `json:"errors,omitempty"`
-	Issues    *[]Issue `json:"issues,omitempty"`
-	RuleCount *int     `json:"rule_count,omitempty"`
-	Status    *string  `json:"status,omitempty"`
-	Warnings  *int     `json:"warnings,omitempty"`
+	Errors    int      `json:"errors"`
+	Issues    *[]Issue `json:"issues"`
+	RuleCount int      `json:"rule_count"`
+	Status    string   `json:"status"`
+	Warnings  int      `json:"warnings"`
 }
 
 // ValidationError defines model for ValidationError.
@@ -2432,49 +2432,49 @@ type ValidationError struct {
 
 // Version defines model for Version.
 type Version struct {
-	ContentType *string    `json:"content_type,omitempty"`
-	Filename    *string    `json:"filename,omitempty"`
-	Pages       *int       `json:"pages,omitempty"`
-	Sha256      *string    `json:"sha256,omitempty"`
-	SizeBytes   *int       `json:"size_bytes,omitempty"`
-	UploadedAt  *time.Time `json:"uploaded_at,omitempty"`
-	UploadedBy  *string    `json:"uploaded_by,omitempty"`
-	Version     *int       `json:"version,omitempty"`
+	ContentType string    `json:"content_type"`
+	Filename    string    `json:"filename"`
+	Pages       int       `json:"pages"`
+	Sha256      string    `json:"sha256"`
+	SizeBytes   int       `json:"size_bytes"`
+	UploadedAt  time.Time `json:"uploaded_at"`
+	UploadedBy  *string   `json:"uploaded_by"`
+	Version     int       `json:"version"`
 }
 
 // View defines model for View.
 type View struct {
 	Agreement *struct {
 		ByRule *[]struct {
-			Agree    *int     `json:"agree,omitempty"`
-			Disagree *int     `json:"disagree,omitempty"`
-			Rate     *float32 `json:"rate,omitempty"`
-			RuleId   *string  `json:"rule_id,omitempty"`
-		} `json:"by_rule,omitempty"`
-		Items   *int     `json:"items,omitempty"`
-		Overall *float32 `json:"overall,omitempty"`
+			Agree    int     `json:"agree"`
+			Disagree int     `json:"disagree"`
+			Rate     float32 `json:"rate"`
+			RuleId   string  `json:"rule_id"`
+		} `json:"by_rule"`
+		Items   int      `json:"items"`
+		Overall *float32 `json:"overall"`
 	} `json:"agreement,omitempty"`
-	AutoRamp             *bool      `json:"auto_ramp,omitempty"`
-	AutomaticToday       *int       `json:"automatic_today,omitempty"`
-	DailyLimit           *int       `json:"daily_limit,omitempty"`
-	EffectivePercent     *int       `json:"effective_percent,omitempty"`
-	ExceptionPercent     *int       `json:"exception_percent,omitempty"`
-	ExceptionReason      *string    `json:"exception_reason,omitempty"`
-	ExceptionUntil       *time.Time `json:"exception_until,omitempty"`
-	Inherited            *[]string  `json:"inherited,omitempty"`
-	MaxPercent           *int       `json:"max_percent,omitempty"`
-	Paused               *bool      `json:"paused,omitempty"`
-	PausedReason         *string    `json:"paused_reason,omitempty"`
-	Percent              *int       `json:"percent,omitempty"`
-	ProcessId            *string    `json:"process_id,omitempty"`
-	RampMinAgreement     *float32   `json:"ramp_min_agreement,omitempty"`
-	RampMinDecisions     *int       `json:"ramp_min_decisions,omitempty"`
-	RollbackAgreement    *float32   `json:"rollback_agreement,omitempty"`
-	RollbackMinDecisions *int       `json:"rollback_min_decisions,omitempty"`
-	SamplePercent        *int       `json:"sample_percent,omitempty"`
-	Scope                *string    `json:"scope,omitempty"`
-	UpdatedAt            *time.Time `json:"updated_at,omitempty"`
-	UpdatedBy            *string    `json:"updated_by,omitempty"`
+	AutoRamp             bool       `json:"auto_ramp"`
+	AutomaticToday       int        `json:"automatic_today"`
+	DailyLimit           *int       `json:"daily_limit"`
+	EffectivePercent     int        `json:"effective_percent"`
+	ExceptionPercent     *int       `json:"exception_percent"`
+	ExceptionReason      *string    `json:"exception_reason"`
+	ExceptionUntil       *time.Time `json:"exception_until"`
+	Inherited            *[]string  `json:"inherited"`
+	MaxPercent           int        `json:"max_percent"`
+	Paused               bool       `json:"paused"`
+	PausedReason         *string    `json:"paused_reason"`
+	Percent              int        `json:"percent"`
+	ProcessId            *string    `json:"process_id"`
+	RampMinAgreement     float32    `json:"ramp_min_agreement"`
+	RampMinDecisions     int        `json:"ramp_min_decisions"`
+	RollbackAgreement    float32    `json:"rollback_agreement"`
+	RollbackMinDecisions int        `json:"rollback_min_decisions"`
+	SamplePercent        int        `json:"sample_percent"`
+	Scope                string     `json:"scope"`
+	UpdatedAt            *time.Time `json:"updated_at"`
+	UpdatedBy            *string    `json:"updated_by"`
 }
 
 // Violation defines model for Violation.
@@ -2487,11 +2487,11 @@ type Violation struct {
 
 // Workspace defines model for Workspace.
 type Workspace struct {
-	CreatedAt *time.Time  `json:"created_at,omitempty"`
-	FourEyes  *bool       `json:"four_eyes,omitempty"`
-	Id        *string     `json:"id,omitempty"`
-	Name      *string     `json:"name,omitempty"`
-	Profile   interface{} `json:"profile,omitempty"`
+	CreatedAt time.Time   `json:"created_at"`
+	FourEyes  bool        `json:"four_eyes"`
+	Id        string      `json:"id"`
+	Name      string      `json:"name"`
+	Profile   interface{} `json:"profile"`
 }
 
 // WorkspacePatch defines model for WorkspacePatch.

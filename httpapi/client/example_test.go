@@ -22,7 +22,7 @@ func Example() {
 
 	anon, _ := client.New(srv.URL+"/api", "")
 	login, _ := anon.DevLoginWithResponse(ctx, nil, client.DevLoginIn{})
-	c, _ := client.New(srv.URL+"/api", *login.JSON201.Token)
+	c, _ := client.New(srv.URL+"/api", login.JSON201.Token)
 
 	key := client.NewIdempotencyKey()
 	for range 2 { // a retry with the same key answers the first result
@@ -47,7 +47,7 @@ func Example() {
 			fmt.Println(err)
 			return
 		}
-		fmt.Println(*co.Name)
+		fmt.Println(co.Name)
 	}
 	// Output: Acme
 }
