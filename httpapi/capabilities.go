@@ -20,13 +20,13 @@ const (
 
 func (h *Handler) registerCapabilityRoutes() {
 	app := access.AppCapabilities
-	h.handle("GET", "/v1/capabilities", app, "", h.handleCapabilitiesList).Out(200, []CapabilityOut{})
-	h.handle("GET", "/v1/capabilities/gaps", app, "", h.handleCapabilityGaps).Out(200, []capability.Gap{})
+	h.handle("GET", "/v1/capabilities", app, "", h.handleCapabilitiesList).List(CapabilityOut{})
+	h.handle("GET", "/v1/capabilities/gaps", app, "", h.handleCapabilityGaps).List(capability.Gap{})
 	h.handle("GET", "/v1/capabilities/:id", app, "", h.handleCapabilityGet).Out(200, CapabilityOut{})
 	h.handle("PUT", "/v1/capabilities/:id/binding", app, access.PermCapabilitiesManage, h.handleCapabilityBind).In(capability.BindingIn{}).Out(200, CapabilityOut{})
 	h.handle("DELETE", "/v1/capabilities/:id/binding", app, access.PermCapabilitiesManage, h.handleCapabilityUnbind).Out(204, nil)
-	h.handle("GET", "/v1/integrations", app, "", h.handleIntegrations).Out(200, []capability.Integration{})
-	h.handle("GET", "/v1/connections", app, "", h.handleConnections).Out(200, []capability.ConnectionOut{})
+	h.handle("GET", "/v1/integrations", app, "", h.handleIntegrations).Query("apps").Out(200, []capability.Integration{})
+	h.handle("GET", "/v1/connections", app, "", h.handleConnections).List(capability.ConnectionOut{})
 }
 
 // ProviderRecord is a provider as CapabilityOut lists it.

@@ -2659,6 +2659,24 @@ type BoardStatusDeleteParams struct {
 	MoveTo *string `form:"move_to,omitempty" json:"move_to,omitempty"`
 }
 
+// CapabilitiesListParams defines parameters for CapabilitiesList.
+type CapabilitiesListParams struct {
+	// Limit Page size, 1 to 200 (default 50).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The X-Next-Cursor of the previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CapabilityGapsParams defines parameters for CapabilityGaps.
+type CapabilityGapsParams struct {
+	// Limit Page size, 1 to 200 (default 50).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The X-Next-Cursor of the previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ChangesListParams defines parameters for ChangesList.
 type ChangesListParams struct {
 	// Limit Page size, 1 to 200 (default 50).
@@ -2679,6 +2697,15 @@ type ChangeApproveParams struct {
 type ChangeRejectParams struct {
 	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ConnectionsParams defines parameters for Connections.
+type ConnectionsParams struct {
+	// Limit Page size, 1 to 200 (default 50).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The X-Next-Cursor of the previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ActivitiesListParams defines parameters for ActivitiesList.
@@ -2918,6 +2945,11 @@ type DocTypeFromTemplateParams struct {
 type EventEmitParams struct {
 	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// IntegrationsParams defines parameters for Integrations.
+type IntegrationsParams struct {
+	Apps *string `form:"apps,omitempty" json:"apps,omitempty"`
 }
 
 // InvitationsListParams defines parameters for InvitationsList.
@@ -3617,10 +3649,10 @@ type ClientInterface interface {
 	BoardStatusUpdate(ctx context.Context, id string, partId string, body BoardStatusUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CapabilitiesList performs a GET /v1/capabilities (the `CapabilitiesList` operationId) request.
-	CapabilitiesList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CapabilitiesList(ctx context.Context, params *CapabilitiesListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CapabilityGaps performs a GET /v1/capabilities/gaps (the `CapabilityGaps` operationId) request.
-	CapabilityGaps(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CapabilityGaps(ctx context.Context, params *CapabilityGapsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CapabilityGet performs a GET /v1/capabilities/{id} (the `CapabilityGet` operationId) request.
 	CapabilityGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3670,7 +3702,7 @@ type ClientInterface interface {
 	Cockpit(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Connections performs a GET /v1/connections (the `Connections` operationId) request.
-	Connections(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	Connections(ctx context.Context, params *ConnectionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ActivitiesList performs a GET /v1/crm/activities (the `ActivitiesList` operationId) request.
 	//
@@ -4140,7 +4172,7 @@ type ClientInterface interface {
 	EventEmit(ctx context.Context, params *EventEmitParams, body EventEmitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Integrations performs a GET /v1/integrations (the `Integrations` operationId) request.
-	Integrations(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	Integrations(ctx context.Context, params *IntegrationsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// InvitationsList performs a GET /v1/invitations (the `InvitationsList` operationId) request.
 	//
@@ -5313,8 +5345,8 @@ func (c *Client) BoardStatusUpdate(ctx context.Context, id string, partId string
 }
 
 // CapabilitiesList performs a GET /v1/capabilities (the `CapabilitiesList` operationId) request.
-func (c *Client) CapabilitiesList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCapabilitiesListRequest(c.Server)
+func (c *Client) CapabilitiesList(ctx context.Context, params *CapabilitiesListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCapabilitiesListRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5326,8 +5358,8 @@ func (c *Client) CapabilitiesList(ctx context.Context, reqEditors ...RequestEdit
 }
 
 // CapabilityGaps performs a GET /v1/capabilities/gaps (the `CapabilityGaps` operationId) request.
-func (c *Client) CapabilityGaps(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCapabilityGapsRequest(c.Server)
+func (c *Client) CapabilityGaps(ctx context.Context, params *CapabilityGapsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCapabilityGapsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5496,8 +5528,8 @@ func (c *Client) Cockpit(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 }
 
 // Connections performs a GET /v1/connections (the `Connections` operationId) request.
-func (c *Client) Connections(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewConnectionsRequest(c.Server)
+func (c *Client) Connections(ctx context.Context, params *ConnectionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConnectionsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6806,8 +6838,8 @@ func (c *Client) EventEmit(ctx context.Context, params *EventEmitParams, body Ev
 }
 
 // Integrations performs a GET /v1/integrations (the `Integrations` operationId) request.
-func (c *Client) Integrations(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewIntegrationsRequest(c.Server)
+func (c *Client) Integrations(ctx context.Context, params *IntegrationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewIntegrationsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -9747,7 +9779,7 @@ func NewBoardStatusUpdateRequestWithBody(server string, id string, partId string
 }
 
 // NewCapabilitiesListRequest constructs an http.Request for the CapabilitiesList method
-func NewCapabilitiesListRequest(server string) (*http.Request, error) {
+func NewCapabilitiesListRequest(server string, params *CapabilitiesListParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -9765,6 +9797,45 @@ func NewCapabilitiesListRequest(server string) (*http.Request, error) {
 		return nil, err
 	}
 
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
@@ -9774,7 +9845,7 @@ func NewCapabilitiesListRequest(server string) (*http.Request, error) {
 }
 
 // NewCapabilityGapsRequest constructs an http.Request for the CapabilityGaps method
-func NewCapabilityGapsRequest(server string) (*http.Request, error) {
+func NewCapabilityGapsRequest(server string, params *CapabilityGapsParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -9790,6 +9861,45 @@ func NewCapabilityGapsRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -10179,7 +10289,7 @@ func NewCockpitRequest(server string) (*http.Request, error) {
 }
 
 // NewConnectionsRequest constructs an http.Request for the Connections method
-func NewConnectionsRequest(server string) (*http.Request, error) {
+func NewConnectionsRequest(server string, params *ConnectionsParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -10195,6 +10305,45 @@ func NewConnectionsRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -13313,7 +13462,7 @@ func NewEventEmitRequestWithBody(server string, params *EventEmitParams, content
 }
 
 // NewIntegrationsRequest constructs an http.Request for the Integrations method
-func NewIntegrationsRequest(server string) (*http.Request, error) {
+func NewIntegrationsRequest(server string, params *IntegrationsParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -13329,6 +13478,33 @@ func NewIntegrationsRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Apps != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "apps", *params.Apps, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -15614,12 +15790,12 @@ type ClientWithResponsesInterface interface {
 	// CapabilitiesListWithResponse performs a GET /v1/capabilities (the `CapabilitiesList` operationId) request.
 	//
 	// Returns a wrapper object for the known response body format(s).
-	CapabilitiesListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*CapabilitiesListResponse, error)
+	CapabilitiesListWithResponse(ctx context.Context, params *CapabilitiesListParams, reqEditors ...RequestEditorFn) (*CapabilitiesListResponse, error)
 
 	// CapabilityGapsWithResponse performs a GET /v1/capabilities/gaps (the `CapabilityGaps` operationId) request.
 	//
 	// Returns a wrapper object for the known response body format(s).
-	CapabilityGapsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*CapabilityGapsResponse, error)
+	CapabilityGapsWithResponse(ctx context.Context, params *CapabilityGapsParams, reqEditors ...RequestEditorFn) (*CapabilityGapsResponse, error)
 
 	// CapabilityGetWithResponse performs a GET /v1/capabilities/{id} (the `CapabilityGet` operationId) request.
 	//
@@ -15687,7 +15863,7 @@ type ClientWithResponsesInterface interface {
 	// ConnectionsWithResponse performs a GET /v1/connections (the `Connections` operationId) request.
 	//
 	// Returns a wrapper object for the known response body format(s).
-	ConnectionsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ConnectionsResponse, error)
+	ConnectionsWithResponse(ctx context.Context, params *ConnectionsParams, reqEditors ...RequestEditorFn) (*ConnectionsResponse, error)
 
 	// ActivitiesListWithResponse performs a GET /v1/crm/activities (the `ActivitiesList` operationId) request.
 	//
@@ -16275,7 +16451,7 @@ type ClientWithResponsesInterface interface {
 	// IntegrationsWithResponse performs a GET /v1/integrations (the `Integrations` operationId) request.
 	//
 	// Returns a wrapper object for the known response body format(s).
-	IntegrationsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*IntegrationsResponse, error)
+	IntegrationsWithResponse(ctx context.Context, params *IntegrationsParams, reqEditors ...RequestEditorFn) (*IntegrationsResponse, error)
 
 	// InvitationsListWithResponse performs a GET /v1/invitations (the `InvitationsList` operationId) request.
 	//
@@ -20599,6 +20775,11 @@ func (r BoardStatusUpdateResponse) ContentType() string {
 	return ""
 }
 
+// CapabilitiesListResponse200Headers the declared response headers of an HTTP 200 response for CapabilitiesList
+type CapabilitiesListResponse200Headers struct {
+	XNextCursor *string
+}
+
 // CapabilitiesListResponse401Headers the declared response headers of an HTTP 401 response for CapabilitiesList
 type CapabilitiesListResponse401Headers struct {
 	WWWAuthenticate *string
@@ -20618,8 +20799,12 @@ type CapabilitiesListResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CapabilitiesListResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CapabilitiesListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -20639,6 +20824,11 @@ func (r CapabilitiesListResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r CapabilitiesListResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CapabilitiesListResponse) GetJSON422() *ValidationError {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -20675,6 +20865,11 @@ func (r CapabilitiesListResponse) ContentType() string {
 	return ""
 }
 
+// CapabilityGapsResponse200Headers the declared response headers of an HTTP 200 response for CapabilityGaps
+type CapabilityGapsResponse200Headers struct {
+	XNextCursor *string
+}
+
 // CapabilityGapsResponse401Headers the declared response headers of an HTTP 401 response for CapabilityGaps
 type CapabilityGapsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -20694,8 +20889,12 @@ type CapabilityGapsResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CapabilityGapsResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CapabilityGapsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -20715,6 +20914,11 @@ func (r CapabilityGapsResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r CapabilityGapsResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CapabilityGapsResponse) GetJSON422() *ValidationError {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -21499,6 +21703,11 @@ func (r CockpitResponse) ContentType() string {
 	return ""
 }
 
+// ConnectionsResponse200Headers the declared response headers of an HTTP 200 response for Connections
+type ConnectionsResponse200Headers struct {
+	XNextCursor *string
+}
+
 // ConnectionsResponse401Headers the declared response headers of an HTTP 401 response for Connections
 type ConnectionsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -21518,8 +21727,12 @@ type ConnectionsResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ConnectionsResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ConnectionsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -21539,6 +21752,11 @@ func (r ConnectionsResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r ConnectionsResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ConnectionsResponse) GetJSON422() *ValidationError {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -27255,6 +27473,8 @@ type IntegrationsResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -27276,6 +27496,11 @@ func (r IntegrationsResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r IntegrationsResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r IntegrationsResponse) GetJSON422() *ValidationError {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -31514,8 +31739,8 @@ func (c *ClientWithResponses) BoardStatusUpdateWithResponse(ctx context.Context,
 // CapabilitiesListWithResponse performs a GET /v1/capabilities (the `CapabilitiesList` operationId) request.
 //
 // Returns a wrapper object for the known response body format(s).
-func (c *ClientWithResponses) CapabilitiesListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*CapabilitiesListResponse, error) {
-	rsp, err := c.CapabilitiesList(ctx, reqEditors...)
+func (c *ClientWithResponses) CapabilitiesListWithResponse(ctx context.Context, params *CapabilitiesListParams, reqEditors ...RequestEditorFn) (*CapabilitiesListResponse, error) {
+	rsp, err := c.CapabilitiesList(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -31525,8 +31750,8 @@ func (c *ClientWithResponses) CapabilitiesListWithResponse(ctx context.Context, 
 // CapabilityGapsWithResponse performs a GET /v1/capabilities/gaps (the `CapabilityGaps` operationId) request.
 //
 // Returns a wrapper object for the known response body format(s).
-func (c *ClientWithResponses) CapabilityGapsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*CapabilityGapsResponse, error) {
-	rsp, err := c.CapabilityGaps(ctx, reqEditors...)
+func (c *ClientWithResponses) CapabilityGapsWithResponse(ctx context.Context, params *CapabilityGapsParams, reqEditors ...RequestEditorFn) (*CapabilityGapsResponse, error) {
+	rsp, err := c.CapabilityGaps(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -31665,8 +31890,8 @@ func (c *ClientWithResponses) CockpitWithResponse(ctx context.Context, reqEditor
 // ConnectionsWithResponse performs a GET /v1/connections (the `Connections` operationId) request.
 //
 // Returns a wrapper object for the known response body format(s).
-func (c *ClientWithResponses) ConnectionsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ConnectionsResponse, error) {
-	rsp, err := c.Connections(ctx, reqEditors...)
+func (c *ClientWithResponses) ConnectionsWithResponse(ctx context.Context, params *ConnectionsParams, reqEditors ...RequestEditorFn) (*ConnectionsResponse, error) {
+	rsp, err := c.Connections(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -32757,8 +32982,8 @@ func (c *ClientWithResponses) EventEmitWithResponse(ctx context.Context, params 
 // IntegrationsWithResponse performs a GET /v1/integrations (the `Integrations` operationId) request.
 //
 // Returns a wrapper object for the known response body format(s).
-func (c *ClientWithResponses) IntegrationsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*IntegrationsResponse, error) {
-	rsp, err := c.Integrations(ctx, reqEditors...)
+func (c *ClientWithResponses) IntegrationsWithResponse(ctx context.Context, params *IntegrationsParams, reqEditors ...RequestEditorFn) (*IntegrationsResponse, error) {
+	rsp, err := c.Integrations(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -37202,6 +37427,13 @@ func ParseCapabilitiesListResponse(rsp *http.Response) (*CapabilitiesListRespons
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -37212,6 +37444,16 @@ func ParseCapabilitiesListResponse(rsp *http.Response) (*CapabilitiesListRespons
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers CapabilitiesListResponse200Headers
+		if values := rsp.Header.Values("X-Next-Cursor"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Next-Cursor", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XNextCursor = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers CapabilitiesListResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -37272,6 +37514,13 @@ func ParseCapabilityGapsResponse(rsp *http.Response) (*CapabilityGapsResponse, e
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -37282,6 +37531,16 @@ func ParseCapabilityGapsResponse(rsp *http.Response) (*CapabilityGapsResponse, e
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers CapabilityGapsResponse200Headers
+		if values := rsp.Header.Values("X-Next-Cursor"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Next-Cursor", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XNextCursor = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers CapabilityGapsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -38048,6 +38307,13 @@ func ParseConnectionsResponse(rsp *http.Response) (*ConnectionsResponse, error) 
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -38058,6 +38324,16 @@ func ParseConnectionsResponse(rsp *http.Response) (*ConnectionsResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers ConnectionsResponse200Headers
+		if values := rsp.Header.Values("X-Next-Cursor"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Next-Cursor", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XNextCursor = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers ConnectionsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -43520,6 +43796,13 @@ func ParseIntegrationsResponse(rsp *http.Response) (*IntegrationsResponse, error
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
