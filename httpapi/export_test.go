@@ -8,3 +8,9 @@ func (h *Handler) HandleForTest(method, path, app, perm string, fn func(c *Ctx) 
 	h.statics = nil
 	h.build()
 }
+
+// BuildOpenAPIForTest builds the OpenAPI document afresh (OpenAPI caches
+// it), for the benchmark of its generation.
+func (h *Handler) BuildOpenAPIForTest() []byte {
+	return buildOpenAPI(h.routes, h.opts.BasePath)
+}
