@@ -23,11 +23,13 @@ import (
 // ones the handler decodes and encodes. Request schemas are the schemas
 // Ctx.Decode validates with (schema.Reflect, opened unless the type is
 // Strict); response schemas are reflected the same way from the types the
-// handler writes. Error responses follow from the route: authenticated
-// routes can answer 401, 403 and 429; a path with parameters 404; a POST
-// 409 and 422 (Idempotency-Key); a JSON body 413, 415 and 422; a list or a
-// query 422; a change (POST, PUT, PATCH) 409 and 422; a DELETE 409 (the
-// resource is in use). Route.Errors adds what a handler gives beyond those.
+// handler writes, then made to say what encoding/json writes (see
+// nullable). Error responses follow from the route: authenticated routes
+// can answer 401, 403, 429 and 503; a path with parameters 404; a change
+// (POST, PUT, PATCH) 409 and 422 (a POST's Idempotency-Key among the
+// reasons); a DELETE 409 (the resource is in use); a JSON body 413, 415 and
+// 422; a list or a query 422. Route.Errors adds what a handler gives beyond
+// those.
 
 // maxPage is the largest ?limit= of a list (Ctx.Page).
 const maxPage = 200
@@ -642,6 +644,7 @@ func (g *openapiGen) responses(rt *Route) map[string]any {
 	}
 	if !rt.Public {
 		errs[http.StatusUnauthorized], errs[http.StatusForbidden], errs[http.StatusTooManyRequests] = true, true, true
+		errs[http.StatusServiceUnavailable] = true
 	}
 	if strings.ContainsAny(rt.Path, ":*") {
 		errs[http.StatusNotFound] = true
@@ -770,7 +773,7 @@ func (g *openapiGen) components() map[string]any {
 			"TooLarge":             errResp("The body exceeds the size limit."),
 			"UnsupportedMediaType": errResp("The body is not of the media type the operation takes."),
 			"RateLimited":          rl,
-			"Unavailable":          errResp("The service cannot take the request now."),
+			"Unavailable":          errResp("The workspace cannot take the request now (it is opening or closing, or a change could not be saved); retry later."),
 			"Error":                errResp("An error."),
 			"ValidationError": map[string]any{"description": "Every violation of the request, at once.",
 				"content": map[string]any{"application/json": map[string]any{

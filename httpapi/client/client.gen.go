@@ -2521,6 +2521,9 @@ type TooLarge = Error
 // Unauthorized defines model for Unauthorized.
 type Unauthorized = Error
 
+// Unavailable defines model for Unavailable.
+type Unavailable = Error
+
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = Error
 
@@ -16848,6 +16851,8 @@ type KeysListResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *KeysListResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -16879,6 +16884,11 @@ func (r KeysListResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r KeysListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r KeysListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -16951,6 +16961,8 @@ type KeyCreateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *KeyCreateResponse201Headers
 	// Headers202 the parsed response headers for an HTTP 202 response
@@ -17006,6 +17018,11 @@ func (r KeyCreateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
 }
 
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r KeyCreateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r KeyCreateResponse) GetBody() []byte {
 	return r.Body
@@ -17058,6 +17075,8 @@ type KeyRevokeResponse struct {
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *KeyRevokeResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -17087,6 +17106,11 @@ func (r KeyRevokeResponse) GetJSON409() *Conflict {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r KeyRevokeResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r KeyRevokeResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -17141,6 +17165,8 @@ type KeyGetResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *KeyGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -17170,6 +17196,11 @@ func (r KeyGetResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r KeyGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r KeyGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -17229,6 +17260,8 @@ type ApprovalListResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ApprovalListResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -17260,6 +17293,11 @@ func (r ApprovalListResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ApprovalListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ApprovalListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -17314,6 +17352,8 @@ type ApprovalGetResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ApprovalGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -17343,6 +17383,11 @@ func (r ApprovalGetResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ApprovalGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ApprovalGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -17405,6 +17450,8 @@ type ApprovalApproveResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ApprovalApproveResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -17454,6 +17501,11 @@ func (r ApprovalApproveResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ApprovalApproveResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ApprovalApproveResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -17516,6 +17568,8 @@ type ApprovalRejectResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ApprovalRejectResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -17565,6 +17619,11 @@ func (r ApprovalRejectResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ApprovalRejectResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ApprovalRejectResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -17617,6 +17676,8 @@ type AppsListResponse struct {
 	JSON403 *Forbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *AppsListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -17641,6 +17702,11 @@ func (r AppsListResponse) GetJSON403() *Forbidden {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r AppsListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AppsListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -17700,6 +17766,8 @@ type AuditListResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *AuditListResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -17731,6 +17799,11 @@ func (r AuditListResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r AuditListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AuditListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -18027,6 +18100,8 @@ type LogoutResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *LogoutResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -18056,6 +18131,11 @@ func (r LogoutResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r LogoutResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r LogoutResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -18108,6 +18188,8 @@ type MeResponse struct {
 	JSON403 *Forbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *MeResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -18132,6 +18214,11 @@ func (r MeResponse) GetJSON403() *Forbidden {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r MeResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r MeResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -18184,6 +18271,8 @@ type AutomationGetResponse struct {
 	JSON403 *Forbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *AutomationGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -18208,6 +18297,11 @@ func (r AutomationGetResponse) GetJSON403() *Forbidden {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r AutomationGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AutomationGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -18275,6 +18369,8 @@ type AutomationPatchResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *AutomationPatchResponse202Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -18326,6 +18422,11 @@ func (r AutomationPatchResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r AutomationPatchResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AutomationPatchResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -18385,6 +18486,8 @@ type BoardsListResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *BoardsListResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -18416,6 +18519,11 @@ func (r BoardsListResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardsListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardsListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -18481,6 +18589,8 @@ type BoardCreateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *BoardCreateResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -18527,6 +18637,11 @@ func (r BoardCreateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardCreateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardCreateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -18581,6 +18696,8 @@ type BoardDeleteResponse struct {
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BoardDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -18610,6 +18727,11 @@ func (r BoardDeleteResponse) GetJSON409() *Conflict {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardDeleteResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardDeleteResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -18664,6 +18786,8 @@ type BoardGetResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BoardGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -18693,6 +18817,11 @@ func (r BoardGetResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -18755,6 +18884,8 @@ type BoardUpdateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BoardUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -18804,6 +18935,11 @@ func (r BoardUpdateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardUpdateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -18858,6 +18994,8 @@ type BoardColumnsListResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BoardColumnsListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -18887,6 +19025,11 @@ func (r BoardColumnsListResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardColumnsListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardColumnsListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -18954,6 +19097,8 @@ type BoardColumnCreateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *BoardColumnCreateResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -19005,6 +19150,11 @@ func (r BoardColumnCreateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardColumnCreateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardColumnCreateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -19059,6 +19209,8 @@ type BoardColumnDeleteResponse struct {
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BoardColumnDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -19088,6 +19240,11 @@ func (r BoardColumnDeleteResponse) GetJSON409() *Conflict {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardColumnDeleteResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardColumnDeleteResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -19142,6 +19299,8 @@ type BoardColumnGetResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BoardColumnGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -19171,6 +19330,11 @@ func (r BoardColumnGetResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardColumnGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardColumnGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -19233,6 +19397,8 @@ type BoardColumnUpdateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BoardColumnUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -19282,6 +19448,11 @@ func (r BoardColumnUpdateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardColumnUpdateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardColumnUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -19336,6 +19507,8 @@ type BoardGroupsListResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BoardGroupsListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -19365,6 +19538,11 @@ func (r BoardGroupsListResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardGroupsListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardGroupsListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -19432,6 +19610,8 @@ type BoardGroupCreateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *BoardGroupCreateResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -19483,6 +19663,11 @@ func (r BoardGroupCreateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardGroupCreateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardGroupCreateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -19539,6 +19724,8 @@ type BoardGroupDeleteResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BoardGroupDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -19573,6 +19760,11 @@ func (r BoardGroupDeleteResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardGroupDeleteResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardGroupDeleteResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -19627,6 +19819,8 @@ type BoardGroupGetResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BoardGroupGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -19656,6 +19850,11 @@ func (r BoardGroupGetResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardGroupGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardGroupGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -19718,6 +19917,8 @@ type BoardGroupUpdateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BoardGroupUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -19767,6 +19968,11 @@ func (r BoardGroupUpdateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardGroupUpdateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardGroupUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -19828,6 +20034,8 @@ type BoardItemsListResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *BoardItemsListResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -19864,6 +20072,11 @@ func (r BoardItemsListResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardItemsListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardItemsListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -19931,6 +20144,8 @@ type BoardItemCreateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *BoardItemCreateResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -19982,6 +20197,11 @@ func (r BoardItemCreateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardItemCreateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardItemCreateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -20036,6 +20256,8 @@ type BoardItemDeleteResponse struct {
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BoardItemDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -20065,6 +20287,11 @@ func (r BoardItemDeleteResponse) GetJSON409() *Conflict {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardItemDeleteResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardItemDeleteResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -20119,6 +20346,8 @@ type BoardItemGetResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BoardItemGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -20148,6 +20377,11 @@ func (r BoardItemGetResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardItemGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardItemGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -20210,6 +20444,8 @@ type BoardItemUpdateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BoardItemUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -20259,6 +20495,11 @@ func (r BoardItemUpdateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardItemUpdateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardItemUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -20313,6 +20554,8 @@ type BoardStatusesListResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BoardStatusesListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -20342,6 +20585,11 @@ func (r BoardStatusesListResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardStatusesListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardStatusesListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -20409,6 +20657,8 @@ type BoardStatusCreateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *BoardStatusCreateResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -20460,6 +20710,11 @@ func (r BoardStatusCreateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardStatusCreateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardStatusCreateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -20516,6 +20771,8 @@ type BoardStatusDeleteResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BoardStatusDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -20550,6 +20807,11 @@ func (r BoardStatusDeleteResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardStatusDeleteResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardStatusDeleteResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -20604,6 +20866,8 @@ type BoardStatusGetResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BoardStatusGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -20633,6 +20897,11 @@ func (r BoardStatusGetResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardStatusGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardStatusGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -20695,6 +20964,8 @@ type BoardStatusUpdateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BoardStatusUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -20744,6 +21015,11 @@ func (r BoardStatusUpdateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BoardStatusUpdateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BoardStatusUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -20803,6 +21079,8 @@ type CapabilitiesListResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CapabilitiesListResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -20834,6 +21112,11 @@ func (r CapabilitiesListResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r CapabilitiesListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CapabilitiesListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -20893,6 +21176,8 @@ type CapabilityGapsResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CapabilityGapsResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -20924,6 +21209,11 @@ func (r CapabilityGapsResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r CapabilityGapsResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CapabilityGapsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -20978,6 +21268,8 @@ type CapabilityGetResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CapabilityGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -21007,6 +21299,11 @@ func (r CapabilityGetResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r CapabilityGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CapabilityGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -21061,6 +21358,8 @@ type CapabilityUnbindResponse struct {
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CapabilityUnbindResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -21090,6 +21389,11 @@ func (r CapabilityUnbindResponse) GetJSON409() *Conflict {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r CapabilityUnbindResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CapabilityUnbindResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -21152,6 +21456,8 @@ type CapabilityBindResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CapabilityBindResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -21201,6 +21507,11 @@ func (r CapabilityBindResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r CapabilityBindResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CapabilityBindResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -21260,6 +21571,8 @@ type ChangesListResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ChangesListResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -21291,6 +21604,11 @@ func (r ChangesListResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ChangesListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ChangesListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -21345,6 +21663,8 @@ type ChangeGetResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ChangeGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -21374,6 +21694,11 @@ func (r ChangeGetResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ChangeGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ChangeGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -21436,6 +21761,8 @@ type ChangeApproveResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ChangeApproveResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -21485,6 +21812,11 @@ func (r ChangeApproveResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ChangeApproveResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ChangeApproveResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -21547,6 +21879,8 @@ type ChangeRejectResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ChangeRejectResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -21596,6 +21930,11 @@ func (r ChangeRejectResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ChangeRejectResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ChangeRejectResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -21648,6 +21987,8 @@ type CockpitResponse struct {
 	JSON403 *Forbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CockpitResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -21672,6 +22013,11 @@ func (r CockpitResponse) GetJSON403() *Forbidden {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r CockpitResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CockpitResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -21731,6 +22077,8 @@ type ConnectionsResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ConnectionsResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -21762,6 +22110,11 @@ func (r ConnectionsResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ConnectionsResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ConnectionsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -21821,6 +22174,8 @@ type ActivitiesListResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ActivitiesListResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -21852,6 +22207,11 @@ func (r ActivitiesListResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ActivitiesListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ActivitiesListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -21917,6 +22277,8 @@ type ActivityCreateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *ActivityCreateResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -21963,6 +22325,11 @@ func (r ActivityCreateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ActivityCreateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ActivityCreateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -22017,6 +22384,8 @@ type ActivityDeleteResponse struct {
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ActivityDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -22046,6 +22415,11 @@ func (r ActivityDeleteResponse) GetJSON409() *Conflict {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ActivityDeleteResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ActivityDeleteResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -22100,6 +22474,8 @@ type ActivityGetResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ActivityGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -22129,6 +22505,11 @@ func (r ActivityGetResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ActivityGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ActivityGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -22191,6 +22572,8 @@ type ActivityUpdateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ActivityUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -22240,6 +22623,11 @@ func (r ActivityUpdateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ActivityUpdateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ActivityUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -22299,6 +22687,8 @@ type CompaniesListResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CompaniesListResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -22330,6 +22720,11 @@ func (r CompaniesListResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r CompaniesListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CompaniesListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -22395,6 +22790,8 @@ type CompanyCreateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CompanyCreateResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -22441,6 +22838,11 @@ func (r CompanyCreateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r CompanyCreateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CompanyCreateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -22495,6 +22897,8 @@ type CompanyDeleteResponse struct {
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -22524,6 +22928,11 @@ func (r CompanyDeleteResponse) GetJSON409() *Conflict {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r CompanyDeleteResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CompanyDeleteResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -22578,6 +22987,8 @@ type CompanyGetResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -22607,6 +23018,11 @@ func (r CompanyGetResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r CompanyGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CompanyGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -22669,6 +23085,8 @@ type CompanyUpdateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -22718,6 +23136,11 @@ func (r CompanyUpdateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r CompanyUpdateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CompanyUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -22777,6 +23200,8 @@ type ContactsListResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ContactsListResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -22808,6 +23233,11 @@ func (r ContactsListResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ContactsListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ContactsListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -22873,6 +23303,8 @@ type ContactCreateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *ContactCreateResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -22919,6 +23351,11 @@ func (r ContactCreateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ContactCreateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ContactCreateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -22973,6 +23410,8 @@ type ContactDeleteResponse struct {
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ContactDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -23002,6 +23441,11 @@ func (r ContactDeleteResponse) GetJSON409() *Conflict {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ContactDeleteResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ContactDeleteResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -23056,6 +23500,8 @@ type ContactGetResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ContactGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -23085,6 +23531,11 @@ func (r ContactGetResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ContactGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ContactGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -23147,6 +23598,8 @@ type ContactUpdateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ContactUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -23196,6 +23649,11 @@ func (r ContactUpdateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ContactUpdateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ContactUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -23255,6 +23713,8 @@ type DealsListResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *DealsListResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -23286,6 +23746,11 @@ func (r DealsListResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DealsListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DealsListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -23351,6 +23816,8 @@ type DealCreateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *DealCreateResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -23397,6 +23864,11 @@ func (r DealCreateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DealCreateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DealCreateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -23451,6 +23923,8 @@ type DealDeleteResponse struct {
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DealDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -23480,6 +23954,11 @@ func (r DealDeleteResponse) GetJSON409() *Conflict {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DealDeleteResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DealDeleteResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -23534,6 +24013,8 @@ type DealGetResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DealGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -23563,6 +24044,11 @@ func (r DealGetResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DealGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DealGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -23625,6 +24111,8 @@ type DealUpdateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DealUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -23674,6 +24162,11 @@ func (r DealUpdateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DealUpdateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DealUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -23733,6 +24226,8 @@ type PipelinesListResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PipelinesListResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -23764,6 +24259,11 @@ func (r PipelinesListResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PipelinesListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PipelinesListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -23829,6 +24329,8 @@ type PipelineCreateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *PipelineCreateResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -23875,6 +24377,11 @@ func (r PipelineCreateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PipelineCreateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PipelineCreateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -23929,6 +24436,8 @@ type PipelineDeleteResponse struct {
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *PipelineDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -23958,6 +24467,11 @@ func (r PipelineDeleteResponse) GetJSON409() *Conflict {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PipelineDeleteResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PipelineDeleteResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -24012,6 +24526,8 @@ type PipelineGetResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *PipelineGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -24041,6 +24557,11 @@ func (r PipelineGetResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PipelineGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PipelineGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -24103,6 +24624,8 @@ type PipelineUpdateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *PipelineUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -24152,6 +24675,11 @@ func (r PipelineUpdateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PipelineUpdateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PipelineUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -24208,6 +24736,8 @@ type PipelineBoardResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *PipelineBoardResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -24242,6 +24772,11 @@ func (r PipelineBoardResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r PipelineBoardResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PipelineBoardResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -24309,6 +24844,8 @@ type StageCreateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *StageCreateResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -24360,6 +24897,11 @@ func (r StageCreateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r StageCreateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StageCreateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -24414,6 +24956,8 @@ type StageDeleteResponse struct {
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *StageDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -24443,6 +24987,11 @@ func (r StageDeleteResponse) GetJSON409() *Conflict {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r StageDeleteResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StageDeleteResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -24505,6 +25054,8 @@ type StageUpdateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *StageUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -24554,6 +25105,11 @@ func (r StageUpdateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r StageUpdateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StageUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -24613,6 +25169,8 @@ type DecisionListResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *DecisionListResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -24644,6 +25202,11 @@ func (r DecisionListResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DecisionListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DecisionListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -24709,6 +25272,8 @@ type DecisionCreateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *DecisionCreateResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -24755,6 +25320,11 @@ func (r DecisionCreateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DecisionCreateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DecisionCreateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -24809,6 +25379,8 @@ type DecisionDeleteResponse struct {
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DecisionDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -24838,6 +25410,11 @@ func (r DecisionDeleteResponse) GetJSON409() *Conflict {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DecisionDeleteResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DecisionDeleteResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -24892,6 +25469,8 @@ type DecisionGetResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DecisionGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -24921,6 +25500,11 @@ func (r DecisionGetResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DecisionGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DecisionGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -24975,6 +25559,8 @@ type DecisionAgreementResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DecisionAgreementResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -25004,6 +25590,11 @@ func (r DecisionAgreementResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DecisionAgreementResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DecisionAgreementResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -25065,6 +25656,8 @@ type DecisionCasesResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *DecisionCasesResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -25101,6 +25694,11 @@ func (r DecisionCasesResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DecisionCasesResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DecisionCasesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -25155,6 +25753,8 @@ type DecisionCaseResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DecisionCaseResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -25184,6 +25784,11 @@ func (r DecisionCaseResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DecisionCaseResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DecisionCaseResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -25246,6 +25851,8 @@ type DecisionEvaluateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DecisionEvaluateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -25295,6 +25902,11 @@ func (r DecisionEvaluateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DecisionEvaluateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DecisionEvaluateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -25357,6 +25969,8 @@ type DecisionFeedbackResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DecisionFeedbackResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -25406,6 +26020,11 @@ func (r DecisionFeedbackResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DecisionFeedbackResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DecisionFeedbackResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -25473,6 +26092,8 @@ type DecisionOutcomeResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *DecisionOutcomeResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -25524,6 +26145,11 @@ func (r DecisionOutcomeResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DecisionOutcomeResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DecisionOutcomeResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -25583,6 +26209,8 @@ type DocumentsListResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *DocumentsListResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -25614,6 +26242,11 @@ func (r DocumentsListResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DocumentsListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocumentsListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -25679,6 +26312,8 @@ type DocumentUploadResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *DocumentUploadResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -25725,6 +26360,11 @@ func (r DocumentUploadResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DocumentUploadResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocumentUploadResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -25779,6 +26419,8 @@ type DocumentGetResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocumentGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -25808,6 +26450,11 @@ func (r DocumentGetResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DocumentGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocumentGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -25870,6 +26517,8 @@ type DocumentApproveResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocumentApproveResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -25919,6 +26568,11 @@ func (r DocumentApproveResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DocumentApproveResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocumentApproveResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -25981,6 +26635,8 @@ type DocumentFeedbackResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocumentFeedbackResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -26030,6 +26686,11 @@ func (r DocumentFeedbackResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DocumentFeedbackResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocumentFeedbackResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -26092,6 +26753,8 @@ type DocumentFieldsPatchResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocumentFieldsPatchResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -26141,6 +26804,11 @@ func (r DocumentFieldsPatchResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DocumentFieldsPatchResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocumentFieldsPatchResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -26203,6 +26871,8 @@ type DocumentFieldsResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocumentFieldsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -26252,6 +26922,11 @@ func (r DocumentFieldsResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DocumentFieldsResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocumentFieldsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -26306,6 +26981,8 @@ type DocumentFileResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocumentFileResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -26335,6 +27012,11 @@ func (r DocumentFileResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DocumentFileResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocumentFileResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -26397,6 +27079,8 @@ type DocumentRejectResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocumentRejectResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -26446,6 +27130,11 @@ func (r DocumentRejectResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DocumentRejectResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocumentRejectResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -26513,6 +27202,8 @@ type DocumentVersionResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *DocumentVersionResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -26566,6 +27257,11 @@ func (r DocumentVersionResponse) GetJSON429() *RateLimited {
 	return r.JSON429
 }
 
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocumentVersionResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r DocumentVersionResponse) GetBody() []byte {
 	return r.Body
@@ -26616,6 +27312,8 @@ type DocTypeTemplatesResponse struct {
 	JSON403 *Forbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocTypeTemplatesResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -26640,6 +27338,11 @@ func (r DocTypeTemplatesResponse) GetJSON403() *Forbidden {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DocTypeTemplatesResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocTypeTemplatesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -26699,6 +27402,8 @@ type DocTypesListResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *DocTypesListResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -26730,6 +27435,11 @@ func (r DocTypesListResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DocTypesListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocTypesListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -26795,6 +27505,8 @@ type DocTypeCreateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *DocTypeCreateResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -26841,6 +27553,11 @@ func (r DocTypeCreateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DocTypeCreateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocTypeCreateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -26906,6 +27623,8 @@ type DocTypeFromTemplateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *DocTypeFromTemplateResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -26952,6 +27671,11 @@ func (r DocTypeFromTemplateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DocTypeFromTemplateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocTypeFromTemplateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -27006,6 +27730,8 @@ type DocTypeDeleteResponse struct {
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocTypeDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -27035,6 +27761,11 @@ func (r DocTypeDeleteResponse) GetJSON409() *Conflict {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DocTypeDeleteResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocTypeDeleteResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -27089,6 +27820,8 @@ type DocTypeGetResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocTypeGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -27118,6 +27851,11 @@ func (r DocTypeGetResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DocTypeGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocTypeGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -27180,6 +27918,8 @@ type DocTypeUpdateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocTypeUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -27229,6 +27969,11 @@ func (r DocTypeUpdateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DocTypeUpdateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocTypeUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -27283,6 +28028,8 @@ type DocTypeAgreementResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocTypeAgreementResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -27312,6 +28059,11 @@ func (r DocTypeAgreementResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DocTypeAgreementResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocTypeAgreementResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -27377,6 +28129,8 @@ type EventEmitResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *EventEmitResponse202Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -27423,6 +28177,11 @@ func (r EventEmitResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r EventEmitResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r EventEmitResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -27477,6 +28236,8 @@ type IntegrationsResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *IntegrationsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -27506,6 +28267,11 @@ func (r IntegrationsResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r IntegrationsResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r IntegrationsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -27565,6 +28331,8 @@ type InvitationsListResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *InvitationsListResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -27596,6 +28364,11 @@ func (r InvitationsListResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r InvitationsListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r InvitationsListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -27668,6 +28441,8 @@ type InvitationCreateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *InvitationCreateResponse201Headers
 	// Headers202 the parsed response headers for an HTTP 202 response
@@ -27723,6 +28498,11 @@ func (r InvitationCreateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
 }
 
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r InvitationCreateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r InvitationCreateResponse) GetBody() []byte {
 	return r.Body
@@ -27775,6 +28555,8 @@ type InvitationRevokeResponse struct {
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *InvitationRevokeResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -27804,6 +28586,11 @@ func (r InvitationRevokeResponse) GetJSON409() *Conflict {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r InvitationRevokeResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r InvitationRevokeResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -27858,6 +28645,8 @@ type InvitationGetResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *InvitationGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -27887,6 +28676,11 @@ func (r InvitationGetResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r InvitationGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r InvitationGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -28029,6 +28823,8 @@ type MembersListResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *MembersListResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -28060,6 +28856,11 @@ func (r MembersListResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r MembersListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r MembersListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -28160,6 +28961,8 @@ type OutboxListResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *OutboxListResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -28191,6 +28994,11 @@ func (r OutboxListResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r OutboxListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r OutboxListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -28250,6 +29058,8 @@ type RunListResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *RunListResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -28281,6 +29091,11 @@ func (r RunListResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r RunListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RunListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -28335,6 +29150,8 @@ type RunGetResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RunGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -28364,6 +29181,11 @@ func (r RunGetResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r RunGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RunGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -28422,6 +29244,8 @@ type RunCancelResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RunCancelResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -28461,6 +29285,11 @@ func (r RunCancelResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r RunCancelResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RunCancelResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -28515,6 +29344,8 @@ type TemplatesListResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *TemplatesListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -28544,6 +29375,11 @@ func (r TemplatesListResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r TemplatesListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TemplatesListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -28611,6 +29447,8 @@ type TemplatesInstallResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *TemplatesInstallResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -28662,6 +29500,11 @@ func (r TemplatesInstallResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r TemplatesInstallResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TemplatesInstallResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -28716,6 +29559,8 @@ type TemplateGetResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *TemplateGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -28745,6 +29590,11 @@ func (r TemplateGetResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r TemplateGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TemplateGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -28804,6 +29654,8 @@ type ProcessListResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ProcessListResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -28835,6 +29687,11 @@ func (r ProcessListResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ProcessListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ProcessListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -28900,6 +29757,8 @@ type ProcessCreateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *ProcessCreateResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -28946,6 +29805,11 @@ func (r ProcessCreateResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ProcessCreateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ProcessCreateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -28998,6 +29862,8 @@ type StepTypesResponse struct {
 	JSON403 *Forbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *StepTypesResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -29022,6 +29888,11 @@ func (r StepTypesResponse) GetJSON403() *Forbidden {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r StepTypesResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StepTypesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -29076,6 +29947,8 @@ type ProcessArchiveResponse struct {
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ProcessArchiveResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -29105,6 +29978,11 @@ func (r ProcessArchiveResponse) GetJSON409() *Conflict {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ProcessArchiveResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ProcessArchiveResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -29159,6 +30037,8 @@ type ProcessGetResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ProcessGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -29188,6 +30068,11 @@ func (r ProcessGetResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ProcessGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ProcessGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -29257,6 +30142,8 @@ type ProcessUpdateResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *ProcessUpdateResponse202Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -29315,6 +30202,11 @@ func (r ProcessUpdateResponse) GetJSON429() *RateLimited {
 	return r.JSON429
 }
 
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ProcessUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r ProcessUpdateResponse) GetBody() []byte {
 	return r.Body
@@ -29367,6 +30259,8 @@ type ProcessAutomationGetResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ProcessAutomationGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -29396,6 +30290,11 @@ func (r ProcessAutomationGetResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ProcessAutomationGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ProcessAutomationGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -29465,6 +30364,8 @@ type ProcessAutomationPatchResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *ProcessAutomationPatchResponse202Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -29521,6 +30422,11 @@ func (r ProcessAutomationPatchResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ProcessAutomationPatchResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ProcessAutomationPatchResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -29588,6 +30494,8 @@ type RunStartResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *RunStartResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -29639,6 +30547,11 @@ func (r RunStartResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r RunStartResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RunStartResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -29700,6 +30613,8 @@ type ProcessVersionsResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ProcessVersionsResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -29736,6 +30651,11 @@ func (r ProcessVersionsResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ProcessVersionsResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ProcessVersionsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -29795,6 +30715,8 @@ type TaskListResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *TaskListResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -29826,6 +30748,11 @@ func (r TaskListResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r TaskListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TaskListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -29880,6 +30807,8 @@ type TaskGetResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *TaskGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -29909,6 +30838,11 @@ func (r TaskGetResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r TaskGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TaskGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -29971,6 +30905,8 @@ type TaskCompleteResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *TaskCompleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -30020,6 +30956,11 @@ func (r TaskCompleteResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r TaskCompleteResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TaskCompleteResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -30074,6 +31015,8 @@ type UseCasesListResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UseCasesListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -30103,6 +31046,11 @@ func (r UseCasesListResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r UseCasesListResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UseCasesListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -30165,6 +31113,8 @@ type UseCaseDepartmentsResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UseCaseDepartmentsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -30214,6 +31164,11 @@ func (r UseCaseDepartmentsResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r UseCaseDepartmentsResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UseCaseDepartmentsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -30266,6 +31221,8 @@ type UseCaseProfileGetResponse struct {
 	JSON403 *Forbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UseCaseProfileGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -30290,6 +31247,11 @@ func (r UseCaseProfileGetResponse) GetJSON403() *Forbidden {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r UseCaseProfileGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UseCaseProfileGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -30350,6 +31312,8 @@ type UseCaseProfileSetResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UseCaseProfileSetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -30394,6 +31358,11 @@ func (r UseCaseProfileSetResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r UseCaseProfileSetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UseCaseProfileSetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -30448,6 +31417,8 @@ type UseCaseRegisterResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UseCaseRegisterResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -30477,6 +31448,11 @@ func (r UseCaseRegisterResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r UseCaseRegisterResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UseCaseRegisterResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -30529,6 +31505,8 @@ type UseCaseTaxonomyResponse struct {
 	JSON403 *Forbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UseCaseTaxonomyResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -30553,6 +31531,11 @@ func (r UseCaseTaxonomyResponse) GetJSON403() *Forbidden {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r UseCaseTaxonomyResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UseCaseTaxonomyResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -30607,6 +31590,8 @@ type UseCaseGetResponse struct {
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UseCaseGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -30636,6 +31621,11 @@ func (r UseCaseGetResponse) GetJSON404() *NotFound {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r UseCaseGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UseCaseGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -30698,6 +31688,8 @@ type UseCaseAdoptionResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UseCaseAdoptionResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -30747,6 +31739,11 @@ func (r UseCaseAdoptionResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r UseCaseAdoptionResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UseCaseAdoptionResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -30799,6 +31796,8 @@ type WorkspaceGetResponse struct {
 	JSON403 *Forbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *WorkspaceGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -30823,6 +31822,11 @@ func (r WorkspaceGetResponse) GetJSON403() *Forbidden {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r WorkspaceGetResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r WorkspaceGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -30890,6 +31894,8 @@ type WorkspacePatchResponse struct {
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *WorkspacePatchResponse202Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -30941,6 +31947,11 @@ func (r WorkspacePatchResponse) GetJSON422() *ValidationError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r WorkspacePatchResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r WorkspacePatchResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -33684,6 +34695,13 @@ func ParseKeysListResponse(rsp *http.Response) (*KeysListResponse, error) {
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -33799,6 +34817,13 @@ func ParseKeyCreateResponse(rsp *http.Response) (*KeyCreateResponse, error) {
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -33899,6 +34924,13 @@ func ParseKeyRevokeResponse(rsp *http.Response) (*KeyRevokeResponse, error) {
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -33976,6 +35008,13 @@ func ParseKeyGetResponse(rsp *http.Response) (*KeyGetResponse, error) {
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -34052,6 +35091,13 @@ func ParseApprovalListResponse(rsp *http.Response) (*ApprovalListResponse, error
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -34139,6 +35185,13 @@ func ParseApprovalGetResponse(rsp *http.Response) (*ApprovalGetResponse, error) 
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -34245,6 +35298,13 @@ func ParseApprovalApproveResponse(rsp *http.Response) (*ApprovalApproveResponse,
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -34350,6 +35410,13 @@ func ParseApprovalRejectResponse(rsp *http.Response) (*ApprovalRejectResponse, e
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -34419,6 +35486,13 @@ func ParseAppsListResponse(rsp *http.Response) (*AppsListResponse, error) {
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -34496,6 +35570,13 @@ func ParseAuditListResponse(rsp *http.Response) (*AuditListResponse, error) {
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -34805,6 +35886,13 @@ func ParseLogoutResponse(rsp *http.Response) (*LogoutResponse, error) {
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -34875,6 +35963,13 @@ func ParseMeResponse(rsp *http.Response) (*MeResponse, error) {
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -34944,6 +36039,13 @@ func ParseAutomationGetResponse(rsp *http.Response) (*AutomationGetResponse, err
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -35050,6 +36152,13 @@ func ParseAutomationPatchResponse(rsp *http.Response) (*AutomationPatchResponse,
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -35136,6 +36245,13 @@ func ParseBoardsListResponse(rsp *http.Response) (*BoardsListResponse, error) {
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -35245,6 +36361,13 @@ func ParseBoardCreateResponse(rsp *http.Response) (*BoardCreateResponse, error) 
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -35335,6 +36458,13 @@ func ParseBoardDeleteResponse(rsp *http.Response) (*BoardDeleteResponse, error) 
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -35411,6 +36541,13 @@ func ParseBoardGetResponse(rsp *http.Response) (*BoardGetResponse, error) {
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -35517,6 +36654,13 @@ func ParseBoardUpdateResponse(rsp *http.Response) (*BoardUpdateResponse, error) 
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -35593,6 +36737,13 @@ func ParseBoardColumnsListResponse(rsp *http.Response) (*BoardColumnsListRespons
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -35699,6 +36850,13 @@ func ParseBoardColumnCreateResponse(rsp *http.Response) (*BoardColumnCreateRespo
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -35789,6 +36947,13 @@ func ParseBoardColumnDeleteResponse(rsp *http.Response) (*BoardColumnDeleteRespo
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -35865,6 +37030,13 @@ func ParseBoardColumnGetResponse(rsp *http.Response) (*BoardColumnGetResponse, e
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -35971,6 +37143,13 @@ func ParseBoardColumnUpdateResponse(rsp *http.Response) (*BoardColumnUpdateRespo
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -36047,6 +37226,13 @@ func ParseBoardGroupsListResponse(rsp *http.Response) (*BoardGroupsListResponse,
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -36153,6 +37339,13 @@ func ParseBoardGroupCreateResponse(rsp *http.Response) (*BoardGroupCreateRespons
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -36250,6 +37443,13 @@ func ParseBoardGroupDeleteResponse(rsp *http.Response) (*BoardGroupDeleteRespons
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -36326,6 +37526,13 @@ func ParseBoardGroupGetResponse(rsp *http.Response) (*BoardGroupGetResponse, err
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -36432,6 +37639,13 @@ func ParseBoardGroupUpdateResponse(rsp *http.Response) (*BoardGroupUpdateRespons
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -36515,6 +37729,13 @@ func ParseBoardItemsListResponse(rsp *http.Response) (*BoardItemsListResponse, e
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -36631,6 +37852,13 @@ func ParseBoardItemCreateResponse(rsp *http.Response) (*BoardItemCreateResponse,
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -36721,6 +37949,13 @@ func ParseBoardItemDeleteResponse(rsp *http.Response) (*BoardItemDeleteResponse,
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -36797,6 +38032,13 @@ func ParseBoardItemGetResponse(rsp *http.Response) (*BoardItemGetResponse, error
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -36903,6 +38145,13 @@ func ParseBoardItemUpdateResponse(rsp *http.Response) (*BoardItemUpdateResponse,
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -36979,6 +38228,13 @@ func ParseBoardStatusesListResponse(rsp *http.Response) (*BoardStatusesListRespo
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -37085,6 +38341,13 @@ func ParseBoardStatusCreateResponse(rsp *http.Response) (*BoardStatusCreateRespo
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -37182,6 +38445,13 @@ func ParseBoardStatusDeleteResponse(rsp *http.Response) (*BoardStatusDeleteRespo
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -37258,6 +38528,13 @@ func ParseBoardStatusGetResponse(rsp *http.Response) (*BoardStatusGetResponse, e
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -37364,6 +38641,13 @@ func ParseBoardStatusUpdateResponse(rsp *http.Response) (*BoardStatusUpdateRespo
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -37440,6 +38724,13 @@ func ParseCapabilitiesListResponse(rsp *http.Response) (*CapabilitiesListRespons
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -37528,6 +38819,13 @@ func ParseCapabilityGapsResponse(rsp *http.Response) (*CapabilityGapsResponse, e
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -37615,6 +38913,13 @@ func ParseCapabilityGetResponse(rsp *http.Response) (*CapabilityGetResponse, err
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -37694,6 +38999,13 @@ func ParseCapabilityUnbindResponse(rsp *http.Response) (*CapabilityUnbindRespons
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -37800,6 +39112,13 @@ func ParseCapabilityBindResponse(rsp *http.Response) (*CapabilityBindResponse, e
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -37876,6 +39195,13 @@ func ParseChangesListResponse(rsp *http.Response) (*ChangesListResponse, error) 
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -37963,6 +39289,13 @@ func ParseChangeGetResponse(rsp *http.Response) (*ChangeGetResponse, error) {
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -38069,6 +39402,13 @@ func ParseChangeApproveResponse(rsp *http.Response) (*ChangeApproveResponse, err
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -38174,6 +39514,13 @@ func ParseChangeRejectResponse(rsp *http.Response) (*ChangeRejectResponse, error
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -38243,6 +39590,13 @@ func ParseCockpitResponse(rsp *http.Response) (*CockpitResponse, error) {
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -38320,6 +39674,13 @@ func ParseConnectionsResponse(rsp *http.Response) (*ConnectionsResponse, error) 
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -38407,6 +39768,13 @@ func ParseActivitiesListResponse(rsp *http.Response) (*ActivitiesListResponse, e
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -38516,6 +39884,13 @@ func ParseActivityCreateResponse(rsp *http.Response) (*ActivityCreateResponse, e
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -38606,6 +39981,13 @@ func ParseActivityDeleteResponse(rsp *http.Response) (*ActivityDeleteResponse, e
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -38682,6 +40064,13 @@ func ParseActivityGetResponse(rsp *http.Response) (*ActivityGetResponse, error) 
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -38788,6 +40177,13 @@ func ParseActivityUpdateResponse(rsp *http.Response) (*ActivityUpdateResponse, e
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -38864,6 +40260,13 @@ func ParseCompaniesListResponse(rsp *http.Response) (*CompaniesListResponse, err
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -38973,6 +40376,13 @@ func ParseCompanyCreateResponse(rsp *http.Response) (*CompanyCreateResponse, err
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -39063,6 +40473,13 @@ func ParseCompanyDeleteResponse(rsp *http.Response) (*CompanyDeleteResponse, err
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -39139,6 +40556,13 @@ func ParseCompanyGetResponse(rsp *http.Response) (*CompanyGetResponse, error) {
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -39245,6 +40669,13 @@ func ParseCompanyUpdateResponse(rsp *http.Response) (*CompanyUpdateResponse, err
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -39321,6 +40752,13 @@ func ParseContactsListResponse(rsp *http.Response) (*ContactsListResponse, error
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -39430,6 +40868,13 @@ func ParseContactCreateResponse(rsp *http.Response) (*ContactCreateResponse, err
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -39520,6 +40965,13 @@ func ParseContactDeleteResponse(rsp *http.Response) (*ContactDeleteResponse, err
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -39596,6 +41048,13 @@ func ParseContactGetResponse(rsp *http.Response) (*ContactGetResponse, error) {
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -39702,6 +41161,13 @@ func ParseContactUpdateResponse(rsp *http.Response) (*ContactUpdateResponse, err
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -39778,6 +41244,13 @@ func ParseDealsListResponse(rsp *http.Response) (*DealsListResponse, error) {
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -39887,6 +41360,13 @@ func ParseDealCreateResponse(rsp *http.Response) (*DealCreateResponse, error) {
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -39977,6 +41457,13 @@ func ParseDealDeleteResponse(rsp *http.Response) (*DealDeleteResponse, error) {
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -40053,6 +41540,13 @@ func ParseDealGetResponse(rsp *http.Response) (*DealGetResponse, error) {
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -40159,6 +41653,13 @@ func ParseDealUpdateResponse(rsp *http.Response) (*DealUpdateResponse, error) {
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -40235,6 +41736,13 @@ func ParsePipelinesListResponse(rsp *http.Response) (*PipelinesListResponse, err
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -40344,6 +41852,13 @@ func ParsePipelineCreateResponse(rsp *http.Response) (*PipelineCreateResponse, e
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -40434,6 +41949,13 @@ func ParsePipelineDeleteResponse(rsp *http.Response) (*PipelineDeleteResponse, e
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -40510,6 +42032,13 @@ func ParsePipelineGetResponse(rsp *http.Response) (*PipelineGetResponse, error) 
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -40616,6 +42145,13 @@ func ParsePipelineUpdateResponse(rsp *http.Response) (*PipelineUpdateResponse, e
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -40699,6 +42235,13 @@ func ParsePipelineBoardResponse(rsp *http.Response) (*PipelineBoardResponse, err
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -40805,6 +42348,13 @@ func ParseStageCreateResponse(rsp *http.Response) (*StageCreateResponse, error) 
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -40894,6 +42444,13 @@ func ParseStageDeleteResponse(rsp *http.Response) (*StageDeleteResponse, error) 
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -41000,6 +42557,13 @@ func ParseStageUpdateResponse(rsp *http.Response) (*StageUpdateResponse, error) 
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -41076,6 +42640,13 @@ func ParseDecisionListResponse(rsp *http.Response) (*DecisionListResponse, error
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -41185,6 +42756,13 @@ func ParseDecisionCreateResponse(rsp *http.Response) (*DecisionCreateResponse, e
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -41275,6 +42853,13 @@ func ParseDecisionDeleteResponse(rsp *http.Response) (*DecisionDeleteResponse, e
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -41352,6 +42937,13 @@ func ParseDecisionGetResponse(rsp *http.Response) (*DecisionGetResponse, error) 
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -41428,6 +43020,13 @@ func ParseDecisionAgreementResponse(rsp *http.Response) (*DecisionAgreementRespo
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -41512,6 +43111,13 @@ func ParseDecisionCasesResponse(rsp *http.Response) (*DecisionCasesResponse, err
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -41599,6 +43205,13 @@ func ParseDecisionCaseResponse(rsp *http.Response) (*DecisionCaseResponse, error
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -41705,6 +43318,13 @@ func ParseDecisionEvaluateResponse(rsp *http.Response) (*DecisionEvaluateRespons
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -41809,6 +43429,13 @@ func ParseDecisionFeedbackResponse(rsp *http.Response) (*DecisionFeedbackRespons
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -41915,6 +43542,13 @@ func ParseDecisionOutcomeResponse(rsp *http.Response) (*DecisionOutcomeResponse,
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -42001,6 +43635,13 @@ func ParseDocumentsListResponse(rsp *http.Response) (*DocumentsListResponse, err
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -42110,6 +43751,13 @@ func ParseDocumentUploadResponse(rsp *http.Response) (*DocumentUploadResponse, e
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -42196,6 +43844,13 @@ func ParseDocumentGetResponse(rsp *http.Response) (*DocumentGetResponse, error) 
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -42302,6 +43957,13 @@ func ParseDocumentApproveResponse(rsp *http.Response) (*DocumentApproveResponse,
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -42406,6 +44068,13 @@ func ParseDocumentFeedbackResponse(rsp *http.Response) (*DocumentFeedbackRespons
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -42512,6 +44181,13 @@ func ParseDocumentFieldsPatchResponse(rsp *http.Response) (*DocumentFieldsPatchR
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -42617,6 +44293,13 @@ func ParseDocumentFieldsResponse(rsp *http.Response) (*DocumentFieldsResponse, e
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -42693,6 +44376,13 @@ func ParseDocumentFileResponse(rsp *http.Response) (*DocumentFileResponse, error
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -42799,6 +44489,13 @@ func ParseDocumentRejectResponse(rsp *http.Response) (*DocumentRejectResponse, e
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -42904,6 +44601,13 @@ func ParseDocumentVersionResponse(rsp *http.Response) (*DocumentVersionResponse,
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -42984,6 +44688,13 @@ func ParseDocTypeTemplatesResponse(rsp *http.Response) (*DocTypeTemplatesRespons
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -43060,6 +44771,13 @@ func ParseDocTypesListResponse(rsp *http.Response) (*DocTypesListResponse, error
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -43169,6 +44887,13 @@ func ParseDocTypeCreateResponse(rsp *http.Response) (*DocTypeCreateResponse, err
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -43277,6 +45002,13 @@ func ParseDocTypeFromTemplateResponse(rsp *http.Response) (*DocTypeFromTemplateR
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -43367,6 +45099,13 @@ func ParseDocTypeDeleteResponse(rsp *http.Response) (*DocTypeDeleteResponse, err
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -43443,6 +45182,13 @@ func ParseDocTypeGetResponse(rsp *http.Response) (*DocTypeGetResponse, error) {
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -43549,6 +45295,13 @@ func ParseDocTypeUpdateResponse(rsp *http.Response) (*DocTypeUpdateResponse, err
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -43625,6 +45378,13 @@ func ParseDocTypeAgreementResponse(rsp *http.Response) (*DocTypeAgreementRespons
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -43724,6 +45484,13 @@ func ParseEventEmitResponse(rsp *http.Response) (*EventEmitResponse, error) {
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -43811,6 +45578,13 @@ func ParseIntegrationsResponse(rsp *http.Response) (*IntegrationsResponse, error
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -43887,6 +45661,13 @@ func ParseInvitationsListResponse(rsp *http.Response) (*InvitationsListResponse,
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -44003,6 +45784,13 @@ func ParseInvitationCreateResponse(rsp *http.Response) (*InvitationCreateRespons
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -44103,6 +45891,13 @@ func ParseInvitationRevokeResponse(rsp *http.Response) (*InvitationRevokeRespons
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -44179,6 +45974,13 @@ func ParseInvitationGetResponse(rsp *http.Response) (*InvitationGetResponse, err
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -44331,6 +46133,13 @@ func ParseMembersListResponse(rsp *http.Response) (*MembersListResponse, error) 
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -44444,6 +46253,13 @@ func ParseOutboxListResponse(rsp *http.Response) (*OutboxListResponse, error) {
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -44531,6 +46347,13 @@ func ParseRunListResponse(rsp *http.Response) (*RunListResponse, error) {
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -44617,6 +46440,13 @@ func ParseRunGetResponse(rsp *http.Response) (*RunGetResponse, error) {
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -44709,6 +46539,13 @@ func ParseRunCancelResponse(rsp *http.Response) (*RunCancelResponse, error) {
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -44785,6 +46622,13 @@ func ParseTemplatesListResponse(rsp *http.Response) (*TemplatesListResponse, err
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -44891,6 +46735,13 @@ func ParseTemplatesInstallResponse(rsp *http.Response) (*TemplatesInstallRespons
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -44978,6 +46829,13 @@ func ParseTemplateGetResponse(rsp *http.Response) (*TemplateGetResponse, error) 
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -45054,6 +46912,13 @@ func ParseProcessListResponse(rsp *http.Response) (*ProcessListResponse, error) 
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -45163,6 +47028,13 @@ func ParseProcessCreateResponse(rsp *http.Response) (*ProcessCreateResponse, err
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -45242,6 +47114,13 @@ func ParseStepTypesResponse(rsp *http.Response) (*StepTypesResponse, error) {
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -45323,6 +47202,13 @@ func ParseProcessArchiveResponse(rsp *http.Response) (*ProcessArchiveResponse, e
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -45399,6 +47285,13 @@ func ParseProcessGetResponse(rsp *http.Response) (*ProcessGetResponse, error) {
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -45512,6 +47405,13 @@ func ParseProcessUpdateResponse(rsp *http.Response) (*ProcessUpdateResponse, err
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -45598,6 +47498,13 @@ func ParseProcessAutomationGetResponse(rsp *http.Response) (*ProcessAutomationGe
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -45710,6 +47617,13 @@ func ParseProcessAutomationPatchResponse(rsp *http.Response) (*ProcessAutomation
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -45826,6 +47740,13 @@ func ParseRunStartResponse(rsp *http.Response) (*RunStartResponse, error) {
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -45920,6 +47841,13 @@ func ParseProcessVersionsResponse(rsp *http.Response) (*ProcessVersionsResponse,
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -46007,6 +47935,13 @@ func ParseTaskListResponse(rsp *http.Response) (*TaskListResponse, error) {
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -46093,6 +48028,13 @@ func ParseTaskGetResponse(rsp *http.Response) (*TaskGetResponse, error) {
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -46199,6 +48141,13 @@ func ParseTaskCompleteResponse(rsp *http.Response) (*TaskCompleteResponse, error
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -46275,6 +48224,13 @@ func ParseUseCasesListResponse(rsp *http.Response) (*UseCasesListResponse, error
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -46381,6 +48337,13 @@ func ParseUseCaseDepartmentsResponse(rsp *http.Response) (*UseCaseDepartmentsRes
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -46450,6 +48413,13 @@ func ParseUseCaseProfileGetResponse(rsp *http.Response) (*UseCaseProfileGetRespo
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -46549,6 +48519,13 @@ func ParseUseCaseProfileSetResponse(rsp *http.Response) (*UseCaseProfileSetRespo
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -46626,6 +48603,13 @@ func ParseUseCaseRegisterResponse(rsp *http.Response) (*UseCaseRegisterResponse,
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -46695,6 +48679,13 @@ func ParseUseCaseTaxonomyResponse(rsp *http.Response) (*UseCaseTaxonomyResponse,
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -46772,6 +48763,13 @@ func ParseUseCaseGetResponse(rsp *http.Response) (*UseCaseGetResponse, error) {
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -46878,6 +48876,13 @@ func ParseUseCaseAdoptionResponse(rsp *http.Response) (*UseCaseAdoptionResponse,
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -46947,6 +48952,13 @@ func ParseWorkspaceGetResponse(rsp *http.Response) (*WorkspaceGetResponse, error
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -47052,6 +49064,13 @@ func ParseWorkspacePatchResponse(rsp *http.Response) (*WorkspacePatchResponse, e
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
