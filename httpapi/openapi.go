@@ -541,8 +541,10 @@ func (g *openapiGen) operation(rt *Route, opIDs map[string]bool) map[string]any 
 	if tag == "" {
 		tag = "system"
 	}
+	id := operationID(rt, opIDs)
 	op := map[string]any{
-		"operationId": operationID(rt, opIDs),
+		"operationId": id,
+		"summary":     summary(id),
 		"tags":        []string{tag},
 	}
 	var desc []string
@@ -700,6 +702,24 @@ func operationID(rt *Route, used map[string]bool) string {
 	}
 	used[id] = true
 	return id
+}
+
+// summary spells an operation id as words: "docTypeCreate" is "Doc type
+// create".
+func summary(id string) string {
+	var b strings.Builder
+	for i, r := range id {
+		switch {
+		case i == 0:
+			b.WriteRune(unicode.ToUpper(r))
+		case unicode.IsUpper(r):
+			b.WriteByte(' ')
+			b.WriteRune(unicode.ToLower(r))
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // openapiPath turns httprouter's ":id" and "*path" into "{id}" and "{path}".

@@ -3333,1105 +3333,1637 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
-	// Health performs a GET /healthz (the `Health` operationId) request.
+	// Health Health
 	//
 	// Needs no authentication.
+	//
+	// Corresponds with GET /healthz (the `Health` operationId).
 	Health(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// KeysList performs a GET /v1/api-keys (the `KeysList` operationId) request.
+	// KeysList Keys list
+	//
+	// Corresponds with GET /v1/api-keys (the `KeysList` operationId).
 	KeysList(ctx context.Context, params *KeysListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// KeyCreateWithBody performs a POST /v1/api-keys (the `KeyCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// KeyCreateWithBody Key create
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/api-keys (the `KeyCreate` operationId).
 	KeyCreateWithBody(ctx context.Context, params *KeyCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// KeyCreate performs a POST /v1/api-keys (the `KeyCreate` operationId) request.
+	// KeyCreate Key create
+	//
 	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/api-keys (the `KeyCreate` operationId).
 	KeyCreate(ctx context.Context, params *KeyCreateParams, body KeyCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// KeyRevoke performs a DELETE /v1/api-keys/{id} (the `KeyRevoke` operationId) request.
+	// KeyRevoke Key revoke
+	//
+	// Corresponds with DELETE /v1/api-keys/{id} (the `KeyRevoke` operationId).
 	KeyRevoke(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// KeyGet performs a GET /v1/api-keys/{id} (the `KeyGet` operationId) request.
+	// KeyGet Key get
+	//
+	// Corresponds with GET /v1/api-keys/{id} (the `KeyGet` operationId).
 	KeyGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ApprovalList performs a GET /v1/approvals (the `ApprovalList` operationId) request.
+	// ApprovalList Approval list
 	//
 	// Needs the permission processes.read.
+	//
+	// Corresponds with GET /v1/approvals (the `ApprovalList` operationId).
 	ApprovalList(ctx context.Context, params *ApprovalListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ApprovalGet performs a GET /v1/approvals/{id} (the `ApprovalGet` operationId) request.
+	// ApprovalGet Approval get
 	//
 	// Needs the permission processes.read.
+	//
+	// Corresponds with GET /v1/approvals/{id} (the `ApprovalGet` operationId).
 	ApprovalGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ApprovalApproveWithBody performs a POST /v1/approvals/{id}/approve (the `ApprovalApprove` operationId) request,
-	// with any type of body and a specified content type.
+	// ApprovalApproveWithBody Approval approve
 	//
 	// Needs the permission approvals.decide.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/approvals/{id}/approve (the `ApprovalApprove` operationId).
 	ApprovalApproveWithBody(ctx context.Context, id string, params *ApprovalApproveParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ApprovalApprove performs a POST /v1/approvals/{id}/approve (the `ApprovalApprove` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// ApprovalApprove Approval approve
 	//
 	// Needs the permission approvals.decide.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/approvals/{id}/approve (the `ApprovalApprove` operationId).
 	ApprovalApprove(ctx context.Context, id string, params *ApprovalApproveParams, body ApprovalApproveJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ApprovalRejectWithBody performs a POST /v1/approvals/{id}/reject (the `ApprovalReject` operationId) request,
-	// with any type of body and a specified content type.
+	// ApprovalRejectWithBody Approval reject
 	//
 	// Needs the permission approvals.decide.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/approvals/{id}/reject (the `ApprovalReject` operationId).
 	ApprovalRejectWithBody(ctx context.Context, id string, params *ApprovalRejectParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ApprovalReject performs a POST /v1/approvals/{id}/reject (the `ApprovalReject` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// ApprovalReject Approval reject
 	//
 	// Needs the permission approvals.decide.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/approvals/{id}/reject (the `ApprovalReject` operationId).
 	ApprovalReject(ctx context.Context, id string, params *ApprovalRejectParams, body ApprovalRejectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// AppsList performs a GET /v1/apps (the `AppsList` operationId) request.
+	// AppsList Apps list
+	//
+	// Corresponds with GET /v1/apps (the `AppsList` operationId).
 	AppsList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// AuditList performs a GET /v1/audit (the `AuditList` operationId) request.
+	// AuditList Audit list
 	//
 	// Needs the permission audit.read.
+	//
+	// Corresponds with GET /v1/audit (the `AuditList` operationId).
 	AuditList(ctx context.Context, params *AuditListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// AuthCodeWithBody performs a POST /v1/auth/code (the `AuthCode` operationId) request,
-	// with any type of body and a specified content type.
+	// AuthCodeWithBody Auth code
 	//
 	// Needs no authentication.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/auth/code (the `AuthCode` operationId).
 	AuthCodeWithBody(ctx context.Context, params *AuthCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// AuthCode performs a POST /v1/auth/code (the `AuthCode` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// AuthCode Auth code
 	//
 	// Needs no authentication.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/auth/code (the `AuthCode` operationId).
 	AuthCode(ctx context.Context, params *AuthCodeParams, body AuthCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DevLoginWithBody performs a POST /v1/auth/dev-login (the `DevLogin` operationId) request,
-	// with any type of body and a specified content type.
+	// DevLoginWithBody Dev login
 	//
 	// Needs no authentication.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/auth/dev-login (the `DevLogin` operationId).
 	DevLoginWithBody(ctx context.Context, params *DevLoginParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DevLogin performs a POST /v1/auth/dev-login (the `DevLogin` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// DevLogin Dev login
 	//
 	// Needs no authentication.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/auth/dev-login (the `DevLogin` operationId).
 	DevLogin(ctx context.Context, params *DevLoginParams, body DevLoginJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// AuthEmailWithBody performs a POST /v1/auth/email (the `AuthEmail` operationId) request,
-	// with any type of body and a specified content type.
+	// AuthEmailWithBody Auth email
 	//
 	// Needs no authentication.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/auth/email (the `AuthEmail` operationId).
 	AuthEmailWithBody(ctx context.Context, params *AuthEmailParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// AuthEmail performs a POST /v1/auth/email (the `AuthEmail` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// AuthEmail Auth email
 	//
 	// Needs no authentication.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/auth/email (the `AuthEmail` operationId).
 	AuthEmail(ctx context.Context, params *AuthEmailParams, body AuthEmailJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// Logout performs a POST /v1/auth/logout (the `Logout` operationId) request.
+	// Logout Logout
+	//
+	// Corresponds with POST /v1/auth/logout (the `Logout` operationId).
 	Logout(ctx context.Context, params *LogoutParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// Me performs a GET /v1/auth/me (the `Me` operationId) request.
+	// Me Me
+	//
+	// Corresponds with GET /v1/auth/me (the `Me` operationId).
 	Me(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// AutomationGet performs a GET /v1/automation (the `AutomationGet` operationId) request.
+	// AutomationGet Automation get
 	//
 	// Needs the permission processes.read.
+	//
+	// Corresponds with GET /v1/automation (the `AutomationGet` operationId).
 	AutomationGet(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// AutomationPatchWithBody performs a PATCH /v1/automation (the `AutomationPatch` operationId) request,
-	// with any type of body and a specified content type.
+	// AutomationPatchWithBody Automation patch
 	//
 	// Needs the permission automation.manage.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/automation (the `AutomationPatch` operationId).
 	AutomationPatchWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// AutomationPatch performs a PATCH /v1/automation (the `AutomationPatch` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// AutomationPatch Automation patch
 	//
 	// Needs the permission automation.manage.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/automation (the `AutomationPatch` operationId).
 	AutomationPatch(ctx context.Context, body AutomationPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardsList performs a GET /v1/boards (the `BoardsList` operationId) request.
+	// BoardsList Boards list
 	//
 	// Needs the permission boards.read.
+	//
+	// Corresponds with GET /v1/boards (the `BoardsList` operationId).
 	BoardsList(ctx context.Context, params *BoardsListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardCreateWithBody performs a POST /v1/boards (the `BoardCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// BoardCreateWithBody Board create
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/boards (the `BoardCreate` operationId).
 	BoardCreateWithBody(ctx context.Context, params *BoardCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardCreate performs a POST /v1/boards (the `BoardCreate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// BoardCreate Board create
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/boards (the `BoardCreate` operationId).
 	BoardCreate(ctx context.Context, params *BoardCreateParams, body BoardCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardDelete performs a DELETE /v1/boards/{id} (the `BoardDelete` operationId) request.
+	// BoardDelete Board delete
 	//
 	// Needs the permission boards.write.
+	//
+	// Corresponds with DELETE /v1/boards/{id} (the `BoardDelete` operationId).
 	BoardDelete(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardGet performs a GET /v1/boards/{id} (the `BoardGet` operationId) request.
+	// BoardGet Board get
 	//
 	// Needs the permission boards.read.
+	//
+	// Corresponds with GET /v1/boards/{id} (the `BoardGet` operationId).
 	BoardGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardUpdateWithBody performs a PATCH /v1/boards/{id} (the `BoardUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// BoardUpdateWithBody Board update
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/boards/{id} (the `BoardUpdate` operationId).
 	BoardUpdateWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardUpdate performs a PATCH /v1/boards/{id} (the `BoardUpdate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// BoardUpdate Board update
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/boards/{id} (the `BoardUpdate` operationId).
 	BoardUpdate(ctx context.Context, id string, body BoardUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardColumnsList performs a GET /v1/boards/{id}/columns (the `BoardColumnsList` operationId) request.
+	// BoardColumnsList Board columns list
 	//
 	// Needs the permission boards.read.
+	//
+	// Corresponds with GET /v1/boards/{id}/columns (the `BoardColumnsList` operationId).
 	BoardColumnsList(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardColumnCreateWithBody performs a POST /v1/boards/{id}/columns (the `BoardColumnCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// BoardColumnCreateWithBody Board column create
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/boards/{id}/columns (the `BoardColumnCreate` operationId).
 	BoardColumnCreateWithBody(ctx context.Context, id string, params *BoardColumnCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardColumnCreate performs a POST /v1/boards/{id}/columns (the `BoardColumnCreate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// BoardColumnCreate Board column create
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/boards/{id}/columns (the `BoardColumnCreate` operationId).
 	BoardColumnCreate(ctx context.Context, id string, params *BoardColumnCreateParams, body BoardColumnCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardColumnDelete performs a DELETE /v1/boards/{id}/columns/{part_id} (the `BoardColumnDelete` operationId) request.
+	// BoardColumnDelete Board column delete
 	//
 	// Needs the permission boards.write.
+	//
+	// Corresponds with DELETE /v1/boards/{id}/columns/{part_id} (the `BoardColumnDelete` operationId).
 	BoardColumnDelete(ctx context.Context, id string, partId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardColumnGet performs a GET /v1/boards/{id}/columns/{part_id} (the `BoardColumnGet` operationId) request.
+	// BoardColumnGet Board column get
 	//
 	// Needs the permission boards.read.
+	//
+	// Corresponds with GET /v1/boards/{id}/columns/{part_id} (the `BoardColumnGet` operationId).
 	BoardColumnGet(ctx context.Context, id string, partId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardColumnUpdateWithBody performs a PATCH /v1/boards/{id}/columns/{part_id} (the `BoardColumnUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// BoardColumnUpdateWithBody Board column update
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/boards/{id}/columns/{part_id} (the `BoardColumnUpdate` operationId).
 	BoardColumnUpdateWithBody(ctx context.Context, id string, partId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardColumnUpdate performs a PATCH /v1/boards/{id}/columns/{part_id} (the `BoardColumnUpdate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// BoardColumnUpdate Board column update
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/boards/{id}/columns/{part_id} (the `BoardColumnUpdate` operationId).
 	BoardColumnUpdate(ctx context.Context, id string, partId string, body BoardColumnUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardGroupsList performs a GET /v1/boards/{id}/groups (the `BoardGroupsList` operationId) request.
+	// BoardGroupsList Board groups list
 	//
 	// Needs the permission boards.read.
+	//
+	// Corresponds with GET /v1/boards/{id}/groups (the `BoardGroupsList` operationId).
 	BoardGroupsList(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardGroupCreateWithBody performs a POST /v1/boards/{id}/groups (the `BoardGroupCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// BoardGroupCreateWithBody Board group create
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/boards/{id}/groups (the `BoardGroupCreate` operationId).
 	BoardGroupCreateWithBody(ctx context.Context, id string, params *BoardGroupCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardGroupCreate performs a POST /v1/boards/{id}/groups (the `BoardGroupCreate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// BoardGroupCreate Board group create
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/boards/{id}/groups (the `BoardGroupCreate` operationId).
 	BoardGroupCreate(ctx context.Context, id string, params *BoardGroupCreateParams, body BoardGroupCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardGroupDelete performs a DELETE /v1/boards/{id}/groups/{part_id} (the `BoardGroupDelete` operationId) request.
+	// BoardGroupDelete Board group delete
 	//
 	// Needs the permission boards.write.
+	//
+	// Corresponds with DELETE /v1/boards/{id}/groups/{part_id} (the `BoardGroupDelete` operationId).
 	BoardGroupDelete(ctx context.Context, id string, partId string, params *BoardGroupDeleteParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardGroupGet performs a GET /v1/boards/{id}/groups/{part_id} (the `BoardGroupGet` operationId) request.
+	// BoardGroupGet Board group get
 	//
 	// Needs the permission boards.read.
+	//
+	// Corresponds with GET /v1/boards/{id}/groups/{part_id} (the `BoardGroupGet` operationId).
 	BoardGroupGet(ctx context.Context, id string, partId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardGroupUpdateWithBody performs a PATCH /v1/boards/{id}/groups/{part_id} (the `BoardGroupUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// BoardGroupUpdateWithBody Board group update
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/boards/{id}/groups/{part_id} (the `BoardGroupUpdate` operationId).
 	BoardGroupUpdateWithBody(ctx context.Context, id string, partId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardGroupUpdate performs a PATCH /v1/boards/{id}/groups/{part_id} (the `BoardGroupUpdate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// BoardGroupUpdate Board group update
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/boards/{id}/groups/{part_id} (the `BoardGroupUpdate` operationId).
 	BoardGroupUpdate(ctx context.Context, id string, partId string, body BoardGroupUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardItemsList performs a GET /v1/boards/{id}/items (the `BoardItemsList` operationId) request.
+	// BoardItemsList Board items list
 	//
 	// Needs the permission boards.read.
+	//
+	// Corresponds with GET /v1/boards/{id}/items (the `BoardItemsList` operationId).
 	BoardItemsList(ctx context.Context, id string, params *BoardItemsListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardItemCreateWithBody performs a POST /v1/boards/{id}/items (the `BoardItemCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// BoardItemCreateWithBody Board item create
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/boards/{id}/items (the `BoardItemCreate` operationId).
 	BoardItemCreateWithBody(ctx context.Context, id string, params *BoardItemCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardItemCreate performs a POST /v1/boards/{id}/items (the `BoardItemCreate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// BoardItemCreate Board item create
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/boards/{id}/items (the `BoardItemCreate` operationId).
 	BoardItemCreate(ctx context.Context, id string, params *BoardItemCreateParams, body BoardItemCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardItemDelete performs a DELETE /v1/boards/{id}/items/{part_id} (the `BoardItemDelete` operationId) request.
+	// BoardItemDelete Board item delete
 	//
 	// Needs the permission boards.write.
+	//
+	// Corresponds with DELETE /v1/boards/{id}/items/{part_id} (the `BoardItemDelete` operationId).
 	BoardItemDelete(ctx context.Context, id string, partId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardItemGet performs a GET /v1/boards/{id}/items/{part_id} (the `BoardItemGet` operationId) request.
+	// BoardItemGet Board item get
 	//
 	// Needs the permission boards.read.
+	//
+	// Corresponds with GET /v1/boards/{id}/items/{part_id} (the `BoardItemGet` operationId).
 	BoardItemGet(ctx context.Context, id string, partId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardItemUpdateWithBody performs a PATCH /v1/boards/{id}/items/{part_id} (the `BoardItemUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// BoardItemUpdateWithBody Board item update
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/boards/{id}/items/{part_id} (the `BoardItemUpdate` operationId).
 	BoardItemUpdateWithBody(ctx context.Context, id string, partId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardItemUpdate performs a PATCH /v1/boards/{id}/items/{part_id} (the `BoardItemUpdate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// BoardItemUpdate Board item update
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/boards/{id}/items/{part_id} (the `BoardItemUpdate` operationId).
 	BoardItemUpdate(ctx context.Context, id string, partId string, body BoardItemUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardStatusesList performs a GET /v1/boards/{id}/statuses (the `BoardStatusesList` operationId) request.
+	// BoardStatusesList Board statuses list
 	//
 	// Needs the permission boards.read.
+	//
+	// Corresponds with GET /v1/boards/{id}/statuses (the `BoardStatusesList` operationId).
 	BoardStatusesList(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardStatusCreateWithBody performs a POST /v1/boards/{id}/statuses (the `BoardStatusCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// BoardStatusCreateWithBody Board status create
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/boards/{id}/statuses (the `BoardStatusCreate` operationId).
 	BoardStatusCreateWithBody(ctx context.Context, id string, params *BoardStatusCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardStatusCreate performs a POST /v1/boards/{id}/statuses (the `BoardStatusCreate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// BoardStatusCreate Board status create
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/boards/{id}/statuses (the `BoardStatusCreate` operationId).
 	BoardStatusCreate(ctx context.Context, id string, params *BoardStatusCreateParams, body BoardStatusCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardStatusDelete performs a DELETE /v1/boards/{id}/statuses/{part_id} (the `BoardStatusDelete` operationId) request.
+	// BoardStatusDelete Board status delete
 	//
 	// Needs the permission boards.write.
+	//
+	// Corresponds with DELETE /v1/boards/{id}/statuses/{part_id} (the `BoardStatusDelete` operationId).
 	BoardStatusDelete(ctx context.Context, id string, partId string, params *BoardStatusDeleteParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardStatusGet performs a GET /v1/boards/{id}/statuses/{part_id} (the `BoardStatusGet` operationId) request.
+	// BoardStatusGet Board status get
 	//
 	// Needs the permission boards.read.
+	//
+	// Corresponds with GET /v1/boards/{id}/statuses/{part_id} (the `BoardStatusGet` operationId).
 	BoardStatusGet(ctx context.Context, id string, partId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardStatusUpdateWithBody performs a PATCH /v1/boards/{id}/statuses/{part_id} (the `BoardStatusUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// BoardStatusUpdateWithBody Board status update
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/boards/{id}/statuses/{part_id} (the `BoardStatusUpdate` operationId).
 	BoardStatusUpdateWithBody(ctx context.Context, id string, partId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// BoardStatusUpdate performs a PATCH /v1/boards/{id}/statuses/{part_id} (the `BoardStatusUpdate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// BoardStatusUpdate Board status update
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/boards/{id}/statuses/{part_id} (the `BoardStatusUpdate` operationId).
 	BoardStatusUpdate(ctx context.Context, id string, partId string, body BoardStatusUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CapabilitiesList performs a GET /v1/capabilities (the `CapabilitiesList` operationId) request.
+	// CapabilitiesList Capabilities list
+	//
+	// Corresponds with GET /v1/capabilities (the `CapabilitiesList` operationId).
 	CapabilitiesList(ctx context.Context, params *CapabilitiesListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CapabilityGaps performs a GET /v1/capabilities/gaps (the `CapabilityGaps` operationId) request.
+	// CapabilityGaps Capability gaps
+	//
+	// Corresponds with GET /v1/capabilities/gaps (the `CapabilityGaps` operationId).
 	CapabilityGaps(ctx context.Context, params *CapabilityGapsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CapabilityGet performs a GET /v1/capabilities/{id} (the `CapabilityGet` operationId) request.
+	// CapabilityGet Capability get
+	//
+	// Corresponds with GET /v1/capabilities/{id} (the `CapabilityGet` operationId).
 	CapabilityGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CapabilityUnbind performs a DELETE /v1/capabilities/{id}/binding (the `CapabilityUnbind` operationId) request.
+	// CapabilityUnbind Capability unbind
 	//
 	// Needs the permission capabilities.manage.
+	//
+	// Corresponds with DELETE /v1/capabilities/{id}/binding (the `CapabilityUnbind` operationId).
 	CapabilityUnbind(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CapabilityBindWithBody performs a PUT /v1/capabilities/{id}/binding (the `CapabilityBind` operationId) request,
-	// with any type of body and a specified content type.
+	// CapabilityBindWithBody Capability bind
 	//
 	// Needs the permission capabilities.manage.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/capabilities/{id}/binding (the `CapabilityBind` operationId).
 	CapabilityBindWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CapabilityBind performs a PUT /v1/capabilities/{id}/binding (the `CapabilityBind` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// CapabilityBind Capability bind
 	//
 	// Needs the permission capabilities.manage.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/capabilities/{id}/binding (the `CapabilityBind` operationId).
 	CapabilityBind(ctx context.Context, id string, body CapabilityBindJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ChangesList performs a GET /v1/changes (the `ChangesList` operationId) request.
+	// ChangesList Changes list
+	//
+	// Corresponds with GET /v1/changes (the `ChangesList` operationId).
 	ChangesList(ctx context.Context, params *ChangesListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ChangeGet performs a GET /v1/changes/{id} (the `ChangeGet` operationId) request.
+	// ChangeGet Change get
+	//
+	// Corresponds with GET /v1/changes/{id} (the `ChangeGet` operationId).
 	ChangeGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ChangeApproveWithBody performs a POST /v1/changes/{id}/approve (the `ChangeApprove` operationId) request,
-	// with any type of body and a specified content type.
+	// ChangeApproveWithBody Change approve
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/changes/{id}/approve (the `ChangeApprove` operationId).
 	ChangeApproveWithBody(ctx context.Context, id string, params *ChangeApproveParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ChangeApprove performs a POST /v1/changes/{id}/approve (the `ChangeApprove` operationId) request.
+	// ChangeApprove Change approve
+	//
 	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/changes/{id}/approve (the `ChangeApprove` operationId).
 	ChangeApprove(ctx context.Context, id string, params *ChangeApproveParams, body ChangeApproveJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ChangeRejectWithBody performs a POST /v1/changes/{id}/reject (the `ChangeReject` operationId) request,
-	// with any type of body and a specified content type.
+	// ChangeRejectWithBody Change reject
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/changes/{id}/reject (the `ChangeReject` operationId).
 	ChangeRejectWithBody(ctx context.Context, id string, params *ChangeRejectParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ChangeReject performs a POST /v1/changes/{id}/reject (the `ChangeReject` operationId) request.
+	// ChangeReject Change reject
+	//
 	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/changes/{id}/reject (the `ChangeReject` operationId).
 	ChangeReject(ctx context.Context, id string, params *ChangeRejectParams, body ChangeRejectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// Cockpit performs a GET /v1/cockpit (the `Cockpit` operationId) request.
+	// Cockpit Cockpit
 	//
 	// Needs the permission processes.read.
+	//
+	// Corresponds with GET /v1/cockpit (the `Cockpit` operationId).
 	Cockpit(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// Connections performs a GET /v1/connections (the `Connections` operationId) request.
+	// Connections Connections
+	//
+	// Corresponds with GET /v1/connections (the `Connections` operationId).
 	Connections(ctx context.Context, params *ConnectionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ActivitiesList performs a GET /v1/crm/activities (the `ActivitiesList` operationId) request.
+	// ActivitiesList Activities list
 	//
 	// Needs the permission crm.read.
+	//
+	// Corresponds with GET /v1/crm/activities (the `ActivitiesList` operationId).
 	ActivitiesList(ctx context.Context, params *ActivitiesListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ActivityCreateWithBody performs a POST /v1/crm/activities (the `ActivityCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// ActivityCreateWithBody Activity create
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/crm/activities (the `ActivityCreate` operationId).
 	ActivityCreateWithBody(ctx context.Context, params *ActivityCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ActivityCreate performs a POST /v1/crm/activities (the `ActivityCreate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// ActivityCreate Activity create
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/crm/activities (the `ActivityCreate` operationId).
 	ActivityCreate(ctx context.Context, params *ActivityCreateParams, body ActivityCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ActivityDelete performs a DELETE /v1/crm/activities/{id} (the `ActivityDelete` operationId) request.
+	// ActivityDelete Activity delete
 	//
 	// Needs the permission crm.write.
+	//
+	// Corresponds with DELETE /v1/crm/activities/{id} (the `ActivityDelete` operationId).
 	ActivityDelete(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ActivityGet performs a GET /v1/crm/activities/{id} (the `ActivityGet` operationId) request.
+	// ActivityGet Activity get
 	//
 	// Needs the permission crm.read.
+	//
+	// Corresponds with GET /v1/crm/activities/{id} (the `ActivityGet` operationId).
 	ActivityGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ActivityUpdateWithBody performs a PATCH /v1/crm/activities/{id} (the `ActivityUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// ActivityUpdateWithBody Activity update
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/crm/activities/{id} (the `ActivityUpdate` operationId).
 	ActivityUpdateWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ActivityUpdate performs a PATCH /v1/crm/activities/{id} (the `ActivityUpdate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// ActivityUpdate Activity update
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/crm/activities/{id} (the `ActivityUpdate` operationId).
 	ActivityUpdate(ctx context.Context, id string, body ActivityUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CompaniesList performs a GET /v1/crm/companies (the `CompaniesList` operationId) request.
+	// CompaniesList Companies list
 	//
 	// Needs the permission crm.read.
+	//
+	// Corresponds with GET /v1/crm/companies (the `CompaniesList` operationId).
 	CompaniesList(ctx context.Context, params *CompaniesListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CompanyCreateWithBody performs a POST /v1/crm/companies (the `CompanyCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// CompanyCreateWithBody Company create
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/crm/companies (the `CompanyCreate` operationId).
 	CompanyCreateWithBody(ctx context.Context, params *CompanyCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CompanyCreate performs a POST /v1/crm/companies (the `CompanyCreate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// CompanyCreate Company create
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/crm/companies (the `CompanyCreate` operationId).
 	CompanyCreate(ctx context.Context, params *CompanyCreateParams, body CompanyCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CompanyDelete performs a DELETE /v1/crm/companies/{id} (the `CompanyDelete` operationId) request.
+	// CompanyDelete Company delete
 	//
 	// Needs the permission crm.write.
+	//
+	// Corresponds with DELETE /v1/crm/companies/{id} (the `CompanyDelete` operationId).
 	CompanyDelete(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CompanyGet performs a GET /v1/crm/companies/{id} (the `CompanyGet` operationId) request.
+	// CompanyGet Company get
 	//
 	// Needs the permission crm.read.
+	//
+	// Corresponds with GET /v1/crm/companies/{id} (the `CompanyGet` operationId).
 	CompanyGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CompanyUpdateWithBody performs a PATCH /v1/crm/companies/{id} (the `CompanyUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// CompanyUpdateWithBody Company update
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/crm/companies/{id} (the `CompanyUpdate` operationId).
 	CompanyUpdateWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CompanyUpdate performs a PATCH /v1/crm/companies/{id} (the `CompanyUpdate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// CompanyUpdate Company update
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/crm/companies/{id} (the `CompanyUpdate` operationId).
 	CompanyUpdate(ctx context.Context, id string, body CompanyUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ContactsList performs a GET /v1/crm/contacts (the `ContactsList` operationId) request.
+	// ContactsList Contacts list
 	//
 	// Needs the permission crm.read.
+	//
+	// Corresponds with GET /v1/crm/contacts (the `ContactsList` operationId).
 	ContactsList(ctx context.Context, params *ContactsListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ContactCreateWithBody performs a POST /v1/crm/contacts (the `ContactCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// ContactCreateWithBody Contact create
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/crm/contacts (the `ContactCreate` operationId).
 	ContactCreateWithBody(ctx context.Context, params *ContactCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ContactCreate performs a POST /v1/crm/contacts (the `ContactCreate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// ContactCreate Contact create
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/crm/contacts (the `ContactCreate` operationId).
 	ContactCreate(ctx context.Context, params *ContactCreateParams, body ContactCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ContactDelete performs a DELETE /v1/crm/contacts/{id} (the `ContactDelete` operationId) request.
+	// ContactDelete Contact delete
 	//
 	// Needs the permission crm.write.
+	//
+	// Corresponds with DELETE /v1/crm/contacts/{id} (the `ContactDelete` operationId).
 	ContactDelete(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ContactGet performs a GET /v1/crm/contacts/{id} (the `ContactGet` operationId) request.
+	// ContactGet Contact get
 	//
 	// Needs the permission crm.read.
+	//
+	// Corresponds with GET /v1/crm/contacts/{id} (the `ContactGet` operationId).
 	ContactGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ContactUpdateWithBody performs a PATCH /v1/crm/contacts/{id} (the `ContactUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// ContactUpdateWithBody Contact update
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/crm/contacts/{id} (the `ContactUpdate` operationId).
 	ContactUpdateWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ContactUpdate performs a PATCH /v1/crm/contacts/{id} (the `ContactUpdate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// ContactUpdate Contact update
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/crm/contacts/{id} (the `ContactUpdate` operationId).
 	ContactUpdate(ctx context.Context, id string, body ContactUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DealsList performs a GET /v1/crm/deals (the `DealsList` operationId) request.
+	// DealsList Deals list
 	//
 	// Needs the permission crm.read.
+	//
+	// Corresponds with GET /v1/crm/deals (the `DealsList` operationId).
 	DealsList(ctx context.Context, params *DealsListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DealCreateWithBody performs a POST /v1/crm/deals (the `DealCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// DealCreateWithBody Deal create
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/crm/deals (the `DealCreate` operationId).
 	DealCreateWithBody(ctx context.Context, params *DealCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DealCreate performs a POST /v1/crm/deals (the `DealCreate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// DealCreate Deal create
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/crm/deals (the `DealCreate` operationId).
 	DealCreate(ctx context.Context, params *DealCreateParams, body DealCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DealDelete performs a DELETE /v1/crm/deals/{id} (the `DealDelete` operationId) request.
+	// DealDelete Deal delete
 	//
 	// Needs the permission crm.write.
+	//
+	// Corresponds with DELETE /v1/crm/deals/{id} (the `DealDelete` operationId).
 	DealDelete(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DealGet performs a GET /v1/crm/deals/{id} (the `DealGet` operationId) request.
+	// DealGet Deal get
 	//
 	// Needs the permission crm.read.
+	//
+	// Corresponds with GET /v1/crm/deals/{id} (the `DealGet` operationId).
 	DealGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DealUpdateWithBody performs a PATCH /v1/crm/deals/{id} (the `DealUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// DealUpdateWithBody Deal update
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/crm/deals/{id} (the `DealUpdate` operationId).
 	DealUpdateWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DealUpdate performs a PATCH /v1/crm/deals/{id} (the `DealUpdate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// DealUpdate Deal update
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/crm/deals/{id} (the `DealUpdate` operationId).
 	DealUpdate(ctx context.Context, id string, body DealUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PipelinesList performs a GET /v1/crm/pipelines (the `PipelinesList` operationId) request.
+	// PipelinesList Pipelines list
 	//
 	// Needs the permission crm.read.
+	//
+	// Corresponds with GET /v1/crm/pipelines (the `PipelinesList` operationId).
 	PipelinesList(ctx context.Context, params *PipelinesListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PipelineCreateWithBody performs a POST /v1/crm/pipelines (the `PipelineCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// PipelineCreateWithBody Pipeline create
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/crm/pipelines (the `PipelineCreate` operationId).
 	PipelineCreateWithBody(ctx context.Context, params *PipelineCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PipelineCreate performs a POST /v1/crm/pipelines (the `PipelineCreate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// PipelineCreate Pipeline create
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/crm/pipelines (the `PipelineCreate` operationId).
 	PipelineCreate(ctx context.Context, params *PipelineCreateParams, body PipelineCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PipelineDelete performs a DELETE /v1/crm/pipelines/{id} (the `PipelineDelete` operationId) request.
+	// PipelineDelete Pipeline delete
 	//
 	// Needs the permission crm.write.
+	//
+	// Corresponds with DELETE /v1/crm/pipelines/{id} (the `PipelineDelete` operationId).
 	PipelineDelete(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PipelineGet performs a GET /v1/crm/pipelines/{id} (the `PipelineGet` operationId) request.
+	// PipelineGet Pipeline get
 	//
 	// Needs the permission crm.read.
+	//
+	// Corresponds with GET /v1/crm/pipelines/{id} (the `PipelineGet` operationId).
 	PipelineGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PipelineUpdateWithBody performs a PATCH /v1/crm/pipelines/{id} (the `PipelineUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// PipelineUpdateWithBody Pipeline update
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/crm/pipelines/{id} (the `PipelineUpdate` operationId).
 	PipelineUpdateWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PipelineUpdate performs a PATCH /v1/crm/pipelines/{id} (the `PipelineUpdate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// PipelineUpdate Pipeline update
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/crm/pipelines/{id} (the `PipelineUpdate` operationId).
 	PipelineUpdate(ctx context.Context, id string, body PipelineUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PipelineBoard performs a GET /v1/crm/pipelines/{id}/board (the `PipelineBoard` operationId) request.
+	// PipelineBoard Pipeline board
 	//
 	// Needs the permission crm.read.
+	//
+	// Corresponds with GET /v1/crm/pipelines/{id}/board (the `PipelineBoard` operationId).
 	PipelineBoard(ctx context.Context, id string, params *PipelineBoardParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// StageCreateWithBody performs a POST /v1/crm/pipelines/{id}/stages (the `StageCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// StageCreateWithBody Stage create
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/crm/pipelines/{id}/stages (the `StageCreate` operationId).
 	StageCreateWithBody(ctx context.Context, id string, params *StageCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// StageCreate performs a POST /v1/crm/pipelines/{id}/stages (the `StageCreate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// StageCreate Stage create
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/crm/pipelines/{id}/stages (the `StageCreate` operationId).
 	StageCreate(ctx context.Context, id string, params *StageCreateParams, body StageCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// StageDelete performs a DELETE /v1/crm/pipelines/{id}/stages/{stage_id} (the `StageDelete` operationId) request.
+	// StageDelete Stage delete
 	//
 	// Needs the permission crm.write.
+	//
+	// Corresponds with DELETE /v1/crm/pipelines/{id}/stages/{stage_id} (the `StageDelete` operationId).
 	StageDelete(ctx context.Context, id string, stageId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// StageUpdateWithBody performs a PATCH /v1/crm/pipelines/{id}/stages/{stage_id} (the `StageUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// StageUpdateWithBody Stage update
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/crm/pipelines/{id}/stages/{stage_id} (the `StageUpdate` operationId).
 	StageUpdateWithBody(ctx context.Context, id string, stageId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// StageUpdate performs a PATCH /v1/crm/pipelines/{id}/stages/{stage_id} (the `StageUpdate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// StageUpdate Stage update
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/crm/pipelines/{id}/stages/{stage_id} (the `StageUpdate` operationId).
 	StageUpdate(ctx context.Context, id string, stageId string, body StageUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DecisionList performs a GET /v1/decisions (the `DecisionList` operationId) request.
+	// DecisionList Decision list
 	//
 	// Needs the permission processes.read.
+	//
+	// Corresponds with GET /v1/decisions (the `DecisionList` operationId).
 	DecisionList(ctx context.Context, params *DecisionListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DecisionCreateWithBody performs a POST /v1/decisions (the `DecisionCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// DecisionCreateWithBody Decision create
 	//
 	// Needs the permission automation.manage.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/decisions (the `DecisionCreate` operationId).
 	DecisionCreateWithBody(ctx context.Context, params *DecisionCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DecisionCreate performs a POST /v1/decisions (the `DecisionCreate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// DecisionCreate Decision create
 	//
 	// Needs the permission automation.manage.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/decisions (the `DecisionCreate` operationId).
 	DecisionCreate(ctx context.Context, params *DecisionCreateParams, body DecisionCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DecisionDelete performs a DELETE /v1/decisions/{name} (the `DecisionDelete` operationId) request.
+	// DecisionDelete Decision delete
 	//
 	// Needs the permission automation.manage.
+	//
+	// Corresponds with DELETE /v1/decisions/{name} (the `DecisionDelete` operationId).
 	DecisionDelete(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DecisionGet performs a GET /v1/decisions/{name} (the `DecisionGet` operationId) request.
+	// DecisionGet Decision get
 	//
 	// Needs the permission processes.read.
+	//
+	// Corresponds with GET /v1/decisions/{name} (the `DecisionGet` operationId).
 	DecisionGet(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DecisionAgreement performs a GET /v1/decisions/{name}/agreement (the `DecisionAgreement` operationId) request.
+	// DecisionAgreement Decision agreement
 	//
 	// Needs the permission processes.read.
+	//
+	// Corresponds with GET /v1/decisions/{name}/agreement (the `DecisionAgreement` operationId).
 	DecisionAgreement(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DecisionCases performs a GET /v1/decisions/{name}/cases (the `DecisionCases` operationId) request.
+	// DecisionCases Decision cases
 	//
 	// Needs the permission processes.read.
+	//
+	// Corresponds with GET /v1/decisions/{name}/cases (the `DecisionCases` operationId).
 	DecisionCases(ctx context.Context, name string, params *DecisionCasesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DecisionCase performs a GET /v1/decisions/{name}/cases/{case_id} (the `DecisionCase` operationId) request.
+	// DecisionCase Decision case
 	//
 	// Needs the permission processes.read.
+	//
+	// Corresponds with GET /v1/decisions/{name}/cases/{case_id} (the `DecisionCase` operationId).
 	DecisionCase(ctx context.Context, name string, caseId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DecisionEvaluateWithBody performs a POST /v1/decisions/{name}/evaluate (the `DecisionEvaluate` operationId) request,
-	// with any type of body and a specified content type.
+	// DecisionEvaluateWithBody Decision evaluate
 	//
 	// Needs the permission runs.start.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/decisions/{name}/evaluate (the `DecisionEvaluate` operationId).
 	DecisionEvaluateWithBody(ctx context.Context, name string, params *DecisionEvaluateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DecisionEvaluate performs a POST /v1/decisions/{name}/evaluate (the `DecisionEvaluate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// DecisionEvaluate Decision evaluate
 	//
 	// Needs the permission runs.start.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/decisions/{name}/evaluate (the `DecisionEvaluate` operationId).
 	DecisionEvaluate(ctx context.Context, name string, params *DecisionEvaluateParams, body DecisionEvaluateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DecisionFeedbackWithBody performs a POST /v1/decisions/{name}/feedback (the `DecisionFeedback` operationId) request,
-	// with any type of body and a specified content type.
+	// DecisionFeedbackWithBody Decision feedback
 	//
 	// Needs the permission approvals.decide.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/decisions/{name}/feedback (the `DecisionFeedback` operationId).
 	DecisionFeedbackWithBody(ctx context.Context, name string, params *DecisionFeedbackParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DecisionFeedback performs a POST /v1/decisions/{name}/feedback (the `DecisionFeedback` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// DecisionFeedback Decision feedback
 	//
 	// Needs the permission approvals.decide.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/decisions/{name}/feedback (the `DecisionFeedback` operationId).
 	DecisionFeedback(ctx context.Context, name string, params *DecisionFeedbackParams, body DecisionFeedbackJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DecisionOutcomeWithBody performs a POST /v1/decisions/{name}/outcomes (the `DecisionOutcome` operationId) request,
-	// with any type of body and a specified content type.
+	// DecisionOutcomeWithBody Decision outcome
 	//
 	// Needs the permission approvals.decide.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/decisions/{name}/outcomes (the `DecisionOutcome` operationId).
 	DecisionOutcomeWithBody(ctx context.Context, name string, params *DecisionOutcomeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DecisionOutcome performs a POST /v1/decisions/{name}/outcomes (the `DecisionOutcome` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// DecisionOutcome Decision outcome
 	//
 	// Needs the permission approvals.decide.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/decisions/{name}/outcomes (the `DecisionOutcome` operationId).
 	DecisionOutcome(ctx context.Context, name string, params *DecisionOutcomeParams, body DecisionOutcomeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocumentsList performs a GET /v1/docs/documents (the `DocumentsList` operationId) request.
+	// DocumentsList Documents list
 	//
 	// Needs the permission docs.read.
+	//
+	// Corresponds with GET /v1/docs/documents (the `DocumentsList` operationId).
 	DocumentsList(ctx context.Context, params *DocumentsListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocumentUploadWithBody performs a POST /v1/docs/documents (the `DocumentUpload` operationId) request,
-	// with any type of body and a specified content type.
+	// DocumentUploadWithBody Document upload
 	//
 	// Needs the permission docs.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/docs/documents (the `DocumentUpload` operationId).
 	DocumentUploadWithBody(ctx context.Context, params *DocumentUploadParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocumentGet performs a GET /v1/docs/documents/{id} (the `DocumentGet` operationId) request.
+	// DocumentGet Document get
 	//
 	// Needs the permission docs.read.
+	//
+	// Corresponds with GET /v1/docs/documents/{id} (the `DocumentGet` operationId).
 	DocumentGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocumentApproveWithBody performs a POST /v1/docs/documents/{id}/approve (the `DocumentApprove` operationId) request,
-	// with any type of body and a specified content type.
+	// DocumentApproveWithBody Document approve
 	//
 	// Needs the permission docs.review.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/docs/documents/{id}/approve (the `DocumentApprove` operationId).
 	DocumentApproveWithBody(ctx context.Context, id string, params *DocumentApproveParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocumentApprove performs a POST /v1/docs/documents/{id}/approve (the `DocumentApprove` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// DocumentApprove Document approve
 	//
 	// Needs the permission docs.review.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/docs/documents/{id}/approve (the `DocumentApprove` operationId).
 	DocumentApprove(ctx context.Context, id string, params *DocumentApproveParams, body DocumentApproveJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocumentFeedbackWithBody performs a POST /v1/docs/documents/{id}/feedback (the `DocumentFeedback` operationId) request,
-	// with any type of body and a specified content type.
+	// DocumentFeedbackWithBody Document feedback
 	//
 	// Needs the permission docs.review.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/docs/documents/{id}/feedback (the `DocumentFeedback` operationId).
 	DocumentFeedbackWithBody(ctx context.Context, id string, params *DocumentFeedbackParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocumentFeedback performs a POST /v1/docs/documents/{id}/feedback (the `DocumentFeedback` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// DocumentFeedback Document feedback
 	//
 	// Needs the permission docs.review.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/docs/documents/{id}/feedback (the `DocumentFeedback` operationId).
 	DocumentFeedback(ctx context.Context, id string, params *DocumentFeedbackParams, body DocumentFeedbackJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocumentFieldsPatchWithBody performs a PATCH /v1/docs/documents/{id}/fields (the `DocumentFieldsPatch` operationId) request,
-	// with any type of body and a specified content type.
+	// DocumentFieldsPatchWithBody Document fields patch
 	//
 	// Needs the permission docs.review.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/docs/documents/{id}/fields (the `DocumentFieldsPatch` operationId).
 	DocumentFieldsPatchWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocumentFieldsPatch performs a PATCH /v1/docs/documents/{id}/fields (the `DocumentFieldsPatch` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// DocumentFieldsPatch Document fields patch
 	//
 	// Needs the permission docs.review.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/docs/documents/{id}/fields (the `DocumentFieldsPatch` operationId).
 	DocumentFieldsPatch(ctx context.Context, id string, body DocumentFieldsPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocumentFieldsWithBody performs a POST /v1/docs/documents/{id}/fields (the `DocumentFields` operationId) request,
-	// with any type of body and a specified content type.
+	// DocumentFieldsWithBody Document fields
 	//
 	// Needs the permission docs.review.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/docs/documents/{id}/fields (the `DocumentFields` operationId).
 	DocumentFieldsWithBody(ctx context.Context, id string, params *DocumentFieldsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocumentFields performs a POST /v1/docs/documents/{id}/fields (the `DocumentFields` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// DocumentFields Document fields
 	//
 	// Needs the permission docs.review.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/docs/documents/{id}/fields (the `DocumentFields` operationId).
 	DocumentFields(ctx context.Context, id string, params *DocumentFieldsParams, body DocumentFieldsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocumentFile performs a GET /v1/docs/documents/{id}/file (the `DocumentFile` operationId) request.
+	// DocumentFile Document file
 	//
 	// Needs the permission docs.read.
+	//
+	// Corresponds with GET /v1/docs/documents/{id}/file (the `DocumentFile` operationId).
 	DocumentFile(ctx context.Context, id string, params *DocumentFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocumentRejectWithBody performs a POST /v1/docs/documents/{id}/reject (the `DocumentReject` operationId) request,
-	// with any type of body and a specified content type.
+	// DocumentRejectWithBody Document reject
 	//
 	// Needs the permission docs.review.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/docs/documents/{id}/reject (the `DocumentReject` operationId).
 	DocumentRejectWithBody(ctx context.Context, id string, params *DocumentRejectParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocumentReject performs a POST /v1/docs/documents/{id}/reject (the `DocumentReject` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// DocumentReject Document reject
 	//
 	// Needs the permission docs.review.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/docs/documents/{id}/reject (the `DocumentReject` operationId).
 	DocumentReject(ctx context.Context, id string, params *DocumentRejectParams, body DocumentRejectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocumentVersionWithBody performs a POST /v1/docs/documents/{id}/versions (the `DocumentVersion` operationId) request,
-	// with any type of body and a specified content type.
+	// DocumentVersionWithBody Document version
 	//
 	// Needs the permission docs.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/docs/documents/{id}/versions (the `DocumentVersion` operationId).
 	DocumentVersionWithBody(ctx context.Context, id string, params *DocumentVersionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocTypeTemplates performs a GET /v1/docs/type-templates (the `DocTypeTemplates` operationId) request.
+	// DocTypeTemplates Doc type templates
 	//
 	// Needs the permission docs.read.
+	//
+	// Corresponds with GET /v1/docs/type-templates (the `DocTypeTemplates` operationId).
 	DocTypeTemplates(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocTypesList performs a GET /v1/docs/types (the `DocTypesList` operationId) request.
+	// DocTypesList Doc types list
 	//
 	// Needs the permission docs.read.
+	//
+	// Corresponds with GET /v1/docs/types (the `DocTypesList` operationId).
 	DocTypesList(ctx context.Context, params *DocTypesListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocTypeCreateWithBody performs a POST /v1/docs/types (the `DocTypeCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// DocTypeCreateWithBody Doc type create
 	//
 	// Needs the permission docs.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/docs/types (the `DocTypeCreate` operationId).
 	DocTypeCreateWithBody(ctx context.Context, params *DocTypeCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocTypeCreate performs a POST /v1/docs/types (the `DocTypeCreate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// DocTypeCreate Doc type create
 	//
 	// Needs the permission docs.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/docs/types (the `DocTypeCreate` operationId).
 	DocTypeCreate(ctx context.Context, params *DocTypeCreateParams, body DocTypeCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocTypeFromTemplateWithBody performs a POST /v1/docs/types/from-template (the `DocTypeFromTemplate` operationId) request,
-	// with any type of body and a specified content type.
+	// DocTypeFromTemplateWithBody Doc type from template
 	//
 	// Needs the permission docs.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/docs/types/from-template (the `DocTypeFromTemplate` operationId).
 	DocTypeFromTemplateWithBody(ctx context.Context, params *DocTypeFromTemplateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocTypeFromTemplate performs a POST /v1/docs/types/from-template (the `DocTypeFromTemplate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// DocTypeFromTemplate Doc type from template
 	//
 	// Needs the permission docs.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/docs/types/from-template (the `DocTypeFromTemplate` operationId).
 	DocTypeFromTemplate(ctx context.Context, params *DocTypeFromTemplateParams, body DocTypeFromTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocTypeDelete performs a DELETE /v1/docs/types/{id} (the `DocTypeDelete` operationId) request.
+	// DocTypeDelete Doc type delete
 	//
 	// Needs the permission docs.write.
+	//
+	// Corresponds with DELETE /v1/docs/types/{id} (the `DocTypeDelete` operationId).
 	DocTypeDelete(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocTypeGet performs a GET /v1/docs/types/{id} (the `DocTypeGet` operationId) request.
+	// DocTypeGet Doc type get
 	//
 	// Needs the permission docs.read.
+	//
+	// Corresponds with GET /v1/docs/types/{id} (the `DocTypeGet` operationId).
 	DocTypeGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocTypeUpdateWithBody performs a PATCH /v1/docs/types/{id} (the `DocTypeUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// DocTypeUpdateWithBody Doc type update
 	//
 	// Needs the permission docs.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/docs/types/{id} (the `DocTypeUpdate` operationId).
 	DocTypeUpdateWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocTypeUpdate performs a PATCH /v1/docs/types/{id} (the `DocTypeUpdate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// DocTypeUpdate Doc type update
 	//
 	// Needs the permission docs.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/docs/types/{id} (the `DocTypeUpdate` operationId).
 	DocTypeUpdate(ctx context.Context, id string, body DocTypeUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DocTypeAgreement performs a GET /v1/docs/types/{id}/agreement (the `DocTypeAgreement` operationId) request.
+	// DocTypeAgreement Doc type agreement
 	//
 	// Needs the permission docs.read.
+	//
+	// Corresponds with GET /v1/docs/types/{id}/agreement (the `DocTypeAgreement` operationId).
 	DocTypeAgreement(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// EventEmitWithBody performs a POST /v1/events (the `EventEmit` operationId) request,
-	// with any type of body and a specified content type.
+	// EventEmitWithBody Event emit
 	//
 	// Needs the permission events.emit.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/events (the `EventEmit` operationId).
 	EventEmitWithBody(ctx context.Context, params *EventEmitParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// EventEmit performs a POST /v1/events (the `EventEmit` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// EventEmit Event emit
 	//
 	// Needs the permission events.emit.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/events (the `EventEmit` operationId).
 	EventEmit(ctx context.Context, params *EventEmitParams, body EventEmitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// Integrations performs a GET /v1/integrations (the `Integrations` operationId) request.
+	// Integrations Integrations
+	//
+	// Corresponds with GET /v1/integrations (the `Integrations` operationId).
 	Integrations(ctx context.Context, params *IntegrationsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// InvitationsList performs a GET /v1/invitations (the `InvitationsList` operationId) request.
+	// InvitationsList Invitations list
 	//
 	// Needs the permission access.manage.
+	//
+	// Corresponds with GET /v1/invitations (the `InvitationsList` operationId).
 	InvitationsList(ctx context.Context, params *InvitationsListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// InvitationCreateWithBody performs a POST /v1/invitations (the `InvitationCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// InvitationCreateWithBody Invitation create
 	//
 	// Needs the permission access.manage.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/invitations (the `InvitationCreate` operationId).
 	InvitationCreateWithBody(ctx context.Context, params *InvitationCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// InvitationCreate performs a POST /v1/invitations (the `InvitationCreate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// InvitationCreate Invitation create
 	//
 	// Needs the permission access.manage.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/invitations (the `InvitationCreate` operationId).
 	InvitationCreate(ctx context.Context, params *InvitationCreateParams, body InvitationCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// InvitationRevoke performs a DELETE /v1/invitations/{id} (the `InvitationRevoke` operationId) request.
+	// InvitationRevoke Invitation revoke
 	//
 	// Needs the permission access.manage.
+	//
+	// Corresponds with DELETE /v1/invitations/{id} (the `InvitationRevoke` operationId).
 	InvitationRevoke(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// InvitationGet performs a GET /v1/invitations/{id} (the `InvitationGet` operationId) request.
+	// InvitationGet Invitation get
 	//
 	// Needs the permission access.manage.
+	//
+	// Corresponds with GET /v1/invitations/{id} (the `InvitationGet` operationId).
 	InvitationGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// InvitationAcceptWithBody performs a POST /v1/invitations/{token}/accept (the `InvitationAccept` operationId) request,
-	// with any type of body and a specified content type.
+	// InvitationAcceptWithBody Invitation accept
 	//
 	// Needs no authentication.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/invitations/{token}/accept (the `InvitationAccept` operationId).
 	InvitationAcceptWithBody(ctx context.Context, token string, params *InvitationAcceptParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// InvitationAccept performs a POST /v1/invitations/{token}/accept (the `InvitationAccept` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// InvitationAccept Invitation accept
 	//
 	// Needs no authentication.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/invitations/{token}/accept (the `InvitationAccept` operationId).
 	InvitationAccept(ctx context.Context, token string, params *InvitationAcceptParams, body InvitationAcceptJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// MembersList performs a GET /v1/members (the `MembersList` operationId) request.
+	// MembersList Members list
+	//
+	// Corresponds with GET /v1/members (the `MembersList` operationId).
 	MembersList(ctx context.Context, params *MembersListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// OpenAPI performs a GET /v1/openapi.json (the `OpenAPI` operationId) request.
+	// OpenAPI Open a p i
 	//
 	// Needs no authentication.
+	//
+	// Corresponds with GET /v1/openapi.json (the `OpenAPI` operationId).
 	OpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// OutboxList performs a GET /v1/outbox (the `OutboxList` operationId) request.
+	// OutboxList Outbox list
 	//
 	// Needs the permission access.manage.
+	//
+	// Corresponds with GET /v1/outbox (the `OutboxList` operationId).
 	OutboxList(ctx context.Context, params *OutboxListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// RunList performs a GET /v1/process-runs (the `RunList` operationId) request.
+	// RunList Run list
 	//
 	// Needs the permission processes.read.
+	//
+	// Corresponds with GET /v1/process-runs (the `RunList` operationId).
 	RunList(ctx context.Context, params *RunListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// RunGet performs a GET /v1/process-runs/{id} (the `RunGet` operationId) request.
+	// RunGet Run get
 	//
 	// Needs the permission processes.read.
+	//
+	// Corresponds with GET /v1/process-runs/{id} (the `RunGet` operationId).
 	RunGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// RunCancel performs a POST /v1/process-runs/{id}/cancel (the `RunCancel` operationId) request.
+	// RunCancel Run cancel
 	//
 	// Needs the permission runs.start.
+	//
+	// Corresponds with POST /v1/process-runs/{id}/cancel (the `RunCancel` operationId).
 	RunCancel(ctx context.Context, id string, params *RunCancelParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// TemplatesList performs a GET /v1/process-templates (the `TemplatesList` operationId) request.
+	// TemplatesList Templates list
 	//
 	// Needs the permission processes.read.
+	//
+	// Corresponds with GET /v1/process-templates (the `TemplatesList` operationId).
 	TemplatesList(ctx context.Context, params *TemplatesListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// TemplatesInstallWithBody performs a POST /v1/process-templates/install (the `TemplatesInstall` operationId) request,
-	// with any type of body and a specified content type.
+	// TemplatesInstallWithBody Templates install
 	//
 	// Needs the permission processes.manage.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/process-templates/install (the `TemplatesInstall` operationId).
 	TemplatesInstallWithBody(ctx context.Context, params *TemplatesInstallParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// TemplatesInstall performs a POST /v1/process-templates/install (the `TemplatesInstall` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// TemplatesInstall Templates install
 	//
 	// Needs the permission processes.manage.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/process-templates/install (the `TemplatesInstall` operationId).
 	TemplatesInstall(ctx context.Context, params *TemplatesInstallParams, body TemplatesInstallJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// TemplateGet performs a GET /v1/process-templates/{id} (the `TemplateGet` operationId) request.
+	// TemplateGet Template get
 	//
 	// Needs the permission processes.read.
+	//
+	// Corresponds with GET /v1/process-templates/{id} (the `TemplateGet` operationId).
 	TemplateGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ProcessList performs a GET /v1/processes (the `ProcessList` operationId) request.
+	// ProcessList Process list
 	//
 	// Needs the permission processes.read.
+	//
+	// Corresponds with GET /v1/processes (the `ProcessList` operationId).
 	ProcessList(ctx context.Context, params *ProcessListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ProcessCreateWithBody performs a POST /v1/processes (the `ProcessCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// ProcessCreateWithBody Process create
 	//
 	// Needs the permission processes.manage.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/processes (the `ProcessCreate` operationId).
 	ProcessCreateWithBody(ctx context.Context, params *ProcessCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ProcessCreate performs a POST /v1/processes (the `ProcessCreate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// ProcessCreate Process create
 	//
 	// Needs the permission processes.manage.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/processes (the `ProcessCreate` operationId).
 	ProcessCreate(ctx context.Context, params *ProcessCreateParams, body ProcessCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// StepTypes performs a GET /v1/processes/step-types (the `StepTypes` operationId) request.
+	// StepTypes Step types
 	//
 	// Needs the permission processes.read.
+	//
+	// Corresponds with GET /v1/processes/step-types (the `StepTypes` operationId).
 	StepTypes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ProcessArchive performs a DELETE /v1/processes/{id} (the `ProcessArchive` operationId) request.
+	// ProcessArchive Process archive
 	//
 	// Needs the permission processes.manage.
+	//
+	// Corresponds with DELETE /v1/processes/{id} (the `ProcessArchive` operationId).
 	ProcessArchive(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ProcessGet performs a GET /v1/processes/{id} (the `ProcessGet` operationId) request.
+	// ProcessGet Process get
 	//
 	// Needs the permission processes.read.
+	//
+	// Corresponds with GET /v1/processes/{id} (the `ProcessGet` operationId).
 	ProcessGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ProcessUpdateWithBody performs a PATCH /v1/processes/{id} (the `ProcessUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// ProcessUpdateWithBody Process update
 	//
 	// Needs the permission processes.manage.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/processes/{id} (the `ProcessUpdate` operationId).
 	ProcessUpdateWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ProcessUpdate performs a PATCH /v1/processes/{id} (the `ProcessUpdate` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// ProcessUpdate Process update
 	//
 	// Needs the permission processes.manage.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/processes/{id} (the `ProcessUpdate` operationId).
 	ProcessUpdate(ctx context.Context, id string, body ProcessUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ProcessAutomationGet performs a GET /v1/processes/{id}/automation (the `ProcessAutomationGet` operationId) request.
+	// ProcessAutomationGet Process automation get
 	//
 	// Needs the permission processes.read.
+	//
+	// Corresponds with GET /v1/processes/{id}/automation (the `ProcessAutomationGet` operationId).
 	ProcessAutomationGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ProcessAutomationPatchWithBody performs a PATCH /v1/processes/{id}/automation (the `ProcessAutomationPatch` operationId) request,
-	// with any type of body and a specified content type.
+	// ProcessAutomationPatchWithBody Process automation patch
 	//
 	// Needs the permission automation.manage.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/processes/{id}/automation (the `ProcessAutomationPatch` operationId).
 	ProcessAutomationPatchWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ProcessAutomationPatch performs a PATCH /v1/processes/{id}/automation (the `ProcessAutomationPatch` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// ProcessAutomationPatch Process automation patch
 	//
 	// Needs the permission automation.manage.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/processes/{id}/automation (the `ProcessAutomationPatch` operationId).
 	ProcessAutomationPatch(ctx context.Context, id string, body ProcessAutomationPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// RunStartWithBody performs a POST /v1/processes/{id}/start (the `RunStart` operationId) request,
-	// with any type of body and a specified content type.
+	// RunStartWithBody Run start
 	//
 	// Needs the permission runs.start.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/processes/{id}/start (the `RunStart` operationId).
 	RunStartWithBody(ctx context.Context, id string, params *RunStartParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// RunStart performs a POST /v1/processes/{id}/start (the `RunStart` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// RunStart Run start
 	//
 	// Needs the permission runs.start.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/processes/{id}/start (the `RunStart` operationId).
 	RunStart(ctx context.Context, id string, params *RunStartParams, body RunStartJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ProcessVersions performs a GET /v1/processes/{id}/versions (the `ProcessVersions` operationId) request.
+	// ProcessVersions Process versions
 	//
 	// Needs the permission processes.read.
+	//
+	// Corresponds with GET /v1/processes/{id}/versions (the `ProcessVersions` operationId).
 	ProcessVersions(ctx context.Context, id string, params *ProcessVersionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// TaskList performs a GET /v1/tasks (the `TaskList` operationId) request.
+	// TaskList Task list
 	//
 	// Needs the permission processes.read.
+	//
+	// Corresponds with GET /v1/tasks (the `TaskList` operationId).
 	TaskList(ctx context.Context, params *TaskListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// TaskGet performs a GET /v1/tasks/{id} (the `TaskGet` operationId) request.
+	// TaskGet Task get
 	//
 	// Needs the permission processes.read.
+	//
+	// Corresponds with GET /v1/tasks/{id} (the `TaskGet` operationId).
 	TaskGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// TaskCompleteWithBody performs a POST /v1/tasks/{id}/complete (the `TaskComplete` operationId) request,
-	// with any type of body and a specified content type.
+	// TaskCompleteWithBody Task complete
 	//
 	// Needs the permission tasks.work.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/tasks/{id}/complete (the `TaskComplete` operationId).
 	TaskCompleteWithBody(ctx context.Context, id string, params *TaskCompleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// TaskComplete performs a POST /v1/tasks/{id}/complete (the `TaskComplete` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// TaskComplete Task complete
 	//
 	// Needs the permission tasks.work.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/tasks/{id}/complete (the `TaskComplete` operationId).
 	TaskComplete(ctx context.Context, id string, params *TaskCompleteParams, body TaskCompleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UseCasesList performs a GET /v1/use-cases (the `UseCasesList` operationId) request.
+	// UseCasesList Use cases list
+	//
+	// Corresponds with GET /v1/use-cases (the `UseCasesList` operationId).
 	UseCasesList(ctx context.Context, params *UseCasesListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UseCaseDepartmentsWithBody performs a PUT /v1/use-cases/members/{user_id}/departments (the `UseCaseDepartments` operationId) request,
-	// with any type of body and a specified content type.
+	// UseCaseDepartmentsWithBody Use case departments
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/use-cases/members/{user_id}/departments (the `UseCaseDepartments` operationId).
 	UseCaseDepartmentsWithBody(ctx context.Context, userId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UseCaseDepartments performs a PUT /v1/use-cases/members/{user_id}/departments (the `UseCaseDepartments` operationId) request.
+	// UseCaseDepartments Use case departments
+	//
 	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/use-cases/members/{user_id}/departments (the `UseCaseDepartments` operationId).
 	UseCaseDepartments(ctx context.Context, userId string, body UseCaseDepartmentsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UseCaseProfileGet performs a GET /v1/use-cases/profile (the `UseCaseProfileGet` operationId) request.
+	// UseCaseProfileGet Use case profile get
+	//
+	// Corresponds with GET /v1/use-cases/profile (the `UseCaseProfileGet` operationId).
 	UseCaseProfileGet(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UseCaseProfileSetWithBody performs a PUT /v1/use-cases/profile (the `UseCaseProfileSet` operationId) request,
-	// with any type of body and a specified content type.
+	// UseCaseProfileSetWithBody Use case profile set
 	//
 	// Needs the permission usecases.manage.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/use-cases/profile (the `UseCaseProfileSet` operationId).
 	UseCaseProfileSetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UseCaseProfileSet performs a PUT /v1/use-cases/profile (the `UseCaseProfileSet` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// UseCaseProfileSet Use case profile set
 	//
 	// Needs the permission usecases.manage.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/use-cases/profile (the `UseCaseProfileSet` operationId).
 	UseCaseProfileSet(ctx context.Context, body UseCaseProfileSetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UseCaseRegister performs a GET /v1/use-cases/register (the `UseCaseRegister` operationId) request.
+	// UseCaseRegister Use case register
+	//
+	// Corresponds with GET /v1/use-cases/register (the `UseCaseRegister` operationId).
 	UseCaseRegister(ctx context.Context, params *UseCaseRegisterParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UseCaseTaxonomy performs a GET /v1/use-cases/taxonomy (the `UseCaseTaxonomy` operationId) request.
+	// UseCaseTaxonomy Use case taxonomy
+	//
+	// Corresponds with GET /v1/use-cases/taxonomy (the `UseCaseTaxonomy` operationId).
 	UseCaseTaxonomy(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UseCaseGet performs a GET /v1/use-cases/{use_case_id} (the `UseCaseGet` operationId) request.
+	// UseCaseGet Use case get
+	//
+	// Corresponds with GET /v1/use-cases/{use_case_id} (the `UseCaseGet` operationId).
 	UseCaseGet(ctx context.Context, useCaseId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UseCaseAdoptionWithBody performs a PUT /v1/use-cases/{use_case_id}/adoption (the `UseCaseAdoption` operationId) request,
-	// with any type of body and a specified content type.
+	// UseCaseAdoptionWithBody Use case adoption
 	//
 	// Needs the permission usecases.manage.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/use-cases/{use_case_id}/adoption (the `UseCaseAdoption` operationId).
 	UseCaseAdoptionWithBody(ctx context.Context, useCaseId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UseCaseAdoption performs a PUT /v1/use-cases/{use_case_id}/adoption (the `UseCaseAdoption` operationId) request.
-	// Takes a body of the `application/json` content type.
+	// UseCaseAdoption Use case adoption
 	//
 	// Needs the permission usecases.manage.
-	UseCaseAdoption(ctx context.Context, useCaseId string, body UseCaseAdoptionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// WorkspaceGet performs a GET /v1/workspace (the `WorkspaceGet` operationId) request.
-	WorkspaceGet(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// WorkspacePatchWithBody performs a PATCH /v1/workspace (the `WorkspacePatch` operationId) request,
-	// with any type of body and a specified content type.
 	//
-	// Needs the permission access.manage.
-	WorkspacePatchWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// WorkspacePatch performs a PATCH /v1/workspace (the `WorkspacePatch` operationId) request.
 	// Takes a body of the `application/json` content type.
 	//
+	// Corresponds with PUT /v1/use-cases/{use_case_id}/adoption (the `UseCaseAdoption` operationId).
+	UseCaseAdoption(ctx context.Context, useCaseId string, body UseCaseAdoptionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WorkspaceGet Workspace get
+	//
+	// Corresponds with GET /v1/workspace (the `WorkspaceGet` operationId).
+	WorkspaceGet(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WorkspacePatchWithBody Workspace patch
+	//
 	// Needs the permission access.manage.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/workspace (the `WorkspacePatch` operationId).
+	WorkspacePatchWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WorkspacePatch Workspace patch
+	//
+	// Needs the permission access.manage.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/workspace (the `WorkspacePatch` operationId).
 	WorkspacePatch(ctx context.Context, body WorkspacePatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
-// Health performs a GET /healthz (the `Health` operationId) request.
+// Health Health
 //
 // Needs no authentication.
+//
+// Corresponds with GET /healthz (the `Health` operationId).
 func (c *Client) Health(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewHealthRequest(c.Server)
 	if err != nil {
@@ -4444,7 +4976,9 @@ func (c *Client) Health(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 	return c.Client.Do(req)
 }
 
-// KeysList performs a GET /v1/api-keys (the `KeysList` operationId) request.
+// KeysList Keys list
+//
+// Corresponds with GET /v1/api-keys (the `KeysList` operationId).
 func (c *Client) KeysList(ctx context.Context, params *KeysListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewKeysListRequest(c.Server, params)
 	if err != nil {
@@ -4457,8 +4991,11 @@ func (c *Client) KeysList(ctx context.Context, params *KeysListParams, reqEditor
 	return c.Client.Do(req)
 }
 
-// KeyCreateWithBody performs a POST /v1/api-keys (the `KeyCreate` operationId) request,
-// with any type of body and a specified content type.
+// KeyCreateWithBody Key create
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/api-keys (the `KeyCreate` operationId).
 func (c *Client) KeyCreateWithBody(ctx context.Context, params *KeyCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewKeyCreateRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
@@ -4471,8 +5008,11 @@ func (c *Client) KeyCreateWithBody(ctx context.Context, params *KeyCreateParams,
 	return c.Client.Do(req)
 }
 
-// KeyCreate performs a POST /v1/api-keys (the `KeyCreate` operationId) request.
+// KeyCreate Key create
+//
 // Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/api-keys (the `KeyCreate` operationId).
 func (c *Client) KeyCreate(ctx context.Context, params *KeyCreateParams, body KeyCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewKeyCreateRequest(c.Server, params, body)
 	if err != nil {
@@ -4485,7 +5025,9 @@ func (c *Client) KeyCreate(ctx context.Context, params *KeyCreateParams, body Ke
 	return c.Client.Do(req)
 }
 
-// KeyRevoke performs a DELETE /v1/api-keys/{id} (the `KeyRevoke` operationId) request.
+// KeyRevoke Key revoke
+//
+// Corresponds with DELETE /v1/api-keys/{id} (the `KeyRevoke` operationId).
 func (c *Client) KeyRevoke(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewKeyRevokeRequest(c.Server, id)
 	if err != nil {
@@ -4498,7 +5040,9 @@ func (c *Client) KeyRevoke(ctx context.Context, id string, reqEditors ...Request
 	return c.Client.Do(req)
 }
 
-// KeyGet performs a GET /v1/api-keys/{id} (the `KeyGet` operationId) request.
+// KeyGet Key get
+//
+// Corresponds with GET /v1/api-keys/{id} (the `KeyGet` operationId).
 func (c *Client) KeyGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewKeyGetRequest(c.Server, id)
 	if err != nil {
@@ -4511,9 +5055,11 @@ func (c *Client) KeyGet(ctx context.Context, id string, reqEditors ...RequestEdi
 	return c.Client.Do(req)
 }
 
-// ApprovalList performs a GET /v1/approvals (the `ApprovalList` operationId) request.
+// ApprovalList Approval list
 //
 // Needs the permission processes.read.
+//
+// Corresponds with GET /v1/approvals (the `ApprovalList` operationId).
 func (c *Client) ApprovalList(ctx context.Context, params *ApprovalListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewApprovalListRequest(c.Server, params)
 	if err != nil {
@@ -4526,9 +5072,11 @@ func (c *Client) ApprovalList(ctx context.Context, params *ApprovalListParams, r
 	return c.Client.Do(req)
 }
 
-// ApprovalGet performs a GET /v1/approvals/{id} (the `ApprovalGet` operationId) request.
+// ApprovalGet Approval get
 //
 // Needs the permission processes.read.
+//
+// Corresponds with GET /v1/approvals/{id} (the `ApprovalGet` operationId).
 func (c *Client) ApprovalGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewApprovalGetRequest(c.Server, id)
 	if err != nil {
@@ -4541,10 +5089,13 @@ func (c *Client) ApprovalGet(ctx context.Context, id string, reqEditors ...Reque
 	return c.Client.Do(req)
 }
 
-// ApprovalApproveWithBody performs a POST /v1/approvals/{id}/approve (the `ApprovalApprove` operationId) request,
-// with any type of body and a specified content type.
+// ApprovalApproveWithBody Approval approve
 //
 // Needs the permission approvals.decide.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/approvals/{id}/approve (the `ApprovalApprove` operationId).
 func (c *Client) ApprovalApproveWithBody(ctx context.Context, id string, params *ApprovalApproveParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewApprovalApproveRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
@@ -4557,10 +5108,13 @@ func (c *Client) ApprovalApproveWithBody(ctx context.Context, id string, params 
 	return c.Client.Do(req)
 }
 
-// ApprovalApprove performs a POST /v1/approvals/{id}/approve (the `ApprovalApprove` operationId) request.
-// Takes a body of the `application/json` content type.
+// ApprovalApprove Approval approve
 //
 // Needs the permission approvals.decide.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/approvals/{id}/approve (the `ApprovalApprove` operationId).
 func (c *Client) ApprovalApprove(ctx context.Context, id string, params *ApprovalApproveParams, body ApprovalApproveJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewApprovalApproveRequest(c.Server, id, params, body)
 	if err != nil {
@@ -4573,10 +5127,13 @@ func (c *Client) ApprovalApprove(ctx context.Context, id string, params *Approva
 	return c.Client.Do(req)
 }
 
-// ApprovalRejectWithBody performs a POST /v1/approvals/{id}/reject (the `ApprovalReject` operationId) request,
-// with any type of body and a specified content type.
+// ApprovalRejectWithBody Approval reject
 //
 // Needs the permission approvals.decide.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/approvals/{id}/reject (the `ApprovalReject` operationId).
 func (c *Client) ApprovalRejectWithBody(ctx context.Context, id string, params *ApprovalRejectParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewApprovalRejectRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
@@ -4589,10 +5146,13 @@ func (c *Client) ApprovalRejectWithBody(ctx context.Context, id string, params *
 	return c.Client.Do(req)
 }
 
-// ApprovalReject performs a POST /v1/approvals/{id}/reject (the `ApprovalReject` operationId) request.
-// Takes a body of the `application/json` content type.
+// ApprovalReject Approval reject
 //
 // Needs the permission approvals.decide.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/approvals/{id}/reject (the `ApprovalReject` operationId).
 func (c *Client) ApprovalReject(ctx context.Context, id string, params *ApprovalRejectParams, body ApprovalRejectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewApprovalRejectRequest(c.Server, id, params, body)
 	if err != nil {
@@ -4605,7 +5165,9 @@ func (c *Client) ApprovalReject(ctx context.Context, id string, params *Approval
 	return c.Client.Do(req)
 }
 
-// AppsList performs a GET /v1/apps (the `AppsList` operationId) request.
+// AppsList Apps list
+//
+// Corresponds with GET /v1/apps (the `AppsList` operationId).
 func (c *Client) AppsList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAppsListRequest(c.Server)
 	if err != nil {
@@ -4618,9 +5180,11 @@ func (c *Client) AppsList(ctx context.Context, reqEditors ...RequestEditorFn) (*
 	return c.Client.Do(req)
 }
 
-// AuditList performs a GET /v1/audit (the `AuditList` operationId) request.
+// AuditList Audit list
 //
 // Needs the permission audit.read.
+//
+// Corresponds with GET /v1/audit (the `AuditList` operationId).
 func (c *Client) AuditList(ctx context.Context, params *AuditListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAuditListRequest(c.Server, params)
 	if err != nil {
@@ -4633,10 +5197,13 @@ func (c *Client) AuditList(ctx context.Context, params *AuditListParams, reqEdit
 	return c.Client.Do(req)
 }
 
-// AuthCodeWithBody performs a POST /v1/auth/code (the `AuthCode` operationId) request,
-// with any type of body and a specified content type.
+// AuthCodeWithBody Auth code
 //
 // Needs no authentication.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/auth/code (the `AuthCode` operationId).
 func (c *Client) AuthCodeWithBody(ctx context.Context, params *AuthCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAuthCodeRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
@@ -4649,10 +5216,13 @@ func (c *Client) AuthCodeWithBody(ctx context.Context, params *AuthCodeParams, c
 	return c.Client.Do(req)
 }
 
-// AuthCode performs a POST /v1/auth/code (the `AuthCode` operationId) request.
-// Takes a body of the `application/json` content type.
+// AuthCode Auth code
 //
 // Needs no authentication.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/auth/code (the `AuthCode` operationId).
 func (c *Client) AuthCode(ctx context.Context, params *AuthCodeParams, body AuthCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAuthCodeRequest(c.Server, params, body)
 	if err != nil {
@@ -4665,10 +5235,13 @@ func (c *Client) AuthCode(ctx context.Context, params *AuthCodeParams, body Auth
 	return c.Client.Do(req)
 }
 
-// DevLoginWithBody performs a POST /v1/auth/dev-login (the `DevLogin` operationId) request,
-// with any type of body and a specified content type.
+// DevLoginWithBody Dev login
 //
 // Needs no authentication.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/auth/dev-login (the `DevLogin` operationId).
 func (c *Client) DevLoginWithBody(ctx context.Context, params *DevLoginParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDevLoginRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
@@ -4681,10 +5254,13 @@ func (c *Client) DevLoginWithBody(ctx context.Context, params *DevLoginParams, c
 	return c.Client.Do(req)
 }
 
-// DevLogin performs a POST /v1/auth/dev-login (the `DevLogin` operationId) request.
-// Takes a body of the `application/json` content type.
+// DevLogin Dev login
 //
 // Needs no authentication.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/auth/dev-login (the `DevLogin` operationId).
 func (c *Client) DevLogin(ctx context.Context, params *DevLoginParams, body DevLoginJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDevLoginRequest(c.Server, params, body)
 	if err != nil {
@@ -4697,10 +5273,13 @@ func (c *Client) DevLogin(ctx context.Context, params *DevLoginParams, body DevL
 	return c.Client.Do(req)
 }
 
-// AuthEmailWithBody performs a POST /v1/auth/email (the `AuthEmail` operationId) request,
-// with any type of body and a specified content type.
+// AuthEmailWithBody Auth email
 //
 // Needs no authentication.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/auth/email (the `AuthEmail` operationId).
 func (c *Client) AuthEmailWithBody(ctx context.Context, params *AuthEmailParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAuthEmailRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
@@ -4713,10 +5292,13 @@ func (c *Client) AuthEmailWithBody(ctx context.Context, params *AuthEmailParams,
 	return c.Client.Do(req)
 }
 
-// AuthEmail performs a POST /v1/auth/email (the `AuthEmail` operationId) request.
-// Takes a body of the `application/json` content type.
+// AuthEmail Auth email
 //
 // Needs no authentication.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/auth/email (the `AuthEmail` operationId).
 func (c *Client) AuthEmail(ctx context.Context, params *AuthEmailParams, body AuthEmailJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAuthEmailRequest(c.Server, params, body)
 	if err != nil {
@@ -4729,7 +5311,9 @@ func (c *Client) AuthEmail(ctx context.Context, params *AuthEmailParams, body Au
 	return c.Client.Do(req)
 }
 
-// Logout performs a POST /v1/auth/logout (the `Logout` operationId) request.
+// Logout Logout
+//
+// Corresponds with POST /v1/auth/logout (the `Logout` operationId).
 func (c *Client) Logout(ctx context.Context, params *LogoutParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewLogoutRequest(c.Server, params)
 	if err != nil {
@@ -4742,7 +5326,9 @@ func (c *Client) Logout(ctx context.Context, params *LogoutParams, reqEditors ..
 	return c.Client.Do(req)
 }
 
-// Me performs a GET /v1/auth/me (the `Me` operationId) request.
+// Me Me
+//
+// Corresponds with GET /v1/auth/me (the `Me` operationId).
 func (c *Client) Me(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewMeRequest(c.Server)
 	if err != nil {
@@ -4755,9 +5341,11 @@ func (c *Client) Me(ctx context.Context, reqEditors ...RequestEditorFn) (*http.R
 	return c.Client.Do(req)
 }
 
-// AutomationGet performs a GET /v1/automation (the `AutomationGet` operationId) request.
+// AutomationGet Automation get
 //
 // Needs the permission processes.read.
+//
+// Corresponds with GET /v1/automation (the `AutomationGet` operationId).
 func (c *Client) AutomationGet(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAutomationGetRequest(c.Server)
 	if err != nil {
@@ -4770,10 +5358,13 @@ func (c *Client) AutomationGet(ctx context.Context, reqEditors ...RequestEditorF
 	return c.Client.Do(req)
 }
 
-// AutomationPatchWithBody performs a PATCH /v1/automation (the `AutomationPatch` operationId) request,
-// with any type of body and a specified content type.
+// AutomationPatchWithBody Automation patch
 //
 // Needs the permission automation.manage.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/automation (the `AutomationPatch` operationId).
 func (c *Client) AutomationPatchWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAutomationPatchRequestWithBody(c.Server, contentType, body)
 	if err != nil {
@@ -4786,10 +5377,13 @@ func (c *Client) AutomationPatchWithBody(ctx context.Context, contentType string
 	return c.Client.Do(req)
 }
 
-// AutomationPatch performs a PATCH /v1/automation (the `AutomationPatch` operationId) request.
-// Takes a body of the `application/json` content type.
+// AutomationPatch Automation patch
 //
 // Needs the permission automation.manage.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/automation (the `AutomationPatch` operationId).
 func (c *Client) AutomationPatch(ctx context.Context, body AutomationPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAutomationPatchRequest(c.Server, body)
 	if err != nil {
@@ -4802,9 +5396,11 @@ func (c *Client) AutomationPatch(ctx context.Context, body AutomationPatchJSONRe
 	return c.Client.Do(req)
 }
 
-// BoardsList performs a GET /v1/boards (the `BoardsList` operationId) request.
+// BoardsList Boards list
 //
 // Needs the permission boards.read.
+//
+// Corresponds with GET /v1/boards (the `BoardsList` operationId).
 func (c *Client) BoardsList(ctx context.Context, params *BoardsListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardsListRequest(c.Server, params)
 	if err != nil {
@@ -4817,10 +5413,13 @@ func (c *Client) BoardsList(ctx context.Context, params *BoardsListParams, reqEd
 	return c.Client.Do(req)
 }
 
-// BoardCreateWithBody performs a POST /v1/boards (the `BoardCreate` operationId) request,
-// with any type of body and a specified content type.
+// BoardCreateWithBody Board create
 //
 // Needs the permission boards.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/boards (the `BoardCreate` operationId).
 func (c *Client) BoardCreateWithBody(ctx context.Context, params *BoardCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardCreateRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
@@ -4833,10 +5432,13 @@ func (c *Client) BoardCreateWithBody(ctx context.Context, params *BoardCreatePar
 	return c.Client.Do(req)
 }
 
-// BoardCreate performs a POST /v1/boards (the `BoardCreate` operationId) request.
-// Takes a body of the `application/json` content type.
+// BoardCreate Board create
 //
 // Needs the permission boards.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/boards (the `BoardCreate` operationId).
 func (c *Client) BoardCreate(ctx context.Context, params *BoardCreateParams, body BoardCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardCreateRequest(c.Server, params, body)
 	if err != nil {
@@ -4849,9 +5451,11 @@ func (c *Client) BoardCreate(ctx context.Context, params *BoardCreateParams, bod
 	return c.Client.Do(req)
 }
 
-// BoardDelete performs a DELETE /v1/boards/{id} (the `BoardDelete` operationId) request.
+// BoardDelete Board delete
 //
 // Needs the permission boards.write.
+//
+// Corresponds with DELETE /v1/boards/{id} (the `BoardDelete` operationId).
 func (c *Client) BoardDelete(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardDeleteRequest(c.Server, id)
 	if err != nil {
@@ -4864,9 +5468,11 @@ func (c *Client) BoardDelete(ctx context.Context, id string, reqEditors ...Reque
 	return c.Client.Do(req)
 }
 
-// BoardGet performs a GET /v1/boards/{id} (the `BoardGet` operationId) request.
+// BoardGet Board get
 //
 // Needs the permission boards.read.
+//
+// Corresponds with GET /v1/boards/{id} (the `BoardGet` operationId).
 func (c *Client) BoardGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardGetRequest(c.Server, id)
 	if err != nil {
@@ -4879,10 +5485,13 @@ func (c *Client) BoardGet(ctx context.Context, id string, reqEditors ...RequestE
 	return c.Client.Do(req)
 }
 
-// BoardUpdateWithBody performs a PATCH /v1/boards/{id} (the `BoardUpdate` operationId) request,
-// with any type of body and a specified content type.
+// BoardUpdateWithBody Board update
 //
 // Needs the permission boards.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/boards/{id} (the `BoardUpdate` operationId).
 func (c *Client) BoardUpdateWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardUpdateRequestWithBody(c.Server, id, contentType, body)
 	if err != nil {
@@ -4895,10 +5504,13 @@ func (c *Client) BoardUpdateWithBody(ctx context.Context, id string, contentType
 	return c.Client.Do(req)
 }
 
-// BoardUpdate performs a PATCH /v1/boards/{id} (the `BoardUpdate` operationId) request.
-// Takes a body of the `application/json` content type.
+// BoardUpdate Board update
 //
 // Needs the permission boards.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/boards/{id} (the `BoardUpdate` operationId).
 func (c *Client) BoardUpdate(ctx context.Context, id string, body BoardUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardUpdateRequest(c.Server, id, body)
 	if err != nil {
@@ -4911,9 +5523,11 @@ func (c *Client) BoardUpdate(ctx context.Context, id string, body BoardUpdateJSO
 	return c.Client.Do(req)
 }
 
-// BoardColumnsList performs a GET /v1/boards/{id}/columns (the `BoardColumnsList` operationId) request.
+// BoardColumnsList Board columns list
 //
 // Needs the permission boards.read.
+//
+// Corresponds with GET /v1/boards/{id}/columns (the `BoardColumnsList` operationId).
 func (c *Client) BoardColumnsList(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardColumnsListRequest(c.Server, id)
 	if err != nil {
@@ -4926,10 +5540,13 @@ func (c *Client) BoardColumnsList(ctx context.Context, id string, reqEditors ...
 	return c.Client.Do(req)
 }
 
-// BoardColumnCreateWithBody performs a POST /v1/boards/{id}/columns (the `BoardColumnCreate` operationId) request,
-// with any type of body and a specified content type.
+// BoardColumnCreateWithBody Board column create
 //
 // Needs the permission boards.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/boards/{id}/columns (the `BoardColumnCreate` operationId).
 func (c *Client) BoardColumnCreateWithBody(ctx context.Context, id string, params *BoardColumnCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardColumnCreateRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
@@ -4942,10 +5559,13 @@ func (c *Client) BoardColumnCreateWithBody(ctx context.Context, id string, param
 	return c.Client.Do(req)
 }
 
-// BoardColumnCreate performs a POST /v1/boards/{id}/columns (the `BoardColumnCreate` operationId) request.
-// Takes a body of the `application/json` content type.
+// BoardColumnCreate Board column create
 //
 // Needs the permission boards.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/boards/{id}/columns (the `BoardColumnCreate` operationId).
 func (c *Client) BoardColumnCreate(ctx context.Context, id string, params *BoardColumnCreateParams, body BoardColumnCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardColumnCreateRequest(c.Server, id, params, body)
 	if err != nil {
@@ -4958,9 +5578,11 @@ func (c *Client) BoardColumnCreate(ctx context.Context, id string, params *Board
 	return c.Client.Do(req)
 }
 
-// BoardColumnDelete performs a DELETE /v1/boards/{id}/columns/{part_id} (the `BoardColumnDelete` operationId) request.
+// BoardColumnDelete Board column delete
 //
 // Needs the permission boards.write.
+//
+// Corresponds with DELETE /v1/boards/{id}/columns/{part_id} (the `BoardColumnDelete` operationId).
 func (c *Client) BoardColumnDelete(ctx context.Context, id string, partId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardColumnDeleteRequest(c.Server, id, partId)
 	if err != nil {
@@ -4973,9 +5595,11 @@ func (c *Client) BoardColumnDelete(ctx context.Context, id string, partId string
 	return c.Client.Do(req)
 }
 
-// BoardColumnGet performs a GET /v1/boards/{id}/columns/{part_id} (the `BoardColumnGet` operationId) request.
+// BoardColumnGet Board column get
 //
 // Needs the permission boards.read.
+//
+// Corresponds with GET /v1/boards/{id}/columns/{part_id} (the `BoardColumnGet` operationId).
 func (c *Client) BoardColumnGet(ctx context.Context, id string, partId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardColumnGetRequest(c.Server, id, partId)
 	if err != nil {
@@ -4988,10 +5612,13 @@ func (c *Client) BoardColumnGet(ctx context.Context, id string, partId string, r
 	return c.Client.Do(req)
 }
 
-// BoardColumnUpdateWithBody performs a PATCH /v1/boards/{id}/columns/{part_id} (the `BoardColumnUpdate` operationId) request,
-// with any type of body and a specified content type.
+// BoardColumnUpdateWithBody Board column update
 //
 // Needs the permission boards.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/boards/{id}/columns/{part_id} (the `BoardColumnUpdate` operationId).
 func (c *Client) BoardColumnUpdateWithBody(ctx context.Context, id string, partId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardColumnUpdateRequestWithBody(c.Server, id, partId, contentType, body)
 	if err != nil {
@@ -5004,10 +5631,13 @@ func (c *Client) BoardColumnUpdateWithBody(ctx context.Context, id string, partI
 	return c.Client.Do(req)
 }
 
-// BoardColumnUpdate performs a PATCH /v1/boards/{id}/columns/{part_id} (the `BoardColumnUpdate` operationId) request.
-// Takes a body of the `application/json` content type.
+// BoardColumnUpdate Board column update
 //
 // Needs the permission boards.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/boards/{id}/columns/{part_id} (the `BoardColumnUpdate` operationId).
 func (c *Client) BoardColumnUpdate(ctx context.Context, id string, partId string, body BoardColumnUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardColumnUpdateRequest(c.Server, id, partId, body)
 	if err != nil {
@@ -5020,9 +5650,11 @@ func (c *Client) BoardColumnUpdate(ctx context.Context, id string, partId string
 	return c.Client.Do(req)
 }
 
-// BoardGroupsList performs a GET /v1/boards/{id}/groups (the `BoardGroupsList` operationId) request.
+// BoardGroupsList Board groups list
 //
 // Needs the permission boards.read.
+//
+// Corresponds with GET /v1/boards/{id}/groups (the `BoardGroupsList` operationId).
 func (c *Client) BoardGroupsList(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardGroupsListRequest(c.Server, id)
 	if err != nil {
@@ -5035,10 +5667,13 @@ func (c *Client) BoardGroupsList(ctx context.Context, id string, reqEditors ...R
 	return c.Client.Do(req)
 }
 
-// BoardGroupCreateWithBody performs a POST /v1/boards/{id}/groups (the `BoardGroupCreate` operationId) request,
-// with any type of body and a specified content type.
+// BoardGroupCreateWithBody Board group create
 //
 // Needs the permission boards.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/boards/{id}/groups (the `BoardGroupCreate` operationId).
 func (c *Client) BoardGroupCreateWithBody(ctx context.Context, id string, params *BoardGroupCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardGroupCreateRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
@@ -5051,10 +5686,13 @@ func (c *Client) BoardGroupCreateWithBody(ctx context.Context, id string, params
 	return c.Client.Do(req)
 }
 
-// BoardGroupCreate performs a POST /v1/boards/{id}/groups (the `BoardGroupCreate` operationId) request.
-// Takes a body of the `application/json` content type.
+// BoardGroupCreate Board group create
 //
 // Needs the permission boards.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/boards/{id}/groups (the `BoardGroupCreate` operationId).
 func (c *Client) BoardGroupCreate(ctx context.Context, id string, params *BoardGroupCreateParams, body BoardGroupCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardGroupCreateRequest(c.Server, id, params, body)
 	if err != nil {
@@ -5067,9 +5705,11 @@ func (c *Client) BoardGroupCreate(ctx context.Context, id string, params *BoardG
 	return c.Client.Do(req)
 }
 
-// BoardGroupDelete performs a DELETE /v1/boards/{id}/groups/{part_id} (the `BoardGroupDelete` operationId) request.
+// BoardGroupDelete Board group delete
 //
 // Needs the permission boards.write.
+//
+// Corresponds with DELETE /v1/boards/{id}/groups/{part_id} (the `BoardGroupDelete` operationId).
 func (c *Client) BoardGroupDelete(ctx context.Context, id string, partId string, params *BoardGroupDeleteParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardGroupDeleteRequest(c.Server, id, partId, params)
 	if err != nil {
@@ -5082,9 +5722,11 @@ func (c *Client) BoardGroupDelete(ctx context.Context, id string, partId string,
 	return c.Client.Do(req)
 }
 
-// BoardGroupGet performs a GET /v1/boards/{id}/groups/{part_id} (the `BoardGroupGet` operationId) request.
+// BoardGroupGet Board group get
 //
 // Needs the permission boards.read.
+//
+// Corresponds with GET /v1/boards/{id}/groups/{part_id} (the `BoardGroupGet` operationId).
 func (c *Client) BoardGroupGet(ctx context.Context, id string, partId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardGroupGetRequest(c.Server, id, partId)
 	if err != nil {
@@ -5097,10 +5739,13 @@ func (c *Client) BoardGroupGet(ctx context.Context, id string, partId string, re
 	return c.Client.Do(req)
 }
 
-// BoardGroupUpdateWithBody performs a PATCH /v1/boards/{id}/groups/{part_id} (the `BoardGroupUpdate` operationId) request,
-// with any type of body and a specified content type.
+// BoardGroupUpdateWithBody Board group update
 //
 // Needs the permission boards.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/boards/{id}/groups/{part_id} (the `BoardGroupUpdate` operationId).
 func (c *Client) BoardGroupUpdateWithBody(ctx context.Context, id string, partId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardGroupUpdateRequestWithBody(c.Server, id, partId, contentType, body)
 	if err != nil {
@@ -5113,10 +5758,13 @@ func (c *Client) BoardGroupUpdateWithBody(ctx context.Context, id string, partId
 	return c.Client.Do(req)
 }
 
-// BoardGroupUpdate performs a PATCH /v1/boards/{id}/groups/{part_id} (the `BoardGroupUpdate` operationId) request.
-// Takes a body of the `application/json` content type.
+// BoardGroupUpdate Board group update
 //
 // Needs the permission boards.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/boards/{id}/groups/{part_id} (the `BoardGroupUpdate` operationId).
 func (c *Client) BoardGroupUpdate(ctx context.Context, id string, partId string, body BoardGroupUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardGroupUpdateRequest(c.Server, id, partId, body)
 	if err != nil {
@@ -5129,9 +5777,11 @@ func (c *Client) BoardGroupUpdate(ctx context.Context, id string, partId string,
 	return c.Client.Do(req)
 }
 
-// BoardItemsList performs a GET /v1/boards/{id}/items (the `BoardItemsList` operationId) request.
+// BoardItemsList Board items list
 //
 // Needs the permission boards.read.
+//
+// Corresponds with GET /v1/boards/{id}/items (the `BoardItemsList` operationId).
 func (c *Client) BoardItemsList(ctx context.Context, id string, params *BoardItemsListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardItemsListRequest(c.Server, id, params)
 	if err != nil {
@@ -5144,10 +5794,13 @@ func (c *Client) BoardItemsList(ctx context.Context, id string, params *BoardIte
 	return c.Client.Do(req)
 }
 
-// BoardItemCreateWithBody performs a POST /v1/boards/{id}/items (the `BoardItemCreate` operationId) request,
-// with any type of body and a specified content type.
+// BoardItemCreateWithBody Board item create
 //
 // Needs the permission boards.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/boards/{id}/items (the `BoardItemCreate` operationId).
 func (c *Client) BoardItemCreateWithBody(ctx context.Context, id string, params *BoardItemCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardItemCreateRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
@@ -5160,10 +5813,13 @@ func (c *Client) BoardItemCreateWithBody(ctx context.Context, id string, params 
 	return c.Client.Do(req)
 }
 
-// BoardItemCreate performs a POST /v1/boards/{id}/items (the `BoardItemCreate` operationId) request.
-// Takes a body of the `application/json` content type.
+// BoardItemCreate Board item create
 //
 // Needs the permission boards.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/boards/{id}/items (the `BoardItemCreate` operationId).
 func (c *Client) BoardItemCreate(ctx context.Context, id string, params *BoardItemCreateParams, body BoardItemCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardItemCreateRequest(c.Server, id, params, body)
 	if err != nil {
@@ -5176,9 +5832,11 @@ func (c *Client) BoardItemCreate(ctx context.Context, id string, params *BoardIt
 	return c.Client.Do(req)
 }
 
-// BoardItemDelete performs a DELETE /v1/boards/{id}/items/{part_id} (the `BoardItemDelete` operationId) request.
+// BoardItemDelete Board item delete
 //
 // Needs the permission boards.write.
+//
+// Corresponds with DELETE /v1/boards/{id}/items/{part_id} (the `BoardItemDelete` operationId).
 func (c *Client) BoardItemDelete(ctx context.Context, id string, partId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardItemDeleteRequest(c.Server, id, partId)
 	if err != nil {
@@ -5191,9 +5849,11 @@ func (c *Client) BoardItemDelete(ctx context.Context, id string, partId string, 
 	return c.Client.Do(req)
 }
 
-// BoardItemGet performs a GET /v1/boards/{id}/items/{part_id} (the `BoardItemGet` operationId) request.
+// BoardItemGet Board item get
 //
 // Needs the permission boards.read.
+//
+// Corresponds with GET /v1/boards/{id}/items/{part_id} (the `BoardItemGet` operationId).
 func (c *Client) BoardItemGet(ctx context.Context, id string, partId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardItemGetRequest(c.Server, id, partId)
 	if err != nil {
@@ -5206,10 +5866,13 @@ func (c *Client) BoardItemGet(ctx context.Context, id string, partId string, req
 	return c.Client.Do(req)
 }
 
-// BoardItemUpdateWithBody performs a PATCH /v1/boards/{id}/items/{part_id} (the `BoardItemUpdate` operationId) request,
-// with any type of body and a specified content type.
+// BoardItemUpdateWithBody Board item update
 //
 // Needs the permission boards.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/boards/{id}/items/{part_id} (the `BoardItemUpdate` operationId).
 func (c *Client) BoardItemUpdateWithBody(ctx context.Context, id string, partId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardItemUpdateRequestWithBody(c.Server, id, partId, contentType, body)
 	if err != nil {
@@ -5222,10 +5885,13 @@ func (c *Client) BoardItemUpdateWithBody(ctx context.Context, id string, partId 
 	return c.Client.Do(req)
 }
 
-// BoardItemUpdate performs a PATCH /v1/boards/{id}/items/{part_id} (the `BoardItemUpdate` operationId) request.
-// Takes a body of the `application/json` content type.
+// BoardItemUpdate Board item update
 //
 // Needs the permission boards.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/boards/{id}/items/{part_id} (the `BoardItemUpdate` operationId).
 func (c *Client) BoardItemUpdate(ctx context.Context, id string, partId string, body BoardItemUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardItemUpdateRequest(c.Server, id, partId, body)
 	if err != nil {
@@ -5238,9 +5904,11 @@ func (c *Client) BoardItemUpdate(ctx context.Context, id string, partId string, 
 	return c.Client.Do(req)
 }
 
-// BoardStatusesList performs a GET /v1/boards/{id}/statuses (the `BoardStatusesList` operationId) request.
+// BoardStatusesList Board statuses list
 //
 // Needs the permission boards.read.
+//
+// Corresponds with GET /v1/boards/{id}/statuses (the `BoardStatusesList` operationId).
 func (c *Client) BoardStatusesList(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardStatusesListRequest(c.Server, id)
 	if err != nil {
@@ -5253,10 +5921,13 @@ func (c *Client) BoardStatusesList(ctx context.Context, id string, reqEditors ..
 	return c.Client.Do(req)
 }
 
-// BoardStatusCreateWithBody performs a POST /v1/boards/{id}/statuses (the `BoardStatusCreate` operationId) request,
-// with any type of body and a specified content type.
+// BoardStatusCreateWithBody Board status create
 //
 // Needs the permission boards.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/boards/{id}/statuses (the `BoardStatusCreate` operationId).
 func (c *Client) BoardStatusCreateWithBody(ctx context.Context, id string, params *BoardStatusCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardStatusCreateRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
@@ -5269,10 +5940,13 @@ func (c *Client) BoardStatusCreateWithBody(ctx context.Context, id string, param
 	return c.Client.Do(req)
 }
 
-// BoardStatusCreate performs a POST /v1/boards/{id}/statuses (the `BoardStatusCreate` operationId) request.
-// Takes a body of the `application/json` content type.
+// BoardStatusCreate Board status create
 //
 // Needs the permission boards.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/boards/{id}/statuses (the `BoardStatusCreate` operationId).
 func (c *Client) BoardStatusCreate(ctx context.Context, id string, params *BoardStatusCreateParams, body BoardStatusCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardStatusCreateRequest(c.Server, id, params, body)
 	if err != nil {
@@ -5285,9 +5959,11 @@ func (c *Client) BoardStatusCreate(ctx context.Context, id string, params *Board
 	return c.Client.Do(req)
 }
 
-// BoardStatusDelete performs a DELETE /v1/boards/{id}/statuses/{part_id} (the `BoardStatusDelete` operationId) request.
+// BoardStatusDelete Board status delete
 //
 // Needs the permission boards.write.
+//
+// Corresponds with DELETE /v1/boards/{id}/statuses/{part_id} (the `BoardStatusDelete` operationId).
 func (c *Client) BoardStatusDelete(ctx context.Context, id string, partId string, params *BoardStatusDeleteParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardStatusDeleteRequest(c.Server, id, partId, params)
 	if err != nil {
@@ -5300,9 +5976,11 @@ func (c *Client) BoardStatusDelete(ctx context.Context, id string, partId string
 	return c.Client.Do(req)
 }
 
-// BoardStatusGet performs a GET /v1/boards/{id}/statuses/{part_id} (the `BoardStatusGet` operationId) request.
+// BoardStatusGet Board status get
 //
 // Needs the permission boards.read.
+//
+// Corresponds with GET /v1/boards/{id}/statuses/{part_id} (the `BoardStatusGet` operationId).
 func (c *Client) BoardStatusGet(ctx context.Context, id string, partId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardStatusGetRequest(c.Server, id, partId)
 	if err != nil {
@@ -5315,10 +5993,13 @@ func (c *Client) BoardStatusGet(ctx context.Context, id string, partId string, r
 	return c.Client.Do(req)
 }
 
-// BoardStatusUpdateWithBody performs a PATCH /v1/boards/{id}/statuses/{part_id} (the `BoardStatusUpdate` operationId) request,
-// with any type of body and a specified content type.
+// BoardStatusUpdateWithBody Board status update
 //
 // Needs the permission boards.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/boards/{id}/statuses/{part_id} (the `BoardStatusUpdate` operationId).
 func (c *Client) BoardStatusUpdateWithBody(ctx context.Context, id string, partId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardStatusUpdateRequestWithBody(c.Server, id, partId, contentType, body)
 	if err != nil {
@@ -5331,10 +6012,13 @@ func (c *Client) BoardStatusUpdateWithBody(ctx context.Context, id string, partI
 	return c.Client.Do(req)
 }
 
-// BoardStatusUpdate performs a PATCH /v1/boards/{id}/statuses/{part_id} (the `BoardStatusUpdate` operationId) request.
-// Takes a body of the `application/json` content type.
+// BoardStatusUpdate Board status update
 //
 // Needs the permission boards.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/boards/{id}/statuses/{part_id} (the `BoardStatusUpdate` operationId).
 func (c *Client) BoardStatusUpdate(ctx context.Context, id string, partId string, body BoardStatusUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBoardStatusUpdateRequest(c.Server, id, partId, body)
 	if err != nil {
@@ -5347,7 +6031,9 @@ func (c *Client) BoardStatusUpdate(ctx context.Context, id string, partId string
 	return c.Client.Do(req)
 }
 
-// CapabilitiesList performs a GET /v1/capabilities (the `CapabilitiesList` operationId) request.
+// CapabilitiesList Capabilities list
+//
+// Corresponds with GET /v1/capabilities (the `CapabilitiesList` operationId).
 func (c *Client) CapabilitiesList(ctx context.Context, params *CapabilitiesListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCapabilitiesListRequest(c.Server, params)
 	if err != nil {
@@ -5360,7 +6046,9 @@ func (c *Client) CapabilitiesList(ctx context.Context, params *CapabilitiesListP
 	return c.Client.Do(req)
 }
 
-// CapabilityGaps performs a GET /v1/capabilities/gaps (the `CapabilityGaps` operationId) request.
+// CapabilityGaps Capability gaps
+//
+// Corresponds with GET /v1/capabilities/gaps (the `CapabilityGaps` operationId).
 func (c *Client) CapabilityGaps(ctx context.Context, params *CapabilityGapsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCapabilityGapsRequest(c.Server, params)
 	if err != nil {
@@ -5373,7 +6061,9 @@ func (c *Client) CapabilityGaps(ctx context.Context, params *CapabilityGapsParam
 	return c.Client.Do(req)
 }
 
-// CapabilityGet performs a GET /v1/capabilities/{id} (the `CapabilityGet` operationId) request.
+// CapabilityGet Capability get
+//
+// Corresponds with GET /v1/capabilities/{id} (the `CapabilityGet` operationId).
 func (c *Client) CapabilityGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCapabilityGetRequest(c.Server, id)
 	if err != nil {
@@ -5386,9 +6076,11 @@ func (c *Client) CapabilityGet(ctx context.Context, id string, reqEditors ...Req
 	return c.Client.Do(req)
 }
 
-// CapabilityUnbind performs a DELETE /v1/capabilities/{id}/binding (the `CapabilityUnbind` operationId) request.
+// CapabilityUnbind Capability unbind
 //
 // Needs the permission capabilities.manage.
+//
+// Corresponds with DELETE /v1/capabilities/{id}/binding (the `CapabilityUnbind` operationId).
 func (c *Client) CapabilityUnbind(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCapabilityUnbindRequest(c.Server, id)
 	if err != nil {
@@ -5401,10 +6093,13 @@ func (c *Client) CapabilityUnbind(ctx context.Context, id string, reqEditors ...
 	return c.Client.Do(req)
 }
 
-// CapabilityBindWithBody performs a PUT /v1/capabilities/{id}/binding (the `CapabilityBind` operationId) request,
-// with any type of body and a specified content type.
+// CapabilityBindWithBody Capability bind
 //
 // Needs the permission capabilities.manage.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/capabilities/{id}/binding (the `CapabilityBind` operationId).
 func (c *Client) CapabilityBindWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCapabilityBindRequestWithBody(c.Server, id, contentType, body)
 	if err != nil {
@@ -5417,10 +6112,13 @@ func (c *Client) CapabilityBindWithBody(ctx context.Context, id string, contentT
 	return c.Client.Do(req)
 }
 
-// CapabilityBind performs a PUT /v1/capabilities/{id}/binding (the `CapabilityBind` operationId) request.
-// Takes a body of the `application/json` content type.
+// CapabilityBind Capability bind
 //
 // Needs the permission capabilities.manage.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/capabilities/{id}/binding (the `CapabilityBind` operationId).
 func (c *Client) CapabilityBind(ctx context.Context, id string, body CapabilityBindJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCapabilityBindRequest(c.Server, id, body)
 	if err != nil {
@@ -5433,7 +6131,9 @@ func (c *Client) CapabilityBind(ctx context.Context, id string, body CapabilityB
 	return c.Client.Do(req)
 }
 
-// ChangesList performs a GET /v1/changes (the `ChangesList` operationId) request.
+// ChangesList Changes list
+//
+// Corresponds with GET /v1/changes (the `ChangesList` operationId).
 func (c *Client) ChangesList(ctx context.Context, params *ChangesListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewChangesListRequest(c.Server, params)
 	if err != nil {
@@ -5446,7 +6146,9 @@ func (c *Client) ChangesList(ctx context.Context, params *ChangesListParams, req
 	return c.Client.Do(req)
 }
 
-// ChangeGet performs a GET /v1/changes/{id} (the `ChangeGet` operationId) request.
+// ChangeGet Change get
+//
+// Corresponds with GET /v1/changes/{id} (the `ChangeGet` operationId).
 func (c *Client) ChangeGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewChangeGetRequest(c.Server, id)
 	if err != nil {
@@ -5459,8 +6161,11 @@ func (c *Client) ChangeGet(ctx context.Context, id string, reqEditors ...Request
 	return c.Client.Do(req)
 }
 
-// ChangeApproveWithBody performs a POST /v1/changes/{id}/approve (the `ChangeApprove` operationId) request,
-// with any type of body and a specified content type.
+// ChangeApproveWithBody Change approve
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/changes/{id}/approve (the `ChangeApprove` operationId).
 func (c *Client) ChangeApproveWithBody(ctx context.Context, id string, params *ChangeApproveParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewChangeApproveRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
@@ -5473,8 +6178,11 @@ func (c *Client) ChangeApproveWithBody(ctx context.Context, id string, params *C
 	return c.Client.Do(req)
 }
 
-// ChangeApprove performs a POST /v1/changes/{id}/approve (the `ChangeApprove` operationId) request.
+// ChangeApprove Change approve
+//
 // Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/changes/{id}/approve (the `ChangeApprove` operationId).
 func (c *Client) ChangeApprove(ctx context.Context, id string, params *ChangeApproveParams, body ChangeApproveJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewChangeApproveRequest(c.Server, id, params, body)
 	if err != nil {
@@ -5487,8 +6195,11 @@ func (c *Client) ChangeApprove(ctx context.Context, id string, params *ChangeApp
 	return c.Client.Do(req)
 }
 
-// ChangeRejectWithBody performs a POST /v1/changes/{id}/reject (the `ChangeReject` operationId) request,
-// with any type of body and a specified content type.
+// ChangeRejectWithBody Change reject
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/changes/{id}/reject (the `ChangeReject` operationId).
 func (c *Client) ChangeRejectWithBody(ctx context.Context, id string, params *ChangeRejectParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewChangeRejectRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
@@ -5501,8 +6212,11 @@ func (c *Client) ChangeRejectWithBody(ctx context.Context, id string, params *Ch
 	return c.Client.Do(req)
 }
 
-// ChangeReject performs a POST /v1/changes/{id}/reject (the `ChangeReject` operationId) request.
+// ChangeReject Change reject
+//
 // Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/changes/{id}/reject (the `ChangeReject` operationId).
 func (c *Client) ChangeReject(ctx context.Context, id string, params *ChangeRejectParams, body ChangeRejectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewChangeRejectRequest(c.Server, id, params, body)
 	if err != nil {
@@ -5515,9 +6229,11 @@ func (c *Client) ChangeReject(ctx context.Context, id string, params *ChangeReje
 	return c.Client.Do(req)
 }
 
-// Cockpit performs a GET /v1/cockpit (the `Cockpit` operationId) request.
+// Cockpit Cockpit
 //
 // Needs the permission processes.read.
+//
+// Corresponds with GET /v1/cockpit (the `Cockpit` operationId).
 func (c *Client) Cockpit(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCockpitRequest(c.Server)
 	if err != nil {
@@ -5530,7 +6246,9 @@ func (c *Client) Cockpit(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 	return c.Client.Do(req)
 }
 
-// Connections performs a GET /v1/connections (the `Connections` operationId) request.
+// Connections Connections
+//
+// Corresponds with GET /v1/connections (the `Connections` operationId).
 func (c *Client) Connections(ctx context.Context, params *ConnectionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewConnectionsRequest(c.Server, params)
 	if err != nil {
@@ -5543,9 +6261,11 @@ func (c *Client) Connections(ctx context.Context, params *ConnectionsParams, req
 	return c.Client.Do(req)
 }
 
-// ActivitiesList performs a GET /v1/crm/activities (the `ActivitiesList` operationId) request.
+// ActivitiesList Activities list
 //
 // Needs the permission crm.read.
+//
+// Corresponds with GET /v1/crm/activities (the `ActivitiesList` operationId).
 func (c *Client) ActivitiesList(ctx context.Context, params *ActivitiesListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewActivitiesListRequest(c.Server, params)
 	if err != nil {
@@ -5558,10 +6278,13 @@ func (c *Client) ActivitiesList(ctx context.Context, params *ActivitiesListParam
 	return c.Client.Do(req)
 }
 
-// ActivityCreateWithBody performs a POST /v1/crm/activities (the `ActivityCreate` operationId) request,
-// with any type of body and a specified content type.
+// ActivityCreateWithBody Activity create
 //
 // Needs the permission crm.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/crm/activities (the `ActivityCreate` operationId).
 func (c *Client) ActivityCreateWithBody(ctx context.Context, params *ActivityCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewActivityCreateRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
@@ -5574,10 +6297,13 @@ func (c *Client) ActivityCreateWithBody(ctx context.Context, params *ActivityCre
 	return c.Client.Do(req)
 }
 
-// ActivityCreate performs a POST /v1/crm/activities (the `ActivityCreate` operationId) request.
-// Takes a body of the `application/json` content type.
+// ActivityCreate Activity create
 //
 // Needs the permission crm.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/crm/activities (the `ActivityCreate` operationId).
 func (c *Client) ActivityCreate(ctx context.Context, params *ActivityCreateParams, body ActivityCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewActivityCreateRequest(c.Server, params, body)
 	if err != nil {
@@ -5590,9 +6316,11 @@ func (c *Client) ActivityCreate(ctx context.Context, params *ActivityCreateParam
 	return c.Client.Do(req)
 }
 
-// ActivityDelete performs a DELETE /v1/crm/activities/{id} (the `ActivityDelete` operationId) request.
+// ActivityDelete Activity delete
 //
 // Needs the permission crm.write.
+//
+// Corresponds with DELETE /v1/crm/activities/{id} (the `ActivityDelete` operationId).
 func (c *Client) ActivityDelete(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewActivityDeleteRequest(c.Server, id)
 	if err != nil {
@@ -5605,9 +6333,11 @@ func (c *Client) ActivityDelete(ctx context.Context, id string, reqEditors ...Re
 	return c.Client.Do(req)
 }
 
-// ActivityGet performs a GET /v1/crm/activities/{id} (the `ActivityGet` operationId) request.
+// ActivityGet Activity get
 //
 // Needs the permission crm.read.
+//
+// Corresponds with GET /v1/crm/activities/{id} (the `ActivityGet` operationId).
 func (c *Client) ActivityGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewActivityGetRequest(c.Server, id)
 	if err != nil {
@@ -5620,10 +6350,13 @@ func (c *Client) ActivityGet(ctx context.Context, id string, reqEditors ...Reque
 	return c.Client.Do(req)
 }
 
-// ActivityUpdateWithBody performs a PATCH /v1/crm/activities/{id} (the `ActivityUpdate` operationId) request,
-// with any type of body and a specified content type.
+// ActivityUpdateWithBody Activity update
 //
 // Needs the permission crm.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/crm/activities/{id} (the `ActivityUpdate` operationId).
 func (c *Client) ActivityUpdateWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewActivityUpdateRequestWithBody(c.Server, id, contentType, body)
 	if err != nil {
@@ -5636,10 +6369,13 @@ func (c *Client) ActivityUpdateWithBody(ctx context.Context, id string, contentT
 	return c.Client.Do(req)
 }
 
-// ActivityUpdate performs a PATCH /v1/crm/activities/{id} (the `ActivityUpdate` operationId) request.
-// Takes a body of the `application/json` content type.
+// ActivityUpdate Activity update
 //
 // Needs the permission crm.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/crm/activities/{id} (the `ActivityUpdate` operationId).
 func (c *Client) ActivityUpdate(ctx context.Context, id string, body ActivityUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewActivityUpdateRequest(c.Server, id, body)
 	if err != nil {
@@ -5652,9 +6388,11 @@ func (c *Client) ActivityUpdate(ctx context.Context, id string, body ActivityUpd
 	return c.Client.Do(req)
 }
 
-// CompaniesList performs a GET /v1/crm/companies (the `CompaniesList` operationId) request.
+// CompaniesList Companies list
 //
 // Needs the permission crm.read.
+//
+// Corresponds with GET /v1/crm/companies (the `CompaniesList` operationId).
 func (c *Client) CompaniesList(ctx context.Context, params *CompaniesListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCompaniesListRequest(c.Server, params)
 	if err != nil {
@@ -5667,10 +6405,13 @@ func (c *Client) CompaniesList(ctx context.Context, params *CompaniesListParams,
 	return c.Client.Do(req)
 }
 
-// CompanyCreateWithBody performs a POST /v1/crm/companies (the `CompanyCreate` operationId) request,
-// with any type of body and a specified content type.
+// CompanyCreateWithBody Company create
 //
 // Needs the permission crm.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/crm/companies (the `CompanyCreate` operationId).
 func (c *Client) CompanyCreateWithBody(ctx context.Context, params *CompanyCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCompanyCreateRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
@@ -5683,10 +6424,13 @@ func (c *Client) CompanyCreateWithBody(ctx context.Context, params *CompanyCreat
 	return c.Client.Do(req)
 }
 
-// CompanyCreate performs a POST /v1/crm/companies (the `CompanyCreate` operationId) request.
-// Takes a body of the `application/json` content type.
+// CompanyCreate Company create
 //
 // Needs the permission crm.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/crm/companies (the `CompanyCreate` operationId).
 func (c *Client) CompanyCreate(ctx context.Context, params *CompanyCreateParams, body CompanyCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCompanyCreateRequest(c.Server, params, body)
 	if err != nil {
@@ -5699,9 +6443,11 @@ func (c *Client) CompanyCreate(ctx context.Context, params *CompanyCreateParams,
 	return c.Client.Do(req)
 }
 
-// CompanyDelete performs a DELETE /v1/crm/companies/{id} (the `CompanyDelete` operationId) request.
+// CompanyDelete Company delete
 //
 // Needs the permission crm.write.
+//
+// Corresponds with DELETE /v1/crm/companies/{id} (the `CompanyDelete` operationId).
 func (c *Client) CompanyDelete(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCompanyDeleteRequest(c.Server, id)
 	if err != nil {
@@ -5714,9 +6460,11 @@ func (c *Client) CompanyDelete(ctx context.Context, id string, reqEditors ...Req
 	return c.Client.Do(req)
 }
 
-// CompanyGet performs a GET /v1/crm/companies/{id} (the `CompanyGet` operationId) request.
+// CompanyGet Company get
 //
 // Needs the permission crm.read.
+//
+// Corresponds with GET /v1/crm/companies/{id} (the `CompanyGet` operationId).
 func (c *Client) CompanyGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCompanyGetRequest(c.Server, id)
 	if err != nil {
@@ -5729,10 +6477,13 @@ func (c *Client) CompanyGet(ctx context.Context, id string, reqEditors ...Reques
 	return c.Client.Do(req)
 }
 
-// CompanyUpdateWithBody performs a PATCH /v1/crm/companies/{id} (the `CompanyUpdate` operationId) request,
-// with any type of body and a specified content type.
+// CompanyUpdateWithBody Company update
 //
 // Needs the permission crm.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/crm/companies/{id} (the `CompanyUpdate` operationId).
 func (c *Client) CompanyUpdateWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCompanyUpdateRequestWithBody(c.Server, id, contentType, body)
 	if err != nil {
@@ -5745,10 +6496,13 @@ func (c *Client) CompanyUpdateWithBody(ctx context.Context, id string, contentTy
 	return c.Client.Do(req)
 }
 
-// CompanyUpdate performs a PATCH /v1/crm/companies/{id} (the `CompanyUpdate` operationId) request.
-// Takes a body of the `application/json` content type.
+// CompanyUpdate Company update
 //
 // Needs the permission crm.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/crm/companies/{id} (the `CompanyUpdate` operationId).
 func (c *Client) CompanyUpdate(ctx context.Context, id string, body CompanyUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCompanyUpdateRequest(c.Server, id, body)
 	if err != nil {
@@ -5761,9 +6515,11 @@ func (c *Client) CompanyUpdate(ctx context.Context, id string, body CompanyUpdat
 	return c.Client.Do(req)
 }
 
-// ContactsList performs a GET /v1/crm/contacts (the `ContactsList` operationId) request.
+// ContactsList Contacts list
 //
 // Needs the permission crm.read.
+//
+// Corresponds with GET /v1/crm/contacts (the `ContactsList` operationId).
 func (c *Client) ContactsList(ctx context.Context, params *ContactsListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewContactsListRequest(c.Server, params)
 	if err != nil {
@@ -5776,10 +6532,13 @@ func (c *Client) ContactsList(ctx context.Context, params *ContactsListParams, r
 	return c.Client.Do(req)
 }
 
-// ContactCreateWithBody performs a POST /v1/crm/contacts (the `ContactCreate` operationId) request,
-// with any type of body and a specified content type.
+// ContactCreateWithBody Contact create
 //
 // Needs the permission crm.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/crm/contacts (the `ContactCreate` operationId).
 func (c *Client) ContactCreateWithBody(ctx context.Context, params *ContactCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewContactCreateRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
@@ -5792,10 +6551,13 @@ func (c *Client) ContactCreateWithBody(ctx context.Context, params *ContactCreat
 	return c.Client.Do(req)
 }
 
-// ContactCreate performs a POST /v1/crm/contacts (the `ContactCreate` operationId) request.
-// Takes a body of the `application/json` content type.
+// ContactCreate Contact create
 //
 // Needs the permission crm.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/crm/contacts (the `ContactCreate` operationId).
 func (c *Client) ContactCreate(ctx context.Context, params *ContactCreateParams, body ContactCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewContactCreateRequest(c.Server, params, body)
 	if err != nil {
@@ -5808,9 +6570,11 @@ func (c *Client) ContactCreate(ctx context.Context, params *ContactCreateParams,
 	return c.Client.Do(req)
 }
 
-// ContactDelete performs a DELETE /v1/crm/contacts/{id} (the `ContactDelete` operationId) request.
+// ContactDelete Contact delete
 //
 // Needs the permission crm.write.
+//
+// Corresponds with DELETE /v1/crm/contacts/{id} (the `ContactDelete` operationId).
 func (c *Client) ContactDelete(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewContactDeleteRequest(c.Server, id)
 	if err != nil {
@@ -5823,9 +6587,11 @@ func (c *Client) ContactDelete(ctx context.Context, id string, reqEditors ...Req
 	return c.Client.Do(req)
 }
 
-// ContactGet performs a GET /v1/crm/contacts/{id} (the `ContactGet` operationId) request.
+// ContactGet Contact get
 //
 // Needs the permission crm.read.
+//
+// Corresponds with GET /v1/crm/contacts/{id} (the `ContactGet` operationId).
 func (c *Client) ContactGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewContactGetRequest(c.Server, id)
 	if err != nil {
@@ -5838,10 +6604,13 @@ func (c *Client) ContactGet(ctx context.Context, id string, reqEditors ...Reques
 	return c.Client.Do(req)
 }
 
-// ContactUpdateWithBody performs a PATCH /v1/crm/contacts/{id} (the `ContactUpdate` operationId) request,
-// with any type of body and a specified content type.
+// ContactUpdateWithBody Contact update
 //
 // Needs the permission crm.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/crm/contacts/{id} (the `ContactUpdate` operationId).
 func (c *Client) ContactUpdateWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewContactUpdateRequestWithBody(c.Server, id, contentType, body)
 	if err != nil {
@@ -5854,10 +6623,13 @@ func (c *Client) ContactUpdateWithBody(ctx context.Context, id string, contentTy
 	return c.Client.Do(req)
 }
 
-// ContactUpdate performs a PATCH /v1/crm/contacts/{id} (the `ContactUpdate` operationId) request.
-// Takes a body of the `application/json` content type.
+// ContactUpdate Contact update
 //
 // Needs the permission crm.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/crm/contacts/{id} (the `ContactUpdate` operationId).
 func (c *Client) ContactUpdate(ctx context.Context, id string, body ContactUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewContactUpdateRequest(c.Server, id, body)
 	if err != nil {
@@ -5870,9 +6642,11 @@ func (c *Client) ContactUpdate(ctx context.Context, id string, body ContactUpdat
 	return c.Client.Do(req)
 }
 
-// DealsList performs a GET /v1/crm/deals (the `DealsList` operationId) request.
+// DealsList Deals list
 //
 // Needs the permission crm.read.
+//
+// Corresponds with GET /v1/crm/deals (the `DealsList` operationId).
 func (c *Client) DealsList(ctx context.Context, params *DealsListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDealsListRequest(c.Server, params)
 	if err != nil {
@@ -5885,10 +6659,13 @@ func (c *Client) DealsList(ctx context.Context, params *DealsListParams, reqEdit
 	return c.Client.Do(req)
 }
 
-// DealCreateWithBody performs a POST /v1/crm/deals (the `DealCreate` operationId) request,
-// with any type of body and a specified content type.
+// DealCreateWithBody Deal create
 //
 // Needs the permission crm.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/crm/deals (the `DealCreate` operationId).
 func (c *Client) DealCreateWithBody(ctx context.Context, params *DealCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDealCreateRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
@@ -5901,10 +6678,13 @@ func (c *Client) DealCreateWithBody(ctx context.Context, params *DealCreateParam
 	return c.Client.Do(req)
 }
 
-// DealCreate performs a POST /v1/crm/deals (the `DealCreate` operationId) request.
-// Takes a body of the `application/json` content type.
+// DealCreate Deal create
 //
 // Needs the permission crm.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/crm/deals (the `DealCreate` operationId).
 func (c *Client) DealCreate(ctx context.Context, params *DealCreateParams, body DealCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDealCreateRequest(c.Server, params, body)
 	if err != nil {
@@ -5917,9 +6697,11 @@ func (c *Client) DealCreate(ctx context.Context, params *DealCreateParams, body 
 	return c.Client.Do(req)
 }
 
-// DealDelete performs a DELETE /v1/crm/deals/{id} (the `DealDelete` operationId) request.
+// DealDelete Deal delete
 //
 // Needs the permission crm.write.
+//
+// Corresponds with DELETE /v1/crm/deals/{id} (the `DealDelete` operationId).
 func (c *Client) DealDelete(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDealDeleteRequest(c.Server, id)
 	if err != nil {
@@ -5932,9 +6714,11 @@ func (c *Client) DealDelete(ctx context.Context, id string, reqEditors ...Reques
 	return c.Client.Do(req)
 }
 
-// DealGet performs a GET /v1/crm/deals/{id} (the `DealGet` operationId) request.
+// DealGet Deal get
 //
 // Needs the permission crm.read.
+//
+// Corresponds with GET /v1/crm/deals/{id} (the `DealGet` operationId).
 func (c *Client) DealGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDealGetRequest(c.Server, id)
 	if err != nil {
@@ -5947,10 +6731,13 @@ func (c *Client) DealGet(ctx context.Context, id string, reqEditors ...RequestEd
 	return c.Client.Do(req)
 }
 
-// DealUpdateWithBody performs a PATCH /v1/crm/deals/{id} (the `DealUpdate` operationId) request,
-// with any type of body and a specified content type.
+// DealUpdateWithBody Deal update
 //
 // Needs the permission crm.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/crm/deals/{id} (the `DealUpdate` operationId).
 func (c *Client) DealUpdateWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDealUpdateRequestWithBody(c.Server, id, contentType, body)
 	if err != nil {
@@ -5963,10 +6750,13 @@ func (c *Client) DealUpdateWithBody(ctx context.Context, id string, contentType 
 	return c.Client.Do(req)
 }
 
-// DealUpdate performs a PATCH /v1/crm/deals/{id} (the `DealUpdate` operationId) request.
-// Takes a body of the `application/json` content type.
+// DealUpdate Deal update
 //
 // Needs the permission crm.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/crm/deals/{id} (the `DealUpdate` operationId).
 func (c *Client) DealUpdate(ctx context.Context, id string, body DealUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDealUpdateRequest(c.Server, id, body)
 	if err != nil {
@@ -5979,9 +6769,11 @@ func (c *Client) DealUpdate(ctx context.Context, id string, body DealUpdateJSONR
 	return c.Client.Do(req)
 }
 
-// PipelinesList performs a GET /v1/crm/pipelines (the `PipelinesList` operationId) request.
+// PipelinesList Pipelines list
 //
 // Needs the permission crm.read.
+//
+// Corresponds with GET /v1/crm/pipelines (the `PipelinesList` operationId).
 func (c *Client) PipelinesList(ctx context.Context, params *PipelinesListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPipelinesListRequest(c.Server, params)
 	if err != nil {
@@ -5994,10 +6786,13 @@ func (c *Client) PipelinesList(ctx context.Context, params *PipelinesListParams,
 	return c.Client.Do(req)
 }
 
-// PipelineCreateWithBody performs a POST /v1/crm/pipelines (the `PipelineCreate` operationId) request,
-// with any type of body and a specified content type.
+// PipelineCreateWithBody Pipeline create
 //
 // Needs the permission crm.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/crm/pipelines (the `PipelineCreate` operationId).
 func (c *Client) PipelineCreateWithBody(ctx context.Context, params *PipelineCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPipelineCreateRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
@@ -6010,10 +6805,13 @@ func (c *Client) PipelineCreateWithBody(ctx context.Context, params *PipelineCre
 	return c.Client.Do(req)
 }
 
-// PipelineCreate performs a POST /v1/crm/pipelines (the `PipelineCreate` operationId) request.
-// Takes a body of the `application/json` content type.
+// PipelineCreate Pipeline create
 //
 // Needs the permission crm.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/crm/pipelines (the `PipelineCreate` operationId).
 func (c *Client) PipelineCreate(ctx context.Context, params *PipelineCreateParams, body PipelineCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPipelineCreateRequest(c.Server, params, body)
 	if err != nil {
@@ -6026,9 +6824,11 @@ func (c *Client) PipelineCreate(ctx context.Context, params *PipelineCreateParam
 	return c.Client.Do(req)
 }
 
-// PipelineDelete performs a DELETE /v1/crm/pipelines/{id} (the `PipelineDelete` operationId) request.
+// PipelineDelete Pipeline delete
 //
 // Needs the permission crm.write.
+//
+// Corresponds with DELETE /v1/crm/pipelines/{id} (the `PipelineDelete` operationId).
 func (c *Client) PipelineDelete(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPipelineDeleteRequest(c.Server, id)
 	if err != nil {
@@ -6041,9 +6841,11 @@ func (c *Client) PipelineDelete(ctx context.Context, id string, reqEditors ...Re
 	return c.Client.Do(req)
 }
 
-// PipelineGet performs a GET /v1/crm/pipelines/{id} (the `PipelineGet` operationId) request.
+// PipelineGet Pipeline get
 //
 // Needs the permission crm.read.
+//
+// Corresponds with GET /v1/crm/pipelines/{id} (the `PipelineGet` operationId).
 func (c *Client) PipelineGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPipelineGetRequest(c.Server, id)
 	if err != nil {
@@ -6056,10 +6858,13 @@ func (c *Client) PipelineGet(ctx context.Context, id string, reqEditors ...Reque
 	return c.Client.Do(req)
 }
 
-// PipelineUpdateWithBody performs a PATCH /v1/crm/pipelines/{id} (the `PipelineUpdate` operationId) request,
-// with any type of body and a specified content type.
+// PipelineUpdateWithBody Pipeline update
 //
 // Needs the permission crm.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/crm/pipelines/{id} (the `PipelineUpdate` operationId).
 func (c *Client) PipelineUpdateWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPipelineUpdateRequestWithBody(c.Server, id, contentType, body)
 	if err != nil {
@@ -6072,10 +6877,13 @@ func (c *Client) PipelineUpdateWithBody(ctx context.Context, id string, contentT
 	return c.Client.Do(req)
 }
 
-// PipelineUpdate performs a PATCH /v1/crm/pipelines/{id} (the `PipelineUpdate` operationId) request.
-// Takes a body of the `application/json` content type.
+// PipelineUpdate Pipeline update
 //
 // Needs the permission crm.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/crm/pipelines/{id} (the `PipelineUpdate` operationId).
 func (c *Client) PipelineUpdate(ctx context.Context, id string, body PipelineUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPipelineUpdateRequest(c.Server, id, body)
 	if err != nil {
@@ -6088,9 +6896,11 @@ func (c *Client) PipelineUpdate(ctx context.Context, id string, body PipelineUpd
 	return c.Client.Do(req)
 }
 
-// PipelineBoard performs a GET /v1/crm/pipelines/{id}/board (the `PipelineBoard` operationId) request.
+// PipelineBoard Pipeline board
 //
 // Needs the permission crm.read.
+//
+// Corresponds with GET /v1/crm/pipelines/{id}/board (the `PipelineBoard` operationId).
 func (c *Client) PipelineBoard(ctx context.Context, id string, params *PipelineBoardParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPipelineBoardRequest(c.Server, id, params)
 	if err != nil {
@@ -6103,10 +6913,13 @@ func (c *Client) PipelineBoard(ctx context.Context, id string, params *PipelineB
 	return c.Client.Do(req)
 }
 
-// StageCreateWithBody performs a POST /v1/crm/pipelines/{id}/stages (the `StageCreate` operationId) request,
-// with any type of body and a specified content type.
+// StageCreateWithBody Stage create
 //
 // Needs the permission crm.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/crm/pipelines/{id}/stages (the `StageCreate` operationId).
 func (c *Client) StageCreateWithBody(ctx context.Context, id string, params *StageCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStageCreateRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
@@ -6119,10 +6932,13 @@ func (c *Client) StageCreateWithBody(ctx context.Context, id string, params *Sta
 	return c.Client.Do(req)
 }
 
-// StageCreate performs a POST /v1/crm/pipelines/{id}/stages (the `StageCreate` operationId) request.
-// Takes a body of the `application/json` content type.
+// StageCreate Stage create
 //
 // Needs the permission crm.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/crm/pipelines/{id}/stages (the `StageCreate` operationId).
 func (c *Client) StageCreate(ctx context.Context, id string, params *StageCreateParams, body StageCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStageCreateRequest(c.Server, id, params, body)
 	if err != nil {
@@ -6135,9 +6951,11 @@ func (c *Client) StageCreate(ctx context.Context, id string, params *StageCreate
 	return c.Client.Do(req)
 }
 
-// StageDelete performs a DELETE /v1/crm/pipelines/{id}/stages/{stage_id} (the `StageDelete` operationId) request.
+// StageDelete Stage delete
 //
 // Needs the permission crm.write.
+//
+// Corresponds with DELETE /v1/crm/pipelines/{id}/stages/{stage_id} (the `StageDelete` operationId).
 func (c *Client) StageDelete(ctx context.Context, id string, stageId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStageDeleteRequest(c.Server, id, stageId)
 	if err != nil {
@@ -6150,10 +6968,13 @@ func (c *Client) StageDelete(ctx context.Context, id string, stageId string, req
 	return c.Client.Do(req)
 }
 
-// StageUpdateWithBody performs a PATCH /v1/crm/pipelines/{id}/stages/{stage_id} (the `StageUpdate` operationId) request,
-// with any type of body and a specified content type.
+// StageUpdateWithBody Stage update
 //
 // Needs the permission crm.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/crm/pipelines/{id}/stages/{stage_id} (the `StageUpdate` operationId).
 func (c *Client) StageUpdateWithBody(ctx context.Context, id string, stageId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStageUpdateRequestWithBody(c.Server, id, stageId, contentType, body)
 	if err != nil {
@@ -6166,10 +6987,13 @@ func (c *Client) StageUpdateWithBody(ctx context.Context, id string, stageId str
 	return c.Client.Do(req)
 }
 
-// StageUpdate performs a PATCH /v1/crm/pipelines/{id}/stages/{stage_id} (the `StageUpdate` operationId) request.
-// Takes a body of the `application/json` content type.
+// StageUpdate Stage update
 //
 // Needs the permission crm.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/crm/pipelines/{id}/stages/{stage_id} (the `StageUpdate` operationId).
 func (c *Client) StageUpdate(ctx context.Context, id string, stageId string, body StageUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStageUpdateRequest(c.Server, id, stageId, body)
 	if err != nil {
@@ -6182,9 +7006,11 @@ func (c *Client) StageUpdate(ctx context.Context, id string, stageId string, bod
 	return c.Client.Do(req)
 }
 
-// DecisionList performs a GET /v1/decisions (the `DecisionList` operationId) request.
+// DecisionList Decision list
 //
 // Needs the permission processes.read.
+//
+// Corresponds with GET /v1/decisions (the `DecisionList` operationId).
 func (c *Client) DecisionList(ctx context.Context, params *DecisionListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDecisionListRequest(c.Server, params)
 	if err != nil {
@@ -6197,10 +7023,13 @@ func (c *Client) DecisionList(ctx context.Context, params *DecisionListParams, r
 	return c.Client.Do(req)
 }
 
-// DecisionCreateWithBody performs a POST /v1/decisions (the `DecisionCreate` operationId) request,
-// with any type of body and a specified content type.
+// DecisionCreateWithBody Decision create
 //
 // Needs the permission automation.manage.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/decisions (the `DecisionCreate` operationId).
 func (c *Client) DecisionCreateWithBody(ctx context.Context, params *DecisionCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDecisionCreateRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
@@ -6213,10 +7042,13 @@ func (c *Client) DecisionCreateWithBody(ctx context.Context, params *DecisionCre
 	return c.Client.Do(req)
 }
 
-// DecisionCreate performs a POST /v1/decisions (the `DecisionCreate` operationId) request.
-// Takes a body of the `application/json` content type.
+// DecisionCreate Decision create
 //
 // Needs the permission automation.manage.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/decisions (the `DecisionCreate` operationId).
 func (c *Client) DecisionCreate(ctx context.Context, params *DecisionCreateParams, body DecisionCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDecisionCreateRequest(c.Server, params, body)
 	if err != nil {
@@ -6229,9 +7061,11 @@ func (c *Client) DecisionCreate(ctx context.Context, params *DecisionCreateParam
 	return c.Client.Do(req)
 }
 
-// DecisionDelete performs a DELETE /v1/decisions/{name} (the `DecisionDelete` operationId) request.
+// DecisionDelete Decision delete
 //
 // Needs the permission automation.manage.
+//
+// Corresponds with DELETE /v1/decisions/{name} (the `DecisionDelete` operationId).
 func (c *Client) DecisionDelete(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDecisionDeleteRequest(c.Server, name)
 	if err != nil {
@@ -6244,9 +7078,11 @@ func (c *Client) DecisionDelete(ctx context.Context, name string, reqEditors ...
 	return c.Client.Do(req)
 }
 
-// DecisionGet performs a GET /v1/decisions/{name} (the `DecisionGet` operationId) request.
+// DecisionGet Decision get
 //
 // Needs the permission processes.read.
+//
+// Corresponds with GET /v1/decisions/{name} (the `DecisionGet` operationId).
 func (c *Client) DecisionGet(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDecisionGetRequest(c.Server, name)
 	if err != nil {
@@ -6259,9 +7095,11 @@ func (c *Client) DecisionGet(ctx context.Context, name string, reqEditors ...Req
 	return c.Client.Do(req)
 }
 
-// DecisionAgreement performs a GET /v1/decisions/{name}/agreement (the `DecisionAgreement` operationId) request.
+// DecisionAgreement Decision agreement
 //
 // Needs the permission processes.read.
+//
+// Corresponds with GET /v1/decisions/{name}/agreement (the `DecisionAgreement` operationId).
 func (c *Client) DecisionAgreement(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDecisionAgreementRequest(c.Server, name)
 	if err != nil {
@@ -6274,9 +7112,11 @@ func (c *Client) DecisionAgreement(ctx context.Context, name string, reqEditors 
 	return c.Client.Do(req)
 }
 
-// DecisionCases performs a GET /v1/decisions/{name}/cases (the `DecisionCases` operationId) request.
+// DecisionCases Decision cases
 //
 // Needs the permission processes.read.
+//
+// Corresponds with GET /v1/decisions/{name}/cases (the `DecisionCases` operationId).
 func (c *Client) DecisionCases(ctx context.Context, name string, params *DecisionCasesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDecisionCasesRequest(c.Server, name, params)
 	if err != nil {
@@ -6289,9 +7129,11 @@ func (c *Client) DecisionCases(ctx context.Context, name string, params *Decisio
 	return c.Client.Do(req)
 }
 
-// DecisionCase performs a GET /v1/decisions/{name}/cases/{case_id} (the `DecisionCase` operationId) request.
+// DecisionCase Decision case
 //
 // Needs the permission processes.read.
+//
+// Corresponds with GET /v1/decisions/{name}/cases/{case_id} (the `DecisionCase` operationId).
 func (c *Client) DecisionCase(ctx context.Context, name string, caseId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDecisionCaseRequest(c.Server, name, caseId)
 	if err != nil {
@@ -6304,10 +7146,13 @@ func (c *Client) DecisionCase(ctx context.Context, name string, caseId string, r
 	return c.Client.Do(req)
 }
 
-// DecisionEvaluateWithBody performs a POST /v1/decisions/{name}/evaluate (the `DecisionEvaluate` operationId) request,
-// with any type of body and a specified content type.
+// DecisionEvaluateWithBody Decision evaluate
 //
 // Needs the permission runs.start.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/decisions/{name}/evaluate (the `DecisionEvaluate` operationId).
 func (c *Client) DecisionEvaluateWithBody(ctx context.Context, name string, params *DecisionEvaluateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDecisionEvaluateRequestWithBody(c.Server, name, params, contentType, body)
 	if err != nil {
@@ -6320,10 +7165,13 @@ func (c *Client) DecisionEvaluateWithBody(ctx context.Context, name string, para
 	return c.Client.Do(req)
 }
 
-// DecisionEvaluate performs a POST /v1/decisions/{name}/evaluate (the `DecisionEvaluate` operationId) request.
-// Takes a body of the `application/json` content type.
+// DecisionEvaluate Decision evaluate
 //
 // Needs the permission runs.start.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/decisions/{name}/evaluate (the `DecisionEvaluate` operationId).
 func (c *Client) DecisionEvaluate(ctx context.Context, name string, params *DecisionEvaluateParams, body DecisionEvaluateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDecisionEvaluateRequest(c.Server, name, params, body)
 	if err != nil {
@@ -6336,10 +7184,13 @@ func (c *Client) DecisionEvaluate(ctx context.Context, name string, params *Deci
 	return c.Client.Do(req)
 }
 
-// DecisionFeedbackWithBody performs a POST /v1/decisions/{name}/feedback (the `DecisionFeedback` operationId) request,
-// with any type of body and a specified content type.
+// DecisionFeedbackWithBody Decision feedback
 //
 // Needs the permission approvals.decide.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/decisions/{name}/feedback (the `DecisionFeedback` operationId).
 func (c *Client) DecisionFeedbackWithBody(ctx context.Context, name string, params *DecisionFeedbackParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDecisionFeedbackRequestWithBody(c.Server, name, params, contentType, body)
 	if err != nil {
@@ -6352,10 +7203,13 @@ func (c *Client) DecisionFeedbackWithBody(ctx context.Context, name string, para
 	return c.Client.Do(req)
 }
 
-// DecisionFeedback performs a POST /v1/decisions/{name}/feedback (the `DecisionFeedback` operationId) request.
-// Takes a body of the `application/json` content type.
+// DecisionFeedback Decision feedback
 //
 // Needs the permission approvals.decide.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/decisions/{name}/feedback (the `DecisionFeedback` operationId).
 func (c *Client) DecisionFeedback(ctx context.Context, name string, params *DecisionFeedbackParams, body DecisionFeedbackJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDecisionFeedbackRequest(c.Server, name, params, body)
 	if err != nil {
@@ -6368,10 +7222,13 @@ func (c *Client) DecisionFeedback(ctx context.Context, name string, params *Deci
 	return c.Client.Do(req)
 }
 
-// DecisionOutcomeWithBody performs a POST /v1/decisions/{name}/outcomes (the `DecisionOutcome` operationId) request,
-// with any type of body and a specified content type.
+// DecisionOutcomeWithBody Decision outcome
 //
 // Needs the permission approvals.decide.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/decisions/{name}/outcomes (the `DecisionOutcome` operationId).
 func (c *Client) DecisionOutcomeWithBody(ctx context.Context, name string, params *DecisionOutcomeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDecisionOutcomeRequestWithBody(c.Server, name, params, contentType, body)
 	if err != nil {
@@ -6384,10 +7241,13 @@ func (c *Client) DecisionOutcomeWithBody(ctx context.Context, name string, param
 	return c.Client.Do(req)
 }
 
-// DecisionOutcome performs a POST /v1/decisions/{name}/outcomes (the `DecisionOutcome` operationId) request.
-// Takes a body of the `application/json` content type.
+// DecisionOutcome Decision outcome
 //
 // Needs the permission approvals.decide.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/decisions/{name}/outcomes (the `DecisionOutcome` operationId).
 func (c *Client) DecisionOutcome(ctx context.Context, name string, params *DecisionOutcomeParams, body DecisionOutcomeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDecisionOutcomeRequest(c.Server, name, params, body)
 	if err != nil {
@@ -6400,9 +7260,11 @@ func (c *Client) DecisionOutcome(ctx context.Context, name string, params *Decis
 	return c.Client.Do(req)
 }
 
-// DocumentsList performs a GET /v1/docs/documents (the `DocumentsList` operationId) request.
+// DocumentsList Documents list
 //
 // Needs the permission docs.read.
+//
+// Corresponds with GET /v1/docs/documents (the `DocumentsList` operationId).
 func (c *Client) DocumentsList(ctx context.Context, params *DocumentsListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocumentsListRequest(c.Server, params)
 	if err != nil {
@@ -6415,10 +7277,13 @@ func (c *Client) DocumentsList(ctx context.Context, params *DocumentsListParams,
 	return c.Client.Do(req)
 }
 
-// DocumentUploadWithBody performs a POST /v1/docs/documents (the `DocumentUpload` operationId) request,
-// with any type of body and a specified content type.
+// DocumentUploadWithBody Document upload
 //
 // Needs the permission docs.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/docs/documents (the `DocumentUpload` operationId).
 func (c *Client) DocumentUploadWithBody(ctx context.Context, params *DocumentUploadParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocumentUploadRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
@@ -6431,9 +7296,11 @@ func (c *Client) DocumentUploadWithBody(ctx context.Context, params *DocumentUpl
 	return c.Client.Do(req)
 }
 
-// DocumentGet performs a GET /v1/docs/documents/{id} (the `DocumentGet` operationId) request.
+// DocumentGet Document get
 //
 // Needs the permission docs.read.
+//
+// Corresponds with GET /v1/docs/documents/{id} (the `DocumentGet` operationId).
 func (c *Client) DocumentGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocumentGetRequest(c.Server, id)
 	if err != nil {
@@ -6446,10 +7313,13 @@ func (c *Client) DocumentGet(ctx context.Context, id string, reqEditors ...Reque
 	return c.Client.Do(req)
 }
 
-// DocumentApproveWithBody performs a POST /v1/docs/documents/{id}/approve (the `DocumentApprove` operationId) request,
-// with any type of body and a specified content type.
+// DocumentApproveWithBody Document approve
 //
 // Needs the permission docs.review.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/docs/documents/{id}/approve (the `DocumentApprove` operationId).
 func (c *Client) DocumentApproveWithBody(ctx context.Context, id string, params *DocumentApproveParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocumentApproveRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
@@ -6462,10 +7332,13 @@ func (c *Client) DocumentApproveWithBody(ctx context.Context, id string, params 
 	return c.Client.Do(req)
 }
 
-// DocumentApprove performs a POST /v1/docs/documents/{id}/approve (the `DocumentApprove` operationId) request.
-// Takes a body of the `application/json` content type.
+// DocumentApprove Document approve
 //
 // Needs the permission docs.review.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/docs/documents/{id}/approve (the `DocumentApprove` operationId).
 func (c *Client) DocumentApprove(ctx context.Context, id string, params *DocumentApproveParams, body DocumentApproveJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocumentApproveRequest(c.Server, id, params, body)
 	if err != nil {
@@ -6478,10 +7351,13 @@ func (c *Client) DocumentApprove(ctx context.Context, id string, params *Documen
 	return c.Client.Do(req)
 }
 
-// DocumentFeedbackWithBody performs a POST /v1/docs/documents/{id}/feedback (the `DocumentFeedback` operationId) request,
-// with any type of body and a specified content type.
+// DocumentFeedbackWithBody Document feedback
 //
 // Needs the permission docs.review.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/docs/documents/{id}/feedback (the `DocumentFeedback` operationId).
 func (c *Client) DocumentFeedbackWithBody(ctx context.Context, id string, params *DocumentFeedbackParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocumentFeedbackRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
@@ -6494,10 +7370,13 @@ func (c *Client) DocumentFeedbackWithBody(ctx context.Context, id string, params
 	return c.Client.Do(req)
 }
 
-// DocumentFeedback performs a POST /v1/docs/documents/{id}/feedback (the `DocumentFeedback` operationId) request.
-// Takes a body of the `application/json` content type.
+// DocumentFeedback Document feedback
 //
 // Needs the permission docs.review.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/docs/documents/{id}/feedback (the `DocumentFeedback` operationId).
 func (c *Client) DocumentFeedback(ctx context.Context, id string, params *DocumentFeedbackParams, body DocumentFeedbackJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocumentFeedbackRequest(c.Server, id, params, body)
 	if err != nil {
@@ -6510,10 +7389,13 @@ func (c *Client) DocumentFeedback(ctx context.Context, id string, params *Docume
 	return c.Client.Do(req)
 }
 
-// DocumentFieldsPatchWithBody performs a PATCH /v1/docs/documents/{id}/fields (the `DocumentFieldsPatch` operationId) request,
-// with any type of body and a specified content type.
+// DocumentFieldsPatchWithBody Document fields patch
 //
 // Needs the permission docs.review.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/docs/documents/{id}/fields (the `DocumentFieldsPatch` operationId).
 func (c *Client) DocumentFieldsPatchWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocumentFieldsPatchRequestWithBody(c.Server, id, contentType, body)
 	if err != nil {
@@ -6526,10 +7408,13 @@ func (c *Client) DocumentFieldsPatchWithBody(ctx context.Context, id string, con
 	return c.Client.Do(req)
 }
 
-// DocumentFieldsPatch performs a PATCH /v1/docs/documents/{id}/fields (the `DocumentFieldsPatch` operationId) request.
-// Takes a body of the `application/json` content type.
+// DocumentFieldsPatch Document fields patch
 //
 // Needs the permission docs.review.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/docs/documents/{id}/fields (the `DocumentFieldsPatch` operationId).
 func (c *Client) DocumentFieldsPatch(ctx context.Context, id string, body DocumentFieldsPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocumentFieldsPatchRequest(c.Server, id, body)
 	if err != nil {
@@ -6542,10 +7427,13 @@ func (c *Client) DocumentFieldsPatch(ctx context.Context, id string, body Docume
 	return c.Client.Do(req)
 }
 
-// DocumentFieldsWithBody performs a POST /v1/docs/documents/{id}/fields (the `DocumentFields` operationId) request,
-// with any type of body and a specified content type.
+// DocumentFieldsWithBody Document fields
 //
 // Needs the permission docs.review.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/docs/documents/{id}/fields (the `DocumentFields` operationId).
 func (c *Client) DocumentFieldsWithBody(ctx context.Context, id string, params *DocumentFieldsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocumentFieldsRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
@@ -6558,10 +7446,13 @@ func (c *Client) DocumentFieldsWithBody(ctx context.Context, id string, params *
 	return c.Client.Do(req)
 }
 
-// DocumentFields performs a POST /v1/docs/documents/{id}/fields (the `DocumentFields` operationId) request.
-// Takes a body of the `application/json` content type.
+// DocumentFields Document fields
 //
 // Needs the permission docs.review.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/docs/documents/{id}/fields (the `DocumentFields` operationId).
 func (c *Client) DocumentFields(ctx context.Context, id string, params *DocumentFieldsParams, body DocumentFieldsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocumentFieldsRequest(c.Server, id, params, body)
 	if err != nil {
@@ -6574,9 +7465,11 @@ func (c *Client) DocumentFields(ctx context.Context, id string, params *Document
 	return c.Client.Do(req)
 }
 
-// DocumentFile performs a GET /v1/docs/documents/{id}/file (the `DocumentFile` operationId) request.
+// DocumentFile Document file
 //
 // Needs the permission docs.read.
+//
+// Corresponds with GET /v1/docs/documents/{id}/file (the `DocumentFile` operationId).
 func (c *Client) DocumentFile(ctx context.Context, id string, params *DocumentFileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocumentFileRequest(c.Server, id, params)
 	if err != nil {
@@ -6589,10 +7482,13 @@ func (c *Client) DocumentFile(ctx context.Context, id string, params *DocumentFi
 	return c.Client.Do(req)
 }
 
-// DocumentRejectWithBody performs a POST /v1/docs/documents/{id}/reject (the `DocumentReject` operationId) request,
-// with any type of body and a specified content type.
+// DocumentRejectWithBody Document reject
 //
 // Needs the permission docs.review.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/docs/documents/{id}/reject (the `DocumentReject` operationId).
 func (c *Client) DocumentRejectWithBody(ctx context.Context, id string, params *DocumentRejectParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocumentRejectRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
@@ -6605,10 +7501,13 @@ func (c *Client) DocumentRejectWithBody(ctx context.Context, id string, params *
 	return c.Client.Do(req)
 }
 
-// DocumentReject performs a POST /v1/docs/documents/{id}/reject (the `DocumentReject` operationId) request.
-// Takes a body of the `application/json` content type.
+// DocumentReject Document reject
 //
 // Needs the permission docs.review.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/docs/documents/{id}/reject (the `DocumentReject` operationId).
 func (c *Client) DocumentReject(ctx context.Context, id string, params *DocumentRejectParams, body DocumentRejectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocumentRejectRequest(c.Server, id, params, body)
 	if err != nil {
@@ -6621,10 +7520,13 @@ func (c *Client) DocumentReject(ctx context.Context, id string, params *Document
 	return c.Client.Do(req)
 }
 
-// DocumentVersionWithBody performs a POST /v1/docs/documents/{id}/versions (the `DocumentVersion` operationId) request,
-// with any type of body and a specified content type.
+// DocumentVersionWithBody Document version
 //
 // Needs the permission docs.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/docs/documents/{id}/versions (the `DocumentVersion` operationId).
 func (c *Client) DocumentVersionWithBody(ctx context.Context, id string, params *DocumentVersionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocumentVersionRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
@@ -6637,9 +7539,11 @@ func (c *Client) DocumentVersionWithBody(ctx context.Context, id string, params 
 	return c.Client.Do(req)
 }
 
-// DocTypeTemplates performs a GET /v1/docs/type-templates (the `DocTypeTemplates` operationId) request.
+// DocTypeTemplates Doc type templates
 //
 // Needs the permission docs.read.
+//
+// Corresponds with GET /v1/docs/type-templates (the `DocTypeTemplates` operationId).
 func (c *Client) DocTypeTemplates(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocTypeTemplatesRequest(c.Server)
 	if err != nil {
@@ -6652,9 +7556,11 @@ func (c *Client) DocTypeTemplates(ctx context.Context, reqEditors ...RequestEdit
 	return c.Client.Do(req)
 }
 
-// DocTypesList performs a GET /v1/docs/types (the `DocTypesList` operationId) request.
+// DocTypesList Doc types list
 //
 // Needs the permission docs.read.
+//
+// Corresponds with GET /v1/docs/types (the `DocTypesList` operationId).
 func (c *Client) DocTypesList(ctx context.Context, params *DocTypesListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocTypesListRequest(c.Server, params)
 	if err != nil {
@@ -6667,10 +7573,13 @@ func (c *Client) DocTypesList(ctx context.Context, params *DocTypesListParams, r
 	return c.Client.Do(req)
 }
 
-// DocTypeCreateWithBody performs a POST /v1/docs/types (the `DocTypeCreate` operationId) request,
-// with any type of body and a specified content type.
+// DocTypeCreateWithBody Doc type create
 //
 // Needs the permission docs.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/docs/types (the `DocTypeCreate` operationId).
 func (c *Client) DocTypeCreateWithBody(ctx context.Context, params *DocTypeCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocTypeCreateRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
@@ -6683,10 +7592,13 @@ func (c *Client) DocTypeCreateWithBody(ctx context.Context, params *DocTypeCreat
 	return c.Client.Do(req)
 }
 
-// DocTypeCreate performs a POST /v1/docs/types (the `DocTypeCreate` operationId) request.
-// Takes a body of the `application/json` content type.
+// DocTypeCreate Doc type create
 //
 // Needs the permission docs.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/docs/types (the `DocTypeCreate` operationId).
 func (c *Client) DocTypeCreate(ctx context.Context, params *DocTypeCreateParams, body DocTypeCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocTypeCreateRequest(c.Server, params, body)
 	if err != nil {
@@ -6699,10 +7611,13 @@ func (c *Client) DocTypeCreate(ctx context.Context, params *DocTypeCreateParams,
 	return c.Client.Do(req)
 }
 
-// DocTypeFromTemplateWithBody performs a POST /v1/docs/types/from-template (the `DocTypeFromTemplate` operationId) request,
-// with any type of body and a specified content type.
+// DocTypeFromTemplateWithBody Doc type from template
 //
 // Needs the permission docs.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/docs/types/from-template (the `DocTypeFromTemplate` operationId).
 func (c *Client) DocTypeFromTemplateWithBody(ctx context.Context, params *DocTypeFromTemplateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocTypeFromTemplateRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
@@ -6715,10 +7630,13 @@ func (c *Client) DocTypeFromTemplateWithBody(ctx context.Context, params *DocTyp
 	return c.Client.Do(req)
 }
 
-// DocTypeFromTemplate performs a POST /v1/docs/types/from-template (the `DocTypeFromTemplate` operationId) request.
-// Takes a body of the `application/json` content type.
+// DocTypeFromTemplate Doc type from template
 //
 // Needs the permission docs.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/docs/types/from-template (the `DocTypeFromTemplate` operationId).
 func (c *Client) DocTypeFromTemplate(ctx context.Context, params *DocTypeFromTemplateParams, body DocTypeFromTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocTypeFromTemplateRequest(c.Server, params, body)
 	if err != nil {
@@ -6731,9 +7649,11 @@ func (c *Client) DocTypeFromTemplate(ctx context.Context, params *DocTypeFromTem
 	return c.Client.Do(req)
 }
 
-// DocTypeDelete performs a DELETE /v1/docs/types/{id} (the `DocTypeDelete` operationId) request.
+// DocTypeDelete Doc type delete
 //
 // Needs the permission docs.write.
+//
+// Corresponds with DELETE /v1/docs/types/{id} (the `DocTypeDelete` operationId).
 func (c *Client) DocTypeDelete(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocTypeDeleteRequest(c.Server, id)
 	if err != nil {
@@ -6746,9 +7666,11 @@ func (c *Client) DocTypeDelete(ctx context.Context, id string, reqEditors ...Req
 	return c.Client.Do(req)
 }
 
-// DocTypeGet performs a GET /v1/docs/types/{id} (the `DocTypeGet` operationId) request.
+// DocTypeGet Doc type get
 //
 // Needs the permission docs.read.
+//
+// Corresponds with GET /v1/docs/types/{id} (the `DocTypeGet` operationId).
 func (c *Client) DocTypeGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocTypeGetRequest(c.Server, id)
 	if err != nil {
@@ -6761,10 +7683,13 @@ func (c *Client) DocTypeGet(ctx context.Context, id string, reqEditors ...Reques
 	return c.Client.Do(req)
 }
 
-// DocTypeUpdateWithBody performs a PATCH /v1/docs/types/{id} (the `DocTypeUpdate` operationId) request,
-// with any type of body and a specified content type.
+// DocTypeUpdateWithBody Doc type update
 //
 // Needs the permission docs.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/docs/types/{id} (the `DocTypeUpdate` operationId).
 func (c *Client) DocTypeUpdateWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocTypeUpdateRequestWithBody(c.Server, id, contentType, body)
 	if err != nil {
@@ -6777,10 +7702,13 @@ func (c *Client) DocTypeUpdateWithBody(ctx context.Context, id string, contentTy
 	return c.Client.Do(req)
 }
 
-// DocTypeUpdate performs a PATCH /v1/docs/types/{id} (the `DocTypeUpdate` operationId) request.
-// Takes a body of the `application/json` content type.
+// DocTypeUpdate Doc type update
 //
 // Needs the permission docs.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/docs/types/{id} (the `DocTypeUpdate` operationId).
 func (c *Client) DocTypeUpdate(ctx context.Context, id string, body DocTypeUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocTypeUpdateRequest(c.Server, id, body)
 	if err != nil {
@@ -6793,9 +7721,11 @@ func (c *Client) DocTypeUpdate(ctx context.Context, id string, body DocTypeUpdat
 	return c.Client.Do(req)
 }
 
-// DocTypeAgreement performs a GET /v1/docs/types/{id}/agreement (the `DocTypeAgreement` operationId) request.
+// DocTypeAgreement Doc type agreement
 //
 // Needs the permission docs.read.
+//
+// Corresponds with GET /v1/docs/types/{id}/agreement (the `DocTypeAgreement` operationId).
 func (c *Client) DocTypeAgreement(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocTypeAgreementRequest(c.Server, id)
 	if err != nil {
@@ -6808,10 +7738,13 @@ func (c *Client) DocTypeAgreement(ctx context.Context, id string, reqEditors ...
 	return c.Client.Do(req)
 }
 
-// EventEmitWithBody performs a POST /v1/events (the `EventEmit` operationId) request,
-// with any type of body and a specified content type.
+// EventEmitWithBody Event emit
 //
 // Needs the permission events.emit.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/events (the `EventEmit` operationId).
 func (c *Client) EventEmitWithBody(ctx context.Context, params *EventEmitParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewEventEmitRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
@@ -6824,10 +7757,13 @@ func (c *Client) EventEmitWithBody(ctx context.Context, params *EventEmitParams,
 	return c.Client.Do(req)
 }
 
-// EventEmit performs a POST /v1/events (the `EventEmit` operationId) request.
-// Takes a body of the `application/json` content type.
+// EventEmit Event emit
 //
 // Needs the permission events.emit.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/events (the `EventEmit` operationId).
 func (c *Client) EventEmit(ctx context.Context, params *EventEmitParams, body EventEmitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewEventEmitRequest(c.Server, params, body)
 	if err != nil {
@@ -6840,7 +7776,9 @@ func (c *Client) EventEmit(ctx context.Context, params *EventEmitParams, body Ev
 	return c.Client.Do(req)
 }
 
-// Integrations performs a GET /v1/integrations (the `Integrations` operationId) request.
+// Integrations Integrations
+//
+// Corresponds with GET /v1/integrations (the `Integrations` operationId).
 func (c *Client) Integrations(ctx context.Context, params *IntegrationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewIntegrationsRequest(c.Server, params)
 	if err != nil {
@@ -6853,9 +7791,11 @@ func (c *Client) Integrations(ctx context.Context, params *IntegrationsParams, r
 	return c.Client.Do(req)
 }
 
-// InvitationsList performs a GET /v1/invitations (the `InvitationsList` operationId) request.
+// InvitationsList Invitations list
 //
 // Needs the permission access.manage.
+//
+// Corresponds with GET /v1/invitations (the `InvitationsList` operationId).
 func (c *Client) InvitationsList(ctx context.Context, params *InvitationsListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewInvitationsListRequest(c.Server, params)
 	if err != nil {
@@ -6868,10 +7808,13 @@ func (c *Client) InvitationsList(ctx context.Context, params *InvitationsListPar
 	return c.Client.Do(req)
 }
 
-// InvitationCreateWithBody performs a POST /v1/invitations (the `InvitationCreate` operationId) request,
-// with any type of body and a specified content type.
+// InvitationCreateWithBody Invitation create
 //
 // Needs the permission access.manage.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/invitations (the `InvitationCreate` operationId).
 func (c *Client) InvitationCreateWithBody(ctx context.Context, params *InvitationCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewInvitationCreateRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
@@ -6884,10 +7827,13 @@ func (c *Client) InvitationCreateWithBody(ctx context.Context, params *Invitatio
 	return c.Client.Do(req)
 }
 
-// InvitationCreate performs a POST /v1/invitations (the `InvitationCreate` operationId) request.
-// Takes a body of the `application/json` content type.
+// InvitationCreate Invitation create
 //
 // Needs the permission access.manage.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/invitations (the `InvitationCreate` operationId).
 func (c *Client) InvitationCreate(ctx context.Context, params *InvitationCreateParams, body InvitationCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewInvitationCreateRequest(c.Server, params, body)
 	if err != nil {
@@ -6900,9 +7846,11 @@ func (c *Client) InvitationCreate(ctx context.Context, params *InvitationCreateP
 	return c.Client.Do(req)
 }
 
-// InvitationRevoke performs a DELETE /v1/invitations/{id} (the `InvitationRevoke` operationId) request.
+// InvitationRevoke Invitation revoke
 //
 // Needs the permission access.manage.
+//
+// Corresponds with DELETE /v1/invitations/{id} (the `InvitationRevoke` operationId).
 func (c *Client) InvitationRevoke(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewInvitationRevokeRequest(c.Server, id)
 	if err != nil {
@@ -6915,9 +7863,11 @@ func (c *Client) InvitationRevoke(ctx context.Context, id string, reqEditors ...
 	return c.Client.Do(req)
 }
 
-// InvitationGet performs a GET /v1/invitations/{id} (the `InvitationGet` operationId) request.
+// InvitationGet Invitation get
 //
 // Needs the permission access.manage.
+//
+// Corresponds with GET /v1/invitations/{id} (the `InvitationGet` operationId).
 func (c *Client) InvitationGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewInvitationGetRequest(c.Server, id)
 	if err != nil {
@@ -6930,10 +7880,13 @@ func (c *Client) InvitationGet(ctx context.Context, id string, reqEditors ...Req
 	return c.Client.Do(req)
 }
 
-// InvitationAcceptWithBody performs a POST /v1/invitations/{token}/accept (the `InvitationAccept` operationId) request,
-// with any type of body and a specified content type.
+// InvitationAcceptWithBody Invitation accept
 //
 // Needs no authentication.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/invitations/{token}/accept (the `InvitationAccept` operationId).
 func (c *Client) InvitationAcceptWithBody(ctx context.Context, token string, params *InvitationAcceptParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewInvitationAcceptRequestWithBody(c.Server, token, params, contentType, body)
 	if err != nil {
@@ -6946,10 +7899,13 @@ func (c *Client) InvitationAcceptWithBody(ctx context.Context, token string, par
 	return c.Client.Do(req)
 }
 
-// InvitationAccept performs a POST /v1/invitations/{token}/accept (the `InvitationAccept` operationId) request.
-// Takes a body of the `application/json` content type.
+// InvitationAccept Invitation accept
 //
 // Needs no authentication.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/invitations/{token}/accept (the `InvitationAccept` operationId).
 func (c *Client) InvitationAccept(ctx context.Context, token string, params *InvitationAcceptParams, body InvitationAcceptJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewInvitationAcceptRequest(c.Server, token, params, body)
 	if err != nil {
@@ -6962,7 +7918,9 @@ func (c *Client) InvitationAccept(ctx context.Context, token string, params *Inv
 	return c.Client.Do(req)
 }
 
-// MembersList performs a GET /v1/members (the `MembersList` operationId) request.
+// MembersList Members list
+//
+// Corresponds with GET /v1/members (the `MembersList` operationId).
 func (c *Client) MembersList(ctx context.Context, params *MembersListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewMembersListRequest(c.Server, params)
 	if err != nil {
@@ -6975,9 +7933,11 @@ func (c *Client) MembersList(ctx context.Context, params *MembersListParams, req
 	return c.Client.Do(req)
 }
 
-// OpenAPI performs a GET /v1/openapi.json (the `OpenAPI` operationId) request.
+// OpenAPI Open a p i
 //
 // Needs no authentication.
+//
+// Corresponds with GET /v1/openapi.json (the `OpenAPI` operationId).
 func (c *Client) OpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewOpenAPIRequest(c.Server)
 	if err != nil {
@@ -6990,9 +7950,11 @@ func (c *Client) OpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 	return c.Client.Do(req)
 }
 
-// OutboxList performs a GET /v1/outbox (the `OutboxList` operationId) request.
+// OutboxList Outbox list
 //
 // Needs the permission access.manage.
+//
+// Corresponds with GET /v1/outbox (the `OutboxList` operationId).
 func (c *Client) OutboxList(ctx context.Context, params *OutboxListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewOutboxListRequest(c.Server, params)
 	if err != nil {
@@ -7005,9 +7967,11 @@ func (c *Client) OutboxList(ctx context.Context, params *OutboxListParams, reqEd
 	return c.Client.Do(req)
 }
 
-// RunList performs a GET /v1/process-runs (the `RunList` operationId) request.
+// RunList Run list
 //
 // Needs the permission processes.read.
+//
+// Corresponds with GET /v1/process-runs (the `RunList` operationId).
 func (c *Client) RunList(ctx context.Context, params *RunListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRunListRequest(c.Server, params)
 	if err != nil {
@@ -7020,9 +7984,11 @@ func (c *Client) RunList(ctx context.Context, params *RunListParams, reqEditors 
 	return c.Client.Do(req)
 }
 
-// RunGet performs a GET /v1/process-runs/{id} (the `RunGet` operationId) request.
+// RunGet Run get
 //
 // Needs the permission processes.read.
+//
+// Corresponds with GET /v1/process-runs/{id} (the `RunGet` operationId).
 func (c *Client) RunGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRunGetRequest(c.Server, id)
 	if err != nil {
@@ -7035,9 +8001,11 @@ func (c *Client) RunGet(ctx context.Context, id string, reqEditors ...RequestEdi
 	return c.Client.Do(req)
 }
 
-// RunCancel performs a POST /v1/process-runs/{id}/cancel (the `RunCancel` operationId) request.
+// RunCancel Run cancel
 //
 // Needs the permission runs.start.
+//
+// Corresponds with POST /v1/process-runs/{id}/cancel (the `RunCancel` operationId).
 func (c *Client) RunCancel(ctx context.Context, id string, params *RunCancelParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRunCancelRequest(c.Server, id, params)
 	if err != nil {
@@ -7050,9 +8018,11 @@ func (c *Client) RunCancel(ctx context.Context, id string, params *RunCancelPara
 	return c.Client.Do(req)
 }
 
-// TemplatesList performs a GET /v1/process-templates (the `TemplatesList` operationId) request.
+// TemplatesList Templates list
 //
 // Needs the permission processes.read.
+//
+// Corresponds with GET /v1/process-templates (the `TemplatesList` operationId).
 func (c *Client) TemplatesList(ctx context.Context, params *TemplatesListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewTemplatesListRequest(c.Server, params)
 	if err != nil {
@@ -7065,10 +8035,13 @@ func (c *Client) TemplatesList(ctx context.Context, params *TemplatesListParams,
 	return c.Client.Do(req)
 }
 
-// TemplatesInstallWithBody performs a POST /v1/process-templates/install (the `TemplatesInstall` operationId) request,
-// with any type of body and a specified content type.
+// TemplatesInstallWithBody Templates install
 //
 // Needs the permission processes.manage.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/process-templates/install (the `TemplatesInstall` operationId).
 func (c *Client) TemplatesInstallWithBody(ctx context.Context, params *TemplatesInstallParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewTemplatesInstallRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
@@ -7081,10 +8054,13 @@ func (c *Client) TemplatesInstallWithBody(ctx context.Context, params *Templates
 	return c.Client.Do(req)
 }
 
-// TemplatesInstall performs a POST /v1/process-templates/install (the `TemplatesInstall` operationId) request.
-// Takes a body of the `application/json` content type.
+// TemplatesInstall Templates install
 //
 // Needs the permission processes.manage.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/process-templates/install (the `TemplatesInstall` operationId).
 func (c *Client) TemplatesInstall(ctx context.Context, params *TemplatesInstallParams, body TemplatesInstallJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewTemplatesInstallRequest(c.Server, params, body)
 	if err != nil {
@@ -7097,9 +8073,11 @@ func (c *Client) TemplatesInstall(ctx context.Context, params *TemplatesInstallP
 	return c.Client.Do(req)
 }
 
-// TemplateGet performs a GET /v1/process-templates/{id} (the `TemplateGet` operationId) request.
+// TemplateGet Template get
 //
 // Needs the permission processes.read.
+//
+// Corresponds with GET /v1/process-templates/{id} (the `TemplateGet` operationId).
 func (c *Client) TemplateGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewTemplateGetRequest(c.Server, id)
 	if err != nil {
@@ -7112,9 +8090,11 @@ func (c *Client) TemplateGet(ctx context.Context, id string, reqEditors ...Reque
 	return c.Client.Do(req)
 }
 
-// ProcessList performs a GET /v1/processes (the `ProcessList` operationId) request.
+// ProcessList Process list
 //
 // Needs the permission processes.read.
+//
+// Corresponds with GET /v1/processes (the `ProcessList` operationId).
 func (c *Client) ProcessList(ctx context.Context, params *ProcessListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewProcessListRequest(c.Server, params)
 	if err != nil {
@@ -7127,10 +8107,13 @@ func (c *Client) ProcessList(ctx context.Context, params *ProcessListParams, req
 	return c.Client.Do(req)
 }
 
-// ProcessCreateWithBody performs a POST /v1/processes (the `ProcessCreate` operationId) request,
-// with any type of body and a specified content type.
+// ProcessCreateWithBody Process create
 //
 // Needs the permission processes.manage.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/processes (the `ProcessCreate` operationId).
 func (c *Client) ProcessCreateWithBody(ctx context.Context, params *ProcessCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewProcessCreateRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
@@ -7143,10 +8126,13 @@ func (c *Client) ProcessCreateWithBody(ctx context.Context, params *ProcessCreat
 	return c.Client.Do(req)
 }
 
-// ProcessCreate performs a POST /v1/processes (the `ProcessCreate` operationId) request.
-// Takes a body of the `application/json` content type.
+// ProcessCreate Process create
 //
 // Needs the permission processes.manage.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/processes (the `ProcessCreate` operationId).
 func (c *Client) ProcessCreate(ctx context.Context, params *ProcessCreateParams, body ProcessCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewProcessCreateRequest(c.Server, params, body)
 	if err != nil {
@@ -7159,9 +8145,11 @@ func (c *Client) ProcessCreate(ctx context.Context, params *ProcessCreateParams,
 	return c.Client.Do(req)
 }
 
-// StepTypes performs a GET /v1/processes/step-types (the `StepTypes` operationId) request.
+// StepTypes Step types
 //
 // Needs the permission processes.read.
+//
+// Corresponds with GET /v1/processes/step-types (the `StepTypes` operationId).
 func (c *Client) StepTypes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStepTypesRequest(c.Server)
 	if err != nil {
@@ -7174,9 +8162,11 @@ func (c *Client) StepTypes(ctx context.Context, reqEditors ...RequestEditorFn) (
 	return c.Client.Do(req)
 }
 
-// ProcessArchive performs a DELETE /v1/processes/{id} (the `ProcessArchive` operationId) request.
+// ProcessArchive Process archive
 //
 // Needs the permission processes.manage.
+//
+// Corresponds with DELETE /v1/processes/{id} (the `ProcessArchive` operationId).
 func (c *Client) ProcessArchive(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewProcessArchiveRequest(c.Server, id)
 	if err != nil {
@@ -7189,9 +8179,11 @@ func (c *Client) ProcessArchive(ctx context.Context, id string, reqEditors ...Re
 	return c.Client.Do(req)
 }
 
-// ProcessGet performs a GET /v1/processes/{id} (the `ProcessGet` operationId) request.
+// ProcessGet Process get
 //
 // Needs the permission processes.read.
+//
+// Corresponds with GET /v1/processes/{id} (the `ProcessGet` operationId).
 func (c *Client) ProcessGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewProcessGetRequest(c.Server, id)
 	if err != nil {
@@ -7204,10 +8196,13 @@ func (c *Client) ProcessGet(ctx context.Context, id string, reqEditors ...Reques
 	return c.Client.Do(req)
 }
 
-// ProcessUpdateWithBody performs a PATCH /v1/processes/{id} (the `ProcessUpdate` operationId) request,
-// with any type of body and a specified content type.
+// ProcessUpdateWithBody Process update
 //
 // Needs the permission processes.manage.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/processes/{id} (the `ProcessUpdate` operationId).
 func (c *Client) ProcessUpdateWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewProcessUpdateRequestWithBody(c.Server, id, contentType, body)
 	if err != nil {
@@ -7220,10 +8215,13 @@ func (c *Client) ProcessUpdateWithBody(ctx context.Context, id string, contentTy
 	return c.Client.Do(req)
 }
 
-// ProcessUpdate performs a PATCH /v1/processes/{id} (the `ProcessUpdate` operationId) request.
-// Takes a body of the `application/json` content type.
+// ProcessUpdate Process update
 //
 // Needs the permission processes.manage.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/processes/{id} (the `ProcessUpdate` operationId).
 func (c *Client) ProcessUpdate(ctx context.Context, id string, body ProcessUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewProcessUpdateRequest(c.Server, id, body)
 	if err != nil {
@@ -7236,9 +8234,11 @@ func (c *Client) ProcessUpdate(ctx context.Context, id string, body ProcessUpdat
 	return c.Client.Do(req)
 }
 
-// ProcessAutomationGet performs a GET /v1/processes/{id}/automation (the `ProcessAutomationGet` operationId) request.
+// ProcessAutomationGet Process automation get
 //
 // Needs the permission processes.read.
+//
+// Corresponds with GET /v1/processes/{id}/automation (the `ProcessAutomationGet` operationId).
 func (c *Client) ProcessAutomationGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewProcessAutomationGetRequest(c.Server, id)
 	if err != nil {
@@ -7251,10 +8251,13 @@ func (c *Client) ProcessAutomationGet(ctx context.Context, id string, reqEditors
 	return c.Client.Do(req)
 }
 
-// ProcessAutomationPatchWithBody performs a PATCH /v1/processes/{id}/automation (the `ProcessAutomationPatch` operationId) request,
-// with any type of body and a specified content type.
+// ProcessAutomationPatchWithBody Process automation patch
 //
 // Needs the permission automation.manage.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/processes/{id}/automation (the `ProcessAutomationPatch` operationId).
 func (c *Client) ProcessAutomationPatchWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewProcessAutomationPatchRequestWithBody(c.Server, id, contentType, body)
 	if err != nil {
@@ -7267,10 +8270,13 @@ func (c *Client) ProcessAutomationPatchWithBody(ctx context.Context, id string, 
 	return c.Client.Do(req)
 }
 
-// ProcessAutomationPatch performs a PATCH /v1/processes/{id}/automation (the `ProcessAutomationPatch` operationId) request.
-// Takes a body of the `application/json` content type.
+// ProcessAutomationPatch Process automation patch
 //
 // Needs the permission automation.manage.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/processes/{id}/automation (the `ProcessAutomationPatch` operationId).
 func (c *Client) ProcessAutomationPatch(ctx context.Context, id string, body ProcessAutomationPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewProcessAutomationPatchRequest(c.Server, id, body)
 	if err != nil {
@@ -7283,10 +8289,13 @@ func (c *Client) ProcessAutomationPatch(ctx context.Context, id string, body Pro
 	return c.Client.Do(req)
 }
 
-// RunStartWithBody performs a POST /v1/processes/{id}/start (the `RunStart` operationId) request,
-// with any type of body and a specified content type.
+// RunStartWithBody Run start
 //
 // Needs the permission runs.start.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/processes/{id}/start (the `RunStart` operationId).
 func (c *Client) RunStartWithBody(ctx context.Context, id string, params *RunStartParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRunStartRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
@@ -7299,10 +8308,13 @@ func (c *Client) RunStartWithBody(ctx context.Context, id string, params *RunSta
 	return c.Client.Do(req)
 }
 
-// RunStart performs a POST /v1/processes/{id}/start (the `RunStart` operationId) request.
-// Takes a body of the `application/json` content type.
+// RunStart Run start
 //
 // Needs the permission runs.start.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/processes/{id}/start (the `RunStart` operationId).
 func (c *Client) RunStart(ctx context.Context, id string, params *RunStartParams, body RunStartJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRunStartRequest(c.Server, id, params, body)
 	if err != nil {
@@ -7315,9 +8327,11 @@ func (c *Client) RunStart(ctx context.Context, id string, params *RunStartParams
 	return c.Client.Do(req)
 }
 
-// ProcessVersions performs a GET /v1/processes/{id}/versions (the `ProcessVersions` operationId) request.
+// ProcessVersions Process versions
 //
 // Needs the permission processes.read.
+//
+// Corresponds with GET /v1/processes/{id}/versions (the `ProcessVersions` operationId).
 func (c *Client) ProcessVersions(ctx context.Context, id string, params *ProcessVersionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewProcessVersionsRequest(c.Server, id, params)
 	if err != nil {
@@ -7330,9 +8344,11 @@ func (c *Client) ProcessVersions(ctx context.Context, id string, params *Process
 	return c.Client.Do(req)
 }
 
-// TaskList performs a GET /v1/tasks (the `TaskList` operationId) request.
+// TaskList Task list
 //
 // Needs the permission processes.read.
+//
+// Corresponds with GET /v1/tasks (the `TaskList` operationId).
 func (c *Client) TaskList(ctx context.Context, params *TaskListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewTaskListRequest(c.Server, params)
 	if err != nil {
@@ -7345,9 +8361,11 @@ func (c *Client) TaskList(ctx context.Context, params *TaskListParams, reqEditor
 	return c.Client.Do(req)
 }
 
-// TaskGet performs a GET /v1/tasks/{id} (the `TaskGet` operationId) request.
+// TaskGet Task get
 //
 // Needs the permission processes.read.
+//
+// Corresponds with GET /v1/tasks/{id} (the `TaskGet` operationId).
 func (c *Client) TaskGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewTaskGetRequest(c.Server, id)
 	if err != nil {
@@ -7360,10 +8378,13 @@ func (c *Client) TaskGet(ctx context.Context, id string, reqEditors ...RequestEd
 	return c.Client.Do(req)
 }
 
-// TaskCompleteWithBody performs a POST /v1/tasks/{id}/complete (the `TaskComplete` operationId) request,
-// with any type of body and a specified content type.
+// TaskCompleteWithBody Task complete
 //
 // Needs the permission tasks.work.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/tasks/{id}/complete (the `TaskComplete` operationId).
 func (c *Client) TaskCompleteWithBody(ctx context.Context, id string, params *TaskCompleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewTaskCompleteRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
@@ -7376,10 +8397,13 @@ func (c *Client) TaskCompleteWithBody(ctx context.Context, id string, params *Ta
 	return c.Client.Do(req)
 }
 
-// TaskComplete performs a POST /v1/tasks/{id}/complete (the `TaskComplete` operationId) request.
-// Takes a body of the `application/json` content type.
+// TaskComplete Task complete
 //
 // Needs the permission tasks.work.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/tasks/{id}/complete (the `TaskComplete` operationId).
 func (c *Client) TaskComplete(ctx context.Context, id string, params *TaskCompleteParams, body TaskCompleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewTaskCompleteRequest(c.Server, id, params, body)
 	if err != nil {
@@ -7392,7 +8416,9 @@ func (c *Client) TaskComplete(ctx context.Context, id string, params *TaskComple
 	return c.Client.Do(req)
 }
 
-// UseCasesList performs a GET /v1/use-cases (the `UseCasesList` operationId) request.
+// UseCasesList Use cases list
+//
+// Corresponds with GET /v1/use-cases (the `UseCasesList` operationId).
 func (c *Client) UseCasesList(ctx context.Context, params *UseCasesListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUseCasesListRequest(c.Server, params)
 	if err != nil {
@@ -7405,8 +8431,11 @@ func (c *Client) UseCasesList(ctx context.Context, params *UseCasesListParams, r
 	return c.Client.Do(req)
 }
 
-// UseCaseDepartmentsWithBody performs a PUT /v1/use-cases/members/{user_id}/departments (the `UseCaseDepartments` operationId) request,
-// with any type of body and a specified content type.
+// UseCaseDepartmentsWithBody Use case departments
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/use-cases/members/{user_id}/departments (the `UseCaseDepartments` operationId).
 func (c *Client) UseCaseDepartmentsWithBody(ctx context.Context, userId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUseCaseDepartmentsRequestWithBody(c.Server, userId, contentType, body)
 	if err != nil {
@@ -7419,8 +8448,11 @@ func (c *Client) UseCaseDepartmentsWithBody(ctx context.Context, userId string, 
 	return c.Client.Do(req)
 }
 
-// UseCaseDepartments performs a PUT /v1/use-cases/members/{user_id}/departments (the `UseCaseDepartments` operationId) request.
+// UseCaseDepartments Use case departments
+//
 // Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/use-cases/members/{user_id}/departments (the `UseCaseDepartments` operationId).
 func (c *Client) UseCaseDepartments(ctx context.Context, userId string, body UseCaseDepartmentsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUseCaseDepartmentsRequest(c.Server, userId, body)
 	if err != nil {
@@ -7433,7 +8465,9 @@ func (c *Client) UseCaseDepartments(ctx context.Context, userId string, body Use
 	return c.Client.Do(req)
 }
 
-// UseCaseProfileGet performs a GET /v1/use-cases/profile (the `UseCaseProfileGet` operationId) request.
+// UseCaseProfileGet Use case profile get
+//
+// Corresponds with GET /v1/use-cases/profile (the `UseCaseProfileGet` operationId).
 func (c *Client) UseCaseProfileGet(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUseCaseProfileGetRequest(c.Server)
 	if err != nil {
@@ -7446,10 +8480,13 @@ func (c *Client) UseCaseProfileGet(ctx context.Context, reqEditors ...RequestEdi
 	return c.Client.Do(req)
 }
 
-// UseCaseProfileSetWithBody performs a PUT /v1/use-cases/profile (the `UseCaseProfileSet` operationId) request,
-// with any type of body and a specified content type.
+// UseCaseProfileSetWithBody Use case profile set
 //
 // Needs the permission usecases.manage.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/use-cases/profile (the `UseCaseProfileSet` operationId).
 func (c *Client) UseCaseProfileSetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUseCaseProfileSetRequestWithBody(c.Server, contentType, body)
 	if err != nil {
@@ -7462,10 +8499,13 @@ func (c *Client) UseCaseProfileSetWithBody(ctx context.Context, contentType stri
 	return c.Client.Do(req)
 }
 
-// UseCaseProfileSet performs a PUT /v1/use-cases/profile (the `UseCaseProfileSet` operationId) request.
-// Takes a body of the `application/json` content type.
+// UseCaseProfileSet Use case profile set
 //
 // Needs the permission usecases.manage.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/use-cases/profile (the `UseCaseProfileSet` operationId).
 func (c *Client) UseCaseProfileSet(ctx context.Context, body UseCaseProfileSetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUseCaseProfileSetRequest(c.Server, body)
 	if err != nil {
@@ -7478,7 +8518,9 @@ func (c *Client) UseCaseProfileSet(ctx context.Context, body UseCaseProfileSetJS
 	return c.Client.Do(req)
 }
 
-// UseCaseRegister performs a GET /v1/use-cases/register (the `UseCaseRegister` operationId) request.
+// UseCaseRegister Use case register
+//
+// Corresponds with GET /v1/use-cases/register (the `UseCaseRegister` operationId).
 func (c *Client) UseCaseRegister(ctx context.Context, params *UseCaseRegisterParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUseCaseRegisterRequest(c.Server, params)
 	if err != nil {
@@ -7491,7 +8533,9 @@ func (c *Client) UseCaseRegister(ctx context.Context, params *UseCaseRegisterPar
 	return c.Client.Do(req)
 }
 
-// UseCaseTaxonomy performs a GET /v1/use-cases/taxonomy (the `UseCaseTaxonomy` operationId) request.
+// UseCaseTaxonomy Use case taxonomy
+//
+// Corresponds with GET /v1/use-cases/taxonomy (the `UseCaseTaxonomy` operationId).
 func (c *Client) UseCaseTaxonomy(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUseCaseTaxonomyRequest(c.Server)
 	if err != nil {
@@ -7504,7 +8548,9 @@ func (c *Client) UseCaseTaxonomy(ctx context.Context, reqEditors ...RequestEdito
 	return c.Client.Do(req)
 }
 
-// UseCaseGet performs a GET /v1/use-cases/{use_case_id} (the `UseCaseGet` operationId) request.
+// UseCaseGet Use case get
+//
+// Corresponds with GET /v1/use-cases/{use_case_id} (the `UseCaseGet` operationId).
 func (c *Client) UseCaseGet(ctx context.Context, useCaseId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUseCaseGetRequest(c.Server, useCaseId)
 	if err != nil {
@@ -7517,10 +8563,13 @@ func (c *Client) UseCaseGet(ctx context.Context, useCaseId string, reqEditors ..
 	return c.Client.Do(req)
 }
 
-// UseCaseAdoptionWithBody performs a PUT /v1/use-cases/{use_case_id}/adoption (the `UseCaseAdoption` operationId) request,
-// with any type of body and a specified content type.
+// UseCaseAdoptionWithBody Use case adoption
 //
 // Needs the permission usecases.manage.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/use-cases/{use_case_id}/adoption (the `UseCaseAdoption` operationId).
 func (c *Client) UseCaseAdoptionWithBody(ctx context.Context, useCaseId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUseCaseAdoptionRequestWithBody(c.Server, useCaseId, contentType, body)
 	if err != nil {
@@ -7533,10 +8582,13 @@ func (c *Client) UseCaseAdoptionWithBody(ctx context.Context, useCaseId string, 
 	return c.Client.Do(req)
 }
 
-// UseCaseAdoption performs a PUT /v1/use-cases/{use_case_id}/adoption (the `UseCaseAdoption` operationId) request.
-// Takes a body of the `application/json` content type.
+// UseCaseAdoption Use case adoption
 //
 // Needs the permission usecases.manage.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/use-cases/{use_case_id}/adoption (the `UseCaseAdoption` operationId).
 func (c *Client) UseCaseAdoption(ctx context.Context, useCaseId string, body UseCaseAdoptionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUseCaseAdoptionRequest(c.Server, useCaseId, body)
 	if err != nil {
@@ -7549,7 +8601,9 @@ func (c *Client) UseCaseAdoption(ctx context.Context, useCaseId string, body Use
 	return c.Client.Do(req)
 }
 
-// WorkspaceGet performs a GET /v1/workspace (the `WorkspaceGet` operationId) request.
+// WorkspaceGet Workspace get
+//
+// Corresponds with GET /v1/workspace (the `WorkspaceGet` operationId).
 func (c *Client) WorkspaceGet(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewWorkspaceGetRequest(c.Server)
 	if err != nil {
@@ -7562,10 +8616,13 @@ func (c *Client) WorkspaceGet(ctx context.Context, reqEditors ...RequestEditorFn
 	return c.Client.Do(req)
 }
 
-// WorkspacePatchWithBody performs a PATCH /v1/workspace (the `WorkspacePatch` operationId) request,
-// with any type of body and a specified content type.
+// WorkspacePatchWithBody Workspace patch
 //
 // Needs the permission access.manage.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/workspace (the `WorkspacePatch` operationId).
 func (c *Client) WorkspacePatchWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewWorkspacePatchRequestWithBody(c.Server, contentType, body)
 	if err != nil {
@@ -7578,10 +8635,13 @@ func (c *Client) WorkspacePatchWithBody(ctx context.Context, contentType string,
 	return c.Client.Do(req)
 }
 
-// WorkspacePatch performs a PATCH /v1/workspace (the `WorkspacePatch` operationId) request.
-// Takes a body of the `application/json` content type.
+// WorkspacePatch Workspace patch
 //
 // Needs the permission access.manage.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/workspace (the `WorkspacePatch` operationId).
 func (c *Client) WorkspacePatch(ctx context.Context, body WorkspacePatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewWorkspacePatchRequest(c.Server, body)
 	if err != nil {
@@ -15386,1399 +16446,1811 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
-	// HealthWithResponse performs a GET /healthz (the `Health` operationId) request.
+	// HealthWithResponse Health
 	//
 	// Needs no authentication.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /healthz (the `Health` operationId).
 	HealthWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HealthResponse, error)
 
-	// KeysListWithResponse performs a GET /v1/api-keys (the `KeysList` operationId) request.
+	// KeysListWithResponse Keys list
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/api-keys (the `KeysList` operationId).
 	KeysListWithResponse(ctx context.Context, params *KeysListParams, reqEditors ...RequestEditorFn) (*KeysListResponse, error)
 
-	// KeyCreateWithBodyWithResponse performs a POST /v1/api-keys (the `KeyCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// KeyCreateWithBodyWithResponse Key create
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api-keys (the `KeyCreate` operationId).
 	KeyCreateWithBodyWithResponse(ctx context.Context, params *KeyCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*KeyCreateResponse, error)
 
-	// KeyCreateWithResponse performs a POST /v1/api-keys (the `KeyCreate` operationId) request.
+	// KeyCreateWithResponse Key create
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api-keys (the `KeyCreate` operationId).
 	KeyCreateWithResponse(ctx context.Context, params *KeyCreateParams, body KeyCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*KeyCreateResponse, error)
 
-	// KeyRevokeWithResponse performs a DELETE /v1/api-keys/{id} (the `KeyRevoke` operationId) request.
+	// KeyRevokeWithResponse Key revoke
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/api-keys/{id} (the `KeyRevoke` operationId).
 	KeyRevokeWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*KeyRevokeResponse, error)
 
-	// KeyGetWithResponse performs a GET /v1/api-keys/{id} (the `KeyGet` operationId) request.
+	// KeyGetWithResponse Key get
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/api-keys/{id} (the `KeyGet` operationId).
 	KeyGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*KeyGetResponse, error)
 
-	// ApprovalListWithResponse performs a GET /v1/approvals (the `ApprovalList` operationId) request.
+	// ApprovalListWithResponse Approval list
 	//
 	// Needs the permission processes.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/approvals (the `ApprovalList` operationId).
 	ApprovalListWithResponse(ctx context.Context, params *ApprovalListParams, reqEditors ...RequestEditorFn) (*ApprovalListResponse, error)
 
-	// ApprovalGetWithResponse performs a GET /v1/approvals/{id} (the `ApprovalGet` operationId) request.
+	// ApprovalGetWithResponse Approval get
 	//
 	// Needs the permission processes.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/approvals/{id} (the `ApprovalGet` operationId).
 	ApprovalGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ApprovalGetResponse, error)
 
-	// ApprovalApproveWithBodyWithResponse performs a POST /v1/approvals/{id}/approve (the `ApprovalApprove` operationId) request,
-	// with any type of body and a specified content type.
+	// ApprovalApproveWithBodyWithResponse Approval approve
 	//
 	// Needs the permission approvals.decide.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/approvals/{id}/approve (the `ApprovalApprove` operationId).
 	ApprovalApproveWithBodyWithResponse(ctx context.Context, id string, params *ApprovalApproveParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApprovalApproveResponse, error)
 
-	// ApprovalApproveWithResponse performs a POST /v1/approvals/{id}/approve (the `ApprovalApprove` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// ApprovalApproveWithResponse Approval approve
 	//
 	// Needs the permission approvals.decide.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/approvals/{id}/approve (the `ApprovalApprove` operationId).
 	ApprovalApproveWithResponse(ctx context.Context, id string, params *ApprovalApproveParams, body ApprovalApproveJSONRequestBody, reqEditors ...RequestEditorFn) (*ApprovalApproveResponse, error)
 
-	// ApprovalRejectWithBodyWithResponse performs a POST /v1/approvals/{id}/reject (the `ApprovalReject` operationId) request,
-	// with any type of body and a specified content type.
+	// ApprovalRejectWithBodyWithResponse Approval reject
 	//
 	// Needs the permission approvals.decide.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/approvals/{id}/reject (the `ApprovalReject` operationId).
 	ApprovalRejectWithBodyWithResponse(ctx context.Context, id string, params *ApprovalRejectParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApprovalRejectResponse, error)
 
-	// ApprovalRejectWithResponse performs a POST /v1/approvals/{id}/reject (the `ApprovalReject` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// ApprovalRejectWithResponse Approval reject
 	//
 	// Needs the permission approvals.decide.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/approvals/{id}/reject (the `ApprovalReject` operationId).
 	ApprovalRejectWithResponse(ctx context.Context, id string, params *ApprovalRejectParams, body ApprovalRejectJSONRequestBody, reqEditors ...RequestEditorFn) (*ApprovalRejectResponse, error)
 
-	// AppsListWithResponse performs a GET /v1/apps (the `AppsList` operationId) request.
+	// AppsListWithResponse Apps list
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/apps (the `AppsList` operationId).
 	AppsListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*AppsListResponse, error)
 
-	// AuditListWithResponse performs a GET /v1/audit (the `AuditList` operationId) request.
+	// AuditListWithResponse Audit list
 	//
 	// Needs the permission audit.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/audit (the `AuditList` operationId).
 	AuditListWithResponse(ctx context.Context, params *AuditListParams, reqEditors ...RequestEditorFn) (*AuditListResponse, error)
 
-	// AuthCodeWithBodyWithResponse performs a POST /v1/auth/code (the `AuthCode` operationId) request,
-	// with any type of body and a specified content type.
+	// AuthCodeWithBodyWithResponse Auth code
 	//
 	// Needs no authentication.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/auth/code (the `AuthCode` operationId).
 	AuthCodeWithBodyWithResponse(ctx context.Context, params *AuthCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AuthCodeResponse, error)
 
-	// AuthCodeWithResponse performs a POST /v1/auth/code (the `AuthCode` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// AuthCodeWithResponse Auth code
 	//
 	// Needs no authentication.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/auth/code (the `AuthCode` operationId).
 	AuthCodeWithResponse(ctx context.Context, params *AuthCodeParams, body AuthCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*AuthCodeResponse, error)
 
-	// DevLoginWithBodyWithResponse performs a POST /v1/auth/dev-login (the `DevLogin` operationId) request,
-	// with any type of body and a specified content type.
+	// DevLoginWithBodyWithResponse Dev login
 	//
 	// Needs no authentication.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/auth/dev-login (the `DevLogin` operationId).
 	DevLoginWithBodyWithResponse(ctx context.Context, params *DevLoginParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DevLoginResponse, error)
 
-	// DevLoginWithResponse performs a POST /v1/auth/dev-login (the `DevLogin` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// DevLoginWithResponse Dev login
 	//
 	// Needs no authentication.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/auth/dev-login (the `DevLogin` operationId).
 	DevLoginWithResponse(ctx context.Context, params *DevLoginParams, body DevLoginJSONRequestBody, reqEditors ...RequestEditorFn) (*DevLoginResponse, error)
 
-	// AuthEmailWithBodyWithResponse performs a POST /v1/auth/email (the `AuthEmail` operationId) request,
-	// with any type of body and a specified content type.
+	// AuthEmailWithBodyWithResponse Auth email
 	//
 	// Needs no authentication.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/auth/email (the `AuthEmail` operationId).
 	AuthEmailWithBodyWithResponse(ctx context.Context, params *AuthEmailParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AuthEmailResponse, error)
 
-	// AuthEmailWithResponse performs a POST /v1/auth/email (the `AuthEmail` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// AuthEmailWithResponse Auth email
 	//
 	// Needs no authentication.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/auth/email (the `AuthEmail` operationId).
 	AuthEmailWithResponse(ctx context.Context, params *AuthEmailParams, body AuthEmailJSONRequestBody, reqEditors ...RequestEditorFn) (*AuthEmailResponse, error)
 
-	// LogoutWithResponse performs a POST /v1/auth/logout (the `Logout` operationId) request.
+	// LogoutWithResponse Logout
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/auth/logout (the `Logout` operationId).
 	LogoutWithResponse(ctx context.Context, params *LogoutParams, reqEditors ...RequestEditorFn) (*LogoutResponse, error)
 
-	// MeWithResponse performs a GET /v1/auth/me (the `Me` operationId) request.
+	// MeWithResponse Me
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/auth/me (the `Me` operationId).
 	MeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*MeResponse, error)
 
-	// AutomationGetWithResponse performs a GET /v1/automation (the `AutomationGet` operationId) request.
+	// AutomationGetWithResponse Automation get
 	//
 	// Needs the permission processes.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/automation (the `AutomationGet` operationId).
 	AutomationGetWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*AutomationGetResponse, error)
 
-	// AutomationPatchWithBodyWithResponse performs a PATCH /v1/automation (the `AutomationPatch` operationId) request,
-	// with any type of body and a specified content type.
+	// AutomationPatchWithBodyWithResponse Automation patch
 	//
 	// Needs the permission automation.manage.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/automation (the `AutomationPatch` operationId).
 	AutomationPatchWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AutomationPatchResponse, error)
 
-	// AutomationPatchWithResponse performs a PATCH /v1/automation (the `AutomationPatch` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// AutomationPatchWithResponse Automation patch
 	//
 	// Needs the permission automation.manage.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/automation (the `AutomationPatch` operationId).
 	AutomationPatchWithResponse(ctx context.Context, body AutomationPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*AutomationPatchResponse, error)
 
-	// BoardsListWithResponse performs a GET /v1/boards (the `BoardsList` operationId) request.
+	// BoardsListWithResponse Boards list
 	//
 	// Needs the permission boards.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/boards (the `BoardsList` operationId).
 	BoardsListWithResponse(ctx context.Context, params *BoardsListParams, reqEditors ...RequestEditorFn) (*BoardsListResponse, error)
 
-	// BoardCreateWithBodyWithResponse performs a POST /v1/boards (the `BoardCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// BoardCreateWithBodyWithResponse Board create
 	//
 	// Needs the permission boards.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/boards (the `BoardCreate` operationId).
 	BoardCreateWithBodyWithResponse(ctx context.Context, params *BoardCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BoardCreateResponse, error)
 
-	// BoardCreateWithResponse performs a POST /v1/boards (the `BoardCreate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// BoardCreateWithResponse Board create
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/boards (the `BoardCreate` operationId).
 	BoardCreateWithResponse(ctx context.Context, params *BoardCreateParams, body BoardCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*BoardCreateResponse, error)
 
-	// BoardDeleteWithResponse performs a DELETE /v1/boards/{id} (the `BoardDelete` operationId) request.
+	// BoardDeleteWithResponse Board delete
 	//
 	// Needs the permission boards.write.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/boards/{id} (the `BoardDelete` operationId).
 	BoardDeleteWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*BoardDeleteResponse, error)
 
-	// BoardGetWithResponse performs a GET /v1/boards/{id} (the `BoardGet` operationId) request.
+	// BoardGetWithResponse Board get
 	//
 	// Needs the permission boards.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/boards/{id} (the `BoardGet` operationId).
 	BoardGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*BoardGetResponse, error)
 
-	// BoardUpdateWithBodyWithResponse performs a PATCH /v1/boards/{id} (the `BoardUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// BoardUpdateWithBodyWithResponse Board update
 	//
 	// Needs the permission boards.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/boards/{id} (the `BoardUpdate` operationId).
 	BoardUpdateWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BoardUpdateResponse, error)
 
-	// BoardUpdateWithResponse performs a PATCH /v1/boards/{id} (the `BoardUpdate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// BoardUpdateWithResponse Board update
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/boards/{id} (the `BoardUpdate` operationId).
 	BoardUpdateWithResponse(ctx context.Context, id string, body BoardUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*BoardUpdateResponse, error)
 
-	// BoardColumnsListWithResponse performs a GET /v1/boards/{id}/columns (the `BoardColumnsList` operationId) request.
+	// BoardColumnsListWithResponse Board columns list
 	//
 	// Needs the permission boards.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/boards/{id}/columns (the `BoardColumnsList` operationId).
 	BoardColumnsListWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*BoardColumnsListResponse, error)
 
-	// BoardColumnCreateWithBodyWithResponse performs a POST /v1/boards/{id}/columns (the `BoardColumnCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// BoardColumnCreateWithBodyWithResponse Board column create
 	//
 	// Needs the permission boards.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/boards/{id}/columns (the `BoardColumnCreate` operationId).
 	BoardColumnCreateWithBodyWithResponse(ctx context.Context, id string, params *BoardColumnCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BoardColumnCreateResponse, error)
 
-	// BoardColumnCreateWithResponse performs a POST /v1/boards/{id}/columns (the `BoardColumnCreate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// BoardColumnCreateWithResponse Board column create
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/boards/{id}/columns (the `BoardColumnCreate` operationId).
 	BoardColumnCreateWithResponse(ctx context.Context, id string, params *BoardColumnCreateParams, body BoardColumnCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*BoardColumnCreateResponse, error)
 
-	// BoardColumnDeleteWithResponse performs a DELETE /v1/boards/{id}/columns/{part_id} (the `BoardColumnDelete` operationId) request.
+	// BoardColumnDeleteWithResponse Board column delete
 	//
 	// Needs the permission boards.write.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/boards/{id}/columns/{part_id} (the `BoardColumnDelete` operationId).
 	BoardColumnDeleteWithResponse(ctx context.Context, id string, partId string, reqEditors ...RequestEditorFn) (*BoardColumnDeleteResponse, error)
 
-	// BoardColumnGetWithResponse performs a GET /v1/boards/{id}/columns/{part_id} (the `BoardColumnGet` operationId) request.
+	// BoardColumnGetWithResponse Board column get
 	//
 	// Needs the permission boards.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/boards/{id}/columns/{part_id} (the `BoardColumnGet` operationId).
 	BoardColumnGetWithResponse(ctx context.Context, id string, partId string, reqEditors ...RequestEditorFn) (*BoardColumnGetResponse, error)
 
-	// BoardColumnUpdateWithBodyWithResponse performs a PATCH /v1/boards/{id}/columns/{part_id} (the `BoardColumnUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// BoardColumnUpdateWithBodyWithResponse Board column update
 	//
 	// Needs the permission boards.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/boards/{id}/columns/{part_id} (the `BoardColumnUpdate` operationId).
 	BoardColumnUpdateWithBodyWithResponse(ctx context.Context, id string, partId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BoardColumnUpdateResponse, error)
 
-	// BoardColumnUpdateWithResponse performs a PATCH /v1/boards/{id}/columns/{part_id} (the `BoardColumnUpdate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// BoardColumnUpdateWithResponse Board column update
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/boards/{id}/columns/{part_id} (the `BoardColumnUpdate` operationId).
 	BoardColumnUpdateWithResponse(ctx context.Context, id string, partId string, body BoardColumnUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*BoardColumnUpdateResponse, error)
 
-	// BoardGroupsListWithResponse performs a GET /v1/boards/{id}/groups (the `BoardGroupsList` operationId) request.
+	// BoardGroupsListWithResponse Board groups list
 	//
 	// Needs the permission boards.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/boards/{id}/groups (the `BoardGroupsList` operationId).
 	BoardGroupsListWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*BoardGroupsListResponse, error)
 
-	// BoardGroupCreateWithBodyWithResponse performs a POST /v1/boards/{id}/groups (the `BoardGroupCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// BoardGroupCreateWithBodyWithResponse Board group create
 	//
 	// Needs the permission boards.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/boards/{id}/groups (the `BoardGroupCreate` operationId).
 	BoardGroupCreateWithBodyWithResponse(ctx context.Context, id string, params *BoardGroupCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BoardGroupCreateResponse, error)
 
-	// BoardGroupCreateWithResponse performs a POST /v1/boards/{id}/groups (the `BoardGroupCreate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// BoardGroupCreateWithResponse Board group create
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/boards/{id}/groups (the `BoardGroupCreate` operationId).
 	BoardGroupCreateWithResponse(ctx context.Context, id string, params *BoardGroupCreateParams, body BoardGroupCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*BoardGroupCreateResponse, error)
 
-	// BoardGroupDeleteWithResponse performs a DELETE /v1/boards/{id}/groups/{part_id} (the `BoardGroupDelete` operationId) request.
+	// BoardGroupDeleteWithResponse Board group delete
 	//
 	// Needs the permission boards.write.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/boards/{id}/groups/{part_id} (the `BoardGroupDelete` operationId).
 	BoardGroupDeleteWithResponse(ctx context.Context, id string, partId string, params *BoardGroupDeleteParams, reqEditors ...RequestEditorFn) (*BoardGroupDeleteResponse, error)
 
-	// BoardGroupGetWithResponse performs a GET /v1/boards/{id}/groups/{part_id} (the `BoardGroupGet` operationId) request.
+	// BoardGroupGetWithResponse Board group get
 	//
 	// Needs the permission boards.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/boards/{id}/groups/{part_id} (the `BoardGroupGet` operationId).
 	BoardGroupGetWithResponse(ctx context.Context, id string, partId string, reqEditors ...RequestEditorFn) (*BoardGroupGetResponse, error)
 
-	// BoardGroupUpdateWithBodyWithResponse performs a PATCH /v1/boards/{id}/groups/{part_id} (the `BoardGroupUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// BoardGroupUpdateWithBodyWithResponse Board group update
 	//
 	// Needs the permission boards.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/boards/{id}/groups/{part_id} (the `BoardGroupUpdate` operationId).
 	BoardGroupUpdateWithBodyWithResponse(ctx context.Context, id string, partId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BoardGroupUpdateResponse, error)
 
-	// BoardGroupUpdateWithResponse performs a PATCH /v1/boards/{id}/groups/{part_id} (the `BoardGroupUpdate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// BoardGroupUpdateWithResponse Board group update
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/boards/{id}/groups/{part_id} (the `BoardGroupUpdate` operationId).
 	BoardGroupUpdateWithResponse(ctx context.Context, id string, partId string, body BoardGroupUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*BoardGroupUpdateResponse, error)
 
-	// BoardItemsListWithResponse performs a GET /v1/boards/{id}/items (the `BoardItemsList` operationId) request.
+	// BoardItemsListWithResponse Board items list
 	//
 	// Needs the permission boards.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/boards/{id}/items (the `BoardItemsList` operationId).
 	BoardItemsListWithResponse(ctx context.Context, id string, params *BoardItemsListParams, reqEditors ...RequestEditorFn) (*BoardItemsListResponse, error)
 
-	// BoardItemCreateWithBodyWithResponse performs a POST /v1/boards/{id}/items (the `BoardItemCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// BoardItemCreateWithBodyWithResponse Board item create
 	//
 	// Needs the permission boards.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/boards/{id}/items (the `BoardItemCreate` operationId).
 	BoardItemCreateWithBodyWithResponse(ctx context.Context, id string, params *BoardItemCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BoardItemCreateResponse, error)
 
-	// BoardItemCreateWithResponse performs a POST /v1/boards/{id}/items (the `BoardItemCreate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// BoardItemCreateWithResponse Board item create
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/boards/{id}/items (the `BoardItemCreate` operationId).
 	BoardItemCreateWithResponse(ctx context.Context, id string, params *BoardItemCreateParams, body BoardItemCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*BoardItemCreateResponse, error)
 
-	// BoardItemDeleteWithResponse performs a DELETE /v1/boards/{id}/items/{part_id} (the `BoardItemDelete` operationId) request.
+	// BoardItemDeleteWithResponse Board item delete
 	//
 	// Needs the permission boards.write.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/boards/{id}/items/{part_id} (the `BoardItemDelete` operationId).
 	BoardItemDeleteWithResponse(ctx context.Context, id string, partId string, reqEditors ...RequestEditorFn) (*BoardItemDeleteResponse, error)
 
-	// BoardItemGetWithResponse performs a GET /v1/boards/{id}/items/{part_id} (the `BoardItemGet` operationId) request.
+	// BoardItemGetWithResponse Board item get
 	//
 	// Needs the permission boards.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/boards/{id}/items/{part_id} (the `BoardItemGet` operationId).
 	BoardItemGetWithResponse(ctx context.Context, id string, partId string, reqEditors ...RequestEditorFn) (*BoardItemGetResponse, error)
 
-	// BoardItemUpdateWithBodyWithResponse performs a PATCH /v1/boards/{id}/items/{part_id} (the `BoardItemUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// BoardItemUpdateWithBodyWithResponse Board item update
 	//
 	// Needs the permission boards.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/boards/{id}/items/{part_id} (the `BoardItemUpdate` operationId).
 	BoardItemUpdateWithBodyWithResponse(ctx context.Context, id string, partId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BoardItemUpdateResponse, error)
 
-	// BoardItemUpdateWithResponse performs a PATCH /v1/boards/{id}/items/{part_id} (the `BoardItemUpdate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// BoardItemUpdateWithResponse Board item update
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/boards/{id}/items/{part_id} (the `BoardItemUpdate` operationId).
 	BoardItemUpdateWithResponse(ctx context.Context, id string, partId string, body BoardItemUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*BoardItemUpdateResponse, error)
 
-	// BoardStatusesListWithResponse performs a GET /v1/boards/{id}/statuses (the `BoardStatusesList` operationId) request.
+	// BoardStatusesListWithResponse Board statuses list
 	//
 	// Needs the permission boards.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/boards/{id}/statuses (the `BoardStatusesList` operationId).
 	BoardStatusesListWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*BoardStatusesListResponse, error)
 
-	// BoardStatusCreateWithBodyWithResponse performs a POST /v1/boards/{id}/statuses (the `BoardStatusCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// BoardStatusCreateWithBodyWithResponse Board status create
 	//
 	// Needs the permission boards.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/boards/{id}/statuses (the `BoardStatusCreate` operationId).
 	BoardStatusCreateWithBodyWithResponse(ctx context.Context, id string, params *BoardStatusCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BoardStatusCreateResponse, error)
 
-	// BoardStatusCreateWithResponse performs a POST /v1/boards/{id}/statuses (the `BoardStatusCreate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// BoardStatusCreateWithResponse Board status create
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/boards/{id}/statuses (the `BoardStatusCreate` operationId).
 	BoardStatusCreateWithResponse(ctx context.Context, id string, params *BoardStatusCreateParams, body BoardStatusCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*BoardStatusCreateResponse, error)
 
-	// BoardStatusDeleteWithResponse performs a DELETE /v1/boards/{id}/statuses/{part_id} (the `BoardStatusDelete` operationId) request.
+	// BoardStatusDeleteWithResponse Board status delete
 	//
 	// Needs the permission boards.write.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/boards/{id}/statuses/{part_id} (the `BoardStatusDelete` operationId).
 	BoardStatusDeleteWithResponse(ctx context.Context, id string, partId string, params *BoardStatusDeleteParams, reqEditors ...RequestEditorFn) (*BoardStatusDeleteResponse, error)
 
-	// BoardStatusGetWithResponse performs a GET /v1/boards/{id}/statuses/{part_id} (the `BoardStatusGet` operationId) request.
+	// BoardStatusGetWithResponse Board status get
 	//
 	// Needs the permission boards.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/boards/{id}/statuses/{part_id} (the `BoardStatusGet` operationId).
 	BoardStatusGetWithResponse(ctx context.Context, id string, partId string, reqEditors ...RequestEditorFn) (*BoardStatusGetResponse, error)
 
-	// BoardStatusUpdateWithBodyWithResponse performs a PATCH /v1/boards/{id}/statuses/{part_id} (the `BoardStatusUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// BoardStatusUpdateWithBodyWithResponse Board status update
 	//
 	// Needs the permission boards.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/boards/{id}/statuses/{part_id} (the `BoardStatusUpdate` operationId).
 	BoardStatusUpdateWithBodyWithResponse(ctx context.Context, id string, partId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BoardStatusUpdateResponse, error)
 
-	// BoardStatusUpdateWithResponse performs a PATCH /v1/boards/{id}/statuses/{part_id} (the `BoardStatusUpdate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// BoardStatusUpdateWithResponse Board status update
 	//
 	// Needs the permission boards.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/boards/{id}/statuses/{part_id} (the `BoardStatusUpdate` operationId).
 	BoardStatusUpdateWithResponse(ctx context.Context, id string, partId string, body BoardStatusUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*BoardStatusUpdateResponse, error)
 
-	// CapabilitiesListWithResponse performs a GET /v1/capabilities (the `CapabilitiesList` operationId) request.
+	// CapabilitiesListWithResponse Capabilities list
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/capabilities (the `CapabilitiesList` operationId).
 	CapabilitiesListWithResponse(ctx context.Context, params *CapabilitiesListParams, reqEditors ...RequestEditorFn) (*CapabilitiesListResponse, error)
 
-	// CapabilityGapsWithResponse performs a GET /v1/capabilities/gaps (the `CapabilityGaps` operationId) request.
+	// CapabilityGapsWithResponse Capability gaps
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/capabilities/gaps (the `CapabilityGaps` operationId).
 	CapabilityGapsWithResponse(ctx context.Context, params *CapabilityGapsParams, reqEditors ...RequestEditorFn) (*CapabilityGapsResponse, error)
 
-	// CapabilityGetWithResponse performs a GET /v1/capabilities/{id} (the `CapabilityGet` operationId) request.
+	// CapabilityGetWithResponse Capability get
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/capabilities/{id} (the `CapabilityGet` operationId).
 	CapabilityGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*CapabilityGetResponse, error)
 
-	// CapabilityUnbindWithResponse performs a DELETE /v1/capabilities/{id}/binding (the `CapabilityUnbind` operationId) request.
+	// CapabilityUnbindWithResponse Capability unbind
 	//
 	// Needs the permission capabilities.manage.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/capabilities/{id}/binding (the `CapabilityUnbind` operationId).
 	CapabilityUnbindWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*CapabilityUnbindResponse, error)
 
-	// CapabilityBindWithBodyWithResponse performs a PUT /v1/capabilities/{id}/binding (the `CapabilityBind` operationId) request,
-	// with any type of body and a specified content type.
+	// CapabilityBindWithBodyWithResponse Capability bind
 	//
 	// Needs the permission capabilities.manage.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/capabilities/{id}/binding (the `CapabilityBind` operationId).
 	CapabilityBindWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CapabilityBindResponse, error)
 
-	// CapabilityBindWithResponse performs a PUT /v1/capabilities/{id}/binding (the `CapabilityBind` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// CapabilityBindWithResponse Capability bind
 	//
 	// Needs the permission capabilities.manage.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/capabilities/{id}/binding (the `CapabilityBind` operationId).
 	CapabilityBindWithResponse(ctx context.Context, id string, body CapabilityBindJSONRequestBody, reqEditors ...RequestEditorFn) (*CapabilityBindResponse, error)
 
-	// ChangesListWithResponse performs a GET /v1/changes (the `ChangesList` operationId) request.
+	// ChangesListWithResponse Changes list
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/changes (the `ChangesList` operationId).
 	ChangesListWithResponse(ctx context.Context, params *ChangesListParams, reqEditors ...RequestEditorFn) (*ChangesListResponse, error)
 
-	// ChangeGetWithResponse performs a GET /v1/changes/{id} (the `ChangeGet` operationId) request.
+	// ChangeGetWithResponse Change get
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/changes/{id} (the `ChangeGet` operationId).
 	ChangeGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ChangeGetResponse, error)
 
-	// ChangeApproveWithBodyWithResponse performs a POST /v1/changes/{id}/approve (the `ChangeApprove` operationId) request,
-	// with any type of body and a specified content type.
+	// ChangeApproveWithBodyWithResponse Change approve
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/changes/{id}/approve (the `ChangeApprove` operationId).
 	ChangeApproveWithBodyWithResponse(ctx context.Context, id string, params *ChangeApproveParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ChangeApproveResponse, error)
 
-	// ChangeApproveWithResponse performs a POST /v1/changes/{id}/approve (the `ChangeApprove` operationId) request.
+	// ChangeApproveWithResponse Change approve
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/changes/{id}/approve (the `ChangeApprove` operationId).
 	ChangeApproveWithResponse(ctx context.Context, id string, params *ChangeApproveParams, body ChangeApproveJSONRequestBody, reqEditors ...RequestEditorFn) (*ChangeApproveResponse, error)
 
-	// ChangeRejectWithBodyWithResponse performs a POST /v1/changes/{id}/reject (the `ChangeReject` operationId) request,
-	// with any type of body and a specified content type.
+	// ChangeRejectWithBodyWithResponse Change reject
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/changes/{id}/reject (the `ChangeReject` operationId).
 	ChangeRejectWithBodyWithResponse(ctx context.Context, id string, params *ChangeRejectParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ChangeRejectResponse, error)
 
-	// ChangeRejectWithResponse performs a POST /v1/changes/{id}/reject (the `ChangeReject` operationId) request.
+	// ChangeRejectWithResponse Change reject
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/changes/{id}/reject (the `ChangeReject` operationId).
 	ChangeRejectWithResponse(ctx context.Context, id string, params *ChangeRejectParams, body ChangeRejectJSONRequestBody, reqEditors ...RequestEditorFn) (*ChangeRejectResponse, error)
 
-	// CockpitWithResponse performs a GET /v1/cockpit (the `Cockpit` operationId) request.
+	// CockpitWithResponse Cockpit
 	//
 	// Needs the permission processes.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/cockpit (the `Cockpit` operationId).
 	CockpitWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*CockpitResponse, error)
 
-	// ConnectionsWithResponse performs a GET /v1/connections (the `Connections` operationId) request.
+	// ConnectionsWithResponse Connections
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/connections (the `Connections` operationId).
 	ConnectionsWithResponse(ctx context.Context, params *ConnectionsParams, reqEditors ...RequestEditorFn) (*ConnectionsResponse, error)
 
-	// ActivitiesListWithResponse performs a GET /v1/crm/activities (the `ActivitiesList` operationId) request.
+	// ActivitiesListWithResponse Activities list
 	//
 	// Needs the permission crm.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/crm/activities (the `ActivitiesList` operationId).
 	ActivitiesListWithResponse(ctx context.Context, params *ActivitiesListParams, reqEditors ...RequestEditorFn) (*ActivitiesListResponse, error)
 
-	// ActivityCreateWithBodyWithResponse performs a POST /v1/crm/activities (the `ActivityCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// ActivityCreateWithBodyWithResponse Activity create
 	//
 	// Needs the permission crm.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/crm/activities (the `ActivityCreate` operationId).
 	ActivityCreateWithBodyWithResponse(ctx context.Context, params *ActivityCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ActivityCreateResponse, error)
 
-	// ActivityCreateWithResponse performs a POST /v1/crm/activities (the `ActivityCreate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// ActivityCreateWithResponse Activity create
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/crm/activities (the `ActivityCreate` operationId).
 	ActivityCreateWithResponse(ctx context.Context, params *ActivityCreateParams, body ActivityCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*ActivityCreateResponse, error)
 
-	// ActivityDeleteWithResponse performs a DELETE /v1/crm/activities/{id} (the `ActivityDelete` operationId) request.
+	// ActivityDeleteWithResponse Activity delete
 	//
 	// Needs the permission crm.write.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/crm/activities/{id} (the `ActivityDelete` operationId).
 	ActivityDeleteWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ActivityDeleteResponse, error)
 
-	// ActivityGetWithResponse performs a GET /v1/crm/activities/{id} (the `ActivityGet` operationId) request.
+	// ActivityGetWithResponse Activity get
 	//
 	// Needs the permission crm.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/crm/activities/{id} (the `ActivityGet` operationId).
 	ActivityGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ActivityGetResponse, error)
 
-	// ActivityUpdateWithBodyWithResponse performs a PATCH /v1/crm/activities/{id} (the `ActivityUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// ActivityUpdateWithBodyWithResponse Activity update
 	//
 	// Needs the permission crm.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/crm/activities/{id} (the `ActivityUpdate` operationId).
 	ActivityUpdateWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ActivityUpdateResponse, error)
 
-	// ActivityUpdateWithResponse performs a PATCH /v1/crm/activities/{id} (the `ActivityUpdate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// ActivityUpdateWithResponse Activity update
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/crm/activities/{id} (the `ActivityUpdate` operationId).
 	ActivityUpdateWithResponse(ctx context.Context, id string, body ActivityUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*ActivityUpdateResponse, error)
 
-	// CompaniesListWithResponse performs a GET /v1/crm/companies (the `CompaniesList` operationId) request.
+	// CompaniesListWithResponse Companies list
 	//
 	// Needs the permission crm.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/crm/companies (the `CompaniesList` operationId).
 	CompaniesListWithResponse(ctx context.Context, params *CompaniesListParams, reqEditors ...RequestEditorFn) (*CompaniesListResponse, error)
 
-	// CompanyCreateWithBodyWithResponse performs a POST /v1/crm/companies (the `CompanyCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// CompanyCreateWithBodyWithResponse Company create
 	//
 	// Needs the permission crm.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/crm/companies (the `CompanyCreate` operationId).
 	CompanyCreateWithBodyWithResponse(ctx context.Context, params *CompanyCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyCreateResponse, error)
 
-	// CompanyCreateWithResponse performs a POST /v1/crm/companies (the `CompanyCreate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// CompanyCreateWithResponse Company create
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/crm/companies (the `CompanyCreate` operationId).
 	CompanyCreateWithResponse(ctx context.Context, params *CompanyCreateParams, body CompanyCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyCreateResponse, error)
 
-	// CompanyDeleteWithResponse performs a DELETE /v1/crm/companies/{id} (the `CompanyDelete` operationId) request.
+	// CompanyDeleteWithResponse Company delete
 	//
 	// Needs the permission crm.write.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/crm/companies/{id} (the `CompanyDelete` operationId).
 	CompanyDeleteWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*CompanyDeleteResponse, error)
 
-	// CompanyGetWithResponse performs a GET /v1/crm/companies/{id} (the `CompanyGet` operationId) request.
+	// CompanyGetWithResponse Company get
 	//
 	// Needs the permission crm.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/crm/companies/{id} (the `CompanyGet` operationId).
 	CompanyGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*CompanyGetResponse, error)
 
-	// CompanyUpdateWithBodyWithResponse performs a PATCH /v1/crm/companies/{id} (the `CompanyUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// CompanyUpdateWithBodyWithResponse Company update
 	//
 	// Needs the permission crm.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/crm/companies/{id} (the `CompanyUpdate` operationId).
 	CompanyUpdateWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyUpdateResponse, error)
 
-	// CompanyUpdateWithResponse performs a PATCH /v1/crm/companies/{id} (the `CompanyUpdate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// CompanyUpdateWithResponse Company update
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/crm/companies/{id} (the `CompanyUpdate` operationId).
 	CompanyUpdateWithResponse(ctx context.Context, id string, body CompanyUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyUpdateResponse, error)
 
-	// ContactsListWithResponse performs a GET /v1/crm/contacts (the `ContactsList` operationId) request.
+	// ContactsListWithResponse Contacts list
 	//
 	// Needs the permission crm.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/crm/contacts (the `ContactsList` operationId).
 	ContactsListWithResponse(ctx context.Context, params *ContactsListParams, reqEditors ...RequestEditorFn) (*ContactsListResponse, error)
 
-	// ContactCreateWithBodyWithResponse performs a POST /v1/crm/contacts (the `ContactCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// ContactCreateWithBodyWithResponse Contact create
 	//
 	// Needs the permission crm.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/crm/contacts (the `ContactCreate` operationId).
 	ContactCreateWithBodyWithResponse(ctx context.Context, params *ContactCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ContactCreateResponse, error)
 
-	// ContactCreateWithResponse performs a POST /v1/crm/contacts (the `ContactCreate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// ContactCreateWithResponse Contact create
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/crm/contacts (the `ContactCreate` operationId).
 	ContactCreateWithResponse(ctx context.Context, params *ContactCreateParams, body ContactCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*ContactCreateResponse, error)
 
-	// ContactDeleteWithResponse performs a DELETE /v1/crm/contacts/{id} (the `ContactDelete` operationId) request.
+	// ContactDeleteWithResponse Contact delete
 	//
 	// Needs the permission crm.write.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/crm/contacts/{id} (the `ContactDelete` operationId).
 	ContactDeleteWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ContactDeleteResponse, error)
 
-	// ContactGetWithResponse performs a GET /v1/crm/contacts/{id} (the `ContactGet` operationId) request.
+	// ContactGetWithResponse Contact get
 	//
 	// Needs the permission crm.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/crm/contacts/{id} (the `ContactGet` operationId).
 	ContactGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ContactGetResponse, error)
 
-	// ContactUpdateWithBodyWithResponse performs a PATCH /v1/crm/contacts/{id} (the `ContactUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// ContactUpdateWithBodyWithResponse Contact update
 	//
 	// Needs the permission crm.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/crm/contacts/{id} (the `ContactUpdate` operationId).
 	ContactUpdateWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ContactUpdateResponse, error)
 
-	// ContactUpdateWithResponse performs a PATCH /v1/crm/contacts/{id} (the `ContactUpdate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// ContactUpdateWithResponse Contact update
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/crm/contacts/{id} (the `ContactUpdate` operationId).
 	ContactUpdateWithResponse(ctx context.Context, id string, body ContactUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*ContactUpdateResponse, error)
 
-	// DealsListWithResponse performs a GET /v1/crm/deals (the `DealsList` operationId) request.
+	// DealsListWithResponse Deals list
 	//
 	// Needs the permission crm.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/crm/deals (the `DealsList` operationId).
 	DealsListWithResponse(ctx context.Context, params *DealsListParams, reqEditors ...RequestEditorFn) (*DealsListResponse, error)
 
-	// DealCreateWithBodyWithResponse performs a POST /v1/crm/deals (the `DealCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// DealCreateWithBodyWithResponse Deal create
 	//
 	// Needs the permission crm.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/crm/deals (the `DealCreate` operationId).
 	DealCreateWithBodyWithResponse(ctx context.Context, params *DealCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DealCreateResponse, error)
 
-	// DealCreateWithResponse performs a POST /v1/crm/deals (the `DealCreate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// DealCreateWithResponse Deal create
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/crm/deals (the `DealCreate` operationId).
 	DealCreateWithResponse(ctx context.Context, params *DealCreateParams, body DealCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*DealCreateResponse, error)
 
-	// DealDeleteWithResponse performs a DELETE /v1/crm/deals/{id} (the `DealDelete` operationId) request.
+	// DealDeleteWithResponse Deal delete
 	//
 	// Needs the permission crm.write.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/crm/deals/{id} (the `DealDelete` operationId).
 	DealDeleteWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DealDeleteResponse, error)
 
-	// DealGetWithResponse performs a GET /v1/crm/deals/{id} (the `DealGet` operationId) request.
+	// DealGetWithResponse Deal get
 	//
 	// Needs the permission crm.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/crm/deals/{id} (the `DealGet` operationId).
 	DealGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DealGetResponse, error)
 
-	// DealUpdateWithBodyWithResponse performs a PATCH /v1/crm/deals/{id} (the `DealUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// DealUpdateWithBodyWithResponse Deal update
 	//
 	// Needs the permission crm.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/crm/deals/{id} (the `DealUpdate` operationId).
 	DealUpdateWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DealUpdateResponse, error)
 
-	// DealUpdateWithResponse performs a PATCH /v1/crm/deals/{id} (the `DealUpdate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// DealUpdateWithResponse Deal update
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/crm/deals/{id} (the `DealUpdate` operationId).
 	DealUpdateWithResponse(ctx context.Context, id string, body DealUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*DealUpdateResponse, error)
 
-	// PipelinesListWithResponse performs a GET /v1/crm/pipelines (the `PipelinesList` operationId) request.
+	// PipelinesListWithResponse Pipelines list
 	//
 	// Needs the permission crm.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/crm/pipelines (the `PipelinesList` operationId).
 	PipelinesListWithResponse(ctx context.Context, params *PipelinesListParams, reqEditors ...RequestEditorFn) (*PipelinesListResponse, error)
 
-	// PipelineCreateWithBodyWithResponse performs a POST /v1/crm/pipelines (the `PipelineCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// PipelineCreateWithBodyWithResponse Pipeline create
 	//
 	// Needs the permission crm.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/crm/pipelines (the `PipelineCreate` operationId).
 	PipelineCreateWithBodyWithResponse(ctx context.Context, params *PipelineCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PipelineCreateResponse, error)
 
-	// PipelineCreateWithResponse performs a POST /v1/crm/pipelines (the `PipelineCreate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// PipelineCreateWithResponse Pipeline create
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/crm/pipelines (the `PipelineCreate` operationId).
 	PipelineCreateWithResponse(ctx context.Context, params *PipelineCreateParams, body PipelineCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*PipelineCreateResponse, error)
 
-	// PipelineDeleteWithResponse performs a DELETE /v1/crm/pipelines/{id} (the `PipelineDelete` operationId) request.
+	// PipelineDeleteWithResponse Pipeline delete
 	//
 	// Needs the permission crm.write.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/crm/pipelines/{id} (the `PipelineDelete` operationId).
 	PipelineDeleteWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*PipelineDeleteResponse, error)
 
-	// PipelineGetWithResponse performs a GET /v1/crm/pipelines/{id} (the `PipelineGet` operationId) request.
+	// PipelineGetWithResponse Pipeline get
 	//
 	// Needs the permission crm.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/crm/pipelines/{id} (the `PipelineGet` operationId).
 	PipelineGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*PipelineGetResponse, error)
 
-	// PipelineUpdateWithBodyWithResponse performs a PATCH /v1/crm/pipelines/{id} (the `PipelineUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// PipelineUpdateWithBodyWithResponse Pipeline update
 	//
 	// Needs the permission crm.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/crm/pipelines/{id} (the `PipelineUpdate` operationId).
 	PipelineUpdateWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PipelineUpdateResponse, error)
 
-	// PipelineUpdateWithResponse performs a PATCH /v1/crm/pipelines/{id} (the `PipelineUpdate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// PipelineUpdateWithResponse Pipeline update
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/crm/pipelines/{id} (the `PipelineUpdate` operationId).
 	PipelineUpdateWithResponse(ctx context.Context, id string, body PipelineUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*PipelineUpdateResponse, error)
 
-	// PipelineBoardWithResponse performs a GET /v1/crm/pipelines/{id}/board (the `PipelineBoard` operationId) request.
+	// PipelineBoardWithResponse Pipeline board
 	//
 	// Needs the permission crm.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/crm/pipelines/{id}/board (the `PipelineBoard` operationId).
 	PipelineBoardWithResponse(ctx context.Context, id string, params *PipelineBoardParams, reqEditors ...RequestEditorFn) (*PipelineBoardResponse, error)
 
-	// StageCreateWithBodyWithResponse performs a POST /v1/crm/pipelines/{id}/stages (the `StageCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// StageCreateWithBodyWithResponse Stage create
 	//
 	// Needs the permission crm.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/crm/pipelines/{id}/stages (the `StageCreate` operationId).
 	StageCreateWithBodyWithResponse(ctx context.Context, id string, params *StageCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StageCreateResponse, error)
 
-	// StageCreateWithResponse performs a POST /v1/crm/pipelines/{id}/stages (the `StageCreate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// StageCreateWithResponse Stage create
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/crm/pipelines/{id}/stages (the `StageCreate` operationId).
 	StageCreateWithResponse(ctx context.Context, id string, params *StageCreateParams, body StageCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*StageCreateResponse, error)
 
-	// StageDeleteWithResponse performs a DELETE /v1/crm/pipelines/{id}/stages/{stage_id} (the `StageDelete` operationId) request.
+	// StageDeleteWithResponse Stage delete
 	//
 	// Needs the permission crm.write.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/crm/pipelines/{id}/stages/{stage_id} (the `StageDelete` operationId).
 	StageDeleteWithResponse(ctx context.Context, id string, stageId string, reqEditors ...RequestEditorFn) (*StageDeleteResponse, error)
 
-	// StageUpdateWithBodyWithResponse performs a PATCH /v1/crm/pipelines/{id}/stages/{stage_id} (the `StageUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// StageUpdateWithBodyWithResponse Stage update
 	//
 	// Needs the permission crm.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/crm/pipelines/{id}/stages/{stage_id} (the `StageUpdate` operationId).
 	StageUpdateWithBodyWithResponse(ctx context.Context, id string, stageId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StageUpdateResponse, error)
 
-	// StageUpdateWithResponse performs a PATCH /v1/crm/pipelines/{id}/stages/{stage_id} (the `StageUpdate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// StageUpdateWithResponse Stage update
 	//
 	// Needs the permission crm.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/crm/pipelines/{id}/stages/{stage_id} (the `StageUpdate` operationId).
 	StageUpdateWithResponse(ctx context.Context, id string, stageId string, body StageUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*StageUpdateResponse, error)
 
-	// DecisionListWithResponse performs a GET /v1/decisions (the `DecisionList` operationId) request.
+	// DecisionListWithResponse Decision list
 	//
 	// Needs the permission processes.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/decisions (the `DecisionList` operationId).
 	DecisionListWithResponse(ctx context.Context, params *DecisionListParams, reqEditors ...RequestEditorFn) (*DecisionListResponse, error)
 
-	// DecisionCreateWithBodyWithResponse performs a POST /v1/decisions (the `DecisionCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// DecisionCreateWithBodyWithResponse Decision create
 	//
 	// Needs the permission automation.manage.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/decisions (the `DecisionCreate` operationId).
 	DecisionCreateWithBodyWithResponse(ctx context.Context, params *DecisionCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DecisionCreateResponse, error)
 
-	// DecisionCreateWithResponse performs a POST /v1/decisions (the `DecisionCreate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// DecisionCreateWithResponse Decision create
 	//
 	// Needs the permission automation.manage.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/decisions (the `DecisionCreate` operationId).
 	DecisionCreateWithResponse(ctx context.Context, params *DecisionCreateParams, body DecisionCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*DecisionCreateResponse, error)
 
-	// DecisionDeleteWithResponse performs a DELETE /v1/decisions/{name} (the `DecisionDelete` operationId) request.
+	// DecisionDeleteWithResponse Decision delete
 	//
 	// Needs the permission automation.manage.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/decisions/{name} (the `DecisionDelete` operationId).
 	DecisionDeleteWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*DecisionDeleteResponse, error)
 
-	// DecisionGetWithResponse performs a GET /v1/decisions/{name} (the `DecisionGet` operationId) request.
+	// DecisionGetWithResponse Decision get
 	//
 	// Needs the permission processes.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/decisions/{name} (the `DecisionGet` operationId).
 	DecisionGetWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*DecisionGetResponse, error)
 
-	// DecisionAgreementWithResponse performs a GET /v1/decisions/{name}/agreement (the `DecisionAgreement` operationId) request.
+	// DecisionAgreementWithResponse Decision agreement
 	//
 	// Needs the permission processes.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/decisions/{name}/agreement (the `DecisionAgreement` operationId).
 	DecisionAgreementWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*DecisionAgreementResponse, error)
 
-	// DecisionCasesWithResponse performs a GET /v1/decisions/{name}/cases (the `DecisionCases` operationId) request.
+	// DecisionCasesWithResponse Decision cases
 	//
 	// Needs the permission processes.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/decisions/{name}/cases (the `DecisionCases` operationId).
 	DecisionCasesWithResponse(ctx context.Context, name string, params *DecisionCasesParams, reqEditors ...RequestEditorFn) (*DecisionCasesResponse, error)
 
-	// DecisionCaseWithResponse performs a GET /v1/decisions/{name}/cases/{case_id} (the `DecisionCase` operationId) request.
+	// DecisionCaseWithResponse Decision case
 	//
 	// Needs the permission processes.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/decisions/{name}/cases/{case_id} (the `DecisionCase` operationId).
 	DecisionCaseWithResponse(ctx context.Context, name string, caseId string, reqEditors ...RequestEditorFn) (*DecisionCaseResponse, error)
 
-	// DecisionEvaluateWithBodyWithResponse performs a POST /v1/decisions/{name}/evaluate (the `DecisionEvaluate` operationId) request,
-	// with any type of body and a specified content type.
+	// DecisionEvaluateWithBodyWithResponse Decision evaluate
 	//
 	// Needs the permission runs.start.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/decisions/{name}/evaluate (the `DecisionEvaluate` operationId).
 	DecisionEvaluateWithBodyWithResponse(ctx context.Context, name string, params *DecisionEvaluateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DecisionEvaluateResponse, error)
 
-	// DecisionEvaluateWithResponse performs a POST /v1/decisions/{name}/evaluate (the `DecisionEvaluate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// DecisionEvaluateWithResponse Decision evaluate
 	//
 	// Needs the permission runs.start.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/decisions/{name}/evaluate (the `DecisionEvaluate` operationId).
 	DecisionEvaluateWithResponse(ctx context.Context, name string, params *DecisionEvaluateParams, body DecisionEvaluateJSONRequestBody, reqEditors ...RequestEditorFn) (*DecisionEvaluateResponse, error)
 
-	// DecisionFeedbackWithBodyWithResponse performs a POST /v1/decisions/{name}/feedback (the `DecisionFeedback` operationId) request,
-	// with any type of body and a specified content type.
+	// DecisionFeedbackWithBodyWithResponse Decision feedback
 	//
 	// Needs the permission approvals.decide.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/decisions/{name}/feedback (the `DecisionFeedback` operationId).
 	DecisionFeedbackWithBodyWithResponse(ctx context.Context, name string, params *DecisionFeedbackParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DecisionFeedbackResponse, error)
 
-	// DecisionFeedbackWithResponse performs a POST /v1/decisions/{name}/feedback (the `DecisionFeedback` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// DecisionFeedbackWithResponse Decision feedback
 	//
 	// Needs the permission approvals.decide.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/decisions/{name}/feedback (the `DecisionFeedback` operationId).
 	DecisionFeedbackWithResponse(ctx context.Context, name string, params *DecisionFeedbackParams, body DecisionFeedbackJSONRequestBody, reqEditors ...RequestEditorFn) (*DecisionFeedbackResponse, error)
 
-	// DecisionOutcomeWithBodyWithResponse performs a POST /v1/decisions/{name}/outcomes (the `DecisionOutcome` operationId) request,
-	// with any type of body and a specified content type.
+	// DecisionOutcomeWithBodyWithResponse Decision outcome
 	//
 	// Needs the permission approvals.decide.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/decisions/{name}/outcomes (the `DecisionOutcome` operationId).
 	DecisionOutcomeWithBodyWithResponse(ctx context.Context, name string, params *DecisionOutcomeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DecisionOutcomeResponse, error)
 
-	// DecisionOutcomeWithResponse performs a POST /v1/decisions/{name}/outcomes (the `DecisionOutcome` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// DecisionOutcomeWithResponse Decision outcome
 	//
 	// Needs the permission approvals.decide.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/decisions/{name}/outcomes (the `DecisionOutcome` operationId).
 	DecisionOutcomeWithResponse(ctx context.Context, name string, params *DecisionOutcomeParams, body DecisionOutcomeJSONRequestBody, reqEditors ...RequestEditorFn) (*DecisionOutcomeResponse, error)
 
-	// DocumentsListWithResponse performs a GET /v1/docs/documents (the `DocumentsList` operationId) request.
+	// DocumentsListWithResponse Documents list
 	//
 	// Needs the permission docs.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/docs/documents (the `DocumentsList` operationId).
 	DocumentsListWithResponse(ctx context.Context, params *DocumentsListParams, reqEditors ...RequestEditorFn) (*DocumentsListResponse, error)
 
-	// DocumentUploadWithBodyWithResponse performs a POST /v1/docs/documents (the `DocumentUpload` operationId) request,
-	// with any type of body and a specified content type.
+	// DocumentUploadWithBodyWithResponse Document upload
 	//
 	// Needs the permission docs.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/docs/documents (the `DocumentUpload` operationId).
 	DocumentUploadWithBodyWithResponse(ctx context.Context, params *DocumentUploadParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocumentUploadResponse, error)
 
-	// DocumentGetWithResponse performs a GET /v1/docs/documents/{id} (the `DocumentGet` operationId) request.
+	// DocumentGetWithResponse Document get
 	//
 	// Needs the permission docs.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/docs/documents/{id} (the `DocumentGet` operationId).
 	DocumentGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DocumentGetResponse, error)
 
-	// DocumentApproveWithBodyWithResponse performs a POST /v1/docs/documents/{id}/approve (the `DocumentApprove` operationId) request,
-	// with any type of body and a specified content type.
+	// DocumentApproveWithBodyWithResponse Document approve
 	//
 	// Needs the permission docs.review.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/docs/documents/{id}/approve (the `DocumentApprove` operationId).
 	DocumentApproveWithBodyWithResponse(ctx context.Context, id string, params *DocumentApproveParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocumentApproveResponse, error)
 
-	// DocumentApproveWithResponse performs a POST /v1/docs/documents/{id}/approve (the `DocumentApprove` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// DocumentApproveWithResponse Document approve
 	//
 	// Needs the permission docs.review.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/docs/documents/{id}/approve (the `DocumentApprove` operationId).
 	DocumentApproveWithResponse(ctx context.Context, id string, params *DocumentApproveParams, body DocumentApproveJSONRequestBody, reqEditors ...RequestEditorFn) (*DocumentApproveResponse, error)
 
-	// DocumentFeedbackWithBodyWithResponse performs a POST /v1/docs/documents/{id}/feedback (the `DocumentFeedback` operationId) request,
-	// with any type of body and a specified content type.
+	// DocumentFeedbackWithBodyWithResponse Document feedback
 	//
 	// Needs the permission docs.review.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/docs/documents/{id}/feedback (the `DocumentFeedback` operationId).
 	DocumentFeedbackWithBodyWithResponse(ctx context.Context, id string, params *DocumentFeedbackParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocumentFeedbackResponse, error)
 
-	// DocumentFeedbackWithResponse performs a POST /v1/docs/documents/{id}/feedback (the `DocumentFeedback` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// DocumentFeedbackWithResponse Document feedback
 	//
 	// Needs the permission docs.review.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/docs/documents/{id}/feedback (the `DocumentFeedback` operationId).
 	DocumentFeedbackWithResponse(ctx context.Context, id string, params *DocumentFeedbackParams, body DocumentFeedbackJSONRequestBody, reqEditors ...RequestEditorFn) (*DocumentFeedbackResponse, error)
 
-	// DocumentFieldsPatchWithBodyWithResponse performs a PATCH /v1/docs/documents/{id}/fields (the `DocumentFieldsPatch` operationId) request,
-	// with any type of body and a specified content type.
+	// DocumentFieldsPatchWithBodyWithResponse Document fields patch
 	//
 	// Needs the permission docs.review.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/docs/documents/{id}/fields (the `DocumentFieldsPatch` operationId).
 	DocumentFieldsPatchWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocumentFieldsPatchResponse, error)
 
-	// DocumentFieldsPatchWithResponse performs a PATCH /v1/docs/documents/{id}/fields (the `DocumentFieldsPatch` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// DocumentFieldsPatchWithResponse Document fields patch
 	//
 	// Needs the permission docs.review.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/docs/documents/{id}/fields (the `DocumentFieldsPatch` operationId).
 	DocumentFieldsPatchWithResponse(ctx context.Context, id string, body DocumentFieldsPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*DocumentFieldsPatchResponse, error)
 
-	// DocumentFieldsWithBodyWithResponse performs a POST /v1/docs/documents/{id}/fields (the `DocumentFields` operationId) request,
-	// with any type of body and a specified content type.
+	// DocumentFieldsWithBodyWithResponse Document fields
 	//
 	// Needs the permission docs.review.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/docs/documents/{id}/fields (the `DocumentFields` operationId).
 	DocumentFieldsWithBodyWithResponse(ctx context.Context, id string, params *DocumentFieldsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocumentFieldsResponse, error)
 
-	// DocumentFieldsWithResponse performs a POST /v1/docs/documents/{id}/fields (the `DocumentFields` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// DocumentFieldsWithResponse Document fields
 	//
 	// Needs the permission docs.review.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/docs/documents/{id}/fields (the `DocumentFields` operationId).
 	DocumentFieldsWithResponse(ctx context.Context, id string, params *DocumentFieldsParams, body DocumentFieldsJSONRequestBody, reqEditors ...RequestEditorFn) (*DocumentFieldsResponse, error)
 
-	// DocumentFileWithResponse performs a GET /v1/docs/documents/{id}/file (the `DocumentFile` operationId) request.
+	// DocumentFileWithResponse Document file
 	//
 	// Needs the permission docs.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/docs/documents/{id}/file (the `DocumentFile` operationId).
 	DocumentFileWithResponse(ctx context.Context, id string, params *DocumentFileParams, reqEditors ...RequestEditorFn) (*DocumentFileResponse, error)
 
-	// DocumentRejectWithBodyWithResponse performs a POST /v1/docs/documents/{id}/reject (the `DocumentReject` operationId) request,
-	// with any type of body and a specified content type.
+	// DocumentRejectWithBodyWithResponse Document reject
 	//
 	// Needs the permission docs.review.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/docs/documents/{id}/reject (the `DocumentReject` operationId).
 	DocumentRejectWithBodyWithResponse(ctx context.Context, id string, params *DocumentRejectParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocumentRejectResponse, error)
 
-	// DocumentRejectWithResponse performs a POST /v1/docs/documents/{id}/reject (the `DocumentReject` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// DocumentRejectWithResponse Document reject
 	//
 	// Needs the permission docs.review.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/docs/documents/{id}/reject (the `DocumentReject` operationId).
 	DocumentRejectWithResponse(ctx context.Context, id string, params *DocumentRejectParams, body DocumentRejectJSONRequestBody, reqEditors ...RequestEditorFn) (*DocumentRejectResponse, error)
 
-	// DocumentVersionWithBodyWithResponse performs a POST /v1/docs/documents/{id}/versions (the `DocumentVersion` operationId) request,
-	// with any type of body and a specified content type.
+	// DocumentVersionWithBodyWithResponse Document version
 	//
 	// Needs the permission docs.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/docs/documents/{id}/versions (the `DocumentVersion` operationId).
 	DocumentVersionWithBodyWithResponse(ctx context.Context, id string, params *DocumentVersionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocumentVersionResponse, error)
 
-	// DocTypeTemplatesWithResponse performs a GET /v1/docs/type-templates (the `DocTypeTemplates` operationId) request.
+	// DocTypeTemplatesWithResponse Doc type templates
 	//
 	// Needs the permission docs.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/docs/type-templates (the `DocTypeTemplates` operationId).
 	DocTypeTemplatesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DocTypeTemplatesResponse, error)
 
-	// DocTypesListWithResponse performs a GET /v1/docs/types (the `DocTypesList` operationId) request.
+	// DocTypesListWithResponse Doc types list
 	//
 	// Needs the permission docs.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/docs/types (the `DocTypesList` operationId).
 	DocTypesListWithResponse(ctx context.Context, params *DocTypesListParams, reqEditors ...RequestEditorFn) (*DocTypesListResponse, error)
 
-	// DocTypeCreateWithBodyWithResponse performs a POST /v1/docs/types (the `DocTypeCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// DocTypeCreateWithBodyWithResponse Doc type create
 	//
 	// Needs the permission docs.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/docs/types (the `DocTypeCreate` operationId).
 	DocTypeCreateWithBodyWithResponse(ctx context.Context, params *DocTypeCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocTypeCreateResponse, error)
 
-	// DocTypeCreateWithResponse performs a POST /v1/docs/types (the `DocTypeCreate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// DocTypeCreateWithResponse Doc type create
 	//
 	// Needs the permission docs.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/docs/types (the `DocTypeCreate` operationId).
 	DocTypeCreateWithResponse(ctx context.Context, params *DocTypeCreateParams, body DocTypeCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*DocTypeCreateResponse, error)
 
-	// DocTypeFromTemplateWithBodyWithResponse performs a POST /v1/docs/types/from-template (the `DocTypeFromTemplate` operationId) request,
-	// with any type of body and a specified content type.
+	// DocTypeFromTemplateWithBodyWithResponse Doc type from template
 	//
 	// Needs the permission docs.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/docs/types/from-template (the `DocTypeFromTemplate` operationId).
 	DocTypeFromTemplateWithBodyWithResponse(ctx context.Context, params *DocTypeFromTemplateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocTypeFromTemplateResponse, error)
 
-	// DocTypeFromTemplateWithResponse performs a POST /v1/docs/types/from-template (the `DocTypeFromTemplate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// DocTypeFromTemplateWithResponse Doc type from template
 	//
 	// Needs the permission docs.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/docs/types/from-template (the `DocTypeFromTemplate` operationId).
 	DocTypeFromTemplateWithResponse(ctx context.Context, params *DocTypeFromTemplateParams, body DocTypeFromTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*DocTypeFromTemplateResponse, error)
 
-	// DocTypeDeleteWithResponse performs a DELETE /v1/docs/types/{id} (the `DocTypeDelete` operationId) request.
+	// DocTypeDeleteWithResponse Doc type delete
 	//
 	// Needs the permission docs.write.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/docs/types/{id} (the `DocTypeDelete` operationId).
 	DocTypeDeleteWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DocTypeDeleteResponse, error)
 
-	// DocTypeGetWithResponse performs a GET /v1/docs/types/{id} (the `DocTypeGet` operationId) request.
+	// DocTypeGetWithResponse Doc type get
 	//
 	// Needs the permission docs.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/docs/types/{id} (the `DocTypeGet` operationId).
 	DocTypeGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DocTypeGetResponse, error)
 
-	// DocTypeUpdateWithBodyWithResponse performs a PATCH /v1/docs/types/{id} (the `DocTypeUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// DocTypeUpdateWithBodyWithResponse Doc type update
 	//
 	// Needs the permission docs.write.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/docs/types/{id} (the `DocTypeUpdate` operationId).
 	DocTypeUpdateWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocTypeUpdateResponse, error)
 
-	// DocTypeUpdateWithResponse performs a PATCH /v1/docs/types/{id} (the `DocTypeUpdate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// DocTypeUpdateWithResponse Doc type update
 	//
 	// Needs the permission docs.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/docs/types/{id} (the `DocTypeUpdate` operationId).
 	DocTypeUpdateWithResponse(ctx context.Context, id string, body DocTypeUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*DocTypeUpdateResponse, error)
 
-	// DocTypeAgreementWithResponse performs a GET /v1/docs/types/{id}/agreement (the `DocTypeAgreement` operationId) request.
+	// DocTypeAgreementWithResponse Doc type agreement
 	//
 	// Needs the permission docs.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/docs/types/{id}/agreement (the `DocTypeAgreement` operationId).
 	DocTypeAgreementWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DocTypeAgreementResponse, error)
 
-	// EventEmitWithBodyWithResponse performs a POST /v1/events (the `EventEmit` operationId) request,
-	// with any type of body and a specified content type.
+	// EventEmitWithBodyWithResponse Event emit
 	//
 	// Needs the permission events.emit.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/events (the `EventEmit` operationId).
 	EventEmitWithBodyWithResponse(ctx context.Context, params *EventEmitParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EventEmitResponse, error)
 
-	// EventEmitWithResponse performs a POST /v1/events (the `EventEmit` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// EventEmitWithResponse Event emit
 	//
 	// Needs the permission events.emit.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/events (the `EventEmit` operationId).
 	EventEmitWithResponse(ctx context.Context, params *EventEmitParams, body EventEmitJSONRequestBody, reqEditors ...RequestEditorFn) (*EventEmitResponse, error)
 
-	// IntegrationsWithResponse performs a GET /v1/integrations (the `Integrations` operationId) request.
+	// IntegrationsWithResponse Integrations
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/integrations (the `Integrations` operationId).
 	IntegrationsWithResponse(ctx context.Context, params *IntegrationsParams, reqEditors ...RequestEditorFn) (*IntegrationsResponse, error)
 
-	// InvitationsListWithResponse performs a GET /v1/invitations (the `InvitationsList` operationId) request.
+	// InvitationsListWithResponse Invitations list
 	//
 	// Needs the permission access.manage.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/invitations (the `InvitationsList` operationId).
 	InvitationsListWithResponse(ctx context.Context, params *InvitationsListParams, reqEditors ...RequestEditorFn) (*InvitationsListResponse, error)
 
-	// InvitationCreateWithBodyWithResponse performs a POST /v1/invitations (the `InvitationCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// InvitationCreateWithBodyWithResponse Invitation create
 	//
 	// Needs the permission access.manage.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/invitations (the `InvitationCreate` operationId).
 	InvitationCreateWithBodyWithResponse(ctx context.Context, params *InvitationCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InvitationCreateResponse, error)
 
-	// InvitationCreateWithResponse performs a POST /v1/invitations (the `InvitationCreate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// InvitationCreateWithResponse Invitation create
 	//
 	// Needs the permission access.manage.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/invitations (the `InvitationCreate` operationId).
 	InvitationCreateWithResponse(ctx context.Context, params *InvitationCreateParams, body InvitationCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*InvitationCreateResponse, error)
 
-	// InvitationRevokeWithResponse performs a DELETE /v1/invitations/{id} (the `InvitationRevoke` operationId) request.
+	// InvitationRevokeWithResponse Invitation revoke
 	//
 	// Needs the permission access.manage.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/invitations/{id} (the `InvitationRevoke` operationId).
 	InvitationRevokeWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*InvitationRevokeResponse, error)
 
-	// InvitationGetWithResponse performs a GET /v1/invitations/{id} (the `InvitationGet` operationId) request.
+	// InvitationGetWithResponse Invitation get
 	//
 	// Needs the permission access.manage.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/invitations/{id} (the `InvitationGet` operationId).
 	InvitationGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*InvitationGetResponse, error)
 
-	// InvitationAcceptWithBodyWithResponse performs a POST /v1/invitations/{token}/accept (the `InvitationAccept` operationId) request,
-	// with any type of body and a specified content type.
+	// InvitationAcceptWithBodyWithResponse Invitation accept
 	//
 	// Needs no authentication.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/invitations/{token}/accept (the `InvitationAccept` operationId).
 	InvitationAcceptWithBodyWithResponse(ctx context.Context, token string, params *InvitationAcceptParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InvitationAcceptResponse, error)
 
-	// InvitationAcceptWithResponse performs a POST /v1/invitations/{token}/accept (the `InvitationAccept` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// InvitationAcceptWithResponse Invitation accept
 	//
 	// Needs no authentication.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/invitations/{token}/accept (the `InvitationAccept` operationId).
 	InvitationAcceptWithResponse(ctx context.Context, token string, params *InvitationAcceptParams, body InvitationAcceptJSONRequestBody, reqEditors ...RequestEditorFn) (*InvitationAcceptResponse, error)
 
-	// MembersListWithResponse performs a GET /v1/members (the `MembersList` operationId) request.
+	// MembersListWithResponse Members list
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/members (the `MembersList` operationId).
 	MembersListWithResponse(ctx context.Context, params *MembersListParams, reqEditors ...RequestEditorFn) (*MembersListResponse, error)
 
-	// OpenAPIWithResponse performs a GET /v1/openapi.json (the `OpenAPI` operationId) request.
+	// OpenAPIWithResponse Open a p i
 	//
 	// Needs no authentication.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/openapi.json (the `OpenAPI` operationId).
 	OpenAPIWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*OpenAPIResponse, error)
 
-	// OutboxListWithResponse performs a GET /v1/outbox (the `OutboxList` operationId) request.
+	// OutboxListWithResponse Outbox list
 	//
 	// Needs the permission access.manage.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/outbox (the `OutboxList` operationId).
 	OutboxListWithResponse(ctx context.Context, params *OutboxListParams, reqEditors ...RequestEditorFn) (*OutboxListResponse, error)
 
-	// RunListWithResponse performs a GET /v1/process-runs (the `RunList` operationId) request.
+	// RunListWithResponse Run list
 	//
 	// Needs the permission processes.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/process-runs (the `RunList` operationId).
 	RunListWithResponse(ctx context.Context, params *RunListParams, reqEditors ...RequestEditorFn) (*RunListResponse, error)
 
-	// RunGetWithResponse performs a GET /v1/process-runs/{id} (the `RunGet` operationId) request.
+	// RunGetWithResponse Run get
 	//
 	// Needs the permission processes.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/process-runs/{id} (the `RunGet` operationId).
 	RunGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*RunGetResponse, error)
 
-	// RunCancelWithResponse performs a POST /v1/process-runs/{id}/cancel (the `RunCancel` operationId) request.
+	// RunCancelWithResponse Run cancel
 	//
 	// Needs the permission runs.start.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/process-runs/{id}/cancel (the `RunCancel` operationId).
 	RunCancelWithResponse(ctx context.Context, id string, params *RunCancelParams, reqEditors ...RequestEditorFn) (*RunCancelResponse, error)
 
-	// TemplatesListWithResponse performs a GET /v1/process-templates (the `TemplatesList` operationId) request.
+	// TemplatesListWithResponse Templates list
 	//
 	// Needs the permission processes.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/process-templates (the `TemplatesList` operationId).
 	TemplatesListWithResponse(ctx context.Context, params *TemplatesListParams, reqEditors ...RequestEditorFn) (*TemplatesListResponse, error)
 
-	// TemplatesInstallWithBodyWithResponse performs a POST /v1/process-templates/install (the `TemplatesInstall` operationId) request,
-	// with any type of body and a specified content type.
+	// TemplatesInstallWithBodyWithResponse Templates install
 	//
 	// Needs the permission processes.manage.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/process-templates/install (the `TemplatesInstall` operationId).
 	TemplatesInstallWithBodyWithResponse(ctx context.Context, params *TemplatesInstallParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TemplatesInstallResponse, error)
 
-	// TemplatesInstallWithResponse performs a POST /v1/process-templates/install (the `TemplatesInstall` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// TemplatesInstallWithResponse Templates install
 	//
 	// Needs the permission processes.manage.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/process-templates/install (the `TemplatesInstall` operationId).
 	TemplatesInstallWithResponse(ctx context.Context, params *TemplatesInstallParams, body TemplatesInstallJSONRequestBody, reqEditors ...RequestEditorFn) (*TemplatesInstallResponse, error)
 
-	// TemplateGetWithResponse performs a GET /v1/process-templates/{id} (the `TemplateGet` operationId) request.
+	// TemplateGetWithResponse Template get
 	//
 	// Needs the permission processes.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/process-templates/{id} (the `TemplateGet` operationId).
 	TemplateGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*TemplateGetResponse, error)
 
-	// ProcessListWithResponse performs a GET /v1/processes (the `ProcessList` operationId) request.
+	// ProcessListWithResponse Process list
 	//
 	// Needs the permission processes.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/processes (the `ProcessList` operationId).
 	ProcessListWithResponse(ctx context.Context, params *ProcessListParams, reqEditors ...RequestEditorFn) (*ProcessListResponse, error)
 
-	// ProcessCreateWithBodyWithResponse performs a POST /v1/processes (the `ProcessCreate` operationId) request,
-	// with any type of body and a specified content type.
+	// ProcessCreateWithBodyWithResponse Process create
 	//
 	// Needs the permission processes.manage.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/processes (the `ProcessCreate` operationId).
 	ProcessCreateWithBodyWithResponse(ctx context.Context, params *ProcessCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ProcessCreateResponse, error)
 
-	// ProcessCreateWithResponse performs a POST /v1/processes (the `ProcessCreate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// ProcessCreateWithResponse Process create
 	//
 	// Needs the permission processes.manage.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/processes (the `ProcessCreate` operationId).
 	ProcessCreateWithResponse(ctx context.Context, params *ProcessCreateParams, body ProcessCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*ProcessCreateResponse, error)
 
-	// StepTypesWithResponse performs a GET /v1/processes/step-types (the `StepTypes` operationId) request.
+	// StepTypesWithResponse Step types
 	//
 	// Needs the permission processes.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/processes/step-types (the `StepTypes` operationId).
 	StepTypesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*StepTypesResponse, error)
 
-	// ProcessArchiveWithResponse performs a DELETE /v1/processes/{id} (the `ProcessArchive` operationId) request.
+	// ProcessArchiveWithResponse Process archive
 	//
 	// Needs the permission processes.manage.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/processes/{id} (the `ProcessArchive` operationId).
 	ProcessArchiveWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ProcessArchiveResponse, error)
 
-	// ProcessGetWithResponse performs a GET /v1/processes/{id} (the `ProcessGet` operationId) request.
+	// ProcessGetWithResponse Process get
 	//
 	// Needs the permission processes.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/processes/{id} (the `ProcessGet` operationId).
 	ProcessGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ProcessGetResponse, error)
 
-	// ProcessUpdateWithBodyWithResponse performs a PATCH /v1/processes/{id} (the `ProcessUpdate` operationId) request,
-	// with any type of body and a specified content type.
+	// ProcessUpdateWithBodyWithResponse Process update
 	//
 	// Needs the permission processes.manage.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/processes/{id} (the `ProcessUpdate` operationId).
 	ProcessUpdateWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ProcessUpdateResponse, error)
 
-	// ProcessUpdateWithResponse performs a PATCH /v1/processes/{id} (the `ProcessUpdate` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// ProcessUpdateWithResponse Process update
 	//
 	// Needs the permission processes.manage.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/processes/{id} (the `ProcessUpdate` operationId).
 	ProcessUpdateWithResponse(ctx context.Context, id string, body ProcessUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*ProcessUpdateResponse, error)
 
-	// ProcessAutomationGetWithResponse performs a GET /v1/processes/{id}/automation (the `ProcessAutomationGet` operationId) request.
+	// ProcessAutomationGetWithResponse Process automation get
 	//
 	// Needs the permission processes.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/processes/{id}/automation (the `ProcessAutomationGet` operationId).
 	ProcessAutomationGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ProcessAutomationGetResponse, error)
 
-	// ProcessAutomationPatchWithBodyWithResponse performs a PATCH /v1/processes/{id}/automation (the `ProcessAutomationPatch` operationId) request,
-	// with any type of body and a specified content type.
+	// ProcessAutomationPatchWithBodyWithResponse Process automation patch
 	//
 	// Needs the permission automation.manage.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/processes/{id}/automation (the `ProcessAutomationPatch` operationId).
 	ProcessAutomationPatchWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ProcessAutomationPatchResponse, error)
 
-	// ProcessAutomationPatchWithResponse performs a PATCH /v1/processes/{id}/automation (the `ProcessAutomationPatch` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// ProcessAutomationPatchWithResponse Process automation patch
 	//
 	// Needs the permission automation.manage.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/processes/{id}/automation (the `ProcessAutomationPatch` operationId).
 	ProcessAutomationPatchWithResponse(ctx context.Context, id string, body ProcessAutomationPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*ProcessAutomationPatchResponse, error)
 
-	// RunStartWithBodyWithResponse performs a POST /v1/processes/{id}/start (the `RunStart` operationId) request,
-	// with any type of body and a specified content type.
+	// RunStartWithBodyWithResponse Run start
 	//
 	// Needs the permission runs.start.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/processes/{id}/start (the `RunStart` operationId).
 	RunStartWithBodyWithResponse(ctx context.Context, id string, params *RunStartParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunStartResponse, error)
 
-	// RunStartWithResponse performs a POST /v1/processes/{id}/start (the `RunStart` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// RunStartWithResponse Run start
 	//
 	// Needs the permission runs.start.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/processes/{id}/start (the `RunStart` operationId).
 	RunStartWithResponse(ctx context.Context, id string, params *RunStartParams, body RunStartJSONRequestBody, reqEditors ...RequestEditorFn) (*RunStartResponse, error)
 
-	// ProcessVersionsWithResponse performs a GET /v1/processes/{id}/versions (the `ProcessVersions` operationId) request.
+	// ProcessVersionsWithResponse Process versions
 	//
 	// Needs the permission processes.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/processes/{id}/versions (the `ProcessVersions` operationId).
 	ProcessVersionsWithResponse(ctx context.Context, id string, params *ProcessVersionsParams, reqEditors ...RequestEditorFn) (*ProcessVersionsResponse, error)
 
-	// TaskListWithResponse performs a GET /v1/tasks (the `TaskList` operationId) request.
+	// TaskListWithResponse Task list
 	//
 	// Needs the permission processes.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/tasks (the `TaskList` operationId).
 	TaskListWithResponse(ctx context.Context, params *TaskListParams, reqEditors ...RequestEditorFn) (*TaskListResponse, error)
 
-	// TaskGetWithResponse performs a GET /v1/tasks/{id} (the `TaskGet` operationId) request.
+	// TaskGetWithResponse Task get
 	//
 	// Needs the permission processes.read.
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/tasks/{id} (the `TaskGet` operationId).
 	TaskGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*TaskGetResponse, error)
 
-	// TaskCompleteWithBodyWithResponse performs a POST /v1/tasks/{id}/complete (the `TaskComplete` operationId) request,
-	// with any type of body and a specified content type.
+	// TaskCompleteWithBodyWithResponse Task complete
 	//
 	// Needs the permission tasks.work.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tasks/{id}/complete (the `TaskComplete` operationId).
 	TaskCompleteWithBodyWithResponse(ctx context.Context, id string, params *TaskCompleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TaskCompleteResponse, error)
 
-	// TaskCompleteWithResponse performs a POST /v1/tasks/{id}/complete (the `TaskComplete` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// TaskCompleteWithResponse Task complete
 	//
 	// Needs the permission tasks.work.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tasks/{id}/complete (the `TaskComplete` operationId).
 	TaskCompleteWithResponse(ctx context.Context, id string, params *TaskCompleteParams, body TaskCompleteJSONRequestBody, reqEditors ...RequestEditorFn) (*TaskCompleteResponse, error)
 
-	// UseCasesListWithResponse performs a GET /v1/use-cases (the `UseCasesList` operationId) request.
+	// UseCasesListWithResponse Use cases list
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/use-cases (the `UseCasesList` operationId).
 	UseCasesListWithResponse(ctx context.Context, params *UseCasesListParams, reqEditors ...RequestEditorFn) (*UseCasesListResponse, error)
 
-	// UseCaseDepartmentsWithBodyWithResponse performs a PUT /v1/use-cases/members/{user_id}/departments (the `UseCaseDepartments` operationId) request,
-	// with any type of body and a specified content type.
+	// UseCaseDepartmentsWithBodyWithResponse Use case departments
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/use-cases/members/{user_id}/departments (the `UseCaseDepartments` operationId).
 	UseCaseDepartmentsWithBodyWithResponse(ctx context.Context, userId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UseCaseDepartmentsResponse, error)
 
-	// UseCaseDepartmentsWithResponse performs a PUT /v1/use-cases/members/{user_id}/departments (the `UseCaseDepartments` operationId) request.
+	// UseCaseDepartmentsWithResponse Use case departments
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/use-cases/members/{user_id}/departments (the `UseCaseDepartments` operationId).
 	UseCaseDepartmentsWithResponse(ctx context.Context, userId string, body UseCaseDepartmentsJSONRequestBody, reqEditors ...RequestEditorFn) (*UseCaseDepartmentsResponse, error)
 
-	// UseCaseProfileGetWithResponse performs a GET /v1/use-cases/profile (the `UseCaseProfileGet` operationId) request.
+	// UseCaseProfileGetWithResponse Use case profile get
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/use-cases/profile (the `UseCaseProfileGet` operationId).
 	UseCaseProfileGetWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*UseCaseProfileGetResponse, error)
 
-	// UseCaseProfileSetWithBodyWithResponse performs a PUT /v1/use-cases/profile (the `UseCaseProfileSet` operationId) request,
-	// with any type of body and a specified content type.
+	// UseCaseProfileSetWithBodyWithResponse Use case profile set
 	//
 	// Needs the permission usecases.manage.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/use-cases/profile (the `UseCaseProfileSet` operationId).
 	UseCaseProfileSetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UseCaseProfileSetResponse, error)
 
-	// UseCaseProfileSetWithResponse performs a PUT /v1/use-cases/profile (the `UseCaseProfileSet` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// UseCaseProfileSetWithResponse Use case profile set
 	//
 	// Needs the permission usecases.manage.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/use-cases/profile (the `UseCaseProfileSet` operationId).
 	UseCaseProfileSetWithResponse(ctx context.Context, body UseCaseProfileSetJSONRequestBody, reqEditors ...RequestEditorFn) (*UseCaseProfileSetResponse, error)
 
-	// UseCaseRegisterWithResponse performs a GET /v1/use-cases/register (the `UseCaseRegister` operationId) request.
+	// UseCaseRegisterWithResponse Use case register
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/use-cases/register (the `UseCaseRegister` operationId).
 	UseCaseRegisterWithResponse(ctx context.Context, params *UseCaseRegisterParams, reqEditors ...RequestEditorFn) (*UseCaseRegisterResponse, error)
 
-	// UseCaseTaxonomyWithResponse performs a GET /v1/use-cases/taxonomy (the `UseCaseTaxonomy` operationId) request.
+	// UseCaseTaxonomyWithResponse Use case taxonomy
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/use-cases/taxonomy (the `UseCaseTaxonomy` operationId).
 	UseCaseTaxonomyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*UseCaseTaxonomyResponse, error)
 
-	// UseCaseGetWithResponse performs a GET /v1/use-cases/{use_case_id} (the `UseCaseGet` operationId) request.
+	// UseCaseGetWithResponse Use case get
 	//
 	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/use-cases/{use_case_id} (the `UseCaseGet` operationId).
 	UseCaseGetWithResponse(ctx context.Context, useCaseId string, reqEditors ...RequestEditorFn) (*UseCaseGetResponse, error)
 
-	// UseCaseAdoptionWithBodyWithResponse performs a PUT /v1/use-cases/{use_case_id}/adoption (the `UseCaseAdoption` operationId) request,
-	// with any type of body and a specified content type.
+	// UseCaseAdoptionWithBodyWithResponse Use case adoption
 	//
 	// Needs the permission usecases.manage.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/use-cases/{use_case_id}/adoption (the `UseCaseAdoption` operationId).
 	UseCaseAdoptionWithBodyWithResponse(ctx context.Context, useCaseId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UseCaseAdoptionResponse, error)
 
-	// UseCaseAdoptionWithResponse performs a PUT /v1/use-cases/{use_case_id}/adoption (the `UseCaseAdoption` operationId) request.
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// UseCaseAdoptionWithResponse Use case adoption
 	//
 	// Needs the permission usecases.manage.
-	UseCaseAdoptionWithResponse(ctx context.Context, useCaseId string, body UseCaseAdoptionJSONRequestBody, reqEditors ...RequestEditorFn) (*UseCaseAdoptionResponse, error)
-
-	// WorkspaceGetWithResponse performs a GET /v1/workspace (the `WorkspaceGet` operationId) request.
 	//
-	// Returns a wrapper object for the known response body format(s).
-	WorkspaceGetWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*WorkspaceGetResponse, error)
-
-	// WorkspacePatchWithBodyWithResponse performs a PATCH /v1/workspace (the `WorkspacePatch` operationId) request,
-	// with any type of body and a specified content type.
-	//
-	// Needs the permission access.manage.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	WorkspacePatchWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WorkspacePatchResponse, error)
-
-	// WorkspacePatchWithResponse performs a PATCH /v1/workspace (the `WorkspacePatch` operationId) request.
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
+	// Corresponds with PUT /v1/use-cases/{use_case_id}/adoption (the `UseCaseAdoption` operationId).
+	UseCaseAdoptionWithResponse(ctx context.Context, useCaseId string, body UseCaseAdoptionJSONRequestBody, reqEditors ...RequestEditorFn) (*UseCaseAdoptionResponse, error)
+
+	// WorkspaceGetWithResponse Workspace get
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/workspace (the `WorkspaceGet` operationId).
+	WorkspaceGetWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*WorkspaceGetResponse, error)
+
+	// WorkspacePatchWithBodyWithResponse Workspace patch
+	//
 	// Needs the permission access.manage.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/workspace (the `WorkspacePatch` operationId).
+	WorkspacePatchWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WorkspacePatchResponse, error)
+
+	// WorkspacePatchWithResponse Workspace patch
+	//
+	// Needs the permission access.manage.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/workspace (the `WorkspacePatch` operationId).
 	WorkspacePatchWithResponse(ctx context.Context, body WorkspacePatchJSONRequestBody, reqEditors ...RequestEditorFn) (*WorkspacePatchResponse, error)
 }
 
@@ -31983,11 +33455,13 @@ func (r WorkspacePatchResponse) ContentType() string {
 	return ""
 }
 
-// HealthWithResponse performs a GET /healthz (the `Health` operationId) request.
+// HealthWithResponse Health
 //
 // Needs no authentication.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /healthz (the `Health` operationId).
 func (c *ClientWithResponses) HealthWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HealthResponse, error) {
 	rsp, err := c.Health(ctx, reqEditors...)
 	if err != nil {
@@ -31996,9 +33470,11 @@ func (c *ClientWithResponses) HealthWithResponse(ctx context.Context, reqEditors
 	return ParseHealthResponse(rsp)
 }
 
-// KeysListWithResponse performs a GET /v1/api-keys (the `KeysList` operationId) request.
+// KeysListWithResponse Keys list
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/api-keys (the `KeysList` operationId).
 func (c *ClientWithResponses) KeysListWithResponse(ctx context.Context, params *KeysListParams, reqEditors ...RequestEditorFn) (*KeysListResponse, error) {
 	rsp, err := c.KeysList(ctx, params, reqEditors...)
 	if err != nil {
@@ -32007,10 +33483,11 @@ func (c *ClientWithResponses) KeysListWithResponse(ctx context.Context, params *
 	return ParseKeysListResponse(rsp)
 }
 
-// KeyCreateWithBodyWithResponse performs a POST /v1/api-keys (the `KeyCreate` operationId) request,
-// with any type of body and a specified content type.
+// KeyCreateWithBodyWithResponse Key create
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api-keys (the `KeyCreate` operationId).
 func (c *ClientWithResponses) KeyCreateWithBodyWithResponse(ctx context.Context, params *KeyCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*KeyCreateResponse, error) {
 	rsp, err := c.KeyCreateWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -32019,8 +33496,11 @@ func (c *ClientWithResponses) KeyCreateWithBodyWithResponse(ctx context.Context,
 	return ParseKeyCreateResponse(rsp)
 }
 
-// KeyCreateWithResponse performs a POST /v1/api-keys (the `KeyCreate` operationId) request.
+// KeyCreateWithResponse Key create
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api-keys (the `KeyCreate` operationId).
 func (c *ClientWithResponses) KeyCreateWithResponse(ctx context.Context, params *KeyCreateParams, body KeyCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*KeyCreateResponse, error) {
 	rsp, err := c.KeyCreate(ctx, params, body, reqEditors...)
 	if err != nil {
@@ -32029,9 +33509,11 @@ func (c *ClientWithResponses) KeyCreateWithResponse(ctx context.Context, params 
 	return ParseKeyCreateResponse(rsp)
 }
 
-// KeyRevokeWithResponse performs a DELETE /v1/api-keys/{id} (the `KeyRevoke` operationId) request.
+// KeyRevokeWithResponse Key revoke
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/api-keys/{id} (the `KeyRevoke` operationId).
 func (c *ClientWithResponses) KeyRevokeWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*KeyRevokeResponse, error) {
 	rsp, err := c.KeyRevoke(ctx, id, reqEditors...)
 	if err != nil {
@@ -32040,9 +33522,11 @@ func (c *ClientWithResponses) KeyRevokeWithResponse(ctx context.Context, id stri
 	return ParseKeyRevokeResponse(rsp)
 }
 
-// KeyGetWithResponse performs a GET /v1/api-keys/{id} (the `KeyGet` operationId) request.
+// KeyGetWithResponse Key get
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/api-keys/{id} (the `KeyGet` operationId).
 func (c *ClientWithResponses) KeyGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*KeyGetResponse, error) {
 	rsp, err := c.KeyGet(ctx, id, reqEditors...)
 	if err != nil {
@@ -32051,11 +33535,13 @@ func (c *ClientWithResponses) KeyGetWithResponse(ctx context.Context, id string,
 	return ParseKeyGetResponse(rsp)
 }
 
-// ApprovalListWithResponse performs a GET /v1/approvals (the `ApprovalList` operationId) request.
+// ApprovalListWithResponse Approval list
 //
 // Needs the permission processes.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/approvals (the `ApprovalList` operationId).
 func (c *ClientWithResponses) ApprovalListWithResponse(ctx context.Context, params *ApprovalListParams, reqEditors ...RequestEditorFn) (*ApprovalListResponse, error) {
 	rsp, err := c.ApprovalList(ctx, params, reqEditors...)
 	if err != nil {
@@ -32064,11 +33550,13 @@ func (c *ClientWithResponses) ApprovalListWithResponse(ctx context.Context, para
 	return ParseApprovalListResponse(rsp)
 }
 
-// ApprovalGetWithResponse performs a GET /v1/approvals/{id} (the `ApprovalGet` operationId) request.
+// ApprovalGetWithResponse Approval get
 //
 // Needs the permission processes.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/approvals/{id} (the `ApprovalGet` operationId).
 func (c *ClientWithResponses) ApprovalGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ApprovalGetResponse, error) {
 	rsp, err := c.ApprovalGet(ctx, id, reqEditors...)
 	if err != nil {
@@ -32077,12 +33565,13 @@ func (c *ClientWithResponses) ApprovalGetWithResponse(ctx context.Context, id st
 	return ParseApprovalGetResponse(rsp)
 }
 
-// ApprovalApproveWithBodyWithResponse performs a POST /v1/approvals/{id}/approve (the `ApprovalApprove` operationId) request,
-// with any type of body and a specified content type.
+// ApprovalApproveWithBodyWithResponse Approval approve
 //
 // Needs the permission approvals.decide.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/approvals/{id}/approve (the `ApprovalApprove` operationId).
 func (c *ClientWithResponses) ApprovalApproveWithBodyWithResponse(ctx context.Context, id string, params *ApprovalApproveParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApprovalApproveResponse, error) {
 	rsp, err := c.ApprovalApproveWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -32091,10 +33580,13 @@ func (c *ClientWithResponses) ApprovalApproveWithBodyWithResponse(ctx context.Co
 	return ParseApprovalApproveResponse(rsp)
 }
 
-// ApprovalApproveWithResponse performs a POST /v1/approvals/{id}/approve (the `ApprovalApprove` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// ApprovalApproveWithResponse Approval approve
 //
 // Needs the permission approvals.decide.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/approvals/{id}/approve (the `ApprovalApprove` operationId).
 func (c *ClientWithResponses) ApprovalApproveWithResponse(ctx context.Context, id string, params *ApprovalApproveParams, body ApprovalApproveJSONRequestBody, reqEditors ...RequestEditorFn) (*ApprovalApproveResponse, error) {
 	rsp, err := c.ApprovalApprove(ctx, id, params, body, reqEditors...)
 	if err != nil {
@@ -32103,12 +33595,13 @@ func (c *ClientWithResponses) ApprovalApproveWithResponse(ctx context.Context, i
 	return ParseApprovalApproveResponse(rsp)
 }
 
-// ApprovalRejectWithBodyWithResponse performs a POST /v1/approvals/{id}/reject (the `ApprovalReject` operationId) request,
-// with any type of body and a specified content type.
+// ApprovalRejectWithBodyWithResponse Approval reject
 //
 // Needs the permission approvals.decide.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/approvals/{id}/reject (the `ApprovalReject` operationId).
 func (c *ClientWithResponses) ApprovalRejectWithBodyWithResponse(ctx context.Context, id string, params *ApprovalRejectParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApprovalRejectResponse, error) {
 	rsp, err := c.ApprovalRejectWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -32117,10 +33610,13 @@ func (c *ClientWithResponses) ApprovalRejectWithBodyWithResponse(ctx context.Con
 	return ParseApprovalRejectResponse(rsp)
 }
 
-// ApprovalRejectWithResponse performs a POST /v1/approvals/{id}/reject (the `ApprovalReject` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// ApprovalRejectWithResponse Approval reject
 //
 // Needs the permission approvals.decide.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/approvals/{id}/reject (the `ApprovalReject` operationId).
 func (c *ClientWithResponses) ApprovalRejectWithResponse(ctx context.Context, id string, params *ApprovalRejectParams, body ApprovalRejectJSONRequestBody, reqEditors ...RequestEditorFn) (*ApprovalRejectResponse, error) {
 	rsp, err := c.ApprovalReject(ctx, id, params, body, reqEditors...)
 	if err != nil {
@@ -32129,9 +33625,11 @@ func (c *ClientWithResponses) ApprovalRejectWithResponse(ctx context.Context, id
 	return ParseApprovalRejectResponse(rsp)
 }
 
-// AppsListWithResponse performs a GET /v1/apps (the `AppsList` operationId) request.
+// AppsListWithResponse Apps list
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/apps (the `AppsList` operationId).
 func (c *ClientWithResponses) AppsListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*AppsListResponse, error) {
 	rsp, err := c.AppsList(ctx, reqEditors...)
 	if err != nil {
@@ -32140,11 +33638,13 @@ func (c *ClientWithResponses) AppsListWithResponse(ctx context.Context, reqEdito
 	return ParseAppsListResponse(rsp)
 }
 
-// AuditListWithResponse performs a GET /v1/audit (the `AuditList` operationId) request.
+// AuditListWithResponse Audit list
 //
 // Needs the permission audit.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/audit (the `AuditList` operationId).
 func (c *ClientWithResponses) AuditListWithResponse(ctx context.Context, params *AuditListParams, reqEditors ...RequestEditorFn) (*AuditListResponse, error) {
 	rsp, err := c.AuditList(ctx, params, reqEditors...)
 	if err != nil {
@@ -32153,12 +33653,13 @@ func (c *ClientWithResponses) AuditListWithResponse(ctx context.Context, params 
 	return ParseAuditListResponse(rsp)
 }
 
-// AuthCodeWithBodyWithResponse performs a POST /v1/auth/code (the `AuthCode` operationId) request,
-// with any type of body and a specified content type.
+// AuthCodeWithBodyWithResponse Auth code
 //
 // Needs no authentication.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/auth/code (the `AuthCode` operationId).
 func (c *ClientWithResponses) AuthCodeWithBodyWithResponse(ctx context.Context, params *AuthCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AuthCodeResponse, error) {
 	rsp, err := c.AuthCodeWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -32167,10 +33668,13 @@ func (c *ClientWithResponses) AuthCodeWithBodyWithResponse(ctx context.Context, 
 	return ParseAuthCodeResponse(rsp)
 }
 
-// AuthCodeWithResponse performs a POST /v1/auth/code (the `AuthCode` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// AuthCodeWithResponse Auth code
 //
 // Needs no authentication.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/auth/code (the `AuthCode` operationId).
 func (c *ClientWithResponses) AuthCodeWithResponse(ctx context.Context, params *AuthCodeParams, body AuthCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*AuthCodeResponse, error) {
 	rsp, err := c.AuthCode(ctx, params, body, reqEditors...)
 	if err != nil {
@@ -32179,12 +33683,13 @@ func (c *ClientWithResponses) AuthCodeWithResponse(ctx context.Context, params *
 	return ParseAuthCodeResponse(rsp)
 }
 
-// DevLoginWithBodyWithResponse performs a POST /v1/auth/dev-login (the `DevLogin` operationId) request,
-// with any type of body and a specified content type.
+// DevLoginWithBodyWithResponse Dev login
 //
 // Needs no authentication.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/auth/dev-login (the `DevLogin` operationId).
 func (c *ClientWithResponses) DevLoginWithBodyWithResponse(ctx context.Context, params *DevLoginParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DevLoginResponse, error) {
 	rsp, err := c.DevLoginWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -32193,10 +33698,13 @@ func (c *ClientWithResponses) DevLoginWithBodyWithResponse(ctx context.Context, 
 	return ParseDevLoginResponse(rsp)
 }
 
-// DevLoginWithResponse performs a POST /v1/auth/dev-login (the `DevLogin` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// DevLoginWithResponse Dev login
 //
 // Needs no authentication.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/auth/dev-login (the `DevLogin` operationId).
 func (c *ClientWithResponses) DevLoginWithResponse(ctx context.Context, params *DevLoginParams, body DevLoginJSONRequestBody, reqEditors ...RequestEditorFn) (*DevLoginResponse, error) {
 	rsp, err := c.DevLogin(ctx, params, body, reqEditors...)
 	if err != nil {
@@ -32205,12 +33713,13 @@ func (c *ClientWithResponses) DevLoginWithResponse(ctx context.Context, params *
 	return ParseDevLoginResponse(rsp)
 }
 
-// AuthEmailWithBodyWithResponse performs a POST /v1/auth/email (the `AuthEmail` operationId) request,
-// with any type of body and a specified content type.
+// AuthEmailWithBodyWithResponse Auth email
 //
 // Needs no authentication.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/auth/email (the `AuthEmail` operationId).
 func (c *ClientWithResponses) AuthEmailWithBodyWithResponse(ctx context.Context, params *AuthEmailParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AuthEmailResponse, error) {
 	rsp, err := c.AuthEmailWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -32219,10 +33728,13 @@ func (c *ClientWithResponses) AuthEmailWithBodyWithResponse(ctx context.Context,
 	return ParseAuthEmailResponse(rsp)
 }
 
-// AuthEmailWithResponse performs a POST /v1/auth/email (the `AuthEmail` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// AuthEmailWithResponse Auth email
 //
 // Needs no authentication.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/auth/email (the `AuthEmail` operationId).
 func (c *ClientWithResponses) AuthEmailWithResponse(ctx context.Context, params *AuthEmailParams, body AuthEmailJSONRequestBody, reqEditors ...RequestEditorFn) (*AuthEmailResponse, error) {
 	rsp, err := c.AuthEmail(ctx, params, body, reqEditors...)
 	if err != nil {
@@ -32231,9 +33743,11 @@ func (c *ClientWithResponses) AuthEmailWithResponse(ctx context.Context, params 
 	return ParseAuthEmailResponse(rsp)
 }
 
-// LogoutWithResponse performs a POST /v1/auth/logout (the `Logout` operationId) request.
+// LogoutWithResponse Logout
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/auth/logout (the `Logout` operationId).
 func (c *ClientWithResponses) LogoutWithResponse(ctx context.Context, params *LogoutParams, reqEditors ...RequestEditorFn) (*LogoutResponse, error) {
 	rsp, err := c.Logout(ctx, params, reqEditors...)
 	if err != nil {
@@ -32242,9 +33756,11 @@ func (c *ClientWithResponses) LogoutWithResponse(ctx context.Context, params *Lo
 	return ParseLogoutResponse(rsp)
 }
 
-// MeWithResponse performs a GET /v1/auth/me (the `Me` operationId) request.
+// MeWithResponse Me
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/auth/me (the `Me` operationId).
 func (c *ClientWithResponses) MeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*MeResponse, error) {
 	rsp, err := c.Me(ctx, reqEditors...)
 	if err != nil {
@@ -32253,11 +33769,13 @@ func (c *ClientWithResponses) MeWithResponse(ctx context.Context, reqEditors ...
 	return ParseMeResponse(rsp)
 }
 
-// AutomationGetWithResponse performs a GET /v1/automation (the `AutomationGet` operationId) request.
+// AutomationGetWithResponse Automation get
 //
 // Needs the permission processes.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/automation (the `AutomationGet` operationId).
 func (c *ClientWithResponses) AutomationGetWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*AutomationGetResponse, error) {
 	rsp, err := c.AutomationGet(ctx, reqEditors...)
 	if err != nil {
@@ -32266,12 +33784,13 @@ func (c *ClientWithResponses) AutomationGetWithResponse(ctx context.Context, req
 	return ParseAutomationGetResponse(rsp)
 }
 
-// AutomationPatchWithBodyWithResponse performs a PATCH /v1/automation (the `AutomationPatch` operationId) request,
-// with any type of body and a specified content type.
+// AutomationPatchWithBodyWithResponse Automation patch
 //
 // Needs the permission automation.manage.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/automation (the `AutomationPatch` operationId).
 func (c *ClientWithResponses) AutomationPatchWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AutomationPatchResponse, error) {
 	rsp, err := c.AutomationPatchWithBody(ctx, contentType, body, reqEditors...)
 	if err != nil {
@@ -32280,10 +33799,13 @@ func (c *ClientWithResponses) AutomationPatchWithBodyWithResponse(ctx context.Co
 	return ParseAutomationPatchResponse(rsp)
 }
 
-// AutomationPatchWithResponse performs a PATCH /v1/automation (the `AutomationPatch` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// AutomationPatchWithResponse Automation patch
 //
 // Needs the permission automation.manage.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/automation (the `AutomationPatch` operationId).
 func (c *ClientWithResponses) AutomationPatchWithResponse(ctx context.Context, body AutomationPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*AutomationPatchResponse, error) {
 	rsp, err := c.AutomationPatch(ctx, body, reqEditors...)
 	if err != nil {
@@ -32292,11 +33814,13 @@ func (c *ClientWithResponses) AutomationPatchWithResponse(ctx context.Context, b
 	return ParseAutomationPatchResponse(rsp)
 }
 
-// BoardsListWithResponse performs a GET /v1/boards (the `BoardsList` operationId) request.
+// BoardsListWithResponse Boards list
 //
 // Needs the permission boards.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/boards (the `BoardsList` operationId).
 func (c *ClientWithResponses) BoardsListWithResponse(ctx context.Context, params *BoardsListParams, reqEditors ...RequestEditorFn) (*BoardsListResponse, error) {
 	rsp, err := c.BoardsList(ctx, params, reqEditors...)
 	if err != nil {
@@ -32305,12 +33829,13 @@ func (c *ClientWithResponses) BoardsListWithResponse(ctx context.Context, params
 	return ParseBoardsListResponse(rsp)
 }
 
-// BoardCreateWithBodyWithResponse performs a POST /v1/boards (the `BoardCreate` operationId) request,
-// with any type of body and a specified content type.
+// BoardCreateWithBodyWithResponse Board create
 //
 // Needs the permission boards.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/boards (the `BoardCreate` operationId).
 func (c *ClientWithResponses) BoardCreateWithBodyWithResponse(ctx context.Context, params *BoardCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BoardCreateResponse, error) {
 	rsp, err := c.BoardCreateWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -32319,10 +33844,13 @@ func (c *ClientWithResponses) BoardCreateWithBodyWithResponse(ctx context.Contex
 	return ParseBoardCreateResponse(rsp)
 }
 
-// BoardCreateWithResponse performs a POST /v1/boards (the `BoardCreate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// BoardCreateWithResponse Board create
 //
 // Needs the permission boards.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/boards (the `BoardCreate` operationId).
 func (c *ClientWithResponses) BoardCreateWithResponse(ctx context.Context, params *BoardCreateParams, body BoardCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*BoardCreateResponse, error) {
 	rsp, err := c.BoardCreate(ctx, params, body, reqEditors...)
 	if err != nil {
@@ -32331,11 +33859,13 @@ func (c *ClientWithResponses) BoardCreateWithResponse(ctx context.Context, param
 	return ParseBoardCreateResponse(rsp)
 }
 
-// BoardDeleteWithResponse performs a DELETE /v1/boards/{id} (the `BoardDelete` operationId) request.
+// BoardDeleteWithResponse Board delete
 //
 // Needs the permission boards.write.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/boards/{id} (the `BoardDelete` operationId).
 func (c *ClientWithResponses) BoardDeleteWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*BoardDeleteResponse, error) {
 	rsp, err := c.BoardDelete(ctx, id, reqEditors...)
 	if err != nil {
@@ -32344,11 +33874,13 @@ func (c *ClientWithResponses) BoardDeleteWithResponse(ctx context.Context, id st
 	return ParseBoardDeleteResponse(rsp)
 }
 
-// BoardGetWithResponse performs a GET /v1/boards/{id} (the `BoardGet` operationId) request.
+// BoardGetWithResponse Board get
 //
 // Needs the permission boards.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/boards/{id} (the `BoardGet` operationId).
 func (c *ClientWithResponses) BoardGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*BoardGetResponse, error) {
 	rsp, err := c.BoardGet(ctx, id, reqEditors...)
 	if err != nil {
@@ -32357,12 +33889,13 @@ func (c *ClientWithResponses) BoardGetWithResponse(ctx context.Context, id strin
 	return ParseBoardGetResponse(rsp)
 }
 
-// BoardUpdateWithBodyWithResponse performs a PATCH /v1/boards/{id} (the `BoardUpdate` operationId) request,
-// with any type of body and a specified content type.
+// BoardUpdateWithBodyWithResponse Board update
 //
 // Needs the permission boards.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/boards/{id} (the `BoardUpdate` operationId).
 func (c *ClientWithResponses) BoardUpdateWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BoardUpdateResponse, error) {
 	rsp, err := c.BoardUpdateWithBody(ctx, id, contentType, body, reqEditors...)
 	if err != nil {
@@ -32371,10 +33904,13 @@ func (c *ClientWithResponses) BoardUpdateWithBodyWithResponse(ctx context.Contex
 	return ParseBoardUpdateResponse(rsp)
 }
 
-// BoardUpdateWithResponse performs a PATCH /v1/boards/{id} (the `BoardUpdate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// BoardUpdateWithResponse Board update
 //
 // Needs the permission boards.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/boards/{id} (the `BoardUpdate` operationId).
 func (c *ClientWithResponses) BoardUpdateWithResponse(ctx context.Context, id string, body BoardUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*BoardUpdateResponse, error) {
 	rsp, err := c.BoardUpdate(ctx, id, body, reqEditors...)
 	if err != nil {
@@ -32383,11 +33919,13 @@ func (c *ClientWithResponses) BoardUpdateWithResponse(ctx context.Context, id st
 	return ParseBoardUpdateResponse(rsp)
 }
 
-// BoardColumnsListWithResponse performs a GET /v1/boards/{id}/columns (the `BoardColumnsList` operationId) request.
+// BoardColumnsListWithResponse Board columns list
 //
 // Needs the permission boards.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/boards/{id}/columns (the `BoardColumnsList` operationId).
 func (c *ClientWithResponses) BoardColumnsListWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*BoardColumnsListResponse, error) {
 	rsp, err := c.BoardColumnsList(ctx, id, reqEditors...)
 	if err != nil {
@@ -32396,12 +33934,13 @@ func (c *ClientWithResponses) BoardColumnsListWithResponse(ctx context.Context, 
 	return ParseBoardColumnsListResponse(rsp)
 }
 
-// BoardColumnCreateWithBodyWithResponse performs a POST /v1/boards/{id}/columns (the `BoardColumnCreate` operationId) request,
-// with any type of body and a specified content type.
+// BoardColumnCreateWithBodyWithResponse Board column create
 //
 // Needs the permission boards.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/boards/{id}/columns (the `BoardColumnCreate` operationId).
 func (c *ClientWithResponses) BoardColumnCreateWithBodyWithResponse(ctx context.Context, id string, params *BoardColumnCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BoardColumnCreateResponse, error) {
 	rsp, err := c.BoardColumnCreateWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -32410,10 +33949,13 @@ func (c *ClientWithResponses) BoardColumnCreateWithBodyWithResponse(ctx context.
 	return ParseBoardColumnCreateResponse(rsp)
 }
 
-// BoardColumnCreateWithResponse performs a POST /v1/boards/{id}/columns (the `BoardColumnCreate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// BoardColumnCreateWithResponse Board column create
 //
 // Needs the permission boards.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/boards/{id}/columns (the `BoardColumnCreate` operationId).
 func (c *ClientWithResponses) BoardColumnCreateWithResponse(ctx context.Context, id string, params *BoardColumnCreateParams, body BoardColumnCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*BoardColumnCreateResponse, error) {
 	rsp, err := c.BoardColumnCreate(ctx, id, params, body, reqEditors...)
 	if err != nil {
@@ -32422,11 +33964,13 @@ func (c *ClientWithResponses) BoardColumnCreateWithResponse(ctx context.Context,
 	return ParseBoardColumnCreateResponse(rsp)
 }
 
-// BoardColumnDeleteWithResponse performs a DELETE /v1/boards/{id}/columns/{part_id} (the `BoardColumnDelete` operationId) request.
+// BoardColumnDeleteWithResponse Board column delete
 //
 // Needs the permission boards.write.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/boards/{id}/columns/{part_id} (the `BoardColumnDelete` operationId).
 func (c *ClientWithResponses) BoardColumnDeleteWithResponse(ctx context.Context, id string, partId string, reqEditors ...RequestEditorFn) (*BoardColumnDeleteResponse, error) {
 	rsp, err := c.BoardColumnDelete(ctx, id, partId, reqEditors...)
 	if err != nil {
@@ -32435,11 +33979,13 @@ func (c *ClientWithResponses) BoardColumnDeleteWithResponse(ctx context.Context,
 	return ParseBoardColumnDeleteResponse(rsp)
 }
 
-// BoardColumnGetWithResponse performs a GET /v1/boards/{id}/columns/{part_id} (the `BoardColumnGet` operationId) request.
+// BoardColumnGetWithResponse Board column get
 //
 // Needs the permission boards.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/boards/{id}/columns/{part_id} (the `BoardColumnGet` operationId).
 func (c *ClientWithResponses) BoardColumnGetWithResponse(ctx context.Context, id string, partId string, reqEditors ...RequestEditorFn) (*BoardColumnGetResponse, error) {
 	rsp, err := c.BoardColumnGet(ctx, id, partId, reqEditors...)
 	if err != nil {
@@ -32448,12 +33994,13 @@ func (c *ClientWithResponses) BoardColumnGetWithResponse(ctx context.Context, id
 	return ParseBoardColumnGetResponse(rsp)
 }
 
-// BoardColumnUpdateWithBodyWithResponse performs a PATCH /v1/boards/{id}/columns/{part_id} (the `BoardColumnUpdate` operationId) request,
-// with any type of body and a specified content type.
+// BoardColumnUpdateWithBodyWithResponse Board column update
 //
 // Needs the permission boards.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/boards/{id}/columns/{part_id} (the `BoardColumnUpdate` operationId).
 func (c *ClientWithResponses) BoardColumnUpdateWithBodyWithResponse(ctx context.Context, id string, partId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BoardColumnUpdateResponse, error) {
 	rsp, err := c.BoardColumnUpdateWithBody(ctx, id, partId, contentType, body, reqEditors...)
 	if err != nil {
@@ -32462,10 +34009,13 @@ func (c *ClientWithResponses) BoardColumnUpdateWithBodyWithResponse(ctx context.
 	return ParseBoardColumnUpdateResponse(rsp)
 }
 
-// BoardColumnUpdateWithResponse performs a PATCH /v1/boards/{id}/columns/{part_id} (the `BoardColumnUpdate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// BoardColumnUpdateWithResponse Board column update
 //
 // Needs the permission boards.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/boards/{id}/columns/{part_id} (the `BoardColumnUpdate` operationId).
 func (c *ClientWithResponses) BoardColumnUpdateWithResponse(ctx context.Context, id string, partId string, body BoardColumnUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*BoardColumnUpdateResponse, error) {
 	rsp, err := c.BoardColumnUpdate(ctx, id, partId, body, reqEditors...)
 	if err != nil {
@@ -32474,11 +34024,13 @@ func (c *ClientWithResponses) BoardColumnUpdateWithResponse(ctx context.Context,
 	return ParseBoardColumnUpdateResponse(rsp)
 }
 
-// BoardGroupsListWithResponse performs a GET /v1/boards/{id}/groups (the `BoardGroupsList` operationId) request.
+// BoardGroupsListWithResponse Board groups list
 //
 // Needs the permission boards.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/boards/{id}/groups (the `BoardGroupsList` operationId).
 func (c *ClientWithResponses) BoardGroupsListWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*BoardGroupsListResponse, error) {
 	rsp, err := c.BoardGroupsList(ctx, id, reqEditors...)
 	if err != nil {
@@ -32487,12 +34039,13 @@ func (c *ClientWithResponses) BoardGroupsListWithResponse(ctx context.Context, i
 	return ParseBoardGroupsListResponse(rsp)
 }
 
-// BoardGroupCreateWithBodyWithResponse performs a POST /v1/boards/{id}/groups (the `BoardGroupCreate` operationId) request,
-// with any type of body and a specified content type.
+// BoardGroupCreateWithBodyWithResponse Board group create
 //
 // Needs the permission boards.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/boards/{id}/groups (the `BoardGroupCreate` operationId).
 func (c *ClientWithResponses) BoardGroupCreateWithBodyWithResponse(ctx context.Context, id string, params *BoardGroupCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BoardGroupCreateResponse, error) {
 	rsp, err := c.BoardGroupCreateWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -32501,10 +34054,13 @@ func (c *ClientWithResponses) BoardGroupCreateWithBodyWithResponse(ctx context.C
 	return ParseBoardGroupCreateResponse(rsp)
 }
 
-// BoardGroupCreateWithResponse performs a POST /v1/boards/{id}/groups (the `BoardGroupCreate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// BoardGroupCreateWithResponse Board group create
 //
 // Needs the permission boards.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/boards/{id}/groups (the `BoardGroupCreate` operationId).
 func (c *ClientWithResponses) BoardGroupCreateWithResponse(ctx context.Context, id string, params *BoardGroupCreateParams, body BoardGroupCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*BoardGroupCreateResponse, error) {
 	rsp, err := c.BoardGroupCreate(ctx, id, params, body, reqEditors...)
 	if err != nil {
@@ -32513,11 +34069,13 @@ func (c *ClientWithResponses) BoardGroupCreateWithResponse(ctx context.Context, 
 	return ParseBoardGroupCreateResponse(rsp)
 }
 
-// BoardGroupDeleteWithResponse performs a DELETE /v1/boards/{id}/groups/{part_id} (the `BoardGroupDelete` operationId) request.
+// BoardGroupDeleteWithResponse Board group delete
 //
 // Needs the permission boards.write.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/boards/{id}/groups/{part_id} (the `BoardGroupDelete` operationId).
 func (c *ClientWithResponses) BoardGroupDeleteWithResponse(ctx context.Context, id string, partId string, params *BoardGroupDeleteParams, reqEditors ...RequestEditorFn) (*BoardGroupDeleteResponse, error) {
 	rsp, err := c.BoardGroupDelete(ctx, id, partId, params, reqEditors...)
 	if err != nil {
@@ -32526,11 +34084,13 @@ func (c *ClientWithResponses) BoardGroupDeleteWithResponse(ctx context.Context, 
 	return ParseBoardGroupDeleteResponse(rsp)
 }
 
-// BoardGroupGetWithResponse performs a GET /v1/boards/{id}/groups/{part_id} (the `BoardGroupGet` operationId) request.
+// BoardGroupGetWithResponse Board group get
 //
 // Needs the permission boards.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/boards/{id}/groups/{part_id} (the `BoardGroupGet` operationId).
 func (c *ClientWithResponses) BoardGroupGetWithResponse(ctx context.Context, id string, partId string, reqEditors ...RequestEditorFn) (*BoardGroupGetResponse, error) {
 	rsp, err := c.BoardGroupGet(ctx, id, partId, reqEditors...)
 	if err != nil {
@@ -32539,12 +34099,13 @@ func (c *ClientWithResponses) BoardGroupGetWithResponse(ctx context.Context, id 
 	return ParseBoardGroupGetResponse(rsp)
 }
 
-// BoardGroupUpdateWithBodyWithResponse performs a PATCH /v1/boards/{id}/groups/{part_id} (the `BoardGroupUpdate` operationId) request,
-// with any type of body and a specified content type.
+// BoardGroupUpdateWithBodyWithResponse Board group update
 //
 // Needs the permission boards.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/boards/{id}/groups/{part_id} (the `BoardGroupUpdate` operationId).
 func (c *ClientWithResponses) BoardGroupUpdateWithBodyWithResponse(ctx context.Context, id string, partId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BoardGroupUpdateResponse, error) {
 	rsp, err := c.BoardGroupUpdateWithBody(ctx, id, partId, contentType, body, reqEditors...)
 	if err != nil {
@@ -32553,10 +34114,13 @@ func (c *ClientWithResponses) BoardGroupUpdateWithBodyWithResponse(ctx context.C
 	return ParseBoardGroupUpdateResponse(rsp)
 }
 
-// BoardGroupUpdateWithResponse performs a PATCH /v1/boards/{id}/groups/{part_id} (the `BoardGroupUpdate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// BoardGroupUpdateWithResponse Board group update
 //
 // Needs the permission boards.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/boards/{id}/groups/{part_id} (the `BoardGroupUpdate` operationId).
 func (c *ClientWithResponses) BoardGroupUpdateWithResponse(ctx context.Context, id string, partId string, body BoardGroupUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*BoardGroupUpdateResponse, error) {
 	rsp, err := c.BoardGroupUpdate(ctx, id, partId, body, reqEditors...)
 	if err != nil {
@@ -32565,11 +34129,13 @@ func (c *ClientWithResponses) BoardGroupUpdateWithResponse(ctx context.Context, 
 	return ParseBoardGroupUpdateResponse(rsp)
 }
 
-// BoardItemsListWithResponse performs a GET /v1/boards/{id}/items (the `BoardItemsList` operationId) request.
+// BoardItemsListWithResponse Board items list
 //
 // Needs the permission boards.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/boards/{id}/items (the `BoardItemsList` operationId).
 func (c *ClientWithResponses) BoardItemsListWithResponse(ctx context.Context, id string, params *BoardItemsListParams, reqEditors ...RequestEditorFn) (*BoardItemsListResponse, error) {
 	rsp, err := c.BoardItemsList(ctx, id, params, reqEditors...)
 	if err != nil {
@@ -32578,12 +34144,13 @@ func (c *ClientWithResponses) BoardItemsListWithResponse(ctx context.Context, id
 	return ParseBoardItemsListResponse(rsp)
 }
 
-// BoardItemCreateWithBodyWithResponse performs a POST /v1/boards/{id}/items (the `BoardItemCreate` operationId) request,
-// with any type of body and a specified content type.
+// BoardItemCreateWithBodyWithResponse Board item create
 //
 // Needs the permission boards.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/boards/{id}/items (the `BoardItemCreate` operationId).
 func (c *ClientWithResponses) BoardItemCreateWithBodyWithResponse(ctx context.Context, id string, params *BoardItemCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BoardItemCreateResponse, error) {
 	rsp, err := c.BoardItemCreateWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -32592,10 +34159,13 @@ func (c *ClientWithResponses) BoardItemCreateWithBodyWithResponse(ctx context.Co
 	return ParseBoardItemCreateResponse(rsp)
 }
 
-// BoardItemCreateWithResponse performs a POST /v1/boards/{id}/items (the `BoardItemCreate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// BoardItemCreateWithResponse Board item create
 //
 // Needs the permission boards.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/boards/{id}/items (the `BoardItemCreate` operationId).
 func (c *ClientWithResponses) BoardItemCreateWithResponse(ctx context.Context, id string, params *BoardItemCreateParams, body BoardItemCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*BoardItemCreateResponse, error) {
 	rsp, err := c.BoardItemCreate(ctx, id, params, body, reqEditors...)
 	if err != nil {
@@ -32604,11 +34174,13 @@ func (c *ClientWithResponses) BoardItemCreateWithResponse(ctx context.Context, i
 	return ParseBoardItemCreateResponse(rsp)
 }
 
-// BoardItemDeleteWithResponse performs a DELETE /v1/boards/{id}/items/{part_id} (the `BoardItemDelete` operationId) request.
+// BoardItemDeleteWithResponse Board item delete
 //
 // Needs the permission boards.write.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/boards/{id}/items/{part_id} (the `BoardItemDelete` operationId).
 func (c *ClientWithResponses) BoardItemDeleteWithResponse(ctx context.Context, id string, partId string, reqEditors ...RequestEditorFn) (*BoardItemDeleteResponse, error) {
 	rsp, err := c.BoardItemDelete(ctx, id, partId, reqEditors...)
 	if err != nil {
@@ -32617,11 +34189,13 @@ func (c *ClientWithResponses) BoardItemDeleteWithResponse(ctx context.Context, i
 	return ParseBoardItemDeleteResponse(rsp)
 }
 
-// BoardItemGetWithResponse performs a GET /v1/boards/{id}/items/{part_id} (the `BoardItemGet` operationId) request.
+// BoardItemGetWithResponse Board item get
 //
 // Needs the permission boards.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/boards/{id}/items/{part_id} (the `BoardItemGet` operationId).
 func (c *ClientWithResponses) BoardItemGetWithResponse(ctx context.Context, id string, partId string, reqEditors ...RequestEditorFn) (*BoardItemGetResponse, error) {
 	rsp, err := c.BoardItemGet(ctx, id, partId, reqEditors...)
 	if err != nil {
@@ -32630,12 +34204,13 @@ func (c *ClientWithResponses) BoardItemGetWithResponse(ctx context.Context, id s
 	return ParseBoardItemGetResponse(rsp)
 }
 
-// BoardItemUpdateWithBodyWithResponse performs a PATCH /v1/boards/{id}/items/{part_id} (the `BoardItemUpdate` operationId) request,
-// with any type of body and a specified content type.
+// BoardItemUpdateWithBodyWithResponse Board item update
 //
 // Needs the permission boards.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/boards/{id}/items/{part_id} (the `BoardItemUpdate` operationId).
 func (c *ClientWithResponses) BoardItemUpdateWithBodyWithResponse(ctx context.Context, id string, partId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BoardItemUpdateResponse, error) {
 	rsp, err := c.BoardItemUpdateWithBody(ctx, id, partId, contentType, body, reqEditors...)
 	if err != nil {
@@ -32644,10 +34219,13 @@ func (c *ClientWithResponses) BoardItemUpdateWithBodyWithResponse(ctx context.Co
 	return ParseBoardItemUpdateResponse(rsp)
 }
 
-// BoardItemUpdateWithResponse performs a PATCH /v1/boards/{id}/items/{part_id} (the `BoardItemUpdate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// BoardItemUpdateWithResponse Board item update
 //
 // Needs the permission boards.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/boards/{id}/items/{part_id} (the `BoardItemUpdate` operationId).
 func (c *ClientWithResponses) BoardItemUpdateWithResponse(ctx context.Context, id string, partId string, body BoardItemUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*BoardItemUpdateResponse, error) {
 	rsp, err := c.BoardItemUpdate(ctx, id, partId, body, reqEditors...)
 	if err != nil {
@@ -32656,11 +34234,13 @@ func (c *ClientWithResponses) BoardItemUpdateWithResponse(ctx context.Context, i
 	return ParseBoardItemUpdateResponse(rsp)
 }
 
-// BoardStatusesListWithResponse performs a GET /v1/boards/{id}/statuses (the `BoardStatusesList` operationId) request.
+// BoardStatusesListWithResponse Board statuses list
 //
 // Needs the permission boards.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/boards/{id}/statuses (the `BoardStatusesList` operationId).
 func (c *ClientWithResponses) BoardStatusesListWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*BoardStatusesListResponse, error) {
 	rsp, err := c.BoardStatusesList(ctx, id, reqEditors...)
 	if err != nil {
@@ -32669,12 +34249,13 @@ func (c *ClientWithResponses) BoardStatusesListWithResponse(ctx context.Context,
 	return ParseBoardStatusesListResponse(rsp)
 }
 
-// BoardStatusCreateWithBodyWithResponse performs a POST /v1/boards/{id}/statuses (the `BoardStatusCreate` operationId) request,
-// with any type of body and a specified content type.
+// BoardStatusCreateWithBodyWithResponse Board status create
 //
 // Needs the permission boards.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/boards/{id}/statuses (the `BoardStatusCreate` operationId).
 func (c *ClientWithResponses) BoardStatusCreateWithBodyWithResponse(ctx context.Context, id string, params *BoardStatusCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BoardStatusCreateResponse, error) {
 	rsp, err := c.BoardStatusCreateWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -32683,10 +34264,13 @@ func (c *ClientWithResponses) BoardStatusCreateWithBodyWithResponse(ctx context.
 	return ParseBoardStatusCreateResponse(rsp)
 }
 
-// BoardStatusCreateWithResponse performs a POST /v1/boards/{id}/statuses (the `BoardStatusCreate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// BoardStatusCreateWithResponse Board status create
 //
 // Needs the permission boards.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/boards/{id}/statuses (the `BoardStatusCreate` operationId).
 func (c *ClientWithResponses) BoardStatusCreateWithResponse(ctx context.Context, id string, params *BoardStatusCreateParams, body BoardStatusCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*BoardStatusCreateResponse, error) {
 	rsp, err := c.BoardStatusCreate(ctx, id, params, body, reqEditors...)
 	if err != nil {
@@ -32695,11 +34279,13 @@ func (c *ClientWithResponses) BoardStatusCreateWithResponse(ctx context.Context,
 	return ParseBoardStatusCreateResponse(rsp)
 }
 
-// BoardStatusDeleteWithResponse performs a DELETE /v1/boards/{id}/statuses/{part_id} (the `BoardStatusDelete` operationId) request.
+// BoardStatusDeleteWithResponse Board status delete
 //
 // Needs the permission boards.write.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/boards/{id}/statuses/{part_id} (the `BoardStatusDelete` operationId).
 func (c *ClientWithResponses) BoardStatusDeleteWithResponse(ctx context.Context, id string, partId string, params *BoardStatusDeleteParams, reqEditors ...RequestEditorFn) (*BoardStatusDeleteResponse, error) {
 	rsp, err := c.BoardStatusDelete(ctx, id, partId, params, reqEditors...)
 	if err != nil {
@@ -32708,11 +34294,13 @@ func (c *ClientWithResponses) BoardStatusDeleteWithResponse(ctx context.Context,
 	return ParseBoardStatusDeleteResponse(rsp)
 }
 
-// BoardStatusGetWithResponse performs a GET /v1/boards/{id}/statuses/{part_id} (the `BoardStatusGet` operationId) request.
+// BoardStatusGetWithResponse Board status get
 //
 // Needs the permission boards.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/boards/{id}/statuses/{part_id} (the `BoardStatusGet` operationId).
 func (c *ClientWithResponses) BoardStatusGetWithResponse(ctx context.Context, id string, partId string, reqEditors ...RequestEditorFn) (*BoardStatusGetResponse, error) {
 	rsp, err := c.BoardStatusGet(ctx, id, partId, reqEditors...)
 	if err != nil {
@@ -32721,12 +34309,13 @@ func (c *ClientWithResponses) BoardStatusGetWithResponse(ctx context.Context, id
 	return ParseBoardStatusGetResponse(rsp)
 }
 
-// BoardStatusUpdateWithBodyWithResponse performs a PATCH /v1/boards/{id}/statuses/{part_id} (the `BoardStatusUpdate` operationId) request,
-// with any type of body and a specified content type.
+// BoardStatusUpdateWithBodyWithResponse Board status update
 //
 // Needs the permission boards.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/boards/{id}/statuses/{part_id} (the `BoardStatusUpdate` operationId).
 func (c *ClientWithResponses) BoardStatusUpdateWithBodyWithResponse(ctx context.Context, id string, partId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BoardStatusUpdateResponse, error) {
 	rsp, err := c.BoardStatusUpdateWithBody(ctx, id, partId, contentType, body, reqEditors...)
 	if err != nil {
@@ -32735,10 +34324,13 @@ func (c *ClientWithResponses) BoardStatusUpdateWithBodyWithResponse(ctx context.
 	return ParseBoardStatusUpdateResponse(rsp)
 }
 
-// BoardStatusUpdateWithResponse performs a PATCH /v1/boards/{id}/statuses/{part_id} (the `BoardStatusUpdate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// BoardStatusUpdateWithResponse Board status update
 //
 // Needs the permission boards.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/boards/{id}/statuses/{part_id} (the `BoardStatusUpdate` operationId).
 func (c *ClientWithResponses) BoardStatusUpdateWithResponse(ctx context.Context, id string, partId string, body BoardStatusUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*BoardStatusUpdateResponse, error) {
 	rsp, err := c.BoardStatusUpdate(ctx, id, partId, body, reqEditors...)
 	if err != nil {
@@ -32747,9 +34339,11 @@ func (c *ClientWithResponses) BoardStatusUpdateWithResponse(ctx context.Context,
 	return ParseBoardStatusUpdateResponse(rsp)
 }
 
-// CapabilitiesListWithResponse performs a GET /v1/capabilities (the `CapabilitiesList` operationId) request.
+// CapabilitiesListWithResponse Capabilities list
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/capabilities (the `CapabilitiesList` operationId).
 func (c *ClientWithResponses) CapabilitiesListWithResponse(ctx context.Context, params *CapabilitiesListParams, reqEditors ...RequestEditorFn) (*CapabilitiesListResponse, error) {
 	rsp, err := c.CapabilitiesList(ctx, params, reqEditors...)
 	if err != nil {
@@ -32758,9 +34352,11 @@ func (c *ClientWithResponses) CapabilitiesListWithResponse(ctx context.Context, 
 	return ParseCapabilitiesListResponse(rsp)
 }
 
-// CapabilityGapsWithResponse performs a GET /v1/capabilities/gaps (the `CapabilityGaps` operationId) request.
+// CapabilityGapsWithResponse Capability gaps
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/capabilities/gaps (the `CapabilityGaps` operationId).
 func (c *ClientWithResponses) CapabilityGapsWithResponse(ctx context.Context, params *CapabilityGapsParams, reqEditors ...RequestEditorFn) (*CapabilityGapsResponse, error) {
 	rsp, err := c.CapabilityGaps(ctx, params, reqEditors...)
 	if err != nil {
@@ -32769,9 +34365,11 @@ func (c *ClientWithResponses) CapabilityGapsWithResponse(ctx context.Context, pa
 	return ParseCapabilityGapsResponse(rsp)
 }
 
-// CapabilityGetWithResponse performs a GET /v1/capabilities/{id} (the `CapabilityGet` operationId) request.
+// CapabilityGetWithResponse Capability get
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/capabilities/{id} (the `CapabilityGet` operationId).
 func (c *ClientWithResponses) CapabilityGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*CapabilityGetResponse, error) {
 	rsp, err := c.CapabilityGet(ctx, id, reqEditors...)
 	if err != nil {
@@ -32780,11 +34378,13 @@ func (c *ClientWithResponses) CapabilityGetWithResponse(ctx context.Context, id 
 	return ParseCapabilityGetResponse(rsp)
 }
 
-// CapabilityUnbindWithResponse performs a DELETE /v1/capabilities/{id}/binding (the `CapabilityUnbind` operationId) request.
+// CapabilityUnbindWithResponse Capability unbind
 //
 // Needs the permission capabilities.manage.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/capabilities/{id}/binding (the `CapabilityUnbind` operationId).
 func (c *ClientWithResponses) CapabilityUnbindWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*CapabilityUnbindResponse, error) {
 	rsp, err := c.CapabilityUnbind(ctx, id, reqEditors...)
 	if err != nil {
@@ -32793,12 +34393,13 @@ func (c *ClientWithResponses) CapabilityUnbindWithResponse(ctx context.Context, 
 	return ParseCapabilityUnbindResponse(rsp)
 }
 
-// CapabilityBindWithBodyWithResponse performs a PUT /v1/capabilities/{id}/binding (the `CapabilityBind` operationId) request,
-// with any type of body and a specified content type.
+// CapabilityBindWithBodyWithResponse Capability bind
 //
 // Needs the permission capabilities.manage.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/capabilities/{id}/binding (the `CapabilityBind` operationId).
 func (c *ClientWithResponses) CapabilityBindWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CapabilityBindResponse, error) {
 	rsp, err := c.CapabilityBindWithBody(ctx, id, contentType, body, reqEditors...)
 	if err != nil {
@@ -32807,10 +34408,13 @@ func (c *ClientWithResponses) CapabilityBindWithBodyWithResponse(ctx context.Con
 	return ParseCapabilityBindResponse(rsp)
 }
 
-// CapabilityBindWithResponse performs a PUT /v1/capabilities/{id}/binding (the `CapabilityBind` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// CapabilityBindWithResponse Capability bind
 //
 // Needs the permission capabilities.manage.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/capabilities/{id}/binding (the `CapabilityBind` operationId).
 func (c *ClientWithResponses) CapabilityBindWithResponse(ctx context.Context, id string, body CapabilityBindJSONRequestBody, reqEditors ...RequestEditorFn) (*CapabilityBindResponse, error) {
 	rsp, err := c.CapabilityBind(ctx, id, body, reqEditors...)
 	if err != nil {
@@ -32819,9 +34423,11 @@ func (c *ClientWithResponses) CapabilityBindWithResponse(ctx context.Context, id
 	return ParseCapabilityBindResponse(rsp)
 }
 
-// ChangesListWithResponse performs a GET /v1/changes (the `ChangesList` operationId) request.
+// ChangesListWithResponse Changes list
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/changes (the `ChangesList` operationId).
 func (c *ClientWithResponses) ChangesListWithResponse(ctx context.Context, params *ChangesListParams, reqEditors ...RequestEditorFn) (*ChangesListResponse, error) {
 	rsp, err := c.ChangesList(ctx, params, reqEditors...)
 	if err != nil {
@@ -32830,9 +34436,11 @@ func (c *ClientWithResponses) ChangesListWithResponse(ctx context.Context, param
 	return ParseChangesListResponse(rsp)
 }
 
-// ChangeGetWithResponse performs a GET /v1/changes/{id} (the `ChangeGet` operationId) request.
+// ChangeGetWithResponse Change get
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/changes/{id} (the `ChangeGet` operationId).
 func (c *ClientWithResponses) ChangeGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ChangeGetResponse, error) {
 	rsp, err := c.ChangeGet(ctx, id, reqEditors...)
 	if err != nil {
@@ -32841,10 +34449,11 @@ func (c *ClientWithResponses) ChangeGetWithResponse(ctx context.Context, id stri
 	return ParseChangeGetResponse(rsp)
 }
 
-// ChangeApproveWithBodyWithResponse performs a POST /v1/changes/{id}/approve (the `ChangeApprove` operationId) request,
-// with any type of body and a specified content type.
+// ChangeApproveWithBodyWithResponse Change approve
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/changes/{id}/approve (the `ChangeApprove` operationId).
 func (c *ClientWithResponses) ChangeApproveWithBodyWithResponse(ctx context.Context, id string, params *ChangeApproveParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ChangeApproveResponse, error) {
 	rsp, err := c.ChangeApproveWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -32853,8 +34462,11 @@ func (c *ClientWithResponses) ChangeApproveWithBodyWithResponse(ctx context.Cont
 	return ParseChangeApproveResponse(rsp)
 }
 
-// ChangeApproveWithResponse performs a POST /v1/changes/{id}/approve (the `ChangeApprove` operationId) request.
+// ChangeApproveWithResponse Change approve
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/changes/{id}/approve (the `ChangeApprove` operationId).
 func (c *ClientWithResponses) ChangeApproveWithResponse(ctx context.Context, id string, params *ChangeApproveParams, body ChangeApproveJSONRequestBody, reqEditors ...RequestEditorFn) (*ChangeApproveResponse, error) {
 	rsp, err := c.ChangeApprove(ctx, id, params, body, reqEditors...)
 	if err != nil {
@@ -32863,10 +34475,11 @@ func (c *ClientWithResponses) ChangeApproveWithResponse(ctx context.Context, id 
 	return ParseChangeApproveResponse(rsp)
 }
 
-// ChangeRejectWithBodyWithResponse performs a POST /v1/changes/{id}/reject (the `ChangeReject` operationId) request,
-// with any type of body and a specified content type.
+// ChangeRejectWithBodyWithResponse Change reject
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/changes/{id}/reject (the `ChangeReject` operationId).
 func (c *ClientWithResponses) ChangeRejectWithBodyWithResponse(ctx context.Context, id string, params *ChangeRejectParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ChangeRejectResponse, error) {
 	rsp, err := c.ChangeRejectWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -32875,8 +34488,11 @@ func (c *ClientWithResponses) ChangeRejectWithBodyWithResponse(ctx context.Conte
 	return ParseChangeRejectResponse(rsp)
 }
 
-// ChangeRejectWithResponse performs a POST /v1/changes/{id}/reject (the `ChangeReject` operationId) request.
+// ChangeRejectWithResponse Change reject
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/changes/{id}/reject (the `ChangeReject` operationId).
 func (c *ClientWithResponses) ChangeRejectWithResponse(ctx context.Context, id string, params *ChangeRejectParams, body ChangeRejectJSONRequestBody, reqEditors ...RequestEditorFn) (*ChangeRejectResponse, error) {
 	rsp, err := c.ChangeReject(ctx, id, params, body, reqEditors...)
 	if err != nil {
@@ -32885,11 +34501,13 @@ func (c *ClientWithResponses) ChangeRejectWithResponse(ctx context.Context, id s
 	return ParseChangeRejectResponse(rsp)
 }
 
-// CockpitWithResponse performs a GET /v1/cockpit (the `Cockpit` operationId) request.
+// CockpitWithResponse Cockpit
 //
 // Needs the permission processes.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/cockpit (the `Cockpit` operationId).
 func (c *ClientWithResponses) CockpitWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*CockpitResponse, error) {
 	rsp, err := c.Cockpit(ctx, reqEditors...)
 	if err != nil {
@@ -32898,9 +34516,11 @@ func (c *ClientWithResponses) CockpitWithResponse(ctx context.Context, reqEditor
 	return ParseCockpitResponse(rsp)
 }
 
-// ConnectionsWithResponse performs a GET /v1/connections (the `Connections` operationId) request.
+// ConnectionsWithResponse Connections
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/connections (the `Connections` operationId).
 func (c *ClientWithResponses) ConnectionsWithResponse(ctx context.Context, params *ConnectionsParams, reqEditors ...RequestEditorFn) (*ConnectionsResponse, error) {
 	rsp, err := c.Connections(ctx, params, reqEditors...)
 	if err != nil {
@@ -32909,11 +34529,13 @@ func (c *ClientWithResponses) ConnectionsWithResponse(ctx context.Context, param
 	return ParseConnectionsResponse(rsp)
 }
 
-// ActivitiesListWithResponse performs a GET /v1/crm/activities (the `ActivitiesList` operationId) request.
+// ActivitiesListWithResponse Activities list
 //
 // Needs the permission crm.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/crm/activities (the `ActivitiesList` operationId).
 func (c *ClientWithResponses) ActivitiesListWithResponse(ctx context.Context, params *ActivitiesListParams, reqEditors ...RequestEditorFn) (*ActivitiesListResponse, error) {
 	rsp, err := c.ActivitiesList(ctx, params, reqEditors...)
 	if err != nil {
@@ -32922,12 +34544,13 @@ func (c *ClientWithResponses) ActivitiesListWithResponse(ctx context.Context, pa
 	return ParseActivitiesListResponse(rsp)
 }
 
-// ActivityCreateWithBodyWithResponse performs a POST /v1/crm/activities (the `ActivityCreate` operationId) request,
-// with any type of body and a specified content type.
+// ActivityCreateWithBodyWithResponse Activity create
 //
 // Needs the permission crm.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/crm/activities (the `ActivityCreate` operationId).
 func (c *ClientWithResponses) ActivityCreateWithBodyWithResponse(ctx context.Context, params *ActivityCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ActivityCreateResponse, error) {
 	rsp, err := c.ActivityCreateWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -32936,10 +34559,13 @@ func (c *ClientWithResponses) ActivityCreateWithBodyWithResponse(ctx context.Con
 	return ParseActivityCreateResponse(rsp)
 }
 
-// ActivityCreateWithResponse performs a POST /v1/crm/activities (the `ActivityCreate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// ActivityCreateWithResponse Activity create
 //
 // Needs the permission crm.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/crm/activities (the `ActivityCreate` operationId).
 func (c *ClientWithResponses) ActivityCreateWithResponse(ctx context.Context, params *ActivityCreateParams, body ActivityCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*ActivityCreateResponse, error) {
 	rsp, err := c.ActivityCreate(ctx, params, body, reqEditors...)
 	if err != nil {
@@ -32948,11 +34574,13 @@ func (c *ClientWithResponses) ActivityCreateWithResponse(ctx context.Context, pa
 	return ParseActivityCreateResponse(rsp)
 }
 
-// ActivityDeleteWithResponse performs a DELETE /v1/crm/activities/{id} (the `ActivityDelete` operationId) request.
+// ActivityDeleteWithResponse Activity delete
 //
 // Needs the permission crm.write.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/crm/activities/{id} (the `ActivityDelete` operationId).
 func (c *ClientWithResponses) ActivityDeleteWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ActivityDeleteResponse, error) {
 	rsp, err := c.ActivityDelete(ctx, id, reqEditors...)
 	if err != nil {
@@ -32961,11 +34589,13 @@ func (c *ClientWithResponses) ActivityDeleteWithResponse(ctx context.Context, id
 	return ParseActivityDeleteResponse(rsp)
 }
 
-// ActivityGetWithResponse performs a GET /v1/crm/activities/{id} (the `ActivityGet` operationId) request.
+// ActivityGetWithResponse Activity get
 //
 // Needs the permission crm.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/crm/activities/{id} (the `ActivityGet` operationId).
 func (c *ClientWithResponses) ActivityGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ActivityGetResponse, error) {
 	rsp, err := c.ActivityGet(ctx, id, reqEditors...)
 	if err != nil {
@@ -32974,12 +34604,13 @@ func (c *ClientWithResponses) ActivityGetWithResponse(ctx context.Context, id st
 	return ParseActivityGetResponse(rsp)
 }
 
-// ActivityUpdateWithBodyWithResponse performs a PATCH /v1/crm/activities/{id} (the `ActivityUpdate` operationId) request,
-// with any type of body and a specified content type.
+// ActivityUpdateWithBodyWithResponse Activity update
 //
 // Needs the permission crm.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/crm/activities/{id} (the `ActivityUpdate` operationId).
 func (c *ClientWithResponses) ActivityUpdateWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ActivityUpdateResponse, error) {
 	rsp, err := c.ActivityUpdateWithBody(ctx, id, contentType, body, reqEditors...)
 	if err != nil {
@@ -32988,10 +34619,13 @@ func (c *ClientWithResponses) ActivityUpdateWithBodyWithResponse(ctx context.Con
 	return ParseActivityUpdateResponse(rsp)
 }
 
-// ActivityUpdateWithResponse performs a PATCH /v1/crm/activities/{id} (the `ActivityUpdate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// ActivityUpdateWithResponse Activity update
 //
 // Needs the permission crm.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/crm/activities/{id} (the `ActivityUpdate` operationId).
 func (c *ClientWithResponses) ActivityUpdateWithResponse(ctx context.Context, id string, body ActivityUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*ActivityUpdateResponse, error) {
 	rsp, err := c.ActivityUpdate(ctx, id, body, reqEditors...)
 	if err != nil {
@@ -33000,11 +34634,13 @@ func (c *ClientWithResponses) ActivityUpdateWithResponse(ctx context.Context, id
 	return ParseActivityUpdateResponse(rsp)
 }
 
-// CompaniesListWithResponse performs a GET /v1/crm/companies (the `CompaniesList` operationId) request.
+// CompaniesListWithResponse Companies list
 //
 // Needs the permission crm.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/crm/companies (the `CompaniesList` operationId).
 func (c *ClientWithResponses) CompaniesListWithResponse(ctx context.Context, params *CompaniesListParams, reqEditors ...RequestEditorFn) (*CompaniesListResponse, error) {
 	rsp, err := c.CompaniesList(ctx, params, reqEditors...)
 	if err != nil {
@@ -33013,12 +34649,13 @@ func (c *ClientWithResponses) CompaniesListWithResponse(ctx context.Context, par
 	return ParseCompaniesListResponse(rsp)
 }
 
-// CompanyCreateWithBodyWithResponse performs a POST /v1/crm/companies (the `CompanyCreate` operationId) request,
-// with any type of body and a specified content type.
+// CompanyCreateWithBodyWithResponse Company create
 //
 // Needs the permission crm.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/crm/companies (the `CompanyCreate` operationId).
 func (c *ClientWithResponses) CompanyCreateWithBodyWithResponse(ctx context.Context, params *CompanyCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyCreateResponse, error) {
 	rsp, err := c.CompanyCreateWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -33027,10 +34664,13 @@ func (c *ClientWithResponses) CompanyCreateWithBodyWithResponse(ctx context.Cont
 	return ParseCompanyCreateResponse(rsp)
 }
 
-// CompanyCreateWithResponse performs a POST /v1/crm/companies (the `CompanyCreate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// CompanyCreateWithResponse Company create
 //
 // Needs the permission crm.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/crm/companies (the `CompanyCreate` operationId).
 func (c *ClientWithResponses) CompanyCreateWithResponse(ctx context.Context, params *CompanyCreateParams, body CompanyCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyCreateResponse, error) {
 	rsp, err := c.CompanyCreate(ctx, params, body, reqEditors...)
 	if err != nil {
@@ -33039,11 +34679,13 @@ func (c *ClientWithResponses) CompanyCreateWithResponse(ctx context.Context, par
 	return ParseCompanyCreateResponse(rsp)
 }
 
-// CompanyDeleteWithResponse performs a DELETE /v1/crm/companies/{id} (the `CompanyDelete` operationId) request.
+// CompanyDeleteWithResponse Company delete
 //
 // Needs the permission crm.write.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/crm/companies/{id} (the `CompanyDelete` operationId).
 func (c *ClientWithResponses) CompanyDeleteWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*CompanyDeleteResponse, error) {
 	rsp, err := c.CompanyDelete(ctx, id, reqEditors...)
 	if err != nil {
@@ -33052,11 +34694,13 @@ func (c *ClientWithResponses) CompanyDeleteWithResponse(ctx context.Context, id 
 	return ParseCompanyDeleteResponse(rsp)
 }
 
-// CompanyGetWithResponse performs a GET /v1/crm/companies/{id} (the `CompanyGet` operationId) request.
+// CompanyGetWithResponse Company get
 //
 // Needs the permission crm.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/crm/companies/{id} (the `CompanyGet` operationId).
 func (c *ClientWithResponses) CompanyGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*CompanyGetResponse, error) {
 	rsp, err := c.CompanyGet(ctx, id, reqEditors...)
 	if err != nil {
@@ -33065,12 +34709,13 @@ func (c *ClientWithResponses) CompanyGetWithResponse(ctx context.Context, id str
 	return ParseCompanyGetResponse(rsp)
 }
 
-// CompanyUpdateWithBodyWithResponse performs a PATCH /v1/crm/companies/{id} (the `CompanyUpdate` operationId) request,
-// with any type of body and a specified content type.
+// CompanyUpdateWithBodyWithResponse Company update
 //
 // Needs the permission crm.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/crm/companies/{id} (the `CompanyUpdate` operationId).
 func (c *ClientWithResponses) CompanyUpdateWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyUpdateResponse, error) {
 	rsp, err := c.CompanyUpdateWithBody(ctx, id, contentType, body, reqEditors...)
 	if err != nil {
@@ -33079,10 +34724,13 @@ func (c *ClientWithResponses) CompanyUpdateWithBodyWithResponse(ctx context.Cont
 	return ParseCompanyUpdateResponse(rsp)
 }
 
-// CompanyUpdateWithResponse performs a PATCH /v1/crm/companies/{id} (the `CompanyUpdate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// CompanyUpdateWithResponse Company update
 //
 // Needs the permission crm.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/crm/companies/{id} (the `CompanyUpdate` operationId).
 func (c *ClientWithResponses) CompanyUpdateWithResponse(ctx context.Context, id string, body CompanyUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyUpdateResponse, error) {
 	rsp, err := c.CompanyUpdate(ctx, id, body, reqEditors...)
 	if err != nil {
@@ -33091,11 +34739,13 @@ func (c *ClientWithResponses) CompanyUpdateWithResponse(ctx context.Context, id 
 	return ParseCompanyUpdateResponse(rsp)
 }
 
-// ContactsListWithResponse performs a GET /v1/crm/contacts (the `ContactsList` operationId) request.
+// ContactsListWithResponse Contacts list
 //
 // Needs the permission crm.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/crm/contacts (the `ContactsList` operationId).
 func (c *ClientWithResponses) ContactsListWithResponse(ctx context.Context, params *ContactsListParams, reqEditors ...RequestEditorFn) (*ContactsListResponse, error) {
 	rsp, err := c.ContactsList(ctx, params, reqEditors...)
 	if err != nil {
@@ -33104,12 +34754,13 @@ func (c *ClientWithResponses) ContactsListWithResponse(ctx context.Context, para
 	return ParseContactsListResponse(rsp)
 }
 
-// ContactCreateWithBodyWithResponse performs a POST /v1/crm/contacts (the `ContactCreate` operationId) request,
-// with any type of body and a specified content type.
+// ContactCreateWithBodyWithResponse Contact create
 //
 // Needs the permission crm.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/crm/contacts (the `ContactCreate` operationId).
 func (c *ClientWithResponses) ContactCreateWithBodyWithResponse(ctx context.Context, params *ContactCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ContactCreateResponse, error) {
 	rsp, err := c.ContactCreateWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -33118,10 +34769,13 @@ func (c *ClientWithResponses) ContactCreateWithBodyWithResponse(ctx context.Cont
 	return ParseContactCreateResponse(rsp)
 }
 
-// ContactCreateWithResponse performs a POST /v1/crm/contacts (the `ContactCreate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// ContactCreateWithResponse Contact create
 //
 // Needs the permission crm.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/crm/contacts (the `ContactCreate` operationId).
 func (c *ClientWithResponses) ContactCreateWithResponse(ctx context.Context, params *ContactCreateParams, body ContactCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*ContactCreateResponse, error) {
 	rsp, err := c.ContactCreate(ctx, params, body, reqEditors...)
 	if err != nil {
@@ -33130,11 +34784,13 @@ func (c *ClientWithResponses) ContactCreateWithResponse(ctx context.Context, par
 	return ParseContactCreateResponse(rsp)
 }
 
-// ContactDeleteWithResponse performs a DELETE /v1/crm/contacts/{id} (the `ContactDelete` operationId) request.
+// ContactDeleteWithResponse Contact delete
 //
 // Needs the permission crm.write.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/crm/contacts/{id} (the `ContactDelete` operationId).
 func (c *ClientWithResponses) ContactDeleteWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ContactDeleteResponse, error) {
 	rsp, err := c.ContactDelete(ctx, id, reqEditors...)
 	if err != nil {
@@ -33143,11 +34799,13 @@ func (c *ClientWithResponses) ContactDeleteWithResponse(ctx context.Context, id 
 	return ParseContactDeleteResponse(rsp)
 }
 
-// ContactGetWithResponse performs a GET /v1/crm/contacts/{id} (the `ContactGet` operationId) request.
+// ContactGetWithResponse Contact get
 //
 // Needs the permission crm.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/crm/contacts/{id} (the `ContactGet` operationId).
 func (c *ClientWithResponses) ContactGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ContactGetResponse, error) {
 	rsp, err := c.ContactGet(ctx, id, reqEditors...)
 	if err != nil {
@@ -33156,12 +34814,13 @@ func (c *ClientWithResponses) ContactGetWithResponse(ctx context.Context, id str
 	return ParseContactGetResponse(rsp)
 }
 
-// ContactUpdateWithBodyWithResponse performs a PATCH /v1/crm/contacts/{id} (the `ContactUpdate` operationId) request,
-// with any type of body and a specified content type.
+// ContactUpdateWithBodyWithResponse Contact update
 //
 // Needs the permission crm.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/crm/contacts/{id} (the `ContactUpdate` operationId).
 func (c *ClientWithResponses) ContactUpdateWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ContactUpdateResponse, error) {
 	rsp, err := c.ContactUpdateWithBody(ctx, id, contentType, body, reqEditors...)
 	if err != nil {
@@ -33170,10 +34829,13 @@ func (c *ClientWithResponses) ContactUpdateWithBodyWithResponse(ctx context.Cont
 	return ParseContactUpdateResponse(rsp)
 }
 
-// ContactUpdateWithResponse performs a PATCH /v1/crm/contacts/{id} (the `ContactUpdate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// ContactUpdateWithResponse Contact update
 //
 // Needs the permission crm.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/crm/contacts/{id} (the `ContactUpdate` operationId).
 func (c *ClientWithResponses) ContactUpdateWithResponse(ctx context.Context, id string, body ContactUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*ContactUpdateResponse, error) {
 	rsp, err := c.ContactUpdate(ctx, id, body, reqEditors...)
 	if err != nil {
@@ -33182,11 +34844,13 @@ func (c *ClientWithResponses) ContactUpdateWithResponse(ctx context.Context, id 
 	return ParseContactUpdateResponse(rsp)
 }
 
-// DealsListWithResponse performs a GET /v1/crm/deals (the `DealsList` operationId) request.
+// DealsListWithResponse Deals list
 //
 // Needs the permission crm.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/crm/deals (the `DealsList` operationId).
 func (c *ClientWithResponses) DealsListWithResponse(ctx context.Context, params *DealsListParams, reqEditors ...RequestEditorFn) (*DealsListResponse, error) {
 	rsp, err := c.DealsList(ctx, params, reqEditors...)
 	if err != nil {
@@ -33195,12 +34859,13 @@ func (c *ClientWithResponses) DealsListWithResponse(ctx context.Context, params 
 	return ParseDealsListResponse(rsp)
 }
 
-// DealCreateWithBodyWithResponse performs a POST /v1/crm/deals (the `DealCreate` operationId) request,
-// with any type of body and a specified content type.
+// DealCreateWithBodyWithResponse Deal create
 //
 // Needs the permission crm.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/crm/deals (the `DealCreate` operationId).
 func (c *ClientWithResponses) DealCreateWithBodyWithResponse(ctx context.Context, params *DealCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DealCreateResponse, error) {
 	rsp, err := c.DealCreateWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -33209,10 +34874,13 @@ func (c *ClientWithResponses) DealCreateWithBodyWithResponse(ctx context.Context
 	return ParseDealCreateResponse(rsp)
 }
 
-// DealCreateWithResponse performs a POST /v1/crm/deals (the `DealCreate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// DealCreateWithResponse Deal create
 //
 // Needs the permission crm.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/crm/deals (the `DealCreate` operationId).
 func (c *ClientWithResponses) DealCreateWithResponse(ctx context.Context, params *DealCreateParams, body DealCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*DealCreateResponse, error) {
 	rsp, err := c.DealCreate(ctx, params, body, reqEditors...)
 	if err != nil {
@@ -33221,11 +34889,13 @@ func (c *ClientWithResponses) DealCreateWithResponse(ctx context.Context, params
 	return ParseDealCreateResponse(rsp)
 }
 
-// DealDeleteWithResponse performs a DELETE /v1/crm/deals/{id} (the `DealDelete` operationId) request.
+// DealDeleteWithResponse Deal delete
 //
 // Needs the permission crm.write.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/crm/deals/{id} (the `DealDelete` operationId).
 func (c *ClientWithResponses) DealDeleteWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DealDeleteResponse, error) {
 	rsp, err := c.DealDelete(ctx, id, reqEditors...)
 	if err != nil {
@@ -33234,11 +34904,13 @@ func (c *ClientWithResponses) DealDeleteWithResponse(ctx context.Context, id str
 	return ParseDealDeleteResponse(rsp)
 }
 
-// DealGetWithResponse performs a GET /v1/crm/deals/{id} (the `DealGet` operationId) request.
+// DealGetWithResponse Deal get
 //
 // Needs the permission crm.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/crm/deals/{id} (the `DealGet` operationId).
 func (c *ClientWithResponses) DealGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DealGetResponse, error) {
 	rsp, err := c.DealGet(ctx, id, reqEditors...)
 	if err != nil {
@@ -33247,12 +34919,13 @@ func (c *ClientWithResponses) DealGetWithResponse(ctx context.Context, id string
 	return ParseDealGetResponse(rsp)
 }
 
-// DealUpdateWithBodyWithResponse performs a PATCH /v1/crm/deals/{id} (the `DealUpdate` operationId) request,
-// with any type of body and a specified content type.
+// DealUpdateWithBodyWithResponse Deal update
 //
 // Needs the permission crm.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/crm/deals/{id} (the `DealUpdate` operationId).
 func (c *ClientWithResponses) DealUpdateWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DealUpdateResponse, error) {
 	rsp, err := c.DealUpdateWithBody(ctx, id, contentType, body, reqEditors...)
 	if err != nil {
@@ -33261,10 +34934,13 @@ func (c *ClientWithResponses) DealUpdateWithBodyWithResponse(ctx context.Context
 	return ParseDealUpdateResponse(rsp)
 }
 
-// DealUpdateWithResponse performs a PATCH /v1/crm/deals/{id} (the `DealUpdate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// DealUpdateWithResponse Deal update
 //
 // Needs the permission crm.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/crm/deals/{id} (the `DealUpdate` operationId).
 func (c *ClientWithResponses) DealUpdateWithResponse(ctx context.Context, id string, body DealUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*DealUpdateResponse, error) {
 	rsp, err := c.DealUpdate(ctx, id, body, reqEditors...)
 	if err != nil {
@@ -33273,11 +34949,13 @@ func (c *ClientWithResponses) DealUpdateWithResponse(ctx context.Context, id str
 	return ParseDealUpdateResponse(rsp)
 }
 
-// PipelinesListWithResponse performs a GET /v1/crm/pipelines (the `PipelinesList` operationId) request.
+// PipelinesListWithResponse Pipelines list
 //
 // Needs the permission crm.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/crm/pipelines (the `PipelinesList` operationId).
 func (c *ClientWithResponses) PipelinesListWithResponse(ctx context.Context, params *PipelinesListParams, reqEditors ...RequestEditorFn) (*PipelinesListResponse, error) {
 	rsp, err := c.PipelinesList(ctx, params, reqEditors...)
 	if err != nil {
@@ -33286,12 +34964,13 @@ func (c *ClientWithResponses) PipelinesListWithResponse(ctx context.Context, par
 	return ParsePipelinesListResponse(rsp)
 }
 
-// PipelineCreateWithBodyWithResponse performs a POST /v1/crm/pipelines (the `PipelineCreate` operationId) request,
-// with any type of body and a specified content type.
+// PipelineCreateWithBodyWithResponse Pipeline create
 //
 // Needs the permission crm.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/crm/pipelines (the `PipelineCreate` operationId).
 func (c *ClientWithResponses) PipelineCreateWithBodyWithResponse(ctx context.Context, params *PipelineCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PipelineCreateResponse, error) {
 	rsp, err := c.PipelineCreateWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -33300,10 +34979,13 @@ func (c *ClientWithResponses) PipelineCreateWithBodyWithResponse(ctx context.Con
 	return ParsePipelineCreateResponse(rsp)
 }
 
-// PipelineCreateWithResponse performs a POST /v1/crm/pipelines (the `PipelineCreate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// PipelineCreateWithResponse Pipeline create
 //
 // Needs the permission crm.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/crm/pipelines (the `PipelineCreate` operationId).
 func (c *ClientWithResponses) PipelineCreateWithResponse(ctx context.Context, params *PipelineCreateParams, body PipelineCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*PipelineCreateResponse, error) {
 	rsp, err := c.PipelineCreate(ctx, params, body, reqEditors...)
 	if err != nil {
@@ -33312,11 +34994,13 @@ func (c *ClientWithResponses) PipelineCreateWithResponse(ctx context.Context, pa
 	return ParsePipelineCreateResponse(rsp)
 }
 
-// PipelineDeleteWithResponse performs a DELETE /v1/crm/pipelines/{id} (the `PipelineDelete` operationId) request.
+// PipelineDeleteWithResponse Pipeline delete
 //
 // Needs the permission crm.write.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/crm/pipelines/{id} (the `PipelineDelete` operationId).
 func (c *ClientWithResponses) PipelineDeleteWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*PipelineDeleteResponse, error) {
 	rsp, err := c.PipelineDelete(ctx, id, reqEditors...)
 	if err != nil {
@@ -33325,11 +35009,13 @@ func (c *ClientWithResponses) PipelineDeleteWithResponse(ctx context.Context, id
 	return ParsePipelineDeleteResponse(rsp)
 }
 
-// PipelineGetWithResponse performs a GET /v1/crm/pipelines/{id} (the `PipelineGet` operationId) request.
+// PipelineGetWithResponse Pipeline get
 //
 // Needs the permission crm.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/crm/pipelines/{id} (the `PipelineGet` operationId).
 func (c *ClientWithResponses) PipelineGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*PipelineGetResponse, error) {
 	rsp, err := c.PipelineGet(ctx, id, reqEditors...)
 	if err != nil {
@@ -33338,12 +35024,13 @@ func (c *ClientWithResponses) PipelineGetWithResponse(ctx context.Context, id st
 	return ParsePipelineGetResponse(rsp)
 }
 
-// PipelineUpdateWithBodyWithResponse performs a PATCH /v1/crm/pipelines/{id} (the `PipelineUpdate` operationId) request,
-// with any type of body and a specified content type.
+// PipelineUpdateWithBodyWithResponse Pipeline update
 //
 // Needs the permission crm.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/crm/pipelines/{id} (the `PipelineUpdate` operationId).
 func (c *ClientWithResponses) PipelineUpdateWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PipelineUpdateResponse, error) {
 	rsp, err := c.PipelineUpdateWithBody(ctx, id, contentType, body, reqEditors...)
 	if err != nil {
@@ -33352,10 +35039,13 @@ func (c *ClientWithResponses) PipelineUpdateWithBodyWithResponse(ctx context.Con
 	return ParsePipelineUpdateResponse(rsp)
 }
 
-// PipelineUpdateWithResponse performs a PATCH /v1/crm/pipelines/{id} (the `PipelineUpdate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// PipelineUpdateWithResponse Pipeline update
 //
 // Needs the permission crm.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/crm/pipelines/{id} (the `PipelineUpdate` operationId).
 func (c *ClientWithResponses) PipelineUpdateWithResponse(ctx context.Context, id string, body PipelineUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*PipelineUpdateResponse, error) {
 	rsp, err := c.PipelineUpdate(ctx, id, body, reqEditors...)
 	if err != nil {
@@ -33364,11 +35054,13 @@ func (c *ClientWithResponses) PipelineUpdateWithResponse(ctx context.Context, id
 	return ParsePipelineUpdateResponse(rsp)
 }
 
-// PipelineBoardWithResponse performs a GET /v1/crm/pipelines/{id}/board (the `PipelineBoard` operationId) request.
+// PipelineBoardWithResponse Pipeline board
 //
 // Needs the permission crm.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/crm/pipelines/{id}/board (the `PipelineBoard` operationId).
 func (c *ClientWithResponses) PipelineBoardWithResponse(ctx context.Context, id string, params *PipelineBoardParams, reqEditors ...RequestEditorFn) (*PipelineBoardResponse, error) {
 	rsp, err := c.PipelineBoard(ctx, id, params, reqEditors...)
 	if err != nil {
@@ -33377,12 +35069,13 @@ func (c *ClientWithResponses) PipelineBoardWithResponse(ctx context.Context, id 
 	return ParsePipelineBoardResponse(rsp)
 }
 
-// StageCreateWithBodyWithResponse performs a POST /v1/crm/pipelines/{id}/stages (the `StageCreate` operationId) request,
-// with any type of body and a specified content type.
+// StageCreateWithBodyWithResponse Stage create
 //
 // Needs the permission crm.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/crm/pipelines/{id}/stages (the `StageCreate` operationId).
 func (c *ClientWithResponses) StageCreateWithBodyWithResponse(ctx context.Context, id string, params *StageCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StageCreateResponse, error) {
 	rsp, err := c.StageCreateWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -33391,10 +35084,13 @@ func (c *ClientWithResponses) StageCreateWithBodyWithResponse(ctx context.Contex
 	return ParseStageCreateResponse(rsp)
 }
 
-// StageCreateWithResponse performs a POST /v1/crm/pipelines/{id}/stages (the `StageCreate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// StageCreateWithResponse Stage create
 //
 // Needs the permission crm.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/crm/pipelines/{id}/stages (the `StageCreate` operationId).
 func (c *ClientWithResponses) StageCreateWithResponse(ctx context.Context, id string, params *StageCreateParams, body StageCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*StageCreateResponse, error) {
 	rsp, err := c.StageCreate(ctx, id, params, body, reqEditors...)
 	if err != nil {
@@ -33403,11 +35099,13 @@ func (c *ClientWithResponses) StageCreateWithResponse(ctx context.Context, id st
 	return ParseStageCreateResponse(rsp)
 }
 
-// StageDeleteWithResponse performs a DELETE /v1/crm/pipelines/{id}/stages/{stage_id} (the `StageDelete` operationId) request.
+// StageDeleteWithResponse Stage delete
 //
 // Needs the permission crm.write.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/crm/pipelines/{id}/stages/{stage_id} (the `StageDelete` operationId).
 func (c *ClientWithResponses) StageDeleteWithResponse(ctx context.Context, id string, stageId string, reqEditors ...RequestEditorFn) (*StageDeleteResponse, error) {
 	rsp, err := c.StageDelete(ctx, id, stageId, reqEditors...)
 	if err != nil {
@@ -33416,12 +35114,13 @@ func (c *ClientWithResponses) StageDeleteWithResponse(ctx context.Context, id st
 	return ParseStageDeleteResponse(rsp)
 }
 
-// StageUpdateWithBodyWithResponse performs a PATCH /v1/crm/pipelines/{id}/stages/{stage_id} (the `StageUpdate` operationId) request,
-// with any type of body and a specified content type.
+// StageUpdateWithBodyWithResponse Stage update
 //
 // Needs the permission crm.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/crm/pipelines/{id}/stages/{stage_id} (the `StageUpdate` operationId).
 func (c *ClientWithResponses) StageUpdateWithBodyWithResponse(ctx context.Context, id string, stageId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StageUpdateResponse, error) {
 	rsp, err := c.StageUpdateWithBody(ctx, id, stageId, contentType, body, reqEditors...)
 	if err != nil {
@@ -33430,10 +35129,13 @@ func (c *ClientWithResponses) StageUpdateWithBodyWithResponse(ctx context.Contex
 	return ParseStageUpdateResponse(rsp)
 }
 
-// StageUpdateWithResponse performs a PATCH /v1/crm/pipelines/{id}/stages/{stage_id} (the `StageUpdate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// StageUpdateWithResponse Stage update
 //
 // Needs the permission crm.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/crm/pipelines/{id}/stages/{stage_id} (the `StageUpdate` operationId).
 func (c *ClientWithResponses) StageUpdateWithResponse(ctx context.Context, id string, stageId string, body StageUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*StageUpdateResponse, error) {
 	rsp, err := c.StageUpdate(ctx, id, stageId, body, reqEditors...)
 	if err != nil {
@@ -33442,11 +35144,13 @@ func (c *ClientWithResponses) StageUpdateWithResponse(ctx context.Context, id st
 	return ParseStageUpdateResponse(rsp)
 }
 
-// DecisionListWithResponse performs a GET /v1/decisions (the `DecisionList` operationId) request.
+// DecisionListWithResponse Decision list
 //
 // Needs the permission processes.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/decisions (the `DecisionList` operationId).
 func (c *ClientWithResponses) DecisionListWithResponse(ctx context.Context, params *DecisionListParams, reqEditors ...RequestEditorFn) (*DecisionListResponse, error) {
 	rsp, err := c.DecisionList(ctx, params, reqEditors...)
 	if err != nil {
@@ -33455,12 +35159,13 @@ func (c *ClientWithResponses) DecisionListWithResponse(ctx context.Context, para
 	return ParseDecisionListResponse(rsp)
 }
 
-// DecisionCreateWithBodyWithResponse performs a POST /v1/decisions (the `DecisionCreate` operationId) request,
-// with any type of body and a specified content type.
+// DecisionCreateWithBodyWithResponse Decision create
 //
 // Needs the permission automation.manage.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/decisions (the `DecisionCreate` operationId).
 func (c *ClientWithResponses) DecisionCreateWithBodyWithResponse(ctx context.Context, params *DecisionCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DecisionCreateResponse, error) {
 	rsp, err := c.DecisionCreateWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -33469,10 +35174,13 @@ func (c *ClientWithResponses) DecisionCreateWithBodyWithResponse(ctx context.Con
 	return ParseDecisionCreateResponse(rsp)
 }
 
-// DecisionCreateWithResponse performs a POST /v1/decisions (the `DecisionCreate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// DecisionCreateWithResponse Decision create
 //
 // Needs the permission automation.manage.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/decisions (the `DecisionCreate` operationId).
 func (c *ClientWithResponses) DecisionCreateWithResponse(ctx context.Context, params *DecisionCreateParams, body DecisionCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*DecisionCreateResponse, error) {
 	rsp, err := c.DecisionCreate(ctx, params, body, reqEditors...)
 	if err != nil {
@@ -33481,11 +35189,13 @@ func (c *ClientWithResponses) DecisionCreateWithResponse(ctx context.Context, pa
 	return ParseDecisionCreateResponse(rsp)
 }
 
-// DecisionDeleteWithResponse performs a DELETE /v1/decisions/{name} (the `DecisionDelete` operationId) request.
+// DecisionDeleteWithResponse Decision delete
 //
 // Needs the permission automation.manage.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/decisions/{name} (the `DecisionDelete` operationId).
 func (c *ClientWithResponses) DecisionDeleteWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*DecisionDeleteResponse, error) {
 	rsp, err := c.DecisionDelete(ctx, name, reqEditors...)
 	if err != nil {
@@ -33494,11 +35204,13 @@ func (c *ClientWithResponses) DecisionDeleteWithResponse(ctx context.Context, na
 	return ParseDecisionDeleteResponse(rsp)
 }
 
-// DecisionGetWithResponse performs a GET /v1/decisions/{name} (the `DecisionGet` operationId) request.
+// DecisionGetWithResponse Decision get
 //
 // Needs the permission processes.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/decisions/{name} (the `DecisionGet` operationId).
 func (c *ClientWithResponses) DecisionGetWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*DecisionGetResponse, error) {
 	rsp, err := c.DecisionGet(ctx, name, reqEditors...)
 	if err != nil {
@@ -33507,11 +35219,13 @@ func (c *ClientWithResponses) DecisionGetWithResponse(ctx context.Context, name 
 	return ParseDecisionGetResponse(rsp)
 }
 
-// DecisionAgreementWithResponse performs a GET /v1/decisions/{name}/agreement (the `DecisionAgreement` operationId) request.
+// DecisionAgreementWithResponse Decision agreement
 //
 // Needs the permission processes.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/decisions/{name}/agreement (the `DecisionAgreement` operationId).
 func (c *ClientWithResponses) DecisionAgreementWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*DecisionAgreementResponse, error) {
 	rsp, err := c.DecisionAgreement(ctx, name, reqEditors...)
 	if err != nil {
@@ -33520,11 +35234,13 @@ func (c *ClientWithResponses) DecisionAgreementWithResponse(ctx context.Context,
 	return ParseDecisionAgreementResponse(rsp)
 }
 
-// DecisionCasesWithResponse performs a GET /v1/decisions/{name}/cases (the `DecisionCases` operationId) request.
+// DecisionCasesWithResponse Decision cases
 //
 // Needs the permission processes.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/decisions/{name}/cases (the `DecisionCases` operationId).
 func (c *ClientWithResponses) DecisionCasesWithResponse(ctx context.Context, name string, params *DecisionCasesParams, reqEditors ...RequestEditorFn) (*DecisionCasesResponse, error) {
 	rsp, err := c.DecisionCases(ctx, name, params, reqEditors...)
 	if err != nil {
@@ -33533,11 +35249,13 @@ func (c *ClientWithResponses) DecisionCasesWithResponse(ctx context.Context, nam
 	return ParseDecisionCasesResponse(rsp)
 }
 
-// DecisionCaseWithResponse performs a GET /v1/decisions/{name}/cases/{case_id} (the `DecisionCase` operationId) request.
+// DecisionCaseWithResponse Decision case
 //
 // Needs the permission processes.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/decisions/{name}/cases/{case_id} (the `DecisionCase` operationId).
 func (c *ClientWithResponses) DecisionCaseWithResponse(ctx context.Context, name string, caseId string, reqEditors ...RequestEditorFn) (*DecisionCaseResponse, error) {
 	rsp, err := c.DecisionCase(ctx, name, caseId, reqEditors...)
 	if err != nil {
@@ -33546,12 +35264,13 @@ func (c *ClientWithResponses) DecisionCaseWithResponse(ctx context.Context, name
 	return ParseDecisionCaseResponse(rsp)
 }
 
-// DecisionEvaluateWithBodyWithResponse performs a POST /v1/decisions/{name}/evaluate (the `DecisionEvaluate` operationId) request,
-// with any type of body and a specified content type.
+// DecisionEvaluateWithBodyWithResponse Decision evaluate
 //
 // Needs the permission runs.start.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/decisions/{name}/evaluate (the `DecisionEvaluate` operationId).
 func (c *ClientWithResponses) DecisionEvaluateWithBodyWithResponse(ctx context.Context, name string, params *DecisionEvaluateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DecisionEvaluateResponse, error) {
 	rsp, err := c.DecisionEvaluateWithBody(ctx, name, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -33560,10 +35279,13 @@ func (c *ClientWithResponses) DecisionEvaluateWithBodyWithResponse(ctx context.C
 	return ParseDecisionEvaluateResponse(rsp)
 }
 
-// DecisionEvaluateWithResponse performs a POST /v1/decisions/{name}/evaluate (the `DecisionEvaluate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// DecisionEvaluateWithResponse Decision evaluate
 //
 // Needs the permission runs.start.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/decisions/{name}/evaluate (the `DecisionEvaluate` operationId).
 func (c *ClientWithResponses) DecisionEvaluateWithResponse(ctx context.Context, name string, params *DecisionEvaluateParams, body DecisionEvaluateJSONRequestBody, reqEditors ...RequestEditorFn) (*DecisionEvaluateResponse, error) {
 	rsp, err := c.DecisionEvaluate(ctx, name, params, body, reqEditors...)
 	if err != nil {
@@ -33572,12 +35294,13 @@ func (c *ClientWithResponses) DecisionEvaluateWithResponse(ctx context.Context, 
 	return ParseDecisionEvaluateResponse(rsp)
 }
 
-// DecisionFeedbackWithBodyWithResponse performs a POST /v1/decisions/{name}/feedback (the `DecisionFeedback` operationId) request,
-// with any type of body and a specified content type.
+// DecisionFeedbackWithBodyWithResponse Decision feedback
 //
 // Needs the permission approvals.decide.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/decisions/{name}/feedback (the `DecisionFeedback` operationId).
 func (c *ClientWithResponses) DecisionFeedbackWithBodyWithResponse(ctx context.Context, name string, params *DecisionFeedbackParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DecisionFeedbackResponse, error) {
 	rsp, err := c.DecisionFeedbackWithBody(ctx, name, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -33586,10 +35309,13 @@ func (c *ClientWithResponses) DecisionFeedbackWithBodyWithResponse(ctx context.C
 	return ParseDecisionFeedbackResponse(rsp)
 }
 
-// DecisionFeedbackWithResponse performs a POST /v1/decisions/{name}/feedback (the `DecisionFeedback` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// DecisionFeedbackWithResponse Decision feedback
 //
 // Needs the permission approvals.decide.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/decisions/{name}/feedback (the `DecisionFeedback` operationId).
 func (c *ClientWithResponses) DecisionFeedbackWithResponse(ctx context.Context, name string, params *DecisionFeedbackParams, body DecisionFeedbackJSONRequestBody, reqEditors ...RequestEditorFn) (*DecisionFeedbackResponse, error) {
 	rsp, err := c.DecisionFeedback(ctx, name, params, body, reqEditors...)
 	if err != nil {
@@ -33598,12 +35324,13 @@ func (c *ClientWithResponses) DecisionFeedbackWithResponse(ctx context.Context, 
 	return ParseDecisionFeedbackResponse(rsp)
 }
 
-// DecisionOutcomeWithBodyWithResponse performs a POST /v1/decisions/{name}/outcomes (the `DecisionOutcome` operationId) request,
-// with any type of body and a specified content type.
+// DecisionOutcomeWithBodyWithResponse Decision outcome
 //
 // Needs the permission approvals.decide.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/decisions/{name}/outcomes (the `DecisionOutcome` operationId).
 func (c *ClientWithResponses) DecisionOutcomeWithBodyWithResponse(ctx context.Context, name string, params *DecisionOutcomeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DecisionOutcomeResponse, error) {
 	rsp, err := c.DecisionOutcomeWithBody(ctx, name, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -33612,10 +35339,13 @@ func (c *ClientWithResponses) DecisionOutcomeWithBodyWithResponse(ctx context.Co
 	return ParseDecisionOutcomeResponse(rsp)
 }
 
-// DecisionOutcomeWithResponse performs a POST /v1/decisions/{name}/outcomes (the `DecisionOutcome` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// DecisionOutcomeWithResponse Decision outcome
 //
 // Needs the permission approvals.decide.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/decisions/{name}/outcomes (the `DecisionOutcome` operationId).
 func (c *ClientWithResponses) DecisionOutcomeWithResponse(ctx context.Context, name string, params *DecisionOutcomeParams, body DecisionOutcomeJSONRequestBody, reqEditors ...RequestEditorFn) (*DecisionOutcomeResponse, error) {
 	rsp, err := c.DecisionOutcome(ctx, name, params, body, reqEditors...)
 	if err != nil {
@@ -33624,11 +35354,13 @@ func (c *ClientWithResponses) DecisionOutcomeWithResponse(ctx context.Context, n
 	return ParseDecisionOutcomeResponse(rsp)
 }
 
-// DocumentsListWithResponse performs a GET /v1/docs/documents (the `DocumentsList` operationId) request.
+// DocumentsListWithResponse Documents list
 //
 // Needs the permission docs.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/docs/documents (the `DocumentsList` operationId).
 func (c *ClientWithResponses) DocumentsListWithResponse(ctx context.Context, params *DocumentsListParams, reqEditors ...RequestEditorFn) (*DocumentsListResponse, error) {
 	rsp, err := c.DocumentsList(ctx, params, reqEditors...)
 	if err != nil {
@@ -33637,12 +35369,13 @@ func (c *ClientWithResponses) DocumentsListWithResponse(ctx context.Context, par
 	return ParseDocumentsListResponse(rsp)
 }
 
-// DocumentUploadWithBodyWithResponse performs a POST /v1/docs/documents (the `DocumentUpload` operationId) request,
-// with any type of body and a specified content type.
+// DocumentUploadWithBodyWithResponse Document upload
 //
 // Needs the permission docs.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/docs/documents (the `DocumentUpload` operationId).
 func (c *ClientWithResponses) DocumentUploadWithBodyWithResponse(ctx context.Context, params *DocumentUploadParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocumentUploadResponse, error) {
 	rsp, err := c.DocumentUploadWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -33651,11 +35384,13 @@ func (c *ClientWithResponses) DocumentUploadWithBodyWithResponse(ctx context.Con
 	return ParseDocumentUploadResponse(rsp)
 }
 
-// DocumentGetWithResponse performs a GET /v1/docs/documents/{id} (the `DocumentGet` operationId) request.
+// DocumentGetWithResponse Document get
 //
 // Needs the permission docs.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/docs/documents/{id} (the `DocumentGet` operationId).
 func (c *ClientWithResponses) DocumentGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DocumentGetResponse, error) {
 	rsp, err := c.DocumentGet(ctx, id, reqEditors...)
 	if err != nil {
@@ -33664,12 +35399,13 @@ func (c *ClientWithResponses) DocumentGetWithResponse(ctx context.Context, id st
 	return ParseDocumentGetResponse(rsp)
 }
 
-// DocumentApproveWithBodyWithResponse performs a POST /v1/docs/documents/{id}/approve (the `DocumentApprove` operationId) request,
-// with any type of body and a specified content type.
+// DocumentApproveWithBodyWithResponse Document approve
 //
 // Needs the permission docs.review.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/docs/documents/{id}/approve (the `DocumentApprove` operationId).
 func (c *ClientWithResponses) DocumentApproveWithBodyWithResponse(ctx context.Context, id string, params *DocumentApproveParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocumentApproveResponse, error) {
 	rsp, err := c.DocumentApproveWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -33678,10 +35414,13 @@ func (c *ClientWithResponses) DocumentApproveWithBodyWithResponse(ctx context.Co
 	return ParseDocumentApproveResponse(rsp)
 }
 
-// DocumentApproveWithResponse performs a POST /v1/docs/documents/{id}/approve (the `DocumentApprove` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// DocumentApproveWithResponse Document approve
 //
 // Needs the permission docs.review.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/docs/documents/{id}/approve (the `DocumentApprove` operationId).
 func (c *ClientWithResponses) DocumentApproveWithResponse(ctx context.Context, id string, params *DocumentApproveParams, body DocumentApproveJSONRequestBody, reqEditors ...RequestEditorFn) (*DocumentApproveResponse, error) {
 	rsp, err := c.DocumentApprove(ctx, id, params, body, reqEditors...)
 	if err != nil {
@@ -33690,12 +35429,13 @@ func (c *ClientWithResponses) DocumentApproveWithResponse(ctx context.Context, i
 	return ParseDocumentApproveResponse(rsp)
 }
 
-// DocumentFeedbackWithBodyWithResponse performs a POST /v1/docs/documents/{id}/feedback (the `DocumentFeedback` operationId) request,
-// with any type of body and a specified content type.
+// DocumentFeedbackWithBodyWithResponse Document feedback
 //
 // Needs the permission docs.review.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/docs/documents/{id}/feedback (the `DocumentFeedback` operationId).
 func (c *ClientWithResponses) DocumentFeedbackWithBodyWithResponse(ctx context.Context, id string, params *DocumentFeedbackParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocumentFeedbackResponse, error) {
 	rsp, err := c.DocumentFeedbackWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -33704,10 +35444,13 @@ func (c *ClientWithResponses) DocumentFeedbackWithBodyWithResponse(ctx context.C
 	return ParseDocumentFeedbackResponse(rsp)
 }
 
-// DocumentFeedbackWithResponse performs a POST /v1/docs/documents/{id}/feedback (the `DocumentFeedback` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// DocumentFeedbackWithResponse Document feedback
 //
 // Needs the permission docs.review.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/docs/documents/{id}/feedback (the `DocumentFeedback` operationId).
 func (c *ClientWithResponses) DocumentFeedbackWithResponse(ctx context.Context, id string, params *DocumentFeedbackParams, body DocumentFeedbackJSONRequestBody, reqEditors ...RequestEditorFn) (*DocumentFeedbackResponse, error) {
 	rsp, err := c.DocumentFeedback(ctx, id, params, body, reqEditors...)
 	if err != nil {
@@ -33716,12 +35459,13 @@ func (c *ClientWithResponses) DocumentFeedbackWithResponse(ctx context.Context, 
 	return ParseDocumentFeedbackResponse(rsp)
 }
 
-// DocumentFieldsPatchWithBodyWithResponse performs a PATCH /v1/docs/documents/{id}/fields (the `DocumentFieldsPatch` operationId) request,
-// with any type of body and a specified content type.
+// DocumentFieldsPatchWithBodyWithResponse Document fields patch
 //
 // Needs the permission docs.review.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/docs/documents/{id}/fields (the `DocumentFieldsPatch` operationId).
 func (c *ClientWithResponses) DocumentFieldsPatchWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocumentFieldsPatchResponse, error) {
 	rsp, err := c.DocumentFieldsPatchWithBody(ctx, id, contentType, body, reqEditors...)
 	if err != nil {
@@ -33730,10 +35474,13 @@ func (c *ClientWithResponses) DocumentFieldsPatchWithBodyWithResponse(ctx contex
 	return ParseDocumentFieldsPatchResponse(rsp)
 }
 
-// DocumentFieldsPatchWithResponse performs a PATCH /v1/docs/documents/{id}/fields (the `DocumentFieldsPatch` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// DocumentFieldsPatchWithResponse Document fields patch
 //
 // Needs the permission docs.review.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/docs/documents/{id}/fields (the `DocumentFieldsPatch` operationId).
 func (c *ClientWithResponses) DocumentFieldsPatchWithResponse(ctx context.Context, id string, body DocumentFieldsPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*DocumentFieldsPatchResponse, error) {
 	rsp, err := c.DocumentFieldsPatch(ctx, id, body, reqEditors...)
 	if err != nil {
@@ -33742,12 +35489,13 @@ func (c *ClientWithResponses) DocumentFieldsPatchWithResponse(ctx context.Contex
 	return ParseDocumentFieldsPatchResponse(rsp)
 }
 
-// DocumentFieldsWithBodyWithResponse performs a POST /v1/docs/documents/{id}/fields (the `DocumentFields` operationId) request,
-// with any type of body and a specified content type.
+// DocumentFieldsWithBodyWithResponse Document fields
 //
 // Needs the permission docs.review.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/docs/documents/{id}/fields (the `DocumentFields` operationId).
 func (c *ClientWithResponses) DocumentFieldsWithBodyWithResponse(ctx context.Context, id string, params *DocumentFieldsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocumentFieldsResponse, error) {
 	rsp, err := c.DocumentFieldsWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -33756,10 +35504,13 @@ func (c *ClientWithResponses) DocumentFieldsWithBodyWithResponse(ctx context.Con
 	return ParseDocumentFieldsResponse(rsp)
 }
 
-// DocumentFieldsWithResponse performs a POST /v1/docs/documents/{id}/fields (the `DocumentFields` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// DocumentFieldsWithResponse Document fields
 //
 // Needs the permission docs.review.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/docs/documents/{id}/fields (the `DocumentFields` operationId).
 func (c *ClientWithResponses) DocumentFieldsWithResponse(ctx context.Context, id string, params *DocumentFieldsParams, body DocumentFieldsJSONRequestBody, reqEditors ...RequestEditorFn) (*DocumentFieldsResponse, error) {
 	rsp, err := c.DocumentFields(ctx, id, params, body, reqEditors...)
 	if err != nil {
@@ -33768,11 +35519,13 @@ func (c *ClientWithResponses) DocumentFieldsWithResponse(ctx context.Context, id
 	return ParseDocumentFieldsResponse(rsp)
 }
 
-// DocumentFileWithResponse performs a GET /v1/docs/documents/{id}/file (the `DocumentFile` operationId) request.
+// DocumentFileWithResponse Document file
 //
 // Needs the permission docs.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/docs/documents/{id}/file (the `DocumentFile` operationId).
 func (c *ClientWithResponses) DocumentFileWithResponse(ctx context.Context, id string, params *DocumentFileParams, reqEditors ...RequestEditorFn) (*DocumentFileResponse, error) {
 	rsp, err := c.DocumentFile(ctx, id, params, reqEditors...)
 	if err != nil {
@@ -33781,12 +35534,13 @@ func (c *ClientWithResponses) DocumentFileWithResponse(ctx context.Context, id s
 	return ParseDocumentFileResponse(rsp)
 }
 
-// DocumentRejectWithBodyWithResponse performs a POST /v1/docs/documents/{id}/reject (the `DocumentReject` operationId) request,
-// with any type of body and a specified content type.
+// DocumentRejectWithBodyWithResponse Document reject
 //
 // Needs the permission docs.review.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/docs/documents/{id}/reject (the `DocumentReject` operationId).
 func (c *ClientWithResponses) DocumentRejectWithBodyWithResponse(ctx context.Context, id string, params *DocumentRejectParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocumentRejectResponse, error) {
 	rsp, err := c.DocumentRejectWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -33795,10 +35549,13 @@ func (c *ClientWithResponses) DocumentRejectWithBodyWithResponse(ctx context.Con
 	return ParseDocumentRejectResponse(rsp)
 }
 
-// DocumentRejectWithResponse performs a POST /v1/docs/documents/{id}/reject (the `DocumentReject` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// DocumentRejectWithResponse Document reject
 //
 // Needs the permission docs.review.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/docs/documents/{id}/reject (the `DocumentReject` operationId).
 func (c *ClientWithResponses) DocumentRejectWithResponse(ctx context.Context, id string, params *DocumentRejectParams, body DocumentRejectJSONRequestBody, reqEditors ...RequestEditorFn) (*DocumentRejectResponse, error) {
 	rsp, err := c.DocumentReject(ctx, id, params, body, reqEditors...)
 	if err != nil {
@@ -33807,12 +35564,13 @@ func (c *ClientWithResponses) DocumentRejectWithResponse(ctx context.Context, id
 	return ParseDocumentRejectResponse(rsp)
 }
 
-// DocumentVersionWithBodyWithResponse performs a POST /v1/docs/documents/{id}/versions (the `DocumentVersion` operationId) request,
-// with any type of body and a specified content type.
+// DocumentVersionWithBodyWithResponse Document version
 //
 // Needs the permission docs.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/docs/documents/{id}/versions (the `DocumentVersion` operationId).
 func (c *ClientWithResponses) DocumentVersionWithBodyWithResponse(ctx context.Context, id string, params *DocumentVersionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocumentVersionResponse, error) {
 	rsp, err := c.DocumentVersionWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -33821,11 +35579,13 @@ func (c *ClientWithResponses) DocumentVersionWithBodyWithResponse(ctx context.Co
 	return ParseDocumentVersionResponse(rsp)
 }
 
-// DocTypeTemplatesWithResponse performs a GET /v1/docs/type-templates (the `DocTypeTemplates` operationId) request.
+// DocTypeTemplatesWithResponse Doc type templates
 //
 // Needs the permission docs.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/docs/type-templates (the `DocTypeTemplates` operationId).
 func (c *ClientWithResponses) DocTypeTemplatesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DocTypeTemplatesResponse, error) {
 	rsp, err := c.DocTypeTemplates(ctx, reqEditors...)
 	if err != nil {
@@ -33834,11 +35594,13 @@ func (c *ClientWithResponses) DocTypeTemplatesWithResponse(ctx context.Context, 
 	return ParseDocTypeTemplatesResponse(rsp)
 }
 
-// DocTypesListWithResponse performs a GET /v1/docs/types (the `DocTypesList` operationId) request.
+// DocTypesListWithResponse Doc types list
 //
 // Needs the permission docs.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/docs/types (the `DocTypesList` operationId).
 func (c *ClientWithResponses) DocTypesListWithResponse(ctx context.Context, params *DocTypesListParams, reqEditors ...RequestEditorFn) (*DocTypesListResponse, error) {
 	rsp, err := c.DocTypesList(ctx, params, reqEditors...)
 	if err != nil {
@@ -33847,12 +35609,13 @@ func (c *ClientWithResponses) DocTypesListWithResponse(ctx context.Context, para
 	return ParseDocTypesListResponse(rsp)
 }
 
-// DocTypeCreateWithBodyWithResponse performs a POST /v1/docs/types (the `DocTypeCreate` operationId) request,
-// with any type of body and a specified content type.
+// DocTypeCreateWithBodyWithResponse Doc type create
 //
 // Needs the permission docs.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/docs/types (the `DocTypeCreate` operationId).
 func (c *ClientWithResponses) DocTypeCreateWithBodyWithResponse(ctx context.Context, params *DocTypeCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocTypeCreateResponse, error) {
 	rsp, err := c.DocTypeCreateWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -33861,10 +35624,13 @@ func (c *ClientWithResponses) DocTypeCreateWithBodyWithResponse(ctx context.Cont
 	return ParseDocTypeCreateResponse(rsp)
 }
 
-// DocTypeCreateWithResponse performs a POST /v1/docs/types (the `DocTypeCreate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// DocTypeCreateWithResponse Doc type create
 //
 // Needs the permission docs.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/docs/types (the `DocTypeCreate` operationId).
 func (c *ClientWithResponses) DocTypeCreateWithResponse(ctx context.Context, params *DocTypeCreateParams, body DocTypeCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*DocTypeCreateResponse, error) {
 	rsp, err := c.DocTypeCreate(ctx, params, body, reqEditors...)
 	if err != nil {
@@ -33873,12 +35639,13 @@ func (c *ClientWithResponses) DocTypeCreateWithResponse(ctx context.Context, par
 	return ParseDocTypeCreateResponse(rsp)
 }
 
-// DocTypeFromTemplateWithBodyWithResponse performs a POST /v1/docs/types/from-template (the `DocTypeFromTemplate` operationId) request,
-// with any type of body and a specified content type.
+// DocTypeFromTemplateWithBodyWithResponse Doc type from template
 //
 // Needs the permission docs.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/docs/types/from-template (the `DocTypeFromTemplate` operationId).
 func (c *ClientWithResponses) DocTypeFromTemplateWithBodyWithResponse(ctx context.Context, params *DocTypeFromTemplateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocTypeFromTemplateResponse, error) {
 	rsp, err := c.DocTypeFromTemplateWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -33887,10 +35654,13 @@ func (c *ClientWithResponses) DocTypeFromTemplateWithBodyWithResponse(ctx contex
 	return ParseDocTypeFromTemplateResponse(rsp)
 }
 
-// DocTypeFromTemplateWithResponse performs a POST /v1/docs/types/from-template (the `DocTypeFromTemplate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// DocTypeFromTemplateWithResponse Doc type from template
 //
 // Needs the permission docs.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/docs/types/from-template (the `DocTypeFromTemplate` operationId).
 func (c *ClientWithResponses) DocTypeFromTemplateWithResponse(ctx context.Context, params *DocTypeFromTemplateParams, body DocTypeFromTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*DocTypeFromTemplateResponse, error) {
 	rsp, err := c.DocTypeFromTemplate(ctx, params, body, reqEditors...)
 	if err != nil {
@@ -33899,11 +35669,13 @@ func (c *ClientWithResponses) DocTypeFromTemplateWithResponse(ctx context.Contex
 	return ParseDocTypeFromTemplateResponse(rsp)
 }
 
-// DocTypeDeleteWithResponse performs a DELETE /v1/docs/types/{id} (the `DocTypeDelete` operationId) request.
+// DocTypeDeleteWithResponse Doc type delete
 //
 // Needs the permission docs.write.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/docs/types/{id} (the `DocTypeDelete` operationId).
 func (c *ClientWithResponses) DocTypeDeleteWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DocTypeDeleteResponse, error) {
 	rsp, err := c.DocTypeDelete(ctx, id, reqEditors...)
 	if err != nil {
@@ -33912,11 +35684,13 @@ func (c *ClientWithResponses) DocTypeDeleteWithResponse(ctx context.Context, id 
 	return ParseDocTypeDeleteResponse(rsp)
 }
 
-// DocTypeGetWithResponse performs a GET /v1/docs/types/{id} (the `DocTypeGet` operationId) request.
+// DocTypeGetWithResponse Doc type get
 //
 // Needs the permission docs.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/docs/types/{id} (the `DocTypeGet` operationId).
 func (c *ClientWithResponses) DocTypeGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DocTypeGetResponse, error) {
 	rsp, err := c.DocTypeGet(ctx, id, reqEditors...)
 	if err != nil {
@@ -33925,12 +35699,13 @@ func (c *ClientWithResponses) DocTypeGetWithResponse(ctx context.Context, id str
 	return ParseDocTypeGetResponse(rsp)
 }
 
-// DocTypeUpdateWithBodyWithResponse performs a PATCH /v1/docs/types/{id} (the `DocTypeUpdate` operationId) request,
-// with any type of body and a specified content type.
+// DocTypeUpdateWithBodyWithResponse Doc type update
 //
 // Needs the permission docs.write.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/docs/types/{id} (the `DocTypeUpdate` operationId).
 func (c *ClientWithResponses) DocTypeUpdateWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocTypeUpdateResponse, error) {
 	rsp, err := c.DocTypeUpdateWithBody(ctx, id, contentType, body, reqEditors...)
 	if err != nil {
@@ -33939,10 +35714,13 @@ func (c *ClientWithResponses) DocTypeUpdateWithBodyWithResponse(ctx context.Cont
 	return ParseDocTypeUpdateResponse(rsp)
 }
 
-// DocTypeUpdateWithResponse performs a PATCH /v1/docs/types/{id} (the `DocTypeUpdate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// DocTypeUpdateWithResponse Doc type update
 //
 // Needs the permission docs.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/docs/types/{id} (the `DocTypeUpdate` operationId).
 func (c *ClientWithResponses) DocTypeUpdateWithResponse(ctx context.Context, id string, body DocTypeUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*DocTypeUpdateResponse, error) {
 	rsp, err := c.DocTypeUpdate(ctx, id, body, reqEditors...)
 	if err != nil {
@@ -33951,11 +35729,13 @@ func (c *ClientWithResponses) DocTypeUpdateWithResponse(ctx context.Context, id 
 	return ParseDocTypeUpdateResponse(rsp)
 }
 
-// DocTypeAgreementWithResponse performs a GET /v1/docs/types/{id}/agreement (the `DocTypeAgreement` operationId) request.
+// DocTypeAgreementWithResponse Doc type agreement
 //
 // Needs the permission docs.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/docs/types/{id}/agreement (the `DocTypeAgreement` operationId).
 func (c *ClientWithResponses) DocTypeAgreementWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DocTypeAgreementResponse, error) {
 	rsp, err := c.DocTypeAgreement(ctx, id, reqEditors...)
 	if err != nil {
@@ -33964,12 +35744,13 @@ func (c *ClientWithResponses) DocTypeAgreementWithResponse(ctx context.Context, 
 	return ParseDocTypeAgreementResponse(rsp)
 }
 
-// EventEmitWithBodyWithResponse performs a POST /v1/events (the `EventEmit` operationId) request,
-// with any type of body and a specified content type.
+// EventEmitWithBodyWithResponse Event emit
 //
 // Needs the permission events.emit.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/events (the `EventEmit` operationId).
 func (c *ClientWithResponses) EventEmitWithBodyWithResponse(ctx context.Context, params *EventEmitParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EventEmitResponse, error) {
 	rsp, err := c.EventEmitWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -33978,10 +35759,13 @@ func (c *ClientWithResponses) EventEmitWithBodyWithResponse(ctx context.Context,
 	return ParseEventEmitResponse(rsp)
 }
 
-// EventEmitWithResponse performs a POST /v1/events (the `EventEmit` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// EventEmitWithResponse Event emit
 //
 // Needs the permission events.emit.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/events (the `EventEmit` operationId).
 func (c *ClientWithResponses) EventEmitWithResponse(ctx context.Context, params *EventEmitParams, body EventEmitJSONRequestBody, reqEditors ...RequestEditorFn) (*EventEmitResponse, error) {
 	rsp, err := c.EventEmit(ctx, params, body, reqEditors...)
 	if err != nil {
@@ -33990,9 +35774,11 @@ func (c *ClientWithResponses) EventEmitWithResponse(ctx context.Context, params 
 	return ParseEventEmitResponse(rsp)
 }
 
-// IntegrationsWithResponse performs a GET /v1/integrations (the `Integrations` operationId) request.
+// IntegrationsWithResponse Integrations
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/integrations (the `Integrations` operationId).
 func (c *ClientWithResponses) IntegrationsWithResponse(ctx context.Context, params *IntegrationsParams, reqEditors ...RequestEditorFn) (*IntegrationsResponse, error) {
 	rsp, err := c.Integrations(ctx, params, reqEditors...)
 	if err != nil {
@@ -34001,11 +35787,13 @@ func (c *ClientWithResponses) IntegrationsWithResponse(ctx context.Context, para
 	return ParseIntegrationsResponse(rsp)
 }
 
-// InvitationsListWithResponse performs a GET /v1/invitations (the `InvitationsList` operationId) request.
+// InvitationsListWithResponse Invitations list
 //
 // Needs the permission access.manage.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/invitations (the `InvitationsList` operationId).
 func (c *ClientWithResponses) InvitationsListWithResponse(ctx context.Context, params *InvitationsListParams, reqEditors ...RequestEditorFn) (*InvitationsListResponse, error) {
 	rsp, err := c.InvitationsList(ctx, params, reqEditors...)
 	if err != nil {
@@ -34014,12 +35802,13 @@ func (c *ClientWithResponses) InvitationsListWithResponse(ctx context.Context, p
 	return ParseInvitationsListResponse(rsp)
 }
 
-// InvitationCreateWithBodyWithResponse performs a POST /v1/invitations (the `InvitationCreate` operationId) request,
-// with any type of body and a specified content type.
+// InvitationCreateWithBodyWithResponse Invitation create
 //
 // Needs the permission access.manage.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/invitations (the `InvitationCreate` operationId).
 func (c *ClientWithResponses) InvitationCreateWithBodyWithResponse(ctx context.Context, params *InvitationCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InvitationCreateResponse, error) {
 	rsp, err := c.InvitationCreateWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -34028,10 +35817,13 @@ func (c *ClientWithResponses) InvitationCreateWithBodyWithResponse(ctx context.C
 	return ParseInvitationCreateResponse(rsp)
 }
 
-// InvitationCreateWithResponse performs a POST /v1/invitations (the `InvitationCreate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// InvitationCreateWithResponse Invitation create
 //
 // Needs the permission access.manage.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/invitations (the `InvitationCreate` operationId).
 func (c *ClientWithResponses) InvitationCreateWithResponse(ctx context.Context, params *InvitationCreateParams, body InvitationCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*InvitationCreateResponse, error) {
 	rsp, err := c.InvitationCreate(ctx, params, body, reqEditors...)
 	if err != nil {
@@ -34040,11 +35832,13 @@ func (c *ClientWithResponses) InvitationCreateWithResponse(ctx context.Context, 
 	return ParseInvitationCreateResponse(rsp)
 }
 
-// InvitationRevokeWithResponse performs a DELETE /v1/invitations/{id} (the `InvitationRevoke` operationId) request.
+// InvitationRevokeWithResponse Invitation revoke
 //
 // Needs the permission access.manage.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/invitations/{id} (the `InvitationRevoke` operationId).
 func (c *ClientWithResponses) InvitationRevokeWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*InvitationRevokeResponse, error) {
 	rsp, err := c.InvitationRevoke(ctx, id, reqEditors...)
 	if err != nil {
@@ -34053,11 +35847,13 @@ func (c *ClientWithResponses) InvitationRevokeWithResponse(ctx context.Context, 
 	return ParseInvitationRevokeResponse(rsp)
 }
 
-// InvitationGetWithResponse performs a GET /v1/invitations/{id} (the `InvitationGet` operationId) request.
+// InvitationGetWithResponse Invitation get
 //
 // Needs the permission access.manage.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/invitations/{id} (the `InvitationGet` operationId).
 func (c *ClientWithResponses) InvitationGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*InvitationGetResponse, error) {
 	rsp, err := c.InvitationGet(ctx, id, reqEditors...)
 	if err != nil {
@@ -34066,12 +35862,13 @@ func (c *ClientWithResponses) InvitationGetWithResponse(ctx context.Context, id 
 	return ParseInvitationGetResponse(rsp)
 }
 
-// InvitationAcceptWithBodyWithResponse performs a POST /v1/invitations/{token}/accept (the `InvitationAccept` operationId) request,
-// with any type of body and a specified content type.
+// InvitationAcceptWithBodyWithResponse Invitation accept
 //
 // Needs no authentication.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/invitations/{token}/accept (the `InvitationAccept` operationId).
 func (c *ClientWithResponses) InvitationAcceptWithBodyWithResponse(ctx context.Context, token string, params *InvitationAcceptParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InvitationAcceptResponse, error) {
 	rsp, err := c.InvitationAcceptWithBody(ctx, token, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -34080,10 +35877,13 @@ func (c *ClientWithResponses) InvitationAcceptWithBodyWithResponse(ctx context.C
 	return ParseInvitationAcceptResponse(rsp)
 }
 
-// InvitationAcceptWithResponse performs a POST /v1/invitations/{token}/accept (the `InvitationAccept` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// InvitationAcceptWithResponse Invitation accept
 //
 // Needs no authentication.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/invitations/{token}/accept (the `InvitationAccept` operationId).
 func (c *ClientWithResponses) InvitationAcceptWithResponse(ctx context.Context, token string, params *InvitationAcceptParams, body InvitationAcceptJSONRequestBody, reqEditors ...RequestEditorFn) (*InvitationAcceptResponse, error) {
 	rsp, err := c.InvitationAccept(ctx, token, params, body, reqEditors...)
 	if err != nil {
@@ -34092,9 +35892,11 @@ func (c *ClientWithResponses) InvitationAcceptWithResponse(ctx context.Context, 
 	return ParseInvitationAcceptResponse(rsp)
 }
 
-// MembersListWithResponse performs a GET /v1/members (the `MembersList` operationId) request.
+// MembersListWithResponse Members list
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/members (the `MembersList` operationId).
 func (c *ClientWithResponses) MembersListWithResponse(ctx context.Context, params *MembersListParams, reqEditors ...RequestEditorFn) (*MembersListResponse, error) {
 	rsp, err := c.MembersList(ctx, params, reqEditors...)
 	if err != nil {
@@ -34103,11 +35905,13 @@ func (c *ClientWithResponses) MembersListWithResponse(ctx context.Context, param
 	return ParseMembersListResponse(rsp)
 }
 
-// OpenAPIWithResponse performs a GET /v1/openapi.json (the `OpenAPI` operationId) request.
+// OpenAPIWithResponse Open a p i
 //
 // Needs no authentication.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/openapi.json (the `OpenAPI` operationId).
 func (c *ClientWithResponses) OpenAPIWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*OpenAPIResponse, error) {
 	rsp, err := c.OpenAPI(ctx, reqEditors...)
 	if err != nil {
@@ -34116,11 +35920,13 @@ func (c *ClientWithResponses) OpenAPIWithResponse(ctx context.Context, reqEditor
 	return ParseOpenAPIResponse(rsp)
 }
 
-// OutboxListWithResponse performs a GET /v1/outbox (the `OutboxList` operationId) request.
+// OutboxListWithResponse Outbox list
 //
 // Needs the permission access.manage.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/outbox (the `OutboxList` operationId).
 func (c *ClientWithResponses) OutboxListWithResponse(ctx context.Context, params *OutboxListParams, reqEditors ...RequestEditorFn) (*OutboxListResponse, error) {
 	rsp, err := c.OutboxList(ctx, params, reqEditors...)
 	if err != nil {
@@ -34129,11 +35935,13 @@ func (c *ClientWithResponses) OutboxListWithResponse(ctx context.Context, params
 	return ParseOutboxListResponse(rsp)
 }
 
-// RunListWithResponse performs a GET /v1/process-runs (the `RunList` operationId) request.
+// RunListWithResponse Run list
 //
 // Needs the permission processes.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/process-runs (the `RunList` operationId).
 func (c *ClientWithResponses) RunListWithResponse(ctx context.Context, params *RunListParams, reqEditors ...RequestEditorFn) (*RunListResponse, error) {
 	rsp, err := c.RunList(ctx, params, reqEditors...)
 	if err != nil {
@@ -34142,11 +35950,13 @@ func (c *ClientWithResponses) RunListWithResponse(ctx context.Context, params *R
 	return ParseRunListResponse(rsp)
 }
 
-// RunGetWithResponse performs a GET /v1/process-runs/{id} (the `RunGet` operationId) request.
+// RunGetWithResponse Run get
 //
 // Needs the permission processes.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/process-runs/{id} (the `RunGet` operationId).
 func (c *ClientWithResponses) RunGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*RunGetResponse, error) {
 	rsp, err := c.RunGet(ctx, id, reqEditors...)
 	if err != nil {
@@ -34155,11 +35965,13 @@ func (c *ClientWithResponses) RunGetWithResponse(ctx context.Context, id string,
 	return ParseRunGetResponse(rsp)
 }
 
-// RunCancelWithResponse performs a POST /v1/process-runs/{id}/cancel (the `RunCancel` operationId) request.
+// RunCancelWithResponse Run cancel
 //
 // Needs the permission runs.start.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/process-runs/{id}/cancel (the `RunCancel` operationId).
 func (c *ClientWithResponses) RunCancelWithResponse(ctx context.Context, id string, params *RunCancelParams, reqEditors ...RequestEditorFn) (*RunCancelResponse, error) {
 	rsp, err := c.RunCancel(ctx, id, params, reqEditors...)
 	if err != nil {
@@ -34168,11 +35980,13 @@ func (c *ClientWithResponses) RunCancelWithResponse(ctx context.Context, id stri
 	return ParseRunCancelResponse(rsp)
 }
 
-// TemplatesListWithResponse performs a GET /v1/process-templates (the `TemplatesList` operationId) request.
+// TemplatesListWithResponse Templates list
 //
 // Needs the permission processes.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/process-templates (the `TemplatesList` operationId).
 func (c *ClientWithResponses) TemplatesListWithResponse(ctx context.Context, params *TemplatesListParams, reqEditors ...RequestEditorFn) (*TemplatesListResponse, error) {
 	rsp, err := c.TemplatesList(ctx, params, reqEditors...)
 	if err != nil {
@@ -34181,12 +35995,13 @@ func (c *ClientWithResponses) TemplatesListWithResponse(ctx context.Context, par
 	return ParseTemplatesListResponse(rsp)
 }
 
-// TemplatesInstallWithBodyWithResponse performs a POST /v1/process-templates/install (the `TemplatesInstall` operationId) request,
-// with any type of body and a specified content type.
+// TemplatesInstallWithBodyWithResponse Templates install
 //
 // Needs the permission processes.manage.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/process-templates/install (the `TemplatesInstall` operationId).
 func (c *ClientWithResponses) TemplatesInstallWithBodyWithResponse(ctx context.Context, params *TemplatesInstallParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TemplatesInstallResponse, error) {
 	rsp, err := c.TemplatesInstallWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -34195,10 +36010,13 @@ func (c *ClientWithResponses) TemplatesInstallWithBodyWithResponse(ctx context.C
 	return ParseTemplatesInstallResponse(rsp)
 }
 
-// TemplatesInstallWithResponse performs a POST /v1/process-templates/install (the `TemplatesInstall` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// TemplatesInstallWithResponse Templates install
 //
 // Needs the permission processes.manage.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/process-templates/install (the `TemplatesInstall` operationId).
 func (c *ClientWithResponses) TemplatesInstallWithResponse(ctx context.Context, params *TemplatesInstallParams, body TemplatesInstallJSONRequestBody, reqEditors ...RequestEditorFn) (*TemplatesInstallResponse, error) {
 	rsp, err := c.TemplatesInstall(ctx, params, body, reqEditors...)
 	if err != nil {
@@ -34207,11 +36025,13 @@ func (c *ClientWithResponses) TemplatesInstallWithResponse(ctx context.Context, 
 	return ParseTemplatesInstallResponse(rsp)
 }
 
-// TemplateGetWithResponse performs a GET /v1/process-templates/{id} (the `TemplateGet` operationId) request.
+// TemplateGetWithResponse Template get
 //
 // Needs the permission processes.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/process-templates/{id} (the `TemplateGet` operationId).
 func (c *ClientWithResponses) TemplateGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*TemplateGetResponse, error) {
 	rsp, err := c.TemplateGet(ctx, id, reqEditors...)
 	if err != nil {
@@ -34220,11 +36040,13 @@ func (c *ClientWithResponses) TemplateGetWithResponse(ctx context.Context, id st
 	return ParseTemplateGetResponse(rsp)
 }
 
-// ProcessListWithResponse performs a GET /v1/processes (the `ProcessList` operationId) request.
+// ProcessListWithResponse Process list
 //
 // Needs the permission processes.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/processes (the `ProcessList` operationId).
 func (c *ClientWithResponses) ProcessListWithResponse(ctx context.Context, params *ProcessListParams, reqEditors ...RequestEditorFn) (*ProcessListResponse, error) {
 	rsp, err := c.ProcessList(ctx, params, reqEditors...)
 	if err != nil {
@@ -34233,12 +36055,13 @@ func (c *ClientWithResponses) ProcessListWithResponse(ctx context.Context, param
 	return ParseProcessListResponse(rsp)
 }
 
-// ProcessCreateWithBodyWithResponse performs a POST /v1/processes (the `ProcessCreate` operationId) request,
-// with any type of body and a specified content type.
+// ProcessCreateWithBodyWithResponse Process create
 //
 // Needs the permission processes.manage.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/processes (the `ProcessCreate` operationId).
 func (c *ClientWithResponses) ProcessCreateWithBodyWithResponse(ctx context.Context, params *ProcessCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ProcessCreateResponse, error) {
 	rsp, err := c.ProcessCreateWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -34247,10 +36070,13 @@ func (c *ClientWithResponses) ProcessCreateWithBodyWithResponse(ctx context.Cont
 	return ParseProcessCreateResponse(rsp)
 }
 
-// ProcessCreateWithResponse performs a POST /v1/processes (the `ProcessCreate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// ProcessCreateWithResponse Process create
 //
 // Needs the permission processes.manage.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/processes (the `ProcessCreate` operationId).
 func (c *ClientWithResponses) ProcessCreateWithResponse(ctx context.Context, params *ProcessCreateParams, body ProcessCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*ProcessCreateResponse, error) {
 	rsp, err := c.ProcessCreate(ctx, params, body, reqEditors...)
 	if err != nil {
@@ -34259,11 +36085,13 @@ func (c *ClientWithResponses) ProcessCreateWithResponse(ctx context.Context, par
 	return ParseProcessCreateResponse(rsp)
 }
 
-// StepTypesWithResponse performs a GET /v1/processes/step-types (the `StepTypes` operationId) request.
+// StepTypesWithResponse Step types
 //
 // Needs the permission processes.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/processes/step-types (the `StepTypes` operationId).
 func (c *ClientWithResponses) StepTypesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*StepTypesResponse, error) {
 	rsp, err := c.StepTypes(ctx, reqEditors...)
 	if err != nil {
@@ -34272,11 +36100,13 @@ func (c *ClientWithResponses) StepTypesWithResponse(ctx context.Context, reqEdit
 	return ParseStepTypesResponse(rsp)
 }
 
-// ProcessArchiveWithResponse performs a DELETE /v1/processes/{id} (the `ProcessArchive` operationId) request.
+// ProcessArchiveWithResponse Process archive
 //
 // Needs the permission processes.manage.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/processes/{id} (the `ProcessArchive` operationId).
 func (c *ClientWithResponses) ProcessArchiveWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ProcessArchiveResponse, error) {
 	rsp, err := c.ProcessArchive(ctx, id, reqEditors...)
 	if err != nil {
@@ -34285,11 +36115,13 @@ func (c *ClientWithResponses) ProcessArchiveWithResponse(ctx context.Context, id
 	return ParseProcessArchiveResponse(rsp)
 }
 
-// ProcessGetWithResponse performs a GET /v1/processes/{id} (the `ProcessGet` operationId) request.
+// ProcessGetWithResponse Process get
 //
 // Needs the permission processes.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/processes/{id} (the `ProcessGet` operationId).
 func (c *ClientWithResponses) ProcessGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ProcessGetResponse, error) {
 	rsp, err := c.ProcessGet(ctx, id, reqEditors...)
 	if err != nil {
@@ -34298,12 +36130,13 @@ func (c *ClientWithResponses) ProcessGetWithResponse(ctx context.Context, id str
 	return ParseProcessGetResponse(rsp)
 }
 
-// ProcessUpdateWithBodyWithResponse performs a PATCH /v1/processes/{id} (the `ProcessUpdate` operationId) request,
-// with any type of body and a specified content type.
+// ProcessUpdateWithBodyWithResponse Process update
 //
 // Needs the permission processes.manage.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/processes/{id} (the `ProcessUpdate` operationId).
 func (c *ClientWithResponses) ProcessUpdateWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ProcessUpdateResponse, error) {
 	rsp, err := c.ProcessUpdateWithBody(ctx, id, contentType, body, reqEditors...)
 	if err != nil {
@@ -34312,10 +36145,13 @@ func (c *ClientWithResponses) ProcessUpdateWithBodyWithResponse(ctx context.Cont
 	return ParseProcessUpdateResponse(rsp)
 }
 
-// ProcessUpdateWithResponse performs a PATCH /v1/processes/{id} (the `ProcessUpdate` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// ProcessUpdateWithResponse Process update
 //
 // Needs the permission processes.manage.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/processes/{id} (the `ProcessUpdate` operationId).
 func (c *ClientWithResponses) ProcessUpdateWithResponse(ctx context.Context, id string, body ProcessUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*ProcessUpdateResponse, error) {
 	rsp, err := c.ProcessUpdate(ctx, id, body, reqEditors...)
 	if err != nil {
@@ -34324,11 +36160,13 @@ func (c *ClientWithResponses) ProcessUpdateWithResponse(ctx context.Context, id 
 	return ParseProcessUpdateResponse(rsp)
 }
 
-// ProcessAutomationGetWithResponse performs a GET /v1/processes/{id}/automation (the `ProcessAutomationGet` operationId) request.
+// ProcessAutomationGetWithResponse Process automation get
 //
 // Needs the permission processes.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/processes/{id}/automation (the `ProcessAutomationGet` operationId).
 func (c *ClientWithResponses) ProcessAutomationGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ProcessAutomationGetResponse, error) {
 	rsp, err := c.ProcessAutomationGet(ctx, id, reqEditors...)
 	if err != nil {
@@ -34337,12 +36175,13 @@ func (c *ClientWithResponses) ProcessAutomationGetWithResponse(ctx context.Conte
 	return ParseProcessAutomationGetResponse(rsp)
 }
 
-// ProcessAutomationPatchWithBodyWithResponse performs a PATCH /v1/processes/{id}/automation (the `ProcessAutomationPatch` operationId) request,
-// with any type of body and a specified content type.
+// ProcessAutomationPatchWithBodyWithResponse Process automation patch
 //
 // Needs the permission automation.manage.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/processes/{id}/automation (the `ProcessAutomationPatch` operationId).
 func (c *ClientWithResponses) ProcessAutomationPatchWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ProcessAutomationPatchResponse, error) {
 	rsp, err := c.ProcessAutomationPatchWithBody(ctx, id, contentType, body, reqEditors...)
 	if err != nil {
@@ -34351,10 +36190,13 @@ func (c *ClientWithResponses) ProcessAutomationPatchWithBodyWithResponse(ctx con
 	return ParseProcessAutomationPatchResponse(rsp)
 }
 
-// ProcessAutomationPatchWithResponse performs a PATCH /v1/processes/{id}/automation (the `ProcessAutomationPatch` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// ProcessAutomationPatchWithResponse Process automation patch
 //
 // Needs the permission automation.manage.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/processes/{id}/automation (the `ProcessAutomationPatch` operationId).
 func (c *ClientWithResponses) ProcessAutomationPatchWithResponse(ctx context.Context, id string, body ProcessAutomationPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*ProcessAutomationPatchResponse, error) {
 	rsp, err := c.ProcessAutomationPatch(ctx, id, body, reqEditors...)
 	if err != nil {
@@ -34363,12 +36205,13 @@ func (c *ClientWithResponses) ProcessAutomationPatchWithResponse(ctx context.Con
 	return ParseProcessAutomationPatchResponse(rsp)
 }
 
-// RunStartWithBodyWithResponse performs a POST /v1/processes/{id}/start (the `RunStart` operationId) request,
-// with any type of body and a specified content type.
+// RunStartWithBodyWithResponse Run start
 //
 // Needs the permission runs.start.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/processes/{id}/start (the `RunStart` operationId).
 func (c *ClientWithResponses) RunStartWithBodyWithResponse(ctx context.Context, id string, params *RunStartParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunStartResponse, error) {
 	rsp, err := c.RunStartWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -34377,10 +36220,13 @@ func (c *ClientWithResponses) RunStartWithBodyWithResponse(ctx context.Context, 
 	return ParseRunStartResponse(rsp)
 }
 
-// RunStartWithResponse performs a POST /v1/processes/{id}/start (the `RunStart` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// RunStartWithResponse Run start
 //
 // Needs the permission runs.start.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/processes/{id}/start (the `RunStart` operationId).
 func (c *ClientWithResponses) RunStartWithResponse(ctx context.Context, id string, params *RunStartParams, body RunStartJSONRequestBody, reqEditors ...RequestEditorFn) (*RunStartResponse, error) {
 	rsp, err := c.RunStart(ctx, id, params, body, reqEditors...)
 	if err != nil {
@@ -34389,11 +36235,13 @@ func (c *ClientWithResponses) RunStartWithResponse(ctx context.Context, id strin
 	return ParseRunStartResponse(rsp)
 }
 
-// ProcessVersionsWithResponse performs a GET /v1/processes/{id}/versions (the `ProcessVersions` operationId) request.
+// ProcessVersionsWithResponse Process versions
 //
 // Needs the permission processes.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/processes/{id}/versions (the `ProcessVersions` operationId).
 func (c *ClientWithResponses) ProcessVersionsWithResponse(ctx context.Context, id string, params *ProcessVersionsParams, reqEditors ...RequestEditorFn) (*ProcessVersionsResponse, error) {
 	rsp, err := c.ProcessVersions(ctx, id, params, reqEditors...)
 	if err != nil {
@@ -34402,11 +36250,13 @@ func (c *ClientWithResponses) ProcessVersionsWithResponse(ctx context.Context, i
 	return ParseProcessVersionsResponse(rsp)
 }
 
-// TaskListWithResponse performs a GET /v1/tasks (the `TaskList` operationId) request.
+// TaskListWithResponse Task list
 //
 // Needs the permission processes.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/tasks (the `TaskList` operationId).
 func (c *ClientWithResponses) TaskListWithResponse(ctx context.Context, params *TaskListParams, reqEditors ...RequestEditorFn) (*TaskListResponse, error) {
 	rsp, err := c.TaskList(ctx, params, reqEditors...)
 	if err != nil {
@@ -34415,11 +36265,13 @@ func (c *ClientWithResponses) TaskListWithResponse(ctx context.Context, params *
 	return ParseTaskListResponse(rsp)
 }
 
-// TaskGetWithResponse performs a GET /v1/tasks/{id} (the `TaskGet` operationId) request.
+// TaskGetWithResponse Task get
 //
 // Needs the permission processes.read.
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/tasks/{id} (the `TaskGet` operationId).
 func (c *ClientWithResponses) TaskGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*TaskGetResponse, error) {
 	rsp, err := c.TaskGet(ctx, id, reqEditors...)
 	if err != nil {
@@ -34428,12 +36280,13 @@ func (c *ClientWithResponses) TaskGetWithResponse(ctx context.Context, id string
 	return ParseTaskGetResponse(rsp)
 }
 
-// TaskCompleteWithBodyWithResponse performs a POST /v1/tasks/{id}/complete (the `TaskComplete` operationId) request,
-// with any type of body and a specified content type.
+// TaskCompleteWithBodyWithResponse Task complete
 //
 // Needs the permission tasks.work.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tasks/{id}/complete (the `TaskComplete` operationId).
 func (c *ClientWithResponses) TaskCompleteWithBodyWithResponse(ctx context.Context, id string, params *TaskCompleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TaskCompleteResponse, error) {
 	rsp, err := c.TaskCompleteWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
@@ -34442,10 +36295,13 @@ func (c *ClientWithResponses) TaskCompleteWithBodyWithResponse(ctx context.Conte
 	return ParseTaskCompleteResponse(rsp)
 }
 
-// TaskCompleteWithResponse performs a POST /v1/tasks/{id}/complete (the `TaskComplete` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// TaskCompleteWithResponse Task complete
 //
 // Needs the permission tasks.work.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tasks/{id}/complete (the `TaskComplete` operationId).
 func (c *ClientWithResponses) TaskCompleteWithResponse(ctx context.Context, id string, params *TaskCompleteParams, body TaskCompleteJSONRequestBody, reqEditors ...RequestEditorFn) (*TaskCompleteResponse, error) {
 	rsp, err := c.TaskComplete(ctx, id, params, body, reqEditors...)
 	if err != nil {
@@ -34454,9 +36310,11 @@ func (c *ClientWithResponses) TaskCompleteWithResponse(ctx context.Context, id s
 	return ParseTaskCompleteResponse(rsp)
 }
 
-// UseCasesListWithResponse performs a GET /v1/use-cases (the `UseCasesList` operationId) request.
+// UseCasesListWithResponse Use cases list
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/use-cases (the `UseCasesList` operationId).
 func (c *ClientWithResponses) UseCasesListWithResponse(ctx context.Context, params *UseCasesListParams, reqEditors ...RequestEditorFn) (*UseCasesListResponse, error) {
 	rsp, err := c.UseCasesList(ctx, params, reqEditors...)
 	if err != nil {
@@ -34465,10 +36323,11 @@ func (c *ClientWithResponses) UseCasesListWithResponse(ctx context.Context, para
 	return ParseUseCasesListResponse(rsp)
 }
 
-// UseCaseDepartmentsWithBodyWithResponse performs a PUT /v1/use-cases/members/{user_id}/departments (the `UseCaseDepartments` operationId) request,
-// with any type of body and a specified content type.
+// UseCaseDepartmentsWithBodyWithResponse Use case departments
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/use-cases/members/{user_id}/departments (the `UseCaseDepartments` operationId).
 func (c *ClientWithResponses) UseCaseDepartmentsWithBodyWithResponse(ctx context.Context, userId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UseCaseDepartmentsResponse, error) {
 	rsp, err := c.UseCaseDepartmentsWithBody(ctx, userId, contentType, body, reqEditors...)
 	if err != nil {
@@ -34477,8 +36336,11 @@ func (c *ClientWithResponses) UseCaseDepartmentsWithBodyWithResponse(ctx context
 	return ParseUseCaseDepartmentsResponse(rsp)
 }
 
-// UseCaseDepartmentsWithResponse performs a PUT /v1/use-cases/members/{user_id}/departments (the `UseCaseDepartments` operationId) request.
+// UseCaseDepartmentsWithResponse Use case departments
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/use-cases/members/{user_id}/departments (the `UseCaseDepartments` operationId).
 func (c *ClientWithResponses) UseCaseDepartmentsWithResponse(ctx context.Context, userId string, body UseCaseDepartmentsJSONRequestBody, reqEditors ...RequestEditorFn) (*UseCaseDepartmentsResponse, error) {
 	rsp, err := c.UseCaseDepartments(ctx, userId, body, reqEditors...)
 	if err != nil {
@@ -34487,9 +36349,11 @@ func (c *ClientWithResponses) UseCaseDepartmentsWithResponse(ctx context.Context
 	return ParseUseCaseDepartmentsResponse(rsp)
 }
 
-// UseCaseProfileGetWithResponse performs a GET /v1/use-cases/profile (the `UseCaseProfileGet` operationId) request.
+// UseCaseProfileGetWithResponse Use case profile get
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/use-cases/profile (the `UseCaseProfileGet` operationId).
 func (c *ClientWithResponses) UseCaseProfileGetWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*UseCaseProfileGetResponse, error) {
 	rsp, err := c.UseCaseProfileGet(ctx, reqEditors...)
 	if err != nil {
@@ -34498,12 +36362,13 @@ func (c *ClientWithResponses) UseCaseProfileGetWithResponse(ctx context.Context,
 	return ParseUseCaseProfileGetResponse(rsp)
 }
 
-// UseCaseProfileSetWithBodyWithResponse performs a PUT /v1/use-cases/profile (the `UseCaseProfileSet` operationId) request,
-// with any type of body and a specified content type.
+// UseCaseProfileSetWithBodyWithResponse Use case profile set
 //
 // Needs the permission usecases.manage.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/use-cases/profile (the `UseCaseProfileSet` operationId).
 func (c *ClientWithResponses) UseCaseProfileSetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UseCaseProfileSetResponse, error) {
 	rsp, err := c.UseCaseProfileSetWithBody(ctx, contentType, body, reqEditors...)
 	if err != nil {
@@ -34512,10 +36377,13 @@ func (c *ClientWithResponses) UseCaseProfileSetWithBodyWithResponse(ctx context.
 	return ParseUseCaseProfileSetResponse(rsp)
 }
 
-// UseCaseProfileSetWithResponse performs a PUT /v1/use-cases/profile (the `UseCaseProfileSet` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// UseCaseProfileSetWithResponse Use case profile set
 //
 // Needs the permission usecases.manage.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/use-cases/profile (the `UseCaseProfileSet` operationId).
 func (c *ClientWithResponses) UseCaseProfileSetWithResponse(ctx context.Context, body UseCaseProfileSetJSONRequestBody, reqEditors ...RequestEditorFn) (*UseCaseProfileSetResponse, error) {
 	rsp, err := c.UseCaseProfileSet(ctx, body, reqEditors...)
 	if err != nil {
@@ -34524,9 +36392,11 @@ func (c *ClientWithResponses) UseCaseProfileSetWithResponse(ctx context.Context,
 	return ParseUseCaseProfileSetResponse(rsp)
 }
 
-// UseCaseRegisterWithResponse performs a GET /v1/use-cases/register (the `UseCaseRegister` operationId) request.
+// UseCaseRegisterWithResponse Use case register
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/use-cases/register (the `UseCaseRegister` operationId).
 func (c *ClientWithResponses) UseCaseRegisterWithResponse(ctx context.Context, params *UseCaseRegisterParams, reqEditors ...RequestEditorFn) (*UseCaseRegisterResponse, error) {
 	rsp, err := c.UseCaseRegister(ctx, params, reqEditors...)
 	if err != nil {
@@ -34535,9 +36405,11 @@ func (c *ClientWithResponses) UseCaseRegisterWithResponse(ctx context.Context, p
 	return ParseUseCaseRegisterResponse(rsp)
 }
 
-// UseCaseTaxonomyWithResponse performs a GET /v1/use-cases/taxonomy (the `UseCaseTaxonomy` operationId) request.
+// UseCaseTaxonomyWithResponse Use case taxonomy
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/use-cases/taxonomy (the `UseCaseTaxonomy` operationId).
 func (c *ClientWithResponses) UseCaseTaxonomyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*UseCaseTaxonomyResponse, error) {
 	rsp, err := c.UseCaseTaxonomy(ctx, reqEditors...)
 	if err != nil {
@@ -34546,9 +36418,11 @@ func (c *ClientWithResponses) UseCaseTaxonomyWithResponse(ctx context.Context, r
 	return ParseUseCaseTaxonomyResponse(rsp)
 }
 
-// UseCaseGetWithResponse performs a GET /v1/use-cases/{use_case_id} (the `UseCaseGet` operationId) request.
+// UseCaseGetWithResponse Use case get
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/use-cases/{use_case_id} (the `UseCaseGet` operationId).
 func (c *ClientWithResponses) UseCaseGetWithResponse(ctx context.Context, useCaseId string, reqEditors ...RequestEditorFn) (*UseCaseGetResponse, error) {
 	rsp, err := c.UseCaseGet(ctx, useCaseId, reqEditors...)
 	if err != nil {
@@ -34557,12 +36431,13 @@ func (c *ClientWithResponses) UseCaseGetWithResponse(ctx context.Context, useCas
 	return ParseUseCaseGetResponse(rsp)
 }
 
-// UseCaseAdoptionWithBodyWithResponse performs a PUT /v1/use-cases/{use_case_id}/adoption (the `UseCaseAdoption` operationId) request,
-// with any type of body and a specified content type.
+// UseCaseAdoptionWithBodyWithResponse Use case adoption
 //
 // Needs the permission usecases.manage.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/use-cases/{use_case_id}/adoption (the `UseCaseAdoption` operationId).
 func (c *ClientWithResponses) UseCaseAdoptionWithBodyWithResponse(ctx context.Context, useCaseId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UseCaseAdoptionResponse, error) {
 	rsp, err := c.UseCaseAdoptionWithBody(ctx, useCaseId, contentType, body, reqEditors...)
 	if err != nil {
@@ -34571,10 +36446,13 @@ func (c *ClientWithResponses) UseCaseAdoptionWithBodyWithResponse(ctx context.Co
 	return ParseUseCaseAdoptionResponse(rsp)
 }
 
-// UseCaseAdoptionWithResponse performs a PUT /v1/use-cases/{use_case_id}/adoption (the `UseCaseAdoption` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// UseCaseAdoptionWithResponse Use case adoption
 //
 // Needs the permission usecases.manage.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/use-cases/{use_case_id}/adoption (the `UseCaseAdoption` operationId).
 func (c *ClientWithResponses) UseCaseAdoptionWithResponse(ctx context.Context, useCaseId string, body UseCaseAdoptionJSONRequestBody, reqEditors ...RequestEditorFn) (*UseCaseAdoptionResponse, error) {
 	rsp, err := c.UseCaseAdoption(ctx, useCaseId, body, reqEditors...)
 	if err != nil {
@@ -34583,9 +36461,11 @@ func (c *ClientWithResponses) UseCaseAdoptionWithResponse(ctx context.Context, u
 	return ParseUseCaseAdoptionResponse(rsp)
 }
 
-// WorkspaceGetWithResponse performs a GET /v1/workspace (the `WorkspaceGet` operationId) request.
+// WorkspaceGetWithResponse Workspace get
 //
 // Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/workspace (the `WorkspaceGet` operationId).
 func (c *ClientWithResponses) WorkspaceGetWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*WorkspaceGetResponse, error) {
 	rsp, err := c.WorkspaceGet(ctx, reqEditors...)
 	if err != nil {
@@ -34594,12 +36474,13 @@ func (c *ClientWithResponses) WorkspaceGetWithResponse(ctx context.Context, reqE
 	return ParseWorkspaceGetResponse(rsp)
 }
 
-// WorkspacePatchWithBodyWithResponse performs a PATCH /v1/workspace (the `WorkspacePatch` operationId) request,
-// with any type of body and a specified content type.
+// WorkspacePatchWithBodyWithResponse Workspace patch
 //
 // Needs the permission access.manage.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/workspace (the `WorkspacePatch` operationId).
 func (c *ClientWithResponses) WorkspacePatchWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WorkspacePatchResponse, error) {
 	rsp, err := c.WorkspacePatchWithBody(ctx, contentType, body, reqEditors...)
 	if err != nil {
@@ -34608,10 +36489,13 @@ func (c *ClientWithResponses) WorkspacePatchWithBodyWithResponse(ctx context.Con
 	return ParseWorkspacePatchResponse(rsp)
 }
 
-// WorkspacePatchWithResponse performs a PATCH /v1/workspace (the `WorkspacePatch` operationId) request.
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// WorkspacePatchWithResponse Workspace patch
 //
 // Needs the permission access.manage.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/workspace (the `WorkspacePatch` operationId).
 func (c *ClientWithResponses) WorkspacePatchWithResponse(ctx context.Context, body WorkspacePatchJSONRequestBody, reqEditors ...RequestEditorFn) (*WorkspacePatchResponse, error) {
 	rsp, err := c.WorkspacePatch(ctx, body, reqEditors...)
 	if err != nil {
