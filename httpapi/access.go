@@ -18,34 +18,34 @@ import (
 // unless the kind says otherwise).
 func (h *Handler) registerAccessRoutes() {
 	if h.opts.DevLogin {
-		h.handlePublic("POST", "/v1/auth/dev-login", h.handleDevLogin)
+		h.handlePublic("POST", "/v1/auth/dev-login", h.handleDevLogin).In(access.DevLoginIn{}).Out(201, access.Session{})
 	}
-	h.handlePublic("POST", "/v1/auth/email", h.handleAuthEmail)
-	h.handlePublic("POST", "/v1/auth/code", h.handleAuthCode)
-	h.handle("GET", "/v1/auth/me", "", "", h.handleMe)
-	h.handle("POST", "/v1/auth/logout", "", "", h.handleLogout)
+	h.handlePublic("POST", "/v1/auth/email", h.handleAuthEmail).In(access.EmailIn{}).Out(202, map[string]string{})
+	h.handlePublic("POST", "/v1/auth/code", h.handleAuthCode).In(access.CodeIn{}).Out(201, access.Session{}).Errors(401)
+	h.handle("GET", "/v1/auth/me", "", "", h.handleMe).Out(200, access.Me{})
+	h.handle("POST", "/v1/auth/logout", "", "", h.handleLogout).Out(204, nil)
 
-	h.handle("GET", "/v1/api-keys", access.AppAccess, "", h.handleKeysList)
-	h.handle("POST", "/v1/api-keys", access.AppAccess, "", h.handleKeyCreate)
-	h.handle("GET", "/v1/api-keys/:id", access.AppAccess, "", h.handleKeyGet)
-	h.handle("DELETE", "/v1/api-keys/:id", access.AppAccess, "", h.handleKeyRevoke)
+	h.handle("GET", "/v1/api-keys", access.AppAccess, "", h.handleKeysList).List(access.Key{})
+	h.handle("POST", "/v1/api-keys", access.AppAccess, "", h.handleKeyCreate).In(access.APIKeyIn{}).Out(202, access.NewKey{}).Out(201, access.NewKey{})
+	h.handle("GET", "/v1/api-keys/:id", access.AppAccess, "", h.handleKeyGet).Out(200, access.Key{})
+	h.handle("DELETE", "/v1/api-keys/:id", access.AppAccess, "", h.handleKeyRevoke).Out(204, nil)
 
-	h.handle("GET", "/v1/invitations", access.AppAccess, access.PermAccessManage, h.handleInvitationsList)
-	h.handle("POST", "/v1/invitations", access.AppAccess, access.PermAccessManage, h.handleInvitationCreate)
-	h.handle("GET", "/v1/invitations/:id", access.AppAccess, access.PermAccessManage, h.handleInvitationGet)
-	h.handle("DELETE", "/v1/invitations/:id", access.AppAccess, access.PermAccessManage, h.handleInvitationRevoke)
-	h.handlePublic("POST", "/v1/invitations/:token/accept", h.handleInvitationAccept)
+	h.handle("GET", "/v1/invitations", access.AppAccess, access.PermAccessManage, h.handleInvitationsList).List(access.Invitation{})
+	h.handle("POST", "/v1/invitations", access.AppAccess, access.PermAccessManage, h.handleInvitationCreate).In(access.InviteIn{}).Out(202, access.NewInvitation{}).Out(201, access.NewInvitation{})
+	h.handle("GET", "/v1/invitations/:id", access.AppAccess, access.PermAccessManage, h.handleInvitationGet).Out(200, access.Invitation{})
+	h.handle("DELETE", "/v1/invitations/:id", access.AppAccess, access.PermAccessManage, h.handleInvitationRevoke).Out(204, nil)
+	h.handlePublic("POST", "/v1/invitations/:token/accept", h.handleInvitationAccept).In(access.AcceptIn{}).Out(201, access.Session{})
 
-	h.handle("GET", "/v1/members", access.AppAccess, "", h.handleMembersList)
-	h.handle("GET", "/v1/workspace", access.AppAccess, "", h.handleWorkspaceGet)
-	h.handle("PATCH", "/v1/workspace", access.AppAccess, access.PermAccessManage, h.handleWorkspacePatch)
+	h.handle("GET", "/v1/members", access.AppAccess, "", h.handleMembersList).List(access.Member{})
+	h.handle("GET", "/v1/workspace", access.AppAccess, "", h.handleWorkspaceGet).Out(200, access.Workspace{})
+	h.handle("PATCH", "/v1/workspace", access.AppAccess, access.PermAccessManage, h.handleWorkspacePatch).In(access.WorkspacePatch{}).Out(202, changeOut{}).Out(200, access.Workspace{})
 
-	h.handle("GET", "/v1/changes", access.AppAccess, "", h.handleChangesList)
-	h.handle("GET", "/v1/changes/:id", access.AppAccess, "", h.handleChangeGet)
-	h.handle("POST", "/v1/changes/:id/approve", access.AppAccess, "", h.handleChangeApprove)
-	h.handle("POST", "/v1/changes/:id/reject", access.AppAccess, "", h.handleChangeReject)
+	h.handle("GET", "/v1/changes", access.AppAccess, "", h.handleChangesList).List(access.Change{}).Query("status")
+	h.handle("GET", "/v1/changes/:id", access.AppAccess, "", h.handleChangeGet).Out(200, access.Change{})
+	h.handle("POST", "/v1/changes/:id/approve", access.AppAccess, "", h.handleChangeApprove).In(access.DecisionIn{}).Out(200, access.Change{})
+	h.handle("POST", "/v1/changes/:id/reject", access.AppAccess, "", h.handleChangeReject).In(access.DecisionIn{}).Out(200, access.Change{})
 
-	h.handle("GET", "/v1/audit", access.AppAccess, access.PermAuditRead, h.handleAuditList)
+	h.handle("GET", "/v1/audit", access.AppAccess, access.PermAuditRead, h.handleAuditList).List(audit.Entry{}).Query("entity", "actor", "since")
 }
 
 func (h *Handler) access() *access.Service { return h.ws.Access() }

@@ -13,10 +13,10 @@ import (
 // automation.manage. All belong to the automation app.
 func (h *Handler) registerAutomationRoutes() {
 	app := access.AppAutomation
-	h.handle("GET", "/v1/automation", app, access.PermProcessesRead, h.handleAutomationGet)
-	h.handle("PATCH", "/v1/automation", app, access.PermAutomationManage, h.handleAutomationPatch)
-	h.handle("GET", "/v1/processes/:id/automation", app, access.PermProcessesRead, h.handleProcessAutomationGet)
-	h.handle("PATCH", "/v1/processes/:id/automation", app, access.PermAutomationManage, h.handleProcessAutomationPatch)
+	h.handle("GET", "/v1/automation", app, access.PermProcessesRead, h.handleAutomationGet).Out(200, automation.View{})
+	h.handle("PATCH", "/v1/automation", app, access.PermAutomationManage, h.handleAutomationPatch).In(automation.Patch{}).Out(200, automation.View{}).Out(202, changeOut{})
+	h.handle("GET", "/v1/processes/:id/automation", app, access.PermProcessesRead, h.handleProcessAutomationGet).Out(200, automation.View{})
+	h.handle("PATCH", "/v1/processes/:id/automation", app, access.PermAutomationManage, h.handleProcessAutomationPatch).In(automation.Patch{}).Out(200, automation.View{}).Out(202, changeOut{})
 }
 
 // handleAutomationGet serves GET /v1/automation: the workspace's settings,

@@ -27,7 +27,7 @@ func badRequestf(format string, args ...any) error {
 // Content-Type; upload routes check their multipart body themselves. A
 // request without a body passes whatever it says.
 func checkContentType(c *request) error {
-	if c.route.Upload || !hasBody(c.R) {
+	if c.route.multipart || !hasBody(c.R) {
 		return nil
 	}
 	ct := c.R.Header.Get("Content-Type")

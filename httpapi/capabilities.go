@@ -21,13 +21,13 @@ const (
 
 func (h *Handler) registerCapabilityRoutes() {
 	app := access.AppCapabilities
-	h.handle("GET", "/v1/capabilities", app, "", h.handleCapabilitiesList)
-	h.handle("GET", "/v1/capabilities/gaps", app, "", h.handleCapabilityGaps)
-	h.handle("GET", "/v1/capabilities/:id", app, "", h.handleCapabilityGet)
-	h.handle("PUT", "/v1/capabilities/:id/binding", app, access.PermCapabilitiesManage, h.handleCapabilityBind)
-	h.handle("DELETE", "/v1/capabilities/:id/binding", app, access.PermCapabilitiesManage, h.handleCapabilityUnbind)
-	h.handle("GET", "/v1/integrations", app, "", h.handleIntegrations)
-	h.handle("GET", "/v1/connections", app, "", h.handleConnections)
+	h.handle("GET", "/v1/capabilities", app, "", h.handleCapabilitiesList).List(CapabilityOut{})
+	h.handle("GET", "/v1/capabilities/gaps", app, "", h.handleCapabilityGaps).List(registry.Gap{})
+	h.handle("GET", "/v1/capabilities/:id", app, "", h.handleCapabilityGet).Out(200, CapabilityOut{})
+	h.handle("PUT", "/v1/capabilities/:id/binding", app, access.PermCapabilitiesManage, h.handleCapabilityBind).In(registry.BindingIn{}).Out(200, CapabilityOut{})
+	h.handle("DELETE", "/v1/capabilities/:id/binding", app, access.PermCapabilitiesManage, h.handleCapabilityUnbind).Out(204, nil)
+	h.handle("GET", "/v1/integrations", app, "", h.handleIntegrations).Query("apps").Out(200, []registry.Integration{})
+	h.handle("GET", "/v1/connections", app, "", h.handleConnections).List(registry.ConnectionOut{})
 }
 
 // ProviderRecord is a provider as CapabilityOut lists it.

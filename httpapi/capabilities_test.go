@@ -66,7 +66,7 @@ func capSetup(t *testing.T, plugins ...string) *capBundle {
 		t.Fatalf("open: %v", err)
 	}
 	t.Cleanup(func() { _ = ws.Close() })
-	srv := httptest.NewServer(httpapi.New(ws, httpapi.Options{DevLogin: true}))
+	srv := httptest.NewServer(conform(t, httpapi.New(ws, httpapi.Options{DevLogin: true})))
 	t.Cleanup(srv.Close)
 	b := &capBundle{t: t, ws: ws, srv: srv}
 	login := func(tenant, user, role string) string {

@@ -51,7 +51,7 @@ func (c *request) Body() ([]byte, error) {
 		return c.body, nil
 	}
 	limit := c.h.opts.MaxBodyBytes
-	if c.route.Upload {
+	if c.route.multipart {
 		limit = c.h.opts.MaxUploadBytes
 	}
 	b, err := io.ReadAll(io.LimitReader(c.R.Body, limit+1))
@@ -193,6 +193,14 @@ func (c *request) List(items any, next string) error {
 		return c.JSON(http.StatusOK, []any{})
 	}
 	return c.JSON(http.StatusOK, items)
+}
+
+// raw writes an already encoded JSON body.
+func (c *request) raw(status int, body []byte) error {
+	c.W.Header().Set("Content-Type", "application/json")
+	c.W.WriteHeader(status)
+	_, _ = c.W.Write(append(body, '\n'))
+	return nil
 }
 
 // jsonID reads the "id" of an encoded record.

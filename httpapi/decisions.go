@@ -14,16 +14,16 @@ import (
 // approvals.decide.
 func (h *Handler) registerDecisionRoutes() {
 	app := access.AppDecisions
-	h.handle("GET", "/v1/decisions", app, access.PermProcessesRead, h.handleDecisionList)
-	h.handle("POST", "/v1/decisions", app, access.PermAutomationManage, h.handleDecisionCreate)
-	h.handle("GET", "/v1/decisions/:name", app, access.PermProcessesRead, h.handleDecisionGet)
-	h.handle("DELETE", "/v1/decisions/:name", app, access.PermAutomationManage, h.handleDecisionDelete)
-	h.handle("POST", "/v1/decisions/:name/evaluate", app, access.PermRunsStart, h.handleDecisionEvaluate)
-	h.handle("POST", "/v1/decisions/:name/feedback", app, access.PermApprovalsDecide, h.handleDecisionFeedback)
-	h.handle("GET", "/v1/decisions/:name/agreement", app, access.PermProcessesRead, h.handleDecisionAgreement)
-	h.handle("POST", "/v1/decisions/:name/outcomes", app, access.PermApprovalsDecide, h.handleDecisionOutcome)
-	h.handle("GET", "/v1/decisions/:name/cases", app, access.PermProcessesRead, h.handleDecisionCases)
-	h.handle("GET", "/v1/decisions/:name/cases/:case_id", app, access.PermProcessesRead, h.handleDecisionCase)
+	h.handle("GET", "/v1/decisions", app, access.PermProcessesRead, h.handleDecisionList).List(decisions.Record{})
+	h.handle("POST", "/v1/decisions", app, access.PermAutomationManage, h.handleDecisionCreate).In(decisions.Decision{}).Out(201, decisions.Record{})
+	h.handle("GET", "/v1/decisions/:name", app, access.PermProcessesRead, h.handleDecisionGet).Out(200, decisions.Record{})
+	h.handle("DELETE", "/v1/decisions/:name", app, access.PermAutomationManage, h.handleDecisionDelete).Out(204, nil)
+	h.handle("POST", "/v1/decisions/:name/evaluate", app, access.PermRunsStart, h.handleDecisionEvaluate).In(decisions.EvaluateIn{}).Out(200, decisions.Evaluation{})
+	h.handle("POST", "/v1/decisions/:name/feedback", app, access.PermApprovalsDecide, h.handleDecisionFeedback).In(decisions.FeedbackIn{}).Out(200, decisions.Agreement{})
+	h.handle("GET", "/v1/decisions/:name/agreement", app, access.PermProcessesRead, h.handleDecisionAgreement).Out(200, decisions.Agreement{})
+	h.handle("POST", "/v1/decisions/:name/outcomes", app, access.PermApprovalsDecide, h.handleDecisionOutcome).In(decisions.OutcomeIn{}).Out(201, decisions.Case{})
+	h.handle("GET", "/v1/decisions/:name/cases", app, access.PermProcessesRead, h.handleDecisionCases).List(decisions.Case{})
+	h.handle("GET", "/v1/decisions/:name/cases/:case_id", app, access.PermProcessesRead, h.handleDecisionCase).Out(200, decisions.Case{})
 }
 
 // handleDecisionList serves GET /v1/decisions: the decisions in name order,

@@ -11,10 +11,16 @@ func (h *Handler) HandleForTest(method, path, app, perm string, fn func(c *Ctx) 
 
 // UploadForTest is HandleForTest for an upload route.
 func (h *Handler) UploadForTest(method, path, app, perm string, fn func(c *Ctx) error) {
-	h.handleUpload(method, path, app, perm, fn)
+	h.handle(method, path, app, perm, fn).Upload("file")
 	h.statics = nil
 	h.build()
 }
 
 // Ctx is a request as a handler sees it, for handlers added by tests.
 type Ctx = request
+
+// BuildOpenAPIForTest builds the OpenAPI document afresh (OpenAPI caches
+// it), for the benchmark of its generation.
+func (h *Handler) BuildOpenAPIForTest() []byte {
+	return buildOpenAPI(h.routes, h.opts.BasePath)
+}

@@ -105,6 +105,9 @@ type Handler struct {
 	address    *limiter      // sign-in per email address, accept per invitation
 	uploads    chan struct{} // a slot per upload being served
 	idemClaims idemClaims
+
+	docMu sync.Mutex
+	doc   []byte // the OpenAPI document, built on first use
 }
 
 // New returns the API of ws.
@@ -147,6 +150,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // routes go to a second router that the front handler tries first, by
 // matching the request path against their patterns.
 func (h *Handler) build() {
+	h.docMu.Lock()
+	h.doc = nil
+	h.docMu.Unlock()
 	h.main = newRouter(h)
 	h.static = newRouter(h)
 	for _, r := range h.routes {

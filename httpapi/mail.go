@@ -9,7 +9,7 @@ import (
 // provider, where development and tests read the sign-in codes and
 // invitations that were "sent".
 func (h *Handler) registerMailRoutes() {
-	h.handle("GET", "/v1/outbox", access.AppAccess, access.PermAccessManage, h.handleOutboxList)
+	h.handle("GET", "/v1/outbox", access.AppAccess, access.PermAccessManage, h.handleOutboxList).List(mail.Message{})
 }
 
 // handleOutboxList serves GET /v1/outbox: the tenant's outbox, newest first.

@@ -19,13 +19,13 @@ import (
 
 func (h *Handler) registerProcessRoutes() {
 	app := access.AppProcesses
-	h.handle("GET", "/v1/processes", app, access.PermProcessesRead, h.handleProcessList)
-	h.handle("POST", "/v1/processes", app, access.PermProcessesManage, h.handleProcessCreate)
-	h.handle("GET", "/v1/processes/step-types", app, access.PermProcessesRead, h.handleStepTypes)
-	h.handle("GET", "/v1/processes/:id", app, access.PermProcessesRead, h.handleProcessGet)
-	h.handle("PATCH", "/v1/processes/:id", app, access.PermProcessesManage, h.handleProcessUpdate)
-	h.handle("DELETE", "/v1/processes/:id", app, access.PermProcessesManage, h.handleProcessArchive)
-	h.handle("GET", "/v1/processes/:id/versions", app, access.PermProcessesRead, h.handleProcessVersions)
+	h.handle("GET", "/v1/processes", app, access.PermProcessesRead, h.handleProcessList).List(process.Definition{}).Query("function")
+	h.handle("POST", "/v1/processes", app, access.PermProcessesManage, h.handleProcessCreate).In(process.ProcessIn{}).Out(201, process.Definition{})
+	h.handle("GET", "/v1/processes/step-types", app, access.PermProcessesRead, h.handleStepTypes).Out(200, []StepTypeOut{})
+	h.handle("GET", "/v1/processes/:id", app, access.PermProcessesRead, h.handleProcessGet).Out(200, process.Definition{})
+	h.handle("PATCH", "/v1/processes/:id", app, access.PermProcessesManage, h.handleProcessUpdate).In(process.ProcessPatch{}).Out(202, changeOut{}).Out(200, process.Definition{})
+	h.handle("DELETE", "/v1/processes/:id", app, access.PermProcessesManage, h.handleProcessArchive).Out(204, nil)
+	h.handle("GET", "/v1/processes/:id/versions", app, access.PermProcessesRead, h.handleProcessVersions).List(ProcessVersionOut{})
 }
 
 // handleProcessList serves GET /v1/processes: the tenant's processes, newest

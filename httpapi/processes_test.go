@@ -34,7 +34,7 @@ func newProcessServer(t *testing.T) *testServer {
 	}
 	t.Cleanup(func() { _ = ws.Close() })
 	h := httpapi.New(ws, httpapi.Options{DevLogin: true})
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(conform(t, h))
 	t.Cleanup(srv.Close)
 	return &testServer{ws: ws, h: h, srv: srv, clock: clk, logs: logs}
 }

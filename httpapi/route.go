@@ -29,10 +29,16 @@ type Route struct {
 	Perm string
 	// Public routes need no authentication.
 	Public bool
-	// Upload routes take a multipart/form-data body up to the upload
-	// limit; every other route takes JSON (application/json, or no
-	// Content-Type) up to the JSON limit, and 415 for another type.
-	Upload bool
+	// multipart routes (declared with Upload) take a multipart/form-data
+	// body up to the upload limit; every other route takes JSON
+	// (application/json, or no Content-Type) up to the JSON limit, and 415
+	// for another type.
+	multipart bool
+
+	// The route's contract, read by the OpenAPI document (see openapi.go):
+	// set with In, Out, List, Query, Upload, File and Errors beside the
+	// declaration.
+	contract
 
 	fn handlerFunc
 }
@@ -41,20 +47,19 @@ type Route struct {
 // one error writer.
 type handlerFunc func(c *request) error
 
-// handle declares an authenticated route of app needing perm.
-func (h *Handler) handle(method, path, app, perm string, fn handlerFunc) {
-	h.routes = append(h.routes, &Route{Method: method, Path: path, App: app, Perm: perm, fn: fn})
-}
-
-// handleUpload declares an authenticated route of app needing perm whose
-// body is a multipart/form-data upload.
-func (h *Handler) handleUpload(method, path, app, perm string, fn handlerFunc) {
-	h.routes = append(h.routes, &Route{Method: method, Path: path, App: app, Perm: perm, Upload: true, fn: fn})
+// handle declares an authenticated route of app needing perm; its contract
+// is set on the route it returns.
+func (h *Handler) handle(method, path, app, perm string, fn handlerFunc) *Route {
+	rt := &Route{Method: method, Path: path, App: app, Perm: perm, fn: fn}
+	h.routes = append(h.routes, rt)
+	return rt
 }
 
 // handlePublic declares a route that needs no authentication.
-func (h *Handler) handlePublic(method, path string, fn handlerFunc) {
-	h.routes = append(h.routes, &Route{Method: method, Path: path, Public: true, fn: fn})
+func (h *Handler) handlePublic(method, path string, fn handlerFunc) *Route {
+	rt := &Route{Method: method, Path: path, Public: true, fn: fn}
+	h.routes = append(h.routes, rt)
+	return rt
 }
 
 type ctxKey int
@@ -134,7 +139,7 @@ func (h *Handler) run(c *request) error {
 			return err
 		}
 	}
-	if rt.Upload {
+	if rt.multipart {
 		select {
 		case h.uploads <- struct{}{}:
 			defer func() { <-h.uploads }()

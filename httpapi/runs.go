@@ -14,20 +14,20 @@ import (
 )
 
 func (h *Handler) registerRunRoutes() {
-	h.handle("POST", "/v1/processes/:id/start", access.AppProcesses, access.PermRunsStart, h.handleRunStart)
-	h.handle("GET", "/v1/process-runs", access.AppProcesses, access.PermProcessesRead, h.handleRunList)
-	h.handle("GET", "/v1/process-runs/:id", access.AppProcesses, access.PermProcessesRead, h.handleRunGet)
-	h.handle("POST", "/v1/process-runs/:id/cancel", access.AppProcesses, access.PermRunsStart, h.handleRunCancel)
-	h.handle("POST", "/v1/events", access.AppProcesses, access.PermEventsEmit, h.handleEventEmit)
-	h.handle("GET", "/v1/cockpit", access.AppProcesses, access.PermProcessesRead, h.handleCockpit)
+	h.handle("POST", "/v1/processes/:id/start", access.AppProcesses, access.PermRunsStart, h.handleRunStart).In(StartIn{}).Out(201, runengine.Run{})
+	h.handle("GET", "/v1/process-runs", access.AppProcesses, access.PermProcessesRead, h.handleRunList).List(runengine.Run{}).Query("process_id", "status", "overdue")
+	h.handle("GET", "/v1/process-runs/:id", access.AppProcesses, access.PermProcessesRead, h.handleRunGet).Out(200, runengine.Run{})
+	h.handle("POST", "/v1/process-runs/:id/cancel", access.AppProcesses, access.PermRunsStart, h.handleRunCancel).Out(200, runengine.Run{})
+	h.handle("POST", "/v1/events", access.AppProcesses, access.PermEventsEmit, h.handleEventEmit).In(EventIn{}).Out(202, EventOut{})
+	h.handle("GET", "/v1/cockpit", access.AppProcesses, access.PermProcessesRead, h.handleCockpit).Out(200, runengine.Cockpit{})
 
-	h.handle("GET", "/v1/tasks", access.AppTasks, access.PermProcessesRead, h.handleTaskList)
-	h.handle("GET", "/v1/tasks/:id", access.AppTasks, access.PermProcessesRead, h.handleTaskGet)
-	h.handle("POST", "/v1/tasks/:id/complete", access.AppTasks, access.PermTasksWork, h.handleTaskComplete)
-	h.handle("GET", "/v1/approvals", access.AppTasks, access.PermProcessesRead, h.handleApprovalList)
-	h.handle("GET", "/v1/approvals/:id", access.AppTasks, access.PermProcessesRead, h.handleApprovalGet)
-	h.handle("POST", "/v1/approvals/:id/approve", access.AppTasks, access.PermApprovalsDecide, h.handleApprovalApprove)
-	h.handle("POST", "/v1/approvals/:id/reject", access.AppTasks, access.PermApprovalsDecide, h.handleApprovalReject)
+	h.handle("GET", "/v1/tasks", access.AppTasks, access.PermProcessesRead, h.handleTaskList).List(runengine.Task{}).Query("status", "assignee")
+	h.handle("GET", "/v1/tasks/:id", access.AppTasks, access.PermProcessesRead, h.handleTaskGet).Out(200, runengine.Task{})
+	h.handle("POST", "/v1/tasks/:id/complete", access.AppTasks, access.PermTasksWork, h.handleTaskComplete).In(CompleteIn{}).Out(200, runengine.Run{})
+	h.handle("GET", "/v1/approvals", access.AppTasks, access.PermProcessesRead, h.handleApprovalList).List(runengine.Approval{}).Query("status")
+	h.handle("GET", "/v1/approvals/:id", access.AppTasks, access.PermProcessesRead, h.handleApprovalGet).Out(200, runengine.Approval{})
+	h.handle("POST", "/v1/approvals/:id/approve", access.AppTasks, access.PermApprovalsDecide, h.handleApprovalApprove).In(ApproveIn{}).Out(200, runengine.Decision{})
+	h.handle("POST", "/v1/approvals/:id/reject", access.AppTasks, access.PermApprovalsDecide, h.handleApprovalReject).In(RejectIn{}).Out(200, runengine.Decision{})
 }
 
 // SubjectIn is what a manually started run is about.

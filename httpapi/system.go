@@ -7,8 +7,9 @@ import (
 )
 
 func (h *Handler) registerSystemRoutes() {
-	h.handlePublic("GET", "/healthz", h.handleHealth)
-	h.handle("GET", "/v1/apps", "", "", h.handleAppsList)
+	h.handlePublic("GET", "/healthz", h.handleHealth).Out(200, map[string]string{})
+	h.handle("GET", "/v1/apps", "", "", h.handleAppsList).Out(200, []capability.App{})
+	h.handlePublic("GET", "/v1/openapi.json", h.handleOpenAPI).Out(200, map[string]any{})
 }
 
 // handleHealth serves GET /healthz: 200 when the store answers.

@@ -11,9 +11,9 @@ import (
 // needs processes.read, installing processes.manage.
 func (h *Handler) registerTemplateRoutes() {
 	app := access.AppProcesses
-	h.handle("GET", "/v1/process-templates", app, access.PermProcessesRead, h.handleTemplatesList)
-	h.handle("GET", "/v1/process-templates/:id", app, access.PermProcessesRead, h.handleTemplateGet)
-	h.handle("POST", "/v1/process-templates/install", app, access.PermProcessesManage, h.handleTemplatesInstall)
+	h.handle("GET", "/v1/process-templates", app, access.PermProcessesRead, h.handleTemplatesList).Out(200, []templates.CatalogEntry{}).Query("function")
+	h.handle("GET", "/v1/process-templates/:id", app, access.PermProcessesRead, h.handleTemplateGet).Out(200, templates.CatalogEntry{})
+	h.handle("POST", "/v1/process-templates/install", app, access.PermProcessesManage, h.handleTemplatesInstall).In(templates.InstallIn{}).Out(200, templates.InstallOut{}).Out(201, templates.InstallOut{})
 }
 
 // handleTemplatesList serves GET /v1/process-templates?function=: every

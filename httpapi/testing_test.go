@@ -63,7 +63,7 @@ func newTestServerWith(t testing.TB, opts httpapi.Options, before func(*httpapi.
 	if before != nil {
 		before(h)
 	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(conform(t, h))
 	t.Cleanup(srv.Close)
 	return &testServer{ws: ws, h: h, srv: srv, clock: clk, logs: logs}
 }

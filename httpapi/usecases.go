@@ -13,14 +13,14 @@ import (
 // sets their own departments, anyone's with usecases.manage.
 func (h *Handler) registerUseCaseRoutes() {
 	app, manage := access.AppUsecases, access.PermUsecasesManage
-	h.handle("GET", "/v1/use-cases", app, "", h.handleUseCasesList)
-	h.handle("GET", "/v1/use-cases/taxonomy", app, "", h.handleUseCaseTaxonomy)
-	h.handle("GET", "/v1/use-cases/register", app, "", h.handleUseCaseRegister)
-	h.handle("GET", "/v1/use-cases/profile", app, "", h.handleUseCaseProfileGet)
-	h.handle("PUT", "/v1/use-cases/profile", app, manage, h.handleUseCaseProfileSet)
-	h.handle("PUT", "/v1/use-cases/members/:user_id/departments", app, "", h.handleUseCaseDepartments)
-	h.handle("GET", "/v1/use-cases/:use_case_id", app, "", h.handleUseCaseGet)
-	h.handle("PUT", "/v1/use-cases/:use_case_id/adoption", app, manage, h.handleUseCaseAdoption)
+	h.handle("GET", "/v1/use-cases", app, "", h.handleUseCasesList).Out(200, []usecases.EntryOut{}).Query("scope", "department")
+	h.handle("GET", "/v1/use-cases/taxonomy", app, "", h.handleUseCaseTaxonomy).Out(200, usecases.Taxonomy{})
+	h.handle("GET", "/v1/use-cases/register", app, "", h.handleUseCaseRegister).Out(200, usecases.Register{}).Query("status")
+	h.handle("GET", "/v1/use-cases/profile", app, "", h.handleUseCaseProfileGet).Out(200, usecases.Profile{})
+	h.handle("PUT", "/v1/use-cases/profile", app, manage, h.handleUseCaseProfileSet).In(usecases.ProfileIn{}).Out(200, usecases.Profile{})
+	h.handle("PUT", "/v1/use-cases/members/:user_id/departments", app, "", h.handleUseCaseDepartments).In(usecases.DepartmentsIn{}).Out(200, usecases.MemberDepartments{})
+	h.handle("GET", "/v1/use-cases/:use_case_id", app, "", h.handleUseCaseGet).Out(200, usecases.EntryOut{})
+	h.handle("PUT", "/v1/use-cases/:use_case_id/adoption", app, manage, h.handleUseCaseAdoption).In(usecases.AdoptionIn{}).Out(200, usecases.Adoption{})
 }
 
 // handleUseCasesList serves GET /v1/use-cases?scope=&department=: the

@@ -196,7 +196,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.sched = newScheduler(e)
 	e.disp = newDispatcher(e)
-	e.hub = newHub(cfg.SubscribeBuffer, &e.ids)
+	e.hub = newHub(cfg.SubscribeBuffer)
 	cfg.Processes.OnChange(e.onProcessChange)
 	return e, nil
 }

@@ -30,6 +30,8 @@ type Generator struct {
 }
 
 // New returns an id of kind prefix made at t, e.g. New("run", t) = "run_01J...".
+// An id never sorts before one the generator made earlier: a t before the
+// last one (a clock stepped back) counts as the last one.
 func (g *Generator) New(prefix string, t time.Time) string {
 	var b [16]byte
 	sub := uint64(t.Nanosecond()%1_000_000) * 65536 / 1_000_000
@@ -37,6 +39,9 @@ func (g *Generator) New(prefix string, t time.Time) string {
 	_, _ = rand.Read(b[8:])
 	lo := binary.BigEndian.Uint64(b[8:])
 	g.mu.Lock()
+	if hi < g.hi {
+		hi = g.hi // the clock stepped back: keep the order the ids were made in
+	}
 	switch {
 	case hi > g.hi:
 		g.hi, g.lo = hi, lo

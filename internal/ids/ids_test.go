@@ -48,9 +48,9 @@ func TestNewIsUnguessable(t *testing.T) {
 
 func TestFloorSortsFirst(t *testing.T) {
 	t.Parallel()
-	var gen Generator
+	var gen, before Generator // one generator never goes back in time (see TestClockSteppingBackKeepsOrder)
 	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	if f := Floor("evt", at); gen.New("evt", at) <= f || gen.New("evt", at.Add(-time.Millisecond)) >= f {
+	if f := Floor("evt", at); gen.New("evt", at) <= f || before.New("evt", at.Add(-time.Millisecond)) >= f {
 		t.Fatalf("Floor %s does not separate ids made before and at %v", f, at)
 	}
 }
@@ -117,6 +117,23 @@ func TestSameInstantKeepsOrder(t *testing.T) {
 			}
 			seen[id] = true
 		}
+	}
+}
+
+// TestClockSteppingBackKeepsOrder: an id made at an earlier instant than the
+// one before it (a clock stepped back, or one tests hold in the past) still
+// sorts after it.
+func TestClockSteppingBackKeepsOrder(t *testing.T) {
+	t.Parallel()
+	var gen Generator
+	now := time.Date(2031, 1, 2, 3, 4, 5, 0, time.UTC)
+	prev := gen.New("run", now)
+	for i, back := range []time.Duration{time.Microsecond, time.Millisecond, time.Hour, 5 * 365 * 24 * time.Hour} {
+		id := gen.New("run", now.Add(-back))
+		if id <= prev {
+			t.Fatalf("id %d, made %v earlier, sorts before the one before it: %s <= %s", i, back, id, prev)
+		}
+		prev = id
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bas-platform/bas/internal/apps/automation"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/schema"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -165,4 +166,31 @@ func sortStrings() cmp.Option {
 		}
 		return out
 	})
+}
+
+// TestPatchSchemaAgreesWithParsePatch checks Patch's JSON Schema against
+// ParsePatch: a body the schema accepts parses, one it refuses does not.
+func TestPatchSchemaAgreesWithParsePatch(t *testing.T) {
+	v := schema.MustCompile(schema.Reflect(automation.Patch{}))
+	for _, tc := range []struct {
+		body string
+		ok   bool
+	}{
+		{`{}`, true},
+		{`{"percent": 100, "paused": null, "paused_reason": "x"}`, true},
+		{`{"percent": 101}`, false},
+		{`{"percent": -1}`, false},
+		{`{"percent": "5"}`, false},
+		{`{"ramp_min_agreement": 0.5}`, true},
+		{`{"ramp_min_agreement": 0.49}`, false},
+		{`{"paused_reason": "` + strings.Repeat("x", automation.MaxReasonLen) + `"}`, true},
+		{`{"paused_reason": "` + strings.Repeat("x", automation.MaxReasonLen+1) + `"}`, false},
+		{`{"auto_ramp": 1}`, false},
+	} {
+		vs := v.ValidateJSON(json.RawMessage(tc.body), "body")
+		_, err := automation.ParsePatch([]byte(tc.body))
+		if (len(vs) == 0) != tc.ok || (err == nil) != tc.ok {
+			t.Errorf("%s: schema violations %v, ParsePatch %v; want ok %v", tc.body, vs, err, tc.ok)
+		}
+	}
 }
