@@ -47,6 +47,9 @@ type RegistryConfig struct {
 	// HealthTimeout bounds each provider's health check in Connections.
 	// Defaults to 5s.
 	HealthTimeout time.Duration
+	// Observer, when set, sees every provider call (metrics and traces).
+	// Defaults to none, at no cost.
+	Observer CallObserver
 }
 
 func (c RegistryConfig) withDefaults() RegistryConfig {
@@ -549,6 +552,11 @@ func (r *Registry) invoke(ctx context.Context, pe *providerEntry, call Call) (ou
 		cctx, cancel = context.WithTimeout(ctx, r.cfg.CallTimeout)
 	}
 	defer cancel()
+	if o := r.cfg.Observer; o != nil {
+		var done func(error)
+		cctx, done = o.ProviderCall(cctx, pe.info.ID, call)
+		defer func() { done(err) }()
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			r.log.Error("provider panicked", "provider", pe.info.ID, "capability", call.Capability, "panic", fmt.Sprint(v))

@@ -140,13 +140,25 @@ func (e *Engine) Publish(ctx context.Context, tenant, name string, data map[stri
 		data = map[string]any{}
 	}
 	at := e.now()
-	ev := &Event{ID: ids.New("evt", at), Tenant: tenant, Name: name, Data: data, At: at}
+	ev, tapOp, tapAfter := e.tapped(tenant, name, data, at)
 	raw, err := ev.appendJSON(nil)
 	if err != nil {
 		return "", nil, errors.Wrap(err, "encode event")
 	}
-	if err := e.commits.commitWait(ctx, &delta{apply: setKey(outboxKey(ev.ID), raw)}); err != nil {
+	apply := setKey(outboxKey(ev.ID), raw)
+	if tapOp != nil {
+		apply = func(tx store.Txn) error {
+			if err := tapOp(tx); err != nil {
+				return err
+			}
+			return tx.Set(outboxKey(ev.ID), raw)
+		}
+	}
+	if err := e.commits.commitWait(ctx, &delta{apply: apply}); err != nil {
 		return "", nil, err
+	}
+	if tapAfter != nil {
+		tapAfter()
 	}
 	req := &publishReq{ev: ev, reply: make(chan publishResult, 1)}
 	select {

@@ -54,17 +54,30 @@ func outboxKey(id string) []byte { return store.Key(store.System, "outbox", id) 
 // trigger and no run waits for it) is not written: events only start and
 // wake runs, so it would be read and deleted for nothing.
 func (e *Engine) outboxWrite(tenant, name string, data map[string]any, at time.Time) (func(store.Txn) error, func()) {
+	ev, tapOp, tapAfter := e.tapped(tenant, name, data, at)
 	if !e.heard(tenant, name) {
+		if tapOp != nil {
+			return tapOp, tapAfter
+		}
 		return func(store.Txn) error { return nil }, func() {}
 	}
-	ev := &Event{ID: ids.New("evt", at), Tenant: tenant, Name: name, Data: data, At: at}
 	raw, err := ev.appendJSON(nil)
 	return func(tx store.Txn) error {
-		if err != nil {
-			return errors.Wrapf(err, "encode event %s", name)
+			if err != nil {
+				return errors.Wrapf(err, "encode event %s", name)
+			}
+			if tapOp != nil {
+				if err := tapOp(tx); err != nil {
+					return err
+				}
+			}
+			return tx.Set(outboxKey(ev.ID), raw)
+		}, func() {
+			e.disp.push(ev)
+			if tapAfter != nil {
+				tapAfter()
+			}
 		}
-		return tx.Set(outboxKey(ev.ID), raw)
-	}, func() { e.disp.push(ev) }
 }
 
 // Emit writes an event into the outbox within tx, so it is emitted if and
@@ -115,7 +128,12 @@ func (e *Engine) heard(tenant, name string) bool {
 func (e *Engine) listen(tenant, name string) { e.listened.Store(tenant+"\x00"+name, true) }
 
 // Kick tells the dispatcher that events may be waiting in the outbox.
-func (e *Engine) Kick() { e.disp.kick() }
+func (e *Engine) Kick() {
+	e.disp.kick()
+	if e.cfg.Tap != nil {
+		e.cfg.Tap.Kick()
+	}
+}
 
 func toMap(v any) (map[string]any, error) {
 	if m, ok := v.(map[string]any); ok {

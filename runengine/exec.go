@@ -113,6 +113,10 @@ func (x *exec) setStatus(status string) {
 		t := x.now
 		r.CompletedAt = &t
 		r.CurrentStep = nil
+		if obs := x.w.e.cfg.Observer; obs != nil {
+			n := x.runNote()
+			x.fx.post = append(x.fx.post, func() { obs.RunFinished(n, status) })
+		}
 		if fn := x.w.e.cfg.OnFinish; fn != nil {
 			tenant, id := r.Tenant, r.ID
 			x.fx.post = append(x.fx.post, func() { fn(tenant, id, status) })
@@ -244,6 +248,9 @@ func (x *exec) beginStep(def *process.Step, st *StepRun) {
 	st.Status = StepRunning
 	x.r.CurrentStep = &st.Key
 	x.setStatus(RunRunning)
+	if obs := x.w.e.cfg.Observer; obs != nil {
+		obs.StepStarted(x.stepNote(st))
+	}
 	if h := def.Controls.SLAHours; h != nil && *h > 0 {
 		at := t.Add(time.Duration(*h * float64(time.Hour)))
 		x.addTimer(at, slaToken(x.r.Cursor))
@@ -260,6 +267,7 @@ func (x *exec) completeStep(def *process.Step, st *StepRun, output any, automati
 	st.CompletedAt = &t
 	st.Output = output
 	st.Error = nil // an earlier failed attempt's error
+	x.observeStepEnd(st, StepCompleted, "")
 	st.Internal.WaitToken = ""
 	st.Internal.WaitEvent = ""
 	if automatic {
@@ -297,6 +305,7 @@ func (x *exec) failRun(st *StepRun, status string, msg string) {
 		st.Error = &msg
 		t := x.now
 		st.CompletedAt = &t
+		x.observeStepEnd(st, StepFailed, msg)
 	}
 	x.r.Error = &msg
 	x.setStatus(status)

@@ -1,0 +1,35 @@
+package runengine
+
+import (
+	"time"
+
+	"github.com/bas-platform/bas/internal/ids"
+	"github.com/bas-platform/bas/store"
+)
+
+// EventTap sees every event the engine and the apps emit, in the
+// transaction that emits it (outbound webhooks are one). A tap counts as a
+// listener: an event it wants is written even when no process or run
+// listens to it.
+type EventTap interface {
+	// Tap returns the writes to add to the transaction emitting ev and
+	// what to do once that transaction is durable, or a nil op when the
+	// tap has no interest in ev. It is called outside the transaction and
+	// must not block; op must only write (it runs in the engine's commit
+	// pipeline) and after must not block.
+	Tap(ev *Event) (op func(store.Txn) error, after func())
+	// Kick is called after an app's transaction that emitted events
+	// committed (the apps' Emit has no after of its own).
+	Kick()
+}
+
+// tapped builds the event once for the tap and the outbox, and returns the
+// tap's writes (nil when it has no interest).
+func (e *Engine) tapped(tenant, name string, data map[string]any, at time.Time) (*Event, func(store.Txn) error, func()) {
+	ev := &Event{ID: ids.New("evt", at), Tenant: tenant, Name: name, Data: data, At: at}
+	if e.cfg.Tap == nil {
+		return ev, nil, nil
+	}
+	op, after := e.cfg.Tap.Tap(ev)
+	return ev, op, after
+}
