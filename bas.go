@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -38,15 +39,19 @@ import (
 	"github.com/bas-platform/bas/internal/apps/docs"
 	"github.com/bas-platform/bas/internal/apps/templates"
 	"github.com/bas-platform/bas/internal/apps/usecases"
+	"github.com/bas-platform/bas/internal/apps/webhooks"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/mail"
+	"github.com/bas-platform/bas/internal/telemetry"
 	"github.com/bas-platform/bas/plugins"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
 	"github.com/cockroachdb/errors"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Store is the storage seam (see package store).
@@ -112,7 +117,24 @@ type Options struct {
 	// PluginChecksums maps a plugin path or base name to its expected
 	// SHA-256 (hex); a plugin that does not match is not started.
 	PluginChecksums map[string]string
+
+	// Metrics, when set, receives the bas_... Prometheus series (never
+	// the global registry unless given it). Defaults to none.
+	Metrics prometheus.Registerer
+	// TracerProvider, when set, traces API requests, run steps and
+	// provider calls (into plugins too). Defaults to none, at no cost.
+	TracerProvider trace.TracerProvider
+	// WebhookAllow admits address ranges outbound webhooks refuse
+	// otherwise (loopback, private, link-local, metadata ...), e.g.
+	// 127.0.0.0/8 for a receiver on the same host. Defaults to none.
+	WebhookAllow []netip.Prefix
+	// WebhookResolver resolves webhook hosts. Defaults to
+	// net.DefaultResolver.
+	WebhookResolver WebhookResolver
 }
+
+// WebhookResolver looks up a host's addresses; *net.Resolver is one.
+type WebhookResolver = webhooks.Resolver
 
 func (o Options) withDefaults() Options {
 	if o.Dir == "" {
@@ -155,6 +177,9 @@ type Workspace struct {
 	templates *templates.Service // the process template catalog
 	usecases  *usecases.Service  // the use-case catalog and register
 	boards    *boards.Service    // the boards app
+
+	webhooks *webhooks.Service    // outbound webhooks
+	tel      *telemetry.Telemetry // metrics and traces; nil when off
 
 	closeOnce sync.Once
 	closeErr  error
@@ -221,9 +246,13 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		st = bs
 	}
 	ws := &Workspace{opts: opts, store: st, clock: opts.Clock, logger: opts.Logger}
+	if err := ws.openTelemetry(); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
 	// -- wiring: capabilities (registry, built-in providers, plugins)
 	ws.registry = capability.NewRegistry(capability.RegistryConfig{Store: st, Clock: opts.Clock, Logger: opts.Logger,
-		CallTimeout: opts.CallTimeout})
+		CallTimeout: opts.CallTimeout, Observer: ws.callObserver()})
 	for _, p := range opts.Providers {
 		if err := ws.registry.Register(p); err != nil {
 			_ = ws.Close()
@@ -242,6 +271,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		ws.plugins = plugins.NewHost(plugins.HostOptions{Logger: opts.Logger, Clock: opts.Clock,
 			Checksums: opts.PluginChecksums, Sink: eventSink{ws}, CallTimeout: opts.CallTimeout, Env: opts.PluginEnv,
 			OnRestart: func(id string) {
+				ws.tel.PluginRestarted(id)
 				if err := ws.registry.Refresh(id); err != nil {
 					opts.Logger.Error("refresh a restarted plugin", "provider", id, "error", err.Error())
 				}
@@ -369,8 +399,13 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 			return nil, errors.Wrap(err, "register the email outbox")
 		}
 	}
+	if err := ws.openWebhooks(); err != nil {
+		_ = ws.Close()
+		return nil, err
+	}
 	eng, err := runengine.New(runengine.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,
-		Capabilities: ws.registry, Processes: ws.processes, Gate: ws.automation.Gate(), CallTimeout: opts.CallTimeout})
+		Capabilities: ws.registry, Processes: ws.processes, Gate: ws.automation.Gate(), CallTimeout: opts.CallTimeout,
+		Tap: ws.webhooks, Observer: ws.engineObserver()})
 	if err != nil {
 		_ = ws.Close()
 		return nil, err
@@ -384,6 +419,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		_ = ws.Close()
 		return nil, errors.Wrap(err, "open the run engine")
 	}
+	ws.webhooks.Open()
 	return ws, nil
 }
 
@@ -478,6 +514,9 @@ func (ws *Workspace) Close() error {
 			if err := ws.engine.Close(); err != nil {
 				ws.logger.Error("stop the run engine", "error", err.Error())
 			}
+		}
+		if ws.webhooks != nil {
+			ws.webhooks.Close()
 		}
 		if ws.plugins != nil {
 			if err := ws.plugins.Close(); err != nil {

@@ -102,8 +102,20 @@ func requestID(ctx context.Context) string {
 // permission, rate limit and idempotency, then the handler, then the error
 // writer.
 func (h *Handler) wrap(rt *Route) httprouter.Handle {
+	pattern := rt.Path
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		c := &Ctx{W: w, R: r, Params: ps, h: h, route: rt}
+		ctx, done := h.ws.HTTPRequest(r.Context(), r.Method, pattern, requestID(r.Context()))
+		c := &Ctx{W: w, R: r.WithContext(ctx), Params: ps, h: h, route: rt}
+		defer func() {
+			status, tenant := http.StatusInternalServerError, "" // a panic answers 500
+			if sr, ok := w.(*statusRecorder); ok && sr.wrote {
+				status = sr.status
+			}
+			if c.P != nil {
+				tenant = c.P.Tenant
+			}
+			done(status, tenant)
+		}()
 		if err := h.run(c); err != nil {
 			h.writeError(c, err)
 		}

@@ -16,4 +16,5 @@ func (h *Handler) registerRoutes() {
 	h.registerUseCaseRoutes()
 	h.registerBoardsRoutes()
 	h.registerCRMRoutes()
+	h.registerWebhookRoutes()
 }
