@@ -216,7 +216,7 @@ func (r *Registry) Register(p Provider) error {
 		return err
 	}
 	r.snap.Store(next)
-	r.log.Info("provider registered", "provider", info.ID, "kind", string(info.Kind),
+	r.log.Debug("provider registered", "provider", info.ID, "kind", string(info.Kind),
 		"capabilities", len(info.Capabilities), "coming", info.Coming)
 	return nil
 }
