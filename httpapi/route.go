@@ -48,7 +48,14 @@ func (h *Handler) handlePublic(method, path string, fn handlerFunc) {
 
 type ctxKey int
 
-const requestIDKey ctxKey = 0
+const (
+	requestIDKey ctxKey = iota
+	requestTenantKey
+)
+
+// requestTenant is where a route notes the caller's tenant for the access
+// log line written after it.
+type requestTenant struct{ tenant string }
 
 // serve is the outermost layer: request id, access log, panic recovery and
 // the choice of router.
@@ -61,7 +68,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		id = "req_" + hex.EncodeToString(b[:])
 	}
 	w.Header().Set("X-Request-Id", id)
-	r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+	who := &requestTenant{}
+	r = r.WithContext(context.WithValue(context.WithValue(r.Context(), requestIDKey, id), requestTenantKey, who))
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	defer func() {
 		if v := recover(); v != nil {
@@ -69,6 +77,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		h.log.LogAttrs(r.Context(), slog.LevelInfo, "http",
 			slog.String("request_id", id),
+			slog.String("tenant", who.tenant),
 			slog.String("method", r.Method),
 			slog.String("path", logPath(r)),
 			slog.Int("status", rec.status),
@@ -113,6 +122,9 @@ func (h *Handler) wrap(rt *Route) httprouter.Handle {
 			}
 			if c.P != nil {
 				tenant = c.P.Tenant
+				if who, ok := r.Context().Value(requestTenantKey).(*requestTenant); ok {
+					who.tenant = tenant
+				}
 			}
 			done(status, tenant)
 		}()

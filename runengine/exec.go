@@ -404,6 +404,8 @@ func (x *exec) callOutcome(def *process.Step, st *StepRun) (any, bool) {
 	}
 	x.dirty = true
 	msg := fmt.Sprintf("step %s: %s", def.Key, errorText(res.err))
+	x.w.e.log.Warn("step call failed", "tenant", x.r.Tenant, "run", x.r.ID, "step", def.Key, "attempt", st.Attempts+1,
+		"error", errorText(res.err))
 	if permanent(res.err) {
 		st.Attempts++
 		x.failRun(st, RunFailed, msg)

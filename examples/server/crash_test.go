@@ -69,7 +69,7 @@ func TestMain(m *testing.M) {
 
 // serverProc is a running server child process.
 type serverProc struct {
-	cmd  *exec.Cmd
+	cmd     *exec.Cmd
 	base    string // http://127.0.0.1:port/api
 	metrics string // http://127.0.0.1:port/metrics
 	logs    string // file of its stderr
