@@ -33,6 +33,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Telemetry is the workspace's metrics and traces. Create it with New.
@@ -83,7 +84,11 @@ func New(cfg Config) (*Telemetry, error) {
 		return nil, nil
 	}
 	t := &Telemetry{runs: map[string]trace.Span{}, steps: map[string]trace.Span{}}
-	if cfg.TracerProvider != nil {
+	switch cfg.TracerProvider.(type) {
+	case nil, noop.TracerProvider, *noop.TracerProvider:
+		// None, or one that records nothing: no span is started, so it
+		// costs nothing per request, step and call.
+	default:
 		t.tr = cfg.TracerProvider.Tracer("github.com/bas-platform/bas")
 	}
 	if cfg.Metrics != nil {
@@ -178,8 +183,12 @@ func (t *Telemetry) runSpan(r runengine.RunNote) trace.Span {
 	if sp, ok := t.runs[r.RunID]; ok {
 		return sp
 	}
-	_, sp := t.tr.Start(context.Background(), "run "+r.ProcessName, trace.WithTimestamp(r.StartedAt),
-		trace.WithAttributes(runAttrs(r)...), trace.WithAttributes(attribute.String("bas.process_name", r.ProcessName)))
+	_, sp := t.tr.Start(context.Background(), "run "+r.ProcessName, trace.WithTimestamp(r.StartedAt))
+	if !sp.IsRecording() {
+		return sp // a no-op or unsampled tracer: nothing to keep
+	}
+	sp.SetAttributes(runAttrs(r)...)
+	sp.SetAttributes(attribute.String("bas.process_name", r.ProcessName))
 	t.runs[r.RunID] = sp
 	return sp
 }
@@ -227,8 +236,12 @@ func (t *Telemetry) StepStarted(s runengine.StepNote) {
 	if start.IsZero() {
 		start = time.Now()
 	}
-	_, sp := t.tr.Start(parent, "step "+s.StepKey, trace.WithTimestamp(start), trace.WithAttributes(runAttrs(s.RunNote)...),
-		trace.WithAttributes(attribute.String("bas.step", s.StepKey), attribute.String("bas.step_type", s.StepType)))
+	_, sp := t.tr.Start(parent, "step "+s.StepKey, trace.WithTimestamp(start))
+	if !sp.IsRecording() {
+		return
+	}
+	sp.SetAttributes(runAttrs(s.RunNote)...)
+	sp.SetAttributes(attribute.String("bas.step", s.StepKey), attribute.String("bas.step_type", s.StepType))
 	if old, ok := t.steps[s.RunID+"/"+s.StepKey]; ok {
 		old.End()
 	}
@@ -276,18 +289,27 @@ func (t *Telemetry) Committed(changes int, took time.Duration, err error) {
 func (t *Telemetry) ProviderCall(ctx context.Context, provider string, call capability.Call) (context.Context, func(error)) {
 	var sp trace.Span
 	if t.tr != nil {
-		attrs := []attribute.KeyValue{attribute.String("bas.tenant", call.Tenant), attribute.String("bas.provider", provider),
-			attribute.String("bas.capability", call.Capability)}
-		if info, ok := runengine.RunFromContext(ctx); ok {
-			attrs = append(attrs, attribute.String("bas.run_id", info.ID), attribute.String("bas.step", info.StepKey),
-				attribute.String("bas.idempotency_key", call.IdempotencyKey))
+		info, inRun := runengine.RunFromContext(ctx)
+		if inRun {
 			t.mu.Lock()
 			if step, ok := t.steps[info.ID+"/"+info.StepKey]; ok {
 				ctx = trace.ContextWithSpan(ctx, step)
 			}
 			t.mu.Unlock()
 		}
-		ctx, sp = t.tr.Start(ctx, "call "+call.Capability, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+		var cctx context.Context
+		cctx, sp = t.tr.Start(ctx, "call "+call.Capability, trace.WithSpanKind(trace.SpanKindClient))
+		if sp.IsRecording() {
+			ctx = cctx
+			sp.SetAttributes(attribute.String("bas.tenant", call.Tenant), attribute.String("bas.provider", provider),
+				attribute.String("bas.capability", call.Capability))
+			if inRun {
+				sp.SetAttributes(attribute.String("bas.run_id", info.ID), attribute.String("bas.step", info.StepKey),
+					attribute.String("bas.idempotency_key", call.IdempotencyKey))
+			}
+		} else {
+			sp = nil
+		}
 	}
 	began := time.Now()
 	return ctx, func(err error) {
@@ -329,9 +351,15 @@ func (t *Telemetry) HTTPRequest(ctx context.Context, method, route, requestID st
 	}
 	var sp trace.Span
 	if t.tr != nil {
-		ctx, sp = t.tr.Start(ctx, method+" "+route, trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(attribute.String("http.request.method", method), attribute.String("http.route", route),
-				attribute.String("bas.request_id", requestID)))
+		var sctx context.Context
+		sctx, sp = t.tr.Start(ctx, method+" "+route, trace.WithSpanKind(trace.SpanKindServer))
+		if sp.IsRecording() {
+			ctx = sctx
+			sp.SetAttributes(attribute.String("http.request.method", method), attribute.String("http.route", route),
+				attribute.String("bas.request_id", requestID))
+		} else {
+			sp = nil
+		}
 	}
 	began := time.Now()
 	return ctx, func(status int, tenant string) {
