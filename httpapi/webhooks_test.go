@@ -17,11 +17,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// staticResolver answers every host with one address.
-type staticResolver netip.Addr
+// tableResolver answers from a table; other hosts resolve to a public
+// address.
+type tableResolver map[string]string
 
-func (r staticResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
-	return []netip.Addr{netip.Addr(r)}, nil
+func (r tableResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := r[host]; ok {
+		return []netip.Addr{netip.MustParseAddr(a)}, nil
+	}
+	return []netip.Addr{netip.MustParseAddr("93.184.216.34")}, nil
 }
 
 // newWebhookServer is newTestServer with workspace options of its own.
@@ -54,13 +58,14 @@ type webhookOut struct {
 
 func TestWebhooksAPI(t *testing.T) {
 	t.Parallel()
-	// Every host resolves to a public address; loopback literals stay refused.
-	s := newWebhookServer(t, bas.Options{WebhookResolver: staticResolver(netip.MustParseAddr("93.184.216.34"))})
+	// Hosts resolve to a public address but for the intranet names.
+	s := newWebhookServer(t, bas.Options{WebhookResolver: tableResolver{"intranet.example": "10.0.0.7", "meta.example": "169.254.169.254"}})
 	admin := s.devLogin(t, `{}`)
 	tok := admin.Token
 
 	// The address guard: 422 at body.url, nothing created.
-	for _, u := range []string{"http://127.0.0.1:8080/hook", "http://[::1]/hook", "http://169.254.169.254/latest", "ftp://hooks.example.com/"} {
+	for _, u := range []string{"http://127.0.0.1:8080/hook", "http://[::1]/hook", "http://169.254.169.254/latest", "ftp://hooks.example.com/",
+		"https://intranet.example/hook", "http://meta.example/latest"} {
 		var e struct {
 			Detail []struct {
 				Loc  []any  `json:"loc"`

@@ -424,3 +424,40 @@ func TestMatches(t *testing.T) {
 		}
 	}
 }
+
+func TestASlowReceiverHoldsOnlyItsWorkspace(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Allow: loopback(), PerTenant: 1})
+	release := make(chan struct{})
+	slowHit := make(chan struct{}, 4)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		slowHit <- struct{}{}
+		<-release
+	}))
+	defer slow.Close()
+	defer close(release)
+	fastHit := make(chan string, 4)
+	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fastHit <- r.Header.Get("Bas-Event")
+	}))
+	defer fast.Close()
+	ctx := context.Background()
+	if _, err := b.svc.Create(ctx, "ten_slow", "usr_1", In{URL: slow.URL, Events: []string{"*"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.svc.Create(ctx, "ten_fast", "usr_1", In{URL: fast.URL, Events: []string{"*"}}); err != nil {
+		t.Fatal(err)
+	}
+	b.emit(t, "ten_slow", "crm.deal.won")
+	<-slowHit // ten_slow's one slot is taken until release
+	b.emit(t, "ten_slow", "crm.deal.lost")
+	b.emit(t, "ten_fast", "crm.deal.won")
+	if got := <-fastHit; got != "crm.deal.won" {
+		t.Errorf("fast workspace got %s", got)
+	}
+	select {
+	case <-slowHit:
+		t.Errorf("the slow workspace had two deliveries in flight with PerTenant 1")
+	default:
+	}
+}
