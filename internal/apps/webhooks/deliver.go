@@ -249,7 +249,7 @@ func (s *Service) attempt(ctx context.Context, key []byte, tenant, id string) {
 		})
 		return
 	}
-	sent := s.clock.Now()
+	sent := s.clock.Now().UTC()
 	code, took, sendErr := s.send(ctx, sub, d, sent)
 	if ctx.Err() != nil {
 		return // closing: the due entry stays, the attempt is made again

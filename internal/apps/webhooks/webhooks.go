@@ -338,15 +338,11 @@ func (s *Service) Create(ctx context.Context, tenant, actor string, in In) (*Cre
 		v.Active = *in.Active
 	}
 	err := s.st.Update(ctx, func(tx store.Txn) error {
-		n := 0
-		err := tx.Scan(store.ScanOptions{Prefix: store.Key(tenant, "r", subs.Name), KeysOnly: true}, func([]byte, []byte) error {
-			n++
-			return nil
-		})
+		have, _, err := subs.List(tx, tenant, store.Page{Limit: MaxSubscriptions})
 		if err != nil {
 			return err
 		}
-		if n >= MaxSubscriptions {
+		if len(have) >= MaxSubscriptions {
 			return errs.Conflictf("a workspace may have at most %d webhooks", MaxSubscriptions)
 		}
 		if err := subs.Put(tx, tenant, v); err != nil {

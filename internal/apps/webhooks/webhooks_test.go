@@ -461,3 +461,21 @@ func TestASlowReceiverHoldsOnlyItsWorkspace(t *testing.T) {
 	default:
 	}
 }
+
+func TestAtMostMaxSubscriptions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	ctx := context.Background()
+	in := In{URL: "https://93.184.216.34/hook", Events: []string{"*"}}
+	for i := range MaxSubscriptions {
+		if _, err := b.svc.Create(ctx, "ten_a", "usr_1", in); err != nil {
+			t.Fatalf("subscription %d: %v", i+1, err)
+		}
+	}
+	if _, err := b.svc.Create(ctx, "ten_a", "usr_1", in); !errors.Is(err, errs.Conflict) {
+		t.Errorf("subscription %d: %v, want conflict", MaxSubscriptions+1, err)
+	}
+	if _, err := b.svc.Create(ctx, "ten_b", "usr_1", in); err != nil {
+		t.Errorf("another workspace's first: %v", err)
+	}
+}
