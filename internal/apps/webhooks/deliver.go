@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -215,6 +216,10 @@ func (sc *scheduler) fire() (time.Time, error) {
 // attempt sends a due delivery once and records the outcome: success,
 // a retry at a later due time, or failure after RetryFor.
 func (s *Service) attempt(ctx context.Context, key []byte, tenant, id string) {
+	if id, ok := strings.CutPrefix(id, expirePrefix); ok {
+		s.expire(ctx, key, tenant, id)
+		return
+	}
 	var d *deliveryRecord
 	var sub *stored
 	err := s.st.View(ctx, func(r store.Reader) error {
@@ -242,6 +247,9 @@ func (s *Service) attempt(ctx context.Context, key []byte, tenant, id string) {
 				t := s.clock.Now().UTC()
 				d.Status, d.LastError, d.NextAttemptAt, d.CompletedAt = StatusFailed, &msg, nil, &t
 				if err := deliveries.Put(tx, tenant, d); err != nil {
+					return err
+				}
+				if err := tx.Set(dueKey(t.Add(s.cfg.Keep), tenant, expirePrefix+d.ID), nil); err != nil {
 					return err
 				}
 			}
@@ -288,10 +296,11 @@ func (s *Service) attempt(ctx context.Context, key []byte, tenant, id string) {
 		if err := tx.Delete(key); err != nil {
 			return err
 		}
-		if nextKey != nil {
-			if err := tx.Set(nextKey, nil); err != nil {
-				return err
-			}
+		if nextKey == nil { // finished: it leaves the log after Keep
+			nextKey = dueKey(now.Add(s.cfg.Keep), tenant, expirePrefix+d.ID)
+		}
+		if err := tx.Set(nextKey, nil); err != nil {
+			return err
 		}
 		cur, err := subs.Get(tx, tenant, sub.ID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -335,6 +344,25 @@ func (s *Service) attempt(ctx context.Context, key []byte, tenant, id string) {
 	}
 	if s.cfg.OnAttempt != nil {
 		s.cfg.OnAttempt(tenant, &d.Delivery, outcome)
+	}
+}
+
+// expire removes a finished delivery from the log.
+func (s *Service) expire(ctx context.Context, key []byte, tenant, id string) {
+	err := s.st.Update(ctx, func(tx store.Txn) error {
+		if err := deliveries.Delete(tx, tenant, id); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		return tx.Delete(key)
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Error("webhooks: expire delivery", "tenant", tenant, "delivery", id, "error", err.Error())
+		}
+		return
+	}
+	if s.onExpire != nil {
+		s.onExpire(id)
 	}
 }
 

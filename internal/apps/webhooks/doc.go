@@ -22,7 +22,8 @@
 // to Config.RetryMax) until Config.RetryFor (24 h) after the delivery was
 // made, then the delivery is marked failed. A subscription whose
 // deliveries have failed without a success for RetryFor is disabled, with
-// an audit entry.
+// an audit entry. A finished delivery leaves the log after Config.Keep (30
+// days), through the same due index.
 //
 // # Address guard
 //

@@ -75,6 +75,9 @@ type Config struct {
 	// RetryFor is how long a delivery is retried before it fails, and how
 	// long a subscription may fail before it is disabled. Defaults to 24h.
 	RetryFor time.Duration
+	// Keep is how long a finished delivery stays in the log. Defaults to
+	// 30 days.
+	Keep time.Duration
 	// OnAttempt, when set, is called after each attempt is durable, with
 	// its outcome (metrics). It must not block.
 	OnAttempt func(tenant string, d *Delivery, outcome string)
@@ -104,6 +107,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RetryFor <= 0 {
 		c.RetryFor = 24 * time.Hour
+	}
+	if c.Keep <= 0 {
+		c.Keep = 30 * 24 * time.Hour
 	}
 	return c
 }
@@ -183,10 +189,13 @@ var deliveries = &store.Collection[deliveryRecord]{
 }
 
 // dueKey is a delivery's entry in the due index: (System, "webhook-due",
-// unix-nanos, tenant, delivery id).
+// unix-nanos, tenant, delivery id), the id prefixed by expirePrefix for
+// the time a finished delivery leaves the log.
 func dueKey(at time.Time, tenant, id string) []byte {
 	return store.Key(store.System, "webhook-due", at.UnixNano(), tenant, id)
 }
+
+const expirePrefix = "expire:"
 
 // Service keeps subscriptions and delivers events. Create it with New,
 // Open it once the store is ready, Close it before the store.
@@ -201,6 +210,8 @@ type Service struct {
 	cache map[string][]*stored // tenant -> active subscriptions, loaded on first use
 
 	sched *scheduler
+
+	onExpire func(id string) // tests: a delivery left the log
 }
 
 // New returns the service on cfg.Store.

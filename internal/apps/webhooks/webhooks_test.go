@@ -97,7 +97,7 @@ type bundle struct {
 	attempts chan string
 }
 
-func setup(t *testing.T, cfg Config) *bundle {
+func setup(t *testing.T, cfg Config, before ...func(*Service)) *bundle {
 	t.Helper()
 	st, err := badgerstore.Open(badgerstore.Options{InMemory: true, GCInterval: -1})
 	if err != nil {
@@ -112,6 +112,9 @@ func setup(t *testing.T, cfg Config) *bundle {
 	b.svc, err = New(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, fn := range before {
+		fn(b.svc)
 	}
 	b.svc.Open()
 	t.Cleanup(func() { b.svc.Close(); _ = st.Close() })
@@ -139,7 +142,10 @@ func loopback() []netip.Prefix { return []netip.Prefix{netip.MustParsePrefix("12
 
 func TestRetriesUntilTheReceiverAnswers(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{Allow: loopback(), RetryBase: 30 * time.Second})
+	expired := make(chan string, 1)
+	b := setup(t, Config{Allow: loopback(), RetryBase: 30 * time.Second}, func(s *Service) {
+		s.onExpire = func(id string) { expired <- id }
+	})
 	type seen struct {
 		event, delivery string
 		verified        bool
@@ -200,6 +206,20 @@ func TestRetriesUntilTheReceiverAnswers(t *testing.T) {
 	// Another tenant sees none of it.
 	if _, _, err := b.svc.Deliveries(ctx, "ten_b", sub.ID, store.Page{}); !errors.Is(err, errs.NotFound) {
 		t.Errorf("another tenant's deliveries: %v, want not found", err)
+	}
+	// A finished delivery leaves the log after Keep (30 days).
+	b.clock.Advance(30*24*time.Hour - time.Minute)
+	select {
+	case id := <-expired:
+		t.Fatalf("delivery %s expired before 30 days", id)
+	default:
+	}
+	b.clock.Advance(2 * time.Minute)
+	if id := <-expired; id != d.ID {
+		t.Errorf("expired %s, want %s", id, d.ID)
+	}
+	if list, _, err = b.svc.Deliveries(ctx, "ten_a", sub.ID, store.Page{}); err != nil || len(list) != 0 {
+		t.Errorf("deliveries after 30 days = %v, %v; want none", list, err)
 	}
 }
 
