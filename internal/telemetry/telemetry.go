@@ -65,6 +65,47 @@ type metrics struct {
 	overdueRuns     *prometheus.Desc
 
 	gauges func(ctx context.Context) (runengine.Gauges, error)
+
+	// The series of label values seen, so the hot path hashes no labels.
+	series sync.Map // seriesKey -> prometheus.Counter or prometheus.Observer
+}
+
+// seriesKey names one series of one vector.
+type seriesKey struct {
+	vec  any
+	a, b string
+}
+
+// counter returns vec's counter for labels (one or two values), cached.
+func (m *metrics) counter(vec *prometheus.CounterVec, a, b string, two bool) prometheus.Counter {
+	k := seriesKey{vec, a, b}
+	if c, ok := m.series.Load(k); ok {
+		return c.(prometheus.Counter)
+	}
+	var c prometheus.Counter
+	if two {
+		c = vec.WithLabelValues(a, b)
+	} else {
+		c = vec.WithLabelValues(a)
+	}
+	m.series.Store(k, c)
+	return c
+}
+
+// observer returns vec's observer for labels (one or two values), cached.
+func (m *metrics) observer(vec *prometheus.HistogramVec, a, b string, two bool) prometheus.Observer {
+	k := seriesKey{vec, a, b}
+	if o, ok := m.series.Load(k); ok {
+		return o.(prometheus.Observer)
+	}
+	var o prometheus.Observer
+	if two {
+		o = vec.WithLabelValues(a, b)
+	} else {
+		o = vec.WithLabelValues(a)
+	}
+	m.series.Store(k, o)
+	return o
 }
 
 // Config configures New.
@@ -196,7 +237,7 @@ func (t *Telemetry) runSpan(r runengine.RunNote) trace.Span {
 // RunStarted counts the run and opens its span.
 func (t *Telemetry) RunStarted(r runengine.RunNote) {
 	if t.m != nil {
-		t.m.runsStarted.WithLabelValues(r.ProcessID).Inc()
+		t.m.counter(t.m.runsStarted, r.ProcessID, "", false).Inc()
 	}
 	if t.tr != nil {
 		t.mu.Lock()
@@ -208,7 +249,7 @@ func (t *Telemetry) RunStarted(r runengine.RunNote) {
 // RunFinished counts the run's end and ends its span.
 func (t *Telemetry) RunFinished(r runengine.RunNote, status string) {
 	if t.m != nil {
-		t.m.runsFinished.WithLabelValues(r.ProcessID, status).Inc()
+		t.m.counter(t.m.runsFinished, r.ProcessID, status, true).Inc()
 	}
 	if t.tr == nil {
 		return
@@ -251,7 +292,7 @@ func (t *Telemetry) StepStarted(s runengine.StepNote) {
 // StepFinished records the step's duration and ends its span.
 func (t *Telemetry) StepFinished(s runengine.StepNote) {
 	if t.m != nil && !s.StartedAt.IsZero() {
-		t.m.stepDuration.WithLabelValues(s.StepType, s.Status).Observe(s.EndedAt.Sub(s.StartedAt).Seconds())
+		t.m.observer(t.m.stepDuration, s.StepType, s.Status, true).Observe(s.EndedAt.Sub(s.StartedAt).Seconds())
 	}
 	if t.tr == nil {
 		return
@@ -314,9 +355,9 @@ func (t *Telemetry) ProviderCall(ctx context.Context, provider string, call capa
 	began := time.Now()
 	return ctx, func(err error) {
 		if t.m != nil {
-			t.m.callDuration.WithLabelValues(provider).Observe(time.Since(began).Seconds())
+			t.m.observer(t.m.callDuration, provider, "", false).Observe(time.Since(began).Seconds())
 			if err != nil {
-				t.m.callErrors.WithLabelValues(provider).Inc()
+				t.m.counter(t.m.callErrors, provider, "", false).Inc()
 			}
 		}
 		if sp != nil {
