@@ -18,8 +18,9 @@
 // Bas-Delivery and Bas-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of
 // "<t>.<body>" keyed by the subscription's secret>. A 2xx answer is a
 // success; anything else (or no answer within Config.Timeout) is retried
-// with exponential backoff and full jitter (Config.RetryBase doubling up
-// to Config.RetryMax) until Config.RetryFor (24 h) after the delivery was
+// with exponential backoff and jitter (a delay drawn between a tenth of and
+// the whole of Config.RetryBase doubled per attempt, up to
+// Config.RetryMax) until Config.RetryFor (24 h) after the delivery was
 // made, then the delivery is marked failed. A subscription whose
 // deliveries have failed without a success for RetryFor is disabled, with
 // an audit entry. A finished delivery leaves the log after Config.Keep (30

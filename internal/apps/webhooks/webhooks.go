@@ -68,9 +68,9 @@ type Config struct {
 	PerTenant int
 	// Timeout bounds one attempt. Defaults to 10s.
 	Timeout time.Duration
-	// RetryBase is the first retry delay, doubling per attempt up to
-	// RetryMax, each drawn at random below the bound (full jitter).
-	// Defaults to 30s and 1h.
+	// RetryBase bounds the first retry delay; the bound doubles per
+	// attempt up to RetryMax, and each delay is drawn at random between a
+	// tenth of its bound and the bound (jitter). Defaults to 30s and 1h.
 	RetryBase, RetryMax time.Duration
 	// RetryFor is how long a delivery is retried before it fails, and how
 	// long a subscription may fail before it is disabled. Defaults to 24h.
