@@ -192,6 +192,13 @@ func TestWebhookDeliveredFromAnEventNothingElseHears(t *testing.T) {
 	if h3 := <-hits; h3.event != "acme.order.paid" {
 		t.Errorf("delivered %s, want acme.order.paid only", h3.event)
 	}
+	// An app's event, written in the app's own transaction, reaches a
+	// subscription to its namespace.
+	s.do(t, "PATCH", "/v1/webhooks/"+created.ID, admin.Token, map[string]any{"events": []string{"crm.*"}}).want(t, 200)
+	s.do(t, "POST", "/v1/crm/companies", admin.Token, map[string]any{"name": "Initech"}).want(t, 201)
+	if h4 := <-hits; h4.event != "crm.company.created" || !strings.Contains(string(h4.body), "Initech") {
+		t.Errorf("delivered %s %s, want crm.company.created of Initech", h4.event, h4.body)
+	}
 	// The API's requests are counted by route pattern.
 	mfs, err := reg.Gather()
 	if err != nil {
