@@ -114,7 +114,10 @@ func (h *Handler) wrap(rt *Route) httprouter.Handle {
 	pattern := rt.Path
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		ctx, done := h.ws.HTTPRequest(r.Context(), r.Method, pattern, requestID(r.Context()))
-		c := &Ctx{W: w, R: r.WithContext(ctx), Params: ps, h: h, route: rt}
+		if ctx != r.Context() { // a span was started
+			r = r.WithContext(ctx)
+		}
+		c := &Ctx{W: w, R: r, Params: ps, h: h, route: rt}
 		defer func() {
 			status, tenant := http.StatusInternalServerError, "" // a panic answers 500
 			if sr, ok := w.(*statusRecorder); ok && sr.wrote {

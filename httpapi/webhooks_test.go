@@ -15,6 +15,8 @@ import (
 	"github.com/bas-platform/bas/httpapi"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // tableResolver answers from a table; other hosts resolve to a public
@@ -226,5 +228,28 @@ func TestWebhookDeliveredFromAnEventNothingElseHears(t *testing.T) {
 		if counted[k] != want {
 			t.Errorf("bas_http_requests_total{%s} = %v, want %v (all: %v)", k, counted[k], want, counted)
 		}
+	}
+}
+
+func TestRequestSpansAreNamedByRoute(t *testing.T) {
+	t.Parallel()
+	exp := tracetest.NewInMemoryExporter()
+	s := newWebhookServer(t, bas.Options{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))})
+	admin := s.devLogin(t, `{}`)
+	r := s.do(t, "GET", "/v1/webhooks/whk_missing", admin.Token, nil).want(t, 404)
+	var got map[string]string
+	for _, sp := range exp.GetSpans() {
+		if sp.Name != "GET /v1/webhooks/:id" {
+			continue
+		}
+		got = map[string]string{}
+		for _, a := range sp.Attributes {
+			got[string(a.Key)] = a.Value.Emit()
+		}
+	}
+	want := map[string]string{"http.request.method": "GET", "http.route": "/v1/webhooks/:id", "http.response.status_code": "404",
+		"bas.request_id": r.Header.Get("X-Request-Id"), "bas.tenant": admin.TenantID}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("span of GET /v1/webhooks/:id (-want +got):\n%s", diff)
 	}
 }
