@@ -162,11 +162,15 @@ type dueItem struct {
 
 // fire starts the sends of due deliveries whose workspace has room and
 // returns when the earliest entry still ahead is due (zero when none, or
-// when only full workspaces wait: a finished send wakes the loop).
+// when it stopped at a full hand: a finished send wakes the loop). Entries
+// of a workspace at its limit are passed over, so a backlog of one
+// workspace never hides another's.
 func (sc *scheduler) fire() (time.Time, error) {
 	now := sc.s.clock.Now()
 	var due []dueItem
 	var next time.Time
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
 	err := sc.s.st.View(sc.ctx, func(r store.Reader) error {
 		return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "webhook-due"), KeysOnly: true}, func(key, _ []byte) error {
 			parts, err := store.DecodeKey(key)
@@ -178,39 +182,48 @@ func (sc *scheduler) fire() (time.Time, error) {
 				next = at
 				return store.ErrStop
 			}
-			due = append(due, dueItem{key: append([]byte(nil), key...), tenant: parts[3].(string), id: parts[4].(string)})
+			tenant := parts[3].(string)
+			if sc.inflight[string(key)] || sc.busy[tenant] >= sc.s.cfg.PerTenant {
+				return nil
+			}
+			d := dueItem{key: append([]byte(nil), key...), tenant: tenant, id: parts[4].(string)}
+			sc.inflight[string(d.key)] = true
+			sc.busy[tenant]++
+			due = append(due, d)
 			if len(due) >= 1000 {
 				return store.ErrStop
 			}
 			return nil
 		})
 	})
-	if err != nil {
-		return time.Time{}, err
-	}
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
 	for _, d := range due {
-		if sc.inflight[string(d.key)] || sc.busy[d.tenant] >= sc.s.cfg.PerTenant {
+		if err != nil { // hand nothing out: the next look sees them again
+			sc.release(d)
 			continue
 		}
-		sc.inflight[string(d.key)] = true
-		sc.busy[d.tenant]++
 		sc.wg.Add(1)
 		go func() {
 			defer sc.wg.Done()
 			sc.s.attempt(sc.ctx, d.key, d.tenant, d.id)
 			sc.mu.Lock()
-			delete(sc.inflight, string(d.key))
-			sc.busy[d.tenant]--
-			if sc.busy[d.tenant] == 0 {
-				delete(sc.busy, d.tenant)
-			}
+			sc.release(d)
 			sc.mu.Unlock()
 			sc.wake()
 		}()
 	}
+	if err != nil {
+		return time.Time{}, err
+	}
 	return next, nil
+}
+
+// release forgets a send; sc.mu is held.
+func (sc *scheduler) release(d dueItem) {
+	delete(sc.inflight, string(d.key))
+	sc.busy[d.tenant]--
+	if sc.busy[d.tenant] <= 0 {
+		delete(sc.busy, d.tenant)
+	}
 }
 
 // attempt sends a due delivery once and records the outcome: success,
