@@ -141,6 +141,9 @@ func (e *Engine) Publish(ctx context.Context, tenant, name string, data map[stri
 	}
 	at := e.now()
 	ev, tapOp, tapAfter := e.tapped(tenant, name, data, at)
+	if ev == nil {
+		ev = newEvent(tenant, name, data, at)
+	}
 	raw, err := ev.appendJSON(nil)
 	if err != nil {
 		return "", nil, errors.Wrap(err, "encode event")

@@ -61,6 +61,9 @@ func (e *Engine) outboxWrite(tenant, name string, data map[string]any, at time.T
 		}
 		return func(store.Txn) error { return nil }, func() {}
 	}
+	if ev == nil {
+		ev = newEvent(tenant, name, data, at)
+	}
 	raw, err := ev.appendJSON(nil)
 	return func(tx store.Txn) error {
 			if err != nil {

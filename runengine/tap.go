@@ -12,6 +12,9 @@ import (
 // listener: an event it wants is written even when no process or run
 // listens to it.
 type EventTap interface {
+	// Wants reports, cheaply, whether the tap may want events named name
+	// of tenant; Tap is called only for those.
+	Wants(tenant, name string) bool
 	// Tap returns the writes to add to the transaction emitting ev and
 	// what to do once that transaction is durable, or a nil op when the
 	// tap has no interest in ev. It is called outside the transaction and
@@ -23,13 +26,18 @@ type EventTap interface {
 	Kick()
 }
 
-// tapped builds the event once for the tap and the outbox, and returns the
-// tap's writes (nil when it has no interest).
+// tapped returns the event, made once for the tap and the outbox, and the
+// tap's writes (nil when it has no interest). The event is nil when the
+// tap does not want it; newEvent makes it then.
 func (e *Engine) tapped(tenant, name string, data map[string]any, at time.Time) (*Event, func(store.Txn) error, func()) {
-	ev := &Event{ID: ids.New("evt", at), Tenant: tenant, Name: name, Data: data, At: at}
-	if e.cfg.Tap == nil {
-		return ev, nil, nil
+	if e.cfg.Tap == nil || !e.cfg.Tap.Wants(tenant, name) {
+		return nil, nil, nil
 	}
+	ev := newEvent(tenant, name, data, at)
 	op, after := e.cfg.Tap.Tap(ev)
 	return ev, op, after
+}
+
+func newEvent(tenant, name string, data map[string]any, at time.Time) *Event {
+	return &Event{ID: ids.New("evt", at), Tenant: tenant, Name: name, Data: data, At: at}
 }

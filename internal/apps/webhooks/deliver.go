@@ -31,6 +31,21 @@ type Payload struct {
 	At     time.Time      `json:"at"`
 }
 
+// Wants reports whether an active subscription of tenant names events
+// called name.
+func (s *Service) Wants(tenant, name string) bool {
+	active, err := s.active(tenant)
+	if err != nil {
+		return true // Tap logs the error
+	}
+	for _, sub := range active {
+		if matches(sub.Events, name) {
+			return true
+		}
+	}
+	return false
+}
+
 // Tap returns the writes of ev's deliveries, one per active subscription
 // of its workspace whose events match its name; the run engine adds them
 // to the transaction that emits ev. It reads nothing inside that
