@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -43,9 +44,11 @@ import (
 	"github.com/bas-platform/bas/internal/apps/invoicing"
 	"github.com/bas-platform/bas/internal/apps/templates"
 	"github.com/bas-platform/bas/internal/apps/usecases"
+	"github.com/bas-platform/bas/internal/apps/webhooks"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/mail"
+	"github.com/bas-platform/bas/internal/telemetry"
 	"github.com/bas-platform/bas/internal/wiring"
 	"github.com/bas-platform/bas/plugins"
 	"github.com/bas-platform/bas/process"
@@ -53,6 +56,8 @@ import (
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
 	"github.com/cockroachdb/errors"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Store is the storage seam (see package store).
@@ -141,6 +146,24 @@ type Options struct {
 	// subscribers (Subscribe); one that falls further behind is told it
 	// missed events. Defaults to 4096.
 	SubscribeBuffer int
+	// Metrics, when set, receives the bas_... Prometheus series (never
+	// the global registry unless given it). Defaults to none.
+	Metrics prometheus.Registerer
+	// TracerProvider, when set, traces API requests, run steps and
+	// provider calls (into plugins too). Defaults to none, at no cost.
+	TracerProvider trace.TracerProvider
+	// WebhookAllow admits address ranges outbound webhooks refuse
+	// otherwise (loopback, private, link-local, metadata ...), e.g.
+	// 127.0.0.0/8 for a receiver on the same host. Defaults to none.
+	WebhookAllow []netip.Prefix
+	// WebhookResolver resolves webhook hosts. Defaults to
+	// net.DefaultResolver.
+	WebhookResolver WebhookResolver
+}
+
+// WebhookResolver looks up a host's addresses; *net.Resolver is one.
+type WebhookResolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
 func (o Options) withDefaults() Options {
@@ -185,7 +208,9 @@ type Workspace struct {
 	usecases  *usecases.Service  // the use-case catalog and register
 	boards    *boards.Service    // the boards app
 
-	invoicing *invoicing.Service // the invoicing app
+	invoicing *invoicing.Service   // the invoicing app
+	webhooks  *webhooks.Service    // outbound webhooks
+	tel       *telemetry.Telemetry // metrics and traces; nil when off
 
 	closeOnce sync.Once
 	closeErr  error
@@ -248,9 +273,13 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	}
 	st = store.Hooked(st) // the HTTP layer's Idempotency-Keys commit with the change (store.AlsoInUpdate)
 	ws := &Workspace{opts: opts, store: st, clock: opts.Clock, logger: opts.Logger}
+	if err := ws.openTelemetry(); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
 	// -- wiring: capabilities (registry, built-in providers, plugins)
 	ws.registry = registry.New(registry.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,
-		CallTimeout: opts.CallTimeout})
+		CallTimeout: opts.CallTimeout, Observer: ws.callObserver()})
 	for _, p := range opts.Providers {
 		if err := ws.registry.Register(p); err != nil {
 			_ = ws.Close()
@@ -269,6 +298,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		ws.plugins = plugins.NewHost(plugins.HostOptions{Logger: opts.Logger, Clock: opts.Clock,
 			Checksums: opts.PluginChecksums, Sink: eventSink{ws}, CallTimeout: opts.CallTimeout, Env: opts.PluginEnv,
 			OnRestart: func(id string) {
+				ws.tel.PluginRestarted(id)
 				if err := ws.registry.Refresh(id); err != nil {
 					opts.Logger.Error("refresh a restarted plugin", "provider", id, "error", err.Error())
 				}
@@ -413,10 +443,14 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 			return nil, errors.Wrap(err, "register the email outbox")
 		}
 	}
+	if err := ws.openWebhooks(); err != nil {
+		_ = ws.Close()
+		return nil, err
+	}
 	eng, err := runengine.New(runengine.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,
 		Capabilities: ws.registry, Processes: ws.processes, Gate: ws.automation.Gate(), CallTimeout: opts.CallTimeout,
 		Workers: opts.Workers, MaxAttempts: opts.MaxAttempts, ApprovalTTL: opts.ApprovalExpiry, Grace: opts.Grace,
-		SubscribeBuffer: opts.SubscribeBuffer})
+		SubscribeBuffer: opts.SubscribeBuffer, Tap: ws.webhooks, Observer: ws.engineObserver()})
 	if err != nil {
 		_ = ws.Close()
 		return nil, err
@@ -432,6 +466,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		_ = ws.Close()
 		return nil, errors.Wrap(err, "open the run engine")
 	}
+	ws.webhooks.Open()
 	return ws, nil
 }
 
@@ -497,7 +532,7 @@ func (ws *Workspace) Ping(ctx context.Context) error {
 func (ws *Workspace) Internal() any {
 	return wiring.New(wiring.Config{Access: ws.access, Automation: ws.automation, Decisions: ws.decisions,
 		Docs: ws.docs, CRM: ws.crm, Invoicing: ws.invoicing, Boards: ws.boards, Templates: ws.templates,
-		UseCases: ws.usecases})
+		UseCases: ws.usecases, Webhooks: ws.webhooks})
 }
 
 // Processes returns the process service (definitions and versions).
@@ -527,6 +562,9 @@ func (ws *Workspace) Close() error {
 			if err := ws.engine.Close(); err != nil {
 				ws.logger.Error("stop the run engine", "error", err.Error())
 			}
+		}
+		if ws.webhooks != nil {
+			ws.webhooks.Close()
 		}
 		if ws.plugins != nil {
 			if err := ws.plugins.Close(); err != nil {

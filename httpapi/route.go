@@ -64,7 +64,14 @@ func (h *Handler) handlePublic(method, path string, fn handlerFunc) *Route {
 
 type ctxKey int
 
-const requestIDKey ctxKey = 0
+const (
+	requestIDKey ctxKey = iota
+	requestTenantKey
+)
+
+// requestTenant is where a route notes the caller's tenant for the access
+// log line written after it.
+type requestTenant struct{ tenant string }
 
 // serve is the outermost layer: request id, access log, panic recovery and
 // the choice of router.
@@ -80,7 +87,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	// Responses carry secrets (keys, sessions, invitation tokens) and a
 	// tenant's data: no cache keeps any.
 	w.Header().Set("Cache-Control", "no-store")
-	r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+	who := &requestTenant{}
+	r = r.WithContext(context.WithValue(context.WithValue(r.Context(), requestIDKey, id), requestTenantKey, who))
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	defer func() {
 		if v := recover(); v != nil {
@@ -88,6 +96,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		h.log.LogAttrs(r.Context(), slog.LevelInfo, "http",
 			slog.String("request_id", id),
+			slog.String("tenant", who.tenant),
 			slog.String("method", r.Method),
 			slog.String("path", logPath(r)),
 			slog.Int("status", rec.status),
@@ -121,8 +130,26 @@ func requestID(ctx context.Context) string {
 // permission, rate limit and idempotency, then the handler, then the error
 // writer.
 func (h *Handler) wrap(rt *Route) httprouter.Handle {
+	pattern := rt.Path
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		ctx, done := h.ws.HTTPRequest(r.Context(), r.Method, pattern, requestID(r.Context()))
+		if ctx != r.Context() { // a span was started
+			r = r.WithContext(ctx)
+		}
 		c := &request{W: w, R: r, Params: ps, h: h, route: rt}
+		defer func() {
+			status, tenant := http.StatusInternalServerError, "" // a panic answers 500
+			if sr, ok := w.(*statusRecorder); ok && sr.wrote {
+				status = sr.status
+			}
+			if c.P != nil {
+				tenant = c.P.Tenant
+				if who, ok := r.Context().Value(requestTenantKey).(*requestTenant); ok {
+					who.tenant = tenant
+				}
+			}
+			done(status, tenant)
+		}()
 		if err := h.run(c); err != nil {
 			h.writeError(c, err)
 		}

@@ -146,7 +146,7 @@ func (p *Plugin) Call(ctx context.Context, call capability.Call) (json.RawMessag
 	if err != nil {
 		return nil, err
 	}
-	resp, err := inst.conn.Provider.Call(cctx, &wire.CallRequest{Call: wire.FromCall(call)})
+	resp, err := inst.conn.Provider.Call(wire.InjectTrace(cctx), &wire.CallRequest{Call: wire.FromCall(call)})
 	if err != nil {
 		return nil, p.callError(ctx, cctx, inst, call.Capability, timeout, err)
 	}

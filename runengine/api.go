@@ -269,7 +269,13 @@ func (e *Engine) Publish(ctx context.Context, p PublishParams) (*Published, erro
 		data = map[string]any{}
 	}
 	at := e.now()
-	ev := &Event{ID: e.ids.New("evt", at), Tenant: p.Tenant, Name: p.Name, Data: data, At: at, EmittedBy: p.Emitter}
+	ev := e.newEvent(p.Tenant, p.Name, data, at)
+	ev.EmittedBy = p.Emitter
+	var tapOp func(store.Txn) error
+	var tapAfter func()
+	if e.cfg.Tap != nil && e.cfg.Tap.Wants(p.Tenant, p.Name) {
+		tapOp, tapAfter = e.cfg.Tap.Tap(ev)
+	}
 	raw, err := ev.appendJSON(nil)
 	if err != nil {
 		return nil, errors.Wrap(err, "encode event")
@@ -280,8 +286,20 @@ func (e *Engine) Publish(ctx context.Context, p PublishParams) (*Published, erro
 				"event data may be at most %d bytes of JSON; this is %d", MaxEventDataBytes, len(n))
 		}
 	}
-	if err := e.commits.commitWait(ctx, &delta{apply: setKey(outboxKey(ev.ID), raw)}); err != nil {
+	apply := setKey(outboxKey(ev.ID), raw)
+	if tapOp != nil {
+		apply = func(tx store.Txn) error {
+			if err := tapOp(tx); err != nil {
+				return err
+			}
+			return tx.Set(outboxKey(ev.ID), raw)
+		}
+	}
+	if err := e.commits.commitWait(ctx, &delta{apply: apply}); err != nil {
 		return nil, err
+	}
+	if tapAfter != nil {
+		tapAfter()
 	}
 	req := &publishReq{ev: ev, reply: make(chan publishResult, 1)}
 	select {

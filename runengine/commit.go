@@ -61,10 +61,12 @@ type committer struct {
 	stats           sync.Mutex
 	batches, deltas uint64
 	busy            time.Duration
+
+	observe Observer // nil when none
 }
 
-func newCommitter(st store.Store, maxBatch int) *committer {
-	c := &committer{st: st, maxBatch: maxBatch, signal: make(chan struct{}, 1), stopped: make(chan struct{}),
+func newCommitter(st store.Store, maxBatch int, obs Observer) *committer {
+	c := &committer{st: st, maxBatch: maxBatch, observe: obs, signal: make(chan struct{}, 1), stopped: make(chan struct{}),
 		counters: map[string]int64{}, landed: make(chan struct{}, 1)}
 	c.pipe, _ = st.(store.Pipeliner)
 	go c.loop()
@@ -211,7 +213,7 @@ func (c *committer) launch() {
 	c.keepCounters(sums)
 	c.flying = true
 	tx.CommitAsync(func(err error) {
-		c.record(len(batch), time.Since(began))
+		c.record(len(batch), time.Since(began), err)
 		c.landed <- struct{}{}
 		for _, d := range batch {
 			if d.after != nil {
@@ -261,7 +263,7 @@ func (c *committer) commitSync(batch []*delta) {
 	if err == nil {
 		c.keepCounters(sums)
 	}
-	c.record(len(batch), time.Since(began))
+	c.record(len(batch), time.Since(began), err)
 	for _, d := range batch {
 		if d.after != nil {
 			d.after(err)
@@ -269,12 +271,15 @@ func (c *committer) commitSync(batch []*delta) {
 	}
 }
 
-func (c *committer) record(n int, d time.Duration) {
+func (c *committer) record(n int, d time.Duration, err error) {
 	c.stats.Lock()
 	c.batches++
 	c.deltas += uint64(n)
 	c.busy += d
 	c.stats.Unlock()
+	if c.observe != nil {
+		c.observe.Committed(n, d, err)
+	}
 }
 
 func sumCounters(batch []*delta) map[string]int64 {

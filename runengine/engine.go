@@ -100,6 +100,12 @@ type Config struct {
 	// subscribers (see Subscribe); one that falls further behind is told
 	// it missed events. Defaults to 4096.
 	SubscribeBuffer int
+	// Tap, when set, sees every event in the transaction that emits it
+	// (outbound webhooks). Defaults to none.
+	Tap EventTap
+	// Observer, when set, is told of runs, steps and commits (metrics and
+	// traces). Defaults to none, at no cost.
+	Observer Observer
 }
 
 func (c Config) withDefaults() Config {
@@ -189,7 +195,7 @@ func New(cfg Config) (*Engine, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Engine{cfg: cfg, st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, ctx: ctx, cancel: cancel,
 		runWork: make(chan func()), stepTypes: cfg.StepTypes}
-	e.commits = newCommitter(cfg.Store, cfg.MaxBatch)
+	e.commits = newCommitter(cfg.Store, cfg.MaxBatch, cfg.Observer)
 	e.workers = make([]*worker, cfg.Workers)
 	for i := range e.workers {
 		e.workers[i] = newWorker(e)

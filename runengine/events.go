@@ -71,27 +71,52 @@ func outboxKey(id string) []byte { return store.Key(store.System, "outbox", id) 
 // An event nothing can consume (no process of the tenant has its name as
 // trigger and no run waits for it) is not written: events only start and
 // wake runs, so it would be read and deleted for nothing. While the tenant
-// has a subscriber (Subscribe), every event is written, to reach it.
+// has a subscriber (Subscribe), every event is written, to reach it; an
+// event the Tap wants (a webhook subscription) is handed to it in the same
+// transaction, written to the outbox or not.
 //
 // cause is the event's causation (see Cause); from, when cause is nil, is
 // the run that emits it, whose causation is worked out only for an event
 // that is written.
 func (e *Engine) outboxWrite(tenant, name string, data map[string]any, at time.Time, cause *Cause, from *Run) (func(store.Txn) error, func()) {
-	if !e.heard(tenant, name) && !e.hub.wants(tenant) {
+	tap := e.cfg.Tap != nil && e.cfg.Tap.Wants(tenant, name)
+	consumed := e.heard(tenant, name) || e.hub.wants(tenant)
+	if !tap && !consumed {
 		return func(store.Txn) error { return nil }, func() {}
 	}
-	ev := &Event{ID: e.ids.New("evt", at), Tenant: tenant, Name: name, Data: data, At: at}
+	ev := e.newEvent(tenant, name, data, at)
 	ev.Cause = cause
 	if cause == nil && from != nil {
 		ev.Cause = causeOf(from)
 	}
+	var tapOp func(store.Txn) error
+	var tapAfter func()
+	if tap {
+		tapOp, tapAfter = e.cfg.Tap.Tap(ev)
+	}
+	if !consumed {
+		if tapOp == nil {
+			return func(store.Txn) error { return nil }, func() {}
+		}
+		return tapOp, tapAfter
+	}
 	raw, err := ev.appendJSON(nil)
 	return func(tx store.Txn) error {
-		if err != nil {
-			return errors.Wrapf(err, "encode event %s", name)
+			if err != nil {
+				return errors.Wrapf(err, "encode event %s", name)
+			}
+			if tapOp != nil {
+				if err := tapOp(tx); err != nil {
+					return err
+				}
+			}
+			return tx.Set(outboxKey(ev.ID), raw)
+		}, func() {
+			e.disp.push(ev)
+			if tapAfter != nil {
+				tapAfter()
+			}
 		}
-		return tx.Set(outboxKey(ev.ID), raw)
-	}, func() { e.disp.push(ev) }
 }
 
 // emitTx writes an event into the outbox within tx, so it is emitted if
@@ -150,8 +175,13 @@ func (e *Engine) heard(tenant, name string) bool {
 // that makes a listener commits.
 func (e *Engine) listen(tenant, name string) { e.listened.Store(tenant+"\x00"+name, true) }
 
-// kick tells the dispatcher that events may be waiting in the outbox.
-func (e *Engine) kick() { e.disp.kick() }
+// kick tells the dispatcher (and the Tap) that events may be waiting.
+func (e *Engine) kick() {
+	e.disp.kick()
+	if e.cfg.Tap != nil {
+		e.cfg.Tap.Kick()
+	}
+}
 
 func toMap(v any) (map[string]any, error) {
 	if m, ok := v.(map[string]any); ok {

@@ -113,6 +113,10 @@ func (x *exec) setStatus(status RunStatus) {
 		t := x.now
 		r.CompletedAt = &t
 		r.CurrentStep = nil
+		if obs := x.w.e.cfg.Observer; obs != nil {
+			n := x.runNote()
+			x.fx.post = append(x.fx.post, func() { obs.RunFinished(n, string(status)) })
+		}
 		e, tenant, id := x.w.e, r.Tenant, r.ID
 		x.fx.post = append(x.fx.post, func() { e.ended(tenant, id, status) })
 	}
@@ -242,6 +246,9 @@ func (x *exec) beginStep(def *process.Step, st *StepRun) {
 	st.Status = StepRunning
 	x.r.CurrentStep = &st.Key
 	x.setStatus(RunRunning)
+	if obs := x.w.e.cfg.Observer; obs != nil {
+		obs.StepStarted(x.stepNote(st))
+	}
 	if h := def.Controls.SLAHours; h != nil && *h > 0 {
 		at := t.Add(time.Duration(*h * float64(time.Hour)))
 		x.addTimer(at, slaToken(x.r.Cursor))
@@ -258,6 +265,7 @@ func (x *exec) completeStep(def *process.Step, st *StepRun, output any, automati
 	st.CompletedAt = &t
 	st.Output = output
 	st.Error = nil // an earlier failed attempt's error
+	x.observeStepEnd(st, string(StepCompleted), "")
 	st.internal.WaitToken = ""
 	st.internal.WaitEvent = ""
 	if automatic {
@@ -295,6 +303,7 @@ func (x *exec) failRun(st *StepRun, status RunStatus, msg string) {
 		st.Error = &msg
 		t := x.now
 		st.CompletedAt = &t
+		x.observeStepEnd(st, string(StepFailed), msg)
 	}
 	x.r.Error = &msg
 	x.setStatus(status)
@@ -398,6 +407,8 @@ func (x *exec) callOutcome(def *process.Step, st *StepRun) (any, bool) {
 	}
 	x.dirty = true
 	msg := fmt.Sprintf("step %s: %s", def.Key, errorText(res.err))
+	x.w.e.log.Warn("step call failed", "tenant", x.r.Tenant, "run", x.r.ID, "step", def.Key, "attempt", st.Attempts+1,
+		"error", errorText(res.err))
 	if permanent(res.err) {
 		st.Attempts++
 		x.failRun(st, RunFailed, msg)

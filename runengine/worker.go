@@ -399,6 +399,10 @@ func (w *worker) handleStart(c *command) {
 	x.fx.post = append(x.fx.post, a.post...)
 	x.fx.ops = append(x.fx.ops, setKey(activeKey(c.tenant, id), nil)) // a new run is running
 	x.count(counterKey(c.tenant, "inflight", r.Function), 1)
+	if obs := w.e.cfg.Observer; obs != nil {
+		n := x.runNote()
+		x.fx.post = append(x.fx.post, func() { obs.RunStarted(n) })
+	}
 	x.emit("process.run.started", map[string]any{"run_id": id, "process_id": r.ProcessID,
 		"process_name": r.ProcessName, "subject": r.Subject.data()})
 	x.advance()

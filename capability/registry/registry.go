@@ -44,6 +44,9 @@ type Config struct {
 	// HealthTimeout bounds each provider's health check in Connections.
 	// Defaults to 5s.
 	HealthTimeout time.Duration
+	// Observer, when set, sees every provider call (metrics and traces).
+	// Defaults to none, at no cost.
+	Observer capability.CallObserver
 }
 
 func (c Config) withDefaults() Config {
@@ -212,7 +215,7 @@ func (r *Registry) Register(p capability.Provider) error {
 		return err
 	}
 	r.snap.Store(next)
-	r.log.Info("provider registered", "provider", info.ID, "kind", string(info.Kind),
+	r.log.Debug("provider registered", "provider", info.ID, "kind", string(info.Kind),
 		"capabilities", len(info.Capabilities), "coming", info.Coming)
 	return nil
 }
@@ -548,6 +551,11 @@ func (r *Registry) invoke(ctx context.Context, pe *providerEntry, call capabilit
 		cctx, cancel = context.WithTimeout(ctx, r.cfg.CallTimeout)
 	}
 	defer cancel()
+	if o := r.cfg.Observer; o != nil {
+		var done func(error)
+		cctx, done = o.ProviderCall(cctx, pe.info.ID, call)
+		defer func() { done(err) }()
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			r.log.Error("provider panicked", "provider", pe.info.ID, "capability", call.Capability, "panic", fmt.Sprint(v))

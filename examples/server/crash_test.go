@@ -69,12 +69,16 @@ func TestMain(m *testing.M) {
 
 // serverProc is a running server child process.
 type serverProc struct {
-	cmd  *exec.Cmd
-	base string // http://127.0.0.1:port/api
-	logs string // file of its stderr
+	cmd     *exec.Cmd
+	base    string // http://127.0.0.1:port/api
+	metrics string // http://127.0.0.1:port/metrics
+	logs    string // file of its stderr
 }
 
-var servingLine = regexp.MustCompile(`bas is serving (http://[^ ]+)/v1 `)
+var (
+	servingLine = regexp.MustCompile(`bas is serving (http://[^ ]+)/v1 `)
+	metricsLine = regexp.MustCompile(`metrics at (http://\S+)`)
+)
 
 // startServer runs the server on dir with development login, on a free
 // loopback port, and waits until it serves.
@@ -86,7 +90,7 @@ func startServer(t *testing.T, bin, dir, name string) *serverProc {
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	cmd := exec.Command(bin, "-dev", "-addr", "127.0.0.1:0", "-data", dir)
+	cmd := exec.Command(bin, "-dev", "-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0", "-data", dir)
 	cmd.Stderr = logFile
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -102,7 +106,14 @@ func startServer(t *testing.T, bin, dir, name string) *serverProc {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
+				base := m[1]
+				for sc.Scan() { // the metrics line follows
+					if m := metricsLine.FindStringSubmatch(sc.Text()); m != nil {
+						p.metrics = m[1]
+						break
+					}
+				}
+				found <- base
 				break
 			}
 		}

@@ -9,6 +9,11 @@
 //	-data     Badger directory (default ./data)
 //	-dev      enable development login (POST /api/v1/auth/dev-login)
 //	-plugins  a directory of provider plugins to load
+//	-metrics-addr  where /metrics (Prometheus text, the bas_... series) is
+//	          served, apart from the API (default 127.0.0.1:9090; empty: off)
+//	-webhook-allow  address ranges outbound webhooks may reach besides the
+//	          public internet, comma separated (e.g. 127.0.0.0/8 for a
+//	          receiver on this host; default none)
 //
 // SIGINT or SIGTERM shuts it down gracefully.
 //
@@ -34,6 +39,7 @@ import (
 	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/httpapi"
 	"github.com/bas-platform/bas/httpapi/console"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func main() {
@@ -50,7 +56,13 @@ func run(args []string, stdout *os.File) error {
 	dev := fs.Bool("dev", false, "enable development login")
 	pluginDir := fs.String("plugins", "", "directory of provider plugins")
 	publicURL := fs.String("public-url", "", "base URL of the API in emailed links (default http://<addr>/api)")
+	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9090", "address of /metrics, apart from the API (empty: off)")
+	webhookAllow := fs.String("webhook-allow", "", "comma-separated address ranges webhooks may reach besides public ones (e.g. 127.0.0.0/8)")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	allow, err := parsePrefixes(*webhookAllow)
+	if err != nil {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -61,7 +73,13 @@ func run(args []string, stdout *os.File) error {
 	if *publicURL == "" {
 		*publicURL = "http://" + *addr + "/api"
 	}
-	ws, err := bas.Open(ctx, bas.Options{Dir: *data, Logger: logger, PluginDir: *pluginDir, PublicURL: *publicURL})
+	opts := bas.Options{Dir: *data, Logger: logger, PluginDir: *pluginDir, PublicURL: *publicURL, WebhookAllow: allow}
+	var reg *prometheus.Registry
+	if *metricsAddr != "" {
+		reg = prometheus.NewRegistry()
+		opts.Metrics = reg
+	}
+	ws, err := bas.Open(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -80,6 +98,17 @@ func run(args []string, stdout *os.File) error {
 	base := "http://" + ln.Addr().String() + api.BasePath()
 	fmt.Fprintf(stdout, "bas is serving %s/v1 (data in %s)\n", base, *data)
 	fmt.Fprintf(stdout, "the console is at http://%s/\n", ln.Addr().String())
+	fmt.Fprintln(stdout, providersLine(ws))
+	if reg != nil {
+		mln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			return err
+		}
+		msrv := &http.Server{Handler: metricsMux(reg), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = msrv.Serve(mln) }()
+		defer msrv.Close()
+		fmt.Fprintf(stdout, "metrics at http://%s/metrics\n", mln.Addr())
+	}
 	if *dev {
 		fmt.Fprintf(stdout, "development login is on; try:\n  curl -s -X POST %s/v1/auth/dev-login -H 'Content-Type: application/json' -d '{}'\n", base)
 	}

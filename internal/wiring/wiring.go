@@ -22,6 +22,7 @@ import (
 	"github.com/bas-platform/bas/internal/apps/invoicing"
 	"github.com/bas-platform/bas/internal/apps/templates"
 	"github.com/bas-platform/bas/internal/apps/usecases"
+	"github.com/bas-platform/bas/internal/apps/webhooks"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
 )
@@ -37,6 +38,7 @@ type Services struct {
 	boards     *boards.Service
 	templates  *templates.Service
 	usecases   *usecases.Service
+	webhooks   *webhooks.Service
 }
 
 // Config lists the services.
@@ -50,12 +52,14 @@ type Config struct {
 	Boards     *boards.Service
 	Templates  *templates.Service
 	UseCases   *usecases.Service
+	Webhooks   *webhooks.Service
 }
 
 // New returns the services of cfg.
 func New(cfg Config) *Services {
 	return &Services{access: cfg.Access, automation: cfg.Automation, decisions: cfg.Decisions, docs: cfg.Docs,
-		crm: cfg.CRM, invoicing: cfg.Invoicing, boards: cfg.Boards, templates: cfg.Templates, usecases: cfg.UseCases}
+		crm: cfg.CRM, invoicing: cfg.Invoicing, boards: cfg.Boards, templates: cfg.Templates, usecases: cfg.UseCases,
+		webhooks: cfg.Webhooks}
 }
 
 // Of returns the services behind v, what bas.Workspace.Internal returns;
@@ -94,6 +98,10 @@ func (s *Services) Templates() *templates.Service { return s.templates }
 
 // UseCases returns the use-case catalog and the workspace registers.
 func (s *Services) UseCases() *usecases.Service { return s.usecases }
+
+// Webhooks returns the outbound webhooks: subscriptions and their
+// deliveries.
+func (s *Services) Webhooks() *webhooks.Service { return s.webhooks }
 
 // Authenticate resolves a session token or API key to its principal; an
 // unknown, expired or revoked one is errs.Unauthenticated.

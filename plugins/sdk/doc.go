@@ -17,6 +17,14 @@
 // the host's deadline (the host's CallTimeout or the caller's, whichever is
 // sooner) and is cancelled when the host gives up: honour it.
 //
+// # Tracing
+//
+// When the host traces (bas.Options.TracerProvider), each call's context
+// carries the host's span of that provider call as its remote parent
+// (W3C trace context over the gRPC metadata): trace.SpanContextFromContext
+// (go.opentelemetry.io/otel/trace) returns it, and a span the vendor starts
+// from that context with its own TracerProvider joins the host's trace.
+//
 // # Optional abilities
 //
 // A provider may implement more, found by type assertion:

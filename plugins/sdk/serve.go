@@ -155,7 +155,7 @@ func (s *server) Call(ctx context.Context, req *wire.CallRequest) (resp *wire.Ca
 			resp, err = &wire.CallResponse{Error: wire.EncodeError(ctx, s.recovered(req.Call.Capability, r))}, nil
 		}
 	}()
-	result, cerr := s.p.Call(ctx, req.Call.ToCapability())
+	result, cerr := s.p.Call(wire.ExtractTrace(ctx), req.Call.ToCapability())
 	if cerr != nil {
 		return &wire.CallResponse{Error: wire.EncodeError(ctx, cerr)}, nil
 	}
