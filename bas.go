@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -31,6 +32,7 @@ import (
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/capability/registry"
+	"github.com/bas-platform/bas/internal/ai"
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/apps/automation"
 	"github.com/bas-platform/bas/internal/apps/boards"
@@ -118,6 +120,13 @@ type Options struct {
 	// PluginChecksums maps a plugin path or base name to its expected
 	// SHA-256 (hex); a plugin that does not match is not started.
 	PluginChecksums map[string]string
+	// SecretKey (32 bytes) seals stored secrets such as AI API keys.
+	// Defaults to the key in <Dir>/secret.key, made the first time (a
+	// random key per process for an in-memory workspace).
+	SecretKey []byte
+	// AIClient sends the AI connector's requests. Defaults to a plain
+	// http.Client.
+	AIClient *http.Client
 }
 
 func (o Options) withDefaults() Options {
@@ -163,6 +172,8 @@ type Workspace struct {
 	boards    *boards.Service    // the boards app
 
 	invoicing *invoicing.Service // the invoicing app
+
+	ai *ai.Service // the AI connector (bas_ai.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -368,6 +379,10 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	if err := ws.registry.Register(ws.docs.Provider()); err != nil {
 		_ = ws.Close()
 		return nil, errors.Wrap(err, "register the docs provider")
+	}
+	if err := ws.openAI(); err != nil { // -- wiring: the AI connector
+		_ = ws.Close()
+		return nil, err
 	}
 	if n, err := ws.docs.Sweep(ctx, time.Hour); err != nil {
 		opts.Logger.Warn("docs: sweeping unfinished uploads failed", "error", err.Error())

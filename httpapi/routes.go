@@ -17,4 +17,5 @@ func (h *Handler) registerRoutes() {
 	h.registerBoardsRoutes()
 	h.registerCRMRoutes()
 	h.registerInvoicingRoutes()
+	h.registerAIRoutes()
 }
