@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bas-platform/bas/httpapi"
 	"github.com/bas-platform/bas/internal/ai/aitest"
@@ -235,4 +236,45 @@ func TestAIConnectionRoutes(t *testing.T) {
 	s.do(t, "GET", "/v1/ai/usage", admin, nil).want(t, http.StatusOK)
 	s.do(t, "DELETE", "/v1/ai/connection", admin, nil).want(t, http.StatusNoContent)
 	s.do(t, "GET", "/v1/ai/connection", admin, nil).want(t, http.StatusNotFound)
+}
+
+// TestAIStepRetriesInvalidAnswersAndStopsAtTheBudget: an invalid answer
+// fails the step's attempt and the run retries it; once the month's budget
+// is used up, the next AI step fails the run with a clear error.
+func TestAIStepRetriesInvalidAnswersAndStopsAtTheBudget(t *testing.T) {
+	t.Parallel()
+	model := aitest.New("")
+	defer model.Close()
+	model.Respond = aiModel
+	model.Push(aitest.Cue{Content: `{"label":"spam","confidence":2,"reason":"?"}`, PromptTokens: 60, CompletionTokens: 0})
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.devLogin(t, `{"tenant_id": "ten_budget"}`).Token
+	s.do(t, "PUT", "/v1/ai/connection", admin, map[string]any{"base_url": model.BaseURL(), "model": "m",
+		"monthly_token_budget": 250, "warn_percent": 50}).want(t, http.StatusCreated)
+	s.createProc(t, admin, aiEmailProcess)
+	started := s.emit(t, admin, "inbox.email.received", map[string]any{"from": "jane@acme.example", "body": supplierEmail})
+	run := s.awaitRun(t, admin, started.Runs[0].ID, "retrying the triage", func(r runView) bool {
+		return r.step(t, "triage").Error != nil || r.Status == "failed"
+	})
+	if e := run.step(t, "triage").Error; e == nil || !strings.Contains(*e, "answer is invalid") || run.Status == "failed" {
+		t.Fatalf("triage after an invalid answer: %+v", run)
+	}
+	s.clock.Advance(time.Hour) // the retry's timer
+	run = s.awaitRun(t, admin, run.ID, "failed at the budget", runStatusIs("failed"))
+	// 60 (invalid) + 220 (classify) = 280 >= 250: the extract is refused.
+	if run.step(t, "triage").Status != "completed" || run.step(t, "read").Status != "failed" || run.Error == nil ||
+		!strings.Contains(*run.Error, "monthly AI token budget is used up: 280 of 250 tokens used in 2025-03") {
+		t.Fatalf("run = %+v", run)
+	}
+	if n := len(model.Requests()); n != 2 {
+		t.Errorf("%d requests; the refused call must not reach the model", n)
+	}
+	var usage struct {
+		WarnedAt    *string `json:"warned_at"`
+		ExhaustedAt *string `json:"exhausted_at"`
+	}
+	s.do(t, "GET", "/v1/ai/usage?month=2025-03", admin, nil).want(t, http.StatusOK).decode(t, &usage)
+	if usage.WarnedAt == nil || usage.ExhaustedAt == nil {
+		t.Errorf("usage = %+v", usage)
+	}
 }

@@ -130,7 +130,7 @@ func (t *transport) chat(ctx context.Context, ep endpoint, req *ChatRequest) (an
 			}
 			return a, errors.Wrapf(err, "the next attempt would wait %s", wait)
 		}
-		if dl, ok := ctx.Deadline(); ok && t.clock.Now().Add(wait).After(dl) {
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait { // deadlines are wall-clock
 			return a, err
 		}
 		tm := t.clock.NewTimer(wait)
