@@ -60,7 +60,7 @@ type env struct {
 	p     capability.Provider
 }
 
-func setup(t *testing.T, in ai.ConnectionIn) *env {
+func setup(t testing.TB, in ai.ConnectionIn) *env {
 	t.Helper()
 	st, err := badgerstore.Open(badgerstore.Options{InMemory: true, GCInterval: -1})
 	if err != nil {
