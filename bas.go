@@ -127,11 +127,14 @@ type Options struct {
 	// AIClient sends the AI connector's requests. Defaults to a plain
 	// http.Client.
 	AIClient *http.Client
+
+	dirDefaulted bool // Dir was empty: a host's Store keeps no secret key file
 }
 
 func (o Options) withDefaults() Options {
 	if o.Dir == "" {
 		o.Dir = "data"
+		o.dirDefaulted = true
 	}
 	if o.Clock == nil {
 		o.Clock = clock.Real{}

@@ -20,9 +20,9 @@ func (ws *Workspace) AI() *ai.Service { return ws.ai }
 // keys) when Options.SecretKey is not given.
 const secretKeyFile = "secret.key"
 
-// secretKey returns Options.SecretKey; else, for an in-memory workspace, a
-// fresh random key; else the key in <Dir>/secret.key, made (mode 0600) the
-// first time.
+// secretKey returns Options.SecretKey; else, for an in-memory workspace (or
+// a host's own Store without a Dir), a fresh random key; else the key in
+// <Dir>/secret.key, made (mode 0600) the first time.
 func secretKey(opts Options) ([]byte, error) {
 	if len(opts.SecretKey) > 0 {
 		if len(opts.SecretKey) != 32 {
@@ -31,7 +31,10 @@ func secretKey(opts Options) ([]byte, error) {
 		return opts.SecretKey, nil
 	}
 	key := make([]byte, 32)
-	if opts.InMemory {
+	if opts.InMemory || opts.Store != nil && opts.dirDefaulted {
+		if !opts.InMemory {
+			opts.Logger.Warn("no Options.SecretKey and no Dir: AI API keys are sealed with a key that lasts until the workspace closes; set Options.SecretKey to keep them")
+		}
 		_, err := rand.Read(key)
 		return key, errors.Wrap(err, "bas: make a secret key")
 	}

@@ -124,7 +124,7 @@ func (p *provider) Call(ctx context.Context, call capability.Call) (json.RawMess
 		}
 		rec.Status, rec.Error = CallFailed, &msg
 		if a.usage.TotalTokens > 0 {
-			s.record(ctx, call.Tenant, c, rec)
+			s.record(context.WithoutCancel(ctx), call.Tenant, c, rec)
 		}
 		return nil, err
 	}
@@ -147,11 +147,11 @@ func (p *provider) Call(ctx context.Context, call capability.Call) (json.RawMess
 	if err != nil {
 		msg := err.Error()
 		rec.Status, rec.Error = CallInvalidAnswer, &msg
-		s.record(ctx, call.Tenant, c, rec)
+		s.record(context.WithoutCancel(ctx), call.Tenant, c, rec)
 		return nil, errors.Wrapf(err, "%s via %s", call.Capability, c.Model)
 	}
 	rec.Status = CallSucceeded
-	s.record(ctx, call.Tenant, c, rec)
+	s.record(context.WithoutCancel(ctx), call.Tenant, c, rec)
 	raw, err := json.Marshal(out)
 	if err != nil {
 		return nil, errors.Wrap(err, "encode the result")
