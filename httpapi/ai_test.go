@@ -148,6 +148,7 @@ func TestAIEmailProcess(t *testing.T) {
 		t.Errorf("usage = %+v", usage)
 	}
 	var calls []struct {
+		ID         string  `json:"id"`
 		Capability string  `json:"capability"`
 		RunID      *string `json:"run_id"`
 		StepKey    *string `json:"step_key"`
@@ -163,6 +164,14 @@ func TestAIEmailProcess(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{"ai.draft@reply", "ai.extract@read", "ai.classify@triage"}, got); d != "" {
 		t.Errorf("calls, newest first (-want +got):\n%s", d)
+	}
+	s.do(t, "GET", "/v1/ai/calls/"+calls[0].ID, admin, nil).want(t, http.StatusOK)
+	other := s.devLogin(t, `{"tenant_id": "ten_other"}`).Token
+	s.do(t, "GET", "/v1/ai/calls/"+calls[0].ID, other, nil).want(t, http.StatusNotFound)
+	var none []any
+	s.do(t, "GET", "/v1/ai/calls", other, nil).want(t, http.StatusOK).decode(t, &none)
+	if len(none) != 0 {
+		t.Errorf("another tenant sees %d calls", len(none))
 	}
 }
 
@@ -191,7 +200,8 @@ func TestAIConnectionRoutes(t *testing.T) {
 	s.do(t, "GET", "/v1/ai/connection", admin, nil).want(t, http.StatusNotFound)
 	// Every violation at once, nothing stored.
 	r := s.do(t, "PUT", "/v1/ai/connection", admin, map[string]any{"base_url": "ftp://x", "model": "",
-		"timeout_seconds": 601, "max_retries": 11, "warn_percent": 0, "redact_patterns": []string{"ssn"}}).want(t, http.StatusUnprocessableEntity)
+		"timeout_seconds": 601, "max_retries": 11, "warn_percent": 0, "redact_patterns": []string{"ssn"},
+		"monthly_token_budget": 1000000000001, "redact_fields": make([]string, 51)}).want(t, http.StatusUnprocessableEntity)
 	var verr struct {
 		Detail []struct {
 			Loc []any `json:"loc"`
@@ -204,7 +214,7 @@ func TestAIConnectionRoutes(t *testing.T) {
 		locs = append(locs, string(b))
 	}
 	for _, want := range []string{`["body","model"]`, `["body","timeout_seconds"]`, `["body","max_retries"]`,
-		`["body","warn_percent"]`, `["body","redact_patterns",0]`} {
+		`["body","warn_percent"]`, `["body","redact_patterns",0]`, `["body","monthly_token_budget"]`, `["body","redact_fields"]`} {
 		if !strings.Contains(strings.Join(locs, " "), want) {
 			t.Errorf("no violation at %s: %v", want, locs)
 		}
@@ -213,9 +223,13 @@ func TestAIConnectionRoutes(t *testing.T) {
 	s.do(t, "PUT", "/v1/ai/connection", admin, map[string]any{"base_url": "ftp://x", "model": "m"}).want(t, http.StatusUnprocessableEntity)
 
 	// Just inside the bounds.
+	fifty := make([]string, 50)
+	for i := range fifty {
+		fifty[i] = "field_" + strings.Repeat("x", i+1)
+	}
 	body := map[string]any{"base_url": "http://localhost:11434/v1", "model": "llama3.2", "api_key": aiKey,
 		"timeout_seconds": 600, "max_retries": 10, "warn_percent": 100, "monthly_token_budget": 1000000000000,
-		"redact_fields": []string{"iban"}, "redact_patterns": []string{"email", "phone", "iban", "card"}}
+		"redact_fields": fifty, "redact_patterns": []string{"email", "phone", "iban", "card"}}
 	created := s.do(t, "PUT", "/v1/ai/connection", admin, body).want(t, http.StatusCreated)
 	if strings.Contains(string(created.Body), aiKey) {
 		t.Errorf("the API key is returned: %s", created.Body)
