@@ -120,8 +120,6 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
-var zero = 0.0
-
 const extractSystem = "You extract fields from a text. For every field, answer with quote: the exact characters of the text " +
 	"that hold the field's value (copied verbatim, only the value, not its label), or null when the text does not give it. " +
 	"Never invent or reformat a value. Characters shown as * are redacted; quote them as they appear. Answer with JSON only."
@@ -153,7 +151,7 @@ func extractTask(a capability.AIExtractArgs, red *redactor) *task {
 		user += "\nInstructions: " + a.Instructions + "\n"
 	}
 	user += "\nText:\n<<<\n" + text + "\n>>>"
-	return &task{name: "extract", schema: sch, temperature: &zero,
+	return &task{name: "extract", schema: sch,
 		messages: []Message{{Role: "system", Content: extractSystem}, {Role: "user", Content: user}},
 		parse: func(content, _ string, meta capability.AIMeta) (any, error) {
 			if err := checkAnswer(sch, content); err != nil {
@@ -254,7 +252,7 @@ func classifyTask(a capability.AIClassifyArgs, red *redactor) (*task, error) {
 	}
 	sch := mustJSON(obj(map[string]any{
 		"label":      map[string]any{"type": "string", "enum": labels},
-		"confidence": map[string]any{"type": "number", "minimum": 0, "maximum": 1},
+		"confidence": map[string]any{"type": "number"}, // bounds are checked here: strict mode does not take them everywhere
 		"reason":     map[string]any{"type": "string"},
 	}, []string{"label", "confidence", "reason"}))
 	user := "Labels:\n" + list.String()
@@ -262,7 +260,7 @@ func classifyTask(a capability.AIClassifyArgs, red *redactor) (*task, error) {
 		user += "\nInstructions: " + a.Instructions + "\n"
 	}
 	user += "\nText:\n<<<\n" + red.labelled(red.text(a.Text, nil)) + "\n>>>"
-	return &task{name: "classify", schema: sch, temperature: &zero,
+	return &task{name: "classify", schema: sch,
 		messages: []Message{{Role: "system", Content: classifySystem}, {Role: "user", Content: user}},
 		parse: func(content, _ string, meta capability.AIMeta) (any, error) {
 			if err := checkAnswer(sch, content); err != nil {
@@ -310,7 +308,7 @@ func draftTask(a capability.AIDraftArgs, red *redactor) (*task, error) {
 	}
 	sch := mustJSON(obj(map[string]any{
 		"subject": map[string]any{"type": "string"},
-		"text":    map[string]any{"type": "string", "minLength": 1},
+		"text":    map[string]any{"type": "string"},
 	}, []string{"subject", "text"}))
 	return &task{name: "draft", schema: sch,
 		messages: []Message{{Role: "system", Content: draftSystem}, {Role: "user", Content: user}},
