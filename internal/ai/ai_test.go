@@ -132,7 +132,7 @@ func TestClassifyRequestAndAnswer(t *testing.T) {
 		t.Fatalf("%d requests", len(reqs))
 	}
 	r := reqs[0]
-	if r.Authorization != "Bearer "+apiKey || r.Model != "test-model" || r.SchemaName() != "classify" ||
+	if r.Stream || r.Authorization != "Bearer "+apiKey || r.Model != "test-model" || r.SchemaName() != "classify" ||
 		!r.ResponseFormat.JSONSchema.Strict || !strings.Contains(r.Text(), "INV-2026-0042") {
 		t.Errorf("request %+v", r)
 	}

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // Request is a chat-completions request as the server received it.
@@ -28,6 +29,9 @@ type Request struct {
 	MaxTokens      int      `json:"max_tokens,omitempty"`
 	Temperature    *float64 `json:"temperature,omitempty"`
 	Stream         bool     `json:"stream"`
+	StreamOptions  *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options,omitempty"`
 	User           string   `json:"user,omitempty"`
 	ResponseFormat *struct {
 		Type       string `json:"type"`
@@ -213,8 +217,6 @@ func check(req Request) string {
 		return "model is required"
 	case len(req.Messages) == 0:
 		return "messages must not be empty"
-	case req.Stream:
-		return "this client does not stream"
 	}
 	for i, m := range req.Messages {
 		if !slices.Contains([]string{"system", "user", "assistant"}, m.Role) {
@@ -272,6 +274,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, req Request, c C
 	if fr == "" {
 		fr = "stop"
 	}
+	if req.Stream {
+		stream(w, req, c.Content, fr, pt, ct)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"id": "chatcmpl-test", "object": "chat.completion", "created": 1764000000, "model": req.Model,
@@ -279,4 +285,38 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, req Request, c C
 			"finish_reason": fr}},
 		"usage": map[string]any{"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct},
 	})
+}
+
+// stream answers a streaming request as the protocol does: server-sent
+// events of chat.completion.chunk objects (the role, then the content in
+// pieces of up to 8 bytes, then the finish reason), a last chunk with the
+// usage and no choices, and "data: [DONE]".
+func stream(w http.ResponseWriter, req Request, content, finish string, pt, ct int64) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	fl, _ := w.(http.Flusher)
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		_, _ = fmt.Fprintf(w, "data: %s\n\n", b)
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	chunk := func(delta map[string]any, finish any) map[string]any {
+		return map[string]any{"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1764000000, "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
+	}
+	send(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	for rest := content; rest != ""; {
+		n := min(8, len(rest))
+		for n < len(rest) && !utf8.RuneStart(rest[n]) {
+			n++
+		}
+		send(chunk(map[string]any{"content": rest[:n]}, nil))
+		rest = rest[n:]
+	}
+	send(chunk(map[string]any{}, finish))
+	send(map[string]any{"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1764000000, "model": req.Model,
+		"choices": []any{}, "usage": map[string]any{"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct}})
+	_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
 }
