@@ -2,8 +2,9 @@
 // server for tests: it checks the shape of every request (method, path,
 // headers, body, response_format), answers from a script of cues (an
 // answer, a rate limit with Retry-After, a server error, a hang until the
-// client gives up, a malformed body) or from a responder function, and
-// keeps every request it was sent.
+// client gives up, a malformed body) or from a responder function,
+// streams the answer as server-sent chunks when a request asks for a
+// stream, and keeps every request it was sent.
 package aitest
 
 import (
@@ -26,13 +27,13 @@ type Request struct {
 		Role    string `json:"role"`
 		Content string `json:"content"`
 	} `json:"messages"`
-	MaxTokens      int      `json:"max_tokens,omitempty"`
-	Temperature    *float64 `json:"temperature,omitempty"`
-	Stream         bool     `json:"stream"`
-	StreamOptions  *struct {
+	MaxTokens     int      `json:"max_tokens,omitempty"`
+	Temperature   *float64 `json:"temperature,omitempty"`
+	Stream        bool     `json:"stream"`
+	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options,omitempty"`
-	User           string   `json:"user,omitempty"`
+	User           string `json:"user,omitempty"`
 	ResponseFormat *struct {
 		Type       string `json:"type"`
 		JSONSchema *struct {
