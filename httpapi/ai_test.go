@@ -292,3 +292,44 @@ func TestAIStepRetriesInvalidAnswersAndStopsAtTheBudget(t *testing.T) {
 		t.Errorf("usage = %+v", usage)
 	}
 }
+
+// TestAIDraftReviewed: a reviewed AI draft is the task a person sees; their
+// edit is the step's text, and the output keeps the AI record.
+func TestAIDraftReviewed(t *testing.T) {
+	t.Parallel()
+	model := aitest.New("")
+	defer model.Close()
+	model.Respond = aiModel
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.devLogin(t, `{"tenant_id": "ten_draft"}`).Token
+	s.do(t, "PUT", "/v1/ai/connection", admin, map[string]any{"base_url": model.BaseURL(), "model": "m"}).want(t, http.StatusCreated)
+	proc := s.createProc(t, admin, `{"name": "Quote", "trigger": {"type": "manual"}, "steps": [
+	  {"key": "reply", "type": "draft", "config": {"title": "Reply", "template": "Reply about ${subject.label}.",
+	   "ai": {"kind": "quote", "max_words": 120}}}]}`)
+	run := s.startRun(t, admin, proc.ID, "INV-2026-0042")
+	drafted := "Dear Jane, we received invoice INV-2026-0042 and will pay it on time."
+	run = s.awaitRun(t, admin, run.ID, "waiting for the review", func(r runView) bool {
+		return r.Status == "failed" || r.step(t, "reply").TaskID != nil
+	})
+	out, _ := run.step(t, "reply").Output.(map[string]any)
+	if run.Status == "failed" || out["draft"] != drafted || out["ai"] == nil {
+		t.Fatalf("run = %+v", run)
+	}
+	var task taskView
+	s.do(t, "GET", "/v1/tasks/"+*run.step(t, "reply").TaskID, admin, nil).want(t, http.StatusOK).decode(t, &task)
+	if task.Description == nil || *task.Description != drafted {
+		t.Fatalf("task = %+v", task)
+	}
+	if !strings.Contains(model.Requests()[0].Text(), "Write a quote.") || !strings.Contains(model.Requests()[0].Text(), "At most 120 words.") {
+		t.Errorf("prompt %q", model.Requests()[0].Text())
+	}
+	s.do(t, "POST", "/v1/tasks/"+task.ID+"/complete", admin, `{"action": "approve", "fields": {"text": "Dear Jane, thanks."}}`).want(t, http.StatusOK)
+	run = s.awaitRun(t, admin, run.ID, "completed", runStatusIs("completed"))
+	out, _ = run.step(t, "reply").Output.(map[string]any)
+	if out["text"] != "Dear Jane, thanks." || out["edited"] != true || out["outcome"] != "approve" || out["ai"] == nil {
+		t.Errorf("reply output = %v", out)
+	}
+	if n := len(model.Requests()); n != 1 {
+		t.Errorf("%d requests; the review must not ask the model again", n)
+	}
+}
