@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"path/filepath"
 	"strings"
@@ -35,6 +36,7 @@ import (
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/capability/registry"
+	"github.com/bas-platform/bas/internal/ai"
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/apps/automation"
 	"github.com/bas-platform/bas/internal/apps/boards"
@@ -159,6 +161,15 @@ type Options struct {
 	// WebhookResolver resolves webhook hosts. Defaults to
 	// net.DefaultResolver.
 	WebhookResolver WebhookResolver
+	// SecretKey (32 bytes) seals stored secrets such as AI API keys.
+	// Defaults to the key in <Dir>/secret.key, made the first time (a
+	// random key per process for an in-memory workspace).
+	SecretKey []byte
+	// AIClient sends the AI connector's requests. Defaults to a plain
+	// http.Client.
+	AIClient *http.Client
+
+	dirDefaulted bool // Dir was empty: a host's Store keeps no secret key file
 }
 
 // WebhookResolver looks up a host's addresses; *net.Resolver is one.
@@ -169,6 +180,7 @@ type WebhookResolver interface {
 func (o Options) withDefaults() Options {
 	if o.Dir == "" {
 		o.Dir = "data"
+		o.dirDefaulted = true
 	}
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
@@ -211,6 +223,8 @@ type Workspace struct {
 	invoicing *invoicing.Service   // the invoicing app
 	webhooks  *webhooks.Service    // outbound webhooks
 	tel       *telemetry.Telemetry // metrics and traces; nil when off
+
+	ai *ai.Service // the AI connector (bas_ai.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -396,6 +410,10 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		_ = ws.Close()
 		return nil, errors.Wrap(err, "register the docs provider")
 	}
+	if err := ws.openAI(); err != nil { // -- wiring: the AI connector
+		_ = ws.Close()
+		return nil, err
+	}
 	if n, err := ws.docs.Sweep(ctx, time.Hour); err != nil {
 		opts.Logger.Warn("docs: sweeping unfinished uploads failed", "error", err.Error())
 	} else if n > 0 {
@@ -532,7 +550,7 @@ func (ws *Workspace) Ping(ctx context.Context) error {
 func (ws *Workspace) Internal() any {
 	return wiring.New(wiring.Config{Access: ws.access, Automation: ws.automation, Decisions: ws.decisions,
 		Docs: ws.docs, CRM: ws.crm, Invoicing: ws.invoicing, Boards: ws.boards, Templates: ws.templates,
-		UseCases: ws.usecases, Webhooks: ws.webhooks})
+		UseCases: ws.usecases, Webhooks: ws.webhooks, AI: ws.ai})
 }
 
 // Processes returns the process service (definitions and versions).

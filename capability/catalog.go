@@ -782,7 +782,7 @@ type StandardSpec struct {
 // capability the built-in apps and step types use, and the common ones an
 // external system fills.
 func StandardSpecs() []StandardSpec {
-	return []StandardSpec{
+	return append([]StandardSpec{
 		{TaskCreate, "Create a human task", "Gives a person a task with actions to choose from and fields to fill in; the chosen action is the outcome and the fields are the output.", &TaskCreateArgs{}, &TaskCreateResult{}, false},
 		{ApprovalRequest, "Request an approval", "Asks a person to approve or reject what the summary describes.", &ApprovalRequestArgs{}, &ApprovalRequestResult{}, false},
 		{EmailSend, "Send an e-mail", "Sends an e-mail to one address or a list; the built-in provider writes it to the workspace outbox.", &EmailSendArgs{}, &EmailSendResult{}, false},
@@ -823,5 +823,5 @@ func StandardSpecs() []StandardSpec {
 		{HREmployeeGet, "Read an employee", "Returns an employee from the HR system by id or e-mail address.", &EmployeeGetArgs{}, &Employee{}, true},
 		{CommerceOrderGet, "Read a shop order", "Returns an order from the shop by its id, with its lines.", &OrderGetArgs{}, &Order{}, true},
 		{CommerceOrderList, "List shop orders", "Returns the shop's orders created since a time.", &OrderListArgs{}, &OrderList{}, true},
-	}
+	}, aiSpecs()...)
 }

@@ -210,7 +210,7 @@ func (h *Handler) handleIntegrations(c *request) error {
 
 // handleConnections serves GET /v1/connections: each provider's live state.
 func (h *Handler) handleConnections(c *request) error {
-	conns := h.ws.Capabilities().Connections(c.Context())
+	conns := h.ws.Capabilities().Connections(capability.WithTenant(c.Context(), c.Tenant()))
 	page, next, err := pageSorted(c, conns, func(x registry.ConnectionOut) string { return x.Provider })
 	if err != nil {
 		return err

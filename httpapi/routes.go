@@ -18,4 +18,5 @@ func (h *Handler) registerRoutes() {
 	h.registerCRMRoutes()
 	h.registerInvoicingRoutes()
 	h.registerWebhookRoutes()
+	h.registerAIRoutes()
 }

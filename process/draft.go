@@ -13,6 +13,9 @@ type DraftConfig struct {
 	Template string `json:"template" jsonschema:"required,minLength=1,maxLength=50000"`
 	Review   *bool  `json:"review,omitempty"`
 	Assignee string `json:"assignee,omitempty" jsonschema:"maxLength=200"`
+	// AI, when set, writes the draft with ai.draft: the rendered template
+	// is the brief (see DraftAI). The workspace must bind ai.draft.
+	AI *DraftAI `json:"ai,omitempty"`
 }
 
 // draftStep is the draft step type: the engine renders the template
@@ -21,6 +24,13 @@ func draftStep() StepType {
 	return Define(StepDef[DraftConfig]{
 		Type: StepDraft, Label: "Draft",
 		Description: "Writes the output (reply, report, quote) from a template for a person to review.",
+		Needs: func(s Step) []string {
+			var c DraftConfig
+			if err := decodeJSON(nonEmpty(s.Config), &c); err == nil && c.AI != nil {
+				return []string{CapAIDraft}
+			}
+			return nil
+		},
 		// Title and template bounds are the schema's; references are
 		// checked for every config.
 	})

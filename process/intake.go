@@ -22,6 +22,12 @@ type IntakeConfig struct {
 	Text string `json:"text,omitempty" jsonschema:"maxLength=1000000"`
 	// Fields are the fields to find in Text.
 	Fields []IntakeField `json:"fields,omitempty" jsonschema:"maxItems=100"`
+	// AI, with Text, finds Fields with ai.extract (the workspace's
+	// language model) instead of labels and patterns; each value keeps
+	// its quoted evidence. The workspace must bind ai.extract.
+	AI bool `json:"ai,omitempty"`
+	// Instructions are added to the model's prompt when AI is on.
+	Instructions string `json:"instructions,omitempty" jsonschema:"maxLength=4000"`
 }
 
 // IntakeField is one field an intake step extracts.
@@ -71,6 +77,9 @@ type IntakeOutput struct {
 	Problems []IntakeProblem `json:"problems"`
 	// Missing lists the keys of required fields that were not extracted.
 	Missing []string `json:"missing"`
+	// AI, when the fields were extracted with ai.extract, records the
+	// provider, model and token usage.
+	AI *AIRecord `json:"ai,omitempty"`
 }
 
 // ExtractedValue is an extracted value and the evidence of where it came
@@ -179,16 +188,27 @@ func intakeStep() StepType {
 			var c IntakeConfig
 			if err := decodeJSON(nonEmpty(s.Config), &c); err == nil && c.DocumentID != "" {
 				return []string{CapDocumentExtract}
+			} else if err == nil && c.AI {
+				return []string{CapAIExtract}
 			}
 			return nil
 		},
 		Call: func(cfg *IntakeConfig, _ Step) (string, map[string]any, bool) {
+			if cfg.AI && cfg.Text != "" {
+				return CapAIExtract, cfg.aiExtractArgs(), true
+			}
 			if cfg.DocumentID == "" {
 				return "", nil, false
 			}
 			return CapDocumentExtract, map[string]any{"document_id": cfg.DocumentID}, true
 		},
 		Eval: func(cfg *IntakeConfig, _ map[string]any) (any, error) { return Intake(*cfg, cfg.Text) },
+		Result: func(cfg *IntakeConfig, s Step, result any) (any, error) {
+			if !cfg.AI || cfg.Text == "" || s.Capability != "" {
+				return result, nil
+			}
+			return intakeFromAI(cfg, result)
+		},
 	})
 }
 
@@ -201,6 +221,8 @@ func checkIntake(cfg *IntakeConfig, _ Step, loc []any) []errs.Violation {
 		v.add(at(loc, "text"), "value_error", "give document_id or text, not both")
 	case cfg.Text != "" && len(cfg.Fields) == 0:
 		v.add(at(loc, "fields"), "missing", "an intake step reading text needs fields to extract")
+	case cfg.AI && cfg.DocumentID != "":
+		v.add(at(loc, "ai"), "value_error", "ai extracts from text; a document is extracted by its type's rules")
 	}
 	seen := map[string]int{}
 	efs := cfg.extractFields()

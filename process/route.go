@@ -29,6 +29,10 @@ type RouteConfig struct {
 	Rules []RouteRule `json:"rules" jsonschema:"required,minItems=1,maxItems=100"`
 	// Default is where an item goes when no rule matches.
 	Default RouteTarget `json:"default" jsonschema:"required"`
+	// AI, when set, classifies a text with ai.classify and the rules look
+	// at the classification instead of Input (see RouteAI). The workspace
+	// must bind ai.classify.
+	AI *RouteAI `json:"ai,omitempty"`
 }
 
 // RouteTarget is a destination: a queue, an owner and a priority.
@@ -69,6 +73,9 @@ type RouteOutput struct {
 	Priority string `json:"priority"`
 	// MatchedRule is the id of the rule that matched, or "default".
 	MatchedRule string `json:"matched_rule"`
+	// Classification and AI are set when the step classified with AI.
+	Classification *Classification `json:"classification,omitempty"`
+	AI             *AIRecord       `json:"ai,omitempty"`
 }
 
 // Route decides where data goes: the first rule (in order) whose filter
@@ -124,6 +131,25 @@ func routeStep() StepType {
 		Type: StepRoute, Label: "Route",
 		Description: "Decides where the item goes next and who owns it, from a rule table.",
 		Check:       checkRoute,
+		Needs: func(s Step) []string {
+			var c RouteConfig
+			if err := decodeJSON(nonEmpty(s.Config), &c); err == nil && c.AI != nil {
+				return []string{CapAIClassify}
+			}
+			return nil
+		},
+		Call: func(cfg *RouteConfig, _ Step) (string, map[string]any, bool) {
+			if cfg.AI == nil {
+				return "", nil, false
+			}
+			return CapAIClassify, cfg.AI.args(), true
+		},
+		Result: func(cfg *RouteConfig, s Step, result any) (any, error) {
+			if cfg.AI == nil || s.Capability != "" {
+				return result, nil
+			}
+			return routeFromAI(cfg, result)
+		},
 		Eval: func(cfg *RouteConfig, data map[string]any) (any, error) {
 			if cfg.Input == nil {
 				return Route(*cfg, data), nil
@@ -141,6 +167,15 @@ func checkRoute(cfg *RouteConfig, _ Step, loc []any) []errs.Violation {
 	var v violations
 	if cfg.Input != nil {
 		checkSource(&v, cfg.Input, at(loc, "input"), "an object", false)
+	}
+	if cfg.AI != nil {
+		seen := map[string]int{}
+		for i, l := range cfg.AI.Labels {
+			if first, dup := seen[l.Label]; dup {
+				v.add(at(loc, "ai", "labels", i, "label"), "value_error", "duplicates the label of labels[%d]", first)
+			}
+			seen[l.Label] = i
+		}
 	}
 	ids := map[string]int{}
 	for i, r := range cfg.Rules {

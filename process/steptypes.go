@@ -73,6 +73,10 @@ type StepDef[C any] struct {
 	// intake given a document calls document.extract): ok is false
 	// otherwise.
 	Call func(cfg *C, s Step) (capability string, args map[string]any, ok bool)
+	// Result turns the result of the call Call names into the step's
+	// output (an intake that extracted with ai.extract gives the same
+	// output as one that read labels). Nil keeps the result as it is.
+	Result func(cfg *C, s Step, result any) (any, error)
 }
 
 // Define makes the step type d declares.
@@ -97,6 +101,9 @@ func Define[C any](d StepDef[C]) StepType {
 	}
 	if d.Call != nil {
 		t.call = func(c any, s Step) (string, map[string]any, bool) { return d.Call(c.(*C), s) }
+	}
+	if d.Result != nil {
+		t.result = func(c any, s Step, r any) (any, error) { return d.Result(c.(*C), s, r) }
 	}
 	return t
 }
@@ -129,6 +136,7 @@ type StepType struct {
 	needs     func(s Step) []string
 	eval      func(c any, data map[string]any) (any, error)
 	call      func(c any, s Step) (string, map[string]any, bool)
+	result    func(c any, s Step, r any) (any, error)
 }
 
 // NewConfig returns a pointer to a zero config of the type
@@ -187,6 +195,15 @@ func (t StepType) Call(cfg any, s Step) (capability string, args map[string]any,
 		capability = s.Capability
 	}
 	return capability, args, ok
+}
+
+// Result turns the result of the call a pure step made (Call) into its
+// output; a type without a Result hook keeps the result as it is.
+func (t StepType) Result(cfg any, s Step, result any) (any, error) {
+	if t.result == nil {
+		return result, nil
+	}
+	return t.result(cfg, s, result)
 }
 
 // Eval does the work of a pure step whose decoded config is cfg (a pointer

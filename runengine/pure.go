@@ -26,7 +26,10 @@ func (x *exec) stepPure(t process.StepType, def *process.Step, st *StepRun) bool
 		if !ok {
 			return false
 		}
-		out = o
+		var err error
+		if out, err = t.Result(cfg, *def, o); err != nil {
+			return x.stepFail(st, fmt.Errorf("step %s: %w", def.Key, err))
+		}
 	} else {
 		var err error
 		out, err = t.Eval(cfg, *def, x.data())

@@ -181,6 +181,14 @@ func integrationCatalog() []system {
 		coming("zohobooks", "Zoho Books", []string{"zoho invoice"}, accountingCaps,
 			"it will read vendors, book bills, post journals and create invoices."),
 	}
+	aiCaps := []string{capability.AIClassify, capability.AIComplete, capability.AIDraft, capability.AIExtract}
+	out = append(out,
+		system{ID: "openai", Name: "OpenAI", Aliases: []string{"chatgpt", "gpt", "openai api", "azure openai", "mistral", "groq", "openrouter"},
+			How: HowConnector, Provides: aiCaps,
+			Note: "The AI connector (connector.openai) speaks the chat-completions protocol: configure the workspace's model with PUT /v1/ai/connection (base URL, model, API key) and bind the ai.* capabilities to it."},
+		system{ID: "ollama", Name: "Ollama", Aliases: []string{"vllm", "llama.cpp", "llamacpp", "lm studio", "local llm", "local model"},
+			How: HowConnector, Provides: aiCaps,
+			Note: "Local model servers speak the chat-completions protocol: point the AI connection (PUT /v1/ai/connection) at http://localhost:11434/v1 (Ollama) or your server's /v1, without an API key, and bind the ai.* capabilities to connector.openai."})
 	slices.SortFunc(out, func(a, b system) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }

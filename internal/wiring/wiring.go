@@ -13,6 +13,7 @@ import (
 
 	"github.com/bas-platform/bas/store"
 
+	"github.com/bas-platform/bas/internal/ai"
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/apps/automation"
 	"github.com/bas-platform/bas/internal/apps/boards"
@@ -39,6 +40,7 @@ type Services struct {
 	templates  *templates.Service
 	usecases   *usecases.Service
 	webhooks   *webhooks.Service
+	ai         *ai.Service
 }
 
 // Config lists the services.
@@ -53,13 +55,14 @@ type Config struct {
 	Templates  *templates.Service
 	UseCases   *usecases.Service
 	Webhooks   *webhooks.Service
+	AI         *ai.Service
 }
 
 // New returns the services of cfg.
 func New(cfg Config) *Services {
 	return &Services{access: cfg.Access, automation: cfg.Automation, decisions: cfg.Decisions, docs: cfg.Docs,
 		crm: cfg.CRM, invoicing: cfg.Invoicing, boards: cfg.Boards, templates: cfg.Templates, usecases: cfg.UseCases,
-		webhooks: cfg.Webhooks}
+		webhooks: cfg.Webhooks, ai: cfg.AI}
 }
 
 // Of returns the services behind v, what bas.Workspace.Internal returns;
@@ -102,6 +105,11 @@ func (s *Services) UseCases() *usecases.Service { return s.usecases }
 // Webhooks returns the outbound webhooks: subscriptions and their
 // deliveries.
 func (s *Services) Webhooks() *webhooks.Service { return s.webhooks }
+
+// AI returns the AI connector: each workspace's language-model connection,
+// its token usage and call records. Its provider (connector.openai) fills
+// ai.complete, ai.extract, ai.classify and ai.draft.
+func (s *Services) AI() *ai.Service { return s.ai }
 
 // Authenticate resolves a session token or API key to its principal; an
 // unknown, expired or revoked one is errs.Unauthenticated.
