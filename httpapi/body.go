@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"mime"
 	"net/http"
@@ -72,6 +73,9 @@ func (c *Ctx) readJSON(t reflect.Type) ([]byte, []errs.Violation, error) {
 	if !json.Valid(b) {
 		return nil, nil, errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: "is not valid JSON", Type: "json_invalid"})
 	}
+	if first := bytes.TrimLeft(b, " \t\r\n"); first[0] != '{' {
+		return nil, nil, errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: "must be a JSON object", Type: "type_error"})
+	}
 	return b, c.h.keys.Check(b, t, "body"), nil
 }
 
@@ -86,6 +90,18 @@ func mergeViolations(first, second []errs.Violation) []errs.Violation {
 	}
 	return out
 }
+
+// emptyIn is the body of a route that takes none: nothing, or {}.
+type emptyIn struct{}
+
+// NoExtraProperties makes every field of a body sent to a route that takes
+// none a 422 extra_forbidden.
+func (emptyIn) NoExtraProperties() {}
+
+// noBody refuses a body on a route that takes none (anything but nothing
+// or {} is a 422), so that a request meant for another route, or a field
+// the caller believes it set, never passes unnoticed.
+func (c *Ctx) noBody() error { return c.Decode(&emptyIn{}) }
 
 func isBlank(b []byte) bool {
 	for _, c := range b {

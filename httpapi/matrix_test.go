@@ -121,3 +121,312 @@ func TestEveryAppRouteRefusesOtherAppsKey(t *testing.T) {
 		t.Errorf("only %d routes checked", checked)
 	}
 }
+
+// bodyField names, for each JSON write route of the table, a field its
+// body takes that is not of type object or any: the matrix sends it with
+// a wrong JSON type and with a case variant of its name. A route missing
+// here fails TestWriteBodiesRefuseMalformedInput.
+var bodyField = map[string]string{
+	"POST /v1/processes/:id/start":                       "subject",
+	"POST /v1/process-runs/:id/cancel":                   "",
+	"POST /v1/events":                                    "name",
+	"POST /v1/tasks/:id/complete":                        "action",
+	"POST /v1/approvals/:id/approve":                     "args",
+	"POST /v1/approvals/:id/reject":                      "reason",
+	"POST /v1/processes":                                 "name",
+	"PATCH /v1/processes/:id":                            "name",
+	"POST /v1/auth/dev-login":                            "email",
+	"POST /v1/auth/email":                                "email",
+	"POST /v1/auth/code":                                 "code",
+	"POST /v1/auth/logout":                               "",
+	"POST /v1/api-keys":                                  "name",
+	"POST /v1/invitations":                               "email",
+	"POST /v1/invitations/:token/accept":                 "name",
+	"PATCH /v1/workspace":                                "name",
+	"POST /v1/changes/:id/approve":                       "note",
+	"POST /v1/changes/:id/reject":                        "note",
+	"PUT /v1/capabilities/:id/binding":                   "provider_id",
+	"PATCH /v1/automation":                               "paused",
+	"PATCH /v1/processes/:id/automation":                 "percent",
+	"POST /v1/decisions":                                 "name",
+	"POST /v1/decisions/:name/evaluate":                  "input",
+	"POST /v1/decisions/:name/feedback":                  "results",
+	"POST /v1/decisions/:name/outcomes":                  "input",
+	"POST /v1/docs/types":                                "name",
+	"POST /v1/docs/types/from-template":                  "template_id",
+	"PATCH /v1/docs/types/:id":                           "name",
+	"POST /v1/docs/documents/:id/fields":                 "fields",
+	"PATCH /v1/docs/documents/:id/fields":                "fields",
+	"POST /v1/docs/documents/:id/approve":                "note",
+	"POST /v1/docs/documents/:id/reject":                 "note",
+	"POST /v1/docs/documents/:id/feedback":               "results",
+	"POST /v1/process-templates/install":                 "template_ids",
+	"PUT /v1/use-cases/profile":                          "size",
+	"PUT /v1/use-cases/members/:user_id/departments":     "departments",
+	"PUT /v1/use-cases/:use_case_id/adoption":            "notes",
+	"POST /v1/boards":                                    "name",
+	"PATCH /v1/boards/:id":                               "name",
+	"POST /v1/boards/:id/statuses":                       "name",
+	"PATCH /v1/boards/:id/statuses/:part_id":             "name",
+	"POST /v1/boards/:id/columns":                        "name",
+	"PATCH /v1/boards/:id/columns/:part_id":              "name",
+	"POST /v1/boards/:id/groups":                         "name",
+	"PATCH /v1/boards/:id/groups/:part_id":               "name",
+	"POST /v1/boards/:id/items":                          "title",
+	"PATCH /v1/boards/:id/items/:part_id":                "title",
+	"POST /v1/crm/companies":                             "name",
+	"PATCH /v1/crm/companies/:id":                        "name",
+	"POST /v1/crm/contacts":                              "first_name",
+	"PATCH /v1/crm/contacts/:id":                         "first_name",
+	"POST /v1/crm/deals":                                 "title",
+	"PATCH /v1/crm/deals/:id":                            "title",
+	"POST /v1/crm/activities":                            "subject",
+	"PATCH /v1/crm/activities/:id":                       "subject",
+	"POST /v1/crm/pipelines":                             "name",
+	"PATCH /v1/crm/pipelines/:id":                        "name",
+	"POST /v1/crm/pipelines/:id/stages":                  "name",
+	"PATCH /v1/crm/pipelines/:id/stages/:stage_id":       "name",
+	"POST /v1/invoicing/customers":                       "name",
+	"PATCH /v1/invoicing/customers/:id":                  "name",
+	"POST /v1/invoicing/invoices":                        "customer_id",
+	"PATCH /v1/invoicing/invoices/:id":                   "customer_id",
+	"POST /v1/invoicing/invoices/:id/finalize":           "",
+	"POST /v1/invoicing/invoices/:id/send":               "to",
+	"POST /v1/invoicing/invoices/:id/remind":             "to",
+	"POST /v1/invoicing/invoices/:id/pay":                "amount_cents",
+	"POST /v1/invoicing/invoices/:id/void":               "note",
+	"POST /v1/invoicing/invoices/:id/mark-uncollectible": "note",
+	"PATCH /v1/invoicing/account":                        "business_name",
+	"POST /v1/invoicing/account/connect":                 "",
+	"POST /v1/invoicing/pay/:token":                      "card_number",
+}
+
+// openBodies are the write routes whose records api.md leaves open
+// ("unknown fields ... are rejected where the record says no extra
+// properties; ignored elsewhere"): an unknown field is ignored there, so
+// the matrix does not send one. Protected fields are ignored as well
+// (TestProtectedFieldsCannotBeSet checks what a create makes of them).
+var openBodies = map[string]bool{
+	"POST /v1/processes/:id/start": true, "POST /v1/events": true, "POST /v1/tasks/:id/complete": true,
+	"POST /v1/approvals/:id/approve": true, "POST /v1/approvals/:id/reject": true, "POST /v1/processes": true,
+	"POST /v1/auth/dev-login": true, "POST /v1/auth/email": true, "POST /v1/auth/code": true,
+	"POST /v1/api-keys": true, "POST /v1/invitations": true, "POST /v1/invitations/:token/accept": true,
+	"POST /v1/changes/:id/approve": true, "POST /v1/changes/:id/reject": true,
+	"PUT /v1/capabilities/:id/binding":  true,
+	"POST /v1/decisions/:name/evaluate": true, "POST /v1/decisions/:name/feedback": true, "POST /v1/decisions/:name/outcomes": true,
+	"POST /v1/docs/types": true, "POST /v1/docs/types/from-template": true, "POST /v1/docs/documents/:id/approve": true,
+	"POST /v1/docs/documents/:id/reject": true, "POST /v1/docs/documents/:id/feedback": true,
+	"POST /v1/process-templates/install": true, "PUT /v1/use-cases/profile": true,
+	"PUT /v1/use-cases/members/:user_id/departments": true, "PUT /v1/use-cases/:use_case_id/adoption": true,
+	"POST /v1/crm/companies": true, "POST /v1/crm/contacts": true, "POST /v1/crm/deals": true,
+	"POST /v1/crm/activities": true, "POST /v1/crm/pipelines": true, "POST /v1/crm/pipelines/:id/stages": true,
+	"POST /v1/invoicing/customers": true, "POST /v1/invoicing/invoices": true,
+	"POST /v1/invoicing/invoices/:id/send": true, "POST /v1/invoicing/invoices/:id/remind": true,
+	"POST /v1/invoicing/invoices/:id/pay": true, "POST /v1/invoicing/invoices/:id/void": true,
+	"POST /v1/invoicing/invoices/:id/mark-uncollectible": true, "POST /v1/invoicing/pay/:token": true,
+}
+
+// protectedFields are the fields the server alone sets: a strict body
+// naming one is a 422; an open one ignores it (TestProtectedFieldsCannotBeSet).
+var protectedFields = []string{"tenant", "tenant_id", "id", "status", "created_by", "number", "created_at"}
+
+// matrixFixture makes one record of every kind in a fresh tenant and
+// returns the ids by the path segment naming their collection, and the
+// admin token.
+type matrixFixture struct {
+	s     *testServer
+	admin string
+	ids   map[string]string
+	// second is another admin's session, for decisions on the admin's
+	// changes.
+	second string
+}
+
+func newMatrixFixture(t *testing.T) *matrixFixture {
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	login := s.devLogin(t, `{}`)
+	admin := login.Token
+	f := &matrixFixture{s: s, admin: admin, ids: map[string]string{}}
+	id := func(r *testResponse) string {
+		var v struct {
+			ID string `json:"id"`
+		}
+		r.decode(t, &v)
+		return v.ID
+	}
+	taskProc := s.createProc(t, admin, `{"name": "Task", "trigger": {"type": "manual"},
+	  "steps": [{"key": "t", "type": "human_task", "config": {"title": "Do it"}}]}`)
+	aprProc := s.createProc(t, admin, approvalProcess)
+	rt := s.startRun(t, admin, taskProc.ID, "A-1")
+	ra := s.startRun(t, admin, aprProc.ID, "A-2")
+	f.ids["processes"] = taskProc.ID
+	f.ids["process-runs"] = rt.ID
+	f.ids["tasks"] = *rt.step(t, "t").TaskID
+	f.ids["approvals"] = *ra.step(t, "route").ApprovalID
+	f.ids["members"] = login.UserID
+	f.ids["use-cases"] = "validate_supplier_invoices"
+	f.ids["capabilities"] = "erp.purchase_order.get"
+	var inv struct{ ID, Token string }
+	s.do(t, "POST", "/v1/invitations", admin, `{"email": "x@example.com"}`).want(t, http.StatusCreated).decode(t, &inv)
+	f.ids["invitations"] = inv.ID
+	f.ids["invitations/token"] = inv.Token
+	f.ids["api-keys"] = s.newKey(t, admin, `{"name": "k"}`).ID
+	f.ids["decisions"] = "route_invoice"
+	s.do(t, "POST", "/v1/decisions", admin, `{"name": "route_invoice", "description": "Routes invoices",
+	  "input_schema": {"type": "object"}, "output_schema": {"type": "object"}}`).want(t, http.StatusCreated)
+	typeID := s.invoiceType(t, admin)
+	f.ids["types"] = typeID
+	f.ids["documents"] = s.uploadDoc(t, admin, typeID, "a.txt", invoiceText("INV-1", "1,200.00", "2024-03-02")).ID
+	board := s.newBoard(t, admin, `{"name": "Desk", "template": "service"}`)
+	f.ids["boards"] = board.ID
+	f.ids["statuses"] = board.Statuses[0].ID
+	f.ids["columns"] = board.Columns[0].ID
+	f.ids["groups"] = id(s.do(t, "POST", "/v1/boards/"+board.ID+"/groups", admin, `{"name": "Group"}`).want(t, http.StatusCreated))
+	f.ids["items"] = s.newItem(t, admin, board.ID, `{"title": "Ticket"}`).ID
+	f.ids["companies"] = s.crmPost(t, admin, "/v1/crm/companies", `{"name": "Co"}`)
+	f.ids["contacts"] = s.crmPost(t, admin, "/v1/crm/contacts", `{"first_name": "Ann"}`)
+	f.ids["deals"] = s.crmPost(t, admin, "/v1/crm/deals", `{"title": "Deal", "amount_cents": 5}`)
+	f.ids["activities"] = s.crmPost(t, admin, "/v1/crm/activities", `{"kind": "note", "subject": "Note"}`)
+	p := s.defaultPipeline(t, admin)
+	f.ids["pipelines"] = p.ID
+	f.ids["stages"] = p.Stages[0].ID
+	cust := s.customer(t, admin, `{"name": "Buyer", "email": "buyer@example.com"}`)
+	f.ids["customers"] = cust.ID
+	f.ids["invoices"] = s.draft(t, admin, cust.ID, "").ID
+	sent := s.draft(t, admin, cust.ID, "")
+	s.invoiceAction(t, admin, sent.ID, "finalize", nil, http.StatusOK)
+	s.invoiceAction(t, admin, sent.ID, "send", nil, http.StatusOK)
+	var payable struct {
+		URL string `json:"payment_url"`
+	}
+	s.do(t, "GET", "/v1/invoicing/invoices/"+sent.ID, admin, nil).want(t, http.StatusOK).decode(t, &payable)
+	f.ids["pay/token"] = payable.URL[strings.LastIndexByte(payable.URL, '/')+1:]
+	// A change waiting for a second person (four eyes stays on: only
+	// access changes wait for it).
+	s.do(t, "PATCH", "/v1/workspace", admin, `{"four_eyes": true}`).want(t, http.StatusOK)
+	var pending struct {
+		ChangeID string `json:"change_id"`
+	}
+	s.do(t, "POST", "/v1/api-keys", admin, `{"name": "waits", "roles": ["admin"]}`).want(t, http.StatusAccepted).decode(t, &pending)
+	f.ids["changes"] = pending.ChangeID
+	// A second admin decides it: the requester may not.
+	f.second = s.devLogin(t, `{"email": "second@example.com", "roles": ["admin"]}`).Token
+	return f
+}
+
+// path fills a route's parameters with the fixture's records.
+func (f *matrixFixture) path(t *testing.T, route string) string {
+	p, ok := f.fill(route)
+	if !ok {
+		t.Fatalf("route %s: the fixture has no record for its parameters", route)
+	}
+	return p
+}
+
+// fill is path that reports whether the fixture has every record.
+func (f *matrixFixture) fill(route string) (string, bool) {
+	segs := strings.Split(route, "/")
+	for i, seg := range segs {
+		if !isParam(seg) {
+			continue
+		}
+		coll := segs[i-1]
+		if seg == ":token" {
+			coll += "/token"
+		}
+		id, ok := f.ids[coll]
+		if !ok {
+			return "", false
+		}
+		segs[i] = id
+	}
+	return strings.Join(segs, "/"), true
+}
+
+// snapshot reads every list and every fixture record of the tenant.
+func (f *matrixFixture) snapshot(t *testing.T) map[string]string {
+	out := map[string]string{}
+	for _, r := range f.s.h.Routes() {
+		// A PDF carries the time it was made.
+		if r.Method != "GET" || r.Public || strings.HasPrefix(r.Path, "/v1/health") || strings.HasSuffix(r.Path, "/pdf") {
+			continue
+		}
+		p, ok := f.fill(r.Path)
+		if !ok {
+			continue
+		}
+		resp := f.s.do(t, "GET", p, f.admin, nil)
+		out[p] = string(resp.Body)
+	}
+	return out
+}
+
+// TestWriteBodiesRefuseMalformedInput: every JSON write route answers 422
+// to an unknown field, a wrong JSON type (of the body and of a field), a
+// case variant of a field's name and a duplicate key, and changes nothing.
+func TestWriteBodiesRefuseMalformedInput(t *testing.T) {
+	t.Parallel()
+	f := newMatrixFixture(t)
+	s := f.s
+	before := f.snapshot(t)
+	for _, r := range s.h.Routes() {
+		if !isWrite(r.Method) || r.Upload {
+			continue
+		}
+		field, ok := bodyField[routeKey(r)]
+		if !ok {
+			t.Errorf("%s has no case in bodyField", routeKey(r))
+			continue
+		}
+		token := f.admin
+		if r.Public {
+			token = ""
+		}
+		if strings.HasPrefix(r.Path, "/v1/changes/") {
+			token = f.second
+		}
+		if r.Path == "/v1/auth/logout" {
+			token = s.devLogin(t, `{}`).Token // should a probe log out, it is not the fixture's session
+		}
+		path := f.path(t, r.Path)
+		type probe struct{ name, body, want string }
+		probes := []probe{
+			{"duplicate key", `{"zz": 1, "zz": 1}`, "body"},
+			{"nested duplicate key", `{"zz": {"a": 1, "a": 2}}`, "body"},
+			{"array body", `[]`, "body"},
+			{"string body", `"x"`, "body"},
+			{"null body", `null`, "body"},
+		}
+		if !openBodies[routeKey(r)] {
+			probes = append(probes, probe{"unknown field", `{"zz_unknown": 1}`, "body.zz_unknown:extra_forbidden"})
+			for _, pf := range protectedFields {
+				probes = append(probes, probe{"protected field " + pf, `{"` + pf + `": "x"}`, "body." + pf + ":extra_forbidden"})
+			}
+		}
+		if field != "" {
+			variant := strings.ToUpper(field[:1]) + field[1:]
+			probes = append(probes,
+				probe{"wrong type", `{"` + field + `": [[true]]}`, "body." + field},
+				probe{"case variant", `{"` + variant + `": "x"}`, "body." + variant + ":extra_forbidden"},
+				probe{"case variant beside the field", `{"` + field + `": "x", "` + variant + `": "x"}`, "body." + variant},
+			)
+		}
+		for _, p := range probes {
+			resp := s.do(t, r.Method, path, token, p.body)
+			if resp.Status != http.StatusUnprocessableEntity {
+				t.Errorf("%s %s: status %d, want 422: %.200s", routeKey(r), p.name, resp.Status, resp.Body)
+				continue
+			}
+			got := strings.Join(violationsOf(t, resp), " ")
+			if !strings.Contains(got, p.want) {
+				t.Errorf("%s %s: violations %s, want one at %s", routeKey(r), p.name, got, p.want)
+			}
+		}
+	}
+	after := f.snapshot(t)
+	for p, b := range before {
+		if after[p] != b {
+			t.Errorf("GET %s changed:\nbefore %.300s\nafter  %.300s", p, b, after[p])
+		}
+	}
+}
