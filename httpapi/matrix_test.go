@@ -430,3 +430,67 @@ func TestWriteBodiesRefuseMalformedInput(t *testing.T) {
 		}
 	}
 }
+
+// unpagedLists answer every entry of a catalog the code bounds (or, for
+// the CRM board, one column per stage, at most 50); they ignore ?limit=
+// and ?cursor=. Lists answered through Ctx.List that do not page refuse
+// both (422).
+var unpagedLists = map[string]bool{
+	"/v1/apps": true, "/v1/processes/step-types": true, "/v1/docs/type-templates": true,
+	"/v1/process-templates": true, "/v1/use-cases": true, "/v1/crm/pipelines/:id/board": true,
+}
+
+// TestListRoutesCheckLimitAndCursor: every list route of the table (a GET
+// answering a JSON array) takes limit 200 and refuses 201 and 0, and
+// answers a malformed cursor, or a cursor of another list, with a 422,
+// never an empty 200.
+func TestListRoutesCheckLimitAndCursor(t *testing.T) {
+	t.Parallel()
+	f := newMatrixFixture(t)
+	s := f.s
+	// A cursor of another list: the audit log always has more than one entry.
+	foreign := s.do(t, "GET", "/v1/audit?limit=1", f.admin, nil).want(t, http.StatusOK).Header.Get("X-Next-Cursor")
+	if foreign == "" {
+		t.Fatal("the audit log gave no cursor")
+	}
+	lists := 0
+	for _, r := range s.h.Routes() {
+		if r.Method != "GET" || r.Public {
+			continue
+		}
+		path, ok := f.fill(r.Path)
+		if !ok {
+			continue
+		}
+		resp := s.do(t, "GET", path+"?limit=200", f.admin, nil)
+		if resp.Status != http.StatusOK || !strings.HasPrefix(strings.TrimSpace(string(resp.Body)), "[") {
+			continue
+		}
+		lists++
+		if unpagedLists[r.Path] {
+			continue
+		}
+		for _, q := range []string{"limit=201", "limit=0", "limit=-1", "limit=x", "limit=99999999999999999999"} {
+			if got := s.do(t, "GET", path+"?"+q, f.admin, nil); got.Status != http.StatusUnprocessableEntity {
+				t.Errorf("GET %s?%s: status %d, want 422: %.200s", path, q, got.Status, got.Body)
+			}
+		}
+		cursors := []string{"garbage", "%00", strings.Repeat("A", 5000), "eyJ9"}
+		if r.Path != "/v1/audit" {
+			cursors = append(cursors, foreign)
+		}
+		for _, c := range cursors {
+			got := s.do(t, "GET", path+"?cursor="+c, f.admin, nil)
+			if got.Status != http.StatusUnprocessableEntity {
+				t.Errorf("GET %s with cursor %.40q: status %d, want 422: %.200s", r.Path, c, got.Status, got.Body)
+				continue
+			}
+			if v := violationsOf(t, got); len(v) == 0 || !strings.HasPrefix(v[0], "query.cursor") {
+				t.Errorf("GET %s with cursor %.40q: violations %v", r.Path, c, v)
+			}
+		}
+	}
+	if lists < 20 {
+		t.Errorf("only %d list routes found", lists)
+	}
+}
