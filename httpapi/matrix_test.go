@@ -7,6 +7,7 @@ package httpapi_test
 // added to the table without a case here fails these tests.
 
 import (
+	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
@@ -492,5 +493,102 @@ func TestListRoutesCheckLimitAndCursor(t *testing.T) {
 	}
 	if lists < 20 {
 		t.Errorf("only %d list routes found", lists)
+	}
+}
+
+// TestWriteBodiesBounded: on every JSON write route a body one byte over
+// the cap is a 413 and an array nested 100,000 deep is a 422 (never a
+// stack blow-up); nothing changes.
+func TestWriteBodiesBounded(t *testing.T) {
+	t.Parallel()
+	f := newMatrixFixture(t)
+	s := f.s
+	before := f.snapshot(t)
+	over := `{"zz": "` + strings.Repeat("a", 1<<20-9) + `"}` // 1 MiB + 1
+	deep := `{"zz": ` + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + `}`
+	deepObj := strings.Repeat(`{"a":`, 50_000) + `1` + strings.Repeat("}", 50_000)
+	for _, r := range s.h.Routes() {
+		if !isWrite(r.Method) || r.Upload {
+			continue
+		}
+		token := f.admin
+		if r.Public {
+			token = ""
+		}
+		if strings.HasPrefix(r.Path, "/v1/changes/") {
+			token = f.second
+		}
+		if r.Path == "/v1/auth/logout" {
+			token = s.devLogin(t, `{}`).Token
+		}
+		path := f.path(t, r.Path)
+		if got := s.do(t, r.Method, path, token, over); got.Status != http.StatusRequestEntityTooLarge {
+			t.Errorf("%s with a body over 1 MiB: status %d, want 413: %.200s", routeKey(r), got.Status, got.Body)
+		}
+		for name, body := range map[string]string{"deep array": deep, "deep object": deepObj} {
+			got := s.do(t, r.Method, path, token, body)
+			if got.Status != http.StatusUnprocessableEntity && got.Status != http.StatusRequestEntityTooLarge {
+				t.Errorf("%s with a %s: status %d, want 422 or 413: %.200s", routeKey(r), name, got.Status, got.Body)
+			}
+		}
+	}
+	after := f.snapshot(t)
+	for p, b := range before {
+		if after[p] != b {
+			t.Errorf("GET %s changed:\nbefore %.300s\nafter  %.300s", p, b, after[p])
+		}
+	}
+}
+
+// TestControlCharactersRefused: NUL, CR and LF are refused in names,
+// titles, subjects and addresses (a header or log line injected through a
+// name, or a name two systems read differently), on create and on update.
+func TestControlCharactersRefused(t *testing.T) {
+	t.Parallel()
+	f := newMatrixFixture(t)
+	s := f.s
+	tests := []struct{ method, route, body, field string }{
+		{"POST", "/v1/crm/companies", `{"name": %s}`, "name"},
+		{"PATCH", "/v1/crm/companies/:id", `{"name": %s}`, "name"},
+		{"POST", "/v1/crm/contacts", `{"first_name": %s}`, "first_name"},
+		{"PATCH", "/v1/crm/contacts/:id", `{"first_name": "Ann", "email": %s}`, "email"},
+		{"POST", "/v1/crm/deals", `{"title": %s}`, "title"},
+		{"POST", "/v1/crm/activities", `{"kind": "note", "subject": %s}`, "subject"},
+		{"POST", "/v1/crm/pipelines", `{"name": %s, "stages": [{"name": "A"}]}`, "name"},
+		{"POST", "/v1/crm/pipelines/:id/stages", `{"name": %s}`, "name"},
+		{"POST", "/v1/invoicing/customers", `{"name": %s}`, "name"},
+		{"POST", "/v1/invoicing/customers", `{"name": "B", "email": %s}`, "email"},
+		{"PATCH", "/v1/invoicing/customers/:id", `{"name": %s}`, "name"},
+		{"POST", "/v1/boards", `{"name": %s}`, "name"},
+		{"POST", "/v1/boards/:id/items", `{"title": %s}`, "title"},
+		{"PATCH", "/v1/boards/:id/items/:part_id", `{"title": %s}`, "title"},
+		{"POST", "/v1/boards/:id/groups", `{"name": %s}`, "name"},
+		{"POST", "/v1/processes", `{"name": %s, "trigger": {"type": "manual"}, "steps": [{"key": "t", "type": "human_task", "config": {"title": "T"}}]}`, "name"},
+		{"PATCH", "/v1/processes/:id", `{"name": %s}`, "name"},
+		{"POST", "/v1/docs/types", `{"name": %s}`, "name"},
+		{"POST", "/v1/api-keys", `{"name": %s}`, "name"},
+		{"POST", "/v1/invitations", `{"email": %s}`, "email"},
+		{"PATCH", "/v1/workspace", `{"name": %s}`, "name"},
+		{"POST", "/v1/decisions", `{"name": %s, "description": "d"}`, "name"},
+	}
+	before := f.snapshot(t)
+	for _, test := range tests {
+		path := f.path(t, test.route)
+		for _, bad := range []string{`"a\u0000b"`, `"a\rb"`, `"a\nb"`, `"x@example.com\r\nBcc: y@example.com"`} {
+			resp := s.do(t, test.method, path, f.admin, fmt.Sprintf(test.body, bad))
+			if resp.Status != http.StatusUnprocessableEntity {
+				t.Errorf("%s %s with %s = %s: status %d, want 422: %.200s", test.method, test.route, test.field, bad, resp.Status, resp.Body)
+				continue
+			}
+			if got := strings.Join(violationsOf(t, resp), " "); !strings.Contains(got, "body."+test.field+":") {
+				t.Errorf("%s %s with %s = %s: violations %s", test.method, test.route, test.field, bad, got)
+			}
+		}
+	}
+	after := f.snapshot(t)
+	for p, b := range before {
+		if after[p] != b {
+			t.Errorf("GET %s changed:\nbefore %.300s\nafter  %.300s", p, b, after[p])
+		}
 	}
 }
