@@ -9,6 +9,8 @@
 //	-data     Badger directory (default ./data)
 //	-dev      enable development login (POST /api/v1/auth/dev-login)
 //	-plugins  a directory of provider plugins to load
+//	-backup FILE   write a consistent backup of -data to FILE and exit
+//	-restore FILE  restore the backup FILE into -data (empty or new) and exit
 //
 // SIGINT or SIGTERM shuts it down gracefully.
 //
@@ -28,6 +30,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -49,6 +52,8 @@ func run(args []string, stdout *os.File) error {
 	dev := fs.Bool("dev", false, "enable development login")
 	pluginDir := fs.String("plugins", "", "directory of provider plugins")
 	publicURL := fs.String("public-url", "", "base URL of the API in emailed links (default http://<addr>/api)")
+	backup := fs.String("backup", "", "write a backup of -data to this file and exit")
+	restore := fs.String("restore", "", "restore this backup file into -data (empty or new) and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -56,6 +61,19 @@ func run(args []string, stdout *os.File) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+
+	if *restore != "" {
+		f, err := os.Open(*restore)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := bas.Restore(ctx, f, *data); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "restored %s into %s\n", *restore, *data)
+		return nil
+	}
 
 	if *publicURL == "" {
 		*publicURL = "http://" + *addr + "/api"
@@ -65,6 +83,13 @@ func run(args []string, stdout *os.File) error {
 		return err
 	}
 	defer ws.Close()
+	if *backup != "" {
+		if err := writeBackup(ctx, ws, *backup); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "backed up %s to %s\n", *data, *backup)
+		return nil
+	}
 
 	api := httpapi.New(ws, httpapi.Options{DevLogin: *dev, Logger: logger})
 	mux := http.NewServeMux()
@@ -113,4 +138,26 @@ func defaultTimeouts() timeouts {
 func newServer(h http.Handler, t timeouts) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: t.readHeader, ReadTimeout: t.read,
 		WriteTimeout: t.write, IdleTimeout: t.idle, MaxHeaderBytes: 64 << 10}
+}
+
+// writeBackup writes ws's backup to path: into a temporary file beside it,
+// synced, then renamed, so path is either the whole backup or untouched.
+func writeBackup(ctx context.Context, ws *bas.Workspace, path string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := ws.Backup(ctx, tmp); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
