@@ -37,7 +37,7 @@ const approveProcess = `{"name": "Approve routing", "trigger": {"type": "manual"
 
 // klTenant is one tenant of the load and what it set up.
 type klTenant struct {
-	id, token                       string
+	id, token                      string
 	chase, task, approve, customer string
 }
 
@@ -151,7 +151,9 @@ func (s *scenario) step(t *testing.T, c *client) (done bool, err error) {
 				return keyed("/v1/tasks/"+s.vars["task"]+"/complete", map[string]any{"action": "complete"}, http.StatusOK, nil)
 			}},
 		"approval": {func() error { return start(tn.approve) }, func() error { return awaitStep("approval") },
-			func() error { return keyed("/v1/approvals/"+s.vars["approval"]+"/approve", map[string]any{}, http.StatusOK, nil) }},
+			func() error {
+				return keyed("/v1/approvals/"+s.vars["approval"]+"/approve", map[string]any{}, http.StatusOK, nil)
+			}},
 		"crm": {func() error {
 			err := keyed("/v1/crm/companies", map[string]any{"name": "Co " + s.key}, http.StatusCreated, &out)
 			if err == errTookEffect {
@@ -240,7 +242,7 @@ func TestKillLoop(t *testing.T) {
 
 	kinds := []string{"run", "task", "approval", "crm", "invoice"}
 	var (
-		mu      sync.Mutex
+		mu        sync.Mutex
 		pending   []*scenario // begun, not finished
 		scenarios []*scenario
 		n         int
