@@ -592,3 +592,49 @@ func TestControlCharactersRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestProtectedFieldsCannotBeSet: a create whose record is open ignores
+// the fields only the server sets (tenant, id, status, created_by, number,
+// created_at): none of the forged values reaches the record, which belongs
+// to the caller's tenant. (Strict records refuse them with a 422, see
+// TestWriteBodiesRefuseMalformedInput.)
+func TestProtectedFieldsCannotBeSet(t *testing.T) {
+	t.Parallel()
+	f := newMatrixFixture(t)
+	s := f.s
+	forged := `"id": "zz_forged", "tenant": "ten_forged", "tenant_id": "ten_forged", "workspace_id": "ten_forged",
+	  "status": "zz_status", "created_by": "usr_forged", "number": "INV-999999", "created_at": "2001-01-01T00:00:00Z"`
+	tests := []struct{ path, body, read string }{
+		{"/v1/crm/companies", `{"name": "Forged Co", ` + forged + `}`, "/v1/crm/companies/"},
+		{"/v1/crm/contacts", `{"first_name": "Forge", ` + forged + `}`, "/v1/crm/contacts/"},
+		{"/v1/crm/deals", `{"title": "Forged deal", ` + forged + `}`, "/v1/crm/deals/"},
+		{"/v1/crm/activities", `{"kind": "note", "subject": "Forged", ` + forged + `}`, "/v1/crm/activities/"},
+		{"/v1/invoicing/customers", `{"name": "Forged buyer", ` + forged + `}`, "/v1/invoicing/customers/"},
+		{"/v1/invoicing/invoices", `{"customer_id": "` + f.ids["customers"] + `", "lines": [{"description": "x", "quantity": 1, "unit_amount_cents": 100}], ` + forged + `}`, "/v1/invoicing/invoices/"},
+		{"/v1/processes", `{"name": "Forged", "trigger": {"type": "manual"}, "steps": [{"key": "t", "type": "human_task", "config": {"title": "T"}}], ` + forged + `}`, "/v1/processes/"},
+		{"/v1/docs/types", `{"name": "Forged type", ` + forged + `}`, "/v1/docs/types/"},
+		{"/v1/api-keys", `{"name": "Forged key", ` + forged + `}`, "/v1/api-keys/"},
+	}
+	for _, test := range tests {
+		resp := s.do(t, "POST", test.path, f.admin, test.body)
+		if resp.Status != http.StatusCreated && resp.Status != http.StatusAccepted {
+			t.Errorf("POST %s: status %d: %.300s", test.path, resp.Status, resp.Body)
+			continue
+		}
+		var out struct {
+			ID string `json:"id"`
+		}
+		resp.decode(t, &out)
+		read := s.do(t, "GET", test.read+out.ID, f.admin, nil)
+		if resp.Status == http.StatusCreated {
+			read.want(t, http.StatusOK)
+		}
+		for _, body := range [][]byte{resp.Body, read.Body} {
+			for _, v := range []string{"zz_forged", "ten_forged", "zz_status", "usr_forged", "INV-999999", "2001-01-01"} {
+				if strings.Contains(string(body), v) {
+					t.Errorf("POST %s: the record took the forged %q: %.300s", test.path, v, body)
+				}
+			}
+		}
+	}
+}
