@@ -117,6 +117,9 @@ func (h *Handler) handleMe(c *request) error {
 
 // handleLogout serves POST /v1/auth/logout.
 func (h *Handler) handleLogout(c *request) error {
+	if err := c.noBody(); err != nil {
+		return err
+	}
 	if err := h.access().Logout(c.Context(), c.P); err != nil {
 		return err
 	}

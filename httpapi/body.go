@@ -1,11 +1,13 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"mime"
 	"net/http"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/cockroachdb/errors"
@@ -72,7 +74,63 @@ func (c *request) readJSON(t reflect.Type) ([]byte, []errs.Violation, error) {
 	if !json.Valid(b) {
 		return nil, nil, errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: "is not valid JSON", Type: "json_invalid"})
 	}
-	return b, c.h.keys.Check(b, t, "body"), nil
+	if first := bytes.TrimLeft(b, " \t\r\n"); first[0] != '{' {
+		return nil, nil, errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: "must be a JSON object", Type: "type_error"})
+	}
+	return b, append(c.h.keys.Check(b, t, "body"), lineFieldViolations(b, t)...), nil
+}
+
+// lineFieldViolations refuses control characters (NUL, CR, LF, any C0
+// control or DEL) in the one-line fields of a body: names, titles, subjects
+// and addresses. A name carrying "\r\nBcc:" must never reach a mail
+// header, a CSV line or a log line, and a NUL makes two systems read one
+// name two ways. Multi-line text (descriptions, notes, bodies) keeps its
+// newlines.
+func lineFieldViolations(b []byte, t reflect.Type) []errs.Violation {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(b, &doc) != nil {
+		return nil
+	}
+	var out []errs.Violation
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" || !isLineField(name) {
+			continue
+		}
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		raw, ok := doc[name]
+		if !ok || ft.Kind() != reflect.String {
+			continue
+		}
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			continue // the schema reports the type
+		}
+		if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			out = append(out, errs.Violation{Loc: []any{"body", name},
+				Msg: "must not contain control characters (NUL, CR, LF, tab ...)", Type: "value_error"})
+		}
+	}
+	return out
+}
+
+// isLineField says whether a field of this JSON name holds one line.
+func isLineField(name string) bool {
+	switch name {
+	case "name", "title", "subject", "to", "email", "phone", "domain", "website", "label", "key":
+		return true
+	}
+	return strings.HasSuffix(name, "_name") || strings.HasSuffix(name, "_email") || strings.HasSuffix(name, "_title")
 }
 
 // mergeViolations returns first followed by the violations of second at
@@ -86,6 +144,18 @@ func mergeViolations(first, second []errs.Violation) []errs.Violation {
 	}
 	return out
 }
+
+// emptyIn is the body of a route that takes none: nothing, or {}.
+type emptyIn struct{}
+
+// NoExtraProperties makes every field of a body sent to a route that takes
+// none a 422 extra_forbidden.
+func (emptyIn) NoExtraProperties() {}
+
+// noBody refuses a body on a route that takes none (anything but nothing
+// or {} is a 422), so that a request meant for another route, or a field
+// the caller believes it set, never passes unnoticed.
+func (c *request) noBody() error { return c.Decode(&emptyIn{}) }
 
 func isBlank(b []byte) bool {
 	for _, c := range b {

@@ -59,9 +59,13 @@ func TestPatchesRefuseUnknownFields(t *testing.T) {
 	// route added later needs its own case here.
 	tested := map[string]bool{"/v1/workspace": true, "/v1/automation": true, "/v1/processes/:id/automation": true,
 		"/v1/processes/:id": true, "/v1/docs/types/:id": true, "/v1/docs/documents/:id/fields": true}
+	// TestWriteBodiesRefuseMalformedInput sends an unknown field to every
+	// write route of the table whose record is strict.
 	for _, rt := range s.h.Routes() {
-		if rt.Method == "PATCH" && !tested[rt.Path] {
-			t.Logf("PATCH %s has no case in this test", rt.Path)
+		key := "PATCH " + rt.Path
+		_, inMatrix := bodyField[key]
+		if rt.Method == "PATCH" && !tested[rt.Path] && (!inMatrix || openBodies[key]) {
+			t.Errorf("PATCH %s has no case here nor in the write-body matrix", rt.Path)
 		}
 	}
 }

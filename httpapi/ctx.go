@@ -2,6 +2,9 @@ package httpapi
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -32,6 +35,8 @@ type request struct {
 	// Idempotency-Key); secret says the response holds a secret.
 	idem   *idemRequest
 	secret bool
+	// paged says the handler read ?limit= and ?cursor= (Page).
+	paged bool
 }
 
 // Context returns the request's context.
@@ -166,8 +171,16 @@ func (c *request) NoContent() error {
 
 // Page reads ?limit= (1..200, default 50) and ?cursor=.
 func (c *request) Page() (store.Page, error) {
+	c.paged = true
 	q := c.R.URL.Query()
-	p := store.Page{Limit: 50, Cursor: q.Get("cursor")}
+	p := store.Page{Limit: 50}
+	if s := q.Get("cursor"); s != "" {
+		inner, ok := c.openCursor(s)
+		if !ok {
+			return p, store.ErrBadCursor
+		}
+		p.Cursor = inner
+	}
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		switch {
@@ -186,8 +199,14 @@ func (c *request) Page() (store.Page, error) {
 // List writes a page of items as a JSON array (never null) and the
 // X-Next-Cursor header when more remain.
 func (c *request) List(items any, next string) error {
+	if !c.paged {
+		if q := c.R.URL.Query(); q.Has("limit") || q.Has("cursor") {
+			return errs.Invalidf([]any{"query", "limit"}, "extra_forbidden",
+				"this list is not paged: it returns every entry and takes no limit or cursor")
+		}
+	}
 	if next != "" {
-		c.W.Header().Set("X-Next-Cursor", next)
+		c.W.Header().Set("X-Next-Cursor", c.sealCursor(next))
 	}
 	if rv := reflect.ValueOf(items); !rv.IsValid() || (rv.Kind() == reflect.Slice && rv.IsNil()) {
 		return c.JSON(http.StatusOK, []any{})
@@ -210,4 +229,39 @@ func jsonID(raw []byte) string {
 	}
 	_ = json.Unmarshal(raw, &v)
 	return v.ID
+}
+
+// A cursor the API hands out is the store's cursor behind a check of the
+// list it continues: the path, the caller's tenant and the query's other
+// parameters. A cursor that is malformed, made up, or made by another list
+// (another route, record, tenant or filter) is a 422 on query.cursor, never
+// a silently empty or shifted page. The check is a digest, not a secret:
+// the store's own cursor already cannot leave the list's key prefix.
+const cursorTagLen = 6
+
+func (c *request) cursorTag(inner string) []byte {
+	q := c.R.URL.Query()
+	q.Del("cursor")
+	q.Del("limit")
+	tenant := ""
+	if c.P != nil {
+		tenant = c.P.Tenant
+	}
+	sum := sha256.Sum256([]byte(c.R.Method + " " + c.R.URL.Path + "\x00" + tenant + "\x00" + q.Encode() + "\x00" + inner))
+	return sum[:cursorTagLen]
+}
+
+// sealCursor wraps the store's cursor for the client.
+func (c *request) sealCursor(inner string) string {
+	return base64.RawURLEncoding.EncodeToString(append(c.cursorTag(inner), inner...))
+}
+
+// openCursor unwraps a cursor sealCursor made for this same list.
+func (c *request) openCursor(s string) (string, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(raw) <= cursorTagLen {
+		return "", false
+	}
+	inner := string(raw[cursorTagLen:])
+	return inner, hmac.Equal(raw[:cursorTagLen], c.cursorTag(inner))
 }

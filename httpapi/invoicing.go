@@ -162,6 +162,12 @@ func (h *Handler) handleInvoiceUpdate(c *request) error {
 
 // handleInvoiceFinalize serves POST /v1/invoicing/invoices/{id}/finalize.
 func (h *Handler) handleInvoiceFinalize(c *request) error {
+	if _, err := h.ws.Invoicing().Invoice(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+		return err // another tenant's invoice is a 404 whatever the body
+	}
+	if err := c.noBody(); err != nil {
+		return err
+	}
 	out, err := h.ws.Invoicing().Finalize(c.Context(), c.Tenant(), c.Param("id"))
 	if err != nil {
 		return err
@@ -305,6 +311,9 @@ func (h *Handler) handleAccountUpdate(c *request) error {
 
 // handleAccountConnect serves POST /v1/invoicing/account/connect.
 func (h *Handler) handleAccountConnect(c *request) error {
+	if err := c.noBody(); err != nil {
+		return err
+	}
 	out, err := h.ws.Invoicing().Connect(c.Context(), c.Tenant())
 	if err != nil {
 		return err

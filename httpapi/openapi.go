@@ -655,8 +655,12 @@ func (g *openapiGen) responses(rt *Route) map[string]any {
 		errs[http.StatusNotFound] = true
 	}
 	switch rt.Method {
+	case http.MethodGet:
+		errs[http.StatusUnprocessableEntity] = true // a query it does not take (limit on a list that is not paged)
 	case http.MethodPost, http.MethodPut, http.MethodPatch:
 		errs[http.StatusConflict], errs[http.StatusUnprocessableEntity] = true, true
+		// Every write reads its body, if only to refuse one it does not take.
+		errs[http.StatusBadRequest], errs[http.StatusRequestEntityTooLarge] = true, true
 	case http.MethodDelete:
 		errs[http.StatusConflict] = true
 	}

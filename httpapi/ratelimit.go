@@ -20,6 +20,10 @@ type limiter struct {
 	msg         string // the 429's detail; "" for "rate limited"
 	mu          sync.Mutex
 	buckets     map[string]*bucket
+	// overflow is the one bucket the keys share that arrive while
+	// buckets is full of keys still in use: a flood of new keys limits
+	// itself and never resets the buckets of the callers already known.
+	overflow *bucket
 }
 
 type bucket struct {
@@ -52,8 +56,16 @@ func (l *limiter) take(key string) error {
 		if len(l.buckets) >= maxBuckets {
 			l.sweep(now)
 		}
-		b = &bucket{tokens: l.burst, last: now}
-		l.buckets[key] = b
+		switch {
+		case len(l.buckets) < maxBuckets:
+			b = &bucket{tokens: l.burst, last: now}
+			l.buckets[key] = b
+		case l.overflow == nil:
+			l.overflow = &bucket{tokens: l.burst, last: now}
+			b = l.overflow
+		default:
+			b = l.overflow
+		}
 	}
 	b.tokens += now.Sub(b.last).Seconds() * l.rate
 	if b.tokens > l.burst {
@@ -68,17 +80,14 @@ func (l *limiter) take(key string) error {
 	return nil
 }
 
-// sweep drops the buckets that have refilled by now; when every bucket is
-// still in use it starts over (the limiter then forgets, never refuses
-// wrongly).
+// sweep drops the buckets that have refilled by now (they hold nothing a
+// new bucket would not). Buckets still in use stay: new keys then share
+// the overflow bucket.
 func (l *limiter) sweep(now time.Time) {
 	for k, b := range l.buckets {
 		if b.tokens+now.Sub(b.last).Seconds()*l.rate >= l.burst {
 			delete(l.buckets, k)
 		}
-	}
-	if len(l.buckets) >= maxBuckets {
-		l.buckets = map[string]*bucket{}
 	}
 }
 

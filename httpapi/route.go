@@ -43,6 +43,10 @@ type Route struct {
 	fn handlerFunc
 }
 
+// Multipart reports whether the route takes a multipart/form-data upload
+// (declared with Upload) rather than JSON.
+func (r *Route) Multipart() bool { return r.multipart }
+
 // handlerFunc handles one request; the error it returns is written by the
 // one error writer.
 type handlerFunc func(c *request) error

@@ -134,6 +134,12 @@ func (h *Handler) handleRunGet(c *request) error {
 
 // handleRunCancel serves POST /v1/process-runs/:id/cancel.
 func (h *Handler) handleRunCancel(c *request) error {
+	if _, err := h.ws.Engine().GetRun(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+		return err // another tenant's run is a 404 whatever the body
+	}
+	if err := c.noBody(); err != nil {
+		return err
+	}
 	r, err := h.ws.Engine().Cancel(c.Context(), runengine.CancelParams{Tenant: c.Tenant(), RunID: c.Param("id"),
 		Actor: c.P.Actor()})
 	if err != nil {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"reflect"
 
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/apps/usecases"
@@ -74,7 +75,7 @@ func (h *Handler) handleUseCaseProfileGet(c *request) error {
 // handleUseCaseProfileSet serves PUT /v1/use-cases/profile: replaces the
 // workspace's industries, size, systems and regulations.
 func (h *Handler) handleUseCaseProfileSet(c *request) error {
-	raw, err := c.Body()
+	raw, err := c.jsonBody(reflect.TypeFor[usecases.ProfileIn]())
 	if err != nil {
 		return err
 	}
@@ -128,7 +129,7 @@ func (h *Handler) handleUseCaseAdoption(c *request) error {
 	if _, ok := h.ws.UseCases().Catalog().Get(id); !ok {
 		return errs.NotFoundf("use case not found")
 	}
-	raw, err := c.Body()
+	raw, err := c.jsonBody(reflect.TypeFor[usecases.AdoptionIn]())
 	if err != nil {
 		return err
 	}

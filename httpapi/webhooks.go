@@ -101,6 +101,12 @@ func (h *Handler) handleWebhookDeliveries(c *request) error {
 // /v1/webhooks/{id}/deliveries/{delivery_id}/redeliver: 202 with the new
 // delivery, due at once.
 func (h *Handler) handleWebhookRedeliver(c *request) error {
+	if _, err := h.ws.Webhooks().Get(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+		return err // another tenant's subscription is a 404 whatever the body
+	}
+	if err := c.noBody(); err != nil {
+		return err
+	}
 	out, err := h.ws.Webhooks().Redeliver(c.Context(), c.Tenant(), c.Param("id"), c.Param("delivery_id"))
 	if err != nil {
 		return err

@@ -14,6 +14,8 @@
 //	-webhook-allow  address ranges outbound webhooks may reach besides the
 //	          public internet, comma separated (e.g. 127.0.0.0/8 for a
 //	          receiver on this host; default none)
+//	-backup FILE   write a consistent backup of -data to FILE and exit
+//	-restore FILE  restore the backup FILE into -data (empty or new) and exit
 //
 // SIGINT or SIGTERM shuts it down gracefully.
 //
@@ -33,6 +35,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -58,6 +61,8 @@ func run(args []string, stdout *os.File) error {
 	publicURL := fs.String("public-url", "", "base URL of the API in emailed links (default http://<addr>/api)")
 	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9090", "address of /metrics, apart from the API (empty: off)")
 	webhookAllow := fs.String("webhook-allow", "", "comma-separated address ranges webhooks may reach besides public ones (e.g. 127.0.0.0/8)")
+	backup := fs.String("backup", "", "write a backup of -data to this file and exit")
+	restore := fs.String("restore", "", "restore this backup file into -data (empty or new) and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -69,6 +74,19 @@ func run(args []string, stdout *os.File) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+
+	if *restore != "" {
+		f, err := os.Open(*restore)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := bas.Restore(ctx, f, *data); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "restored %s into %s\n", *restore, *data)
+		return nil
+	}
 
 	if *publicURL == "" {
 		*publicURL = "http://" + *addr + "/api"
@@ -84,6 +102,13 @@ func run(args []string, stdout *os.File) error {
 		return err
 	}
 	defer ws.Close()
+	if *backup != "" {
+		if err := writeBackup(ctx, ws, *backup); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "backed up %s to %s\n", *data, *backup)
+		return nil
+	}
 
 	api := httpapi.New(ws, httpapi.Options{DevLogin: *dev, Logger: logger})
 	mux := http.NewServeMux()
@@ -145,4 +170,26 @@ func defaultTimeouts() timeouts {
 func newServer(h http.Handler, t timeouts) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: t.readHeader, ReadTimeout: t.read,
 		WriteTimeout: t.write, IdleTimeout: t.idle, MaxHeaderBytes: 64 << 10}
+}
+
+// writeBackup writes ws's backup to path: into a temporary file beside it,
+// synced, then renamed, so path is either the whole backup or untouched.
+func writeBackup(ctx context.Context, ws *bas.Workspace, path string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := ws.Backup(ctx, tmp); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }

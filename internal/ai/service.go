@@ -200,6 +200,10 @@ type ConnectionIn struct {
 	RedactPatterns     []string `json:"redact_patterns,omitempty" jsonschema:"maxItems=4,enum=email,enum=phone,enum=iban,enum=card"`
 }
 
+// NoExtraProperties makes an unknown field of ConnectionIn a 422
+// (extra_forbidden).
+func (ConnectionIn) NoExtraProperties() {}
+
 // Validate checks what the schema cannot: base_url is an http(s) URL
 // without credentials, query or fragment.
 func (in *ConnectionIn) Validate() []errs.Violation {

@@ -356,3 +356,31 @@ func TestOncePerLocalDay(t *testing.T) {
 		}
 	}
 }
+
+// FuzzNext: from any instant, what parses fires strictly later, on a
+// whole minute, and the fire after that is later still.
+func FuzzNext(f *testing.F) {
+	for _, seed := range []string{"* * * * *", "0 0 29 2 *", "*/7 3 * * 1-5", "30 2 * * *", "0 0 31 * *"} {
+		f.Add(seed, "Europe/Berlin", int64(1711846800)) // the night clocks went forward
+		f.Add(seed, "America/New_York", int64(1730613600))
+		f.Add(seed, "", int64(-62135596800))
+		f.Add(seed, "Australia/Lord_Howe", int64(253402300799))
+	}
+	f.Fuzz(func(t *testing.T, expr, zone string, unix int64) {
+		s, err := Parse(expr, zone)
+		if err != nil || unix < -62135596800 || unix > 253402300799 {
+			return
+		}
+		from := time.Unix(unix, 0).UTC()
+		next := s.Next(from)
+		if next.IsZero() {
+			return
+		}
+		if !next.After(from) || next.Second() != 0 || next.Nanosecond() != 0 {
+			t.Fatalf("Parse(%q, %q).Next(%v) = %v", expr, zone, from, next)
+		}
+		if again := s.Next(next); !again.IsZero() && !again.After(next) {
+			t.Fatalf("Parse(%q, %q).Next(%v) = %v, not after", expr, zone, next, again)
+		}
+	})
+}

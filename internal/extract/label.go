@@ -47,7 +47,9 @@ func labelTokens(label string) []string {
 // between its words and a final '.' are optional. It returns nil for a
 // label without a word.
 func labelRegexp(label string) *regexp.Regexp {
-	toks := labelTokens(label)
+	// A label with bytes that are not UTF-8 (a Go caller's; JSON has
+	// none) must not make a pattern regexp cannot compile.
+	toks := labelTokens(strings.ToValidUTF8(label, "\uFFFD"))
 	if toks == nil {
 		return nil
 	}

@@ -659,3 +659,25 @@ func clean(s *string) *string {
 	}
 	return &t
 }
+
+// A patch names only fields it changes: a field it does not take is a 422
+// extra_forbidden (API.md: every PATCH body is strict), never silently
+// dropped.
+
+// NoExtraProperties makes unknown fields of a CompanyPatch a 422.
+func (CompanyPatch) NoExtraProperties() {}
+
+// NoExtraProperties makes unknown fields of a ContactPatch a 422.
+func (ContactPatch) NoExtraProperties() {}
+
+// NoExtraProperties makes unknown fields of a DealPatch a 422.
+func (DealPatch) NoExtraProperties() {}
+
+// NoExtraProperties makes unknown fields of an ActivityPatch a 422.
+func (ActivityPatch) NoExtraProperties() {}
+
+// NoExtraProperties makes unknown fields of a PipelinePatch a 422.
+func (PipelinePatch) NoExtraProperties() {}
+
+// NoExtraProperties makes unknown fields of a StagePatch a 422.
+func (StagePatch) NoExtraProperties() {}

@@ -688,3 +688,16 @@ func (p AccountPatch) Validate() []errs.Violation {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// A patch names only fields it changes: a field it does not take is a 422
+// extra_forbidden (API.md: every PATCH body is strict), never silently
+// dropped.
+
+// NoExtraProperties makes unknown fields of a CustomerPatch a 422.
+func (CustomerPatch) NoExtraProperties() {}
+
+// NoExtraProperties makes unknown fields of an InvoicePatch a 422.
+func (InvoicePatch) NoExtraProperties() {}
+
+// NoExtraProperties makes unknown fields of an AccountPatch a 422.
+func (AccountPatch) NoExtraProperties() {}

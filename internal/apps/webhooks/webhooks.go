@@ -282,6 +282,12 @@ type Patch struct {
 	Active      *bool     `json:"active,omitempty"`
 }
 
+// NoExtraProperties makes an unknown field of In a 422 (extra_forbidden).
+func (In) NoExtraProperties() {}
+
+// NoExtraProperties makes an unknown field of Patch a 422 (extra_forbidden).
+func (Patch) NoExtraProperties() {}
+
 // Validate reports every violation of in, located under "body".
 func (in In) Validate() []errs.Violation {
 	return validate(&in.URL, &in.Events, in.Description)
