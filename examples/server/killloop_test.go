@@ -384,14 +384,7 @@ func TestKillLoop(t *testing.T) {
 			t.Errorf("%s: %d deals, want %d", tn.id, got, want("crm"))
 		}
 		// Invoices: one per key, numbered without gaps, paid in full.
-		var invoices []struct {
-			ID     string  `json:"id"`
-			Number *string `json:"number"`
-			Status string  `json:"status"`
-			Total  int64   `json:"total_cents"`
-			Paid   int64   `json:"amount_paid_cents"`
-		}
-		invoices = all[struct {
+		invoices := all[struct {
 			ID     string  `json:"id"`
 			Number *string `json:"number"`
 			Status string  `json:"status"`

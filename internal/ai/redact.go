@@ -38,8 +38,6 @@ func newRedactor(c *connection) *redactor {
 	return r
 }
 
-func (r *redactor) active() bool { return len(r.fields) > 0 || len(r.patterns) > 0 }
-
 // data returns a copy of v with the values under redacted keys masked, and
 // the texts it masked (so they are masked in free text too).
 func (r *redactor) data(v any, found *[]string) any {
