@@ -231,18 +231,7 @@ func (e *Engine) ListRuns(ctx context.Context, tenant string, q RunQuery, p stor
 	var next string
 	err := e.st.View(ctx, func(r store.Reader) error {
 		var err error
-		switch {
-		case q.Overdue:
-			out, next, err = runs.ListBy(r, tenant, "overdue", nil, p)
-		case q.ProcessID != "":
-			out, next, err = runs.ListBy(r, tenant, "process", []any{q.ProcessID}, p)
-		case q.Status == RunRunning:
-			out, next, err = runs.ListUnder(r, tenant, activePrefix(tenant), p)
-		case q.Status != "":
-			out, next, err = runs.ListBy(r, tenant, "status", []any{q.Status}, p)
-		default:
-			out, next, err = runs.List(r, tenant, p)
-		}
+		out, next, err = listRunCandidates(r, tenant, q, p)
 		return err
 	})
 	if err != nil {
@@ -250,11 +239,34 @@ func (e *Engine) ListRuns(ctx context.Context, tenant string, q RunQuery, p stor
 	}
 	kept := out[:0]
 	for _, r := range out {
-		if (q.ProcessID == "" || r.ProcessID == q.ProcessID) && (q.Status == "" || r.Status == q.Status) {
+		if q.matches(r) {
 			kept = append(kept, r)
 		}
 	}
 	return kept, next, nil
+}
+
+// matches reports whether r passes the filters q's index did not apply.
+func (q RunQuery) matches(r *Run) bool {
+	return (q.ProcessID == "" || r.ProcessID == q.ProcessID) && (q.Status == "" || r.Status == q.Status) &&
+		(!q.Overdue || r.Overdue)
+}
+
+// listRunCandidates lists one page of the runs of q's most selective
+// index, which ListRuns then filters by the rest of q.
+func listRunCandidates(r store.Reader, tenant string, q RunQuery, p store.Page) ([]*Run, string, error) {
+	switch {
+	case q.Overdue:
+		return runs.ListBy(r, tenant, "overdue", nil, p)
+	case q.ProcessID != "":
+		return runs.ListBy(r, tenant, "process", []any{q.ProcessID}, p)
+	case q.Status == RunRunning:
+		return runs.ListUnder(r, tenant, activePrefix(tenant), p)
+	case q.Status != "":
+		return runs.ListBy(r, tenant, "status", []any{q.Status}, p)
+	default:
+		return runs.List(r, tenant, p)
+	}
 }
 
 // GetTask returns a task of tenant.

@@ -102,12 +102,24 @@ func appendRun(b []byte, r *Run, stored bool) ([]byte, error) {
 		b = append(b, `,"minutes_saved":`...)
 		b = strconv.AppendInt(b, int64(r.MinutesSaved), 10)
 	}
+	if r.RerunOf != "" {
+		b = append(b, `,"rerun_of":`...)
+		b = jsonvalue.AppendString(b, r.RerunOf)
+		b = append(b, `,"rerun_from_step":`...)
+		b = jsonvalue.AppendString(b, r.RerunFromStep)
+	}
 	if stored {
 		b = append(b, `,"cursor":`...)
 		b = strconv.AppendInt(b, int64(r.Cursor), 10)
 		if r.StartedBy != "" {
 			b = append(b, `,"started_by":`...)
 			b = jsonvalue.AppendString(b, r.StartedBy)
+		}
+		if r.Paused != nil {
+			b = append(b, `,"paused":`...)
+			if b, err = r.Paused.appendJSON(b); err != nil {
+				return b, err
+			}
 		}
 	}
 	return append(b, '}'), nil

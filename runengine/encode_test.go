@@ -41,12 +41,14 @@ type (
 		CompletedAt    *time.Time    `json:"completed_at"`
 		Error          *string       `json:"error"`
 		MinutesSaved   int           `json:"minutes_saved"`
+		RerunOf        string        `json:"rerun_of,omitempty"`
+		RerunFromStep  string        `json:"rerun_from_step,omitempty"`
 	}
 )
 
 func viewOf(r *Run) reflectView {
 	v := reflectView{r.ID, r.ProcessID, r.ProcessName, r.ProcessVersion, r.Function, r.Status, r.Subject, r.Trigger,
-		r.CurrentStep, nil, r.Overdue, r.StartedAt, r.CompletedAt, r.Error, r.MinutesSaved}
+		r.CurrentStep, nil, r.Overdue, r.StartedAt, r.CompletedAt, r.Error, r.MinutesSaved, r.RerunOf, r.RerunFromStep}
 	if r.Steps != nil {
 		v.Steps = []reflectStep{}
 	}
@@ -72,7 +74,10 @@ func encodeCases() map[string]*Run {
 				Data:  map[string]any{"z": []any{json.Number("1.50"), nil, true}, "a": map[string]any{"b": "c"}},
 				Cause: &Cause{RunID: "run_0", RootRunID: "run_r", Depth: 2, Processes: []string{"prc_a", "prc_\"b\""}}},
 			Overdue: true, StartedAt: at, CompletedAt: &later, Error: str("step x: failed\t"), MinutesSaved: 25,
-			Cursor: 2, StartedBy: "usr_1"},
+			Cursor: 2, StartedBy: "usr_1", RerunOf: "run_0", RerunFromStep: "pay"},
+		"paused": {ID: "run_4", Status: RunPaused, StartedAt: at, Paused: &pauseState{From: RunWaiting, ByProcess: true,
+			At: at, Timers: []string{"retry-1"}, Events: []heldEvent{{Name: "crm.reply", ID: "evt_1",
+				Data: map[string]any{"n": json.Number("2")}, Key: []byte{0, 1, 'x'}}}}},
 		"steps": {ID: "run_3", Status: RunWaiting, CurrentStep: str("b"), StartedAt: at, Cursor: 1,
 			Trigger: RunTrigger{Type: "manual", Data: map[string]any{}},
 			Steps: []StepRun{

@@ -160,6 +160,10 @@ type Engine struct {
 	openOnce sync.Once
 
 	ids ids.Generator // makes the ids of the records and audit entries it writes
+
+	pausedProcs sync.Map       // tenant+"\x00"+process id -> true while the process is paused
+	jobsRunning sync.Map       // tenant+"\x00"+job id -> true while a goroutine runs the job
+	jobWG       sync.WaitGroup // job goroutines
 }
 
 // New returns an engine; call Open to start it.
@@ -195,6 +199,9 @@ func (e *Engine) Open(ctx context.Context) error {
 		go func() { defer e.wg.Done(); e.sched.loop() }()
 		go func() { defer e.wg.Done(); e.disp.loop() }()
 		err = e.recover(ctx)
+		if err == nil {
+			err = e.openPausesAndJobs(ctx)
+		}
 	})
 	return err
 }
@@ -219,6 +226,7 @@ func (e *Engine) Close() error {
 	e.sched.stop()
 	e.disp.stop()
 	e.wg.Wait()
+	e.jobWG.Wait()
 	// A provider that ignores its cancelled context keeps its runner; Close
 	// does not wait for it past the grace period.
 	waitUntil(&e.runners, grace)

@@ -14,6 +14,10 @@ const (
 	RunFailed    = "failed"
 	RunRejected  = "rejected"
 	RunCancelled = "cancelled"
+	// RunPaused is a run held by a pause of it or of its process: it
+	// takes no step, and what comes due or arrives meanwhile is kept for
+	// its resume.
+	RunPaused = "paused"
 )
 
 // Step statuses.
@@ -150,10 +154,17 @@ type Run struct {
 	CompletedAt    *time.Time `json:"completed_at"`
 	Error          *string    `json:"error"`
 	MinutesSaved   int        `json:"minutes_saved"`
+	// RerunOf is the run this run reruns, from the step RerunFromStep;
+	// both empty for a run that reruns none.
+	RerunOf       string `json:"rerun_of,omitempty"`
+	RerunFromStep string `json:"rerun_from_step,omitempty"`
 	// Cursor is the index of the current step.
 	Cursor int `json:"cursor"`
 	// StartedBy is the actor who started a manual run.
 	StartedBy string `json:"started_by,omitempty"`
+	// Paused is the state a paused run resumes to, and what came for it
+	// while it was paused; nil unless paused.
+	Paused *pauseState `json:"paused,omitempty"`
 }
 
 // Finished reports whether the run has ended.
@@ -236,6 +247,13 @@ var runs = &store.Collection[Run]{
 		{Name: "overdue", Values: func(r *Run) [][]any {
 			if r.Overdue && !r.Finished() {
 				return [][]any{{}}
+			}
+			return nil
+		}},
+		// Runs a pause of their process paused, which its resume resumes.
+		{Name: "paused-by-process", Values: func(r *Run) [][]any {
+			if r.Status == RunPaused && r.Paused != nil && r.Paused.ByProcess {
+				return [][]any{{r.ProcessID}}
 			}
 			return nil
 		}},

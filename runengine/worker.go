@@ -25,6 +25,8 @@ const (
 	cmdCancel
 	cmdReload
 	cmdFlush
+	cmdPause
+	cmdResume
 )
 
 // command is one thing for a worker to do to one run.
@@ -65,6 +67,8 @@ type startArgs struct {
 	reads bool
 	// post runs once the first commit is durable.
 	post []func()
+	// rerun, when set, makes the run a rerun (see Engine.Rerun).
+	rerun *rerunArgs
 }
 
 type callResult struct {
@@ -115,6 +119,9 @@ type entry struct {
 	// on its way.
 	replies    []heldReply
 	flushArmed bool
+	// parked is a call result that came while the run was paused; its
+	// resume applies it.
+	parked *callResult
 	// durable is false for a new run until its first commit is submitted.
 	durable bool
 	// tasks and approvals are the latest versions of the run's tasks and
@@ -274,7 +281,11 @@ func (w *worker) load(tenant, runID string) (*entry, error) {
 
 // indexState copies what the run's indexes and counters depend on.
 func indexState(r *Run) *Run {
-	return &Run{ID: r.ID, ProcessID: r.ProcessID, Status: r.Status, Overdue: r.Overdue, Function: r.Function}
+	c := &Run{ID: r.ID, ProcessID: r.ProcessID, Status: r.Status, Overdue: r.Overdue, Function: r.Function}
+	if r.Paused != nil {
+		c.Paused = &pauseState{ByProcess: r.Paused.ByProcess}
+	}
+	return c
 }
 
 func (w *worker) handle(c *command) {
@@ -313,6 +324,10 @@ func (w *worker) handle(c *command) {
 		return
 	}
 	x := w.newExec(en, c)
+	if x.held() {
+		w.finish(x)
+		return
+	}
 	switch c.kind {
 	case cmdAdvance:
 		if en.inflight == "" {
@@ -339,6 +354,10 @@ func (w *worker) handle(c *command) {
 		x.deliverEvent(c.event)
 	case cmdCancel:
 		x.cancel()
+	case cmdPause:
+		x.pauseRun(false)
+	case cmdResume:
+		x.resumeRun()
 	}
 	w.finish(x)
 }
@@ -384,6 +403,7 @@ func (w *worker) handleStart(c *command) {
 	if len(r.Steps) > 0 {
 		r.CurrentStep = &r.Steps[0].Key
 	}
+	a.rerun.apply(r)
 	en := &entry{run: r, ver: a.version}
 	w.cache[cacheKey(c.tenant, id)] = en
 	x := w.newExec(en, c)
@@ -395,7 +415,9 @@ func (w *worker) handleStart(c *command) {
 	x.count(counterKey(c.tenant, "inflight", r.Function), 1)
 	x.emit("process.run.started", map[string]any{"run_id": id, "process_id": r.ProcessID,
 		"process_name": r.ProcessName, "subject": r.Subject.data()})
-	x.advance()
+	if !x.startPaused() {
+		x.advance()
+	}
 	w.finish(x)
 }
 
