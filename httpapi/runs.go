@@ -61,7 +61,7 @@ func (h *Handler) handleRunStart(c *Ctx) error {
 	return c.answerWith(render, runengine.Answer{Run: raw})
 }
 
-var runStatuses = []string{runengine.RunRunning, runengine.RunWaiting, runengine.RunCompleted, runengine.RunFailed,
+var runStatuses = []string{runengine.RunRunning, runengine.RunWaiting, runengine.RunPaused, runengine.RunCompleted, runengine.RunFailed,
 	runengine.RunRejected, runengine.RunCancelled}
 
 // handleRunList serves GET /v1/process-runs?process_id=&status=&overdue=true.

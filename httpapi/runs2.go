@@ -1,0 +1,136 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/bas-platform/bas/internal/apps/access"
+	"github.com/bas-platform/bas/runengine"
+)
+
+// registerRunControlRoutes declares the routes that steer runs: pause and
+// resume of a run and of a process, rerun from a step, and bulk jobs.
+func (h *Handler) registerRunControlRoutes() {
+	h.handle("POST", "/v1/process-runs/bulk", access.AppProcesses, access.PermProcessesManage, h.handleRunBulk)
+	h.handle("POST", "/v1/process-runs/:id/pause", access.AppProcesses, access.PermRunsStart, h.handleRunPause)
+	h.handle("POST", "/v1/process-runs/:id/resume", access.AppProcesses, access.PermRunsStart, h.handleRunResume)
+	h.handle("POST", "/v1/process-runs/:id/rerun", access.AppProcesses, access.PermRunsStart, h.handleRunRerun)
+	h.handle("GET", "/v1/processes/:id/pause", access.AppProcesses, access.PermProcessesRead, h.handleProcessPauseGet)
+	h.handle("POST", "/v1/processes/:id/pause", access.AppProcesses, access.PermProcessesManage, h.handleProcessPause)
+	h.handle("POST", "/v1/processes/:id/resume", access.AppProcesses, access.PermProcessesManage, h.handleProcessResume)
+	h.handle("GET", "/v1/jobs/:id", access.AppProcesses, access.PermProcessesRead, h.handleJobGet)
+}
+
+// handleRunPause serves POST /v1/process-runs/:id/pause.
+func (h *Handler) handleRunPause(c *Ctx) error {
+	raw, err := h.ws.Engine().Pause(c.Context(), c.Tenant(), c.Param("id"), c.P.Actor())
+	if err != nil {
+		return err
+	}
+	return c.raw(http.StatusOK, raw)
+}
+
+// handleRunResume serves POST /v1/process-runs/:id/resume.
+func (h *Handler) handleRunResume(c *Ctx) error {
+	raw, err := h.ws.Engine().Resume(c.Context(), c.Tenant(), c.Param("id"), c.P.Actor())
+	if err != nil {
+		return err
+	}
+	return c.raw(http.StatusOK, raw)
+}
+
+// RerunIn is the body of POST /v1/process-runs/{id}/rerun.
+type RerunIn struct {
+	FromStep string `json:"from_step" jsonschema:"required,minLength=1,maxLength=100"`
+}
+
+// handleRunRerun serves POST /v1/process-runs/:id/rerun.
+func (h *Handler) handleRunRerun(c *Ctx) error {
+	var in RerunIn
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	raw, err := h.ws.Engine().Rerun(c.Context(), c.Tenant(), c.Param("id"), in.FromStep, c.P.Actor())
+	if err != nil {
+		return err
+	}
+	return c.createdRaw("/v1/process-runs/"+jsonID(raw), raw)
+}
+
+// BulkFilterIn selects the runs of a bulk job.
+type BulkFilterIn struct {
+	ProcessID string `json:"process_id,omitempty" jsonschema:"maxLength=100"`
+	Status    string `json:"status,omitempty" jsonschema:"enum=running,enum=waiting,enum=paused,enum=completed,enum=failed,enum=rejected,enum=cancelled"`
+	Overdue   bool   `json:"overdue,omitempty"`
+}
+
+// BulkIn is the body of POST /v1/process-runs/bulk.
+type BulkIn struct {
+	Filter BulkFilterIn `json:"filter" jsonschema:"required"`
+	Action string       `json:"action" jsonschema:"required,enum=cancel,enum=pause,enum=resume,enum=retry"`
+}
+
+// JobOut answers a request that started a job.
+type JobOut struct {
+	Job *runengine.Job `json:"job"`
+}
+
+// handleRunBulk serves POST /v1/process-runs/bulk: 202 with the job.
+func (h *Handler) handleRunBulk(c *Ctx) error {
+	var in BulkIn
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	j, err := h.ws.Engine().BulkRuns(c.Context(), c.Tenant(), runengine.JobFilter{ProcessID: in.Filter.ProcessID,
+		Status: in.Filter.Status, Overdue: in.Filter.Overdue}, in.Action, c.P.Actor())
+	if err != nil {
+		return err
+	}
+	c.W.Header().Set("Location", c.h.opts.BasePath+"/v1/jobs/"+j.ID)
+	return c.JSON(http.StatusAccepted, JobOut{Job: j})
+}
+
+// handleJobGet serves GET /v1/jobs/:id.
+func (h *Handler) handleJobGet(c *Ctx) error {
+	j, err := h.ws.Engine().GetJob(c.Context(), c.Tenant(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, j)
+}
+
+// handleProcessPauseGet serves GET /v1/processes/:id/pause: whether the
+// process is paused.
+func (h *Handler) handleProcessPauseGet(c *Ctx) error {
+	if err := h.ws.Processes().Check(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+		return err
+	}
+	p, err := h.ws.Engine().ProcessPaused(c.Context(), c.Tenant(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, p)
+}
+
+// handleProcessPause serves POST /v1/processes/:id/pause.
+func (h *Handler) handleProcessPause(c *Ctx) error {
+	if err := h.ws.Processes().Check(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+		return err
+	}
+	p, err := h.ws.Engine().PauseProcess(c.Context(), c.Tenant(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, p)
+}
+
+// handleProcessResume serves POST /v1/processes/:id/resume.
+func (h *Handler) handleProcessResume(c *Ctx) error {
+	if err := h.ws.Processes().Check(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+		return err
+	}
+	p, err := h.ws.Engine().ResumeProcess(c.Context(), c.Tenant(), c.Param("id"), c.P.Actor())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, p)
+}
