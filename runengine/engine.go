@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bas-platform/bas/capability"
@@ -161,7 +162,8 @@ type Engine struct {
 
 	ids ids.Generator // makes the ids of the records and audit entries it writes
 
-	pausedProcs sync.Map       // tenant+"\x00"+process id -> true while the process is paused
+	pausedProcs sync.Map       // pausedRef -> true while the process is paused
+	pausedN     atomic.Int32   // entries in pausedProcs: none spares the lookup
 	jobsRunning sync.Map       // tenant+"\x00"+job id -> true while a goroutine runs the job
 	jobWG       sync.WaitGroup // job goroutines
 }

@@ -192,9 +192,29 @@ func pausedKey(tenant, processID string) []byte {
 	return store.Key(store.System, "proc-paused", tenant, processID)
 }
 
+// pausedRef names a paused process in Engine.pausedProcs.
+type pausedRef struct{ tenant, process string }
+
 func (e *Engine) processPaused(tenant, processID string) bool {
-	_, ok := e.pausedProcs.Load(tenant + "\x00" + processID)
+	if e.pausedN.Load() == 0 {
+		return false
+	}
+	_, ok := e.pausedProcs.Load(pausedRef{tenant, processID})
 	return ok
+}
+
+// markPaused records in memory whether a process is paused.
+func (e *Engine) markPaused(tenant, processID string, paused bool) {
+	k := pausedRef{tenant, processID}
+	if paused {
+		if _, had := e.pausedProcs.LoadOrStore(k, true); !had {
+			e.pausedN.Add(1)
+		}
+		return
+	}
+	if _, had := e.pausedProcs.LoadAndDelete(k); had {
+		e.pausedN.Add(-1)
+	}
 }
 
 // PauseProcess pauses a process: its new runs start paused (they queue),
@@ -225,7 +245,7 @@ func (e *Engine) PauseProcess(ctx context.Context, tenant, processID string) (*P
 	if err != nil {
 		return nil, err
 	}
-	e.pausedProcs.Store(tenant+"\x00"+processID, true)
+	e.markPaused(tenant, processID, true)
 	return &ProcessPause{ProcessID: processID, Paused: true, PausedAt: &at}, nil
 }
 
@@ -259,7 +279,7 @@ func (e *Engine) ResumeProcess(ctx context.Context, tenant, processID, actor str
 	if err != nil {
 		return nil, err
 	}
-	e.pausedProcs.Delete(tenant + "\x00" + processID)
+	e.markPaused(tenant, processID, false)
 	e.startJob(tenant, rec.ID)
 	job := rec.Job
 	return &ProcessPause{ProcessID: processID, Job: &job}, nil
@@ -298,7 +318,7 @@ func (e *Engine) openPausesAndJobs(ctx context.Context) error {
 			if err != nil || len(parts) != 4 {
 				return errors.Newf("runengine: bad paused key %q", key)
 			}
-			e.pausedProcs.Store(parts[2].(string)+"\x00"+parts[3].(string), true)
+			e.markPaused(parts[2].(string), parts[3].(string), true)
 			return nil
 		})
 		if err != nil {
