@@ -64,7 +64,7 @@ func (h *Handler) handleRunStart(c *Ctx) error {
 var runStatuses = []string{runengine.RunRunning, runengine.RunWaiting, runengine.RunPaused, runengine.RunCompleted, runengine.RunFailed,
 	runengine.RunRejected, runengine.RunCancelled}
 
-// handleRunList serves GET /v1/process-runs?process_id=&status=&overdue=true.
+// handleRunList serves GET /v1/process-runs?process_id=&status=&overdue=true&q=&search.{name}=.
 func (h *Handler) handleRunList(c *Ctx) error {
 	p, err := c.Page()
 	if err != nil {
@@ -83,6 +83,7 @@ func (h *Handler) handleRunList(c *Ctx) error {
 	default:
 		vs = append(vs, errs.Violation{Loc: []any{"query", "overdue"}, Msg: "must be true or false", Type: "type_error"})
 	}
+	vs = append(vs, runSearchQuery(q, &rq)...)
 	if len(vs) > 0 {
 		return errs.Validation(vs...)
 	}

@@ -1,9 +1,17 @@
 package httpapi
 
 import (
+	"maps"
 	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/bas-platform/bas/internal/apps/access"
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
 )
 
@@ -61,6 +69,9 @@ type BulkFilterIn struct {
 	ProcessID string `json:"process_id,omitempty" jsonschema:"maxLength=100"`
 	Status    string `json:"status,omitempty" jsonschema:"enum=running,enum=waiting,enum=paused,enum=completed,enum=failed,enum=rejected,enum=cancelled"`
 	Overdue   bool   `json:"overdue,omitempty"`
+	// Q and Search select runs as GET /v1/process-runs's q and search.{name}.
+	Q      string            `json:"q,omitempty" jsonschema:"maxLength=200"`
+	Search map[string]string `json:"search,omitempty"`
 }
 
 // BulkIn is the body of POST /v1/process-runs/bulk.
@@ -80,8 +91,11 @@ func (h *Handler) handleRunBulk(c *Ctx) error {
 	if err := c.Decode(&in); err != nil {
 		return err
 	}
+	if vs := checkSearchFilters(in.Filter.Search, "body", "filter", "search"); len(vs) > 0 {
+		return errs.Validation(vs...)
+	}
 	j, err := h.ws.Engine().BulkRuns(c.Context(), c.Tenant(), runengine.JobFilter{ProcessID: in.Filter.ProcessID,
-		Status: in.Filter.Status, Overdue: in.Filter.Overdue}, in.Action, c.P.Actor())
+		Status: in.Filter.Status, Overdue: in.Filter.Overdue, Q: in.Filter.Q, Search: in.Filter.Search}, in.Action, c.P.Actor())
 	if err != nil {
 		return err
 	}
@@ -133,4 +147,54 @@ func (h *Handler) handleProcessResume(c *Ctx) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, p)
+}
+
+// maxRunQ bounds GET /v1/process-runs?q=.
+const maxRunQ = 200
+
+// searchFieldName is the form of a declared search field's name.
+var searchFieldName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
+
+// runSearchQuery reads q and search.{name} of a run list into rq.
+func runSearchQuery(q url.Values, rq *runengine.RunQuery) []errs.Violation {
+	var vs []errs.Violation
+	if q.Has("q") {
+		rq.Q = q.Get("q")
+		switch {
+		case utf8.RuneCountInString(rq.Q) > maxRunQ:
+			vs = append(vs, errs.Violation{Loc: []any{"query", "q"}, Msg: "must have at most 200 characters", Type: "string_too_long"})
+		case len(runengine.SearchWords(rq.Q)) == 0:
+			vs = append(vs, errs.Violation{Loc: []any{"query", "q"}, Msg: "must have a word (letters or digits)", Type: "value_error"})
+		}
+	}
+	for key, values := range q {
+		name, ok := strings.CutPrefix(key, "search.")
+		if !ok {
+			continue
+		}
+		if rq.Search == nil {
+			rq.Search = map[string]string{}
+		}
+		rq.Search[name] = values[0]
+	}
+	return append(vs, checkSearchFilters(rq.Search, "query", "search")...)
+}
+
+// checkSearchFilters checks the declared-field filters of a run query.
+func checkSearchFilters(search map[string]string, loc ...any) []errs.Violation {
+	var vs []errs.Violation
+	if len(search) > process.MaxSearchFields {
+		vs = append(vs, errs.Violation{Loc: loc, Msg: "at most 10 search fields", Type: "too_long"})
+	}
+	for _, name := range slices.Sorted(maps.Keys(search)) {
+		v := search[name]
+		l := append(append([]any{}, loc...), name)
+		if !searchFieldName.MatchString(name) {
+			vs = append(vs, errs.Violation{Loc: l, Msg: "is not a search field name (lower-case letters, digits and _)", Type: "value_error"})
+		}
+		if len(v) > runengine.MaxSearchValue {
+			vs = append(vs, errs.Violation{Loc: l, Msg: "must have at most 200 bytes", Type: "string_too_long"})
+		}
+	}
+	return vs
 }

@@ -99,3 +99,37 @@ func TestRunControlRoutes(t *testing.T) {
 	s.do(t, "GET", "/v1/jobs/"+jo.Job.ID, other, nil).want(t, http.StatusNotFound)
 	s.do(t, "GET", "/v1/jobs/job_01JNKX7Z0000000000000000", admin, nil).want(t, http.StatusNotFound)
 }
+
+// TestRunSearchRoutes finds runs with q and search.{name}.
+func TestRunSearchRoutes(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.devLogin(t, `{"tenant_id": "ten_search"}`).Token
+	other := s.devLogin(t, `{"tenant_id": "ten_search_other"}`).Token
+	proc := s.createProc(t, admin, `{"name": "Review", "function": "operations", "trigger": {"type": "manual"},
+	  "search": {"ref": "subject.label"},
+	  "steps": [{"key": "look", "type": "human_task", "config": {"title": "Look at ${subject.label}", "actions": ["accept"]}}]}`)
+	s.do(t, "POST", "/v1/processes", admin, `{"name": "Bad", "trigger": {"type": "manual"}, "search": {"Bad-Name": "nowhere.x"},
+	  "steps": [{"key": "look", "type": "human_task", "config": {"title": "x"}}]}`).want(t, http.StatusUnprocessableEntity)
+	a := s.startRun(t, admin, proc.ID, "Invoice 1042")
+	b := s.startRun(t, admin, proc.ID, "Credit note 7")
+	s.startRun(t, other, s.createProc(t, other, `{"name": "R", "trigger": {"type": "manual"},
+	  "steps": [{"key": "look", "type": "human_task", "config": {"title": "x"}}]}`).ID, "Invoice 1042")
+	for _, c := range []struct {
+		path string
+		want []string
+	}{
+		{"/v1/process-runs?q=invoice", []string{a.ID}},
+		{"/v1/process-runs?q=NOTE+credit", []string{b.ID}},
+		{"/v1/process-runs?search.ref=invoice+1042", []string{a.ID}},
+		{"/v1/process-runs?search.ref=invoice", nil},
+		{"/v1/process-runs?q=nothing", nil},
+	} {
+		got := s.listIDs(t, admin, c.path)
+		if len(got) != len(c.want) || (len(got) > 0 && got[0] != c.want[0]) {
+			t.Errorf("%s = %v, want %v", c.path, got, c.want)
+		}
+	}
+	s.do(t, "GET", "/v1/process-runs?q=--", admin, nil).want(t, http.StatusUnprocessableEntity)
+	s.do(t, "GET", "/v1/process-runs?search.Bad=x", admin, nil).want(t, http.StatusUnprocessableEntity)
+}

@@ -88,30 +88,35 @@ type Step struct {
 // Definition is a process: the current version of its steps and trigger,
 // and its descriptive fields.
 type Definition struct {
-	ID          string    `json:"id"`
-	Name        string    `json:"name"`
-	Description string    `json:"description"`
-	Function    string    `json:"function"`
-	Trigger     Trigger   `json:"trigger"`
-	Steps       []Step    `json:"steps"`
-	Enabled     bool      `json:"enabled"`
-	Archived    bool      `json:"archived"`
-	Version     int       `json:"version"`
-	TemplateID  *string   `json:"template_id"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	ID          string  `json:"id"`
+	Name        string  `json:"name"`
+	Description string  `json:"description"`
+	Function    string  `json:"function"`
+	Trigger     Trigger `json:"trigger"`
+	Steps       []Step  `json:"steps"`
+	Enabled     bool    `json:"enabled"`
+	Archived    bool    `json:"archived"`
+	Version     int     `json:"version"`
+	TemplateID  *string `json:"template_id"`
+	// Search names values of a run's data that run search indexes (see
+	// ProcessIn.Search); empty when none.
+	Search    map[string]string `json:"search,omitempty"`
+	CreatedAt time.Time         `json:"created_at"`
+	UpdatedAt time.Time         `json:"updated_at"`
 }
 
 // Version is an immutable snapshot of a process's trigger and steps.
 type Version struct {
-	ProcessID string    `json:"process_id"`
-	Name      string    `json:"name"`
-	Function  string    `json:"function"`
-	Version   int       `json:"version"`
-	Trigger   Trigger   `json:"trigger"`
-	Steps     []Step    `json:"steps"`
-	CreatedAt time.Time `json:"created_at"`
-	CreatedBy string    `json:"created_by"`
+	ProcessID string  `json:"process_id"`
+	Name      string  `json:"name"`
+	Function  string  `json:"function"`
+	Version   int     `json:"version"`
+	Trigger   Trigger `json:"trigger"`
+	Steps     []Step  `json:"steps"`
+	// Search is the version's declared search fields (see ProcessIn.Search).
+	Search    map[string]string `json:"search,omitempty"`
+	CreatedAt time.Time         `json:"created_at"`
+	CreatedBy string            `json:"created_by"`
 }
 
 // Step types.

@@ -223,6 +223,12 @@ type RunQuery struct {
 	ProcessID string
 	Status    string
 	Overdue   bool
+	// Q keeps runs having every word of it (see SearchWords) in their
+	// subject label or declared search fields.
+	Q string
+	// Search keeps runs whose declared search field of each name has the
+	// value (compared as SearchValue makes it).
+	Search map[string]string
 }
 
 // ListRuns returns one page of tenant's runs, newest first, from an index.
@@ -249,12 +255,15 @@ func (e *Engine) ListRuns(ctx context.Context, tenant string, q RunQuery, p stor
 // matches reports whether r passes the filters q's index did not apply.
 func (q RunQuery) matches(r *Run) bool {
 	return (q.ProcessID == "" || r.ProcessID == q.ProcessID) && (q.Status == "" || r.Status == q.Status) &&
-		(!q.Overdue || r.Overdue)
+		(!q.Overdue || r.Overdue) && matchesSearch(r, SearchWords(q.Q), q.Search)
 }
 
 // listRunCandidates lists one page of the runs of q's most selective
 // index, which ListRuns then filters by the rest of q.
 func listRunCandidates(r store.Reader, tenant string, q RunQuery, p store.Page) ([]*Run, string, error) {
+	if prefix := searchPrefix(tenant, q); prefix != nil {
+		return runs.ListUnder(r, tenant, prefix, p)
+	}
 	switch {
 	case q.Overdue:
 		return runs.ListBy(r, tenant, "overdue", nil, p)

@@ -108,6 +108,12 @@ func appendRun(b []byte, r *Run, stored bool) ([]byte, error) {
 		b = append(b, `,"rerun_from_step":`...)
 		b = jsonvalue.AppendString(b, r.RerunFromStep)
 	}
+	if len(r.Search) > 0 {
+		b = append(b, `,"search":`...)
+		if b, err = jsonvalue.Append(b, r.Search); err != nil {
+			return b, err
+		}
+	}
 	if stored {
 		b = append(b, `,"cursor":`...)
 		b = strconv.AppendInt(b, int64(r.Cursor), 10)

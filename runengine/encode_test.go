@@ -26,29 +26,30 @@ type (
 		Attempts    int        `json:"attempts"`
 	}
 	reflectView struct {
-		ID             string        `json:"id"`
-		ProcessID      string        `json:"process_id"`
-		ProcessName    string        `json:"process_name"`
-		ProcessVersion int           `json:"process_version"`
-		Function       string        `json:"function"`
-		Status         string        `json:"status"`
-		Subject        Subject       `json:"subject"`
-		Trigger        RunTrigger    `json:"trigger"`
-		CurrentStep    *string       `json:"current_step"`
-		Steps          []reflectStep `json:"steps"`
-		Overdue        bool          `json:"overdue"`
-		StartedAt      time.Time     `json:"started_at"`
-		CompletedAt    *time.Time    `json:"completed_at"`
-		Error          *string       `json:"error"`
-		MinutesSaved   int           `json:"minutes_saved"`
-		RerunOf        string        `json:"rerun_of,omitempty"`
-		RerunFromStep  string        `json:"rerun_from_step,omitempty"`
+		ID             string            `json:"id"`
+		ProcessID      string            `json:"process_id"`
+		ProcessName    string            `json:"process_name"`
+		ProcessVersion int               `json:"process_version"`
+		Function       string            `json:"function"`
+		Status         string            `json:"status"`
+		Subject        Subject           `json:"subject"`
+		Trigger        RunTrigger        `json:"trigger"`
+		CurrentStep    *string           `json:"current_step"`
+		Steps          []reflectStep     `json:"steps"`
+		Overdue        bool              `json:"overdue"`
+		StartedAt      time.Time         `json:"started_at"`
+		CompletedAt    *time.Time        `json:"completed_at"`
+		Error          *string           `json:"error"`
+		MinutesSaved   int               `json:"minutes_saved"`
+		RerunOf        string            `json:"rerun_of,omitempty"`
+		RerunFromStep  string            `json:"rerun_from_step,omitempty"`
+		Search         map[string]string `json:"search,omitempty"`
 	}
 )
 
 func viewOf(r *Run) reflectView {
 	v := reflectView{r.ID, r.ProcessID, r.ProcessName, r.ProcessVersion, r.Function, r.Status, r.Subject, r.Trigger,
-		r.CurrentStep, nil, r.Overdue, r.StartedAt, r.CompletedAt, r.Error, r.MinutesSaved, r.RerunOf, r.RerunFromStep}
+		r.CurrentStep, nil, r.Overdue, r.StartedAt, r.CompletedAt, r.Error, r.MinutesSaved, r.RerunOf, r.RerunFromStep, r.Search}
 	if r.Steps != nil {
 		v.Steps = []reflectStep{}
 	}
@@ -74,7 +75,8 @@ func encodeCases() map[string]*Run {
 				Data:  map[string]any{"z": []any{json.Number("1.50"), nil, true}, "a": map[string]any{"b": "c"}},
 				Cause: &Cause{RunID: "run_0", RootRunID: "run_r", Depth: 2, Processes: []string{"prc_a", "prc_\"b\""}}},
 			Overdue: true, StartedAt: at, CompletedAt: &later, Error: str("step x: failed\t"), MinutesSaved: 25,
-			Cursor: 2, StartedBy: "usr_1", RerunOf: "run_0", RerunFromStep: "pay"},
+			Cursor: 2, StartedBy: "usr_1", RerunOf: "run_0", RerunFromStep: "pay",
+			Search: map[string]string{"supplier": "acme \"gmbh\"", "amount_cents": "120000"}},
 		"paused": {ID: "run_4", Status: RunPaused, StartedAt: at, Paused: &pauseState{From: RunWaiting, ByProcess: true,
 			At: at, Timers: []string{"retry-1"}, Events: []heldEvent{{Name: "crm.reply", ID: "evt_1",
 				Data: map[string]any{"n": json.Number("2")}, Key: []byte{0, 1, 'x'}}}}},

@@ -34,6 +34,9 @@ type JobFilter struct {
 	ProcessID string `json:"process_id,omitempty"`
 	Status    string `json:"status,omitempty"`
 	Overdue   bool   `json:"overdue,omitempty"`
+	// Q and Search select runs as RunQuery's fields of those names do.
+	Q      string            `json:"q,omitempty"`
+	Search map[string]string `json:"search,omitempty"`
 	// PausedBy "process" keeps the runs a pause of the process paused
 	// (the job of a process's resume).
 	PausedBy string `json:"paused_by,omitempty"`
@@ -123,8 +126,8 @@ func (e *Engine) BulkRuns(ctx context.Context, tenant string, f JobFilter, actio
 	if e.isClosed() {
 		return nil, errClosed
 	}
-	if f.ProcessID == "" && f.Status == "" && !f.Overdue {
-		return nil, errs.Invalidf([]any{"body", "filter"}, "value_error", "give at least one of process_id, status and overdue")
+	if f.ProcessID == "" && f.Status == "" && !f.Overdue && len(SearchWords(f.Q)) == 0 && len(f.Search) == 0 {
+		return nil, errs.Invalidf([]any{"body", "filter"}, "value_error", "give at least one of process_id, status, overdue, q and search")
 	}
 	rec := e.newJob(f, action, actor)
 	err := e.commits.commitWait(ctx, &delta{reads: true, apply: func(tx store.Txn) error {
@@ -159,6 +162,19 @@ func (e *Engine) GetJob(ctx context.Context, tenant, id string) (*Job, error) {
 
 // countCandidates counts the runs of f's most selective index.
 func countCandidates(r store.Reader, tenant string, f JobFilter) (int, error) {
+	count := func(prefix []byte) (int, error) {
+		n := 0
+		err := r.Scan(store.ScanOptions{Prefix: prefix, KeysOnly: true}, func(_, _ []byte) error {
+			n++
+			return nil
+		})
+		return n, err
+	}
+	if f.PausedBy == "" {
+		if prefix := searchPrefix(tenant, f.query()); prefix != nil {
+			return count(prefix)
+		}
+	}
 	switch {
 	case f.PausedBy != "":
 		return runs.CountBy(r, tenant, "paused-by-process", f.ProcessID)
@@ -167,12 +183,7 @@ func countCandidates(r store.Reader, tenant string, f JobFilter) (int, error) {
 	case f.ProcessID != "":
 		return runs.CountBy(r, tenant, "process", f.ProcessID)
 	case f.Status == RunRunning:
-		n := 0
-		err := r.Scan(store.ScanOptions{Prefix: activePrefix(tenant), KeysOnly: true}, func(_, _ []byte) error {
-			n++
-			return nil
-		})
-		return n, err
+		return count(activePrefix(tenant))
 	default:
 		return runs.CountBy(r, tenant, "status", f.Status)
 	}
@@ -219,7 +230,7 @@ func (e *Engine) runJob(tenant, id string) error {
 		if err != nil || rec.Status != JobRunning {
 			return err
 		}
-		q := RunQuery{ProcessID: rec.Filter.ProcessID, Status: rec.Filter.Status, Overdue: rec.Filter.Overdue}
+		q := rec.Filter.query()
 		type outcome struct {
 			changed bool
 			newRun  string
@@ -277,7 +288,12 @@ func jobCandidates(r store.Reader, tenant string, f JobFilter, p store.Page) ([]
 	if f.PausedBy != "" {
 		return runs.ListBy(r, tenant, "paused-by-process", []any{f.ProcessID}, p)
 	}
-	return listRunCandidates(r, tenant, RunQuery{ProcessID: f.ProcessID, Status: f.Status, Overdue: f.Overdue}, p)
+	return listRunCandidates(r, tenant, f.query(), p)
+}
+
+// query is the run query of the filter.
+func (f JobFilter) query() RunQuery {
+	return RunQuery{ProcessID: f.ProcessID, Status: f.Status, Overdue: f.Overdue, Q: f.Q, Search: f.Search}
 }
 
 // applyBulk applies a job's action to one run: whether it changed the run

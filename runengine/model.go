@@ -158,6 +158,10 @@ type Run struct {
 	// both empty for a run that reruns none.
 	RerunOf       string `json:"rerun_of,omitempty"`
 	RerunFromStep string `json:"rerun_from_step,omitempty"`
+	// Search holds the values of the process version's declared search
+	// fields (lower case, at most MaxSearchValue bytes) found in the run's
+	// data so far.
+	Search map[string]string `json:"search,omitempty"`
 	// Cursor is the index of the current step.
 	Cursor int `json:"cursor"`
 	// StartedBy is the actor who started a manual run.

@@ -412,6 +412,7 @@ func (w *worker) handleStart(c *command) {
 	x.fx.reads = a.reads
 	x.fx.post = append(x.fx.post, a.post...)
 	x.fx.ops = append(x.fx.ops, setKey(activeKey(c.tenant, id), nil)) // a new run is running
+	x.fx.ops = append(x.fx.ops, labelWordOps(c.tenant, id, r.Subject.Label)...)
 	x.count(counterKey(c.tenant, "inflight", r.Function), 1)
 	x.emit("process.run.started", map[string]any{"run_id": id, "process_id": r.ProcessID,
 		"process_name": r.ProcessName, "subject": r.Subject.data()})
@@ -445,6 +446,9 @@ func counterKey(tenant, name string, parts ...any) string {
 // command asked for go out at once.
 func (w *worker) finish(x *exec) {
 	en, c := x.en, x.cmd
+	if x.dirty {
+		x.indexSearch()
+	}
 	if x.dirty {
 		en.held.merge(&x.fx)
 		en.dirty = true
