@@ -320,11 +320,16 @@ func (h *Handler) handleApprovalGet(c *Ctx) error {
 // arguments.
 type ApproveIn struct {
 	Args map[string]any `json:"args,omitempty"`
+	// Digest, when given, is the approval's digest as the decider saw it:
+	// a digest that is no longer the approval's is a 409.
+	Digest string `json:"digest,omitempty" jsonschema:"maxLength=64"`
 }
 
 // RejectIn rejects an approval.
 type RejectIn struct {
 	Reason string `json:"reason,omitempty" jsonschema:"maxLength=2000"`
+	// Digest is as ApproveIn's.
+	Digest string `json:"digest,omitempty" jsonschema:"maxLength=64"`
 }
 
 // handleApprovalApprove serves POST /v1/approvals/:id/approve.
@@ -336,7 +341,7 @@ func (h *Handler) handleApprovalApprove(c *Ctx) error {
 	if err := c.Decode(&in); err != nil {
 		return err
 	}
-	d, err := h.ws.Engine().Decide(c.engineContext(c.renderDecision), c.Tenant(), c.Param("id"), true, in.Args, "", c.P.Actor())
+	d, err := h.ws.Engine().DecideShown(c.engineContext(c.renderDecision), c.Tenant(), c.Param("id"), true, in.Args, "", c.P.Actor(), in.Digest)
 	if err != nil {
 		return err
 	}
@@ -352,7 +357,7 @@ func (h *Handler) handleApprovalReject(c *Ctx) error {
 	if err := c.Decode(&in); err != nil {
 		return err
 	}
-	d, err := h.ws.Engine().Decide(c.engineContext(c.renderDecision), c.Tenant(), c.Param("id"), false, nil, in.Reason, c.P.Actor())
+	d, err := h.ws.Engine().DecideShown(c.engineContext(c.renderDecision), c.Tenant(), c.Param("id"), false, nil, in.Reason, c.P.Actor(), in.Digest)
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,9 @@ type RerunIn struct {
 
 // handleRunRerun serves POST /v1/process-runs/:id/rerun.
 func (h *Handler) handleRunRerun(c *Ctx) error {
+	if _, err := h.ws.Engine().GetRun(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+		return err
+	}
 	var in RerunIn
 	if err := c.Decode(&in); err != nil {
 		return err

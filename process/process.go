@@ -66,6 +66,12 @@ type Controls struct {
 	AmountCapCents *int64 `json:"amount_cap_cents,omitempty" jsonschema:"minimum=0"`
 	// AllowedTools, when set, are the only capabilities the step may call.
 	AllowedTools []string `json:"allowed_tools,omitempty" jsonschema:"maxItems=50"`
+	// ApprovalsRequired is how many distinct people must approve the
+	// step's approval (1 when unset).
+	ApprovalsRequired int `json:"approvals_required,omitempty" jsonschema:"minimum=1,maximum=5"`
+	// SeparateDuties keeps the run's requester, and whoever completed an
+	// earlier human step of the run, from approving the step's approval.
+	SeparateDuties bool `json:"separate_duties,omitempty"`
 }
 
 // Step is one link of the chain.

@@ -136,6 +136,13 @@ type Decision struct {
 // Decide approves (with optionally edited args) or rejects a pending
 // approval. A rejected approval stops its run.
 func (e *Engine) Decide(ctx context.Context, tenant, approvalID string, approve bool, args map[string]any, reason, actor string) (*Decision, error) {
+	return e.DecideShown(ctx, tenant, approvalID, approve, args, reason, actor, "")
+}
+
+// DecideShown is Decide by a person who was shown the approval with
+// digest (its Digest then): a digest that is no longer the approval's is a
+// 409, as what the person saw has changed. An empty digest checks nothing.
+func (e *Engine) DecideShown(ctx context.Context, tenant, approvalID string, approve bool, args map[string]any, reason, actor, digest string) (*Decision, error) {
 	a, err := e.GetApproval(ctx, tenant, approvalID)
 	if err != nil {
 		return nil, err
@@ -147,7 +154,7 @@ func (e *Engine) Decide(ctx context.Context, tenant, approvalID string, approve 
 		return nil, errs.Conflictf("approval has no run")
 	}
 	rep, err := e.send(ctx, &command{kind: cmdDecide, tenant: tenant, runID: *a.RunID, actor: actor,
-		decide: &decideArgs{approvalID: approvalID, approve: approve, args: args, reason: reason}})
+		decide: &decideArgs{approvalID: approvalID, approve: approve, args: args, reason: reason, digest: digest}})
 	if err != nil {
 		return nil, err
 	}

@@ -480,6 +480,10 @@ func (x *exec) requestApproval(def *process.Step, st *StepRun, args map[string]a
 	if a.Args == nil {
 		a.Args = map[string]any{}
 	}
+	if n := def.Controls.ApprovalsRequired; n > 1 {
+		a.ApprovalsRequired = n
+	}
+	a.Digest = approvalDigest(a)
 	st.ApprovalID = &id
 	x.putApproval(nil, a)
 	x.addTimer(exp, "expire-"+id)

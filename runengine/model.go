@@ -224,6 +224,19 @@ type Approval struct {
 	DecidedAt *time.Time     `json:"decided_at"`
 	Note      *string        `json:"note,omitempty"`
 	Edited    bool           `json:"edited,omitempty"`
+	// Digest is the SHA-256 (hex) of what the approval shows: its tool,
+	// summary and args. A decision naming another digest is refused.
+	Digest string `json:"digest"`
+	// ApprovalsRequired is how many distinct people must approve (set
+	// when more than one); Approvals are those who have.
+	ApprovalsRequired int            `json:"approvals_required,omitempty"`
+	Approvals         []ApprovalVote `json:"approvals,omitempty"`
+}
+
+// ApprovalVote is one person's approval of an approval that needs several.
+type ApprovalVote struct {
+	By string    `json:"by"`
+	At time.Time `json:"at"`
 }
 
 // assigneeOf is the task's assignee, "*" when unassigned.

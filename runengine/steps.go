@@ -385,6 +385,9 @@ func (x *exec) decideApproval(d *decideArgs) {
 		x.err = errs.Conflictf("approval already %s", a.Status)
 		return
 	}
+	if x.holdVote(a, d) {
+		return
+	}
 	x.settleApproval(a, d.approve, d.args, d.reason, x.cmd.actor, false)
 }
 

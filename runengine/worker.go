@@ -89,6 +89,7 @@ type decideArgs struct {
 	approve    bool
 	args       map[string]any
 	reason     string
+	digest     string // the digest the decider was shown; empty when not given
 }
 
 type timerArgs struct {
