@@ -216,8 +216,10 @@ func (e *Engine) GetRun(ctx context.Context, tenant, id string) (*Run, error) {
 	var out *Run
 	err := e.st.View(ctx, func(r store.Reader) error {
 		var err error
-		out, err = runs.Get(r, tenant, id)
-		return err
+		if out, err = runs.Get(r, tenant, id); err != nil {
+			return err
+		}
+		return loadApart(r, tenant, out)
 	})
 	if out != nil {
 		out.Tenant = tenant
@@ -256,6 +258,7 @@ func (e *Engine) ListRuns(ctx context.Context, tenant string, q RunQuery, p stor
 			kept = append(kept, r)
 		}
 	}
+	markApart(kept)
 	return kept, next, nil
 }
 

@@ -155,7 +155,7 @@ func appendStep(b []byte, s *StepRun, stored bool) ([]byte, error) {
 			return b, err
 		}
 	}
-	if !stored || s.Output != nil {
+	if !stored || (s.Output != nil && s.Internal.OutputBytes == 0) {
 		b = append(b, `,"output":`...)
 		if b, err = jsonvalue.Append(b, s.Output); err != nil {
 			return b, err
@@ -187,7 +187,8 @@ func appendStep(b []byte, s *StepRun, stored bool) ([]byte, error) {
 // but non-nil Args is not zero).
 func (in *stepInternal) zero() bool {
 	return !in.Approved && in.Args == nil && !in.Auto && !in.Sample && in.Reminders == 0 && in.Checks == 0 &&
-		in.Deadline == nil && in.WaitToken == "" && in.WaitEvent == "" && !in.SLAFired && in.AmountSeen == nil
+		in.Deadline == nil && in.WaitToken == "" && in.WaitEvent == "" && !in.SLAFired && in.AmountSeen == nil &&
+		in.OutputBytes == 0
 }
 
 // append writes the fields of in that are not empty, as omitempty does.
@@ -249,6 +250,10 @@ func (in *stepInternal) append(b []byte) ([]byte, error) {
 	if in.AmountSeen != nil {
 		field("amount")
 		b = strconv.AppendInt(b, *in.AmountSeen, 10)
+	}
+	if in.OutputBytes != 0 {
+		field("output_bytes")
+		b = strconv.AppendInt(b, int64(in.OutputBytes), 10)
 	}
 	return append(b, '}'), nil
 }

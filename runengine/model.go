@@ -134,6 +134,9 @@ type stepInternal struct {
 	WaitEvent  string         `json:"wait_event,omitempty"`
 	SLAFired   bool           `json:"sla_fired,omitempty"`
 	AmountSeen *int64         `json:"amount,omitempty"`
+	// OutputBytes is the size of the output when it is stored apart (see
+	// MaxInlineOutputBytes); 0 when the record holds it.
+	OutputBytes int `json:"output_bytes,omitempty"`
 }
 
 // Run is one durable execution of a process version.

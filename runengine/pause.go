@@ -414,6 +414,7 @@ func (e *Engine) Rerun(ctx context.Context, tenant, runID, fromStep, actor strin
 	copy(steps, orig.Steps[:idx])
 	for i := range steps {
 		steps[i].Internal.WaitToken, steps[i].Internal.WaitEvent = "", ""
+		steps[i].Internal.OutputBytes = 0 // the new run stores it apart again, under its own id
 	}
 	trig := orig.Trigger
 	newID := e.ids.New("run", e.now())

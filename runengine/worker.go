@@ -264,8 +264,10 @@ func (w *worker) load(tenant, runID string) (*entry, error) {
 	var r *Run
 	err := w.e.st.View(w.e.ctx, func(rd store.Reader) error {
 		var err error
-		r, err = runs.Get(rd, tenant, runID)
-		return err
+		if r, err = runs.Get(rd, tenant, runID); err != nil {
+			return err
+		}
+		return loadApart(rd, tenant, r)
 	})
 	if err != nil {
 		return nil, err
@@ -526,6 +528,9 @@ func (w *worker) flush(en *entry) {
 		return
 	}
 	raw, err := appendRun(nil, r, true)
+	if err == nil && len(raw) > MaxInlineOutputBytes {
+		raw, err = w.storeApart(en, raw)
+	}
 	if err != nil {
 		// A run that cannot be encoded is a bug; keep the store as it is.
 		w.e.log.Error("encode run", "run", r.ID, "error", err)
