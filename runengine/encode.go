@@ -108,6 +108,10 @@ func appendRun(b []byte, r *Run, stored bool) ([]byte, error) {
 		b = append(b, `,"rerun_from_step":`...)
 		b = jsonvalue.AppendString(b, r.RerunFromStep)
 	}
+	if r.WaitingReason != "" {
+		b = append(b, `,"waiting_reason":`...)
+		b = jsonvalue.AppendString(b, r.WaitingReason)
+	}
 	if len(r.Search) > 0 {
 		b = append(b, `,"search":`...)
 		if b, err = jsonvalue.Append(b, r.Search); err != nil {
@@ -188,7 +192,7 @@ func appendStep(b []byte, s *StepRun, stored bool) ([]byte, error) {
 func (in *stepInternal) zero() bool {
 	return !in.Approved && in.Args == nil && !in.Auto && !in.Sample && in.Reminders == 0 && in.Checks == 0 &&
 		in.Deadline == nil && in.WaitToken == "" && in.WaitEvent == "" && !in.SLAFired && in.AmountSeen == nil &&
-		in.OutputBytes == 0
+		in.OutputBytes == 0 && !in.RateReserved
 }
 
 // append writes the fields of in that are not empty, as omitempty does.
@@ -254,6 +258,10 @@ func (in *stepInternal) append(b []byte) ([]byte, error) {
 	if in.OutputBytes != 0 {
 		field("output_bytes")
 		b = strconv.AppendInt(b, int64(in.OutputBytes), 10)
+	}
+	if in.RateReserved {
+		field("rate_reserved")
+		b = append(b, "true"...)
 	}
 	return append(b, '}'), nil
 }

@@ -90,6 +90,9 @@ type Config struct {
 	// the process definitions were checked with. Defaults to
 	// process.BuiltinStepRegistry().
 	StepTypes *process.StepRegistry
+	// RateLimits bound the capability calls of runs (see RateLimit); a
+	// call over one waits, its run showing why (waiting_reason).
+	RateLimits []RateLimit
 	// OnFinish, when set, is called once a run's end (completed, failed,
 	// rejected or cancelled) is durable. It must not block.
 	OnFinish func(tenant, runID, status string)
@@ -166,6 +169,7 @@ type Engine struct {
 	pausedN     atomic.Int32   // entries in pausedProcs: none spares the lookup
 	jobsRunning sync.Map       // tenant+"\x00"+job id -> true while a goroutine runs the job
 	jobWG       sync.WaitGroup // job goroutines
+	limiter     *limiter       // nil without RateLimits
 }
 
 // New returns an engine; call Open to start it.
@@ -177,6 +181,12 @@ func New(cfg Config) (*Engine, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Engine{cfg: cfg, st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, ctx: ctx, cancel: cancel,
 		runWork: make(chan func()), stepTypes: cfg.StepTypes}
+	lim, err := newLimiter(cfg.RateLimits)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	e.limiter = lim
 	e.commits = newCommitter(cfg.Store, cfg.MaxBatch)
 	e.workers = make([]*worker, cfg.Workers)
 	for i := range e.workers {

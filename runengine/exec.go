@@ -103,6 +103,7 @@ func (x *exec) setStatus(status string) {
 	}
 	wasFinished := r.Finished()
 	r.Status = status
+	r.WaitingReason = ""
 	if !wasFinished && r.Finished() {
 		x.count(counterKey(r.Tenant, "inflight", r.Function), -1)
 		if r.Overdue {
@@ -355,6 +356,9 @@ func (x *exec) callFunc(def *process.Step, st *StepRun, capID string, args any, 
 	if len(def.Controls.AllowedTools) > 0 && !slices.Contains(def.Controls.AllowedTools, capID) {
 		x.failRun(st, RunFailed, fmt.Sprintf("step %s: capability %s is not in the step's allowed_tools %v",
 			def.Key, capID, def.Controls.AllowedTools))
+		return nil, false
+	}
+	if x.rateLimited(st, capID, args) {
 		return nil, false
 	}
 	raw, err := jsonvalue.Append(nil, args)

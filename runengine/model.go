@@ -137,6 +137,9 @@ type stepInternal struct {
 	// OutputBytes is the size of the output when it is stored apart (see
 	// MaxInlineOutputBytes); 0 when the record holds it.
 	OutputBytes int `json:"output_bytes,omitempty"`
+	// RateReserved says a rate limit reserved the slot of the step's next
+	// call (see RateLimit).
+	RateReserved bool `json:"rate_reserved,omitempty"`
 }
 
 // Run is one durable execution of a process version.
@@ -165,6 +168,9 @@ type Run struct {
 	// fields (lower case, at most MaxSearchValue bytes) found in the run's
 	// data so far.
 	Search map[string]string `json:"search,omitempty"`
+	// WaitingReason says why a waiting run waits when it is not for a
+	// person, a timer or an event of its steps (a rate limit).
+	WaitingReason string `json:"waiting_reason,omitempty"`
 	// Cursor is the index of the current step.
 	Cursor int `json:"cursor"`
 	// StartedBy is the actor who started a manual run.

@@ -721,7 +721,7 @@ func (x *exec) fireTimer(token string) {
 			return
 		}
 		st := &r.Steps[r.Cursor]
-		if strings.HasPrefix(token, "retry-") {
+		if strings.HasPrefix(token, "retry-") || strings.HasPrefix(token, "rate-") {
 			st.Internal.WaitToken = ""
 			st.Status = StepRunning
 			x.setStatus(RunRunning)
