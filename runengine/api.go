@@ -63,6 +63,8 @@ type StartInput struct {
 	Subject   Subject
 	// Actor is who started it.
 	Actor string
+	// Priority is low, normal or high (empty: normal).
+	Priority string
 }
 
 // Start starts a run of the process's current version and returns it once
@@ -90,6 +92,7 @@ func (e *Engine) Start(ctx context.Context, in StartInput) (json.RawMessage, err
 	runID := e.ids.New("run", e.now())
 	rep, err := e.send(ctx, &command{kind: cmdStart, tenant: in.Tenant, runID: runID, actor: in.Actor, start: &startArgs{
 		version: ver, subject: in.Subject, trigger: RunTrigger{Type: process.TriggerManual}, actor: in.Actor,
+		priority: normPriority(in.Priority),
 	}})
 	if err != nil {
 		return nil, err

@@ -112,6 +112,10 @@ func appendRun(b []byte, r *Run, stored bool) ([]byte, error) {
 		b = append(b, `,"waiting_reason":`...)
 		b = jsonvalue.AppendString(b, r.WaitingReason)
 	}
+	if r.Priority != "" {
+		b = append(b, `,"priority":`...)
+		b = jsonvalue.AppendString(b, r.Priority)
+	}
 	if len(r.Search) > 0 {
 		b = append(b, `,"search":`...)
 		if b, err = jsonvalue.Append(b, r.Search); err != nil {

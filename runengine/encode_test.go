@@ -45,12 +45,13 @@ type (
 		RerunFromStep  string            `json:"rerun_from_step,omitempty"`
 		Search         map[string]string `json:"search,omitempty"`
 		WaitingReason  string            `json:"waiting_reason,omitempty"`
+		Priority       string            `json:"priority,omitempty"`
 	}
 )
 
 func viewOf(r *Run) reflectView {
 	v := reflectView{r.ID, r.ProcessID, r.ProcessName, r.ProcessVersion, r.Function, r.Status, r.Subject, r.Trigger,
-		r.CurrentStep, nil, r.Overdue, r.StartedAt, r.CompletedAt, r.Error, r.MinutesSaved, r.RerunOf, r.RerunFromStep, r.Search, r.WaitingReason}
+		r.CurrentStep, nil, r.Overdue, r.StartedAt, r.CompletedAt, r.Error, r.MinutesSaved, r.RerunOf, r.RerunFromStep, r.Search, r.WaitingReason, r.Priority}
 	if r.Steps != nil {
 		v.Steps = []reflectStep{}
 	}
@@ -78,7 +79,7 @@ func encodeCases() map[string]*Run {
 			Overdue: true, StartedAt: at, CompletedAt: &later, Error: str("step x: failed\t"), MinutesSaved: 25,
 			Cursor: 2, StartedBy: "usr_1", RerunOf: "run_0", RerunFromStep: "pay",
 			Search: map[string]string{"supplier": "acme \"gmbh\"", "amount_cents": "120000"}},
-		"rate": {ID: "run_5", Status: RunWaiting, StartedAt: at, WaitingReason: "rate limit of crm.: 10 per 1s",
+		"rate": {ID: "run_5", Status: RunWaiting, Priority: PriorityHigh, StartedAt: at, WaitingReason: "rate limit of crm.: 10 per 1s",
 			Steps: []StepRun{{Key: "a", Status: StepRunning, Internal: stepInternal{RateReserved: true, WaitToken: "rate-1"}}}},
 		"paused": {ID: "run_4", Status: RunPaused, StartedAt: at, Paused: &pauseState{From: RunWaiting, ByProcess: true,
 			At: at, Timers: []string{"retry-1"}, Events: []heldEvent{{Name: "crm.reply", ID: "evt_1",

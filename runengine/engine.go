@@ -90,6 +90,11 @@ type Config struct {
 	// the process definitions were checked with. Defaults to
 	// process.BuiltinStepRegistry().
 	StepTypes *process.StepRegistry
+	// MaxCallsPerTenant and MaxCallsPerProcess cap the capability calls
+	// (and gate decisions) in flight per tenant and per process; a call
+	// over a cap waits for a call of its tenant to end, high priority runs'
+	// first. 0 (the default) caps nothing.
+	MaxCallsPerTenant, MaxCallsPerProcess int
 	// RateLimits bound the capability calls of runs (see RateLimit); a
 	// call over one waits, its run showing why (waiting_reason).
 	RateLimits []RateLimit
@@ -170,6 +175,7 @@ type Engine struct {
 	jobsRunning sync.Map       // tenant+"\x00"+job id -> true while a goroutine runs the job
 	jobWG       sync.WaitGroup // job goroutines
 	limiter     *limiter       // nil without RateLimits
+	admission   *admission     // nil without call caps
 }
 
 // New returns an engine; call Open to start it.
@@ -187,6 +193,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.limiter = lim
+	e.admission = newAdmission(cfg.MaxCallsPerTenant, cfg.MaxCallsPerProcess)
 	e.commits = newCommitter(cfg.Store, cfg.MaxBatch)
 	e.workers = make([]*worker, cfg.Workers)
 	for i := range e.workers {

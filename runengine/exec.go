@@ -341,11 +341,12 @@ func (x *exec) call(def *process.Step, st *StepRun, capID string, args any, toke
 	}
 	x.en.inflight = token
 	e := x.w.e
-	x.fx.calls = append(x.fx.calls, &pendingCall{tenant: x.r.Tenant, runID: x.r.ID, token: token, do: func() *callResult {
-		ctx, cancel := context.WithTimeout(e.ctx, e.cfg.CallTimeout)
-		defer cancel()
-		return do(ctx)
-	}})
+	x.fx.calls = append(x.fx.calls, &pendingCall{tenant: x.r.Tenant, runID: x.r.ID, token: token, process: x.r.ProcessID, priority: x.r.Priority,
+		do: func() *callResult {
+			ctx, cancel := context.WithTimeout(e.ctx, e.cfg.CallTimeout)
+			defer cancel()
+			return do(ctx)
+		}})
 }
 
 // callFunc prepares a capability call of the step: the allowed_tools

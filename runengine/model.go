@@ -171,6 +171,8 @@ type Run struct {
 	// WaitingReason says why a waiting run waits when it is not for a
 	// person, a timer or an event of its steps (a rate limit).
 	WaitingReason string `json:"waiting_reason,omitempty"`
+	// Priority is low, normal or high; empty is normal (see PriorityHigh).
+	Priority string `json:"priority,omitempty"`
 	// Cursor is the index of the current step.
 	Cursor int `json:"cursor"`
 	// StartedBy is the actor who started a manual run.

@@ -419,7 +419,7 @@ func (e *Engine) Rerun(ctx context.Context, tenant, runID, fromStep, actor strin
 	trig := orig.Trigger
 	newID := e.ids.New("run", e.now())
 	rep, err := e.send(ctx, &command{kind: cmdStart, tenant: tenant, runID: newID, actor: actor, start: &startArgs{
-		version: ver, subject: orig.Subject, trigger: trig, actor: actor,
+		version: ver, subject: orig.Subject, trigger: trig, actor: actor, priority: orig.Priority,
 		rerun: &rerunArgs{of: orig.ID, from: fromStep, steps: steps},
 	}})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/process"
@@ -15,6 +16,12 @@ import (
 
 // openLimited is setup with rate limits.
 func openLimited(t testing.TB, limits []runengine.RateLimit) *bundle {
+	return openWith(t, func(c *runengine.Config) { c.RateLimits = limits })
+}
+
+// openWith is setup with a changed engine config; extra providers are
+// registered too.
+func openWith(t testing.TB, change func(*runengine.Config), extra ...capability.Provider) *bundle {
 	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
@@ -23,11 +30,14 @@ func openLimited(t testing.TB, limits []runengine.RateLimit) *bundle {
 	b := &bundle{st: st, clk: clk, prov: &testProvider{}, gate: &autoGate{auto: true}}
 	b.procs = process.NewService(process.Config{Store: st, Clock: clk})
 	b.reg = registry.New(registry.Config{Store: st, Clock: clk})
-	if err := b.reg.Register(b.prov); err != nil {
-		t.Fatal(err)
+	for _, p := range append([]capability.Provider{b.prov}, extra...) {
+		if err := b.reg.Register(p); err != nil {
+			t.Fatal(err)
+		}
 	}
-	b.eng, err = runengine.New(runengine.Config{Store: st, Clock: clk, Capabilities: b.reg, Processes: b.procs,
-		Gate: b.gate, RetryBase: time.Second, RateLimits: limits})
+	cfg := runengine.Config{Store: st, Clock: clk, Capabilities: b.reg, Processes: b.procs, Gate: b.gate, RetryBase: time.Second}
+	change(&cfg)
+	b.eng, err = runengine.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

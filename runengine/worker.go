@@ -69,6 +69,8 @@ type startArgs struct {
 	post []func()
 	// rerun, when set, makes the run a rerun (see Engine.Rerun).
 	rerun *rerunArgs
+	// priority is the run's (see Run.Priority).
+	priority string
 }
 
 type callResult struct {
@@ -397,7 +399,7 @@ func (w *worker) handleStart(c *command) {
 	r := &Run{
 		ID: id, Tenant: c.tenant, ProcessID: a.version.ProcessID, ProcessName: a.version.Name,
 		ProcessVersion: a.version.Version, Function: a.version.Function, Status: RunRunning,
-		Subject: a.subject, Trigger: a.trigger, StartedAt: now, StartedBy: a.actor,
+		Subject: a.subject, Trigger: a.trigger, StartedAt: now, StartedBy: a.actor, Priority: a.priority,
 	}
 	r.Steps = make([]StepRun, len(a.version.Steps))
 	for i, s := range a.version.Steps {
@@ -619,11 +621,23 @@ func (w *worker) issue(x *exec) { w.issueCalls(x.fx.calls) }
 // issueCalls makes each call on a call runner; its result comes back to
 // the worker as a command.
 func (w *worker) issueCalls(calls []*pendingCall) {
+	adm := w.e.admission
 	for _, pc := range calls {
-		w.e.goCall(func() {
-			res := pc.do()
-			res.token = pc.token
-			w.send(&command{kind: cmdCallResult, tenant: pc.tenant, runID: pc.runID, result: res})
+		if adm == nil {
+			w.e.goCall(func() {
+				res := pc.do()
+				res.token = pc.token
+				w.send(&command{kind: cmdCallResult, tenant: pc.tenant, runID: pc.runID, result: res})
+			})
+			continue
+		}
+		adm.admit(pc.tenant, pc.process, pc.priority, func() {
+			w.e.goCall(func() {
+				res := pc.do()
+				res.token = pc.token
+				adm.done(pc.tenant, pc.process)
+				w.send(&command{kind: cmdCallResult, tenant: pc.tenant, runID: pc.runID, result: res})
+			})
 		})
 	}
 }
@@ -631,7 +645,9 @@ func (w *worker) issueCalls(calls []*pendingCall) {
 // pendingCall is a call or gate decision to make outside the worker.
 type pendingCall struct {
 	tenant, runID, token string
-	do                   func() *callResult
+	// process and priority are the run's, for the call caps.
+	process, priority string
+	do                func() *callResult
 }
 
 // now rounds the clock to microseconds so stored times round-trip exactly.
