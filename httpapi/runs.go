@@ -39,6 +39,8 @@ type SubjectIn struct {
 // StartIn is the body of a manual start.
 type StartIn struct {
 	Subject SubjectIn `json:"subject" jsonschema:"required"`
+	// Priority is low, normal (the default) or high.
+	Priority string `json:"priority,omitempty" jsonschema:"enum=low,enum=normal,enum=high"`
 }
 
 // handleRunStart serves POST /v1/processes/:id/start.
@@ -54,7 +56,7 @@ func (h *Handler) handleRunStart(c *Ctx) error {
 		return c.jsonResponse(http.StatusCreated, "/v1/process-runs/"+jsonID(a.Run), a.Run), nil
 	}
 	raw, err := h.ws.Engine().Start(c.engineContext(render), runengine.StartInput{Tenant: c.Tenant(), ProcessID: c.Param("id"),
-		Subject: runengine.Subject{Type: in.Subject.Type, Label: in.Subject.Label}, Actor: c.P.Actor()})
+		Subject: runengine.Subject{Type: in.Subject.Type, Label: in.Subject.Label}, Actor: c.P.Actor(), Priority: in.Priority})
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,18 @@ func TestRunControlRoutes(t *testing.T) {
 	s.awaitRun(t, admin, r.ID, "completed", runStatusIs("completed"))
 	s.do(t, "POST", "/v1/process-runs/"+r.ID+"/pause", admin, nil).want(t, http.StatusConflict)
 
+	// A start takes a priority.
+	var pr struct {
+		Priority string `json:"priority"`
+	}
+	s.do(t, "POST", "/v1/processes/"+proc.ID+"/start", admin, `{"subject": {"type": "a", "label": "b"}, "priority": "high"}`).
+		want(t, http.StatusCreated).decode(t, &pr)
+	if pr.Priority != "high" {
+		t.Errorf("priority = %q", pr.Priority)
+	}
+	s.do(t, "POST", "/v1/processes/"+proc.ID+"/start", admin, `{"subject": {"type": "a", "label": "b"}, "priority": "urgent"}`).
+		want(t, http.StatusUnprocessableEntity)
+
 	// Rerun from a step: 201 with the new run, linked to the original.
 	s.do(t, "POST", "/v1/process-runs/"+r.ID+"/rerun", admin, `{}`).want(t, http.StatusUnprocessableEntity)
 	s.do(t, "POST", "/v1/process-runs/"+r.ID+"/rerun", admin, `{"from_step": "nope"}`).want(t, http.StatusUnprocessableEntity)
@@ -92,7 +104,7 @@ func TestRunControlRoutes(t *testing.T) {
 	}
 	s.do(t, "POST", "/v1/process-runs/bulk", admin, `{"filter": {"process_id": "`+proc.ID+`", "status": "waiting"}, "action": "cancel"}`).
 		want(t, http.StatusAccepted).decode(t, &jo)
-	if jo.Job.Total != 3 || jo.Job.ID == "" {
+	if jo.Job.Total != 4 || jo.Job.ID == "" {
 		t.Errorf("bulk job = %+v", jo)
 	}
 	s.awaitRun(t, admin, queued.ID, "cancelled", runStatusIs("cancelled"))
