@@ -100,7 +100,7 @@ func (h *Handler) handleRunList(c *Ctx) error {
 }
 
 // maxListedOutput bounds a step's output as lists show it.
-const maxListedOutput = 4 << 10
+const maxListedOutput = runengine.MaxListedOutputBytes
 
 // listedRun is r as lists and the cockpit show it: without its trigger's
 // data, and with each step output larger than maxListedOutput bytes of JSON

@@ -1,6 +1,8 @@
 package runengine
 
 import (
+	"fmt"
+
 	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
@@ -12,6 +14,11 @@ import (
 // (output_bytes). A run read by id has it back; lists and the cockpit show
 // {"omitted": ..., "bytes": n} in its place, so they stay small.
 const MaxInlineOutputBytes = 64 << 10
+
+// MaxListedOutputBytes is the largest step output (as JSON) lists of runs
+// show: the API replaces a larger one by {"omitted": ..., "bytes": n}, as
+// the engine's lists do for outputs stored apart.
+const MaxListedOutputBytes = 4 << 10
 
 // outputKey holds a step output stored apart.
 func outputKey(tenant, runID, stepKey string) []byte {
@@ -71,7 +78,8 @@ func markApart(rs []*Run) {
 		for i := range r.Steps {
 			st := &r.Steps[i]
 			if st.Internal.OutputBytes > 0 && st.Output == nil {
-				st.Output = map[string]any{"omitted": "larger than 65536 bytes; GET the run for it", "bytes": st.Internal.OutputBytes}
+				st.Output = map[string]any{"omitted": fmt.Sprintf("larger than %d bytes; GET the run for it", MaxListedOutputBytes),
+					"bytes": st.Internal.OutputBytes}
 			}
 		}
 	}
