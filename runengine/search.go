@@ -41,12 +41,27 @@ func fieldPrefix(tenant, name, value string) []byte {
 // runs of letters and digits.
 func SearchWords(text string) []string {
 	var out []string
-	for w := range strings.FieldsFuncSeq(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	}) {
-		if len(w) <= maxWordLen && !slices.Contains(out, w) {
-			out = append(out, w)
+	text = strings.ToLower(text)
+	start := -1
+	for i, r := range text {
+		word := unicode.IsLetter(r) || unicode.IsDigit(r)
+		switch {
+		case word && start < 0:
+			start = i
+		case !word && start >= 0:
+			out = addWord(out, text[start:i])
+			start = -1
 		}
+	}
+	if start >= 0 {
+		out = addWord(out, text[start:])
+	}
+	return out
+}
+
+func addWord(out []string, w string) []string {
+	if len(w) <= maxWordLen && !slices.Contains(out, w) {
+		out = append(out, w)
 	}
 	return out
 }
@@ -68,6 +83,9 @@ func SearchValue(s string) string {
 // runWords are the words a run is found by.
 func runWords(label string, search map[string]string) []string {
 	words := SearchWords(label)
+	if len(search) == 0 {
+		return words
+	}
 	for _, name := range slices.Sorted(maps.Keys(search)) {
 		for _, w := range SearchWords(search[name]) {
 			if !slices.Contains(words, w) {
@@ -83,11 +101,18 @@ func runWords(label string, search map[string]string) []string {
 
 // labelWordOps index a new run's label words.
 func labelWordOps(tenant, runID, label string) []func(store.Txn) error {
-	var ops []func(store.Txn) error
-	for _, w := range runWords(label, nil) {
-		ops = append(ops, setKey(store.AppendKey(wordPrefix(tenant, w), runID), nil))
+	words := SearchWords(label)
+	if len(words) == 0 {
+		return nil
 	}
-	return ops
+	return []func(store.Txn) error{func(tx store.Txn) error {
+		for _, w := range words {
+			if err := tx.Set(store.AppendKey(wordPrefix(tenant, w), runID), nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}
 }
 
 // searchValues reads the version's declared fields from the run's data;
