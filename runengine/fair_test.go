@@ -107,3 +107,32 @@ func mustIn(t *testing.T, raw string) process.ProcessIn {
 	}
 	return in
 }
+
+// TestProcessCallCap caps each process at one call in flight: a second
+// run of a busy process waits, a run of another process does not.
+func TestProcessCallCap(t *testing.T) {
+	t.Parallel()
+	q := &queueProvider{next: make(chan struct{})}
+	b := openWith(t, func(c *runengine.Config) { c.MaxCallsPerProcess = 1 }, q)
+	ctx := context.Background()
+	busy := b.create(t, `{"type":"manual"}`, `[{"key":"call","type":"execute","capability":"test.queue","config":{"args":{"label":"${subject.label}"}}}]`)
+	free := b.create(t, `{"type":"manual"}`, `[{"key":"call","type":"execute","capability":"test.echo","config":{"args":{}}}]`)
+	start := func(processID, label string) string {
+		raw, err := b.eng.Start(ctx, runengine.StartInput{Tenant: tenant, ProcessID: processID, Subject: runengine.Subject{Type: "t", Label: label}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runID(t, raw)
+	}
+	first := start(busy.ID, "first")
+	waitFor(t, "the first call", func() bool { return len(q.calls()) == 1 })
+	second := start(busy.ID, "second")
+	b.waitRun(t, start(free.ID, "free"), "completed", status(runengine.RunCompleted))
+	if got := q.calls(); len(got) != 1 {
+		t.Fatalf("a second call of the busy process went out: %v", got)
+	}
+	q.next <- struct{}{}
+	q.next <- struct{}{}
+	b.waitRun(t, first, "completed", status(runengine.RunCompleted))
+	b.waitRun(t, second, "completed", status(runengine.RunCompleted))
+}
