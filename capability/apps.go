@@ -20,6 +20,7 @@ func BuiltinApps() []App {
 	processEvents := []string{
 		"process.run.started", "process.run.completed", "process.run.failed",
 		"process.run.rejected", "process.run.overdue", "process.run.loop_stopped",
+		"process.run.paused", "process.run.resumed",
 	}
 	taskEvents := []string{"task.created", "task.completed", "approval.requested", "approval.decided"}
 	docsEvents := []string{

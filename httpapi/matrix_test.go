@@ -203,6 +203,12 @@ var bodyField = map[string]string{
 	"POST /v1/webhooks":                                       "url",
 	"PATCH /v1/webhooks/:id":                                  "url",
 	"POST /v1/webhooks/:id/deliveries/:delivery_id/redeliver": "",
+	"POST /v1/process-runs/bulk":                              "action",
+	"POST /v1/process-runs/:id/pause":                         "",
+	"POST /v1/process-runs/:id/resume":                        "",
+	"POST /v1/process-runs/:id/rerun":                         "from_step",
+	"POST /v1/processes/:id/pause":                            "",
+	"POST /v1/processes/:id/resume":                           "",
 	"PUT /v1/ai/connection":                                   "base_url",
 }
 

@@ -39,6 +39,8 @@ type SubjectIn struct {
 // StartIn is the body of a manual start.
 type StartIn struct {
 	Subject SubjectIn `json:"subject" jsonschema:"required"`
+	// Priority is low, normal (the default) or high.
+	Priority string `json:"priority,omitempty" jsonschema:"enum=low,enum=normal,enum=high"`
 }
 
 // handleRunStart serves POST /v1/processes/:id/start.
@@ -54,17 +56,17 @@ func (h *Handler) handleRunStart(c *request) error {
 		return c.jsonResponse(http.StatusCreated, "/v1/process-runs/"+jsonID(a.Run), a.Run), nil
 	}
 	raw, err := h.startJSON(c.engineContext(render), runengine.StartParams{Tenant: c.Tenant(), ProcessID: c.Param("id"),
-		Subject: runengine.Subject{Type: in.Subject.Type, Label: in.Subject.Label}, Actor: c.P.Actor()})
+		Subject: runengine.Subject{Type: in.Subject.Type, Label: in.Subject.Label}, Actor: c.P.Actor(), Priority: in.Priority})
 	if err != nil {
 		return err
 	}
 	return c.answerWith(render, runengine.Answer{Run: raw})
 }
 
-var runStatuses = []runengine.RunStatus{runengine.RunRunning, runengine.RunWaiting, runengine.RunCompleted, runengine.RunFailed,
+var runStatuses = []runengine.RunStatus{runengine.RunRunning, runengine.RunWaiting, runengine.RunPaused, runengine.RunCompleted, runengine.RunFailed,
 	runengine.RunRejected, runengine.RunCancelled}
 
-// handleRunList serves GET /v1/process-runs?process_id=&status=&overdue=true.
+// handleRunList serves GET /v1/process-runs?process_id=&status=&overdue=true&q=&search.{name}=.
 func (h *Handler) handleRunList(c *request) error {
 	p, err := c.Page()
 	if err != nil {
@@ -83,6 +85,7 @@ func (h *Handler) handleRunList(c *request) error {
 	default:
 		vs = append(vs, errs.Violation{Loc: []any{"query", "overdue"}, Msg: "must be true or false", Type: "type_error"})
 	}
+	vs = append(vs, runSearchQuery(q, &rq)...)
 	if len(vs) > 0 {
 		return errs.Validation(vs...)
 	}
@@ -97,7 +100,7 @@ func (h *Handler) handleRunList(c *request) error {
 }
 
 // maxListedOutput bounds a step's output as lists show it.
-const maxListedOutput = 4 << 10
+const maxListedOutput = runengine.MaxListedOutputBytes
 
 // listedRun is r as lists and the cockpit show it: without its trigger's
 // data, and with each step output larger than maxListedOutput bytes of JSON
@@ -332,11 +335,16 @@ func (h *Handler) handleApprovalGet(c *request) error {
 // arguments.
 type ApproveIn struct {
 	Args map[string]any `json:"args,omitempty"`
+	// Digest, when given, is the approval's digest as the decider saw it:
+	// a digest that is no longer the approval's is a 409.
+	Digest string `json:"digest,omitempty" jsonschema:"maxLength=64"`
 }
 
 // RejectIn rejects an approval.
 type RejectIn struct {
 	Reason string `json:"reason,omitempty" jsonschema:"maxLength=2000"`
+	// Digest is as ApproveIn's.
+	Digest string `json:"digest,omitempty" jsonschema:"maxLength=64"`
 }
 
 // handleApprovalApprove serves POST /v1/approvals/:id/approve.
@@ -349,7 +357,7 @@ func (h *Handler) handleApprovalApprove(c *request) error {
 		return err
 	}
 	d, err := h.ws.Engine().Decide(c.engineContext(c.renderDecision), runengine.DecideParams{Tenant: c.Tenant(),
-		ApprovalID: c.Param("id"), Approve: true, Args: in.Args, Actor: c.P.Actor()})
+		ApprovalID: c.Param("id"), Approve: true, Args: in.Args, Actor: c.P.Actor(), Digest: in.Digest})
 	if err != nil {
 		return err
 	}
@@ -366,7 +374,7 @@ func (h *Handler) handleApprovalReject(c *request) error {
 		return err
 	}
 	d, err := h.ws.Engine().Decide(c.engineContext(c.renderDecision), runengine.DecideParams{Tenant: c.Tenant(),
-		ApprovalID: c.Param("id"), Reason: in.Reason, Actor: c.P.Actor()})
+		ApprovalID: c.Param("id"), Reason: in.Reason, Actor: c.P.Actor(), Digest: in.Digest})
 	if err != nil {
 		return err
 	}

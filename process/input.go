@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -34,6 +36,10 @@ type ProcessIn struct {
 	Steps []Step `json:"steps" jsonschema:"required,minItems=1,maxItems=50"`
 	// Enabled lets triggers start runs. Defaults to true.
 	Enabled *bool `json:"enabled,omitempty"`
+	// Search declares up to MaxSearchFields fields runs are searched and
+	// filtered by: each maps a name to a path of the run's data
+	// (subject.label, trigger.data.supplier, steps.extract.amount_cents ...).
+	Search map[string]string `json:"search,omitempty"`
 	// TemplateID records the catalog template the process was installed
 	// from; it is set by Go callers (template installation), never by the
 	// API body.
@@ -53,7 +59,42 @@ func (in ProcessIn) check(r *StepRegistry) []errs.Violation {
 	checkLen(&v, in.Function, MaxFunctionLen, []any{"body", "function"})
 	v.addAll(CheckTrigger(in.Trigger, "body", "trigger"))
 	v.addAll(r.CheckSteps(in.Steps, "body", "steps"))
+	checkSearch(&v, in.Search)
 	return v.vs
+}
+
+// MaxSearchFields bounds a process's declared search fields.
+const MaxSearchFields = 10
+
+// searchName is the form of a search field's name.
+var searchName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
+
+// checkSearch checks declared search fields: at most MaxSearchFields, each
+// named like a step key, with a path of 1..200 characters under subject,
+// trigger or steps.
+func checkSearch(v *violations, search map[string]string) {
+	if len(search) > MaxSearchFields {
+		v.add([]any{"body", "search"}, "too_long", "may declare at most %d fields", MaxSearchFields)
+	}
+	names := make([]string, 0, len(search))
+	for name := range search {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		path := search[name]
+		loc := []any{"body", "search", name}
+		if !searchName.MatchString(name) {
+			v.add(loc, "value_error", "a search field's name is 1..40 lower-case letters, digits and _, starting with a letter")
+		}
+		root, _, _ := strings.Cut(path, ".")
+		switch {
+		case len(path) == 0 || len(path) > 200:
+			v.add(loc, "value_error", "a path is 1..200 characters")
+		case root != "subject" && root != "trigger" && root != "steps":
+			v.add(loc, "value_error", "a path starts with subject, trigger or steps")
+		}
+	}
 }
 
 func checkName(v *violations, name string, loc []any) {
@@ -82,6 +123,9 @@ type ProcessPatch struct {
 	// Steps, when not nil, replace every step.
 	Steps   []Step `json:"steps,omitempty" jsonschema:"minItems=1,maxItems=50"`
 	Enabled *bool  `json:"enabled,omitempty"`
+	// Search, when not nil, replaces the declared search fields ({} clears
+	// them); a change makes a new version.
+	Search map[string]string `json:"search,omitempty"`
 }
 
 // Check reports every violation of the fields present in p, located under
@@ -106,13 +150,14 @@ func (p ProcessPatch) check(r *StepRegistry) []errs.Violation {
 	if p.Steps != nil {
 		v.addAll(r.CheckSteps(p.Steps, "body", "steps"))
 	}
+	checkSearch(&v, p.Search)
 	return v.vs
 }
 
 // Empty reports whether p changes nothing.
 func (p ProcessPatch) Empty() bool {
 	return p.Name == nil && p.Description == nil && p.Function == nil && p.Trigger == nil &&
-		p.Steps == nil && p.Enabled == nil
+		p.Steps == nil && p.Enabled == nil && p.Search == nil
 }
 
 // inputSchemas are the compiled schemas of the input records, made once.

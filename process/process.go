@@ -65,6 +65,12 @@ type Controls struct {
 	AmountCapCents *int64 `json:"amount_cap_cents,omitempty" jsonschema:"minimum=0"`
 	// AllowedTools, when set, are the only capabilities the step may call.
 	AllowedTools []string `json:"allowed_tools,omitempty" jsonschema:"maxItems=50"`
+	// ApprovalsRequired is how many distinct people must approve the
+	// step's approval (1 when unset).
+	ApprovalsRequired int `json:"approvals_required,omitempty" jsonschema:"minimum=1,maximum=5"`
+	// SeparateDuties keeps the run's requester, and whoever completed an
+	// earlier human step of the run, from approving the step's approval.
+	SeparateDuties bool `json:"separate_duties,omitempty"`
 }
 
 // Step is one link of the chain.
@@ -87,30 +93,35 @@ type Step struct {
 // Definition is a process: the current version of its steps and trigger,
 // and its descriptive fields.
 type Definition struct {
-	ID          string    `json:"id"`
-	Name        string    `json:"name"`
-	Description string    `json:"description"`
-	Function    string    `json:"function"`
-	Trigger     Trigger   `json:"trigger"`
-	Steps       []Step    `json:"steps"`
-	Enabled     bool      `json:"enabled"`
-	Archived    bool      `json:"archived"`
-	Version     int       `json:"version"`
-	TemplateID  *string   `json:"template_id"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	ID          string  `json:"id"`
+	Name        string  `json:"name"`
+	Description string  `json:"description"`
+	Function    string  `json:"function"`
+	Trigger     Trigger `json:"trigger"`
+	Steps       []Step  `json:"steps"`
+	Enabled     bool    `json:"enabled"`
+	Archived    bool    `json:"archived"`
+	Version     int     `json:"version"`
+	TemplateID  *string `json:"template_id"`
+	// Search names values of a run's data that run search indexes (see
+	// ProcessIn.Search); empty when none.
+	Search    map[string]string `json:"search,omitempty"`
+	CreatedAt time.Time         `json:"created_at"`
+	UpdatedAt time.Time         `json:"updated_at"`
 }
 
 // Version is an immutable snapshot of a process's trigger and steps.
 type Version struct {
-	ProcessID string    `json:"process_id"`
-	Name      string    `json:"name"`
-	Function  string    `json:"function"`
-	Version   int       `json:"version"`
-	Trigger   Trigger   `json:"trigger"`
-	Steps     []Step    `json:"steps"`
-	CreatedAt time.Time `json:"created_at"`
-	CreatedBy string    `json:"created_by"`
+	ProcessID string  `json:"process_id"`
+	Name      string  `json:"name"`
+	Function  string  `json:"function"`
+	Version   int     `json:"version"`
+	Trigger   Trigger `json:"trigger"`
+	Steps     []Step  `json:"steps"`
+	// Search is the version's declared search fields (see ProcessIn.Search).
+	Search    map[string]string `json:"search,omitempty"`
+	CreatedAt time.Time         `json:"created_at"`
+	CreatedBy string            `json:"created_by"`
 }
 
 // Step types.

@@ -222,6 +222,7 @@ func (s *Service) CreateTx(tx store.Txn, tenant, actor string, in ProcessIn) (*D
 		Trigger:     normTrigger(in.Trigger),
 		Steps:       normSteps(in.Steps),
 		Enabled:     in.Enabled == nil || *in.Enabled,
+		Search:      normSearch(in.Search),
 		Version:     1,
 		CreatedAt:   now,
 		UpdatedAt:   now,
@@ -248,7 +249,15 @@ func (s *Service) CreateTx(tx store.Txn, tenant, actor string, in ProcessIn) (*D
 
 func versionOf(d *Definition, actor string, now time.Time) *Version {
 	return &Version{ProcessID: d.ID, Name: d.Name, Function: d.Function, Version: d.Version,
-		Trigger: d.Trigger, Steps: d.Steps, CreatedAt: now, CreatedBy: actor}
+		Trigger: d.Trigger, Steps: d.Steps, Search: d.Search, CreatedAt: now, CreatedBy: actor}
+}
+
+// normSearch stores no declared search fields as nil.
+func normSearch(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }
 
 // normTrigger stores a trigger in one form: compact filter JSON (none when
@@ -514,6 +523,9 @@ func applyPatch(cur *Definition, p ProcessPatch) *Definition {
 	if p.Steps != nil {
 		next.Steps = normSteps(p.Steps)
 	}
+	if p.Search != nil {
+		next.Search = normSearch(p.Search)
+	}
 	return &next
 }
 
@@ -522,7 +534,7 @@ func applyPatch(cur *Definition, p ProcessPatch) *Definition {
 // actor, and the hooks. It returns the stored definition (cur when nothing
 // changed).
 func (s *Service) write(tx store.Txn, tenant string, cur, next *Definition, author, actor, reason string) (*Definition, error) {
-	versioned := !sameJSON(cur.Steps, next.Steps) || !sameJSON(cur.Trigger, next.Trigger)
+	versioned := !sameJSON(cur.Steps, next.Steps) || !sameJSON(cur.Trigger, next.Trigger) || !sameJSON(cur.Search, next.Search)
 	if !versioned && sameJSON(cur, next) {
 		return cur, nil
 	}

@@ -74,6 +74,8 @@ type StartParams struct {
 	IdempotencyKey string
 	// Actor is who starts it (a user id, kept as the run's StartedBy).
 	Actor string
+	// Priority is low, normal or high (empty: normal).
+	Priority string
 }
 
 // Start starts a run of the process's current version and returns it once
@@ -129,7 +131,7 @@ func (e *Engine) start(ctx context.Context, p StartParams, view bool) (reply, er
 	}
 	return e.send(ctx, &command{kind: cmdStart, tenant: p.Tenant, runID: runID, actor: p.Actor, view: view, start: &startArgs{
 		version: ver, subject: p.Subject, trigger: RunTrigger{Type: process.TriggerManual, Data: p.Data}, actor: p.Actor,
-		ops: ops, reads: sweeps,
+		ops: ops, reads: sweeps, priority: normPriority(p.Priority),
 	}})
 }
 
@@ -207,6 +209,10 @@ type DecideParams struct {
 	Reason string
 	// Actor is who decides.
 	Actor string
+	// Digest, when set, is the approval's Digest as the person was shown
+	// it: one that is no longer the approval's is a bas.ErrConflict, as
+	// what the person saw has changed.
+	Digest string
 }
 
 // Decision is the outcome of deciding an approval: the approval decided
@@ -230,7 +236,7 @@ func (e *Engine) Decide(ctx context.Context, p DecideParams) (*Decision, error) 
 		return nil, errs.Conflictf("approval has no run")
 	}
 	rep, err := e.send(ctx, &command{kind: cmdDecide, tenant: p.Tenant, runID: *a.RunID, actor: p.Actor,
-		decide: &decideArgs{approvalID: p.ApprovalID, approve: p.Approve, args: p.Args, reason: p.Reason}})
+		decide: &decideArgs{approvalID: p.ApprovalID, approve: p.Approve, args: p.Args, reason: p.Reason, digest: p.Digest}})
 	if err != nil {
 		return nil, err
 	}
@@ -321,8 +327,10 @@ func (e *Engine) GetRun(ctx context.Context, tenant, id string) (*Run, error) {
 	var out *Run
 	err := e.st.View(ctx, func(r store.Reader) error {
 		var err error
-		out, err = runs.Get(r, tenant, id)
-		return err
+		if out, err = runs.Get(r, tenant, id); err != nil {
+			return err
+		}
+		return loadApart(r, tenant, out)
 	})
 	if out != nil {
 		out.Tenant = tenant
@@ -335,6 +343,12 @@ type RunQuery struct {
 	ProcessID string
 	Status    RunStatus
 	Overdue   bool
+	// Q keeps runs having every word of it (see SearchWords) in their
+	// subject label or declared search fields.
+	Q string
+	// Search keeps runs whose declared search field of each name has the
+	// value (compared as SearchValue makes it).
+	Search map[string]string
 }
 
 // ListRuns returns one page of tenant's runs, newest first, from an index.
@@ -343,18 +357,7 @@ func (e *Engine) ListRuns(ctx context.Context, tenant string, q RunQuery, p stor
 	var next string
 	err := e.st.View(ctx, func(r store.Reader) error {
 		var err error
-		switch {
-		case q.Overdue:
-			out, next, err = runs.ListBy(r, tenant, "overdue", nil, p)
-		case q.ProcessID != "":
-			out, next, err = runs.ListBy(r, tenant, "process", []any{q.ProcessID}, p)
-		case q.Status == RunRunning:
-			out, next, err = runs.ListUnder(r, tenant, activePrefix(tenant), p)
-		case q.Status != "":
-			out, next, err = runs.ListBy(r, tenant, "status", []any{string(q.Status)}, p)
-		default:
-			out, next, err = runs.List(r, tenant, p)
-		}
+		out, next, err = listRunCandidates(r, tenant, q, p)
 		return err
 	})
 	if err != nil {
@@ -362,11 +365,38 @@ func (e *Engine) ListRuns(ctx context.Context, tenant string, q RunQuery, p stor
 	}
 	kept := out[:0]
 	for _, r := range out {
-		if (q.ProcessID == "" || r.ProcessID == q.ProcessID) && (q.Status == "" || r.Status == q.Status) {
+		if q.matches(r) {
 			kept = append(kept, r)
 		}
 	}
+	markApart(kept)
 	return kept, next, nil
+}
+
+// matches reports whether r passes the filters q's index did not apply.
+func (q RunQuery) matches(r *Run) bool {
+	return (q.ProcessID == "" || r.ProcessID == q.ProcessID) && (q.Status == "" || r.Status == q.Status) &&
+		(!q.Overdue || r.Overdue) && matchesSearch(r, SearchWords(q.Q), q.Search)
+}
+
+// listRunCandidates lists one page of the runs of q's most selective
+// index, which ListRuns then filters by the rest of q.
+func listRunCandidates(r store.Reader, tenant string, q RunQuery, p store.Page) ([]*Run, string, error) {
+	if prefix := searchPrefix(tenant, q); prefix != nil {
+		return runs.ListUnder(r, tenant, prefix, p)
+	}
+	switch {
+	case q.Overdue:
+		return runs.ListBy(r, tenant, "overdue", nil, p)
+	case q.ProcessID != "":
+		return runs.ListBy(r, tenant, "process", []any{q.ProcessID}, p)
+	case q.Status == RunRunning:
+		return runs.ListUnder(r, tenant, activePrefix(tenant), p)
+	case q.Status != "":
+		return runs.ListBy(r, tenant, "status", []any{q.Status}, p)
+	default:
+		return runs.List(r, tenant, p)
+	}
 }
 
 // GetTask returns a task of tenant.

@@ -58,6 +58,12 @@ type runEnd struct {
 
 func newBenchEngine(b *testing.B) *benchEngine {
 	b.Helper()
+	return newBenchEngineWith(b, func(*runengine.Config) {})
+}
+
+// newBenchEngineWith is newBenchEngine with a changed engine config.
+func newBenchEngineWith(b *testing.B, change func(*runengine.Config)) *benchEngine {
+	b.Helper()
 	st, err := badgerstore.Open(badgerstore.Options{Dir: b.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
@@ -69,8 +75,10 @@ func newBenchEngine(b *testing.B) *benchEngine {
 	if err := reg.Register(noopProvider{}); err != nil {
 		b.Fatal(err)
 	}
-	be.eng, err = runengine.New(runengine.Config{Store: st, Clock: clk, Capabilities: reg, Processes: be.procs,
-		Gate: &autoGate{auto: true}, OnFinish: be.finished})
+	cfg := runengine.Config{Store: st, Clock: clk, Capabilities: reg, Processes: be.procs,
+		Gate: &autoGate{auto: true}, OnFinish: be.finished}
+	change(&cfg)
+	be.eng, err = runengine.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

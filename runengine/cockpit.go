@@ -149,6 +149,7 @@ func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement
 	if c.RecentRuns == nil {
 		c.RecentRuns = []*Run{}
 	}
+	markApart(c.RecentRuns)
 	if c.OpenTasks == nil {
 		c.OpenTasks = []*Task{}
 	}

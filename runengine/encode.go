@@ -102,12 +102,38 @@ func appendRun(b []byte, r *Run, stored bool) ([]byte, error) {
 		b = append(b, `,"minutes_saved":`...)
 		b = strconv.AppendInt(b, int64(r.MinutesSaved), 10)
 	}
+	if r.RerunOf != "" {
+		b = append(b, `,"rerun_of":`...)
+		b = jsonvalue.AppendString(b, r.RerunOf)
+		b = append(b, `,"rerun_from_step":`...)
+		b = jsonvalue.AppendString(b, r.RerunFromStep)
+	}
+	if r.WaitingReason != "" {
+		b = append(b, `,"waiting_reason":`...)
+		b = jsonvalue.AppendString(b, r.WaitingReason)
+	}
+	if r.Priority != "" {
+		b = append(b, `,"priority":`...)
+		b = jsonvalue.AppendString(b, r.Priority)
+	}
+	if len(r.Search) > 0 {
+		b = append(b, `,"search":`...)
+		if b, err = jsonvalue.Append(b, r.Search); err != nil {
+			return b, err
+		}
+	}
 	if stored {
 		b = append(b, `,"cursor":`...)
 		b = strconv.AppendInt(b, int64(r.Cursor), 10)
 		if r.StartedBy != "" {
 			b = append(b, `,"started_by":`...)
 			b = jsonvalue.AppendString(b, r.StartedBy)
+		}
+		if r.Paused != nil {
+			b = append(b, `,"paused":`...)
+			if b, err = r.Paused.appendJSON(b); err != nil {
+				return b, err
+			}
 		}
 	}
 	return append(b, '}'), nil
@@ -137,7 +163,7 @@ func appendStep(b []byte, s *StepRun, stored bool) ([]byte, error) {
 			return b, err
 		}
 	}
-	if !stored || s.Output != nil {
+	if !stored || (s.Output != nil && s.internal.OutputBytes == 0) {
 		b = append(b, `,"output":`...)
 		if b, err = jsonvalue.Append(b, s.Output); err != nil {
 			return b, err
@@ -169,7 +195,8 @@ func appendStep(b []byte, s *StepRun, stored bool) ([]byte, error) {
 // but non-nil Args is not zero).
 func (in *stepInternal) zero() bool {
 	return !in.Approved && in.Args == nil && !in.Auto && !in.Sample && in.Reminders == 0 && in.Checks == 0 &&
-		in.Deadline == nil && in.WaitToken == "" && in.WaitEvent == "" && !in.SLAFired && in.AmountSeen == nil
+		in.Deadline == nil && in.WaitToken == "" && in.WaitEvent == "" && !in.SLAFired && in.AmountSeen == nil &&
+		in.OutputBytes == 0 && !in.RateReserved
 }
 
 // append writes the fields of in that are not empty, as omitempty does.
@@ -231,6 +258,14 @@ func (in *stepInternal) append(b []byte) ([]byte, error) {
 	if in.AmountSeen != nil {
 		field("amount")
 		b = strconv.AppendInt(b, *in.AmountSeen, 10)
+	}
+	if in.OutputBytes != 0 {
+		field("output_bytes")
+		b = strconv.AppendInt(b, int64(in.OutputBytes), 10)
+	}
+	if in.RateReserved {
+		field("rate_reserved")
+		b = append(b, "true"...)
 	}
 	return append(b, '}'), nil
 }

@@ -28,8 +28,14 @@ type (
 		CompletedAt    *time.Time          `json:"completed_at"`
 		Error          *string             `json:"error"`
 		MinutesSaved   int                 `json:"minutes_saved"`
+		RerunOf        string              `json:"rerun_of,omitempty"`
+		RerunFromStep  string              `json:"rerun_from_step,omitempty"`
+		Search         map[string]string   `json:"search,omitempty"`
+		WaitingReason  string              `json:"waiting_reason,omitempty"`
+		Priority       string              `json:"priority,omitempty"`
 		Cursor         int                 `json:"cursor"`
 		StartedBy      string              `json:"started_by,omitempty"`
+		Paused         *pauseState         `json:"paused,omitempty"`
 	}
 	reflectStoredStep struct {
 		reflectStep
@@ -49,21 +55,26 @@ type (
 		Attempts    int        `json:"attempts"`
 	}
 	reflectView struct {
-		ID             string        `json:"id"`
-		ProcessID      string        `json:"process_id"`
-		ProcessName    string        `json:"process_name"`
-		ProcessVersion int           `json:"process_version"`
-		Function       string        `json:"function"`
-		Status         string        `json:"status"`
-		Subject        Subject       `json:"subject"`
-		Trigger        RunTrigger    `json:"trigger"`
-		CurrentStep    *string       `json:"current_step"`
-		Steps          []reflectStep `json:"steps"`
-		Overdue        bool          `json:"overdue"`
-		StartedAt      time.Time     `json:"started_at"`
-		CompletedAt    *time.Time    `json:"completed_at"`
-		Error          *string       `json:"error"`
-		MinutesSaved   int           `json:"minutes_saved"`
+		ID             string            `json:"id"`
+		ProcessID      string            `json:"process_id"`
+		ProcessName    string            `json:"process_name"`
+		ProcessVersion int               `json:"process_version"`
+		Function       string            `json:"function"`
+		Status         string            `json:"status"`
+		Subject        Subject           `json:"subject"`
+		Trigger        RunTrigger        `json:"trigger"`
+		CurrentStep    *string           `json:"current_step"`
+		Steps          []reflectStep     `json:"steps"`
+		Overdue        bool              `json:"overdue"`
+		StartedAt      time.Time         `json:"started_at"`
+		CompletedAt    *time.Time        `json:"completed_at"`
+		Error          *string           `json:"error"`
+		MinutesSaved   int               `json:"minutes_saved"`
+		RerunOf        string            `json:"rerun_of,omitempty"`
+		RerunFromStep  string            `json:"rerun_from_step,omitempty"`
+		Search         map[string]string `json:"search,omitempty"`
+		WaitingReason  string            `json:"waiting_reason,omitempty"`
+		Priority       string            `json:"priority,omitempty"`
 	}
 )
 
@@ -73,7 +84,8 @@ func storedOf(r *Run) reflectStored {
 		ProcessVersion: r.ProcessVersion, Function: r.Function, Status: r.Status, Subject: r.Subject,
 		Trigger: r.Trigger, CurrentStep: r.CurrentStep, Overdue: r.Overdue, StartedAt: r.StartedAt,
 		CompletedAt: r.CompletedAt, Error: r.Error, MinutesSaved: r.MinutesSaved, Cursor: r.Cursor,
-		StartedBy: r.StartedBy}
+		StartedBy: r.StartedBy, RerunOf: r.RerunOf, RerunFromStep: r.RerunFromStep, Search: r.Search,
+		WaitingReason: r.WaitingReason, Priority: r.Priority, Paused: r.Paused}
 	if r.Steps != nil {
 		s.Steps = []reflectStoredStep{}
 	}
@@ -85,7 +97,7 @@ func storedOf(r *Run) reflectStored {
 
 func viewOf(r *Run) reflectView {
 	v := reflectView{r.ID, r.ProcessID, r.ProcessName, r.ProcessVersion, r.Function, string(r.Status), r.Subject, r.Trigger,
-		r.CurrentStep, nil, r.Overdue, r.StartedAt, r.CompletedAt, r.Error, r.MinutesSaved}
+		r.CurrentStep, nil, r.Overdue, r.StartedAt, r.CompletedAt, r.Error, r.MinutesSaved, r.RerunOf, r.RerunFromStep, r.Search, r.WaitingReason, r.Priority}
 	if r.Steps != nil {
 		v.Steps = []reflectStep{}
 	}
@@ -111,7 +123,13 @@ func encodeCases() map[string]*Run {
 				Data:  map[string]any{"z": []any{json.Number("1.50"), nil, true}, "a": map[string]any{"b": "c"}},
 				Cause: &Cause{RunID: "run_0", RootRunID: "run_r", Depth: 2, Processes: []string{"prc_a", "prc_\"b\""}}},
 			Overdue: true, StartedAt: at, CompletedAt: &later, Error: str("step x: failed\t"), MinutesSaved: 25,
-			Cursor: 2, StartedBy: "usr_1"},
+			Cursor: 2, StartedBy: "usr_1", RerunOf: "run_0", RerunFromStep: "pay",
+			Search: map[string]string{"supplier": "acme \"gmbh\"", "amount_cents": "120000"}},
+		"rate": {ID: "run_5", Status: RunWaiting, Priority: PriorityHigh, StartedAt: at, WaitingReason: "rate limit of crm.: 10 per 1s",
+			Steps: []StepRun{{Key: "a", Status: StepRunning, internal: stepInternal{RateReserved: true, WaitToken: "rate-1"}}}},
+		"paused": {ID: "run_4", Status: RunPaused, StartedAt: at, Paused: &pauseState{From: RunWaiting, ByProcess: true,
+			At: at, Timers: []string{"retry-1"}, Events: []heldEvent{{Name: "crm.reply", ID: "evt_1",
+				Data: map[string]any{"n": json.Number("2")}, Key: []byte{0, 1, 'x'}}}}},
 		"steps": {ID: "run_3", Status: RunWaiting, CurrentStep: str("b"), StartedAt: at, Cursor: 1,
 			Trigger: RunTrigger{Type: "manual", Data: map[string]any{}},
 			Steps: []StepRun{

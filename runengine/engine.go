@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bas-platform/bas/capability"
@@ -89,6 +90,14 @@ type Config struct {
 	// the process definitions were checked with. Defaults to
 	// process.BuiltinStepRegistry().
 	StepTypes *process.StepRegistry
+	// MaxCallsPerTenant and MaxCallsPerProcess cap the capability calls
+	// (and gate decisions) in flight per tenant and per process; a call
+	// over a cap waits for a call of its tenant to end, high priority runs'
+	// first. 0 (the default) caps nothing.
+	MaxCallsPerTenant, MaxCallsPerProcess int
+	// RateLimits bound the capability calls of runs (see RateLimit); a
+	// call over one waits, its run showing why (waiting_reason).
+	RateLimits []RateLimit
 	// OnFinish, when set, is called once a run's end (completed, failed,
 	// rejected or cancelled) is durable. It must not block.
 	OnFinish func(tenant, runID string, status RunStatus)
@@ -184,6 +193,13 @@ type Engine struct {
 	openOnce sync.Once
 
 	ids ids.Generator // makes the ids of the records and audit entries it writes
+
+	pausedProcs sync.Map       // pausedRef -> true while the process is paused
+	pausedN     atomic.Int32   // entries in pausedProcs: none spares the lookup
+	jobsRunning sync.Map       // tenant+"\x00"+job id -> true while a goroutine runs the job
+	jobWG       sync.WaitGroup // job goroutines
+	limiter     *limiter       // nil without RateLimits
+	admission   *admission     // nil without call caps
 }
 
 // New returns an engine; call Open to start it.
@@ -195,6 +211,13 @@ func New(cfg Config) (*Engine, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Engine{cfg: cfg, st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, ctx: ctx, cancel: cancel,
 		runWork: make(chan func()), stepTypes: cfg.StepTypes}
+	lim, err := newLimiter(cfg.RateLimits)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	e.limiter = lim
+	e.admission = newAdmission(cfg.MaxCallsPerTenant, cfg.MaxCallsPerProcess)
 	e.commits = newCommitter(cfg.Store, cfg.MaxBatch, cfg.Observer)
 	e.workers = make([]*worker, cfg.Workers)
 	for i := range e.workers {
@@ -220,6 +243,9 @@ func (e *Engine) Open(ctx context.Context) error {
 		go func() { defer e.wg.Done(); e.sched.loop() }()
 		go func() { defer e.wg.Done(); e.disp.loop() }()
 		err = e.recover(ctx)
+		if err == nil {
+			err = e.openPausesAndJobs(ctx)
+		}
 	})
 	return err
 }
@@ -244,6 +270,7 @@ func (e *Engine) Close() error {
 	e.sched.stop()
 	e.disp.stop()
 	e.wg.Wait()
+	e.jobWG.Wait()
 	// A provider that ignores its cancelled context keeps its runner; Close
 	// does not wait for it past the grace period.
 	waitUntil(&e.runners, grace)

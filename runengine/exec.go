@@ -104,6 +104,7 @@ func (x *exec) setStatus(status RunStatus) {
 	}
 	wasFinished := r.Finished()
 	r.Status = status
+	r.WaitingReason = ""
 	if !wasFinished && r.Finished() {
 		x.count(counterKey(r.Tenant, "inflight", r.Function), -1)
 		if r.Overdue {
@@ -348,11 +349,12 @@ func (x *exec) call(def *process.Step, st *StepRun, capID string, args any, toke
 	}
 	x.en.inflight = token
 	e := x.w.e
-	x.fx.calls = append(x.fx.calls, &pendingCall{tenant: x.r.Tenant, runID: x.r.ID, token: token, do: func() *callResult {
-		ctx, cancel := context.WithTimeout(e.ctx, e.cfg.CallTimeout)
-		defer cancel()
-		return do(ctx)
-	}})
+	x.fx.calls = append(x.fx.calls, &pendingCall{tenant: x.r.Tenant, runID: x.r.ID, token: token, process: x.r.ProcessID, priority: x.r.Priority,
+		do: func() *callResult {
+			ctx, cancel := context.WithTimeout(e.ctx, e.cfg.CallTimeout)
+			defer cancel()
+			return do(ctx)
+		}})
 }
 
 // callFunc prepares a capability call of the step: the allowed_tools
@@ -363,6 +365,9 @@ func (x *exec) callFunc(def *process.Step, st *StepRun, capID string, args any, 
 	if len(def.Controls.AllowedTools) > 0 && !slices.Contains(def.Controls.AllowedTools, capID) {
 		x.failRun(st, RunFailed, fmt.Sprintf("step %s: capability %s is not in the step's allowed_tools %v",
 			def.Key, capID, def.Controls.AllowedTools))
+		return nil, false
+	}
+	if x.rateLimited(st, capID, args) {
 		return nil, false
 	}
 	raw, err := jsonvalue.Append(nil, args)
@@ -490,6 +495,10 @@ func (x *exec) requestApproval(def *process.Step, st *StepRun, args map[string]a
 	if a.Args == nil {
 		a.Args = map[string]any{}
 	}
+	if n := def.Controls.ApprovalsRequired; n > 1 {
+		a.ApprovalsRequired = n
+	}
+	a.Digest = approvalDigest(a)
 	st.ApprovalID = &id
 	x.putApproval(nil, a)
 	x.addTimer(exp, "expire-"+id)

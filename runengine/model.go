@@ -18,6 +18,10 @@ const (
 	RunFailed    RunStatus = "failed"
 	RunRejected  RunStatus = "rejected"
 	RunCancelled RunStatus = "cancelled"
+	// RunPaused is a run held by a pause of it or of its process: it
+	// takes no step, and what comes due or arrives meanwhile is kept for
+	// its resume.
+	RunPaused RunStatus = "paused"
 )
 
 // StepStatus is where a step of a run is.
@@ -144,6 +148,12 @@ type stepInternal struct {
 	WaitEvent  string         `json:"wait_event,omitempty"`
 	SLAFired   bool           `json:"sla_fired,omitempty"`
 	AmountSeen *int64         `json:"amount,omitempty"`
+	// OutputBytes is the size of the output when it is stored apart (see
+	// MaxInlineOutputBytes); 0 when the record holds it.
+	OutputBytes int `json:"output_bytes,omitempty"`
+	// RateReserved says a rate limit reserved the slot of the step's next
+	// call (see RateLimit).
+	RateReserved bool `json:"rate_reserved,omitempty"`
 }
 
 // Run is one durable execution of a process version.
@@ -164,10 +174,26 @@ type Run struct {
 	CompletedAt    *time.Time `json:"completed_at"`
 	Error          *string    `json:"error"`
 	MinutesSaved   int        `json:"minutes_saved"`
+	// RerunOf is the run this run reruns, from the step RerunFromStep;
+	// both empty for a run that reruns none.
+	RerunOf       string `json:"rerun_of,omitempty"`
+	RerunFromStep string `json:"rerun_from_step,omitempty"`
+	// Search holds the values of the process version's declared search
+	// fields (lower case, at most MaxSearchValue bytes) found in the run's
+	// data so far.
+	Search map[string]string `json:"search,omitempty"`
+	// WaitingReason says why a waiting run waits when it is not for a
+	// person, a timer or an event of its steps (a rate limit).
+	WaitingReason string `json:"waiting_reason,omitempty"`
+	// Priority is low, normal or high; empty is normal (see PriorityHigh).
+	Priority string `json:"priority,omitempty"`
 	// Cursor is the index of the current step.
 	Cursor int `json:"cursor"`
 	// StartedBy is the actor who started a manual run.
 	StartedBy string `json:"started_by,omitempty"`
+	// Paused is the state a paused run resumes to, and what came for it
+	// while it was paused; nil unless paused.
+	Paused *pauseState `json:"paused,omitempty"`
 }
 
 // Finished reports whether the run has ended.
@@ -223,6 +249,19 @@ type Approval struct {
 	DecidedAt *time.Time     `json:"decided_at"`
 	Note      *string        `json:"note,omitempty"`
 	Edited    bool           `json:"edited,omitempty"`
+	// Digest is the SHA-256 (hex) of what the approval shows: its tool,
+	// summary and args. A decision naming another digest is refused.
+	Digest string `json:"digest"`
+	// ApprovalsRequired is how many distinct people must approve (set
+	// when more than one); Approvals are those who have.
+	ApprovalsRequired int            `json:"approvals_required,omitempty"`
+	Approvals         []ApprovalVote `json:"approvals,omitempty"`
+}
+
+// ApprovalVote is one person's approval of an approval that needs several.
+type ApprovalVote struct {
+	By string    `json:"by"`
+	At time.Time `json:"at"`
 }
 
 // assigneeOf is the task's assignee, "*" when unassigned.
@@ -250,6 +289,13 @@ var runs = &store.Collection[Run]{
 		{Name: "overdue", Values: func(r *Run) [][]any {
 			if r.Overdue && !r.Finished() {
 				return [][]any{{}}
+			}
+			return nil
+		}},
+		// Runs a pause of their process paused, which its resume resumes.
+		{Name: "paused-by-process", Values: func(r *Run) [][]any {
+			if r.Status == RunPaused && r.Paused != nil && r.Paused.ByProcess {
+				return [][]any{{r.ProcessID}}
 			}
 			return nil
 		}},

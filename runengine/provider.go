@@ -95,6 +95,7 @@ func (p tasksProvider) Call(ctx context.Context, call capability.Call) (json.Raw
 		if ap.Args == nil {
 			ap.Args = map[string]any{}
 		}
+		ap.Digest = approvalDigest(ap)
 		if a.DueHours != nil {
 			d := now.Add(time.Duration(*a.DueHours * float64(time.Hour)))
 			ap.ExpiresAt = &d

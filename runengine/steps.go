@@ -336,21 +336,22 @@ func (x *exec) decide(def *process.Step, st *StepRun, args map[string]any) {
 	req := GateRequest{Tenant: x.r.Tenant, ProcessID: x.r.ProcessID, RunID: x.r.ID, StepKey: def.Key,
 		Capability: def.Capability, ItemKey: x.r.ID + "/" + def.Key}
 	x.en.inflight = "gate"
-	x.fx.calls = append(x.fx.calls, &pendingCall{tenant: x.r.Tenant, runID: x.r.ID, token: "gate", do: func() *callResult {
-		ctx, cancel := context.WithTimeout(e.ctx, e.cfg.CallTimeout)
-		defer cancel()
-		d, err := e.cfg.Gate.Decide(ctx, req)
-		if err != nil {
-			e.log.Error("autonomy gate", "run", req.RunID, "error", err)
-			d = GateDecision{Auto: false, Reason: "the autonomy gate could not decide: a person approves"}
-		}
-		if !d.Auto {
-			return &callResult{gate: &d}
-		}
-		res := do(ctx)
-		res.gate = &d
-		return res
-	}})
+	x.fx.calls = append(x.fx.calls, &pendingCall{tenant: x.r.Tenant, runID: x.r.ID, token: "gate", process: x.r.ProcessID, priority: x.r.Priority,
+		do: func() *callResult {
+			ctx, cancel := context.WithTimeout(e.ctx, e.cfg.CallTimeout)
+			defer cancel()
+			d, err := e.cfg.Gate.Decide(ctx, req)
+			if err != nil {
+				e.log.Error("autonomy gate", "run", req.RunID, "error", err)
+				d = GateDecision{Auto: false, Reason: "the autonomy gate could not decide: a person approves"}
+			}
+			if !d.Auto {
+				return &callResult{gate: &d}
+			}
+			res := do(ctx)
+			res.gate = &d
+			return res
+		}})
 }
 
 // createReview makes the after-the-fact review task of a sampled
@@ -383,6 +384,9 @@ func (x *exec) decideApproval(d *decideArgs) {
 	}
 	if a.Status != ApprovalPending {
 		x.err = errs.Conflictf("approval already %s", a.Status)
+		return
+	}
+	if x.holdVote(a, d) {
 		return
 	}
 	x.settleApproval(a, d.approve, d.args, d.reason, x.cmd.actor, false)
@@ -762,7 +766,7 @@ func (x *exec) fireTimer(token string) {
 			return
 		}
 		st := &r.Steps[r.Cursor]
-		if strings.HasPrefix(token, "retry-") {
+		if strings.HasPrefix(token, "retry-") || strings.HasPrefix(token, "rate-") {
 			st.internal.WaitToken = ""
 			st.Status = StepRunning
 			x.setStatus(RunRunning)

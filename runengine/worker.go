@@ -25,6 +25,8 @@ const (
 	cmdCancel
 	cmdReload
 	cmdFlush
+	cmdPause
+	cmdResume
 )
 
 // command is one thing for a worker to do to one run.
@@ -71,6 +73,10 @@ type startArgs struct {
 	reads bool
 	// post runs once the first commit is durable.
 	post []func()
+	// rerun, when set, makes the run a rerun (see Engine.Rerun).
+	rerun *rerunArgs
+	// priority is the run's (see Run.Priority).
+	priority string
 }
 
 type callResult struct {
@@ -91,6 +97,7 @@ type decideArgs struct {
 	approve    bool
 	args       map[string]any
 	reason     string
+	digest     string // the digest the decider was shown; empty when not given
 }
 
 type timerArgs struct {
@@ -121,6 +128,9 @@ type entry struct {
 	// on its way.
 	replies    []heldReply
 	flushArmed bool
+	// parked is a call result that came while the run was paused; its
+	// resume applies it.
+	parked *callResult
 	// durable is false for a new run until its first commit is submitted.
 	durable bool
 	// tasks and approvals are the latest versions of the run's tasks and
@@ -262,8 +272,10 @@ func (w *worker) load(tenant, runID string) (*entry, error) {
 	var r *Run
 	err := w.e.st.View(w.e.ctx, func(rd store.Reader) error {
 		var err error
-		r, err = runs.Get(rd, tenant, runID)
-		return err
+		if r, err = runs.Get(rd, tenant, runID); err != nil {
+			return err
+		}
+		return loadApart(rd, tenant, r)
 	})
 	if err != nil {
 		return nil, err
@@ -280,7 +292,11 @@ func (w *worker) load(tenant, runID string) (*entry, error) {
 
 // indexState copies what the run's indexes and counters depend on.
 func indexState(r *Run) *Run {
-	return &Run{ID: r.ID, ProcessID: r.ProcessID, Status: r.Status, Overdue: r.Overdue, Function: r.Function}
+	c := &Run{ID: r.ID, ProcessID: r.ProcessID, Status: r.Status, Overdue: r.Overdue, Function: r.Function}
+	if r.Paused != nil {
+		c.Paused = &pauseState{ByProcess: r.Paused.ByProcess}
+	}
+	return c
 }
 
 func (w *worker) handle(c *command) {
@@ -319,6 +335,10 @@ func (w *worker) handle(c *command) {
 		return
 	}
 	x := w.newExec(en, c)
+	if x.held() {
+		w.finish(x)
+		return
+	}
 	switch c.kind {
 	case cmdAdvance:
 		if en.inflight == "" {
@@ -345,6 +365,10 @@ func (w *worker) handle(c *command) {
 		x.deliverEvent(c.event)
 	case cmdCancel:
 		x.cancel()
+	case cmdPause:
+		x.pauseRun(false)
+	case cmdResume:
+		x.resumeRun()
 	}
 	w.finish(x)
 }
@@ -381,7 +405,7 @@ func (w *worker) handleStart(c *command) {
 	r := &Run{
 		ID: id, Tenant: c.tenant, ProcessID: a.version.ProcessID, ProcessName: a.version.Name,
 		ProcessVersion: a.version.Version, Function: a.version.Function, Status: RunRunning,
-		Subject: a.subject, Trigger: a.trigger, StartedAt: now, StartedBy: a.actor,
+		Subject: a.subject, Trigger: a.trigger, StartedAt: now, StartedBy: a.actor, Priority: a.priority,
 	}
 	r.Steps = make([]StepRun, len(a.version.Steps))
 	for i, s := range a.version.Steps {
@@ -390,6 +414,7 @@ func (w *worker) handleStart(c *command) {
 	if len(r.Steps) > 0 {
 		r.CurrentStep = &r.Steps[0].Key
 	}
+	a.rerun.apply(r)
 	en := &entry{run: r, ver: a.version}
 	w.cache[cacheKey(c.tenant, id)] = en
 	x := w.newExec(en, c)
@@ -398,6 +423,7 @@ func (w *worker) handleStart(c *command) {
 	x.fx.reads = a.reads
 	x.fx.post = append(x.fx.post, a.post...)
 	x.fx.ops = append(x.fx.ops, setKey(activeKey(c.tenant, id), nil)) // a new run is running
+	x.fx.ops = append(x.fx.ops, labelWordOps(c.tenant, id, r.Subject.Label)...)
 	x.count(counterKey(c.tenant, "inflight", r.Function), 1)
 	if obs := w.e.cfg.Observer; obs != nil {
 		n := x.runNote()
@@ -405,7 +431,9 @@ func (w *worker) handleStart(c *command) {
 	}
 	x.emit("process.run.started", map[string]any{"run_id": id, "process_id": r.ProcessID,
 		"process_name": r.ProcessName, "subject": r.Subject.data()})
-	x.advance()
+	if !x.startPaused() {
+		x.advance()
+	}
 	w.finish(x)
 }
 
@@ -433,6 +461,9 @@ func counterKey(tenant, name string, parts ...any) string {
 // command asked for go out at once.
 func (w *worker) finish(x *exec) {
 	en, c := x.en, x.cmd
+	if x.dirty {
+		x.indexSearch()
+	}
 	if x.dirty {
 		en.held.merge(&x.fx)
 		en.dirty = true
@@ -526,6 +557,9 @@ func (w *worker) flush(en *entry) {
 		return
 	}
 	raw, err := appendRun(nil, r, true)
+	if err == nil && len(raw) > MaxInlineOutputBytes {
+		raw, err = w.storeApart(en, raw)
+	}
 	if err != nil {
 		// A run that cannot be encoded is a bug; keep the store as it is.
 		w.e.log.Error("encode run", "run", r.ID, "error", err)
@@ -626,11 +660,23 @@ func (w *worker) issue(x *exec) { w.issueCalls(x.fx.calls) }
 // issueCalls makes each call on a call runner; its result comes back to
 // the worker as a command.
 func (w *worker) issueCalls(calls []*pendingCall) {
+	adm := w.e.admission
 	for _, pc := range calls {
-		w.e.goCall(func() {
-			res := pc.do()
-			res.token = pc.token
-			w.send(&command{kind: cmdCallResult, tenant: pc.tenant, runID: pc.runID, result: res})
+		if adm == nil {
+			w.e.goCall(func() {
+				res := pc.do()
+				res.token = pc.token
+				w.send(&command{kind: cmdCallResult, tenant: pc.tenant, runID: pc.runID, result: res})
+			})
+			continue
+		}
+		adm.admit(pc.tenant, pc.process, pc.priority, func() {
+			w.e.goCall(func() {
+				res := pc.do()
+				res.token = pc.token
+				adm.done(pc.tenant, pc.process)
+				w.send(&command{kind: cmdCallResult, tenant: pc.tenant, runID: pc.runID, result: res})
+			})
 		})
 	}
 }
@@ -638,7 +684,9 @@ func (w *worker) issueCalls(calls []*pendingCall) {
 // pendingCall is a call or gate decision to make outside the worker.
 type pendingCall struct {
 	tenant, runID, token string
-	do                   func() *callResult
+	// process and priority are the run's, for the call caps.
+	process, priority string
+	do                func() *callResult
 }
 
 // now rounds the clock to microseconds so stored times round-trip exactly.

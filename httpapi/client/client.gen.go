@@ -174,6 +174,63 @@ func (e BoardInTemplate) Valid() bool {
 	}
 }
 
+// Defines values for BulkInAction.
+const (
+	BulkInActionCancel BulkInAction = "cancel"
+	BulkInActionPause  BulkInAction = "pause"
+	BulkInActionResume BulkInAction = "resume"
+	BulkInActionRetry  BulkInAction = "retry"
+)
+
+// Valid indicates whether the value is a known member of the BulkInAction enum.
+func (e BulkInAction) Valid() bool {
+	switch e {
+	case BulkInActionCancel:
+		return true
+	case BulkInActionPause:
+		return true
+	case BulkInActionResume:
+		return true
+	case BulkInActionRetry:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BulkInFilterStatus.
+const (
+	BulkInFilterStatusCancelled BulkInFilterStatus = "cancelled"
+	BulkInFilterStatusCompleted BulkInFilterStatus = "completed"
+	BulkInFilterStatusFailed    BulkInFilterStatus = "failed"
+	BulkInFilterStatusPaused    BulkInFilterStatus = "paused"
+	BulkInFilterStatusRejected  BulkInFilterStatus = "rejected"
+	BulkInFilterStatusRunning   BulkInFilterStatus = "running"
+	BulkInFilterStatusWaiting   BulkInFilterStatus = "waiting"
+)
+
+// Valid indicates whether the value is a known member of the BulkInFilterStatus enum.
+func (e BulkInFilterStatus) Valid() bool {
+	switch e {
+	case BulkInFilterStatusCancelled:
+		return true
+	case BulkInFilterStatusCompleted:
+		return true
+	case BulkInFilterStatusFailed:
+		return true
+	case BulkInFilterStatusPaused:
+		return true
+	case BulkInFilterStatusRejected:
+		return true
+	case BulkInFilterStatusRunning:
+		return true
+	case BulkInFilterStatusWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ColumnInType.
 const (
 	ColumnInTypeCheckbox ColumnInType = "checkbox"
@@ -654,6 +711,27 @@ func (e StageInKind) Valid() bool {
 	}
 }
 
+// Defines values for StartInPriority.
+const (
+	StartInPriorityHigh   StartInPriority = "high"
+	StartInPriorityLow    StartInPriority = "low"
+	StartInPriorityNormal StartInPriority = "normal"
+)
+
+// Valid indicates whether the value is a known member of the StartInPriority enum.
+func (e StartInPriority) Valid() bool {
+	switch e {
+	case StartInPriorityHigh:
+		return true
+	case StartInPriorityLow:
+		return true
+	case StartInPriorityNormal:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for StatusInCategory.
 const (
 	StatusInCategoryBacklog   StatusInCategory = "backlog"
@@ -904,23 +982,29 @@ type App struct {
 
 // Approval defines model for Approval.
 type Approval struct {
-	AppId     string                  `json:"app_id"`
-	Args      *map[string]interface{} `json:"args"`
-	CreatedAt time.Time               `json:"created_at"`
-	DecidedAt *time.Time              `json:"decided_at"`
-	DecidedBy *string                 `json:"decided_by"`
-	Edited    *bool                   `json:"edited,omitempty"`
-	ExpiresAt *time.Time              `json:"expires_at"`
-	Id        string                  `json:"id"`
-	Note      *string                 `json:"note,omitempty"`
-	ProcessId *string                 `json:"process_id,omitempty"`
-	Reason    *string                 `json:"reason,omitempty"`
-	Risk      string                  `json:"risk"`
-	RunId     *string                 `json:"run_id"`
-	Status    string                  `json:"status"`
-	StepKey   *string                 `json:"step_key,omitempty"`
-	Summary   string                  `json:"summary"`
-	Tool      string                  `json:"tool"`
+	AppId     string `json:"app_id"`
+	Approvals *[]struct {
+		At time.Time `json:"at"`
+		By string    `json:"by"`
+	} `json:"approvals,omitempty"`
+	ApprovalsRequired *int                    `json:"approvals_required,omitempty"`
+	Args              *map[string]interface{} `json:"args"`
+	CreatedAt         time.Time               `json:"created_at"`
+	DecidedAt         *time.Time              `json:"decided_at"`
+	DecidedBy         *string                 `json:"decided_by"`
+	Digest            string                  `json:"digest"`
+	Edited            *bool                   `json:"edited,omitempty"`
+	ExpiresAt         *time.Time              `json:"expires_at"`
+	Id                string                  `json:"id"`
+	Note              *string                 `json:"note,omitempty"`
+	ProcessId         *string                 `json:"process_id,omitempty"`
+	Reason            *string                 `json:"reason,omitempty"`
+	Risk              string                  `json:"risk"`
+	RunId             *string                 `json:"run_id"`
+	Status            string                  `json:"status"`
+	StepKey           *string                 `json:"step_key,omitempty"`
+	Summary           string                  `json:"summary"`
+	Tool              string                  `json:"tool"`
 }
 
 // AutomationPatch defines model for AutomationPatch.
@@ -1014,6 +1098,24 @@ type BoardPatch struct {
 	Description *string `json:"description,omitempty"`
 	Name        *string `json:"name,omitempty"`
 }
+
+// BulkIn defines model for BulkIn.
+type BulkIn struct {
+	Action BulkInAction `json:"action"`
+	Filter struct {
+		Overdue   *bool               `json:"overdue,omitempty"`
+		ProcessId *string             `json:"process_id,omitempty"`
+		Q         *string             `json:"q,omitempty"`
+		Search    *map[string]string  `json:"search,omitempty"`
+		Status    *BulkInFilterStatus `json:"status,omitempty"`
+	} `json:"filter"`
+}
+
+// BulkInAction defines model for BulkIn.Action.
+type BulkInAction string
+
+// BulkInFilterStatus defines model for BulkIn.Filter.Status.
+type BulkInFilterStatus string
 
 // Call defines model for Call.
 type Call struct {
@@ -1162,20 +1264,36 @@ type Cockpit struct {
 	} `json:"open_tasks"`
 	Overdue    int `json:"overdue"`
 	RecentRuns *[]struct {
-		CompletedAt    *time.Time `json:"completed_at,omitempty"`
-		CurrentStep    *string    `json:"current_step,omitempty"`
-		Cursor         *int       `json:"cursor,omitempty"`
-		Error          *string    `json:"error,omitempty"`
-		Function       *string    `json:"function,omitempty"`
-		Id             *string    `json:"id,omitempty"`
-		MinutesSaved   *int       `json:"minutes_saved,omitempty"`
-		Overdue        *bool      `json:"overdue,omitempty"`
-		ProcessId      *string    `json:"process_id,omitempty"`
-		ProcessName    *string    `json:"process_name,omitempty"`
-		ProcessVersion *int       `json:"process_version,omitempty"`
-		StartedAt      *time.Time `json:"started_at,omitempty"`
-		StartedBy      *string    `json:"started_by,omitempty"`
-		Status         *string    `json:"status,omitempty"`
+		CompletedAt  *time.Time `json:"completed_at,omitempty"`
+		CurrentStep  *string    `json:"current_step,omitempty"`
+		Cursor       *int       `json:"cursor,omitempty"`
+		Error        *string    `json:"error,omitempty"`
+		Function     *string    `json:"function,omitempty"`
+		Id           *string    `json:"id,omitempty"`
+		MinutesSaved *int       `json:"minutes_saved,omitempty"`
+		Overdue      *bool      `json:"overdue,omitempty"`
+		Paused       *struct {
+			At        time.Time `json:"at"`
+			ByProcess *bool     `json:"by_process,omitempty"`
+			Events    *[]struct {
+				Data *map[string]interface{} `json:"data,omitempty"`
+				Id   string                  `json:"id"`
+				Key  *string                 `json:"key"`
+				Name string                  `json:"name"`
+			} `json:"events,omitempty"`
+			From   string    `json:"from"`
+			Timers *[]string `json:"timers,omitempty"`
+		} `json:"paused,omitempty"`
+		Priority       *string            `json:"priority,omitempty"`
+		ProcessId      *string            `json:"process_id,omitempty"`
+		ProcessName    *string            `json:"process_name,omitempty"`
+		ProcessVersion *int               `json:"process_version,omitempty"`
+		RerunFromStep  *string            `json:"rerun_from_step,omitempty"`
+		RerunOf        *string            `json:"rerun_of,omitempty"`
+		Search         *map[string]string `json:"search,omitempty"`
+		StartedAt      *time.Time         `json:"started_at,omitempty"`
+		StartedBy      *string            `json:"started_by,omitempty"`
+		Status         *string            `json:"status,omitempty"`
 		Steps          *[]struct {
 			ApprovalId  *string     `json:"approval_id"`
 			Attempts    int         `json:"attempts"`
@@ -1206,6 +1324,7 @@ type Cockpit struct {
 			EventId   *string                 `json:"event_id,omitempty"`
 			Type      string                  `json:"type"`
 		} `json:"trigger,omitempty"`
+		WaitingReason *string `json:"waiting_reason,omitempty"`
 	} `json:"recent_runs"`
 	Running      int `json:"running"`
 	WaitingOnYou int `json:"waiting_on_you"`
@@ -1502,21 +1621,24 @@ type DecisionsFeedbackInResultsVerdict string
 
 // Definition defines model for Definition.
 type Definition struct {
-	Archived    bool      `json:"archived"`
-	CreatedAt   time.Time `json:"created_at"`
-	Description string    `json:"description"`
-	Enabled     bool      `json:"enabled"`
-	Function    string    `json:"function"`
-	Id          string    `json:"id"`
-	Name        string    `json:"name"`
+	Archived    bool               `json:"archived"`
+	CreatedAt   time.Time          `json:"created_at"`
+	Description string             `json:"description"`
+	Enabled     bool               `json:"enabled"`
+	Function    string             `json:"function"`
+	Id          string             `json:"id"`
+	Name        string             `json:"name"`
+	Search      *map[string]string `json:"search,omitempty"`
 	Steps       *[]struct {
 		Capability *string     `json:"capability,omitempty"`
 		Config     interface{} `json:"config,omitempty"`
 		Controls   struct {
-			AllowedTools    *[]string `json:"allowed_tools,omitempty"`
-			AmountCapCents  *int      `json:"amount_cap_cents,omitempty"`
-			RequireApproval *bool     `json:"require_approval,omitempty"`
-			SlaHours        *float32  `json:"sla_hours,omitempty"`
+			AllowedTools      *[]string `json:"allowed_tools,omitempty"`
+			AmountCapCents    *int      `json:"amount_cap_cents,omitempty"`
+			ApprovalsRequired *int      `json:"approvals_required,omitempty"`
+			RequireApproval   *bool     `json:"require_approval,omitempty"`
+			SeparateDuties    *bool     `json:"separate_duties,omitempty"`
+			SlaHours          *float32  `json:"sla_hours,omitempty"`
 		} `json:"controls"`
 		Key  string  `json:"key"`
 		Name *string `json:"name,omitempty"`
@@ -1936,11 +2058,13 @@ type HistoryEntry struct {
 
 // HttpapiApproveIn defines model for HttpapiApproveIn.
 type HttpapiApproveIn struct {
-	Args *map[string]interface{} `json:"args,omitempty"`
+	Args   *map[string]interface{} `json:"args,omitempty"`
+	Digest *string                 `json:"digest,omitempty"`
 }
 
 // HttpapiRejectIn defines model for HttpapiRejectIn.
 type HttpapiRejectIn struct {
+	Digest *string `json:"digest,omitempty"`
 	Reason *string `json:"reason,omitempty"`
 }
 
@@ -1960,21 +2084,24 @@ type InstallIn struct {
 // InstallOut defines model for InstallOut.
 type InstallOut struct {
 	Installed *[]struct {
-		Archived    bool      `json:"archived"`
-		CreatedAt   time.Time `json:"created_at"`
-		Description string    `json:"description"`
-		Enabled     bool      `json:"enabled"`
-		Function    string    `json:"function"`
-		Id          string    `json:"id"`
-		Name        string    `json:"name"`
+		Archived    bool               `json:"archived"`
+		CreatedAt   time.Time          `json:"created_at"`
+		Description string             `json:"description"`
+		Enabled     bool               `json:"enabled"`
+		Function    string             `json:"function"`
+		Id          string             `json:"id"`
+		Name        string             `json:"name"`
+		Search      *map[string]string `json:"search,omitempty"`
 		Steps       *[]struct {
 			Capability *string     `json:"capability,omitempty"`
 			Config     interface{} `json:"config,omitempty"`
 			Controls   struct {
-				AllowedTools    *[]string `json:"allowed_tools,omitempty"`
-				AmountCapCents  *int      `json:"amount_cap_cents,omitempty"`
-				RequireApproval *bool     `json:"require_approval,omitempty"`
-				SlaHours        *float32  `json:"sla_hours,omitempty"`
+				AllowedTools      *[]string `json:"allowed_tools,omitempty"`
+				AmountCapCents    *int      `json:"amount_cap_cents,omitempty"`
+				ApprovalsRequired *int      `json:"approvals_required,omitempty"`
+				RequireApproval   *bool     `json:"require_approval,omitempty"`
+				SeparateDuties    *bool     `json:"separate_duties,omitempty"`
+				SlaHours          *float32  `json:"sla_hours,omitempty"`
 			} `json:"controls"`
 			Key  string  `json:"key"`
 			Name *string `json:"name,omitempty"`
@@ -2174,6 +2301,72 @@ type ItemPatch struct {
 	Values      *map[string]interface{} `json:"values,omitempty"`
 }
 
+// Job defines model for Job.
+type Job struct {
+	Action      string     `json:"action"`
+	Changed     int        `json:"changed"`
+	CompletedAt *time.Time `json:"completed_at"`
+	CreatedAt   time.Time  `json:"created_at"`
+	CreatedBy   *string    `json:"created_by,omitempty"`
+	Done        int        `json:"done"`
+	ErrorCount  int        `json:"error_count"`
+	Errors      *[]struct {
+		Error string `json:"error"`
+		RunId string `json:"run_id"`
+	} `json:"errors"`
+	Filter struct {
+		Overdue   *bool              `json:"overdue,omitempty"`
+		PausedBy  *string            `json:"paused_by,omitempty"`
+		ProcessId *string            `json:"process_id,omitempty"`
+		Q         *string            `json:"q,omitempty"`
+		Search    *map[string]string `json:"search,omitempty"`
+		Status    *string            `json:"status,omitempty"`
+	} `json:"filter"`
+	Id      string `json:"id"`
+	Results *[]struct {
+		NewRunId string `json:"new_run_id"`
+		RunId    string `json:"run_id"`
+	} `json:"results,omitempty"`
+	Status    string    `json:"status"`
+	Total     int       `json:"total"`
+	Type      string    `json:"type"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// JobOut defines model for JobOut.
+type JobOut struct {
+	Job *struct {
+		Action      string     `json:"action"`
+		Changed     int        `json:"changed"`
+		CompletedAt *time.Time `json:"completed_at"`
+		CreatedAt   time.Time  `json:"created_at"`
+		CreatedBy   *string    `json:"created_by,omitempty"`
+		Done        int        `json:"done"`
+		ErrorCount  int        `json:"error_count"`
+		Errors      *[]struct {
+			Error string `json:"error"`
+			RunId string `json:"run_id"`
+		} `json:"errors"`
+		Filter struct {
+			Overdue   *bool              `json:"overdue,omitempty"`
+			PausedBy  *string            `json:"paused_by,omitempty"`
+			ProcessId *string            `json:"process_id,omitempty"`
+			Q         *string            `json:"q,omitempty"`
+			Search    *map[string]string `json:"search,omitempty"`
+			Status    *string            `json:"status,omitempty"`
+		} `json:"filter"`
+		Id      string `json:"id"`
+		Results *[]struct {
+			NewRunId string `json:"new_run_id"`
+			RunId    string `json:"run_id"`
+		} `json:"results,omitempty"`
+		Status    string    `json:"status"`
+		Total     int       `json:"total"`
+		Type      string    `json:"type"`
+		UpdatedAt time.Time `json:"updated_at"`
+	} `json:"job"`
+}
+
 // Key defines model for Key.
 type Key struct {
 	Apps             *[]string  `json:"apps"`
@@ -2341,18 +2534,21 @@ type PipelinePatch struct {
 
 // ProcessIn defines model for ProcessIn.
 type ProcessIn struct {
-	Description *string `json:"description,omitempty"`
-	Enabled     *bool   `json:"enabled,omitempty"`
-	Function    *string `json:"function,omitempty"`
-	Name        string  `json:"name"`
+	Description *string            `json:"description,omitempty"`
+	Enabled     *bool              `json:"enabled,omitempty"`
+	Function    *string            `json:"function,omitempty"`
+	Name        string             `json:"name"`
+	Search      *map[string]string `json:"search,omitempty"`
 	Steps       []struct {
 		Capability *string     `json:"capability,omitempty"`
 		Config     interface{} `json:"config,omitempty"`
 		Controls   *struct {
-			AllowedTools    *[]string `json:"allowed_tools,omitempty"`
-			AmountCapCents  *int      `json:"amount_cap_cents,omitempty"`
-			RequireApproval *bool     `json:"require_approval,omitempty"`
-			SlaHours        *float32  `json:"sla_hours,omitempty"`
+			AllowedTools      *[]string `json:"allowed_tools,omitempty"`
+			AmountCapCents    *int      `json:"amount_cap_cents,omitempty"`
+			ApprovalsRequired *int      `json:"approvals_required,omitempty"`
+			RequireApproval   *bool     `json:"require_approval,omitempty"`
+			SeparateDuties    *bool     `json:"separate_duties,omitempty"`
+			SlaHours          *float32  `json:"sla_hours,omitempty"`
 		} `json:"controls,omitempty"`
 		Key  string  `json:"key"`
 		Name *string `json:"name,omitempty"`
@@ -2372,18 +2568,21 @@ type ProcessInTriggerType string
 
 // ProcessPatch defines model for ProcessPatch.
 type ProcessPatch struct {
-	Description *string `json:"description,omitempty"`
-	Enabled     *bool   `json:"enabled,omitempty"`
-	Function    *string `json:"function,omitempty"`
-	Name        *string `json:"name,omitempty"`
+	Description *string            `json:"description,omitempty"`
+	Enabled     *bool              `json:"enabled,omitempty"`
+	Function    *string            `json:"function,omitempty"`
+	Name        *string            `json:"name,omitempty"`
+	Search      *map[string]string `json:"search,omitempty"`
 	Steps       *[]struct {
 		Capability *string     `json:"capability,omitempty"`
 		Config     interface{} `json:"config,omitempty"`
 		Controls   *struct {
-			AllowedTools    *[]string `json:"allowed_tools,omitempty"`
-			AmountCapCents  *int      `json:"amount_cap_cents,omitempty"`
-			RequireApproval *bool     `json:"require_approval,omitempty"`
-			SlaHours        *float32  `json:"sla_hours,omitempty"`
+			AllowedTools      *[]string `json:"allowed_tools,omitempty"`
+			AmountCapCents    *int      `json:"amount_cap_cents,omitempty"`
+			ApprovalsRequired *int      `json:"approvals_required,omitempty"`
+			RequireApproval   *bool     `json:"require_approval,omitempty"`
+			SeparateDuties    *bool     `json:"separate_duties,omitempty"`
+			SlaHours          *float32  `json:"sla_hours,omitempty"`
 		} `json:"controls,omitempty"`
 		Key  string  `json:"key"`
 		Name *string `json:"name,omitempty"`
@@ -2401,6 +2600,43 @@ type ProcessPatch struct {
 // ProcessPatchTriggerType defines model for ProcessPatch.Trigger.Type.
 type ProcessPatchTriggerType string
 
+// ProcessPause defines model for ProcessPause.
+type ProcessPause struct {
+	Job *struct {
+		Action      string     `json:"action"`
+		Changed     int        `json:"changed"`
+		CompletedAt *time.Time `json:"completed_at"`
+		CreatedAt   time.Time  `json:"created_at"`
+		CreatedBy   *string    `json:"created_by,omitempty"`
+		Done        int        `json:"done"`
+		ErrorCount  int        `json:"error_count"`
+		Errors      *[]struct {
+			Error string `json:"error"`
+			RunId string `json:"run_id"`
+		} `json:"errors"`
+		Filter struct {
+			Overdue   *bool              `json:"overdue,omitempty"`
+			PausedBy  *string            `json:"paused_by,omitempty"`
+			ProcessId *string            `json:"process_id,omitempty"`
+			Q         *string            `json:"q,omitempty"`
+			Search    *map[string]string `json:"search,omitempty"`
+			Status    *string            `json:"status,omitempty"`
+		} `json:"filter"`
+		Id      string `json:"id"`
+		Results *[]struct {
+			NewRunId string `json:"new_run_id"`
+			RunId    string `json:"run_id"`
+		} `json:"results,omitempty"`
+		Status    string    `json:"status"`
+		Total     int       `json:"total"`
+		Type      string    `json:"type"`
+		UpdatedAt time.Time `json:"updated_at"`
+	} `json:"job"`
+	Paused    bool       `json:"paused"`
+	PausedAt  *time.Time `json:"paused_at"`
+	ProcessId string     `json:"process_id"`
+}
+
 // ProcessVersionOut defines model for ProcessVersionOut.
 type ProcessVersionOut struct {
 	CreatedAt time.Time `json:"created_at"`
@@ -2409,10 +2645,12 @@ type ProcessVersionOut struct {
 		Capability *string     `json:"capability,omitempty"`
 		Config     interface{} `json:"config,omitempty"`
 		Controls   struct {
-			AllowedTools    *[]string `json:"allowed_tools,omitempty"`
-			AmountCapCents  *int      `json:"amount_cap_cents,omitempty"`
-			RequireApproval *bool     `json:"require_approval,omitempty"`
-			SlaHours        *float32  `json:"sla_hours,omitempty"`
+			AllowedTools      *[]string `json:"allowed_tools,omitempty"`
+			AmountCapCents    *int      `json:"amount_cap_cents,omitempty"`
+			ApprovalsRequired *int      `json:"approvals_required,omitempty"`
+			RequireApproval   *bool     `json:"require_approval,omitempty"`
+			SeparateDuties    *bool     `json:"separate_duties,omitempty"`
+			SlaHours          *float32  `json:"sla_hours,omitempty"`
 		} `json:"controls"`
 		Key  string  `json:"key"`
 		Name *string `json:"name,omitempty"`
@@ -2504,6 +2742,11 @@ type Register struct {
 	} `json:"use_cases"`
 }
 
+// RerunIn defines model for RerunIn.
+type RerunIn struct {
+	FromStep string `json:"from_step"`
+}
+
 // Review defines model for Review.
 type Review struct {
 	DecidedAt *time.Time `json:"decided_at"`
@@ -2518,20 +2761,36 @@ type Review struct {
 
 // Run defines model for Run.
 type Run struct {
-	CompletedAt    *time.Time `json:"completed_at,omitempty"`
-	CurrentStep    *string    `json:"current_step,omitempty"`
-	Cursor         *int       `json:"cursor,omitempty"`
-	Error          *string    `json:"error,omitempty"`
-	Function       *string    `json:"function,omitempty"`
-	Id             *string    `json:"id,omitempty"`
-	MinutesSaved   *int       `json:"minutes_saved,omitempty"`
-	Overdue        *bool      `json:"overdue,omitempty"`
-	ProcessId      *string    `json:"process_id,omitempty"`
-	ProcessName    *string    `json:"process_name,omitempty"`
-	ProcessVersion *int       `json:"process_version,omitempty"`
-	StartedAt      *time.Time `json:"started_at,omitempty"`
-	StartedBy      *string    `json:"started_by,omitempty"`
-	Status         *string    `json:"status,omitempty"`
+	CompletedAt  *time.Time `json:"completed_at,omitempty"`
+	CurrentStep  *string    `json:"current_step,omitempty"`
+	Cursor       *int       `json:"cursor,omitempty"`
+	Error        *string    `json:"error,omitempty"`
+	Function     *string    `json:"function,omitempty"`
+	Id           *string    `json:"id,omitempty"`
+	MinutesSaved *int       `json:"minutes_saved,omitempty"`
+	Overdue      *bool      `json:"overdue,omitempty"`
+	Paused       *struct {
+		At        time.Time `json:"at"`
+		ByProcess *bool     `json:"by_process,omitempty"`
+		Events    *[]struct {
+			Data *map[string]interface{} `json:"data,omitempty"`
+			Id   string                  `json:"id"`
+			Key  *string                 `json:"key"`
+			Name string                  `json:"name"`
+		} `json:"events,omitempty"`
+		From   string    `json:"from"`
+		Timers *[]string `json:"timers,omitempty"`
+	} `json:"paused,omitempty"`
+	Priority       *string            `json:"priority,omitempty"`
+	ProcessId      *string            `json:"process_id,omitempty"`
+	ProcessName    *string            `json:"process_name,omitempty"`
+	ProcessVersion *int               `json:"process_version,omitempty"`
+	RerunFromStep  *string            `json:"rerun_from_step,omitempty"`
+	RerunOf        *string            `json:"rerun_of,omitempty"`
+	Search         *map[string]string `json:"search,omitempty"`
+	StartedAt      *time.Time         `json:"started_at,omitempty"`
+	StartedBy      *string            `json:"started_by,omitempty"`
+	Status         *string            `json:"status,omitempty"`
 	Steps          *[]struct {
 		ApprovalId  *string     `json:"approval_id"`
 		Attempts    int         `json:"attempts"`
@@ -2562,44 +2821,67 @@ type Run struct {
 		EventId   *string                 `json:"event_id,omitempty"`
 		Type      string                  `json:"type"`
 	} `json:"trigger,omitempty"`
+	WaitingReason *string `json:"waiting_reason,omitempty"`
 }
 
 // RunengineDecision defines model for RunengineDecision.
 type RunengineDecision struct {
 	Approval *struct {
-		AppId     string                  `json:"app_id"`
-		Args      *map[string]interface{} `json:"args"`
-		CreatedAt time.Time               `json:"created_at"`
-		DecidedAt *time.Time              `json:"decided_at"`
-		DecidedBy *string                 `json:"decided_by"`
-		Edited    *bool                   `json:"edited,omitempty"`
-		ExpiresAt *time.Time              `json:"expires_at"`
-		Id        string                  `json:"id"`
-		Note      *string                 `json:"note,omitempty"`
-		ProcessId *string                 `json:"process_id,omitempty"`
-		Reason    *string                 `json:"reason,omitempty"`
-		Risk      string                  `json:"risk"`
-		RunId     *string                 `json:"run_id"`
-		Status    string                  `json:"status"`
-		StepKey   *string                 `json:"step_key,omitempty"`
-		Summary   string                  `json:"summary"`
-		Tool      string                  `json:"tool"`
+		AppId     string `json:"app_id"`
+		Approvals *[]struct {
+			At time.Time `json:"at"`
+			By string    `json:"by"`
+		} `json:"approvals,omitempty"`
+		ApprovalsRequired *int                    `json:"approvals_required,omitempty"`
+		Args              *map[string]interface{} `json:"args"`
+		CreatedAt         time.Time               `json:"created_at"`
+		DecidedAt         *time.Time              `json:"decided_at"`
+		DecidedBy         *string                 `json:"decided_by"`
+		Digest            string                  `json:"digest"`
+		Edited            *bool                   `json:"edited,omitempty"`
+		ExpiresAt         *time.Time              `json:"expires_at"`
+		Id                string                  `json:"id"`
+		Note              *string                 `json:"note,omitempty"`
+		ProcessId         *string                 `json:"process_id,omitempty"`
+		Reason            *string                 `json:"reason,omitempty"`
+		Risk              string                  `json:"risk"`
+		RunId             *string                 `json:"run_id"`
+		Status            string                  `json:"status"`
+		StepKey           *string                 `json:"step_key,omitempty"`
+		Summary           string                  `json:"summary"`
+		Tool              string                  `json:"tool"`
 	} `json:"approval"`
 	Run *struct {
-		CompletedAt    *time.Time `json:"completed_at,omitempty"`
-		CurrentStep    *string    `json:"current_step,omitempty"`
-		Cursor         *int       `json:"cursor,omitempty"`
-		Error          *string    `json:"error,omitempty"`
-		Function       *string    `json:"function,omitempty"`
-		Id             *string    `json:"id,omitempty"`
-		MinutesSaved   *int       `json:"minutes_saved,omitempty"`
-		Overdue        *bool      `json:"overdue,omitempty"`
-		ProcessId      *string    `json:"process_id,omitempty"`
-		ProcessName    *string    `json:"process_name,omitempty"`
-		ProcessVersion *int       `json:"process_version,omitempty"`
-		StartedAt      *time.Time `json:"started_at,omitempty"`
-		StartedBy      *string    `json:"started_by,omitempty"`
-		Status         *string    `json:"status,omitempty"`
+		CompletedAt  *time.Time `json:"completed_at,omitempty"`
+		CurrentStep  *string    `json:"current_step,omitempty"`
+		Cursor       *int       `json:"cursor,omitempty"`
+		Error        *string    `json:"error,omitempty"`
+		Function     *string    `json:"function,omitempty"`
+		Id           *string    `json:"id,omitempty"`
+		MinutesSaved *int       `json:"minutes_saved,omitempty"`
+		Overdue      *bool      `json:"overdue,omitempty"`
+		Paused       *struct {
+			At        time.Time `json:"at"`
+			ByProcess *bool     `json:"by_process,omitempty"`
+			Events    *[]struct {
+				Data *map[string]interface{} `json:"data,omitempty"`
+				Id   string                  `json:"id"`
+				Key  *string                 `json:"key"`
+				Name string                  `json:"name"`
+			} `json:"events,omitempty"`
+			From   string    `json:"from"`
+			Timers *[]string `json:"timers,omitempty"`
+		} `json:"paused,omitempty"`
+		Priority       *string            `json:"priority,omitempty"`
+		ProcessId      *string            `json:"process_id,omitempty"`
+		ProcessName    *string            `json:"process_name,omitempty"`
+		ProcessVersion *int               `json:"process_version,omitempty"`
+		RerunFromStep  *string            `json:"rerun_from_step,omitempty"`
+		RerunOf        *string            `json:"rerun_of,omitempty"`
+		Search         *map[string]string `json:"search,omitempty"`
+		StartedAt      *time.Time         `json:"started_at,omitempty"`
+		StartedBy      *string            `json:"started_by,omitempty"`
+		Status         *string            `json:"status,omitempty"`
 		Steps          *[]struct {
 			ApprovalId  *string     `json:"approval_id"`
 			Attempts    int         `json:"attempts"`
@@ -2630,6 +2912,7 @@ type RunengineDecision struct {
 			EventId   *string                 `json:"event_id,omitempty"`
 			Type      string                  `json:"type"`
 		} `json:"trigger,omitempty"`
+		WaitingReason *string `json:"waiting_reason,omitempty"`
 	} `json:"run"`
 }
 
@@ -2669,11 +2952,15 @@ type StagePatch struct {
 
 // StartIn defines model for StartIn.
 type StartIn struct {
-	Subject struct {
+	Priority *StartInPriority `json:"priority,omitempty"`
+	Subject  struct {
 		Label string `json:"label"`
 		Type  string `json:"type"`
 	} `json:"subject"`
 }
+
+// StartInPriority defines model for StartIn.Priority.
+type StartInPriority string
 
 // Status defines model for Status.
 type Status struct {
@@ -3544,8 +3831,32 @@ type RunListParams struct {
 	Overdue   *string `form:"overdue,omitempty" json:"overdue,omitempty"`
 }
 
+// RunBulkParams defines parameters for RunBulk.
+type RunBulkParams struct {
+	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // RunCancelParams defines parameters for RunCancel.
 type RunCancelParams struct {
+	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RunPauseParams defines parameters for RunPause.
+type RunPauseParams struct {
+	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RunRerunParams defines parameters for RunRerun.
+type RunRerunParams struct {
+	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RunResumeParams defines parameters for RunResume.
+type RunResumeParams struct {
 	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
@@ -3573,6 +3884,18 @@ type ProcessListParams struct {
 
 // ProcessCreateParams defines parameters for ProcessCreate.
 type ProcessCreateParams struct {
+	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ProcessPauseParams defines parameters for ProcessPause.
+type ProcessPauseParams struct {
+	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ProcessResumeParams defines parameters for ProcessResume.
+type ProcessResumeParams struct {
 	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
@@ -3832,6 +4155,12 @@ type InvoiceVoidJSONRequestBody = NoteIn
 
 // PayLinkCheckoutJSONRequestBody defines body for PayLinkCheckout for application/json ContentType.
 type PayLinkCheckoutJSONRequestBody = CheckoutIn
+
+// RunBulkJSONRequestBody defines body for RunBulk for application/json ContentType.
+type RunBulkJSONRequestBody = BulkIn
+
+// RunRerunJSONRequestBody defines body for RunRerun for application/json ContentType.
+type RunRerunJSONRequestBody = RerunIn
 
 // TemplatesInstallJSONRequestBody defines body for TemplatesInstall for application/json ContentType.
 type TemplatesInstallJSONRequestBody = InstallIn
@@ -5579,6 +5908,13 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/invoicing/pay/{token}/pdf (the `PayLinkPDF` operationId).
 	PayLinkPDF(ctx context.Context, token string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// JobGet Job get
+	//
+	// Needs the permission processes.read.
+	//
+	// Corresponds with GET /v1/jobs/{id} (the `JobGet` operationId).
+	JobGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// MembersList Members list
 	//
 	// Corresponds with GET /v1/members (the `MembersList` operationId).
@@ -5605,6 +5941,24 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/process-runs (the `RunList` operationId).
 	RunList(ctx context.Context, params *RunListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// RunBulkWithBody Run bulk
+	//
+	// Needs the permission processes.manage.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/process-runs/bulk (the `RunBulk` operationId).
+	RunBulkWithBody(ctx context.Context, params *RunBulkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunBulk Run bulk
+	//
+	// Needs the permission processes.manage.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/process-runs/bulk (the `RunBulk` operationId).
+	RunBulk(ctx context.Context, params *RunBulkParams, body RunBulkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// RunGet Run get
 	//
 	// Needs the permission processes.read.
@@ -5618,6 +5972,38 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/process-runs/{id}/cancel (the `RunCancel` operationId).
 	RunCancel(ctx context.Context, id string, params *RunCancelParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunPause Run pause
+	//
+	// Needs the permission runs.start.
+	//
+	// Corresponds with POST /v1/process-runs/{id}/pause (the `RunPause` operationId).
+	RunPause(ctx context.Context, id string, params *RunPauseParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunRerunWithBody Run rerun
+	//
+	// Needs the permission runs.start.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/process-runs/{id}/rerun (the `RunRerun` operationId).
+	RunRerunWithBody(ctx context.Context, id string, params *RunRerunParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunRerun Run rerun
+	//
+	// Needs the permission runs.start.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/process-runs/{id}/rerun (the `RunRerun` operationId).
+	RunRerun(ctx context.Context, id string, params *RunRerunParams, body RunRerunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunResume Run resume
+	//
+	// Needs the permission runs.start.
+	//
+	// Corresponds with POST /v1/process-runs/{id}/resume (the `RunResume` operationId).
+	RunResume(ctx context.Context, id string, params *RunResumeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// TemplatesList Templates list
 	//
@@ -5739,6 +6125,27 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /v1/processes/{id}/automation (the `ProcessAutomationPatch` operationId).
 	ProcessAutomationPatch(ctx context.Context, id string, body ProcessAutomationPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ProcessPauseGet Process pause get
+	//
+	// Needs the permission processes.read.
+	//
+	// Corresponds with GET /v1/processes/{id}/pause (the `ProcessPauseGet` operationId).
+	ProcessPauseGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ProcessPause Process pause
+	//
+	// Needs the permission processes.manage.
+	//
+	// Corresponds with POST /v1/processes/{id}/pause (the `ProcessPause` operationId).
+	ProcessPause(ctx context.Context, id string, params *ProcessPauseParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ProcessResume Process resume
+	//
+	// Needs the permission processes.manage.
+	//
+	// Corresponds with POST /v1/processes/{id}/resume (the `ProcessResume` operationId).
+	ProcessResume(ctx context.Context, id string, params *ProcessResumeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RunStartWithBody Run start
 	//
@@ -9663,6 +10070,23 @@ func (c *Client) PayLinkPDF(ctx context.Context, token string, reqEditors ...Req
 	return c.Client.Do(req)
 }
 
+// JobGet Job get
+//
+// Needs the permission processes.read.
+//
+// Corresponds with GET /v1/jobs/{id} (the `JobGet` operationId).
+func (c *Client) JobGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewJobGetRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // MembersList Members list
 //
 // Corresponds with GET /v1/members (the `MembersList` operationId).
@@ -9729,6 +10153,44 @@ func (c *Client) RunList(ctx context.Context, params *RunListParams, reqEditors 
 	return c.Client.Do(req)
 }
 
+// RunBulkWithBody Run bulk
+//
+// Needs the permission processes.manage.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/process-runs/bulk (the `RunBulk` operationId).
+func (c *Client) RunBulkWithBody(ctx context.Context, params *RunBulkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunBulkRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunBulk Run bulk
+//
+// Needs the permission processes.manage.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/process-runs/bulk (the `RunBulk` operationId).
+func (c *Client) RunBulk(ctx context.Context, params *RunBulkParams, body RunBulkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunBulkRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // RunGet Run get
 //
 // Needs the permission processes.read.
@@ -9753,6 +10215,78 @@ func (c *Client) RunGet(ctx context.Context, id string, reqEditors ...RequestEdi
 // Corresponds with POST /v1/process-runs/{id}/cancel (the `RunCancel` operationId).
 func (c *Client) RunCancel(ctx context.Context, id string, params *RunCancelParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRunCancelRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunPause Run pause
+//
+// Needs the permission runs.start.
+//
+// Corresponds with POST /v1/process-runs/{id}/pause (the `RunPause` operationId).
+func (c *Client) RunPause(ctx context.Context, id string, params *RunPauseParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunPauseRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunRerunWithBody Run rerun
+//
+// Needs the permission runs.start.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/process-runs/{id}/rerun (the `RunRerun` operationId).
+func (c *Client) RunRerunWithBody(ctx context.Context, id string, params *RunRerunParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunRerunRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunRerun Run rerun
+//
+// Needs the permission runs.start.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/process-runs/{id}/rerun (the `RunRerun` operationId).
+func (c *Client) RunRerun(ctx context.Context, id string, params *RunRerunParams, body RunRerunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunRerunRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunResume Run resume
+//
+// Needs the permission runs.start.
+//
+// Corresponds with POST /v1/process-runs/{id}/resume (the `RunResume` operationId).
+func (c *Client) RunResume(ctx context.Context, id string, params *RunResumeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunResumeRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -10024,6 +10558,57 @@ func (c *Client) ProcessAutomationPatchWithBody(ctx context.Context, id string, 
 // Corresponds with PATCH /v1/processes/{id}/automation (the `ProcessAutomationPatch` operationId).
 func (c *Client) ProcessAutomationPatch(ctx context.Context, id string, body ProcessAutomationPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewProcessAutomationPatchRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ProcessPauseGet Process pause get
+//
+// Needs the permission processes.read.
+//
+// Corresponds with GET /v1/processes/{id}/pause (the `ProcessPauseGet` operationId).
+func (c *Client) ProcessPauseGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewProcessPauseGetRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ProcessPause Process pause
+//
+// Needs the permission processes.manage.
+//
+// Corresponds with POST /v1/processes/{id}/pause (the `ProcessPause` operationId).
+func (c *Client) ProcessPause(ctx context.Context, id string, params *ProcessPauseParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewProcessPauseRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ProcessResume Process resume
+//
+// Needs the permission processes.manage.
+//
+// Corresponds with POST /v1/processes/{id}/resume (the `ProcessResume` operationId).
+func (c *Client) ProcessResume(ctx context.Context, id string, params *ProcessResumeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewProcessResumeRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -18147,6 +18732,40 @@ func NewPayLinkPDFRequest(server string, token string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewJobGetRequest constructs an http.Request for the JobGet method
+func NewJobGetRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/jobs/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewMembersListRequest constructs an http.Request for the MembersList method
 func NewMembersListRequest(server string, params *MembersListParams) (*http.Request, error) {
 	var err error
@@ -18408,6 +19027,61 @@ func NewRunListRequest(server string, params *RunListParams) (*http.Request, err
 	return req, nil
 }
 
+// NewRunBulkRequest calls the generic RunBulk builder with application/json body
+func NewRunBulkRequest(server string, params *RunBulkParams, body RunBulkJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRunBulkRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewRunBulkRequestWithBody constructs an http.Request for the RunBulk method, with any body, and a specified content type
+func NewRunBulkRequestWithBody(server string, params *RunBulkParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/process-runs/bulk")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewRunGetRequest constructs an http.Request for the RunGet method
 func NewRunGetRequest(server string, id string) (*http.Request, error) {
 	var err error
@@ -18459,6 +19133,166 @@ func NewRunCancelRequest(server string, id string, params *RunCancelParams) (*ht
 	}
 
 	operationPath := fmt.Sprintf("/v1/process-runs/%s/cancel", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewRunPauseRequest constructs an http.Request for the RunPause method
+func NewRunPauseRequest(server string, id string, params *RunPauseParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/process-runs/%s/pause", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewRunRerunRequest calls the generic RunRerun builder with application/json body
+func NewRunRerunRequest(server string, id string, params *RunRerunParams, body RunRerunJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRunRerunRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewRunRerunRequestWithBody constructs an http.Request for the RunRerun method, with any body, and a specified content type
+func NewRunRerunRequestWithBody(server string, id string, params *RunRerunParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/process-runs/%s/rerun", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewRunResumeRequest constructs an http.Request for the RunResume method
+func NewRunResumeRequest(server string, id string, params *RunResumeParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/process-runs/%s/resume", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -18986,6 +19820,138 @@ func NewProcessAutomationPatchRequestWithBody(server string, id string, contentT
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewProcessPauseGetRequest constructs an http.Request for the ProcessPauseGet method
+func NewProcessPauseGetRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/processes/%s/pause", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewProcessPauseRequest constructs an http.Request for the ProcessPause method
+func NewProcessPauseRequest(server string, id string, params *ProcessPauseParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/processes/%s/pause", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewProcessResumeRequest constructs an http.Request for the ProcessResume method
+func NewProcessResumeRequest(server string, id string, params *ProcessResumeParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/processes/%s/resume", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -21937,6 +22903,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/invoicing/pay/{token}/pdf (the `PayLinkPDF` operationId).
 	PayLinkPDFWithResponse(ctx context.Context, token string, reqEditors ...RequestEditorFn) (*PayLinkPDFResponse, error)
 
+	// JobGetWithResponse Job get
+	//
+	// Needs the permission processes.read.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/jobs/{id} (the `JobGet` operationId).
+	JobGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*JobGetResponse, error)
+
 	// MembersListWithResponse Members list
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -21971,6 +22946,24 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/process-runs (the `RunList` operationId).
 	RunListWithResponse(ctx context.Context, params *RunListParams, reqEditors ...RequestEditorFn) (*RunListResponse, error)
 
+	// RunBulkWithBodyWithResponse Run bulk
+	//
+	// Needs the permission processes.manage.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/process-runs/bulk (the `RunBulk` operationId).
+	RunBulkWithBodyWithResponse(ctx context.Context, params *RunBulkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunBulkResponse, error)
+
+	// RunBulkWithResponse Run bulk
+	//
+	// Needs the permission processes.manage.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/process-runs/bulk (the `RunBulk` operationId).
+	RunBulkWithResponse(ctx context.Context, params *RunBulkParams, body RunBulkJSONRequestBody, reqEditors ...RequestEditorFn) (*RunBulkResponse, error)
+
 	// RunGetWithResponse Run get
 	//
 	// Needs the permission processes.read.
@@ -21988,6 +22981,42 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/process-runs/{id}/cancel (the `RunCancel` operationId).
 	RunCancelWithResponse(ctx context.Context, id string, params *RunCancelParams, reqEditors ...RequestEditorFn) (*RunCancelResponse, error)
+
+	// RunPauseWithResponse Run pause
+	//
+	// Needs the permission runs.start.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/process-runs/{id}/pause (the `RunPause` operationId).
+	RunPauseWithResponse(ctx context.Context, id string, params *RunPauseParams, reqEditors ...RequestEditorFn) (*RunPauseResponse, error)
+
+	// RunRerunWithBodyWithResponse Run rerun
+	//
+	// Needs the permission runs.start.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/process-runs/{id}/rerun (the `RunRerun` operationId).
+	RunRerunWithBodyWithResponse(ctx context.Context, id string, params *RunRerunParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunRerunResponse, error)
+
+	// RunRerunWithResponse Run rerun
+	//
+	// Needs the permission runs.start.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/process-runs/{id}/rerun (the `RunRerun` operationId).
+	RunRerunWithResponse(ctx context.Context, id string, params *RunRerunParams, body RunRerunJSONRequestBody, reqEditors ...RequestEditorFn) (*RunRerunResponse, error)
+
+	// RunResumeWithResponse Run resume
+	//
+	// Needs the permission runs.start.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/process-runs/{id}/resume (the `RunResume` operationId).
+	RunResumeWithResponse(ctx context.Context, id string, params *RunResumeParams, reqEditors ...RequestEditorFn) (*RunResumeResponse, error)
 
 	// TemplatesListWithResponse Templates list
 	//
@@ -22123,6 +23152,33 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PATCH /v1/processes/{id}/automation (the `ProcessAutomationPatch` operationId).
 	ProcessAutomationPatchWithResponse(ctx context.Context, id string, body ProcessAutomationPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*ProcessAutomationPatchResponse, error)
+
+	// ProcessPauseGetWithResponse Process pause get
+	//
+	// Needs the permission processes.read.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/processes/{id}/pause (the `ProcessPauseGet` operationId).
+	ProcessPauseGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ProcessPauseGetResponse, error)
+
+	// ProcessPauseWithResponse Process pause
+	//
+	// Needs the permission processes.manage.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/processes/{id}/pause (the `ProcessPause` operationId).
+	ProcessPauseWithResponse(ctx context.Context, id string, params *ProcessPauseParams, reqEditors ...RequestEditorFn) (*ProcessPauseResponse, error)
+
+	// ProcessResumeWithResponse Process resume
+	//
+	// Needs the permission processes.manage.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/processes/{id}/resume (the `ProcessResume` operationId).
+	ProcessResumeWithResponse(ctx context.Context, id string, params *ProcessResumeParams, reqEditors ...RequestEditorFn) (*ProcessResumeResponse, error)
 
 	// RunStartWithBodyWithResponse Run start
 	//
@@ -38045,6 +39101,103 @@ func (r PayLinkPDFResponse) ContentType() string {
 	return ""
 }
 
+// JobGetResponse401Headers the declared response headers of an HTTP 401 response for JobGet
+type JobGetResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// JobGetResponse429Headers the declared response headers of an HTTP 429 response for JobGet
+type JobGetResponse429Headers struct {
+	RetryAfter int
+}
+
+type JobGetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Job
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *JobGetResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *JobGetResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r JobGetResponse) GetJSON200() *Job {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r JobGetResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r JobGetResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r JobGetResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r JobGetResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r JobGetResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r JobGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r JobGetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r JobGetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r JobGetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r JobGetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // MembersListResponse200Headers the declared response headers of an HTTP 200 response for MembersList
 type MembersListResponse200Headers struct {
 	XNextCursor *string
@@ -38384,6 +39537,131 @@ func (r RunListResponse) ContentType() string {
 	return ""
 }
 
+// RunBulkResponse202Headers the declared response headers of an HTTP 202 response for RunBulk
+type RunBulkResponse202Headers struct {
+	Location *string
+}
+
+// RunBulkResponse401Headers the declared response headers of an HTTP 401 response for RunBulk
+type RunBulkResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// RunBulkResponse429Headers the declared response headers of an HTTP 429 response for RunBulk
+type RunBulkResponse429Headers struct {
+	RetryAfter int
+}
+
+type RunBulkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *JobOut
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *RunBulkResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RunBulkResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RunBulkResponse429Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r RunBulkResponse) GetJSON202() *JobOut {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RunBulkResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RunBulkResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RunBulkResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RunBulkResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RunBulkResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RunBulkResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RunBulkResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RunBulkResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RunBulkResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RunBulkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RunBulkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RunBulkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RunBulkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RunGetResponse401Headers the declared response headers of an HTTP 401 response for RunGet
 type RunGetResponse401Headers struct {
 	WWWAuthenticate *string
@@ -38593,6 +39871,374 @@ func (r RunCancelResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RunCancelResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RunPauseResponse401Headers the declared response headers of an HTTP 401 response for RunPause
+type RunPauseResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// RunPauseResponse429Headers the declared response headers of an HTTP 429 response for RunPause
+type RunPauseResponse429Headers struct {
+	RetryAfter int
+}
+
+type RunPauseResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Run
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RunPauseResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RunPauseResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RunPauseResponse) GetJSON200() *Run {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RunPauseResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RunPauseResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RunPauseResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RunPauseResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RunPauseResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RunPauseResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RunPauseResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RunPauseResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RunPauseResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RunPauseResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RunPauseResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RunPauseResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RunPauseResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RunRerunResponse201Headers the declared response headers of an HTTP 201 response for RunRerun
+type RunRerunResponse201Headers struct {
+	Location *string
+}
+
+// RunRerunResponse401Headers the declared response headers of an HTTP 401 response for RunRerun
+type RunRerunResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// RunRerunResponse429Headers the declared response headers of an HTTP 429 response for RunRerun
+type RunRerunResponse429Headers struct {
+	RetryAfter int
+}
+
+type RunRerunResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Run
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *RunRerunResponse201Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RunRerunResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RunRerunResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r RunRerunResponse) GetJSON201() *Run {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RunRerunResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RunRerunResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RunRerunResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RunRerunResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RunRerunResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RunRerunResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RunRerunResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RunRerunResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RunRerunResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RunRerunResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RunRerunResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RunRerunResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RunRerunResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RunRerunResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RunResumeResponse401Headers the declared response headers of an HTTP 401 response for RunResume
+type RunResumeResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// RunResumeResponse429Headers the declared response headers of an HTTP 429 response for RunResume
+type RunResumeResponse429Headers struct {
+	RetryAfter int
+}
+
+type RunResumeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Run
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RunResumeResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RunResumeResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RunResumeResponse) GetJSON200() *Run {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RunResumeResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RunResumeResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RunResumeResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RunResumeResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RunResumeResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RunResumeResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RunResumeResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RunResumeResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RunResumeResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RunResumeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RunResumeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RunResumeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RunResumeResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -39786,6 +41432,339 @@ func (r ProcessAutomationPatchResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ProcessAutomationPatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ProcessPauseGetResponse401Headers the declared response headers of an HTTP 401 response for ProcessPauseGet
+type ProcessPauseGetResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ProcessPauseGetResponse429Headers the declared response headers of an HTTP 429 response for ProcessPauseGet
+type ProcessPauseGetResponse429Headers struct {
+	RetryAfter int
+}
+
+type ProcessPauseGetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProcessPause
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ProcessPauseGetResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ProcessPauseGetResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ProcessPauseGetResponse) GetJSON200() *ProcessPause {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ProcessPauseGetResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ProcessPauseGetResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ProcessPauseGetResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ProcessPauseGetResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ProcessPauseGetResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ProcessPauseGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ProcessPauseGetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ProcessPauseGetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ProcessPauseGetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ProcessPauseGetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ProcessPauseResponse401Headers the declared response headers of an HTTP 401 response for ProcessPause
+type ProcessPauseResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ProcessPauseResponse429Headers the declared response headers of an HTTP 429 response for ProcessPause
+type ProcessPauseResponse429Headers struct {
+	RetryAfter int
+}
+
+type ProcessPauseResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProcessPause
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ProcessPauseResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ProcessPauseResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ProcessPauseResponse) GetJSON200() *ProcessPause {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ProcessPauseResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ProcessPauseResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ProcessPauseResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ProcessPauseResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ProcessPauseResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ProcessPauseResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ProcessPauseResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ProcessPauseResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ProcessPauseResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ProcessPauseResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ProcessPauseResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ProcessPauseResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ProcessPauseResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ProcessResumeResponse401Headers the declared response headers of an HTTP 401 response for ProcessResume
+type ProcessResumeResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ProcessResumeResponse429Headers the declared response headers of an HTTP 429 response for ProcessResume
+type ProcessResumeResponse429Headers struct {
+	RetryAfter int
+}
+
+type ProcessResumeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProcessPause
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ProcessResumeResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ProcessResumeResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ProcessResumeResponse) GetJSON200() *ProcessPause {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ProcessResumeResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ProcessResumeResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ProcessResumeResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ProcessResumeResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ProcessResumeResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ProcessResumeResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ProcessResumeResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ProcessResumeResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ProcessResumeResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ProcessResumeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ProcessResumeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ProcessResumeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ProcessResumeResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -45201,6 +47180,21 @@ func (c *ClientWithResponses) PayLinkPDFWithResponse(ctx context.Context, token 
 	return ParsePayLinkPDFResponse(rsp)
 }
 
+// JobGetWithResponse Job get
+//
+// Needs the permission processes.read.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/jobs/{id} (the `JobGet` operationId).
+func (c *ClientWithResponses) JobGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*JobGetResponse, error) {
+	rsp, err := c.JobGet(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseJobGetResponse(rsp)
+}
+
 // MembersListWithResponse Members list
 //
 // Returns a wrapper object for the known response body format(s).
@@ -45259,6 +47253,36 @@ func (c *ClientWithResponses) RunListWithResponse(ctx context.Context, params *R
 	return ParseRunListResponse(rsp)
 }
 
+// RunBulkWithBodyWithResponse Run bulk
+//
+// Needs the permission processes.manage.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/process-runs/bulk (the `RunBulk` operationId).
+func (c *ClientWithResponses) RunBulkWithBodyWithResponse(ctx context.Context, params *RunBulkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunBulkResponse, error) {
+	rsp, err := c.RunBulkWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunBulkResponse(rsp)
+}
+
+// RunBulkWithResponse Run bulk
+//
+// Needs the permission processes.manage.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/process-runs/bulk (the `RunBulk` operationId).
+func (c *ClientWithResponses) RunBulkWithResponse(ctx context.Context, params *RunBulkParams, body RunBulkJSONRequestBody, reqEditors ...RequestEditorFn) (*RunBulkResponse, error) {
+	rsp, err := c.RunBulk(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunBulkResponse(rsp)
+}
+
 // RunGetWithResponse Run get
 //
 // Needs the permission processes.read.
@@ -45287,6 +47311,66 @@ func (c *ClientWithResponses) RunCancelWithResponse(ctx context.Context, id stri
 		return nil, err
 	}
 	return ParseRunCancelResponse(rsp)
+}
+
+// RunPauseWithResponse Run pause
+//
+// Needs the permission runs.start.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/process-runs/{id}/pause (the `RunPause` operationId).
+func (c *ClientWithResponses) RunPauseWithResponse(ctx context.Context, id string, params *RunPauseParams, reqEditors ...RequestEditorFn) (*RunPauseResponse, error) {
+	rsp, err := c.RunPause(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunPauseResponse(rsp)
+}
+
+// RunRerunWithBodyWithResponse Run rerun
+//
+// Needs the permission runs.start.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/process-runs/{id}/rerun (the `RunRerun` operationId).
+func (c *ClientWithResponses) RunRerunWithBodyWithResponse(ctx context.Context, id string, params *RunRerunParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunRerunResponse, error) {
+	rsp, err := c.RunRerunWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunRerunResponse(rsp)
+}
+
+// RunRerunWithResponse Run rerun
+//
+// Needs the permission runs.start.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/process-runs/{id}/rerun (the `RunRerun` operationId).
+func (c *ClientWithResponses) RunRerunWithResponse(ctx context.Context, id string, params *RunRerunParams, body RunRerunJSONRequestBody, reqEditors ...RequestEditorFn) (*RunRerunResponse, error) {
+	rsp, err := c.RunRerun(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunRerunResponse(rsp)
+}
+
+// RunResumeWithResponse Run resume
+//
+// Needs the permission runs.start.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/process-runs/{id}/resume (the `RunResume` operationId).
+func (c *ClientWithResponses) RunResumeWithResponse(ctx context.Context, id string, params *RunResumeParams, reqEditors ...RequestEditorFn) (*RunResumeResponse, error) {
+	rsp, err := c.RunResume(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunResumeResponse(rsp)
 }
 
 // TemplatesListWithResponse Templates list
@@ -45512,6 +47596,51 @@ func (c *ClientWithResponses) ProcessAutomationPatchWithResponse(ctx context.Con
 		return nil, err
 	}
 	return ParseProcessAutomationPatchResponse(rsp)
+}
+
+// ProcessPauseGetWithResponse Process pause get
+//
+// Needs the permission processes.read.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/processes/{id}/pause (the `ProcessPauseGet` operationId).
+func (c *ClientWithResponses) ProcessPauseGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ProcessPauseGetResponse, error) {
+	rsp, err := c.ProcessPauseGet(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseProcessPauseGetResponse(rsp)
+}
+
+// ProcessPauseWithResponse Process pause
+//
+// Needs the permission processes.manage.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/processes/{id}/pause (the `ProcessPause` operationId).
+func (c *ClientWithResponses) ProcessPauseWithResponse(ctx context.Context, id string, params *ProcessPauseParams, reqEditors ...RequestEditorFn) (*ProcessPauseResponse, error) {
+	rsp, err := c.ProcessPause(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseProcessPauseResponse(rsp)
+}
+
+// ProcessResumeWithResponse Process resume
+//
+// Needs the permission processes.manage.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/processes/{id}/resume (the `ProcessResume` operationId).
+func (c *ClientWithResponses) ProcessResumeWithResponse(ctx context.Context, id string, params *ProcessResumeParams, reqEditors ...RequestEditorFn) (*ProcessResumeResponse, error) {
+	rsp, err := c.ProcessResume(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseProcessResumeResponse(rsp)
 }
 
 // RunStartWithBodyWithResponse Run start
@@ -60906,6 +63035,97 @@ func ParsePayLinkPDFResponse(rsp *http.Response) (*PayLinkPDFResponse, error) {
 	return response, nil
 }
 
+// ParseJobGetResponse parses an HTTP response from a JobGetWithResponse call
+func ParseJobGetResponse(rsp *http.Response) (*JobGetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &JobGetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Job
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers JobGetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers JobGetResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseMembersListResponse parses an HTTP response from a MembersListWithResponse call
 func ParseMembersListResponse(rsp *http.Response) (*MembersListResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -61221,6 +63441,128 @@ func ParseRunListResponse(rsp *http.Response) (*RunListResponse, error) {
 	return response, nil
 }
 
+// ParseRunBulkResponse parses an HTTP response from a RunBulkWithResponse call
+func ParseRunBulkResponse(rsp *http.Response) (*RunBulkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RunBulkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest JobOut
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers RunBulkResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers RunBulkResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RunBulkResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseRunGetResponse parses an HTTP response from a RunGetWithResponse call
 func ParseRunGetResponse(rsp *http.Response) (*RunGetResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -61411,6 +63753,359 @@ func ParseRunCancelResponse(rsp *http.Response) (*RunCancelResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers RunCancelResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRunPauseResponse parses an HTTP response from a RunPauseWithResponse call
+func ParseRunPauseResponse(rsp *http.Response) (*RunPauseResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RunPauseResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Run
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RunPauseResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RunPauseResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRunRerunResponse parses an HTTP response from a RunRerunWithResponse call
+func ParseRunRerunResponse(rsp *http.Response) (*RunRerunResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RunRerunResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Run
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers RunRerunResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 401:
+		var headers RunRerunResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RunRerunResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRunResumeResponse parses an HTTP response from a RunResumeWithResponse call
+func ParseRunResumeResponse(rsp *http.Response) (*RunResumeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RunResumeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Run
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RunResumeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RunResumeResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -62556,6 +65251,321 @@ func ParseProcessAutomationPatchResponse(rsp *http.Response) (*ProcessAutomation
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers ProcessAutomationPatchResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseProcessPauseGetResponse parses an HTTP response from a ProcessPauseGetWithResponse call
+func ParseProcessPauseGetResponse(rsp *http.Response) (*ProcessPauseGetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ProcessPauseGetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProcessPause
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ProcessPauseGetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ProcessPauseGetResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseProcessPauseResponse parses an HTTP response from a ProcessPauseWithResponse call
+func ParseProcessPauseResponse(rsp *http.Response) (*ProcessPauseResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ProcessPauseResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProcessPause
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ProcessPauseResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ProcessPauseResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseProcessResumeResponse parses an HTTP response from a ProcessResumeWithResponse call
+func ParseProcessResumeResponse(rsp *http.Response) (*ProcessResumeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ProcessResumeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProcessPause
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ProcessResumeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ProcessResumeResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

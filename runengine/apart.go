@@ -1,0 +1,86 @@
+package runengine
+
+import (
+	"fmt"
+
+	"github.com/bas-platform/bas/internal/jsonvalue"
+	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
+)
+
+// MaxInlineOutputBytes is the largest step output (as JSON) a run record
+// holds; a larger one is stored apart, under its own key, in the commit
+// that first stores the run with it, and the record keeps its size
+// (output_bytes). A run read by id has it back; lists and the cockpit show
+// {"omitted": ..., "bytes": n} in its place, so they stay small.
+const MaxInlineOutputBytes = 64 << 10
+
+// MaxListedOutputBytes is the largest step output (as JSON) lists of runs
+// show: the API replaces a larger one by {"omitted": ..., "bytes": n}, as
+// the engine's lists do for outputs stored apart.
+const MaxListedOutputBytes = 4 << 10
+
+// outputKey holds a step output stored apart.
+func outputKey(tenant, runID, stepKey string) []byte {
+	return store.Key(tenant, "run-output", runID, stepKey)
+}
+
+// storeApart moves the run's outputs over MaxInlineOutputBytes out of its
+// record: their writes join the held changes, and the record is encoded
+// again without them. Only a run whose record is over the bound pays for
+// it.
+func (w *worker) storeApart(en *entry, raw []byte) ([]byte, error) {
+	r := en.run
+	moved := false
+	for i := range r.Steps {
+		st := &r.Steps[i]
+		if st.Output == nil || st.internal.OutputBytes > 0 {
+			continue
+		}
+		out, err := jsonvalue.Append(nil, st.Output)
+		if err != nil {
+			return nil, err
+		}
+		if len(out) <= MaxInlineOutputBytes {
+			continue
+		}
+		st.internal.OutputBytes = len(out)
+		en.held.ops = append(en.held.ops, setKey(outputKey(r.Tenant, r.ID, st.Key), out))
+		moved = true
+	}
+	if !moved {
+		return raw, nil
+	}
+	return appendRun(nil, r, true)
+}
+
+// loadApart reads back the outputs of r stored apart.
+func loadApart(rd store.Reader, tenant string, r *Run) error {
+	for i := range r.Steps {
+		st := &r.Steps[i]
+		if st.internal.OutputBytes == 0 || st.Output != nil {
+			continue
+		}
+		raw, err := rd.Get(outputKey(tenant, r.ID, st.Key))
+		if err != nil {
+			return errors.Wrapf(err, "read the output of step %s of run %s", st.Key, r.ID)
+		}
+		if st.Output, err = decodeJSON(raw); err != nil {
+			return errors.Wrapf(err, "decode the output of step %s of run %s", st.Key, r.ID)
+		}
+	}
+	return nil
+}
+
+// markApart shows each output stored apart as omitted, for lists.
+func markApart(rs []*Run) {
+	for _, r := range rs {
+		for i := range r.Steps {
+			st := &r.Steps[i]
+			if st.internal.OutputBytes > 0 && st.Output == nil {
+				st.Output = map[string]any{"omitted": fmt.Sprintf("larger than %d bytes; GET the run for it", MaxListedOutputBytes),
+					"bytes": st.internal.OutputBytes}
+			}
+		}
+	}
+}

@@ -1,0 +1,330 @@
+package runengine
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
+)
+
+// Bulk actions a job applies to the runs its filter selects.
+const (
+	JobCancel = "cancel"
+	JobPause  = "pause"
+	JobResume = "resume"
+	JobRetry  = "retry"
+)
+
+// JobActions are the bulk actions, in the order the API lists them.
+var JobActions = []string{JobCancel, JobPause, JobResume, JobRetry}
+
+// Job statuses.
+const (
+	JobRunning   = "running"
+	JobCompleted = "completed"
+)
+
+// JobFilter selects the runs of a bulk job; at least one of ProcessID,
+// Status and Overdue is set.
+type JobFilter struct {
+	ProcessID string    `json:"process_id,omitempty"`
+	Status    RunStatus `json:"status,omitempty"`
+	Overdue   bool      `json:"overdue,omitempty"`
+	// Q and Search select runs as RunQuery's fields of those names do.
+	Q      string            `json:"q,omitempty"`
+	Search map[string]string `json:"search,omitempty"`
+	// PausedBy "process" keeps the runs a pause of the process paused
+	// (the job of a process's resume).
+	PausedBy string `json:"paused_by,omitempty"`
+}
+
+// JobError is a run a job's action failed on.
+type JobError struct {
+	RunID string `json:"run_id"`
+	Error string `json:"error"`
+}
+
+// MaxJobErrors bounds the errors a job lists; ErrorCount counts them all.
+const MaxJobErrors = 100
+
+// Job is a bulk action over runs, done in the background: it goes through
+// the filter's runs page by page, and its progress is durable after each
+// page, so a restart goes on where it stopped.
+type Job struct {
+	ID     string    `json:"id"`
+	Type   string    `json:"type"`
+	Action string    `json:"action"`
+	Filter JobFilter `json:"filter"`
+	Status string    `json:"status"`
+	// Total is the number of runs the job looks at, counted from the
+	// filter's index when it was created; Done, those it has looked at
+	// (once completed, Total is set to Done); Changed, those the action
+	// changed (for retry: the new runs started).
+	Total      int        `json:"total"`
+	Done       int        `json:"done"`
+	Changed    int        `json:"changed"`
+	Errors     []JobError `json:"errors"`
+	ErrorCount int        `json:"error_count"`
+	// Results are the runs a retry started, by the run retried (the first
+	// MaxJobErrors of them).
+	Results     []JobResult `json:"results,omitempty"`
+	CreatedBy   string      `json:"created_by,omitempty"`
+	CreatedAt   time.Time   `json:"created_at"`
+	UpdatedAt   time.Time   `json:"updated_at"`
+	CompletedAt *time.Time  `json:"completed_at"`
+}
+
+// JobResult is a run a job's action started.
+type JobResult struct {
+	RunID    string `json:"run_id"`
+	NewRunID string `json:"new_run_id"`
+}
+
+// jobRecord is a job as stored: with the page cursor it goes on from.
+type jobRecord struct {
+	Job
+	Cursor string `json:"cursor,omitempty"`
+}
+
+var jobs = &store.Collection[jobRecord]{
+	Name:     "job",
+	ID:       func(j *jobRecord) string { return j.ID },
+	NotFound: "job not found",
+}
+
+// jobsRunningKey marks a job not yet completed, so Open restarts it.
+func jobsRunningKey(tenant, id string) []byte {
+	return store.Key(store.System, "jobs-running", tenant, id)
+}
+
+// jobPage is how many runs a job handles per durable step.
+const jobPage = 100
+
+func (e *Engine) newJob(f JobFilter, action, actor string) *jobRecord {
+	now := e.now()
+	return &jobRecord{Job: Job{ID: e.ids.New("job", now), Type: "bulk", Action: action, Filter: f, Status: JobRunning,
+		Errors: []JobError{}, CreatedBy: actor, CreatedAt: now, UpdatedAt: now}}
+}
+
+func (e *Engine) putJob(tx store.Txn, tenant string, rec *jobRecord) error {
+	if err := jobs.Put(tx, tenant, rec); err != nil {
+		return err
+	}
+	if rec.Status == JobRunning {
+		return tx.Set(jobsRunningKey(tenant, rec.ID), nil)
+	}
+	return tx.Delete(jobsRunningKey(tenant, rec.ID))
+}
+
+// BulkRuns creates a job applying action to the runs f selects and starts
+// it; the job is durable before it is returned.
+func (e *Engine) BulkRuns(ctx context.Context, tenant string, f JobFilter, action, actor string) (*Job, error) {
+	if e.isClosed() {
+		return nil, errClosed
+	}
+	if f.ProcessID == "" && f.Status == "" && !f.Overdue && len(SearchWords(f.Q)) == 0 && len(f.Search) == 0 {
+		return nil, errs.Invalidf([]any{"body", "filter"}, "value_error", "give at least one of process_id, status, overdue, q and search")
+	}
+	rec := e.newJob(f, action, actor)
+	err := e.commits.commitWait(ctx, &delta{reads: true, apply: func(tx store.Txn) error {
+		n, err := countCandidates(tx, tenant, f)
+		if err != nil {
+			return err
+		}
+		rec.Total = n
+		return e.putJob(tx, tenant, rec)
+	}})
+	if err != nil {
+		return nil, err
+	}
+	e.startJob(tenant, rec.ID)
+	job := rec.Job
+	return &job, nil
+}
+
+// GetJob returns a job of tenant.
+func (e *Engine) GetJob(ctx context.Context, tenant, id string) (*Job, error) {
+	var rec *jobRecord
+	err := e.st.View(ctx, func(r store.Reader) error {
+		var err error
+		rec, err = jobs.Get(r, tenant, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &rec.Job, nil
+}
+
+// countCandidates counts the runs of f's most selective index.
+func countCandidates(r store.Reader, tenant string, f JobFilter) (int, error) {
+	count := func(prefix []byte) (int, error) {
+		n := 0
+		err := r.Scan(store.ScanOptions{Prefix: prefix, KeysOnly: true}, func(_, _ []byte) error {
+			n++
+			return nil
+		})
+		return n, err
+	}
+	if f.PausedBy == "" {
+		if prefix := searchPrefix(tenant, f.query()); prefix != nil {
+			return count(prefix)
+		}
+	}
+	switch {
+	case f.PausedBy != "":
+		return runs.CountBy(r, tenant, "paused-by-process", f.ProcessID)
+	case f.Overdue:
+		return runs.CountBy(r, tenant, "overdue")
+	case f.ProcessID != "":
+		return runs.CountBy(r, tenant, "process", f.ProcessID)
+	case f.Status == RunRunning:
+		return count(activePrefix(tenant))
+	default:
+		return runs.CountBy(r, tenant, "status", f.Status)
+	}
+}
+
+// startJob runs the job on its own goroutine, unless one runs it already.
+func (e *Engine) startJob(tenant, id string) {
+	e.closeMu.RLock()
+	defer e.closeMu.RUnlock()
+	if e.closed {
+		return
+	}
+	k := tenant + "\x00" + id
+	if _, busy := e.jobsRunning.LoadOrStore(k, true); busy {
+		return
+	}
+	e.jobWG.Add(1)
+	go func() {
+		defer e.jobWG.Done()
+		defer e.jobsRunning.Delete(k)
+		if err := e.runJob(tenant, id); err != nil && !e.isClosed() {
+			e.log.Error("bulk job", "job", id, "error", err)
+		}
+	}()
+}
+
+// runJob goes through the job's runs a page at a time; each page's
+// progress commits with the cursor after it, so a restart repeats at most
+// one page (whose actions are then no-ops or skip runs that no longer
+// match).
+func (e *Engine) runJob(tenant, id string) error {
+	for {
+		var rec *jobRecord
+		var page []*Run
+		var next string
+		err := e.st.View(e.ctx, func(r store.Reader) error {
+			var err error
+			if rec, err = jobs.Get(r, tenant, id); err != nil || rec.Status != JobRunning {
+				return err
+			}
+			page, next, err = jobCandidates(r, tenant, rec.Filter, store.Page{Limit: jobPage, Cursor: rec.Cursor, Forward: true})
+			return err
+		})
+		if err != nil || rec.Status != JobRunning {
+			return err
+		}
+		q := rec.Filter.query()
+		type outcome struct {
+			changed bool
+			newRun  string
+			err     error
+		}
+		outs := make([]outcome, len(page))
+		var wg sync.WaitGroup
+		for i, r := range page {
+			if !q.matches(r) || (rec.Filter.PausedBy != "" && (r.Paused == nil || !r.Paused.ByProcess)) {
+				continue
+			}
+			wg.Go(func() {
+				outs[i].changed, outs[i].newRun, outs[i].err = e.applyBulk(tenant, r, rec.Action, rec.CreatedBy, rec.Filter.PausedBy != "")
+			})
+		}
+		wg.Wait()
+		if e.isClosed() {
+			return nil // the page is done again on the next Open
+		}
+		for i, o := range outs {
+			switch {
+			case o.err != nil:
+				rec.ErrorCount++
+				if len(rec.Errors) < MaxJobErrors {
+					rec.Errors = append(rec.Errors, JobError{RunID: page[i].ID, Error: o.err.Error()})
+				}
+			case o.changed:
+				rec.Changed++
+				if o.newRun != "" && len(rec.Results) < MaxJobErrors {
+					rec.Results = append(rec.Results, JobResult{RunID: page[i].ID, NewRunID: o.newRun})
+				}
+			}
+		}
+		rec.Done += len(page)
+		rec.Cursor = next
+		rec.UpdatedAt = e.now()
+		if next == "" {
+			rec.Status = JobCompleted
+			rec.Total = rec.Done
+			t := rec.UpdatedAt
+			rec.CompletedAt = &t
+		}
+		if err := e.commits.commitWait(e.ctx, &delta{apply: func(tx store.Txn) error { return e.putJob(tx, tenant, rec) }}); err != nil {
+			return err
+		}
+		if next == "" {
+			return nil
+		}
+	}
+}
+
+// jobCandidates lists a page of the runs of f's most selective index,
+// oldest first.
+func jobCandidates(r store.Reader, tenant string, f JobFilter, p store.Page) ([]*Run, string, error) {
+	if f.PausedBy != "" {
+		return runs.ListBy(r, tenant, "paused-by-process", []any{f.ProcessID}, p)
+	}
+	return listRunCandidates(r, tenant, f.query(), p)
+}
+
+// query is the run query of the filter.
+func (f JobFilter) query() RunQuery {
+	return RunQuery{ProcessID: f.ProcessID, Status: f.Status, Overdue: f.Overdue, Q: f.Q, Search: f.Search}
+}
+
+// applyBulk applies a job's action to one run: whether it changed the run
+// (a run already as the action leaves it is unchanged, not an error), the
+// run a retry started, and why it could not.
+func (e *Engine) applyBulk(tenant string, r *Run, action, actor string, byProcess bool) (bool, string, error) {
+	ctx := e.ctx
+	switch action {
+	case JobCancel:
+		if r.Status == RunCancelled {
+			return false, "", nil
+		}
+		_, err := e.Cancel(ctx, CancelParams{Tenant: tenant, RunID: r.ID, Actor: actor})
+		return err == nil, "", err
+	case JobPause:
+		if r.Status == RunPaused {
+			return false, "", nil
+		}
+		_, err := e.Pause(ctx, tenant, r.ID, actor)
+		return err == nil, "", err
+	case JobResume:
+		if !byProcess && r.Status != RunPaused && !r.Finished() {
+			return false, "", nil
+		}
+		_, err := e.Resume(ctx, tenant, r.ID, actor)
+		return err == nil, "", err
+	case JobRetry:
+		run, err := e.Retry(ctx, tenant, r.ID, actor)
+		if err != nil {
+			return false, "", err
+		}
+		return true, run.ID, nil
+	}
+	return false, "", errors.Newf("unknown action %q", action)
+}

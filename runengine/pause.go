@@ -1,0 +1,446 @@
+package runengine
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/process"
+	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
+)
+
+// pauseState is what a paused run keeps: the status it resumes to, and
+// the timers and events that came for it while it was paused (applied, in
+// order, when it resumes).
+type pauseState struct {
+	From      RunStatus   `json:"from"`
+	ByProcess bool        `json:"by_process,omitempty"`
+	At        time.Time   `json:"at"`
+	Timers    []string    `json:"timers,omitempty"`
+	Events    []heldEvent `json:"events,omitempty"`
+}
+
+// heldEvent is an event delivered to a paused run's waiter.
+type heldEvent struct {
+	Name string         `json:"name"`
+	ID   string         `json:"id"`
+	Data map[string]any `json:"data,omitempty"`
+	Key  []byte         `json:"key"`
+}
+
+func (p *pauseState) appendJSON(b []byte) ([]byte, error) {
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return b, errors.Wrap(err, "encode pause state")
+	}
+	return append(b, raw...), nil
+}
+
+// held applies a command to a paused run (or to a run of a paused
+// process, which it pauses first) and reports whether it did: a paused
+// run takes no step; a timer or event that comes is kept for its resume,
+// a call result is parked, and a person's action is refused (409).
+func (x *exec) held() bool {
+	r, c := x.r, x.cmd
+	if r.Finished() {
+		return false
+	}
+	switch c.kind {
+	case cmdPause, cmdResume, cmdFlush, cmdReload:
+		return false
+	case cmdCancel:
+		if r.Status == RunPaused {
+			r.Paused = nil
+			x.en.parked = nil
+		}
+		return false
+	}
+	if r.Status != RunPaused {
+		if !x.w.e.processPaused(r.Tenant, r.ProcessID) {
+			return false
+		}
+		x.pause(true)
+	}
+	p := r.Paused
+	switch c.kind {
+	case cmdCallResult:
+		if c.result.token == x.en.inflight {
+			x.en.parked = c.result
+		}
+	case cmdTimer:
+		key := c.timer.key
+		x.fx.ops = append(x.fx.ops, deleteKey(key))
+		x.fx.post = append(x.fx.post, func() { x.w.e.sched.done(key) })
+		p.Timers = append(p.Timers, c.timer.token)
+		x.dirty = true
+	case cmdEvent:
+		p.Events = append(p.Events, heldEvent{Name: c.event.name, ID: c.event.id, Data: c.event.data, Key: c.event.key})
+		x.dirty = true
+	case cmdCompleteTask, cmdDecide:
+		x.err = errs.Conflictf("run is paused; resume it first")
+	}
+	return true
+}
+
+// pause holds the run where it is.
+func (x *exec) pause(byProcess bool) {
+	r := x.r
+	r.Paused = &pauseState{From: r.Status, ByProcess: byProcess, At: x.now}
+	x.dirty = true
+	x.setStatus(RunPaused)
+	x.emit("process.run.paused", map[string]any{"run_id": r.ID, "process_id": r.ProcessID, "by_process": byProcess})
+}
+
+// pauseRun pauses the run by hand: 409 when it has finished, nothing when
+// it is paused already.
+func (x *exec) pauseRun(byProcess bool) {
+	r := x.r
+	switch {
+	case r.Finished():
+		x.err = errs.Conflictf("run already %s", r.Status)
+	case r.Status != RunPaused:
+		x.pause(byProcess)
+	}
+}
+
+// startPaused pauses a new run of a paused process before its first step,
+// and reports whether it did.
+func (x *exec) startPaused() bool {
+	if !x.w.e.processPaused(x.r.Tenant, x.r.ProcessID) {
+		return false
+	}
+	x.pause(true)
+	return true
+}
+
+// resumeRun puts a paused run back where it was and applies what came
+// for it meanwhile: the parked call result, then the held timers and
+// events, in the order they came.
+func (x *exec) resumeRun() {
+	r := x.r
+	switch {
+	case r.Finished():
+		x.err = errs.Conflictf("run already %s", r.Status)
+		return
+	case r.Status != RunPaused:
+		x.err = errs.Conflictf("run is not paused")
+		return
+	case x.w.e.processPaused(r.Tenant, r.ProcessID):
+		x.err = errs.Conflictf("the run's process is paused; resume the process")
+		return
+	}
+	p := r.Paused
+	r.Paused = nil
+	x.dirty = true
+	x.setStatus(p.From)
+	x.emit("process.run.resumed", map[string]any{"run_id": r.ID, "process_id": r.ProcessID})
+	if res := x.en.parked; res != nil {
+		x.en.parked = nil
+		if res.token == x.en.inflight {
+			x.en.inflight = ""
+			x.res = res
+			x.advance()
+		}
+	} else if p.From == RunRunning && x.en.inflight == "" {
+		x.advance()
+	}
+	for _, tok := range p.Timers {
+		x.fireTimer(tok)
+	}
+	for _, ev := range p.Events {
+		x.deliverEvent(&eventArgs{name: ev.Name, id: ev.ID, data: ev.Data, key: ev.Key})
+	}
+}
+
+// Pause holds a run that has not finished: it takes no step until Resume;
+// timers that come due and events it waits for are kept for then. Pausing
+// a paused run changes nothing; pausing a finished one is a 409.
+func (e *Engine) Pause(ctx context.Context, tenant, runID, actor string) (*Run, error) {
+	return e.runCommand(ctx, tenant, runID, actor, cmdPause)
+}
+
+// Resume continues a paused run where it was (409 when it is not paused,
+// or its process is).
+func (e *Engine) Resume(ctx context.Context, tenant, runID, actor string) (*Run, error) {
+	return e.runCommand(ctx, tenant, runID, actor, cmdResume)
+}
+
+func (e *Engine) runCommand(ctx context.Context, tenant, runID, actor string, kind cmdKind) (*Run, error) {
+	if _, err := e.GetRun(ctx, tenant, runID); err != nil {
+		return nil, err
+	}
+	rep, err := e.send(ctx, &command{kind: kind, tenant: tenant, runID: runID, actor: actor})
+	if err != nil {
+		return nil, err
+	}
+	return rep.run, nil
+}
+
+// ProcessPause is whether a process is paused (see Engine.PauseProcess).
+type ProcessPause struct {
+	ProcessID string     `json:"process_id"`
+	Paused    bool       `json:"paused"`
+	PausedAt  *time.Time `json:"paused_at"`
+	// Job resumes the runs the pause paused (set by ResumeProcess).
+	Job *Job `json:"job"`
+}
+
+// pausedKey marks a paused process; its value is the pause's time.
+func pausedKey(tenant, processID string) []byte {
+	return store.Key(store.System, "proc-paused", tenant, processID)
+}
+
+// pausedRef names a paused process in Engine.pausedProcs.
+type pausedRef struct{ tenant, process string }
+
+func (e *Engine) processPaused(tenant, processID string) bool {
+	if e.pausedN.Load() == 0 {
+		return false
+	}
+	_, ok := e.pausedProcs.Load(pausedRef{tenant, processID})
+	return ok
+}
+
+// markPaused records in memory whether a process is paused.
+func (e *Engine) markPaused(tenant, processID string, paused bool) {
+	k := pausedRef{tenant, processID}
+	if paused {
+		if _, had := e.pausedProcs.LoadOrStore(k, true); !had {
+			e.pausedN.Add(1)
+		}
+		return
+	}
+	if _, had := e.pausedProcs.LoadAndDelete(k); had {
+		e.pausedN.Add(-1)
+	}
+}
+
+// PauseProcess pauses a process: its new runs start paused (they queue),
+// and each of its runs pauses at the next thing that happens to it (a
+// step, a timer, an event, a person's action, which is then a 409), so
+// nothing is lost and nothing moves until ResumeProcess.
+func (e *Engine) PauseProcess(ctx context.Context, tenant, processID string) (*ProcessPause, error) {
+	if err := e.st.View(ctx, func(r store.Reader) error {
+		_, err := e.cfg.Processes.Load(r, tenant, processID)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	key := pausedKey(tenant, processID)
+	var at time.Time
+	err := e.commits.commitWait(ctx, &delta{reads: true, apply: func(tx store.Txn) error {
+		cur, err := tx.Get(key)
+		switch {
+		case err == nil:
+			return at.UnmarshalText(cur)
+		case !errors.Is(err, store.ErrNotFound):
+			return err
+		}
+		at = e.now()
+		raw, _ := at.MarshalText()
+		return tx.Set(key, raw)
+	}})
+	if err != nil {
+		return nil, err
+	}
+	e.markPaused(tenant, processID, true)
+	return &ProcessPause{ProcessID: processID, Paused: true, PausedAt: &at}, nil
+}
+
+// ResumeProcess resumes a paused process: new runs start as usual again,
+// and a job (in the same commit, so a restart finishes it) resumes the
+// runs the pause paused. Resuming a process that is not paused changes
+// nothing.
+func (e *Engine) ResumeProcess(ctx context.Context, tenant, processID, actor string) (*ProcessPause, error) {
+	if err := e.st.View(ctx, func(r store.Reader) error {
+		_, err := e.cfg.Processes.Load(r, tenant, processID)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if !e.processPaused(tenant, processID) {
+		return &ProcessPause{ProcessID: processID}, nil
+	}
+	rec := e.newJob(JobFilter{ProcessID: processID, Status: RunPaused, PausedBy: "process"}, JobResume, actor)
+	key := pausedKey(tenant, processID)
+	err := e.commits.commitWait(ctx, &delta{reads: true, apply: func(tx store.Txn) error {
+		if err := tx.Delete(key); err != nil {
+			return err
+		}
+		n, err := runs.CountBy(tx, tenant, "paused-by-process", processID)
+		if err != nil {
+			return err
+		}
+		rec.Total = n
+		return e.putJob(tx, tenant, rec)
+	}})
+	if err != nil {
+		return nil, err
+	}
+	e.markPaused(tenant, processID, false)
+	e.startJob(tenant, rec.ID)
+	job := rec.Job
+	return &ProcessPause{ProcessID: processID, Job: &job}, nil
+}
+
+// ProcessPaused reports whether a process is paused, and since when.
+func (e *Engine) ProcessPaused(ctx context.Context, tenant, processID string) (*ProcessPause, error) {
+	var out ProcessPause
+	out.ProcessID = processID
+	err := e.st.View(ctx, func(r store.Reader) error {
+		cur, err := r.Get(pausedKey(tenant, processID))
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var at time.Time
+		if err := at.UnmarshalText(cur); err != nil {
+			return err
+		}
+		out.Paused, out.PausedAt = true, &at
+		return nil
+	})
+	return &out, err
+}
+
+// openPausesAndJobs reads the paused processes and restarts the jobs a
+// close interrupted.
+func (e *Engine) openPausesAndJobs(ctx context.Context) error {
+	type ref struct{ tenant, id string }
+	var jobRefs []ref
+	err := e.st.View(ctx, func(r store.Reader) error {
+		err := r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "proc-paused"), KeysOnly: true}, func(key, _ []byte) error {
+			parts, err := store.DecodeKey(key)
+			if err != nil || len(parts) != 4 {
+				return errors.Newf("runengine: bad paused key %q", key)
+			}
+			e.markPaused(parts[2].(string), parts[3].(string), true)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "jobs-running"), KeysOnly: true}, func(key, _ []byte) error {
+			parts, err := store.DecodeKey(key)
+			if err != nil || len(parts) != 4 {
+				return errors.Newf("runengine: bad job key %q", key)
+			}
+			jobRefs = append(jobRefs, ref{parts[2].(string), parts[3].(string)})
+			return nil
+		})
+	})
+	if err != nil {
+		return errors.Wrap(err, "runengine: read paused processes and running jobs")
+	}
+	for _, j := range jobRefs {
+		e.startJob(j.tenant, j.id)
+	}
+	return nil
+}
+
+// rerunArgs make a new run a rerun of another from a step: the steps
+// before it are the original's, outputs included.
+type rerunArgs struct {
+	of, from string
+	steps    []StepRun
+}
+
+// apply copies the reused steps into r.
+func (a *rerunArgs) apply(r *Run) {
+	if a == nil {
+		return
+	}
+	r.RerunOf, r.RerunFromStep = a.of, a.from
+	copy(r.Steps, a.steps)
+	r.Cursor = len(a.steps)
+	if r.Cursor < len(r.Steps) {
+		r.CurrentStep = &r.Steps[r.Cursor].Key
+	}
+}
+
+// Rerun starts a new run of a finished run's process version from one of
+// its steps: the steps before it keep the original's outcome and outputs,
+// the step and those after it run again. The new run names the original
+// (rerun_of, rerun_from_step); the original is not changed. A run not
+// finished is a 409; a step the run does not have or did not reach, a
+// 422.
+func (e *Engine) Rerun(ctx context.Context, tenant, runID, fromStep, actor string) (*Run, error) {
+	orig, err := e.GetRun(ctx, tenant, runID)
+	if err != nil {
+		return nil, err
+	}
+	if !orig.Finished() {
+		return nil, errs.Conflictf("run is %s; only a finished run can be rerun", orig.Status)
+	}
+	idx := -1
+	for i, s := range orig.Steps {
+		if s.Key == fromStep {
+			idx = i
+			break
+		}
+	}
+	if idx < 0 {
+		return nil, errs.Invalidf([]any{"body", "from_step"}, "value_error", "the run has no step %q", fromStep)
+	}
+	for _, s := range orig.Steps[:idx] {
+		if s.Status != StepCompleted && s.Status != StepSkipped {
+			return nil, errs.Invalidf([]any{"body", "from_step"}, "value_error",
+				"step %s before it did not complete (it is %s); rerun from it or an earlier step", s.Key, s.Status)
+		}
+	}
+	var def *process.Definition
+	if err := e.st.View(ctx, func(r store.Reader) error {
+		var err error
+		def, err = e.cfg.Processes.Load(r, tenant, orig.ProcessID)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	switch {
+	case def.Archived:
+		return nil, errs.Conflictf("process is archived")
+	case !def.Enabled:
+		return nil, errs.Conflictf("process is disabled")
+	}
+	ver, err := e.version(tenant, orig.ProcessID, orig.ProcessVersion)
+	if err != nil {
+		return nil, err
+	}
+	steps := make([]StepRun, idx)
+	copy(steps, orig.Steps[:idx])
+	for i := range steps {
+		steps[i].internal.WaitToken, steps[i].internal.WaitEvent = "", ""
+		steps[i].internal.OutputBytes = 0 // the new run stores it apart again, under its own id
+	}
+	trig := orig.Trigger
+	newID := e.ids.New("run", e.now())
+	rep, err := e.send(ctx, &command{kind: cmdStart, tenant: tenant, runID: newID, actor: actor, start: &startArgs{
+		version: ver, subject: orig.Subject, trigger: trig, actor: actor, priority: orig.Priority,
+		rerun: &rerunArgs{of: orig.ID, from: fromStep, steps: steps},
+	}})
+	if err != nil {
+		return nil, err
+	}
+	return rep.run, nil
+}
+
+// Retry reruns a failed run from the step that failed (see Rerun).
+func (e *Engine) Retry(ctx context.Context, tenant, runID, actor string) (*Run, error) {
+	orig, err := e.GetRun(ctx, tenant, runID)
+	if err != nil {
+		return nil, err
+	}
+	if orig.Status != RunFailed {
+		return nil, errs.Conflictf("run is %s; only a failed run can be retried", orig.Status)
+	}
+	for _, s := range orig.Steps {
+		if s.Status == StepFailed {
+			return e.Rerun(ctx, tenant, runID, s.Key, actor)
+		}
+	}
+	return nil, errs.Conflictf("run has no failed step")
+}
