@@ -9,8 +9,8 @@ import (
 	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/ai"
-	"github.com/bas-platform/bas/internal/wiring"
 	"github.com/bas-platform/bas/internal/ai/aitest"
+	"github.com/bas-platform/bas/internal/wiring"
 )
 
 // TestAIKeySurvivesReopen: the secret key is kept in <Dir>/secret.key
