@@ -49,6 +49,7 @@ import (
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
 	"github.com/cockroachdb/errors"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Store is the storage seam (see package store).
@@ -90,6 +91,18 @@ type Options struct {
 	// Store is where state lives. Defaults to Badger under Dir; a Store
 	// given here is closed by Workspace.Close.
 	Store Store
+	// PostgresDSN, when set (and Store is not), keeps state in PostgreSQL
+	// (or CockroachDB, YugabyteDB) instead of Badger: a connection string
+	// such as "postgres://bas@db:5432/bas?sslmode=verify-full". See
+	// store/pgstore and the README's Scaling section. Run one workspace
+	// (one engine) per database and schema.
+	PostgresDSN string
+	// Postgres is a connection pool to keep state in instead of
+	// PostgresDSN; the caller keeps it (Workspace.Close leaves it open).
+	Postgres *pgxpool.Pool
+	// PostgresSchema is the PostgreSQL schema of bas's tables, created
+	// when missing. Defaults to "public".
+	PostgresSchema string
 	// Clock tells the time. Defaults to the wall clock.
 	Clock Clock
 	// Logger receives structured logs. Defaults to discarding them.
@@ -239,6 +252,13 @@ func (d docsEvents) Kick() {
 func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	opts = opts.withDefaults()
 	st := opts.Store
+	if st == nil {
+		pg, err := postgresStore(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		st = pg
+	}
 	if st == nil {
 		bo := badgerstore.Options{InMemory: opts.InMemory, Logger: opts.Logger}
 		if !opts.InMemory {

@@ -7,6 +7,8 @@
 //
 //	-addr     listen address (default 127.0.0.1:8080)
 //	-data     Badger directory (default ./data)
+//	-store    where state lives: empty for Badger in -data, or a
+//	          PostgreSQL connection string (postgres://user@host:5432/db)
 //	-dev      enable development login (POST /api/v1/auth/dev-login)
 //	-plugins  a directory of provider plugins to load
 //
@@ -26,8 +28,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -46,6 +50,7 @@ func run(args []string, stdout *os.File) error {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
 	data := fs.String("data", "./data", "Badger data directory")
+	storeURL := fs.String("store", "", "PostgreSQL connection string (postgres://user@host:5432/db) to keep state in instead of Badger in -data")
 	dev := fs.Bool("dev", false, "enable development login")
 	pluginDir := fs.String("plugins", "", "directory of provider plugins")
 	publicURL := fs.String("public-url", "", "base URL of the API in emailed links (default http://<addr>/api)")
@@ -60,7 +65,14 @@ func run(args []string, stdout *os.File) error {
 	if *publicURL == "" {
 		*publicURL = "http://" + *addr + "/api"
 	}
-	ws, err := bas.Open(ctx, bas.Options{Dir: *data, Logger: logger, PluginDir: *pluginDir, PublicURL: *publicURL})
+	where := *data
+	if *storeURL != "" {
+		if !strings.HasPrefix(*storeURL, "postgres://") && !strings.HasPrefix(*storeURL, "postgresql://") {
+			return fmt.Errorf("-store %q: want a postgres:// or postgresql:// connection string", redact(*storeURL))
+		}
+		where = redact(*storeURL)
+	}
+	ws, err := bas.Open(ctx, bas.Options{Dir: *data, PostgresDSN: *storeURL, Logger: logger, PluginDir: *pluginDir, PublicURL: *publicURL})
 	if err != nil {
 		return err
 	}
@@ -76,7 +88,7 @@ func run(args []string, stdout *os.File) error {
 	}
 	srv := newServer(mux, defaultTimeouts())
 	base := "http://" + ln.Addr().String() + api.BasePath()
-	fmt.Fprintf(stdout, "bas is serving %s/v1 (data in %s)\n", base, *data)
+	fmt.Fprintf(stdout, "bas is serving %s/v1 (data in %s)\n", base, where)
 	if *dev {
 		fmt.Fprintf(stdout, "development login is on; try:\n  curl -s -X POST %s/v1/auth/dev-login -H 'Content-Type: application/json' -d '{}'\n", base)
 	}
@@ -113,4 +125,13 @@ func defaultTimeouts() timeouts {
 func newServer(h http.Handler, t timeouts) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: t.readHeader, ReadTimeout: t.read,
 		WriteTimeout: t.write, IdleTimeout: t.idle, MaxHeaderBytes: 64 << 10}
+}
+
+// redact hides the password of a connection string.
+func redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "(unparsable connection string)"
+	}
+	return u.Redacted()
 }

@@ -1,6 +1,8 @@
 package pgstore
 
 import (
+	"strings"
+
 	"github.com/cockroachdb/errors"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -22,15 +24,21 @@ type Options struct {
 
 	// Schema is the PostgreSQL schema holding bas's tables; Open creates it
 	// when missing. Several stores (tenants of a hosting, tests) may share
-	// a database in different schemas. Defaults to "public".
+	// a database in different schemas. Defaults to the first schema of
+	// the connection string's search_path parameter
+	// ("postgres://h/db?search_path=bas"), else "public".
 	Schema string
 }
 
-func (o Options) withDefaults() Options {
-	if o.Schema == "" {
-		o.Schema = "public"
+// defaultSchema is the schema named first by a connection's search_path
+// setting, or "public".
+func defaultSchema(params map[string]string) string {
+	first, _, _ := strings.Cut(params["search_path"], ",")
+	first = strings.Trim(strings.TrimSpace(first), `"`)
+	if first == "" || first == "$user" {
+		return "public"
 	}
-	return o
+	return first
 }
 
 func (o Options) validate() error {

@@ -50,11 +50,10 @@ var _ store.Store = (*Store)(nil)
 // Open connects (making a pool from opts.DSN, or using opts.Pool), creates
 // or migrates the tables in opts.Schema, and returns the store.
 func Open(ctx context.Context, opts Options) (*Store, error) {
-	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{pool: opts.Pool, schemaIdent: pgx.Identifier{opts.Schema}.Sanitize()}
+	s := &Store{pool: opts.Pool}
 	if s.pool == nil {
 		cfg, err := pgxpool.ParseConfig(opts.DSN)
 		if err != nil {
@@ -70,6 +69,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		}
 		s.pool, s.ownsPool = pool, true
 	}
+	if opts.Schema == "" {
+		opts.Schema = defaultSchema(s.pool.Config().ConnConfig.RuntimeParams)
+	}
+	s.schemaIdent = pgx.Identifier{opts.Schema}.Sanitize()
 	s.sqlGet = s.q(`SELECT v, ver FROM {schema}.bas_kv WHERE k = $1`)
 	s.sqlLock = s.q(`SELECT k, ver FROM {schema}.bas_kv WHERE k = ANY($1) ORDER BY k FOR UPDATE`)
 	// A placeholder row (version 0, deleted again before the commit) holds

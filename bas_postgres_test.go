@@ -1,0 +1,121 @@
+package bas_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bas-platform/bas"
+	"github.com/bas-platform/bas/internal/pgtest"
+	"github.com/bas-platform/bas/process"
+	"github.com/bas-platform/bas/runengine"
+	"github.com/google/go-cmp/cmp"
+)
+
+// A workspace keeps its state in PostgreSQL: a process runs to completion
+// there, and the run is there after the workspace is opened again.
+func TestWorkspaceOnPostgres(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	t.Parallel()
+	schema := pgtest.Schema(t, dsn)
+	ctx := t.Context()
+	open := func() *bas.Workspace {
+		ws, err := bas.Open(ctx, bas.Options{PostgresDSN: dsn, PostgresSchema: schema, Providers: []bas.Provider{rates{}}})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return ws
+	}
+	ws := open()
+	in, err := process.DecodeIn([]byte(`{"name": "Convert thrice", "trigger": {"type": "manual"}, "steps": [
+	  {"key": "a", "type": "execute", "capability": "fx.convert", "config": {"args": {"usd_cents": 100}}},
+	  {"key": "b", "type": "execute", "capability": "fx.convert", "config": {"args": {"usd_cents": 1000}}},
+	  {"key": "c", "type": "execute", "capability": "fx.convert", "config": {"args": {"usd_cents": 10000}}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := ws.Processes().Create(ctx, "acme", "usr_ann", in)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	raw, err := ws.Engine().Start(ctx, runengine.StartInput{Tenant: "acme", ProcessID: def.ID,
+		Subject: runengine.Subject{Type: "invoice", Label: "INV-1"}, Actor: "usr_ann"})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	var started runengine.Run
+	if err := json.Unmarshal(raw, &started); err != nil {
+		t.Fatal(err)
+	}
+	run := awaitFinished(t, ws, started.ID)
+	outputs := func(run *runengine.Run) []string {
+		var out []string
+		for _, s := range run.Steps {
+			b, _ := json.Marshal(s.Output)
+			out = append(out, s.Key+" "+s.Status+" "+string(b))
+		}
+		return out
+	}
+	want := []string{`a completed {"eur_cents":92}`, `b completed {"eur_cents":920}`, `c completed {"eur_cents":9200}`}
+	if run.Status != "completed" {
+		t.Errorf("run status = %s, want completed", run.Status)
+	}
+	if diff := cmp.Diff(want, outputs(run)); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+	if err := ws.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	ws = open()
+	defer ws.Close()
+	again, err := ws.Engine().GetRun(ctx, "acme", started.ID)
+	if err != nil {
+		t.Fatalf("GetRun after reopening: %v", err)
+	}
+	if diff := cmp.Diff(want, outputs(again)); again.Status != "completed" || diff != "" {
+		t.Errorf("run after reopening: status %s, steps (-want +got):\n%s", again.Status, diff)
+	}
+}
+
+// awaitFinished polls the run until it has finished (as the HTTP tests'
+// awaitRun does), for at most 30 seconds, approving each step that waits
+// for approval (a new capability is not yet trusted to run unattended).
+func awaitFinished(t *testing.T, ws *bas.Workspace, id string) *runengine.Run {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		run, err := ws.Engine().GetRun(t.Context(), "acme", id)
+		if err != nil {
+			t.Fatalf("GetRun: %v", err)
+		}
+		if run.Finished() {
+			return run
+		}
+		for _, s := range run.Steps {
+			if s.Status == "waiting_approval" && s.ApprovalID != nil {
+				if _, err := ws.Engine().Decide(t.Context(), "acme", *s.ApprovalID, true, nil, "", "usr_bob"); err != nil {
+					t.Fatalf("Decide: %v", err)
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s never finished: %+v", id, run)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestPostgresOptions(t *testing.T) {
+	t.Parallel()
+	_, err := bas.Open(context.Background(), bas.Options{InMemory: true, PostgresDSN: "postgres://h/db"})
+	if err == nil || !strings.Contains(err.Error(), "both set") {
+		t.Errorf("Open with InMemory and a DSN: %v, want a refusal", err)
+	}
+	_, err = bas.Open(context.Background(), bas.Options{PostgresDSN: "postgres://u:pw@h:bad/db"})
+	if err == nil || !strings.Contains(err.Error(), "not a valid PostgreSQL connection string") {
+		t.Errorf("Open with a bad DSN: %v, want a refusal", err)
+	}
+}
