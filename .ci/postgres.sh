@@ -4,6 +4,9 @@
 #   eval "$(.ci/postgres.sh start)"   # prints export BAS_PG_DSN=... and BAS_PG_DIR=...
 #   .ci/postgres.sh stop "$BAS_PG_DIR"
 #
+# For tests the cluster does not sync (fsync=off, synchronous_commit=off):
+# it is thrown away. BAS_PG_DURABLE=1 keeps PostgreSQL's durable defaults,
+# for benchmarks that should pay what production pays.
 # initdb refuses to run as root, so as root the cluster is made and run by
 # the unprivileged `postgres` user; otherwise by the current user. The data
 # directory and the socket live in a new temp directory that stop removes.
@@ -33,10 +36,12 @@ start)
   dir=$(mktemp -d /tmp/bas-pg.XXXXXX)
   chmod 755 "$dir"
   if [ "$(id -u)" = 0 ]; then chown postgres "$dir"; fi
+  fast="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+  if [ "${BAS_PG_DURABLE:-}" = 1 ]; then fast=""; fi
   port=${PG_PORT:-$(( 20000 + RANDOM % 20000 ))}
   as_pg "'$bindir/initdb' -D '$dir/data' -A trust -U bas -E UTF8 --no-locale >'$dir/initdb.log' 2>&1" || {
     cat "$dir/initdb.log" >&2; exit 1; }
-  as_pg "'$bindir/pg_ctl' -D '$dir/data' -l '$dir/server.log' -o \"-p $port -k '$dir' -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off\" start -w >/dev/null" || {
+  as_pg "'$bindir/pg_ctl' -D '$dir/data' -l '$dir/server.log' -o \"-p $port -k '$dir' -c listen_addresses=127.0.0.1 -c max_connections=300 $fast\" start -w >/dev/null" || {
     cat "$dir/server.log" >&2; exit 1; }
   echo "export BAS_PG_DIR='$dir'"
   echo "export BAS_PG_DSN='postgres://bas@127.0.0.1:$port/postgres?sslmode=disable'"

@@ -1,0 +1,73 @@
+package runengine_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/bas-platform/bas/capability/registry"
+	"github.com/bas-platform/bas/internal/clock"
+	"github.com/bas-platform/bas/internal/pgtest"
+	"github.com/bas-platform/bas/process"
+	"github.com/bas-platform/bas/runengine"
+	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/pgstore"
+)
+
+// BenchmarkChain3Postgres is BenchmarkChain3 on PostgreSQL (BAS_PG_DSN;
+// start a durable throwaway cluster with BAS_PG_DURABLE=1
+// .ci/postgres.sh start), one engine on one database.
+func BenchmarkChain3Postgres(b *testing.B) {
+	dsn := pgtest.DSN(b)
+	for _, starters := range []int{1, 64} {
+		b.Run(fmt.Sprintf("starters=%d", starters), func(b *testing.B) {
+			st, err := pgstore.Open(context.Background(), pgstore.Options{DSN: dsn, Schema: pgtest.Schema(b, dsn)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			be := benchEngineOn(b, st)
+			pid := be.process(b, 3)
+			measure(b, be, starters, false, func(ctx context.Context) (string, error) {
+				raw, err := be.eng.Start(ctx, runengine.StartInput{Tenant: tenant, ProcessID: pid,
+					Subject: runengine.Subject{Type: "bench", Label: "run"}})
+				if err != nil {
+					return "", err
+				}
+				var r struct{ ID string }
+				err = json.Unmarshal(raw, &r)
+				return r.ID, err
+			})
+			s := be.eng.Stats()
+			b.ReportMetric(float64(s.Deltas)/float64(s.Commits), "deltas/commit")
+			b.ReportMetric(float64(s.CommitTime.Microseconds())/float64(s.Commits)/1000, "ms/commit")
+		})
+	}
+}
+
+// benchEngineOn is newBenchEngine on a store of the caller's, which it
+// closes at the end.
+func benchEngineOn(b *testing.B, st store.Store) *benchEngine {
+	b.Helper()
+	clk := clock.Real{}
+	be := &benchEngine{st: st, done: map[string]*runEnd{}}
+	be.procs = process.NewService(process.Config{Store: st, Clock: clk})
+	reg := registry.New(registry.Config{Store: st, Clock: clk})
+	if err := reg.Register(noopProvider{}); err != nil {
+		b.Fatal(err)
+	}
+	var err error
+	be.eng, err = runengine.New(runengine.Config{Store: st, Clock: clk, Capabilities: reg, Processes: be.procs,
+		Gate: &autoGate{auto: true}, OnFinish: be.finished})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := be.eng.Open(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		be.eng.Close()
+		st.Close()
+	})
+	return be
+}
