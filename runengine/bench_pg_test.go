@@ -17,18 +17,30 @@ import (
 
 // BenchmarkChain3Postgres is BenchmarkChain3 on PostgreSQL (BAS_PG_DSN;
 // start a durable throwaway cluster with BAS_PG_DURABLE=1
-// .ci/postgres.sh start), one engine on one database.
+// .ci/postgres.sh start), one engine on one database. pipeline=off hides
+// pgstore's store.Pipeliner from the engine, to show what it brings.
 func BenchmarkChain3Postgres(b *testing.B) {
 	dsn := pgtest.DSN(b)
-	for _, starters := range []int{1, 64} {
-		b.Run(fmt.Sprintf("starters=%d", starters), func(b *testing.B) {
-			st, err := pgstore.Open(context.Background(), pgstore.Options{DSN: dsn, Schema: pgtest.Schema(b, dsn)})
+	for _, bench := range []struct {
+		starters int
+		pipeline bool
+	}{{1, true}, {64, true}, {1, false}, {64, false}} {
+		name := fmt.Sprintf("starters=%d", bench.starters)
+		if !bench.pipeline {
+			name += "/pipeline=off"
+		}
+		b.Run(name, func(b *testing.B) {
+			pg, err := pgstore.Open(context.Background(), pgstore.Options{DSN: dsn, Schema: pgtest.Schema(b, dsn)})
 			if err != nil {
 				b.Fatal(err)
 			}
+			var st store.Store = pg
+			if !bench.pipeline {
+				st = struct{ store.Store }{pg}
+			}
 			be := benchEngineOn(b, st)
 			pid := be.process(b, 3)
-			measure(b, be, starters, false, func(ctx context.Context) (string, error) {
+			measure(b, be, bench.starters, false, func(ctx context.Context) (string, error) {
 				raw, err := be.eng.Start(ctx, runengine.StartInput{Tenant: tenant, ProcessID: pid,
 					Subject: runengine.Subject{Type: "bench", Label: "run"}})
 				if err != nil {

@@ -398,32 +398,7 @@ func (w *writer) commit() error {
 		b.Queue(w.s.sqlHold, missing)
 	}
 
-	ver := newVersion()
-	var setK, setV, delK [][]byte
-	var vers []int64
-	for k, wr := range w.writes {
-		if wr.del {
-			delK = append(delK, []byte(k))
-			continue
-		}
-		setK = append(setK, []byte(k))
-		setV = append(setV, wr.val)
-		vers = append(vers, ver)
-	}
-	for _, k := range missing {
-		if _, ok := w.writes[string(k)]; !ok {
-			delK = append(delK, k) // the placeholder held for the check
-		}
-	}
-	writes := 0
-	if len(setK) > 0 {
-		b.Queue(w.s.sqlUpsert, setK, setV, vers)
-		writes++
-	}
-	if len(delK) > 0 {
-		b.Queue(w.s.sqlDelete, delK)
-		writes++
-	}
+	writes := w.queueWrites(b, missing)
 
 	// Read the results in order; the first failure ends the batch.
 	br := w.conn.SendBatch(w.ctx, b)
@@ -479,4 +454,45 @@ func (w *writer) commit() error {
 	}
 	_, err = w.conn.Exec(w.ctx, "COMMIT")
 	return dbError(err, "commit")
+}
+
+// queueWrites queues the buffered writes, sorted by key so that concurrent
+// commits take row locks in one order, with the removal of the
+// placeholders held for missing (those not written); it returns how many
+// statements it queued.
+func (w *writer) queueWrites(b *pgx.Batch, missing [][]byte) int {
+	ver := newVersion()
+	var setK, setV, delK [][]byte
+	var vers []int64
+	keys := make([]string, 0, len(w.writes))
+	for k := range w.writes {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		wr := w.writes[k]
+		if wr.del {
+			delK = append(delK, []byte(k))
+			continue
+		}
+		setK = append(setK, []byte(k))
+		setV = append(setV, wr.val)
+		vers = append(vers, ver)
+	}
+	for _, k := range missing {
+		if _, ok := w.writes[string(k)]; !ok {
+			delK = append(delK, k) // the placeholder held for the check
+		}
+	}
+	slices.SortFunc(delK, bytes.Compare)
+	n := 0
+	if len(setK) > 0 {
+		b.Queue(w.s.sqlUpsert, setK, setV, vers)
+		n++
+	}
+	if len(delK) > 0 {
+		b.Queue(w.s.sqlDelete, delK)
+		n++
+	}
+	return n
 }
