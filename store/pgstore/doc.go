@@ -38,6 +38,16 @@
 // unchanged; expect more 40001 retries under contention there, which
 // Update absorbs.
 //
+// # Pipelined commits
+//
+// Store implements store.Pipeliner, which the run engine uses for its
+// write-only batches: CommitAsync sends the writes and returns once they
+// hold their rows' locks (so any later commit touching those keys is
+// ordered after them), and the COMMIT with its sync completes in the
+// background while the engine fills the next batch. Measured with the
+// engine's Chain3 benchmark at 64 starters it lifts throughput by a
+// quarter to three quarters (see the README's Scaling section).
+//
 // # Limits
 //
 // A key is at most MaxKeySize bytes (PostgreSQL's btree refuses index
