@@ -21,22 +21,27 @@
 //
 //   - fn reads from a REPEATABLE READ READ ONLY snapshot (taken at fn's
 //     first read) and every key it sees is remembered with its version
-//     (ver); its writes are buffered in the process (reads see them).
-//   - The commit is one SERIALIZABLE transaction, sent in one round trip
-//     with the reads' check: it re-reads the versions of the keys fn read,
-//     writes the buffered changes with a new version, and commits only
-//     when no version moved. A moved version is a conflict, and so is a
-//     serialization failure (SQLSTATE 40001) or a deadlock (40P01) of the
-//     commit itself; Update runs fn again (store.Retry, with backoff).
+//     (ver, random per commit; 0 for a missing key); its writes are
+//     buffered in the process (its reads see them).
+//   - The commit sends one batch, one round trip: a READ COMMITTED
+//     transaction that locks the rows fn read (FOR SHARE, or FOR UPDATE
+//     when fn also wrote them, in key order), holds each key fn found
+//     missing with a placeholder row (which waits for, and then blocks, a
+//     concurrent creation of it, and is deleted again), writes the
+//     buffered changes with a new version, and reports the versions it
+//     locked. When one moved since fn read it, the transaction is rolled
+//     back and Update runs fn again (store.Retry, with backoff); otherwise
+//     it commits. A serialization failure (SQLSTATE 40001) or a deadlock
+//     (40P01) is a conflict too.
 //
-// Commits are therefore serializable in commit order, with key-precise
-// conflicts: PostgreSQL's own SSI would both accept orders the contract
-// forbids (a read of a missing key later created) and refuse disjoint
-// transactions that share an index page; here its serializability only
-// guards the short commit transactions against each other. On CockroachDB
-// every transaction is SERIALIZABLE anyway and the same code runs
-// unchanged; expect more 40001 retries under contention there, which
-// Update absorbs.
+// Commits are thus two-phase locked, so serializable in commit order, with
+// key-precise conflicts and no lock held while fn runs. PostgreSQL's own
+// SERIALIZABLE level would do worse here: it accepts orders the contract
+// forbids (fn read a key as missing, another commit then created it) and
+// refuses disjoint transactions that share an index page. On CockroachDB,
+// where READ COMMITTED is off unless enabled, the same transaction runs
+// SERIALIZABLE: still correct, with more 40001 retries under contention,
+// which Update absorbs.
 //
 // # Pipelined commits
 //

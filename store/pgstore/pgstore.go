@@ -36,7 +36,7 @@ type Store struct {
 	schemaIdent string // the quoted schema name
 
 	// SQL with the schema filled in.
-	sqlGet, sqlLock, sqlHold, sqlUpsert, sqlDelete string
+	sqlGet, sqlLock, sqlShare, sqlHold, sqlUpsert, sqlDelete string
 
 	mu       sync.Mutex // guards closed and the Add side of inflight
 	closed   bool
@@ -75,6 +75,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s.schemaIdent = pgx.Identifier{opts.Schema}.Sanitize()
 	s.sqlGet = s.q(`SELECT v, ver FROM {schema}.bas_kv WHERE k = $1`)
 	s.sqlLock = s.q(`SELECT k, ver FROM {schema}.bas_kv WHERE k = ANY($1) ORDER BY k FOR UPDATE`)
+	s.sqlShare = s.q(`SELECT k, ver FROM {schema}.bas_kv WHERE k = ANY($1) ORDER BY k FOR SHARE`)
 	// A placeholder row (version 0, deleted again before the commit) holds
 	// a key found missing: it waits for a concurrent creation of the key,
 	// and makes later ones wait for this commit.

@@ -6,16 +6,17 @@ import (
 
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
-	"github.com/jackc/pgx/v5"
 )
 
 var _ store.Pipeliner = (*Store)(nil)
 
-// Begin opens a write-only transaction committed with CommitAsync
-// (store.Pipeliner). CommitAsync sends the writes and waits until they
-// hold their rows' locks, which orders every later commit touching those
-// keys after this one; the COMMIT itself (and its sync) then runs while
-// the caller fills the next transaction.
+// Begin opens a transaction committed with CommitAsync (store.Pipeliner).
+// CommitAsync sends the writes and waits until they hold their rows'
+// locks, which orders every later commit touching those keys after this
+// one; the COMMIT itself (and its sync) then runs while the caller fills
+// the next transaction. Unlike the contract's minimum, reads are checked
+// as in Update (a moved key fails the commit with a conflict): a fencing
+// check may read its lease in a pipelined transaction.
 func (s *Store) Begin(ctx context.Context) (store.PipelinedTxn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, errors.WithStack(err)
@@ -27,7 +28,7 @@ func (s *Store) Begin(ctx context.Context) (store.PipelinedTxn, error) {
 	// The transaction outlives this call: its connection and queries use a
 	// context that only Close-time cancellation of the pool ends.
 	p := &pipelined{
-		writer: writer{reader: reader{s: s, ctx: context.WithoutCancel(ctx)}, writes: map[string]write{}},
+		writer: writer{reader: reader{s: s, ctx: context.WithoutCancel(ctx), reads: map[string]int64{}}, writes: map[string]write{}},
 		done:   done,
 	}
 	return p, nil
@@ -60,27 +61,6 @@ func (p *pipelined) CommitAsync(done func(error)) {
 		p.finish()
 		done(dbError(err, "commit"))
 	}()
-}
-
-// apply begins the transaction and sends the writes, in one round trip.
-func (p *pipelined) apply() error {
-	if err := p.acquire(); err != nil {
-		return err
-	}
-	b := &pgx.Batch{}
-	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
-	n := p.queueWrites(b, nil)
-	br := p.conn.SendBatch(p.ctx, b)
-	var err error
-	for range 1 + n {
-		if _, err = br.Exec(); err != nil {
-			break
-		}
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return dbError(err, "write")
 }
 
 // Discard drops the transaction.

@@ -355,15 +355,27 @@ func checkKey(key []byte) error {
 	return nil
 }
 
-// commit ends the snapshot and sends, in one round trip, a transaction
-// that locks every key fn read or wrote, checks that none of the keys fn
-// read moved since, and applies the writes; it then commits, or rolls back
-// and reports a conflict. See the package doc, Transactions.
+// commit ends the snapshot and applies the transaction (apply), then
+// commits it. See the package doc, Transactions.
 func (w *writer) commit() error {
 	if len(w.writes) == 0 {
 		// Nothing to write: the reads were a consistent snapshot.
 		return w.endSnapshot()
 	}
+	if err := w.apply(); err != nil {
+		return err
+	}
+	_, err := w.conn.Exec(w.ctx, "COMMIT")
+	return dbError(err, "commit")
+}
+
+// apply ends the snapshot and sends, in one round trip, a transaction that
+// locks the keys fn read (shared when it only read them, exclusive when it
+// also wrote them, in key order), holds the keys fn found missing, checks
+// that none of the keys fn read moved since, and applies the writes. It
+// leaves the transaction open for the caller to commit; a key that moved
+// is a conflict.
+func (w *writer) apply() error {
 	if err := w.acquire(); err != nil {
 		return err
 	}
@@ -376,28 +388,32 @@ func (w *writer) commit() error {
 	}
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 
-	// Every key read or written, sorted, so that concurrent commits lock
-	// rows in one order.
-	lock := make([][]byte, 0, len(w.reads)+len(w.writes))
-	var missing [][]byte // read and found missing
+	var readWrite, readOnly, missing [][]byte
 	for k, v := range w.reads {
-		lock = append(lock, []byte(k))
+		if _, ok := w.writes[k]; ok {
+			readWrite = append(readWrite, []byte(k))
+		} else {
+			readOnly = append(readOnly, []byte(k))
+		}
 		if v == 0 {
 			missing = append(missing, []byte(k))
 		}
 	}
-	for k := range w.writes {
-		if _, ok := w.reads[k]; !ok {
-			lock = append(lock, []byte(k))
+	var locks []string
+	for _, l := range []struct {
+		keys [][]byte
+		sql  string
+	}{{readWrite, w.s.sqlLock}, {readOnly, w.s.sqlShare}} {
+		if len(l.keys) > 0 {
+			slices.SortFunc(l.keys, bytes.Compare)
+			b.Queue(l.sql, l.keys)
+			locks = append(locks, l.sql)
 		}
 	}
-	slices.SortFunc(lock, bytes.Compare)
 	slices.SortFunc(missing, bytes.Compare)
-	b.Queue(w.s.sqlLock, lock)
 	if len(missing) > 0 {
 		b.Queue(w.s.sqlHold, missing)
 	}
-
 	writes := w.queueWrites(b, missing)
 
 	// Read the results in order; the first failure ends the batch.
@@ -411,15 +427,17 @@ func (w *writer) commit() error {
 		if _, err := br.Exec(); err != nil {
 			return dbError(err, "begin the commit")
 		}
-		now := make(map[string]int64, len(lock))
+		now := make(map[string]int64, len(w.reads))
 		var k []byte
 		var v int64
-		rows, _ := br.Query()
-		if _, err := pgx.ForEachRow(rows, []any{&k, &v}, func() error {
-			now[string(k)] = v
-			return nil
-		}); err != nil {
-			return dbError(err, "lock the keys")
+		for range locks {
+			rows, _ := br.Query()
+			if _, err := pgx.ForEachRow(rows, []any{&k, &v}, func() error {
+				now[string(k)] = v
+				return nil
+			}); err != nil {
+				return dbError(err, "lock the keys")
+			}
 		}
 		for key, seen := range w.reads {
 			if now[key] != seen {
@@ -449,11 +467,7 @@ func (w *writer) commit() error {
 	if cerr := br.Close(); err == nil && cerr != nil {
 		err = dbError(cerr, "commit")
 	}
-	if err != nil {
-		return err
-	}
-	_, err = w.conn.Exec(w.ctx, "COMMIT")
-	return dbError(err, "commit")
+	return err
 }
 
 // queueWrites queues the buffered writes, sorted by key so that concurrent
