@@ -94,8 +94,9 @@ type Options struct {
 	// PostgresDSN, when set (and Store is not), keeps state in PostgreSQL
 	// (or CockroachDB, YugabyteDB) instead of Badger: a connection string
 	// such as "postgres://bas@db:5432/bas?sslmode=verify-full". See
-	// store/pgstore and the README's Scaling section. Run one workspace
-	// (one engine) per database and schema.
+	// store/pgstore and the README's Scaling section. One workspace works
+	// on a database and schema at a time; another opened on it waits in
+	// Open as a standby until the first is gone.
 	PostgresDSN string
 	// Postgres is a connection pool to keep state in instead of
 	// PostgresDSN; the caller keeps it (Workspace.Close leaves it open).

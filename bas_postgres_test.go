@@ -3,6 +3,7 @@ package bas_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -119,3 +120,49 @@ func TestPostgresOptions(t *testing.T) {
 		t.Errorf("Open with a bad DSN: %v, want a refusal", err)
 	}
 }
+
+// A second workspace on the same database waits as a standby, and takes
+// over when the first closes.
+func TestPostgresStandby(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	t.Parallel()
+	schema := pgtest.Schema(t, dsn)
+	first, err := bas.Open(t.Context(), bas.Options{PostgresDSN: dsn, PostgresSchema: schema})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	// The second gives up once it says it waits.
+	impatient, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	logger := slog.New(onMessage{"waiting for the store's lease", cancel})
+	if _, err := bas.Open(impatient, bas.Options{PostgresDSN: dsn, PostgresSchema: schema, Logger: logger}); err == nil || !strings.Contains(err.Error(), "held by") {
+		t.Fatalf("a second workspace that gave up waiting: %v, want the lease held by the first", err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	second, err := bas.Open(t.Context(), bas.Options{PostgresDSN: dsn, PostgresSchema: schema})
+	if err != nil {
+		t.Fatalf("Open after the first closed: %v", err)
+	}
+	if err := second.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// onMessage is a slog handler that calls fn on a record whose message
+// starts with msg.
+type onMessage struct {
+	msg string
+	fn  func()
+}
+
+func (h onMessage) Enabled(context.Context, slog.Level) bool { return true }
+func (h onMessage) Handle(_ context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, h.msg) {
+		h.fn()
+	}
+	return nil
+}
+func (h onMessage) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h onMessage) WithGroup(string) slog.Handler      { return h }
