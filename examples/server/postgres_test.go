@@ -14,8 +14,8 @@ import (
 
 // TestServerOnPostgres runs the server with -store on PostgreSQL, kills it
 // with SIGKILL under a load of run starts, and checks on restart (a new
-// process on the same database) that every acknowledged run completes and
-// sends its one message.
+// process on the same database, which waits until the dead one's lease
+// lapses) that every acknowledged run completes and sends its one message.
 func TestServerOnPostgres(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	schema := pgtest.Schema(t, dsn)
