@@ -8,6 +8,7 @@ import (
 
 	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/clock"
+	"github.com/bas-platform/bas/internal/lease"
 	"github.com/bas-platform/bas/internal/pgtest"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
@@ -18,16 +19,21 @@ import (
 // BenchmarkChain3Postgres is BenchmarkChain3 on PostgreSQL (BAS_PG_DSN;
 // start a durable throwaway cluster with BAS_PG_DURABLE=1
 // .ci/postgres.sh start), one engine on one database. pipeline=off hides
-// pgstore's store.Pipeliner from the engine, to show what it brings.
+// pgstore's store.Pipeliner from the engine, to show what it brings;
+// lease=on puts the store behind the engine lease a workspace on
+// PostgreSQL holds (every transaction checks it).
 func BenchmarkChain3Postgres(b *testing.B) {
 	dsn := pgtest.DSN(b)
 	for _, bench := range []struct {
-		starters int
-		pipeline bool
-	}{{1, true}, {64, true}, {1, false}, {64, false}} {
+		starters        int
+		pipeline, lease bool
+	}{{1, true, false}, {64, true, false}, {1, false, false}, {64, false, false}, {1, true, true}, {64, true, true}} {
 		name := fmt.Sprintf("starters=%d", bench.starters)
 		if !bench.pipeline {
 			name += "/pipeline=off"
+		}
+		if bench.lease {
+			name += "/lease=on"
 		}
 		b.Run(name, func(b *testing.B) {
 			pg, err := pgstore.Open(context.Background(), pgstore.Options{DSN: dsn, Schema: pgtest.Schema(b, dsn)})
@@ -37,6 +43,12 @@ func BenchmarkChain3Postgres(b *testing.B) {
 			var st store.Store = pg
 			if !bench.pipeline {
 				st = struct{ store.Store }{pg}
+			}
+			if bench.lease {
+				st, err = lease.Exclusive(context.Background(), pg, lease.Config{Store: pg, Owner: "bench"}, "engine", nil)
+				if err != nil {
+					b.Fatal(err)
+				}
 			}
 			be := benchEngineOn(b, st)
 			pid := be.process(b, 3)
