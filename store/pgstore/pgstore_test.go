@@ -7,6 +7,7 @@ import (
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/cockroachdb/errors"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"strings"
 	"testing"
 
@@ -133,5 +134,42 @@ func TestLimits(t *testing.T) {
 				t.Fatalf("Set of a %d-byte key: %v, want TooLarge %v", test.key, err, test.wantErr)
 			}
 		})
+	}
+}
+
+// A pool passed in stays the caller's: Close leaves it open. A Scan's fn
+// may commit another transaction (on another connection of the pool).
+func TestBorrowedPool(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	t.Parallel()
+	pool, err := pgxpool.New(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	s, err := pgstore.Open(t.Context(), pgstore.Options{Pool: pool, Schema: pgtest.Schema(t, dsn)})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	ctx := t.Context()
+	if err := s.Update(ctx, func(tx store.Txn) error { return tx.Set([]byte("p/1"), []byte("a")) }); err != nil {
+		t.Fatal(err)
+	}
+	err = s.View(ctx, func(r store.Reader) error {
+		return r.Scan(store.ScanOptions{Prefix: []byte("p/")}, func(key, _ []byte) error {
+			return s.Update(ctx, func(tx store.Txn) error { return tx.Set([]byte("copy/"+string(key)), []byte("b")) })
+		})
+	})
+	if err != nil {
+		t.Fatalf("an Update inside a Scan: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		t.Errorf("the borrowed pool after Close: %v, want it open", err)
+	}
+	if err := s.View(ctx, func(store.Reader) error { return nil }); !errors.Is(err, pgstore.ErrClosed) {
+		t.Errorf("View after Close: %v, want ErrClosed", err)
 	}
 }
