@@ -58,6 +58,7 @@ import (
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
 	"github.com/cockroachdb/errors"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -101,6 +102,19 @@ type Options struct {
 	// Store is where state lives. Defaults to Badger under Dir; a Store
 	// given here is closed by Workspace.Close.
 	Store Store
+	// PostgresDSN, when set (and Store is not), keeps state in PostgreSQL
+	// (or CockroachDB, YugabyteDB) instead of Badger: a connection string
+	// such as "postgres://bas@db:5432/bas?sslmode=verify-full". See
+	// store/pgstore and the README's Scaling section. One workspace works
+	// on a database and schema at a time; another opened on it waits in
+	// Open as a standby until the first is gone.
+	PostgresDSN string
+	// Postgres is a connection pool to keep state in instead of
+	// PostgresDSN; the caller keeps it (Workspace.Close leaves it open).
+	Postgres *pgxpool.Pool
+	// PostgresSchema is the PostgreSQL schema of bas's tables, created
+	// when missing. Defaults to "public".
+	PostgresSchema string
 	// Clock tells the time. Defaults to the wall clock.
 	Clock Clock
 	// Logger receives structured logs. Defaults to discarding them.
@@ -274,6 +288,13 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	}
 	opts = opts.withDefaults()
 	st := opts.Store
+	if st == nil {
+		pg, err := postgresStore(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		st = pg
+	}
 	if st == nil {
 		bo := badgerstore.Options{InMemory: opts.InMemory, Logger: opts.Logger}
 		if !opts.InMemory {

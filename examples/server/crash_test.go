@@ -81,8 +81,8 @@ var (
 )
 
 // startServer runs the server on dir with development login, on a free
-// loopback port, and waits until it serves.
-func startServer(t *testing.T, bin, dir, name string) *serverProc {
+// loopback port, and waits until it serves; extra are more flags.
+func startServer(t *testing.T, bin, dir, name string, extra ...string) *serverProc {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	logFile, err := os.Create(logPath)
@@ -90,7 +90,7 @@ func startServer(t *testing.T, bin, dir, name string) *serverProc {
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	cmd := exec.Command(bin, "-dev", "-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0", "-data", dir)
+	cmd := exec.Command(bin, append([]string{"-dev", "-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0", "-data", dir}, extra...)...)
 	cmd.Stderr = logFile
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -7,6 +7,8 @@
 //
 //	-addr     listen address (default 127.0.0.1:8080)
 //	-data     Badger directory (default ./data)
+//	-store    where state lives: empty for Badger in -data, or a
+//	          PostgreSQL connection string (postgres://user@host:5432/db)
 //	-dev      enable development login (POST /api/v1/auth/dev-login)
 //	-plugins  a directory of provider plugins to load
 //	-metrics-addr  where /metrics (Prometheus text, the bas_... series) is
@@ -33,9 +35,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -56,6 +60,7 @@ func run(args []string, stdout *os.File) error {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
 	data := fs.String("data", "./data", "Badger data directory")
+	storeURL := fs.String("store", "", "PostgreSQL connection string (postgres://user@host:5432/db) to keep state in instead of Badger in -data")
 	dev := fs.Bool("dev", false, "enable development login")
 	pluginDir := fs.String("plugins", "", "directory of provider plugins")
 	publicURL := fs.String("public-url", "", "base URL of the API in emailed links (default http://<addr>/api)")
@@ -91,7 +96,15 @@ func run(args []string, stdout *os.File) error {
 	if *publicURL == "" {
 		*publicURL = "http://" + *addr + "/api"
 	}
-	opts := bas.Options{Dir: *data, Logger: logger, PluginDir: *pluginDir, PublicURL: *publicURL, WebhookAllow: allow}
+	where := *data
+	if *storeURL != "" {
+		if !strings.HasPrefix(*storeURL, "postgres://") && !strings.HasPrefix(*storeURL, "postgresql://") {
+			return fmt.Errorf("-store %q: want a postgres:// or postgresql:// connection string", redact(*storeURL))
+		}
+		where = redact(*storeURL)
+	}
+	opts := bas.Options{Dir: *data, PostgresDSN: *storeURL, Logger: logger, PluginDir: *pluginDir, PublicURL: *publicURL,
+		WebhookAllow: allow}
 	var reg *prometheus.Registry
 	if *metricsAddr != "" {
 		reg = prometheus.NewRegistry()
@@ -121,7 +134,7 @@ func run(args []string, stdout *os.File) error {
 	}
 	srv := newServer(mux, defaultTimeouts())
 	base := "http://" + ln.Addr().String() + api.BasePath()
-	fmt.Fprintf(stdout, "bas is serving %s/v1 (data in %s)\n", base, *data)
+	fmt.Fprintf(stdout, "bas is serving %s/v1 (data in %s)\n", base, where)
 	fmt.Fprintf(stdout, "the console is at http://%s/\n", ln.Addr().String())
 	fmt.Fprintln(stdout, providersLine(ws))
 	if reg != nil {
@@ -192,4 +205,13 @@ func writeBackup(ctx context.Context, ws *bas.Workspace, path string) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// redact hides the password of a connection string.
+func redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "(unparsable connection string)"
+	}
+	return u.Redacted()
 }

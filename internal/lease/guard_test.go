@@ -1,0 +1,118 @@
+package lease_test
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/bas-platform/bas/internal/clock"
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/lease"
+	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
+)
+
+// nopClose is a store whose Close leaves the shared store open, so two
+// guards (two nodes) can share one.
+type nopClose struct{ store.Store }
+
+func (nopClose) Close() error { return nil }
+
+// TestExclusive: a second node cannot open the store while the first
+// holds it; it can once the first closes, or once the first stalls past
+// the expiry, and then the first's writes are refused.
+func TestExclusive(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		clk := clock.NewFake(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+		cfg := func(owner string) lease.Config {
+			return lease.Config{Store: st, Clock: clk, Owner: owner, TTL: ttl}
+		}
+		shared := st
+		if p, ok := st.(store.Pipeliner); ok {
+			shared = struct {
+				nopClose
+				store.Pipeliner
+			}{nopClose{st}, p}
+		}
+		a, err := lease.Exclusive(ctx, shared, cfg("node-a"), "engine", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := a.(store.Pipeliner); !ok {
+			t.Errorf("the guard hides the store's Pipeliner")
+		}
+		// A second node waits; given up, it says the lease is held.
+		type opened struct {
+			st  store.Store
+			err error
+		}
+		gaveUp, cancel := context.WithCancel(ctx)
+		impatient := make(chan error, 1)
+		go func() {
+			_, err := lease.Exclusive(gaveUp, shared, cfg("node-x"), "engine", nil)
+			impatient <- err
+		}()
+		for clk.Timers() < 2 { // node-a's renewal, node-x's wait
+			runtime.Gosched()
+		}
+		cancel()
+		if err := <-impatient; !errors.Is(err, lease.ErrHeld) {
+			t.Fatalf("a second node that gave up waiting: %v, want ErrHeld", err)
+		}
+		second := make(chan opened, 1)
+		go func() {
+			b, err := lease.Exclusive(ctx, shared, cfg("node-b"), "engine", nil)
+			second <- opened{b, err}
+		}()
+		for clk.Timers() < 2 { // node-a's renewal, node-b's wait
+			runtime.Gosched()
+		}
+		if err := a.Update(ctx, func(tx store.Txn) error { return tx.Set([]byte("k"), []byte("a")) }); err != nil {
+			t.Fatalf("the holder's write: %v", err)
+		}
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(ttl / 10) // node-b tries again
+		got := <-second
+		if got.err != nil {
+			t.Fatalf("the waiting node after the first closed: %v", got.err)
+		}
+		b := got.st
+		defer b.Close()
+
+		// node-b stalls past its expiry (its renewal, on this clock, finds
+		// the lease expired); node-c takes over; node-b's writes are refused.
+		clk.Advance(ttl)
+		c, err := lease.Exclusive(ctx, shared, cfg("node-c"), "engine", nil)
+		if err != nil {
+			t.Fatalf("a node after the holder's expiry: %v", err)
+		}
+		defer c.Close()
+		err = b.Update(ctx, func(tx store.Txn) error { return tx.Set([]byte("k"), []byte("b-stale")) })
+		if !errors.Is(err, lease.ErrFenced) || !errors.Is(err, errs.Unavailable) {
+			t.Errorf("the stale node's write: %v, want ErrFenced marked Unavailable", err)
+		}
+		if p, ok := b.(store.Pipeliner); ok {
+			if _, err := p.Begin(ctx); !errors.Is(err, lease.ErrFenced) {
+				t.Errorf("the stale node's pipelined transaction: %v, want ErrFenced", err)
+			}
+		}
+		if err := c.Update(ctx, func(tx store.Txn) error { return tx.Set([]byte("k"), []byte("c")) }); err != nil {
+			t.Fatalf("the new holder's write: %v", err)
+		}
+		err = st.View(ctx, func(r store.Reader) error {
+			v, err := r.Get([]byte("k"))
+			if err != nil || string(v) != "c" {
+				t.Errorf("k = %q, %v; want the new holder's write", v, err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
