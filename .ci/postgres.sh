@@ -25,7 +25,7 @@ fi
 
 as_pg() {
   if [ "$(id -u)" = 0 ]; then
-    su postgres -s /bin/sh -c "$1"
+    (cd / && su postgres -s /bin/sh -c "$1")
   else
     sh -c "$1"
   fi
