@@ -262,18 +262,18 @@ func (a appTimers) CancelTimer(tx store.Txn, tenant, kind, token string, at time
 	return a.ws.engine.CancelTimer(tx, tenant, kind, token, at)
 }
 
-// docsEvents hands the apps' events (documents, CRM, invoicing, boards, use cases) to the run engine's outbox
+// appEvents hands the apps' events (documents, CRM, invoicing, boards, use cases) to the run engine's outbox
 // (the engine is wired after the apps, so it is looked up per event).
-type docsEvents struct{ ws *Workspace }
+type appEvents struct{ ws *Workspace }
 
-func (d docsEvents) Emit(tx store.Txn, tenant, name string, data any) error {
+func (d appEvents) Emit(tx store.Txn, tenant, name string, data any) error {
 	if d.ws.engine == nil {
 		return errs.Unavailablef("the workspace is still opening")
 	}
 	return wiring.EngineOf(d.ws.engine).Emit(tx, tenant, name, data)
 }
 
-func (d docsEvents) Kick() {
+func (d appEvents) Kick() {
 	if d.ws.engine != nil {
 		wiring.EngineOf(d.ws.engine).Kick()
 	}
@@ -425,7 +425,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	ws.access.RegisterChangeKind(automation.ChangeKind, ws.automation.ApplyChangeTx,
 		access.DecidedWith(access.PermAutomationManage))
 	// -- wiring: docs
-	ws.docs = docs.NewService(docs.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger, Events: docsEvents{ws},
+	ws.docs = docs.NewService(docs.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger, Events: appEvents{ws},
 		MaxUploadBytes: opts.MaxUploadBytes})
 	if err := ws.registry.Register(ws.docs.Provider()); err != nil {
 		_ = ws.Close()
@@ -441,13 +441,13 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		opts.Logger.Info("docs: removed unfinished uploads", "files", n)
 	}
 	// -- wiring: boards (its events go to the engine's outbox as the docs app's do)
-	ws.boards = boards.New(boards.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger, Events: docsEvents{ws}})
+	ws.boards = boards.New(boards.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger, Events: appEvents{ws}})
 	if err := ws.registry.Register(ws.boards.Provider()); err != nil {
 		_ = ws.Close()
 		return nil, errors.Wrap(err, "register the boards provider")
 	}
 	// -- wiring: crm (its events reach the engine's outbox as the docs app's do)
-	ws.crm = crm.New(crm.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger, Events: docsEvents{ws},
+	ws.crm = crm.New(crm.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger, Events: appEvents{ws},
 		OwnerExists: func(ctx context.Context, tenant, userID string) error {
 			_, err := ws.access.Member(ctx, tenant, userID)
 			return err
@@ -458,7 +458,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	}
 	// -- wiring: invoicing (customers link to the CRM's companies, invoices to its deals)
 	ws.invoicing = invoicing.New(invoicing.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,
-		Events: docsEvents{ws}, Timers: appTimers{ws}, Mailer: ws.registry, PublicURL: opts.PublicURL, Companies: ws.crm,
+		Events: appEvents{ws}, Timers: appTimers{ws}, Mailer: ws.registry, PublicURL: opts.PublicURL, Companies: ws.crm,
 		WorkspaceName: func(ctx context.Context, tenant string) (string, error) {
 			w, err := ws.access.Workspace(ctx, tenant)
 			if err != nil {
@@ -520,7 +520,7 @@ func (ws *Workspace) openCatalogs() error {
 	}
 	ws.templates = tpls
 	ucs, err := usecases.New(usecases.Config{Store: ws.store, Clock: opts.Clock, Logger: opts.Logger,
-		People: ws.access, Resolver: ws.registry, Events: docsEvents{ws},
+		People: ws.access, Resolver: ws.registry, Events: appEvents{ws},
 		Template: func(id string) (usecases.TemplateInfo, bool) {
 			t, ok := tpls.Catalog().Get(id)
 			return usecases.TemplateInfo{Requires: t.Requires, Available: t.Status == templates.StatusAvailable}, ok
@@ -571,7 +571,7 @@ func (ws *Workspace) Ping(ctx context.Context) error {
 func (ws *Workspace) Internal() any {
 	return wiring.New(wiring.Config{Access: ws.access, Automation: ws.automation, Decisions: ws.decisions,
 		Docs: ws.docs, CRM: ws.crm, Invoicing: ws.invoicing, Boards: ws.boards, Templates: ws.templates,
-		UseCases: ws.usecases, Webhooks: ws.webhooks, AI: ws.ai})
+		UseCases: ws.usecases, Webhooks: ws.webhooks, AI: ws.ai, Telemetry: ws.tel})
 }
 
 // Processes returns the process service (definitions and versions).

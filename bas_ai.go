@@ -69,7 +69,7 @@ func (ws *Workspace) openAI() error {
 		return err
 	}
 	svc, err := ai.New(ai.Config{Store: ws.store, Key: key, Clock: ws.opts.Clock, Logger: ws.opts.Logger,
-		Events: docsEvents{ws}, Client: ws.opts.AIClient,
+		Events: appEvents{ws}, Client: ws.opts.AIClient,
 		RunOf: func(ctx context.Context) (string, string, bool) {
 			info, ok := runengine.RunFromContext(ctx)
 			return info.ID, info.StepKey, ok

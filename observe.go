@@ -62,11 +62,3 @@ func (ws *Workspace) openWebhooks() error {
 	ws.webhooks = svc
 	return nil
 }
-
-// HTTPRequest opens the span of an API request on the route pattern
-// (e.g. "GET /v1/process-runs/:id") and returns the function that records
-// its end: the status answered and the tenant, once known. httpapi calls
-// it; without metrics and traces it costs nothing.
-func (ws *Workspace) HTTPRequest(ctx context.Context, method, route, requestID string) (context.Context, func(status int, tenant string)) {
-	return ws.tel.HTTPRequest(ctx, method, route, requestID)
-}

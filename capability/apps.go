@@ -23,7 +23,7 @@ func BuiltinApps() []App {
 		"process.run.paused", "process.run.resumed",
 	}
 	taskEvents := []string{"task.created", "task.completed", "approval.requested", "approval.decided"}
-	docsEvents := []string{
+	appEvents := []string{
 		"docs.document.received", "docs.document.extracted", "docs.document.validated",
 		"docs.document.approved", "docs.document.rejected",
 	}
@@ -38,13 +38,13 @@ func BuiltinApps() []App {
 	}
 	boardEvents := []string{"boards.item.created", "boards.item.moved", "boards.item.completed"}
 	usecaseEvents := []string{"usecases.adoption.changed"}
-	others := slices.Concat(taskEvents, docsEvents, crmEvents, invoicingEvents, boardEvents, usecaseEvents)
+	others := slices.Concat(taskEvents, appEvents, crmEvents, invoicingEvents, boardEvents, usecaseEvents)
 	return []App{
 		app("processes", "Processes", "/v1/processes", processEvents, others, nil),
 		app("tasks", "Tasks and approvals", "/v1/tasks", taskEvents, nil,
 			[]string{TaskCreate, ApprovalRequest}),
 		app("usecases", "Use cases", "/v1/use-cases", usecaseEvents, nil, nil),
-		app("docs", "Documents", "/v1/docs", docsEvents, nil,
+		app("docs", "Documents", "/v1/docs", appEvents, nil,
 			[]string{DocumentExtract, DocumentValidate, DocumentApprove, DocumentReject}),
 		app("crm", "CRM", "/v1/crm", crmEvents, nil,
 			[]string{CRMCompanyCreate, CRMContactCreate, CRMContactLookup, CRMDealCreate, CRMDealUpdate, CRMDealMove, CRMActivityLog}),

@@ -24,6 +24,7 @@ import (
 	"github.com/bas-platform/bas/internal/apps/templates"
 	"github.com/bas-platform/bas/internal/apps/usecases"
 	"github.com/bas-platform/bas/internal/apps/webhooks"
+	"github.com/bas-platform/bas/internal/telemetry"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
 )
@@ -41,6 +42,7 @@ type Services struct {
 	usecases   *usecases.Service
 	webhooks   *webhooks.Service
 	ai         *ai.Service
+	tel        *telemetry.Telemetry
 }
 
 // Config lists the services.
@@ -56,13 +58,14 @@ type Config struct {
 	UseCases   *usecases.Service
 	Webhooks   *webhooks.Service
 	AI         *ai.Service
+	Telemetry  *telemetry.Telemetry // nil when metrics and traces are off
 }
 
 // New returns the services of cfg.
 func New(cfg Config) *Services {
 	return &Services{access: cfg.Access, automation: cfg.Automation, decisions: cfg.Decisions, docs: cfg.Docs,
 		crm: cfg.CRM, invoicing: cfg.Invoicing, boards: cfg.Boards, templates: cfg.Templates, usecases: cfg.UseCases,
-		webhooks: cfg.Webhooks, ai: cfg.AI}
+		webhooks: cfg.Webhooks, ai: cfg.AI, tel: cfg.Telemetry}
 }
 
 // Of returns the services behind v, what bas.Workspace.Internal returns;
@@ -110,6 +113,14 @@ func (s *Services) Webhooks() *webhooks.Service { return s.webhooks }
 // its token usage and call records. Its provider (connector.openai) fills
 // ai.complete, ai.extract, ai.classify and ai.draft.
 func (s *Services) AI() *ai.Service { return s.ai }
+
+// HTTPRequest opens the span of an API request on the route pattern
+// (e.g. "GET /v1/process-runs/:id") and returns the function that records
+// its end: the status answered and the tenant, once known. Without metrics
+// and traces it costs nothing.
+func (s *Services) HTTPRequest(ctx context.Context, method, route, requestID string) (context.Context, func(status int, tenant string)) {
+	return s.tel.HTTPRequest(ctx, method, route, requestID)
+}
 
 // Authenticate resolves a session token or API key to its principal; an
 // unknown, expired or revoked one is errs.Unauthenticated.
