@@ -3,6 +3,7 @@ package bas
 import (
 	"fmt"
 
+	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/cockroachdb/errors"
 )
@@ -11,25 +12,11 @@ import (
 // field names and list indexes), what a person can do about it (Msg), and
 // its type (missing, string_too_long, enum ...), as the HTTP API's 422
 // detail items show it.
-type Violation struct {
-	Loc  []any  `json:"loc"`
-	Msg  string `json:"msg"`
-	Type string `json:"type"`
-}
+type Violation = capability.Violation
 
 // Violations returns every violation an ErrInvalid error carries, nil for
 // any other error.
-func Violations(err error) []Violation {
-	vs := errs.Violations(err)
-	if vs == nil {
-		return nil
-	}
-	out := make([]Violation, len(vs))
-	for i, v := range vs {
-		out[i] = Violation{Loc: v.Loc, Msg: v.Msg, Type: v.Type}
-	}
-	return out
-}
+func Violations(err error) []Violation { return errs.Violations(err) }
 
 // PublicMessage returns the message of err meant for the person who made
 // the call ("process is archived"), or "" when err has none; the HTTP API

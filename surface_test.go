@@ -17,8 +17,7 @@ import (
 )
 
 const (
-	debtClock     = "the Clock seam lives in internal/clock: it needs a public leaf home (the top level is fixed)"
-	debtViolation = "a validation violation is internal/errs.Violation: step-type checks and answers that carry violations need it in a public leaf (bas.Violation mirrors it for callers)"
+	debtClock = "the Clock seam lives in internal/clock: it needs a public leaf home (the top level is fixed)"
 )
 
 // knownInternal lists the exported identifiers of public packages that
@@ -33,15 +32,6 @@ var knownInternal = map[string]string{
 	"github.com/bas-platform/bas.Workspace.Clock":                         debtClock,
 	"github.com/bas-platform/bas/capability/registry.Config.Clock":        debtClock,
 	"github.com/bas-platform/bas/capability/registry.WebhookConfig.Clock": debtClock,
-	"github.com/bas-platform/bas/httpapi.ProcessAnswer.Warnings":          debtViolation,
-	"github.com/bas-platform/bas/process.CheckStep":                       debtViolation,
-	"github.com/bas-platform/bas/process.CheckSteps":                      debtViolation,
-	"github.com/bas-platform/bas/process.CheckTrigger":                    debtViolation,
-	"github.com/bas-platform/bas/process.ProcessIn.Check":                 debtViolation,
-	"github.com/bas-platform/bas/process.ProcessPatch.Check":              debtViolation,
-	"github.com/bas-platform/bas/process.StepDef.Check":                   debtViolation,
-	"github.com/bas-platform/bas/process.StepRegistry.CheckStep":          debtViolation,
-	"github.com/bas-platform/bas/process.StepRegistry.CheckSteps":         debtViolation,
 	"github.com/bas-platform/bas/plugins.HostOptions.Clock":               debtClock,
 	"github.com/bas-platform/bas/process.Config.Clock":                    debtClock,
 	"github.com/bas-platform/bas/runengine.Config.Clock":                  debtClock,

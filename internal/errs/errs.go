@@ -8,6 +8,7 @@ package errs
 
 import (
 	"fmt"
+	"github.com/bas-platform/bas/capability"
 	"strings"
 	"time"
 
@@ -29,26 +30,10 @@ var (
 // Kinds lists every kind in the order a mapper should test them.
 var Kinds = []error{Invalid, NotFound, Conflict, Forbidden, Unauthenticated, TooLarge, RateLimited, Unavailable}
 
-// Violation is one reason a request is invalid, in the shape of api.md's 422
-// detail items.
-type Violation struct {
-	// Loc is where: "body", "query", "path" or "header", then field names and
-	// list indexes.
-	Loc []any `json:"loc"`
-	// Msg is a sentence a person can act on.
-	Msg string `json:"msg"`
-	// Type is one of api.md's validation types (missing, string_too_long ...).
-	Type string `json:"type"`
-}
-
-// String renders the violation as "body.lines.0.quantity: must be at least 1".
-func (v Violation) String() string {
-	parts := make([]string, len(v.Loc))
-	for i, p := range v.Loc {
-		parts[i] = fmt.Sprint(p)
-	}
-	return strings.Join(parts, ".") + ": " + v.Msg
-}
+// Violation is one reason an input is invalid (api.md's validation item).
+// It lives in the capability contract, where vendors and embedders can
+// name it too.
+type Violation = capability.Violation
 
 // ValidationError carries every violation of one request.
 type ValidationError struct {
