@@ -117,7 +117,7 @@ func New(api http.Handler, opts Options) *Handler {
 // front end routes itself; each answers with the page shell.
 func isPage(first string) bool {
 	switch first {
-	case "", "inbox", "signin", "runs", "processes", "documents", "cockpit":
+	case "", "inbox", "signin", "runs", "processes", "documents", "cockpit", "crm", "invoices", "boards":
 		return true
 	}
 	return false
