@@ -701,6 +701,13 @@ func TestConsoleInBrowser(t *testing.T) {
 		if buttons != 0 {
 			t.Errorf("a viewer is offered %d decision buttons", buttons)
 		}
+		// A viewer reads the CRM board but is offered no stage move.
+		run(t, chromedp.Click(chromedp.CSS(`nav a[href="/crm"]`)), chromedp.WaitVisible(chromedp.CSS(`[data-test=deal]`)))
+		var selects int
+		eval(t, `document.querySelectorAll('[data-test=deal-stage]').length`, &selects)
+		if selects != 0 {
+			t.Errorf("a viewer is offered %d stage selects", selects)
+		}
 	})
 
 	t.Run("a refusal from the API is shown as such", func(t *testing.T) {
