@@ -571,6 +571,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		if moved.StageID != stages[1] {
 			t.Errorf("deal stage = %s, want %s", moved.StageID, stages[1])
 		}
+		shot(t, "crm")
 
 		// Invoices: the list, then the invoice with its lines, totals,
 		// events and its PDF through the proxy.
@@ -624,7 +625,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	})
 
 	t.Run("readable on a phone", func(t *testing.T) {
-		for _, path := range []string{"/inbox", "/runs/" + runA, "/documents/" + docID, "/cockpit"} {
+		for _, path := range []string{"/inbox", "/runs/" + runA, "/documents/" + docID, "/cockpit", "/crm", "/invoices", "/boards"} {
 			var fits bool
 			run(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(s.srv.URL+path), chromedp.WaitVisible(chromedp.CSS(`main h1, main h2`)))
 			eval(t, `document.documentElement.scrollWidth <= window.innerWidth`, &fits)
@@ -724,6 +725,11 @@ func TestConsoleInBrowser(t *testing.T) {
 		run(t, chromedp.Navigate(s.srv.URL+"/runs/"+runA), chromedp.WaitVisible(chromedp.CSS(`[data-test=page-error]`)))
 		if got := text(t, `main h1`); got != "Not allowed" {
 			t.Errorf("a refused run page is titled %q", got)
+		}
+		// A key limited to other apps: the board page is the API's refusal.
+		run(t, chromedp.Navigate(s.srv.URL+"/crm"), chromedp.WaitVisible(chromedp.CSS(`[data-test=page-error]`)))
+		if got := text(t, `main h1`); got != "Not allowed" {
+			t.Errorf("a refused CRM page is titled %q", got)
 		}
 	})
 
