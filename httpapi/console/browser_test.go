@@ -616,6 +616,12 @@ func TestConsoleInBrowser(t *testing.T) {
 		if got := text(t, `[data-test=item][data-id="`+item.ID+`"] .t`); got != "Book the venue" {
 			t.Errorf("item title = %q", got)
 		}
+		for _, path := range []string{"/crm", "/invoices/" + inv.ID, "/boards/" + board.ID} {
+			run(t, chromedp.Navigate(s.srv.URL+path), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
+			if got := text(t, `main`); strings.Contains(got, "null") || strings.Contains(got, "undefined") {
+				t.Errorf("%s shows an absent value as text:\n%s", path, got)
+			}
+		}
 		var xss bool
 		eval(t, `window.__xss === 1`, &xss)
 		if xss {

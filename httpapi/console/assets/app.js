@@ -25,7 +25,7 @@ function h(tag, attrs, ...kids) {
   return el;
 }
 const $ = (sel, root) => (root || document).querySelector(sel);
-function mount(...kids) { const m = $('#main'); m.replaceChildren(...kids); }
+function mount(...kids) { const m = $('#main'); m.replaceChildren(...kids.flat(Infinity).filter((k) => k !== null && k !== undefined && k !== false)); }
 function pill(text, cls) { return h('span', { class: 'pill ' + (cls || text || '') }, text); }
 function flash(text, bad) {
   const f = $('#flash');
@@ -807,7 +807,7 @@ async function pageCockpit() {
 // need stops a page the person's permissions do not allow, as the API would.
 function need(p) { if (!can(p)) throw new ApiError(403, { detail: 'this needs the permission ' + p }); }
 const enc = encodeURIComponent;
-function amount(cur, cents) { return (cur || '') + ' ' + money(cents); }
+function amount(cur, cents) { return (cur ? cur + ' ' : '') + money(cents); }
 async function pageCRM() {
   need('crm.read');
   const pipes = await api('GET', '/crm/pipelines?limit=100');
