@@ -532,8 +532,106 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("the CRM, invoice and board pages show their records", func(t *testing.T) {
+		var co, deal, cus, inv, board, item struct{ ID string }
+		s.apiCall(t, tok, "POST", "/v1/crm/companies", map[string]any{"name": "Globex Corp"}, &co)
+		s.apiCall(t, tok, "POST", "/v1/crm/deals", map[string]any{"title": markup, "company_id": co.ID, "amount_cents": 250000}, &deal)
+		s.apiCall(t, tok, "POST", "/v1/invoicing/customers", map[string]any{"name": "Initech LLC", "email": "ap@initech.example"}, &cus)
+		s.apiCall(t, tok, "POST", "/v1/invoicing/invoices", map[string]any{"customer_id": cus.ID,
+			"lines": []any{map[string]any{"description": "Consulting day", "quantity": 2, "unit_amount_cents": 60000}}}, &inv)
+		s.apiCall(t, tok, "POST", "/v1/invoicing/invoices/"+inv.ID+"/finalize", nil, nil)
+		s.apiCall(t, tok, "POST", "/v1/boards", map[string]any{"name": "Launch plan"}, &board)
+		s.apiCall(t, tok, "POST", "/v1/boards/"+board.ID+"/items", map[string]any{"title": "Book the venue"}, &item)
+
+		// The CRM board: the deal in the first stage, its title as text,
+		// then moved to the next stage by its select.
+		dealSel := `[data-test=deal][data-id="` + deal.ID + `"]`
+		run(t, chromedp.Navigate(s.srv.URL+"/inbox"), chromedp.WaitVisible(chromedp.CSS(`nav a[href="/crm"]`)),
+			chromedp.Click(chromedp.CSS(`nav a[href="/crm"]`)), chromedp.WaitVisible(chromedp.CSS(dealSel)))
+		if got := text(t, dealSel+` .t`); got != markup {
+			t.Errorf("deal title = %q, want the markup as text", got)
+		}
+		if got := text(t, dealSel+` [data-test=deal-company]`); got != "Globex Corp" {
+			t.Errorf("deal company = %q", got)
+		}
+		var stages []string
+		eval(t, `[...document.querySelectorAll('[data-test=stage]')].map((s) => s.dataset.id)`, &stages)
+		if len(stages) < 2 {
+			t.Fatalf("stages = %v", stages)
+		}
+		if got := text(t, `[data-test=stage][data-id="`+stages[0]+`"] h3`); !strings.HasPrefix(got, "Lead 1") {
+			t.Errorf("first stage heading = %q, want Lead with 1 deal", got)
+		}
+		run(t, change(dealSel+` select`, stages[1]),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=stage][data-id="`+stages[1]+`"] `+dealSel)))
+		var moved struct {
+			StageID string `json:"stage_id"`
+		}
+		s.apiCall(t, tok, "GET", "/v1/crm/deals/"+deal.ID, nil, &moved)
+		if moved.StageID != stages[1] {
+			t.Errorf("deal stage = %s, want %s", moved.StageID, stages[1])
+		}
+		shot(t, "crm")
+
+		// Invoices: the list, then the invoice with its lines, totals,
+		// events and its PDF through the proxy.
+		run(t, chromedp.Click(chromedp.CSS(`nav a[href="/invoices"]`)), chromedp.WaitVisible(chromedp.CSS(`[data-test=invoices] tr[data-id="`+inv.ID+`"]`)))
+		if got := text(t, `[data-test=invoices] tr[data-id="`+inv.ID+`"]`); !strings.Contains(got, "INV-000001") || !strings.Contains(got, "Initech LLC") || !strings.Contains(got, "1200.00") {
+			t.Errorf("invoice row = %q", got)
+		}
+		run(t, chromedp.Click(chromedp.CSS(`[data-test=invoices] tr[data-id="`+inv.ID+`"] a`)), chromedp.WaitVisible(chromedp.CSS(`[data-test=invoice-lines]`)))
+		if got := text(t, `[data-test=invoice-lines] tbody`); !strings.Contains(got, "Consulting day") {
+			t.Errorf("invoice lines = %q", got)
+		}
+		if got := text(t, `[data-test=invoice-due]`); got != "USD 1200.00" {
+			t.Errorf("amount due = %q", got)
+		}
+		if got := text(t, `[data-test=invoice-events]`); !strings.Contains(got, "finalized") {
+			t.Errorf("invoice events = %q", got)
+		}
+		var pdf struct {
+			Status int
+			Type   string
+		}
+		raw, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](`fetch(document.querySelector('[data-test=invoice-pdf]').href).then((r) => ({status: r.status, type: r.headers.get('Content-Type')}))`, chromedp.EvalAwaitPromise))
+		if err == nil {
+			err = json.Unmarshal(raw, &pdf)
+		}
+		if err != nil {
+			t.Fatalf("fetch the PDF: %v", err)
+		}
+		if pdf.Status != 200 || pdf.Type != "application/pdf" {
+			t.Errorf("PDF link = %+v", pdf)
+		}
+
+		// Boards: the list, then the board's columns with the item.
+		run(t, chromedp.Click(chromedp.CSS(`nav a[href="/boards"]`)), chromedp.WaitVisible(chromedp.CSS(`[data-test=boards] a[href="/boards/`+board.ID+`"]`)),
+			chromedp.Click(chromedp.CSS(`[data-test=boards] a[href="/boards/`+board.ID+`"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=item][data-id="`+item.ID+`"]`)))
+		var cols []string
+		eval(t, `[...document.querySelectorAll('[data-test=status] h3')].map((h) => h.textContent)`, &cols)
+		if diff := cmp.Diff([]string{"To do 1 unstarted", "In progress 0 started", "Done 0 completed"}, cols); diff != "" {
+			t.Errorf("board columns (-want +got):\n%s", diff)
+		}
+		if got := text(t, `[data-test=item][data-id="`+item.ID+`"] .t`); got != "Book the venue" {
+			t.Errorf("item title = %q", got)
+		}
+		for _, path := range []string{"/crm", "/invoices/" + inv.ID, "/boards/" + board.ID} {
+			run(t, chromedp.Navigate(s.srv.URL+path), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
+			if got := text(t, `main`); strings.Contains(got, "null") || strings.Contains(got, "undefined") {
+				t.Errorf("%s shows an absent value as text:\n%s", path, got)
+			}
+		}
+		var xss bool
+		eval(t, `window.__xss === 1`, &xss)
+		if xss {
+			t.Error("a deal title's markup ran")
+		}
+		shot(t, "board")
+	})
+
 	t.Run("readable on a phone", func(t *testing.T) {
-		for _, path := range []string{"/inbox", "/runs/" + runA, "/documents/" + docID, "/cockpit"} {
+		for _, path := range []string{"/inbox", "/runs/" + runA, "/documents/" + docID, "/cockpit", "/crm", "/invoices", "/boards"} {
 			var fits bool
 			run(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(s.srv.URL+path), chromedp.WaitVisible(chromedp.CSS(`main h1, main h2`)))
 			eval(t, `document.documentElement.scrollWidth <= window.innerWidth`, &fits)
@@ -610,6 +708,13 @@ func TestConsoleInBrowser(t *testing.T) {
 		if buttons != 0 {
 			t.Errorf("a viewer is offered %d decision buttons", buttons)
 		}
+		// A viewer reads the CRM board but is offered no stage move.
+		run(t, chromedp.Click(chromedp.CSS(`nav a[href="/crm"]`)), chromedp.WaitVisible(chromedp.CSS(`[data-test=deal]`)))
+		var selects int
+		eval(t, `document.querySelectorAll('[data-test=deal-stage]').length`, &selects)
+		if selects != 0 {
+			t.Errorf("a viewer is offered %d stage selects", selects)
+		}
 	})
 
 	t.Run("a refusal from the API is shown as such", func(t *testing.T) {
@@ -626,6 +731,11 @@ func TestConsoleInBrowser(t *testing.T) {
 		run(t, chromedp.Navigate(s.srv.URL+"/runs/"+runA), chromedp.WaitVisible(chromedp.CSS(`[data-test=page-error]`)))
 		if got := text(t, `main h1`); got != "Not allowed" {
 			t.Errorf("a refused run page is titled %q", got)
+		}
+		// A key limited to other apps: the board page is the API's refusal.
+		run(t, chromedp.Navigate(s.srv.URL+"/crm"), chromedp.WaitVisible(chromedp.CSS(`[data-test=page-error]`)))
+		if got := text(t, `main h1`); got != "Not allowed" {
+			t.Errorf("a refused CRM page is titled %q", got)
 		}
 	})
 

@@ -1,6 +1,7 @@
 // Package console is a web console for the people in the loop: the inbox of
 // human tasks, pending approvals and documents in review, runs and their
-// timelines, processes, the document review and the cockpit.
+// timelines, processes, the document review, the cockpit, and read-mostly
+// pages of the CRM (the pipeline board), invoices and boards.
 //
 // A Handler serves a small front end embedded with go:embed (HTML, CSS and
 // plain JavaScript; no Node toolchain) on the same origin as the API. The
@@ -117,7 +118,7 @@ func New(api http.Handler, opts Options) *Handler {
 // front end routes itself; each answers with the page shell.
 func isPage(first string) bool {
 	switch first {
-	case "", "inbox", "signin", "runs", "processes", "documents", "cockpit":
+	case "", "inbox", "signin", "runs", "processes", "documents", "cockpit", "crm", "invoices", "boards":
 		return true
 	}
 	return false

@@ -25,7 +25,7 @@ function h(tag, attrs, ...kids) {
   return el;
 }
 const $ = (sel, root) => (root || document).querySelector(sel);
-function mount(...kids) { const m = $('#main'); m.replaceChildren(...kids); }
+function mount(...kids) { const m = $('#main'); m.replaceChildren(...kids.flat(Infinity).filter((k) => k !== null && k !== undefined && k !== false)); }
 function pill(text, cls) { return h('span', { class: 'pill ' + (cls || text || '') }, text); }
 function flash(text, bad) {
   const f = $('#flash');
@@ -102,7 +102,8 @@ document.addEventListener('click', (ev) => {
   go(href);
 });
 
-const NAV = [['/inbox', 'Inbox'], ['/runs', 'Runs'], ['/processes', 'Processes'], ['/documents', 'Documents', 'docs.read'], ['/cockpit', 'Cockpit']];
+const NAV = [['/inbox', 'Inbox'], ['/runs', 'Runs'], ['/processes', 'Processes'], ['/documents', 'Documents', 'docs.read'], ['/cockpit', 'Cockpit'],
+  ['/crm', 'CRM', 'crm.read'], ['/invoices', 'Invoices', 'invoicing.read'], ['/boards', 'Boards', 'boards.read']];
 function chrome() {
   const path = location.pathname;
   $('#nav').replaceChildren(...(S.me ? NAV.filter((n) => !n[2] || can(n[2])).map(([href, label]) =>
@@ -127,7 +128,7 @@ async function render() {
   if (!S.me && parts[0] !== 'signin') { go('/signin', true); return; }
   if (S.me && (parts.length === 0 || parts[0] === 'signin')) { go('/inbox', true); return; }
   chrome();
-  const pages = { signin: pageSignIn, inbox: pageInbox, runs: pageRuns, processes: pageProcesses, documents: pageDocuments, cockpit: pageCockpit };
+  const pages = { signin: pageSignIn, inbox: pageInbox, runs: pageRuns, processes: pageProcesses, documents: pageDocuments, cockpit: pageCockpit, crm: pageCRM, invoices: pageInvoices, boards: pageBoards };
   const page = pages[parts[0]];
   if (!page) { mount(h('h1', null, 'Not found')); return; }
   try { await page(parts[1]); } catch (e) {
@@ -800,6 +801,108 @@ async function pageCockpit() {
   await draw();
   const page = S.page;
   S.timer = setInterval(() => { if (S.page === page && !document.hidden) draw().catch(() => {}); }, 10000);
+}
+
+// ---------- apps: CRM, invoices, boards ----------
+// need stops a page the person's permissions do not allow, as the API would.
+function need(p) { if (!can(p)) throw new ApiError(403, { detail: 'this needs the permission ' + p }); }
+const enc = encodeURIComponent;
+function amount(cur, cents) { return (cur ? cur + ' ' : '') + money(cents); }
+async function pageCRM() {
+  need('crm.read');
+  const pipes = await api('GET', '/crm/pipelines?limit=100');
+  const q = new URLSearchParams(location.search);
+  const pipe = pipes.find((p) => p.id === q.get('pipeline_id')) || pipes.find((p) => p.is_default) || pipes[0];
+  if (!pipe) { mount(h('h1', null, 'CRM'), h('p', { class: 'muted' }, 'No pipeline yet.')); return; }
+  const draw = async (msg) => {
+    if (msg) flash(msg);
+    const [cols, companies] = await Promise.all([api('GET', '/crm/pipelines/' + enc(pipe.id) + '/board?limit=100'),
+      api('GET', '/crm/companies?limit=200').catch(() => [])]);
+    const company = Object.fromEntries(companies.map((c) => [c.id, c.name]));
+    const move = (d) => async (e) => {
+      try { await api('PATCH', '/crm/deals/' + enc(d.id), { stage_id: e.target.value }); await draw('Deal moved'); } catch (err) { flash(err.message, true); e.target.value = d.stage_id; }
+    };
+    const card = (d) => h('li', { class: 'kcard', 'data-test': 'deal', 'data-id': d.id },
+      h('div', { class: 't' }, d.title),
+      h('div', { class: 'm' }, h('span', null, amount(d.currency, d.amount_cents)), d.company_id ? h('span', { 'data-test': 'deal-company' }, company[d.company_id] || '') : null,
+        d.expected_close ? h('span', null, 'close ' + when(d.expected_close)) : null),
+      can('crm.write') ? h('select', { 'aria-label': 'Stage of ' + d.title, 'data-test': 'deal-stage', onchange: move(d) },
+        pipe.stages.map((s) => h('option', { value: s.id, selected: s.id === d.stage_id || null }, s.name))) : null);
+    const totals = (c) => (c.totals && c.totals.length ? c.totals : [{ currency: '', total_cents: c.total_cents, weighted_cents: c.weighted_cents }])
+      .map((t) => h('div', { class: 'muted' }, amount(t.currency, t.total_cents), ' · weighted ', amount(t.currency, t.weighted_cents)));
+    mount(h('h1', null, 'CRM'),
+      pipes.length > 1 ? h('div', { class: 'filters' }, h('select', { 'aria-label': 'Pipeline', onchange: (e) => go('/crm?pipeline_id=' + enc(e.target.value)) },
+        pipes.map((p) => h('option', { value: p.id, selected: p.id === pipe.id || null }, p.name)))) : null,
+      h('h2', null, pipe.name),
+      h('div', { class: 'kanban', 'data-test': 'crm-board' }, cols.map((c) => h('section', { class: 'kcol', 'data-test': 'stage', 'data-id': c.stage.id },
+        h('h3', null, c.stage.name, ' ', pill(String(c.count === undefined ? c.deals.length : c.count), 'count'), ' ', h('span', { class: 'muted' }, c.stage.probability + '%')),
+        totals(c),
+        h('ul', { class: 'kcards' }, c.deals.map(card))))));
+  };
+  await draw();
+}
+
+async function pageInvoices(id) {
+  need('invoicing.read');
+  if (id) return pageInvoice(id);
+  const q = new URLSearchParams(location.search);
+  const params = new URLSearchParams({ limit: '100' });
+  if (q.get('status')) params.set('status', q.get('status'));
+  const list = await api('GET', '/invoicing/invoices?' + params);
+  const stSel = h('select', { 'aria-label': 'Status', onchange: (e) => go('/invoices' + (e.target.value ? '?status=' + enc(e.target.value) : '')) },
+    h('option', { value: '' }, 'Any status'), ['draft', 'open', 'paid', 'void', 'uncollectible'].map((s) => h('option', { value: s, selected: s === q.get('status') || null }, s)));
+  mount(h('h1', null, 'Invoices'), h('div', { class: 'filters' }, stSel),
+    list.length ? h('table', { 'data-test': 'invoices' },
+      h('thead', null, h('tr', null, h('th', null, 'Number'), h('th', null, 'Customer'), h('th', null, 'Status'), h('th', null, 'Collection'), h('th', null, 'Total'), h('th', null, 'Amount due'), h('th', null, 'Due'))),
+      h('tbody', null, list.map((v) => h('tr', { 'data-id': v.id },
+        h('td', null, h('a', { href: '/invoices/' + v.id }, v.number || 'Draft')), h('td', null, v.customer_name || ''), h('td', null, pill(v.status)),
+        h('td', null, v.collection ? pill(v.collection) : ''), h('td', null, amount(v.currency, v.total_cents)), h('td', null, amount(v.currency, v.amount_due_cents)),
+        h('td', null, v.due_date || ''))))) : h('p', { class: 'muted' }, 'No invoice.'));
+}
+async function pageInvoice(id) {
+  const [v, events] = await Promise.all([api('GET', '/invoicing/invoices/' + enc(id)), api('GET', '/invoicing/invoices/' + enc(id) + '/events')]);
+  const cur = v.currency;
+  mount(h('p', null, h('a', { href: '/invoices' }, '← Invoices')),
+    h('div', { class: 'card', 'data-test': 'invoice', 'data-id': v.id },
+      h('h1', null, v.number || 'Draft invoice'),
+      h('div', { class: 'row' }, pill(v.status), v.collection ? pill(v.collection) : null, h('span', { 'data-test': 'invoice-customer' }, v.customer_name || ''),
+        v.customer_email ? h('span', { class: 'muted' }, v.customer_email) : null,
+        h('a', { href: '/console/proxy/v1/invoicing/invoices/' + enc(v.id) + '/pdf', target: '_blank', rel: 'noopener', 'data-test': 'invoice-pdf' }, 'PDF')),
+      v.memo ? h('p', null, v.memo) : null,
+      h('dl', { class: 'kv' }, h('dt', null, 'due'), h('dd', null, v.due_date || '—'), h('dt', null, 'finalized'), h('dd', null, when(v.finalized_at) || '—'),
+        h('dt', null, 'reminders sent'), h('dd', null, v.reminders_sent || 0))),
+    h('h2', null, 'Lines'),
+    h('table', { 'data-test': 'invoice-lines' },
+      h('thead', null, h('tr', null, h('th', null, 'Description'), h('th', null, 'Quantity'), h('th', null, 'Unit'), h('th', null, 'Tax %'), h('th', null, 'Amount'))),
+      h('tbody', null, (v.lines || []).map((l) => h('tr', null, h('td', null, l.description), h('td', null, l.quantity), h('td', null, money(l.unit_amount_cents)),
+        h('td', null, l.tax_rate_percent), h('td', null, money(l.amount_cents)))))),
+    h('dl', { class: 'kv totals', 'data-test': 'invoice-totals' },
+      h('dt', null, 'subtotal'), h('dd', null, amount(cur, v.subtotal_cents)), h('dt', null, 'tax'), h('dd', null, amount(cur, v.tax_cents)),
+      h('dt', null, 'total'), h('dd', null, amount(cur, v.total_cents)), h('dt', null, 'paid'), h('dd', null, amount(cur, v.amount_paid_cents)),
+      h('dt', null, 'amount due'), h('dd', { 'data-test': 'invoice-due' }, amount(cur, v.amount_due_cents))),
+    h('h2', null, 'Events'),
+    h('ol', { class: 'timeline', 'data-test': 'invoice-events' }, events.map((e) => h('li', { class: 'completed' }, h('strong', null, e.type), ' ', h('span', { class: 'muted' }, when(e.at)), e.note ? h('div', null, e.note) : null))));
+}
+
+async function pageBoards(id) {
+  need('boards.read');
+  if (id) return pageBoard(id);
+  const boards = await api('GET', '/boards?limit=100');
+  mount(h('h1', null, 'Boards'), boards.length ? h('table', { 'data-test': 'boards' },
+    h('thead', null, h('tr', null, h('th', null, 'Name'), h('th', null, 'Key'), h('th', null, 'Template'), h('th', null, 'Description'))),
+    h('tbody', null, boards.map((b) => h('tr', { 'data-id': b.id }, h('td', null, h('a', { href: '/boards/' + b.id }, b.name)), h('td', null, b.key || ''),
+      h('td', null, b.template || ''), h('td', null, b.description || ''))))) : h('p', { class: 'muted' }, 'No board yet.'));
+}
+async function pageBoard(id) {
+  const b = await api('GET', '/boards/' + enc(id));
+  const items = await Promise.all((b.statuses || []).map((st) => api('GET', '/boards/' + enc(id) + '/items?limit=100&status_id=' + enc(st.id))));
+  mount(h('p', null, h('a', { href: '/boards' }, '← Boards')),
+    h('h1', null, b.name), b.description ? h('p', { class: 'muted' }, b.description) : null,
+    h('div', { class: 'kanban', 'data-test': 'board' }, (b.statuses || []).map((st, i) => h('section', { class: 'kcol', 'data-test': 'status', 'data-id': st.id },
+      h('h3', null, st.name, ' ', pill(String(st.item_count === undefined ? items[i].length : st.item_count), 'count'), ' ', h('span', { class: 'muted' }, st.category)),
+      h('ul', { class: 'kcards' }, items[i].map((it) => h('li', { class: 'kcard', 'data-test': 'item', 'data-id': it.id },
+        h('div', { class: 'm' }, h('span', null, it.key || '')), h('div', { class: 't' }, it.title),
+        it.completed_at ? h('div', { class: 'muted' }, 'done ' + when(it.completed_at)) : null)))))));
 }
 
 // ---------- keys ----------
