@@ -264,8 +264,8 @@ func (r *Registry) with(old *snapshot, p capability.Provider, info capability.In
 			return nil, errors.Newf("capability: provider %s lists %q, which is neither in the catalog nor described by the provider", info.ID, c)
 		}
 	}
-	cs := &circuits{}
-	if prev, ok := old.providers[info.ID]; ok && prev.p == p {
+	cs := &circuits{} // a Refresh keeps the provider's circuits
+	if prev, ok := old.providers[info.ID]; ok {
 		cs = prev.circuits
 	}
 	next.providers[info.ID] = &providerEntry{p: p, info: info, circuits: cs}
