@@ -250,3 +250,43 @@ func TestCircuitRefusesDuringTrial(t *testing.T) {
 		t.Errorf("circuits after the trial = %+v, want none", got)
 	}
 }
+
+// TestCircuitKeptAndNotCounted: a Refresh keeps a provider's open circuit;
+// calls their caller cancelled do not count against it.
+func TestCircuitKeptAndNotCounted(t *testing.T) {
+	t.Parallel()
+	p := newProvider("plugin.mail", capability.KindPlugin, "chat.message.send")
+	p.fn = func(ctx context.Context, _ capability.Call) (json.RawMessage, error) {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, errs.Unavailablef("down")
+	}
+	b := setup(t, p)
+	c := call("ten_a", "chat.message.send", `{"channel":"#ops","text":"hi"}`)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 10 {
+		if _, err := b.reg.Call(cancelled, c); !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled call = %v", err)
+		}
+	}
+	if got := b.reg.Connections(context.Background())[0].Circuits; got != nil {
+		t.Fatalf("circuits after cancelled calls = %+v, want none", got)
+	}
+	for range 5 { // the default threshold
+		if _, err := b.reg.Call(context.Background(), c); errors.Is(err, registry.ErrCircuitOpen) {
+			t.Fatalf("refused before the threshold: %v", err)
+		}
+	}
+	if err := b.reg.Refresh("plugin.mail"); err != nil {
+		t.Fatal(err)
+	}
+	want := []registry.CircuitOut{{Capability: "chat.message.send", State: "open", Failures: 5, RetryAt: t0.Add(30 * time.Second)}}
+	if diff := cmp.Diff(want, b.reg.Connections(context.Background())[0].Circuits); diff != "" {
+		t.Errorf("circuits after Refresh (-want +got):\n%s", diff)
+	}
+	if _, err := b.reg.Call(context.Background(), c); !errors.Is(err, registry.ErrCircuitOpen) {
+		t.Errorf("call after Refresh = %v, want refused", err)
+	}
+}
