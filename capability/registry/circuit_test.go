@@ -46,6 +46,7 @@ func TestCircuitBreaker(t *testing.T) {
 		fail    func(context.Context, capability.Call) (json.RawMessage, error) // nil: answers well
 		calls   int                                                             // times the provider is called
 		wantErr string                                                          // "" for success; "circuit" for refused at once
+		short   bool                                                            // the caller gives the call 5ms
 	}
 	rep := func(n int, s step) []step {
 		out := make([]step, n)
@@ -74,7 +75,7 @@ func TestCircuitBreaker(t *testing.T) {
 		},
 		{
 			name: "opens after N timeouts",
-			steps: cat(rep(3, step{cap: get, fail: timeout, calls: 1, wantErr: "did not answer"}),
+			steps: cat(rep(3, step{cap: get, fail: timeout, calls: 1, wantErr: "did not answer", short: true}),
 				rep(1, step{cap: get, calls: 0, wantErr: "circuit"})),
 			want: []registry.CircuitOut{{Capability: get, State: "open", Failures: 3, RetryAt: t0.Add(time.Minute)}},
 		},
@@ -156,8 +157,7 @@ func TestCircuitBreaker(t *testing.T) {
 			}
 			b := &testBundle{store: openStore(t)}
 			b.clock = clock.NewFake(t0)
-			b.reg = registry.New(registry.Config{Store: b.store, Clock: b.clock, CallTimeout: 5 * time.Millisecond,
-				CircuitFailures: 3, CircuitCoolDown: time.Minute})
+			b.reg = registry.New(registry.Config{Store: b.store, Clock: b.clock, CircuitFailures: 3, CircuitCoolDown: time.Minute})
 			if err := b.reg.Register(p); err != nil {
 				t.Fatal(err)
 			}
@@ -172,7 +172,12 @@ func TestCircuitBreaker(t *testing.T) {
 					a = `{}`
 				}
 				before := p.calls.Load()
-				_, err := b.reg.Call(ctx, call("ten_a", s.cap, a))
+				cctx, cancel := ctx, context.CancelFunc(func() {})
+				if s.short {
+					cctx, cancel = context.WithTimeout(ctx, 5*time.Millisecond)
+				}
+				_, err := b.reg.Call(cctx, call("ten_a", s.cap, a))
+				cancel()
 				if got := int(p.calls.Load() - before); got != s.calls {
 					t.Errorf("step %d: the provider was called %d times, want %d", i, got, s.calls)
 				}
