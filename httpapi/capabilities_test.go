@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/capability"
@@ -18,6 +19,7 @@ import (
 	"github.com/bas-platform/bas/httpapi"
 	"github.com/bas-platform/bas/internal/wiring"
 	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/cockroachdb/errors"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -359,4 +361,47 @@ func TestCapabilitiesAppLimit(t *testing.T) {
 		}
 	}
 	b.do("", "GET", "/v1/capabilities", "", 401, nil)
+}
+
+// TestConnectionsCircuits: a provider whose answers keep failing has its
+// circuit for that capability listed in GET /v1/connections; its other
+// capability and the other providers show none.
+func TestConnectionsCircuits(t *testing.T) {
+	t.Parallel()
+	b := capSetup(t)
+	b.do(b.admin, "PUT", "/v1/capabilities/erp.purchase_order.get/binding", `{"provider_id":"plugin.erp-a"}`, 200, nil)
+	// plugin.erp-a answers erp.purchase_order.get with a chat message:
+	// malformed output, the provider's fault.
+	ctx := context.Background()
+	reg := b.ws.Capabilities()
+	po := capability.Call{Tenant: "ten_caps", Capability: "erp.purchase_order.get", Args: json.RawMessage(`{"number":"PO-1"}`)}
+	start := time.Now()
+	for i := range 6 {
+		_, err := reg.Call(ctx, po)
+		if want := i == 5; errors.Is(err, registry.ErrCircuitOpen) != want {
+			t.Fatalf("call %d: %v (want the circuit open: %v)", i+1, err, want)
+		}
+	}
+	if _, err := reg.Call(ctx, capability.Call{Tenant: "ten_caps", Capability: "sms.send",
+		Args: json.RawMessage(`{"to":"+31612345678","text":"hi"}`)}); err != nil {
+		t.Fatalf("sms.send through the same provider: %v", err)
+	}
+	var conns []registry.ConnectionOut
+	b.do(b.member, "GET", "/v1/connections?limit=200", "", 200, &conns)
+	for _, c := range conns {
+		if c.Provider != "plugin.erp-a" {
+			if c.Circuits != nil {
+				t.Errorf("%s circuits = %+v, want none", c.Provider, c.Circuits)
+			}
+			continue
+		}
+		if len(c.Circuits) != 1 || c.Circuits[0].RetryAt.Before(start.Add(30*time.Second)) {
+			t.Fatalf("plugin.erp-a circuits = %+v, want one opened for 30s", c.Circuits)
+		}
+		c.Circuits[0].RetryAt = time.Time{}
+		want := []registry.CircuitOut{{Capability: "erp.purchase_order.get", State: "open", Failures: 5}}
+		if diff := cmp.Diff(want, c.Circuits); diff != "" || c.Status != "connected" {
+			t.Errorf("plugin.erp-a status %s, circuits (-want +got):\n%s", c.Status, diff)
+		}
+	}
 }

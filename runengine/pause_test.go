@@ -3,6 +3,7 @@ package runengine_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -202,6 +203,18 @@ func TestRerunAndRetry(t *testing.T) {
 	if j.Changed != 1 || len(j.Results) != 1 || j.Results[0].RunID != id {
 		t.Fatalf("retry job = %+v", j)
 	}
+	// Five failures in a row opened test.flaky's circuit in the registry:
+	// the rerun's first attempt fails at once, without reaching the
+	// provider, and waits on the engine's backoff; the cool-down (30s)
+	// lets a trial call through, which succeeds.
+	b.waitRun(t, j.Results[0].NewRunID, "refused by the open circuit", func(r *runengine.Run) bool {
+		return r.Status == runengine.RunWaiting && r.Steps[1].Attempts == 1 && r.Steps[1].Error != nil &&
+			strings.Contains(*r.Steps[1].Error, "the circuit of provider test.provider for test.flaky is open after 5 consecutive failures")
+	})
+	if n := len(b.prov.keys()); n != 6 {
+		t.Errorf("the provider got %d calls, want 6 (the open circuit refused the rerun's)", n)
+	}
+	b.advance(30 * time.Second)
 	re := b.waitRun(t, j.Results[0].NewRunID, "completed", status(runengine.RunCompleted))
 	if re.RerunOf != id || re.RerunFromStep != "two" || re.Steps[0].StartedAt == nil || !re.Steps[0].StartedAt.Equal(*orig.Steps[0].StartedAt) {
 		t.Errorf("rerun = of %q from %q, step one %+v", re.RerunOf, re.RerunFromStep, re.Steps[0])
@@ -210,7 +223,7 @@ func TestRerunAndRetry(t *testing.T) {
 		t.Errorf("step two read step one's reused output as %s", out)
 	}
 	calls := b.prov.keys()
-	if diff := cmp.Diff(re.ID+"/two/1", calls[len(calls)-1]); diff != "" || len(calls) != 7 {
+	if diff := cmp.Diff(re.ID+"/two/2", calls[len(calls)-1]); diff != "" || len(calls) != 7 {
 		t.Errorf("calls %v", calls)
 	}
 	again, _ := b.eng.GetRun(ctx, tenant, id)

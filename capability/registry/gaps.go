@@ -223,6 +223,10 @@ type ConnectionOut struct {
 	Status string `json:"status"`
 	// Detail says why, when the status is not connected.
 	Detail *string `json:"detail"`
+	// Circuits lists the provider's capabilities whose circuit breaker is
+	// open or half-open, sorted by capability; left out when all are
+	// closed.
+	Circuits []CircuitOut `json:"circuits,omitempty"`
 }
 
 // Connections returns one entry per registered provider, sorted by id:
@@ -235,7 +239,8 @@ func (r *Registry) Connections(ctx context.Context) []ConnectionOut {
 	var wg sync.WaitGroup
 	for i, id := range s.provIDs {
 		pe := s.providers[id]
-		out[i] = ConnectionOut{Provider: id, Name: pe.info.Name, Kind: pe.info.Kind, Status: "connected"}
+		out[i] = ConnectionOut{Provider: id, Name: pe.info.Name, Kind: pe.info.Kind, Status: "connected",
+			Circuits: r.openCircuits(pe.circuits)}
 		hc, ok := pe.p.(capability.HealthChecker)
 		if !ok {
 			continue

@@ -47,6 +47,16 @@ type Config struct {
 	// Observer, when set, sees every provider call (metrics and traces).
 	// Defaults to none, at no cost.
 	Observer capability.CallObserver
+	// CircuitFailures is how many consecutive failures that are a
+	// provider's fault (timeouts, unavailable, malformed output; not a
+	// caller's errors) open the circuit of that provider and capability:
+	// its calls then fail at once (errs.Unavailable, ErrCircuitOpen)
+	// until the cool-down ends and one trial call is let through.
+	// Defaults to 5.
+	CircuitFailures int
+	// CircuitCoolDown is how long an open circuit refuses calls before it
+	// lets a trial call through. Defaults to 30s.
+	CircuitCoolDown time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -61,6 +71,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.HealthTimeout <= 0 {
 		c.HealthTimeout = 5 * time.Second
+	}
+	if c.CircuitFailures <= 0 {
+		c.CircuitFailures = 5
+	}
+	if c.CircuitCoolDown <= 0 {
+		c.CircuitCoolDown = 30 * time.Second
 	}
 	return c
 }
@@ -137,8 +153,9 @@ func (e *capEntry) validators() (args, result *schema.Validator, err error) {
 
 // providerEntry is a registered provider with the Info it gave.
 type providerEntry struct {
-	p    capability.Provider
-	info capability.Info
+	p        capability.Provider
+	info     capability.Info
+	circuits *circuits // shared by the entries of one registration
 }
 
 func (pe *providerEntry) fills(capID string) bool {
@@ -247,7 +264,11 @@ func (r *Registry) with(old *snapshot, p capability.Provider, info capability.In
 			return nil, errors.Newf("capability: provider %s lists %q, which is neither in the catalog nor described by the provider", info.ID, c)
 		}
 	}
-	next.providers[info.ID] = &providerEntry{p: p, info: info}
+	cs := &circuits{} // a Refresh keeps the provider's circuits
+	if prev, ok := old.providers[info.ID]; ok {
+		cs = prev.circuits
+	}
+	next.providers[info.ID] = &providerEntry{p: p, info: info, circuits: cs}
 	next.index()
 	return next, nil
 }
@@ -495,7 +516,10 @@ func (r *Registry) resolve(ctx context.Context, s *snapshot, tenant, capabilityI
 // violation, located under "args", as an errs.Invalid error) before any
 // provider sees them, resolves the provider, calls it with a deadline
 // (CallTimeout unless ctx has an earlier one), and checks its result against
-// the result schema. An unknown capability is errs.Invalid; a result that
+// the result schema. Each provider and capability has a circuit breaker
+// (Config.CircuitFailures, Config.CircuitCoolDown): while it is open the
+// call fails at once with an errs.Unavailable error marked ErrCircuitOpen
+// that says when it lets a trial call through. An unknown capability is errs.Invalid; a result that
 // does not match is ErrMalformedOutput, naming the provider; a call that
 // runs out of time is ErrTimeout (and errs.Unavailable). The provider's own
 // errors keep their kinds.
@@ -519,15 +543,23 @@ func (r *Registry) Call(ctx context.Context, call capability.Call) (json.RawMess
 	if err != nil {
 		return nil, err
 	}
-	out, err := r.invoke(ctx, pe, call)
+	c := pe.circuits.get(call.Capability)
+	trial, err := r.admit(c, pe.info.ID, call.Capability)
 	if err != nil {
 		return nil, err
 	}
-	if len(out) == 0 {
-		out = json.RawMessage("null")
+	out, err := r.invoke(ctx, pe, call)
+	if err == nil {
+		if len(out) == 0 {
+			out = json.RawMessage("null")
+		}
+		if vs := resultV.ValidateJSON(out, "result"); len(vs) > 0 {
+			err = malformed(pe.info.ID, call.Capability, vs)
+		}
 	}
-	if vs := resultV.ValidateJSON(out, "result"); len(vs) > 0 {
-		return nil, malformed(pe.info.ID, call.Capability, vs)
+	r.record(ctx, c, trial, err, pe.info.ID, call.Capability)
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -1436,6 +1436,12 @@ type ConnectionInRedactPatterns string
 
 // ConnectionOut defines model for ConnectionOut.
 type ConnectionOut struct {
+	Circuits *[]struct {
+		Capability string    `json:"capability"`
+		Failures   int       `json:"failures"`
+		RetryAt    time.Time `json:"retry_at"`
+		State      string    `json:"state"`
+	} `json:"circuits,omitempty"`
 	Detail   *string `json:"detail"`
 	Kind     string  `json:"kind"`
 	Name     string  `json:"name"`
