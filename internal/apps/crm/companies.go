@@ -64,21 +64,7 @@ func (s *Service) ListCompanies(ctx context.Context, tenant string, f CompanyFil
 	if err != nil {
 		return nil, "", err
 	}
-	var out []*Company
-	var next string
-	err = s.view(ctx, func(r store.Reader) error {
-		var err error
-		switch index {
-		case "":
-			out, next, err = companies.List(r, tenant, p)
-		case "q":
-			out, next, err = searchPage(r, companies, tenant, f.Q, p, companyTexts)
-		default:
-			out, next, err = companies.ListBy(r, tenant, index, values, p)
-		}
-		return err
-	})
-	return out, next, err
+	return listPage(ctx, s, companies, tenant, index, values, f.Q, p, companyTexts)
 }
 
 // UpdateCompany applies a patch.

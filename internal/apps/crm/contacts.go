@@ -73,21 +73,7 @@ func (s *Service) ListContacts(ctx context.Context, tenant string, f ContactFilt
 	if err != nil {
 		return nil, "", err
 	}
-	var out []*Contact
-	var next string
-	err = s.view(ctx, func(r store.Reader) error {
-		var err error
-		switch index {
-		case "":
-			out, next, err = contacts.List(r, tenant, p)
-		case "q":
-			out, next, err = searchPage(r, contacts, tenant, f.Q, p, contactTexts)
-		default:
-			out, next, err = contacts.ListBy(r, tenant, index, values, p)
-		}
-		return err
-	})
-	return out, next, err
+	return listPage(ctx, s, contacts, tenant, index, values, f.Q, p, contactTexts)
 }
 
 // UpdateContact applies a patch.

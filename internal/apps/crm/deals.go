@@ -160,21 +160,7 @@ func (s *Service) ListDeals(ctx context.Context, tenant string, f DealFilter, p 
 	if len(values) == 2 {
 		values[0], values[1] = values[1], values[0] // the owner leads those indexes
 	}
-	var out []*Deal
-	var next string
-	err = s.view(ctx, func(r store.Reader) error {
-		var err error
-		switch index {
-		case "":
-			out, next, err = deals.List(r, tenant, p)
-		case "q":
-			out, next, err = searchPage(r, deals, tenant, f.Q, p, dealTexts)
-		default:
-			out, next, err = deals.ListBy(r, tenant, index, values, p)
-		}
-		return err
-	})
-	return out, next, err
+	return listPage(ctx, s, deals, tenant, index, values, f.Q, p, dealTexts)
 }
 
 // UpdateDeal applies a patch. A new stage_id moves the deal within its

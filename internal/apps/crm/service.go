@@ -253,6 +253,27 @@ func normalize(s string) string {
 	return b.String()
 }
 
+// listPage lists a page of tenant's records of c chosen by index (see
+// choose): all of them, a prefix search on q, or those under values.
+func listPage[T any](ctx context.Context, s *Service, c *store.Collection[T], tenant, index string, values []any, q string,
+	p store.Page, texts func(*T) []string) ([]*T, string, error) {
+	var out []*T
+	var next string
+	err := s.view(ctx, func(r store.Reader) error {
+		var err error
+		switch index {
+		case "":
+			out, next, err = c.List(r, tenant, p)
+		case "q":
+			out, next, err = searchPage(r, c, tenant, q, p, texts)
+		default:
+			out, next, err = c.ListBy(r, tenant, index, values, p)
+		}
+		return err
+	})
+	return out, next, err
+}
+
 // searchPage lists one page of tenant's records of c whose "q" index
 // entry starts with the normalized q, in alphabetical order of the text
 // matched. A record with several entries matching is listed once, at the
