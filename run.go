@@ -56,10 +56,11 @@ type (
 	SubscribeParams = runengine.SubscribeParams
 )
 
-// Run statuses: running and waiting, then one of the four ends.
+// Run statuses: running, waiting or paused, then one of the four ends.
 const (
 	RunRunning   = runengine.RunRunning
 	RunWaiting   = runengine.RunWaiting
+	RunPaused    = runengine.RunPaused
 	RunCompleted = runengine.RunCompleted
 	RunFailed    = runengine.RunFailed
 	RunRejected  = runengine.RunRejected

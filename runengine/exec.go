@@ -116,7 +116,7 @@ func (x *exec) setStatus(status RunStatus) {
 		r.CurrentStep = nil
 		if obs := x.w.e.cfg.Observer; obs != nil {
 			n := x.runNote()
-			x.fx.post = append(x.fx.post, func() { obs.RunFinished(n, string(status)) })
+			x.fx.post = append(x.fx.post, func() { obs.RunFinished(n, status) })
 		}
 		e, tenant, id := x.w.e, r.Tenant, r.ID
 		x.fx.post = append(x.fx.post, func() { e.ended(tenant, id, status) })
@@ -266,7 +266,7 @@ func (x *exec) completeStep(def *process.Step, st *StepRun, output any, automati
 	st.CompletedAt = &t
 	st.Output = output
 	st.Error = nil // an earlier failed attempt's error
-	x.observeStepEnd(st, string(StepCompleted), "")
+	x.observeStepEnd(st, StepCompleted, "")
 	st.internal.WaitToken = ""
 	st.internal.WaitEvent = ""
 	if automatic {
@@ -304,7 +304,7 @@ func (x *exec) failRun(st *StepRun, status RunStatus, msg string) {
 		st.Error = &msg
 		t := x.now
 		st.CompletedAt = &t
-		x.observeStepEnd(st, string(StepFailed), msg)
+		x.observeStepEnd(st, StepFailed, msg)
 	}
 	x.r.Error = &msg
 	x.setStatus(status)

@@ -15,7 +15,7 @@ type Observer interface {
 	RunStarted(r RunNote)
 	// RunFinished is called once a run's end (completed, failed,
 	// rejected or cancelled) is durable.
-	RunFinished(r RunNote, status string)
+	RunFinished(r RunNote, status RunStatus)
 	// StepStarted is called when a step begins, before its first call is
 	// made (not yet durable: a step whose start fails to commit begins
 	// again).
@@ -43,7 +43,8 @@ type StepNote struct {
 	StartedAt, EndedAt time.Time
 	// Status is completed or failed (StepFinished only); Error the
 	// failure.
-	Status, Error string
+	Status StepStatus
+	Error  string
 }
 
 func (x *exec) runNote() RunNote {
@@ -60,7 +61,7 @@ func (x *exec) stepNote(st *StepRun) StepNote {
 }
 
 // observeStepEnd tells the observer, once durable, that st ended.
-func (x *exec) observeStepEnd(st *StepRun, status, msg string) {
+func (x *exec) observeStepEnd(st *StepRun, status StepStatus, msg string) {
 	obs := x.w.e.cfg.Observer
 	if obs == nil {
 		return

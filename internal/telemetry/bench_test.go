@@ -50,11 +50,11 @@ func BenchmarkPerRun(b *testing.B) {
 					ctx, done := tel.ProviderCall(context.Background(), "bench.provider", capability.Call{Tenant: "acme", Capability: "bench.noop"})
 					_ = ctx
 					done(nil)
-					st.EndedAt, st.Status = now, string(runengine.StepCompleted)
+					st.EndedAt, st.Status = now, runengine.StepCompleted
 					tel.StepFinished(st)
 				}
 				tel.Committed(4, time.Millisecond, nil)
-				tel.RunFinished(run, string(runengine.RunCompleted))
+				tel.RunFinished(run, runengine.RunCompleted)
 			}
 		})
 	}

@@ -23,7 +23,7 @@ func Example() {
 	tel.RunStarted(run)
 	_, done := tel.ProviderCall(context.Background(), "acme.erp", capability.Call{Tenant: "acme", Capability: "invoice.send"})
 	done(nil)
-	tel.RunFinished(run, string(runengine.RunCompleted))
+	tel.RunFinished(run, runengine.RunCompleted)
 
 	mfs, _ := reg.Gather()
 	for _, mf := range mfs {

@@ -247,9 +247,9 @@ func (t *Telemetry) RunStarted(r runengine.RunNote) {
 }
 
 // RunFinished counts the run's end and ends its span.
-func (t *Telemetry) RunFinished(r runengine.RunNote, status string) {
+func (t *Telemetry) RunFinished(r runengine.RunNote, status runengine.RunStatus) {
 	if t.m != nil {
-		t.m.counter(t.m.runsFinished, r.ProcessID, status, true).Inc()
+		t.m.counter(t.m.runsFinished, r.ProcessID, string(status), true).Inc()
 	}
 	if t.tr == nil {
 		return
@@ -258,9 +258,9 @@ func (t *Telemetry) RunFinished(r runengine.RunNote, status string) {
 	sp := t.runSpan(r)
 	delete(t.runs, r.RunID)
 	t.mu.Unlock()
-	sp.SetAttributes(attribute.String("bas.status", status))
-	if runengine.RunStatus(status) != runengine.RunCompleted {
-		sp.SetStatus(codes.Error, status)
+	sp.SetAttributes(attribute.String("bas.status", string(status)))
+	if status != runengine.RunCompleted {
+		sp.SetStatus(codes.Error, string(status))
 	}
 	sp.End()
 }
@@ -292,7 +292,7 @@ func (t *Telemetry) StepStarted(s runengine.StepNote) {
 // StepFinished records the step's duration and ends its span.
 func (t *Telemetry) StepFinished(s runengine.StepNote) {
 	if t.m != nil && !s.StartedAt.IsZero() {
-		t.m.observer(t.m.stepDuration, s.StepType, s.Status, true).Observe(s.EndedAt.Sub(s.StartedAt).Seconds())
+		t.m.observer(t.m.stepDuration, s.StepType, string(s.Status), true).Observe(s.EndedAt.Sub(s.StartedAt).Seconds())
 	}
 	if t.tr == nil {
 		return
@@ -305,8 +305,8 @@ func (t *Telemetry) StepFinished(s runengine.StepNote) {
 	if !ok {
 		return // begun before a restart: its span was lost with the process
 	}
-	sp.SetAttributes(attribute.String("bas.status", s.Status), attribute.Int("bas.attempts", s.Attempts))
-	if runengine.StepStatus(s.Status) != runengine.StepCompleted {
+	sp.SetAttributes(attribute.String("bas.status", string(s.Status)), attribute.Int("bas.attempts", s.Attempts))
+	if s.Status != runengine.StepCompleted {
 		sp.SetStatus(codes.Error, s.Error)
 	}
 	sp.End(trace.WithTimestamp(s.EndedAt))
