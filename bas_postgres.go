@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/lease"
+	"github.com/bas-platform/bas/store/clock"
 	"github.com/bas-platform/bas/store/pgstore"
 	"github.com/cockroachdb/errors"
 )

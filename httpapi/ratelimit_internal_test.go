@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bas-platform/bas/internal/clock"
+	"github.com/bas-platform/bas/store/clock"
 )
 
 // TestLimiterFloodKeepsOtherBuckets: a flood of distinct keys beyond the

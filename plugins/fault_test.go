@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability"
-	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/plugins"
+	"github.com/bas-platform/bas/store/clock"
 	"github.com/cockroachdb/errors"
 	"github.com/google/go-cmp/cmp"
 )

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/bas-platform/bas/store/clock"
 )
 
 // TestLargeOutputsStoredApart runs a step whose output is over 64 KiB: the

@@ -6,12 +6,12 @@ import (
 	"testing"
 
 	"github.com/bas-platform/bas/capability/registry"
-	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/lease"
 	"github.com/bas-platform/bas/internal/pgtest"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/clock"
 	"github.com/bas-platform/bas/store/pgstore"
 )
 

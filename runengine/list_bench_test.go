@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability/registry"
-	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/bas-platform/bas/store/clock"
 )
 
 // BenchmarkListTasks lists the first page (50) of open tasks with 10,000

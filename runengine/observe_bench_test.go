@@ -7,11 +7,11 @@ import (
 	"testing"
 
 	"github.com/bas-platform/bas/capability/registry"
-	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/telemetry"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/bas-platform/bas/store/clock"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace/noop"
 )

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability"
-	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/store/clock"
 	"github.com/cockroachdb/errors"
 )
 

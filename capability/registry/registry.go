@@ -21,11 +21,11 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability"
-	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/internal/schema"
 	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/clock"
 	"github.com/cockroachdb/errors"
 )
 

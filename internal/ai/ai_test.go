@@ -13,10 +13,10 @@ import (
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/ai"
 	"github.com/bas-platform/bas/internal/ai/aitest"
-	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/bas-platform/bas/store/clock"
 	"github.com/cockroachdb/errors"
 	"github.com/google/go-cmp/cmp"
 )

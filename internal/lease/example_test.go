@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/lease"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/bas-platform/bas/store/clock"
 )
 
 // A node claims a shard and fences every write acting on it; once another

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/lease"
 	"github.com/bas-platform/bas/internal/pgtest"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/bas-platform/bas/store/clock"
 	"github.com/bas-platform/bas/store/pgstore"
 	"github.com/cockroachdb/errors"
 	"github.com/google/go-cmp/cmp"

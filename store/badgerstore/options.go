@@ -4,7 +4,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/bas-platform/bas/internal/clock"
+	"github.com/bas-platform/bas/store/clock"
 	"github.com/cockroachdb/errors"
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/apps/automation"
-	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/bas-platform/bas/store/clock"
 )
 
 func benchService(b *testing.B, opts badgerstore.Options) *automation.Service {

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/apps/automation"
-	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/bas-platform/bas/store/clock"
 )
 
 // A process's gate, ramped up by people agreeing with its proposals.

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/apps/boards"
-	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/bas-platform/bas/store/clock"
 )
 
 func Example() {

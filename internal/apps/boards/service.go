@@ -12,10 +12,10 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/clock"
 	"github.com/cockroachdb/errors"
 )
 

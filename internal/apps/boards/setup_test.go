@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/bas-platform/bas/store/clock"
 	"github.com/google/go-cmp/cmp"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/apps/docs"
-	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/bas-platform/bas/store/clock"
 )
 
 func Example() {

@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/bas-platform/bas/store/clock"
 )
 
 func benchService(b *testing.B, inMemory bool) (*Service, string) {

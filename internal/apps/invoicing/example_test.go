@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/apps/invoicing"
-	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/bas-platform/bas/store/clock"
 )
 
 // An invoice from draft to paid: amounts are integer cents, tax per line

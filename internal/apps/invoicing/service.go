@@ -21,10 +21,10 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability"
-	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/clock"
 )
 
 // EventSink receives the app's events: Emit writes the event to the run

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/audit"
-	"github.com/bas-platform/bas/internal/clock"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/clock"
 	"github.com/cockroachdb/errors"
 )
 

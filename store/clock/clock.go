@@ -1,5 +1,10 @@
-// Package clock is the time seam: everything in bas that needs the time or a
-// timer asks a Clock, so tests can use Fake and move time by hand.
+// Package clock is the Clock seam: everything in bas that needs the time or a
+// timer (the stores' schedules, the engine's timers, SLAs, cron, expiry and
+// daily limits) asks a Clock, so tests can use Fake and move time by hand.
+//
+// It is a leaf (standard library only) beside the Store seam, so every layer
+// from the stores up can take the same Clock; bas re-exports it as bas.Clock,
+// bas.FakeClock and bas.NewFakeClock.
 package clock
 
 import (
