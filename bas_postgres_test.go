@@ -77,32 +77,37 @@ func TestWorkspaceOnPostgres(t *testing.T) {
 	}
 }
 
-// awaitFinished polls the run until it has finished (as the HTTP tests'
-// awaitRun does), for at most 30 seconds, approving each step that waits
-// for approval (a new capability is not yet trusted to run unattended).
+// awaitFinished waits for the run to finish (WaitRunUntil wakes on each
+// committed change of it), for at most 30 seconds, approving each step that
+// waits for approval (a new capability is not yet trusted to run unattended).
 func awaitFinished(t *testing.T, ws *bas.Workspace, id string) *runengine.Run {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
 	for {
-		run, err := ws.Engine().GetRun(t.Context(), "acme", id)
+		run, err := ws.WaitRunUntil(ctx, "acme", id, func(r *bas.Run) bool {
+			return r.Finished() || approvalID(r) != ""
+		})
 		if err != nil {
-			t.Fatalf("GetRun: %v", err)
+			t.Fatalf("run %s never finished: %v (%+v)", id, err, run)
 		}
 		if run.Finished() {
 			return run
 		}
-		for _, s := range run.Steps {
-			if s.Status == "waiting_approval" && s.ApprovalID != nil {
-				if _, err := ws.Engine().Decide(t.Context(), runengine.DecideParams{Tenant: "acme", ApprovalID: *s.ApprovalID, Approve: true, Actor: "usr_bob"}); err != nil {
-					t.Fatalf("Decide: %v", err)
-				}
-			}
+		if _, err := ws.Decide(ctx, bas.DecideParams{Tenant: "acme", ApprovalID: approvalID(run), Approve: true, Actor: "usr_bob"}); err != nil {
+			t.Fatalf("Decide: %v", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s never finished: %+v", id, run)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// approvalID is the approval a step of r waits on, or "".
+func approvalID(r *bas.Run) string {
+	for _, s := range r.Steps {
+		if s.Status == "waiting_approval" && s.ApprovalID != nil {
+			return *s.ApprovalID
+		}
+	}
+	return ""
 }
 
 func TestPostgresOptions(t *testing.T) {

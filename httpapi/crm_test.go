@@ -648,23 +648,16 @@ func TestCRMDealWonTriggersProcess(t *testing.T) {
 	s.do(t, "PATCH", "/v1/crm/deals/"+big, admin, fmt.Sprintf(`{"stage_id": %q}`, p.stage(t, "Proposal").ID)).want(t, http.StatusOK)
 	s.clock.Advance(time.Millisecond)
 	s.do(t, "PATCH", "/v1/crm/deals/"+big, admin, fmt.Sprintf(`{"stage_id": %q}`, won)).want(t, http.StatusOK)
-	var runs []string
-	deadline := time.Now().Add(20 * time.Second)
-	for len(runs) == 0 {
-		runs = s.listIDs(t, admin, "/v1/process-runs?process_id="+proc.ID)
-		if time.Now().After(deadline) {
-			t.Fatal("no run started for the large won deal")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var runs []runView
+	s.awaitRuns(t, admin, "/v1/process-runs?process_id="+proc.ID, 1, &runs)
 	if len(runs) != 1 {
 		t.Fatalf("%d runs, want 1", len(runs))
 	}
-	run := s.awaitRun(t, admin, runs[0], "waiting or completed", func(r runView) bool { return r.Status == "waiting" || r.Status == "completed" })
+	run := s.awaitRun(t, admin, runs[0].ID, "waiting or completed", func(r runView) bool { return r.Status == "waiting" || r.Status == "completed" })
 	if st := run.step(t, "log"); st.ApprovalID != nil {
 		s.do(t, "POST", "/v1/approvals/"+*st.ApprovalID+"/approve", admin, `{}`).want(t, http.StatusOK)
 	}
-	run = s.awaitRun(t, admin, runs[0], "completed", runStatusIs("completed"))
+	run = s.awaitRun(t, admin, runs[0].ID, "completed", runStatusIs("completed"))
 	out, _ := run.step(t, "log").Output.(map[string]any)
 	actID, _ := out["activity_id"].(string)
 	var act struct {

@@ -1,10 +1,14 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/errs"
@@ -16,7 +20,7 @@ import (
 func (h *Handler) registerRunRoutes() {
 	h.handle("POST", "/v1/processes/:id/start", access.AppProcesses, access.PermRunsStart, h.handleRunStart).In(StartIn{}).Out(201, runengine.Run{})
 	h.handle("GET", "/v1/process-runs", access.AppProcesses, access.PermProcessesRead, h.handleRunList).List(runengine.Run{}).Query("process_id", "status", "overdue")
-	h.handle("GET", "/v1/process-runs/:id", access.AppProcesses, access.PermProcessesRead, h.handleRunGet).Out(200, runengine.Run{})
+	h.handle("GET", "/v1/process-runs/:id", access.AppProcesses, access.PermProcessesRead, h.handleRunGet).Out(200, runengine.Run{}).Query("wait")
 	h.handle("POST", "/v1/process-runs/:id/cancel", access.AppProcesses, access.PermRunsStart, h.handleRunCancel).Out(200, runengine.Run{})
 	h.handle("POST", "/v1/events", access.AppProcesses, access.PermEventsEmit, h.handleEventEmit).In(EventIn{}).Out(202, EventOut{})
 	h.handle("GET", "/v1/cockpit", access.AppProcesses, access.PermProcessesRead, h.handleCockpit).Out(200, runengine.Cockpit{})
@@ -127,12 +131,57 @@ func listedRun(r *runengine.Run) *runengine.Run {
 }
 
 // handleRunGet serves GET /v1/process-runs/:id.
+//
+// ?wait=N (1..60 seconds) makes it a long poll: the answer comes as soon as
+// the run has ended (completed, failed, rejected or cancelled), or after N
+// seconds with the run as it then is, so a client waits for a run without
+// polling. Either way the status is 200; the run's status tells which.
 func (h *Handler) handleRunGet(c *request) error {
-	r, err := h.ws.Engine().GetRun(c.Context(), c.Tenant(), c.Param("id"))
+	wait, err := waitParam(c.R.URL.Query())
 	if err != nil {
 		return err
 	}
+	eng := h.ws.Engine()
+	r, err := eng.GetRun(c.Context(), c.Tenant(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	if wait > 0 && !r.Finished() {
+		ctx, cancel := context.WithTimeout(c.Context(), wait)
+		defer cancel()
+		if _, err := eng.WaitRun(ctx, c.Tenant(), r.ID); err != nil && ctx.Err() == nil {
+			return err
+		}
+		if c.Context().Err() != nil {
+			return errors.WithStack(c.Context().Err()) // the client went away
+		}
+		if r, err = eng.GetRun(c.Context(), c.Tenant(), r.ID); err != nil {
+			return err
+		}
+	}
 	return c.JSON(http.StatusOK, r)
+}
+
+// maxRunWait bounds a run long poll (?wait=), well inside the example
+// server's write timeout.
+const maxRunWait = 60 * time.Second
+
+// waitParam reads ?wait= as whole seconds, 1..60; absent is 0.
+func waitParam(q url.Values) (time.Duration, error) {
+	s := q.Get("wait")
+	if s == "" && !q.Has("wait") {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return 0, errs.Invalidf([]any{"query", "wait"}, "type_error", "must be a whole number of seconds")
+	case n < 1:
+		return 0, errs.Invalidf([]any{"query", "wait"}, "greater_than_equal", "must be at least 1")
+	case n > int(maxRunWait/time.Second):
+		return 0, errs.Invalidf([]any{"query", "wait"}, "less_than_equal", "must be at most 60")
+	}
+	return time.Duration(n) * time.Second, nil
 }
 
 // handleRunCancel serves POST /v1/process-runs/:id/cancel.

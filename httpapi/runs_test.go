@@ -780,6 +780,10 @@ func TestRunRoutesValidation(t *testing.T) {
 		{"runs with bad filters", "GET", "/v1/process-runs?status=lost&overdue=maybe", nil,
 			[]string{"query.overdue:type_error", "query.status:enum"}},
 		{"runs with a bad limit", "GET", "/v1/process-runs?limit=201", nil, []string{"query.limit:less_than_equal"}},
+		{"run wait of zero", "GET", "/v1/process-runs/" + r.ID + "?wait=0", nil, []string{"query.wait:greater_than_equal"}},
+		{"run wait past 60 s", "GET", "/v1/process-runs/" + r.ID + "?wait=61", nil, []string{"query.wait:less_than_equal"}},
+		{"run wait not a number", "GET", "/v1/process-runs/" + r.ID + "?wait=1.5", nil, []string{"query.wait:type_error"}},
+		{"run wait empty", "GET", "/v1/process-runs/" + r.ID + "?wait=", nil, []string{"query.wait:type_error"}},
 		{"tasks with a bad status", "GET", "/v1/tasks?status=done", nil, []string{"query.status:enum"}},
 		{"tasks by assignee without status", "GET", "/v1/tasks?assignee=me", nil, []string{"query.assignee:value_error"}},
 		{"approvals with a bad status", "GET", "/v1/approvals?status=maybe", nil, []string{"query.status:enum"}},
@@ -992,4 +996,40 @@ func TestRunRoutesBoundsJustInside(t *testing.T) {
 	}
 	s.do(t, "POST", "/v1/approvals/"+pending[0].ID+"/reject", admin,
 		map[string]any{"reason": strings.Repeat("r", 2000)}).want(t, http.StatusOK)
+}
+
+// TestRunLongPoll waits for a run over HTTP with GET ?wait=: the answer
+// comes when the run ends, or after the wait with the run as it is; another
+// tenant's run is a 404 before any wait.
+func TestRunLongPoll(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.devLogin(t, `{"tenant_id": "ten_wait"}`).Token
+	other := s.devLogin(t, `{"tenant_id": "ten_wait_other"}`).Token
+	proc := s.createProc(t, admin, `{"name": "Look", "trigger": {"type": "manual"},
+	  "steps": [{"key": "t", "type": "human_task", "config": {"title": "Look"}}]}`)
+	r := s.startRun(t, admin, proc.ID, "W-1")
+
+	// The shortest wait ends with the run still waiting on its task.
+	var got runView
+	s.do(t, "GET", "/v1/process-runs/"+r.ID+"?wait=1", admin, nil).want(t, http.StatusOK).decode(t, &got)
+	if got.Status != "waiting" {
+		t.Fatalf("after a 1 s wait the run is %s, want waiting", got.Status)
+	}
+	s.do(t, "GET", "/v1/process-runs/"+r.ID+"?wait=60", other, nil).want(t, http.StatusNotFound)
+
+	// A long wait answers once the task's completion ends the run.
+	done := make(chan *testResponse, 1)
+	go func() { done <- s.do(t, "GET", "/v1/process-runs/"+r.ID+"?wait=60", admin, nil) }()
+	s.do(t, "POST", "/v1/tasks/"+*r.step(t, "t").TaskID+"/complete", admin, `{"action": "complete"}`).want(t, http.StatusOK)
+	var v runView
+	(<-done).want(t, http.StatusOK).decode(t, &v)
+	if v.Status != "completed" {
+		t.Fatalf("the long poll answered %s, want completed", v.Status)
+	}
+	// An ended run answers at once, whatever the wait.
+	s.do(t, "GET", "/v1/process-runs/"+r.ID+"?wait=60", admin, nil).want(t, http.StatusOK).decode(t, &got)
+	if got.Status != "completed" {
+		t.Fatalf("ended run: %s", got.Status)
+	}
 }

@@ -3,13 +3,16 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"iter"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/httpapi"
 	"github.com/bas-platform/bas/runengine"
@@ -413,19 +416,25 @@ func TestInterfaceTemplatesRun(t *testing.T) {
 	})
 }
 
-// awaitRuns polls path until it lists n runs and decodes them into out
-// (a trigger starts its runs as the engine dispatches the event).
+// awaitRuns reads path until it lists n runs and decodes them into out (a
+// trigger starts its runs as the engine dispatches the event): it reads it
+// again after each run the tenant starts, as the engine's subscription
+// tells, for at most 20 seconds.
 func (s *testServer) awaitRuns(t *testing.T, token, path string, n int, out *[]runView) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// Subscribed before the first read, so no start falls in between.
+	next, stop := iter.Pull2(s.ws.Subscribe(ctx, bas.SubscribeParams{Tenant: s.tenantOf(t, token),
+		Names: []string{"process.run.started"}}))
+	defer stop()
 	for {
 		s.do(t, "GET", path, token, nil).want(t, http.StatusOK).decode(t, out)
 		if len(*out) >= n {
 			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never listed %d runs", path, n)
+		if _, err, ok := next(); !ok || (err != nil && !errors.Is(err, bas.ErrMissed)) {
+			t.Fatalf("%s never listed %d runs (%v)", path, n, err)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

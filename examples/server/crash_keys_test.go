@@ -68,6 +68,7 @@ func TestCrashKeyedStartsRetryOnce(t *testing.T) {
 		acked    = map[string]string{} // key -> run id answered
 		inFlight []string              // keys sent whose answer never came
 		acks     atomic.Int64
+		enough   = make(chan struct{}) // closed at the 200th acknowledgement
 		stop     atomic.Bool
 		wg       sync.WaitGroup
 	)
@@ -92,13 +93,15 @@ func TestCrashKeyedStartsRetryOnce(t *testing.T) {
 				mu.Lock()
 				acked[key] = r.ID
 				mu.Unlock()
-				acks.Add(1)
+				if acks.Add(1) == 200 {
+					close(enough)
+				}
 			}
 		}()
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for acks.Load() < 200 && time.Now().Before(deadline) && !t.Failed() {
-		time.Sleep(time.Millisecond)
+	select {
+	case <-enough:
+	case <-time.After(20 * time.Second):
 	}
 	srv.kill()
 	stop.Store(true)

@@ -295,6 +295,7 @@ func TestCrashAcknowledgedRunsCompleteOnce(t *testing.T) {
 		ackedRuns []string
 		ackedDefs []string
 		acks      atomic.Int64
+		enough    = make(chan struct{}) // closed at the 300th acknowledgement
 		stop      atomic.Bool
 		wg        sync.WaitGroup
 	)
@@ -320,7 +321,9 @@ func TestCrashAcknowledgedRunsCompleteOnce(t *testing.T) {
 				mu.Lock()
 				ackedRuns = append(ackedRuns, r.ID)
 				mu.Unlock()
-				acks.Add(1)
+				if acks.Add(1) == 300 {
+					close(enough)
+				}
 			}
 		}()
 	}
@@ -347,9 +350,9 @@ func TestCrashAcknowledgedRunsCompleteOnce(t *testing.T) {
 	}()
 	// Kill once a good number of starts were acknowledged (runs are then
 	// in every state: starting, calling, waiting on their timer, done).
-	deadline := time.Now().Add(20 * time.Second)
-	for acks.Load() < 300 && time.Now().Before(deadline) && !t.Failed() {
-		time.Sleep(time.Millisecond)
+	select {
+	case <-enough:
+	case <-time.After(20 * time.Second):
 	}
 	srv.kill()
 	stop.Store(true)
@@ -380,16 +383,8 @@ func TestCrashAcknowledgedRunsCompleteOnce(t *testing.T) {
 		waitCompleted(t, c, srv, id)
 	}
 	// So do the runs whose start was written but not acknowledged.
-	deadline = time.Now().Add(60 * time.Second)
-	for {
-		left := len(all[record](t, c, "/v1/process-runs?status=running")) + len(all[record](t, c, "/v1/process-runs?status=waiting"))
-		if left == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d runs never finished; server log:\n%s", left, srv.tail())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !waitAllFinished(t, c) {
+		t.Fatalf("runs never finished; server log:\n%s", srv.tail())
 	}
 	stored := all[record](t, c, "/v1/process-runs")
 	completed := map[string]bool{}
@@ -448,13 +443,14 @@ func TestCrashAcknowledgedRunsCompleteOnce(t *testing.T) {
 	}
 }
 
-// waitCompleted polls a run until it completes.
+// waitCompleted waits for a run to complete with the server's long poll
+// (GET ?wait=), up to a minute in all.
 func waitCompleted(t *testing.T, c *client, srv *serverProc, id string) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		var r record
-		status, raw, _, err := c.call("GET", "/v1/process-runs/"+id, nil)
+		status, raw, _, err := c.call("GET", "/v1/process-runs/"+id+"?wait=20", nil)
 		if err != nil {
 			t.Fatalf("GET run %s: %v", id, err)
 		}
@@ -471,6 +467,24 @@ func waitCompleted(t *testing.T, c *client, srv *serverProc, id string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("run %s is still %s; server log:\n%s", id, r.Status, srv.tail())
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// waitAllFinished waits, with the long poll, until no run of c's tenant is
+// running or waiting, up to a minute in all; it returns whether none is.
+func waitAllFinished(t *testing.T, c *client) bool {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		open := append(all[record](t, c, "/v1/process-runs?status=running"), all[record](t, c, "/v1/process-runs?status=waiting")...)
+		if len(open) == 0 {
+			return true
+		}
+		for _, r := range open {
+			if _, _, _, err := c.call("GET", "/v1/process-runs/"+r.ID+"?wait=10", nil); err != nil {
+				t.Fatalf("GET run %s: %v", r.ID, err)
+			}
+		}
+	}
+	return false
 }

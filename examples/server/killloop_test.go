@@ -339,12 +339,8 @@ func TestKillLoop(t *testing.T) {
 		c := newClient(srv.base, tn.token)
 		want := func(kind string) int { return count[kind+"/"+tn.id] }
 		// Every run finished, once per key.
-		deadline := time.Now().Add(60 * time.Second)
-		for len(all_(t, c, "/v1/process-runs?status=running"))+len(all_(t, c, "/v1/process-runs?status=waiting")) > 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: runs never finished; server log:\n%s", tn.id, srv.tail())
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !waitAllFinished(t, c) {
+			t.Fatalf("%s: runs never finished; server log:\n%s", tn.id, srv.tail())
 		}
 		runs := all_(t, c, "/v1/process-runs")
 		if got, w := len(runs), want("run")+want("task")+want("approval"); got != w {

@@ -3843,6 +3843,11 @@ type RunBulkParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// RunGetParams defines parameters for RunGet.
+type RunGetParams struct {
+	Wait *string `form:"wait,omitempty" json:"wait,omitempty"`
+}
+
 // RunCancelParams defines parameters for RunCancel.
 type RunCancelParams struct {
 	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
@@ -5970,7 +5975,7 @@ type ClientInterface interface {
 	// Needs the permission processes.read.
 	//
 	// Corresponds with GET /v1/process-runs/{id} (the `RunGet` operationId).
-	RunGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RunGet(ctx context.Context, id string, params *RunGetParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RunCancel Run cancel
 	//
@@ -10202,8 +10207,8 @@ func (c *Client) RunBulk(ctx context.Context, params *RunBulkParams, body RunBul
 // Needs the permission processes.read.
 //
 // Corresponds with GET /v1/process-runs/{id} (the `RunGet` operationId).
-func (c *Client) RunGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRunGetRequest(c.Server, id)
+func (c *Client) RunGet(ctx context.Context, id string, params *RunGetParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunGetRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -19089,7 +19094,7 @@ func NewRunBulkRequestWithBody(server string, params *RunBulkParams, contentType
 }
 
 // NewRunGetRequest constructs an http.Request for the RunGet method
-func NewRunGetRequest(server string, id string) (*http.Request, error) {
+func NewRunGetRequest(server string, id string, params *RunGetParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -19112,6 +19117,33 @@ func NewRunGetRequest(server string, id string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Wait != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "wait", *params.Wait, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -22977,7 +23009,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/process-runs/{id} (the `RunGet` operationId).
-	RunGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*RunGetResponse, error)
+	RunGetWithResponse(ctx context.Context, id string, params *RunGetParams, reqEditors ...RequestEditorFn) (*RunGetResponse, error)
 
 	// RunCancelWithResponse Run cancel
 	//
@@ -47296,8 +47328,8 @@ func (c *ClientWithResponses) RunBulkWithResponse(ctx context.Context, params *R
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/process-runs/{id} (the `RunGet` operationId).
-func (c *ClientWithResponses) RunGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*RunGetResponse, error) {
-	rsp, err := c.RunGet(ctx, id, reqEditors...)
+func (c *ClientWithResponses) RunGetWithResponse(ctx context.Context, id string, params *RunGetParams, reqEditors ...RequestEditorFn) (*RunGetResponse, error) {
+	rsp, err := c.RunGet(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
