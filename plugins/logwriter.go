@@ -3,6 +3,7 @@ package plugins
 import (
 	"bytes"
 	"log/slog"
+	"strings"
 	"sync"
 )
 
@@ -48,4 +49,29 @@ func (w *lineLogger) emit(line []byte) {
 		return
 	}
 	w.log.Info("plugin output", "stream", w.stream, "line", string(line))
+}
+
+// tailWriter keeps the last bytes written to it (at most its size): what a
+// plugin wrote to its stderr before a failed handshake says why it failed.
+type tailWriter struct {
+	mu   sync.Mutex
+	size int
+	buf  []byte
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	if over := len(w.buf) - w.size; over > 0 {
+		w.buf = append(w.buf[:0], w.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+// String returns the kept bytes, lines joined by " / ".
+func (w *tailWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(string(w.buf)), "\n", " / ")), " ")
 }
