@@ -21,6 +21,9 @@
 // exist yet (and creates it), and answers as ok afterwards. "do" defaults
 // to BAS_CHAOS_CALL, or ok.
 //
+// BAS_CHAOS_CALLS names a file each call appends "<pid> <do> <idempotency
+// key>\n" to as it begins.
+//
 // Per start: BAS_CHAOS_LOG names a file each process appends "<pid>\n" to
 // when it starts. BAS_CHAOS_START makes starts misbehave before serving:
 // bad-cookie (serves with another magic cookie), bad-version (speaks
@@ -32,6 +35,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -172,6 +176,7 @@ func (provider) Call(_ context.Context, call capability.Call) (json.RawMessage, 
 			return nil, err
 		}
 	}
+	logCall(a.Do, call.IdempotencyKey)
 	switch a.Do {
 	case "", "ok":
 	case "panic":
@@ -191,6 +196,20 @@ func (provider) Call(_ context.Context, call capability.Call) (json.RawMessage, 
 		return nil, sdk.Invalidf([]any{"args", "do"}, "value_error", "unknown chaos %q", a.Do)
 	}
 	return json.Marshal(map[string]any{"ok": true, "pid": os.Getpid(), "key": call.IdempotencyKey})
+}
+
+// logCall appends "<pid> <do> <idempotency key>" to BAS_CHAOS_CALLS.
+func logCall(do, key string) {
+	path := os.Getenv("BAS_CHAOS_CALLS")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(f, "%d %s %s\n", os.Getpid(), cmp.Or(do, "ok"), key)
+	f.Close()
 }
 
 // flood writes lines lines of size bytes to stdout and stderr; size 0
