@@ -204,6 +204,35 @@ func TestChaosBadStarts(t *testing.T) {
 	}
 }
 
+// TestChaosFloodIsBounded: a plugin that writes 20,000 lines to each of
+// stdout and stderr at once gets the first 1,000 of each (and what the
+// rate lets through) into the host's log, and a record that it is being
+// dropped.
+func TestChaosFloodIsBounded(t *testing.T) {
+	t.Parallel()
+	path, _ := chaosPlugin(t)
+	fc := clock.NewFake(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)) // the rate stands still
+	h := newHost(t, plugins.HostOptions{Clock: fc, HealthInterval: time.Hour})
+	p := h.load(t, path)
+	if _, err := chaosCall(p, `{"do": "flood", "lines": 20000, "bytes": 100}`); err != nil {
+		t.Fatal(err)
+	}
+	count := func(msg string) (n int) {
+		h.log.mu.Lock()
+		defer h.log.mu.Unlock()
+		for _, r := range h.log.recs {
+			if r.Message == msg {
+				n++
+			}
+		}
+		return n
+	}
+	eventually(t, "both streams are cut off", func() bool { return count("plugin output dropped") == 2 })
+	if n := count("plugin output"); n != 2000 {
+		t.Errorf("%d lines of output logged, want 2000 (1000 per stream)", n)
+	}
+}
+
 // TestChaosRestartBackoff crashes the plugin and makes its next three
 // starts fail their handshake: the host waits 1s, 2s, 4s then 8s between
 // attempts (on its clock), says why in Health, and the fifth start serves.

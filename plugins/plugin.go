@@ -362,8 +362,8 @@ func (p *Plugin) launch(ctx context.Context) (*instance, *wire.InitResponse, err
 		SkipHostEnv:      true,
 		StartTimeout:     h.opts.StartTimeout,
 		Logger:           logadapt.Hclog(p.log),
-		SyncStdout:       newLineLogger(p.log, "stdout"),
-		SyncStderr:       newLineLogger(p.log, "stderr"),
+		SyncStdout:       newLineLogger(p.log, "stdout", h.opts.Clock),
+		SyncStderr:       newLineLogger(p.log, "stderr", h.opts.Clock),
 		Stderr:           stderr,
 	})
 	inst := &instance{client: client, cmd: cmd, started: h.opts.Clock.Now(), dead: make(chan struct{})}
