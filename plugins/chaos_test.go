@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -217,13 +218,17 @@ func TestChaosFloodIsBounded(t *testing.T) {
 	if _, err := chaosCall(p, `{"do": "flood", "lines": 20000, "bytes": 100}`); err != nil {
 		t.Fatal(err)
 	}
+	// count counts the records of msg about stdout or stderr.
 	count := func(msg string) (n int) {
 		h.log.mu.Lock()
 		defer h.log.mu.Unlock()
 		for _, r := range h.log.recs {
-			if r.Message == msg {
-				n++
-			}
+			r.Attrs(func(a slog.Attr) bool {
+				if a.Key == "stream" && r.Message == msg {
+					n++
+				}
+				return true
+			})
 		}
 		return n
 	}
@@ -231,7 +236,45 @@ func TestChaosFloodIsBounded(t *testing.T) {
 	if n := count("plugin output"); n != 2000 {
 		t.Errorf("%d lines of output logged, want 2000 (1000 per stream)", n)
 	}
+
+	// The plugin's log lines (JSON on its own stderr, relayed by
+	// go-plugin) have a budget of their own.
+	if _, err := chaosCall(p, `{"do": "flood-log", "lines": 20000}`); err != nil {
+		t.Fatal(err)
+	}
+	logged := func() (n int, dropped bool) {
+		h.log.mu.Lock()
+		defer h.log.mu.Unlock()
+		for _, r := range h.log.recs {
+			switch {
+			case strings.Contains(r.Message, "chaos log line"):
+				n++
+			case r.Message == "plugin output dropped":
+				dropped = true
+			}
+		}
+		return n, dropped
+	}
+	eventually(t, "the log lines arrive", func() bool { n, _ := logged(); return n > 0 })
+	mustCall := func() {
+		if _, err := chaosCall(p, `{}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustCall() // the flood is over on the plugin's side; go-plugin may still relay it
+	eventually(t, "the log lines stop", func() bool {
+		a, _ := logged()
+		mustCall()
+		b, _ := logged()
+		return a == b
+	})
+	if n, dropped := logged(); n > maxLogBurst || !dropped {
+		t.Errorf("%d of 20000 log lines logged (dropped told: %v), want at most %d", n, dropped, maxLogBurst)
+	}
 }
+
+// maxLogBurst is the host's burst of a plugin's log lines.
+const maxLogBurst = 1000
 
 // TestChaosRestartBackoff crashes the plugin and makes its next three
 // starts fail their handshake: the host waits 1s, 2s, 4s then 8s between

@@ -361,7 +361,7 @@ func (p *Plugin) launch(ctx context.Context) (*instance, *wire.InitResponse, err
 		AutoMTLS:         true,
 		SkipHostEnv:      true,
 		StartTimeout:     h.opts.StartTimeout,
-		Logger:           logadapt.Hclog(p.log),
+		Logger:           logadapt.Hclog(slog.New(budgetHandler{Handler: p.log.Handler(), budget: newBudget(h.opts.Clock)})),
 		SyncStdout:       newLineLogger(p.log, "stdout", h.opts.Clock),
 		SyncStderr:       newLineLogger(p.log, "stderr", h.opts.Clock),
 		Stderr:           stderr,

@@ -16,6 +16,8 @@
 //   - flood: writes lines lines of bytes bytes each to stdout and to
 //     stderr (bytes 0: one line of lines x 1 KiB with no newline), then
 //     answers
+//   - flood-log: writes lines JSON log lines to the process's own stderr,
+//     as a plugin's logger does, then answers
 //
 // With "once" set, the call misbehaves only when the marker file does not
 // exist yet (and creates it), and answers as ok afterwards. "do" defaults
@@ -192,6 +194,13 @@ func (provider) Call(_ context.Context, call capability.Call) (json.RawMessage, 
 		time.Sleep(time.Duration(a.Millis) * time.Millisecond)
 	case "flood":
 		flood(a.Lines, a.Bytes)
+	case "flood-log":
+		// The process's own stderr (fd 2; os.Stderr goes to the host over
+		// gRPC after Serve), where a plugin's logger writes JSON lines.
+		raw := os.NewFile(2, "stderr")
+		for i := range a.Lines {
+			fmt.Fprintf(raw, `{"@level":"info","@message":"chaos log line","@timestamp":"2025-01-01T00:00:00Z","n":%d}`+"\n", i)
+		}
 	default:
 		return nil, sdk.Invalidf([]any{"args", "do"}, "value_error", "unknown chaos %q", a.Do)
 	}
