@@ -143,6 +143,16 @@ type Options struct {
 	// PluginChecksums maps a plugin path or base name to its expected
 	// SHA-256 (hex); a plugin that does not match is not started.
 	PluginChecksums map[string]string
+	// CircuitFailures is how many consecutive failures that are a
+	// provider's fault (timeouts, unavailable, malformed output, crashes;
+	// not a caller's errors) open the circuit breaker of that provider and
+	// capability: its calls then fail at once with ErrUnavailable until
+	// CircuitCoolDown has passed and one trial call is let through. Use 1
+	// to 1000. Defaults to 5.
+	CircuitFailures int
+	// CircuitCoolDown is how long an open circuit refuses calls before it
+	// lets a trial call through. Use 1s to 24h. Defaults to 30s.
+	CircuitCoolDown time.Duration
 
 	// Workers is the number of run workers (each advances the runs whose id
 	// hashes to it). Defaults to 2 x GOMAXPROCS.
@@ -314,7 +324,8 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	}
 	// -- wiring: capabilities (registry, built-in providers, plugins)
 	ws.registry = registry.New(registry.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,
-		CallTimeout: opts.CallTimeout, Observer: ws.callObserver()})
+		CallTimeout: opts.CallTimeout, Observer: ws.callObserver(),
+		CircuitFailures: opts.CircuitFailures, CircuitCoolDown: opts.CircuitCoolDown})
 	for _, p := range opts.Providers {
 		if err := ws.registry.Register(p); err != nil {
 			_ = ws.Close()

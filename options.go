@@ -16,6 +16,9 @@ const (
 	maxMaxAttempts     = 100
 	maxSubscribeBuffer = 1 << 20
 	minApprovalExpiry  = time.Minute
+	maxCircuitFailures = 1000
+	minCircuitCoolDown = time.Second
+	maxCircuitCoolDown = 24 * time.Hour
 )
 
 // validate reports the first option that cannot work, named as the caller
@@ -37,6 +40,10 @@ func (o Options) validate() error {
 		return bad("CallTimeout", o.CallTimeout, "use a positive duration, or 0 for 30s")
 	case o.MaxUploadBytes < 0:
 		return bad("MaxUploadBytes", o.MaxUploadBytes, "use a positive size, or 0 for 25 MiB")
+	case o.CircuitFailures < 0 || o.CircuitFailures > maxCircuitFailures:
+		return bad("CircuitFailures", o.CircuitFailures, fmt.Sprintf("use 1 to %d, or 0 for 5", maxCircuitFailures))
+	case o.CircuitCoolDown < 0 || o.CircuitCoolDown > 0 && (o.CircuitCoolDown < minCircuitCoolDown || o.CircuitCoolDown > maxCircuitCoolDown):
+		return bad("CircuitCoolDown", o.CircuitCoolDown, "use 1s to 24h, or 0 for 30s")
 	case o.SubscribeBuffer < 0 || o.SubscribeBuffer > maxSubscribeBuffer:
 		return bad("SubscribeBuffer", o.SubscribeBuffer, fmt.Sprintf("use 1 to %d, or 0 for 4096", maxSubscribeBuffer))
 	}

@@ -2,12 +2,15 @@ package bas_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/bas-platform/bas"
+	"github.com/bas-platform/bas/capability"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -32,6 +35,15 @@ func TestOptionsValidate(t *testing.T) {
 		{"max upload -1", bas.Options{MaxUploadBytes: -1}, "Options.MaxUploadBytes is -1"},
 		{"subscribe buffer 1048576", bas.Options{SubscribeBuffer: 1 << 20}, ""},
 		{"subscribe buffer 1048577", bas.Options{SubscribeBuffer: 1<<20 + 1}, "Options.SubscribeBuffer is 1048577"},
+		{"circuit failures 1", bas.Options{CircuitFailures: 1}, ""},
+		{"circuit failures 1000", bas.Options{CircuitFailures: 1000}, ""},
+		{"circuit failures 1001", bas.Options{CircuitFailures: 1001}, "bas: Options.CircuitFailures is 1001; use 1 to 1000, or 0 for 5"},
+		{"circuit failures -1", bas.Options{CircuitFailures: -1}, "Options.CircuitFailures is -1; use 1 to 1000"},
+		{"circuit cool-down 1s", bas.Options{CircuitCoolDown: time.Second}, ""},
+		{"circuit cool-down 999ms", bas.Options{CircuitCoolDown: 999 * time.Millisecond}, "bas: Options.CircuitCoolDown is 999ms; use 1s to 24h, or 0 for 30s"},
+		{"circuit cool-down 24h", bas.Options{CircuitCoolDown: 24 * time.Hour}, ""},
+		{"circuit cool-down 24h0m0.001s", bas.Options{CircuitCoolDown: 24*time.Hour + time.Millisecond}, "Options.CircuitCoolDown is 24h0m0.001s; use 1s to 24h"},
+		{"circuit cool-down -1s", bas.Options{CircuitCoolDown: -time.Second}, "Options.CircuitCoolDown is -1s"},
 		{"empty plugin path", bas.Options{Plugins: []string{"a", ""}}, `Options.Plugins[1] is ""`},
 		{"checksum of 63 hex digits", bas.Options{PluginChecksums: map[string]string{"erp": sum[:63]}},
 			`Options.PluginChecksums["erp"] is "` + sum[:63] + `"; give the plugin's SHA-256 as 64 hex digits`},
@@ -57,5 +69,50 @@ func TestOptionsValidate(t *testing.T) {
 				t.Errorf("error %q (invalid: %v), want it to say %q", err, errors.Is(err, bas.ErrInvalid), test.want)
 			}
 		})
+	}
+}
+
+// flaky is a provider whose every call fails as the provider's fault.
+type flaky struct{ calls *atomic.Int32 }
+
+func (flaky) Info() capability.Info {
+	return capability.Info{ID: "acme.flaky", Name: "Flaky", Kind: capability.KindBuiltin, Capabilities: []string{"flaky.call"}}
+}
+
+func (flaky) Capabilities() []capability.Capability {
+	return []capability.Capability{{ID: "flaky.call", Name: "Flaky call", Description: "Always fails.",
+		Args: json.RawMessage(`{"type": "object"}`), Result: json.RawMessage(`{"type": "object"}`)}}
+}
+
+func (f flaky) Call(context.Context, capability.Call) (json.RawMessage, error) {
+	f.calls.Add(1)
+	return nil, bas.ErrUnavailable
+}
+
+// TestCircuitOptionsReachTheBreaker opens a workspace whose breaker opens
+// after 2 failures for 90s (the defaults are 5 and 30s).
+func TestCircuitOptionsReachTheBreaker(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := flaky{calls: &atomic.Int32{}}
+	ws, err := bas.Open(context.Background(), bas.Options{InMemory: true, Clock: bas.NewFakeClock(start),
+		Providers: []bas.Provider{p}, CircuitFailures: 2, CircuitCoolDown: 90 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	var last error
+	for range 3 {
+		_, last = bas.Call[map[string]any](context.Background(), ws, bas.CallParams{Tenant: "t1", Capability: "flaky.call"})
+		if !errors.Is(last, bas.ErrUnavailable) {
+			t.Fatalf("call: %v, want ErrUnavailable", last)
+		}
+	}
+	if n := p.calls.Load(); n != 2 {
+		t.Errorf("the provider was called %d times, want 2 (the third call meets the open circuit)", n)
+	}
+	want := "is open after 2 consecutive failures; it lets a trial call through at 2025-01-01T00:01:30Z"
+	if !strings.Contains(last.Error(), want) {
+		t.Errorf("third call: %v, want it to say %q", last, want)
 	}
 }

@@ -56,6 +56,9 @@ type Options struct {
 	// (each may hold MaxUploadBytes and its extraction in memory); one
 	// beyond is a 503 with Retry-After. Defaults to 4.
 	MaxConcurrentUploads int
+	// Failpoints are test hooks, empty (and free) unless built with the
+	// failpoints tag.
+	Failpoints Failpoints
 }
 
 func (o Options) withDefaults(ws workspace) Options {

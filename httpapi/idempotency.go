@@ -232,6 +232,7 @@ func (h *Handler) idempotent(c *request) error {
 	case req.acted.Load():
 		req.release(ctx) // the key is free again for a retry
 	}
+	h.opts.Failpoints.beforeResponse(r, resp.Status, resp.Body)
 	writeRecorded(w, resp, false)
 	return nil
 }

@@ -95,7 +95,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(context.WithValue(context.WithValue(r.Context(), requestIDKey, id), requestTenantKey, who))
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	defer func() {
-		if v := recover(); v != nil {
+		v := recover()
+		if v != nil && v != http.ErrAbortHandler {
 			h.recovered(rec, r, v)
 		}
 		h.log.LogAttrs(r.Context(), slog.LevelInfo, "http",
@@ -106,6 +107,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 			slog.Int("status", rec.status),
 			slog.Int64("bytes", rec.bytes),
 			slog.Duration("duration", time.Since(start)))
+		if v == http.ErrAbortHandler {
+			panic(v) // see recovered
+		}
 	}()
 	rel := strings.TrimPrefix(r.URL.Path, h.opts.BasePath)
 	if len(h.statics) > 0 && h.matchesStatic(rel) {
@@ -117,6 +121,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 
 // recovered answers 500 without any detail of the panic, and logs it.
 func (h *Handler) recovered(w http.ResponseWriter, r *http.Request, v any) {
+	if v == http.ErrAbortHandler {
+		panic(v) // net/http drops the connection unanswered, as the handler asked
+	}
 	h.log.Error("panic serving request", "request_id", requestID(r.Context()),
 		"method", r.Method, "path", logPath(r), "panic", fmt.Sprint(v))
 	if sr, ok := w.(*statusRecorder); ok && sr.wrote {

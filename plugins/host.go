@@ -22,7 +22,9 @@ import (
 // HostOptions configures a Host. The zero value is usable.
 type HostOptions struct {
 	// Logger receives the host's messages and every plugin's log lines
-	// (tagged plugin=<binary name>). Defaults to slog.Default().
+	// (tagged plugin=<binary name>): each stream of a plugin at most 100
+	// lines a second after a burst of 1,000; the lines beyond are dropped
+	// and counted. Defaults to slog.Default().
 	Logger *slog.Logger
 	// CallTimeout bounds every call (and health query) to a plugin; a
 	// caller's earlier deadline wins. Defaults to 30s.

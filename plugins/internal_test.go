@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/store/clock"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -79,7 +80,7 @@ func (l *lines) Handle(_ context.Context, r slog.Record) error {
 func TestLineLogger(t *testing.T) {
 	t.Parallel()
 	h := &lines{}
-	w := newLineLogger(slog.New(h), "stdout")
+	w := newLineLogger(slog.New(h), "stdout", clock.Real{})
 	for _, chunk := range []string{"one\ntw", "o\r\n", "\n", "three", "\nfour"} {
 		if _, err := w.Write([]byte(chunk)); err != nil {
 			t.Fatal(err)
@@ -96,4 +97,62 @@ func TestLineLogger(t *testing.T) {
 	if n := len(h.got); n != 4 || len(h.got[3]) < maxLine {
 		t.Errorf("a line over the limit was not logged in pieces: %d lines", n)
 	}
+}
+
+// TestLineLoggerLimitsAFlood: past its burst a stream is logged at 100
+// lines a second, and the lines dropped are counted.
+func TestLineLoggerLimitsAFlood(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var dropped []int64
+	h := &lines{}
+	rec := slog.New(recordHook{Handler: h, fn: func(r slog.Record) {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "lines_dropped" {
+				mu.Lock()
+				dropped = append(dropped, a.Value.Int64())
+				mu.Unlock()
+			}
+			return true
+		})
+	}})
+	fc := clock.NewFake(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	w := newLineLogger(rec, "stdout", fc)
+	flood := func(n int) {
+		for range n {
+			if _, err := w.Write([]byte("flood\n")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	flood(maxLineBurst + 500)
+	if n := len(h.got); n != maxLineBurst {
+		t.Errorf("%d lines logged of a burst of %d, want %d", n, maxLineBurst+500, maxLineBurst)
+	}
+	fc.Advance(time.Second)
+	flood(linesPerSecond + 1)
+	if n := len(h.got); n != maxLineBurst+linesPerSecond {
+		t.Errorf("%d lines logged a second later, want %d", n, maxLineBurst+linesPerSecond)
+	}
+	fc.Advance(time.Hour) // the flood is over: the next line is logged, after the count
+	flood(1)
+	if n := len(h.got); n != maxLineBurst+linesPerSecond+1 {
+		t.Errorf("%d lines logged after the flood, want %d", n, maxLineBurst+linesPerSecond+1)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]int64{500, 1}, dropped); diff != "" {
+		t.Errorf("dropped counts logged (-want +got):\n%s", diff)
+	}
+}
+
+// recordHook passes every record to fn, then to Handler.
+type recordHook struct {
+	slog.Handler
+	fn func(slog.Record)
+}
+
+func (h recordHook) Handle(ctx context.Context, r slog.Record) error {
+	h.fn(r)
+	return h.Handler.Handle(ctx, r)
 }

@@ -25,6 +25,7 @@ import (
 var bins = &plugintest.Set{Packages: map[string]string{
 	"acme-erp":   "github.com/bas-platform/bas/examples/provider",
 	"testplugin": "github.com/bas-platform/bas/plugins/internal/testplugin",
+	"chaos":      "github.com/bas-platform/bas/plugins/internal/chaosplugin",
 }}
 
 const (

@@ -351,6 +351,7 @@ func (p *Plugin) launch(ctx context.Context) (*instance, *wire.InitResponse, err
 	if p.checksum != nil {
 		secure = &plugin.SecureConfig{Checksum: p.checksum, Hash: sha256.New()}
 	}
+	stderr := &tailWriter{size: maxStartStderr}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  wire.Handshake(),
 		VersionedPlugins: wire.PluginSets(nil),
@@ -360,16 +361,17 @@ func (p *Plugin) launch(ctx context.Context) (*instance, *wire.InitResponse, err
 		AutoMTLS:         true,
 		SkipHostEnv:      true,
 		StartTimeout:     h.opts.StartTimeout,
-		Logger:           logadapt.Hclog(p.log),
-		SyncStdout:       newLineLogger(p.log, "stdout"),
-		SyncStderr:       newLineLogger(p.log, "stderr"),
+		Logger:           logadapt.Hclog(slog.New(budgetHandler{Handler: p.log.Handler(), budget: newBudget(h.opts.Clock)})),
+		SyncStdout:       newLineLogger(p.log, "stdout", h.opts.Clock),
+		SyncStderr:       newLineLogger(p.log, "stderr", h.opts.Clock),
+		Stderr:           stderr,
 	})
 	inst := &instance{client: client, cmd: cmd, started: h.opts.Clock.Now(), dead: make(chan struct{})}
 
 	rpc, err := client.Client()
 	if err != nil {
-		client.Kill()
-		return nil, nil, startError(err)
+		client.Kill() // waits until the plugin's stderr is read
+		return nil, nil, startError(err, cmd, stderr.String())
 	}
 	if v := client.NegotiatedVersion(); v != wire.ProtocolVersion {
 		inst.kill()
@@ -402,8 +404,14 @@ func (p *Plugin) launch(ctx context.Context) (*instance, *wire.InitResponse, err
 	return inst, init, nil
 }
 
-// startError names why go-plugin could not start a plugin.
-func startError(err error) error {
+// maxStartStderr bounds what a start error quotes of the plugin's stderr.
+const maxStartStderr = 1024
+
+// startError names why go-plugin could not start a plugin: its error and,
+// when the process ended by itself, how and the end of what it wrote to
+// stderr (a plugin that refuses the host says why there, and go-plugin's
+// own message then only guesses).
+func startError(err error, cmd *exec.Cmd, stderr string) error {
 	msg := strings.Join(strings.Fields(err.Error()), " ")
 	var pathErr *fs.PathError
 	switch {
@@ -411,9 +419,16 @@ func startError(err error) error {
 		return errors.New("bad checksum: the binary's sha256 does not match the configured checksum")
 	case errors.As(err, &pathErr):
 		return errors.Newf("cannot start: %s", msg)
-	default:
+	}
+	if cmd.ProcessState == nil || !cmd.ProcessState.Exited() {
 		return errors.Newf("handshake failed (not a bas plugin?): %s", msg)
 	}
+	// The process ended by itself: its own words come first.
+	why := "the process ended with " + cmd.ProcessState.String()
+	if stderr != "" {
+		why += fmt.Sprintf("; its stderr ends %q", stderr)
+	}
+	return errors.Newf("handshake failed (not a bas plugin?): %s; go-plugin: %s", why, msg)
 }
 
 // loadFailed tells whether the plugin never loaded.

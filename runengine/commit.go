@@ -63,10 +63,11 @@ type committer struct {
 	busy            time.Duration
 
 	observe Observer // nil when none
+	fp      Failpoints
 }
 
-func newCommitter(st store.Store, maxBatch int, obs Observer) *committer {
-	c := &committer{st: st, maxBatch: maxBatch, observe: obs, signal: make(chan struct{}, 1), stopped: make(chan struct{}),
+func newCommitter(st store.Store, maxBatch int, obs Observer, fp Failpoints) *committer {
+	c := &committer{st: st, maxBatch: maxBatch, observe: obs, fp: fp, signal: make(chan struct{}, 1), stopped: make(chan struct{}),
 		counters: map[string]int64{}, landed: make(chan struct{}, 1)}
 	c.pipe, _ = st.(store.Pipeliner)
 	go c.loop()
@@ -207,6 +208,16 @@ func (c *committer) launch() {
 		c.commitSync(batch)
 		return
 	}
+	if err := c.fp.inGroupCommit(len(batch)); err != nil {
+		tx.Discard()
+		c.record(len(batch), time.Since(began), err)
+		for _, d := range batch {
+			if d.after != nil {
+				d.after(err)
+			}
+		}
+		return
+	}
 	if next, err := c.pipe.Begin(context.Background()); err == nil {
 		c.open = next
 	}
@@ -252,7 +263,10 @@ func (c *committer) commitSync(batch []*delta) {
 				return err
 			}
 		}
-		return c.writeCounters(tx, sums, true)
+		if err := c.writeCounters(tx, sums, true); err != nil {
+			return err
+		}
+		return c.fp.inGroupCommit(len(batch))
 	})
 	if err != nil && len(batch) > 1 {
 		half := len(batch) / 2

@@ -115,6 +115,9 @@ type Config struct {
 	// Observer, when set, is told of runs, steps and commits (metrics and
 	// traces). Defaults to none, at no cost.
 	Observer Observer
+	// Failpoints are test hooks, empty (and free) unless built with the
+	// failpoints tag.
+	Failpoints Failpoints
 }
 
 func (c Config) withDefaults() Config {
@@ -218,7 +221,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.limiter = lim
 	e.admission = newAdmission(cfg.MaxCallsPerTenant, cfg.MaxCallsPerProcess)
-	e.commits = newCommitter(cfg.Store, cfg.MaxBatch, cfg.Observer)
+	e.commits = newCommitter(cfg.Store, cfg.MaxBatch, cfg.Observer, cfg.Failpoints)
 	e.workers = make([]*worker, cfg.Workers)
 	for i := range e.workers {
 		e.workers[i] = newWorker(e)

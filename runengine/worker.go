@@ -665,6 +665,7 @@ func (w *worker) issueCalls(calls []*pendingCall) {
 		if adm == nil {
 			w.e.goCall(func() {
 				res := pc.do()
+				w.e.cfg.Failpoints.afterCall(pc.tenant, pc.runID, pc.token)
 				res.token = pc.token
 				w.send(&command{kind: cmdCallResult, tenant: pc.tenant, runID: pc.runID, result: res})
 			})
@@ -673,6 +674,7 @@ func (w *worker) issueCalls(calls []*pendingCall) {
 		adm.admit(pc.tenant, pc.process, pc.priority, func() {
 			w.e.goCall(func() {
 				res := pc.do()
+				w.e.cfg.Failpoints.afterCall(pc.tenant, pc.runID, pc.token)
 				res.token = pc.token
 				adm.done(pc.tenant, pc.process)
 				w.send(&command{kind: cmdCallResult, tenant: pc.tenant, runID: pc.runID, result: res})

@@ -579,7 +579,9 @@ func malformed(provider, capID string, vs []errs.Violation) error {
 // call one) needs no second timer.
 func (r *Registry) invoke(ctx context.Context, pe *providerEntry, call capability.Call) (out json.RawMessage, err error) {
 	cctx, cancel := ctx, context.CancelFunc(func() {})
-	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > r.cfg.CallTimeout {
+	dl, ok := ctx.Deadline()
+	budget := time.Until(dl) // the caller's, when it is the sooner
+	if !ok || budget > r.cfg.CallTimeout {
 		cctx, cancel = context.WithTimeout(ctx, r.cfg.CallTimeout)
 	}
 	defer cancel()
@@ -601,7 +603,8 @@ func (r *Registry) invoke(ctx context.Context, pe *providerEntry, call capabilit
 	if errors.Is(cctx.Err(), context.DeadlineExceeded) {
 		var terr error
 		if ctx.Err() != nil {
-			terr = errs.Unavailablef("provider %s did not answer %s before the caller's deadline", pe.info.ID, call.Capability)
+			terr = errs.Unavailablef("provider %s did not answer %s within %s, the caller's deadline", pe.info.ID, call.Capability,
+				budget.Round(time.Millisecond))
 		} else {
 			terr = errs.Unavailablef("provider %s did not answer %s within %s", pe.info.ID, call.Capability, r.cfg.CallTimeout)
 		}

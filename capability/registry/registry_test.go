@@ -454,7 +454,8 @@ func TestCall(t *testing.T) {
 		cctx, cancel := context.WithTimeout(ctx, time.Millisecond)
 		defer cancel()
 		_, err = reg.Call(cctx, call("ten_a", "chat.message.send", `{"channel":"#ops","text":"hi"}`))
-		if !errors.Is(err, capability.ErrTimeout) || !strings.Contains(err.Error(), "before the caller's deadline") {
+		if !errors.Is(err, capability.ErrTimeout) || !strings.Contains(err.Error(), "did not answer chat.message.send within") ||
+			!strings.Contains(err.Error(), "ms, the caller's deadline") {
 			t.Errorf("Call with an earlier deadline = %v", err)
 		}
 	})

@@ -40,6 +40,7 @@ import (
 var e2eBins = &plugintest.Set{Packages: map[string]string{
 	"acme-erp":   "github.com/bas-platform/bas/examples/provider",
 	"testplugin": "github.com/bas-platform/bas/plugins/internal/testplugin",
+	"chaos":      "github.com/bas-platform/bas/plugins/internal/chaosplugin",
 }}
 
 func TestMain(m *testing.M) {
