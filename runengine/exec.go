@@ -35,6 +35,9 @@ type exec struct {
 	taskDone *Task
 	event    *eventArgs
 	timer    string
+	// def and st are the step runStep runs (see stepEnv).
+	def *process.Step
+	st  *StepRun
 
 	replyTask     *Task
 	replyApproval *Approval

@@ -20,10 +20,9 @@ import (
 	"github.com/bas-platform/bas/store"
 )
 
-// runStep executes the current step; it returns true when the step
-// completed and the run may go on. The engine drives the types whose work
-// needs tasks, approvals, timers or events; every other type does its own
-// work (stepPure).
+// runStep runs the current step through its type's executor (see
+// process.StepType.Run and stepEnv); it returns true when the step
+// completed and the run may go on.
 func (x *exec) runStep(def *process.Step, st *StepRun) bool {
 	switch def.Type {
 	case process.StepHumanTask:
@@ -40,13 +39,11 @@ func (x *exec) runStep(def *process.Step, st *StepRun) bool {
 		return x.stepDraft(def, st)
 	}
 	t, ok := x.w.e.stepTypes.Lookup(def.Type)
-	switch {
-	case !ok:
+	if !ok {
 		return x.stepFail(st, fmt.Errorf("step %s: unknown step type %q", def.Key, def.Type))
-	case !t.Pure:
-		return x.stepFail(st, fmt.Errorf("step %s: step type %q has no work", def.Key, def.Type))
 	}
-	return x.stepPure(t, def, st)
+	x.def, x.st = def, st
+	return t.Run((*stepEnv)(x))
 }
 
 // stepFail fails the run with a config or reference error of the step.
