@@ -25,8 +25,6 @@ import (
 // completed and the run may go on.
 func (x *exec) runStep(def *process.Step, st *StepRun) bool {
 	switch def.Type {
-	case process.StepHumanTask:
-		return x.stepHumanTask(def, st)
 	case process.StepExecute:
 		return x.stepExecute(def, st)
 	case process.StepWait:
@@ -52,26 +50,10 @@ func (x *exec) stepFail(st *StepRun, err error) bool {
 	return false
 }
 
-// --- human_task
+// --- tasks
 
-func (x *exec) stepHumanTask(def *process.Step, st *StepRun) bool {
-	if t := x.taskDone; t != nil && st.TaskID != nil && *st.TaskID == t.ID {
-		x.taskDone = nil
-		x.completeStep(def, st, map[string]any{"outcome": deref(t.Outcome), "fields": t.Values,
-			"completed_by": deref(t.CompletedBy)}, false)
-		return true
-	}
-	if st.TaskID != nil {
-		return false
-	}
-	var cfg process.HumanTaskConfig
-	if err := x.config(def, &cfg); err != nil {
-		return x.stepFail(st, err)
-	}
-	x.createTask(def, st, cfg.Title, cfg.Description, cfg.TaskActions(), cfg.TaskFields(), cfg.Assignee, cfg.DueHours, "step")
-	return false
-}
-
+// createTask makes a task of the step: the step's own (kind step, which the
+// step waits on) or a review.
 func (x *exec) createTask(def *process.Step, st *StepRun, title, desc string, actions []string,
 	fields []map[string]any, assignee string, dueHours *float64, kind string) *Task {
 	id := x.w.e.ids.New("tsk", x.now)
