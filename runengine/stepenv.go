@@ -142,7 +142,9 @@ func (e *stepEnv) CreateReview() { e.x().createReview(e.def) }
 func (e *stepEnv) StartTimer(d time.Duration, kind string) { e.x().startTimer(e.st, d, kind) }
 
 // AddWaiter implements process.StepEnv.
-func (e *stepEnv) AddWaiter(event string, filter json.RawMessage) { e.x().addWaiter(e.st, event, filter) }
+func (e *stepEnv) AddWaiter(event string, filter json.RawMessage) {
+	e.x().addWaiter(e.st, event, filter)
+}
 
 // DropWaiter implements process.StepEnv.
 func (e *stepEnv) DropWaiter() { e.x().dropWaiter(e.st) }

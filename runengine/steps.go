@@ -27,8 +27,6 @@ func (x *exec) runStep(def *process.Step, st *StepRun) bool {
 	switch def.Type {
 	case process.StepExecute:
 		return x.stepExecute(def, st)
-	case process.StepWait:
-		return x.stepWait(def, st)
 	case process.StepFollowUp:
 		return x.stepFollowUp(def, st)
 	case process.StepMonitor:
@@ -435,52 +433,7 @@ func normalize(v any) any {
 	return out
 }
 
-// --- wait
-
-func (x *exec) stepWait(def *process.Step, st *StepRun) bool {
-	var cfg process.WaitConfig
-	if err := x.config(def, &cfg); err != nil {
-		return x.stepFail(st, err)
-	}
-	switch {
-	case x.timer != "" && x.timer == st.internal.WaitToken:
-		x.timer = ""
-		if cfg.Event != "" {
-			x.dropWaiter(st)
-			x.completeStep(def, st, map[string]any{"timed_out": true, "event": nil}, false)
-		} else {
-			x.completeStep(def, st, map[string]any{"waited": cfg.Duration}, false)
-		}
-		return true
-	case x.event != nil && st.internal.WaitEvent == x.event.name:
-		ev := x.event
-		x.event = nil
-		x.dropWaiter(st)
-		x.completeStep(def, st, map[string]any{"timed_out": false, "event": ev.name, "event_id": ev.id, "data": ev.data}, false)
-		return true
-	case st.internal.WaitToken != "" || st.internal.WaitEvent != "":
-		return false
-	}
-	if cfg.Event != "" {
-		x.addWaiter(st, cfg.Event, cfg.Filter)
-		if cfg.Timeout != "" {
-			d, err := cfg.TimeoutValue()
-			if err != nil {
-				return x.stepFail(st, fmt.Errorf("step %s: %w", def.Key, err))
-			}
-			x.startTimer(st, d, "wait")
-		}
-		x.wait(st, StepWaiting)
-		return false
-	}
-	d, err := cfg.DurationValue()
-	if err != nil {
-		return x.stepFail(st, fmt.Errorf("step %s: %w", def.Key, err))
-	}
-	x.startTimer(st, d, "wait")
-	x.wait(st, StepWaiting)
-	return false
-}
+// --- timers and event waits
 
 // startTimer makes the step wait for a timer d from now.
 func (x *exec) startTimer(st *StepRun, d time.Duration, kind string) {
