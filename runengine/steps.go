@@ -27,8 +27,6 @@ func (x *exec) runStep(def *process.Step, st *StepRun) bool {
 	switch def.Type {
 	case process.StepExecute:
 		return x.stepExecute(def, st)
-	case process.StepFollowUp:
-		return x.stepFollowUp(def, st)
 	case process.StepMonitor:
 		return x.stepMonitor(def, st)
 	case process.StepDraft:
@@ -467,59 +465,6 @@ type waiter struct {
 
 func waiterKey(tenant, event, runID string) []byte {
 	return store.Key(store.System, "waiter", tenant, event, runID)
-}
-
-// --- follow_up
-
-func (x *exec) stepFollowUp(def *process.Step, st *StepRun) bool {
-	var cfg process.FollowUpConfig
-	if err := x.config(def, &cfg); err != nil {
-		return x.stepFail(st, err)
-	}
-	every, max, err := cfg.Schedule()
-	if err != nil {
-		return x.stepFail(st, fmt.Errorf("step %s: %w", def.Key, err))
-	}
-	switch {
-	case x.res != nil:
-		if _, ok := x.callOutcome(def, st); !ok {
-			return false
-		}
-		st.internal.Reminders++
-		st.Attempts = 0
-		st.Error = nil
-		if cfg.UntilEvent != "" && st.internal.WaitEvent == "" {
-			x.addWaiter(st, cfg.UntilEvent, cfg.Filter)
-		}
-		x.startTimer(st, every, "remind")
-		x.wait(st, StepWaiting)
-		return false
-	case x.event != nil && st.internal.WaitEvent == x.event.name:
-		ev := x.event
-		x.event = nil
-		x.dropWaiter(st)
-		x.completeStep(def, st, map[string]any{"replied": true, "reminders_sent": st.internal.Reminders,
-			"reply": ev.data, "event_id": ev.id}, true)
-		return true
-	case x.timer != "" && x.timer == st.internal.WaitToken && strings.HasPrefix(x.timer, "remind"):
-		x.timer = ""
-		st.internal.WaitToken = ""
-		if st.internal.Reminders >= max {
-			x.dropWaiter(st)
-			x.completeStep(def, st, map[string]any{"replied": false, "reminders_sent": st.internal.Reminders}, true)
-			return true
-		}
-	case st.internal.WaitToken != "":
-		return false
-	}
-	capID := def.Capability
-	if capID == "" {
-		capID = "email.send"
-	}
-	x.setStatus(RunRunning)
-	st.Status = StepRunning
-	x.call(def, st, capID, cfg.ReminderArgs(), "remind", "reminder-"+strconv.Itoa(st.internal.Reminders+1)+"/")
-	return false
 }
 
 // --- monitor
