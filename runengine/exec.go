@@ -446,12 +446,7 @@ func permanent(err error) bool {
 }
 
 // errorText is the message a run shows for a failed call.
-func errorText(err error) string {
-	if vs := errs.Violations(err); len(vs) > 0 {
-		return (&errs.ValidationError{Violations: vs}).Error()
-	}
-	return err.Error()
-}
+func errorText(err error) string { return errs.Text(err) }
 
 // proposedArgs are the arguments an approval of the step shows.
 func (x *exec) proposedArgs(def *process.Step) map[string]any {

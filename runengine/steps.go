@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
-	"github.com/bas-platform/bas/internal/filter"
 	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/internal/refs"
 	"github.com/bas-platform/bas/process"
@@ -27,8 +26,6 @@ func (x *exec) runStep(def *process.Step, st *StepRun) bool {
 	switch def.Type {
 	case process.StepExecute:
 		return x.stepExecute(def, st)
-	case process.StepMonitor:
-		return x.stepMonitor(def, st)
 	case process.StepDraft:
 		return x.stepDraft(def, st)
 	}
@@ -465,79 +462,6 @@ type waiter struct {
 
 func waiterKey(tenant, event, runID string) []byte {
 	return store.Key(store.System, "waiter", tenant, event, runID)
-}
-
-// --- monitor
-
-func (x *exec) stepMonitor(def *process.Step, st *StepRun) bool {
-	var cfg process.MonitorConfig
-	if err := x.config(def, &cfg); err != nil {
-		return x.stepFail(st, err)
-	}
-	interval, timeout, err := cfg.Periods()
-	if err != nil {
-		return x.stepFail(st, fmt.Errorf("step %s: %w", def.Key, err))
-	}
-	if st.internal.Deadline == nil {
-		dl := x.now.Add(timeout)
-		st.internal.Deadline = &dl
-		x.dirty = true
-	}
-	var value any
-	switch {
-	case x.res != nil:
-		out, ok := x.callOutcome(def, st)
-		if !ok {
-			return false
-		}
-		st.Attempts = 0
-		st.Error = nil
-		value = out
-	case x.timer != "" && x.timer == st.internal.WaitToken:
-		x.timer = ""
-		st.internal.WaitToken = ""
-		if def.Capability != "" {
-			x.setStatus(RunRunning)
-			st.Status = StepRunning
-			x.call(def, st, def.Capability, orEmpty(cfg.Args), "check", "check-"+strconv.Itoa(st.internal.Checks+1)+"/")
-			return false
-		}
-		value = cfg.Value
-	case st.internal.WaitToken != "":
-		return false
-	default:
-		if def.Capability != "" {
-			x.call(def, st, def.Capability, orEmpty(cfg.Args), "check", "check-"+strconv.Itoa(st.internal.Checks+1)+"/")
-			return false
-		}
-		value = cfg.Value
-	}
-	st.internal.Checks++
-	f, err := filter.Parse(cfg.Condition, "config", "condition")
-	if err != nil {
-		return x.stepFail(st, fmt.Errorf("step %s: %s", def.Key, errorText(err)))
-	}
-	if f.Match(map[string]any{"value": value}) {
-		x.completeStep(def, st, map[string]any{"held": true, "checks": st.internal.Checks, "value": value}, true)
-		return true
-	}
-	if !x.now.Before(*st.internal.Deadline) {
-		if cfg.FailOnTimeout {
-			x.failRun(st, RunFailed, fmt.Sprintf("step %s: condition did not hold within %s", def.Key, timeout))
-			return false
-		}
-		x.completeStep(def, st, map[string]any{"held": false, "checks": st.internal.Checks, "value": value}, true)
-		return true
-	}
-	next := interval
-	if rest := st.internal.Deadline.Sub(x.now); rest < next {
-		next = rest
-	}
-	dl := *st.internal.Deadline
-	x.startTimer(st, next, "check")
-	st.internal.Deadline = &dl
-	x.wait(st, StepWaiting)
-	return false
 }
 
 // --- draft
