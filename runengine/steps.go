@@ -26,8 +26,6 @@ func (x *exec) runStep(def *process.Step, st *StepRun) bool {
 	switch def.Type {
 	case process.StepExecute:
 		return x.stepExecute(def, st)
-	case process.StepDraft:
-		return x.stepDraft(def, st)
 	}
 	t, ok := x.w.e.stepTypes.Lookup(def.Type)
 	if !ok {
@@ -462,78 +460,6 @@ type waiter struct {
 
 func waiterKey(tenant, event, runID string) []byte {
 	return store.Key(store.System, "waiter", tenant, event, runID)
-}
-
-// --- draft
-
-func (x *exec) stepDraft(def *process.Step, st *StepRun) bool {
-	var cfg process.DraftConfig
-	if err := x.config(def, &cfg); err != nil {
-		return x.stepFail(st, err)
-	}
-	text := cfg.Template // references were resolved by config
-	drafted, aiRec := aiDraft(st)
-	if drafted != "" {
-		text = drafted
-	}
-	if t := x.taskDone; t != nil && st.TaskID != nil && *st.TaskID == t.ID {
-		x.taskDone = nil
-		orig := text
-		if s, ok := t.Values["text"].(string); ok && s != "" {
-			text = s
-		}
-		out := map[string]any{"text": text, "outcome": deref(t.Outcome),
-			"edited": text != orig, "reviewed_by": deref(t.CompletedBy)}
-		if aiRec != nil {
-			out["ai"] = aiRec
-		}
-		x.completeStep(def, st, out, false)
-		return true
-	}
-	if st.TaskID != nil {
-		return false
-	}
-	if args, ok := cfg.AIDraftArgs(); ok && aiRec == nil {
-		// ai.draft writes the text; the step keeps it (with the AI record)
-		// as its output while a person reviews it.
-		if x.res == nil {
-			x.call(def, st, process.CapAIDraft, args, "call", "")
-			return false
-		}
-		o, ok := x.callOutcome(def, st)
-		if !ok {
-			return false
-		}
-		m, _ := o.(map[string]any)
-		text, _ = m["text"].(string)
-		aiRec = m["ai"]
-		if aiRec == nil {
-			aiRec = map[string]any{}
-		}
-		st.Output = map[string]any{"draft": text, "subject": m["subject"], "ai": aiRec}
-		x.dirty = true
-	}
-	if !cfg.Reviewed() {
-		out := map[string]any{"text": text, "outcome": nil, "edited": false}
-		if aiRec != nil {
-			out["ai"] = aiRec
-		}
-		x.completeStep(def, st, out, true)
-		return true
-	}
-	x.createTask(def, st, cfg.Title, text, cfg.ReviewActions(), cfg.ReviewFields(), cfg.Assignee, nil, "step")
-	return false
-}
-
-// aiDraft returns the text and AI record ai.draft wrote for a draft step
-// that is waiting for its review ("" and nil when it did not use AI).
-func aiDraft(st *StepRun) (string, any) {
-	m, ok := st.Output.(map[string]any)
-	if !ok || m["ai"] == nil {
-		return "", nil
-	}
-	s, _ := m["draft"].(string)
-	return s, m["ai"]
 }
 
 // --- timers, events, cancel
