@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/big"
 	"reflect"
 	"slices"
 	"strconv"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/jsonvalue"
-	"github.com/bas-platform/bas/internal/refs"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
 )
@@ -23,10 +21,6 @@ import (
 // process.StepType.Run and stepEnv); it returns true when the step
 // completed and the run may go on.
 func (x *exec) runStep(def *process.Step, st *StepRun) bool {
-	switch def.Type {
-	case process.StepExecute:
-		return x.stepExecute(def, st)
-	}
 	t, ok := x.w.e.stepTypes.Lookup(def.Type)
 	if !ok {
 		return x.stepFail(st, fmt.Errorf("step %s: unknown step type %q", def.Key, def.Type))
@@ -74,13 +68,6 @@ func (x *exec) createTask(def *process.Step, st *StepRun, title, desc string, ac
 	x.emit("task.created", map[string]any{"task_id": id, "run_id": x.r.ID, "process_id": x.r.ProcessID,
 		"step_key": def.Key, "title": title, "kind": kind})
 	return t
-}
-
-func deref(s *string) any {
-	if s == nil {
-		return nil
-	}
-	return *s
 }
 
 // completeTask applies a person's completion of a task of this run.
@@ -203,97 +190,7 @@ func checkFieldValue(typ string, f map[string]any, v any) (string, string) {
 	return "", ""
 }
 
-// --- execute
-
-func (x *exec) stepExecute(def *process.Step, st *StepRun) bool {
-	if res := x.res; res != nil {
-		if g := res.gate; g != nil {
-			x.dirty = true
-			if !g.Auto {
-				x.res = nil
-				var cfg process.ExecuteConfig
-				if err := x.config(def, &cfg); err != nil {
-					return x.stepFail(st, err)
-				}
-				x.requestApproval(def, st, orEmpty(cfg.Args), g.Reason)
-				return false
-			}
-			st.internal.Auto = true
-			st.internal.Sample = g.Sample
-		}
-		out, ok := x.callOutcome(def, st)
-		if !ok {
-			return false
-		}
-		x.completeStep(def, st, out, st.internal.Auto)
-		if st.internal.Sample {
-			x.createReview(def)
-		}
-		return true
-	}
-	if def.Capability == "" {
-		return x.stepFail(st, fmt.Errorf("step %s: an execute step needs a capability", def.Key))
-	}
-	var cfg process.ExecuteConfig
-	if err := x.config(def, &cfg); err != nil {
-		return x.stepFail(st, err)
-	}
-	args := orEmpty(cfg.Args)
-	if st.internal.Args != nil {
-		args = st.internal.Args
-	}
-	if !st.internal.Approved && !st.internal.Auto {
-		if c := def.Controls.AmountCapCents; c != nil && cfg.AmountPath != "" {
-			v, ok := refs.Lookup(x.data(), cfg.AmountPath)
-			amount, isNum := cents(v)
-			if !ok || !isNum {
-				return x.stepFail(st, fmt.Errorf("step %s: amount_path %s holds no amount", def.Key, cfg.AmountPath))
-			}
-			st.internal.AmountSeen = &amount
-			if amount > *c {
-				x.requestApproval(def, st, args, fmt.Sprintf("amount %d cents is above the cap of %d cents", amount, *c))
-				return false
-			}
-		}
-		x.decide(def, st, args)
-		return false
-	}
-	x.call(def, st, def.Capability, args, "call", "")
-	return false
-}
-
-func orEmpty(m map[string]any) map[string]any {
-	if m == nil {
-		return map[string]any{}
-	}
-	return m
-}
-
-// cents reads an amount as integer cents.
-func cents(v any) (int64, bool) {
-	switch n := v.(type) {
-	case json.Number:
-		if i, err := n.Int64(); err == nil {
-			return i, true
-		}
-		r, ok := new(big.Rat).SetString(n.String())
-		if !ok {
-			return 0, false
-		}
-		f, _ := r.Float64()
-		return int64(math.Round(f)), true
-	case float64:
-		return int64(math.Round(n)), true
-	case int64:
-		return n, true
-	case int:
-		return int64(n), true
-	case string:
-		i, err := strconv.ParseInt(n, 10, 64)
-		return i, err == nil
-	}
-	return 0, false
-}
+// --- the autonomy gate and approvals
 
 // decide asks the autonomy gate outside the worker and, when the action
 // may run on its own, makes the call in the same go.
