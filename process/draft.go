@@ -18,8 +18,8 @@ type DraftConfig struct {
 	AI *DraftAI `json:"ai,omitempty"`
 }
 
-// draftStep is the draft step type: the engine renders the template
-// (Render) and, unless review is off, gives it to a person.
+// draftStep is the draft step type: its executor (runDraft) renders the
+// template and, unless review is off, gives it to a person.
 func draftStep() StepType {
 	return Define(StepDef[DraftConfig]{
 		Type: StepDraft, Label: "Draft",

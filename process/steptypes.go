@@ -218,7 +218,7 @@ func (t StepType) Result(cfg any, s Step, result any) (any, error) {
 // from NewConfig or DecodeConfig, with its references resolved) and returns
 // its output; data is the run's data. A consolidate step with require_match
 // whose sources do not match returns its output together with an error
-// marked ErrNoMatch. A type the engine drives (Pure false) returns an
+// marked ErrNoMatch. A type with Run instead (Pure false) returns an
 // error, as does a step that calls a capability instead (Call).
 func (t StepType) Eval(cfg any, s Step, data map[string]any) (any, error) {
 	if t.eval == nil {
