@@ -139,12 +139,17 @@ type GateVerdict struct {
 
 // TaskSpec is the task a step gives a person.
 type TaskSpec struct {
+	// Title and Description say what to do.
 	Title       string
 	Description string
-	Actions     []string
-	Fields      []map[string]any
-	Assignee    string
-	DueHours    *float64
+	// Actions are the outcomes a person may choose, Fields what they fill
+	// in (as the task shows them: key, label, type, required, options).
+	Actions []string
+	Fields  []map[string]any
+	// Assignee is who works it (empty: anyone); DueHours, when positive,
+	// sets its due time that many hours from now.
+	Assignee string
+	DueHours *float64
 }
 
 // TaskResult is a person's completion of a step's task.
