@@ -8,7 +8,8 @@
 // The package is a leaf: the contract's types (Provider, Call, Info, App,
 // Event, Health), the error kinds a call can end with, the standard
 // capabilities' ids, argument and result types and declarations
-// (StandardSpecs), and the built-in apps (BuiltinApps). It imports no store, no
+// (StandardSpecs), the built-in apps (BuiltinApps), and Evidence, what the
+// findings of every check cite. It imports no store, no
 // schema library and no registry, so a vendor's plugin (plugins/sdk) stays
 // small. The registry that binds capabilities to providers per workspace,
 // the catalog's reflected schemas, the connectors and the integrations

@@ -18,8 +18,8 @@ type DraftConfig struct {
 	AI *DraftAI `json:"ai,omitempty"`
 }
 
-// draftStep is the draft step type: the engine renders the template
-// (Render) and, unless review is off, gives it to a person.
+// draftStep is the draft step type: its executor (runDraft) renders the
+// template and, unless review is off, gives it to a person.
 func draftStep() StepType {
 	return Define(StepDef[DraftConfig]{
 		Type: StepDraft, Label: "Draft",
@@ -33,7 +33,78 @@ func draftStep() StepType {
 		},
 		// Title and template bounds are the schema's; references are
 		// checked for every config.
+		Run: runDraft,
 	})
+}
+
+// runDraft renders the template (or has ai.draft write the text) and,
+// unless review is off, gives it to a person, who may edit it; the step
+// completes with the text.
+func runDraft(env StepEnv) bool {
+	var cfg DraftConfig
+	if err := env.Config(&cfg); err != nil {
+		return env.Fail(err)
+	}
+	text := cfg.Template // references were resolved by Config
+	drafted, aiRec := aiDraft(env.Output())
+	if drafted != "" {
+		text = drafted
+	}
+	if t, ok := env.TaskDone(); ok {
+		orig := text
+		if s, ok := t.Fields["text"].(string); ok && s != "" {
+			text = s
+		}
+		out := map[string]any{"text": text, "outcome": t.Outcome, "edited": text != orig, "reviewed_by": t.CompletedBy}
+		if aiRec != nil {
+			out["ai"] = aiRec
+		}
+		return env.Complete(out, false)
+	}
+	if env.HasTask() {
+		return false
+	}
+	if args, ok := cfg.AIDraftArgs(); ok && aiRec == nil {
+		// ai.draft writes the text; the step keeps it (with the AI record)
+		// as its output while a person reviews it.
+		if !env.Called() {
+			env.Call(CapAIDraft, args, "call", "")
+			return false
+		}
+		o, ok := env.CallOutcome()
+		if !ok {
+			return false
+		}
+		m, _ := o.(map[string]any)
+		text, _ = m["text"].(string)
+		aiRec = m["ai"]
+		if aiRec == nil {
+			aiRec = map[string]any{}
+		}
+		env.SetOutput(map[string]any{"draft": text, "subject": m["subject"], "ai": aiRec})
+	}
+	if !cfg.Reviewed() {
+		out := map[string]any{"text": text, "outcome": nil, "edited": false}
+		if aiRec != nil {
+			out["ai"] = aiRec
+		}
+		return env.Complete(out, true)
+	}
+	env.CreateTask(TaskSpec{Title: cfg.Title, Description: text, Actions: cfg.ReviewActions(),
+		Fields: cfg.ReviewFields(), Assignee: cfg.Assignee})
+	return false
+}
+
+// aiDraft returns the text and AI record ai.draft wrote for a draft step
+// that is waiting for its review, from the step's output ("" and nil when
+// it did not use AI).
+func aiDraft(output any) (string, any) {
+	m, ok := output.(map[string]any)
+	if !ok || m["ai"] == nil {
+		return "", nil
+	}
+	s, _ := m["draft"].(string)
+	return s, m["ai"]
 }
 
 // Reviewed reports whether a person reviews the draft (unless review is

@@ -2,6 +2,8 @@ package process
 
 import (
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,7 +34,58 @@ func followUpStep() StepType {
 		Capabilities: []string{CapEmailSend},
 		Check:        checkFollowUp,
 		Needs:        func(Step) []string { return []string{CapEmailSend} },
+		Run:          runFollowUp,
 	})
+}
+
+// runFollowUp sends a reminder, then waits for the next one's timer and
+// for the reply event; it completes the step when the reply comes or the
+// last reminder's wait ends.
+func runFollowUp(env StepEnv) bool {
+	def := env.Step()
+	var cfg FollowUpConfig
+	if err := env.Config(&cfg); err != nil {
+		return env.Fail(err)
+	}
+	every, max, err := cfg.Schedule()
+	if err != nil {
+		return env.Fail(fmt.Errorf("step %s: %w", def.Key, err))
+	}
+	if env.Called() {
+		if _, ok := env.CallOutcome(); !ok {
+			return false
+		}
+		s := env.State()
+		s.Reminders++
+		env.SetState(s)
+		env.ClearAttempts()
+		if _, waiting := env.Pending(); cfg.UntilEvent != "" && !waiting {
+			env.AddWaiter(cfg.UntilEvent, cfg.Filter)
+		}
+		env.StartTimer(every, "remind")
+		env.Wait()
+		return false
+	}
+	if ev, ok := env.EventArrived(); ok {
+		env.DropWaiter()
+		return env.Complete(map[string]any{"replied": true, "reminders_sent": env.State().Reminders,
+			"reply": ev.Data, "event_id": ev.ID}, true)
+	}
+	if env.TimerFired("remind") {
+		if n := env.State().Reminders; n >= max {
+			env.DropWaiter()
+			return env.Complete(map[string]any{"replied": false, "reminders_sent": n}, true)
+		}
+	} else if timer, _ := env.Pending(); timer {
+		return false
+	}
+	capID := def.Capability
+	if capID == "" {
+		capID = CapEmailSend
+	}
+	env.Resume()
+	env.Call(capID, cfg.ReminderArgs(), "remind", "reminder-"+strconv.Itoa(env.State().Reminders+1)+"/")
+	return false
 }
 
 func checkFollowUp(cfg *FollowUpConfig, _ Step, loc []any) []errs.Violation {

@@ -35,7 +35,26 @@ func humanTaskStep() StepType {
 		Type: StepHumanTask, Label: "Human task",
 		Description: "A task for a person: approve, decide or fill in fields.",
 		Check:       checkHumanTask,
+		Run:         runHumanTask,
 	})
+}
+
+// runHumanTask gives a person the step's task, and completes the step with
+// the chosen action and the fields when the person completes it.
+func runHumanTask(env StepEnv) bool {
+	if t, ok := env.TaskDone(); ok {
+		return env.Complete(map[string]any{"outcome": t.Outcome, "fields": t.Fields, "completed_by": t.CompletedBy}, false)
+	}
+	if env.HasTask() {
+		return false
+	}
+	var cfg HumanTaskConfig
+	if err := env.Config(&cfg); err != nil {
+		return env.Fail(err)
+	}
+	env.CreateTask(TaskSpec{Title: cfg.Title, Description: cfg.Description, Actions: cfg.TaskActions(),
+		Fields: cfg.TaskFields(), Assignee: cfg.Assignee, DueHours: cfg.DueHours})
+	return false
 }
 
 func checkHumanTask(cfg *HumanTaskConfig, _ Step, loc []any) []errs.Violation {

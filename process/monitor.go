@@ -2,6 +2,8 @@ package process
 
 import (
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
@@ -30,7 +32,78 @@ func monitorStep() StepType {
 		Type: StepMonitor, Label: "Monitor",
 		Description: "Watches for a condition over time: re-checks a value on an interval until it holds or times out.",
 		Check:       checkMonitor,
+		Run:         runMonitor,
 	})
+}
+
+// runMonitor reads the value (calling the step's capability when it names
+// one) on the step's interval and completes the step when the condition
+// holds or the timeout passes.
+func runMonitor(env StepEnv) bool {
+	def := env.Step()
+	var cfg MonitorConfig
+	if err := env.Config(&cfg); err != nil {
+		return env.Fail(err)
+	}
+	interval, timeout, err := cfg.Periods()
+	if err != nil {
+		return env.Fail(fmt.Errorf("step %s: %w", def.Key, err))
+	}
+	s := env.State()
+	if s.Deadline == nil {
+		dl := env.Now().Add(timeout)
+		s.Deadline = &dl
+		env.SetState(s)
+	}
+	var value any
+	switch {
+	case env.Called():
+		out, ok := env.CallOutcome()
+		if !ok {
+			return false
+		}
+		env.ClearAttempts()
+		value = out
+	case env.TimerFired("check"):
+		if def.Capability != "" {
+			env.Resume()
+			env.Call(def.Capability, orEmpty(cfg.Args), "check", "check-"+strconv.Itoa(s.Checks+1)+"/")
+			return false
+		}
+		value = cfg.Value
+	default:
+		if timer, _ := env.Pending(); timer {
+			return false
+		}
+		if def.Capability != "" {
+			env.Call(def.Capability, orEmpty(cfg.Args), "check", "check-"+strconv.Itoa(s.Checks+1)+"/")
+			return false
+		}
+		value = cfg.Value
+	}
+	s.Checks++
+	env.SetState(s)
+	f, err := filter.Parse(cfg.Condition, "config", "condition")
+	if err != nil {
+		return env.Fail(fmt.Errorf("step %s: %s", def.Key, errs.Text(err)))
+	}
+	if f.Match(map[string]any{"value": value}) {
+		return env.Complete(map[string]any{"held": true, "checks": s.Checks, "value": value}, true)
+	}
+	now := env.Now()
+	if !now.Before(*s.Deadline) {
+		if cfg.FailOnTimeout {
+			return env.Fail(fmt.Errorf("step %s: condition did not hold within %s", def.Key, timeout))
+		}
+		return env.Complete(map[string]any{"held": false, "checks": s.Checks, "value": value}, true)
+	}
+	// The next check comes on the interval, or at the timeout; the
+	// deadline stays the timeout.
+	next := min(interval, s.Deadline.Sub(now))
+	env.StartTimer(next, "check")
+	env.SetState(s)
+	env.Wait()
+	return false
 }
 
 func checkMonitor(cfg *MonitorConfig, s Step, loc []any) []errs.Violation {

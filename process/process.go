@@ -26,6 +26,17 @@
 // consolidate and analyse is done by pure functions (Intake, Validate,
 // Route, Consolidate, Analyse). They do no I/O: the engine resolves references, waits,
 // schedules and calls capabilities.
+//
+// Each step type lives in one file: its config, schema, checks and
+// executor, declared with Define and registered by a line in
+// steptypes.go. A pure type's executor is its Eval; the types whose work
+// needs the engine's means (human_task, execute, wait, follow_up, monitor,
+// draft) have a Run that decides, each time the step is reached or woken,
+// what it does through a StepEnv: call a capability, ask the autonomy
+// gate, give a person a task or an approval, set a timer, wait for an
+// event, complete or fail. The engine implements StepEnv once and runs
+// every step through StepType.Run; the records, keys and commits stay
+// its own.
 package process
 
 import (

@@ -22,8 +22,9 @@ const (
 // builtinStepTypes is the registry of the built-in step types, in the order
 // the API serves them. Each step type lives in one file (intake.go,
 // validate.go ...): its config, the config's schema, its checks, the
-// capabilities it needs and, for a pure type, its work. Adding a step type
-// is adding such a file and a line here.
+// capabilities it needs and its work (Eval for a pure type, Run for one the
+// engine's means drive). Adding a step type is adding such a file and a
+// line here.
 func builtinStepTypes() []StepType {
 	return []StepType{
 		intakeStep(),
@@ -61,13 +62,18 @@ type StepDef[C any] struct {
 	Needs func(s Step) []string
 	// Eval does the work of a pure step: its output from its config, whose
 	// references are resolved against the run's data (data is the run's
-	// data, for a step that looks at it). The engine runs it; a step type
-	// without Eval is one the engine drives itself (human_task, execute,
-	// wait, follow_up, monitor and draft, whose work needs tasks,
-	// approvals, timers or events): the engine fails a run that reaches a
-	// step of any other type without Eval. An error marked ErrNoMatch
-	// fails the run and may come with the output.
+	// data, for a step that looks at it). The engine runs it (see
+	// StepType.Run). An error marked ErrNoMatch fails the run and may come
+	// with the output. A type has Eval or Run, not both.
 	Eval func(cfg *C, data map[string]any) (any, error)
+	// Run is the executor of a step type whose work needs the engine's
+	// means (human_task, execute, wait, follow_up, monitor and draft:
+	// tasks, approvals, timers, events, calls between them): called when
+	// the run reaches the step and each time something wakes it, it
+	// decides what the step does through env and returns true when the
+	// step completed. The engine fails a run that reaches a step of a type
+	// with neither Eval nor Run.
+	Run func(env StepEnv) bool
 	// Call, for a pure type, names the capability call that produces the
 	// step's output instead of Eval, when the config asks for one (an
 	// intake given a document calls document.extract): ok is false
@@ -89,6 +95,7 @@ func Define[C any](d StepDef[C]) StepType {
 		Pure:         d.Eval != nil,
 		config:       reflect.TypeFor[C](),
 		needs:        d.Needs,
+		run:          d.Run,
 	}
 	if t.Capabilities == nil {
 		t.Capabilities = []string{}
@@ -109,8 +116,8 @@ func Define[C any](d StepDef[C]) StepType {
 }
 
 // StepType describes one step type: what it does, its configuration's Go
-// type and JSON Schema, the capabilities it calls and, for a pure type, its
-// work. Define makes one.
+// type and JSON Schema, the capabilities it calls and its work (Run). Define
+// makes one.
 type StepType struct {
 	// Type is the name steps use ("intake").
 	Type string `json:"type"`
@@ -137,6 +144,7 @@ type StepType struct {
 	eval      func(c any, data map[string]any) (any, error)
 	call      func(c any, s Step) (string, map[string]any, bool)
 	result    func(c any, s Step, r any) (any, error)
+	run       func(env StepEnv) bool
 }
 
 // NewConfig returns a pointer to a zero config of the type
@@ -210,7 +218,7 @@ func (t StepType) Result(cfg any, s Step, result any) (any, error) {
 // from NewConfig or DecodeConfig, with its references resolved) and returns
 // its output; data is the run's data. A consolidate step with require_match
 // whose sources do not match returns its output together with an error
-// marked ErrNoMatch. A type the engine drives (Pure false) returns an
+// marked ErrNoMatch. A type with Run instead (Pure false) returns an
 // error, as does a step that calls a capability instead (Call).
 func (t StepType) Eval(cfg any, s Step, data map[string]any) (any, error) {
 	if t.eval == nil {
@@ -244,6 +252,9 @@ func NewStepRegistry(types ...StepType) (*StepRegistry, error) {
 		}
 		if _, dup := r.byType[t.Type]; dup {
 			return nil, errors.Newf("step type %q is defined twice", t.Type)
+		}
+		if t.eval != nil && t.run != nil {
+			return nil, errors.Newf("step type %q has both Eval and Run", t.Type)
 		}
 		t.ConfigSchema = schema.Reflect(reflect.New(t.config).Interface())
 		v, err := schema.Compile(t.ConfigSchema)

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/extract"
 	"github.com/bas-platform/bas/internal/jsonvalue"
@@ -147,20 +148,10 @@ type Issue struct {
 }
 
 // Evidence is what an issue is based on: the value found at the field and,
-// for comparisons, the values it was compared with.
-type Evidence struct {
-	// Field is the checked path.
-	Field string `json:"field"`
-	// Present is false when the record has no value at Field.
-	Present bool `json:"present"`
-	// Found is the value at Field (null when missing).
-	Found any `json:"found"`
-	// Expected is the operand the value was compared with, when there is one.
-	Expected any `json:"expected,omitempty"`
-	// Values are the other values compared, by path (sum_equals' addends and
-	// "sum", a value_field's value).
-	Values map[string]any `json:"values,omitempty"`
-}
+// for comparisons, the values it was compared with (Field, Present, Found,
+// Expected and Values of the record every check that cites evidence
+// writes).
+type Evidence = capability.Evidence
 
 // Validate checks record against cfg's rules. It is pure and deterministic.
 // A rule whose operand is unusable (a pattern that does not compile, a

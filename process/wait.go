@@ -2,6 +2,7 @@ package process
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
@@ -25,7 +26,51 @@ func waitStep() StepType {
 		Type: StepWait, Label: "Wait",
 		Description: "Waits for a time, or for an event (with a filter and a timeout).",
 		Check:       checkWait,
+		Run:         runWait,
 	})
+}
+
+// runWait sets the step's timer, or waits for its event (with the timeout's
+// timer), and completes the step when either comes.
+func runWait(env StepEnv) bool {
+	def := env.Step()
+	var cfg WaitConfig
+	if err := env.Config(&cfg); err != nil {
+		return env.Fail(err)
+	}
+	if env.TimerFired("wait") {
+		if cfg.Event != "" {
+			env.DropWaiter()
+			return env.Complete(map[string]any{"timed_out": true, "event": nil}, false)
+		}
+		return env.Complete(map[string]any{"waited": cfg.Duration}, false)
+	}
+	if ev, ok := env.EventArrived(); ok {
+		env.DropWaiter()
+		return env.Complete(map[string]any{"timed_out": false, "event": ev.Name, "event_id": ev.ID, "data": ev.Data}, false)
+	}
+	if timer, event := env.Pending(); timer || event {
+		return false
+	}
+	if cfg.Event != "" {
+		env.AddWaiter(cfg.Event, cfg.Filter)
+		if cfg.Timeout != "" {
+			d, err := cfg.TimeoutValue()
+			if err != nil {
+				return env.Fail(fmt.Errorf("step %s: %w", def.Key, err))
+			}
+			env.StartTimer(d, "wait")
+		}
+		env.Wait()
+		return false
+	}
+	d, err := cfg.DurationValue()
+	if err != nil {
+		return env.Fail(fmt.Errorf("step %s: %w", def.Key, err))
+	}
+	env.StartTimer(d, "wait")
+	env.Wait()
+	return false
 }
 
 func checkWait(cfg *WaitConfig, _ Step, loc []any) []errs.Violation {

@@ -16,6 +16,15 @@
 //   - Finding work costs what the work costs: due work, waiting runs,
 //     lists and counts come from indexes and counters, never from scanning
 //     all runs.
+//
+// # Steps
+//
+// Every step runs through its type in the process step registry
+// (process.StepType.Run): the type's executor decides what the step does,
+// and the engine, which implements process.StepEnv once, does it. What is
+// the engine's stays here: task and approval records, timers, event
+// waiters, the commit, settling approvals, firing timers, delivering
+// events and cancelling.
 package runengine
 
 import (

@@ -35,6 +35,9 @@ type exec struct {
 	taskDone *Task
 	event    *eventArgs
 	timer    string
+	// def and st are the step runStep runs (see stepEnv).
+	def *process.Step
+	st  *StepRun
 
 	replyTask     *Task
 	replyApproval *Approval
@@ -443,12 +446,7 @@ func permanent(err error) bool {
 }
 
 // errorText is the message a run shows for a failed call.
-func errorText(err error) string {
-	if vs := errs.Violations(err); len(vs) > 0 {
-		return (&errs.ValidationError{Violations: vs}).Error()
-	}
-	return err.Error()
-}
+func errorText(err error) string { return errs.Text(err) }
 
 // proposedArgs are the arguments an approval of the step shows.
 func (x *exec) proposedArgs(def *process.Step) map[string]any {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/big"
 	"reflect"
 	"slices"
 	"strconv"
@@ -13,40 +12,21 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
-	"github.com/bas-platform/bas/internal/filter"
 	"github.com/bas-platform/bas/internal/jsonvalue"
-	"github.com/bas-platform/bas/internal/refs"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
 )
 
-// runStep executes the current step; it returns true when the step
-// completed and the run may go on. The engine drives the types whose work
-// needs tasks, approvals, timers or events; every other type does its own
-// work (stepPure).
+// runStep runs the current step through its type's executor (see
+// process.StepType.Run and stepEnv); it returns true when the step
+// completed and the run may go on.
 func (x *exec) runStep(def *process.Step, st *StepRun) bool {
-	switch def.Type {
-	case process.StepHumanTask:
-		return x.stepHumanTask(def, st)
-	case process.StepExecute:
-		return x.stepExecute(def, st)
-	case process.StepWait:
-		return x.stepWait(def, st)
-	case process.StepFollowUp:
-		return x.stepFollowUp(def, st)
-	case process.StepMonitor:
-		return x.stepMonitor(def, st)
-	case process.StepDraft:
-		return x.stepDraft(def, st)
-	}
 	t, ok := x.w.e.stepTypes.Lookup(def.Type)
-	switch {
-	case !ok:
+	if !ok {
 		return x.stepFail(st, fmt.Errorf("step %s: unknown step type %q", def.Key, def.Type))
-	case !t.Pure:
-		return x.stepFail(st, fmt.Errorf("step %s: step type %q has no work", def.Key, def.Type))
 	}
-	return x.stepPure(t, def, st)
+	x.def, x.st = def, st
+	return t.Run((*stepEnv)(x))
 }
 
 // stepFail fails the run with a config or reference error of the step.
@@ -55,26 +35,10 @@ func (x *exec) stepFail(st *StepRun, err error) bool {
 	return false
 }
 
-// --- human_task
+// --- tasks
 
-func (x *exec) stepHumanTask(def *process.Step, st *StepRun) bool {
-	if t := x.taskDone; t != nil && st.TaskID != nil && *st.TaskID == t.ID {
-		x.taskDone = nil
-		x.completeStep(def, st, map[string]any{"outcome": deref(t.Outcome), "fields": t.Values,
-			"completed_by": deref(t.CompletedBy)}, false)
-		return true
-	}
-	if st.TaskID != nil {
-		return false
-	}
-	var cfg process.HumanTaskConfig
-	if err := x.config(def, &cfg); err != nil {
-		return x.stepFail(st, err)
-	}
-	x.createTask(def, st, cfg.Title, cfg.Description, cfg.TaskActions(), cfg.TaskFields(), cfg.Assignee, cfg.DueHours, "step")
-	return false
-}
-
+// createTask makes a task of the step: the step's own (kind step, which the
+// step waits on) or a review.
 func (x *exec) createTask(def *process.Step, st *StepRun, title, desc string, actions []string,
 	fields []map[string]any, assignee string, dueHours *float64, kind string) *Task {
 	id := x.w.e.ids.New("tsk", x.now)
@@ -104,13 +68,6 @@ func (x *exec) createTask(def *process.Step, st *StepRun, title, desc string, ac
 	x.emit("task.created", map[string]any{"task_id": id, "run_id": x.r.ID, "process_id": x.r.ProcessID,
 		"step_key": def.Key, "title": title, "kind": kind})
 	return t
-}
-
-func deref(s *string) any {
-	if s == nil {
-		return nil
-	}
-	return *s
 }
 
 // completeTask applies a person's completion of a task of this run.
@@ -233,97 +190,7 @@ func checkFieldValue(typ string, f map[string]any, v any) (string, string) {
 	return "", ""
 }
 
-// --- execute
-
-func (x *exec) stepExecute(def *process.Step, st *StepRun) bool {
-	if res := x.res; res != nil {
-		if g := res.gate; g != nil {
-			x.dirty = true
-			if !g.Auto {
-				x.res = nil
-				var cfg process.ExecuteConfig
-				if err := x.config(def, &cfg); err != nil {
-					return x.stepFail(st, err)
-				}
-				x.requestApproval(def, st, orEmpty(cfg.Args), g.Reason)
-				return false
-			}
-			st.internal.Auto = true
-			st.internal.Sample = g.Sample
-		}
-		out, ok := x.callOutcome(def, st)
-		if !ok {
-			return false
-		}
-		x.completeStep(def, st, out, st.internal.Auto)
-		if st.internal.Sample {
-			x.createReview(def)
-		}
-		return true
-	}
-	if def.Capability == "" {
-		return x.stepFail(st, fmt.Errorf("step %s: an execute step needs a capability", def.Key))
-	}
-	var cfg process.ExecuteConfig
-	if err := x.config(def, &cfg); err != nil {
-		return x.stepFail(st, err)
-	}
-	args := orEmpty(cfg.Args)
-	if st.internal.Args != nil {
-		args = st.internal.Args
-	}
-	if !st.internal.Approved && !st.internal.Auto {
-		if c := def.Controls.AmountCapCents; c != nil && cfg.AmountPath != "" {
-			v, ok := refs.Lookup(x.data(), cfg.AmountPath)
-			amount, isNum := cents(v)
-			if !ok || !isNum {
-				return x.stepFail(st, fmt.Errorf("step %s: amount_path %s holds no amount", def.Key, cfg.AmountPath))
-			}
-			st.internal.AmountSeen = &amount
-			if amount > *c {
-				x.requestApproval(def, st, args, fmt.Sprintf("amount %d cents is above the cap of %d cents", amount, *c))
-				return false
-			}
-		}
-		x.decide(def, st, args)
-		return false
-	}
-	x.call(def, st, def.Capability, args, "call", "")
-	return false
-}
-
-func orEmpty(m map[string]any) map[string]any {
-	if m == nil {
-		return map[string]any{}
-	}
-	return m
-}
-
-// cents reads an amount as integer cents.
-func cents(v any) (int64, bool) {
-	switch n := v.(type) {
-	case json.Number:
-		if i, err := n.Int64(); err == nil {
-			return i, true
-		}
-		r, ok := new(big.Rat).SetString(n.String())
-		if !ok {
-			return 0, false
-		}
-		f, _ := r.Float64()
-		return int64(math.Round(f)), true
-	case float64:
-		return int64(math.Round(n)), true
-	case int64:
-		return n, true
-	case int:
-		return int64(n), true
-	case string:
-		i, err := strconv.ParseInt(n, 10, 64)
-		return i, err == nil
-	}
-	return 0, false
-}
+// --- the autonomy gate and approvals
 
 // decide asks the autonomy gate outside the worker and, when the action
 // may run on its own, makes the call in the same go.
@@ -456,52 +323,7 @@ func normalize(v any) any {
 	return out
 }
 
-// --- wait
-
-func (x *exec) stepWait(def *process.Step, st *StepRun) bool {
-	var cfg process.WaitConfig
-	if err := x.config(def, &cfg); err != nil {
-		return x.stepFail(st, err)
-	}
-	switch {
-	case x.timer != "" && x.timer == st.internal.WaitToken:
-		x.timer = ""
-		if cfg.Event != "" {
-			x.dropWaiter(st)
-			x.completeStep(def, st, map[string]any{"timed_out": true, "event": nil}, false)
-		} else {
-			x.completeStep(def, st, map[string]any{"waited": cfg.Duration}, false)
-		}
-		return true
-	case x.event != nil && st.internal.WaitEvent == x.event.name:
-		ev := x.event
-		x.event = nil
-		x.dropWaiter(st)
-		x.completeStep(def, st, map[string]any{"timed_out": false, "event": ev.name, "event_id": ev.id, "data": ev.data}, false)
-		return true
-	case st.internal.WaitToken != "" || st.internal.WaitEvent != "":
-		return false
-	}
-	if cfg.Event != "" {
-		x.addWaiter(st, cfg.Event, cfg.Filter)
-		if cfg.Timeout != "" {
-			d, err := cfg.TimeoutValue()
-			if err != nil {
-				return x.stepFail(st, fmt.Errorf("step %s: %w", def.Key, err))
-			}
-			x.startTimer(st, d, "wait")
-		}
-		x.wait(st, StepWaiting)
-		return false
-	}
-	d, err := cfg.DurationValue()
-	if err != nil {
-		return x.stepFail(st, fmt.Errorf("step %s: %w", def.Key, err))
-	}
-	x.startTimer(st, d, "wait")
-	x.wait(st, StepWaiting)
-	return false
-}
+// --- timers and event waits
 
 // startTimer makes the step wait for a timer d from now.
 func (x *exec) startTimer(st *StepRun, d time.Duration, kind string) {
@@ -535,204 +357,6 @@ type waiter struct {
 
 func waiterKey(tenant, event, runID string) []byte {
 	return store.Key(store.System, "waiter", tenant, event, runID)
-}
-
-// --- follow_up
-
-func (x *exec) stepFollowUp(def *process.Step, st *StepRun) bool {
-	var cfg process.FollowUpConfig
-	if err := x.config(def, &cfg); err != nil {
-		return x.stepFail(st, err)
-	}
-	every, max, err := cfg.Schedule()
-	if err != nil {
-		return x.stepFail(st, fmt.Errorf("step %s: %w", def.Key, err))
-	}
-	switch {
-	case x.res != nil:
-		if _, ok := x.callOutcome(def, st); !ok {
-			return false
-		}
-		st.internal.Reminders++
-		st.Attempts = 0
-		st.Error = nil
-		if cfg.UntilEvent != "" && st.internal.WaitEvent == "" {
-			x.addWaiter(st, cfg.UntilEvent, cfg.Filter)
-		}
-		x.startTimer(st, every, "remind")
-		x.wait(st, StepWaiting)
-		return false
-	case x.event != nil && st.internal.WaitEvent == x.event.name:
-		ev := x.event
-		x.event = nil
-		x.dropWaiter(st)
-		x.completeStep(def, st, map[string]any{"replied": true, "reminders_sent": st.internal.Reminders,
-			"reply": ev.data, "event_id": ev.id}, true)
-		return true
-	case x.timer != "" && x.timer == st.internal.WaitToken && strings.HasPrefix(x.timer, "remind"):
-		x.timer = ""
-		st.internal.WaitToken = ""
-		if st.internal.Reminders >= max {
-			x.dropWaiter(st)
-			x.completeStep(def, st, map[string]any{"replied": false, "reminders_sent": st.internal.Reminders}, true)
-			return true
-		}
-	case st.internal.WaitToken != "":
-		return false
-	}
-	capID := def.Capability
-	if capID == "" {
-		capID = "email.send"
-	}
-	x.setStatus(RunRunning)
-	st.Status = StepRunning
-	x.call(def, st, capID, cfg.ReminderArgs(), "remind", "reminder-"+strconv.Itoa(st.internal.Reminders+1)+"/")
-	return false
-}
-
-// --- monitor
-
-func (x *exec) stepMonitor(def *process.Step, st *StepRun) bool {
-	var cfg process.MonitorConfig
-	if err := x.config(def, &cfg); err != nil {
-		return x.stepFail(st, err)
-	}
-	interval, timeout, err := cfg.Periods()
-	if err != nil {
-		return x.stepFail(st, fmt.Errorf("step %s: %w", def.Key, err))
-	}
-	if st.internal.Deadline == nil {
-		dl := x.now.Add(timeout)
-		st.internal.Deadline = &dl
-		x.dirty = true
-	}
-	var value any
-	switch {
-	case x.res != nil:
-		out, ok := x.callOutcome(def, st)
-		if !ok {
-			return false
-		}
-		st.Attempts = 0
-		st.Error = nil
-		value = out
-	case x.timer != "" && x.timer == st.internal.WaitToken:
-		x.timer = ""
-		st.internal.WaitToken = ""
-		if def.Capability != "" {
-			x.setStatus(RunRunning)
-			st.Status = StepRunning
-			x.call(def, st, def.Capability, orEmpty(cfg.Args), "check", "check-"+strconv.Itoa(st.internal.Checks+1)+"/")
-			return false
-		}
-		value = cfg.Value
-	case st.internal.WaitToken != "":
-		return false
-	default:
-		if def.Capability != "" {
-			x.call(def, st, def.Capability, orEmpty(cfg.Args), "check", "check-"+strconv.Itoa(st.internal.Checks+1)+"/")
-			return false
-		}
-		value = cfg.Value
-	}
-	st.internal.Checks++
-	f, err := filter.Parse(cfg.Condition, "config", "condition")
-	if err != nil {
-		return x.stepFail(st, fmt.Errorf("step %s: %s", def.Key, errorText(err)))
-	}
-	if f.Match(map[string]any{"value": value}) {
-		x.completeStep(def, st, map[string]any{"held": true, "checks": st.internal.Checks, "value": value}, true)
-		return true
-	}
-	if !x.now.Before(*st.internal.Deadline) {
-		if cfg.FailOnTimeout {
-			x.failRun(st, RunFailed, fmt.Sprintf("step %s: condition did not hold within %s", def.Key, timeout))
-			return false
-		}
-		x.completeStep(def, st, map[string]any{"held": false, "checks": st.internal.Checks, "value": value}, true)
-		return true
-	}
-	next := interval
-	if rest := st.internal.Deadline.Sub(x.now); rest < next {
-		next = rest
-	}
-	dl := *st.internal.Deadline
-	x.startTimer(st, next, "check")
-	st.internal.Deadline = &dl
-	x.wait(st, StepWaiting)
-	return false
-}
-
-// --- draft
-
-func (x *exec) stepDraft(def *process.Step, st *StepRun) bool {
-	var cfg process.DraftConfig
-	if err := x.config(def, &cfg); err != nil {
-		return x.stepFail(st, err)
-	}
-	text := cfg.Template // references were resolved by config
-	drafted, aiRec := aiDraft(st)
-	if drafted != "" {
-		text = drafted
-	}
-	if t := x.taskDone; t != nil && st.TaskID != nil && *st.TaskID == t.ID {
-		x.taskDone = nil
-		orig := text
-		if s, ok := t.Values["text"].(string); ok && s != "" {
-			text = s
-		}
-		out := map[string]any{"text": text, "outcome": deref(t.Outcome),
-			"edited": text != orig, "reviewed_by": deref(t.CompletedBy)}
-		if aiRec != nil {
-			out["ai"] = aiRec
-		}
-		x.completeStep(def, st, out, false)
-		return true
-	}
-	if st.TaskID != nil {
-		return false
-	}
-	if args, ok := cfg.AIDraftArgs(); ok && aiRec == nil {
-		// ai.draft writes the text; the step keeps it (with the AI record)
-		// as its output while a person reviews it.
-		if x.res == nil {
-			x.call(def, st, process.CapAIDraft, args, "call", "")
-			return false
-		}
-		o, ok := x.callOutcome(def, st)
-		if !ok {
-			return false
-		}
-		m, _ := o.(map[string]any)
-		text, _ = m["text"].(string)
-		aiRec = m["ai"]
-		if aiRec == nil {
-			aiRec = map[string]any{}
-		}
-		st.Output = map[string]any{"draft": text, "subject": m["subject"], "ai": aiRec}
-		x.dirty = true
-	}
-	if !cfg.Reviewed() {
-		out := map[string]any{"text": text, "outcome": nil, "edited": false}
-		if aiRec != nil {
-			out["ai"] = aiRec
-		}
-		x.completeStep(def, st, out, true)
-		return true
-	}
-	x.createTask(def, st, cfg.Title, text, cfg.ReviewActions(), cfg.ReviewFields(), cfg.Assignee, nil, "step")
-	return false
-}
-
-// aiDraft returns the text and AI record ai.draft wrote for a draft step
-// that is waiting for its review ("" and nil when it did not use AI).
-func aiDraft(st *StepRun) (string, any) {
-	m, ok := st.Output.(map[string]any)
-	if !ok || m["ai"] == nil {
-		return "", nil
-	}
-	s, _ := m["draft"].(string)
-	return s, m["ai"]
 }
 
 // --- timers, events, cancel

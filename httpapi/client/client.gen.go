@@ -1998,7 +1998,11 @@ type EventOut struct {
 type Evidence struct {
 	Documents *[]string               `json:"documents,omitempty"`
 	End       *int                    `json:"end,omitempty"`
+	Expected  interface{}             `json:"expected,omitempty"`
+	Field     *string                 `json:"field,omitempty"`
+	Found     interface{}             `json:"found,omitempty"`
 	Page      *int                    `json:"page,omitempty"`
+	Present   *bool                   `json:"present,omitempty"`
 	Searched  *[]string               `json:"searched,omitempty"`
 	Start     *int                    `json:"start,omitempty"`
 	Text      *string                 `json:"text,omitempty"`

@@ -66,6 +66,15 @@ func Violations(err error) []Violation {
 	return nil
 }
 
+// Text is the message a run shows for err: its violations when it carries
+// some (every one, whatever wraps them), else its message.
+func Text(err error) string {
+	if vs := Violations(err); len(vs) > 0 {
+		return (&ValidationError{Violations: vs}).Error()
+	}
+	return err.Error()
+}
+
 // Kind returns the first kind err is marked with, or nil.
 func Kind(err error) error {
 	for _, k := range Kinds {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/extract"
 	"github.com/bas-platform/bas/internal/jsonvalue"
 )
@@ -181,16 +182,9 @@ type Issue struct {
 
 // Evidence is what an issue cites: the text found (its page and
 // code-point offsets), what was searched for, the values compared, or
-// other documents.
-type Evidence struct {
-	Text      *string        `json:"text,omitempty"`
-	Page      *int           `json:"page,omitempty"`
-	Start     *int           `json:"start,omitempty"`
-	End       *int           `json:"end,omitempty"`
-	Searched  []string       `json:"searched,omitempty"`
-	Values    map[string]any `json:"values,omitempty"`
-	Documents []string       `json:"documents,omitempty"`
-}
+// other documents (Text, Page, Start, End, Searched, Values and Documents
+// of the record every check that cites evidence writes).
+type Evidence = capability.Evidence
 
 // Validation is a document's validation outcome.
 type Validation struct {

@@ -1,0 +1,56 @@
+package capability
+
+import "encoding/json"
+
+// Evidence is what a finding of a check cites (an issue of a validate
+// step, of a document's validation): the one record every check that
+// cites evidence writes.
+//
+// A check that reads a record by path (a validate step's rule) names the
+// path in Field and says what it found there: Present, Found (null when
+// the record has none), and the operand it compared with in Expected. A
+// check of a document's text cites the text found (Text, its Page and its
+// code-point offsets Start and End), or what it searched for (Searched),
+// or other documents (Documents). Values are the other values compared,
+// by name. Field, Present and Found are written whenever Field is set;
+// every other field when it is set.
+type Evidence struct {
+	// Field is the checked path of a record.
+	Field string `json:"field,omitempty"`
+	// Present is false when the record has no value at Field.
+	Present bool `json:"present,omitempty"`
+	// Found is the value at Field (null when missing).
+	Found any `json:"found,omitempty"`
+	// Expected is the operand the value was compared with, when there is
+	// one.
+	Expected any `json:"expected,omitempty"`
+	// Text is the text found, on Page (from 1) between the code-point
+	// offsets Start and End.
+	Text  *string `json:"text,omitempty"`
+	Page  *int    `json:"page,omitempty"`
+	Start *int    `json:"start,omitempty"`
+	End   *int    `json:"end,omitempty"`
+	// Searched are the labels or patterns looked for, for a value not
+	// found.
+	Searched []string `json:"searched,omitempty"`
+	// Values are the other values compared, by name (sum_equals' addends
+	// and "sum", a value_field's value, a difference).
+	Values map[string]any `json:"values,omitempty"`
+	// Documents are the other documents cited (duplicates).
+	Documents []string `json:"documents,omitempty"`
+}
+
+// MarshalJSON writes the evidence as its doc says: Field, Present and
+// Found whenever Field is set, every other field when it is set.
+func (e Evidence) MarshalJSON() ([]byte, error) {
+	type plain Evidence
+	if e.Field == "" {
+		return json.Marshal(plain(e))
+	}
+	return json.Marshal(struct {
+		Field   string `json:"field"`
+		Present bool   `json:"present"`
+		Found   any    `json:"found"`
+		plain
+	}{e.Field, e.Present, e.Found, plain(e)})
+}
