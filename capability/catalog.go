@@ -178,6 +178,14 @@ type DocumentExtractResult struct {
 
 // ValidationIssue is one finding of document.validate; RuleID is a stable
 // id such as "required:invoice_number".
+//
+// It is not Issue, the record the built-in checks write: it is the result
+// every provider of document.validate returns, so its shape is the
+// vendor's contract. Field is omitted (never null) for a finding about the
+// whole document, and Evidence is whatever the provider cites (Issue's
+// Evidence record when the built-in documents app answers); making it Issue
+// would make field and evidence required and change the published result
+// schema under providers that write neither.
 type ValidationIssue struct {
 	RuleID   string `json:"rule_id" jsonschema:"required"`
 	Field    string `json:"field,omitempty"`

@@ -54,3 +54,37 @@ func (e Evidence) MarshalJSON() ([]byte, error) {
 		plain
 	}{e.Field, e.Present, e.Found, plain(e)})
 }
+
+// Issue is one finding of a check (a failed rule of a validate step, a
+// finding of a document's validation): the one record every check that
+// reports findings writes, whatever app runs the check.
+//
+// RuleID names the rule that failed, stable across runs
+// ("required:invoice_number", "sum_equals:total"). Field is the path or
+// key of the value the finding is about, null when the finding is about
+// the whole record (a document with no text). Severity is "error" or
+// "warning". Message says what is wrong in words a person acts on, and
+// Evidence cites what the finding is based on. Every field is written,
+// Field as null when it is nil.
+type Issue struct {
+	// RuleID is the id of the rule that found the issue.
+	RuleID string `json:"rule_id"`
+	// Field is the path or key of the value at fault; nil when the issue
+	// is about the whole record.
+	Field *string `json:"field"`
+	// Severity is "error" or "warning".
+	Severity string `json:"severity"`
+	// Message describes the issue.
+	Message string `json:"message"`
+	// Evidence is what the issue cites.
+	Evidence Evidence `json:"evidence"`
+}
+
+// IssueField returns the Field of an issue about the value at path: nil
+// (the whole record) when path is empty.
+func IssueField(path string) *string {
+	if path == "" {
+		return nil
+	}
+	return &path
+}

@@ -48,3 +48,39 @@ func TestEvidenceJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestIssueJSON(t *testing.T) {
+	t.Parallel()
+	for _, test := range []struct {
+		name  string
+		issue capability.Issue
+		want  string
+	}{
+		{name: "a record's field", issue: capability.Issue{RuleID: "required:po_number", Field: capability.IssueField("po_number"),
+			Severity: "error", Message: "po_number is required", Evidence: capability.Evidence{Field: "po_number"}},
+			want: `{"rule_id":"required:po_number","field":"po_number","severity":"error","message":"po_number is required",` +
+				`"evidence":{"field":"po_number","present":false,"found":null}}`},
+		{name: "the whole record", issue: capability.Issue{RuleID: "text:document", Field: capability.IssueField(""),
+			Severity: "error", Message: "the file has no text", Evidence: capability.Evidence{Values: map[string]any{"pages": 1}}},
+			want: `{"rule_id":"text:document","field":null,"severity":"error","message":"the file has no text",` +
+				`"evidence":{"values":{"pages":1}}}`},
+		{name: "nothing", want: `{"rule_id":"","field":null,"severity":"","message":"","evidence":{}}`},
+	} {
+		got, err := json.Marshal(test.issue)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(test.want, string(got)); diff != "" {
+			t.Errorf("%s: JSON (-want +got):\n%s", test.name, diff)
+		}
+		// What is stored reads back the same.
+		var back capability.Issue
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Fatal(err)
+		}
+		again, _ := json.Marshal(back)
+		if diff := cmp.Diff(string(got), string(again)); diff != "" {
+			t.Errorf("%s: round trip (-want +got):\n%s", test.name, diff)
+		}
+	}
+}

@@ -138,14 +138,10 @@ type ValidateOutput struct {
 	Issues []Issue `json:"issues"`
 }
 
-// Issue is one failed rule.
-type Issue struct {
-	RuleID   string   `json:"rule_id"`
-	Field    string   `json:"field"`
-	Severity string   `json:"severity"`
-	Message  string   `json:"message"`
-	Evidence Evidence `json:"evidence"`
-}
+// Issue is one failed rule: its RuleID, the rule's Field (never null: a
+// rule checks a path), its Severity, the Message and the Evidence (the
+// issue record every check that reports findings writes).
+type Issue = capability.Issue
 
 // Evidence is what an issue is based on: the value found at the field and,
 // for comparisons, the values it was compared with (Field, Present, Found,
@@ -165,7 +161,7 @@ func Validate(cfg ValidateConfig, record map[string]any) ValidateOutput {
 			continue
 		}
 		issue.RuleID = r.RuleID()
-		issue.Field = r.Field
+		issue.Field = capability.IssueField(r.Field)
 		issue.Severity = r.severity()
 		issue.Evidence.Field = r.Field
 		if r.Message != "" {

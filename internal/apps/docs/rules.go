@@ -171,14 +171,11 @@ func typeWord(t string) string {
 	return t
 }
 
-// Issue is one validation finding.
-type Issue struct {
-	RuleID   string   `json:"rule_id"`
-	Field    *string  `json:"field"`
-	Severity string   `json:"severity"`
-	Message  string   `json:"message"`
-	Evidence Evidence `json:"evidence"`
-}
+// Issue is one validation finding: its RuleID, the Field (the key of the
+// field at fault, null for a finding about the whole document), its
+// Severity, the Message and the Evidence (the issue record every check
+// that reports findings writes).
+type Issue = capability.Issue
 
 // Evidence is what an issue cites: the text found (its page and
 // code-point offsets), what was searched for, the values compared, or
@@ -227,11 +224,7 @@ func ptr[T any](v T) *T { return &v }
 func check(in checkInput) Validation {
 	var issues []Issue
 	add := func(rule, field, sev, msg string, ev Evidence) {
-		var f *string
-		if field != "" {
-			f = ptr(field)
-		}
-		issues = append(issues, Issue{RuleID: rule, Field: f, Severity: sev, Message: msg, Evidence: ev})
+		issues = append(issues, Issue{RuleID: rule, Field: capability.IssueField(field), Severity: sev, Message: msg, Evidence: ev})
 	}
 	if in.noText {
 		add("text:document", "", SeverityError,
