@@ -227,6 +227,13 @@ type dispatcher struct {
 	// the beginning, for an event that committed long after it was made.
 	floor    time.Time
 	lastFull time.Time
+
+	// shown and shownPrev hold the ids of the events handed to the
+	// subscription hub lately (two generations of at most shownGen ids):
+	// an event a scan of the outbox dispatched moments before its
+	// in-memory copy arrives (or a Publish of it) is dispatched again
+	// harmlessly (dedupe keys), but subscribers see it once.
+	shown, shownPrev map[string]struct{}
 }
 
 const (
@@ -234,6 +241,7 @@ const (
 	fullScanEvery = 30 * time.Second
 	safetyScan    = 5 * time.Second
 	dispatchPage  = 500
+	shownGen      = 4096
 )
 
 type publishReq struct {
@@ -370,7 +378,7 @@ func (d *dispatcher) scanOutbox() error {
 // dispatchAll dispatches evs together: one read for their triggers and
 // waiters, one commit removing them from the outbox.
 func (d *dispatcher) dispatchAll(evs []*Event) error {
-	d.e.hub.publish(evs)
+	d.show(evs)
 	plans, err := d.plan(evs)
 	if err != nil {
 		return err
@@ -413,7 +421,7 @@ func (d *dispatcher) dispatchAll(evs []*Event) error {
 // then removes it from the outbox. It returns the runs started (or started
 // by an earlier dispatch of the same event).
 func (d *dispatcher) dispatch(ev *Event) ([]*Run, error) {
-	d.e.hub.publish([]*Event{ev})
+	d.show([]*Event{ev})
 	plans, err := d.plan([]*Event{ev})
 	if err != nil {
 		return nil, err
@@ -440,6 +448,29 @@ func (d *dispatcher) dispatch(ev *Event) ([]*Run, error) {
 		}
 	}
 	return started, err
+}
+
+// show hands the subscription hub the events of evs it was not handed
+// lately. It costs nothing while no one subscribes.
+func (d *dispatcher) show(evs []*Event) {
+	if d.e.hub.any.Load() == 0 {
+		return
+	}
+	fresh := evs[:0:0]
+	for _, ev := range evs {
+		if _, ok := d.shown[ev.ID]; ok {
+			continue
+		}
+		if _, ok := d.shownPrev[ev.ID]; ok {
+			continue
+		}
+		if d.shown == nil || len(d.shown) >= shownGen {
+			d.shown, d.shownPrev = make(map[string]struct{}, shownGen), d.shown
+		}
+		d.shown[ev.ID] = struct{}{}
+		fresh = append(fresh, ev)
+	}
+	d.e.hub.publish(fresh)
 }
 
 // loopCut is a run the loop guard did not start.
