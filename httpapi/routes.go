@@ -5,6 +5,7 @@ package httpapi
 func (h *Handler) registerRoutes() {
 	h.registerSystemRoutes()
 	h.registerRunRoutes()
+	h.registerTaskAssignRoutes()
 	h.registerRunControlRoutes()
 	h.registerProcessRoutes()
 	h.registerAccessRoutes()

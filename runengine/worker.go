@@ -27,6 +27,7 @@ const (
 	cmdFlush
 	cmdPause
 	cmdResume
+	cmdAssignTask
 )
 
 // command is one thing for a worker to do to one run.
@@ -42,6 +43,7 @@ type command struct {
 	decide *decideArgs
 	timer  *timerArgs
 	event  *eventArgs
+	assign *assignArgs
 
 	// reply, when set, receives the outcome once it is durable; view asks
 	// for the run's JSON view (the HTTP layer's fast path) instead of a
@@ -369,6 +371,8 @@ func (w *worker) handle(c *command) {
 		x.pauseRun(false)
 	case cmdResume:
 		x.resumeRun()
+	case cmdAssignTask:
+		x.assignTask(c.assign)
 	}
 	w.finish(x)
 }
