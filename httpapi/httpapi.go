@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/internal/jsonkeys"
@@ -56,6 +57,10 @@ type Options struct {
 	// (each may hold MaxUploadBytes and its extraction in memory); one
 	// beyond is a 503 with Retry-After. Defaults to 4.
 	MaxConcurrentUploads int
+	// StreamHeartbeat is how often GET /v1/stream sends a comment line
+	// when no event comes, which keeps proxies from closing it and checks
+	// that the caller's credential still works. Defaults to 15 seconds.
+	StreamHeartbeat time.Duration
 }
 
 func (o Options) withDefaults(ws workspace) Options {
@@ -77,6 +82,9 @@ func (o Options) withDefaults(ws workspace) Options {
 	}
 	if o.MaxConcurrentUploads <= 0 {
 		o.MaxConcurrentUploads = 4
+	}
+	if o.StreamHeartbeat <= 0 {
+		o.StreamHeartbeat = 15 * time.Second
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 1 << 20

@@ -6,6 +6,7 @@ func (h *Handler) registerRoutes() {
 	h.registerSystemRoutes()
 	h.registerRunRoutes()
 	h.registerTaskAssignRoutes()
+	h.registerStreamRoutes()
 	h.registerRunControlRoutes()
 	h.registerProcessRoutes()
 	h.registerAccessRoutes()

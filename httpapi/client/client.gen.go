@@ -3926,6 +3926,12 @@ type ProcessVersionsParams struct {
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// StreamParams defines parameters for Stream.
+type StreamParams struct {
+	Names *string `form:"names,omitempty" json:"names,omitempty"`
+	After *string `form:"after,omitempty" json:"after,omitempty"`
+}
+
 // TaskListParams defines parameters for TaskList.
 type TaskListParams struct {
 	// Limit Page size, 1 to 200 (default 50).
@@ -6203,6 +6209,11 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/processes/{id}/versions (the `ProcessVersions` operationId).
 	ProcessVersions(ctx context.Context, id string, params *ProcessVersionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// Stream Stream
+	//
+	// Corresponds with GET /v1/stream (the `Stream` operationId).
+	Stream(ctx context.Context, params *StreamParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// TaskList Task list
 	//
@@ -10728,6 +10739,21 @@ func (c *Client) RunStart(ctx context.Context, id string, params *RunStartParams
 // Corresponds with GET /v1/processes/{id}/versions (the `ProcessVersions` operationId).
 func (c *Client) ProcessVersions(ctx context.Context, id string, params *ProcessVersionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewProcessVersionsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Stream Stream
+//
+// Corresponds with GET /v1/stream (the `Stream` operationId).
+func (c *Client) Stream(ctx context.Context, params *StreamParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStreamRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -20227,6 +20253,72 @@ func NewProcessVersionsRequest(server string, id string, params *ProcessVersions
 	return req, nil
 }
 
+// NewStreamRequest constructs an http.Request for the Stream method
+func NewStreamRequest(server string, params *StreamParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/stream")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Names != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "names", *params.Names, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewTaskListRequest constructs an http.Request for the TaskList method
 func NewTaskListRequest(server string, params *TaskListParams) (*http.Request, error) {
 	var err error
@@ -23502,6 +23594,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/processes/{id}/versions (the `ProcessVersions` operationId).
 	ProcessVersionsWithResponse(ctx context.Context, id string, params *ProcessVersionsParams, reqEditors ...RequestEditorFn) (*ProcessVersionsResponse, error)
+
+	// StreamWithResponse Stream
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/stream (the `Stream` operationId).
+	StreamWithResponse(ctx context.Context, params *StreamParams, reqEditors ...RequestEditorFn) (*StreamResponse, error)
 
 	// TaskListWithResponse Task list
 	//
@@ -42339,6 +42438,89 @@ func (r ProcessVersionsResponse) ContentType() string {
 	return ""
 }
 
+// StreamResponse401Headers the declared response headers of an HTTP 401 response for Stream
+type StreamResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// StreamResponse429Headers the declared response headers of an HTTP 429 response for Stream
+type StreamResponse429Headers struct {
+	RetryAfter int
+}
+
+type StreamResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StreamResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StreamResponse429Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StreamResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StreamResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r StreamResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StreamResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StreamResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r StreamResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StreamResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StreamResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StreamResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // TaskListResponse200Headers the declared response headers of an HTTP 200 response for TaskList
 type TaskListResponse200Headers struct {
 	XNextCursor *string
@@ -48379,6 +48561,19 @@ func (c *ClientWithResponses) ProcessVersionsWithResponse(ctx context.Context, i
 		return nil, err
 	}
 	return ParseProcessVersionsResponse(rsp)
+}
+
+// StreamWithResponse Stream
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/stream (the `Stream` operationId).
+func (c *ClientWithResponses) StreamWithResponse(ctx context.Context, params *StreamParams, reqEditors ...RequestEditorFn) (*StreamResponse, error) {
+	rsp, err := c.Stream(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStreamResponse(rsp)
 }
 
 // TaskListWithResponse Task list
@@ -66549,6 +66744,83 @@ func ParseProcessVersionsResponse(rsp *http.Response) (*ProcessVersionsResponse,
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers ProcessVersionsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStreamResponse parses an HTTP response from a StreamWithResponse call
+func ParseStreamResponse(rsp *http.Response) (*StreamResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StreamResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers StreamResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers StreamResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
