@@ -259,7 +259,7 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, rest string) {
 	// Only these request headers go on to the API (never the cookie).
 	for _, k := range [...]string{"Content-Type", "Accept", "Idempotency-Key", "X-Request-Id", "Last-Event-ID"} {
 		if v := r.Header.Values(k); len(v) > 0 {
-			out.Header[k] = v
+			out.Header[http.CanonicalHeaderKey(k)] = v
 		}
 	}
 	out.Header.Set("Authorization", "Bearer "+tok)

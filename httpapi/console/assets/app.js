@@ -381,6 +381,7 @@ async function pageInbox() {
   } }, 'Load more');
   const liveEl = h('span', { class: 'live muted', 'data-test': 'live', title: 'Updates arrive as they happen while this shows "live"' });
 
+  let lastSig = '';
   function drawList() {
     const items = applyFilter(st.data.items, st.filter);
     st.items = items;
@@ -390,6 +391,11 @@ async function pageInbox() {
     moreBtn.hidden = !st.data.more;
     liveEl.textContent = LIVE.ok ? '● live' : '○ polling';
     noteEl.replaceChildren(...st.data.notes.map((n) => h('p', { class: 'err', 'data-test': 'inbox-note' }, n)));
+    // A list that shows the same as before is left as it is (a live
+    // update then never moves what a person points at).
+    const sig = JSON.stringify([st.sel, items.map((it) => [it.id, it.title, it.overdue, it.assignee, it.due, it.risk, it.process, it.queue]), !!S.names]);
+    if (sig === lastSig) return;
+    lastSig = sig;
     listEl.replaceChildren(...(items.length ? items.map((it, i) => h('li', {
       class: i === st.sel ? 'sel' : null, 'data-id': it.id, role: 'option', 'aria-selected': i === st.sel ? 'true' : 'false',
       onclick: () => select(i),
@@ -427,7 +433,7 @@ async function pageInbox() {
       if (e.status === 401) return;
       view = h('p', { class: 'err', 'data-test': 'pane-error' }, e.message);
     }
-    if (my === seq) pane.replaceChildren(view);
+    if (my === seq) { pane.replaceChildren(view); delete pane.dataset.dirty; }
   }
   async function refresh() {
     const prevSel = st.selId;
@@ -498,7 +504,14 @@ async function pageInbox() {
   const page = S.page;
   // update reads the inbox again without replacing the form a person is
   // typing in (unless the item itself went away).
-  let stale = false; // an event told of the item shown
+  // stale: an event told of a change to the item shown (its assignee, a
+  // document validated again), which the pane then shows; a form a person
+  // changed (dirty) or is typing in (busy) is never replaced, unless its
+  // item went away.
+  let stale = false;
+  const CHANGES = new Set(['task.assigned', 'docs.document.validated', 'docs.document.extracted']);
+  pane.addEventListener('input', () => { pane.dataset.dirty = '1'; });
+  pane.addEventListener('change', () => { pane.dataset.dirty = '1'; });
   const update = () => {
     if (S.page !== page) return;
     const busy = pane.contains(document.activeElement) && document.activeElement.matches('input,textarea,select');
@@ -506,7 +519,7 @@ async function pageInbox() {
       st.data = d;
       const prev = st.selId;
       drawList();
-      if (!st.items.some((i) => i.id === prev) || (!busy && (st.selId !== prev || stale))) { stale = false; drawPane(); }
+      if (!st.items.some((i) => i.id === prev) || (!busy && !pane.dataset.dirty && (st.selId !== prev || stale))) { stale = false; drawPane(); }
     }, () => {});
   };
   // Live: each event of the stream reads the inbox again, a burst of
@@ -514,12 +527,12 @@ async function pageInbox() {
   let soon = null;
   live((ev) => {
     const d = (ev && ev.data) || {};
-    if (st.selId && (d.task_id === st.selId || d.approval_id === st.selId || d.document_id === st.selId)) stale = true;
+    if (st.selId && CHANGES.has(ev.name) && (d.task_id === st.selId || d.document_id === st.selId)) stale = true;
     clearTimeout(soon);
     soon = setTimeout(update, 150);
   });
   // Without the stream: a light poll every 5 seconds while visible.
-  S.timer = setInterval(() => { if (!LIVE.ok && !document.hidden) update(); else drawList(); }, 5000);
+  S.timer = setInterval(() => { if (!LIVE.ok && !document.hidden) update(); else liveEl.textContent = LIVE.ok ? '● live' : '○ polling'; }, 5000);
 }
 
 // ---------- tasks ----------
