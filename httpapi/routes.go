@@ -7,6 +7,7 @@ func (h *Handler) registerRoutes() {
 	h.registerRunRoutes()
 	h.registerTaskAssignRoutes()
 	h.registerStreamRoutes()
+	h.registerStartedRunsRoutes()
 	h.registerRunControlRoutes()
 	h.registerProcessRoutes()
 	h.registerAccessRoutes()

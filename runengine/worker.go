@@ -428,6 +428,7 @@ func (w *worker) handleStart(c *command) {
 	x.fx.post = append(x.fx.post, a.post...)
 	x.fx.ops = append(x.fx.ops, setKey(activeKey(c.tenant, id), nil)) // a new run is running
 	x.fx.ops = append(x.fx.ops, labelWordOps(c.tenant, id, r.Subject.Label)...)
+	x.fx.ops = append(x.fx.ops, childOps(c.tenant, r)...)
 	x.count(counterKey(c.tenant, "inflight", r.Function), 1)
 	if obs := w.e.cfg.Observer; obs != nil {
 		n := x.runNote()

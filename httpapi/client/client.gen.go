@@ -3872,6 +3872,15 @@ type RunResumeParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// StartedRunsParams defines parameters for StartedRuns.
+type StartedRunsParams struct {
+	// Limit Page size, 1 to 200 (default 50).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The X-Next-Cursor of the previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // TemplatesListParams defines parameters for TemplatesList.
 type TemplatesListParams struct {
 	Function *string `form:"function,omitempty" json:"function,omitempty"`
@@ -6042,6 +6051,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/process-runs/{id}/resume (the `RunResume` operationId).
 	RunResume(ctx context.Context, id string, params *RunResumeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartedRuns Started runs
+	//
+	// Needs the permission processes.read.
+	//
+	// Corresponds with GET /v1/process-runs/{id}/runs (the `StartedRuns` operationId).
+	StartedRuns(ctx context.Context, id string, params *StartedRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// TemplatesList Templates list
 	//
@@ -10362,6 +10378,23 @@ func (c *Client) RunRerun(ctx context.Context, id string, params *RunRerunParams
 // Corresponds with POST /v1/process-runs/{id}/resume (the `RunResume` operationId).
 func (c *Client) RunResume(ctx context.Context, id string, params *RunResumeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRunResumeRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartedRuns Started runs
+//
+// Needs the permission processes.read.
+//
+// Corresponds with GET /v1/process-runs/{id}/runs (the `StartedRuns` operationId).
+func (c *Client) StartedRuns(ctx context.Context, id string, params *StartedRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartedRunsRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -19487,6 +19520,79 @@ func NewRunResumeRequest(server string, id string, params *RunResumeParams) (*ht
 	return req, nil
 }
 
+// NewStartedRunsRequest constructs an http.Request for the StartedRuns method
+func NewStartedRunsRequest(server string, id string, params *StartedRunsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/process-runs/%s/runs", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewTemplatesListRequest constructs an http.Request for the TemplatesList method
 func NewTemplatesListRequest(server string, params *TemplatesListParams) (*http.Request, error) {
 	var err error
@@ -23405,6 +23511,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/process-runs/{id}/resume (the `RunResume` operationId).
 	RunResumeWithResponse(ctx context.Context, id string, params *RunResumeParams, reqEditors ...RequestEditorFn) (*RunResumeResponse, error)
+
+	// StartedRunsWithResponse Started runs
+	//
+	// Needs the permission processes.read.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/process-runs/{id}/runs (the `StartedRuns` operationId).
+	StartedRunsWithResponse(ctx context.Context, id string, params *StartedRunsParams, reqEditors ...RequestEditorFn) (*StartedRunsResponse, error)
 
 	// TemplatesListWithResponse Templates list
 	//
@@ -40676,6 +40791,110 @@ func (r RunResumeResponse) ContentType() string {
 	return ""
 }
 
+// StartedRunsResponse200Headers the declared response headers of an HTTP 200 response for StartedRuns
+type StartedRunsResponse200Headers struct {
+	XNextCursor *string
+}
+
+// StartedRunsResponse401Headers the declared response headers of an HTTP 401 response for StartedRuns
+type StartedRunsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// StartedRunsResponse429Headers the declared response headers of an HTTP 429 response for StartedRuns
+type StartedRunsResponse429Headers struct {
+	RetryAfter int
+}
+
+type StartedRunsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]Run
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *StartedRunsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StartedRunsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StartedRunsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StartedRunsResponse) GetJSON200() *[]Run {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StartedRunsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StartedRunsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r StartedRunsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r StartedRunsResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StartedRunsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StartedRunsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r StartedRunsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StartedRunsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StartedRunsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StartedRunsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // TemplatesListResponse401Headers the declared response headers of an HTTP 401 response for TemplatesList
 type TemplatesListResponse401Headers struct {
 	WWWAuthenticate *string
@@ -48246,6 +48465,21 @@ func (c *ClientWithResponses) RunResumeWithResponse(ctx context.Context, id stri
 		return nil, err
 	}
 	return ParseRunResumeResponse(rsp)
+}
+
+// StartedRunsWithResponse Started runs
+//
+// Needs the permission processes.read.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/process-runs/{id}/runs (the `StartedRuns` operationId).
+func (c *ClientWithResponses) StartedRunsWithResponse(ctx context.Context, id string, params *StartedRunsParams, reqEditors ...RequestEditorFn) (*StartedRunsResponse, error) {
+	rsp, err := c.StartedRuns(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartedRunsResponse(rsp)
 }
 
 // TemplatesListWithResponse Templates list
@@ -65054,6 +65288,107 @@ func ParseRunResumeResponse(rsp *http.Response) (*RunResumeResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers RunResumeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStartedRunsResponse parses an HTTP response from a StartedRunsWithResponse call
+func ParseStartedRunsResponse(rsp *http.Response) (*StartedRunsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StartedRunsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []Run
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers StartedRunsResponse200Headers
+		if values := rsp.Header.Values("X-Next-Cursor"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Next-Cursor", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XNextCursor = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers StartedRunsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers StartedRunsResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

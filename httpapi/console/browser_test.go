@@ -579,9 +579,17 @@ func TestConsoleInBrowser(t *testing.T) {
 		s.apiCall(t, tok, "POST", "/v1/tasks/"+taskOf(runG)+"/complete", map[string]any{"action": "complete", "fields": map[string]any{"amount": 2200}}, nil)
 		run(t, chromedp.WaitVisible(chromedp.CSS(`[data-step=review][data-status=completed]`)),
 			chromedp.WaitVisible(chromedp.CSS(`[data-step=pay][data-status=waiting_approval]`)))
+		// A process that follows an expense claim's end: the run page lists
+		// the run its end starts, as it starts.
+		s.apiCall(t, tok, "POST", "/v1/processes", map[string]any{"name": "File the receipt", "function": "finance",
+			"trigger": map[string]any{"type": "event", "event": "process.run.completed", "filter": map[string]any{"process_id": proc.ID}},
+			"steps":   []any{map[string]any{"key": "file", "type": "human_task", "config": map[string]any{"title": "File ${trigger.data.subject.label}"}}}}, nil)
 		aprG := approvalOf(t, runG)
 		s.apiCall(t, tok, "POST", "/v1/approvals/"+aprG+"/approve", map[string]any{}, nil)
-		run(t, chromedp.WaitVisible(chromedp.CSS(`[data-test=run][data-status=completed]`)))
+		run(t, chromedp.WaitVisible(chromedp.CSS(`[data-test=run][data-status=completed]`)),
+			until(`document.querySelectorAll('[data-test=runs] tbody a').length === 1`),
+			chromedp.Click(chromedp.CSS(`[data-test=runs] tbody a`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=started-by] a[href="/runs/`+runG+`"]`)))
 	})
 
 	t.Run("claim, unclaim and reassign a task", func(t *testing.T) {

@@ -926,13 +926,17 @@ async function pageRun(id) {
       return null;
     }));
     const finished = ['completed', 'failed', 'rejected', 'cancelled'].includes(r.status);
+    // The runs its events started (GET /v1/process-runs/{id}/runs), paged.
+    const kidsBody = h('tbody');
+    const kids = await pagedRows('/process-runs/' + encodeURIComponent(id) + '/runs', kidsBody, runRow).catch(() => ({ first: [], more: null }));
     const cancel = async () => {
       if (!await ask({ title: 'Cancel this run?', button: 'Cancel the run', danger: true })) return;
       try { await api('POST', '/process-runs/' + encodeURIComponent(id) + '/cancel'); flash('Run cancelled'); await draw(); } catch (e) { flash(e.message, true); }
     };
     const links = [];
     if (r.rerun_of) links.push(h('span', null, 'rerun of ', h('a', { href: '/runs/' + r.rerun_of }, r.rerun_of)));
-    if (r.trigger && r.trigger.data && typeof r.trigger.data.run_id === 'string') links.push(h('span', null, 'started by run ', h('a', { href: '/runs/' + r.trigger.data.run_id }, r.trigger.data.run_id)));
+    const parent = (r.trigger && r.trigger.cause && r.trigger.cause.run_id) || (r.trigger && r.trigger.data && typeof r.trigger.data.run_id === 'string' && r.trigger.data.run_id);
+    if (parent) links.push(h('span', { 'data-test': 'started-by' }, 'started by run ', h('a', { href: '/runs/' + parent }, parent)));
     mount(h('p', null, h('a', { href: '/runs' }, '← Runs')),
       h('div', { class: 'card', 'data-test': 'run', 'data-status': r.status },
         h('h1', null, (r.subject && r.subject.label) || r.id),
@@ -944,22 +948,24 @@ async function pageRun(id) {
         r.error ? h('p', { class: 'err' }, r.error) : null,
         !finished && can('runs.start') ? h('div', { class: 'actions' }, h('button', { class: 'danger', 'data-test': 'cancel-run', onclick: cancel }, 'Cancel run')) : null),
       h('h2', null, 'Timeline'),
-      h('ol', { class: 'timeline', 'data-test': 'timeline' }, r.steps.map((s, i) => stepItem(s, details[i]))));
+      h('ol', { class: 'timeline', 'data-test': 'timeline' }, r.steps.map((s, i) => stepItem(s, details[i]))),
+      kids.first.length ? [h('h2', null, 'Runs it started'), runsTable(kidsBody), kids.more] : null);
     return finished;
   };
   let finished = await draw();
-  if (!finished) {
-    const page = S.page;
-    const redraw = () => { if (S.page === page && !$('#dialog').open && !finished) draw().then((f) => { finished = f; }, () => {}); };
-    // Live: an event of this run (its steps' tasks and approvals carry
-    // its id) redraws it; without the stream, a poll every 5 seconds.
-    let soon = null;
-    live((ev) => {
-      const d = (ev && ev.data) || {};
-      if (ev.name === 'open' || ev.name === 'missed' || d.run_id === id) { clearTimeout(soon); soon = setTimeout(redraw, 100); }
-    });
-    S.timer = setInterval(() => { if (!LIVE.ok && !document.hidden) redraw(); }, 5000);
-  }
+  const page = S.page;
+  const redraw = () => { if (S.page === page && !$('#dialog').open) draw().then((f) => { finished = f; }, () => {}); };
+  // Live: an event of this run (its steps' tasks and approvals carry its
+  // id) redraws it while it goes on, and so does the start of a run its
+  // events started; without the stream, a poll every 5 seconds.
+  let soon = null;
+  live((ev) => {
+    const d = (ev && ev.data) || {};
+    const own = ev.name === 'open' || ev.name === 'missed' || d.run_id === id;
+    const child = ev.name === 'process.run.started' && ev.cause && ev.cause.run_id === id;
+    if ((own && !finished) || child) { clearTimeout(soon); soon = setTimeout(redraw, 100); }
+  });
+  S.timer = setInterval(() => { if (!finished && !LIVE.ok && !document.hidden) redraw(); }, 5000);
 }
 function stepItem(s, x) {
   const kids = [h('div', null, h('strong', null, s.key), ' ', h('span', { class: 'muted' }, s.type), ' ', pill(s.status))];
