@@ -680,7 +680,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			})
 		}
 		var hidden bool
-		eval(t, `document.querySelector('[data-test=load-more]').hidden`, &hidden)
+		eval(t, `document.querySelector('[data-test=load-more]').offsetParent === null`, &hidden)
 		if !hidden || rows() != len(total) {
 			t.Errorf("after every page: %d rows of %d, button hidden %v", rows(), len(total), hidden)
 		}
