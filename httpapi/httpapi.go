@@ -57,6 +57,10 @@ type Options struct {
 	// (each may hold MaxUploadBytes and its extraction in memory); one
 	// beyond is a 503 with Retry-After. Defaults to 4.
 	MaxConcurrentUploads int
+	// MaxStreamsPerPerson bounds the GET /v1/stream a person (all their
+	// sessions and keys) holds open at once; one more is a 429 with
+	// Retry-After. Defaults to 16.
+	MaxStreamsPerPerson int
 	// StreamHeartbeat is how often GET /v1/stream sends a comment line
 	// when no event comes, which keeps proxies from closing it and checks
 	// that the caller's credential still works. Defaults to 15 seconds.
@@ -82,6 +86,9 @@ func (o Options) withDefaults(ws workspace) Options {
 	}
 	if o.MaxConcurrentUploads <= 0 {
 		o.MaxConcurrentUploads = 4
+	}
+	if o.MaxStreamsPerPerson <= 0 {
+		o.MaxStreamsPerPerson = 16
 	}
 	if o.StreamHeartbeat <= 0 {
 		o.StreamHeartbeat = 15 * time.Second
@@ -113,6 +120,7 @@ type Handler struct {
 	address    *limiter      // sign-in per email address, accept per invitation
 	uploads    chan struct{} // a slot per upload being served
 	idemClaims idemClaims
+	streams    streamSlots // open GET /v1/stream per person
 
 	docMu sync.Mutex
 	doc   []byte // the OpenAPI document, built on first use

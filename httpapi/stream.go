@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bas-platform/bas/internal/apps/access"
@@ -19,7 +20,7 @@ import (
 func (h *Handler) registerStreamRoutes() {
 	// Every caller may open it; each event is sent only to a caller whose
 	// app limit and permissions let it read the event's records.
-	h.handle("GET", "/v1/stream", "", "", h.handleStream).File(200, "text/event-stream").Query("names", "after")
+	h.handle("GET", "/v1/stream", "", "", h.handleStream).File(200, "text/event-stream").Query("names", "after").Errors(429)
 }
 
 // Bounds of GET /v1/stream.
@@ -62,6 +63,35 @@ func eventAccess(name string) (app, perm string) {
 	// process.* and the events published from outside (POST /v1/events,
 	// plugins), which start and feed runs.
 	return access.AppProcesses, access.PermProcessesRead
+}
+
+// streamSlots counts the open streams of each person.
+type streamSlots struct {
+	mu   sync.Mutex
+	open map[string]int
+}
+
+// take holds one of who's max slots, reporting false when none is free.
+func (s *streamSlots) take(who string, max int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open[who] >= max {
+		return false
+	}
+	if s.open == nil {
+		s.open = map[string]int{}
+	}
+	s.open[who]++
+	return true
+}
+
+// give frees one of who's slots.
+func (s *streamSlots) give(who string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open[who]--; s.open[who] <= 0 {
+		delete(s.open, who)
+	}
 }
 
 // mayRead reports whether the caller may receive an event named name.
@@ -113,6 +143,12 @@ func (h *Handler) handleStream(c *request) error {
 	if len(vs) > 0 {
 		return errs.Validation(vs...)
 	}
+	who := principalKey(c.P.Tenant, c.P.UserID)
+	if !h.streams.take(who, h.opts.MaxStreamsPerPerson) {
+		return errors.Mark(&errs.RateLimit{RetryAfter: 5 * time.Second,
+			Msg: "too many open event streams; close one first"}, errs.RateLimited)
+	}
+	defer h.streams.give(who)
 	ctx := c.Context()
 	events := h.ws.Engine().Subscribe(ctx, runengine.SubscribeParams{Tenant: c.Tenant(), Names: names, After: after})
 

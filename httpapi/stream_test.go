@@ -247,3 +247,41 @@ func TestStreamHeartbeatAndEnds(t *testing.T) {
 		t.Errorf("after close: %+v %v", f, ok)
 	}
 }
+
+// TestStreamLimitPerPerson checks that a person holds at most
+// MaxStreamsPerPerson streams at once, across sessions, and gets one
+// again once one closes.
+func TestStreamLimitPerPerson(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, httpapi.Options{DevLogin: true, MaxStreamsPerPerson: 2})
+	a := s.devLogin(t, `{"tenant_id": "ten_sse_l"}`).Token
+	a2 := s.devLogin(t, `{"tenant_id": "ten_sse_l"}`).Token // the same person, another session
+	b := s.devLogin(t, `{"tenant_id": "ten_sse_l", "email": "b@example.com"}`).Token
+	first := s.openStream(t, a, "", "")
+	s.openStream(t, a2, "", "")
+	resp := s.do(t, "GET", "/v1/stream", a, nil).want(t, http.StatusTooManyRequests)
+	if resp.Header.Get("Retry-After") == "" || resp.detail(t) != "too many open event streams; close one first" {
+		t.Errorf("third stream: %s %s", resp.Header.Get("Retry-After"), resp.Body)
+	}
+	s.openStream(t, b, "", "") // another person has slots of their own
+	first.close()
+	// The server frees the slot when it sees the client gone.
+	for i := 0; ; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, "GET", s.srv.URL+s.h.BasePath()+"/v1/stream", nil)
+		req.Header.Set("Authorization", "Bearer "+a)
+		res, err := s.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		status := res.StatusCode
+		cancel()
+		res.Body.Close()
+		if status == http.StatusOK {
+			break
+		}
+		if status != http.StatusTooManyRequests || i == 10000 {
+			t.Fatalf("after a close: %d", status)
+		}
+	}
+}
