@@ -8,6 +8,7 @@ func (h *Handler) registerRoutes() {
 	h.registerTaskAssignRoutes()
 	h.registerStreamRoutes()
 	h.registerStartedRunsRoutes()
+	h.registerFilterRoutes()
 	h.registerRunControlRoutes()
 	h.registerProcessRoutes()
 	h.registerAccessRoutes()

@@ -17,6 +17,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// streams reports whether r answers an endless event stream, which the
+// tests that read every GET route leave out (stream_test.go tests it).
+func streams(r httpapi.Route) bool { return r.Path == "/v1/stream" }
+
 // sseFrame is one server-sent event.
 type sseFrame struct {
 	ID, Event string

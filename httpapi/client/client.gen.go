@@ -690,6 +690,54 @@ func (e ProcessVersionOutTriggerType) Valid() bool {
 	}
 }
 
+// Defines values for SavedFiltersFiltersFilterKind.
+const (
+	SavedFiltersFiltersFilterKindApproval SavedFiltersFiltersFilterKind = "approval"
+	SavedFiltersFiltersFilterKindDocument SavedFiltersFiltersFilterKind = "document"
+	SavedFiltersFiltersFilterKindEmpty    SavedFiltersFiltersFilterKind = ""
+	SavedFiltersFiltersFilterKindTask     SavedFiltersFiltersFilterKind = "task"
+)
+
+// Valid indicates whether the value is a known member of the SavedFiltersFiltersFilterKind enum.
+func (e SavedFiltersFiltersFilterKind) Valid() bool {
+	switch e {
+	case SavedFiltersFiltersFilterKindApproval:
+		return true
+	case SavedFiltersFiltersFilterKindDocument:
+		return true
+	case SavedFiltersFiltersFilterKindEmpty:
+		return true
+	case SavedFiltersFiltersFilterKindTask:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SavedFiltersFiltersFilterRisk.
+const (
+	SavedFiltersFiltersFilterRiskEmpty  SavedFiltersFiltersFilterRisk = ""
+	SavedFiltersFiltersFilterRiskHigh   SavedFiltersFiltersFilterRisk = "high"
+	SavedFiltersFiltersFilterRiskLow    SavedFiltersFiltersFilterRisk = "low"
+	SavedFiltersFiltersFilterRiskMedium SavedFiltersFiltersFilterRisk = "medium"
+)
+
+// Valid indicates whether the value is a known member of the SavedFiltersFiltersFilterRisk enum.
+func (e SavedFiltersFiltersFilterRisk) Valid() bool {
+	switch e {
+	case SavedFiltersFiltersFilterRiskEmpty:
+		return true
+	case SavedFiltersFiltersFilterRiskHigh:
+		return true
+	case SavedFiltersFiltersFilterRiskLow:
+		return true
+	case SavedFiltersFiltersFilterRiskMedium:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for StageInKind.
 const (
 	StageInKindLost StageInKind = "lost"
@@ -2927,6 +2975,30 @@ type RunengineDecision struct {
 	} `json:"run"`
 }
 
+// SavedFilters defines model for SavedFilters.
+type SavedFilters struct {
+	Filters *[]struct {
+		Filter struct {
+			Assignee   *string                        `json:"assignee,omitempty"`
+			Function   *string                        `json:"function,omitempty"`
+			Kind       *SavedFiltersFiltersFilterKind `json:"kind,omitempty"`
+			Mine       *bool                          `json:"mine,omitempty"`
+			Process    *string                        `json:"process,omitempty"`
+			Queue      *string                        `json:"queue,omitempty"`
+			Risk       *SavedFiltersFiltersFilterRisk `json:"risk,omitempty"`
+			Unassigned *bool                          `json:"unassigned,omitempty"`
+		} `json:"filter"`
+		Name string `json:"name"`
+	} `json:"filters"`
+	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+}
+
+// SavedFiltersFiltersFilterKind defines model for SavedFilters.Filters.Filter.Kind.
+type SavedFiltersFiltersFilterKind string
+
+// SavedFiltersFiltersFilterRisk defines model for SavedFilters.Filters.Filter.Risk.
+type SavedFiltersFiltersFilterRisk string
+
 // SendIn defines model for SendIn.
 type SendIn struct {
 	To *openapi_types.Email `json:"to,omitempty"`
@@ -4199,6 +4271,9 @@ type InvoiceVoidJSONRequestBody = NoteIn
 
 // PayLinkCheckoutJSONRequestBody defines body for PayLinkCheckout for application/json ContentType.
 type PayLinkCheckoutJSONRequestBody = CheckoutIn
+
+// FiltersPutJSONRequestBody defines body for FiltersPut for application/json ContentType.
+type FiltersPutJSONRequestBody = SavedFilters
 
 // RunBulkJSONRequestBody defines body for RunBulk for application/json ContentType.
 type RunBulkJSONRequestBody = BulkIn
@@ -5961,6 +6036,25 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/jobs/{id} (the `JobGet` operationId).
 	JobGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FiltersGet Filters get
+	//
+	// Corresponds with GET /v1/me/inbox-filters (the `FiltersGet` operationId).
+	FiltersGet(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FiltersPutWithBody Filters put
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/me/inbox-filters (the `FiltersPut` operationId).
+	FiltersPutWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FiltersPut Filters put
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/me/inbox-filters (the `FiltersPut` operationId).
+	FiltersPut(ctx context.Context, body FiltersPutJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// MembersList Members list
 	//
@@ -10168,6 +10262,55 @@ func (c *Client) PayLinkPDF(ctx context.Context, token string, reqEditors ...Req
 // Corresponds with GET /v1/jobs/{id} (the `JobGet` operationId).
 func (c *Client) JobGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewJobGetRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FiltersGet Filters get
+//
+// Corresponds with GET /v1/me/inbox-filters (the `FiltersGet` operationId).
+func (c *Client) FiltersGet(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFiltersGetRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FiltersPutWithBody Filters put
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/me/inbox-filters (the `FiltersPut` operationId).
+func (c *Client) FiltersPutWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFiltersPutRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FiltersPut Filters put
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/me/inbox-filters (the `FiltersPut` operationId).
+func (c *Client) FiltersPut(ctx context.Context, body FiltersPutJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFiltersPutRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -18961,6 +19104,73 @@ func NewJobGetRequest(server string, id string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewFiltersGetRequest constructs an http.Request for the FiltersGet method
+func NewFiltersGetRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/me/inbox-filters")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewFiltersPutRequest calls the generic FiltersPut builder with application/json body
+func NewFiltersPutRequest(server string, body FiltersPutJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFiltersPutRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewFiltersPutRequestWithBody constructs an http.Request for the FiltersPut method, with any body, and a specified content type
+func NewFiltersPutRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/me/inbox-filters")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewMembersListRequest constructs an http.Request for the MembersList method
 func NewMembersListRequest(server string, params *MembersListParams) (*http.Request, error) {
 	var err error
@@ -23405,6 +23615,27 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/jobs/{id} (the `JobGet` operationId).
 	JobGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*JobGetResponse, error)
+
+	// FiltersGetWithResponse Filters get
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/me/inbox-filters (the `FiltersGet` operationId).
+	FiltersGetWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*FiltersGetResponse, error)
+
+	// FiltersPutWithBodyWithResponse Filters put
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/me/inbox-filters (the `FiltersPut` operationId).
+	FiltersPutWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FiltersPutResponse, error)
+
+	// FiltersPutWithResponse Filters put
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/me/inbox-filters (the `FiltersPut` operationId).
+	FiltersPutWithResponse(ctx context.Context, body FiltersPutJSONRequestBody, reqEditors ...RequestEditorFn) (*FiltersPutResponse, error)
 
 	// MembersListWithResponse Members list
 	//
@@ -39744,6 +39975,214 @@ func (r JobGetResponse) ContentType() string {
 	return ""
 }
 
+// FiltersGetResponse401Headers the declared response headers of an HTTP 401 response for FiltersGet
+type FiltersGetResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// FiltersGetResponse429Headers the declared response headers of an HTTP 429 response for FiltersGet
+type FiltersGetResponse429Headers struct {
+	RetryAfter int
+}
+
+type FiltersGetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SavedFilters
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FiltersGetResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FiltersGetResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FiltersGetResponse) GetJSON200() *SavedFilters {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FiltersGetResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r FiltersGetResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r FiltersGetResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FiltersGetResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FiltersGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FiltersGetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FiltersGetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FiltersGetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FiltersGetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FiltersPutResponse401Headers the declared response headers of an HTTP 401 response for FiltersPut
+type FiltersPutResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// FiltersPutResponse429Headers the declared response headers of an HTTP 429 response for FiltersPut
+type FiltersPutResponse429Headers struct {
+	RetryAfter int
+}
+
+type FiltersPutResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SavedFilters
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FiltersPutResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FiltersPutResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FiltersPutResponse) GetJSON200() *SavedFilters {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r FiltersPutResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FiltersPutResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r FiltersPutResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r FiltersPutResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r FiltersPutResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r FiltersPutResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r FiltersPutResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FiltersPutResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FiltersPutResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FiltersPutResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FiltersPutResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FiltersPutResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FiltersPutResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // MembersListResponse200Headers the declared response headers of an HTTP 200 response for MembersList
 type MembersListResponse200Headers struct {
 	XNextCursor *string
@@ -48287,6 +48726,45 @@ func (c *ClientWithResponses) JobGetWithResponse(ctx context.Context, id string,
 		return nil, err
 	}
 	return ParseJobGetResponse(rsp)
+}
+
+// FiltersGetWithResponse Filters get
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/me/inbox-filters (the `FiltersGet` operationId).
+func (c *ClientWithResponses) FiltersGetWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*FiltersGetResponse, error) {
+	rsp, err := c.FiltersGet(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFiltersGetResponse(rsp)
+}
+
+// FiltersPutWithBodyWithResponse Filters put
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/me/inbox-filters (the `FiltersPut` operationId).
+func (c *ClientWithResponses) FiltersPutWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FiltersPutResponse, error) {
+	rsp, err := c.FiltersPutWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFiltersPutResponse(rsp)
+}
+
+// FiltersPutWithResponse Filters put
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/me/inbox-filters (the `FiltersPut` operationId).
+func (c *ClientWithResponses) FiltersPutWithResponse(ctx context.Context, body FiltersPutJSONRequestBody, reqEditors ...RequestEditorFn) (*FiltersPutResponse, error) {
+	rsp, err := c.FiltersPut(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFiltersPutResponse(rsp)
 }
 
 // MembersListWithResponse Members list
@@ -64295,6 +64773,202 @@ func ParseJobGetResponse(rsp *http.Response) (*JobGetResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers JobGetResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFiltersGetResponse parses an HTTP response from a FiltersGetWithResponse call
+func ParseFiltersGetResponse(rsp *http.Response) (*FiltersGetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FiltersGetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SavedFilters
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FiltersGetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FiltersGetResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFiltersPutResponse parses an HTTP response from a FiltersPutWithResponse call
+func ParseFiltersPutResponse(rsp *http.Response) (*FiltersPutResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FiltersPutResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SavedFilters
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FiltersPutResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FiltersPutResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
