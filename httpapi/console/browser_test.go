@@ -491,6 +491,23 @@ func TestConsoleInBrowser(t *testing.T) {
 			chromedp.Reload(),
 			chromedp.WaitVisible(chromedp.CSS(`[data-test=saved-filter]`)),
 			chromedp.Click(chromedp.CSS(`[data-test=saved-filter]`)))
+		// The filter is kept on the server, for the person, not in the
+		// browser.
+		var kept struct {
+			Filters []struct {
+				Name   string
+				Filter map[string]any
+			}
+		}
+		s.apiCall(t, tok, "GET", "/v1/me/inbox-filters", nil, &kept)
+		if len(kept.Filters) != 1 || kept.Filters[0].Name != "Only tasks" || kept.Filters[0].Filter["kind"] != "task" {
+			t.Errorf("filters on the server = %+v", kept)
+		}
+		var local int
+		eval(t, `Object.keys(localStorage).filter((k) => k.startsWith('bas.console.filters')).length`, &local)
+		if local != 0 {
+			t.Errorf("%d filter lists kept in the browser", local)
+		}
 		var kinds []string
 		eval(t, `[...document.querySelectorAll('[data-test=inbox-list] li[data-id]')].map((li) => li.dataset.id.slice(0, 4))`, &kinds)
 		if len(kinds) == 0 {

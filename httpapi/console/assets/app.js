@@ -300,6 +300,7 @@ async function signOut() {
   S.inbox = null;
   S.people = null;
   S.names = null;
+  S.filters = null;
   liveStop();
   go('/signin');
 }
@@ -307,7 +308,41 @@ async function signOut() {
 // ---------- inbox ----------
 const PRIO = { urgent: 0, high: 1, normal: 2, low: 3 };
 function filterKey() { return 'bas.console.filters.' + (S.me.tenant_id || '') + '.' + S.me.user_id; }
-function savedFilters() { try { return JSON.parse(localStorage.getItem(filterKey())) || []; } catch (e) { return []; } }
+function localFilters() { try { return JSON.parse(localStorage.getItem(filterKey())) || []; } catch (e) { return []; } }
+// Saved filters live on the server, per person (GET and PUT
+// /v1/me/inbox-filters), so they follow the person to any browser; a
+// caller the API refuses them keeps them in this browser instead. Filters
+// an earlier console kept in the browser move to the server once.
+async function loadFilters() {
+  if (S.filters) return;
+  try {
+    const r = await api('GET', '/me/inbox-filters');
+    S.filters = r.filters;
+    S.filtersRemote = true;
+    const old = localFilters();
+    if (!S.filters.length && old.length) {
+      S.filters = (await api('PUT', '/me/inbox-filters', { filters: old.slice(-20).map(cleanFilter) })).filters;
+    }
+    if (old.length) localStorage.removeItem(filterKey());
+  } catch (e) {
+    if (e.status === 401) throw e;
+    S.filters = localFilters();
+    S.filtersRemote = false;
+  }
+}
+function savedFilters() { return (S.filters || []).slice(); }
+// cleanFilter keeps the fields the API takes, set.
+function cleanFilter(sf) {
+  const f = {};
+  for (const k of ['kind', 'process', 'function', 'queue', 'assignee', 'risk']) if (sf.filter && sf.filter[k]) f[k] = sf.filter[k];
+  for (const k of ['mine', 'unassigned']) if (sf.filter && sf.filter[k]) f[k] = true;
+  return { name: sf.name, filter: f };
+}
+async function storeFilters(list) {
+  list = list.slice(-20).map(cleanFilter);
+  if (S.filtersRemote) S.filters = (await api('PUT', '/me/inbox-filters', { filters: list })).filters;
+  else { S.filters = list; localStorage.setItem(filterKey(), JSON.stringify(list)); }
+}
 function mine(it) { return it.assignee && (it.assignee === S.me.user_id || it.assignee === S.me.email); }
 
 // loadInbox reads the first n pages of each source: open tasks ("assigned
@@ -365,7 +400,7 @@ function applyFilter(items, f) {
 
 async function pageInbox() {
   const st = S.inbox || (S.inbox = { sel: 0, filter: {}, selId: null, pages: 1 });
-  await loadPeople();
+  await Promise.all([loadPeople(), loadFilters()]);
   st.data = await loadInbox(st.filter, st.pages);
   const listEl = h('ul', { class: 'list', 'data-test': 'inbox-list', role: 'listbox', 'aria-label': 'Waiting on people' });
   const pane = h('div', { 'data-test': 'inbox-pane' });
@@ -471,14 +506,14 @@ async function pageInbox() {
     const saved = savedFilters();
     chipsEl.replaceChildren(...saved.map((sf, i) => h('span', null,
       h('button', { class: 'chip', 'data-test': 'saved-filter', onclick: async () => { st.filter = { ...sf.filter }; st.sel = 0; st.selId = null; st.pages = 1; await guard(refresh); drawFilters(); drawList(); drawPane(); } }, sf.name),
-      h('button', { class: 'chip', title: 'Forget ' + sf.name, 'aria-label': 'Forget ' + sf.name, onclick: () => { saved.splice(i, 1); localStorage.setItem(filterKey(), JSON.stringify(saved)); drawFilters(); } }, '×'))));
+      h('button', { class: 'chip', title: 'Forget ' + sf.name, 'aria-label': 'Forget ' + sf.name, onclick: async () => { saved.splice(i, 1); await guard(() => storeFilters(saved)); drawFilters(); } }, '×'))));
   }
   async function saveFilter() {
     const name = await ask({ title: 'Save this filter', label: 'Name', required: true, button: 'Save', test: 'filter-name' });
     if (!name) return;
     const saved = savedFilters().filter((s) => s.name !== name);
     saved.push({ name, filter: { ...st.filter } });
-    localStorage.setItem(filterKey(), JSON.stringify(saved.slice(-20)));
+    await guard(() => storeFilters(saved));
     drawFilters();
   }
   S.keys = (ev) => {
