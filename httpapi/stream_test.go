@@ -38,7 +38,7 @@ type sseStream struct {
 
 // openStream opens GET /v1/stream with token, the query q and, when set,
 // Last-Event-ID; a stream that gives nothing for 10 seconds fails.
-func (s *testServer) openStream(t *testing.T, token, q, lastID string) *sseStream {
+func (s *testServer) openStream(t testing.TB, token, q, lastID string) *sseStream {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	req, err := http.NewRequestWithContext(ctx, "GET", s.srv.URL+s.h.BasePath()+"/v1/stream"+q, nil)
@@ -68,7 +68,7 @@ func (st *sseStream) close() {
 
 // next reads the next event (skipping the retry line and comments); ok is
 // false when the stream ended.
-func (st *sseStream) next(t *testing.T) (sseFrame, bool) {
+func (st *sseStream) next(t testing.TB) (sseFrame, bool) {
 	t.Helper()
 	var f sseFrame
 	seen := false
