@@ -22,7 +22,7 @@ func BuiltinApps() []App {
 		"process.run.rejected", "process.run.overdue", "process.run.loop_stopped",
 		"process.run.paused", "process.run.resumed",
 	}
-	taskEvents := []string{"task.created", "task.completed", "approval.requested", "approval.decided"}
+	taskEvents := []string{"task.created", "task.completed", "task.assigned", "approval.requested", "approval.decided"}
 	appEvents := []string{
 		"docs.document.received", "docs.document.extracted", "docs.document.validated",
 		"docs.document.approved", "docs.document.rejected",

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/internal/jsonkeys"
@@ -59,6 +60,14 @@ type Options struct {
 	// Failpoints are test hooks, empty (and free) unless built with the
 	// failpoints tag.
 	Failpoints Failpoints
+	// MaxStreamsPerPerson bounds the GET /v1/stream a person (all their
+	// sessions and keys) holds open at once; one more is a 429 with
+	// Retry-After. Defaults to 16.
+	MaxStreamsPerPerson int
+	// StreamHeartbeat is how often GET /v1/stream sends a comment line
+	// when no event comes, which keeps proxies from closing it and checks
+	// that the caller's credential still works. Defaults to 15 seconds.
+	StreamHeartbeat time.Duration
 }
 
 func (o Options) withDefaults(ws workspace) Options {
@@ -80,6 +89,12 @@ func (o Options) withDefaults(ws workspace) Options {
 	}
 	if o.MaxConcurrentUploads <= 0 {
 		o.MaxConcurrentUploads = 4
+	}
+	if o.MaxStreamsPerPerson <= 0 {
+		o.MaxStreamsPerPerson = 16
+	}
+	if o.StreamHeartbeat <= 0 {
+		o.StreamHeartbeat = 15 * time.Second
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 1 << 20
@@ -108,6 +123,7 @@ type Handler struct {
 	address    *limiter      // sign-in per email address, accept per invitation
 	uploads    chan struct{} // a slot per upload being served
 	idemClaims idemClaims
+	streams    streamSlots // open GET /v1/stream per person
 
 	docMu sync.Mutex
 	doc   []byte // the OpenAPI document, built on first use

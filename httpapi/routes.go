@@ -5,6 +5,10 @@ package httpapi
 func (h *Handler) registerRoutes() {
 	h.registerSystemRoutes()
 	h.registerRunRoutes()
+	h.registerTaskAssignRoutes()
+	h.registerStreamRoutes()
+	h.registerStartedRunsRoutes()
+	h.registerFilterRoutes()
 	h.registerRunControlRoutes()
 	h.registerProcessRoutes()
 	h.registerAccessRoutes()

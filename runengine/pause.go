@@ -48,7 +48,7 @@ func (x *exec) held() bool {
 		return false
 	}
 	switch c.kind {
-	case cmdPause, cmdResume, cmdFlush, cmdReload:
+	case cmdPause, cmdResume, cmdFlush, cmdReload, cmdAssignTask:
 		return false
 	case cmdCancel:
 		if r.Status == RunPaused {

@@ -27,6 +27,7 @@ const (
 	cmdFlush
 	cmdPause
 	cmdResume
+	cmdAssignTask
 )
 
 // command is one thing for a worker to do to one run.
@@ -42,6 +43,7 @@ type command struct {
 	decide *decideArgs
 	timer  *timerArgs
 	event  *eventArgs
+	assign *assignArgs
 
 	// reply, when set, receives the outcome once it is durable; view asks
 	// for the run's JSON view (the HTTP layer's fast path) instead of a
@@ -369,6 +371,8 @@ func (w *worker) handle(c *command) {
 		x.pauseRun(false)
 	case cmdResume:
 		x.resumeRun()
+	case cmdAssignTask:
+		x.assignTask(c.assign)
 	}
 	w.finish(x)
 }
@@ -424,6 +428,7 @@ func (w *worker) handleStart(c *command) {
 	x.fx.post = append(x.fx.post, a.post...)
 	x.fx.ops = append(x.fx.ops, setKey(activeKey(c.tenant, id), nil)) // a new run is running
 	x.fx.ops = append(x.fx.ops, labelWordOps(c.tenant, id, r.Subject.Label)...)
+	x.fx.ops = append(x.fx.ops, childOps(c.tenant, r)...)
 	x.count(counterKey(c.tenant, "inflight", r.Function), 1)
 	if obs := w.e.cfg.Observer; obs != nil {
 		n := x.runNote()

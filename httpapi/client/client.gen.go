@@ -690,6 +690,54 @@ func (e ProcessVersionOutTriggerType) Valid() bool {
 	}
 }
 
+// Defines values for SavedFiltersFiltersFilterKind.
+const (
+	SavedFiltersFiltersFilterKindApproval SavedFiltersFiltersFilterKind = "approval"
+	SavedFiltersFiltersFilterKindDocument SavedFiltersFiltersFilterKind = "document"
+	SavedFiltersFiltersFilterKindEmpty    SavedFiltersFiltersFilterKind = ""
+	SavedFiltersFiltersFilterKindTask     SavedFiltersFiltersFilterKind = "task"
+)
+
+// Valid indicates whether the value is a known member of the SavedFiltersFiltersFilterKind enum.
+func (e SavedFiltersFiltersFilterKind) Valid() bool {
+	switch e {
+	case SavedFiltersFiltersFilterKindApproval:
+		return true
+	case SavedFiltersFiltersFilterKindDocument:
+		return true
+	case SavedFiltersFiltersFilterKindEmpty:
+		return true
+	case SavedFiltersFiltersFilterKindTask:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SavedFiltersFiltersFilterRisk.
+const (
+	SavedFiltersFiltersFilterRiskEmpty  SavedFiltersFiltersFilterRisk = ""
+	SavedFiltersFiltersFilterRiskHigh   SavedFiltersFiltersFilterRisk = "high"
+	SavedFiltersFiltersFilterRiskLow    SavedFiltersFiltersFilterRisk = "low"
+	SavedFiltersFiltersFilterRiskMedium SavedFiltersFiltersFilterRisk = "medium"
+)
+
+// Valid indicates whether the value is a known member of the SavedFiltersFiltersFilterRisk enum.
+func (e SavedFiltersFiltersFilterRisk) Valid() bool {
+	switch e {
+	case SavedFiltersFiltersFilterRiskEmpty:
+		return true
+	case SavedFiltersFiltersFilterRiskHigh:
+		return true
+	case SavedFiltersFiltersFilterRiskLow:
+		return true
+	case SavedFiltersFiltersFilterRiskMedium:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for StageInKind.
 const (
 	StageInKindLost StageInKind = "lost"
@@ -1005,6 +1053,11 @@ type Approval struct {
 	StepKey           *string                 `json:"step_key,omitempty"`
 	Summary           string                  `json:"summary"`
 	Tool              string                  `json:"tool"`
+}
+
+// AssignIn defines model for AssignIn.
+type AssignIn struct {
+	Assignee string `json:"assignee"`
 }
 
 // AutomationPatch defines model for AutomationPatch.
@@ -2926,6 +2979,30 @@ type RunengineDecision struct {
 	} `json:"run"`
 }
 
+// SavedFilters defines model for SavedFilters.
+type SavedFilters struct {
+	Filters *[]struct {
+		Filter struct {
+			Assignee   *string                        `json:"assignee,omitempty"`
+			Function   *string                        `json:"function,omitempty"`
+			Kind       *SavedFiltersFiltersFilterKind `json:"kind,omitempty"`
+			Mine       *bool                          `json:"mine,omitempty"`
+			Process    *string                        `json:"process,omitempty"`
+			Queue      *string                        `json:"queue,omitempty"`
+			Risk       *SavedFiltersFiltersFilterRisk `json:"risk,omitempty"`
+			Unassigned *bool                          `json:"unassigned,omitempty"`
+		} `json:"filter"`
+		Name string `json:"name"`
+	} `json:"filters"`
+	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+}
+
+// SavedFiltersFiltersFilterKind defines model for SavedFilters.Filters.Filter.Kind.
+type SavedFiltersFiltersFilterKind string
+
+// SavedFiltersFiltersFilterRisk defines model for SavedFilters.Filters.Filter.Risk.
+type SavedFiltersFiltersFilterRisk string
+
 // SendIn defines model for SendIn.
 type SendIn struct {
 	To *openapi_types.Email `json:"to,omitempty"`
@@ -3876,6 +3953,15 @@ type RunResumeParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// StartedRunsParams defines parameters for StartedRuns.
+type StartedRunsParams struct {
+	// Limit Page size, 1 to 200 (default 50).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The X-Next-Cursor of the previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // TemplatesListParams defines parameters for TemplatesList.
 type TemplatesListParams struct {
 	Function *string `form:"function,omitempty" json:"function,omitempty"`
@@ -3930,6 +4016,12 @@ type ProcessVersionsParams struct {
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// StreamParams defines parameters for Stream.
+type StreamParams struct {
+	Names *string `form:"names,omitempty" json:"names,omitempty"`
+	After *string `form:"after,omitempty" json:"after,omitempty"`
+}
+
 // TaskListParams defines parameters for TaskList.
 type TaskListParams struct {
 	// Limit Page size, 1 to 200 (default 50).
@@ -3941,8 +4033,26 @@ type TaskListParams struct {
 	Assignee *string `form:"assignee,omitempty" json:"assignee,omitempty"`
 }
 
+// TaskAssignParams defines parameters for TaskAssign.
+type TaskAssignParams struct {
+	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// TaskClaimParams defines parameters for TaskClaim.
+type TaskClaimParams struct {
+	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // TaskCompleteParams defines parameters for TaskComplete.
 type TaskCompleteParams struct {
+	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// TaskUnclaimParams defines parameters for TaskUnclaim.
+type TaskUnclaimParams struct {
 	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
@@ -4171,6 +4281,9 @@ type InvoiceVoidJSONRequestBody = NoteIn
 // PayLinkCheckoutJSONRequestBody defines body for PayLinkCheckout for application/json ContentType.
 type PayLinkCheckoutJSONRequestBody = CheckoutIn
 
+// FiltersPutJSONRequestBody defines body for FiltersPut for application/json ContentType.
+type FiltersPutJSONRequestBody = SavedFilters
+
 // RunBulkJSONRequestBody defines body for RunBulk for application/json ContentType.
 type RunBulkJSONRequestBody = BulkIn
 
@@ -4191,6 +4304,9 @@ type ProcessAutomationPatchJSONRequestBody = AutomationPatch
 
 // RunStartJSONRequestBody defines body for RunStart for application/json ContentType.
 type RunStartJSONRequestBody = StartIn
+
+// TaskAssignJSONRequestBody defines body for TaskAssign for application/json ContentType.
+type TaskAssignJSONRequestBody = AssignIn
 
 // TaskCompleteJSONRequestBody defines body for TaskComplete for application/json ContentType.
 type TaskCompleteJSONRequestBody = CompleteIn
@@ -5930,6 +6046,25 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/jobs/{id} (the `JobGet` operationId).
 	JobGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// FiltersGet Filters get
+	//
+	// Corresponds with GET /v1/me/inbox-filters (the `FiltersGet` operationId).
+	FiltersGet(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FiltersPutWithBody Filters put
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/me/inbox-filters (the `FiltersPut` operationId).
+	FiltersPutWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FiltersPut Filters put
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/me/inbox-filters (the `FiltersPut` operationId).
+	FiltersPut(ctx context.Context, body FiltersPutJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// MembersList Members list
 	//
 	// Corresponds with GET /v1/members (the `MembersList` operationId).
@@ -6019,6 +6154,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/process-runs/{id}/resume (the `RunResume` operationId).
 	RunResume(ctx context.Context, id string, params *RunResumeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartedRuns Started runs
+	//
+	// Needs the permission processes.read.
+	//
+	// Corresponds with GET /v1/process-runs/{id}/runs (the `StartedRuns` operationId).
+	StartedRuns(ctx context.Context, id string, params *StartedRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// TemplatesList Templates list
 	//
@@ -6187,6 +6329,11 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/processes/{id}/versions (the `ProcessVersions` operationId).
 	ProcessVersions(ctx context.Context, id string, params *ProcessVersionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// Stream Stream
+	//
+	// Corresponds with GET /v1/stream (the `Stream` operationId).
+	Stream(ctx context.Context, params *StreamParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// TaskList Task list
 	//
 	// Needs the permission processes.read.
@@ -6200,6 +6347,31 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/tasks/{id} (the `TaskGet` operationId).
 	TaskGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TaskAssignWithBody Task assign
+	//
+	// Needs the permission tasks.work.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/tasks/{id}/assign (the `TaskAssign` operationId).
+	TaskAssignWithBody(ctx context.Context, id string, params *TaskAssignParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TaskAssign Task assign
+	//
+	// Needs the permission tasks.work.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/tasks/{id}/assign (the `TaskAssign` operationId).
+	TaskAssign(ctx context.Context, id string, params *TaskAssignParams, body TaskAssignJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TaskClaim Task claim
+	//
+	// Needs the permission tasks.work.
+	//
+	// Corresponds with POST /v1/tasks/{id}/claim (the `TaskClaim` operationId).
+	TaskClaim(ctx context.Context, id string, params *TaskClaimParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// TaskCompleteWithBody Task complete
 	//
@@ -6218,6 +6390,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/tasks/{id}/complete (the `TaskComplete` operationId).
 	TaskComplete(ctx context.Context, id string, params *TaskCompleteParams, body TaskCompleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TaskUnclaim Task unclaim
+	//
+	// Needs the permission tasks.work.
+	//
+	// Corresponds with POST /v1/tasks/{id}/unclaim (the `TaskUnclaim` operationId).
+	TaskUnclaim(ctx context.Context, id string, params *TaskUnclaimParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UseCasesList Use cases list
 	//
@@ -10102,6 +10281,55 @@ func (c *Client) JobGet(ctx context.Context, id string, reqEditors ...RequestEdi
 	return c.Client.Do(req)
 }
 
+// FiltersGet Filters get
+//
+// Corresponds with GET /v1/me/inbox-filters (the `FiltersGet` operationId).
+func (c *Client) FiltersGet(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFiltersGetRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FiltersPutWithBody Filters put
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/me/inbox-filters (the `FiltersPut` operationId).
+func (c *Client) FiltersPutWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFiltersPutRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FiltersPut Filters put
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/me/inbox-filters (the `FiltersPut` operationId).
+func (c *Client) FiltersPut(ctx context.Context, body FiltersPutJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFiltersPutRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // MembersList Members list
 //
 // Corresponds with GET /v1/members (the `MembersList` operationId).
@@ -10302,6 +10530,23 @@ func (c *Client) RunRerun(ctx context.Context, id string, params *RunRerunParams
 // Corresponds with POST /v1/process-runs/{id}/resume (the `RunResume` operationId).
 func (c *Client) RunResume(ctx context.Context, id string, params *RunResumeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRunResumeRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartedRuns Started runs
+//
+// Needs the permission processes.read.
+//
+// Corresponds with GET /v1/process-runs/{id}/runs (the `StartedRuns` operationId).
+func (c *Client) StartedRuns(ctx context.Context, id string, params *StartedRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartedRunsRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -10689,6 +10934,21 @@ func (c *Client) ProcessVersions(ctx context.Context, id string, params *Process
 	return c.Client.Do(req)
 }
 
+// Stream Stream
+//
+// Corresponds with GET /v1/stream (the `Stream` operationId).
+func (c *Client) Stream(ctx context.Context, params *StreamParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStreamRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // TaskList Task list
 //
 // Needs the permission processes.read.
@@ -10713,6 +10973,61 @@ func (c *Client) TaskList(ctx context.Context, params *TaskListParams, reqEditor
 // Corresponds with GET /v1/tasks/{id} (the `TaskGet` operationId).
 func (c *Client) TaskGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewTaskGetRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TaskAssignWithBody Task assign
+//
+// Needs the permission tasks.work.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/tasks/{id}/assign (the `TaskAssign` operationId).
+func (c *Client) TaskAssignWithBody(ctx context.Context, id string, params *TaskAssignParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTaskAssignRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TaskAssign Task assign
+//
+// Needs the permission tasks.work.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/tasks/{id}/assign (the `TaskAssign` operationId).
+func (c *Client) TaskAssign(ctx context.Context, id string, params *TaskAssignParams, body TaskAssignJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTaskAssignRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TaskClaim Task claim
+//
+// Needs the permission tasks.work.
+//
+// Corresponds with POST /v1/tasks/{id}/claim (the `TaskClaim` operationId).
+func (c *Client) TaskClaim(ctx context.Context, id string, params *TaskClaimParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTaskClaimRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -10751,6 +11066,23 @@ func (c *Client) TaskCompleteWithBody(ctx context.Context, id string, params *Ta
 // Corresponds with POST /v1/tasks/{id}/complete (the `TaskComplete` operationId).
 func (c *Client) TaskComplete(ctx context.Context, id string, params *TaskCompleteParams, body TaskCompleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewTaskCompleteRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TaskUnclaim Task unclaim
+//
+// Needs the permission tasks.work.
+//
+// Corresponds with POST /v1/tasks/{id}/unclaim (the `TaskUnclaim` operationId).
+func (c *Client) TaskUnclaim(ctx context.Context, id string, params *TaskUnclaimParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTaskUnclaimRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -18781,6 +19113,73 @@ func NewJobGetRequest(server string, id string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewFiltersGetRequest constructs an http.Request for the FiltersGet method
+func NewFiltersGetRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/me/inbox-filters")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewFiltersPutRequest calls the generic FiltersPut builder with application/json body
+func NewFiltersPutRequest(server string, body FiltersPutJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFiltersPutRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewFiltersPutRequestWithBody constructs an http.Request for the FiltersPut method, with any body, and a specified content type
+func NewFiltersPutRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/me/inbox-filters")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewMembersListRequest constructs an http.Request for the MembersList method
 func NewMembersListRequest(server string, params *MembersListParams) (*http.Request, error) {
 	var err error
@@ -19362,6 +19761,79 @@ func NewRunResumeRequest(server string, id string, params *RunResumeParams) (*ht
 			req.Header.Set("Idempotency-Key", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewStartedRunsRequest constructs an http.Request for the StartedRuns method
+func NewStartedRunsRequest(server string, id string, params *StartedRunsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/process-runs/%s/runs", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -20133,6 +20605,72 @@ func NewProcessVersionsRequest(server string, id string, params *ProcessVersions
 	return req, nil
 }
 
+// NewStreamRequest constructs an http.Request for the Stream method
+func NewStreamRequest(server string, params *StreamParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/stream")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Names != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "names", *params.Names, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewTaskListRequest constructs an http.Request for the TaskList method
 func NewTaskListRequest(server string, params *TaskListParams) (*http.Request, error) {
 	var err error
@@ -20257,6 +20795,117 @@ func NewTaskGetRequest(server string, id string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewTaskAssignRequest calls the generic TaskAssign builder with application/json body
+func NewTaskAssignRequest(server string, id string, params *TaskAssignParams, body TaskAssignJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTaskAssignRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewTaskAssignRequestWithBody constructs an http.Request for the TaskAssign method, with any body, and a specified content type
+func NewTaskAssignRequestWithBody(server string, id string, params *TaskAssignParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tasks/%s/assign", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewTaskClaimRequest constructs an http.Request for the TaskClaim method
+func NewTaskClaimRequest(server string, id string, params *TaskClaimParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tasks/%s/claim", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewTaskCompleteRequest calls the generic TaskComplete builder with application/json body
 func NewTaskCompleteRequest(server string, id string, params *TaskCompleteParams, body TaskCompleteJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -20300,6 +20949,55 @@ func NewTaskCompleteRequestWithBody(server string, id string, params *TaskComple
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewTaskUnclaimRequest constructs an http.Request for the TaskUnclaim method
+func NewTaskUnclaimRequest(server string, id string, params *TaskUnclaimParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tasks/%s/unclaim", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	if params != nil {
 
@@ -22954,6 +23652,27 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/jobs/{id} (the `JobGet` operationId).
 	JobGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*JobGetResponse, error)
 
+	// FiltersGetWithResponse Filters get
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/me/inbox-filters (the `FiltersGet` operationId).
+	FiltersGetWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*FiltersGetResponse, error)
+
+	// FiltersPutWithBodyWithResponse Filters put
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/me/inbox-filters (the `FiltersPut` operationId).
+	FiltersPutWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FiltersPutResponse, error)
+
+	// FiltersPutWithResponse Filters put
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/me/inbox-filters (the `FiltersPut` operationId).
+	FiltersPutWithResponse(ctx context.Context, body FiltersPutJSONRequestBody, reqEditors ...RequestEditorFn) (*FiltersPutResponse, error)
+
 	// MembersListWithResponse Members list
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -23059,6 +23778,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/process-runs/{id}/resume (the `RunResume` operationId).
 	RunResumeWithResponse(ctx context.Context, id string, params *RunResumeParams, reqEditors ...RequestEditorFn) (*RunResumeResponse, error)
+
+	// StartedRunsWithResponse Started runs
+	//
+	// Needs the permission processes.read.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/process-runs/{id}/runs (the `StartedRuns` operationId).
+	StartedRunsWithResponse(ctx context.Context, id string, params *StartedRunsParams, reqEditors ...RequestEditorFn) (*StartedRunsResponse, error)
 
 	// TemplatesListWithResponse Templates list
 	//
@@ -23249,6 +23977,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/processes/{id}/versions (the `ProcessVersions` operationId).
 	ProcessVersionsWithResponse(ctx context.Context, id string, params *ProcessVersionsParams, reqEditors ...RequestEditorFn) (*ProcessVersionsResponse, error)
 
+	// StreamWithResponse Stream
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/stream (the `Stream` operationId).
+	StreamWithResponse(ctx context.Context, params *StreamParams, reqEditors ...RequestEditorFn) (*StreamResponse, error)
+
 	// TaskListWithResponse Task list
 	//
 	// Needs the permission processes.read.
@@ -23267,6 +24002,33 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/tasks/{id} (the `TaskGet` operationId).
 	TaskGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*TaskGetResponse, error)
 
+	// TaskAssignWithBodyWithResponse Task assign
+	//
+	// Needs the permission tasks.work.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tasks/{id}/assign (the `TaskAssign` operationId).
+	TaskAssignWithBodyWithResponse(ctx context.Context, id string, params *TaskAssignParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TaskAssignResponse, error)
+
+	// TaskAssignWithResponse Task assign
+	//
+	// Needs the permission tasks.work.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tasks/{id}/assign (the `TaskAssign` operationId).
+	TaskAssignWithResponse(ctx context.Context, id string, params *TaskAssignParams, body TaskAssignJSONRequestBody, reqEditors ...RequestEditorFn) (*TaskAssignResponse, error)
+
+	// TaskClaimWithResponse Task claim
+	//
+	// Needs the permission tasks.work.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tasks/{id}/claim (the `TaskClaim` operationId).
+	TaskClaimWithResponse(ctx context.Context, id string, params *TaskClaimParams, reqEditors ...RequestEditorFn) (*TaskClaimResponse, error)
+
 	// TaskCompleteWithBodyWithResponse Task complete
 	//
 	// Needs the permission tasks.work.
@@ -23284,6 +24046,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/tasks/{id}/complete (the `TaskComplete` operationId).
 	TaskCompleteWithResponse(ctx context.Context, id string, params *TaskCompleteParams, body TaskCompleteJSONRequestBody, reqEditors ...RequestEditorFn) (*TaskCompleteResponse, error)
+
+	// TaskUnclaimWithResponse Task unclaim
+	//
+	// Needs the permission tasks.work.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tasks/{id}/unclaim (the `TaskUnclaim` operationId).
+	TaskUnclaimWithResponse(ctx context.Context, id string, params *TaskUnclaimParams, reqEditors ...RequestEditorFn) (*TaskUnclaimResponse, error)
 
 	// UseCasesListWithResponse Use cases list
 	//
@@ -39240,6 +40011,214 @@ func (r JobGetResponse) ContentType() string {
 	return ""
 }
 
+// FiltersGetResponse401Headers the declared response headers of an HTTP 401 response for FiltersGet
+type FiltersGetResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// FiltersGetResponse429Headers the declared response headers of an HTTP 429 response for FiltersGet
+type FiltersGetResponse429Headers struct {
+	RetryAfter int
+}
+
+type FiltersGetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SavedFilters
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FiltersGetResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FiltersGetResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FiltersGetResponse) GetJSON200() *SavedFilters {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FiltersGetResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r FiltersGetResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r FiltersGetResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FiltersGetResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FiltersGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FiltersGetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FiltersGetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FiltersGetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FiltersGetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FiltersPutResponse401Headers the declared response headers of an HTTP 401 response for FiltersPut
+type FiltersPutResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// FiltersPutResponse429Headers the declared response headers of an HTTP 429 response for FiltersPut
+type FiltersPutResponse429Headers struct {
+	RetryAfter int
+}
+
+type FiltersPutResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SavedFilters
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FiltersPutResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FiltersPutResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FiltersPutResponse) GetJSON200() *SavedFilters {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r FiltersPutResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FiltersPutResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r FiltersPutResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r FiltersPutResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r FiltersPutResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r FiltersPutResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r FiltersPutResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FiltersPutResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FiltersPutResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FiltersPutResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FiltersPutResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FiltersPutResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FiltersPutResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // MembersListResponse200Headers the declared response headers of an HTTP 200 response for MembersList
 type MembersListResponse200Headers struct {
 	XNextCursor *string
@@ -40281,6 +41260,110 @@ func (r RunResumeResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RunResumeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StartedRunsResponse200Headers the declared response headers of an HTTP 200 response for StartedRuns
+type StartedRunsResponse200Headers struct {
+	XNextCursor *string
+}
+
+// StartedRunsResponse401Headers the declared response headers of an HTTP 401 response for StartedRuns
+type StartedRunsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// StartedRunsResponse429Headers the declared response headers of an HTTP 429 response for StartedRuns
+type StartedRunsResponse429Headers struct {
+	RetryAfter int
+}
+
+type StartedRunsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]Run
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *StartedRunsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StartedRunsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StartedRunsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StartedRunsResponse) GetJSON200() *[]Run {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StartedRunsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StartedRunsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r StartedRunsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r StartedRunsResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StartedRunsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StartedRunsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r StartedRunsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StartedRunsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StartedRunsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StartedRunsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -42049,6 +43132,89 @@ func (r ProcessVersionsResponse) ContentType() string {
 	return ""
 }
 
+// StreamResponse401Headers the declared response headers of an HTTP 401 response for Stream
+type StreamResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// StreamResponse429Headers the declared response headers of an HTTP 429 response for Stream
+type StreamResponse429Headers struct {
+	RetryAfter int
+}
+
+type StreamResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StreamResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StreamResponse429Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StreamResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StreamResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r StreamResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StreamResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StreamResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r StreamResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StreamResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StreamResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StreamResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // TaskListResponse200Headers the declared response headers of an HTTP 200 response for TaskList
 type TaskListResponse200Headers struct {
 	XNextCursor *string
@@ -42243,6 +43409,249 @@ func (r TaskGetResponse) ContentType() string {
 	return ""
 }
 
+// TaskAssignResponse401Headers the declared response headers of an HTTP 401 response for TaskAssign
+type TaskAssignResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// TaskAssignResponse429Headers the declared response headers of an HTTP 429 response for TaskAssign
+type TaskAssignResponse429Headers struct {
+	RetryAfter int
+}
+
+type TaskAssignResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Task
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TaskAssignResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TaskAssignResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TaskAssignResponse) GetJSON200() *Task {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r TaskAssignResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TaskAssignResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TaskAssignResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TaskAssignResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r TaskAssignResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r TaskAssignResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r TaskAssignResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r TaskAssignResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TaskAssignResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TaskAssignResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TaskAssignResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TaskAssignResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TaskAssignResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TaskAssignResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TaskClaimResponse401Headers the declared response headers of an HTTP 401 response for TaskClaim
+type TaskClaimResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// TaskClaimResponse429Headers the declared response headers of an HTTP 429 response for TaskClaim
+type TaskClaimResponse429Headers struct {
+	RetryAfter int
+}
+
+type TaskClaimResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Task
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TaskClaimResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TaskClaimResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TaskClaimResponse) GetJSON200() *Task {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r TaskClaimResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TaskClaimResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TaskClaimResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TaskClaimResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r TaskClaimResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r TaskClaimResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r TaskClaimResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TaskClaimResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TaskClaimResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TaskClaimResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TaskClaimResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TaskClaimResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TaskClaimResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // TaskCompleteResponse401Headers the declared response headers of an HTTP 401 response for TaskComplete
 type TaskCompleteResponse401Headers struct {
 	WWWAuthenticate *string
@@ -42362,6 +43771,124 @@ func (r TaskCompleteResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r TaskCompleteResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TaskUnclaimResponse401Headers the declared response headers of an HTTP 401 response for TaskUnclaim
+type TaskUnclaimResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// TaskUnclaimResponse429Headers the declared response headers of an HTTP 429 response for TaskUnclaim
+type TaskUnclaimResponse429Headers struct {
+	RetryAfter int
+}
+
+type TaskUnclaimResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Task
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TaskUnclaimResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TaskUnclaimResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TaskUnclaimResponse) GetJSON200() *Task {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r TaskUnclaimResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TaskUnclaimResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TaskUnclaimResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TaskUnclaimResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r TaskUnclaimResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r TaskUnclaimResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r TaskUnclaimResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TaskUnclaimResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TaskUnclaimResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TaskUnclaimResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TaskUnclaimResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TaskUnclaimResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TaskUnclaimResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -47237,6 +48764,45 @@ func (c *ClientWithResponses) JobGetWithResponse(ctx context.Context, id string,
 	return ParseJobGetResponse(rsp)
 }
 
+// FiltersGetWithResponse Filters get
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/me/inbox-filters (the `FiltersGet` operationId).
+func (c *ClientWithResponses) FiltersGetWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*FiltersGetResponse, error) {
+	rsp, err := c.FiltersGet(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFiltersGetResponse(rsp)
+}
+
+// FiltersPutWithBodyWithResponse Filters put
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/me/inbox-filters (the `FiltersPut` operationId).
+func (c *ClientWithResponses) FiltersPutWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FiltersPutResponse, error) {
+	rsp, err := c.FiltersPutWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFiltersPutResponse(rsp)
+}
+
+// FiltersPutWithResponse Filters put
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/me/inbox-filters (the `FiltersPut` operationId).
+func (c *ClientWithResponses) FiltersPutWithResponse(ctx context.Context, body FiltersPutJSONRequestBody, reqEditors ...RequestEditorFn) (*FiltersPutResponse, error) {
+	rsp, err := c.FiltersPut(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFiltersPutResponse(rsp)
+}
+
 // MembersListWithResponse Members list
 //
 // Returns a wrapper object for the known response body format(s).
@@ -47413,6 +48979,21 @@ func (c *ClientWithResponses) RunResumeWithResponse(ctx context.Context, id stri
 		return nil, err
 	}
 	return ParseRunResumeResponse(rsp)
+}
+
+// StartedRunsWithResponse Started runs
+//
+// Needs the permission processes.read.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/process-runs/{id}/runs (the `StartedRuns` operationId).
+func (c *ClientWithResponses) StartedRunsWithResponse(ctx context.Context, id string, params *StartedRunsParams, reqEditors ...RequestEditorFn) (*StartedRunsResponse, error) {
+	rsp, err := c.StartedRuns(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartedRunsResponse(rsp)
 }
 
 // TemplatesListWithResponse Templates list
@@ -47730,6 +49311,19 @@ func (c *ClientWithResponses) ProcessVersionsWithResponse(ctx context.Context, i
 	return ParseProcessVersionsResponse(rsp)
 }
 
+// StreamWithResponse Stream
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/stream (the `Stream` operationId).
+func (c *ClientWithResponses) StreamWithResponse(ctx context.Context, params *StreamParams, reqEditors ...RequestEditorFn) (*StreamResponse, error) {
+	rsp, err := c.Stream(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStreamResponse(rsp)
+}
+
 // TaskListWithResponse Task list
 //
 // Needs the permission processes.read.
@@ -47760,6 +49354,51 @@ func (c *ClientWithResponses) TaskGetWithResponse(ctx context.Context, id string
 	return ParseTaskGetResponse(rsp)
 }
 
+// TaskAssignWithBodyWithResponse Task assign
+//
+// Needs the permission tasks.work.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tasks/{id}/assign (the `TaskAssign` operationId).
+func (c *ClientWithResponses) TaskAssignWithBodyWithResponse(ctx context.Context, id string, params *TaskAssignParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TaskAssignResponse, error) {
+	rsp, err := c.TaskAssignWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTaskAssignResponse(rsp)
+}
+
+// TaskAssignWithResponse Task assign
+//
+// Needs the permission tasks.work.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tasks/{id}/assign (the `TaskAssign` operationId).
+func (c *ClientWithResponses) TaskAssignWithResponse(ctx context.Context, id string, params *TaskAssignParams, body TaskAssignJSONRequestBody, reqEditors ...RequestEditorFn) (*TaskAssignResponse, error) {
+	rsp, err := c.TaskAssign(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTaskAssignResponse(rsp)
+}
+
+// TaskClaimWithResponse Task claim
+//
+// Needs the permission tasks.work.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tasks/{id}/claim (the `TaskClaim` operationId).
+func (c *ClientWithResponses) TaskClaimWithResponse(ctx context.Context, id string, params *TaskClaimParams, reqEditors ...RequestEditorFn) (*TaskClaimResponse, error) {
+	rsp, err := c.TaskClaim(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTaskClaimResponse(rsp)
+}
+
 // TaskCompleteWithBodyWithResponse Task complete
 //
 // Needs the permission tasks.work.
@@ -47788,6 +49427,21 @@ func (c *ClientWithResponses) TaskCompleteWithResponse(ctx context.Context, id s
 		return nil, err
 	}
 	return ParseTaskCompleteResponse(rsp)
+}
+
+// TaskUnclaimWithResponse Task unclaim
+//
+// Needs the permission tasks.work.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tasks/{id}/unclaim (the `TaskUnclaim` operationId).
+func (c *ClientWithResponses) TaskUnclaimWithResponse(ctx context.Context, id string, params *TaskUnclaimParams, reqEditors ...RequestEditorFn) (*TaskUnclaimResponse, error) {
+	rsp, err := c.TaskUnclaim(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTaskUnclaimResponse(rsp)
 }
 
 // UseCasesListWithResponse Use cases list
@@ -63168,6 +64822,202 @@ func ParseJobGetResponse(rsp *http.Response) (*JobGetResponse, error) {
 	return response, nil
 }
 
+// ParseFiltersGetResponse parses an HTTP response from a FiltersGetWithResponse call
+func ParseFiltersGetResponse(rsp *http.Response) (*FiltersGetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FiltersGetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SavedFilters
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FiltersGetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FiltersGetResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFiltersPutResponse parses an HTTP response from a FiltersPutWithResponse call
+func ParseFiltersPutResponse(rsp *http.Response) (*FiltersPutResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FiltersPutResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SavedFilters
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FiltersPutResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FiltersPutResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseMembersListResponse parses an HTTP response from a MembersListWithResponse call
 func ParseMembersListResponse(rsp *http.Response) (*MembersListResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -64148,6 +65998,107 @@ func ParseRunResumeResponse(rsp *http.Response) (*RunResumeResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers RunResumeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStartedRunsResponse parses an HTTP response from a StartedRunsWithResponse call
+func ParseStartedRunsResponse(rsp *http.Response) (*StartedRunsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StartedRunsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []Run
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers StartedRunsResponse200Headers
+		if values := rsp.Header.Values("X-Next-Cursor"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Next-Cursor", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XNextCursor = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers StartedRunsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers StartedRunsResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -65851,6 +67802,83 @@ func ParseProcessVersionsResponse(rsp *http.Response) (*ProcessVersionsResponse,
 	return response, nil
 }
 
+// ParseStreamResponse parses an HTTP response from a StreamWithResponse call
+func ParseStreamResponse(rsp *http.Response) (*StreamResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StreamResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers StreamResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers StreamResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseTaskListResponse parses an HTTP response from a TaskListWithResponse call
 func ParseTaskListResponse(rsp *http.Response) (*TaskListResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -66036,6 +68064,237 @@ func ParseTaskGetResponse(rsp *http.Response) (*TaskGetResponse, error) {
 	return response, nil
 }
 
+// ParseTaskAssignResponse parses an HTTP response from a TaskAssignWithResponse call
+func ParseTaskAssignResponse(rsp *http.Response) (*TaskAssignResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TaskAssignResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Task
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers TaskAssignResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers TaskAssignResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTaskClaimResponse parses an HTTP response from a TaskClaimWithResponse call
+func ParseTaskClaimResponse(rsp *http.Response) (*TaskClaimResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TaskClaimResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Task
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers TaskClaimResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers TaskClaimResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseTaskCompleteResponse parses an HTTP response from a TaskCompleteWithResponse call
 func ParseTaskCompleteResponse(rsp *http.Response) (*TaskCompleteResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -66142,6 +68401,118 @@ func ParseTaskCompleteResponse(rsp *http.Response) (*TaskCompleteResponse, error
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers TaskCompleteResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTaskUnclaimResponse parses an HTTP response from a TaskUnclaimWithResponse call
+func ParseTaskUnclaimResponse(rsp *http.Response) (*TaskUnclaimResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TaskUnclaimResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Task
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers TaskUnclaimResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers TaskUnclaimResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

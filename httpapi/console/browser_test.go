@@ -491,6 +491,23 @@ func TestConsoleInBrowser(t *testing.T) {
 			chromedp.Reload(),
 			chromedp.WaitVisible(chromedp.CSS(`[data-test=saved-filter]`)),
 			chromedp.Click(chromedp.CSS(`[data-test=saved-filter]`)))
+		// The filter is kept on the server, for the person, not in the
+		// browser.
+		var kept struct {
+			Filters []struct {
+				Name   string
+				Filter map[string]any
+			}
+		}
+		s.apiCall(t, tok, "GET", "/v1/me/inbox-filters", nil, &kept)
+		if len(kept.Filters) != 1 || kept.Filters[0].Name != "Only tasks" || kept.Filters[0].Filter["kind"] != "task" {
+			t.Errorf("filters on the server = %+v", kept)
+		}
+		var local int
+		eval(t, `Object.keys(localStorage).filter((k) => k.startsWith('bas.console.filters')).length`, &local)
+		if local != 0 {
+			t.Errorf("%d filter lists kept in the browser", local)
+		}
 		var kinds []string
 		eval(t, `[...document.querySelectorAll('[data-test=inbox-list] li[data-id]')].map((li) => li.dataset.id.slice(0, 4))`, &kinds)
 		if len(kinds) == 0 {
@@ -530,6 +547,181 @@ func TestConsoleInBrowser(t *testing.T) {
 		if len(links) != 1 || links[0] != "/runs/"+runB {
 			t.Errorf("rejected runs = %v, want only %s", links, runB)
 		}
+	})
+
+	// until waits for a condition of the page (a list a live update
+	// redraws is better waited for this way than by a node).
+	until := func(js string) chromedp.Action[chromedp.Void] {
+		return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+			_, err := chromedp.Poll[bool](js)(ctx, tg)
+			return chromedp.Void{}, err
+		}
+	}
+	// stopPolling stops the page's poll, so that what changes after it
+	// came over the event stream.
+	stopPolling := func(t *testing.T) {
+		t.Helper()
+		run(t, chromedp.WaitVisible(chromedp.CSS(`html[data-live=on]`)))
+		var ok bool
+		eval(t, `(clearInterval(S.timer), true)`, &ok)
+	}
+
+	t.Run("a decision made through the API appears in an open inbox", func(t *testing.T) {
+		run(t, chromedp.Navigate(s.srv.URL+"/inbox"), chromedp.WaitVisible(chromedp.CSS(`[data-test=inbox-list] li`)))
+		stopPolling(t)
+		if got := text(t, `[data-test=live]`); got != "● live" {
+			t.Errorf("live indicator = %q", got)
+		}
+		runF := start("Museum tickets")
+		taskF := taskOf(runF)
+		run(t, chromedp.WaitVisible(chromedp.CSS(li(taskF))))
+		s.apiCall(t, tok, "POST", "/v1/tasks/"+taskF+"/complete", map[string]any{"action": "complete", "fields": map[string]any{"amount": 1500}}, nil)
+		run(t, chromedp.WaitNotPresent(chromedp.CSS(li(taskF))))
+		aprF := approvalOf(t, runF)
+		run(t, chromedp.WaitVisible(chromedp.CSS(li(aprF))))
+		s.apiCall(t, tok, "POST", "/v1/approvals/"+aprF+"/reject", map[string]any{"reason": "not now"}, nil)
+		run(t, chromedp.WaitNotPresent(chromedp.CSS(li(aprF))))
+		var reloaded bool
+		eval(t, `performance.getEntriesByType('navigation').length !== 1`, &reloaded)
+		if reloaded {
+			t.Error("the page was reloaded")
+		}
+	})
+
+	t.Run("a run page follows its run live", func(t *testing.T) {
+		runG := start("Taxi to the office")
+		run(t, chromedp.Navigate(s.srv.URL+"/runs/"+runG), chromedp.WaitVisible(chromedp.CSS(`[data-test=run][data-status=waiting]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-step=review][data-status=waiting_task]`)))
+		stopPolling(t)
+		s.apiCall(t, tok, "POST", "/v1/tasks/"+taskOf(runG)+"/complete", map[string]any{"action": "complete", "fields": map[string]any{"amount": 2200}}, nil)
+		run(t, chromedp.WaitVisible(chromedp.CSS(`[data-step=review][data-status=completed]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-step=pay][data-status=waiting_approval]`)))
+		// A process that follows an expense claim's end: the run page lists
+		// the run its end starts, as it starts.
+		s.apiCall(t, tok, "POST", "/v1/processes", map[string]any{"name": "File the receipt", "function": "finance",
+			"trigger": map[string]any{"type": "event", "event": "process.run.completed", "filter": map[string]any{"process_id": proc.ID}},
+			"steps":   []any{map[string]any{"key": "file", "type": "human_task", "config": map[string]any{"title": "File ${trigger.data.subject.label}"}}}}, nil)
+		aprG := approvalOf(t, runG)
+		s.apiCall(t, tok, "POST", "/v1/approvals/"+aprG+"/approve", map[string]any{}, nil)
+		run(t, chromedp.WaitVisible(chromedp.CSS(`[data-test=run][data-status=completed]`)),
+			until(`document.querySelectorAll('[data-test=runs] tbody a').length === 1`),
+			chromedp.Click(chromedp.CSS(`[data-test=runs] tbody a`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=started-by] a[href="/runs/`+runG+`"]`)))
+	})
+
+	t.Run("claim, unclaim and reassign a task", func(t *testing.T) {
+		var ann struct {
+			UserID string `json:"user_id"`
+		}
+		s.apiCall(t, "", "POST", "/v1/auth/dev-login", map[string]any{"tenant_id": "ten_demo", "email": "ann@example.com", "roles": []string{"member"}}, &ann)
+		runH := start("Parking at the airport")
+		taskH := taskOf(runH)
+		assignee := func() string {
+			var task struct{ Assignee *string }
+			s.apiCall(t, tok, "GET", "/v1/tasks/"+taskH, nil, &task)
+			if task.Assignee == nil {
+				return ""
+			}
+			return *task.Assignee
+		}
+		pane := `[data-test=task][data-id="` + taskH + `"]`
+		run(t, chromedp.Navigate(s.srv.URL+"/inbox"), chromedp.WaitVisible(chromedp.CSS(li(taskH))),
+			chromedp.Click(chromedp.CSS(li(taskH))), chromedp.WaitVisible(chromedp.CSS(pane+` [data-test=claim]`)),
+			chromedp.Focus(chromedp.CSS(`main`)), chromedp.KeyEvent("m"),
+			chromedp.WaitVisible(chromedp.CSS(pane+` [data-test=unclaim]`)))
+		if got := text(t, pane+` [data-test=task-assignee]`); got != "assigned to you" {
+			t.Errorf("after the claim: %q", got)
+		}
+		if got := assignee(); got != "usr_demo" {
+			t.Errorf("assignee after the claim = %q", got)
+		}
+		// "Assigned to me" asks the API, which reads its assignee index.
+		run(t, chromedp.Click(chromedp.CSS(`.filters label:nth-of-type(1) input`)),
+			until(`document.querySelectorAll('[data-test=inbox-list] li[data-id]').length === 1`))
+		var ids []string
+		eval(t, `[...document.querySelectorAll('[data-test=inbox-list] li[data-id]')].map((li) => li.dataset.id)`, &ids)
+		if diff := cmp.Diff([]string{taskH}, ids); diff != "" {
+			t.Errorf("assigned to me (-want +got):\n%s", diff)
+		}
+		run(t, chromedp.Click(chromedp.CSS(`.filters label:nth-of-type(1) input`)),
+			until(`document.querySelectorAll('[data-test=inbox-list] li[data-id]').length > 1`),
+			chromedp.Click(chromedp.CSS(li(taskH))), chromedp.WaitVisible(chromedp.CSS(pane+` [data-test=unclaim]`)),
+			chromedp.Focus(chromedp.CSS(`main`)), chromedp.KeyEvent("u"),
+			chromedp.WaitVisible(chromedp.CSS(pane+` [data-test=claim]`)))
+		if got := assignee(); got != "" {
+			t.Errorf("assignee after the unclaim = %q", got)
+		}
+		shot(t, "claim")
+		run(t, chromedp.Focus(chromedp.CSS(`main`)), chromedp.KeyEvent("s"),
+			chromedp.WaitVisible(chromedp.CSS(`dialog [data-test=assignee]`)),
+			chromedp.SetValue(chromedp.CSS(`dialog [data-test=assignee]`), ann.UserID),
+			chromedp.Click(chromedp.CSS(`dialog [data-test=confirm]`)),
+			chromedp.WaitVisible(chromedp.CSS(pane+` [data-test=task-assignee]`)))
+		run(t, until(`document.querySelector('[data-test=task-assignee]').textContent === 'assigned to ann@example.com'`))
+		if got := assignee(); got != ann.UserID {
+			t.Errorf("assignee after the reassign = %q, want %s", got, ann.UserID)
+		}
+		var help string
+		run(t, chromedp.KeyEvent("?"), chromedp.WaitVisible(chromedp.CSS(`dialog [data-test=help]`)))
+		help = text(t, `dialog [data-test=help]`)
+		for _, want := range []string{"claim the task", "unclaim the task", "reassign the task"} {
+			if !strings.Contains(help, want) {
+				t.Errorf("the key list lacks %q", want)
+			}
+		}
+		run(t, chromedp.KeyEvent("\x1b"), chromedp.WaitNotVisible(chromedp.CSS(`dialog [data-test=help]`)))
+		// The admin may take it back from Ann (processes.manage).
+		run(t, chromedp.WaitVisible(chromedp.CSS(pane+` [data-test=unclaim]`)))
+	})
+
+	t.Run("every list loads more beyond its first page", func(t *testing.T) {
+		var ok bool
+		run(t, chromedp.Navigate(s.srv.URL+"/runs"), chromedp.WaitVisible(chromedp.CSS(`[data-test=runs] tbody tr`)))
+		eval(t, `(localStorage.setItem('bas.console.page_size', '2'), true)`, &ok)
+		defer eval(t, `(localStorage.removeItem('bas.console.page_size'), true)`, &ok)
+		var total []struct{ ID string }
+		s.apiCall(t, tok, "GET", "/v1/process-runs?limit=200", nil, &total)
+		rows := func() int {
+			var n int
+			eval(t, `document.querySelectorAll('[data-test=runs] tbody tr').length`, &n)
+			return n
+		}
+		run(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`[data-test=runs] tbody tr`)))
+		if got := rows(); got != 2 {
+			t.Fatalf("first page: %d rows, want 2", got)
+		}
+		for want := 4; want < len(total)+2; want += 2 {
+			run(t, chromedp.Click(chromedp.CSS(`[data-test=load-more]`)), func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+				_, err := chromedp.Poll[bool](fmt.Sprintf(`document.querySelectorAll('[data-test=runs] tbody tr').length === %d`, min(want, len(total))))(ctx, tg)
+				return chromedp.Void{}, err
+			})
+		}
+		var hidden bool
+		eval(t, `document.querySelector('[data-test=load-more]').offsetParent === null`, &hidden)
+		if !hidden || rows() != len(total) {
+			t.Errorf("after every page: %d rows of %d, button hidden %v", rows(), len(total), hidden)
+		}
+		// The inbox: two of each source first, then more.
+		start("Bus ticket")
+		start("Ferry ticket")
+		var open []struct{ ID string }
+		s.apiCall(t, tok, "GET", "/v1/tasks?status=open", nil, &open)
+		if len(open) < 3 {
+			t.Fatalf("only %d open tasks", len(open))
+		}
+		tasks := func() int {
+			var n int
+			eval(t, `document.querySelectorAll('[data-test=inbox-list] li[data-id^="tsk_"]').length`, &n)
+			return n
+		}
+		run(t, chromedp.Navigate(s.srv.URL+"/inbox"), chromedp.WaitVisible(chromedp.CSS(`[data-test=inbox-list] li[data-id]`)))
+		if got := tasks(); got != 2 {
+			t.Errorf("the inbox's first page has %d tasks, want 2", got)
+		}
+		run(t, chromedp.Click(chromedp.CSS(`[data-test=load-more]`)), func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+			_, err := chromedp.Poll[bool](fmt.Sprintf(`document.querySelectorAll('[data-test=inbox-list] li[data-id^="tsk_"]').length === %d`, min(4, len(open))))(ctx, tg)
+			return chromedp.Void{}, err
+		})
 	})
 
 	t.Run("the CRM, invoice and board pages show their records", func(t *testing.T) {
@@ -707,6 +899,13 @@ func TestConsoleInBrowser(t *testing.T) {
 		eval(t, `document.querySelectorAll('[data-test=approve],[data-test=reject],[data-test=bulk-approve]').length`, &buttons)
 		if buttons != 0 {
 			t.Errorf("a viewer is offered %d decision buttons", buttons)
+		}
+		// Nor claim, unclaim or reassign (no tasks.work).
+		run(t, chromedp.Click(chromedp.CSS(`[data-test=inbox-list] li[data-id^="tsk_"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test=task]`)))
+		eval(t, `document.querySelectorAll('[data-test=claim],[data-test=unclaim],[data-test=reassign]').length`, &buttons)
+		if buttons != 0 {
+			t.Errorf("a viewer is offered %d assignment buttons", buttons)
 		}
 		// A viewer reads the CRM board but is offered no stage move.
 		run(t, chromedp.Click(chromedp.CSS(`nav a[href="/crm"]`)), chromedp.WaitVisible(chromedp.CSS(`[data-test=deal]`)))

@@ -257,9 +257,9 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, rest string) {
 	out.RequestURI = out.URL.RequestURI()
 	out.Header = http.Header{}
 	// Only these request headers go on to the API (never the cookie).
-	for _, k := range [...]string{"Content-Type", "Accept", "Idempotency-Key", "X-Request-Id"} {
+	for _, k := range [...]string{"Content-Type", "Accept", "Idempotency-Key", "X-Request-Id", "Last-Event-ID"} {
 		if v := r.Header.Values(k); len(v) > 0 {
-			out.Header[k] = v
+			out.Header[http.CanonicalHeaderKey(k)] = v
 		}
 	}
 	out.Header.Set("Authorization", "Bearer "+tok)

@@ -83,6 +83,122 @@ async function call(method, url, body) {
   return { data, next: r.headers.get('X-Next-Cursor') };
 }
 const api = (method, path, body) => call(method, '/console/proxy/v1' + path, body).then((r) => r.data);
+// PAGE is the page size of every list (the API's limit, 1..200). A person
+// may lower it in localStorage ("bas.console.page_size") to page sooner.
+const PAGE = Math.min(200, Math.max(1, Number(localStorage.getItem('bas.console.page_size')) || 100));
+// listPage fetches one page of a list: {data, next}, next being the cursor of
+// the page after it (the API's X-Next-Cursor) or null.
+function listPage(path, cursor) {
+  const sep = path.includes('?') ? '&' : '?';
+  return call('GET', '/console/proxy/v1' + path + sep + 'limit=' + PAGE + (cursor ? '&cursor=' + encodeURIComponent(cursor) : ''));
+}
+// listPages fetches the first n pages of a list: {data, next}.
+async function listPages(path, n) {
+  let data = [];
+  let next = null;
+  for (let i = 0; i < n; i++) {
+    const r = await listPage(path, next);
+    data = data.concat(r.data);
+    next = r.next;
+    if (!next) break;
+  }
+  return { data, next };
+}
+// allPages reads every page of a list a select or a lookup needs whole
+// (processes, members, versions), 200 at a time.
+async function allPages(path) {
+  const sep = path.includes('?') ? '&' : '?';
+  let out = [];
+  let cursor = null;
+  for (let i = 0; i < 50; i++) {
+    const r = await call('GET', '/console/proxy/v1' + path + sep + 'limit=200' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : ''));
+    out = out.concat(r.data);
+    cursor = r.next;
+    if (!cursor) break;
+  }
+  return out;
+}
+// moreButton is a "Load more" button that runs load (which appends the
+// next page and returns its cursor) and hides itself when none is left.
+function moreButton(next, load) {
+  let cursor = next;
+  const b = h('button', { class: 'more', 'data-test': 'load-more', hidden: !cursor || null, onclick: async () => {
+    b.disabled = true;
+    const r = await guard(() => load(cursor));
+    b.disabled = false;
+    if (r !== undefined) cursor = r;
+    b.hidden = !cursor;
+  } }, 'Load more');
+  return b;
+}
+// pagedRows is a list's rows and its "Load more" button: the first page
+// of path drawn with row into container, the next ones appended.
+async function pagedRows(path, container, row) {
+  const first = await listPage(path);
+  container.append(...first.data.map(row));
+  const more = moreButton(first.next, async (cursor) => {
+    const r = await listPage(path, cursor);
+    container.append(...r.data.map(row));
+    return r.next;
+  });
+  return { first: first.data, more };
+}
+
+// ---------- live updates ----------
+// One EventSource on the API's /v1/stream while signed in. Pages register
+// a handler with live(); while the stream is open they do not poll, and
+// when it fails (no EventSource, a refused or broken stream) they poll.
+const LIVE = { es: null, ok: false, fns: new Set(), retry: null };
+const LIVE_NAMES = ['task.created', 'task.completed', 'task.assigned', 'approval.requested', 'approval.decided',
+  'process.run.started', 'process.run.completed', 'process.run.failed', 'process.run.rejected', 'process.run.cancelled',
+  'process.run.paused', 'process.run.resumed', 'process.run.overdue',
+  'docs.document.received', 'docs.document.extracted', 'docs.document.validated', 'docs.document.approved', 'docs.document.rejected'];
+function liveState(ok) {
+  LIVE.ok = ok;
+  document.documentElement.dataset.live = ok ? 'on' : 'off';
+}
+function liveFire(ev) { for (const fn of LIVE.fns) { try { fn(ev); } catch (e) { /* a page's handler never stops the others */ } } }
+function liveStart() {
+  if (LIVE.es || !S.me || typeof EventSource === 'undefined') return;
+  const es = new EventSource('/console/proxy/v1/stream?names=' + encodeURIComponent('task.*,approval.*,process.run.*,docs.document.*'));
+  LIVE.es = es;
+  // open: the subscription exists, so a read of the state now misses
+  // nothing; every page reloads what it shows.
+  es.addEventListener('open', () => { liveState(true); liveFire({ name: 'open' }); });
+  es.addEventListener('error', () => {
+    liveState(false);
+    if (es.readyState === EventSource.CLOSED) {
+      // A refused stream (401, 403) is not retried by the browser: try
+      // again later, polling meanwhile.
+      LIVE.es = null;
+      clearTimeout(LIVE.retry);
+      LIVE.retry = setTimeout(liveStart, 30000);
+    }
+  });
+  const on = (e) => { let ev = null; try { ev = JSON.parse(e.data); } catch (x) { ev = null; } liveFire(ev || { name: e.type }); };
+  for (const n of LIVE_NAMES) es.addEventListener(n, on);
+  es.addEventListener('missed', () => liveFire({ name: 'missed' }));
+}
+function liveStop() {
+  clearTimeout(LIVE.retry);
+  if (LIVE.es) LIVE.es.close();
+  LIVE.es = null;
+  LIVE.fns.clear();
+  liveState(false);
+}
+// A page that goes away (a navigation, a tab kept in the back-forward
+// cache) lets its stream go at once: over HTTP/1.1 a browser holds at most
+// six connections to the server, and a stream holds one.
+window.addEventListener('pagehide', () => {
+  clearTimeout(LIVE.retry);
+  if (LIVE.es) LIVE.es.close();
+  LIVE.es = null;
+  liveState(false);
+});
+window.addEventListener('pageshow', (e) => { if (e.persisted) liveStart(); });
+// live registers fn for every event (and 'open' and 'missed') until the
+// next page is drawn.
+function live(fn) { LIVE.fns.add(fn); }
 async function guard(fn) {
   try { return await fn(); } catch (e) { if (e.status !== 401) flash(e.message, true); return undefined; }
 }
@@ -118,6 +234,7 @@ function chrome() {
 async function render() {
   clearInterval(S.timer);
   S.timer = null;
+  LIVE.fns.clear();
   S.page = location.pathname;
   if (!S.me) {
     const st = await call('GET', '/console/session').then((r) => r.data).catch(() => ({ signed_in: false }));
@@ -128,6 +245,7 @@ async function render() {
   if (!S.me && parts[0] !== 'signin') { go('/signin', true); return; }
   if (S.me && (parts.length === 0 || parts[0] === 'signin')) { go('/inbox', true); return; }
   chrome();
+  if (S.me) liveStart();
   const pages = { signin: pageSignIn, inbox: pageInbox, runs: pageRuns, processes: pageProcesses, documents: pageDocuments, cockpit: pageCockpit, crm: pageCRM, invoices: pageInvoices, boards: pageBoards };
   const page = pages[parts[0]];
   if (!page) { mount(h('h1', null, 'Not found')); return; }
@@ -180,27 +298,73 @@ async function signOut() {
   await call('POST', '/console/session/logout').catch(() => {});
   setMe(null);
   S.inbox = null;
+  S.people = null;
+  S.names = null;
+  S.filters = null;
+  liveStop();
   go('/signin');
 }
 
 // ---------- inbox ----------
 const PRIO = { urgent: 0, high: 1, normal: 2, low: 3 };
 function filterKey() { return 'bas.console.filters.' + (S.me.tenant_id || '') + '.' + S.me.user_id; }
-function savedFilters() { try { return JSON.parse(localStorage.getItem(filterKey())) || []; } catch (e) { return []; } }
+function localFilters() { try { return JSON.parse(localStorage.getItem(filterKey())) || []; } catch (e) { return []; } }
+// Saved filters live on the server, per person (GET and PUT
+// /v1/me/inbox-filters), so they follow the person to any browser; a
+// caller the API refuses them keeps them in this browser instead. Filters
+// an earlier console kept in the browser move to the server once.
+async function loadFilters() {
+  if (S.filters) return;
+  try {
+    const r = await api('GET', '/me/inbox-filters');
+    S.filters = r.filters;
+    S.filtersRemote = true;
+    const old = localFilters();
+    if (!S.filters.length && old.length) {
+      S.filters = (await api('PUT', '/me/inbox-filters', { filters: old.slice(-20).map(cleanFilter) })).filters;
+    }
+    if (old.length) localStorage.removeItem(filterKey());
+  } catch (e) {
+    if (e.status === 401) throw e;
+    S.filters = localFilters();
+    S.filtersRemote = false;
+  }
+}
+function savedFilters() { return (S.filters || []).slice(); }
+// cleanFilter keeps the fields the API takes, set.
+function cleanFilter(sf) {
+  const f = {};
+  for (const k of ['kind', 'process', 'function', 'queue', 'assignee', 'risk']) if (sf.filter && sf.filter[k]) f[k] = sf.filter[k];
+  for (const k of ['mine', 'unassigned']) if (sf.filter && sf.filter[k]) f[k] = true;
+  return { name: sf.name, filter: f };
+}
+async function storeFilters(list) {
+  list = list.slice(-20).map(cleanFilter);
+  if (S.filtersRemote) S.filters = (await api('PUT', '/me/inbox-filters', { filters: list })).filters;
+  else { S.filters = list; localStorage.setItem(filterKey(), JSON.stringify(list)); }
+}
 function mine(it) { return it.assignee && (it.assignee === S.me.user_id || it.assignee === S.me.email); }
 
-async function loadInbox() {
+// loadInbox reads the first n pages of each source: open tasks ("assigned
+// to me" and "unassigned" are asked of the API, which serves them from
+// its assignee index), pending approvals, documents waiting for review.
+async function loadInbox(f, n) {
   // A source the person may not read (a key limited to some apps) leaves
   // a note instead of failing the whole inbox.
   const notes = new Set();
-  const soft = (p) => p.catch((e) => { if (e.status !== 403) throw e; notes.add(e.message); return []; });
-  const [tasks, approvals, procs, docsReview, docsValid] = await Promise.all([
-    soft(api('GET', '/tasks?status=open&limit=200')),
-    soft(api('GET', '/approvals?status=pending&limit=200')),
-    api('GET', '/processes?limit=200').catch(() => []),
-    can('docs.read') ? soft(api('GET', '/docs/documents?status=needs_review&limit=200')) : [],
-    can('docs.read') ? soft(api('GET', '/docs/documents?status=validated&limit=200')) : [],
+  const none = { data: [], next: null };
+  const soft = (p) => p.catch((e) => { if (e.status !== 403) throw e; notes.add(e.message); return none; });
+  const who = f.mine ? '&assignee=me' : f.unassigned ? '&assignee=' + encodeURIComponent('*') : '';
+  const people = f.mine || f.unassigned; // approvals and documents have no assignee
+  const [tasksP, approvalsP, procs, reviewP, validP] = await Promise.all([
+    soft(listPages('/tasks?status=open' + who, n)),
+    people ? none : soft(listPages('/approvals?status=pending', n)),
+    allPages('/processes').catch(() => []),
+    can('docs.read') && !people ? soft(listPages('/docs/documents?status=needs_review', n)) : none,
+    can('docs.read') && !people ? soft(listPages('/docs/documents?status=validated', n)) : none,
   ]);
+  const more = !!(tasksP.next || approvalsP.next || reviewP.next || validP.next);
+  const [tasks, approvals, docsReview, docsValid] = [tasksP.data, approvalsP.data, reviewP.data, validP.data];
   const fn = Object.fromEntries(procs.map((p) => [p.id, p.function || '']));
   const now = Date.now();
   const items = [];
@@ -225,7 +389,7 @@ async function loadInbox() {
   items.sort((x, y) => (y.overdue - x.overdue) ||
     ((x.due ? Date.parse(x.due) : Infinity) - (y.due ? Date.parse(y.due) : Infinity)) ||
     ((PRIO[x.priority] ?? 2) - (PRIO[y.priority] ?? 2)) || x.id.localeCompare(y.id));
-  return { items, procs, notes: [...notes] };
+  return { items, procs, notes: [...notes], more };
 }
 
 function applyFilter(items, f) {
@@ -235,29 +399,44 @@ function applyFilter(items, f) {
 }
 
 async function pageInbox() {
-  const st = S.inbox || (S.inbox = { sel: 0, filter: {}, selId: null });
-  const data = await loadInbox();
-  st.data = data;
+  const st = S.inbox || (S.inbox = { sel: 0, filter: {}, selId: null, pages: 1 });
+  await Promise.all([loadPeople(), loadFilters()]);
+  st.data = await loadInbox(st.filter, st.pages);
   const listEl = h('ul', { class: 'list', 'data-test': 'inbox-list', role: 'listbox', 'aria-label': 'Waiting on people' });
   const pane = h('div', { 'data-test': 'inbox-pane' });
   const filtersEl = h('div', { class: 'filters' });
   const chipsEl = h('div', { class: 'chips' });
   const count = h('span', { class: 'muted' });
   const noteEl = h('div');
+  const moreBtn = h('button', { class: 'more', 'data-test': 'load-more', onclick: async () => {
+    moreBtn.disabled = true;
+    st.pages++;
+    await guard(refresh);
+    moreBtn.disabled = false;
+  } }, 'Load more');
+  const liveEl = h('span', { class: 'live muted', 'data-test': 'live', title: 'Updates arrive as they happen while this shows "live"' });
 
+  let lastSig = '';
   function drawList() {
     const items = applyFilter(st.data.items, st.filter);
     st.items = items;
     if (st.selId) { const i = items.findIndex((it) => it.id === st.selId); if (i >= 0) st.sel = i; }
     if (st.sel >= items.length) st.sel = Math.max(0, items.length - 1);
-    count.textContent = items.length + ' waiting';
+    count.textContent = items.length + ' waiting' + (st.data.more ? ' (more to load)' : '');
+    moreBtn.hidden = !st.data.more;
+    liveEl.textContent = LIVE.ok ? '● live' : '○ polling';
     noteEl.replaceChildren(...st.data.notes.map((n) => h('p', { class: 'err', 'data-test': 'inbox-note' }, n)));
+    // A list that shows the same as before is left as it is (a live
+    // update then never moves what a person points at).
+    const sig = JSON.stringify([st.sel, items.map((it) => [it.id, it.title, it.overdue, it.assignee, it.due, it.risk, it.process, it.queue]), !!S.names]);
+    if (sig === lastSig) return;
+    lastSig = sig;
     listEl.replaceChildren(...(items.length ? items.map((it, i) => h('li', {
       class: i === st.sel ? 'sel' : null, 'data-id': it.id, role: 'option', 'aria-selected': i === st.sel ? 'true' : 'false',
       onclick: () => select(i),
     }, h('div', { class: 't' }, it.title),
     h('div', { class: 'm' }, pill(it.kind, 'kind'), it.overdue ? pill('overdue', 'overdue') : null, it.risk ? pill(it.risk) : null,
-      it.process ? h('span', null, it.process) : null, it.assignee ? h('span', null, '@' + it.assignee) : null,
+      it.process ? h('span', null, it.process) : null, it.assignee ? h('span', null, '@' + personName(it.assignee)) : null,
       it.queue ? h('span', null, 'queue ' + it.queue) : null, it.due ? h('span', null, 'due ' + when(it.due)) : null))) :
       [h('li', { class: 'muted', 'data-test': 'inbox-empty' }, 'Nothing waits on people.')]));
   }
@@ -289,18 +468,23 @@ async function pageInbox() {
       if (e.status === 401) return;
       view = h('p', { class: 'err', 'data-test': 'pane-error' }, e.message);
     }
-    if (my === seq) pane.replaceChildren(view);
+    if (my === seq) { pane.replaceChildren(view); delete pane.dataset.dirty; }
   }
   async function refresh() {
     const prevSel = st.selId;
-    st.data = await loadInbox();
+    st.data = await loadInbox(st.filter, st.pages);
     drawList();
     const it = st.items[st.sel];
     if (!it || it.id !== prevSel) { st.selId = it ? it.id : null; drawPane(); }
   }
   function drawFilters() {
     const f = st.filter;
-    const set = (k) => (e) => { f[k] = e.target.type === 'checkbox' ? e.target.checked : e.target.value; st.sel = 0; st.selId = null; drawList(); drawPane(); };
+    const set = (k) => (e) => {
+      f[k] = e.target.type === 'checkbox' ? e.target.checked : e.target.value;
+      st.sel = 0; st.selId = null;
+      if (k === 'mine' || k === 'unassigned') { st.pages = 1; guard(refresh).then(() => { drawList(); drawPane(); }); return; }
+      drawList(); drawPane();
+    };
     const opts = (vals, label) => [h('option', { value: '' }, label), ...[...new Set(vals.filter(Boolean))].sort().map((v) => h('option', { value: v }, v))];
     const items = st.data.items;
     const sel = (k, label, vals, names) => {
@@ -321,15 +505,15 @@ async function pageInbox() {
       h('button', { onclick: saveFilter, title: 'Save this filter', 'data-test': 'save-filter' }, 'Save filter'));
     const saved = savedFilters();
     chipsEl.replaceChildren(...saved.map((sf, i) => h('span', null,
-      h('button', { class: 'chip', 'data-test': 'saved-filter', onclick: () => { st.filter = { ...sf.filter }; st.sel = 0; st.selId = null; drawFilters(); drawList(); drawPane(); } }, sf.name),
-      h('button', { class: 'chip', title: 'Forget ' + sf.name, 'aria-label': 'Forget ' + sf.name, onclick: () => { saved.splice(i, 1); localStorage.setItem(filterKey(), JSON.stringify(saved)); drawFilters(); } }, '×'))));
+      h('button', { class: 'chip', 'data-test': 'saved-filter', onclick: async () => { st.filter = { ...sf.filter }; st.sel = 0; st.selId = null; st.pages = 1; await guard(refresh); drawFilters(); drawList(); drawPane(); } }, sf.name),
+      h('button', { class: 'chip', title: 'Forget ' + sf.name, 'aria-label': 'Forget ' + sf.name, onclick: async () => { saved.splice(i, 1); await guard(() => storeFilters(saved)); drawFilters(); } }, '×'))));
   }
   async function saveFilter() {
     const name = await ask({ title: 'Save this filter', label: 'Name', required: true, button: 'Save', test: 'filter-name' });
     if (!name) return;
     const saved = savedFilters().filter((s) => s.name !== name);
     saved.push({ name, filter: { ...st.filter } });
-    localStorage.setItem(filterKey(), JSON.stringify(saved.slice(-20)));
+    await guard(() => storeFilters(saved));
     drawFilters();
   }
   S.keys = (ev) => {
@@ -339,24 +523,51 @@ async function pageInbox() {
       case 'k': if (st.sel > 0) select(st.sel - 1); return true;
       case 'a': { const b = pane.querySelector('[data-key="a"]'); if (b && !b.disabled) b.click(); return true; }
       case 'r': { const b = pane.querySelector('[data-key="r"]'); if (b && !b.disabled) b.click(); return true; }
-      case 'c': { const b = pane.querySelector('[data-key="c"]'); if (b && !b.disabled) b.click(); return true; }
+      case 'c': case 'm': case 'u': case 's': { const b = pane.querySelector('[data-key="' + ev.key + '"]'); if (b && !b.disabled) b.click(); return true; }
       case 'Enter': if (it) { const f = pane.querySelector('input,select,textarea'); if (f) f.focus(); } return true;
     }
     return false;
   };
-  mount(h('div', { class: 'row' }, h('h1', null, 'Inbox'), count), noteEl,
-    filtersEl, chipsEl, h('div', { class: 'inbox' }, h('div', null, listEl), pane),
+  mount(h('div', { class: 'row' }, h('h1', null, 'Inbox'), count, liveEl), noteEl,
+    filtersEl, chipsEl, h('div', { class: 'inbox' }, h('div', null, listEl, moreBtn), pane),
     h('p', { class: 'muted' }, 'Keys: ', h('kbd', null, 'j'), '/', h('kbd', null, 'k'), ' move, ', h('kbd', null, 'a'), ' approve, ',
-      h('kbd', null, 'r'), ' reject, ', h('kbd', null, 'c'), ' complete, ', h('kbd', null, '?'), ' help'));
+      h('kbd', null, 'r'), ' reject, ', h('kbd', null, 'c'), ' complete, ', h('kbd', null, 'm'), ' claim, ', h('kbd', null, 'u'), ' unclaim, ',
+      h('kbd', null, 's'), ' reassign, ', h('kbd', null, '?'), ' help'));
   drawFilters();
   drawList();
   select(st.sel);
   const page = S.page;
-  S.timer = setInterval(() => {
-    if (S.page !== page || document.hidden) return;
+  // update reads the inbox again without replacing the form a person is
+  // typing in (unless the item itself went away).
+  // stale: an event told of a change to the item shown (its assignee, a
+  // document validated again), which the pane then shows; a form a person
+  // changed (dirty) or is typing in (busy) is never replaced, unless its
+  // item went away.
+  let stale = false;
+  const CHANGES = new Set(['task.assigned', 'docs.document.validated', 'docs.document.extracted']);
+  pane.addEventListener('input', () => { pane.dataset.dirty = '1'; });
+  pane.addEventListener('change', () => { pane.dataset.dirty = '1'; });
+  const update = () => {
+    if (S.page !== page) return;
     const busy = pane.contains(document.activeElement) && document.activeElement.matches('input,textarea,select');
-    loadInbox().then((d) => { st.data = d; const prev = st.selId; drawList(); if (!busy && st.selId !== prev) drawPane(); else if (!st.items.some((i) => i.id === prev)) drawPane(); }, () => {});
-  }, 5000);
+    loadInbox(st.filter, st.pages).then((d) => {
+      st.data = d;
+      const prev = st.selId;
+      drawList();
+      if (!st.items.some((i) => i.id === prev) || (!busy && !pane.dataset.dirty && (st.selId !== prev || stale))) { stale = false; drawPane(); }
+    }, () => {});
+  };
+  // Live: each event of the stream reads the inbox again, a burst of
+  // them once.
+  let soon = null;
+  live((ev) => {
+    const d = (ev && ev.data) || {};
+    if (st.selId && CHANGES.has(ev.name) && (d.task_id === st.selId || d.document_id === st.selId)) stale = true;
+    clearTimeout(soon);
+    soon = setTimeout(update, 150);
+  });
+  // Without the stream: a light poll every 5 seconds while visible.
+  S.timer = setInterval(() => { if (!LIVE.ok && !document.hidden) update(); else liveEl.textContent = LIVE.ok ? '● live' : '○ polling'; }, 5000);
 }
 
 // ---------- tasks ----------
@@ -410,13 +621,69 @@ async function taskView(id, done) {
   const acts = h('div', { class: 'actions' }, open && can('tasks.work') ? t.actions.map((a, i) =>
     h('button', { class: i === 0 ? 'primary' : null, 'data-key': i === 0 ? 'c' : null, 'data-action': a, onclick: () => submit(a) }, a)) :
     h('span', { class: 'muted' }, open ? 'You may not work tasks.' : 'This task is ' + t.status + '.'));
+  // Claim, unclaim and reassign, shown only as the API allows them: any
+  // task needs tasks.work; taking another person's needs processes.manage.
+  const assignee = t.assignee || '';
+  const mineNow = !!assignee && (assignee === S.me.user_id || assignee === S.me.email);
+  const manage = can('processes.manage');
+  const move = async (verb, body, msg) => {
+    try { await api('POST', '/tasks/' + encodeURIComponent(id) + '/' + verb, body); await done(msg); } catch (e) { flash(e.message, true); }
+  };
+  const who = h('div', { class: 'actions', 'data-test': 'assign-actions' });
+  if (open && can('tasks.work')) {
+    if (!assignee) who.append(h('button', { 'data-key': 'm', 'data-test': 'claim', onclick: () => move('claim', undefined, 'Task claimed') }, 'Claim'));
+    if (mineNow || (assignee && manage)) who.append(h('button', { 'data-key': 'u', 'data-test': 'unclaim', onclick: () => move('unclaim', undefined, 'Task unclaimed') }, 'Unclaim'));
+    if (!assignee || mineNow || manage) {
+      who.append(h('button', { 'data-key': 's', 'data-test': 'reassign', onclick: async () => {
+        const to = await pickPerson('Assign "' + t.title + '" to', assignee);
+        if (to) await move('assign', { assignee: to }, 'Task assigned');
+      } }, 'Reassign…'));
+    }
+  }
   return h('div', { class: 'card', 'data-test': 'task', 'data-id': t.id },
     h('h2', { 'data-test': 'task-title' }, t.title),
     h('div', { class: 'row' }, pill(t.status), t.due_at ? h('span', { class: 'muted' }, 'due ' + when(t.due_at)) : null,
-      t.assignee ? h('span', { class: 'muted' }, 'assigned to ' + t.assignee) : h('span', { class: 'muted' }, 'unassigned')),
+      h('span', { class: 'muted', 'data-test': 'task-assignee' }, assignee ? 'assigned to ' + (mineNow ? 'you' : personName(assignee)) : 'unassigned')),
+    who.childNodes.length ? who : null,
     t.description ? h('p', null, t.description) : null,
     h('p', { class: 'muted' }, 'Run ', h('a', { href: '/runs/' + t.run_id }, t.process_name || t.run_id), ' · ', t.subject ? t.subject.label : ''),
     form, acts);
+}
+
+// ---------- people ----------
+// S.people maps a member's user id to a name, read once per sign-in when
+// the person may list members.
+async function loadPeople() {
+  if (S.people) return S.people;
+  const list = await allPages('/members').catch(() => []);
+  S.people = list;
+  S.names = Object.fromEntries(list.map((m) => [m.user_id, m.name || m.email || m.user_id]));
+  return list;
+}
+function personName(id) { return (S.names && S.names[id]) || id; }
+// pickPerson asks for a member of the workspace; resolves with a user id
+// or null when cancelled.
+async function pickPerson(title, current) {
+  const people = await loadPeople();
+  return new Promise((resolve) => {
+    const d = $('#dialog');
+    const sel = h('select', { 'data-test': 'assignee', 'aria-label': 'Person', required: true },
+      h('option', { value: '' }, '—'), people.map((m) => h('option', { value: m.user_id, selected: m.user_id === current || null },
+        (m.name || m.email || m.user_id) + (m.email && m.name ? ' <' + m.email + '>' : ''))));
+    const err = h('p', { class: 'err' });
+    let answered = false;
+    const answer = (v) => { if (!answered) { answered = true; d.close(); resolve(v); } };
+    d.addEventListener('close', () => answer(null), { once: true });
+    d.replaceChildren(h('form', { method: 'dialog', onsubmit: (e) => {
+      e.preventDefault();
+      if (!sel.value) { err.textContent = 'Choose a person.'; return; }
+      answer(sel.value);
+    } }, h('h2', null, title), people.length ? sel : h('p', { class: 'muted' }, 'You may not list the people of this workspace.'), err,
+    h('div', { class: 'actions' }, h('button', { class: 'primary', type: 'submit', 'data-test': 'confirm' }, 'Assign'),
+      h('button', { type: 'button', onclick: () => answer(null) }, 'Cancel'))));
+    d.showModal();
+    sel.focus();
+  });
 }
 
 // ---------- approvals ----------
@@ -633,26 +900,36 @@ async function pageDocuments(id) {
     await draw();
     return;
   }
-  const [a, b] = await Promise.all([api('GET', '/docs/documents?status=needs_review&limit=200'), api('GET', '/docs/documents?status=validated&limit=200')]);
-  const docs = [...a, ...b].filter((d) => d.review && d.review.status === 'pending').sort((x, y) => (x.due_at || '').localeCompare(y.due_at || ''));
-  const recent = await api('GET', '/docs/documents?limit=20');
-  const table = (list, test) => h('table', { 'data-test': test }, h('thead', null, h('tr', null, h('th', null, 'Title'), h('th', null, 'Status'), h('th', null, 'Type'), h('th', null, 'Issues'), h('th', null, 'Due'))),
-    h('tbody', null, list.map((d) => h('tr', null, h('td', null, h('a', { href: '/documents/' + d.id }, d.title)), h('td', null, pill(d.status)), h('td', null, d.type_name),
-      h('td', null, d.validation ? (d.validation.errors || 0) + ' errors, ' + (d.validation.warnings || 0) + ' warnings' : ''), h('td', null, when(d.due_at))))));
-  mount(h('h1', null, 'Documents'), h('h2', null, 'Review queue'), docs.length ? table(docs, 'doc-queue') : h('p', { class: 'muted' }, 'No document waits for review.'),
-    h('h2', null, 'Recent'), table(recent, 'doc-recent'));
+  const row = (d) => h('tr', null, h('td', null, h('a', { href: '/documents/' + d.id }, d.title)), h('td', null, pill(d.status)), h('td', null, d.type_name),
+    h('td', null, d.validation ? (d.validation.errors || 0) + ' errors, ' + (d.validation.warnings || 0) + ' warnings' : ''), h('td', null, when(d.due_at)));
+  const table = (body, test) => h('table', { 'data-test': test }, h('thead', null, h('tr', null, h('th', null, 'Title'), h('th', null, 'Status'), h('th', null, 'Type'), h('th', null, 'Issues'), h('th', null, 'Due'))), body);
+  // The queue merges two lists (needs review, validated), sorted by due
+  // time: "Load more" reads one page more of each and sorts again.
+  let n = 1;
+  const queueBody = h('tbody');
+  const queueEl = h('div');
+  const drawQueue = async () => {
+    const [a, b] = await Promise.all([listPages('/docs/documents?status=needs_review', n), listPages('/docs/documents?status=validated', n)]);
+    const docs = [...a.data, ...b.data].filter((d) => d.review && d.review.status === 'pending').sort((x, y) => (x.due_at || '').localeCompare(y.due_at || ''));
+    queueBody.replaceChildren(...docs.map(row));
+    const more = a.next || b.next ? h('button', { class: 'more', 'data-test': 'load-more', onclick: () => { n++; guard(drawQueue); } }, 'Load more') : null;
+    queueEl.replaceChildren(docs.length ? table(queueBody, 'doc-queue') : h('p', { class: 'muted' }, 'No document waits for review.'), more || '');
+  };
+  await drawQueue();
+  const recentBody = h('tbody');
+  const { more } = await pagedRows('/docs/documents', recentBody, row);
+  mount(h('h1', null, 'Documents'), h('h2', null, 'Review queue'), queueEl, h('h2', null, 'Recent'), table(recentBody, 'doc-recent'), more);
 }
 
 // ---------- runs ----------
 async function pageRuns(id) {
   if (id) return pageRun(id);
   const q = new URLSearchParams(location.search);
-  const procs = await api('GET', '/processes?limit=200').catch(() => []);
-  const params = new URLSearchParams({ limit: '100' });
+  const procs = await allPages('/processes').catch(() => []);
+  const params = new URLSearchParams();
   for (const k of ['process_id', 'status', 'overdue', 'q']) if (q.get(k)) params.set(k, q.get(k));
-  let runs = await api('GET', '/process-runs?' + params);
-  const text = (q.get('q') || '').toLowerCase();
-  if (text) runs = runs.filter((r) => ((r.subject && r.subject.label) || '').toLowerCase().includes(text));
+  const body = h('tbody');
+  const { more } = await pagedRows('/process-runs?' + params, body, runRow);
   const upd = (k) => (e) => { const p = new URLSearchParams(location.search); const v = e.target.type === 'checkbox' ? (e.target.checked ? 'true' : '') : e.target.value; if (v) p.set(k, v); else p.delete(k); go('/runs' + (p.toString() ? '?' + p : '')); };
   const procSel = h('select', { 'aria-label': 'Process', onchange: upd('process_id') }, h('option', { value: '' }, 'Any process'), procs.map((p) => h('option', { value: p.id }, p.name)));
   procSel.value = q.get('process_id') || '';
@@ -662,14 +939,18 @@ async function pageRuns(id) {
     h('div', { class: 'filters' }, procSel, stSel,
       h('label', { class: 'inline' }, h('input', { type: 'checkbox', checked: q.get('overdue') === 'true', onchange: upd('overdue') }), 'Overdue'),
       h('input', { type: 'search', placeholder: 'Subject text', 'aria-label': 'Subject text', value: q.get('q') || '', onchange: upd('q') })),
-    runsTable(runs));
+    runsTable(body), more);
 }
+function runRow(r) {
+  return h('tr', null,
+    h('td', null, h('a', { href: '/runs/' + r.id }, (r.subject && r.subject.label) || r.id)),
+    h('td', null, pill(r.status), r.overdue ? [' ', pill('overdue', 'overdue')] : null),
+    h('td', null, r.process_name, ' v', r.process_version), h('td', null, r.current_step || ''), h('td', null, when(r.started_at)));
+}
+// runsTable is a table of runs: a list of them, or a tbody to fill.
 function runsTable(runs) {
   return h('table', { 'data-test': 'runs' }, h('thead', null, h('tr', null, h('th', null, 'Subject'), h('th', null, 'Status'), h('th', null, 'Process'), h('th', null, 'Step'), h('th', null, 'Started'))),
-    h('tbody', null, runs.map((r) => h('tr', null,
-      h('td', null, h('a', { href: '/runs/' + r.id }, (r.subject && r.subject.label) || r.id)),
-      h('td', null, pill(r.status), r.overdue ? [' ', pill('overdue', 'overdue')] : null),
-      h('td', null, r.process_name, ' v', r.process_version), h('td', null, r.current_step || ''), h('td', null, when(r.started_at))))));
+    runs instanceof Node ? runs : h('tbody', null, runs.map(runRow)));
 }
 async function pageRun(id) {
   const draw = async () => {
@@ -680,13 +961,17 @@ async function pageRun(id) {
       return null;
     }));
     const finished = ['completed', 'failed', 'rejected', 'cancelled'].includes(r.status);
+    // The runs its events started (GET /v1/process-runs/{id}/runs), paged.
+    const kidsBody = h('tbody');
+    const kids = await pagedRows('/process-runs/' + encodeURIComponent(id) + '/runs', kidsBody, runRow).catch(() => ({ first: [], more: null }));
     const cancel = async () => {
       if (!await ask({ title: 'Cancel this run?', button: 'Cancel the run', danger: true })) return;
       try { await api('POST', '/process-runs/' + encodeURIComponent(id) + '/cancel'); flash('Run cancelled'); await draw(); } catch (e) { flash(e.message, true); }
     };
     const links = [];
     if (r.rerun_of) links.push(h('span', null, 'rerun of ', h('a', { href: '/runs/' + r.rerun_of }, r.rerun_of)));
-    if (r.trigger && r.trigger.data && typeof r.trigger.data.run_id === 'string') links.push(h('span', null, 'started by run ', h('a', { href: '/runs/' + r.trigger.data.run_id }, r.trigger.data.run_id)));
+    const parent = (r.trigger && r.trigger.cause && r.trigger.cause.run_id) || (r.trigger && r.trigger.data && typeof r.trigger.data.run_id === 'string' && r.trigger.data.run_id);
+    if (parent) links.push(h('span', { 'data-test': 'started-by' }, 'started by run ', h('a', { href: '/runs/' + parent }, parent)));
     mount(h('p', null, h('a', { href: '/runs' }, '← Runs')),
       h('div', { class: 'card', 'data-test': 'run', 'data-status': r.status },
         h('h1', null, (r.subject && r.subject.label) || r.id),
@@ -698,14 +983,24 @@ async function pageRun(id) {
         r.error ? h('p', { class: 'err' }, r.error) : null,
         !finished && can('runs.start') ? h('div', { class: 'actions' }, h('button', { class: 'danger', 'data-test': 'cancel-run', onclick: cancel }, 'Cancel run')) : null),
       h('h2', null, 'Timeline'),
-      h('ol', { class: 'timeline', 'data-test': 'timeline' }, r.steps.map((s, i) => stepItem(s, details[i]))));
+      h('ol', { class: 'timeline', 'data-test': 'timeline' }, r.steps.map((s, i) => stepItem(s, details[i]))),
+      kids.first.length ? [h('h2', null, 'Runs it started'), runsTable(kidsBody), kids.more] : null);
     return finished;
   };
-  const finished = await draw();
-  if (!finished) {
-    const page = S.page;
-    S.timer = setInterval(() => { if (S.page === page && !document.hidden && !$('#dialog').open) draw().then((f) => { if (f) clearInterval(S.timer); }, () => {}); }, 5000);
-  }
+  let finished = await draw();
+  const page = S.page;
+  const redraw = () => { if (S.page === page && !$('#dialog').open) draw().then((f) => { finished = f; }, () => {}); };
+  // Live: an event of this run (its steps' tasks and approvals carry its
+  // id) redraws it while it goes on, and so does the start of a run its
+  // events started; without the stream, a poll every 5 seconds.
+  let soon = null;
+  live((ev) => {
+    const d = (ev && ev.data) || {};
+    const own = ev.name === 'open' || ev.name === 'missed' || d.run_id === id;
+    const child = ev.name === 'process.run.started' && ev.cause && ev.cause.run_id === id;
+    if ((own && !finished) || child) { clearTimeout(soon); soon = setTimeout(redraw, 100); }
+  });
+  S.timer = setInterval(() => { if (!finished && !LIVE.ok && !document.hidden) redraw(); }, 5000);
 }
 function stepItem(s, x) {
   const kids = [h('div', null, h('strong', null, s.key), ' ', h('span', { class: 'muted' }, s.type), ' ', pill(s.status))];
@@ -732,15 +1027,16 @@ function stepItem(s, x) {
 // ---------- processes ----------
 async function pageProcesses(id) {
   if (id) return pageProcess(id);
-  const procs = await api('GET', '/processes?limit=200');
+  const body = h('tbody');
+  const { more } = await pagedRows('/processes', body, (p) => h('tr', null, h('td', null, h('a', { href: '/processes/' + p.id }, p.name)), h('td', null, p.function || ''),
+    h('td', null, p.trigger ? p.trigger.type + (p.trigger.event ? ' ' + p.trigger.event : '') + (p.trigger.cron ? ' ' + p.trigger.cron : '') : ''),
+    h('td', null, 'v' + p.version), h('td', null, p.enabled ? 'yes' : 'no')));
   mount(h('h1', null, 'Processes'), h('table', { 'data-test': 'processes' },
     h('thead', null, h('tr', null, h('th', null, 'Name'), h('th', null, 'Function'), h('th', null, 'Trigger'), h('th', null, 'Version'), h('th', null, 'Enabled'))),
-    h('tbody', null, procs.map((p) => h('tr', null, h('td', null, h('a', { href: '/processes/' + p.id }, p.name)), h('td', null, p.function || ''),
-      h('td', null, p.trigger ? p.trigger.type + (p.trigger.event ? ' ' + p.trigger.event : '') + (p.trigger.cron ? ' ' + p.trigger.cron : '') : ''),
-      h('td', null, 'v' + p.version), h('td', null, p.enabled ? 'yes' : 'no'))))));
+    body), more);
 }
 async function pageProcess(id) {
-  const [p, versions] = await Promise.all([api('GET', '/processes/' + encodeURIComponent(id)), api('GET', '/processes/' + encodeURIComponent(id) + '/versions')]);
+  const [p, versions] = await Promise.all([api('GET', '/processes/' + encodeURIComponent(id)), allPages('/processes/' + encodeURIComponent(id) + '/versions')]);
   let shown = versions.length - 1;
   const chain = h('div');
   const drawChain = () => {
@@ -810,13 +1106,13 @@ const enc = encodeURIComponent;
 function amount(cur, cents) { return (cur ? cur + ' ' : '') + money(cents); }
 async function pageCRM() {
   need('crm.read');
-  const pipes = await api('GET', '/crm/pipelines?limit=100');
+  const pipes = await allPages('/crm/pipelines');
   const q = new URLSearchParams(location.search);
   const pipe = pipes.find((p) => p.id === q.get('pipeline_id')) || pipes.find((p) => p.is_default) || pipes[0];
   if (!pipe) { mount(h('h1', null, 'CRM'), h('p', { class: 'muted' }, 'No pipeline yet.')); return; }
   const draw = async (msg) => {
     if (msg) flash(msg);
-    const [cols, companies] = await Promise.all([api('GET', '/crm/pipelines/' + enc(pipe.id) + '/board?limit=100'),
+    const [cols, companies] = await Promise.all([api('GET', '/crm/pipelines/' + enc(pipe.id) + '/board?limit=' + PAGE),
       api('GET', '/crm/companies?limit=200').catch(() => [])]);
     const company = Object.fromEntries(companies.map((c) => [c.id, c.name]));
     const move = (d) => async (e) => {
@@ -834,10 +1130,23 @@ async function pageCRM() {
       pipes.length > 1 ? h('div', { class: 'filters' }, h('select', { 'aria-label': 'Pipeline', onchange: (e) => go('/crm?pipeline_id=' + enc(e.target.value)) },
         pipes.map((p) => h('option', { value: p.id, selected: p.id === pipe.id || null }, p.name)))) : null,
       h('h2', null, pipe.name),
-      h('div', { class: 'kanban', 'data-test': 'crm-board' }, cols.map((c) => h('section', { class: 'kcol', 'data-test': 'stage', 'data-id': c.stage.id },
-        h('h3', null, c.stage.name, ' ', pill(String(c.count === undefined ? c.deals.length : c.count), 'count'), ' ', h('span', { class: 'muted' }, c.stage.probability + '%')),
-        totals(c),
-        h('ul', { class: 'kcards' }, c.deals.map(card))))));
+      h('div', { class: 'kanban', 'data-test': 'crm-board' }, cols.map((c) => {
+        // The board holds a stage's newest deals; "Load more" pages the
+        // stage's deals list, leaving out those shown.
+        const ul = h('ul', { class: 'kcards' }, c.deals.map(card));
+        const shown = new Set(c.deals.map((d) => d.id));
+        const total = c.count === undefined ? c.deals.length : c.count;
+        let cursor = null;
+        const more = h('button', { class: 'more', 'data-test': 'load-more', hidden: shown.size >= total || null, onclick: () => guard(async () => {
+          const r = await listPage('/crm/deals?pipeline_id=' + enc(pipe.id) + '&stage_id=' + enc(c.stage.id), cursor);
+          for (const d of r.data) if (!shown.has(d.id)) { shown.add(d.id); ul.append(card(d)); }
+          cursor = r.next;
+          more.hidden = !cursor || shown.size >= total;
+        }) }, 'Load more');
+        return h('section', { class: 'kcol', 'data-test': 'stage', 'data-id': c.stage.id },
+          h('h3', null, c.stage.name, ' ', pill(String(total), 'count'), ' ', h('span', { class: 'muted' }, c.stage.probability + '%')),
+          totals(c), ul, more);
+      })));
   };
   await draw();
 }
@@ -846,18 +1155,19 @@ async function pageInvoices(id) {
   need('invoicing.read');
   if (id) return pageInvoice(id);
   const q = new URLSearchParams(location.search);
-  const params = new URLSearchParams({ limit: '100' });
+  const params = new URLSearchParams();
   if (q.get('status')) params.set('status', q.get('status'));
-  const list = await api('GET', '/invoicing/invoices?' + params);
+  const invBody = h('tbody');
+  const { first: list, more } = await pagedRows('/invoicing/invoices?' + params, invBody, (v) => h('tr', { 'data-id': v.id },
+    h('td', null, h('a', { href: '/invoices/' + v.id }, v.number || 'Draft')), h('td', null, v.customer_name || ''), h('td', null, pill(v.status)),
+    h('td', null, v.collection ? pill(v.collection) : ''), h('td', null, amount(v.currency, v.total_cents)), h('td', null, amount(v.currency, v.amount_due_cents)),
+    h('td', null, v.due_date || '')));
   const stSel = h('select', { 'aria-label': 'Status', onchange: (e) => go('/invoices' + (e.target.value ? '?status=' + enc(e.target.value) : '')) },
     h('option', { value: '' }, 'Any status'), ['draft', 'open', 'paid', 'void', 'uncollectible'].map((s) => h('option', { value: s, selected: s === q.get('status') || null }, s)));
   mount(h('h1', null, 'Invoices'), h('div', { class: 'filters' }, stSel),
     list.length ? h('table', { 'data-test': 'invoices' },
       h('thead', null, h('tr', null, h('th', null, 'Number'), h('th', null, 'Customer'), h('th', null, 'Status'), h('th', null, 'Collection'), h('th', null, 'Total'), h('th', null, 'Amount due'), h('th', null, 'Due'))),
-      h('tbody', null, list.map((v) => h('tr', { 'data-id': v.id },
-        h('td', null, h('a', { href: '/invoices/' + v.id }, v.number || 'Draft')), h('td', null, v.customer_name || ''), h('td', null, pill(v.status)),
-        h('td', null, v.collection ? pill(v.collection) : ''), h('td', null, amount(v.currency, v.total_cents)), h('td', null, amount(v.currency, v.amount_due_cents)),
-        h('td', null, v.due_date || ''))))) : h('p', { class: 'muted' }, 'No invoice.'));
+      invBody) : h('p', { class: 'muted' }, 'No invoice.'), more);
 }
 async function pageInvoice(id) {
   const [v, events] = await Promise.all([api('GET', '/invoicing/invoices/' + enc(id)), api('GET', '/invoicing/invoices/' + enc(id) + '/events')]);
@@ -887,22 +1197,29 @@ async function pageInvoice(id) {
 async function pageBoards(id) {
   need('boards.read');
   if (id) return pageBoard(id);
-  const boards = await api('GET', '/boards?limit=100');
+  const boardBody = h('tbody');
+  const { first: boards, more } = await pagedRows('/boards', boardBody, (b) => h('tr', { 'data-id': b.id }, h('td', null, h('a', { href: '/boards/' + b.id }, b.name)), h('td', null, b.key || ''),
+    h('td', null, b.template || ''), h('td', null, b.description || '')));
   mount(h('h1', null, 'Boards'), boards.length ? h('table', { 'data-test': 'boards' },
     h('thead', null, h('tr', null, h('th', null, 'Name'), h('th', null, 'Key'), h('th', null, 'Template'), h('th', null, 'Description'))),
-    h('tbody', null, boards.map((b) => h('tr', { 'data-id': b.id }, h('td', null, h('a', { href: '/boards/' + b.id }, b.name)), h('td', null, b.key || ''),
-      h('td', null, b.template || ''), h('td', null, b.description || ''))))) : h('p', { class: 'muted' }, 'No board yet.'));
+    boardBody) : h('p', { class: 'muted' }, 'No board yet.'), more);
 }
 async function pageBoard(id) {
   const b = await api('GET', '/boards/' + enc(id));
-  const items = await Promise.all((b.statuses || []).map((st) => api('GET', '/boards/' + enc(id) + '/items?limit=100&status_id=' + enc(st.id))));
+  const card = (it) => h('li', { class: 'kcard', 'data-test': 'item', 'data-id': it.id },
+    h('div', { class: 'm' }, h('span', null, it.key || '')), h('div', { class: 't' }, it.title),
+    it.completed_at ? h('div', { class: 'muted' }, 'done ' + when(it.completed_at)) : null);
+  // Each column pages on its own: its first page, then "Load more".
+  const cols = await Promise.all((b.statuses || []).map(async (st) => {
+    const ul = h('ul', { class: 'kcards' });
+    const { first, more } = await pagedRows('/boards/' + enc(id) + '/items?status_id=' + enc(st.id), ul, card);
+    return h('section', { class: 'kcol', 'data-test': 'status', 'data-id': st.id },
+      h('h3', null, st.name, ' ', pill(String(st.item_count === undefined ? first.length : st.item_count), 'count'), ' ', h('span', { class: 'muted' }, st.category)),
+      ul, more);
+  }));
   mount(h('p', null, h('a', { href: '/boards' }, '← Boards')),
     h('h1', null, b.name), b.description ? h('p', { class: 'muted' }, b.description) : null,
-    h('div', { class: 'kanban', 'data-test': 'board' }, (b.statuses || []).map((st, i) => h('section', { class: 'kcol', 'data-test': 'status', 'data-id': st.id },
-      h('h3', null, st.name, ' ', pill(String(st.item_count === undefined ? items[i].length : st.item_count), 'count'), ' ', h('span', { class: 'muted' }, st.category)),
-      h('ul', { class: 'kcards' }, items[i].map((it) => h('li', { class: 'kcard', 'data-test': 'item', 'data-id': it.id },
-        h('div', { class: 'm' }, h('span', null, it.key || '')), h('div', { class: 't' }, it.title),
-        it.completed_at ? h('div', { class: 'muted' }, 'done ' + when(it.completed_at)) : null)))))));
+    h('div', { class: 'kanban', 'data-test': 'board' }, cols));
 }
 
 // ---------- keys ----------
@@ -911,6 +1228,7 @@ function help() {
   const row = (k, t) => h('tr', null, h('td', null, h('kbd', null, k)), h('td', null, t));
   d.replaceChildren(h('h2', null, 'Keyboard'), h('table', { 'data-test': 'help' }, h('tbody', null,
     row('j', 'next item'), row('k', 'previous item'), row('a', 'approve'), row('r', 'reject (asks for a reason)'), row('c', 'complete the task'),
+    row('m', 'claim the task (assign it to me)'), row('u', 'unclaim the task'), row('s', 'reassign the task (asks for the person)'),
     row('Enter', 'go to the first field'), row('g i / g r / g p / g d / g c', 'inbox, runs, processes, documents, cockpit'), row('?', 'this list'), row('Esc', 'close'))),
   h('div', { class: 'actions' }, h('button', { onclick: () => d.close() }, 'Close')));
   d.showModal();
