@@ -209,6 +209,7 @@ var bodyField = map[string]string{
 	"POST /v1/process-runs/:id/rerun":                         "from_step",
 	"POST /v1/processes/:id/pause":                            "",
 	"POST /v1/processes/:id/resume":                           "",
+	"POST /v1/processes/:id/what-if":                          "limit",
 	"PUT /v1/ai/connection":                                   "base_url",
 }
 

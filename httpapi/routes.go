@@ -6,6 +6,7 @@ func (h *Handler) registerRoutes() {
 	h.registerSystemRoutes()
 	h.registerRunRoutes()
 	h.registerRunControlRoutes()
+	h.registerWhatIfRoutes()
 	h.registerProcessRoutes()
 	h.registerAccessRoutes()
 	h.registerMailRoutes()

@@ -2328,7 +2328,45 @@ type Job struct {
 		Search    *map[string]string `json:"search,omitempty"`
 		Status    *string            `json:"status,omitempty"`
 	} `json:"filter"`
-	Id      string `json:"id"`
+	Id     string `json:"id"`
+	Result *struct {
+		Agreed          int      `json:"agreed"`
+		AgreementRate   *float32 `json:"agreement_rate"`
+		Cases           int      `json:"cases"`
+		Compared        int      `json:"compared"`
+		Deferred        int      `json:"deferred"`
+		DifferenceCount int      `json:"difference_count"`
+		Differences     *[]struct {
+			Candidate struct {
+				Action   *string                 `json:"action,omitempty"`
+				Args     *map[string]interface{} `json:"args,omitempty"`
+				Decision string                  `json:"decision"`
+				Note     *string                 `json:"note,omitempty"`
+				Output   interface{}             `json:"output,omitempty"`
+			} `json:"candidate"`
+			Human struct {
+				Action   *string                 `json:"action,omitempty"`
+				Args     *map[string]interface{} `json:"args,omitempty"`
+				Decision string                  `json:"decision"`
+				Note     *string                 `json:"note,omitempty"`
+				Output   interface{}             `json:"output,omitempty"`
+			} `json:"human"`
+			RunId   string `json:"run_id"`
+			StepKey string `json:"step_key"`
+		} `json:"differences"`
+		Incomplete      int    `json:"incomplete"`
+		ProcessId       string `json:"process_id"`
+		Runs            int    `json:"runs"`
+		SendsSuppressed int    `json:"sends_suppressed"`
+		Steps           *[]struct {
+			Agreed        int      `json:"agreed"`
+			AgreementRate *float32 `json:"agreement_rate"`
+			Compared      int      `json:"compared"`
+			Deferred      int      `json:"deferred"`
+			StepKey       string   `json:"step_key"`
+		} `json:"steps"`
+		Version int `json:"version"`
+	} `json:"result,omitempty"`
 	Results *[]struct {
 		NewRunId string `json:"new_run_id"`
 		RunId    string `json:"run_id"`
@@ -2337,6 +2375,12 @@ type Job struct {
 	Total     int       `json:"total"`
 	Type      string    `json:"type"`
 	UpdatedAt time.Time `json:"updated_at"`
+	WhatIf    *struct {
+		Limit     int        `json:"limit"`
+		ProcessId string     `json:"process_id"`
+		Since     *time.Time `json:"since,omitempty"`
+		Version   int        `json:"version"`
+	} `json:"what_if,omitempty"`
 }
 
 // JobOut defines model for JobOut.
@@ -2361,7 +2405,45 @@ type JobOut struct {
 			Search    *map[string]string `json:"search,omitempty"`
 			Status    *string            `json:"status,omitempty"`
 		} `json:"filter"`
-		Id      string `json:"id"`
+		Id     string `json:"id"`
+		Result *struct {
+			Agreed          int      `json:"agreed"`
+			AgreementRate   *float32 `json:"agreement_rate"`
+			Cases           int      `json:"cases"`
+			Compared        int      `json:"compared"`
+			Deferred        int      `json:"deferred"`
+			DifferenceCount int      `json:"difference_count"`
+			Differences     *[]struct {
+				Candidate struct {
+					Action   *string                 `json:"action,omitempty"`
+					Args     *map[string]interface{} `json:"args,omitempty"`
+					Decision string                  `json:"decision"`
+					Note     *string                 `json:"note,omitempty"`
+					Output   interface{}             `json:"output,omitempty"`
+				} `json:"candidate"`
+				Human struct {
+					Action   *string                 `json:"action,omitempty"`
+					Args     *map[string]interface{} `json:"args,omitempty"`
+					Decision string                  `json:"decision"`
+					Note     *string                 `json:"note,omitempty"`
+					Output   interface{}             `json:"output,omitempty"`
+				} `json:"human"`
+				RunId   string `json:"run_id"`
+				StepKey string `json:"step_key"`
+			} `json:"differences"`
+			Incomplete      int    `json:"incomplete"`
+			ProcessId       string `json:"process_id"`
+			Runs            int    `json:"runs"`
+			SendsSuppressed int    `json:"sends_suppressed"`
+			Steps           *[]struct {
+				Agreed        int      `json:"agreed"`
+				AgreementRate *float32 `json:"agreement_rate"`
+				Compared      int      `json:"compared"`
+				Deferred      int      `json:"deferred"`
+				StepKey       string   `json:"step_key"`
+			} `json:"steps"`
+			Version int `json:"version"`
+		} `json:"result,omitempty"`
 		Results *[]struct {
 			NewRunId string `json:"new_run_id"`
 			RunId    string `json:"run_id"`
@@ -2370,6 +2452,12 @@ type JobOut struct {
 		Total     int       `json:"total"`
 		Type      string    `json:"type"`
 		UpdatedAt time.Time `json:"updated_at"`
+		WhatIf    *struct {
+			Limit     int        `json:"limit"`
+			ProcessId string     `json:"process_id"`
+			Since     *time.Time `json:"since,omitempty"`
+			Version   int        `json:"version"`
+		} `json:"what_if,omitempty"`
 	} `json:"job"`
 }
 
@@ -2628,7 +2716,45 @@ type ProcessPause struct {
 			Search    *map[string]string `json:"search,omitempty"`
 			Status    *string            `json:"status,omitempty"`
 		} `json:"filter"`
-		Id      string `json:"id"`
+		Id     string `json:"id"`
+		Result *struct {
+			Agreed          int      `json:"agreed"`
+			AgreementRate   *float32 `json:"agreement_rate"`
+			Cases           int      `json:"cases"`
+			Compared        int      `json:"compared"`
+			Deferred        int      `json:"deferred"`
+			DifferenceCount int      `json:"difference_count"`
+			Differences     *[]struct {
+				Candidate struct {
+					Action   *string                 `json:"action,omitempty"`
+					Args     *map[string]interface{} `json:"args,omitempty"`
+					Decision string                  `json:"decision"`
+					Note     *string                 `json:"note,omitempty"`
+					Output   interface{}             `json:"output,omitempty"`
+				} `json:"candidate"`
+				Human struct {
+					Action   *string                 `json:"action,omitempty"`
+					Args     *map[string]interface{} `json:"args,omitempty"`
+					Decision string                  `json:"decision"`
+					Note     *string                 `json:"note,omitempty"`
+					Output   interface{}             `json:"output,omitempty"`
+				} `json:"human"`
+				RunId   string `json:"run_id"`
+				StepKey string `json:"step_key"`
+			} `json:"differences"`
+			Incomplete      int    `json:"incomplete"`
+			ProcessId       string `json:"process_id"`
+			Runs            int    `json:"runs"`
+			SendsSuppressed int    `json:"sends_suppressed"`
+			Steps           *[]struct {
+				Agreed        int      `json:"agreed"`
+				AgreementRate *float32 `json:"agreement_rate"`
+				Compared      int      `json:"compared"`
+				Deferred      int      `json:"deferred"`
+				StepKey       string   `json:"step_key"`
+			} `json:"steps"`
+			Version int `json:"version"`
+		} `json:"result,omitempty"`
 		Results *[]struct {
 			NewRunId string `json:"new_run_id"`
 			RunId    string `json:"run_id"`
@@ -2637,6 +2763,12 @@ type ProcessPause struct {
 		Total     int       `json:"total"`
 		Type      string    `json:"type"`
 		UpdatedAt time.Time `json:"updated_at"`
+		WhatIf    *struct {
+			Limit     int        `json:"limit"`
+			ProcessId string     `json:"process_id"`
+			Since     *time.Time `json:"since,omitempty"`
+			Version   int        `json:"version"`
+		} `json:"what_if,omitempty"`
 	} `json:"job"`
 	Paused    bool       `json:"paused"`
 	PausedAt  *time.Time `json:"paused_at"`
@@ -3197,6 +3329,13 @@ type WebhooksPatch struct {
 	Description *string   `json:"description,omitempty"`
 	Events      *[]string `json:"events,omitempty"`
 	Url         *string   `json:"url,omitempty"`
+}
+
+// WhatIfIn defines model for WhatIfIn.
+type WhatIfIn struct {
+	Limit   *int       `json:"limit,omitempty"`
+	Since   *time.Time `json:"since,omitempty"`
+	Version *int       `json:"version,omitempty"`
 }
 
 // Workspace defines model for Workspace.
@@ -3921,6 +4060,12 @@ type ProcessVersionsParams struct {
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// WhatIfParams defines parameters for WhatIf.
+type WhatIfParams struct {
+	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // TaskListParams defines parameters for TaskList.
 type TaskListParams struct {
 	// Limit Page size, 1 to 200 (default 50).
@@ -4182,6 +4327,9 @@ type ProcessAutomationPatchJSONRequestBody = AutomationPatch
 
 // RunStartJSONRequestBody defines body for RunStart for application/json ContentType.
 type RunStartJSONRequestBody = StartIn
+
+// WhatIfJSONRequestBody defines body for WhatIf for application/json ContentType.
+type WhatIfJSONRequestBody = WhatIfIn
 
 // TaskCompleteJSONRequestBody defines body for TaskComplete for application/json ContentType.
 type TaskCompleteJSONRequestBody = CompleteIn
@@ -6177,6 +6325,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/processes/{id}/versions (the `ProcessVersions` operationId).
 	ProcessVersions(ctx context.Context, id string, params *ProcessVersionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WhatIfWithBody What if
+	//
+	// Needs the permission processes.manage.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/processes/{id}/what-if (the `WhatIf` operationId).
+	WhatIfWithBody(ctx context.Context, id string, params *WhatIfParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WhatIf What if
+	//
+	// Needs the permission processes.manage.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/processes/{id}/what-if (the `WhatIf` operationId).
+	WhatIf(ctx context.Context, id string, params *WhatIfParams, body WhatIfJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// TaskList Task list
 	//
@@ -10670,6 +10836,44 @@ func (c *Client) RunStart(ctx context.Context, id string, params *RunStartParams
 // Corresponds with GET /v1/processes/{id}/versions (the `ProcessVersions` operationId).
 func (c *Client) ProcessVersions(ctx context.Context, id string, params *ProcessVersionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewProcessVersionsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WhatIfWithBody What if
+//
+// Needs the permission processes.manage.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/processes/{id}/what-if (the `WhatIf` operationId).
+func (c *Client) WhatIfWithBody(ctx context.Context, id string, params *WhatIfParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWhatIfRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WhatIf What if
+//
+// Needs the permission processes.manage.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/processes/{id}/what-if (the `WhatIf` operationId).
+func (c *Client) WhatIf(ctx context.Context, id string, params *WhatIfParams, body WhatIfJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWhatIfRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -20097,6 +20301,68 @@ func NewProcessVersionsRequest(server string, id string, params *ProcessVersions
 	return req, nil
 }
 
+// NewWhatIfRequest calls the generic WhatIf builder with application/json body
+func NewWhatIfRequest(server string, id string, params *WhatIfParams, body WhatIfJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWhatIfRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewWhatIfRequestWithBody constructs an http.Request for the WhatIf method, with any body, and a specified content type
+func NewWhatIfRequestWithBody(server string, id string, params *WhatIfParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/processes/%s/what-if", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewTaskListRequest constructs an http.Request for the TaskList method
 func NewTaskListRequest(server string, params *TaskListParams) (*http.Request, error) {
 	var err error
@@ -23212,6 +23478,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/processes/{id}/versions (the `ProcessVersions` operationId).
 	ProcessVersionsWithResponse(ctx context.Context, id string, params *ProcessVersionsParams, reqEditors ...RequestEditorFn) (*ProcessVersionsResponse, error)
+
+	// WhatIfWithBodyWithResponse What if
+	//
+	// Needs the permission processes.manage.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/processes/{id}/what-if (the `WhatIf` operationId).
+	WhatIfWithBodyWithResponse(ctx context.Context, id string, params *WhatIfParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WhatIfResponse, error)
+
+	// WhatIfWithResponse What if
+	//
+	// Needs the permission processes.manage.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/processes/{id}/what-if (the `WhatIf` operationId).
+	WhatIfWithResponse(ctx context.Context, id string, params *WhatIfParams, body WhatIfJSONRequestBody, reqEditors ...RequestEditorFn) (*WhatIfResponse, error)
 
 	// TaskListWithResponse Task list
 	//
@@ -42013,6 +42297,138 @@ func (r ProcessVersionsResponse) ContentType() string {
 	return ""
 }
 
+// WhatIfResponse202Headers the declared response headers of an HTTP 202 response for WhatIf
+type WhatIfResponse202Headers struct {
+	Location *string
+}
+
+// WhatIfResponse401Headers the declared response headers of an HTTP 401 response for WhatIf
+type WhatIfResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// WhatIfResponse429Headers the declared response headers of an HTTP 429 response for WhatIf
+type WhatIfResponse429Headers struct {
+	RetryAfter int
+}
+
+type WhatIfResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *JobOut
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *WhatIfResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WhatIfResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WhatIfResponse429Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r WhatIfResponse) GetJSON202() *JobOut {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r WhatIfResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r WhatIfResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r WhatIfResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r WhatIfResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r WhatIfResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r WhatIfResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r WhatIfResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r WhatIfResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r WhatIfResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r WhatIfResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r WhatIfResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WhatIfResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WhatIfResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WhatIfResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // TaskListResponse200Headers the declared response headers of an HTTP 200 response for TaskList
 type TaskListResponse200Headers struct {
 	XNextCursor *string
@@ -47692,6 +48108,36 @@ func (c *ClientWithResponses) ProcessVersionsWithResponse(ctx context.Context, i
 		return nil, err
 	}
 	return ParseProcessVersionsResponse(rsp)
+}
+
+// WhatIfWithBodyWithResponse What if
+//
+// Needs the permission processes.manage.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/processes/{id}/what-if (the `WhatIf` operationId).
+func (c *ClientWithResponses) WhatIfWithBodyWithResponse(ctx context.Context, id string, params *WhatIfParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WhatIfResponse, error) {
+	rsp, err := c.WhatIfWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWhatIfResponse(rsp)
+}
+
+// WhatIfWithResponse What if
+//
+// Needs the permission processes.manage.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/processes/{id}/what-if (the `WhatIf` operationId).
+func (c *ClientWithResponses) WhatIfWithResponse(ctx context.Context, id string, params *WhatIfParams, body WhatIfJSONRequestBody, reqEditors ...RequestEditorFn) (*WhatIfResponse, error) {
+	rsp, err := c.WhatIf(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWhatIfResponse(rsp)
 }
 
 // TaskListWithResponse Task list
@@ -65802,6 +66248,135 @@ func ParseProcessVersionsResponse(rsp *http.Response) (*ProcessVersionsResponse,
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers ProcessVersionsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWhatIfResponse parses an HTTP response from a WhatIfWithResponse call
+func ParseWhatIfResponse(rsp *http.Response) (*WhatIfResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WhatIfResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest JobOut
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers WhatIfResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers WhatIfResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers WhatIfResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
