@@ -670,7 +670,7 @@ func (w *worker) issueCalls(calls []*pendingCall) {
 			})
 			continue
 		}
-		adm.admit(pc.tenant, pc.process, pc.priority, func() {
+		adm.admit(pc.tenant, pc.process, pc.priority, pc.runID, func() {
 			w.e.goCall(func() {
 				res := pc.do()
 				res.token = pc.token
