@@ -42,7 +42,7 @@ func TestWhatIfRoute(t *testing.T) {
 	s.do(t, "GET", "/v1/jobs/"+jo.Job.ID, other, nil).want(t, http.StatusNotFound)
 	type report struct {
 		Runs, Cases, Compared, Agreed, Deferred int
-		AgreementRate                          *float64 `json:"agreement_rate"`
+		AgreementRate                           *float64 `json:"agreement_rate"`
 	}
 	var job struct {
 		Type   string  `json:"type"`
