@@ -166,7 +166,8 @@ func (x *exec) approval(id string) (*Approval, error) {
 type worker struct {
 	e      *Engine
 	mu     sync.Mutex
-	q      []*command
+	q      fairQueue // commands by tenant (see fairQueue)
+	batch  []*command
 	quit   bool
 	signal chan struct{}
 	cache  map[string]*entry
@@ -187,7 +188,7 @@ func (w *worker) send(c *command) {
 		}
 		return
 	}
-	w.q = append(w.q, c)
+	w.q.push(c)
 	w.mu.Unlock()
 	select {
 	case w.signal <- struct{}{}:
@@ -209,8 +210,10 @@ func (w *worker) loop() {
 	for range w.signal {
 		for {
 			w.mu.Lock()
-			batch, quit := w.q, w.quit
-			w.q = nil
+			batch, quit := w.q.round(w.batch[:0]), w.quit
+			for quit && len(w.q.active) > 0 {
+				batch = w.q.round(batch)
+			}
 			w.mu.Unlock()
 			if quit {
 				for _, c := range batch {
@@ -235,6 +238,8 @@ func (w *worker) loop() {
 					w.sweep() // bound memory on a long batch (recovery)
 				}
 			}
+			clear(batch)
+			w.batch = batch[:0]
 			w.sweep()
 		}
 	}
@@ -592,6 +597,7 @@ func (w *worker) flush(en *entry) {
 		},
 		counters: fx.counters,
 		reads:    fx.reads,
+		tenant:   tenant,
 		after: func(err error) {
 			en.pending.Add(-1)
 			if err != nil {
