@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/apps/access"
+	"github.com/bas-platform/bas/internal/apps/decisions"
 	"github.com/bas-platform/bas/runengine"
 )
 
@@ -12,6 +13,26 @@ import (
 // its job is read at GET /v1/jobs/{id}.
 func (h *Handler) registerWhatIfRoutes() {
 	h.handle("POST", "/v1/processes/:id/what-if", access.AppProcesses, access.PermProcessesManage, h.handleWhatIf).In(WhatIfIn{}).Out(202, JobOut{})
+	h.handle("POST", "/v1/decisions/:name/what-if", access.AppDecisions, access.PermAutomationManage, h.handleDecisionWhatIf).
+		In(decisions.WhatIfIn{}).Out(200, decisions.WhatIfReport{})
+}
+
+// handleDecisionWhatIf serves POST /v1/decisions/:name/what-if: 200 with
+// the report of the decision's judged cases under the candidate
+// thresholds.
+func (h *Handler) handleDecisionWhatIf(c *request) error {
+	if _, err := h.ws.Decisions().Get(c.Context(), c.Tenant(), c.Param("name")); err != nil {
+		return err
+	}
+	var in decisions.WhatIfIn
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	rep, err := h.ws.Decisions().WhatIf(c.Context(), c.Tenant(), c.Param("name"), in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, rep)
 }
 
 // WhatIfIn is the body of POST /v1/processes/{id}/what-if.

@@ -59,3 +59,30 @@ func TestWhatIfRoute(t *testing.T) {
 		t.Errorf("job %s, report (-want +got):\n%s", job.Type, diff)
 	}
 }
+
+// TestDecisionWhatIfRoute asks how a decision would decide its judged
+// cases with other thresholds: 200 with the report; bad bounds are 422s,
+// another tenant's decision a 404.
+func TestDecisionWhatIfRoute(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.devLogin(t, `{"tenant_id": "ten_dwhatif"}`).Token
+	other := s.devLogin(t, `{"tenant_id": "ten_dwhatif_other"}`).Token
+	s.do(t, "POST", "/v1/decisions", admin, `{"name": "route", "description": "Where it goes"}`).want(t, http.StatusCreated)
+	path := "/v1/decisions/route/what-if"
+	for _, body := range []string{`{}`, `{"thresholds": {"auto": 2}}`, `{"thresholds": {"auto": 0.5}}`, `{"thresholds": {}, "limit": 0}`,
+		`{"thresholds": {}, "limit": 1001}`, `{"thresholds": {}, "extra": 1}`} {
+		s.do(t, "POST", path, admin, body).want(t, http.StatusUnprocessableEntity)
+	}
+	s.do(t, "POST", path, other, `{"thresholds": {}}`).want(t, http.StatusNotFound)
+	var rep struct {
+		Decision   string             `json:"decision"`
+		Thresholds map[string]float64 `json:"thresholds"`
+		Cases      int                `json:"cases"`
+	}
+	s.do(t, "POST", path, admin, `{"thresholds": {"auto": 0.8}, "limit": 1000}`).want(t, http.StatusOK).decode(t, &rep)
+	want := map[string]float64{"auto": 0.8, "suggest": 0.6}
+	if diff := cmp.Diff(want, rep.Thresholds); diff != "" || rep.Decision != "route" || rep.Cases != 0 {
+		t.Errorf("report %+v (-want +got thresholds):\n%s", rep, diff)
+	}
+}

@@ -1625,6 +1625,16 @@ type DecisionsFeedbackIn struct {
 // DecisionsFeedbackInResultsVerdict defines model for DecisionsFeedbackIn.Results.Verdict.
 type DecisionsFeedbackInResultsVerdict string
 
+// DecisionsWhatIfIn defines model for DecisionsWhatIfIn.
+type DecisionsWhatIfIn struct {
+	Limit      *int       `json:"limit,omitempty"`
+	Since      *time.Time `json:"since,omitempty"`
+	Thresholds struct {
+		Auto    *float32 `json:"auto,omitempty"`
+		Suggest *float32 `json:"suggest,omitempty"`
+	} `json:"thresholds"`
+}
+
 // Definition defines model for Definition.
 type Definition struct {
 	Archived    bool               `json:"archived"`
@@ -2072,6 +2082,13 @@ type HttpapiApproveIn struct {
 type HttpapiRejectIn struct {
 	Digest *string `json:"digest,omitempty"`
 	Reason *string `json:"reason,omitempty"`
+}
+
+// HttpapiWhatIfIn defines model for HttpapiWhatIfIn.
+type HttpapiWhatIfIn struct {
+	Limit   *int       `json:"limit,omitempty"`
+	Since   *time.Time `json:"since,omitempty"`
+	Version *int       `json:"version,omitempty"`
 }
 
 // In defines model for In.
@@ -3331,11 +3348,35 @@ type WebhooksPatch struct {
 	Url         *string   `json:"url,omitempty"`
 }
 
-// WhatIfIn defines model for WhatIfIn.
-type WhatIfIn struct {
-	Limit   *int       `json:"limit,omitempty"`
-	Since   *time.Time `json:"since,omitempty"`
-	Version *int       `json:"version,omitempty"`
+// WhatIfReport defines model for WhatIfReport.
+type WhatIfReport struct {
+	Agreed          int             `json:"agreed"`
+	AgreementRate   *float32        `json:"agreement_rate"`
+	Cases           int             `json:"cases"`
+	Compared        int             `json:"compared"`
+	CurrentModes    *map[string]int `json:"current_modes"`
+	Decision        string          `json:"decision"`
+	DifferenceCount int             `json:"difference_count"`
+	Differences     *[]struct {
+		CaseId         string      `json:"case_id"`
+		Confidence     float32     `json:"confidence"`
+		Mode           string      `json:"mode"`
+		Outcome        interface{} `json:"outcome"`
+		ProposedOutput interface{} `json:"proposed_output"`
+		RuleId         string      `json:"rule_id"`
+		Status         string      `json:"status"`
+	} `json:"differences"`
+	Modes *map[string]int `json:"modes"`
+	Rules *[]struct {
+		Agreed        int      `json:"agreed"`
+		AgreementRate *float32 `json:"agreement_rate"`
+		Compared      int      `json:"compared"`
+		RuleId        string   `json:"rule_id"`
+	} `json:"rules"`
+	Thresholds struct {
+		Auto    *float32 `json:"auto,omitempty"`
+		Suggest *float32 `json:"suggest,omitempty"`
+	} `json:"thresholds"`
 }
 
 // Workspace defines model for Workspace.
@@ -3738,6 +3779,12 @@ type DecisionFeedbackParams struct {
 
 // DecisionOutcomeParams defines parameters for DecisionOutcome.
 type DecisionOutcomeParams struct {
+	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DecisionWhatIfParams defines parameters for DecisionWhatIf.
+type DecisionWhatIfParams struct {
 	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
@@ -4235,6 +4282,9 @@ type DecisionFeedbackJSONRequestBody = DecisionsFeedbackIn
 // DecisionOutcomeJSONRequestBody defines body for DecisionOutcome for application/json ContentType.
 type DecisionOutcomeJSONRequestBody = OutcomeIn
 
+// DecisionWhatIfJSONRequestBody defines body for DecisionWhatIf for application/json ContentType.
+type DecisionWhatIfJSONRequestBody = DecisionsWhatIfIn
+
 // DocumentUploadMultipartRequestBody defines body for DocumentUpload for multipart/form-data ContentType.
 type DocumentUploadMultipartRequestBody DocumentUploadMultipartBody
 
@@ -4329,7 +4379,7 @@ type ProcessAutomationPatchJSONRequestBody = AutomationPatch
 type RunStartJSONRequestBody = StartIn
 
 // WhatIfJSONRequestBody defines body for WhatIf for application/json ContentType.
-type WhatIfJSONRequestBody = WhatIfIn
+type WhatIfJSONRequestBody = HttpapiWhatIfIn
 
 // TaskCompleteJSONRequestBody defines body for TaskComplete for application/json ContentType.
 type TaskCompleteJSONRequestBody = CompleteIn
@@ -5481,6 +5531,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/decisions/{name}/outcomes (the `DecisionOutcome` operationId).
 	DecisionOutcome(ctx context.Context, name string, params *DecisionOutcomeParams, body DecisionOutcomeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DecisionWhatIfWithBody Decision what if
+	//
+	// Needs the permission automation.manage.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/decisions/{name}/what-if (the `DecisionWhatIf` operationId).
+	DecisionWhatIfWithBody(ctx context.Context, name string, params *DecisionWhatIfParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DecisionWhatIf Decision what if
+	//
+	// Needs the permission automation.manage.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/decisions/{name}/what-if (the `DecisionWhatIf` operationId).
+	DecisionWhatIf(ctx context.Context, name string, params *DecisionWhatIfParams, body DecisionWhatIfJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DocumentsList Documents list
 	//
@@ -8952,6 +9020,44 @@ func (c *Client) DecisionOutcomeWithBody(ctx context.Context, name string, param
 // Corresponds with POST /v1/decisions/{name}/outcomes (the `DecisionOutcome` operationId).
 func (c *Client) DecisionOutcome(ctx context.Context, name string, params *DecisionOutcomeParams, body DecisionOutcomeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDecisionOutcomeRequest(c.Server, name, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DecisionWhatIfWithBody Decision what if
+//
+// Needs the permission automation.manage.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/decisions/{name}/what-if (the `DecisionWhatIf` operationId).
+func (c *Client) DecisionWhatIfWithBody(ctx context.Context, name string, params *DecisionWhatIfParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDecisionWhatIfRequestWithBody(c.Server, name, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DecisionWhatIf Decision what if
+//
+// Needs the permission automation.manage.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/decisions/{name}/what-if (the `DecisionWhatIf` operationId).
+func (c *Client) DecisionWhatIf(ctx context.Context, name string, params *DecisionWhatIfParams, body DecisionWhatIfJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDecisionWhatIfRequest(c.Server, name, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -16479,6 +16585,68 @@ func NewDecisionOutcomeRequestWithBody(server string, name string, params *Decis
 	return req, nil
 }
 
+// NewDecisionWhatIfRequest calls the generic DecisionWhatIf builder with application/json body
+func NewDecisionWhatIfRequest(server string, name string, params *DecisionWhatIfParams, body DecisionWhatIfJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDecisionWhatIfRequestWithBody(server, name, params, "application/json", bodyReader)
+}
+
+// NewDecisionWhatIfRequestWithBody constructs an http.Request for the DecisionWhatIf method, with any body, and a specified content type
+func NewDecisionWhatIfRequestWithBody(server string, name string, params *DecisionWhatIfParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/decisions/%s/what-if", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewDocumentsListRequest constructs an http.Request for the DocumentsList method
 func NewDocumentsListRequest(server string, params *DocumentsListParams) (*http.Request, error) {
 	var err error
@@ -22546,6 +22714,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/decisions/{name}/outcomes (the `DecisionOutcome` operationId).
 	DecisionOutcomeWithResponse(ctx context.Context, name string, params *DecisionOutcomeParams, body DecisionOutcomeJSONRequestBody, reqEditors ...RequestEditorFn) (*DecisionOutcomeResponse, error)
+
+	// DecisionWhatIfWithBodyWithResponse Decision what if
+	//
+	// Needs the permission automation.manage.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/decisions/{name}/what-if (the `DecisionWhatIf` operationId).
+	DecisionWhatIfWithBodyWithResponse(ctx context.Context, name string, params *DecisionWhatIfParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DecisionWhatIfResponse, error)
+
+	// DecisionWhatIfWithResponse Decision what if
+	//
+	// Needs the permission automation.manage.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/decisions/{name}/what-if (the `DecisionWhatIf` operationId).
+	DecisionWhatIfWithResponse(ctx context.Context, name string, params *DecisionWhatIfParams, body DecisionWhatIfJSONRequestBody, reqEditors ...RequestEditorFn) (*DecisionWhatIfResponse, error)
 
 	// DocumentsListWithResponse Documents list
 	//
@@ -34204,6 +34390,131 @@ func (r DecisionOutcomeResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r DecisionOutcomeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DecisionWhatIfResponse401Headers the declared response headers of an HTTP 401 response for DecisionWhatIf
+type DecisionWhatIfResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// DecisionWhatIfResponse429Headers the declared response headers of an HTTP 429 response for DecisionWhatIf
+type DecisionWhatIfResponse429Headers struct {
+	RetryAfter int
+}
+
+type DecisionWhatIfResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WhatIfReport
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DecisionWhatIfResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DecisionWhatIfResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DecisionWhatIfResponse) GetJSON200() *WhatIfReport {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DecisionWhatIfResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DecisionWhatIfResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DecisionWhatIfResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DecisionWhatIfResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DecisionWhatIfResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DecisionWhatIfResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r DecisionWhatIfResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DecisionWhatIfResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DecisionWhatIfResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DecisionWhatIfResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DecisionWhatIfResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DecisionWhatIfResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DecisionWhatIfResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DecisionWhatIfResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -46554,6 +46865,36 @@ func (c *ClientWithResponses) DecisionOutcomeWithResponse(ctx context.Context, n
 	return ParseDecisionOutcomeResponse(rsp)
 }
 
+// DecisionWhatIfWithBodyWithResponse Decision what if
+//
+// Needs the permission automation.manage.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/decisions/{name}/what-if (the `DecisionWhatIf` operationId).
+func (c *ClientWithResponses) DecisionWhatIfWithBodyWithResponse(ctx context.Context, name string, params *DecisionWhatIfParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DecisionWhatIfResponse, error) {
+	rsp, err := c.DecisionWhatIfWithBody(ctx, name, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDecisionWhatIfResponse(rsp)
+}
+
+// DecisionWhatIfWithResponse Decision what if
+//
+// Needs the permission automation.manage.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/decisions/{name}/what-if (the `DecisionWhatIf` operationId).
+func (c *ClientWithResponses) DecisionWhatIfWithResponse(ctx context.Context, name string, params *DecisionWhatIfParams, body DecisionWhatIfJSONRequestBody, reqEditors ...RequestEditorFn) (*DecisionWhatIfResponse, error) {
+	rsp, err := c.DecisionWhatIf(ctx, name, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDecisionWhatIfResponse(rsp)
+}
+
 // DocumentsListWithResponse Documents list
 //
 // Needs the permission docs.read.
@@ -58551,6 +58892,125 @@ func ParseDecisionOutcomeResponse(rsp *http.Response) (*DecisionOutcomeResponse,
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers DecisionOutcomeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDecisionWhatIfResponse parses an HTTP response from a DecisionWhatIfWithResponse call
+func ParseDecisionWhatIfResponse(rsp *http.Response) (*DecisionWhatIfResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DecisionWhatIfResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WhatIfReport
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DecisionWhatIfResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DecisionWhatIfResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
