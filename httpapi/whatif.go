@@ -6,6 +6,7 @@ import (
 
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/apps/decisions"
+	"github.com/bas-platform/bas/internal/apps/docs"
 	"github.com/bas-platform/bas/runengine"
 )
 
@@ -15,6 +16,26 @@ func (h *Handler) registerWhatIfRoutes() {
 	h.handle("POST", "/v1/processes/:id/what-if", access.AppProcesses, access.PermProcessesManage, h.handleWhatIf).In(WhatIfIn{}).Out(202, JobOut{})
 	h.handle("POST", "/v1/decisions/:name/what-if", access.AppDecisions, access.PermAutomationManage, h.handleDecisionWhatIf).
 		In(decisions.WhatIfIn{}).Out(200, decisions.WhatIfReport{})
+	h.handle("POST", "/v1/docs/types/:id/what-if", access.AppDocs, access.PermDocsWrite, h.handleDocTypeWhatIf).
+		In(docs.WhatIfIn{}).Out(200, docs.WhatIfReport{})
+}
+
+// handleDocTypeWhatIf serves POST /v1/docs/types/:id/what-if: 200 with the
+// report of the type's decided documents under the candidate fields and
+// workflow.
+func (h *Handler) handleDocTypeWhatIf(c *request) error {
+	if _, err := h.ws.Docs().GetType(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+		return err
+	}
+	var in docs.WhatIfIn
+	if err := c.Decode(&in); err != nil {
+		return err
+	}
+	rep, err := h.ws.Docs().WhatIf(c.Context(), c.Tenant(), c.Param("id"), in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, rep)
 }
 
 // handleDecisionWhatIf serves POST /v1/decisions/:name/what-if: 200 with

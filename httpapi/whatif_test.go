@@ -86,3 +86,32 @@ func TestDecisionWhatIfRoute(t *testing.T) {
 		t.Errorf("report %+v (-want +got thresholds):\n%s", rep, diff)
 	}
 }
+
+// TestDocTypeWhatIfRoute asks how a changed document type would decide
+// its decided documents: 200 with the report; bad bounds are 422s,
+// another tenant's type a 404.
+func TestDocTypeWhatIfRoute(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.devLogin(t, `{"tenant_id": "ten_docwhatif"}`).Token
+	other := s.devLogin(t, `{"tenant_id": "ten_docwhatif_other"}`).Token
+	var typ struct {
+		ID string `json:"id"`
+	}
+	s.do(t, "POST", "/v1/docs/types", admin, `{"name": "Note", "fields": [{"key": "title", "label": "Title", "type": "text", "required": true}]}`).
+		want(t, http.StatusCreated).decode(t, &typ)
+	path := "/v1/docs/types/" + typ.ID + "/what-if"
+	for _, body := range []string{`{"limit": 0}`, `{"limit": 1001}`, `{"workflow": {"on_error": "ignore"}}`, `{"extra": 1}`,
+		`{"fields": [{"key": "Bad Key"}]}`} {
+		s.do(t, "POST", path, admin, body).want(t, http.StatusUnprocessableEntity)
+	}
+	s.do(t, "POST", path, other, `{}`).want(t, http.StatusNotFound)
+	var rep struct {
+		TypeID string `json:"type_id"`
+		Cases  int    `json:"cases"`
+	}
+	s.do(t, "POST", path, admin, `{"workflow": {"auto_approve": true}, "limit": 1000}`).want(t, http.StatusOK).decode(t, &rep)
+	if rep.TypeID != typ.ID || rep.Cases != 0 {
+		t.Errorf("report %+v", rep)
+	}
+}

@@ -534,6 +534,72 @@ func (e DocsFeedbackInResultsVerdict) Valid() bool {
 	}
 }
 
+// Defines values for DocsWhatIfInFieldsType.
+const (
+	DocsWhatIfInFieldsTypeDate   DocsWhatIfInFieldsType = "date"
+	DocsWhatIfInFieldsTypeEmail  DocsWhatIfInFieldsType = "email"
+	DocsWhatIfInFieldsTypeEnum   DocsWhatIfInFieldsType = "enum"
+	DocsWhatIfInFieldsTypeMoney  DocsWhatIfInFieldsType = "money"
+	DocsWhatIfInFieldsTypeNumber DocsWhatIfInFieldsType = "number"
+	DocsWhatIfInFieldsTypeText   DocsWhatIfInFieldsType = "text"
+)
+
+// Valid indicates whether the value is a known member of the DocsWhatIfInFieldsType enum.
+func (e DocsWhatIfInFieldsType) Valid() bool {
+	switch e {
+	case DocsWhatIfInFieldsTypeDate:
+		return true
+	case DocsWhatIfInFieldsTypeEmail:
+		return true
+	case DocsWhatIfInFieldsTypeEnum:
+		return true
+	case DocsWhatIfInFieldsTypeMoney:
+		return true
+	case DocsWhatIfInFieldsTypeNumber:
+		return true
+	case DocsWhatIfInFieldsTypeText:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DocsWhatIfInWorkflowOnError.
+const (
+	DocsWhatIfInWorkflowOnErrorReject DocsWhatIfInWorkflowOnError = "reject"
+	DocsWhatIfInWorkflowOnErrorReview DocsWhatIfInWorkflowOnError = "review"
+)
+
+// Valid indicates whether the value is a known member of the DocsWhatIfInWorkflowOnError enum.
+func (e DocsWhatIfInWorkflowOnError) Valid() bool {
+	switch e {
+	case DocsWhatIfInWorkflowOnErrorReject:
+		return true
+	case DocsWhatIfInWorkflowOnErrorReview:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DocsWhatIfInWorkflowOnWarning.
+const (
+	DocsWhatIfInWorkflowOnWarningAccept DocsWhatIfInWorkflowOnWarning = "accept"
+	DocsWhatIfInWorkflowOnWarningReview DocsWhatIfInWorkflowOnWarning = "review"
+)
+
+// Valid indicates whether the value is a known member of the DocsWhatIfInWorkflowOnWarning enum.
+func (e DocsWhatIfInWorkflowOnWarning) Valid() bool {
+	switch e {
+	case DocsWhatIfInWorkflowOnWarningAccept:
+		return true
+	case DocsWhatIfInWorkflowOnWarningReview:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for InstallOutInstalledTriggerType.
 const (
 	InstallOutInstalledTriggerTypeEvent    InstallOutInstalledTriggerType = "event"
@@ -1635,6 +1701,37 @@ type DecisionsWhatIfIn struct {
 	} `json:"thresholds"`
 }
 
+// DecisionsWhatIfReport defines model for DecisionsWhatIfReport.
+type DecisionsWhatIfReport struct {
+	Agreed          int             `json:"agreed"`
+	AgreementRate   *float32        `json:"agreement_rate"`
+	Cases           int             `json:"cases"`
+	Compared        int             `json:"compared"`
+	CurrentModes    *map[string]int `json:"current_modes"`
+	Decision        string          `json:"decision"`
+	DifferenceCount int             `json:"difference_count"`
+	Differences     *[]struct {
+		CaseId         string      `json:"case_id"`
+		Confidence     float32     `json:"confidence"`
+		Mode           string      `json:"mode"`
+		Outcome        interface{} `json:"outcome"`
+		ProposedOutput interface{} `json:"proposed_output"`
+		RuleId         string      `json:"rule_id"`
+		Status         string      `json:"status"`
+	} `json:"differences"`
+	Modes *map[string]int `json:"modes"`
+	Rules *[]struct {
+		Agreed        int      `json:"agreed"`
+		AgreementRate *float32 `json:"agreement_rate"`
+		Compared      int      `json:"compared"`
+		RuleId        string   `json:"rule_id"`
+	} `json:"rules"`
+	Thresholds struct {
+		Auto    *float32 `json:"auto,omitempty"`
+		Suggest *float32 `json:"suggest,omitempty"`
+	} `json:"thresholds"`
+}
+
 // Definition defines model for Definition.
 type Definition struct {
 	Archived    bool               `json:"archived"`
@@ -1879,6 +1976,69 @@ type DocsFeedbackInResultsVerdict string
 // DocsRejectIn defines model for DocsRejectIn.
 type DocsRejectIn struct {
 	Note string `json:"note"`
+}
+
+// DocsWhatIfIn defines model for DocsWhatIfIn.
+type DocsWhatIfIn struct {
+	Fields *[]struct {
+		Extract *struct {
+			Aliases *[]string `json:"aliases,omitempty"`
+			Group   *int      `json:"group,omitempty"`
+			Label   *string   `json:"label,omitempty"`
+			Method  *string   `json:"method,omitempty"`
+			Pattern *string   `json:"pattern,omitempty"`
+		} `json:"extract,omitempty"`
+		Key      string                  `json:"key"`
+		Label    string                  `json:"label"`
+		Options  *[]string               `json:"options,omitempty"`
+		Repeat   *bool                   `json:"repeat,omitempty"`
+		Required *bool                   `json:"required,omitempty"`
+		Type     *DocsWhatIfInFieldsType `json:"type,omitempty"`
+	} `json:"fields,omitempty"`
+	Limit    *int       `json:"limit,omitempty"`
+	Since    *time.Time `json:"since,omitempty"`
+	Workflow *struct {
+		AutoApprove   *bool                          `json:"auto_approve,omitempty"`
+		OnError       *DocsWhatIfInWorkflowOnError   `json:"on_error,omitempty"`
+		OnWarning     *DocsWhatIfInWorkflowOnWarning `json:"on_warning,omitempty"`
+		Queue         *string                        `json:"queue,omitempty"`
+		ReviewSlaDays *int                           `json:"review_sla_days,omitempty"`
+	} `json:"workflow,omitempty"`
+}
+
+// DocsWhatIfInFieldsType defines model for DocsWhatIfIn.Fields.Type.
+type DocsWhatIfInFieldsType string
+
+// DocsWhatIfInWorkflowOnError defines model for DocsWhatIfIn.Workflow.OnError.
+type DocsWhatIfInWorkflowOnError string
+
+// DocsWhatIfInWorkflowOnWarning defines model for DocsWhatIfIn.Workflow.OnWarning.
+type DocsWhatIfInWorkflowOnWarning string
+
+// DocsWhatIfReport defines model for DocsWhatIfReport.
+type DocsWhatIfReport struct {
+	Agreed          int      `json:"agreed"`
+	AgreementRate   *float32 `json:"agreement_rate"`
+	Cases           int      `json:"cases"`
+	Compared        int      `json:"compared"`
+	DifferenceCount int      `json:"difference_count"`
+	Differences     *[]struct {
+		Candidate  string    `json:"candidate"`
+		DocumentId string    `json:"document_id"`
+		Human      string    `json:"human"`
+		Issues     *[]string `json:"issues"`
+		Title      string    `json:"title"`
+	} `json:"differences"`
+	Documents int             `json:"documents"`
+	Outcomes  *map[string]int `json:"outcomes"`
+	Rules     *[]struct {
+		Agreed        int      `json:"agreed"`
+		AgreementRate *float32 `json:"agreement_rate"`
+		Flagged       int      `json:"flagged"`
+		RuleId        string   `json:"rule_id"`
+		Severity      string   `json:"severity"`
+	} `json:"rules"`
+	TypeId string `json:"type_id"`
 }
 
 // Document defines model for Document.
@@ -3348,37 +3508,6 @@ type WebhooksPatch struct {
 	Url         *string   `json:"url,omitempty"`
 }
 
-// WhatIfReport defines model for WhatIfReport.
-type WhatIfReport struct {
-	Agreed          int             `json:"agreed"`
-	AgreementRate   *float32        `json:"agreement_rate"`
-	Cases           int             `json:"cases"`
-	Compared        int             `json:"compared"`
-	CurrentModes    *map[string]int `json:"current_modes"`
-	Decision        string          `json:"decision"`
-	DifferenceCount int             `json:"difference_count"`
-	Differences     *[]struct {
-		CaseId         string      `json:"case_id"`
-		Confidence     float32     `json:"confidence"`
-		Mode           string      `json:"mode"`
-		Outcome        interface{} `json:"outcome"`
-		ProposedOutput interface{} `json:"proposed_output"`
-		RuleId         string      `json:"rule_id"`
-		Status         string      `json:"status"`
-	} `json:"differences"`
-	Modes *map[string]int `json:"modes"`
-	Rules *[]struct {
-		Agreed        int      `json:"agreed"`
-		AgreementRate *float32 `json:"agreement_rate"`
-		Compared      int      `json:"compared"`
-		RuleId        string   `json:"rule_id"`
-	} `json:"rules"`
-	Thresholds struct {
-		Auto    *float32 `json:"auto,omitempty"`
-		Suggest *float32 `json:"suggest,omitempty"`
-	} `json:"thresholds"`
-}
-
 // Workspace defines model for Workspace.
 type Workspace struct {
 	CreatedAt time.Time   `json:"created_at"`
@@ -3878,6 +4007,12 @@ type DocTypeFromTemplateParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// DocTypeWhatIfParams defines parameters for DocTypeWhatIf.
+type DocTypeWhatIfParams struct {
+	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // EventEmitParams defines parameters for EventEmit.
 type EventEmitParams struct {
 	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
@@ -4314,6 +4449,9 @@ type DocTypeFromTemplateJSONRequestBody = DraftIn
 
 // DocTypeUpdateJSONRequestBody defines body for DocTypeUpdate for application/json ContentType.
 type DocTypeUpdateJSONRequestBody = DocTypePatch
+
+// DocTypeWhatIfJSONRequestBody defines body for DocTypeWhatIf for application/json ContentType.
+type DocTypeWhatIfJSONRequestBody = DocsWhatIfIn
 
 // EventEmitJSONRequestBody defines body for EventEmit for application/json ContentType.
 type EventEmitJSONRequestBody = EventIn
@@ -5767,6 +5905,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/docs/types/{id}/agreement (the `DocTypeAgreement` operationId).
 	DocTypeAgreement(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DocTypeWhatIfWithBody Doc type what if
+	//
+	// Needs the permission docs.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/docs/types/{id}/what-if (the `DocTypeWhatIf` operationId).
+	DocTypeWhatIfWithBody(ctx context.Context, id string, params *DocTypeWhatIfParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DocTypeWhatIf Doc type what if
+	//
+	// Needs the permission docs.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/docs/types/{id}/what-if (the `DocTypeWhatIf` operationId).
+	DocTypeWhatIf(ctx context.Context, id string, params *DocTypeWhatIfParams, body DocTypeWhatIfJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// EventEmitWithBody Event emit
 	//
@@ -9536,6 +9692,44 @@ func (c *Client) DocTypeUpdate(ctx context.Context, id string, body DocTypeUpdat
 // Corresponds with GET /v1/docs/types/{id}/agreement (the `DocTypeAgreement` operationId).
 func (c *Client) DocTypeAgreement(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocTypeAgreementRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DocTypeWhatIfWithBody Doc type what if
+//
+// Needs the permission docs.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/docs/types/{id}/what-if (the `DocTypeWhatIf` operationId).
+func (c *Client) DocTypeWhatIfWithBody(ctx context.Context, id string, params *DocTypeWhatIfParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDocTypeWhatIfRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DocTypeWhatIf Doc type what if
+//
+// Needs the permission docs.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/docs/types/{id}/what-if (the `DocTypeWhatIf` operationId).
+func (c *Client) DocTypeWhatIf(ctx context.Context, id string, params *DocTypeWhatIfParams, body DocTypeWhatIfJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDocTypeWhatIfRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -17586,6 +17780,68 @@ func NewDocTypeAgreementRequest(server string, id string) (*http.Request, error)
 	return req, nil
 }
 
+// NewDocTypeWhatIfRequest calls the generic DocTypeWhatIf builder with application/json body
+func NewDocTypeWhatIfRequest(server string, id string, params *DocTypeWhatIfParams, body DocTypeWhatIfJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDocTypeWhatIfRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewDocTypeWhatIfRequestWithBody constructs an http.Request for the DocTypeWhatIf method, with any body, and a specified content type
+func NewDocTypeWhatIfRequestWithBody(server string, id string, params *DocTypeWhatIfParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/docs/types/%s/what-if", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewEventEmitRequest calls the generic EventEmit builder with application/json body
 func NewEventEmitRequest(server string, params *EventEmitParams, body EventEmitJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -22966,6 +23222,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/docs/types/{id}/agreement (the `DocTypeAgreement` operationId).
 	DocTypeAgreementWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DocTypeAgreementResponse, error)
+
+	// DocTypeWhatIfWithBodyWithResponse Doc type what if
+	//
+	// Needs the permission docs.write.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/docs/types/{id}/what-if (the `DocTypeWhatIf` operationId).
+	DocTypeWhatIfWithBodyWithResponse(ctx context.Context, id string, params *DocTypeWhatIfParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocTypeWhatIfResponse, error)
+
+	// DocTypeWhatIfWithResponse Doc type what if
+	//
+	// Needs the permission docs.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/docs/types/{id}/what-if (the `DocTypeWhatIf` operationId).
+	DocTypeWhatIfWithResponse(ctx context.Context, id string, params *DocTypeWhatIfParams, body DocTypeWhatIfJSONRequestBody, reqEditors ...RequestEditorFn) (*DocTypeWhatIfResponse, error)
 
 	// EventEmitWithBodyWithResponse Event emit
 	//
@@ -34410,7 +34684,7 @@ type DecisionWhatIfResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *WhatIfReport
+	JSON200 *DecisionsWhatIfReport
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -34438,7 +34712,7 @@ type DecisionWhatIfResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r DecisionWhatIfResponse) GetJSON200() *WhatIfReport {
+func (r DecisionWhatIfResponse) GetJSON200() *DecisionsWhatIfReport {
 	return r.JSON200
 }
 
@@ -36527,6 +36801,131 @@ func (r DocTypeAgreementResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r DocTypeAgreementResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DocTypeWhatIfResponse401Headers the declared response headers of an HTTP 401 response for DocTypeWhatIf
+type DocTypeWhatIfResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// DocTypeWhatIfResponse429Headers the declared response headers of an HTTP 429 response for DocTypeWhatIf
+type DocTypeWhatIfResponse429Headers struct {
+	RetryAfter int
+}
+
+type DocTypeWhatIfResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DocsWhatIfReport
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DocTypeWhatIfResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DocTypeWhatIfResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DocTypeWhatIfResponse) GetJSON200() *DocsWhatIfReport {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DocTypeWhatIfResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DocTypeWhatIfResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DocTypeWhatIfResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DocTypeWhatIfResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DocTypeWhatIfResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DocTypeWhatIfResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r DocTypeWhatIfResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DocTypeWhatIfResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DocTypeWhatIfResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocTypeWhatIfResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DocTypeWhatIfResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DocTypeWhatIfResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DocTypeWhatIfResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DocTypeWhatIfResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -47283,6 +47682,36 @@ func (c *ClientWithResponses) DocTypeAgreementWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseDocTypeAgreementResponse(rsp)
+}
+
+// DocTypeWhatIfWithBodyWithResponse Doc type what if
+//
+// Needs the permission docs.write.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/docs/types/{id}/what-if (the `DocTypeWhatIf` operationId).
+func (c *ClientWithResponses) DocTypeWhatIfWithBodyWithResponse(ctx context.Context, id string, params *DocTypeWhatIfParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocTypeWhatIfResponse, error) {
+	rsp, err := c.DocTypeWhatIfWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDocTypeWhatIfResponse(rsp)
+}
+
+// DocTypeWhatIfWithResponse Doc type what if
+//
+// Needs the permission docs.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/docs/types/{id}/what-if (the `DocTypeWhatIf` operationId).
+func (c *ClientWithResponses) DocTypeWhatIfWithResponse(ctx context.Context, id string, params *DocTypeWhatIfParams, body DocTypeWhatIfJSONRequestBody, reqEditors ...RequestEditorFn) (*DocTypeWhatIfResponse, error) {
+	rsp, err := c.DocTypeWhatIf(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDocTypeWhatIfResponse(rsp)
 }
 
 // EventEmitWithBodyWithResponse Event emit
@@ -58920,7 +59349,7 @@ func ParseDecisionWhatIfResponse(rsp *http.Response) (*DecisionWhatIfResponse, e
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest WhatIfReport
+		var dest DecisionsWhatIfReport
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -60936,6 +61365,125 @@ func ParseDocTypeAgreementResponse(rsp *http.Response) (*DocTypeAgreementRespons
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers DocTypeAgreementResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDocTypeWhatIfResponse parses an HTTP response from a DocTypeWhatIfWithResponse call
+func ParseDocTypeWhatIfResponse(rsp *http.Response) (*DocTypeWhatIfResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DocTypeWhatIfResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DocsWhatIfReport
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DocTypeWhatIfResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DocTypeWhatIfResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
