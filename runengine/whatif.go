@@ -262,7 +262,8 @@ func (e *Engine) runWhatIf(tenant string, rec *jobRecord) error {
 	}
 }
 
-// endWhatIf completes the job; a cause, when set, is the job's error.
+// endWhatIf completes the job, and makes its report the process's latest
+// what-if; a cause, when set, is the job's error.
 func (e *Engine) endWhatIf(tenant string, rec *jobRecord, cause error) error {
 	if cause != nil {
 		rec.ErrorCount++
@@ -270,7 +271,42 @@ func (e *Engine) endWhatIf(tenant string, rec *jobRecord, cause error) error {
 	}
 	now := e.now()
 	rec.Status, rec.Total, rec.UpdatedAt, rec.CompletedAt = JobCompleted, rec.Done, now, &now
-	return e.commits.commitWait(e.ctx, &delta{apply: func(tx store.Txn) error { return e.putJob(tx, tenant, rec) }})
+	last := &WhatIfSummary{ProcessID: rec.WhatIf.ProcessID, JobID: rec.ID, Version: rec.WhatIf.Version,
+		Compared: rec.Result.Compared, AgreementRate: rec.Result.AgreementRate, CompletedAt: now}
+	return e.commits.commitWait(e.ctx, &delta{apply: func(tx store.Txn) error {
+		if err := e.putJob(tx, tenant, rec); err != nil {
+			return err
+		}
+		if cause != nil {
+			return nil
+		}
+		return latestWhatIfs.Put(tx, tenant, last)
+	}})
+}
+
+// WhatIfSummary is the outcome of a process's latest completed what-if.
+type WhatIfSummary struct {
+	ProcessID     string    `json:"process_id"`
+	JobID         string    `json:"job_id"`
+	Version       int       `json:"version"`
+	Compared      int       `json:"compared"`
+	AgreementRate *float64  `json:"agreement_rate"`
+	CompletedAt   time.Time `json:"completed_at"`
+}
+
+var latestWhatIfs = &store.Collection[WhatIfSummary]{
+	Name: "whatif-last",
+	ID:   func(w *WhatIfSummary) string { return w.ProcessID },
+}
+
+// LatestWhatIf returns the summary of the latest completed what-if of the
+// process, or nil when it has none (the autonomy ramp reads it).
+func LatestWhatIf(r store.Reader, tenant, processID string) (*WhatIfSummary, error) {
+	w, err := latestWhatIfs.Get(r, tenant, processID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return w, err
 }
 
 // humanAnswer is a person's decision at a step of a past run.

@@ -143,6 +143,14 @@ func TestWhatIfRaisedAmountCap(t *testing.T) {
 	if j.Done != 5 || j.Total != 5 || j.Status != runengine.JobCompleted {
 		t.Errorf("job progress = %d/%d %s", j.Done, j.Total, j.Status)
 	}
+	var last *runengine.WhatIfSummary
+	if err := b.st.View(ctx, func(r store.Reader) error {
+		var err error
+		last, err = runengine.LatestWhatIf(r, tenant, def.ID)
+		return err
+	}); err != nil || last == nil || last.JobID != job.ID || last.Version != 2 || *last.AgreementRate != 2.0/3 || last.Compared != 3 {
+		t.Errorf("latest what-if = %+v, %v", last, err)
+	}
 	if diff := cmp.Diff(before, snapshotEffects(t, b, mail, tap)); diff != "" {
 		t.Errorf("the what-if had side effects (-before +after):\n%s", diff)
 	}

@@ -1089,6 +1089,7 @@ type AutomationPatch struct {
 	Percent              *int     `json:"percent,omitempty"`
 	RampMinAgreement     *float32 `json:"ramp_min_agreement,omitempty"`
 	RampMinDecisions     *int     `json:"ramp_min_decisions,omitempty"`
+	RampMinWhatIf        *float32 `json:"ramp_min_what_if,omitempty"`
 	RollbackAgreement    *float32 `json:"rollback_agreement,omitempty"`
 	RollbackMinDecisions *int     `json:"rollback_min_decisions,omitempty"`
 	SamplePercent        *int     `json:"sample_percent,omitempty"`
@@ -3484,6 +3485,7 @@ type View struct {
 	ProcessId            *string    `json:"process_id"`
 	RampMinAgreement     float32    `json:"ramp_min_agreement"`
 	RampMinDecisions     int        `json:"ramp_min_decisions"`
+	RampMinWhatIf        *float32   `json:"ramp_min_what_if"`
 	RollbackAgreement    float32    `json:"rollback_agreement"`
 	RollbackMinDecisions int        `json:"rollback_min_decisions"`
 	SamplePercent        int        `json:"sample_percent"`
