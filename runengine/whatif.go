@@ -511,11 +511,17 @@ func (sh *shadow) answer(ctx context.Context, rc *replayCase, r *Run) string {
 		default:
 			return "the candidate asks a person at step " + st.Key + ", which the run never reached"
 		}
+		// Several approvers each vote; a rejection, or an edit (which
+		// starts the votes over), is one person's.
 		for i := range max(1, a.ApprovalsRequired) {
 			p.Actor = "what-if-" + strconv.Itoa(i+1)
 			if _, err := e.Decide(ctx, p); err != nil {
 				return "step " + st.Key + ": " + err.Error()
 			}
+			if !p.Approve {
+				break
+			}
+			p.Args = nil
 		}
 	case StepWaitingTask:
 		rc.mu.Lock()

@@ -191,3 +191,69 @@ func TestWhatIfBounds(t *testing.T) {
 		t.Errorf("another tenant's process: %v", err)
 	}
 }
+
+// TestWhatIfPeopleSteps replays a process whose runs a person's task and
+// two approvers decided: where the candidate asks people too, the
+// decisions are deferred and the replay answers as they did (both
+// approvers' votes, a rejection); where it acts alone, it is compared.
+func TestWhatIfPeopleSteps(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	steps := func(controls string) string {
+		return `[{"key":"check","type":"human_task","config":{"title":"Check"}},
+		{"key":"pay","type":"execute","capability":"test.echo","config":{"args":{"amount":5}},"controls":` + controls + `}]`
+	}
+	def := b.create(t, `{"type":"manual"}`, steps(`{"require_approval":true,"approvals_required":2}`))
+	ids := map[bool]string{}
+	for _, approve := range []bool{true, false} {
+		id := b.start(t, def.ID)
+		ids[approve] = id
+		r := b.waitRun(t, id, "waiting on the task", stepStatus("check", runengine.StepWaitingTask))
+		if _, err := b.eng.CompleteTask(ctx, runengine.CompleteTaskParams{Tenant: tenant, TaskID: *r.Steps[0].TaskID, Action: "complete", Actor: "usr_a"}); err != nil {
+			t.Fatal(err)
+		}
+		r = b.waitRun(t, id, "waiting on the approval", stepStatus("pay", runengine.StepWaitingApproval))
+		for _, who := range []string{"usr_b", "usr_c"}[:map[bool]int{true: 2, false: 1}[approve]] {
+			if _, err := b.eng.Decide(ctx, runengine.DecideParams{Tenant: tenant, ApprovalID: *r.Steps[1].ApprovalID, Approve: approve, Actor: who}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b.waitRun(t, id, "finished", func(r *runengine.Run) bool { return r.Finished() })
+	}
+	calls := len(b.prov.keys())
+	f := func(v float64) *float64 { return &v }
+	for _, c := range []struct {
+		name     string
+		controls string
+		want     *runengine.WhatIfReport
+	}{
+		{"asks as before", `{"require_approval":true,"approvals_required":2,"sla_hours":4}`, &runengine.WhatIfReport{
+			Version: 2, Runs: 2, Cases: 2, Deferred: 4,
+			Steps:       []runengine.WhatIfStep{{StepKey: "check", Deferred: 2}, {StepKey: "pay", Deferred: 2}},
+			Differences: []runengine.WhatIfDifference{}}},
+		{"pays alone", `{}`, &runengine.WhatIfReport{
+			Version: 3, Runs: 2, Cases: 2, Compared: 2, Agreed: 1, Deferred: 2, AgreementRate: f(0.5),
+			Steps: []runengine.WhatIfStep{{StepKey: "check", Deferred: 2}, {StepKey: "pay", Compared: 2, Agreed: 1, AgreementRate: f(0.5)}},
+			Differences: []runengine.WhatIfDifference{{RunID: ids[false], StepKey: "pay",
+				Human:     runengine.WhatIfAnswer{Decision: "rejected", Args: map[string]any{"amount": 5.0}},
+				Candidate: runengine.WhatIfAnswer{Decision: "executed", Args: map[string]any{"amount": 5.0}}}},
+			DifferenceCount: 1, Incomplete: 1}},
+	} {
+		in := mustIn(t, `{"name":"Test process","function":"finance","trigger":{"type":"manual"},"steps":`+steps(c.controls)+`}`)
+		if _, _, err := b.procs.Update(ctx, tenant, "usr_test", def.ID, process.ProcessPatch{Steps: in.Steps}); err != nil {
+			t.Fatal(err)
+		}
+		job, err := b.eng.WhatIf(ctx, tenant, runengine.WhatIfParams{ProcessID: def.ID}, "usr_analyst")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.want.ProcessID = def.ID
+		if diff := cmp.Diff(c.want, waitJob(t, b, job.ID).Result); diff != "" {
+			t.Errorf("%s: report (-want +got):\n%s", c.name, diff)
+		}
+	}
+	if n := len(b.prov.keys()); n != calls {
+		t.Errorf("the what-ifs made %d calls", n-calls)
+	}
+}
