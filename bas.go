@@ -432,6 +432,13 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		ProcessExists: func(ctx context.Context, tenant, id string) error {
 			_, err := ws.processes.Get(ctx, tenant, id)
 			return err
+		},
+		WhatIfAgreement: func(r store.Reader, tenant, processID string) (*float64, error) {
+			w, err := runengine.LatestWhatIf(r, tenant, processID)
+			if err != nil || w == nil {
+				return nil, err
+			}
+			return w.AgreementRate, nil
 		}})
 	ws.access.RegisterChangeKind(automation.ChangeKind, ws.automation.ApplyChangeTx,
 		access.DecidedWith(access.PermAutomationManage))

@@ -129,7 +129,7 @@ func TestAutomationAPI(t *testing.T) {
 	var ws automationOut
 	s.do(t, "GET", "/v1/automation", member, nil).want(t, http.StatusOK).decode(t, &ws)
 	if ws.Scope != "workspace" || ws.ProcessID != nil || ws.Percent != 0 || ws.MaxPercent != 50 || ws.SamplePercent != 10 ||
-		ws.RampMinDecisions != 20 || len(ws.Inherited) != 14 || ws.Agreement != nil {
+		ws.RampMinDecisions != 20 || len(ws.Inherited) != 15 || ws.Agreement != nil {
 		t.Errorf("defaults = %+v", ws)
 	}
 	s.do(t, "PATCH", "/v1/automation", member, `{"percent": 10}`).want(t, http.StatusForbidden)

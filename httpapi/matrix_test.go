@@ -213,6 +213,9 @@ var bodyField = map[string]string{
 	"POST /v1/process-runs/:id/rerun":                         "from_step",
 	"POST /v1/processes/:id/pause":                            "",
 	"POST /v1/processes/:id/resume":                           "",
+	"POST /v1/processes/:id/what-if":                          "limit",
+	"POST /v1/decisions/:name/what-if":                        "limit",
+	"POST /v1/docs/types/:id/what-if":                         "limit",
 	"PUT /v1/ai/connection":                                   "base_url",
 }
 

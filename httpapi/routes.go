@@ -10,6 +10,7 @@ func (h *Handler) registerRoutes() {
 	h.registerStartedRunsRoutes()
 	h.registerFilterRoutes()
 	h.registerRunControlRoutes()
+	h.registerWhatIfRoutes()
 	h.registerProcessRoutes()
 	h.registerAccessRoutes()
 	h.registerMailRoutes()

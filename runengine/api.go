@@ -334,6 +334,7 @@ func (e *Engine) GetRun(ctx context.Context, tenant, id string) (*Run, error) {
 	})
 	if out != nil {
 		out.Tenant = tenant
+		e.withWaitingReason(out)
 	}
 	return out, err
 }
@@ -366,6 +367,8 @@ func (e *Engine) ListRuns(ctx context.Context, tenant string, q RunQuery, p stor
 	kept := out[:0]
 	for _, r := range out {
 		if q.matches(r) {
+			r.Tenant = tenant
+			e.withWaitingReason(r)
 			kept = append(kept, r)
 		}
 	}

@@ -23,6 +23,9 @@ type delta struct {
 	// after runs once the batch holding the delta committed (err nil) or
 	// failed. It must not block.
 	after func(err error)
+	// tenant, when set, is whose change it is, for the fair share of
+	// commits (see commitShare).
+	tenant string
 }
 
 // committer is the group-commit pipeline: one goroutine drains every
@@ -64,6 +67,8 @@ type committer struct {
 
 	observe Observer // nil when none
 	fp      Failpoints
+
+	share commitShare // the tenants' fair share of commits
 }
 
 func newCommitter(st store.Store, maxBatch int, obs Observer, fp Failpoints) *committer {
@@ -171,6 +176,9 @@ func (c *committer) add(batch []*delta) {
 			i = j - 1
 			continue
 		}
+		if c.share.hold(d) {
+			continue
+		}
 		if c.open == nil {
 			tx, err := c.pipe.Begin(context.Background())
 			if err != nil {
@@ -197,6 +205,16 @@ func (c *committer) add(batch []*delta) {
 	}
 }
 
+// addAll applies batch to the open transaction, holding nothing back.
+func (c *committer) addAll(batch []*delta) {
+	for _, d := range batch {
+		t := d.tenant
+		d.tenant = ""
+		c.add([]*delta{d})
+		d.tenant = t
+	}
+}
+
 // launch commits the open transaction, nothing being in flight, and opens
 // the next before it, so the next need not wait for this commit.
 func (c *committer) launch() {
@@ -206,6 +224,9 @@ func (c *committer) launch() {
 	if err := c.writeCounters(tx, sums, false); err != nil {
 		tx.Discard()
 		c.commitSync(batch)
+		if held := c.share.launched(); held != nil {
+			c.add(held)
+		}
 		return
 	}
 	if err := c.fp.inGroupCommit(len(batch)); err != nil {
@@ -215,6 +236,9 @@ func (c *committer) launch() {
 			if d.after != nil {
 				d.after(err)
 			}
+		}
+		if held := c.share.launched(); held != nil {
+			c.add(held)
 		}
 		return
 	}
@@ -232,6 +256,9 @@ func (c *committer) launch() {
 			}
 		}
 	})
+	if held := c.share.launched(); held != nil {
+		c.add(held)
+	}
 }
 
 // land waits until the flying commit, if any, is durable.
@@ -245,6 +272,9 @@ func (c *committer) land() {
 // settle commits the open transaction and waits until nothing is in
 // flight, so that what follows sees every earlier delta.
 func (c *committer) settle() {
+	if held := c.share.takeHeld(); held != nil {
+		c.addAll(held)
+	}
 	c.land()
 	if len(c.openBatch) > 0 {
 		c.launch()

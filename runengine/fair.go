@@ -1,6 +1,7 @@
 package runengine
 
 import (
+	"strconv"
 	"sync"
 )
 
@@ -38,6 +39,8 @@ type admission struct {
 	mu                    sync.Mutex
 	tenants               map[string]*tenantSlots
 	procs                 map[procKey]int
+	// waiting says why each run with a queued call waits (see reason).
+	waiting map[string]string
 }
 
 type procKey struct{ tenant, process string }
@@ -48,15 +51,16 @@ type tenantSlots struct {
 }
 
 type queuedCall struct {
-	process string
-	run     func()
+	process, runID string
+	run            func()
 }
 
 func newAdmission(perTenant, perProcess int) *admission {
 	if perTenant <= 0 && perProcess <= 0 {
 		return nil
 	}
-	return &admission{perTenant: perTenant, perProcess: perProcess, tenants: map[string]*tenantSlots{}, procs: map[procKey]int{}}
+	return &admission{perTenant: perTenant, perProcess: perProcess, tenants: map[string]*tenantSlots{}, procs: map[procKey]int{},
+		waiting: map[string]string{}}
 }
 
 // room reports whether tenant and process have a free slot; a.mu is held.
@@ -66,8 +70,8 @@ func (a *admission) room(ts *tenantSlots, tenant, process string) bool {
 }
 
 // admit runs run now when there is room, else queues it; the caller calls
-// done(tenant, process) once the call ends.
-func (a *admission) admit(tenant, process, priority string, run func()) {
+// done(tenant, process) once the call ends. runID is the calling run's.
+func (a *admission) admit(tenant, process, priority, runID string, run func()) {
 	a.mu.Lock()
 	ts := a.tenants[tenant]
 	if ts == nil {
@@ -76,7 +80,8 @@ func (a *admission) admit(tenant, process, priority string, run func()) {
 	}
 	if !a.room(ts, tenant, process) {
 		r := priorityRank(priority)
-		ts.queue[r] = append(ts.queue[r], &queuedCall{process: process, run: run})
+		ts.queue[r] = append(ts.queue[r], &queuedCall{process: process, runID: runID, run: run})
+		a.waiting[cacheKey(tenant, runID)] = a.blocker(ts, tenant, process)
 		a.mu.Unlock()
 		return
 	}
@@ -119,12 +124,40 @@ func (a *admission) done(tenant, process string) {
 	}
 	if next != nil {
 		a.take(ts, tenant, next.process)
+		delete(a.waiting, cacheKey(tenant, next.runID))
 	} else if ts.inflight == 0 && len(ts.queue[0])+len(ts.queue[1])+len(ts.queue[2]) == 0 {
 		delete(a.tenants, tenant)
 	}
 	a.mu.Unlock()
 	if next != nil {
 		next.run()
+	}
+}
+
+// blocker says which cap keeps a call of tenant and process from going
+// out; a.mu is held.
+func (a *admission) blocker(ts *tenantSlots, tenant, process string) string {
+	if a.perTenant > 0 && ts.inflight >= a.perTenant {
+		return "call cap of the tenant: " + strconv.Itoa(a.perTenant) + " calls in flight"
+	}
+	return "call cap of process " + process + ": " + strconv.Itoa(a.perProcess) + " calls in flight"
+}
+
+// reason says why the run's call waits for a slot, or "" when it does not.
+func (a *admission) reason(tenant, runID string) string {
+	if a == nil {
+		return ""
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.waiting[cacheKey(tenant, runID)]
+}
+
+// withWaitingReason sets the waiting reason of a run whose call waits for a
+// slot: such a run is running, and the reason is memory only, as the queue is.
+func (e *Engine) withWaitingReason(r *Run) {
+	if e.admission != nil && r.WaitingReason == "" && r.Status == RunRunning {
+		r.WaitingReason = e.admission.reason(r.Tenant, r.ID)
 	}
 }
 

@@ -13,15 +13,17 @@ import (
 
 // BenchmarkFairness measures one tenant's run latency (a chain of three
 // calls, one run at a time, start to end) alone, while another tenant
-// floods the engine with 64 concurrent starters, and the same with the
-// flooder capped at 8 calls in flight (MaxCallsPerTenant). It reports the
+// floods the engine with 64 concurrent starters, the same with the
+// flooder capped at 8 calls in flight (MaxCallsPerTenant), and with 1024
+// starters (a backlog in every worker's queue). It reports the
 // measured tenant's p50 and p99 in milliseconds.
 func BenchmarkFairness(b *testing.B) {
 	for _, c := range []struct {
-		name  string
-		flood bool
-		cap   int
-	}{{"alone", false, 0}, {"flooded", true, 0}, {"flooded-capped", true, 8}} {
+		name     string
+		flood    bool
+		cap      int
+		starters int
+	}{{"alone", false, 0, 0}, {"flooded", true, 0, 64}, {"flooded-capped", true, 8, 64}, {"flooded-wide", true, 0, 1024}} {
 		b.Run(c.name, func(b *testing.B) {
 			be := newBenchEngineWith(b, func(cfg *runengine.Config) { cfg.MaxCallsPerTenant = c.cap })
 			pid := be.process(b, 3)
@@ -39,7 +41,7 @@ func BenchmarkFairness(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
 			if c.flood {
-				for range 64 {
+				for range c.starters {
 					wg.Go(func() {
 						for ctx.Err() == nil {
 							_, _ = be.eng.Start(ctx, runengine.StartParams{Tenant: "ten_flood", ProcessID: flood.ID,

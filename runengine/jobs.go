@@ -70,11 +70,15 @@ type Job struct {
 	ErrorCount int        `json:"error_count"`
 	// Results are the runs a retry started, by the run retried (the first
 	// MaxJobErrors of them).
-	Results     []JobResult `json:"results,omitempty"`
-	CreatedBy   string      `json:"created_by,omitempty"`
-	CreatedAt   time.Time   `json:"created_at"`
-	UpdatedAt   time.Time   `json:"updated_at"`
-	CompletedAt *time.Time  `json:"completed_at"`
+	Results []JobResult `json:"results,omitempty"`
+	// WhatIf and Result are a what-if job's parameters and agreement
+	// report (see Engine.WhatIf); nil for a bulk job.
+	WhatIf      *WhatIfParams `json:"what_if,omitempty"`
+	Result      *WhatIfReport `json:"result,omitempty"`
+	CreatedBy   string        `json:"created_by,omitempty"`
+	CreatedAt   time.Time     `json:"created_at"`
+	UpdatedAt   time.Time     `json:"updated_at"`
+	CompletedAt *time.Time    `json:"completed_at"`
 }
 
 // JobResult is a run a job's action started.
@@ -220,7 +224,7 @@ func (e *Engine) runJob(tenant, id string) error {
 		var next string
 		err := e.st.View(e.ctx, func(r store.Reader) error {
 			var err error
-			if rec, err = jobs.Get(r, tenant, id); err != nil || rec.Status != JobRunning {
+			if rec, err = jobs.Get(r, tenant, id); err != nil || rec.Status != JobRunning || rec.Type == JobWhatIf {
 				return err
 			}
 			page, next, err = jobCandidates(r, tenant, rec.Filter, store.Page{Limit: jobPage, Cursor: rec.Cursor, Forward: true})
@@ -228,6 +232,9 @@ func (e *Engine) runJob(tenant, id string) error {
 		})
 		if err != nil || rec.Status != JobRunning {
 			return err
+		}
+		if rec.Type == JobWhatIf {
+			return e.runWhatIf(tenant, rec)
 		}
 		q := rec.Filter.query()
 		type outcome struct {

@@ -168,7 +168,8 @@ func (x *exec) approval(id string) (*Approval, error) {
 type worker struct {
 	e      *Engine
 	mu     sync.Mutex
-	q      []*command
+	q      fairQueue // commands by tenant (see fairQueue)
+	batch  []*command
 	quit   bool
 	signal chan struct{}
 	cache  map[string]*entry
@@ -189,7 +190,7 @@ func (w *worker) send(c *command) {
 		}
 		return
 	}
-	w.q = append(w.q, c)
+	w.q.push(c)
 	w.mu.Unlock()
 	select {
 	case w.signal <- struct{}{}:
@@ -211,8 +212,10 @@ func (w *worker) loop() {
 	for range w.signal {
 		for {
 			w.mu.Lock()
-			batch, quit := w.q, w.quit
-			w.q = nil
+			batch, quit := w.q.round(w.batch[:0]), w.quit
+			for quit && len(w.q.active) > 0 {
+				batch = w.q.round(batch)
+			}
 			w.mu.Unlock()
 			if quit {
 				for _, c := range batch {
@@ -237,6 +240,8 @@ func (w *worker) loop() {
 					w.sweep() // bound memory on a long batch (recovery)
 				}
 			}
+			clear(batch)
+			w.batch = batch[:0]
 			w.sweep()
 		}
 	}
@@ -597,6 +602,7 @@ func (w *worker) flush(en *entry) {
 		},
 		counters: fx.counters,
 		reads:    fx.reads,
+		tenant:   tenant,
 		after: func(err error) {
 			en.pending.Add(-1)
 			if err != nil {
@@ -676,7 +682,7 @@ func (w *worker) issueCalls(calls []*pendingCall) {
 			})
 			continue
 		}
-		adm.admit(pc.tenant, pc.process, pc.priority, func() {
+		adm.admit(pc.tenant, pc.process, pc.priority, pc.runID, func() {
 			w.e.goCall(func() {
 				res := pc.do()
 				w.e.cfg.Failpoints.afterCall(pc.tenant, pc.runID, pc.token)

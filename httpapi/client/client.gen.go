@@ -534,6 +534,72 @@ func (e DocsFeedbackInResultsVerdict) Valid() bool {
 	}
 }
 
+// Defines values for DocsWhatIfInFieldsType.
+const (
+	DocsWhatIfInFieldsTypeDate   DocsWhatIfInFieldsType = "date"
+	DocsWhatIfInFieldsTypeEmail  DocsWhatIfInFieldsType = "email"
+	DocsWhatIfInFieldsTypeEnum   DocsWhatIfInFieldsType = "enum"
+	DocsWhatIfInFieldsTypeMoney  DocsWhatIfInFieldsType = "money"
+	DocsWhatIfInFieldsTypeNumber DocsWhatIfInFieldsType = "number"
+	DocsWhatIfInFieldsTypeText   DocsWhatIfInFieldsType = "text"
+)
+
+// Valid indicates whether the value is a known member of the DocsWhatIfInFieldsType enum.
+func (e DocsWhatIfInFieldsType) Valid() bool {
+	switch e {
+	case DocsWhatIfInFieldsTypeDate:
+		return true
+	case DocsWhatIfInFieldsTypeEmail:
+		return true
+	case DocsWhatIfInFieldsTypeEnum:
+		return true
+	case DocsWhatIfInFieldsTypeMoney:
+		return true
+	case DocsWhatIfInFieldsTypeNumber:
+		return true
+	case DocsWhatIfInFieldsTypeText:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DocsWhatIfInWorkflowOnError.
+const (
+	DocsWhatIfInWorkflowOnErrorReject DocsWhatIfInWorkflowOnError = "reject"
+	DocsWhatIfInWorkflowOnErrorReview DocsWhatIfInWorkflowOnError = "review"
+)
+
+// Valid indicates whether the value is a known member of the DocsWhatIfInWorkflowOnError enum.
+func (e DocsWhatIfInWorkflowOnError) Valid() bool {
+	switch e {
+	case DocsWhatIfInWorkflowOnErrorReject:
+		return true
+	case DocsWhatIfInWorkflowOnErrorReview:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DocsWhatIfInWorkflowOnWarning.
+const (
+	DocsWhatIfInWorkflowOnWarningAccept DocsWhatIfInWorkflowOnWarning = "accept"
+	DocsWhatIfInWorkflowOnWarningReview DocsWhatIfInWorkflowOnWarning = "review"
+)
+
+// Valid indicates whether the value is a known member of the DocsWhatIfInWorkflowOnWarning enum.
+func (e DocsWhatIfInWorkflowOnWarning) Valid() bool {
+	switch e {
+	case DocsWhatIfInWorkflowOnWarningAccept:
+		return true
+	case DocsWhatIfInWorkflowOnWarningReview:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for InstallOutInstalledTriggerType.
 const (
 	InstallOutInstalledTriggerTypeEvent    InstallOutInstalledTriggerType = "event"
@@ -1076,6 +1142,7 @@ type AutomationPatch struct {
 	Percent              *int     `json:"percent,omitempty"`
 	RampMinAgreement     *float32 `json:"ramp_min_agreement,omitempty"`
 	RampMinDecisions     *int     `json:"ramp_min_decisions,omitempty"`
+	RampMinWhatIf        *float32 `json:"ramp_min_what_if,omitempty"`
 	RollbackAgreement    *float32 `json:"rollback_agreement,omitempty"`
 	RollbackMinDecisions *int     `json:"rollback_min_decisions,omitempty"`
 	SamplePercent        *int     `json:"sample_percent,omitempty"`
@@ -1678,6 +1745,47 @@ type DecisionsFeedbackIn struct {
 // DecisionsFeedbackInResultsVerdict defines model for DecisionsFeedbackIn.Results.Verdict.
 type DecisionsFeedbackInResultsVerdict string
 
+// DecisionsWhatIfIn defines model for DecisionsWhatIfIn.
+type DecisionsWhatIfIn struct {
+	Limit      *int       `json:"limit,omitempty"`
+	Since      *time.Time `json:"since,omitempty"`
+	Thresholds struct {
+		Auto    *float32 `json:"auto,omitempty"`
+		Suggest *float32 `json:"suggest,omitempty"`
+	} `json:"thresholds"`
+}
+
+// DecisionsWhatIfReport defines model for DecisionsWhatIfReport.
+type DecisionsWhatIfReport struct {
+	Agreed          int             `json:"agreed"`
+	AgreementRate   *float32        `json:"agreement_rate"`
+	Cases           int             `json:"cases"`
+	Compared        int             `json:"compared"`
+	CurrentModes    *map[string]int `json:"current_modes"`
+	Decision        string          `json:"decision"`
+	DifferenceCount int             `json:"difference_count"`
+	Differences     *[]struct {
+		CaseId         string      `json:"case_id"`
+		Confidence     float32     `json:"confidence"`
+		Mode           string      `json:"mode"`
+		Outcome        interface{} `json:"outcome"`
+		ProposedOutput interface{} `json:"proposed_output"`
+		RuleId         string      `json:"rule_id"`
+		Status         string      `json:"status"`
+	} `json:"differences"`
+	Modes *map[string]int `json:"modes"`
+	Rules *[]struct {
+		Agreed        int      `json:"agreed"`
+		AgreementRate *float32 `json:"agreement_rate"`
+		Compared      int      `json:"compared"`
+		RuleId        string   `json:"rule_id"`
+	} `json:"rules"`
+	Thresholds struct {
+		Auto    *float32 `json:"auto,omitempty"`
+		Suggest *float32 `json:"suggest,omitempty"`
+	} `json:"thresholds"`
+}
+
 // Definition defines model for Definition.
 type Definition struct {
 	Archived    bool               `json:"archived"`
@@ -1924,6 +2032,69 @@ type DocsRejectIn struct {
 	Note string `json:"note"`
 }
 
+// DocsWhatIfIn defines model for DocsWhatIfIn.
+type DocsWhatIfIn struct {
+	Fields *[]struct {
+		Extract *struct {
+			Aliases *[]string `json:"aliases,omitempty"`
+			Group   *int      `json:"group,omitempty"`
+			Label   *string   `json:"label,omitempty"`
+			Method  *string   `json:"method,omitempty"`
+			Pattern *string   `json:"pattern,omitempty"`
+		} `json:"extract,omitempty"`
+		Key      string                  `json:"key"`
+		Label    string                  `json:"label"`
+		Options  *[]string               `json:"options,omitempty"`
+		Repeat   *bool                   `json:"repeat,omitempty"`
+		Required *bool                   `json:"required,omitempty"`
+		Type     *DocsWhatIfInFieldsType `json:"type,omitempty"`
+	} `json:"fields,omitempty"`
+	Limit    *int       `json:"limit,omitempty"`
+	Since    *time.Time `json:"since,omitempty"`
+	Workflow *struct {
+		AutoApprove   *bool                          `json:"auto_approve,omitempty"`
+		OnError       *DocsWhatIfInWorkflowOnError   `json:"on_error,omitempty"`
+		OnWarning     *DocsWhatIfInWorkflowOnWarning `json:"on_warning,omitempty"`
+		Queue         *string                        `json:"queue,omitempty"`
+		ReviewSlaDays *int                           `json:"review_sla_days,omitempty"`
+	} `json:"workflow,omitempty"`
+}
+
+// DocsWhatIfInFieldsType defines model for DocsWhatIfIn.Fields.Type.
+type DocsWhatIfInFieldsType string
+
+// DocsWhatIfInWorkflowOnError defines model for DocsWhatIfIn.Workflow.OnError.
+type DocsWhatIfInWorkflowOnError string
+
+// DocsWhatIfInWorkflowOnWarning defines model for DocsWhatIfIn.Workflow.OnWarning.
+type DocsWhatIfInWorkflowOnWarning string
+
+// DocsWhatIfReport defines model for DocsWhatIfReport.
+type DocsWhatIfReport struct {
+	Agreed          int      `json:"agreed"`
+	AgreementRate   *float32 `json:"agreement_rate"`
+	Cases           int      `json:"cases"`
+	Compared        int      `json:"compared"`
+	DifferenceCount int      `json:"difference_count"`
+	Differences     *[]struct {
+		Candidate  string    `json:"candidate"`
+		DocumentId string    `json:"document_id"`
+		Human      string    `json:"human"`
+		Issues     *[]string `json:"issues"`
+		Title      string    `json:"title"`
+	} `json:"differences"`
+	Documents int             `json:"documents"`
+	Outcomes  *map[string]int `json:"outcomes"`
+	Rules     *[]struct {
+		Agreed        int      `json:"agreed"`
+		AgreementRate *float32 `json:"agreement_rate"`
+		Flagged       int      `json:"flagged"`
+		RuleId        string   `json:"rule_id"`
+		Severity      string   `json:"severity"`
+	} `json:"rules"`
+	TypeId string `json:"type_id"`
+}
+
 // Document defines model for Document.
 type Document struct {
 	Actions     *[]Action              `json:"actions"`
@@ -2129,6 +2300,13 @@ type HttpapiApproveIn struct {
 type HttpapiRejectIn struct {
 	Digest *string `json:"digest,omitempty"`
 	Reason *string `json:"reason,omitempty"`
+}
+
+// HttpapiWhatIfIn defines model for HttpapiWhatIfIn.
+type HttpapiWhatIfIn struct {
+	Limit   *int       `json:"limit,omitempty"`
+	Since   *time.Time `json:"since,omitempty"`
+	Version *int       `json:"version,omitempty"`
 }
 
 // In defines model for In.
@@ -2385,7 +2563,45 @@ type Job struct {
 		Search    *map[string]string `json:"search,omitempty"`
 		Status    *string            `json:"status,omitempty"`
 	} `json:"filter"`
-	Id      string `json:"id"`
+	Id     string `json:"id"`
+	Result *struct {
+		Agreed          int      `json:"agreed"`
+		AgreementRate   *float32 `json:"agreement_rate"`
+		Cases           int      `json:"cases"`
+		Compared        int      `json:"compared"`
+		Deferred        int      `json:"deferred"`
+		DifferenceCount int      `json:"difference_count"`
+		Differences     *[]struct {
+			Candidate struct {
+				Action   *string                 `json:"action,omitempty"`
+				Args     *map[string]interface{} `json:"args,omitempty"`
+				Decision string                  `json:"decision"`
+				Note     *string                 `json:"note,omitempty"`
+				Output   interface{}             `json:"output,omitempty"`
+			} `json:"candidate"`
+			Human struct {
+				Action   *string                 `json:"action,omitempty"`
+				Args     *map[string]interface{} `json:"args,omitempty"`
+				Decision string                  `json:"decision"`
+				Note     *string                 `json:"note,omitempty"`
+				Output   interface{}             `json:"output,omitempty"`
+			} `json:"human"`
+			RunId   string `json:"run_id"`
+			StepKey string `json:"step_key"`
+		} `json:"differences"`
+		Incomplete      int    `json:"incomplete"`
+		ProcessId       string `json:"process_id"`
+		Runs            int    `json:"runs"`
+		SendsSuppressed int    `json:"sends_suppressed"`
+		Steps           *[]struct {
+			Agreed        int      `json:"agreed"`
+			AgreementRate *float32 `json:"agreement_rate"`
+			Compared      int      `json:"compared"`
+			Deferred      int      `json:"deferred"`
+			StepKey       string   `json:"step_key"`
+		} `json:"steps"`
+		Version int `json:"version"`
+	} `json:"result,omitempty"`
 	Results *[]struct {
 		NewRunId string `json:"new_run_id"`
 		RunId    string `json:"run_id"`
@@ -2394,6 +2610,12 @@ type Job struct {
 	Total     int       `json:"total"`
 	Type      string    `json:"type"`
 	UpdatedAt time.Time `json:"updated_at"`
+	WhatIf    *struct {
+		Limit     int        `json:"limit"`
+		ProcessId string     `json:"process_id"`
+		Since     *time.Time `json:"since,omitempty"`
+		Version   int        `json:"version"`
+	} `json:"what_if,omitempty"`
 }
 
 // JobOut defines model for JobOut.
@@ -2418,7 +2640,45 @@ type JobOut struct {
 			Search    *map[string]string `json:"search,omitempty"`
 			Status    *string            `json:"status,omitempty"`
 		} `json:"filter"`
-		Id      string `json:"id"`
+		Id     string `json:"id"`
+		Result *struct {
+			Agreed          int      `json:"agreed"`
+			AgreementRate   *float32 `json:"agreement_rate"`
+			Cases           int      `json:"cases"`
+			Compared        int      `json:"compared"`
+			Deferred        int      `json:"deferred"`
+			DifferenceCount int      `json:"difference_count"`
+			Differences     *[]struct {
+				Candidate struct {
+					Action   *string                 `json:"action,omitempty"`
+					Args     *map[string]interface{} `json:"args,omitempty"`
+					Decision string                  `json:"decision"`
+					Note     *string                 `json:"note,omitempty"`
+					Output   interface{}             `json:"output,omitempty"`
+				} `json:"candidate"`
+				Human struct {
+					Action   *string                 `json:"action,omitempty"`
+					Args     *map[string]interface{} `json:"args,omitempty"`
+					Decision string                  `json:"decision"`
+					Note     *string                 `json:"note,omitempty"`
+					Output   interface{}             `json:"output,omitempty"`
+				} `json:"human"`
+				RunId   string `json:"run_id"`
+				StepKey string `json:"step_key"`
+			} `json:"differences"`
+			Incomplete      int    `json:"incomplete"`
+			ProcessId       string `json:"process_id"`
+			Runs            int    `json:"runs"`
+			SendsSuppressed int    `json:"sends_suppressed"`
+			Steps           *[]struct {
+				Agreed        int      `json:"agreed"`
+				AgreementRate *float32 `json:"agreement_rate"`
+				Compared      int      `json:"compared"`
+				Deferred      int      `json:"deferred"`
+				StepKey       string   `json:"step_key"`
+			} `json:"steps"`
+			Version int `json:"version"`
+		} `json:"result,omitempty"`
 		Results *[]struct {
 			NewRunId string `json:"new_run_id"`
 			RunId    string `json:"run_id"`
@@ -2427,6 +2687,12 @@ type JobOut struct {
 		Total     int       `json:"total"`
 		Type      string    `json:"type"`
 		UpdatedAt time.Time `json:"updated_at"`
+		WhatIf    *struct {
+			Limit     int        `json:"limit"`
+			ProcessId string     `json:"process_id"`
+			Since     *time.Time `json:"since,omitempty"`
+			Version   int        `json:"version"`
+		} `json:"what_if,omitempty"`
 	} `json:"job"`
 }
 
@@ -2685,7 +2951,45 @@ type ProcessPause struct {
 			Search    *map[string]string `json:"search,omitempty"`
 			Status    *string            `json:"status,omitempty"`
 		} `json:"filter"`
-		Id      string `json:"id"`
+		Id     string `json:"id"`
+		Result *struct {
+			Agreed          int      `json:"agreed"`
+			AgreementRate   *float32 `json:"agreement_rate"`
+			Cases           int      `json:"cases"`
+			Compared        int      `json:"compared"`
+			Deferred        int      `json:"deferred"`
+			DifferenceCount int      `json:"difference_count"`
+			Differences     *[]struct {
+				Candidate struct {
+					Action   *string                 `json:"action,omitempty"`
+					Args     *map[string]interface{} `json:"args,omitempty"`
+					Decision string                  `json:"decision"`
+					Note     *string                 `json:"note,omitempty"`
+					Output   interface{}             `json:"output,omitempty"`
+				} `json:"candidate"`
+				Human struct {
+					Action   *string                 `json:"action,omitempty"`
+					Args     *map[string]interface{} `json:"args,omitempty"`
+					Decision string                  `json:"decision"`
+					Note     *string                 `json:"note,omitempty"`
+					Output   interface{}             `json:"output,omitempty"`
+				} `json:"human"`
+				RunId   string `json:"run_id"`
+				StepKey string `json:"step_key"`
+			} `json:"differences"`
+			Incomplete      int    `json:"incomplete"`
+			ProcessId       string `json:"process_id"`
+			Runs            int    `json:"runs"`
+			SendsSuppressed int    `json:"sends_suppressed"`
+			Steps           *[]struct {
+				Agreed        int      `json:"agreed"`
+				AgreementRate *float32 `json:"agreement_rate"`
+				Compared      int      `json:"compared"`
+				Deferred      int      `json:"deferred"`
+				StepKey       string   `json:"step_key"`
+			} `json:"steps"`
+			Version int `json:"version"`
+		} `json:"result,omitempty"`
 		Results *[]struct {
 			NewRunId string `json:"new_run_id"`
 			RunId    string `json:"run_id"`
@@ -2694,6 +2998,12 @@ type ProcessPause struct {
 		Total     int       `json:"total"`
 		Type      string    `json:"type"`
 		UpdatedAt time.Time `json:"updated_at"`
+		WhatIf    *struct {
+			Limit     int        `json:"limit"`
+			ProcessId string     `json:"process_id"`
+			Since     *time.Time `json:"since,omitempty"`
+			Version   int        `json:"version"`
+		} `json:"what_if,omitempty"`
 	} `json:"job"`
 	Paused    bool       `json:"paused"`
 	PausedAt  *time.Time `json:"paused_at"`
@@ -3256,6 +3566,7 @@ type View struct {
 	ProcessId            *string    `json:"process_id"`
 	RampMinAgreement     float32    `json:"ramp_min_agreement"`
 	RampMinDecisions     int        `json:"ramp_min_decisions"`
+	RampMinWhatIf        *float32   `json:"ramp_min_what_if"`
 	RollbackAgreement    float32    `json:"rollback_agreement"`
 	RollbackMinDecisions int        `json:"rollback_min_decisions"`
 	SamplePercent        int        `json:"sample_percent"`
@@ -3684,6 +3995,12 @@ type DecisionOutcomeParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// DecisionWhatIfParams defines parameters for DecisionWhatIf.
+type DecisionWhatIfParams struct {
+	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // DocumentsListParams defines parameters for DocumentsList.
 type DocumentsListParams struct {
 	// Limit Page size, 1 to 200 (default 50).
@@ -3769,6 +4086,12 @@ type DocTypeCreateParams struct {
 
 // DocTypeFromTemplateParams defines parameters for DocTypeFromTemplate.
 type DocTypeFromTemplateParams struct {
+	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DocTypeWhatIfParams defines parameters for DocTypeWhatIf.
+type DocTypeWhatIfParams struct {
 	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
@@ -4016,6 +4339,12 @@ type ProcessVersionsParams struct {
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// WhatIfParams defines parameters for WhatIf.
+type WhatIfParams struct {
+	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // StreamParams defines parameters for Stream.
 type StreamParams struct {
 	Names *string `form:"names,omitempty" json:"names,omitempty"`
@@ -4209,6 +4538,9 @@ type DecisionFeedbackJSONRequestBody = DecisionsFeedbackIn
 // DecisionOutcomeJSONRequestBody defines body for DecisionOutcome for application/json ContentType.
 type DecisionOutcomeJSONRequestBody = OutcomeIn
 
+// DecisionWhatIfJSONRequestBody defines body for DecisionWhatIf for application/json ContentType.
+type DecisionWhatIfJSONRequestBody = DecisionsWhatIfIn
+
 // DocumentUploadMultipartRequestBody defines body for DocumentUpload for multipart/form-data ContentType.
 type DocumentUploadMultipartRequestBody DocumentUploadMultipartBody
 
@@ -4238,6 +4570,9 @@ type DocTypeFromTemplateJSONRequestBody = DraftIn
 
 // DocTypeUpdateJSONRequestBody defines body for DocTypeUpdate for application/json ContentType.
 type DocTypeUpdateJSONRequestBody = DocTypePatch
+
+// DocTypeWhatIfJSONRequestBody defines body for DocTypeWhatIf for application/json ContentType.
+type DocTypeWhatIfJSONRequestBody = DocsWhatIfIn
 
 // EventEmitJSONRequestBody defines body for EventEmit for application/json ContentType.
 type EventEmitJSONRequestBody = EventIn
@@ -4304,6 +4639,9 @@ type ProcessAutomationPatchJSONRequestBody = AutomationPatch
 
 // RunStartJSONRequestBody defines body for RunStart for application/json ContentType.
 type RunStartJSONRequestBody = StartIn
+
+// WhatIfJSONRequestBody defines body for WhatIf for application/json ContentType.
+type WhatIfJSONRequestBody = HttpapiWhatIfIn
 
 // TaskAssignJSONRequestBody defines body for TaskAssign for application/json ContentType.
 type TaskAssignJSONRequestBody = AssignIn
@@ -5459,6 +5797,24 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/decisions/{name}/outcomes (the `DecisionOutcome` operationId).
 	DecisionOutcome(ctx context.Context, name string, params *DecisionOutcomeParams, body DecisionOutcomeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DecisionWhatIfWithBody Decision what if
+	//
+	// Needs the permission automation.manage.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/decisions/{name}/what-if (the `DecisionWhatIf` operationId).
+	DecisionWhatIfWithBody(ctx context.Context, name string, params *DecisionWhatIfParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DecisionWhatIf Decision what if
+	//
+	// Needs the permission automation.manage.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/decisions/{name}/what-if (the `DecisionWhatIf` operationId).
+	DecisionWhatIf(ctx context.Context, name string, params *DecisionWhatIfParams, body DecisionWhatIfJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DocumentsList Documents list
 	//
 	// Needs the permission docs.read.
@@ -5676,6 +6032,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/docs/types/{id}/agreement (the `DocTypeAgreement` operationId).
 	DocTypeAgreement(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DocTypeWhatIfWithBody Doc type what if
+	//
+	// Needs the permission docs.write.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/docs/types/{id}/what-if (the `DocTypeWhatIf` operationId).
+	DocTypeWhatIfWithBody(ctx context.Context, id string, params *DocTypeWhatIfParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DocTypeWhatIf Doc type what if
+	//
+	// Needs the permission docs.write.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/docs/types/{id}/what-if (the `DocTypeWhatIf` operationId).
+	DocTypeWhatIf(ctx context.Context, id string, params *DocTypeWhatIfParams, body DocTypeWhatIfJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// EventEmitWithBody Event emit
 	//
@@ -6328,6 +6702,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/processes/{id}/versions (the `ProcessVersions` operationId).
 	ProcessVersions(ctx context.Context, id string, params *ProcessVersionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WhatIfWithBody What if
+	//
+	// Needs the permission processes.manage.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/processes/{id}/what-if (the `WhatIf` operationId).
+	WhatIfWithBody(ctx context.Context, id string, params *WhatIfParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WhatIf What if
+	//
+	// Needs the permission processes.manage.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/processes/{id}/what-if (the `WhatIf` operationId).
+	WhatIf(ctx context.Context, id string, params *WhatIfParams, body WhatIfJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Stream Stream
 	//
@@ -8984,6 +9376,44 @@ func (c *Client) DecisionOutcome(ctx context.Context, name string, params *Decis
 	return c.Client.Do(req)
 }
 
+// DecisionWhatIfWithBody Decision what if
+//
+// Needs the permission automation.manage.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/decisions/{name}/what-if (the `DecisionWhatIf` operationId).
+func (c *Client) DecisionWhatIfWithBody(ctx context.Context, name string, params *DecisionWhatIfParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDecisionWhatIfRequestWithBody(c.Server, name, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DecisionWhatIf Decision what if
+//
+// Needs the permission automation.manage.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/decisions/{name}/what-if (the `DecisionWhatIf` operationId).
+func (c *Client) DecisionWhatIf(ctx context.Context, name string, params *DecisionWhatIfParams, body DecisionWhatIfJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDecisionWhatIfRequest(c.Server, name, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // DocumentsList Documents list
 //
 // Needs the permission docs.read.
@@ -9452,6 +9882,44 @@ func (c *Client) DocTypeUpdate(ctx context.Context, id string, body DocTypeUpdat
 // Corresponds with GET /v1/docs/types/{id}/agreement (the `DocTypeAgreement` operationId).
 func (c *Client) DocTypeAgreement(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocTypeAgreementRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DocTypeWhatIfWithBody Doc type what if
+//
+// Needs the permission docs.write.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/docs/types/{id}/what-if (the `DocTypeWhatIf` operationId).
+func (c *Client) DocTypeWhatIfWithBody(ctx context.Context, id string, params *DocTypeWhatIfParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDocTypeWhatIfRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DocTypeWhatIf Doc type what if
+//
+// Needs the permission docs.write.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/docs/types/{id}/what-if (the `DocTypeWhatIf` operationId).
+func (c *Client) DocTypeWhatIf(ctx context.Context, id string, params *DocTypeWhatIfParams, body DocTypeWhatIfJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDocTypeWhatIfRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -10924,6 +11392,44 @@ func (c *Client) RunStart(ctx context.Context, id string, params *RunStartParams
 // Corresponds with GET /v1/processes/{id}/versions (the `ProcessVersions` operationId).
 func (c *Client) ProcessVersions(ctx context.Context, id string, params *ProcessVersionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewProcessVersionsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WhatIfWithBody What if
+//
+// Needs the permission processes.manage.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/processes/{id}/what-if (the `WhatIf` operationId).
+func (c *Client) WhatIfWithBody(ctx context.Context, id string, params *WhatIfParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWhatIfRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WhatIf What if
+//
+// Needs the permission processes.manage.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/processes/{id}/what-if (the `WhatIf` operationId).
+func (c *Client) WhatIf(ctx context.Context, id string, params *WhatIfParams, body WhatIfJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWhatIfRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -16616,6 +17122,68 @@ func NewDecisionOutcomeRequestWithBody(server string, name string, params *Decis
 	return req, nil
 }
 
+// NewDecisionWhatIfRequest calls the generic DecisionWhatIf builder with application/json body
+func NewDecisionWhatIfRequest(server string, name string, params *DecisionWhatIfParams, body DecisionWhatIfJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDecisionWhatIfRequestWithBody(server, name, params, "application/json", bodyReader)
+}
+
+// NewDecisionWhatIfRequestWithBody constructs an http.Request for the DecisionWhatIf method, with any body, and a specified content type
+func NewDecisionWhatIfRequestWithBody(server string, name string, params *DecisionWhatIfParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/decisions/%s/what-if", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewDocumentsListRequest constructs an http.Request for the DocumentsList method
 func NewDocumentsListRequest(server string, params *DocumentsListParams) (*http.Request, error) {
 	var err error
@@ -17550,6 +18118,68 @@ func NewDocTypeAgreementRequest(server string, id string) (*http.Request, error)
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDocTypeWhatIfRequest calls the generic DocTypeWhatIf builder with application/json body
+func NewDocTypeWhatIfRequest(server string, id string, params *DocTypeWhatIfParams, body DocTypeWhatIfJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDocTypeWhatIfRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewDocTypeWhatIfRequestWithBody constructs an http.Request for the DocTypeWhatIf method, with any body, and a specified content type
+func NewDocTypeWhatIfRequestWithBody(server string, id string, params *DocTypeWhatIfParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/docs/types/%s/what-if", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -20605,6 +21235,68 @@ func NewProcessVersionsRequest(server string, id string, params *ProcessVersions
 	return req, nil
 }
 
+// NewWhatIfRequest calls the generic WhatIf builder with application/json body
+func NewWhatIfRequest(server string, id string, params *WhatIfParams, body WhatIfJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWhatIfRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewWhatIfRequestWithBody constructs an http.Request for the WhatIf method, with any body, and a specified content type
+func NewWhatIfRequestWithBody(server string, id string, params *WhatIfParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/processes/%s/what-if", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewStreamRequest constructs an http.Request for the Stream method
 func NewStreamRequest(server string, params *StreamParams) (*http.Request, error) {
 	var err error
@@ -23015,6 +23707,24 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/decisions/{name}/outcomes (the `DecisionOutcome` operationId).
 	DecisionOutcomeWithResponse(ctx context.Context, name string, params *DecisionOutcomeParams, body DecisionOutcomeJSONRequestBody, reqEditors ...RequestEditorFn) (*DecisionOutcomeResponse, error)
 
+	// DecisionWhatIfWithBodyWithResponse Decision what if
+	//
+	// Needs the permission automation.manage.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/decisions/{name}/what-if (the `DecisionWhatIf` operationId).
+	DecisionWhatIfWithBodyWithResponse(ctx context.Context, name string, params *DecisionWhatIfParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DecisionWhatIfResponse, error)
+
+	// DecisionWhatIfWithResponse Decision what if
+	//
+	// Needs the permission automation.manage.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/decisions/{name}/what-if (the `DecisionWhatIf` operationId).
+	DecisionWhatIfWithResponse(ctx context.Context, name string, params *DecisionWhatIfParams, body DecisionWhatIfJSONRequestBody, reqEditors ...RequestEditorFn) (*DecisionWhatIfResponse, error)
+
 	// DocumentsListWithResponse Documents list
 	//
 	// Needs the permission docs.read.
@@ -23248,6 +23958,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/docs/types/{id}/agreement (the `DocTypeAgreement` operationId).
 	DocTypeAgreementWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DocTypeAgreementResponse, error)
+
+	// DocTypeWhatIfWithBodyWithResponse Doc type what if
+	//
+	// Needs the permission docs.write.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/docs/types/{id}/what-if (the `DocTypeWhatIf` operationId).
+	DocTypeWhatIfWithBodyWithResponse(ctx context.Context, id string, params *DocTypeWhatIfParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocTypeWhatIfResponse, error)
+
+	// DocTypeWhatIfWithResponse Doc type what if
+	//
+	// Needs the permission docs.write.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/docs/types/{id}/what-if (the `DocTypeWhatIf` operationId).
+	DocTypeWhatIfWithResponse(ctx context.Context, id string, params *DocTypeWhatIfParams, body DocTypeWhatIfJSONRequestBody, reqEditors ...RequestEditorFn) (*DocTypeWhatIfResponse, error)
 
 	// EventEmitWithBodyWithResponse Event emit
 	//
@@ -23976,6 +24704,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/processes/{id}/versions (the `ProcessVersions` operationId).
 	ProcessVersionsWithResponse(ctx context.Context, id string, params *ProcessVersionsParams, reqEditors ...RequestEditorFn) (*ProcessVersionsResponse, error)
+
+	// WhatIfWithBodyWithResponse What if
+	//
+	// Needs the permission processes.manage.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/processes/{id}/what-if (the `WhatIf` operationId).
+	WhatIfWithBodyWithResponse(ctx context.Context, id string, params *WhatIfParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WhatIfResponse, error)
+
+	// WhatIfWithResponse What if
+	//
+	// Needs the permission processes.manage.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/processes/{id}/what-if (the `WhatIf` operationId).
+	WhatIfWithResponse(ctx context.Context, id string, params *WhatIfParams, body WhatIfJSONRequestBody, reqEditors ...RequestEditorFn) (*WhatIfResponse, error)
 
 	// StreamWithResponse Stream
 	//
@@ -34733,6 +35479,131 @@ func (r DecisionOutcomeResponse) ContentType() string {
 	return ""
 }
 
+// DecisionWhatIfResponse401Headers the declared response headers of an HTTP 401 response for DecisionWhatIf
+type DecisionWhatIfResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// DecisionWhatIfResponse429Headers the declared response headers of an HTTP 429 response for DecisionWhatIf
+type DecisionWhatIfResponse429Headers struct {
+	RetryAfter int
+}
+
+type DecisionWhatIfResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DecisionsWhatIfReport
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DecisionWhatIfResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DecisionWhatIfResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DecisionWhatIfResponse) GetJSON200() *DecisionsWhatIfReport {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DecisionWhatIfResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DecisionWhatIfResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DecisionWhatIfResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DecisionWhatIfResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DecisionWhatIfResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DecisionWhatIfResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r DecisionWhatIfResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DecisionWhatIfResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DecisionWhatIfResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DecisionWhatIfResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DecisionWhatIfResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DecisionWhatIfResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DecisionWhatIfResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DecisionWhatIfResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DocumentsListResponse200Headers the declared response headers of an HTTP 200 response for DocumentsList
 type DocumentsListResponse200Headers struct {
 	XNextCursor *string
@@ -36739,6 +37610,131 @@ func (r DocTypeAgreementResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r DocTypeAgreementResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DocTypeWhatIfResponse401Headers the declared response headers of an HTTP 401 response for DocTypeWhatIf
+type DocTypeWhatIfResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// DocTypeWhatIfResponse429Headers the declared response headers of an HTTP 429 response for DocTypeWhatIf
+type DocTypeWhatIfResponse429Headers struct {
+	RetryAfter int
+}
+
+type DocTypeWhatIfResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DocsWhatIfReport
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DocTypeWhatIfResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DocTypeWhatIfResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DocTypeWhatIfResponse) GetJSON200() *DocsWhatIfReport {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DocTypeWhatIfResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DocTypeWhatIfResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DocTypeWhatIfResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DocTypeWhatIfResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DocTypeWhatIfResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DocTypeWhatIfResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r DocTypeWhatIfResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DocTypeWhatIfResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DocTypeWhatIfResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocTypeWhatIfResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DocTypeWhatIfResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DocTypeWhatIfResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DocTypeWhatIfResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DocTypeWhatIfResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -43132,6 +44128,138 @@ func (r ProcessVersionsResponse) ContentType() string {
 	return ""
 }
 
+// WhatIfResponse202Headers the declared response headers of an HTTP 202 response for WhatIf
+type WhatIfResponse202Headers struct {
+	Location *string
+}
+
+// WhatIfResponse401Headers the declared response headers of an HTTP 401 response for WhatIf
+type WhatIfResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// WhatIfResponse429Headers the declared response headers of an HTTP 429 response for WhatIf
+type WhatIfResponse429Headers struct {
+	RetryAfter int
+}
+
+type WhatIfResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *JobOut
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *WhatIfResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WhatIfResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WhatIfResponse429Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r WhatIfResponse) GetJSON202() *JobOut {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r WhatIfResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r WhatIfResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r WhatIfResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r WhatIfResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r WhatIfResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r WhatIfResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r WhatIfResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r WhatIfResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r WhatIfResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r WhatIfResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r WhatIfResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WhatIfResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WhatIfResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WhatIfResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // StreamResponse401Headers the declared response headers of an HTTP 401 response for Stream
 type StreamResponse401Headers struct {
 	WWWAuthenticate *string
@@ -47701,6 +48829,36 @@ func (c *ClientWithResponses) DecisionOutcomeWithResponse(ctx context.Context, n
 	return ParseDecisionOutcomeResponse(rsp)
 }
 
+// DecisionWhatIfWithBodyWithResponse Decision what if
+//
+// Needs the permission automation.manage.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/decisions/{name}/what-if (the `DecisionWhatIf` operationId).
+func (c *ClientWithResponses) DecisionWhatIfWithBodyWithResponse(ctx context.Context, name string, params *DecisionWhatIfParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DecisionWhatIfResponse, error) {
+	rsp, err := c.DecisionWhatIfWithBody(ctx, name, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDecisionWhatIfResponse(rsp)
+}
+
+// DecisionWhatIfWithResponse Decision what if
+//
+// Needs the permission automation.manage.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/decisions/{name}/what-if (the `DecisionWhatIf` operationId).
+func (c *ClientWithResponses) DecisionWhatIfWithResponse(ctx context.Context, name string, params *DecisionWhatIfParams, body DecisionWhatIfJSONRequestBody, reqEditors ...RequestEditorFn) (*DecisionWhatIfResponse, error) {
+	rsp, err := c.DecisionWhatIf(ctx, name, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDecisionWhatIfResponse(rsp)
+}
+
 // DocumentsListWithResponse Documents list
 //
 // Needs the permission docs.read.
@@ -48089,6 +49247,36 @@ func (c *ClientWithResponses) DocTypeAgreementWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseDocTypeAgreementResponse(rsp)
+}
+
+// DocTypeWhatIfWithBodyWithResponse Doc type what if
+//
+// Needs the permission docs.write.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/docs/types/{id}/what-if (the `DocTypeWhatIf` operationId).
+func (c *ClientWithResponses) DocTypeWhatIfWithBodyWithResponse(ctx context.Context, id string, params *DocTypeWhatIfParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocTypeWhatIfResponse, error) {
+	rsp, err := c.DocTypeWhatIfWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDocTypeWhatIfResponse(rsp)
+}
+
+// DocTypeWhatIfWithResponse Doc type what if
+//
+// Needs the permission docs.write.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/docs/types/{id}/what-if (the `DocTypeWhatIf` operationId).
+func (c *ClientWithResponses) DocTypeWhatIfWithResponse(ctx context.Context, id string, params *DocTypeWhatIfParams, body DocTypeWhatIfJSONRequestBody, reqEditors ...RequestEditorFn) (*DocTypeWhatIfResponse, error) {
+	rsp, err := c.DocTypeWhatIf(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDocTypeWhatIfResponse(rsp)
 }
 
 // EventEmitWithBodyWithResponse Event emit
@@ -49309,6 +50497,36 @@ func (c *ClientWithResponses) ProcessVersionsWithResponse(ctx context.Context, i
 		return nil, err
 	}
 	return ParseProcessVersionsResponse(rsp)
+}
+
+// WhatIfWithBodyWithResponse What if
+//
+// Needs the permission processes.manage.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/processes/{id}/what-if (the `WhatIf` operationId).
+func (c *ClientWithResponses) WhatIfWithBodyWithResponse(ctx context.Context, id string, params *WhatIfParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WhatIfResponse, error) {
+	rsp, err := c.WhatIfWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWhatIfResponse(rsp)
+}
+
+// WhatIfWithResponse What if
+//
+// Needs the permission processes.manage.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/processes/{id}/what-if (the `WhatIf` operationId).
+func (c *ClientWithResponses) WhatIfWithResponse(ctx context.Context, id string, params *WhatIfParams, body WhatIfJSONRequestBody, reqEditors ...RequestEditorFn) (*WhatIfResponse, error) {
+	rsp, err := c.WhatIf(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWhatIfResponse(rsp)
 }
 
 // StreamWithResponse Stream
@@ -59808,6 +61026,125 @@ func ParseDecisionOutcomeResponse(rsp *http.Response) (*DecisionOutcomeResponse,
 	return response, nil
 }
 
+// ParseDecisionWhatIfResponse parses an HTTP response from a DecisionWhatIfWithResponse call
+func ParseDecisionWhatIfResponse(rsp *http.Response) (*DecisionWhatIfResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DecisionWhatIfResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DecisionsWhatIfReport
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DecisionWhatIfResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DecisionWhatIfResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseDocumentsListResponse parses an HTTP response from a DocumentsListWithResponse call
 func ParseDocumentsListResponse(rsp *http.Response) (*DocumentsListResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -61720,6 +63057,125 @@ func ParseDocTypeAgreementResponse(rsp *http.Response) (*DocTypeAgreementRespons
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers DocTypeAgreementResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDocTypeWhatIfResponse parses an HTTP response from a DocTypeWhatIfWithResponse call
+func ParseDocTypeWhatIfResponse(rsp *http.Response) (*DocTypeWhatIfResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DocTypeWhatIfResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DocsWhatIfReport
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DocTypeWhatIfResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DocTypeWhatIfResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -67789,6 +69245,135 @@ func ParseProcessVersionsResponse(rsp *http.Response) (*ProcessVersionsResponse,
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers ProcessVersionsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWhatIfResponse parses an HTTP response from a WhatIfWithResponse call
+func ParseWhatIfResponse(rsp *http.Response) (*WhatIfResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WhatIfResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest JobOut
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers WhatIfResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers WhatIfResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers WhatIfResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -981,6 +981,7 @@ async function pageRun(id) {
         h('dl', { class: 'kv' }, h('dt', null, 'started'), h('dd', null, when(r.started_at)), h('dt', null, 'completed'), h('dd', null, when(r.completed_at) || '—'),
           h('dt', null, 'minutes saved'), h('dd', null, r.minutes_saved || 0)),
         r.error ? h('p', { class: 'err' }, r.error) : null,
+        r.waiting_reason ? h('p', { class: 'muted', 'data-test': 'waiting-reason' }, 'Waiting: ' + r.waiting_reason) : null,
         !finished && can('runs.start') ? h('div', { class: 'actions' }, h('button', { class: 'danger', 'data-test': 'cancel-run', onclick: cancel }, 'Cancel run')) : null),
       h('h2', null, 'Timeline'),
       h('ol', { class: 'timeline', 'data-test': 'timeline' }, r.steps.map((s, i) => stepItem(s, details[i]))),

@@ -359,7 +359,7 @@ func TestInheritance(t *testing.T) {
 	}
 	all := []string{"auto_ramp", "paused", "paused_reason", "percent", "max_percent", "sample_percent", "daily_limit",
 		"exception_percent", "exception_until", "exception_reason", "ramp_min_agreement", "ramp_min_decisions",
-		"rollback_agreement", "rollback_min_decisions"}
+		"rollback_agreement", "rollback_min_decisions", "ramp_min_what_if"}
 	if diff := cmp.Diff(all, v.Inherited); diff != "" {
 		t.Errorf("inherited (-want +got):\n%s", diff)
 	}

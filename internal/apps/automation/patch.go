@@ -75,6 +75,7 @@ type Patch struct {
 	RampMinDecisions     Field[int]
 	RollbackAgreement    Field[float64]
 	RollbackMinDecisions Field[int]
+	RampMinWhatIf        Field[float64]
 	// BreakGlassReason applies a widening change at once when four-eyes is
 	// on; the change is audited with it.
 	BreakGlassReason Field[string]
@@ -120,6 +121,7 @@ var patchFields = []patchField{
 	{name: "ramp_min_decisions", kind: kindInt, min: MinRampDecisions, max: MaxDecisionsWindow, i: func(p *Patch) *Field[int] { return &p.RampMinDecisions }},
 	{name: "rollback_agreement", kind: kindNumber, min: MinAgreement, max: 1, f: func(p *Patch) *Field[float64] { return &p.RollbackAgreement }},
 	{name: "rollback_min_decisions", kind: kindInt, min: MinRollbackDecisions, max: MaxDecisionsWindow, i: func(p *Patch) *Field[int] { return &p.RollbackMinDecisions }},
+	{name: "ramp_min_what_if", kind: kindNumber, min: 0, max: 1, f: func(p *Patch) *Field[float64] { return &p.RampMinWhatIf }},
 	{name: "break_glass_reason", kind: kindString, max: MaxBreakGlassReasonLen, s: func(p *Patch) *Field[string] { return &p.BreakGlassReason }},
 }
 

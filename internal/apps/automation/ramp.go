@@ -86,6 +86,19 @@ func (s *Service) ramp(tx store.Txn, tenant string, proc *Level, e effective, se
 	if rate < e.rampMinAgreement {
 		return nil
 	}
+	whatIf := ""
+	if need := e.rampMinWhatIf; need != nil {
+		var got *float64
+		if s.whatIf != nil {
+			if got, err = s.whatIf(tx, tenant, proc.ID); err != nil {
+				return err
+			}
+		}
+		if got == nil || *got < *need {
+			return nil
+		}
+		whatIf = fmt.Sprintf(", and the latest what-if's agreement %.2f is at least %.2f", *got, *need)
+	}
 	next := NextStep(e.percent, e.maxPercent)
 	before := proc.clone()
 	proc.Percent, proc.RampFrom = ptr(next), seq
@@ -96,7 +109,7 @@ func (s *Service) ramp(tx store.Txn, tenant string, proc *Level, e effective, se
 	return audit.Write(tx, tenant, &s.ids, audit.Entry{
 		At: now, Actor: audit.System, Action: "automation.ramped", Entity: "automation", EntityID: proc.ID,
 		Before: audit.Marshal(before), After: audit.Marshal(proc),
-		Reason: fmt.Sprintf("agreement %.2f over the last %d decisions is at least %.2f: percent %d -> %d",
-			rate, len(recent), e.rampMinAgreement, e.percent, next),
+		Reason: fmt.Sprintf("agreement %.2f over the last %d decisions is at least %.2f%s: percent %d -> %d",
+			rate, len(recent), e.rampMinAgreement, whatIf, e.percent, next),
 	})
 }

@@ -39,6 +39,11 @@ type Config struct {
 	// Changes is the four-eyes queue. Without it widening changes apply at
 	// once.
 	Changes foureyes.Queue
+	// WhatIfAgreement returns the agreement rate of the process's latest
+	// what-if (nil when it has none, or compared nothing), read in the
+	// ramp's transaction: a level with ramp_min_what_if ramps only when it
+	// is at least that. Without it such a level never ramps.
+	WhatIfAgreement func(r store.Reader, tenant, processID string) (*float64, error)
 }
 
 // Service keeps the automation settings of each workspace and process and is
@@ -59,6 +64,8 @@ type Service struct {
 	deciders [64]decider
 
 	ids ids.Generator // makes the ids of the records and audit entries it writes
+
+	whatIf func(r store.Reader, tenant, processID string) (*float64, error) // see Config.WhatIfAgreement
 }
 
 // New returns the automation service.
@@ -72,7 +79,8 @@ func New(cfg Config) *Service {
 	if cfg.ProcessExists == nil {
 		cfg.ProcessExists = func(context.Context, string, string) error { return nil }
 	}
-	return &Service{st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, exists: cfg.ProcessExists, changes: cfg.Changes}
+	return &Service{st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, exists: cfg.ProcessExists, changes: cfg.Changes,
+		whatIf: cfg.WhatIfAgreement}
 }
 
 func (s *Service) now() time.Time { return s.clock.Now().UTC() }

@@ -50,6 +50,9 @@ type Level struct {
 	RampMinDecisions     *int       `json:"ramp_min_decisions,omitempty"`
 	RollbackAgreement    *float64   `json:"rollback_agreement,omitempty"`
 	RollbackMinDecisions *int       `json:"rollback_min_decisions,omitempty"`
+	// RampMinWhatIf, when set, is the agreement rate the process's latest
+	// what-if must reach for the ramp to raise its percent.
+	RampMinWhatIf *float64 `json:"ramp_min_what_if,omitempty"`
 	// RampFrom and RollbackFrom are the Seq of the process's last verdict
 	// when its level last changed: the ramp weighs only verdicts after
 	// RampFrom (moved by every change of percent or pause, the ramp's own
@@ -81,6 +84,7 @@ func (l *Level) clone() *Level {
 	c.RampMinDecisions = clonePtr(l.RampMinDecisions)
 	c.RollbackAgreement = clonePtr(l.RollbackAgreement)
 	c.RollbackMinDecisions = clonePtr(l.RollbackMinDecisions)
+	c.RampMinWhatIf = clonePtr(l.RampMinWhatIf)
 	c.UpdatedAt = clonePtr(l.UpdatedAt)
 	return &c
 }
@@ -135,6 +139,7 @@ func (l *Level) apply(p Patch, now time.Time, actor string) {
 	setField(&l.RampMinDecisions, p.RampMinDecisions)
 	setField(&l.RollbackAgreement, p.RollbackAgreement)
 	setField(&l.RollbackMinDecisions, p.RollbackMinDecisions)
+	setField(&l.RampMinWhatIf, p.RampMinWhatIf)
 }
 
 // effective is the resolution of a workspace level and, for a process, its
@@ -154,6 +159,7 @@ type effective struct {
 	rampMinDecisions     int
 	rollbackAgreement    float64
 	rollbackMinDecisions int
+	rampMinWhatIf        *float64 // nil: the ramp needs no what-if
 	inherited            []string
 }
 
@@ -250,6 +256,11 @@ func resolve(ws, proc *Level, now time.Time) effective {
 	e.rampMinDecisions = pick(own.RampMinDecisions, parent.RampMinDecisions, DefaultRampMinDecisions, "ramp_min_decisions", in)
 	e.rollbackAgreement = pick(own.RollbackAgreement, parent.RollbackAgreement, DefaultRollbackAgreement, "rollback_agreement", in)
 	e.rollbackMinDecisions = pick(own.RollbackMinDecisions, parent.RollbackMinDecisions, DefaultRollbackMinDecisions, "rollback_min_decisions", in)
+	e.rampMinWhatIf = own.RampMinWhatIf
+	if e.rampMinWhatIf == nil {
+		*in = append(*in, "ramp_min_what_if")
+		e.rampMinWhatIf = parent.RampMinWhatIf
+	}
 	return e
 }
 
@@ -278,6 +289,9 @@ type View struct {
 	RampMinDecisions     int        `json:"ramp_min_decisions"`
 	RollbackAgreement    float64    `json:"rollback_agreement"`
 	RollbackMinDecisions int        `json:"rollback_min_decisions"`
+	// RampMinWhatIf is the agreement rate the process's latest what-if
+	// must reach for the ramp to raise percent; null when none is needed.
+	RampMinWhatIf *float64 `json:"ramp_min_what_if"`
 	// EffectivePercent is what the gate applies now: 0 when paused, the
 	// exception's percent while it lasts, else percent (at most
 	// max_percent).
@@ -300,7 +314,7 @@ func (e effective) view(processID string, own *Level) *View {
 		Scope: "workspace", AutoRamp: e.autoRamp, Paused: e.paused, PausedReason: e.pausedReason,
 		Percent: e.percent, MaxPercent: e.maxPercent, SamplePercent: e.samplePercent, DailyLimit: e.dailyLimit(),
 		RampMinAgreement: e.rampMinAgreement, RampMinDecisions: e.rampMinDecisions,
-		RollbackAgreement: e.rollbackAgreement, RollbackMinDecisions: e.rollbackMinDecisions,
+		RollbackAgreement: e.rollbackAgreement, RollbackMinDecisions: e.rollbackMinDecisions, RampMinWhatIf: e.rampMinWhatIf,
 		EffectivePercent: e.current(), Inherited: append([]string{}, e.inherited...),
 	}
 	if processID != "" {

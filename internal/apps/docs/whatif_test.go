@@ -1,0 +1,104 @@
+package docs
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/cockroachdb/errors"
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestWhatIfWorkflow asks how the invoice type would have decided the
+// documents people decided had it approved clean ones and rejected ones
+// with errors on its own: the report compares each with the person's
+// decision, rule by rule, and changes nothing.
+func TestWhatIfWorkflow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	typ := b.invoiceType(t, nil)
+	upload := func(number, total string) *Document {
+		inv := goodInvoice()
+		inv.Number = number
+		if total != "" {
+			inv.Total = total
+		}
+		d, err := b.svc.Upload(b.ctx, b.tenant, "u", UploadIn{TypeID: typ.ID, Filename: number + ".txt", Data: inv.text()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	good := upload("A-1", "")
+	if _, err := b.svc.Approve(b.ctx, b.tenant, "usr_ap", good.ID, ApproveIn{}); err != nil {
+		t.Fatal(err)
+	}
+	broken := upload("A-2", "1,250.00")
+	if _, err := b.svc.Reject(b.ctx, b.tenant, "usr_ap", broken.ID, RejectIn{Note: "the total is wrong"}); err != nil {
+		t.Fatal(err)
+	}
+	refused := upload("A-3", "")
+	if _, err := b.svc.Reject(b.ctx, b.tenant, "usr_ap", refused.ID, RejectIn{Note: "not ours"}); err != nil {
+		t.Fatal(err)
+	}
+	upload("A-4", "") // not decided
+	events := len(b.sink.names(t))
+
+	rep, err := b.svc.WhatIf(b.ctx, b.tenant, typ.ID, WhatIfIn{Workflow: &WorkflowIn{AutoApprove: ptr(true), OnError: ptr(OnErrorReject)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := func(v float64) *float64 { return &v }
+	var rules []WhatIfRule
+	for _, id := range ruleIDs(broken) {
+		rules = append(rules, WhatIfRule{RuleID: id, Severity: SeverityError, Flagged: 1, Agreed: 1, AgreementRate: f(1)})
+	}
+	want := &WhatIfReport{TypeID: typ.ID, Documents: 4, Cases: 3, Outcomes: map[string]int{WhatIfApproved: 2, WhatIfRejected: 1},
+		Compared: 3, Agreed: 2, AgreementRate: f(2.0 / 3), Rules: rules,
+		Differences:     []WhatIfDocument{{DocumentID: refused.ID, Title: refused.Title, Human: WhatIfRejected, Candidate: WhatIfApproved, Issues: []string{}}},
+		DifferenceCount: 1}
+	if diff := cmp.Diff(want, rep); diff != "" {
+		t.Errorf("report (-want +got):\n%s", diff)
+	}
+	if len(rules) == 0 {
+		t.Fatal("the broken invoice raised no issue")
+	}
+	// The type as it is leaves every document to a person.
+	rep, err = b.svc.WhatIf(b.ctx, b.tenant, typ.ID, WhatIfIn{Limit: MaxWhatIfLimit})
+	if err != nil || rep.Compared != 0 || rep.Outcomes[WhatIfReview] != 3 || rep.AgreementRate != nil {
+		t.Errorf("unchanged type: %+v, %v", rep, err)
+	}
+	if n := len(b.sink.names(t)); n != events {
+		t.Errorf("the what-if emitted %d events", n-events)
+	}
+	got, err := b.svc.Get(b.ctx, b.tenant, refused.ID)
+	if err != nil || got.Status != StatusRejected {
+		t.Errorf("document after a what-if: %+v, %v", got, err)
+	}
+
+	for _, c := range []struct {
+		name string
+		in   WhatIfIn
+		want []string
+	}{
+		{"limit above", WhatIfIn{Limit: MaxWhatIfLimit + 1}, []string{"body.limit:value_error"}},
+		{"bad workflow", WhatIfIn{Workflow: &WorkflowIn{OnError: ptr("ignore")}}, []string{"body.workflow.on_error:enum"}},
+	} {
+		_, err := b.svc.WhatIf(b.ctx, b.tenant, typ.ID, c.in)
+		var got []string
+		for _, v := range errs.Violations(err) {
+			parts := make([]string, len(v.Loc))
+			for i, p := range v.Loc {
+				parts[i] = fmt.Sprint(p)
+			}
+			got = append(got, strings.Join(parts, ".")+":"+v.Type)
+		}
+		if diff := cmp.Diff(c.want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", c.name, diff)
+		}
+	}
+	if _, err := b.svc.WhatIf(b.ctx, "tnt_other", typ.ID, WhatIfIn{}); !errors.Is(err, errs.NotFound) {
+		t.Errorf("another tenant's type: %v", err)
+	}
+}

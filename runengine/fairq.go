@@ -1,0 +1,166 @@
+package runengine
+
+// fairQuantum is how many commands of one tenant a worker handles in a
+// round while other tenants have commands waiting.
+const fairQuantum = 16
+
+// maxQueuedTenants is how many tenants' (empty) queues a worker keeps
+// before it forgets the empty ones.
+const maxQueuedTenants = 64
+
+// fairQueue is a worker's queue of commands, one FIFO per tenant, handed
+// out in rounds: a round takes up to fairQuantum commands of each tenant
+// with commands waiting, in turn, so one tenant flooding a worker delays
+// another's command by at most a round, not by its whole backlog. With one
+// tenant waiting, a round takes all of its commands, as a plain FIFO would.
+type fairQueue struct {
+	tenants map[string]*tenantCmds
+	// active are the tenants with commands waiting, in the order they are
+	// served.
+	active []*tenantCmds
+}
+
+type tenantCmds struct {
+	q      []*command
+	active bool
+}
+
+// push queues c behind its tenant's commands.
+func (f *fairQueue) push(c *command) {
+	t := f.tenants[c.tenant]
+	if t == nil {
+		if f.tenants == nil {
+			f.tenants = map[string]*tenantCmds{}
+		} else if len(f.tenants) >= maxQueuedTenants {
+			for k, t := range f.tenants {
+				if !t.active {
+					delete(f.tenants, k)
+				}
+			}
+		}
+		t = &tenantCmds{}
+		f.tenants[c.tenant] = t
+	}
+	t.q = append(t.q, c)
+	if !t.active {
+		t.active = true
+		f.active = append(f.active, t)
+	}
+}
+
+// round appends the commands of the next round to out and returns it.
+func (f *fairQueue) round(out []*command) []*command {
+	if len(f.active) == 1 {
+		t := f.active[0]
+		out = append(out, t.q...)
+		clear(t.q)
+		t.q, t.active = t.q[:0], false
+		f.active[0] = nil
+		f.active = f.active[:0]
+		return out
+	}
+	k := 0
+	for _, t := range f.active {
+		m := min(len(t.q), fairQuantum)
+		out = append(out, t.q[:m]...)
+		rest := copy(t.q, t.q[m:])
+		clear(t.q[rest:])
+		t.q = t.q[:rest]
+		if rest > 0 {
+			f.active[k] = t
+			k++
+		} else {
+			t.active = false
+		}
+	}
+	clear(f.active[k:])
+	f.active = f.active[:k]
+	return out
+}
+
+// commitQuantum is how many changes of one tenant a commit carries while
+// another tenant has committed lately: a tenant flooding the engine then
+// cannot make the commits others wait for long.
+const commitQuantum = 64
+
+// shareWindow is how many commits a tenant counts as active after its
+// last change.
+const shareWindow = 32
+
+// commitShare is the committer's fair share of commits between tenants:
+// while more than one tenant is active, a transaction takes at most
+// commitQuantum changes of each, and holds the rest back, in order, for the
+// next one. A tenant alone gets whole batches, as before. It is the
+// committer goroutine's own state.
+type commitShare struct {
+	seq    uint64            // commits launched
+	recent map[string]uint64 // tenant -> seq of its last commit, for those within shareWindow
+	inOpen map[string]int    // tenant -> its changes in the open transaction
+	held   []*delta          // changes held back, in the order they came
+	heldOf map[string]int    // tenant -> its changes in held
+}
+
+// hold reports whether d must wait for a later transaction, and keeps it
+// if so; otherwise it counts d in the open transaction.
+func (s *commitShare) hold(d *delta) bool {
+	if d.tenant == "" {
+		return false
+	}
+	if s.inOpen == nil {
+		s.inOpen, s.recent, s.heldOf = map[string]int{}, map[string]uint64{}, map[string]int{}
+	}
+	if s.heldOf[d.tenant] > 0 || (s.inOpen[d.tenant] >= commitQuantum && s.shared(d.tenant)) {
+		s.held = append(s.held, d)
+		s.heldOf[d.tenant]++
+		return true
+	}
+	s.inOpen[d.tenant]++
+	return false
+}
+
+// shared reports whether a tenant other than tenant is active: it has
+// changes in the open transaction or committed within the window.
+func (s *commitShare) shared(tenant string) bool {
+	for t := range s.inOpen {
+		if t != tenant {
+			return true
+		}
+	}
+	for t := range s.recent {
+		if t != tenant {
+			return true
+		}
+	}
+	return false
+}
+
+// launched records the open transaction's tenants as it commits, forgets
+// the tenants not seen within the window, and returns the held changes to
+// add to the next transaction.
+func (s *commitShare) launched() []*delta {
+	if s.inOpen == nil {
+		return nil
+	}
+	s.seq++
+	for t := range s.inOpen {
+		s.recent[t] = s.seq
+	}
+	clear(s.inOpen)
+	for t, at := range s.recent {
+		if s.seq-at > shareWindow {
+			delete(s.recent, t)
+		}
+	}
+	return s.takeHeld()
+}
+
+// takeHeld returns the held changes and holds none.
+func (s *commitShare) takeHeld() []*delta {
+	if len(s.held) == 0 {
+		return nil
+	}
+	held := s.held
+	s.held = nil
+	clear(s.heldOf)
+	return held
+}
