@@ -80,13 +80,8 @@ func (e *Engine) AssignTask(ctx context.Context, p AssignTaskParams) (*Task, err
 
 // assignTask applies a change of assignee to a task of this run.
 func (x *exec) assignTask(a *assignArgs) {
-	t, err := x.task(a.taskID)
-	if err != nil {
-		x.err = err
-		return
-	}
-	if t.Status != TaskOpen {
-		x.err = errs.Conflictf("task already %s", t.Status)
+	t := x.openTask(a.taskID)
+	if t == nil {
 		return
 	}
 	if a.check != nil {

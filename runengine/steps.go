@@ -70,15 +70,26 @@ func (x *exec) createTask(def *process.Step, st *StepRun, title, desc string, ac
 	return t
 }
 
-// completeTask applies a person's completion of a task of this run.
-func (x *exec) completeTask(a *taskArgs) {
-	t, err := x.task(a.taskID)
+// openTask returns the task id of this run when it is open; otherwise it
+// sets x.err (not found, or a conflict naming the task's status) and
+// returns nil.
+func (x *exec) openTask(id string) *Task {
+	t, err := x.task(id)
 	if err != nil {
 		x.err = err
-		return
+		return nil
 	}
 	if t.Status != TaskOpen {
 		x.err = errs.Conflictf("task already %s", t.Status)
+		return nil
+	}
+	return t
+}
+
+// completeTask applies a person's completion of a task of this run.
+func (x *exec) completeTask(a *taskArgs) {
+	t := x.openTask(a.taskID)
+	if t == nil {
 		return
 	}
 	if vs := checkTaskInput(t, a.action, a.fields); len(vs) > 0 {
