@@ -47,7 +47,7 @@ func (e *Engine) send(ctx context.Context, c *command) (reply, error) {
 	}
 	c.keep, _ = ctx.Value(keeperKey{}).(AnswerKeeper)
 	c.reply = make(chan reply, 1)
-	e.workerFor(c.runID).send(c)
+	e.route(c)
 	select {
 	case r := <-c.reply:
 		return r, r.err

@@ -115,6 +115,10 @@ type Config struct {
 	// Observer, when set, is told of runs, steps and commits (metrics and
 	// traces). Defaults to none, at no cost.
 	Observer Observer
+	// Cluster, when set, makes this engine one node of several sharing
+	// Store (see ClusterConfig). Defaults to none: the engine is the only
+	// one working on Store, and pays for no lease.
+	Cluster *ClusterConfig
 }
 
 func (c Config) withDefaults() Config {
@@ -200,6 +204,7 @@ type Engine struct {
 	jobWG       sync.WaitGroup // job goroutines
 	limiter     *limiter       // nil without RateLimits
 	admission   *admission     // nil without call caps
+	cluster     *cluster       // nil on one node
 }
 
 // New returns an engine; call Open to start it.
@@ -218,7 +223,13 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.limiter = lim
 	e.admission = newAdmission(cfg.MaxCallsPerTenant, cfg.MaxCallsPerProcess)
-	e.commits = newCommitter(cfg.Store, cfg.MaxBatch, cfg.Observer)
+	if cfg.Cluster != nil {
+		if e.cluster, err = newCluster(e, *cfg.Cluster); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
+	e.commits = newCommitter(cfg.Store, cfg.MaxBatch, cfg.Observer, e.cluster)
 	e.workers = make([]*worker, cfg.Workers)
 	for i := range e.workers {
 		e.workers[i] = newWorker(e)
@@ -242,7 +253,13 @@ func (e *Engine) Open(ctx context.Context) error {
 		e.wg.Add(2)
 		go func() { defer e.wg.Done(); e.sched.loop() }()
 		go func() { defer e.wg.Done(); e.disp.loop() }()
-		err = e.recover(ctx)
+		if e.cluster != nil {
+			err = e.cluster.start(ctx) // resumes the runs of the shards it takes
+			e.sched.wake()
+			e.disp.kick()
+		} else {
+			err = e.recover(ctx)
+		}
 		if err == nil {
 			err = e.openPausesAndJobs(ctx)
 		}
@@ -270,6 +287,9 @@ func (e *Engine) Close() error {
 	e.sched.stop()
 	e.disp.stop()
 	e.wg.Wait()
+	if e.cluster != nil {
+		defer e.cluster.close() // once what is queued is committed
+	}
 	e.jobWG.Wait()
 	// A provider that ignores its cancelled context keeps its runner; Close
 	// does not wait for it past the grace period.
@@ -383,7 +403,7 @@ func (e *Engine) recover(ctx context.Context) error {
 		return errors.Wrap(err, "runengine: read active runs")
 	}
 	for _, rf := range refs {
-		e.workerFor(rf.id).send(&command{kind: cmdAdvance, tenant: rf.tenant, runID: rf.id})
+		e.route(&command{kind: cmdAdvance, tenant: rf.tenant, runID: rf.id})
 	}
 	e.sched.wake()
 	e.disp.kick()

@@ -276,7 +276,11 @@ func (d *dispatcher) kick() {
 func (d *dispatcher) stop() { d.stopOnce.Do(func() { close(d.quit) }) }
 
 func (d *dispatcher) loop() {
-	safety := time.NewTicker(safetyScan)
+	every := safetyScan
+	if d.e.cluster != nil {
+		every = clusterPoll // other nodes' events reach this one through the outbox
+	}
+	safety := time.NewTicker(every)
 	defer safety.Stop()
 	for {
 		select {
@@ -288,6 +292,12 @@ func (d *dispatcher) loop() {
 		case <-d.wakeCh:
 		case <-safety.C:
 			d.kick()
+		}
+		if cl := d.e.cluster; cl != nil && !cl.dispatching() {
+			d.mu.Lock()
+			d.mem, d.scan = nil, false // the dispatching node finds them in the outbox
+			d.mu.Unlock()
+			continue
 		}
 		if err := d.drain(); err != nil && !d.e.isClosed() {
 			d.e.log.Error("event dispatcher", "error", err)
@@ -388,7 +398,16 @@ func (d *dispatcher) dispatchAll(evs []*Event) error {
 		cuts = append(cuts, p.cuts...)
 	}
 	ops, posts := d.recordCuts(cuts)
+	var fence func(store.Txn) error
+	if cl := d.e.cluster; cl != nil {
+		fence = cl.fenceDispatch()
+	}
 	err = d.e.commits.commitWait(context.Background(), &delta{apply: func(tx store.Txn) error {
+		if fence != nil {
+			if err := fence(tx); err != nil {
+				return err
+			}
+		}
 		for _, k := range keys {
 			if err := tx.Delete(k); err != nil {
 				return err
@@ -618,7 +637,7 @@ func (d *dispatcher) plan(evs []*Event) ([]*planned, error) {
 			}
 			rep := make(chan reply, 1)
 			p.wakes = append(p.wakes, rep)
-			e.workerFor(w.runID).send(&command{kind: cmdEvent, tenant: ev.Tenant, runID: w.runID, reply: rep,
+			e.route(&command{kind: cmdEvent, tenant: ev.Tenant, runID: w.runID, reply: rep,
 				event: &eventArgs{name: ev.Name, id: ev.ID, data: ev.Data, key: w.key}})
 		}
 	}

@@ -132,6 +132,9 @@ func (s *scheduler) fireDue() (time.Time, error) {
 					next = at
 					return store.ErrStop
 				}
+				if cl := s.e.cluster; cl != nil && !cl.owns(parts[4].(string)) {
+					return nil // another node's
+				}
 				due = append(due, dueItem{key: append([]byte(nil), key...), at: at, tenant: parts[3].(string),
 					owner: parts[4].(string), token: parts[5].(string)})
 				if len(due) >= 1000 {
@@ -147,6 +150,10 @@ func (s *scheduler) fireDue() (time.Time, error) {
 			s.mu.Lock()
 			s.inflight[string(d.key)] = true
 			s.mu.Unlock()
+			if isInbox(d.token) {
+				s.fireInbox(d)
+				continue
+			}
 			if processID, ok := strings.CutPrefix(d.owner, cronOwnerPrefix); ok {
 				s.fireCron(d, processID)
 				continue
@@ -174,15 +181,20 @@ func cronPointer(tenant, processID string) []byte {
 func (s *scheduler) fireCron(d dueItem, processID string) {
 	e := s.e
 	var def *process.Definition
+	last := cronLast(d.tenant, processID)
+	already := false
 	err := e.st.View(e.ctx, func(r store.Reader) error {
 		var err error
+		if already, err = tickFired(r, last, d.at); err != nil {
+			return err
+		}
 		def, err = e.cfg.Processes.Load(r, d.tenant, processID)
 		return err
 	})
 	drop := func() {
 		e.commits.submit(&delta{apply: deleteKey(d.key), after: func(error) { s.done(d.key) }})
 	}
-	if err != nil || !def.Enabled || def.Archived || def.Trigger.Type != process.TriggerSchedule {
+	if err != nil || already || !def.Enabled || def.Archived || def.Trigger.Type != process.TriggerSchedule {
 		drop()
 		return
 	}
@@ -206,7 +218,10 @@ func (s *scheduler) fireCron(d dueItem, processID string) {
 		subject: Subject{Type: "schedule", Label: def.Name + " at " + fired},
 		trigger: RunTrigger{Type: process.TriggerSchedule, Data: map[string]any{"fired_at": fired, "cron": def.Trigger.Cron}},
 		reads:   true,
-		ops: []func(tx store.Txn) error{func(tx store.Txn) error {
+		ops: []func(tx store.Txn) error{s.e.cluster.fenceOwner(d.owner), func(tx store.Txn) error {
+			if err := claimTick(tx, last, d.at); err != nil {
+				return err
+			}
 			if err := tx.Delete(d.key); err != nil {
 				return err
 			}
