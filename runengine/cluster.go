@@ -100,10 +100,10 @@ type cluster struct {
 	held     atomic.Pointer[[]lease.Lease]
 	dispatch atomic.Pointer[lease.Lease] // nil unless this node dispatches
 
-	leases map[int]lease.Lease // the loop's own view
-	kickCh chan struct{}
-	quit   chan struct{}
-	done   chan struct{}
+	leases  map[int]lease.Lease // the loop's own view
+	kickCh  chan struct{}
+	quit    chan struct{}
+	done    chan struct{}
 	stop    sync.Once
 	started atomic.Bool
 }
@@ -638,4 +638,19 @@ next:
 		}
 	}
 	return nil
+}
+
+// Shards returns the shards this node holds, in order (nil on one node,
+// where the engine holds no leases and runs everything).
+func (e *Engine) Shards() []int {
+	if e.cluster == nil {
+		return nil
+	}
+	var out []int
+	for i, l := range *e.cluster.held.Load() {
+		if l.Token != 0 {
+			out = append(out, i)
+		}
+	}
+	return out
 }

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
-	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/internal/lease"
+	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
