@@ -318,7 +318,15 @@ const runnerIdle = 10 * time.Second
 // call so that a goroutine's stack, grown once by providers and schema
 // validation, serves many calls; a slow call never holds up another.
 func (e *Engine) goCall(fn func()) {
+	// Close waits for the calls: none may be added once it began (the run
+	// resumes on the next Open, or on the node taking its shard over).
+	e.closeMu.RLock()
+	if e.closed {
+		e.closeMu.RUnlock()
+		return
+	}
 	e.calls.Add(1)
+	e.closeMu.RUnlock()
 	select {
 	case e.runWork <- fn:
 		return
