@@ -277,6 +277,9 @@ func (c *cluster) round(ctx context.Context) error {
 		}
 	}
 	c.held.Store(&held)
+	if serr := c.syncShared(ctx); serr != nil && err == nil {
+		err = serr
+	}
 	if any {
 		for _, w := range c.e.workers {
 			w.send(&command{kind: cmdDropShards, shards: changed})
@@ -653,4 +656,60 @@ func (e *Engine) Shards() []int {
 		}
 	}
 	return out
+}
+
+// fence is the lease a commit acting on id (a run, a job) checks; nil on
+// one node.
+func (e *Engine) fence(id string) *lease.Lease {
+	if e.cluster == nil {
+		return nil
+	}
+	return e.cluster.fenceFor(id)
+}
+
+// syncShared catches up, each lease round, with what other nodes changed
+// that this one keeps in memory: which processes are paused, and the bulk
+// jobs of its shards that no node runs here yet.
+func (c *cluster) syncShared(ctx context.Context) error {
+	e := c.e
+	paused := map[pausedRef]bool{}
+	type ref struct{ tenant, id string }
+	var jobs []ref
+	err := e.st.View(ctx, func(r store.Reader) error {
+		err := r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "proc-paused"), KeysOnly: true}, func(key, _ []byte) error {
+			parts, err := store.DecodeKey(key)
+			if err != nil || len(parts) != 4 {
+				return errors.Newf("runengine: bad paused key %q", key)
+			}
+			paused[pausedRef{parts[2].(string), parts[3].(string)}] = true
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "jobs-running"), KeysOnly: true}, func(key, _ []byte) error {
+			parts, err := store.DecodeKey(key)
+			if err != nil || len(parts) != 4 {
+				return errors.Newf("runengine: bad job key %q", key)
+			}
+			jobs = append(jobs, ref{parts[2].(string), parts[3].(string)})
+			return nil
+		})
+	})
+	if err != nil {
+		return errors.Wrap(err, "runengine: read paused processes and running jobs")
+	}
+	e.pausedProcs.Range(func(k, _ any) bool {
+		if ref := k.(pausedRef); !paused[ref] {
+			e.markPaused(ref.tenant, ref.process, false)
+		}
+		return true
+	})
+	for ref := range paused {
+		e.markPaused(ref.tenant, ref.process, true)
+	}
+	for _, j := range jobs {
+		e.startJob(j.tenant, j.id)
+	}
+	return nil
 }

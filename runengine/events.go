@@ -147,6 +147,9 @@ func (e *Engine) emitTx(tx store.Txn, tenant, name string, data any) error {
 // name before the change that adds a listener commits, and a kept "no" is
 // only stored where no mark came first.
 func (e *Engine) heard(tenant, name string) bool {
+	if e.cluster != nil {
+		return true // another node may add a listener unseen here
+	}
 	k := tenant + "\x00" + name
 	if v, ok := e.listened.Load(k); ok {
 		return v.(bool)
@@ -295,8 +298,10 @@ func (d *dispatcher) loop() {
 		}
 		if cl := d.e.cluster; cl != nil && !cl.dispatching() {
 			d.mu.Lock()
+			mem := d.mem
 			d.mem, d.scan = nil, false // the dispatching node finds them in the outbox
 			d.mu.Unlock()
+			d.e.hub.publish(mem) // this node's subscribers see this node's events
 			continue
 		}
 		if err := d.drain(); err != nil && !d.e.isClosed() {
