@@ -50,6 +50,9 @@ func (e *Engine) send(ctx context.Context, c *command) (reply, error) {
 	e.route(c)
 	select {
 	case r := <-c.reply:
+		if e.cluster != nil && r.err != nil {
+			return e.cluster.again(ctx, c, r)
+		}
 		return r, r.err
 	case <-ctx.Done():
 		return reply{}, errors.WithStack(ctx.Err())

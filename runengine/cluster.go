@@ -713,3 +713,35 @@ func (c *cluster) syncShared(ctx context.Context) error {
 	}
 	return nil
 }
+
+// moving answers a command refused over and over because its run's shard
+// kept changing hands.
+var moving = errs.Unavailablef("the run's shard is moving between nodes; try again")
+
+// again sends c once more when its first try was refused because the
+// run's shard changed hands while it ran (nothing of it was written): the
+// new owner, or this node's inbox to it, takes it. It gives up, with a
+// 503, after a few tries.
+func (c *cluster) again(ctx context.Context, cmd *command, r reply) (reply, error) {
+	for try := 1; errors.Is(r.err, lease.ErrFenced) || errors.Is(r.err, errNotOwner); try++ {
+		if try > 5 {
+			return reply{}, errors.WithSecondaryError(moving, r.err)
+		}
+		t := time.NewTimer(time.Duration(try) * 20 * time.Millisecond) // the lease round catches up
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return reply{}, errors.WithStack(ctx.Err())
+		case <-t.C:
+		}
+		retry := *cmd
+		retry.reply = make(chan reply, 1)
+		c.e.route(&retry)
+		select {
+		case r = <-retry.reply:
+		case <-ctx.Done():
+			return reply{}, errors.WithStack(ctx.Err())
+		}
+	}
+	return r, r.err
+}
