@@ -242,7 +242,8 @@ func TestClusterLeaseExpiry(t *testing.T) {
 
 // TestClusterFencing: a node whose shard lease another owner took over
 // (it stalled past the expiry and has not noticed) has its commit refused
-// in the transaction, writes nothing, and drops the shard.
+// in the transaction, writes nothing, and drops the shard; a start it
+// then gets is written for the owner to advance, and makes no call here.
 func TestClusterFencing(t *testing.T) {
 	t.Parallel()
 	const ttl = 10 * time.Second
@@ -271,18 +272,28 @@ func TestClusterFencing(t *testing.T) {
 	if got := len(a.eng.Shards()); got != 4 {
 		t.Fatalf("a believes it holds %d shards, want 4 (it has not noticed)", got)
 	}
-	_, err = a.eng.Start(t.Context(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID})
+	key := store.Key("fencing-test", "write")
+	err = a.eng.CommitUnder("run_x", key)
 	if !errors.Is(err, lease.ErrFenced) {
-		t.Fatalf("start on the stale owner: %v, want lease.ErrFenced", err)
+		t.Fatalf("a commit of the stale owner: %v, want lease.ErrFenced", err)
 	}
-	runs, _, err := a.eng.ListRuns(t.Context(), tenant, runengine.RunQuery{}, store.Page{Limit: 10})
+	if err := base.View(t.Context(), func(r store.Reader) error {
+		_, err := r.Get(key)
+		return err
+	}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the refused commit's write: %v, want none", err)
+	}
+	waitFor(t, "a drops the shards it lost", func() bool { return len(a.eng.Shards()) == 0 })
+
+	// A start on a is now handed to the owner: a writes the run, and
+	// leaves it to the thief (which never comes).
+	r, err := a.eng.Start(t.Context(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(runs) != 0 {
-		t.Fatalf("the refused start left %d runs", len(runs))
+	if r.Status != runengine.RunRunning || r.Steps[0].Status != runengine.StepPending {
+		t.Fatalf("the handed-over run is %s with its step %s, want running and pending", r.Status, r.Steps[0].Status)
 	}
-	waitFor(t, "a drops the shards it lost", func() bool { return len(a.eng.Shards()) == 0 })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(keys) != 0 {
