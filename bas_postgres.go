@@ -101,3 +101,13 @@ func (o Options) clusterConfig() *runengine.ClusterConfig {
 	// about processes being alive, not about business time.
 	return &runengine.ClusterConfig{NodeID: id, Shards: o.ClusterShards, LeaseTTL: o.ClusterLeaseTTL, Clock: clock.Real{}}
 }
+
+// ownsDelivery is what webhooks.Config.Owns needs when the workspace is a
+// node of a cluster: a delivery is sent by the node owning its shard. The
+// webhooks start delivering (Open) once the engine is set.
+func (ws *Workspace) ownsDelivery() func(id string) bool {
+	if !ws.opts.Cluster {
+		return nil
+	}
+	return func(id string) bool { return ws.engine.Owns(id) }
+}

@@ -745,3 +745,8 @@ func (c *cluster) again(ctx context.Context, cmd *command, r reply) (reply, erro
 	}
 	return r, r.err
 }
+
+// Owns reports whether this node owns the shard of id (a run id, or the
+// id of other work spread like runs: a webhook delivery); always true on
+// one node.
+func (e *Engine) Owns(id string) bool { return e.cluster == nil || e.cluster.owns(id) }
