@@ -127,7 +127,7 @@ func (e *Engine) start(ctx context.Context, p StartParams, view bool) (reply, er
 	if err != nil {
 		return reply{}, err
 	}
-	runID := e.ids.New("run", e.now())
+	runID := e.newRunID()
 	sweeps := len(ops) > 0 // removals of expired keys read them
 	if p.IdempotencyKey != "" {
 		ops = append(ops, e.startKeyWrite(p.Tenant, p.IdempotencyKey, runID))

@@ -55,6 +55,13 @@ const clusterPoll = safetyTick
 // dispatchLease is the lease of the node that dispatches the outbox.
 const dispatchLease = "dispatch"
 
+// handOutTTL is how long a clustered node's scheduler waits for a due key
+// it handed out to be deleted before it hands it out again: a commit that
+// failed (its shard moved, or it conflicted with another node's too often)
+// leaves the key, whose handling is repeated. Timers, inbox commands and
+// cron ticks are safe to repeat (a cron tick is claimed once).
+const handOutTTL = 5 * time.Second
+
 // adoptToken is the token of the due key a node writes for a run it
 // started but whose shard another node owns: the owner advances it.
 const adoptToken = "adopt"
@@ -750,3 +757,18 @@ func (c *cluster) again(ctx context.Context, cmd *command, r reply) (reply, erro
 // id of other work spread like runs: a webhook delivery); always true on
 // one node.
 func (e *Engine) Owns(id string) bool { return e.cluster == nil || e.cluster.owns(id) }
+
+// newRunID makes a new run's id. On a cluster node that holds shards it
+// is the id of a run of one of them, so that a run started here is
+// advanced here, with no handover (a few ids are drawn at most).
+func (e *Engine) newRunID() string {
+	now := e.now()
+	id := e.ids.New("run", now)
+	if e.cluster == nil {
+		return id
+	}
+	for try := 0; try < 64 && !e.cluster.owns(id); try++ {
+		id = e.ids.New("run", now)
+	}
+	return id
+}

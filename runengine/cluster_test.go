@@ -187,7 +187,7 @@ func TestClusterLeaseExpiry(t *testing.T) {
 	mu, keys := newRecorders()
 	block := make(chan struct{})
 	defer close(block)
-	finished := make(chan string, 1)
+	finished := make(chan string, 2)
 	a := openNode(t, base, nodeConfig{id: "a", lease: lc, clock: ec, prov: &recorder{node: "a", block: block, mu: mu, keys: keys},
 		shards: 8, ttl: ttl})
 	if got := len(a.eng.Shards()); got != 8 {
@@ -205,6 +205,12 @@ func TestClusterLeaseExpiry(t *testing.T) {
 	if got := b.eng.Shards(); len(got) != 0 {
 		t.Fatalf("b took shards %v while a's leases had not expired", got)
 	}
+	// A run started on b, which holds no shard yet, is written for its
+	// owner to advance.
+	handed, err := b.eng.Start(t.Context(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
 	armed := func() bool { return lc.Timers() == 1 } // b's next lease round
 	waitFor(t, "b's lease round is armed", armed)
 	lc.Advance(ttl / 2)
@@ -214,26 +220,31 @@ func TestClusterLeaseExpiry(t *testing.T) {
 	}
 	lc.Advance(ttl / 2)
 	waitFor(t, "b takes every shard over", func() bool { return len(b.eng.Shards()) == 8 })
-	select {
-	case id := <-finished:
-		if id != r.ID {
-			t.Fatalf("finished %s, want %s", id, r.ID)
+	ended := map[string]bool{}
+	for range 2 {
+		select {
+		case id := <-finished:
+			ended[id] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("b finished only %v of a's run %s and the handed-over %s", ended, r.ID, handed.ID)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("b never finished a's run")
 	}
-	got, err := b.eng.GetRun(t.Context(), tenant, r.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Status != runengine.RunCompleted {
-		t.Fatalf("run %s, want completed", got.Status)
+	for _, id := range []string{r.ID, handed.ID} {
+		got, err := b.eng.GetRun(t.Context(), tenant, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != runengine.RunCompleted || !ended[id] {
+			t.Fatalf("run %s is %s (finished: %v), want completed", id, got.Status, ended[id])
+		}
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	want := map[string]map[string]int{
-		r.ID + "/s1": {r.ID + "/s1/1": 1},
-		r.ID + "/s2": {r.ID + "/s2/1": 1},
+		r.ID + "/s1":      {r.ID + "/s1/1": 1},
+		r.ID + "/s2":      {r.ID + "/s2/1": 1},
+		handed.ID + "/s1": {handed.ID + "/s1/1": 1},
+		handed.ID + "/s2": {handed.ID + "/s2/1": 1},
 	}
 	if diff := cmp.Diff(want, keys); diff != "" {
 		t.Fatalf("calls by idempotency key (-want +got):\n%s", diff)

@@ -625,7 +625,7 @@ func (d *dispatcher) plan(evs []*Event) ([]*planned, error) {
 			if err != nil {
 				return nil, err
 			}
-			runID := d.e.ids.New("run", e.now())
+			runID := d.e.newRunID()
 			name := ev.Name
 			rep := make(chan reply, 1)
 			p.starts = append(p.starts, rep)

@@ -33,12 +33,12 @@ type scheduler struct {
 	stopOnce sync.Once
 
 	mu       sync.Mutex
-	inflight map[string]bool // due keys handed out, not yet deleted
+	inflight map[string]time.Time // due keys handed out, not yet deleted, and when
 	next     time.Time       // when the loop will next look
 }
 
 func newScheduler(e *Engine) *scheduler {
-	return &scheduler{e: e, wakeCh: make(chan struct{}, 1), quit: make(chan struct{}), inflight: map[string]bool{}}
+	return &scheduler{e: e, wakeCh: make(chan struct{}, 1), quit: make(chan struct{}), inflight: map[string]time.Time{}}
 }
 
 func (s *scheduler) wake() {
@@ -118,7 +118,10 @@ func (s *scheduler) fireDue() (time.Time, error) {
 		err := s.e.st.View(s.e.ctx, func(r store.Reader) error {
 			return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "due"), KeysOnly: true}, func(key, _ []byte) error {
 				s.mu.Lock()
-				busy := s.inflight[string(key)]
+				handed, busy := s.inflight[string(key)]
+				if busy && s.e.cluster != nil && time.Since(handed) > handOutTTL {
+					busy = false // its handling failed (its shard moved meanwhile): again
+				}
 				s.mu.Unlock()
 				if busy {
 					return nil
@@ -148,7 +151,7 @@ func (s *scheduler) fireDue() (time.Time, error) {
 		}
 		for _, d := range due {
 			s.mu.Lock()
-			s.inflight[string(d.key)] = true
+			s.inflight[string(d.key)] = time.Now()
 			s.mu.Unlock()
 			if isInbox(d.token) {
 				s.fireInbox(d)
@@ -212,7 +215,7 @@ func (s *scheduler) fireCron(d dueItem, processID string) {
 	nextKey := dueKey(next, d.tenant, d.owner, "cron")
 	pointer := cronPointer(d.tenant, processID)
 	fired := d.at.UTC().Format(time.RFC3339)
-	runID := s.e.ids.New("run", e.now())
+	runID := s.e.newRunID()
 	e.workerFor(runID).send(&command{kind: cmdStart, tenant: d.tenant, runID: runID, start: &startArgs{
 		version: ver,
 		subject: Subject{Type: "schedule", Label: def.Name + " at " + fired},
