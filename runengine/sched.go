@@ -34,7 +34,7 @@ type scheduler struct {
 
 	mu       sync.Mutex
 	inflight map[string]time.Time // due keys handed out, not yet deleted, and when
-	next     time.Time       // when the loop will next look
+	next     time.Time            // when the loop will next look
 }
 
 func newScheduler(e *Engine) *scheduler {
