@@ -289,7 +289,7 @@ func (c *cluster) round(ctx context.Context) error {
 	}
 	if any {
 		for _, w := range c.e.workers {
-			w.send(&command{kind: cmdDropShards, shards: changed})
+			w.send(&command{kind: cmdDropShards, cl: &clusterArgs{shards: changed}})
 		}
 		c.e.sched.forget()
 		if gained != nil {
@@ -425,6 +425,14 @@ func (w *worker) dropShards(changed []bool) {
 	}
 }
 
+// clusterArgs are what a cluster node adds to a command: the shards a
+// cmdDropShards drops; the due key a forwarded command came in, removed in
+// the commit applying it.
+type clusterArgs struct {
+	shards []bool
+	inbox  []byte
+}
+
 // inboxCommand is a command for a run another node owns, kept in the due
 // index until the owner applies it.
 type inboxCommand struct {
@@ -464,7 +472,7 @@ func toInbox(c *command) inboxCommand {
 }
 
 func (in inboxCommand) command(key []byte) *command {
-	c := &command{kind: in.Kind, tenant: in.Tenant, runID: in.RunID, actor: in.Actor, inbox: key}
+	c := &command{kind: in.Kind, tenant: in.Tenant, runID: in.RunID, actor: in.Actor, cl: &clusterArgs{inbox: key}}
 	switch in.Kind {
 	case cmdCompleteTask:
 		c.task = &taskArgs{taskID: in.TaskID, action: in.Action, fields: in.Fields}

@@ -152,7 +152,24 @@ func TestClusterThreeNodes(t *testing.T) {
 	case <-allDone:
 	case <-time.After(2 * time.Minute):
 		finMu.Lock()
-		t.Fatalf("only %d of %d runs finished", len(finished), n+ticks)
+		defer finMu.Unlock()
+		var stuck []string
+		for i, id := range runIDs {
+			if finished[id] == 0 && len(stuck) < 10 {
+				r, err := live(0).eng.GetRun(context.Background(), tenant, id)
+				if err != nil {
+					stuck = append(stuck, fmt.Sprintf("start %d: %q: %v", i, id, err))
+					continue
+				}
+				var steps []string
+				for _, st := range r.Steps {
+					steps = append(steps, string(st.Status))
+				}
+				stuck = append(stuck, fmt.Sprintf("start %d: %s %s %v shard owned by n1 %v n2 %v", i, id, r.Status, steps,
+					live(0).eng.Owns(id), live(1).eng.Owns(id)))
+			}
+		}
+		t.Fatalf("only %d of %d runs finished; unfinished: %v", len(finished), n+ticks, stuck)
 	}
 
 	// Every start made one run; every run completed exactly once.

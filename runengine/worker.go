@@ -53,10 +53,8 @@ type command struct {
 	view  bool
 	keep  AnswerKeeper
 
-	// shards are the shards a cmdDropShards drops; inbox is the due key a
-	// forwarded command came in (see cluster.go), removed in its commit.
-	shards []bool
-	inbox  []byte
+	// cl is what a cluster node adds to a command (nil on one node).
+	cl *clusterArgs
 }
 
 // reply is a command's outcome: snapshots of the run and of the task or
@@ -315,7 +313,7 @@ func (w *worker) handle(c *command) {
 	}
 	if cl := w.e.cluster; cl != nil {
 		if c.kind == cmdDropShards {
-			w.dropShards(c.shards)
+			w.dropShards(c.cl.shards)
 			return
 		}
 		if !cl.owns(c.runID) {
@@ -354,8 +352,8 @@ func (w *worker) handle(c *command) {
 		return
 	}
 	x := w.newExec(en, c)
-	if c.inbox != nil {
-		key := c.inbox
+	if c.cl != nil && c.cl.inbox != nil {
+		key := c.cl.inbox
 		x.fx.ops = append(x.fx.ops, deleteKey(key))
 		x.fx.post = append(x.fx.post, func() { w.e.sched.done(key) })
 		x.dirty = true
