@@ -288,6 +288,16 @@ func (c *cluster) round(ctx context.Context) error {
 		err = serr
 	}
 	if any {
+		var won, lost []int
+		for i, ch := range changed {
+			switch {
+			case ch && held[i].Token != 0:
+				won = append(won, i)
+			case ch:
+				lost = append(lost, i)
+			}
+		}
+		c.e.log.Info("runengine: this node's shards changed hands (lease)", "node", c.cfg.NodeID, "gained", won, "lost", lost)
 		for _, w := range c.e.workers {
 			w.send(&command{kind: cmdDropShards, cl: &clusterArgs{shards: changed}})
 		}

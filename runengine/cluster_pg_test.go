@@ -1,8 +1,11 @@
 package runengine_test
 
 import (
+	"bytes"
 	"context"
 	"flag"
+	"log/slog"
+	"strings"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -41,6 +44,7 @@ func TestClusterThreeNodes(t *testing.T) {
 	fin := make(chan string, 2*n+4*ticks)
 	onFinish := func(_, id string, _ runengine.RunStatus) { fin <- id }
 
+	logs := &lockedBuffer{}
 	var nodes []*node
 	for i := range 3 {
 		pg, err := pgstore.Open(t.Context(), pgstore.Options{DSN: dsn, Schema: schema})
@@ -50,7 +54,8 @@ func TestClusterThreeNodes(t *testing.T) {
 		t.Cleanup(func() { _ = pg.Close() })
 		id := fmt.Sprintf("n%d", i+1)
 		nodes = append(nodes, openNode(t, pg, nodeConfig{id: id, lease: clock.Real{}, clock: ec,
-			prov: &recorder{node: id, mu: mu, keys: keys}, shards: 16, ttl: ttl, onFinish: onFinish}))
+			prov: &recorder{node: id, mu: mu, keys: keys}, shards: 16, ttl: ttl, onFinish: onFinish,
+			logger: slog.New(slog.NewTextHandler(logs, nil)).With("node", id)}))
 	}
 	waitFor(t, "the shards spread over the three nodes", func() bool {
 		total := 0
@@ -165,8 +170,11 @@ func TestClusterThreeNodes(t *testing.T) {
 				for _, st := range r.Steps {
 					steps = append(steps, string(st.Status))
 				}
-				stuck = append(stuck, fmt.Sprintf("start %d: %s %s %v shard owned by n1 %v n2 %v", i, id, r.Status, steps,
-					live(0).eng.Owns(id), live(1).eng.Owns(id)))
+				mu.Lock()
+				calls := fmt.Sprint(keys[id+"/s1"], keys[id+"/s2"], keys[id+"/s3"])
+				mu.Unlock()
+				stuck = append(stuck, fmt.Sprintf("start %d: %s %s %v shard owned by n1 %v n2 %v; calls %s; log:\n%s", i, id, r.Status, steps,
+					live(0).eng.Owns(id), live(1).eng.Owns(id), calls, logs.grep(id)))
 			}
 		}
 		t.Fatalf("only %d of %d runs finished; unfinished: %v", len(finished), n+ticks, stuck)
@@ -236,4 +244,32 @@ func TestClusterThreeNodes(t *testing.T) {
 	}
 	t.Logf("%d runs and %d ticks over three nodes (shards %s), n3 killed after %d starts; shards at the end: n1 %v, n2 %v",
 		n, ticks, spread, killAt, nodes[0].eng.Shards(), nodes[1].eng.Shards())
+}
+
+// lockedBuffer collects the nodes' logs.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// grep returns the log lines that mention s, and the lease and shard lines.
+func (b *lockedBuffer) grep(s string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, l := range strings.Split(b.buf.String(), "\n") {
+		if strings.Contains(l, s) || strings.Contains(l, "lease") {
+			out = append(out, l)
+		}
+	}
+	if len(out) > 40 {
+		out = out[len(out)-40:]
+	}
+	return strings.Join(out, "\n")
 }

@@ -2,6 +2,7 @@ package runengine_test
 
 import (
 	"context"
+	"log/slog"
 	"encoding/json"
 	"strings"
 	"sync"
@@ -104,6 +105,7 @@ type nodeConfig struct {
 	shards   int
 	ttl      time.Duration
 	onFinish func(tenant, runID string, status runengine.RunStatus)
+	logger   *slog.Logger
 }
 
 func openNode(t *testing.T, base store.Store, nc nodeConfig) *node {
@@ -116,7 +118,7 @@ func openNode(t *testing.T, base store.Store, nc nodeConfig) *node {
 	}
 	var err error
 	n.eng, err = runengine.New(runengine.Config{Store: n.st, Clock: nc.clock, Capabilities: reg, Processes: n.procs,
-		Gate: &autoGate{auto: true}, OnFinish: nc.onFinish, Grace: time.Millisecond,
+		Gate: &autoGate{auto: true}, OnFinish: nc.onFinish, Grace: time.Millisecond, Logger: nc.logger,
 		Cluster: &runengine.ClusterConfig{NodeID: nc.id, Shards: nc.shards, LeaseTTL: nc.ttl, Clock: nc.lease}})
 	if err != nil {
 		t.Fatal(err)
