@@ -107,12 +107,15 @@ type cluster struct {
 	held     atomic.Pointer[[]lease.Lease]
 	dispatch atomic.Pointer[lease.Lease] // nil unless this node dispatches
 
-	leases  map[int]lease.Lease // the loop's own view
-	kickCh  chan struct{}
-	quit    chan struct{}
-	done    chan struct{}
-	stop    sync.Once
-	started atomic.Bool
+	leases map[int]lease.Lease // the loop's own view
+	// unresumed are gained shards whose running runs are not yet resumed
+	// (the read of the active index failed); nil when none.
+	unresumed []bool
+	kickCh    chan struct{}
+	quit      chan struct{}
+	done      chan struct{}
+	stop      sync.Once
+	started   atomic.Bool
 }
 
 func newCluster(e *Engine, cfg ClusterConfig) (*cluster, error) {
@@ -302,12 +305,26 @@ func (c *cluster) round(ctx context.Context) error {
 			w.send(&command{kind: cmdDropShards, cl: &clusterArgs{shards: changed}})
 		}
 		c.e.sched.forget()
-		if gained != nil {
-			if rerr := c.resume(ctx, gained); rerr != nil && err == nil {
-				err = rerr
+		for i, g := range gained {
+			if g {
+				if c.unresumed == nil {
+					c.unresumed = make([]bool, c.cfg.Shards)
+				}
+				c.unresumed[i] = true
 			}
 		}
 		c.e.sched.wake()
+	}
+	if c.unresumed != nil {
+		// Not bounded by the round: the active index may be long. A failed
+		// read is tried again next round, so no gained run is left behind.
+		if rerr := c.resume(c.e.ctx, c.unresumed); rerr != nil {
+			if err == nil {
+				err = rerr
+			}
+		} else {
+			c.unresumed = nil
+		}
 	}
 	return err
 }
