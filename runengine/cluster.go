@@ -605,11 +605,6 @@ func (s *scheduler) fireInbox(d dueItem) {
 	e.workerFor(in.RunID).send(in.command(d.key))
 }
 
-// ownsDue reports whether this node fires the due key of owner.
-func (c *cluster) ownsDue(owner string) bool {
-	return c == nil || c.owns(owner)
-}
-
 // tickFired reports whether the tick at of a schedule whose last fired
 // tick is kept at last has fired.
 func tickFired(r store.Reader, last []byte, at time.Time) (bool, error) {
