@@ -26,11 +26,14 @@ import (
 // dies loses its leases at expiry and the others take its shards over and
 // finish its runs; a node joining or leaving moves only its share.
 //
-// Commands may reach any node: a start on a node that does not own the
-// run's shard writes the run and a due key the owner picks up within
-// ClusterPoll; a task completion, decision, cancel, pause, resume or event
-// delivery for such a run is written to the owner's inbox (the due index)
-// and answered once the owner applied it.
+// Commands may reach any node: a node starts a run in a shard it holds (one
+// holding none yet writes the run and a due key the shard's owner picks up
+// within 200ms); a task completion, decision, cancel, pause, resume or
+// event delivery for a run another node owns is written to the owner's
+// inbox (the due index) and answered once the owner applied it. A command
+// refused because its run's shard changed hands meanwhile is sent again.
+//
+// Engine.Shards and Engine.Owns tell what a node holds.
 type ClusterConfig struct {
 	// NodeID names this node; it must be unique among the nodes sharing
 	// the store. Required.
@@ -374,30 +377,11 @@ func (c *cluster) close() {
 		if d := c.dispatch.Load(); d != nil {
 			_ = c.m.Release(ctx, *d)
 		}
-		if l, err := lease.Get(readerOf(ctx, c.e.st), "member/"+c.cfg.NodeID); err == nil && l.Owner == c.cfg.NodeID {
+		// Leave the members at once (the others rebalance next round).
+		if l, err := c.m.Heartbeat(ctx); err == nil {
 			_ = c.m.Release(ctx, l)
 		}
 	})
-}
-
-// readerOf reads through a View per call (for the one Get close makes).
-type viewReader struct {
-	ctx context.Context
-	st  store.Store
-}
-
-func readerOf(ctx context.Context, st store.Store) store.Reader { return viewReader{ctx, st} }
-
-func (v viewReader) Get(key []byte) (val []byte, err error) {
-	err = v.st.View(v.ctx, func(r store.Reader) error {
-		val, err = r.Get(key)
-		return err
-	})
-	return val, err
-}
-
-func (v viewReader) Scan(opts store.ScanOptions, fn func(key, value []byte) error) error {
-	return v.st.View(v.ctx, func(r store.Reader) error { return r.Scan(opts, fn) })
 }
 
 // route hands c to the worker of its run when this node owns the run's
