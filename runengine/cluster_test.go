@@ -2,8 +2,8 @@ package runengine_test
 
 import (
 	"context"
-	"log/slog"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
