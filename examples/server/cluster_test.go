@@ -197,3 +197,13 @@ func TestServerCluster(t *testing.T) {
 	}
 	t.Logf("%d runs over three servers, n3 killed after %d; %d schedule ticks, each fired once", n, n/2, len(fired))
 }
+
+// TestClusterFlagNeedsStore: -cluster without -store is refused, as a
+// Badger directory cannot be shared.
+func TestClusterFlagNeedsStore(t *testing.T) {
+	t.Parallel()
+	err := run([]string{"-cluster", "-addr", "127.0.0.1:0", "-data", t.TempDir()}, nil)
+	if err == nil || !strings.Contains(err.Error(), "-cluster needs -store") {
+		t.Errorf("run with -cluster and no -store: %v, want a refusal", err)
+	}
+}
