@@ -107,7 +107,7 @@ type Options struct {
 	// such as "postgres://bas@db:5432/bas?sslmode=verify-full". See
 	// store/pgstore and the README's Scaling section. One workspace works
 	// on a database and schema at a time; another opened on it waits in
-	// Open as a standby until the first is gone.
+	// Open as a standby until the first is gone (unless Cluster is set).
 	PostgresDSN string
 	// Postgres is a connection pool to keep state in instead of
 	// PostgresDSN; the caller keeps it (Workspace.Close leaves it open).
@@ -115,6 +115,25 @@ type Options struct {
 	// PostgresSchema is the PostgreSQL schema of bas's tables, created
 	// when missing. Defaults to "public".
 	PostgresSchema string
+	// Cluster makes this workspace one node of several sharing one
+	// PostgreSQL database and schema (PostgresDSN or Postgres, or a Store
+	// the nodes share): the runs, timers and schedules are spread over
+	// the live nodes by shard leases kept in the database, every node
+	// serves the whole API, and a node that dies has its runs finished by
+	// the others once its leases expire (ClusterLeaseTTL). See the
+	// README's Scaling section. Defaults to false: one workspace works on
+	// a PostgreSQL database at a time, another waiting in Open as a
+	// standby.
+	Cluster bool
+	// NodeID names this node among the Cluster's nodes; it must be unique
+	// per node. Defaults to host name, process id and a random suffix.
+	NodeID string
+	// ClusterShards is the number of shards runs are spread over; every
+	// node must use the same number. Defaults to 32.
+	ClusterShards int
+	// ClusterLeaseTTL is how long a dead node's leases outlive it (they
+	// are renewed every third of it). Defaults to 15s.
+	ClusterLeaseTTL time.Duration
 	// Clock tells the time. Defaults to the wall clock.
 	Clock Clock
 	// Logger receives structured logs. Defaults to discarding them.
@@ -507,7 +526,8 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	eng, err := runengine.New(runengine.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,
 		Capabilities: ws.registry, Processes: ws.processes, Gate: ws.automation.Gate(), CallTimeout: opts.CallTimeout,
 		Workers: opts.Workers, MaxAttempts: opts.MaxAttempts, ApprovalTTL: opts.ApprovalExpiry, Grace: opts.Grace,
-		SubscribeBuffer: opts.SubscribeBuffer, Tap: ws.webhooks, Observer: ws.engineObserver()})
+		SubscribeBuffer: opts.SubscribeBuffer, Tap: ws.webhooks, Observer: ws.engineObserver(),
+		Cluster: opts.clusterConfig()})
 	if err != nil {
 		_ = ws.Close()
 		return nil, err

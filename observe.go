@@ -55,7 +55,8 @@ func (ws *Workspace) engineObserver() runengine.Observer {
 func (ws *Workspace) openWebhooks() error {
 	svc, err := webhooks.New(webhooks.Config{Store: ws.store, Clock: ws.opts.Clock, Logger: ws.opts.Logger,
 		Resolver: ws.opts.WebhookResolver, Allow: ws.opts.WebhookAllow,
-		OnAttempt: func(_ string, _ *webhooks.Delivery, outcome string) { ws.tel.WebhookAttempt(outcome) }})
+		OnAttempt: func(_ string, _ *webhooks.Delivery, outcome string) { ws.tel.WebhookAttempt(outcome) },
+		Owns:      ws.ownsDelivery()})
 	if err != nil {
 		return err
 	}

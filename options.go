@@ -47,6 +47,9 @@ func (o Options) validate() error {
 	case o.SubscribeBuffer < 0 || o.SubscribeBuffer > maxSubscribeBuffer:
 		return bad("SubscribeBuffer", o.SubscribeBuffer, fmt.Sprintf("use 1 to %d, or 0 for 4096", maxSubscribeBuffer))
 	}
+	if err := o.validateCluster(bad); err != nil {
+		return err
+	}
 	for i, p := range o.Plugins {
 		if p == "" {
 			return bad(fmt.Sprintf("Plugins[%d]", i), `""`, "give the path of a plugin executable")

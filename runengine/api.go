@@ -47,9 +47,12 @@ func (e *Engine) send(ctx context.Context, c *command) (reply, error) {
 	}
 	c.keep, _ = ctx.Value(keeperKey{}).(AnswerKeeper)
 	c.reply = make(chan reply, 1)
-	e.workerFor(c.runID).send(c)
+	e.route(c)
 	select {
 	case r := <-c.reply:
+		if e.cluster != nil && r.err != nil {
+			return e.cluster.again(ctx, c, r)
+		}
 		return r, r.err
 	case <-ctx.Done():
 		return reply{}, errors.WithStack(ctx.Err())
@@ -124,7 +127,7 @@ func (e *Engine) start(ctx context.Context, p StartParams, view bool) (reply, er
 	if err != nil {
 		return reply{}, err
 	}
-	runID := e.ids.New("run", e.now())
+	runID := e.newRunID()
 	sweeps := len(ops) > 0 // removals of expired keys read them
 	if p.IdempotencyKey != "" {
 		ops = append(ops, e.startKeyWrite(p.Tenant, p.IdempotencyKey, runID))

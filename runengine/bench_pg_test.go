@@ -3,7 +3,9 @@ package runengine_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/lease"
@@ -91,4 +93,77 @@ func benchEngineOn(b *testing.B, st store.Store) *benchEngine {
 		st.Close()
 	})
 	return be
+}
+
+// BenchmarkChain3Cluster is BenchmarkChain3 on PostgreSQL (BAS_PG_DSN)
+// with clustered engines: nodes=1 is one node holding every shard (what
+// a node pays for leases and fencing), nodes=3 three nodes in this process
+// on one database, the starts spread over them (most land on a node that
+// does not own the run, which hands it over through the due index). All
+// nodes share this process's CPUs: the figure shows the coordination's
+// cost, not what three machines would add.
+func BenchmarkChain3Cluster(b *testing.B) {
+	dsn := pgtest.DSN(b)
+	for _, bench := range []struct{ nodes, starters int }{{1, 1}, {1, 64}, {3, 64}} {
+		nodes := bench.nodes
+		b.Run(fmt.Sprintf("nodes=%d/starters=%d", nodes, bench.starters), func(b *testing.B) {
+			schema := pgtest.Schema(b, dsn)
+			be := &benchEngine{done: map[string]*runEnd{}}
+			var engs []*runengine.Engine
+			var pid string
+			for i := range nodes {
+				pg, err := pgstore.Open(context.Background(), pgstore.Options{DSN: dsn, Schema: schema})
+				if err != nil {
+					b.Fatal(err)
+				}
+				clk := clock.Real{}
+				procs := process.NewService(process.Config{Store: pg, Clock: clk})
+				reg := registry.New(registry.Config{Store: pg, Clock: clk})
+				if err := reg.Register(noopProvider{}); err != nil {
+					b.Fatal(err)
+				}
+				eng, err := runengine.New(runengine.Config{Store: pg, Clock: clk, Capabilities: reg, Processes: procs,
+					Gate: &autoGate{auto: true}, OnFinish: be.finished,
+					Cluster: &runengine.ClusterConfig{NodeID: fmt.Sprintf("n%d", i), LeaseTTL: 3 * time.Second}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := eng.Open(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() {
+					eng.Close()
+					pg.Close()
+				})
+				engs = append(engs, eng)
+				if i == 0 {
+					be.procs = procs
+					pid = be.process(b, 3)
+				}
+			}
+			for deadline := time.Now().Add(30 * time.Second); ; {
+				spread := true
+				for _, eng := range engs {
+					spread = spread && len(eng.Shards()) > 0
+				}
+				if spread {
+					break
+				}
+				if time.Now().After(deadline) {
+					b.Fatal("the shards never spread over the nodes")
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			var turn atomic.Int64
+			measure(b, be, bench.starters, false, func(ctx context.Context) (string, error) {
+				eng := engs[int(turn.Add(1))%len(engs)]
+				r, err := eng.Start(ctx, runengine.StartParams{Tenant: tenant, ProcessID: pid,
+					Subject: runengine.Subject{Type: "bench", Label: "run"}})
+				if err != nil {
+					return "", err
+				}
+				return r.ID, nil
+			})
+		})
+	}
 }

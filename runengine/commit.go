@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bas-platform/bas/internal/lease"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
@@ -26,6 +27,10 @@ type delta struct {
 	// tenant, when set, is whose change it is, for the fair share of
 	// commits (see commitShare).
 	tenant string
+	// fence, when set (several nodes share the store), is the shard lease
+	// the delta acts under: its batch checks it in the transaction, and a
+	// lease no longer held refuses the delta.
+	fence *lease.Lease
 }
 
 // committer is the group-commit pipeline: one goroutine drains every
@@ -69,12 +74,19 @@ type committer struct {
 	fp      Failpoints
 
 	share commitShare // the tenants' fair share of commits
+
+	// cl is set when several nodes share the store: deltas' fences are
+	// checked, counters are read in each transaction (other nodes write
+	// them too), and nothing is pipelined.
+	cl *cluster
 }
 
-func newCommitter(st store.Store, maxBatch int, obs Observer, fp Failpoints) *committer {
+func newCommitter(st store.Store, maxBatch int, obs Observer, fp Failpoints, cl *cluster) *committer {
 	c := &committer{st: st, maxBatch: maxBatch, observe: obs, fp: fp, signal: make(chan struct{}, 1), stopped: make(chan struct{}),
-		counters: map[string]int64{}, landed: make(chan struct{}, 1)}
-	c.pipe, _ = st.(store.Pipeliner)
+		counters: map[string]int64{}, landed: make(chan struct{}, 1), cl: cl}
+	if cl == nil {
+		c.pipe, _ = st.(store.Pipeliner)
+	}
 	go c.loop()
 	return c
 }
@@ -285,9 +297,19 @@ func (c *committer) settle() {
 // commitSync writes batch in one Update. When it fails, the halves are
 // retried apart so one bad delta cannot block the others.
 func (c *committer) commitSync(batch []*delta) {
+	if c.cl != nil {
+		if batch = c.refuseFenced(batch); len(batch) == 0 {
+			return
+		}
+	}
 	began := time.Now()
 	sums := sumCounters(batch)
 	err := c.st.Update(context.Background(), func(tx store.Txn) error {
+		if c.cl != nil {
+			if err := c.checkFences(tx, batch); err != nil {
+				return err
+			}
+		}
 		for _, d := range batch {
 			if err := d.apply(tx); err != nil {
 				return err
@@ -349,7 +371,7 @@ func (c *committer) writeCounters(tx store.Txn, sums map[string]int64, canRead b
 			continue
 		}
 		cur, ok := c.counters[k]
-		if !ok {
+		if !ok || c.cl != nil {
 			var err error
 			if canRead {
 				cur, err = readCounter(tx, []byte(k))

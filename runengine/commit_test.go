@@ -44,7 +44,7 @@ func readKeys(t *testing.T, st store.Store, prefix []byte) map[string]string {
 func TestCommitterLandsEveryDelta(t *testing.T) {
 	t.Parallel()
 	st := testStore(t)
-	c := newCommitter(st, 50, nil, Failpoints{})
+	c := newCommitter(st, 50, nil, Failpoints{}, nil)
 	prefix := store.Key("t", "k")
 	key := func(s string) []byte { return append(append([]byte(nil), prefix...), s...) }
 	big := make([]byte, 300<<10) // four of these are over one transaction's limit
@@ -145,7 +145,7 @@ func TestCommitterLandsEveryDelta(t *testing.T) {
 func TestCommitterCloseCommitsQueued(t *testing.T) {
 	t.Parallel()
 	st := testStore(t)
-	c := newCommitter(st, 1000, nil, Failpoints{})
+	c := newCommitter(st, 1000, nil, Failpoints{}, nil)
 	prefix := store.Key("t", "q")
 	want := map[string]string{}
 	errs := make(chan error, 200)

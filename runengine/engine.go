@@ -127,6 +127,10 @@ type Config struct {
 	// Failpoints are test hooks, empty (and free) unless built with the
 	// failpoints tag.
 	Failpoints Failpoints
+	// Cluster, when set, makes this engine one node of several sharing
+	// Store (see ClusterConfig). Defaults to none: the engine is the only
+	// one working on Store, and pays for no lease.
+	Cluster *ClusterConfig
 }
 
 func (c Config) withDefaults() Config {
@@ -212,6 +216,7 @@ type Engine struct {
 	jobWG       sync.WaitGroup // job goroutines
 	limiter     *limiter       // nil without RateLimits
 	admission   *admission     // nil without call caps
+	cluster     *cluster       // nil on one node
 }
 
 // New returns an engine; call Open to start it.
@@ -230,7 +235,13 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.limiter = lim
 	e.admission = newAdmission(cfg.MaxCallsPerTenant, cfg.MaxCallsPerProcess)
-	e.commits = newCommitter(cfg.Store, cfg.MaxBatch, cfg.Observer, cfg.Failpoints)
+	if cfg.Cluster != nil {
+		if e.cluster, err = newCluster(e, *cfg.Cluster); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
+	e.commits = newCommitter(cfg.Store, cfg.MaxBatch, cfg.Observer, cfg.Failpoints, e.cluster)
 	e.workers = make([]*worker, cfg.Workers)
 	for i := range e.workers {
 		e.workers[i] = newWorker(e)
@@ -254,7 +265,13 @@ func (e *Engine) Open(ctx context.Context) error {
 		e.wg.Add(2)
 		go func() { defer e.wg.Done(); e.sched.loop() }()
 		go func() { defer e.wg.Done(); e.disp.loop() }()
-		err = e.recover(ctx)
+		if e.cluster != nil {
+			err = e.cluster.start(ctx) // resumes the runs of the shards it takes
+			e.sched.wake()
+			e.disp.kick()
+		} else {
+			err = e.recover(ctx)
+		}
 		if err == nil {
 			err = e.openPausesAndJobs(ctx)
 		}
@@ -282,6 +299,9 @@ func (e *Engine) Close() error {
 	e.sched.stop()
 	e.disp.stop()
 	e.wg.Wait()
+	if e.cluster != nil {
+		defer e.cluster.close() // once what is queued is committed
+	}
 	e.jobWG.Wait()
 	// A provider that ignores its cancelled context keeps its runner; Close
 	// does not wait for it past the grace period.
@@ -310,7 +330,15 @@ const runnerIdle = 10 * time.Second
 // call so that a goroutine's stack, grown once by providers and schema
 // validation, serves many calls; a slow call never holds up another.
 func (e *Engine) goCall(fn func()) {
+	// Close waits for the calls: none may be added once it began (the run
+	// resumes on the next Open, or on the node taking its shard over).
+	e.closeMu.RLock()
+	if e.closed {
+		e.closeMu.RUnlock()
+		return
+	}
 	e.calls.Add(1)
+	e.closeMu.RUnlock()
 	select {
 	case e.runWork <- fn:
 		return
@@ -395,7 +423,7 @@ func (e *Engine) recover(ctx context.Context) error {
 		return errors.Wrap(err, "runengine: read active runs")
 	}
 	for _, rf := range refs {
-		e.workerFor(rf.id).send(&command{kind: cmdAdvance, tenant: rf.tenant, runID: rf.id})
+		e.route(&command{kind: cmdAdvance, tenant: rf.tenant, runID: rf.id})
 	}
 	e.sched.wake()
 	e.disp.kick()

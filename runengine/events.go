@@ -147,6 +147,9 @@ func (e *Engine) emitTx(tx store.Txn, tenant, name string, data any) error {
 // name before the change that adds a listener commits, and a kept "no" is
 // only stored where no mark came first.
 func (e *Engine) heard(tenant, name string) bool {
+	if e.cluster != nil {
+		return true // another node may add a listener unseen here
+	}
 	k := tenant + "\x00" + name
 	if v, ok := e.listened.Load(k); ok {
 		return v.(bool)
@@ -284,7 +287,11 @@ func (d *dispatcher) kick() {
 func (d *dispatcher) stop() { d.stopOnce.Do(func() { close(d.quit) }) }
 
 func (d *dispatcher) loop() {
-	safety := time.NewTicker(safetyScan)
+	every := safetyScan
+	if d.e.cluster != nil {
+		every = clusterPoll // other nodes' events reach this one through the outbox
+	}
+	safety := time.NewTicker(every)
 	defer safety.Stop()
 	for {
 		select {
@@ -296,6 +303,14 @@ func (d *dispatcher) loop() {
 		case <-d.wakeCh:
 		case <-safety.C:
 			d.kick()
+		}
+		if cl := d.e.cluster; cl != nil && !cl.dispatching() {
+			d.mu.Lock()
+			mem := d.mem
+			d.mem, d.scan = nil, false // the dispatching node finds them in the outbox
+			d.mu.Unlock()
+			d.e.hub.publish(mem) // this node's subscribers see this node's events
+			continue
 		}
 		if err := d.drain(); err != nil && !d.e.isClosed() {
 			d.e.log.Error("event dispatcher", "error", err)
@@ -396,7 +411,16 @@ func (d *dispatcher) dispatchAll(evs []*Event) error {
 		cuts = append(cuts, p.cuts...)
 	}
 	ops, posts := d.recordCuts(cuts)
+	var fence func(store.Txn) error
+	if cl := d.e.cluster; cl != nil {
+		fence = cl.fenceDispatch()
+	}
 	err = d.e.commits.commitWait(context.Background(), &delta{apply: func(tx store.Txn) error {
+		if fence != nil {
+			if err := fence(tx); err != nil {
+				return err
+			}
+		}
 		for _, k := range keys {
 			if err := tx.Delete(k); err != nil {
 				return err
@@ -632,7 +656,7 @@ func (d *dispatcher) plan(evs []*Event) ([]*planned, error) {
 			if err != nil {
 				return nil, err
 			}
-			runID := d.e.ids.New("run", e.now())
+			runID := d.e.newRunID()
 			name := ev.Name
 			rep := make(chan reply, 1)
 			p.starts = append(p.starts, rep)
@@ -649,7 +673,7 @@ func (d *dispatcher) plan(evs []*Event) ([]*planned, error) {
 			}
 			rep := make(chan reply, 1)
 			p.wakes = append(p.wakes, rep)
-			e.workerFor(w.runID).send(&command{kind: cmdEvent, tenant: ev.Tenant, runID: w.runID, reply: rep,
+			e.route(&command{kind: cmdEvent, tenant: ev.Tenant, runID: w.runID, reply: rep,
 				event: &eventArgs{name: ev.Name, id: ev.ID, data: ev.Data, key: w.key}})
 		}
 	}

@@ -132,3 +132,9 @@ func SeedJob(st store.Store, tenant string, f JobFilter, action string) (string,
 	})
 	return rec.ID, err
 }
+
+// CommitUnder commits a write of key as a change of run runID: under the
+// lease this node holds on the run's shard, when clustered.
+func (e *Engine) CommitUnder(runID string, key []byte) error {
+	return e.commits.commitWait(e.ctx, &delta{fence: e.fence(runID), apply: setKey(key, []byte("x"))})
+}

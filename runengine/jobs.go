@@ -199,6 +199,9 @@ func (e *Engine) startJob(tenant, id string) {
 	if e.closed {
 		return
 	}
+	if e.cluster != nil && !e.cluster.owns(id) {
+		return // the node owning the job's shard runs it
+	}
 	k := tenant + "\x00" + id
 	if _, busy := e.jobsRunning.LoadOrStore(k, true); busy {
 		return
@@ -279,7 +282,7 @@ func (e *Engine) runJob(tenant, id string) error {
 			t := rec.UpdatedAt
 			rec.CompletedAt = &t
 		}
-		if err := e.commits.commitWait(e.ctx, &delta{apply: func(tx store.Txn) error { return e.putJob(tx, tenant, rec) }}); err != nil {
+		if err := e.commits.commitWait(e.ctx, &delta{fence: e.fence(id), apply: func(tx store.Txn) error { return e.putJob(tx, tenant, rec) }}); err != nil {
 			return err
 		}
 		if next == "" {

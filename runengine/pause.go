@@ -417,7 +417,7 @@ func (e *Engine) Rerun(ctx context.Context, tenant, runID, fromStep, actor strin
 		steps[i].internal.OutputBytes = 0 // the new run stores it apart again, under its own id
 	}
 	trig := orig.Trigger
-	newID := e.ids.New("run", e.now())
+	newID := e.newRunID()
 	rep, err := e.send(ctx, &command{kind: cmdStart, tenant: tenant, runID: newID, actor: actor, start: &startArgs{
 		version: ver, subject: orig.Subject, trigger: trig, actor: actor, priority: orig.Priority,
 		rerun: &rerunArgs{of: orig.ID, from: fromStep, steps: steps},

@@ -33,12 +33,12 @@ type scheduler struct {
 	stopOnce sync.Once
 
 	mu       sync.Mutex
-	inflight map[string]bool // due keys handed out, not yet deleted
-	next     time.Time       // when the loop will next look
+	inflight map[string]time.Time // due keys handed out, not yet deleted, and when
+	next     time.Time            // when the loop will next look
 }
 
 func newScheduler(e *Engine) *scheduler {
-	return &scheduler{e: e, wakeCh: make(chan struct{}, 1), quit: make(chan struct{}), inflight: map[string]bool{}}
+	return &scheduler{e: e, wakeCh: make(chan struct{}, 1), quit: make(chan struct{}), inflight: map[string]time.Time{}}
 }
 
 func (s *scheduler) wake() {
@@ -118,7 +118,10 @@ func (s *scheduler) fireDue() (time.Time, error) {
 		err := s.e.st.View(s.e.ctx, func(r store.Reader) error {
 			return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "due"), KeysOnly: true}, func(key, _ []byte) error {
 				s.mu.Lock()
-				busy := s.inflight[string(key)]
+				handed, busy := s.inflight[string(key)]
+				if busy && s.e.cluster != nil && time.Since(handed) > handOutTTL {
+					busy = false // its handling failed (its shard moved meanwhile): again
+				}
 				s.mu.Unlock()
 				if busy {
 					return nil
@@ -131,6 +134,9 @@ func (s *scheduler) fireDue() (time.Time, error) {
 				if at.After(now) {
 					next = at
 					return store.ErrStop
+				}
+				if cl := s.e.cluster; cl != nil && !cl.owns(parts[4].(string)) {
+					return nil // another node's
 				}
 				due = append(due, dueItem{key: append([]byte(nil), key...), at: at, tenant: parts[3].(string),
 					owner: parts[4].(string), token: parts[5].(string)})
@@ -145,8 +151,12 @@ func (s *scheduler) fireDue() (time.Time, error) {
 		}
 		for _, d := range due {
 			s.mu.Lock()
-			s.inflight[string(d.key)] = true
+			s.inflight[string(d.key)] = time.Now()
 			s.mu.Unlock()
+			if isInbox(d.token) {
+				s.fireInbox(d)
+				continue
+			}
 			if processID, ok := strings.CutPrefix(d.owner, cronOwnerPrefix); ok {
 				s.fireCron(d, processID)
 				continue
@@ -174,15 +184,20 @@ func cronPointer(tenant, processID string) []byte {
 func (s *scheduler) fireCron(d dueItem, processID string) {
 	e := s.e
 	var def *process.Definition
+	last := cronLast(d.tenant, processID)
+	already := false
 	err := e.st.View(e.ctx, func(r store.Reader) error {
 		var err error
+		if already, err = tickFired(r, last, d.at); err != nil {
+			return err
+		}
 		def, err = e.cfg.Processes.Load(r, d.tenant, processID)
 		return err
 	})
 	drop := func() {
 		e.commits.submit(&delta{apply: deleteKey(d.key), after: func(error) { s.done(d.key) }})
 	}
-	if err != nil || !def.Enabled || def.Archived || def.Trigger.Type != process.TriggerSchedule {
+	if err != nil || already || !def.Enabled || def.Archived || def.Trigger.Type != process.TriggerSchedule {
 		drop()
 		return
 	}
@@ -200,13 +215,16 @@ func (s *scheduler) fireCron(d dueItem, processID string) {
 	nextKey := dueKey(next, d.tenant, d.owner, "cron")
 	pointer := cronPointer(d.tenant, processID)
 	fired := d.at.UTC().Format(time.RFC3339)
-	runID := s.e.ids.New("run", e.now())
+	runID := s.e.newRunID()
 	e.workerFor(runID).send(&command{kind: cmdStart, tenant: d.tenant, runID: runID, start: &startArgs{
 		version: ver,
 		subject: Subject{Type: "schedule", Label: def.Name + " at " + fired},
 		trigger: RunTrigger{Type: process.TriggerSchedule, Data: map[string]any{"fired_at": fired, "cron": def.Trigger.Cron}},
 		reads:   true,
-		ops: []func(tx store.Txn) error{func(tx store.Txn) error {
+		ops: []func(tx store.Txn) error{s.e.cluster.fenceOwner(d.owner), func(tx store.Txn) error {
+			if err := claimTick(tx, last, d.at); err != nil {
+				return err
+			}
 			if err := tx.Delete(d.key); err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/lease"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
@@ -28,6 +29,7 @@ const (
 	cmdPause
 	cmdResume
 	cmdAssignTask
+	cmdDropShards
 )
 
 // command is one thing for a worker to do to one run.
@@ -52,6 +54,9 @@ type command struct {
 	reply chan reply
 	view  bool
 	keep  AnswerKeeper
+
+	// cl is what a cluster node adds to a command (nil on one node).
+	cl *clusterArgs
 }
 
 // reply is a command's outcome: snapshots of the run and of the task or
@@ -135,6 +140,8 @@ type entry struct {
 	parked *callResult
 	// durable is false for a new run until its first commit is submitted.
 	durable bool
+	// foreign marks a run this node started for the node owning its shard.
+	foreign bool
 	// tasks and approvals are the latest versions of the run's tasks and
 	// approvals this entry wrote. They are what the store will hold (the
 	// worker alone changes them), so a completion or decision reads them
@@ -311,6 +318,16 @@ func (w *worker) handle(c *command) {
 		w.handleStart(c)
 		return
 	}
+	if cl := w.e.cluster; cl != nil {
+		if c.kind == cmdDropShards {
+			w.dropShards(c.cl.shards)
+			return
+		}
+		if !cl.owns(c.runID) {
+			w.notMine(c)
+			return
+		}
+	}
 	if c.kind == cmdFlush {
 		if en, ok := w.cache[cacheKey(c.tenant, c.runID)]; ok {
 			en.flushArmed = false
@@ -342,6 +359,12 @@ func (w *worker) handle(c *command) {
 		return
 	}
 	x := w.newExec(en, c)
+	if c.cl != nil && c.cl.inbox != nil {
+		key := c.cl.inbox
+		x.fx.ops = append(x.fx.ops, deleteKey(key))
+		x.fx.post = append(x.fx.post, func() { w.e.sched.done(key) })
+		x.dirty = true
+	}
 	if x.held() {
 		w.finish(x)
 		return
@@ -367,7 +390,13 @@ func (w *worker) handle(c *command) {
 		x.dirty = true
 		key := c.timer.key
 		x.fx.post = append(x.fx.post, func() { w.e.sched.done(key) })
-		x.fireTimer(c.timer.token)
+		if c.timer.token == adoptToken {
+			if en.inflight == "" {
+				x.advance()
+			}
+		} else {
+			x.fireTimer(c.timer.token)
+		}
 	case cmdEvent:
 		x.deliverEvent(c.event)
 	case cmdCancel:
@@ -425,6 +454,7 @@ func (w *worker) handleStart(c *command) {
 	}
 	a.rerun.apply(r)
 	en := &entry{run: r, ver: a.version}
+	en.foreign = w.e.cluster != nil && !w.e.cluster.owns(id)
 	w.cache[cacheKey(c.tenant, id)] = en
 	x := w.newExec(en, c)
 	x.dirty = true
@@ -441,10 +471,18 @@ func (w *worker) handleStart(c *command) {
 	}
 	x.emit("process.run.started", map[string]any{"run_id": id, "process_id": r.ProcessID,
 		"process_name": r.ProcessName, "subject": r.Subject.data()})
-	if !x.startPaused() {
+	if !x.startPaused() && !en.foreign {
 		x.advance()
 	}
+	if en.foreign {
+		// The owner of the run's shard advances it (see cluster.go).
+		x.fx.ops = append(x.fx.ops, setKey(dueKey(w.e.clock.Now(), c.tenant, id, adoptToken), nil))
+	}
 	w.finish(x)
+	if en.foreign {
+		delete(w.cache, cacheKey(c.tenant, id))
+		delete(w.idle, cacheKey(c.tenant, id))
+	}
 }
 
 func setKey(key, val []byte) func(tx store.Txn) error {
@@ -583,7 +621,12 @@ func (w *worker) flush(en *entry) {
 	en.held, en.dirty = effects{}, false
 	en.pending.Add(1)
 	runID := r.ID
+	var fence *lease.Lease
+	if cl := w.e.cluster; cl != nil && !en.foreign {
+		fence = cl.fenceFor(runID)
+	}
 	w.e.commits.submit(&delta{
+		fence: fence,
 		apply: func(tx store.Txn) error {
 			if err := runs.PutOver(tx, tenant, old, cur, raw); err != nil {
 				return err

@@ -9,6 +9,12 @@
 //	-data     Badger directory (default ./data)
 //	-store    where state lives: empty for Badger in -data, or a
 //	          PostgreSQL connection string (postgres://user@host:5432/db)
+//	-cluster  with -store: work beside other servers on the same database
+//	          (each takes a share of the runs; see the README's Scaling)
+//	-node-id  this server's name among the -cluster nodes (default
+//	          host/pid/random)
+//	-cluster-lease-ttl  how long a dead node's share waits before the
+//	          others take it over (default 15s)
 //	-dev      enable development login (POST /api/v1/auth/dev-login)
 //	-plugins  a directory of provider plugins to load
 //	-metrics-addr  where /metrics (Prometheus text, the bas_... series) is
@@ -61,6 +67,9 @@ func run(args []string, stdout *os.File) error {
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
 	data := fs.String("data", "./data", "Badger data directory")
 	storeURL := fs.String("store", "", "PostgreSQL connection string (postgres://user@host:5432/db) to keep state in instead of Badger in -data")
+	cluster := fs.Bool("cluster", false, "with -store: work beside other servers on the same database")
+	nodeID := fs.String("node-id", "", "this server's name among the -cluster nodes (default host/pid/random)")
+	leaseTTL := fs.Duration("cluster-lease-ttl", 0, "how long a dead -cluster node's share waits before the others take it over (default 15s)")
 	dev := fs.Bool("dev", false, "enable development login")
 	pluginDir := fs.String("plugins", "", "directory of provider plugins")
 	publicURL := fs.String("public-url", "", "base URL of the API in emailed links (default http://<addr>/api)")
@@ -103,8 +112,11 @@ func run(args []string, stdout *os.File) error {
 		}
 		where = redact(*storeURL)
 	}
+	if *cluster && *storeURL == "" {
+		return fmt.Errorf("-cluster needs -store: the nodes share a PostgreSQL database")
+	}
 	opts := bas.Options{Dir: *data, PostgresDSN: *storeURL, Logger: logger, PluginDir: *pluginDir, PublicURL: *publicURL,
-		WebhookAllow: allow}
+		WebhookAllow: allow, Cluster: *cluster, NodeID: *nodeID, ClusterLeaseTTL: *leaseTTL}
 	var reg *prometheus.Registry
 	if *metricsAddr != "" {
 		reg = prometheus.NewRegistry()

@@ -143,6 +143,12 @@ func (sc *scheduler) stop() {
 }
 
 func (sc *scheduler) loop() {
+	var poll <-chan time.Time // nil: this node writes every delivery it sends
+	if sc.s.cfg.Owns != nil {
+		t := time.NewTicker(SharedPoll)
+		defer t.Stop()
+		poll = t.C
+	}
 	for {
 		next, err := sc.fire()
 		if err != nil && sc.ctx.Err() == nil {
@@ -162,6 +168,7 @@ func (sc *scheduler) loop() {
 			return
 		case <-sc.wakeCh:
 		case <-timerC:
+		case <-poll:
 		}
 		if t != nil {
 			t.Stop()
@@ -199,6 +206,9 @@ func (sc *scheduler) fire() (time.Time, error) {
 			tenant := parts[3].(string)
 			if sc.inflight[string(key)] || sc.busy[tenant] >= sc.s.cfg.PerTenant {
 				return nil
+			}
+			if owns := sc.s.cfg.Owns; owns != nil && !owns(parts[4].(string)) {
+				return nil // another node's to send
 			}
 			d := dueItem{key: append([]byte(nil), key...), tenant: tenant, id: parts[4].(string)}
 			sc.inflight[string(d.key)] = true

@@ -81,7 +81,24 @@ type Config struct {
 	// OnAttempt, when set, is called after each attempt is durable, with
 	// its outcome (metrics). It must not block.
 	OnAttempt func(tenant string, d *Delivery, outcome string)
+	// Owns, when set, says that several nodes share Store (a clustered
+	// run engine): this node sends only the due deliveries whose id Owns
+	// reports true for, so each is sent by one node; it looks for due
+	// deliveries written by other nodes every SharedPoll; and it keeps a
+	// workspace's subscriptions for at most SharedCacheTTL, as another
+	// node may change them. Defaults to none: this node sends every
+	// delivery.
+	Owns func(id string) bool
 }
+
+// SharedPoll is how often a node sharing its store looks for deliveries
+// other nodes wrote; SharedCacheTTL is how long it keeps subscriptions
+// (an event emitted within it of a subscription's change on another node
+// may be delivered by the old ones).
+const (
+	SharedPoll     = 200 * time.Millisecond
+	SharedCacheTTL = time.Second
+)
 
 func (c Config) withDefaults() Config {
 	if c.Clock == nil {
@@ -209,6 +226,8 @@ type Service struct {
 
 	mu    sync.Mutex
 	cache map[string][]*stored // tenant -> active subscriptions, loaded on first use
+	// cachedAt is when each cache entry was loaded (kept when Owns is set).
+	cachedAt map[string]time.Time
 
 	sched *scheduler
 
@@ -221,7 +240,8 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("webhooks: Config needs a Store")
 	}
-	s := &Service{cfg: cfg, st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, cache: map[string][]*stored{}}
+	s := &Service{cfg: cfg, st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, cache: map[string][]*stored{},
+		cachedAt: map[string]time.Time{}}
 	tr := &http.Transport{DialContext: s.dial, MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second,
 		TLSHandshakeTimeout: cfg.Timeout, ResponseHeaderTimeout: cfg.Timeout, ForceAttemptHTTP2: true}
 	s.client = &http.Client{Transport: tr, Timeout: cfg.Timeout,
@@ -536,10 +556,14 @@ func (s *Service) forget(tenant string) {
 func (s *Service) active(tenant string) ([]*stored, error) {
 	s.mu.Lock()
 	v, ok := s.cache[tenant]
+	if ok && s.cfg.Owns != nil && time.Since(s.cachedAt[tenant]) > SharedCacheTTL {
+		ok = false // another node may have changed them
+	}
 	s.mu.Unlock()
 	if ok {
 		return v, nil
 	}
+	loaded := time.Now()
 	var out []*stored
 	err := s.st.View(context.Background(), func(r store.Reader) error {
 		page, _, err := subs.List(r, tenant, store.Page{Limit: MaxSubscriptions})
@@ -555,6 +579,9 @@ func (s *Service) active(tenant string) ([]*stored, error) {
 	}
 	s.mu.Lock()
 	s.cache[tenant] = out
+	if s.cfg.Owns != nil {
+		s.cachedAt[tenant] = loaded
+	}
 	s.mu.Unlock()
 	return out, nil
 }

@@ -1,0 +1,315 @@
+package runengine_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/capability/registry"
+	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/lease"
+	"github.com/bas-platform/bas/process"
+	"github.com/bas-platform/bas/runengine"
+	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/bas-platform/bas/store/clock"
+	"github.com/cockroachdb/errors"
+	"github.com/google/go-cmp/cmp"
+)
+
+// killable is one node's view of a shared store: kill makes every later
+// call fail, as if the node's process had died (calls already under way
+// end as the store ends them).
+type killable struct {
+	store.Store
+	dead atomic.Bool
+}
+
+var errKilled = errs.Unavailablef("node killed")
+
+func (k *killable) View(ctx context.Context, fn func(store.Reader) error) error {
+	if k.dead.Load() {
+		return errKilled
+	}
+	return k.Store.View(ctx, fn)
+}
+
+func (k *killable) Update(ctx context.Context, fn func(store.Txn) error) error {
+	if k.dead.Load() {
+		return errKilled
+	}
+	return k.Store.Update(ctx, fn)
+}
+
+// Close leaves the shared store open (the test closes it).
+func (k *killable) Close() error { return nil }
+
+// recorder is a provider of test.step, shared by every node: it records
+// each call's idempotency key, and blocks the calls of a node told to.
+type recorder struct {
+	node  string
+	block chan struct{} // nil: answer at once
+	mu    *sync.Mutex
+	keys  map[string]map[string]int // run/step -> idempotency key -> calls
+}
+
+func newRecorders() (*sync.Mutex, map[string]map[string]int) {
+	return &sync.Mutex{}, map[string]map[string]int{}
+}
+
+func (p *recorder) Info() capability.Info {
+	return capability.Info{ID: "test.cluster", Name: "Cluster test", Kind: capability.KindBuiltin, Capabilities: []string{"test.step"}}
+}
+
+func (p *recorder) Capabilities() []capability.Capability {
+	obj := json.RawMessage(`{"type":"object"}`)
+	return []capability.Capability{{ID: "test.step", Name: "Step", Description: "Records its call.", Args: obj, Result: obj}}
+}
+
+func (p *recorder) Call(ctx context.Context, c capability.Call) (json.RawMessage, error) {
+	if p.block != nil {
+		select {
+		case <-p.block:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := c.IdempotencyKey[:strings.LastIndexByte(c.IdempotencyKey, '/')] // run/step
+	if p.keys[k] == nil {
+		p.keys[k] = map[string]int{}
+	}
+	p.keys[k][c.IdempotencyKey]++
+	return json.RawMessage(`{}`), nil
+}
+
+// node is one engine of a cluster test.
+type node struct {
+	st    *killable
+	procs *process.Service
+	eng   *runengine.Engine
+}
+
+type nodeConfig struct {
+	id       string
+	lease    clock.Clock // the lease clock
+	clock    clock.Clock // the engine's clock
+	prov     capability.Provider
+	shards   int
+	ttl      time.Duration
+	onFinish func(tenant, runID string, status runengine.RunStatus)
+	logger   *slog.Logger
+}
+
+func openNode(t *testing.T, base store.Store, nc nodeConfig) *node {
+	t.Helper()
+	n := &node{st: &killable{Store: base}}
+	n.procs = process.NewService(process.Config{Store: n.st, Clock: nc.clock})
+	reg := registry.New(registry.Config{Store: n.st, Clock: nc.clock})
+	if err := reg.Register(nc.prov); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	n.eng, err = runengine.New(runengine.Config{Store: n.st, Clock: nc.clock, Capabilities: reg, Processes: n.procs,
+		Gate: &autoGate{auto: true}, OnFinish: nc.onFinish, Grace: time.Millisecond, Logger: nc.logger,
+		Cluster: &runengine.ClusterConfig{NodeID: nc.id, Shards: nc.shards, LeaseTTL: nc.ttl, Clock: nc.lease}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.eng.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.eng.Close() })
+	return n
+}
+
+// kill makes the node's store refuse everything, then closes its engine:
+// it neither renews nor releases its leases, which the others take over
+// at their expiry.
+func (n *node) kill() {
+	n.st.dead.Store(true)
+	_ = n.eng.Close()
+}
+
+func chainProcess(t *testing.T, procs *process.Service, trigger string, steps int) *process.Definition {
+	t.Helper()
+	var parts []string
+	for i := range steps {
+		parts = append(parts, `{"key":"s`+string(rune('1'+i))+`","type":"execute","capability":"test.step","config":{"args":{}}}`)
+	}
+	raw := `{"name":"Chain","function":"ops","trigger":` + trigger + `,"steps":[` + join(parts) + `]}`
+	in, err := process.DecodeIn([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := procs.Create(context.Background(), tenant, "usr_test", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return def
+}
+
+func join(parts []string) string {
+	out := ""
+	for i, p := range parts {
+		if i > 0 {
+			out += ","
+		}
+		out += p
+	}
+	return out
+}
+
+func sharedBadger(t *testing.T) store.Store {
+	t.Helper()
+	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// TestClusterLeaseExpiry: a node that dies keeps its shards until its
+// leases expire (on the lease clock); then the live node takes them over
+// and finishes the dead node's run, repeating its call in flight with the
+// same idempotency key.
+func TestClusterLeaseExpiry(t *testing.T) {
+	t.Parallel()
+	const ttl = 10 * time.Second
+	base := sharedBadger(t)
+	lc, ec := clock.NewFake(t0), clock.NewFake(t0)
+	mu, keys := newRecorders()
+	block := make(chan struct{})
+	defer close(block)
+	finished := make(chan string, 2)
+	a := openNode(t, base, nodeConfig{id: "a", lease: lc, clock: ec, prov: &recorder{node: "a", block: block, mu: mu, keys: keys},
+		shards: 8, ttl: ttl})
+	if got := len(a.eng.Shards()); got != 8 {
+		t.Fatalf("a alone holds %d shards, want 8", got)
+	}
+	def := chainProcess(t, a.procs, `{"type":"manual"}`, 2)
+	r, err := a.eng.Start(t.Context(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.kill() // with its first call in flight (blocked)
+
+	b := openNode(t, base, nodeConfig{id: "b", lease: lc, clock: ec, prov: &recorder{node: "b", mu: mu, keys: keys},
+		shards: 8, ttl: ttl, onFinish: func(_, id string, _ runengine.RunStatus) { finished <- id }})
+	if got := b.eng.Shards(); len(got) != 0 {
+		t.Fatalf("b took shards %v while a's leases had not expired", got)
+	}
+	// A run started on b, which holds no shard yet, is written for its
+	// owner to advance.
+	handed, err := b.eng.Start(t.Context(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	armed := func() bool { return lc.Timers() == 1 } // b's next lease round
+	waitFor(t, "b's lease round is armed", armed)
+	lc.Advance(ttl / 2)
+	waitFor(t, "b's lease round ran and is armed again", armed)
+	if got := b.eng.Shards(); len(got) != 0 {
+		t.Fatalf("b took shards %v before a's leases expired", got)
+	}
+	lc.Advance(ttl / 2)
+	waitFor(t, "b takes every shard over", func() bool { return len(b.eng.Shards()) == 8 })
+	ended := map[string]bool{}
+	for range 2 {
+		select {
+		case id := <-finished:
+			ended[id] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("b finished only %v of a's run %s and the handed-over %s", ended, r.ID, handed.ID)
+		}
+	}
+	for _, id := range []string{r.ID, handed.ID} {
+		got, err := b.eng.GetRun(t.Context(), tenant, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != runengine.RunCompleted || !ended[id] {
+			t.Fatalf("run %s is %s (finished: %v), want completed", id, got.Status, ended[id])
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[string]map[string]int{
+		r.ID + "/s1":      {r.ID + "/s1/1": 1},
+		r.ID + "/s2":      {r.ID + "/s2/1": 1},
+		handed.ID + "/s1": {handed.ID + "/s1/1": 1},
+		handed.ID + "/s2": {handed.ID + "/s2/1": 1},
+	}
+	if diff := cmp.Diff(want, keys); diff != "" {
+		t.Fatalf("calls by idempotency key (-want +got):\n%s", diff)
+	}
+}
+
+// TestClusterFencing: a node whose shard lease another owner took over
+// (it stalled past the expiry and has not noticed) has its commit refused
+// in the transaction, writes nothing, and drops the shard; a start it
+// then gets is written for the owner to advance, and makes no call here.
+func TestClusterFencing(t *testing.T) {
+	t.Parallel()
+	const ttl = 10 * time.Second
+	base := sharedBadger(t)
+	lc, ec := clock.NewFake(t0), clock.NewFake(t0)
+	mu, keys := newRecorders()
+	a := openNode(t, base, nodeConfig{id: "a", lease: lc, clock: ec, prov: &recorder{node: "a", mu: mu, keys: keys},
+		shards: 4, ttl: ttl})
+	def := chainProcess(t, a.procs, `{"type":"manual"}`, 1)
+
+	// Another node, whose clock says a's leases expired, takes every shard.
+	thiefClock := clock.NewFake(t0.Add(ttl + time.Second))
+	thief, err := lease.New(lease.Config{Store: base, Clock: thiefClock, Owner: "thief", TTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		l, err := thief.Acquire(t.Context(), lease.ShardName(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Token != 2 {
+			t.Fatalf("thief's token %d, want 2", l.Token)
+		}
+	}
+	if got := len(a.eng.Shards()); got != 4 {
+		t.Fatalf("a believes it holds %d shards, want 4 (it has not noticed)", got)
+	}
+	key := store.Key("fencing-test", "write")
+	err = a.eng.CommitUnder("run_x", key)
+	if !errors.Is(err, lease.ErrFenced) {
+		t.Fatalf("a commit of the stale owner: %v, want lease.ErrFenced", err)
+	}
+	if err := base.View(t.Context(), func(r store.Reader) error {
+		_, err := r.Get(key)
+		return err
+	}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the refused commit's write: %v, want none", err)
+	}
+	waitFor(t, "a drops the shards it lost", func() bool { return len(a.eng.Shards()) == 0 })
+
+	// A start on a is now handed to the owner: a writes the run, and
+	// leaves it to the thief (which never comes).
+	r, err := a.eng.Start(t.Context(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != runengine.RunRunning || r.Steps[0].Status != runengine.StepPending {
+		t.Fatalf("the handed-over run is %s with its step %s, want running and pending", r.Status, r.Steps[0].Status)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(keys) != 0 {
+		t.Fatalf("the stale owner made calls: %v", keys)
+	}
+}
