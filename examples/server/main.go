@@ -32,9 +32,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/signal"
@@ -75,7 +77,7 @@ func run(args []string, stdout *os.File) error {
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := newLogger(os.Stderr)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -103,13 +105,7 @@ func run(args []string, stdout *os.File) error {
 		}
 		where = redact(*storeURL)
 	}
-	opts := bas.Options{Dir: *data, PostgresDSN: *storeURL, Logger: logger, PluginDir: *pluginDir, PublicURL: *publicURL,
-		WebhookAllow: allow}
-	var reg *prometheus.Registry
-	if *metricsAddr != "" {
-		reg = prometheus.NewRegistry()
-		opts.Metrics = reg
-	}
+	opts, reg := workspaceOptions(*data, *storeURL, *pluginDir, *publicURL, allow, *metricsAddr != "", logger)
 	ws, err := bas.Open(ctx, opts)
 	if err != nil {
 		return err
@@ -123,17 +119,14 @@ func run(args []string, stdout *os.File) error {
 		return nil
 	}
 
-	api := httpapi.New(ws, httpapi.Options{DevLogin: *dev, Logger: logger})
-	mux := http.NewServeMux()
-	mux.Handle(api.BasePath()+"/", api)
-	mux.Handle("/", console.New(api, console.Options{APIBase: api.BasePath(), DevLogin: *dev, Logger: logger}))
+	mux, basePath := newHandler(ws, *dev, logger)
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
 	srv := newServer(mux, defaultTimeouts())
-	base := "http://" + ln.Addr().String() + api.BasePath()
+	base := "http://" + ln.Addr().String() + basePath
 	fmt.Fprintf(stdout, "bas is serving %s/v1 (data in %s)\n", base, where)
 	fmt.Fprintf(stdout, "the console is at http://%s/\n", ln.Addr().String())
 	fmt.Fprintln(stdout, providersLine(ws))
@@ -164,6 +157,37 @@ func run(args []string, stdout *os.File) error {
 	shutdown, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	return srv.Shutdown(shutdown)
+}
+
+// newLogger is the server's logger: text lines at INFO and above (one
+// access line per request) written to w.
+func newLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// workspaceOptions are the options the server opens its workspace with:
+// state in Badger under data or in the PostgreSQL database of storeURL,
+// and, when metrics is set, the bas_... series in the registry returned.
+func workspaceOptions(data, storeURL, pluginDir, publicURL string, allow []netip.Prefix, metrics bool,
+	logger *slog.Logger) (bas.Options, *prometheus.Registry) {
+	opts := bas.Options{Dir: data, PostgresDSN: storeURL, Logger: logger, PluginDir: pluginDir, PublicURL: publicURL,
+		WebhookAllow: allow}
+	var reg *prometheus.Registry
+	if metrics {
+		reg = prometheus.NewRegistry()
+		opts.Metrics = reg
+	}
+	return opts, reg
+}
+
+// newHandler is the server's HTTP handler for ws: the API under the base
+// path it returns and the web console at /.
+func newHandler(ws *bas.Workspace, dev bool, logger *slog.Logger) (http.Handler, string) {
+	api := httpapi.New(ws, httpapi.Options{DevLogin: dev, Logger: logger})
+	mux := http.NewServeMux()
+	mux.Handle(api.BasePath()+"/", api)
+	mux.Handle("/", console.New(api, console.Options{APIBase: api.BasePath(), DevLogin: dev, Logger: logger}))
+	return mux, api.BasePath()
 }
 
 // timeouts bound a connection's phases (see net/http.Server).

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/bas-platform/bas"
+)
+
+// benchConns is the number of connections (and vegeta workers) of
+// BenchmarkServerStart.
+const benchConns = 64
+
+// benchProcess routes the item, then sends a mail through email.send (the
+// built-in outbox) behind the autonomy gate.
+const benchProcess = `{
+  "name": "Route and notify",
+  "trigger": {"type": "manual"},
+  "steps": [
+    {"key": "route", "type": "route",
+     "config": {"rules": [{"when": {"subject.type": "delivery"}, "queue": "receiving"}], "default": {"queue": "ap"}}},
+    {"key": "notify", "type": "execute", "capability": "email.send",
+     "config": {"args": {"to": "supplier@example.com", "subject": "Delivery received", "body": "We received your delivery."}}}
+  ]
+}`
+
+// benchServer is the example server's handler (newHandler, with the
+// workspace options and logger the server uses; access lines go to
+// io.Discard) on a loopback listener, over Badger in a temp dir.
+type benchServer struct {
+	ws     *bas.Workspace
+	base   string
+	token  string
+	tenant string
+}
+
+func newBenchServer(b *testing.B) *benchServer {
+	b.Helper()
+	logger := newLogger(io.Discard)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts, _ := workspaceOptions(b.TempDir(), "", "", "http://"+ln.Addr().String()+"/api", nil, true, logger)
+	ws, err := bas.Open(context.Background(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, basePath := newHandler(ws, true, logger)
+	srv := newServer(h, defaultTimeouts())
+	go func() { _ = srv.Serve(ln) }()
+	b.Cleanup(func() {
+		_ = srv.Close()
+		_ = ws.Close()
+	})
+	s := &benchServer{ws: ws, base: "http://" + ln.Addr().String() + basePath}
+	var sess struct {
+		Token    string `json:"token"`
+		TenantID string `json:"tenant_id"`
+	}
+	s.must(b, "POST", "/v1/auth/dev-login", `{"tenant_id": "ten_bench"}`, http.StatusCreated, &sess)
+	s.token, s.tenant = sess.Token, sess.TenantID
+	return s
+}
+
+func (s *benchServer) must(b *testing.B, method, path, body string, want int, v any) {
+	b.Helper()
+	req, err := http.NewRequest(method, s.base+path, strings.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		b.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, raw)
+	}
+	if v != nil {
+		if err := json.Unmarshal(raw, v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// rssMiB is the process's resident memory now and at its peak.
+func rssMiB() (now, peak float64) {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			continue
+		}
+		n, _ := strconv.ParseFloat(f[0], 64)
+		switch k {
+		case "VmRSS":
+			now = n / 1024
+		case "VmHWM":
+			peak = n / 1024
+		}
+	}
+	return now, peak
+}
+
+// BenchmarkServerStart drives the example server's handler on a loopback
+// listener with vegeta (github.com/tsenart/vegeta/v12/lib) at 64
+// keep-alive connections, as fast as the server answers: b.N
+// POST /v1/processes/{id}/start requests, each with an Idempotency-Key and
+// a session token, of a two-step run (a route step, then email.send behind
+// the autonomy gate set to act without a person). Each answer comes once
+// the start is durable (synced); after the attack every run is checked
+// completed. It reports starts/s, the answers' p50 and p99, runs/s (until
+// the last run completed), CPU per start and the process's RSS at the end
+// and at its peak (vegeta's client runs in the same process).
+func BenchmarkServerStart(b *testing.B) {
+	s := newBenchServer(b)
+	s.must(b, "PATCH", "/v1/automation", `{"percent": 100, "max_percent": 100, "sample_percent": 0}`, http.StatusOK, nil)
+	var proc struct{ ID string }
+	s.must(b, "POST", "/v1/processes", benchProcess, http.StatusCreated, &proc)
+	var probe struct{ ID string }
+	s.must(b, "POST", "/v1/processes/"+proc.ID+"/start", `{"subject": {"type": "delivery", "label": "probe"}}`,
+		http.StatusCreated, &probe)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if r, err := s.ws.WaitRun(ctx, s.tenant, probe.ID); err != nil || r.Status != bas.RunCompleted {
+		b.Fatalf("probe run: %+v %v", r, err)
+	}
+
+	url := s.base + "/v1/processes/" + proc.ID + "/start"
+	header := http.Header{"Authorization": {"Bearer " + s.token}, "Content-Type": {"application/json"}}
+	var next atomic.Int64
+	targeter := func(t *vegeta.Target) error {
+		i := next.Add(1)
+		if i > int64(b.N) {
+			return vegeta.ErrNoTargets
+		}
+		h := header.Clone()
+		h.Set("Idempotency-Key", "bench-"+strconv.FormatInt(i, 10))
+		*t = vegeta.Target{Method: "POST", URL: url, Header: h,
+			Body: fmt.Appendf(nil, `{"subject": {"type": "delivery", "label": "DN-%d"}}`, i)}
+		return nil
+	}
+	attacker := vegeta.NewAttacker(vegeta.Workers(benchConns), vegeta.MaxWorkers(benchConns),
+		vegeta.Connections(benchConns), vegeta.MaxConnections(benchConns), vegeta.KeepAlive(true),
+		vegeta.HTTP2(false), vegeta.Timeout(30*time.Second))
+	ids := make([]string, 0, b.N)
+	var metrics vegeta.Metrics
+	var failed []string
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0, began := cpuTime(), time.Now()
+	for res := range attacker.Attack(targeter, vegeta.Rate{}, 0, "start") {
+		if res.Error == vegeta.ErrNoTargets.Error() {
+			continue
+		}
+		metrics.Add(res)
+		if res.Code != http.StatusCreated {
+			if len(failed) < 5 {
+				failed = append(failed, fmt.Sprintf("%d %s %s", res.Code, res.Error, res.Body))
+			}
+			continue
+		}
+		i := bytes.Index(res.Body, []byte(`"id":"`))
+		if i < 0 {
+			failed = append(failed, "no id in "+string(res.Body))
+			continue
+		}
+		id := res.Body[i+6:]
+		ids = append(ids, string(id[:bytes.IndexByte(id, '"')]))
+	}
+	attacked := time.Since(began)
+	metrics.Close()
+	if len(failed) > 0 || len(ids) != b.N {
+		b.Fatalf("%d of %d starts answered 201; first failures: %q", len(ids), b.N, failed)
+	}
+	// Every run completes.
+	var wg sync.WaitGroup
+	var notDone atomic.Int64
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(ids); i += 8 {
+				r, err := s.ws.WaitRun(ctx, s.tenant, ids[i])
+				if err != nil || r.Status != bas.RunCompleted {
+					if notDone.Add(1) == 1 {
+						b.Errorf("run %s: %+v %v", ids[i], r, err)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	completed := time.Since(began)
+	cpu := cpuTime() - cpu0
+	b.StopTimer()
+	if n := notDone.Load(); n > 0 {
+		b.Fatalf("%d of %d runs did not complete", n, len(ids))
+	}
+	now, peak := rssMiB()
+	b.ReportMetric(float64(b.N)/attacked.Seconds(), "starts/s")
+	b.ReportMetric(float64(b.N)/completed.Seconds(), "runs/s")
+	b.ReportMetric(float64(metrics.Latencies.P50.Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(metrics.Latencies.P99.Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/start")
+	b.ReportMetric(now, "rss-MiB")
+	b.ReportMetric(peak, "peak-rss-MiB")
+}
