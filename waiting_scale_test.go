@@ -15,7 +15,9 @@ package bas_test
 // and completed, with the ratio of each list and cockpit figure to the
 // base's. It asserts only what must hold at any size: every start answered,
 // every run found waiting after the kill, and every run completed once its
-// timer fired.
+// timer fired. -waiting-dir keeps the directory of the N runs (for the
+// server's start-up time on it). BAS_WAITING_HEAPPROFILE=file makes the child write a heap
+// profile once its starts are done.
 
 import (
 	"bufio"
@@ -26,6 +28,8 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,7 +46,10 @@ import (
 	"github.com/bas-platform/bas/store/clock"
 )
 
-var waitingRuns = flag.Int("waiting", 2000, "TestWaitingRunsScale: how many waiting runs to start")
+var (
+	waitingRuns = flag.Int("waiting", 2000, "TestWaitingRunsScale: how many waiting runs to start")
+	waitingDir  = flag.String("waiting-dir", "", "TestWaitingRunsScale: keep the directory of the -waiting runs here (new or empty), all fired")
+)
 
 const (
 	waitingTenant   = "ten_scale"
@@ -116,19 +123,28 @@ func TestWaitingRunsChild(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	fmt.Println("done", failed.Load(), time.Since(began).Seconds())
+	secs := time.Since(began).Seconds()
+	if f := os.Getenv("BAS_WAITING_HEAPPROFILE"); f != "" { // what holds the memory
+		runtime.GC()
+		if fh, err := os.Create(f); err == nil {
+			_ = pprof.WriteHeapProfile(fh)
+			_ = fh.Close()
+		}
+	}
+	fmt.Println("done", failed.Load(), secs)
 	select {} // until the parent kills this process
 }
 
 // waitingFigures are one size's figures.
 type waitingFigures struct {
-	n                       int
-	startRate               float64
-	rssPeakMiB, rssHalfMiB  float64
-	reopen                  time.Duration
-	list, listWaiting, cock time.Duration
-	fireRate                float64
-	parentPeakMiB           float64
+	n                        int
+	startRate                float64
+	rssPeakMiB, rssHalfMiB   float64
+	anonPeakMiB, anonHalfMiB float64
+	reopen                   time.Duration
+	list, listWaiting, cock  time.Duration
+	fireRate                 float64
+	parentPeakMiB            float64
 }
 
 func TestWaitingRunsScale(t *testing.T) {
@@ -153,6 +169,9 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 	t.Helper()
 	fig := waitingFigures{n: n}
 	dir := t.TempDir()
+	if *waitingDir != "" && n == *waitingRuns {
+		dir = *waitingDir
+	}
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestWaitingRunsChild$", "-test.count", "1")
 	cmd.Env = append(os.Environ(), waitingChildEnv+"="+dir+":"+strconv.Itoa(n))
 	cmd.Stderr = os.Stderr
@@ -165,7 +184,7 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 	}
 	var (
 		mu      sync.Mutex
-		samples []float64
+		samples []memSample
 		stop    = make(chan struct{})
 		sampled = make(chan struct{})
 	)
@@ -178,9 +197,9 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 			case <-stop:
 				return
 			case <-tick.C:
-				if rss := procRSSMiB(cmd.Process.Pid); rss > 0 {
+				if m := procMem(strconv.Itoa(cmd.Process.Pid)); m.rss > 0 {
 					mu.Lock()
-					samples = append(samples, rss)
+					samples = append(samples, m)
 					mu.Unlock()
 				}
 			}
@@ -213,10 +232,21 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 		t.Fatalf("the child did not start its %d runs", n)
 	}
 	if len(samples) > 0 {
-		fig.rssPeakMiB = slices.Max(samples)
-		half := slices.Clone(samples[len(samples)/2:])
-		slices.Sort(half)
-		fig.rssHalfMiB = half[len(half)/2]
+		peak := func(f func(memSample) float64) float64 {
+			return f(slices.MaxFunc(samples, func(a, b memSample) int { return cmpFloat(f(a), f(b)) }))
+		}
+		half := func(f func(memSample) float64) float64 {
+			var xs []float64
+			for _, m := range samples[len(samples)/2:] {
+				xs = append(xs, f(m))
+			}
+			slices.Sort(xs)
+			return xs[len(xs)/2]
+		}
+		rss := func(m memSample) float64 { return m.rss }
+		anon := func(m memSample) float64 { return m.anon }
+		fig.rssPeakMiB, fig.rssHalfMiB = peak(rss), half(rss)
+		fig.anonPeakMiB, fig.anonHalfMiB = peak(anon), half(anon)
 	}
 
 	clk := clock.NewFake(waitingT0)
@@ -253,6 +283,7 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 
 	// Every timer comes due at once. The cockpit's running count (a
 	// counter) says when the last run completed; it is read every 20 ms.
+	st0, cpu0 := eng.Stats(), cpuTime()
 	began = time.Now()
 	clk.Advance(24*time.Hour + time.Second)
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -269,14 +300,20 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 		}
 	}
 	fig.fireRate = float64(n) / time.Since(began).Seconds()
+	st := eng.Stats()
+	commits, deltas, busy := st.Commits-st0.Commits, st.Deltas-st0.Deltas, st.CommitTime-st0.CommitTime
+	t.Logf("firing: %.0f CPU-µs per run; %d commits of %.0f changes each, %.1f ms each",
+		float64((cpuTime()-cpu0).Microseconds())/float64(n), commits,
+		float64(deltas)/float64(max(1, commits)), float64(busy.Microseconds())/1000/float64(max(1, commits)))
 	if c.Completed30d != n {
 		t.Errorf("completed %d runs, want %d", c.Completed30d, n)
 	}
-	_, fig.parentPeakMiB = procRSS("self")
-	t.Logf("%d waiting runs: started at %.0f/s (RSS peak %.0f MiB, median of the second half %.0f MiB); "+
+	fig.parentPeakMiB = procMem("self").peak
+	t.Logf("%d waiting runs: started at %.0f/s (RSS peak %.0f MiB, median of the second half %.0f MiB; "+
+		"of which anonymous, not mapped files: %.0f / %.0f MiB); "+
 		"reopened after SIGKILL in %v; first page of runs %v, of waiting runs %v, cockpit %v; "+
 		"fired and completed at %.0f runs/s (this process's RSS peak %.0f MiB)",
-		n, fig.startRate, fig.rssPeakMiB, fig.rssHalfMiB, fig.reopen.Round(time.Millisecond),
+		n, fig.startRate, fig.rssPeakMiB, fig.rssHalfMiB, fig.anonPeakMiB, fig.anonHalfMiB, fig.reopen.Round(time.Millisecond),
 		fig.list.Round(time.Microsecond), fig.listWaiting.Round(time.Microsecond), fig.cock.Round(time.Microsecond),
 		fig.fireRate, fig.parentPeakMiB)
 	return fig
@@ -296,12 +333,18 @@ func medianOf(k int, fn func() error, t *testing.T) time.Duration {
 	return ds[k/2]
 }
 
-// procRSS is the resident memory of the process pid ("self" for this one)
-// now and at its peak, in MiB.
-func procRSS(pid string) (now, peak float64) {
+// memSample is a process's memory, in MiB: resident (rss), of it
+// anonymous (anon: heap and stacks; the rest is mapped files, the
+// database's tables, which the kernel reclaims under pressure), and the
+// peak resident.
+type memSample struct{ rss, anon, peak float64 }
+
+// procMem reads the memory of the process pid ("self" for this one).
+func procMem(pid string) memSample {
+	var m memSample
 	raw, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
-		return 0, 0
+		return m
 	}
 	for _, line := range strings.Split(string(raw), "\n") {
 		k, v, _ := strings.Cut(line, ":")
@@ -312,15 +355,29 @@ func procRSS(pid string) (now, peak float64) {
 		x, _ := strconv.ParseFloat(f[0], 64)
 		switch k {
 		case "VmRSS":
-			now = x / 1024
+			m.rss = x / 1024
+		case "RssAnon":
+			m.anon = x / 1024
 		case "VmHWM":
-			peak = x / 1024
+			m.peak = x / 1024
 		}
 	}
-	return now, peak
+	return m
 }
 
-func procRSSMiB(pid int) float64 {
-	now, _ := procRSS(strconv.Itoa(pid))
-	return now
+// cpuTime is this process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
