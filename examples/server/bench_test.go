@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -255,4 +259,72 @@ func BenchmarkServerStart(b *testing.B) {
 	b.ReportMetric(now, "rss-MiB")
 	b.ReportMetric(peak, "peak-rss-MiB")
 	b.ReportMetric(anon, "anon-MiB")
+}
+
+var startupDir = flag.String("startup-dir", "", "BenchmarkServerStartup: also time the start on this data directory (e.g. one kept by TestWaitingRunsScale -waiting-dir)")
+
+// BenchmarkServerStartup times the built server from its start until
+// GET /api/healthz answers 200, on an empty directory (a new one each
+// time) and, with -startup-dir, on that directory; each start after the
+// first follows a SIGKILL of the one before (a hard exit). It reports
+// ms/start.
+func BenchmarkServerStartup(b *testing.B) {
+	bin := buildServer(b)
+	dirs := map[string]func() string{"empty": func() string { return filepath.Join(b.TempDir(), "data") }}
+	if *startupDir != "" {
+		dirs["dir"] = func() string { return *startupDir }
+	}
+	for _, name := range []string{"empty", "dir"} {
+		dir, ok := dirs[name]
+		if !ok {
+			continue
+		}
+		b.Run(name, func(b *testing.B) {
+			var total time.Duration
+			for b.Loop() {
+				total += startOnce(b, bin, dir())
+			}
+			b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms/start")
+		})
+	}
+}
+
+// startOnce starts the server on dir, waits until it answers, kills it
+// (SIGKILL) and returns how long it took to answer.
+func startOnce(b *testing.B, bin, dir string) time.Duration {
+	b.Helper()
+	began := time.Now()
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-metrics-addr", "", "-data", dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+	sc := bufio.NewScanner(out)
+	var base string
+	for sc.Scan() {
+		if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
+			base = m[1]
+			break
+		}
+	}
+	if base == "" {
+		b.Fatalf("the server on %s exited before serving", dir)
+	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b.Fatalf("healthz: %d", resp.StatusCode)
+	}
+	return time.Since(began)
 }
