@@ -17,7 +17,8 @@ package bas_test
 // every run found waiting after the kill, and every run completed once its
 // timer fired. -waiting-dir keeps the directory of the N runs (for the
 // server's start-up time on it). BAS_WAITING_HEAPPROFILE=file makes the child write a heap
-// profile once its starts are done.
+// profile once its starts are done, and this process another (file.firing)
+// half way through the firing.
 
 import (
 	"bufio"
@@ -289,6 +290,7 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(30 * time.Minute)
+	halfway := false
 	for c.Running > 0 {
 		select {
 		case <-tick.C:
@@ -297,6 +299,13 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 		}
 		if c, err = eng.Cockpit(ctx, waitingTenant, viewer, nil); err != nil {
 			t.Fatal(err)
+		}
+		if f := os.Getenv("BAS_WAITING_HEAPPROFILE"); f != "" && c.Running <= n/2 && !halfway {
+			halfway = true // what holds the memory half way through the firing
+			if fh, err := os.Create(f + ".firing"); err == nil {
+				_ = pprof.WriteHeapProfile(fh)
+				_ = fh.Close()
+			}
 		}
 	}
 	fig.fireRate = float64(n) / time.Since(began).Seconds()
