@@ -146,6 +146,8 @@ type waitingFigures struct {
 	list, listWaiting, cock  time.Duration
 	fireRate                 float64
 	parentPeakMiB            float64
+	firingAnonPeakMiB        float64
+	firingAnonMedMiB         float64
 }
 
 func TestWaitingRunsScale(t *testing.T) {
@@ -291,6 +293,7 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 	defer tick.Stop()
 	deadline := time.After(30 * time.Minute)
 	halfway := false
+	var firingAnon []float64
 	for c.Running > 0 {
 		select {
 		case <-tick.C:
@@ -300,6 +303,7 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 		if c, err = eng.Cockpit(ctx, waitingTenant, viewer, nil); err != nil {
 			t.Fatal(err)
 		}
+		firingAnon = append(firingAnon, procMem("self").anon)
 		if f := os.Getenv("BAS_WAITING_HEAPPROFILE"); f != "" && c.Running <= n/2 && !halfway {
 			halfway = true // what holds the memory half way through the firing
 			if fh, err := os.Create(f + ".firing"); err == nil {
@@ -318,13 +322,18 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 		t.Errorf("completed %d runs, want %d", c.Completed30d, n)
 	}
 	fig.parentPeakMiB = procMem("self").peak
+	if len(firingAnon) > 0 {
+		fig.firingAnonPeakMiB = slices.Max(firingAnon)
+		slices.Sort(firingAnon)
+		fig.firingAnonMedMiB = firingAnon[len(firingAnon)/2]
+	}
 	t.Logf("%d waiting runs: started at %.0f/s (RSS peak %.0f MiB, median of the second half %.0f MiB; "+
 		"of which anonymous, not mapped files: %.0f / %.0f MiB); "+
 		"reopened after SIGKILL in %v; first page of runs %v, of waiting runs %v, cockpit %v; "+
-		"fired and completed at %.0f runs/s (this process's RSS peak %.0f MiB)",
+		"fired and completed at %.0f runs/s (this process's RSS peak %.0f MiB; anonymous while firing: median %.0f, peak %.0f MiB)",
 		n, fig.startRate, fig.rssPeakMiB, fig.rssHalfMiB, fig.anonPeakMiB, fig.anonHalfMiB, fig.reopen.Round(time.Millisecond),
 		fig.list.Round(time.Microsecond), fig.listWaiting.Round(time.Microsecond), fig.cock.Round(time.Microsecond),
-		fig.fireRate, fig.parentPeakMiB)
+		fig.fireRate, fig.parentPeakMiB, fig.firingAnonMedMiB, fig.firingAnonPeakMiB)
 	return fig
 }
 
