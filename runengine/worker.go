@@ -268,15 +268,15 @@ func cacheKey(tenant, runID string) string { return tenant + "\x00" + runID }
 // prefetchRuns bounds the runs prefetch reads in one transaction.
 const prefetchRuns = 256
 
-// prefetch reads the runs of cmds that are not in memory in one read
-// transaction, so a batch of commands (timers that came due together,
-// say) does not open one transaction per run: each waits for the commits
-// in flight. A run it cannot read is left to load, which reports why.
+// prefetch reads the runs of the timers and events in cmds that are not in
+// memory in one read transaction, so timers that came due together do not
+// open one transaction per run: each waits for the commits in flight. (The
+// runs of other commands are mostly in memory.) A run it cannot read is
+// left to load, which reports why.
 func (w *worker) prefetch(cmds []*command) {
 	var want []*command
 	for _, c := range cmds {
-		switch c.kind {
-		case cmdStart, cmdFlush, cmdReload:
+		if c.kind != cmdTimer && c.kind != cmdEvent {
 			continue
 		}
 		if _, ok := w.cache[cacheKey(c.tenant, c.runID)]; !ok {
