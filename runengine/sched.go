@@ -107,6 +107,16 @@ func (s *scheduler) done(key []byte) {
 	}
 }
 
+// settle is done for a due key handed to a worker, once the commit that
+// deletes it settled: when it failed, the key is still there and the next
+// look must find it again (from the first due key).
+func (s *scheduler) settle(key []byte, err error) {
+	s.done(key)
+	if err != nil {
+		s.wake()
+	}
+}
+
 func (s *scheduler) stop() { s.stopOnce.Do(func() { close(s.quit) }) }
 
 func (s *scheduler) loop() {

@@ -379,6 +379,9 @@ func (w *worker) handle(c *command) {
 			for _, h := range en.replies {
 				h.ch <- reply{err: errs.Unavailablef("the run's change could not be saved; try again")}
 			}
+			for _, fn := range en.held.settled { // changes dropped with the entry
+				fn(errClosed)
+			}
 		}
 		delete(w.cache, k)
 		delete(w.idle, k)
@@ -421,7 +424,7 @@ func (w *worker) handle(c *command) {
 		x.fx.ops = append(x.fx.ops, deleteKey(c.timer.key))
 		x.dirty = true
 		key := c.timer.key
-		x.fx.post = append(x.fx.post, func() { w.e.sched.done(key) })
+		x.fx.settled = append(x.fx.settled, func(err error) { w.e.sched.settle(key, err) })
 		x.fireTimer(c.timer.token)
 	case cmdEvent:
 		x.deliverEvent(c.event)
@@ -625,6 +628,10 @@ func (w *worker) flush(en *entry) {
 	if err != nil {
 		// A run that cannot be encoded is a bug; keep the store as it is.
 		w.e.log.Error("encode run", "run", r.ID, "error", err)
+		for _, fn := range en.held.settled {
+			fn(err)
+		}
+		en.held.settled = nil
 		answer(err)
 		return
 	}
@@ -656,6 +663,9 @@ func (w *worker) flush(en *entry) {
 		reads:    fx.reads,
 		after: func(err error) {
 			en.pending.Add(-1)
+			for _, fn := range fx.settled {
+				fn(err)
+			}
 			if err != nil {
 				w.e.log.Error("commit run change", "run", runID, "error", err)
 				w.send(&command{kind: cmdReload, tenant: tenant, runID: runID})
