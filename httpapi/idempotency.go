@@ -157,8 +157,10 @@ type idemRequest struct {
 	// old is an expired or stale record under id, which the new one
 	// replaces.
 	old *idemRecord
-	// openKey seals a response without a secret; boundKey one with.
-	openKey, boundKey []byte
+	// openKey seals a response without a secret; boundKey makes the key
+	// of one with (rarely needed, so made only then).
+	openKey  []byte
+	boundKey func() []byte
 	// kept says the response was written with the engine's change;
 	// acted that the acted mark was written with a change.
 	kept, acted atomic.Bool
@@ -192,7 +194,7 @@ func (h *Handler) idempotent(c *request) error {
 	}
 	req := &idemRequest{h: h, tenant: tenant, id: digest(scope, key), fingerprint: fingerprint,
 		openKey:  sealingKey("", key, c.R.Method, uri, body),
-		boundKey: sealingKey(token, key, c.R.Method, uri, body)}
+		boundKey: func() []byte { return sealingKey(token, key, c.R.Method, uri, body) }}
 
 	claim := tenant + "\x00" + req.id
 	if !h.idemClaims.claim(claim) {
@@ -268,7 +270,7 @@ func (r *idemRequest) lookup(ctx context.Context) (*idemRecord, error) {
 func (r *idemRequest) record(resp storedResponse, secret bool) (*idemRecord, []byte, error) {
 	key := r.openKey
 	if secret {
-		key = r.boundKey
+		key = r.boundKey()
 	}
 	sealed, err := seal(key, resp)
 	if err != nil {
@@ -446,7 +448,7 @@ func clientHost(r *http.Request) string {
 func (r *idemRequest) replay(c *request, rec *idemRecord) error {
 	key := r.openKey
 	if rec.Bound {
-		key = r.boundKey
+		key = r.boundKey()
 	}
 	resp, err := open(key, rec.Sealed)
 	switch {

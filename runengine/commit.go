@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/lease"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
@@ -204,13 +205,24 @@ func (c *committer) add(batch []*delta) {
 			c.openSince = time.Now()
 		}
 		if err := d.apply(c.open); err != nil {
-			// The transaction holds part of d: drop it and commit its
-			// deltas the synchronous way, which sets a failing one apart.
-			redo := append(c.openBatch, d)
+			held := c.openBatch
 			c.open.Discard()
 			c.open, c.openBatch = nil, nil
 			c.land()
-			c.commitSync(redo)
+			if len(held) > 0 && errors.Is(err, errs.TooLarge) {
+				// d does not fit beside the open batch (a full batch of
+				// big changes): commit that batch as it was, which fit,
+				// and start the next transaction with d.
+				c.add(held)
+				if !c.flying && len(c.openBatch) > 0 {
+					c.launch()
+				}
+				i--
+				continue
+			}
+			// The transaction holds part of d: drop it and commit its
+			// deltas the synchronous way, which sets a failing one apart.
+			c.commitSync(append(held, d))
 			continue
 		}
 		c.openBatch = append(c.openBatch, d)

@@ -50,7 +50,9 @@ type effects struct {
 	reads    bool // an op reads keys (see delta.reads)
 	counters map[string]int64
 	post     []func()
-	calls    []*pendingCall
+	// settled run after the commit whether it succeeded or not (err).
+	settled []func(err error)
+	calls   []*pendingCall
 }
 
 // merge appends o's changes after f's.
@@ -58,6 +60,7 @@ func (f *effects) merge(o *effects) {
 	f.ops = append(f.ops, o.ops...)
 	f.reads = f.reads || o.reads
 	f.post = append(f.post, o.post...)
+	f.settled = append(f.settled, o.settled...)
 	for k, v := range o.counters {
 		if f.counters == nil {
 			f.counters = map[string]int64{}

@@ -72,7 +72,7 @@ func (x *exec) held() bool {
 	case cmdTimer:
 		key := c.timer.key
 		x.fx.ops = append(x.fx.ops, deleteKey(key))
-		x.fx.post = append(x.fx.post, func() { x.w.e.sched.done(key) })
+		x.fx.settled = append(x.fx.settled, func(err error) { x.w.e.sched.settle(key, err) })
 		p.Timers = append(p.Timers, c.timer.token)
 		x.dirty = true
 	case cmdEvent:

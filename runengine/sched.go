@@ -35,26 +35,61 @@ type scheduler struct {
 	mu       sync.Mutex
 	inflight map[string]time.Time // due keys handed out, not yet deleted, and when
 	next     time.Time            // when the loop will next look
+	// throttled says fireDue stopped at maxDueInflight; done wakes the
+	// loop once half of those keys are deleted.
+	throttled bool
+	// cursor is where fireDue's next look starts: every due key before it
+	// was handed out (or deleted since), so a look does not pass again
+	// over the keys, and the deleted keys, of the timers that came due
+	// before. A key written before it resets it (wake, wakeAt); gen counts
+	// the resets, so a look that began before one does not keep its cursor.
+	cursor   []byte
+	cursorAt time.Time
+	gen      uint64
 }
+
+// maxDueInflight bounds the due keys handed to the workers and not yet
+// deleted: when a million timers come due together, the workers' queues
+// and the in-flight set stay this size, and each look at the due index
+// passes over at most this many keys before it finds new ones.
+const maxDueInflight = 8192
 
 func newScheduler(e *Engine) *scheduler {
 	return &scheduler{e: e, wakeCh: make(chan struct{}, 1), quit: make(chan struct{}), inflight: map[string]time.Time{}}
 }
 
+// wake wakes the loop to look at the whole due index (a key may have been
+// written anywhere in it).
 func (s *scheduler) wake() {
+	s.mu.Lock()
+	s.resetCursor()
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *scheduler) signal() {
 	select {
 	case s.wakeCh <- struct{}{}:
 	default:
 	}
 }
 
+// resetCursor makes the next look start at the first due key; s.mu held.
+func (s *scheduler) resetCursor() {
+	s.cursor, s.cursorAt = nil, time.Time{}
+	s.gen++
+}
+
 // wakeAt wakes the loop if at is before its next look.
 func (s *scheduler) wakeAt(at time.Time) {
 	s.mu.Lock()
+	if s.cursor != nil && !at.After(s.cursorAt) {
+		s.resetCursor()
+	}
 	earlier := s.next.IsZero() || at.Before(s.next)
 	s.mu.Unlock()
 	if earlier {
-		s.wake()
+		s.signal()
 	}
 }
 
@@ -62,7 +97,24 @@ func (s *scheduler) wakeAt(at time.Time) {
 func (s *scheduler) done(key []byte) {
 	s.mu.Lock()
 	delete(s.inflight, string(key))
+	resume := s.throttled && len(s.inflight) <= maxDueInflight/2
+	if resume {
+		s.throttled = false
+	}
 	s.mu.Unlock()
+	if resume {
+		s.signal()
+	}
+}
+
+// settle is done for a due key handed to a worker, once the commit that
+// deletes it settled: when it failed, the key is still there and the next
+// look must find it again (from the first due key).
+func (s *scheduler) settle(key []byte, err error) {
+	s.done(key)
+	if err != nil {
+		s.wake()
+	}
 }
 
 func (s *scheduler) stop() { s.stopOnce.Do(func() { close(s.quit) }) }
@@ -93,6 +145,13 @@ func (s *scheduler) loop() {
 		case <-s.wakeCh:
 		case <-timerC:
 		case <-safety.C:
+			// A key written outside the engine is found at the latest
+			// when no timer is in flight.
+			s.mu.Lock()
+			if len(s.inflight) == 0 {
+				s.resetCursor()
+			}
+			s.mu.Unlock()
 		}
 		if t != nil {
 			t.Stop()
@@ -111,12 +170,30 @@ type dueItem struct {
 // fireDue hands every due key to its worker and returns the time of the
 // earliest key still ahead (zero when none).
 func (s *scheduler) fireDue() (time.Time, error) {
+	s.mu.Lock()
+	after, gen := s.cursor, s.gen
+	s.mu.Unlock()
+	if s.e.cluster != nil {
+		// A node looks at the whole index each time: keys of shards it
+		// did not own, and keys handed out whose handling failed, lie
+		// before any cursor.
+		after = nil
+	}
 	for {
+		s.mu.Lock()
+		room := maxDueInflight - len(s.inflight)
+		if room <= 0 {
+			s.throttled = true
+		}
+		s.mu.Unlock()
+		if room <= 0 {
+			return time.Time{}, nil // done wakes the loop
+		}
 		now := s.e.clock.Now()
 		var due []dueItem
 		var next time.Time
 		err := s.e.st.View(s.e.ctx, func(r store.Reader) error {
-			return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "due"), KeysOnly: true}, func(key, _ []byte) error {
+			return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "due"), After: after, KeysOnly: true}, func(key, _ []byte) error {
 				s.mu.Lock()
 				handed, busy := s.inflight[string(key)]
 				if busy && s.e.cluster != nil && time.Since(handed) > handOutTTL {
@@ -140,7 +217,7 @@ func (s *scheduler) fireDue() (time.Time, error) {
 				}
 				due = append(due, dueItem{key: append([]byte(nil), key...), at: at, tenant: parts[3].(string),
 					owner: parts[4].(string), token: parts[5].(string)})
-				if len(due) >= 1000 {
+				if len(due) >= min(1000, room) {
 					return store.ErrStop
 				}
 				return nil
@@ -148,6 +225,14 @@ func (s *scheduler) fireDue() (time.Time, error) {
 		})
 		if err != nil {
 			return time.Time{}, err
+		}
+		if len(due) > 0 {
+			after = due[len(due)-1].key
+			s.mu.Lock()
+			if s.gen == gen && s.e.cluster == nil {
+				s.cursor, s.cursorAt = after, due[len(due)-1].at
+			}
+			s.mu.Unlock()
 		}
 		for _, d := range due {
 			s.mu.Lock()
@@ -168,7 +253,7 @@ func (s *scheduler) fireDue() (time.Time, error) {
 			s.e.workerFor(d.owner).send(&command{kind: cmdTimer, tenant: d.tenant, runID: d.owner,
 				timer: &timerArgs{key: d.key, token: d.token}})
 		}
-		if len(due) < 1000 {
+		if len(due) < min(1000, room) {
 			return next, nil
 		}
 	}

@@ -4,38 +4,69 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/cockroachdb/errors"
 )
 
 // WaitRun returns the run once it has ended (completed, failed, rejected or
-// cancelled), or ctx's error when ctx ends first. It does not poll: the
-// engine tells it once the run's end is durable. A run that has ended
-// already is returned at once.
+// cancelled), or ctx's error when ctx ends first. On one node it does not
+// poll: the engine tells it once the run's end is durable. A node of a
+// cluster also reads the run again every clusterPoll, since another node
+// may own it. A run that has ended already is returned at once.
 func (e *Engine) WaitRun(ctx context.Context, tenant, runID string) (*Run, error) {
 	done := e.ends.watch(tenant, runID)
 	defer e.ends.unwatch(tenant, runID, done)
-	r, err := e.GetRun(ctx, tenant, runID)
-	if err != nil || r.Finished() {
-		return r, err
+	poll := e.clusterTick()
+	if poll != nil {
+		defer poll.Stop()
 	}
-	select {
-	case <-done:
-		return e.GetRun(ctx, tenant, runID)
-	case <-ctx.Done():
-		return nil, errors.WithStack(ctx.Err())
-	case <-e.ctx.Done():
-		return nil, errClosed
+	for {
+		r, err := e.GetRun(ctx, tenant, runID)
+		if err != nil || r.Finished() {
+			return r, err
+		}
+		select {
+		case <-done:
+			return e.GetRun(ctx, tenant, runID)
+		case <-tickC(poll):
+		case <-ctx.Done():
+			return nil, errors.WithStack(ctx.Err())
+		case <-e.ctx.Done():
+			return nil, errClosed
+		}
 	}
+}
+
+// clusterTick is the ticker a waiter on a cluster node reads runs again
+// by (another node may own them), or nil on one node.
+func (e *Engine) clusterTick() *time.Ticker {
+	if e.cluster == nil {
+		return nil
+	}
+	return time.NewTicker(clusterPoll)
+}
+
+// tickC is t's channel, or nil (never ready) for a nil t.
+func tickC(t *time.Ticker) <-chan time.Time {
+	if t == nil {
+		return nil
+	}
+	return t.C
 }
 
 // WaitRunUntil returns the run once cond holds for it, checking it at once
 // and again after each committed change of the run, or ctx's error (with
 // the run as it last was) when ctx ends first. cond must not block; a run
 // that ends without satisfying it is returned with an error marked
-// errs.Conflict.
+// errs.Conflict. A node of a cluster also checks it every clusterPoll, since
+// another node may own the run.
 func (e *Engine) WaitRunUntil(ctx context.Context, tenant, runID string, cond func(*Run) bool) (*Run, error) {
+	poll := e.clusterTick()
+	if poll != nil {
+		defer poll.Stop()
+	}
 	for {
 		changed := e.changes.watch(tenant, runID)
 		r, err := e.GetRun(ctx, tenant, runID)
@@ -49,6 +80,8 @@ func (e *Engine) WaitRunUntil(ctx context.Context, tenant, runID string, cond fu
 		}
 		select {
 		case <-changed:
+		case <-tickC(poll):
+			e.changes.unwatch(tenant, runID, changed)
 		case <-ctx.Done():
 			e.changes.unwatch(tenant, runID, changed)
 			return r, errors.WithStack(ctx.Err())

@@ -242,6 +242,9 @@ func (w *worker) loop() {
 				break
 			}
 			for i, c := range batch {
+				if i%prefetchRuns == 0 {
+					w.prefetch(batch[i:min(i+prefetchRuns, len(batch))])
+				}
 				w.handle(c)
 				if i%1000 == 999 {
 					w.sweep() // bound memory on a long batch (recovery)
@@ -276,6 +279,59 @@ func (w *worker) sweep() {
 
 func cacheKey(tenant, runID string) string { return tenant + "\x00" + runID }
 
+// prefetchRuns bounds the runs prefetch reads in one transaction.
+const prefetchRuns = 256
+
+// prefetch reads the runs of the timers and events in cmds that are not in
+// memory in one read transaction, so timers that came due together do not
+// open one transaction per run: each waits for the commits in flight. (The
+// runs of other commands are mostly in memory.) A run it cannot read is
+// left to load, which reports why.
+func (w *worker) prefetch(cmds []*command) {
+	var want []*command
+	for _, c := range cmds {
+		if c.kind != cmdTimer && c.kind != cmdEvent {
+			continue
+		}
+		if _, ok := w.cache[cacheKey(c.tenant, c.runID)]; !ok {
+			want = append(want, c)
+		}
+	}
+	if len(want) < 2 {
+		return
+	}
+	got := make([]*Run, len(want))
+	_ = w.e.st.View(w.e.ctx, func(rd store.Reader) error {
+		for i, c := range want {
+			if r, err := readRun(rd, c.tenant, c.runID); err == nil {
+				got[i] = r
+			}
+		}
+		return nil
+	})
+	for i, r := range got {
+		if r == nil {
+			continue
+		}
+		k := cacheKey(want[i].tenant, want[i].runID)
+		if _, ok := w.cache[k]; ok {
+			continue // the same run twice in cmds
+		}
+		if en, err := w.entryOf(want[i].tenant, r); err == nil {
+			w.cache[k] = en
+		}
+	}
+}
+
+// readRun reads a run with its parts kept apart.
+func readRun(rd store.Reader, tenant, runID string) (*Run, error) {
+	r, err := runs.Get(rd, tenant, runID)
+	if err != nil {
+		return nil, err
+	}
+	return r, loadApart(rd, tenant, r)
+}
+
 // load returns the run's entry, from memory or the store.
 func (w *worker) load(tenant, runID string) (*entry, error) {
 	k := cacheKey(tenant, runID)
@@ -286,22 +342,28 @@ func (w *worker) load(tenant, runID string) (*entry, error) {
 	var r *Run
 	err := w.e.st.View(w.e.ctx, func(rd store.Reader) error {
 		var err error
-		if r, err = runs.Get(rd, tenant, runID); err != nil {
-			return err
-		}
-		return loadApart(rd, tenant, r)
+		r, err = readRun(rd, tenant, runID)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
+	en, err := w.entryOf(tenant, r)
+	if err != nil {
+		return nil, err
+	}
+	w.cache[k] = en
+	return en, nil
+}
+
+// entryOf makes the entry of a run read from the store.
+func (w *worker) entryOf(tenant string, r *Run) (*entry, error) {
 	r.Tenant = tenant
 	ver, err := w.e.version(tenant, r.ProcessID, r.ProcessVersion)
 	if err != nil {
 		return nil, errors.Wrapf(err, "load version %d of process %s", r.ProcessVersion, r.ProcessID)
 	}
-	en := &entry{run: r, ver: ver, prev: indexState(r), durable: true}
-	w.cache[k] = en
-	return en, nil
+	return &entry{run: r, ver: ver, prev: indexState(r), durable: true}, nil
 }
 
 // indexState copies what the run's indexes and counters depend on.
@@ -340,6 +402,9 @@ func (w *worker) handle(c *command) {
 		if en, ok := w.cache[k]; ok {
 			for _, h := range en.replies {
 				h.ch <- reply{err: errs.Unavailablef("the run's change could not be saved; try again")}
+			}
+			for _, fn := range en.held.settled { // changes dropped with the entry
+				fn(errClosed)
 			}
 		}
 		delete(w.cache, k)
@@ -389,7 +454,7 @@ func (w *worker) handle(c *command) {
 		x.fx.ops = append(x.fx.ops, deleteKey(c.timer.key))
 		x.dirty = true
 		key := c.timer.key
-		x.fx.post = append(x.fx.post, func() { w.e.sched.done(key) })
+		x.fx.settled = append(x.fx.settled, func(err error) { w.e.sched.settle(key, err) })
 		if c.timer.token == adoptToken {
 			if en.inflight == "" {
 				x.advance()
@@ -611,6 +676,10 @@ func (w *worker) flush(en *entry) {
 	if err != nil {
 		// A run that cannot be encoded is a bug; keep the store as it is.
 		w.e.log.Error("encode run", "run", r.ID, "error", err)
+		for _, fn := range en.held.settled {
+			fn(err)
+		}
+		en.held.settled = nil
 		answer(err)
 		return
 	}
@@ -648,6 +717,9 @@ func (w *worker) flush(en *entry) {
 		tenant:   tenant,
 		after: func(err error) {
 			en.pending.Add(-1)
+			for _, fn := range fx.settled {
+				fn(err)
+			}
 			if err != nil {
 				w.e.log.Error("commit run change", "run", runID, "error", err)
 				w.send(&command{kind: cmdReload, tenant: tenant, runID: runID})

@@ -40,7 +40,7 @@ var built struct {
 
 // buildServer builds this command into a temporary directory (once) and
 // returns the executable's path.
-func buildServer(t *testing.T) string {
+func buildServer(t testing.TB) string {
 	t.Helper()
 	built.once.Do(func() {
 		built.dir, built.err = os.MkdirTemp("", "bas-server-*")

@@ -38,13 +38,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -56,6 +59,7 @@ import (
 )
 
 func main() {
+	setMemoryLimit()
 	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "server:", err)
 		os.Exit(1)
@@ -84,7 +88,7 @@ func run(args []string, stdout *os.File) error {
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := newLogger(os.Stderr)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -115,13 +119,8 @@ func run(args []string, stdout *os.File) error {
 	if *cluster && *storeURL == "" {
 		return fmt.Errorf("-cluster needs -store: the nodes share a PostgreSQL database")
 	}
-	opts := bas.Options{Dir: *data, PostgresDSN: *storeURL, Logger: logger, PluginDir: *pluginDir, PublicURL: *publicURL,
-		WebhookAllow: allow, Cluster: *cluster, NodeID: *nodeID, ClusterLeaseTTL: *leaseTTL}
-	var reg *prometheus.Registry
-	if *metricsAddr != "" {
-		reg = prometheus.NewRegistry()
-		opts.Metrics = reg
-	}
+	opts, reg := workspaceOptions(*data, *storeURL, *pluginDir, *publicURL, allow, *metricsAddr != "", logger)
+	opts.Cluster, opts.NodeID, opts.ClusterLeaseTTL = *cluster, *nodeID, *leaseTTL
 	ws, err := bas.Open(ctx, opts)
 	if err != nil {
 		return err
@@ -135,17 +134,14 @@ func run(args []string, stdout *os.File) error {
 		return nil
 	}
 
-	api := httpapi.New(ws, httpapi.Options{DevLogin: *dev, Logger: logger})
-	mux := http.NewServeMux()
-	mux.Handle(api.BasePath()+"/", api)
-	mux.Handle("/", console.New(api, console.Options{APIBase: api.BasePath(), DevLogin: *dev, Logger: logger}))
+	mux, basePath := newHandler(ws, *dev, logger)
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
 	srv := newServer(mux, defaultTimeouts())
-	base := "http://" + ln.Addr().String() + api.BasePath()
+	base := "http://" + ln.Addr().String() + basePath
 	fmt.Fprintf(stdout, "bas is serving %s/v1 (data in %s)\n", base, where)
 	fmt.Fprintf(stdout, "the console is at http://%s/\n", ln.Addr().String())
 	fmt.Fprintln(stdout, providersLine(ws))
@@ -176,6 +172,53 @@ func run(args []string, stdout *os.File) error {
 	shutdown, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	return srv.Shutdown(shutdown)
+}
+
+// defaultMemoryLimit is the Go heap's soft limit the server sets unless
+// GOMEMLIMIT is in its environment: under a sustained load the heap's
+// headroom (as much again as the live heap by default) stops growing at
+// it, and the collector works harder instead. The library itself never
+// sets it: that is the program's choice.
+const defaultMemoryLimit = 192 << 20
+
+// setMemoryLimit sets defaultMemoryLimit unless GOMEMLIMIT is set, and
+// returns the limit it replaced.
+func setMemoryLimit() int64 {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return debug.SetMemoryLimit(-1)
+	}
+	return debug.SetMemoryLimit(defaultMemoryLimit)
+}
+
+// newLogger is the server's logger: text lines at INFO and above (one
+// access line per request) written to w.
+func newLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// workspaceOptions are the options the server opens its workspace with:
+// state in Badger under data or in the PostgreSQL database of storeURL,
+// and, when metrics is set, the bas_... series in the registry returned.
+func workspaceOptions(data, storeURL, pluginDir, publicURL string, allow []netip.Prefix, metrics bool,
+	logger *slog.Logger) (bas.Options, *prometheus.Registry) {
+	opts := bas.Options{Dir: data, PostgresDSN: storeURL, Logger: logger, PluginDir: pluginDir, PublicURL: publicURL,
+		WebhookAllow: allow}
+	var reg *prometheus.Registry
+	if metrics {
+		reg = prometheus.NewRegistry()
+		opts.Metrics = reg
+	}
+	return opts, reg
+}
+
+// newHandler is the server's HTTP handler for ws: the API under the base
+// path it returns and the web console at /.
+func newHandler(ws *bas.Workspace, dev bool, logger *slog.Logger) (http.Handler, string) {
+	api := httpapi.New(ws, httpapi.Options{DevLogin: dev, Logger: logger})
+	mux := http.NewServeMux()
+	mux.Handle(api.BasePath()+"/", api)
+	mux.Handle("/", console.New(api, console.Options{APIBase: api.BasePath(), DevLogin: dev, Logger: logger}))
+	return mux, api.BasePath()
 }
 
 // timeouts bound a connection's phases (see net/http.Server).

@@ -30,6 +30,25 @@ var (
 // Kinds lists every kind in the order a mapper should test them.
 var Kinds = []error{Invalid, NotFound, Conflict, Forbidden, Unauthenticated, TooLarge, RateLimited, Unavailable}
 
+// markedKinds holds each kind marked with itself: errors.Mark copies the
+// mark of a marked reference, where for a plain one it works the mark out
+// again (the kind's message and types) on every call.
+var markedKinds = func() map[error]error {
+	m := make(map[error]error, len(Kinds))
+	for _, k := range Kinds {
+		m[k] = errors.Mark(k, k)
+	}
+	return m
+}()
+
+// mark marks err with kind (as errors.Mark(err, kind) does).
+func mark(err, kind error) error {
+	if ref, ok := markedKinds[kind]; ok {
+		return errors.Mark(err, ref)
+	}
+	return errors.Mark(err, kind)
+}
+
 // Violation is one reason an input is invalid (api.md's validation item).
 // It lives in the capability contract, where vendors and embedders can
 // name it too.
@@ -54,7 +73,7 @@ func Validation(vs ...Violation) error {
 	if len(vs) == 0 {
 		return nil
 	}
-	return errors.Mark(&ValidationError{Violations: vs}, Invalid)
+	return mark(&ValidationError{Violations: vs}, Invalid)
 }
 
 // Violations returns the violations carried by err, if any.
@@ -88,13 +107,21 @@ func Kind(err error) error {
 // Public is an error whose message is safe to show to an API caller.
 type Public struct {
 	Msg string
+	// kind is the kind the error was made with (by NotFoundf and the
+	// like), nil for one made directly.
+	kind error
 }
 
 // Error returns the public message.
 func (p *Public) Error() string { return p.Msg }
 
+// Is reports whether target is the kind p was made with: errors.Is finds it
+// at once, without comparing marks (which it still does for any other
+// target, and across process boundaries).
+func (p *Public) Is(target error) bool { return p.kind != nil && target == p.kind }
+
 func public(kind error, format string, args ...any) error {
-	return errors.Mark(&Public{Msg: fmt.Sprintf(format, args...)}, kind)
+	return mark(&Public{Msg: fmt.Sprintf(format, args...), kind: kind}, kind)
 }
 
 // NotFoundf returns a NotFound error whose message ("invoice not found") the
@@ -140,7 +167,7 @@ func (r *RateLimit) Error() string {
 
 // RateLimitedAfter returns a RateLimited error carrying the retry delay.
 func RateLimitedAfter(d time.Duration) error {
-	return errors.Mark(&RateLimit{RetryAfter: d}, RateLimited)
+	return mark(&RateLimit{RetryAfter: d}, RateLimited)
 }
 
 // PublicMessage returns the message of the first Public error in err's chain,

@@ -11,6 +11,7 @@ import (
 	"github.com/bas-platform/bas/store/badgerstore"
 	"github.com/bas-platform/bas/store/storetest"
 	"github.com/cockroachdb/errors"
+	"github.com/dgraph-io/badger/v4"
 )
 
 // quiet drops every log line.
@@ -376,5 +377,26 @@ func TestConflictSurvivingRetriesIsMarked(t *testing.T) {
 	})
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("the write of the conflicting Update: %v, want it absent", err)
+	}
+}
+
+// TestMissingKey checks that a Get of a missing key is store.ErrNotFound
+// and badger.ErrKeyNotFound, and that checking it allocates nothing (a
+// missing key is an everyday answer: idempotency keys, sessions, gate
+// decisions).
+func TestMissingKey(t *testing.T) {
+	st := open(t, badgerstore.Options{InMemory: true})
+	err := st.View(t.Context(), func(r store.Reader) error {
+		_, err := r.Get([]byte("missing"))
+		return err
+	})
+	if !errors.Is(err, store.ErrNotFound) || !errors.Is(err, badger.ErrKeyNotFound) {
+		t.Fatalf("Get of a missing key: %v, want store.ErrNotFound and badger.ErrKeyNotFound", err)
+	}
+	if errors.Is(err, store.ErrConflict) {
+		t.Errorf("Get of a missing key is a conflict: %v", err)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = errors.Is(err, store.ErrNotFound) }); n != 0 {
+		t.Errorf("errors.Is(err, store.ErrNotFound) allocates %v times", n)
 	}
 }

@@ -12,6 +12,20 @@ import (
 // maxKeySize is Badger's limit on a key's length.
 const maxKeySize = 65000
 
+// errNotFound is what Get of a missing key returns: marked
+// store.ErrNotFound, made once (a missing key is an everyday answer).
+var errNotFound = errors.Mark(keyNotFound{}, store.ErrNotFound)
+
+// keyNotFound is a missing key; errors.Is finds store.ErrNotFound and
+// badger.ErrKeyNotFound in it without comparing marks.
+type keyNotFound struct{}
+
+func (keyNotFound) Error() string { return "badgerstore: key not found" }
+
+func (keyNotFound) Is(target error) bool {
+	return target == store.ErrNotFound || target == badger.ErrKeyNotFound
+}
+
 // reader is the store.Reader of a View (and the read half of an Update).
 type reader struct {
 	txn *badger.Txn
@@ -21,7 +35,7 @@ type reader struct {
 func (r *reader) Get(key []byte) ([]byte, error) {
 	item, err := r.txn.Get(key)
 	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, errors.Mark(err, store.ErrNotFound)
+		return nil, errNotFound
 	}
 	if err != nil {
 		return nil, errors.Wrap(err, "badgerstore: get")

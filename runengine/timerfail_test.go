@@ -1,0 +1,78 @@
+package runengine_test
+
+import (
+	"bytes"
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bas-platform/bas/runengine"
+	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/bas-platform/bas/store/clock"
+	"github.com/cockroachdb/errors"
+)
+
+// failDueDelete fails, once armed, the first Update that deletes a due key
+// (the commit of a fired timer). It hides the inner store's Pipeliner, so
+// every commit of the engine is an Update.
+type failDueDelete struct {
+	store.Store
+	armed atomic.Bool
+}
+
+func (f *failDueDelete) Update(ctx context.Context, fn func(store.Txn) error) error {
+	return f.Store.Update(ctx, func(tx store.Txn) error {
+		seen := &dueDeletes{Txn: tx}
+		if err := fn(seen); err != nil {
+			return err
+		}
+		if seen.n > 0 && f.armed.CompareAndSwap(true, false) {
+			return errors.New("injected commit failure")
+		}
+		return nil
+	})
+}
+
+// dueDeletes counts the due keys a transaction deletes.
+type dueDeletes struct {
+	store.Txn
+	n int
+}
+
+func (d *dueDeletes) Delete(key []byte) error {
+	if bytes.HasPrefix(key, store.Key(store.System, "due")) {
+		d.n++
+	}
+	return d.Txn.Delete(key)
+}
+
+// TestTimerFiresAgainAfterFailedCommit: when the commit of a fired timer
+// fails, its due key is still stored and must fire again (the scheduler
+// must not keep it as handed out, nor look past it).
+func TestTimerFiresAgainAfterFailedCommit(t *testing.T) {
+	t.Parallel()
+	inner, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &failDueDelete{Store: inner}
+	clk := clock.NewFake(t0)
+	b := open(t, st, clk, &testProvider{}, &autoGate{auto: true})
+	def := b.create(t, `{"type":"manual"}`, `[{"key":"pause","type":"wait","config":{"duration":"1h"}},
+		{"key":"route","type":"route","config":{"rules":[{"when":{"subject.type":"x"},"queue":"b"}],"default":{"queue":"a"}}}]`)
+	id := b.start(t, def.ID)
+	b.waitRun(t, id, "waiting", stepStatus("pause", runengine.StepWaiting))
+	st.armed.Store(true)
+	clk.Advance(2 * time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := b.eng.WaitRun(ctx, tenant, id)
+	if err != nil || r.Status != runengine.RunCompleted {
+		t.Fatalf("run after its timer's failed commit: %+v %v; want completed", r, err)
+	}
+	if st.armed.Load() {
+		t.Error("no commit of the fired timer was failed")
+	}
+}

@@ -1,0 +1,402 @@
+package bas_test
+
+// The waiting-runs scale test: N runs that each wait a day are started in a
+// child process, which is killed (SIGKILL) once the last start is durable;
+// the workspace is then reopened, listed, and the fake clock moved a day so
+// every timer comes due at once. In CI it runs with 9,000 runs (above the
+// 8,192 timers the engine hands out at a time);
+// for the scale figures:
+//
+//	go test -run TestWaitingRunsScale -waiting 1000000 -v -timeout 60m .
+//
+// It logs, for the base size (10,000, or N/2 below that) and for N: the
+// start rate and the child's RSS while starting (peak, and the median of
+// the second half), the reopen time, the median of 21 first pages of the
+// run list and of 21 cockpits, and the rate at which the due runs fired
+// and completed, with the ratio of each list and cockpit figure to the
+// base's. It asserts only what must hold at any size: every start answered,
+// every run found waiting after the kill, and every run completed once its
+// timer fired. -waiting-dir keeps the directory of the N runs (for the
+// server's start-up time on it). BAS_WAITING_HEAPPROFILE=file makes the child write a heap
+// profile once its starts are done, and this process another (file.firing)
+// half way through the firing.
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bas-platform/bas"
+	"github.com/bas-platform/bas/process"
+	"github.com/bas-platform/bas/runengine"
+	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/clock"
+)
+
+var (
+	waitingRuns = flag.Int("waiting", 9000, "TestWaitingRunsScale: how many waiting runs to start")
+	waitingDir  = flag.String("waiting-dir", "", "TestWaitingRunsScale: keep the directory of the -waiting runs here (new or empty), all fired")
+)
+
+const (
+	waitingTenant   = "ten_scale"
+	waitingStarters = 64
+	waitingChildEnv = "BAS_WAITING_CHILD" // dir:n, set for the child process
+)
+
+// waitingT0 is the fake clock's time in the child and at the reopen.
+var waitingT0 = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+
+const waitingProcess = `{"name": "Wait a day", "function": "operations", "trigger": {"type": "manual"},
+  "steps": [
+    {"key": "wait", "type": "wait", "config": {"duration": "24h"}},
+    {"key": "route", "type": "route", "config": {"rules": [{"when": {"subject.type": "delivery"}, "queue": "receiving"}], "default": {"queue": "ap"}}}
+  ]}`
+
+func openWaiting(dir string, clk bas.Clock) (*bas.Workspace, error) {
+	return bas.Open(context.Background(), bas.Options{Dir: dir, Clock: clk,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+}
+
+// TestWaitingRunsChild is the child process of TestWaitingRunsScale; it
+// does nothing unless BAS_WAITING_CHILD is set.
+func TestWaitingRunsChild(t *testing.T) {
+	spec := os.Getenv(waitingChildEnv)
+	if spec == "" {
+		t.Skip("the child of TestWaitingRunsScale")
+	}
+	dir, nstr, _ := strings.Cut(spec, ":")
+	n, _ := strconv.Atoi(nstr)
+	ws, err := openWaiting(dir, clock.NewFake(waitingT0))
+	if err != nil {
+		fmt.Println("error", err)
+		return
+	}
+	in, err := process.DecodeIn([]byte(waitingProcess))
+	if err != nil {
+		fmt.Println("error", err)
+		return
+	}
+	ctx := context.Background()
+	def, err := ws.Processes().Create(ctx, waitingTenant, "usr_scale", in)
+	if err != nil {
+		fmt.Println("error", err)
+		return
+	}
+	var next, failed atomic.Int64
+	var wg sync.WaitGroup
+	began := time.Now()
+	for range waitingStarters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > int64(n) {
+					return
+				}
+				_, err := ws.Start(ctx, bas.StartParams{Tenant: waitingTenant, ProcessID: def.ID,
+					Subject: bas.Subject{Type: "delivery", Label: "DN-" + strconv.FormatInt(i, 10)}})
+				if err != nil {
+					if failed.Add(1) == 1 {
+						fmt.Println("error", err)
+					}
+					return
+				}
+				if i%int64(max(1, n/20)) == 0 {
+					fmt.Println("started", i)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	secs := time.Since(began).Seconds()
+	if f := os.Getenv("BAS_WAITING_HEAPPROFILE"); f != "" { // what holds the memory
+		runtime.GC()
+		if fh, err := os.Create(f); err == nil {
+			_ = pprof.WriteHeapProfile(fh)
+			_ = fh.Close()
+		}
+	}
+	fmt.Println("done", failed.Load(), secs)
+	select {} // until the parent kills this process
+}
+
+// waitingFigures are one size's figures.
+type waitingFigures struct {
+	n                        int
+	startRate                float64
+	rssPeakMiB, rssHalfMiB   float64
+	anonPeakMiB, anonHalfMiB float64
+	reopen                   time.Duration
+	list, listWaiting, cock  time.Duration
+	fireRate                 float64
+	parentPeakMiB            float64
+	firingAnonPeakMiB        float64
+	firingAnonMedMiB         float64
+}
+
+func TestWaitingRunsScale(t *testing.T) {
+	if os.Getenv(waitingChildEnv) != "" {
+		t.Skip("in the child")
+	}
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skip("samples /proc")
+	}
+	n := *waitingRuns
+	base := min(10_000, n/2)
+	b := runWaiting(t, base)
+	f := runWaiting(t, n)
+	ratio := func(x, y time.Duration) float64 { return float64(x) / float64(y) }
+	t.Logf("list x%.2f, list waiting x%.2f, cockpit x%.2f (%d runs against %d)",
+		ratio(f.list, b.list), ratio(f.listWaiting, b.listWaiting), ratio(f.cock, b.cock), n, base)
+}
+
+// runWaiting makes n waiting runs in a child process, kills it, reopens,
+// lists and fires them (see the file comment).
+func runWaiting(t *testing.T, n int) waitingFigures {
+	t.Helper()
+	fig := waitingFigures{n: n}
+	dir := t.TempDir()
+	if *waitingDir != "" && n == *waitingRuns {
+		dir = *waitingDir
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestWaitingRunsChild$", "-test.count", "1")
+	cmd.Env = append(os.Environ(), waitingChildEnv+"="+dir+":"+strconv.Itoa(n))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu      sync.Mutex
+		samples []memSample
+		stop    = make(chan struct{})
+		sampled = make(chan struct{})
+	)
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if m := procMem(strconv.Itoa(cmd.Process.Pid)); m.rss > 0 {
+					mu.Lock()
+					samples = append(samples, m)
+					mu.Unlock()
+				}
+			}
+		}
+	}()
+	sc := bufio.NewScanner(out)
+	done := false
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, "done "); ok {
+			var failed int
+			var secs float64
+			fmt.Sscan(rest, &failed, &secs)
+			if failed > 0 {
+				t.Errorf("%d starts failed", failed)
+			}
+			fig.startRate = float64(n) / secs
+			done = true
+			break
+		}
+		if strings.HasPrefix(line, "error") {
+			t.Error("child:", line)
+		}
+	}
+	close(stop)
+	<-sampled
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	if !done || t.Failed() {
+		t.Fatalf("the child did not start its %d runs", n)
+	}
+	if len(samples) > 0 {
+		peak := func(f func(memSample) float64) float64 {
+			return f(slices.MaxFunc(samples, func(a, b memSample) int { return cmpFloat(f(a), f(b)) }))
+		}
+		half := func(f func(memSample) float64) float64 {
+			var xs []float64
+			for _, m := range samples[len(samples)/2:] {
+				xs = append(xs, f(m))
+			}
+			slices.Sort(xs)
+			return xs[len(xs)/2]
+		}
+		rss := func(m memSample) float64 { return m.rss }
+		anon := func(m memSample) float64 { return m.anon }
+		fig.rssPeakMiB, fig.rssHalfMiB = peak(rss), half(rss)
+		fig.anonPeakMiB, fig.anonHalfMiB = peak(anon), half(anon)
+	}
+
+	clk := clock.NewFake(waitingT0)
+	began := time.Now()
+	ws, err := openWaiting(dir, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	ctx := context.Background()
+	eng := ws.Engine()
+	page, _, err := eng.ListRuns(ctx, waitingTenant, runengine.RunQuery{}, store.Page{Limit: 50})
+	fig.reopen = time.Since(began)
+	if err != nil || len(page) != min(50, n) {
+		t.Fatalf("first page after the reopen: %d runs, %v", len(page), err)
+	}
+	viewer := runengine.Viewer{CanWork: true, CanDecide: true}
+	c, err := eng.Cockpit(ctx, waitingTenant, viewer, nil)
+	if err != nil || c.Running != n {
+		t.Fatalf("cockpit after the reopen: %+v %v; want %d running", c, err, n)
+	}
+	fig.list = medianOf(21, func() error {
+		_, _, err := eng.ListRuns(ctx, waitingTenant, runengine.RunQuery{}, store.Page{Limit: 50})
+		return err
+	}, t)
+	fig.listWaiting = medianOf(21, func() error {
+		_, _, err := eng.ListRuns(ctx, waitingTenant, runengine.RunQuery{Status: runengine.RunWaiting}, store.Page{Limit: 50})
+		return err
+	}, t)
+	fig.cock = medianOf(21, func() error {
+		_, err := eng.Cockpit(ctx, waitingTenant, viewer, nil)
+		return err
+	}, t)
+
+	// Every timer comes due at once. The cockpit's running count (a
+	// counter) says when the last run completed; it is read every 20 ms.
+	st0, cpu0 := eng.Stats(), cpuTime()
+	began = time.Now()
+	clk.Advance(24*time.Hour + time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(30 * time.Minute)
+	halfway := false
+	var firingAnon []float64
+	for c.Running > 0 {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("%d of %d runs still running after 30 minutes", c.Running, n)
+		}
+		if c, err = eng.Cockpit(ctx, waitingTenant, viewer, nil); err != nil {
+			t.Fatal(err)
+		}
+		firingAnon = append(firingAnon, procMem("self").anon)
+		if f := os.Getenv("BAS_WAITING_HEAPPROFILE"); f != "" && c.Running <= n/2 && !halfway {
+			halfway = true // what holds the memory half way through the firing
+			if fh, err := os.Create(f + ".firing"); err == nil {
+				_ = pprof.WriteHeapProfile(fh)
+				_ = fh.Close()
+			}
+		}
+	}
+	fig.fireRate = float64(n) / time.Since(began).Seconds()
+	st := eng.Stats()
+	commits, deltas, busy := st.Commits-st0.Commits, st.Deltas-st0.Deltas, st.CommitTime-st0.CommitTime
+	t.Logf("firing: %.0f CPU-µs per run; %d commits of %.0f changes each, %.1f ms each",
+		float64((cpuTime()-cpu0).Microseconds())/float64(n), commits,
+		float64(deltas)/float64(max(1, commits)), float64(busy.Microseconds())/1000/float64(max(1, commits)))
+	if c.Completed30d != n {
+		t.Errorf("completed %d runs, want %d", c.Completed30d, n)
+	}
+	fig.parentPeakMiB = procMem("self").peak
+	if len(firingAnon) > 0 {
+		fig.firingAnonPeakMiB = slices.Max(firingAnon)
+		slices.Sort(firingAnon)
+		fig.firingAnonMedMiB = firingAnon[len(firingAnon)/2]
+	}
+	t.Logf("%d waiting runs: started at %.0f/s (RSS peak %.0f MiB, median of the second half %.0f MiB; "+
+		"of which anonymous, not mapped files: %.0f / %.0f MiB); "+
+		"reopened after SIGKILL in %v; first page of runs %v, of waiting runs %v, cockpit %v; "+
+		"fired and completed at %.0f runs/s (this process's RSS peak %.0f MiB; anonymous while firing: median %.0f, peak %.0f MiB)",
+		n, fig.startRate, fig.rssPeakMiB, fig.rssHalfMiB, fig.anonPeakMiB, fig.anonHalfMiB, fig.reopen.Round(time.Millisecond),
+		fig.list.Round(time.Microsecond), fig.listWaiting.Round(time.Microsecond), fig.cock.Round(time.Microsecond),
+		fig.fireRate, fig.parentPeakMiB, fig.firingAnonMedMiB, fig.firingAnonPeakMiB)
+	return fig
+}
+
+func medianOf(k int, fn func() error, t *testing.T) time.Duration {
+	t.Helper()
+	ds := make([]time.Duration, k)
+	for i := range ds {
+		began := time.Now()
+		if err := fn(); err != nil {
+			t.Fatal(err)
+		}
+		ds[i] = time.Since(began)
+	}
+	slices.Sort(ds)
+	return ds[k/2]
+}
+
+// memSample is a process's memory, in MiB: resident (rss), of it
+// anonymous (anon: heap and stacks; the rest is mapped files, the
+// database's tables, which the kernel reclaims under pressure), and the
+// peak resident.
+type memSample struct{ rss, anon, peak float64 }
+
+// procMem reads the memory of the process pid ("self" for this one).
+func procMem(pid string) memSample {
+	var m memSample
+	raw, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return m
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			continue
+		}
+		x, _ := strconv.ParseFloat(f[0], 64)
+		switch k {
+		case "VmRSS":
+			m.rss = x / 1024
+		case "RssAnon":
+			m.anon = x / 1024
+		case "VmHWM":
+			m.peak = x / 1024
+		}
+	}
+	return m
+}
+
+// cpuTime is this process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
