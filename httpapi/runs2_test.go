@@ -44,12 +44,36 @@ func TestRunControlRoutes(t *testing.T) {
 
 	// A start takes a priority.
 	var pr struct {
+		ID       string `json:"id"`
 		Priority string `json:"priority"`
 	}
 	s.do(t, "POST", "/v1/processes/"+proc.ID+"/start", admin, `{"subject": {"type": "a", "label": "b"}, "priority": "high"}`).
 		want(t, http.StatusCreated).decode(t, &pr)
 	if pr.Priority != "high" {
 		t.Errorf("priority = %q", pr.Priority)
+	}
+	// Its task carries it; a normal run's task shows none.
+	var open []struct {
+		RunID    string  `json:"run_id"`
+		Priority *string `json:"priority"`
+	}
+	s.do(t, "GET", "/v1/tasks?status=open", admin, nil).want(t, http.StatusOK).decode(t, &open)
+	var normalTask map[string]any
+	s.do(t, "GET", "/v1/tasks/"+*r.step(t, "look").TaskID, admin, nil).want(t, http.StatusOK).decode(t, &normalTask)
+	if _, ok := normalTask["priority"]; ok {
+		t.Errorf("a normal run's task shows a priority: %v", normalTask["priority"])
+	}
+	found := false
+	for _, x := range open {
+		if x.RunID == pr.ID {
+			found = true
+			if x.Priority == nil || *x.Priority != "high" {
+				t.Errorf("the high priority run's task shows priority %v", x.Priority)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no open task of run %s in %+v", pr.ID, open)
 	}
 	s.do(t, "POST", "/v1/processes/"+proc.ID+"/start", admin, `{"subject": {"type": "a", "label": "b"}, "priority": "urgent"}`).
 		want(t, http.StatusUnprocessableEntity)

@@ -387,7 +387,7 @@ func (x *exec) callFunc(def *process.Step, st *StepRun, capID string, args any, 
 	key := x.r.ID + "/" + def.Key + "/" + keySuffix + strconv.Itoa(st.Attempts+1)
 	e := x.w.e
 	tenant := x.r.Tenant
-	info := RunInfo{ID: x.r.ID, ProcessID: x.r.ProcessID, ProcessName: x.r.ProcessName, Subject: x.r.Subject, StepKey: def.Key,
+	info := RunInfo{ID: x.r.ID, ProcessID: x.r.ProcessID, ProcessName: x.r.ProcessName, Subject: x.r.Subject, StepKey: def.Key, Priority: x.r.Priority,
 		cause: x.r.Trigger.Cause}
 	return func(ctx context.Context) *callResult {
 		ctx = context.WithValue(ctx, runInfoKey{}, info)
@@ -562,6 +562,8 @@ type RunInfo struct {
 	ProcessName string
 	Subject     Subject
 	StepKey     string
+	// Priority is the run's: low or high; empty is normal.
+	Priority string
 
 	// cause is the run's own causation (its trigger's), so that an event
 	// an app emits during the call carries the run's chain (see Emit).

@@ -1067,3 +1067,43 @@ func TestLoopGuardThroughAnApp(t *testing.T) {
 		t.Errorf("%d runs, want 1 (%v)", len(rs), err)
 	}
 }
+
+// TestTasksCarryTheRunPriority: a task made by a human_task step or by
+// task.create carries its run's priority (empty for normal), so that an
+// inbox can sort by it.
+func TestTasksCarryTheRunPriority(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	if err := b.reg.Register(b.eng.Provider()); err != nil {
+		t.Fatal(err)
+	}
+	step := b.create(t, `{"type":"manual"}`, `[{"key":"look","type":"human_task","config":{"title":"Look"}}]`)
+	made := b.create(t, `{"type":"manual"}`, `[{"key":"ask","type":"execute","capability":"task.create",
+		"config":{"args":{"title":"Call"}}}]`)
+	ctx := context.Background()
+	for _, tc := range []struct{ priority, want string }{{"high", "high"}, {"low", "low"}, {"normal", ""}, {"", ""}} {
+		for _, def := range []*process.Definition{step, made} {
+			r, err := b.eng.Start(ctx, runengine.StartParams{Tenant: tenant, ProcessID: def.ID,
+				Subject: runengine.Subject{Type: "invoice", Label: "INV-1"}, Actor: "usr_test", Priority: tc.priority})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var taskID string
+			b.waitRun(t, r.ID, "a task", func(r *runengine.Run) bool {
+				if id := r.Steps[0].TaskID; id != nil {
+					taskID = *id
+				} else if out, ok := r.Steps[0].Output.(map[string]any); ok {
+					taskID, _ = out["task_id"].(string)
+				}
+				return taskID != ""
+			})
+			task, err := b.eng.GetTask(ctx, tenant, taskID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if task.Priority != tc.want {
+				t.Errorf("%s run, step %s: task priority = %q, want %q", tc.priority, def.Steps[0].Key, task.Priority, tc.want)
+			}
+		}
+	}
+}

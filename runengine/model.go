@@ -228,6 +228,9 @@ type Task struct {
 	// Kind is "step" for a task a step waits on, "review" for an
 	// after-the-fact review of an automatic action.
 	Kind string `json:"kind"`
+	// Priority is the run's priority when the task was created: low or
+	// high; empty is normal (see Run.Priority).
+	Priority string `json:"priority,omitempty"`
 }
 
 // Approval is an action waiting for a person (ApprovalOut).

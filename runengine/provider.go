@@ -45,7 +45,7 @@ func (p tasksProvider) Call(ctx context.Context, call capability.Call) (json.Raw
 		}
 		t := &Task{ID: p.e.ids.New("tsk", now), RunID: r.ID, ProcessID: r.ProcessID, ProcessName: r.ProcessName,
 			StepKey: stepKey, Title: a.Title, Subject: r.Subject, Actions: a.Actions, Status: TaskOpen,
-			CreatedAt: now, Kind: "capability"}
+			CreatedAt: now, Kind: "capability", Priority: r.Priority}
 		if len(t.Actions) == 0 {
 			t.Actions = []string{"complete"}
 		}

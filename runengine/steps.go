@@ -45,7 +45,7 @@ func (x *exec) createTask(def *process.Step, st *StepRun, title, desc string, ac
 	t := &Task{
 		ID: id, RunID: x.r.ID, ProcessID: x.r.ProcessID, ProcessName: x.r.ProcessName, StepKey: def.Key,
 		Title: title, Subject: x.r.Subject, Actions: actions, Fields: fields, Status: TaskOpen,
-		CreatedAt: x.now, Kind: kind,
+		CreatedAt: x.now, Kind: kind, Priority: x.r.Priority,
 	}
 	if len(fields) == 0 {
 		t.Fields = nil

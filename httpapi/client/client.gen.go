@@ -1370,6 +1370,7 @@ type Cockpit struct {
 		Id          string                    `json:"id"`
 		Kind        string                    `json:"kind"`
 		Outcome     *string                   `json:"outcome"`
+		Priority    *string                   `json:"priority,omitempty"`
 		ProcessId   string                    `json:"process_id"`
 		ProcessName string                    `json:"process_name"`
 		RunId       string                    `json:"run_id"`
@@ -3428,6 +3429,7 @@ type Task struct {
 	Id          string                    `json:"id"`
 	Kind        string                    `json:"kind"`
 	Outcome     *string                   `json:"outcome"`
+	Priority    *string                   `json:"priority,omitempty"`
 	ProcessId   string                    `json:"process_id"`
 	ProcessName string                    `json:"process_name"`
 	RunId       string                    `json:"run_id"`

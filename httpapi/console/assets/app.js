@@ -370,7 +370,7 @@ async function loadInbox(f, n) {
   const items = [];
   for (const t of tasks) {
     items.push({ kind: 'task', id: t.id, title: t.title, due: t.due_at, process_id: t.process_id, process: t.process_name,
-      function: fn[t.process_id] || '', assignee: t.assignee || '', priority: 'normal', rec: t });
+      function: fn[t.process_id] || '', assignee: t.assignee || '', priority: t.priority || 'normal', rec: t });
   }
   for (const a of approvals) {
     items.push({ kind: 'approval', id: a.id, title: a.summary || a.tool, due: a.expires_at, process_id: a.process_id || '',
@@ -428,7 +428,7 @@ async function pageInbox() {
     noteEl.replaceChildren(...st.data.notes.map((n) => h('p', { class: 'err', 'data-test': 'inbox-note' }, n)));
     // A list that shows the same as before is left as it is (a live
     // update then never moves what a person points at).
-    const sig = JSON.stringify([st.sel, items.map((it) => [it.id, it.title, it.overdue, it.assignee, it.due, it.risk, it.process, it.queue]), !!S.names]);
+    const sig = JSON.stringify([st.sel, items.map((it) => [it.id, it.title, it.overdue, it.assignee, it.due, it.risk, it.process, it.queue, it.priority]), !!S.names]);
     if (sig === lastSig) return;
     lastSig = sig;
     listEl.replaceChildren(...(items.length ? items.map((it, i) => h('li', {
@@ -436,6 +436,7 @@ async function pageInbox() {
       onclick: () => select(i),
     }, h('div', { class: 't' }, it.title),
     h('div', { class: 'm' }, pill(it.kind, 'kind'), it.overdue ? pill('overdue', 'overdue') : null, it.risk ? pill(it.risk) : null,
+      it.kind !== 'approval' && it.priority !== 'normal' ? h('span', { class: 'pill prio', 'data-test': 'priority' }, it.priority) : null,
       it.process ? h('span', null, it.process) : null, it.assignee ? h('span', null, '@' + personName(it.assignee)) : null,
       it.queue ? h('span', null, 'queue ' + it.queue) : null, it.due ? h('span', null, 'due ' + when(it.due)) : null))) :
       [h('li', { class: 'muted', 'data-test': 'inbox-empty' }, 'Nothing waits on people.')]));
@@ -642,7 +643,7 @@ async function taskView(id, done) {
   }
   return h('div', { class: 'card', 'data-test': 'task', 'data-id': t.id },
     h('h2', { 'data-test': 'task-title' }, t.title),
-    h('div', { class: 'row' }, pill(t.status), t.due_at ? h('span', { class: 'muted' }, 'due ' + when(t.due_at)) : null,
+    h('div', { class: 'row' }, pill(t.status), t.priority ? pill(t.priority, 'prio') : null, t.due_at ? h('span', { class: 'muted' }, 'due ' + when(t.due_at)) : null,
       h('span', { class: 'muted', 'data-test': 'task-assignee' }, assignee ? 'assigned to ' + (mineNow ? 'you' : personName(assignee)) : 'unassigned')),
     who.childNodes.length ? who : null,
     t.description ? h('p', null, t.description) : null,
