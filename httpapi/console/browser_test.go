@@ -16,35 +16,19 @@ import (
 	"mime/multipart"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/bas-platform/bas/internal/browsertest"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
-	"github.com/go-pdf/fpdf"
 	"github.com/google/go-cmp/cmp"
 )
 
 var screenshots = flag.Bool("screenshots", false, "write the console's screenshots to screenshots/*.png")
-
-// chromium finds the browser, or skips (fails in CI) without one.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("no Chromium on PATH: CI must install it (.ci/run installs Debian's chromium)")
-	}
-	t.Skip("no Chromium on PATH (install Debian's chromium to run the browser tests)")
-	return ""
-}
 
 // apiCall makes one API call with a bearer token and decodes the answer.
 func (s *server) apiCall(t testing.TB, tok, method, path string, body any, out any) int {
@@ -79,20 +63,12 @@ func (s *server) apiCall(t testing.TB, tok, method, path string, body any, out a
 // invoicePDF is a supplier invoice without its number: it lands in review
 // with one error.
 func invoicePDF(t testing.TB) []byte {
-	p := fpdf.New("P", "mm", "A4", "")
-	p.AddPage()
-	p.SetFont("Helvetica", "B", 16)
-	p.Text(20, 20, "INVOICE")
-	p.SetFont("Helvetica", "", 11)
-	for i, l := range []string{"Supplier: Acme Tools Ltd", "Invoice date: 2026-11-02", "Due date: 2026-12-02",
-		"Currency: EUR", "Total: 1,250.00"} {
-		p.Text(20, 35+float64(i)*7, l)
-	}
-	var buf bytes.Buffer
-	if err := p.Output(&buf); err != nil {
+	t.Helper()
+	pdf, err := browsertest.InvoicePDF()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return buf.Bytes()
+	return pdf
 }
 
 func (s *server) upload(t testing.TB, tok, typeID, name string, file []byte) string {
@@ -141,7 +117,7 @@ const expenseProcess = `{"name": "Expense claim", "function": "finance", "trigge
 const markup = `<img src=x onerror="window.__xss=1"><script>window.__xss=1</script><b>Taxi</b>`
 
 func TestConsoleInBrowser(t *testing.T) {
-	exe := chromium(t)
+	exe := browsertest.Require(t)
 	s := newServer(t, true)
 
 	var sess struct{ Token string }
@@ -176,17 +152,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	s.apiCall(t, tok, "POST", "/v1/docs/types/from-template", map[string]any{"template_id": "supplier_invoice"}, &typ)
 	docID := s.upload(t, tok, typ.ID, "acme-invoice.pdf", invoicePDF(t))
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.Flag("headless", "new"),
-		chromedp.NoSandbox, chromedp.WindowSize(1280, 860), chromedp.DisableGPU)
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancelCtx := chromedp.NewContext(alloc)
-	defer cancelCtx()
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-	defer cancelTimeout()
-	if err := chromedp.Do(ctx); err != nil { // starts the browser and its tab
-		t.Fatalf("start %s: %v", exe, err)
-	}
+	ctx := browsertest.Start(t, exe, 90*time.Second)
 	var mu sync.Mutex
 	var exceptions []string
 	messages := chromedp.Console(ctx)
