@@ -82,7 +82,9 @@ func (e *Engine) outboxWrite(tenant, name string, data map[string]any, at time.T
 	tap := e.cfg.Tap != nil && e.cfg.Tap.Wants(tenant, name)
 	consumed := e.heard(tenant, name) || e.hub.wants(tenant)
 	if !tap && !consumed {
-		return func(store.Txn) error { return nil }, func() {}
+		// A subscriber may come between now and the commit: it is owed
+		// the event (Subscribe promises what commits after it began).
+		return noWrite, func() { e.showLate(tenant, name, data, at, cause, from, nil) }
 	}
 	ev := e.newEvent(tenant, name, data, at)
 	ev.Cause = cause
@@ -96,9 +98,14 @@ func (e *Engine) outboxWrite(tenant, name string, data map[string]any, at time.T
 	}
 	if !consumed {
 		if tapOp == nil {
-			return func(store.Txn) error { return nil }, func() {}
+			tapOp = noWrite
 		}
-		return tapOp, tapAfter
+		return tapOp, func() {
+			if tapAfter != nil {
+				tapAfter()
+			}
+			e.showLate(tenant, name, data, at, cause, from, ev)
+		}
 	}
 	raw, err := ev.appendJSON(nil)
 	return func(tx store.Txn) error {
@@ -117,6 +124,26 @@ func (e *Engine) outboxWrite(tenant, name string, data map[string]any, at time.T
 				tapAfter()
 			}
 		}
+}
+
+// noWrite is the write of an event that is not written.
+func noWrite(store.Txn) error { return nil }
+
+// showLate hands the subscription hub an event that was not written to the
+// outbox because nothing consumed it when its change was made, when a
+// subscriber of the tenant came since: ev, or one made now from the parts.
+func (e *Engine) showLate(tenant, name string, data map[string]any, at time.Time, cause *Cause, from *Run, ev *Event) {
+	if !e.hub.wants(tenant) {
+		return
+	}
+	if ev == nil {
+		ev = e.newEvent(tenant, name, data, at)
+		ev.Cause = cause
+		if cause == nil && from != nil {
+			ev.Cause = causeOf(from)
+		}
+	}
+	e.hub.publish([]*Event{ev})
 }
 
 // emitTx writes an event into the outbox within tx, so it is emitted if

@@ -1,9 +1,16 @@
 package runengine
 
 import (
+	"context"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/bas-platform/bas/capability/registry"
+	"github.com/bas-platform/bas/process"
+	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/bas-platform/bas/store/clock"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -53,5 +60,45 @@ func TestDispatcherShowIdle(t *testing.T) {
 	d.show([]*Event{{ID: "evt_1", Tenant: "ten_a"}})
 	if d.shown != nil {
 		t.Fatalf("ids kept with no subscriber: %v", d.shown)
+	}
+}
+
+// TestSubscriberGetsAnEventMadeBeforeIt: an event nothing consumed when
+// its change was made (so it is not written to the outbox) still reaches a
+// subscriber that came before the change committed.
+func TestSubscriberGetsAnEventMadeBeforeIt(t *testing.T) {
+	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e, err := New(Config{Store: st, Clock: clk, Capabilities: registry.New(registry.Config{Store: st, Clock: clk}),
+		Processes: process.NewService(process.Config{Store: st, Clock: clk})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, post := e.outboxWrite("ten_a", "thing.made", map[string]any{"n": 1}, clk.Now(), nil, nil)
+	sub := e.hub.subscribe(SubscribeParams{Tenant: "ten_a"})
+	if err := st.Update(context.Background(), func(tx store.Txn) error { return op(tx) }); err != nil {
+		t.Fatal(err)
+	}
+	post()
+	batch, missed, _ := sub.next()
+	var got []string
+	for _, n := range batch {
+		got = append(got, n.Event.Name+" "+fmt.Sprint(n.Event.Data["n"]))
+	}
+	if diff := cmp.Diff([]string{"thing.made 1"}, got); diff != "" || missed != "" {
+		t.Errorf("events (-want +got):\n%s (missed %q)", diff, missed)
+	}
+	// Not written to the outbox: nothing consumes it.
+	if err := st.View(context.Background(), func(r store.Reader) error {
+		return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "outbox")}, func(k, _ []byte) error {
+			t.Errorf("outbox holds %q", k)
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
