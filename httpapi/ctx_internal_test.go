@@ -1,6 +1,9 @@
 package httpapi
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -51,5 +54,20 @@ func TestMatchesPattern(t *testing.T) {
 		if got := matchesPattern(tc.pattern, tc.path); got != tc.want {
 			t.Errorf("matchesPattern(%q, %q) = %v, want %v", tc.pattern, tc.path, got, tc.want)
 		}
+	}
+}
+
+// TestIdempotencyDerivations: the fingerprint and the sealing key are the
+// SHA-256 and HMAC-SHA-256 of the NUL-terminated parts, so records kept by
+// earlier versions still match and open.
+func TestIdempotencyDerivations(t *testing.T) {
+	h := sha256.Sum256([]byte("POST\x00/v1/x?a=1\x00{}\x00"))
+	if diff := cmp.Diff(hex.EncodeToString(h[:]), digest("POST", "/v1/x?a=1", "{}")); diff != "" {
+		t.Errorf("digest (-want +got):\n%s", diff)
+	}
+	m := hmac.New(sha256.New, []byte("tok"))
+	m.Write([]byte("bas idempotency v1\x00k1\x00POST\x00/v1/x\x00{\"a\":1}\x00"))
+	if diff := cmp.Diff(m.Sum(nil), sealingKey("tok", "k1", "POST", "/v1/x", []byte(`{"a":1}`))); diff != "" {
+		t.Errorf("sealingKey (-want +got):\n%s", diff)
 	}
 }
