@@ -93,11 +93,9 @@ func lineFieldViolations(b []byte, t reflect.Type) []errs.Violation {
 	if t == nil || t.Kind() != reflect.Struct {
 		return nil
 	}
-	var doc map[string]json.RawMessage
-	if json.Unmarshal(b, &doc) != nil {
-		return nil
-	}
-	var out []errs.Violation
+	// Most bodies have no one-line text field at the top: those are not
+	// decoded a second time.
+	var names []string
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -108,8 +106,21 @@ func lineFieldViolations(b []byte, t reflect.Type) []errs.Violation {
 		for ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()
 		}
+		if ft.Kind() == reflect.String {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(b, &doc) != nil {
+		return nil
+	}
+	var out []errs.Violation
+	for _, name := range names {
 		raw, ok := doc[name]
-		if !ok || ft.Kind() != reflect.String {
+		if !ok {
 			continue
 		}
 		var s string

@@ -209,24 +209,33 @@ func (h *Handler) shadowsParam(r *Route) bool {
 // matchesStatic reports whether path (relative to the base) fits one of the
 // static-router patterns.
 func (h *Handler) matchesStatic(path string) bool {
-	ps := segments(path)
 	for _, r := range h.statics {
-		rs := segments(r.Path)
-		if len(rs) != len(ps) {
-			continue
-		}
-		ok := true
-		for i := range rs {
-			if !isParam(rs[i]) && rs[i] != ps[i] {
-				ok = false
-				break
-			}
-		}
-		if ok {
+		if matchesPattern(r.Path, path) {
 			return true
 		}
 	}
 	return false
+}
+
+// matchesPattern reports whether path has pattern's segments, a parameter
+// segment of pattern matching any one segment. It runs on every request, so
+// it walks both strings in place instead of splitting them.
+func matchesPattern(pattern, path string) bool {
+	pattern, path = strings.Trim(pattern, "/"), strings.Trim(path, "/")
+	for {
+		rs, rrest, rmore := strings.Cut(pattern, "/")
+		ps, prest, pmore := strings.Cut(path, "/")
+		if !isParam(rs) && rs != ps {
+			return false
+		}
+		if rmore != pmore {
+			return false
+		}
+		if !rmore {
+			return true
+		}
+		pattern, path = rrest, prest
+	}
 }
 
 func segments(p string) []string { return strings.Split(strings.Trim(p, "/"), "/") }

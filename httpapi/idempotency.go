@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -476,11 +477,13 @@ func writeRecorded(w http.ResponseWriter, resp storedResponse, replayed bool) {
 
 func digest(parts ...string) string {
 	h := sha256.New()
+	sep := []byte{0}
 	for _, p := range parts {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
+		_, _ = io.WriteString(h, p)
+		h.Write(sep)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0]))
 }
 
 // sealingKey derives the AES-256 key of one request's stored response from
@@ -488,11 +491,14 @@ func digest(parts ...string) string {
 // routes, where the request itself is the secret) and the request.
 func sealingKey(token, key, method, uri string, body []byte) []byte {
 	m := hmac.New(sha256.New, []byte(token))
-	for _, p := range [][]byte{[]byte("bas idempotency v1"), []byte(key), []byte(method), []byte(uri), body} {
-		m.Write(p)
-		m.Write([]byte{0})
+	sep := []byte{0}
+	for _, p := range []string{"bas idempotency v1", key, method, uri} {
+		_, _ = io.WriteString(m, p)
+		m.Write(sep)
 	}
-	return m.Sum(nil)
+	m.Write(body)
+	m.Write(sep)
+	return m.Sum(make([]byte, 0, sha256.Size))
 }
 
 func seal(key []byte, resp storedResponse) ([]byte, error) {

@@ -49,11 +49,14 @@ type StartIn struct {
 
 // handleRunStart serves POST /v1/processes/:id/start.
 func (h *Handler) handleRunStart(c *request) error {
-	if err := h.ws.Processes().Check(c.Context(), c.Tenant(), c.Param("id")); err != nil {
-		return err
-	}
 	var in StartIn
 	if err := c.Decode(&in); err != nil {
+		// A missing process is a 404 before the body's 422; a start with
+		// a good body learns it from the engine, which reads the process
+		// anyway.
+		if err := h.ws.Processes().Check(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+			return err
+		}
 		return err
 	}
 	render := func(a runengine.Answer) (storedResponse, error) {

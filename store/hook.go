@@ -13,6 +13,14 @@ func AlsoInUpdate(ctx context.Context, fn func(Txn) error) context.Context {
 	return context.WithValue(ctx, alsoKey{}, fn)
 }
 
+// HasAlsoInUpdate reports whether ctx carries a function of AlsoInUpdate:
+// an Update given ctx must then write only what its caller asked for, not
+// share its transaction with other callers' writes.
+func HasAlsoInUpdate(ctx context.Context) bool {
+	fn, _ := ctx.Value(alsoKey{}).(func(Txn) error)
+	return fn != nil
+}
+
 // Hooked returns st with Update honouring AlsoInUpdate and giving its
 // function a transaction that knows its context (TxnContext). It keeps st's
 // Pipeliner ability; a store already hooked is returned as it is.

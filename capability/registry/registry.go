@@ -134,6 +134,48 @@ type capEntry struct {
 	args   *schema.Validator
 	result *schema.Validator
 	err    error
+
+	// validArgs holds argument documents that passed the argument schema
+	// (the fixed arguments of a process step, say), so that the same bytes
+	// are not validated again; bounded by maxValidArgs and maxValidArgBytes.
+	// It lives as long as the entry, so a changed schema starts afresh.
+	validMu   sync.Mutex
+	validArgs map[string]struct{}
+}
+
+const (
+	maxValidArgs     = 1024
+	maxValidArgBytes = 4096
+)
+
+// argsKnownValid reports whether args passed the argument schema before.
+func (e *capEntry) argsKnownValid(args []byte) bool {
+	if len(args) > maxValidArgBytes {
+		return false
+	}
+	e.validMu.Lock()
+	_, ok := e.validArgs[string(args)]
+	e.validMu.Unlock()
+	return ok
+}
+
+// argsValid remembers that args passed the argument schema.
+func (e *capEntry) argsValid(args []byte) {
+	if len(args) > maxValidArgBytes {
+		return
+	}
+	e.validMu.Lock()
+	defer e.validMu.Unlock()
+	if e.validArgs == nil {
+		e.validArgs = map[string]struct{}{}
+	}
+	if len(e.validArgs) >= maxValidArgs {
+		for k := range e.validArgs {
+			delete(e.validArgs, k)
+			break
+		}
+	}
+	e.validArgs[string(args)] = struct{}{}
 }
 
 func (e *capEntry) validators() (args, result *schema.Validator, err error) {
@@ -536,8 +578,11 @@ func (r *Registry) Call(ctx context.Context, call capability.Call) (json.RawMess
 	if len(call.Args) == 0 {
 		call.Args = json.RawMessage("{}")
 	}
-	if vs := argsV.ValidateJSON(call.Args, "args"); len(vs) > 0 {
-		return nil, errs.Validation(vs...)
+	if !ce.argsKnownValid(call.Args) {
+		if vs := argsV.ValidateJSON(call.Args, "args"); len(vs) > 0 {
+			return nil, errs.Validation(vs...)
+		}
+		ce.argsValid(call.Args)
 	}
 	pe, err := r.resolve(ctx, s, call.Tenant, call.Capability)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"net/mail"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -72,6 +73,10 @@ type Provider struct {
 	clock clock.Clock
 
 	ids ids.Generator // makes the ids of the records and audit entries it writes
+
+	mu      sync.Mutex
+	busy    bool           // a call is writing a batch
+	pending []*pendingSend // calls waiting for the next batch
 }
 
 var _ capability.Provider = (*Provider)(nil)
@@ -106,31 +111,111 @@ func (p *Provider) Call(ctx context.Context, call capability.Call) (json.RawMess
 	if err != nil {
 		return nil, err
 	}
-	now := p.clock.Now().UTC()
 	var msg *Message
-	err = p.st.Update(ctx, func(tx store.Txn) error {
-		if call.IdempotencyKey != "" {
-			prev, err := messages.Lookup(tx, call.Tenant, "idem", call.IdempotencyKey)
-			if err == nil {
-				msg = prev
-				return nil
-			}
-			if !errors.Is(err, errs.NotFound) {
-				return err
-			}
-		}
-		msg = &Message{ID: p.ids.New("msg", now), To: trimAll(args.To), Cc: trimAll(args.CC), Subject: args.Subject,
-			Body: args.Body, CreatedAt: now, IdempotencyKey: call.IdempotencyKey}
-		if r := strings.TrimSpace(args.ReplyTo); r != "" {
-			msg.ReplyTo = &r
-		}
-		return messages.Put(tx, call.Tenant, msg)
-	})
+	if store.HasAlsoInUpdate(ctx) {
+		// The caller's write must commit with this message alone.
+		err = p.st.Update(ctx, func(tx store.Txn) error {
+			var err error
+			msg, err = p.write(tx, call, args, p.clock.Now().UTC())
+			return err
+		})
+	} else {
+		msg, err = p.queue(ctx, call, args)
+	}
 	if err != nil {
 		return nil, err
 	}
 	out, err := json.Marshal(capability.EmailSendResult{MessageID: msg.ID, Status: "queued"})
 	return out, errors.Wrap(err, "encode result")
+}
+
+// write writes call's message in tx, or returns the message an earlier
+// call with its idempotency key wrote.
+func (p *Provider) write(tx store.Txn, call capability.Call, args *capability.EmailSendArgs, now time.Time) (*Message, error) {
+	if call.IdempotencyKey != "" {
+		prev, err := messages.Lookup(tx, call.Tenant, "idem", call.IdempotencyKey)
+		if err == nil {
+			return prev, nil
+		}
+		if !errors.Is(err, errs.NotFound) {
+			return nil, err
+		}
+	}
+	msg := &Message{ID: p.ids.New("msg", now), To: trimAll(args.To), Cc: trimAll(args.CC), Subject: args.Subject,
+		Body: args.Body, CreatedAt: now, IdempotencyKey: call.IdempotencyKey}
+	if r := strings.TrimSpace(args.ReplyTo); r != "" {
+		msg.ReplyTo = &r
+	}
+	return msg, messages.Put(tx, call.Tenant, msg)
+}
+
+// pendingSend is one call waiting in the outbox's queue: done is closed
+// when msg and err are set, or when the call is to lead the next batch.
+type pendingSend struct {
+	call capability.Call
+	args *capability.EmailSendArgs
+	msg  *Message
+	err  error
+	lead bool
+	done chan struct{}
+}
+
+// queue writes call's message together with the messages of the calls
+// that arrive while another batch commits: one transaction (one sync of
+// the disk) for all of them. Each call keeps its own answer; calls with
+// one idempotency key in one batch write one message, as they would one
+// after the other.
+func (p *Provider) queue(ctx context.Context, call capability.Call, args *capability.EmailSendArgs) (*Message, error) {
+	ps := &pendingSend{call: call, args: args, done: make(chan struct{})}
+	p.mu.Lock()
+	p.pending = append(p.pending, ps)
+	if p.busy {
+		p.mu.Unlock()
+		<-ps.done
+		if !ps.lead {
+			return ps.msg, ps.err
+		}
+		p.mu.Lock()
+	}
+	p.busy = true
+	batch := p.pending
+	p.pending = nil
+	p.mu.Unlock()
+	p.writeBatch(context.WithoutCancel(ctx), batch)
+	p.mu.Lock()
+	if len(p.pending) > 0 {
+		next := p.pending[0]
+		next.lead = true
+		close(next.done)
+	} else {
+		p.busy = false
+	}
+	p.mu.Unlock()
+	return ps.msg, ps.err
+}
+
+// writeBatch writes batch in one transaction and answers each call but
+// its leader's (which reads its own).
+func (p *Provider) writeBatch(ctx context.Context, batch []*pendingSend) {
+	err := p.st.Update(ctx, func(tx store.Txn) error {
+		now := p.clock.Now().UTC()
+		for _, ps := range batch {
+			msg, err := p.write(tx, ps.call, ps.args, now)
+			if err != nil {
+				return err
+			}
+			ps.msg = msg
+		}
+		return nil
+	})
+	for _, ps := range batch {
+		if err != nil {
+			ps.msg, ps.err = nil, err
+		}
+		if !ps.lead {
+			close(ps.done)
+		}
+	}
 }
 
 func trimAll(list []string) []string {

@@ -3,8 +3,10 @@ package mail_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -154,5 +156,50 @@ func TestInfo(t *testing.T) {
 	want := capability.Info{ID: "builtin.email", Name: "Outbox", Kind: capability.KindBuiltin, Capabilities: []string{"email.send"}}
 	if diff := cmp.Diff(want, p.Info()); diff != "" {
 		t.Errorf("Info (-want +got):\n%s", diff)
+	}
+}
+
+// TestConcurrentSendsOncePerKey: calls made at once (written in shared
+// batches) each get an answer, and the calls of one idempotency key, in one
+// batch or in several, write one message and all answer its id.
+func TestConcurrentSendsOncePerKey(t *testing.T) {
+	t.Parallel()
+	p, st, _ := setup(t)
+	const keys, copies = 30, 4
+	ids := make([][copies]string, keys)
+	var wg sync.WaitGroup
+	for k := range keys {
+		for c := range copies {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out, err := send(t, p, "ten_a", fmt.Sprintf("run_%d/notify/1", k),
+					fmt.Sprintf(`{"to": "ann@example.com", "subject": "Item %d", "body": "Hi"}`, k))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				var res capability.EmailSendResult
+				if err := json.Unmarshal(out, &res); err != nil {
+					t.Error(err)
+				}
+				ids[k][c] = res.MessageID
+			}()
+		}
+	}
+	wg.Wait()
+	msgs := list(t, st, "ten_a")
+	if len(msgs) != keys {
+		t.Fatalf("%d messages, want %d", len(msgs), keys)
+	}
+	byKey := map[string]string{}
+	for _, m := range msgs {
+		byKey[m.IdempotencyKey] = m.ID
+	}
+	for k := range keys {
+		want := byKey[fmt.Sprintf("run_%d/notify/1", k)]
+		if diff := cmp.Diff([copies]string{want, want, want, want}, ids[k]); want == "" || diff != "" {
+			t.Errorf("key %d: answers (-want +got):\n%s", k, diff)
+		}
 	}
 }

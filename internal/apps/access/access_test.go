@@ -834,3 +834,32 @@ func BenchmarkAuthenticate(b *testing.B) {
 		})
 	}
 }
+
+// TestAuthenticateSeesChangesAtOnce: a credential Authenticate accepted
+// (and decoded) before is refused on the next request once it is signed out
+// or revoked, also when another service on the same database (another
+// node) made the change.
+func TestAuthenticateSeesChangesAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	other := access.New(access.Config{Store: b.st, Clock: b.clock, Logger: quiet})
+
+	sess, p := b.login(t, access.DevLoginIn{})
+	b.auth(t, sess.Token)
+	if err := other.Logout(b.ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.svc.Authenticate(b.ctx, sess.Token)
+	wantKind(t, err, errs.Unauthenticated)
+
+	admin := b.auth(t, mustLogin(t, b).Token)
+	k := b.key(t, admin, access.APIKeyIn{Name: "k"})
+	kp := b.auth(t, k.Secret)
+	b.auth(t, k.Secret)
+	if err := other.RevokeKey(b.ctx, admin, kp.KeyID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.svc.Authenticate(b.ctx, k.Secret)
+	wantKind(t, err, errs.Unauthenticated)
+}

@@ -1,6 +1,7 @@
 package access
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -92,6 +93,104 @@ type Service struct {
 	kinds map[string]*changeKind
 
 	ids ids.Generator // makes the ids of the records and audit entries it writes
+
+	decoded decodedRecords // what Authenticate decoded, by stored bytes
+}
+
+// maxDecoded bounds each map of decodedRecords.
+const maxDecoded = 4096
+
+// decodedRecords keeps the credentials and users Authenticate decoded,
+// each with the stored bytes it was decoded from. Every request still reads
+// the record's bytes in its own transaction and reuses the decoded record
+// only when they are the same, so a revocation, sign-out, role change or
+// expiry takes effect on the next request, whichever node wrote it: only
+// the JSON decoding is saved. Decoded records are shared and never
+// modified.
+type decodedRecords struct {
+	mu    sync.Mutex
+	creds map[string]decodedCredential // by lookup
+	users map[string]decodedUser       // by tenant \x00 user id
+}
+
+type decodedCredential struct {
+	raw []byte
+	c   *credential
+}
+
+type decodedUser struct {
+	raw []byte
+	u   *user
+}
+
+// credential returns the credential stored under lookup.
+func (d *decodedRecords) credential(r store.Reader, lookup string) (*credential, error) {
+	raw, err := credentials.GetRaw(r, store.System, lookup)
+	if err != nil {
+		d.mu.Lock()
+		delete(d.creds, lookup)
+		d.mu.Unlock()
+		return nil, err
+	}
+	d.mu.Lock()
+	e, ok := d.creds[lookup]
+	d.mu.Unlock()
+	if ok && bytes.Equal(e.raw, raw) {
+		return e.c, nil
+	}
+	c := new(credential)
+	if err := json.Unmarshal(raw, c); err != nil {
+		return nil, errors.Wrap(err, "decode credential")
+	}
+	d.mu.Lock()
+	if d.creds == nil {
+		d.creds = map[string]decodedCredential{}
+	}
+	makeRoom(d.creds)
+	d.creds[lookup] = decodedCredential{raw: bytes.Clone(raw), c: c}
+	d.mu.Unlock()
+	return c, nil
+}
+
+// user returns the user id of tenant.
+func (d *decodedRecords) user(r store.Reader, tenant, id string) (*user, error) {
+	k := tenant + "\x00" + id
+	raw, err := users.GetRaw(r, tenant, id)
+	if err != nil {
+		d.mu.Lock()
+		delete(d.users, k)
+		d.mu.Unlock()
+		return nil, err
+	}
+	d.mu.Lock()
+	e, ok := d.users[k]
+	d.mu.Unlock()
+	if ok && bytes.Equal(e.raw, raw) {
+		return e.u, nil
+	}
+	u := new(user)
+	if err := json.Unmarshal(raw, u); err != nil {
+		return nil, errors.Wrap(err, "decode user")
+	}
+	d.mu.Lock()
+	if d.users == nil {
+		d.users = map[string]decodedUser{}
+	}
+	makeRoom(d.users)
+	d.users[k] = decodedUser{raw: bytes.Clone(raw), u: u}
+	d.mu.Unlock()
+	return u, nil
+}
+
+// makeRoom drops an arbitrary entry of m when it holds maxDecoded.
+func makeRoom[V any](m map[string]V) {
+	if len(m) < maxDecoded {
+		return
+	}
+	for k := range m {
+		delete(m, k)
+		return
+	}
 }
 
 // New returns the access service on cfg.Store and registers the change kinds
@@ -273,7 +372,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, e
 	now := s.now()
 	var p *Principal
 	err := s.st.View(ctx, func(r store.Reader) error {
-		c, err := credentials.Get(r, store.System, lookup)
+		c, err := s.decoded.credential(r, lookup)
 		if errors.Is(err, errs.NotFound) {
 			return errNotAuthenticated()
 		}
@@ -289,7 +388,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, e
 			p.KeyID, p.KeyExpiresAt = c.RecordID, c.ExpiresAt
 			return nil
 		case credSession:
-			u, err := users.Get(r, c.Tenant, c.UserID)
+			u, err := s.decoded.user(r, c.Tenant, c.UserID)
 			if errors.Is(err, errs.NotFound) {
 				return errNotAuthenticated()
 			}

@@ -165,14 +165,15 @@ type pendingDecision struct {
 // but its leader's (which reads its own).
 func (s *Service) decideBatch(ctx context.Context, batch []*pendingDecision) {
 	err := s.st.Update(ctx, func(tx store.Txn) error {
+		b := &gateBatch{now: s.now()}
 		for _, p := range batch {
-			out, err := s.decideIn(tx, p.req, p.key)
+			out, err := s.decideIn(tx, b, p.req, p.key)
 			if err != nil {
 				return err
 			}
 			p.out = out
 		}
-		return nil
+		return b.flush(tx)
 	})
 	for _, p := range batch {
 		if err != nil {
@@ -186,7 +187,7 @@ func (s *Service) decideBatch(ctx context.Context, batch []*pendingDecision) {
 
 // decideIn decides one item inside tx: the answer stored under its key, or
 // a new one, stored.
-func (s *Service) decideIn(tx store.Txn, req runengine.GateRequest, key string) (runengine.GateDecision, error) {
+func (s *Service) decideIn(tx store.Txn, b *gateBatch, req runengine.GateRequest, key string) (runengine.GateDecision, error) {
 	prev, err := gateDecisions.Get(tx, req.Tenant, decisionID(req.ProcessID, key))
 	if err == nil {
 		return runengine.GateDecision{Auto: prev.Auto, Reason: prev.Reason, Sample: prev.Sample}, nil
@@ -194,27 +195,24 @@ func (s *Service) decideIn(tx store.Txn, req runengine.GateRequest, key string) 
 	if !errors.Is(err, store.ErrNotFound) {
 		return runengine.GateDecision{}, err
 	}
-	now := s.now()
-	ws, proc, err := s.loadLapsing(tx, req.Tenant, req.ProcessID, now)
+	now := b.now
+	e, err := b.effective(tx, s, req.Tenant, req.ProcessID)
 	if err != nil {
 		return runengine.GateDecision{}, err
 	}
-	if proc == nil {
-		proc = &Level{ID: req.ProcessID}
-	}
-	e := resolve(ws, proc, now)
 	rec := &decisionRecord{
 		ItemKey: key, ProcessID: req.ProcessID, RunID: req.RunID, StepKey: req.StepKey,
 		Capability: req.Capability, Percent: e.current(), At: now,
 	}
-	if err := s.decide(tx, req.Tenant, key, e, rec, now); err != nil {
+	if err := s.decide(tx, b, req.Tenant, key, e, rec); err != nil {
 		return runengine.GateDecision{}, err
 	}
 	return runengine.GateDecision{Auto: rec.Auto, Reason: rec.Reason, Sample: rec.Sample}, gateDecisions.Put(tx, req.Tenant, rec)
 }
 
 // decide fills rec's answer and counts an automatic action.
-func (s *Service) decide(tx store.Txn, tenant, key string, e effective, rec *decisionRecord, now time.Time) error {
+func (s *Service) decide(tx store.Txn, b *gateBatch, tenant, key string, e effective, rec *decisionRecord) error {
+	now := b.now
 	cur := e.current()
 	switch {
 	case e.paused:
@@ -230,11 +228,11 @@ func (s *Service) decide(tx store.Txn, tenant, key string, e effective, rec *dec
 		rec.Reason = fmt.Sprintf("supervised: the item is outside the %d%% that run without a person", cur)
 		return nil
 	}
-	wsCount, err := getCount(tx, tenant, dayID(now, ""))
+	wsCount, err := b.count(tx, tenant, dayID(now, ""))
 	if err != nil {
 		return err
 	}
-	procCount, err := getCount(tx, tenant, dayID(now, rec.ProcessID))
+	procCount, err := b.count(tx, tenant, dayID(now, rec.ProcessID))
 	if err != nil {
 		return err
 	}
@@ -248,17 +246,88 @@ func (s *Service) decide(tx store.Txn, tenant, key string, e effective, rec *dec
 	}
 	wsCount.Count++
 	procCount.Count++
-	if err := dayCounts.Put(tx, tenant, wsCount); err != nil {
-		return err
-	}
-	if err := dayCounts.Put(tx, tenant, procCount); err != nil {
-		return err
-	}
+	b.dirty(tenant, wsCount)
+	b.dirty(tenant, procCount)
 	rec.Auto = true
 	rec.Sample = Bucket("sample", key) < e.samplePercent
 	rec.Reason = fmt.Sprintf("automatic: the item is inside the %d%% that run without a person", cur)
 	if e.exception != nil {
 		rec.Reason += fmt.Sprintf(" (exception until %s: %s)", e.exception.Until.Format(time.RFC3339), e.exception.Reason)
+	}
+	return nil
+}
+
+// gateBatch is what one batch of decisions (one transaction) reads once
+// and shares: the instant it decides at, the effective level of each
+// process (its exceptions lapsed at that instant), and the day counters,
+// counted in memory and written once, by flush, before the batch commits.
+type gateBatch struct {
+	now     time.Time
+	levels  map[string]effective // tenant \x00 process id
+	counts  map[string]*dayCount // tenant \x00 counter id
+	changed []tenantCount        // counters to write, in first-change order
+}
+
+type tenantCount struct {
+	tenant string
+	c      *dayCount
+}
+
+// effective returns the resolved level of processID, loading (and
+// lapsing) it on the batch's first decision of the process.
+func (b *gateBatch) effective(tx store.Txn, s *Service, tenant, processID string) (effective, error) {
+	k := tenant + "\x00" + processID
+	if e, ok := b.levels[k]; ok {
+		return e, nil
+	}
+	ws, proc, err := s.loadLapsing(tx, tenant, processID, b.now)
+	if err != nil {
+		return effective{}, err
+	}
+	if proc == nil {
+		proc = &Level{ID: processID}
+	}
+	e := resolve(ws, proc, b.now)
+	if b.levels == nil {
+		b.levels = map[string]effective{}
+	}
+	b.levels[k] = e
+	return e, nil
+}
+
+// count returns the day counter id of tenant as the batch has it.
+func (b *gateBatch) count(r store.Reader, tenant, id string) (*dayCount, error) {
+	k := tenant + "\x00" + id
+	if c, ok := b.counts[k]; ok {
+		return c, nil
+	}
+	c, err := getCount(r, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	if b.counts == nil {
+		b.counts = map[string]*dayCount{}
+	}
+	b.counts[k] = c
+	return c, nil
+}
+
+// dirty marks c, a counter count returned, to be written by flush.
+func (b *gateBatch) dirty(tenant string, c *dayCount) {
+	for _, tc := range b.changed {
+		if tc.c == c {
+			return
+		}
+	}
+	b.changed = append(b.changed, tenantCount{tenant, c})
+}
+
+// flush writes the counters the batch changed.
+func (b *gateBatch) flush(tx store.Txn) error {
+	for _, tc := range b.changed {
+		if err := dayCounts.Put(tx, tc.tenant, tc.c); err != nil {
+			return err
+		}
 	}
 	return nil
 }
