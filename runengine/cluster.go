@@ -508,7 +508,11 @@ func (c *cluster) forward(cmd *command) {
 		key := dueKey(e.clock.Now(), cmd.tenant, cmd.runID, inboxPrefix+id)
 		err = e.st.Update(e.ctx, func(tx store.Txn) error { return tx.Set(key, raw) })
 		if err == nil && cmd.kind != cmdEvent && cmd.reply != nil {
-			err = c.awaitApplied(key)
+			var refused error
+			if refused, err = c.awaitApplied(key); err == nil && refused != nil {
+				cmd.reply <- reply{err: refused}
+				return
+			}
 		}
 	}
 	if cmd.reply == nil {
@@ -540,30 +544,116 @@ func (c *cluster) forward(cmd *command) {
 const inboxWait = 10 * time.Millisecond
 
 // awaitApplied waits until the owner removed the inbox key key (it did so
-// in the commit applying the command).
-func (c *cluster) awaitApplied(key []byte) error {
+// in the commit applying the command), and returns the error the owner
+// refused the command with, if it did (see answerInbox).
+func (c *cluster) awaitApplied(key []byte) (refused error, err error) {
 	e := c.e
 	t := time.NewTicker(inboxWait)
 	defer t.Stop()
+	answer := inboxAnswerKey(key)
 	for {
 		gone := false
+		var raw []byte
 		err := e.st.View(e.ctx, func(r store.Reader) error {
 			_, err := r.Get(key)
+			if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			gone = true
+			raw, err = r.Get(answer)
 			if errors.Is(err, store.ErrNotFound) {
-				gone = true
 				return nil
 			}
 			return err
 		})
-		if err != nil || gone {
-			return err
+		if err != nil {
+			return nil, err
+		}
+		if gone {
+			if raw == nil {
+				return nil, nil
+			}
+			if err := e.st.Update(e.ctx, func(tx store.Txn) error { return tx.Delete(answer) }); err != nil {
+				e.log.Warn("runengine: remove an inbox answer", "key", string(answer), "error", err)
+			}
+			return decodeRefusal(raw), nil
 		}
 		select {
 		case <-e.ctx.Done():
-			return errClosed
+			return nil, errClosed
 		case <-t.C:
 		}
 	}
+}
+
+// inboxAnswerKey is where the owner of a run writes why it refused the
+// command of inbox key key, in the commit removing key; the forwarding
+// node reads it, answers its caller with it and removes it.
+func inboxAnswerKey(key []byte) []byte {
+	return append(store.Key(store.System, "inbox-answer"), key...)
+}
+
+// refusal is an error carried from the node that refused a forwarded
+// command to the node whose caller waits: its kind, public message and
+// violations, so the caller gets the status one node would give.
+type refusal struct {
+	Kind       string           `json:"kind,omitempty"`
+	Msg        string           `json:"msg"`
+	Violations []errs.Violation `json:"violations,omitempty"`
+}
+
+var refusalKinds = map[string]error{"invalid": errs.Invalid, "not_found": errs.NotFound, "conflict": errs.Conflict,
+	"forbidden": errs.Forbidden, "unauthenticated": errs.Unauthenticated, "too_large": errs.TooLarge,
+	"rate_limited": errs.RateLimited, "unavailable": errs.Unavailable}
+
+// answerInbox queues, in x's commit, the answer to the forwarded command x
+// refused with x.err.
+func (x *exec) answerInbox(key []byte) {
+	r := refusal{Msg: errs.PublicMessage(x.err), Violations: errs.Violations(x.err)}
+	if r.Msg == "" {
+		r.Msg = x.err.Error()
+	}
+	kind := errs.Kind(x.err)
+	for name, k := range refusalKinds {
+		if k == kind {
+			r.Kind = name
+		}
+	}
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return // the caller then gets the run as stored
+	}
+	x.fx.ops = append(x.fx.ops, setKey(inboxAnswerKey(key), raw))
+}
+
+// decodeRefusal makes the error an answer carries.
+func decodeRefusal(raw []byte) error {
+	var r refusal
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return errors.Wrap(err, "runengine: read a forwarded command's answer")
+	}
+	if len(r.Violations) > 0 {
+		return errs.Validation(r.Violations...)
+	}
+	switch refusalKinds[r.Kind] {
+	case errs.NotFound:
+		return errs.NotFoundf("%s", r.Msg)
+	case errs.Conflict:
+		return errs.Conflictf("%s", r.Msg)
+	case errs.Forbidden:
+		return errs.Forbiddenf("%s", r.Msg)
+	case errs.Unauthenticated:
+		return errs.Unauthenticatedf("%s", r.Msg)
+	case errs.TooLarge:
+		return errs.TooLargef("%s", r.Msg)
+	case errs.Unavailable:
+		return errs.Unavailablef("%s", r.Msg)
+	case errs.Invalid:
+		return errs.Invalidf(nil, "value_error", "%s", r.Msg)
+	case errs.RateLimited:
+		return errs.RateLimitedAfter(time.Second)
+	}
+	return errors.Newf("runengine: the run's node refused the command: %s", r.Msg)
 }
 
 // fireInbox hands a forwarded command to the worker of its run.
@@ -744,7 +834,7 @@ var moving = errs.Unavailablef("the run's shard is moving between nodes; try aga
 // new owner, or this node's inbox to it, takes it. It gives up, with a
 // 503, after a few tries.
 func (c *cluster) again(ctx context.Context, cmd *command, r reply) (reply, error) {
-	for try := 1; errors.Is(r.err, lease.ErrFenced) || errors.Is(r.err, errNotOwner); try++ {
+	for try := 1; handedOver(r.err); try++ {
 		if try > 5 {
 			return reply{}, errors.WithSecondaryError(moving, r.err)
 		}
@@ -765,6 +855,15 @@ func (c *cluster) again(ctx context.Context, cmd *command, r reply) (reply, erro
 		}
 	}
 	return r, r.err
+}
+
+// handedOver reports whether err refused a command because its run's shard
+// changed hands (lease.ErrFenced, errNotOwner). errors.Is would not do:
+// both are marked errs.Conflict or errs.Unavailable, and so is any refusal
+// of that kind (a cancel of a finished run, say), which is final.
+func handedOver(err error) bool {
+	_, ok := errors.If(err, func(e error) (any, bool) { return nil, e == lease.ErrFenced || e == errNotOwner })
+	return ok
 }
 
 // Owns reports whether this node owns the shard of id (a run id, or the

@@ -574,6 +574,9 @@ func counterKey(tenant, name string, parts ...any) string {
 // command asked for go out at once.
 func (w *worker) finish(x *exec) {
 	en, c := x.en, x.cmd
+	if x.err != nil && c.cl != nil && c.cl.inbox != nil {
+		x.answerInbox(c.cl.inbox)
+	}
 	if x.dirty {
 		x.indexSearch()
 	}
