@@ -115,10 +115,13 @@ type cluster struct {
 	// (the read of the active index failed); nil when none.
 	unresumed []bool
 	kickCh    chan struct{}
-	quit      chan struct{}
-	done      chan struct{}
-	stop      sync.Once
-	started   atomic.Bool
+	// signals holds, by wake-up topic, the queue (of one) of this node's
+	// signal to the others. Made with the cluster, never changed.
+	signals map[string]chan struct{}
+	quit    chan struct{}
+	done    chan struct{}
+	stop    sync.Once
+	started atomic.Bool
 }
 
 func newCluster(e *Engine, cfg ClusterConfig) (*cluster, error) {
@@ -131,7 +134,8 @@ func newCluster(e *Engine, cfg ClusterConfig) (*cluster, error) {
 		return nil, err
 	}
 	c := &cluster{e: e, cfg: cfg, m: m, leases: map[int]lease.Lease{}, kickCh: make(chan struct{}, 1),
-		quit: make(chan struct{}), done: make(chan struct{})}
+		signals: map[string]chan struct{}{topicDue: make(chan struct{}, 1), topicOutbox: make(chan struct{}, 1)},
+		quit:    make(chan struct{}), done: make(chan struct{})}
 	none := make([]lease.Lease, cfg.Shards)
 	c.held.Store(&none)
 	return c, nil
@@ -227,7 +231,61 @@ func (c *cluster) start(ctx context.Context) error {
 	}
 	c.started.Store(true)
 	go c.loop()
+	if w, ok := c.e.st.(store.Waker); ok {
+		c.listen(w)
+	}
 	return nil
+}
+
+// Wake-up topics (store.Waker): a due key for another node's shard was
+// written (an adopted start, an inbox command), or events went to the
+// outbox on a node that does not dispatch it.
+const (
+	topicDue    = "due"
+	topicOutbox = "outbox"
+)
+
+// listen wakes this node's scheduler and dispatcher when another node
+// signals work for them, and sends this node's signals, so a handover
+// waits for a notification rather than the next poll (clusterPoll, which
+// still runs: a signal is a hint and may be lost).
+func (c *cluster) listen(w store.Waker) {
+	ctx := c.e.ctx
+	go func() {
+		_ = w.Listen(ctx, topicDue, c.e.sched.wake)
+	}()
+	go func() {
+		_ = w.Listen(ctx, topicOutbox, func() {
+			if c.dispatching() {
+				c.e.disp.kick()
+			}
+		})
+	}()
+	for topic, ch := range c.signals {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-ch:
+				}
+				if err := w.Wake(ctx, topic); err != nil && !c.e.isClosed() {
+					c.e.log.Warn("runengine: wake the other nodes", "topic", topic, "error", err)
+				}
+			}
+		}()
+	}
+}
+
+// signal wakes the other nodes about topic (coalesced; dropped when the
+// store cannot wake them: nothing reads the queue then).
+func (c *cluster) signal(topic string) {
+	if ch := c.signals[topic]; ch != nil {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (c *cluster) loop() {
@@ -507,6 +565,9 @@ func (c *cluster) forward(cmd *command) {
 		id := e.ids.New("inb", e.now())
 		key := dueKey(e.clock.Now(), cmd.tenant, cmd.runID, inboxPrefix+id)
 		err = e.st.Update(e.ctx, func(tx store.Txn) error { return tx.Set(key, raw) })
+		if err == nil {
+			c.signal(topicDue)
+		}
 		if err == nil && cmd.kind != cmdEvent && cmd.reply != nil {
 			var refused error
 			if refused, err = c.awaitApplied(key); err == nil && refused != nil {

@@ -542,6 +542,7 @@ func (w *worker) handleStart(c *command) {
 	if en.foreign {
 		// The owner of the run's shard advances it (see cluster.go).
 		x.fx.ops = append(x.fx.ops, setKey(dueKey(w.e.clock.Now(), c.tenant, id, adoptToken), nil))
+		x.fx.post = append(x.fx.post, func() { w.e.cluster.signal(topicDue) })
 	}
 	w.finish(x)
 	if en.foreign {
