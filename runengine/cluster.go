@@ -263,14 +263,18 @@ func (c *cluster) listen(w store.Waker) {
 	}()
 	for topic, ch := range c.signals {
 		go func() {
+			warned := false
 			for {
 				select {
 				case <-ctx.Done():
 					return
 				case <-ch:
 				}
-				if err := w.Wake(ctx, topic); err != nil && !c.e.isClosed() {
-					c.e.log.Warn("runengine: wake the other nodes", "topic", topic, "error", err)
+				// A database without NOTIFY (CockroachDB) fails every time:
+				// said once, the nodes then rely on their poll.
+				if err := w.Wake(ctx, topic); err != nil && !warned && !c.e.isClosed() {
+					warned = true
+					c.e.log.Warn("runengine: wake the other nodes; they will find the work at their next poll", "topic", topic, "error", err)
 				}
 			}
 		}()
