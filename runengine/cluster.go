@@ -28,10 +28,16 @@ import (
 //
 // Commands may reach any node: a node starts a run in a shard it holds (one
 // holding none yet writes the run and a due key the shard's owner picks up
-// within 200ms); a task completion, decision, cancel, pause, resume or
-// event delivery for a run another node owns is written to the owner's
-// inbox (the due index) and answered once the owner applied it. A command
-// refused because its run's shard changed hands meanwhile is sent again.
+// when woken through a store.Waker, else within 200ms); a task completion,
+// decision, cancel, pause, resume or event delivery for a run another node
+// owns is written to the owner's inbox (the due index) and answered once
+// the owner applied it, with the owner's error when it refused it. A
+// command refused because its run's shard changed hands meanwhile is sent
+// again. Each node keeps its own share of the counters (the cockpit's),
+// which readers sum.
+//
+// A node's Subscribe delivers the events made on that node (every node's
+// on the node holding the dispatch lease).
 //
 // Engine.Shards and Engine.Owns tell what a node holds.
 type ClusterConfig struct {
