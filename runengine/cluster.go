@@ -680,21 +680,46 @@ var refusalKinds = map[string]error{"invalid": errs.Invalid, "not_found": errs.N
 // answerInbox queues, in x's commit, the answer to the forwarded command x
 // refused with x.err.
 func (x *exec) answerInbox(key []byte) {
-	r := refusal{Msg: errs.PublicMessage(x.err), Violations: errs.Violations(x.err)}
-	if r.Msg == "" {
-		r.Msg = x.err.Error()
+	raw, err := encodeRefusal(x.err)
+	if err != nil {
+		return // the caller then gets the run as stored
 	}
-	kind := errs.Kind(x.err)
+	x.fx.ops = append(x.fx.ops, setKey(inboxAnswerKey(key), raw))
+}
+
+// refuseInbox removes the inbox key of a forwarded command whose run could
+// not be read (and the waiter key of a forwarded event delivery, when
+// waiter is set), answering it with cause when its sender waits for an
+// answer (answer).
+func (w *worker) refuseInbox(key, waiter []byte, answer bool, cause error) {
+	raw, err := encodeRefusal(cause)
+	w.e.commits.submit(&delta{apply: func(tx store.Txn) error {
+		if waiter != nil {
+			if err := tx.Delete(waiter); err != nil {
+				return err
+			}
+		}
+		if answer && err == nil {
+			if err := tx.Set(inboxAnswerKey(key), raw); err != nil {
+				return err
+			}
+		}
+		return tx.Delete(key)
+	}, after: func(error) { w.e.sched.done(key) }})
+}
+
+func encodeRefusal(cause error) ([]byte, error) {
+	r := refusal{Msg: errs.PublicMessage(cause), Violations: errs.Violations(cause)}
+	if r.Msg == "" {
+		r.Msg = cause.Error()
+	}
+	kind := errs.Kind(cause)
 	for name, k := range refusalKinds {
 		if k == kind {
 			r.Kind = name
 		}
 	}
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return // the caller then gets the run as stored
-	}
-	x.fx.ops = append(x.fx.ops, setKey(inboxAnswerKey(key), raw))
+	return json.Marshal(r)
 }
 
 // decodeRefusal makes the error an answer carries.

@@ -414,6 +414,14 @@ func (w *worker) handle(c *command) {
 	}
 	en, err := w.load(c.tenant, c.runID)
 	if err != nil {
+		if c.cl != nil && c.cl.inbox != nil { // forwarded by another node
+			var waiter []byte
+			if c.event != nil {
+				waiter = c.event.key
+			}
+			w.refuseInbox(c.cl.inbox, waiter, c.kind != cmdEvent, err)
+			return
+		}
 		if c.kind == cmdTimer || c.kind == cmdEvent {
 			w.dropKey(c)
 			return
@@ -575,7 +583,7 @@ func counterKey(tenant, name string, parts ...any) string {
 // command asked for go out at once.
 func (w *worker) finish(x *exec) {
 	en, c := x.en, x.cmd
-	if x.err != nil && c.cl != nil && c.cl.inbox != nil {
+	if x.err != nil && c.cl != nil && c.cl.inbox != nil && c.kind != cmdEvent { // its sender waits for the answer
 		x.answerInbox(c.cl.inbox)
 	}
 	if x.dirty {
