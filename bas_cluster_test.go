@@ -110,5 +110,13 @@ func TestClusterWorkspaces(t *testing.T) {
 		if run := awaitFinished(t, []*bas.Workspace{b, a}[i%2], started.ID); run.Status != "completed" {
 			t.Errorf("run %d: %s, want completed", i, run.Status)
 		}
+		// Cancelling the completed run is refused alike on both nodes: the
+		// node that does not own it carries the owner's refusal back.
+		for j, ws := range []*bas.Workspace{a, b} {
+			_, err := ws.Cancel(t.Context(), bas.CancelParams{Tenant: "acme", RunID: started.ID, Actor: "usr_ann"})
+			if !errors.Is(err, bas.ErrConflict) || !strings.Contains(err.Error(), "run already completed") {
+				t.Errorf("run %d: Cancel on node %d: %v, want ErrConflict (run already completed)", i, j, err)
+			}
+		}
 	}
 }

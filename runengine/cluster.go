@@ -28,10 +28,16 @@ import (
 //
 // Commands may reach any node: a node starts a run in a shard it holds (one
 // holding none yet writes the run and a due key the shard's owner picks up
-// within 200ms); a task completion, decision, cancel, pause, resume or
-// event delivery for a run another node owns is written to the owner's
-// inbox (the due index) and answered once the owner applied it. A command
-// refused because its run's shard changed hands meanwhile is sent again.
+// when woken through a store.Waker, else within 200ms); a task completion,
+// decision, cancel, pause, resume or event delivery for a run another node
+// owns is written to the owner's inbox (the due index) and answered once
+// the owner applied it, with the owner's error when it refused it. A
+// command refused because its run's shard changed hands meanwhile is sent
+// again. Each node keeps its own share of the counters (the cockpit's),
+// which readers sum.
+//
+// A node's Subscribe delivers the events made on that node (every node's
+// on the node holding the dispatch lease).
 //
 // Engine.Shards and Engine.Owns tell what a node holds.
 type ClusterConfig struct {
@@ -115,10 +121,13 @@ type cluster struct {
 	// (the read of the active index failed); nil when none.
 	unresumed []bool
 	kickCh    chan struct{}
-	quit      chan struct{}
-	done      chan struct{}
-	stop      sync.Once
-	started   atomic.Bool
+	// signals holds, by wake-up topic, the queue (of one) of this node's
+	// signal to the others. Made with the cluster, never changed.
+	signals map[string]chan struct{}
+	quit    chan struct{}
+	done    chan struct{}
+	stop    sync.Once
+	started atomic.Bool
 }
 
 func newCluster(e *Engine, cfg ClusterConfig) (*cluster, error) {
@@ -131,7 +140,8 @@ func newCluster(e *Engine, cfg ClusterConfig) (*cluster, error) {
 		return nil, err
 	}
 	c := &cluster{e: e, cfg: cfg, m: m, leases: map[int]lease.Lease{}, kickCh: make(chan struct{}, 1),
-		quit: make(chan struct{}), done: make(chan struct{})}
+		signals: map[string]chan struct{}{topicDue: make(chan struct{}, 1), topicOutbox: make(chan struct{}, 1)},
+		quit:    make(chan struct{}), done: make(chan struct{})}
 	none := make([]lease.Lease, cfg.Shards)
 	c.held.Store(&none)
 	return c, nil
@@ -227,7 +237,65 @@ func (c *cluster) start(ctx context.Context) error {
 	}
 	c.started.Store(true)
 	go c.loop()
+	if w, ok := c.e.st.(store.Waker); ok {
+		c.listen(w)
+	}
 	return nil
+}
+
+// Wake-up topics (store.Waker): a due key for another node's shard was
+// written (an adopted start, an inbox command), or events went to the
+// outbox on a node that does not dispatch it.
+const (
+	topicDue    = "due"
+	topicOutbox = "outbox"
+)
+
+// listen wakes this node's scheduler and dispatcher when another node
+// signals work for them, and sends this node's signals, so a handover
+// waits for a notification rather than the next poll (clusterPoll, which
+// still runs: a signal is a hint and may be lost).
+func (c *cluster) listen(w store.Waker) {
+	ctx := c.e.ctx
+	go func() {
+		_ = w.Listen(ctx, topicDue, c.e.sched.wake)
+	}()
+	go func() {
+		_ = w.Listen(ctx, topicOutbox, func() {
+			if c.dispatching() {
+				c.e.disp.kick()
+			}
+		})
+	}()
+	for topic, ch := range c.signals {
+		go func() {
+			warned := false
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-ch:
+				}
+				// A database without NOTIFY (CockroachDB) fails every time:
+				// said once, the nodes then rely on their poll.
+				if err := w.Wake(ctx, topic); err != nil && !warned && !c.e.isClosed() {
+					warned = true
+					c.e.log.Warn("runengine: wake the other nodes; they will find the work at their next poll", "topic", topic, "error", err)
+				}
+			}
+		}()
+	}
+}
+
+// signal wakes the other nodes about topic (coalesced; dropped when the
+// store cannot wake them: nothing reads the queue then).
+func (c *cluster) signal(topic string) {
+	if ch := c.signals[topic]; ch != nil {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (c *cluster) loop() {
@@ -507,8 +575,15 @@ func (c *cluster) forward(cmd *command) {
 		id := e.ids.New("inb", e.now())
 		key := dueKey(e.clock.Now(), cmd.tenant, cmd.runID, inboxPrefix+id)
 		err = e.st.Update(e.ctx, func(tx store.Txn) error { return tx.Set(key, raw) })
+		if err == nil {
+			c.signal(topicDue)
+		}
 		if err == nil && cmd.kind != cmdEvent && cmd.reply != nil {
-			err = c.awaitApplied(key)
+			var refused error
+			if refused, err = c.awaitApplied(key); err == nil && refused != nil {
+				cmd.reply <- reply{err: refused}
+				return
+			}
 		}
 	}
 	if cmd.reply == nil {
@@ -540,30 +615,141 @@ func (c *cluster) forward(cmd *command) {
 const inboxWait = 10 * time.Millisecond
 
 // awaitApplied waits until the owner removed the inbox key key (it did so
-// in the commit applying the command).
-func (c *cluster) awaitApplied(key []byte) error {
+// in the commit applying the command), and returns the error the owner
+// refused the command with, if it did (see answerInbox).
+func (c *cluster) awaitApplied(key []byte) (refused error, err error) {
 	e := c.e
 	t := time.NewTicker(inboxWait)
 	defer t.Stop()
+	answer := inboxAnswerKey(key)
 	for {
 		gone := false
+		var raw []byte
 		err := e.st.View(e.ctx, func(r store.Reader) error {
 			_, err := r.Get(key)
+			if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			gone = true
+			raw, err = r.Get(answer)
 			if errors.Is(err, store.ErrNotFound) {
-				gone = true
 				return nil
 			}
 			return err
 		})
-		if err != nil || gone {
-			return err
+		if err != nil {
+			return nil, err
+		}
+		if gone {
+			if raw == nil {
+				return nil, nil
+			}
+			if err := e.st.Update(e.ctx, func(tx store.Txn) error { return tx.Delete(answer) }); err != nil {
+				e.log.Warn("runengine: remove an inbox answer", "key", string(answer), "error", err)
+			}
+			return decodeRefusal(raw), nil
 		}
 		select {
 		case <-e.ctx.Done():
-			return errClosed
+			return nil, errClosed
 		case <-t.C:
 		}
 	}
+}
+
+// inboxAnswerKey is where the owner of a run writes why it refused the
+// command of inbox key key, in the commit removing key; the forwarding
+// node reads it, answers its caller with it and removes it.
+func inboxAnswerKey(key []byte) []byte {
+	return append(store.Key(store.System, "inbox-answer"), key...)
+}
+
+// refusal is an error carried from the node that refused a forwarded
+// command to the node whose caller waits: its kind, public message and
+// violations, so the caller gets the status one node would give.
+type refusal struct {
+	Kind       string           `json:"kind,omitempty"`
+	Msg        string           `json:"msg"`
+	Violations []errs.Violation `json:"violations,omitempty"`
+}
+
+var refusalKinds = map[string]error{"invalid": errs.Invalid, "not_found": errs.NotFound, "conflict": errs.Conflict,
+	"forbidden": errs.Forbidden, "unauthenticated": errs.Unauthenticated, "too_large": errs.TooLarge,
+	"rate_limited": errs.RateLimited, "unavailable": errs.Unavailable}
+
+// answerInbox queues, in x's commit, the answer to the forwarded command x
+// refused with x.err.
+func (x *exec) answerInbox(key []byte) {
+	raw, err := encodeRefusal(x.err)
+	if err != nil {
+		return // the caller then gets the run as stored
+	}
+	x.fx.ops = append(x.fx.ops, setKey(inboxAnswerKey(key), raw))
+}
+
+// refuseInbox removes the inbox key of a forwarded command whose run could
+// not be read (and the waiter key of a forwarded event delivery, when
+// waiter is set), answering it with cause when its sender waits for an
+// answer (answer).
+func (w *worker) refuseInbox(key, waiter []byte, answer bool, cause error) {
+	raw, err := encodeRefusal(cause)
+	w.e.commits.submit(&delta{apply: func(tx store.Txn) error {
+		if waiter != nil {
+			if err := tx.Delete(waiter); err != nil {
+				return err
+			}
+		}
+		if answer && err == nil {
+			if err := tx.Set(inboxAnswerKey(key), raw); err != nil {
+				return err
+			}
+		}
+		return tx.Delete(key)
+	}, after: func(error) { w.e.sched.done(key) }})
+}
+
+func encodeRefusal(cause error) ([]byte, error) {
+	r := refusal{Msg: errs.PublicMessage(cause), Violations: errs.Violations(cause)}
+	if r.Msg == "" {
+		r.Msg = cause.Error()
+	}
+	kind := errs.Kind(cause)
+	for name, k := range refusalKinds {
+		if k == kind {
+			r.Kind = name
+		}
+	}
+	return json.Marshal(r)
+}
+
+// decodeRefusal makes the error an answer carries.
+func decodeRefusal(raw []byte) error {
+	var r refusal
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return errors.Wrap(err, "runengine: read a forwarded command's answer")
+	}
+	if len(r.Violations) > 0 {
+		return errs.Validation(r.Violations...)
+	}
+	switch refusalKinds[r.Kind] {
+	case errs.NotFound:
+		return errs.NotFoundf("%s", r.Msg)
+	case errs.Conflict:
+		return errs.Conflictf("%s", r.Msg)
+	case errs.Forbidden:
+		return errs.Forbiddenf("%s", r.Msg)
+	case errs.Unauthenticated:
+		return errs.Unauthenticatedf("%s", r.Msg)
+	case errs.TooLarge:
+		return errs.TooLargef("%s", r.Msg)
+	case errs.Unavailable:
+		return errs.Unavailablef("%s", r.Msg)
+	case errs.Invalid:
+		return errs.Invalidf(nil, "value_error", "%s", r.Msg)
+	case errs.RateLimited:
+		return errs.RateLimitedAfter(time.Second)
+	}
+	return errors.Newf("runengine: the run's node refused the command: %s", r.Msg)
 }
 
 // fireInbox hands a forwarded command to the worker of its run.
@@ -744,7 +930,7 @@ var moving = errs.Unavailablef("the run's shard is moving between nodes; try aga
 // new owner, or this node's inbox to it, takes it. It gives up, with a
 // 503, after a few tries.
 func (c *cluster) again(ctx context.Context, cmd *command, r reply) (reply, error) {
-	for try := 1; errors.Is(r.err, lease.ErrFenced) || errors.Is(r.err, errNotOwner); try++ {
+	for try := 1; handedOver(r.err); try++ {
 		if try > 5 {
 			return reply{}, errors.WithSecondaryError(moving, r.err)
 		}
@@ -765,6 +951,15 @@ func (c *cluster) again(ctx context.Context, cmd *command, r reply) (reply, erro
 		}
 	}
 	return r, r.err
+}
+
+// handedOver reports whether err refused a command because its run's shard
+// changed hands (lease.ErrFenced, errNotOwner). errors.Is would not do:
+// both are marked errs.Conflict or errs.Unavailable, and so is any refusal
+// of that kind (a cancel of a finished run, say), which is final.
+func handedOver(err error) bool {
+	_, ok := errors.If(err, func(e error) (any, bool) { return nil, e == lease.ErrFenced || e == errNotOwner })
+	return ok
 }
 
 // Owns reports whether this node owns the shard of id (a run id, or the

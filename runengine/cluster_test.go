@@ -313,3 +313,66 @@ func TestClusterFencing(t *testing.T) {
 		t.Fatalf("the stale owner made calls: %v", keys)
 	}
 }
+
+// TestClusterCountersPerNode: each node keeps its own share of the
+// tenant's counters (no two nodes' commits write one key), and the
+// cockpit sums the shares.
+func TestClusterCountersPerNode(t *testing.T) {
+	t.Parallel()
+	base := sharedBadger(t)
+	ec := clock.NewFake(t0)
+	mu, keys := newRecorders()
+	finished := make(chan string, 2)
+	onFinish := func(_, id string, _ runengine.RunStatus) { finished <- id }
+	var def *process.Definition
+	for _, id := range []string{"a", "b"} {
+		n := openNode(t, base, nodeConfig{id: id, lease: clock.Real{}, clock: ec, prov: &recorder{node: id, mu: mu, keys: keys},
+			shards: 4, ttl: time.Second, onFinish: onFinish})
+		waitFor(t, id+" holds every shard", func() bool { return len(n.eng.Shards()) == 4 })
+		if def == nil {
+			def = chainProcess(t, n.procs, `{"type":"manual"}`, 2)
+		}
+		if _, err := n.eng.Start(t.Context(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-finished:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("node %s's run did not finish", id)
+		}
+		if id == "a" {
+			if err := n.eng.Close(); err != nil { // releases its leases
+				t.Fatal(err)
+			}
+		} else {
+			c, err := n.eng.Cockpit(t.Context(), tenant, runengine.Viewer{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			completed := 0
+			for _, d := range c.Daily {
+				completed += d.Completed
+			}
+			if completed != 2 || c.Running != 0 {
+				t.Errorf("cockpit: %d completed, %d running; want 2, 0", completed, c.Running)
+			}
+		}
+	}
+	shares := map[any]int{}
+	err := base.View(t.Context(), func(r store.Reader) error {
+		return r.Scan(store.ScanOptions{Prefix: store.Key(tenant, "count")}, func(k, _ []byte) error {
+			parts, err := store.DecodeKey(k)
+			if err != nil {
+				return err
+			}
+			shares[parts[len(parts)-1]]++
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(shares) != 2 || shares["a"] == 0 || shares["b"] == 0 {
+		t.Fatalf("counter keys end in %v, want every one in a node id (a or b)", shares)
+	}
+}

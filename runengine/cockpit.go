@@ -64,14 +64,14 @@ func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement
 	now := e.clock.Now().UTC()
 	err := e.st.View(ctx, func(r store.Reader) error {
 		sum := func(name string, parts ...any) (int, error) {
-			n, err := readCounter(r, []byte(counterKey(tenant, name, parts...)))
+			n, err := sumCounter(r, []byte(counterKey(tenant, name, parts...)))
 			return int(n), err
 		}
 		for _, kind := range []string{"inflight", "waiting"} {
 			prefix := store.Key(tenant, "count", kind)
 			err := r.Scan(store.ScanOptions{Prefix: prefix}, func(key, _ []byte) error {
 				parts, err := store.DecodeKey(key)
-				if err != nil || len(parts) != 4 {
+				if err != nil || len(parts) < 4 { // a node's share has a fifth part
 					return err
 				}
 				fn, _ := parts[3].(string)

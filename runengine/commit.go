@@ -77,9 +77,13 @@ type committer struct {
 	share commitShare // the tenants' fair share of commits
 
 	// cl is set when several nodes share the store: deltas' fences are
-	// checked, counters are read in each transaction (other nodes write
-	// them too), and nothing is pipelined.
+	// checked and nothing is pipelined.
 	cl *cluster
+	// node is appended to every counter key when several nodes share the
+	// store (the encoded node id): each node keeps its own share of a
+	// counter, so no two nodes' commits write the same key, and readers
+	// sum the shares (sumCounter). Empty on a single node.
+	node string
 }
 
 func newCommitter(st store.Store, maxBatch int, obs Observer, fp Failpoints, cl *cluster) *committer {
@@ -87,6 +91,8 @@ func newCommitter(st store.Store, maxBatch int, obs Observer, fp Failpoints, cl 
 		counters: map[string]int64{}, landed: make(chan struct{}, 1), cl: cl}
 	if cl == nil {
 		c.pipe, _ = st.(store.Pipeliner)
+	} else {
+		c.node = string(store.Key(cl.cfg.NodeID))
 	}
 	go c.loop()
 	return c
@@ -375,21 +381,26 @@ func sumCounters(batch []*delta) map[string]int64 {
 
 // writeCounters writes each counter's new value. A counter not yet known
 // is read first: from tx when canRead, else from a snapshot, which is
-// right because only the committer writes counters and a counter it never
-// touched has no commit in flight.
+// right because only this committer writes its counters (on a cluster,
+// each node writes its own share of them) and a counter it never touched
+// has no commit in flight.
 func (c *committer) writeCounters(tx store.Txn, sums map[string]int64, canRead bool) error {
 	for k, inc := range sums {
 		if inc == 0 {
 			continue
 		}
+		key := []byte(k)
+		if c.node != "" {
+			key = append(key, c.node...)
+		}
 		cur, ok := c.counters[k]
-		if !ok || c.cl != nil {
+		if !ok {
 			var err error
 			if canRead {
-				cur, err = readCounter(tx, []byte(k))
+				cur, err = readCounter(tx, key)
 			} else {
 				err = c.st.View(context.Background(), func(r store.Reader) error {
-					cur, err = readCounter(r, []byte(k))
+					cur, err = readCounter(r, key)
 					return err
 				})
 			}
@@ -398,7 +409,7 @@ func (c *committer) writeCounters(tx store.Txn, sums map[string]int64, canRead b
 			}
 			c.counters[k] = cur
 		}
-		if err := tx.Set([]byte(k), binary.BigEndian.AppendUint64(nil, uint64(cur+inc))); err != nil {
+		if err := tx.Set(key, binary.BigEndian.AppendUint64(nil, uint64(cur+inc))); err != nil {
 			return err
 		}
 	}
@@ -423,6 +434,20 @@ func take[T any](q *[]T, n int) []T {
 		*q = nil
 	}
 	return batch
+}
+
+// sumCounter reads the counter at key: its value plus the shares of it
+// the nodes of a cluster keep under key followed by their node id.
+func sumCounter(r store.Reader, key []byte) (int64, error) {
+	var n int64
+	err := r.Scan(store.ScanOptions{Prefix: key}, func(k, v []byte) error {
+		if len(v) != 8 {
+			return errors.Newf("runengine: counter %q has %d bytes", k, len(v))
+		}
+		n += int64(binary.BigEndian.Uint64(v))
+		return nil
+	})
+	return n, err
 }
 
 func readCounter(r store.Reader, key []byte) (int64, error) {

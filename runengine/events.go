@@ -337,6 +337,9 @@ func (d *dispatcher) loop() {
 			d.mem, d.scan = nil, false // the dispatching node finds them in the outbox
 			d.mu.Unlock()
 			d.e.hub.publish(mem) // this node's subscribers see this node's events
+			if len(mem) > 0 {
+				cl.signal(topicOutbox) // the dispatching node finds them at once
+			}
 			continue
 		}
 		if err := d.drain(); err != nil && !d.e.isClosed() {

@@ -83,12 +83,12 @@ type Gauges struct {
 func (e *Engine) Gauges(ctx context.Context, tenant string) (Gauges, error) {
 	var g Gauges
 	err := e.st.View(ctx, func(r store.Reader) error {
-		n, err := readCounter(r, []byte(counterKey(tenant, "approvals-pending")))
+		n, err := sumCounter(r, []byte(counterKey(tenant, "approvals-pending")))
 		if err != nil {
 			return err
 		}
 		g.PendingApprovals = int(n)
-		if n, err = readCounter(r, []byte(counterKey(tenant, "overdue"))); err != nil {
+		if n, err = sumCounter(r, []byte(counterKey(tenant, "overdue"))); err != nil {
 			return err
 		}
 		g.OverdueRuns = int(n)

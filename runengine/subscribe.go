@@ -59,6 +59,12 @@ var ErrMissed = errors.Mark(errors.New("runengine: the subscriber missed events;
 // continues where the first stopped. While a tenant has a subscriber,
 // every event of it is written to the outbox (otherwise only events some
 // process or run listens to are).
+//
+// On a node of a cluster (Config.Cluster) a subscription delivers the
+// events this node made, and, on the node holding the dispatch lease,
+// also those the other nodes made (it dispatches the whole outbox): it
+// does not see every node's events wherever it runs. Subscribe where all
+// of a tenant's events matter on one node, or read the lists.
 func (e *Engine) Subscribe(ctx context.Context, p SubscribeParams) iter.Seq2[Notice, error] {
 	s := e.hub.subscribe(p)
 	stop := context.AfterFunc(ctx, s.close)

@@ -414,6 +414,14 @@ func (w *worker) handle(c *command) {
 	}
 	en, err := w.load(c.tenant, c.runID)
 	if err != nil {
+		if c.cl != nil && c.cl.inbox != nil { // forwarded by another node
+			var waiter []byte
+			if c.event != nil {
+				waiter = c.event.key
+			}
+			w.refuseInbox(c.cl.inbox, waiter, c.kind != cmdEvent, err)
+			return
+		}
 		if c.kind == cmdTimer || c.kind == cmdEvent {
 			w.dropKey(c)
 			return
@@ -542,6 +550,7 @@ func (w *worker) handleStart(c *command) {
 	if en.foreign {
 		// The owner of the run's shard advances it (see cluster.go).
 		x.fx.ops = append(x.fx.ops, setKey(dueKey(w.e.clock.Now(), c.tenant, id, adoptToken), nil))
+		x.fx.post = append(x.fx.post, func() { w.e.cluster.signal(topicDue) })
 	}
 	w.finish(x)
 	if en.foreign {
@@ -574,6 +583,9 @@ func counterKey(tenant, name string, parts ...any) string {
 // command asked for go out at once.
 func (w *worker) finish(x *exec) {
 	en, c := x.en, x.cmd
+	if x.err != nil && c.cl != nil && c.cl.inbox != nil && c.kind != cmdEvent { // its sender waits for the answer
+		x.answerInbox(c.cl.inbox)
+	}
 	if x.dirty {
 		x.indexSearch()
 	}

@@ -67,6 +67,19 @@ type Pipeliner interface {
 	Begin(ctx context.Context) (PipelinedTxn, error)
 }
 
+// Waker is implemented by a store several processes share that can wake
+// the others promptly (PostgreSQL's LISTEN/NOTIFY in store/pgstore): Wake
+// signals every process listening on topic, Listen calls fn each time a
+// signal on topic arrives (from one goroutine; signals sent close together
+// may arrive as one) until ctx ends or the store closes. A signal is a
+// hint to look again, never data: it may be lost (a listener reconnecting)
+// and a listener still polls. Stores one process owns (Badger) need not
+// implement it. Topics are short lowercase words.
+type Waker interface {
+	Wake(ctx context.Context, topic string) error
+	Listen(ctx context.Context, topic string, fn func()) error
+}
+
 // PipelinedTxn is a write-only transaction of a Pipeliner.
 type PipelinedTxn interface {
 	Txn

@@ -43,6 +43,10 @@ type Store struct {
 	inflight sync.WaitGroup
 
 	closeOnce sync.Once
+	// quit ends the Listen calls when Close begins (they hold a
+	// connection, which the pool's Close would wait for).
+	quit    context.Context
+	quitNow context.CancelFunc
 }
 
 var _ store.Store = (*Store)(nil)
@@ -54,6 +58,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{pool: opts.Pool}
+	s.quit, s.quitNow = context.WithCancel(context.Background())
 	if s.pool == nil {
 		cfg, err := pgxpool.ParseConfig(opts.DSN)
 		if err != nil {
@@ -166,6 +171,7 @@ func (s *Store) Close() error {
 		s.mu.Lock()
 		s.closed = true
 		s.mu.Unlock()
+		s.quitNow()
 		s.inflight.Wait()
 		if s.ownsPool {
 			s.pool.Close()
