@@ -879,32 +879,9 @@ func (e *Engine) fence(id string) *lease.Lease {
 // jobs of its shards that no node runs here yet.
 func (c *cluster) syncShared(ctx context.Context) error {
 	e := c.e
-	paused := map[pausedRef]bool{}
-	type ref struct{ tenant, id string }
-	var jobs []ref
-	err := e.st.View(ctx, func(r store.Reader) error {
-		err := r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "proc-paused"), KeysOnly: true}, func(key, _ []byte) error {
-			parts, err := store.DecodeKey(key)
-			if err != nil || len(parts) != 4 {
-				return errors.Newf("runengine: bad paused key %q", key)
-			}
-			paused[pausedRef{parts[2].(string), parts[3].(string)}] = true
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "jobs-running"), KeysOnly: true}, func(key, _ []byte) error {
-			parts, err := store.DecodeKey(key)
-			if err != nil || len(parts) != 4 {
-				return errors.Newf("runengine: bad job key %q", key)
-			}
-			jobs = append(jobs, ref{parts[2].(string), parts[3].(string)})
-			return nil
-		})
-	})
+	paused, jobs, err := e.readPausesAndJobs(ctx)
 	if err != nil {
-		return errors.Wrap(err, "runengine: read paused processes and running jobs")
+		return err
 	}
 	e.pausedProcs.Range(func(k, _ any) bool {
 		if ref := k.(pausedRef); !paused[ref] {

@@ -310,15 +310,34 @@ func (e *Engine) ProcessPaused(ctx context.Context, tenant, processID string) (*
 // openPausesAndJobs reads the paused processes and restarts the jobs a
 // close interrupted.
 func (e *Engine) openPausesAndJobs(ctx context.Context) error {
-	type ref struct{ tenant, id string }
-	var jobRefs []ref
+	paused, jobs, err := e.readPausesAndJobs(ctx)
+	if err != nil {
+		return err
+	}
+	for ref := range paused {
+		e.markPaused(ref.tenant, ref.process, true)
+	}
+	for _, j := range jobs {
+		e.startJob(j.tenant, j.id)
+	}
+	return nil
+}
+
+// jobRef names a bulk job of a tenant.
+type jobRef struct{ tenant, id string }
+
+// readPausesAndJobs reads the paused processes and the jobs still running
+// (as the store says: on open, those a close interrupted).
+func (e *Engine) readPausesAndJobs(ctx context.Context) (map[pausedRef]bool, []jobRef, error) {
+	paused := map[pausedRef]bool{}
+	var jobs []jobRef
 	err := e.st.View(ctx, func(r store.Reader) error {
 		err := r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "proc-paused"), KeysOnly: true}, func(key, _ []byte) error {
 			parts, err := store.DecodeKey(key)
 			if err != nil || len(parts) != 4 {
 				return errors.Newf("runengine: bad paused key %q", key)
 			}
-			e.markPaused(parts[2].(string), parts[3].(string), true)
+			paused[pausedRef{parts[2].(string), parts[3].(string)}] = true
 			return nil
 		})
 		if err != nil {
@@ -329,17 +348,14 @@ func (e *Engine) openPausesAndJobs(ctx context.Context) error {
 			if err != nil || len(parts) != 4 {
 				return errors.Newf("runengine: bad job key %q", key)
 			}
-			jobRefs = append(jobRefs, ref{parts[2].(string), parts[3].(string)})
+			jobs = append(jobs, jobRef{parts[2].(string), parts[3].(string)})
 			return nil
 		})
 	})
 	if err != nil {
-		return errors.Wrap(err, "runengine: read paused processes and running jobs")
+		return nil, nil, errors.Wrap(err, "runengine: read paused processes and running jobs")
 	}
-	for _, j := range jobRefs {
-		e.startJob(j.tenant, j.id)
-	}
-	return nil
+	return paused, jobs, nil
 }
 
 // rerunArgs make a new run a rerun of another from a step: the steps
