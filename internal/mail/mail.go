@@ -16,11 +16,11 @@ import (
 	"net/mail"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/internal/batch"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
@@ -74,9 +74,7 @@ type Provider struct {
 
 	ids ids.Generator // makes the ids of the records and audit entries it writes
 
-	mu      sync.Mutex
-	busy    bool           // a call is writing a batch
-	pending []*pendingSend // calls waiting for the next batch
+	sends batch.Leader[*pendingSend] // calls written together, one commit per batch
 }
 
 var _ capability.Provider = (*Provider)(nil)
@@ -149,15 +147,12 @@ func (p *Provider) write(tx store.Txn, call capability.Call, args *capability.Em
 	return msg, messages.Put(tx, call.Tenant, msg)
 }
 
-// pendingSend is one call waiting in the outbox's queue: done is closed
-// when msg and err are set, or when the call is to lead the next batch.
+// pendingSend is one call in the outbox's queue, with its answer.
 type pendingSend struct {
 	call capability.Call
 	args *capability.EmailSendArgs
 	msg  *Message
 	err  error
-	lead bool
-	done chan struct{}
 }
 
 // queue writes call's message together with the messages of the calls
@@ -166,36 +161,12 @@ type pendingSend struct {
 // one idempotency key in one batch write one message, as they would one
 // after the other.
 func (p *Provider) queue(ctx context.Context, call capability.Call, args *capability.EmailSendArgs) (*Message, error) {
-	ps := &pendingSend{call: call, args: args, done: make(chan struct{})}
-	p.mu.Lock()
-	p.pending = append(p.pending, ps)
-	if p.busy {
-		p.mu.Unlock()
-		<-ps.done
-		if !ps.lead {
-			return ps.msg, ps.err
-		}
-		p.mu.Lock()
-	}
-	p.busy = true
-	batch := p.pending
-	p.pending = nil
-	p.mu.Unlock()
-	p.writeBatch(context.WithoutCancel(ctx), batch)
-	p.mu.Lock()
-	if len(p.pending) > 0 {
-		next := p.pending[0]
-		next.lead = true
-		close(next.done)
-	} else {
-		p.busy = false
-	}
-	p.mu.Unlock()
+	ps := &pendingSend{call: call, args: args}
+	p.sends.Do(ps, func(batch []*pendingSend) { p.writeBatch(context.WithoutCancel(ctx), batch) })
 	return ps.msg, ps.err
 }
 
-// writeBatch writes batch in one transaction and answers each call but
-// its leader's (which reads its own).
+// writeBatch writes batch in one transaction and answers each call.
 func (p *Provider) writeBatch(ctx context.Context, batch []*pendingSend) {
 	err := p.st.Update(ctx, func(tx store.Txn) error {
 		now := p.clock.Now().UTC()
@@ -208,12 +179,9 @@ func (p *Provider) writeBatch(ctx context.Context, batch []*pendingSend) {
 		}
 		return nil
 	})
-	for _, ps := range batch {
-		if err != nil {
+	if err != nil {
+		for _, ps := range batch {
 			ps.msg, ps.err = nil, err
-		}
-		if !ps.lead {
-			close(ps.done)
 		}
 	}
 }

@@ -6,11 +6,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
-	"sync"
 	"time"
 
 	"github.com/bas-platform/bas/internal/apps/decisions"
 	"github.com/bas-platform/bas/internal/audit"
+	"github.com/bas-platform/bas/internal/batch"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
@@ -113,56 +113,23 @@ func (s *Service) Decide(ctx context.Context, req runengine.GateRequest) (runeng
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(req.Tenant))
 	d := &s.deciders[h.Sum32()%uint32(len(s.deciders))]
-	p := &pendingDecision{req: req, key: key, done: make(chan struct{})}
-	d.mu.Lock()
-	d.queue = append(d.queue, p)
-	if d.busy {
-		d.mu.Unlock()
-		<-p.done
-		if !p.lead {
-			return p.out, p.err
-		}
-		d.mu.Lock()
-	}
-	// This caller leads: it decides everything queued in one transaction,
-	// then hands the lead to the first decision queued meanwhile.
-	d.busy = true
-	batch := d.queue
-	d.queue = nil
-	d.mu.Unlock()
-	s.decideBatch(context.WithoutCancel(ctx), batch)
-	d.mu.Lock()
-	if len(d.queue) > 0 {
-		next := d.queue[0]
-		next.lead = true
-		close(next.done)
-	} else {
-		d.busy = false
-	}
-	d.mu.Unlock()
+	p := &pendingDecision{req: req, key: key}
+	d.Do(p, func(batch []*pendingDecision) { s.decideBatch(context.WithoutCancel(ctx), batch) })
 	return p.out, p.err
 }
 
 // decider batches the decisions of the tenants of one stripe.
-type decider struct {
-	mu    sync.Mutex
-	busy  bool // a caller is deciding a batch
-	queue []*pendingDecision
-}
+type decider = batch.Leader[*pendingDecision]
 
-// pendingDecision is one Decide call: done is closed when out and err are
-// set, or when the call is to lead the next batch (lead).
+// pendingDecision is one Decide call, with its answer.
 type pendingDecision struct {
-	req  runengine.GateRequest
-	key  string
-	out  runengine.GateDecision
-	err  error
-	lead bool
-	done chan struct{}
+	req runengine.GateRequest
+	key string
+	out runengine.GateDecision
+	err error
 }
 
-// decideBatch decides batch in one transaction and answers each decision
-// but its leader's (which reads its own).
+// decideBatch decides batch in one transaction and answers each decision.
 func (s *Service) decideBatch(ctx context.Context, batch []*pendingDecision) {
 	err := s.st.Update(ctx, func(tx store.Txn) error {
 		b := &gateBatch{now: s.now()}
@@ -175,12 +142,9 @@ func (s *Service) decideBatch(ctx context.Context, batch []*pendingDecision) {
 		}
 		return b.flush(tx)
 	})
-	for _, p := range batch {
-		if err != nil {
+	if err != nil {
+		for _, p := range batch {
 			p.out, p.err = runengine.GateDecision{}, err
-		}
-		if !p.lead {
-			close(p.done)
 		}
 	}
 }
