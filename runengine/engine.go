@@ -104,6 +104,16 @@ type Config struct {
 	// over a cap waits for a call of its tenant to end, high priority runs'
 	// first. 0 (the default) caps nothing.
 	MaxCallsPerTenant, MaxCallsPerProcess int
+	// MaxRunsPerTenant and MaxRunsPerProcess cap the runs in flight
+	// (started and not finished, waiting ones included) per tenant and per
+	// process, so one tenant cannot take all the workers: a run started
+	// over a cap is saved at once, running, with its waiting_reason, and
+	// takes its first step when a run of its tenant (or process) ends,
+	// high priority runs first, then oldest first. The queue is rebuilt
+	// from the active runs when the engine opens. They count the runs of
+	// this engine only, and do nothing when Cluster is set. 0 (the
+	// default) caps nothing.
+	MaxRunsPerTenant, MaxRunsPerProcess int
 	// RateLimits bound the capability calls of runs (see RateLimit); a
 	// call over one waits, its run showing why (waiting_reason).
 	RateLimits []RateLimit
@@ -216,6 +226,7 @@ type Engine struct {
 	jobWG       sync.WaitGroup // job goroutines
 	limiter     *limiter       // nil without RateLimits
 	admission   *admission     // nil without call caps
+	runCaps     *admission     // nil without run caps
 	cluster     *cluster       // nil on one node
 }
 
@@ -234,7 +245,10 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.limiter = lim
-	e.admission = newAdmission(cfg.MaxCallsPerTenant, cfg.MaxCallsPerProcess)
+	e.admission = newAdmission("call", cfg.MaxCallsPerTenant, cfg.MaxCallsPerProcess)
+	if cfg.Cluster == nil {
+		e.runCaps = newAdmission("run", cfg.MaxRunsPerTenant, cfg.MaxRunsPerProcess)
+	}
 	if cfg.Cluster != nil {
 		if e.cluster, err = newCluster(e, *cfg.Cluster); err != nil {
 			cancel()

@@ -112,6 +112,7 @@ func (x *exec) setStatus(status RunStatus) {
 	r.Status = status
 	r.WaitingReason = ""
 	if !wasFinished && r.Finished() {
+		x.releaseCapSlot()
 		x.count(counterKey(r.Tenant, "inflight", r.Function), -1)
 		if r.Overdue {
 			r.Overdue = false

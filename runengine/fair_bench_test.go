@@ -15,17 +15,22 @@ import (
 // calls, one run at a time, start to end) alone, while another tenant
 // floods the engine with 64 concurrent starters, the same with the
 // flooder capped at 8 calls in flight (MaxCallsPerTenant), and with 1024
-// starters (a backlog in every worker's queue). It reports the
+// starters (a backlog in every worker's queue), and both floods with the
+// flooder's runs in flight capped at 16 (MaxRunsPerTenant). It reports the
 // measured tenant's p50 and p99 in milliseconds.
 func BenchmarkFairness(b *testing.B) {
 	for _, c := range []struct {
 		name     string
 		flood    bool
 		cap      int
+		runCap   int
 		starters int
-	}{{"alone", false, 0, 0}, {"flooded", true, 0, 64}, {"flooded-capped", true, 8, 64}, {"flooded-wide", true, 0, 1024}} {
+	}{{"alone", false, 0, 0, 0}, {"flooded", true, 0, 0, 64}, {"flooded-capped", true, 8, 0, 64}, {"flooded-wide", true, 0, 0, 1024},
+		{"flooded-runcap", true, 0, 16, 64}, {"flooded-wide-runcap", true, 0, 16, 1024}} {
 		b.Run(c.name, func(b *testing.B) {
-			be := newBenchEngineWith(b, func(cfg *runengine.Config) { cfg.MaxCallsPerTenant = c.cap })
+			be := newBenchEngineWith(b, func(cfg *runengine.Config) {
+				cfg.MaxCallsPerTenant, cfg.MaxRunsPerTenant = c.cap, c.runCap
+			})
 			pid := be.process(b, 3)
 			in, err := process.DecodeIn([]byte(`{"name":"Flood","trigger":{"type":"manual"},"steps":[
 			  {"key":"a","type":"execute","capability":"bench.noop","config":{"args":{}}},
