@@ -114,6 +114,15 @@ type Config struct {
 	// this engine only, and do nothing when Cluster is set. 0 (the
 	// default) caps nothing.
 	MaxRunsPerTenant, MaxRunsPerProcess int
+	// MaxStartingPerTenant caps the starts of one tenant in progress at
+	// once (from the call of Start to its durable answer): a caller over
+	// the cap waits, in the order it came, until one of them is answered,
+	// or until its context ends. A tenant flooding the engine with starts
+	// then cannot fill the workers' queues and the commits, nor the
+	// processors with goroutines, and another tenant's runs keep close to
+	// the latency they have alone (BenchmarkFairness). 0 (the default)
+	// caps nothing.
+	MaxStartingPerTenant int
 	// RateLimits bound the capability calls of runs (see RateLimit); a
 	// call over one waits, its run showing why (waiting_reason).
 	RateLimits []RateLimit
@@ -227,6 +236,7 @@ type Engine struct {
 	limiter     *limiter       // nil without RateLimits
 	admission   *admission     // nil without call caps
 	runCaps     *admission     // nil without run caps
+	starting    *startGate     // nil without a cap on starts in progress
 	cluster     *cluster       // nil on one node
 }
 
@@ -246,6 +256,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.limiter = lim
 	e.admission = newAdmission("call", cfg.MaxCallsPerTenant, cfg.MaxCallsPerProcess)
+	e.starting = newStartGate(cfg.MaxStartingPerTenant)
 	if cfg.Cluster == nil {
 		e.runCaps = newAdmission("run", cfg.MaxRunsPerTenant, cfg.MaxRunsPerProcess)
 	}

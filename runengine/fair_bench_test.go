@@ -16,7 +16,8 @@ import (
 // floods the engine with 64 concurrent starters, the same with the
 // flooder capped at 8 calls in flight (MaxCallsPerTenant), and with 1024
 // starters (a backlog in every worker's queue), and both floods with the
-// flooder's runs in flight capped at 16 (MaxRunsPerTenant). It reports the
+// flooder's runs in flight capped at 16 (MaxRunsPerTenant), or its starts
+// in progress capped at 4 (MaxStartingPerTenant). It reports the
 // measured tenant's p50 and p99 in milliseconds.
 func BenchmarkFairness(b *testing.B) {
 	for _, c := range []struct {
@@ -24,12 +25,14 @@ func BenchmarkFairness(b *testing.B) {
 		flood    bool
 		cap      int
 		runCap   int
+		starting int
 		starters int
-	}{{"alone", false, 0, 0, 0}, {"flooded", true, 0, 0, 64}, {"flooded-capped", true, 8, 0, 64}, {"flooded-wide", true, 0, 0, 1024},
-		{"flooded-runcap", true, 0, 16, 64}, {"flooded-wide-runcap", true, 0, 16, 1024}} {
+	}{{"alone", false, 0, 0, 0, 0}, {"flooded", true, 0, 0, 0, 64}, {"flooded-capped", true, 8, 0, 0, 64},
+		{"flooded-wide", true, 0, 0, 0, 1024}, {"flooded-runcap", true, 0, 16, 0, 64}, {"flooded-wide-runcap", true, 0, 16, 0, 1024},
+		{"flooded-admitted", true, 0, 0, 4, 64}, {"flooded-wide-admitted", true, 0, 0, 4, 1024}} {
 		b.Run(c.name, func(b *testing.B) {
 			be := newBenchEngineWith(b, func(cfg *runengine.Config) {
-				cfg.MaxCallsPerTenant, cfg.MaxRunsPerTenant = c.cap, c.runCap
+				cfg.MaxCallsPerTenant, cfg.MaxRunsPerTenant, cfg.MaxStartingPerTenant = c.cap, c.runCap, c.starting
 			})
 			pid := be.process(b, 3)
 			in, err := process.DecodeIn([]byte(`{"name":"Flood","trigger":{"type":"manual"},"steps":[
