@@ -17,7 +17,8 @@ import (
 // flooder capped at 8 calls in flight (MaxCallsPerTenant), and with 1024
 // starters (a backlog in every worker's queue), and both floods with the
 // flooder's runs in flight capped at 16 (MaxRunsPerTenant), or its starts
-// in progress capped at 4 (MaxStartingPerTenant). It reports the
+// in progress capped at 4 (MaxStartingPerTenant), or all three caps
+// (calls 8, runs 16, starts 4). It reports the
 // measured tenant's p50 and p99 in milliseconds.
 func BenchmarkFairness(b *testing.B) {
 	for _, c := range []struct {
@@ -29,7 +30,8 @@ func BenchmarkFairness(b *testing.B) {
 		starters int
 	}{{"alone", false, 0, 0, 0, 0}, {"flooded", true, 0, 0, 0, 64}, {"flooded-capped", true, 8, 0, 0, 64},
 		{"flooded-wide", true, 0, 0, 0, 1024}, {"flooded-runcap", true, 0, 16, 0, 64}, {"flooded-wide-runcap", true, 0, 16, 0, 1024},
-		{"flooded-admitted", true, 0, 0, 4, 64}, {"flooded-wide-admitted", true, 0, 0, 4, 1024}} {
+		{"flooded-admitted", true, 0, 0, 4, 64}, {"flooded-wide-admitted", true, 0, 0, 4, 1024},
+		{"flooded-all-caps", true, 8, 16, 4, 64}, {"flooded-wide-all-caps", true, 8, 16, 4, 1024}} {
 		b.Run(c.name, func(b *testing.B) {
 			be := newBenchEngineWith(b, func(cfg *runengine.Config) {
 				cfg.MaxCallsPerTenant, cfg.MaxRunsPerTenant, cfg.MaxStartingPerTenant = c.cap, c.runCap, c.starting
