@@ -2,6 +2,7 @@ package runengine_test
 
 import (
 	"context"
+	"runtime/metrics"
 	"slices"
 	"sync"
 	"testing"
@@ -19,7 +20,10 @@ import (
 // flooder's runs in flight capped at 16 (MaxRunsPerTenant), or its starts
 // in progress capped at 4 (MaxStartingPerTenant), or all three caps
 // (calls 8, runs 16, starts 4). It reports the
-// measured tenant's p50 and p99 in milliseconds.
+// measured tenant's p50 and p99 in milliseconds, the p50 of its Start
+// alone (until the start is durable), and how long goroutines waited,
+// ready to run, for a processor meanwhile (runnable-p50-ms, -p99-ms: the
+// CPU starvation every hop of a run pays).
 func BenchmarkFairness(b *testing.B) {
 	for _, c := range []struct {
 		name     string
@@ -61,6 +65,10 @@ func BenchmarkFairness(b *testing.B) {
 				}
 			}
 			lat := make([]time.Duration, 0, b.N)
+			starts := make([]time.Duration, 0, b.N)
+			sched := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+			metrics.Read(sched)
+			before := slices.Clone(sched[0].Value.Float64Histogram().Counts) // Read reuses the histogram
 			b.ResetTimer()
 			for range b.N {
 				t0 := time.Now()
@@ -69,14 +77,42 @@ func BenchmarkFairness(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				starts = append(starts, time.Since(t0))
 				lat = append(lat, be.wait(r.ID).Sub(t0))
 			}
 			b.StopTimer()
+			metrics.Read(sched)
 			cancel()
 			wg.Wait()
 			slices.Sort(lat)
+			slices.Sort(starts)
 			b.ReportMetric(float64(lat[len(lat)/2])/1e6, "p50-ms")
 			b.ReportMetric(float64(lat[len(lat)*99/100])/1e6, "p99-ms")
+			b.ReportMetric(float64(starts[len(starts)/2])/1e6, "start-p50-ms")
+			b.ReportMetric(schedLatency(before, sched[0].Value.Float64Histogram(), 0.5)*1e3, "runnable-p50-ms")
+			b.ReportMetric(schedLatency(before, sched[0].Value.Float64Histogram(), 0.99)*1e3, "runnable-p99-ms")
 		})
 	}
+}
+
+// schedLatency returns the q quantile, in seconds, of the goroutine
+// scheduling latencies observed between two reads of the histogram.
+func schedLatency(before []uint64, after *metrics.Float64Histogram, q float64) float64 {
+	var total uint64
+	counts := make([]uint64, len(after.Counts))
+	for i := range after.Counts {
+		counts[i] = after.Counts[i] - before[i]
+		total += counts[i]
+	}
+	if total == 0 {
+		return 0
+	}
+	want := uint64(q * float64(total))
+	var seen uint64
+	for i, n := range counts {
+		if seen += n; seen > want {
+			return after.Buckets[i+1]
+		}
+	}
+	return after.Buckets[len(after.Buckets)-1]
 }
