@@ -5,6 +5,7 @@ import (
 	"runtime/metrics"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,7 +24,8 @@ import (
 // measured tenant's p50 and p99 in milliseconds, the p50 of its Start
 // alone (until the start is durable), and how long goroutines waited,
 // ready to run, for a processor meanwhile (runnable-p50-ms, -p99-ms: the
-// CPU starvation every hop of a run pays).
+// CPU starvation every hop of a run pays), and the flooder's starts per
+// second (what the caps cost it).
 func BenchmarkFairness(b *testing.B) {
 	for _, c := range []struct {
 		name     string
@@ -54,12 +56,15 @@ func BenchmarkFairness(b *testing.B) {
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
+			var flooded atomic.Int64
 			if c.flood {
 				for range c.starters {
 					wg.Go(func() {
 						for ctx.Err() == nil {
-							_, _ = be.eng.Start(ctx, runengine.StartParams{Tenant: "ten_flood", ProcessID: flood.ID,
-								Subject: runengine.Subject{Type: "flood", Label: "run"}})
+							if _, err := be.eng.Start(ctx, runengine.StartParams{Tenant: "ten_flood", ProcessID: flood.ID,
+								Subject: runengine.Subject{Type: "flood", Label: "run"}}); err == nil {
+								flooded.Add(1)
+							}
 						}
 					})
 				}
@@ -70,6 +75,7 @@ func BenchmarkFairness(b *testing.B) {
 			metrics.Read(sched)
 			before := slices.Clone(sched[0].Value.Float64Histogram().Counts) // Read reuses the histogram
 			b.ResetTimer()
+			began, floodedBefore := time.Now(), flooded.Load()
 			for range b.N {
 				t0 := time.Now()
 				r, err := be.eng.Start(context.Background(), runengine.StartParams{Tenant: tenant, ProcessID: pid,
@@ -81,6 +87,7 @@ func BenchmarkFairness(b *testing.B) {
 				lat = append(lat, be.wait(r.ID).Sub(t0))
 			}
 			b.StopTimer()
+			floodRate := float64(flooded.Load()-floodedBefore) / time.Since(began).Seconds()
 			metrics.Read(sched)
 			cancel()
 			wg.Wait()
@@ -89,6 +96,7 @@ func BenchmarkFairness(b *testing.B) {
 			b.ReportMetric(float64(lat[len(lat)/2])/1e6, "p50-ms")
 			b.ReportMetric(float64(lat[len(lat)*99/100])/1e6, "p99-ms")
 			b.ReportMetric(float64(starts[len(starts)/2])/1e6, "start-p50-ms")
+			b.ReportMetric(floodRate, "flood-starts/s")
 			b.ReportMetric(schedLatency(before, sched[0].Value.Float64Histogram(), 0.5)*1e3, "runnable-p50-ms")
 			b.ReportMetric(schedLatency(before, sched[0].Value.Float64Histogram(), 0.99)*1e3, "runnable-p99-ms")
 		})
