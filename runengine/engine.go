@@ -104,15 +104,17 @@ type Config struct {
 	// over a cap waits for a call of its tenant to end, high priority runs'
 	// first. 0 (the default) caps nothing.
 	MaxCallsPerTenant, MaxCallsPerProcess int
-	// MaxRunsPerTenant and MaxRunsPerProcess cap the runs in flight
-	// (started and not finished, waiting ones included) per tenant and per
-	// process, so one tenant cannot take all the workers: a run started
-	// over a cap is saved at once, running, with its waiting_reason, and
-	// takes its first step when a run of its tenant (or process) ends,
-	// high priority runs first, then oldest first. The queue is rebuilt
-	// from the active runs when the engine opens. They count the runs of
-	// this engine only, and do nothing when Cluster is set. 0 (the
-	// default) caps nothing.
+	// MaxRunsPerTenant and MaxRunsPerProcess cap the runs running (not
+	// waiting for a person, a timer or an event, nor paused) per tenant and
+	// per process, so one tenant cannot take all the workers. A run that
+	// starts waiting frees its slot, and takes one again when it goes on,
+	// even over the cap, so nothing a run waits for queues behind it. A
+	// run started over a cap is saved at once, running, with its
+	// waiting_reason, and takes its first step when a run of its tenant (or
+	// process) ends or starts waiting, high priority runs first, then
+	// oldest first. The queue is rebuilt from the active runs when the
+	// engine opens. They count the runs of this engine only, and do nothing
+	// when Cluster is set. 0 (the default) caps nothing.
 	MaxRunsPerTenant, MaxRunsPerProcess int
 	// MaxStartingPerTenant caps the starts of one tenant in progress at
 	// once (from the call of Start to its durable answer): a caller over

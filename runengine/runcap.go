@@ -51,10 +51,28 @@ func (x *exec) capHeld(admitted bool) bool {
 // engine opened as holding a run cap slot.
 func (x *exec) holdCapSlot() {
 	caps, r := x.w.e.runCaps, x.r
-	if caps == nil || r.Finished() || capWaiting(r) {
+	if caps == nil || r.Status != RunRunning || capWaiting(r) {
 		return
 	}
 	caps.hold(r.Tenant, r.ProcessID, r.ID)
+}
+
+// capStatus frees the run cap slot of a run that starts waiting (for a
+// person, a timer or an event) or is paused, at once, and takes one again,
+// room or not, when it runs again: a run that waits holds no worker, and
+// what it waits for (a run its event starts, say) must never queue behind
+// it. A run waiting for a slot that is paused leaves the queue.
+func (x *exec) capStatus(from, to RunStatus) {
+	caps, r := x.w.e.runCaps, x.r
+	if caps == nil {
+		return
+	}
+	switch {
+	case from == RunRunning && (to == RunWaiting || to == RunPaused):
+		caps.release(r.Tenant, r.ProcessID, r.ID)
+	case to == RunRunning:
+		caps.hold(r.Tenant, r.ProcessID, r.ID)
+	}
 }
 
 // releaseCapSlot frees the run cap slot of a run that ends (or takes it out

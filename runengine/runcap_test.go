@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/runengine"
+	"github.com/bas-platform/bas/store"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -126,5 +127,45 @@ func TestRunCapSurvivesRestart(t *testing.T) {
 	}
 	for _, id := range ids {
 		b.waitRun(t, id, "completed", status(runengine.RunCompleted))
+	}
+}
+
+// TestRunCapFreedByWaiting caps a tenant at one run running: a run waiting
+// for a person frees its slot, so the next run goes at once, and takes one
+// again (over the cap) when the person answers.
+func TestRunCapFreedByWaiting(t *testing.T) {
+	t.Parallel()
+	q := &queueProvider{next: make(chan struct{})}
+	b := openChanged(t, func(c *runengine.Config) { c.MaxRunsPerTenant = 1 }, q)
+	ctx := context.Background()
+	human := b.create(t, `{"type":"manual"}`, `[{"key":"check","type":"human_task","config":{"title":"Check"}},
+	  {"key":"call","type":"execute","capability":"test.queue","config":{"args":{"label":"${subject.label}"}}}]`)
+	call := b.create(t, `{"type":"manual"}`, `[{"key":"call","type":"execute","capability":"test.queue","config":{"args":{"label":"${subject.label}"}}}]`)
+	start := func(processID, label string) string {
+		r, err := b.eng.Start(ctx, runengine.StartParams{Tenant: tenant, ProcessID: processID, Subject: runengine.Subject{Type: "t", Label: label}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runID(t, r)
+	}
+	waiting := start(human.ID, "waiting")
+	b.waitRun(t, waiting, "waiting", status(runengine.RunWaiting))
+	next := start(call.ID, "next")
+	waitFor(t, "the next run's call", func() bool { return len(q.calls()) == 1 })
+	tasks, _, err := b.eng.ListTasks(ctx, tenant, runengine.TaskQuery{}, store.Page{})
+	if err != nil || len(tasks) != 1 {
+		t.Fatalf("tasks: %v, %v", tasks, err)
+	}
+	if _, err := b.eng.CompleteTask(ctx, runengine.CompleteTaskParams{Tenant: tenant, TaskID: tasks[0].ID, Action: tasks[0].Actions[0], Actor: "usr"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the answered run's call", func() bool { return len(q.calls()) == 2 })
+	q.next <- struct{}{}
+	q.next <- struct{}{}
+	for _, id := range []string{waiting, next} {
+		b.waitRun(t, id, "completed", status(runengine.RunCompleted))
+	}
+	if diff := cmp.Diff([]string{"next", "waiting"}, q.calls()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 }
