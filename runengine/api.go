@@ -98,6 +98,12 @@ func (e *Engine) start(ctx context.Context, p StartParams, view bool) (reply, er
 	if vs := p.check(); len(vs) > 0 {
 		return reply{}, errs.Validation(vs...)
 	}
+	if g := e.starting; g != nil {
+		if err := g.enter(ctx, p.Tenant); err != nil {
+			return reply{}, err
+		}
+		defer g.leave(p.Tenant)
+	}
 	var unlock func()
 	var ops []func(store.Txn) error
 	if p.IdempotencyKey != "" {

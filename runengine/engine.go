@@ -104,6 +104,27 @@ type Config struct {
 	// over a cap waits for a call of its tenant to end, high priority runs'
 	// first. 0 (the default) caps nothing.
 	MaxCallsPerTenant, MaxCallsPerProcess int
+	// MaxRunsPerTenant and MaxRunsPerProcess cap the runs running (not
+	// waiting for a person, a timer or an event, nor paused) per tenant and
+	// per process, so one tenant cannot take all the workers. A run that
+	// starts waiting frees its slot, and takes one again when it goes on,
+	// even over the cap, so nothing a run waits for queues behind it. A
+	// run started over a cap is saved at once, running, with its
+	// waiting_reason, and takes its first step when a run of its tenant (or
+	// process) ends or starts waiting, high priority runs first, then
+	// oldest first. The queue is rebuilt from the active runs when the
+	// engine opens. They count the runs of this engine only, and do nothing
+	// when Cluster is set. 0 (the default) caps nothing.
+	MaxRunsPerTenant, MaxRunsPerProcess int
+	// MaxStartingPerTenant caps the starts of one tenant in progress at
+	// once (from the call of Start to its durable answer): a caller over
+	// the cap waits, in the order it came, until one of them is answered,
+	// or until its context ends. A tenant flooding the engine with starts
+	// then cannot fill the workers' queues and the commits, nor the
+	// processors with goroutines, and another tenant's runs keep close to
+	// the latency they have alone (BenchmarkFairness). 0 (the default)
+	// caps nothing.
+	MaxStartingPerTenant int
 	// RateLimits bound the capability calls of runs (see RateLimit); a
 	// call over one waits, its run showing why (waiting_reason).
 	RateLimits []RateLimit
@@ -216,6 +237,8 @@ type Engine struct {
 	jobWG       sync.WaitGroup // job goroutines
 	limiter     *limiter       // nil without RateLimits
 	admission   *admission     // nil without call caps
+	runCaps     *admission     // nil without run caps
+	starting    *startGate     // nil without a cap on starts in progress
 	cluster     *cluster       // nil on one node
 }
 
@@ -234,7 +257,11 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.limiter = lim
-	e.admission = newAdmission(cfg.MaxCallsPerTenant, cfg.MaxCallsPerProcess)
+	e.admission = newAdmission("call", cfg.MaxCallsPerTenant, cfg.MaxCallsPerProcess)
+	e.starting = newStartGate(cfg.MaxStartingPerTenant)
+	if cfg.Cluster == nil {
+		e.runCaps = newAdmission("run", cfg.MaxRunsPerTenant, cfg.MaxRunsPerProcess)
+	}
 	if cfg.Cluster != nil {
 		if e.cluster, err = newCluster(e, *cfg.Cluster); err != nil {
 			cancel()

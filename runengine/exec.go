@@ -109,9 +109,11 @@ func (x *exec) setStatus(status RunStatus) {
 		x.fx.ops = append(x.fx.ops, setKey(activeKey(r.Tenant, r.ID), nil))
 	}
 	wasFinished := r.Finished()
+	x.capStatus(r.Status, status)
 	r.Status = status
 	r.WaitingReason = ""
 	if !wasFinished && r.Finished() {
+		x.releaseCapSlot()
 		x.count(counterKey(r.Tenant, "inflight", r.Function), -1)
 		if r.Overdue {
 			r.Overdue = false

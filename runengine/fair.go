@@ -1,6 +1,7 @@
 package runengine
 
 import (
+	"slices"
 	"strconv"
 	"sync"
 )
@@ -36,9 +37,14 @@ func priorityRank(p string) int {
 // when its run is resumed, with the same idempotency key.
 type admission struct {
 	perTenant, perProcess int
-	mu                    sync.Mutex
-	tenants               map[string]*tenantSlots
-	procs                 map[procKey]int
+	// noun is what is capped: "call" or "run".
+	noun string
+	// holders are the runs holding a slot (run caps only; nil for calls),
+	// so a run's end frees the slot it holds and no other.
+	holders map[string]bool
+	mu      sync.Mutex
+	tenants map[string]*tenantSlots
+	procs   map[procKey]int
 	// waiting says why each run with a queued call waits (see reason).
 	waiting map[string]string
 }
@@ -55,12 +61,26 @@ type queuedCall struct {
 	run            func()
 }
 
-func newAdmission(perTenant, perProcess int) *admission {
+func newAdmission(noun string, perTenant, perProcess int) *admission {
 	if perTenant <= 0 && perProcess <= 0 {
 		return nil
 	}
-	return &admission{perTenant: perTenant, perProcess: perProcess, tenants: map[string]*tenantSlots{}, procs: map[procKey]int{},
+	a := &admission{perTenant: perTenant, perProcess: perProcess, noun: noun, tenants: map[string]*tenantSlots{}, procs: map[procKey]int{},
 		waiting: map[string]string{}}
+	if noun == "run" {
+		a.holders = map[string]bool{}
+	}
+	return a
+}
+
+// slots returns tenant's slots, made when it has none; a.mu is held.
+func (a *admission) slots(tenant string) *tenantSlots {
+	ts := a.tenants[tenant]
+	if ts == nil {
+		ts = &tenantSlots{}
+		a.tenants[tenant] = ts
+	}
+	return ts
 }
 
 // room reports whether tenant and process have a free slot; a.mu is held.
@@ -72,28 +92,68 @@ func (a *admission) room(ts *tenantSlots, tenant, process string) bool {
 // admit runs run now when there is room, else queues it; the caller calls
 // done(tenant, process) once the call ends. runID is the calling run's.
 func (a *admission) admit(tenant, process, priority, runID string, run func()) {
-	a.mu.Lock()
-	ts := a.tenants[tenant]
-	if ts == nil {
-		ts = &tenantSlots{}
-		a.tenants[tenant] = ts
+	if a.tryAdmit(tenant, process, priority, runID, run) {
+		run()
 	}
-	if !a.room(ts, tenant, process) {
-		r := priorityRank(priority)
-		ts.queue[r] = append(ts.queue[r], &queuedCall{process: process, runID: runID, run: run})
-		a.waiting[cacheKey(tenant, runID)] = a.blocker(ts, tenant, process)
-		a.mu.Unlock()
-		return
-	}
-	a.take(ts, tenant, process)
-	a.mu.Unlock()
-	run()
 }
 
-func (a *admission) take(ts *tenantSlots, tenant, process string) {
+// tryAdmit takes a slot and reports true when there is room; otherwise it
+// queues later, called once a slot is taken for it, and reports false. A
+// run already queued is not queued twice.
+func (a *admission) tryAdmit(tenant, process, priority, runID string, later func()) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ts := a.slots(tenant)
+	k := cacheKey(tenant, runID)
+	if a.holders[k] {
+		return true
+	}
+	if !a.room(ts, tenant, process) {
+		if a.holders == nil || a.waiting[k] == "" {
+			r := priorityRank(priority)
+			ts.queue[r] = append(ts.queue[r], &queuedCall{process: process, runID: runID, run: later})
+			a.waiting[k] = a.blocker(ts, tenant, process)
+		}
+		return false
+	}
+	a.take(ts, tenant, process, runID)
+	return true
+}
+
+// tryTake takes a slot for the run when there is room, and reports
+// whether it did; it queues nothing.
+func (a *admission) tryTake(tenant, process, runID string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ts := a.slots(tenant)
+	if a.holders[cacheKey(tenant, runID)] {
+		return true
+	}
+	if !a.room(ts, tenant, process) {
+		return false
+	}
+	a.take(ts, tenant, process, runID)
+	return true
+}
+
+// hold counts a run that is past the cap already (one admitted before the
+// engine opened) as holding a slot, room or not; a holder stays one.
+func (a *admission) hold(tenant, process, runID string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.holders[cacheKey(tenant, runID)] || a.waiting[cacheKey(tenant, runID)] != "" {
+		return
+	}
+	a.take(a.slots(tenant), tenant, process, runID)
+}
+
+func (a *admission) take(ts *tenantSlots, tenant, process, runID string) {
 	ts.inflight++
 	if a.perProcess > 0 {
 		a.procs[procKey{tenant, process}]++
+	}
+	if a.holders != nil {
+		a.holders[cacheKey(tenant, runID)] = true
 	}
 }
 
@@ -101,6 +161,48 @@ func (a *admission) take(ts *tenantSlots, tenant, process string) {
 // call that has room.
 func (a *admission) done(tenant, process string) {
 	a.mu.Lock()
+	next := a.free(tenant, process)
+	a.mu.Unlock()
+	if next != nil {
+		next.run()
+	}
+}
+
+// release frees the slot an ended run holds, or takes it out of the queue
+// when it waited for one, and starts the tenant's next queued run that has
+// room.
+func (a *admission) release(tenant, process, runID string) {
+	a.mu.Lock()
+	k := cacheKey(tenant, runID)
+	var next *queuedCall
+	switch {
+	case a.holders[k]:
+		delete(a.holders, k)
+		next = a.free(tenant, process)
+	case a.waiting[k] != "":
+		delete(a.waiting, k)
+		ts := a.tenants[tenant]
+		for r := range ts.queue {
+			ts.queue[r] = slices.DeleteFunc(ts.queue[r], func(q *queuedCall) bool { return q.runID == runID })
+		}
+		a.forgetIdle(tenant, ts)
+	}
+	a.mu.Unlock()
+	if next != nil {
+		next.run()
+	}
+}
+
+// forgetIdle forgets a tenant with nothing in flight or queued; a.mu is held.
+func (a *admission) forgetIdle(tenant string, ts *tenantSlots) {
+	if ts.inflight == 0 && len(ts.queue[0])+len(ts.queue[1])+len(ts.queue[2]) == 0 {
+		delete(a.tenants, tenant)
+	}
+}
+
+// free frees a slot of tenant and process and takes it for the tenant's
+// next queued call or run that has room, which it returns; a.mu is held.
+func (a *admission) free(tenant, process string) *queuedCall {
 	ts := a.tenants[tenant]
 	ts.inflight--
 	if a.perProcess > 0 {
@@ -123,24 +225,29 @@ func (a *admission) done(tenant, process string) {
 		}
 	}
 	if next != nil {
-		a.take(ts, tenant, next.process)
+		a.take(ts, tenant, next.process, next.runID)
 		delete(a.waiting, cacheKey(tenant, next.runID))
-	} else if ts.inflight == 0 && len(ts.queue[0])+len(ts.queue[1])+len(ts.queue[2]) == 0 {
-		delete(a.tenants, tenant)
+	} else {
+		a.forgetIdle(tenant, ts)
 	}
-	a.mu.Unlock()
-	if next != nil {
-		next.run()
-	}
+	return next
 }
 
 // blocker says which cap keeps a call of tenant and process from going
 // out; a.mu is held.
 func (a *admission) blocker(ts *tenantSlots, tenant, process string) string {
 	if a.perTenant > 0 && ts.inflight >= a.perTenant {
-		return "call cap of the tenant: " + strconv.Itoa(a.perTenant) + " calls in flight"
+		return a.noun + " cap of the tenant: " + strconv.Itoa(a.perTenant) + " " + a.noun + "s in flight"
 	}
-	return "call cap of process " + process + ": " + strconv.Itoa(a.perProcess) + " calls in flight"
+	return a.noun + " cap of process " + process + ": " + strconv.Itoa(a.perProcess) + " " + a.noun + "s in flight"
+}
+
+// reasonFor says which cap keeps a new call or run of tenant and process
+// from going out.
+func (a *admission) reasonFor(tenant, process string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.blocker(a.slots(tenant), tenant, process)
 }
 
 // reason says why the run's call waits for a slot, or "" when it does not.

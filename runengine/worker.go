@@ -57,6 +57,8 @@ type command struct {
 
 	// cl is what a cluster node adds to a command (nil on one node).
 	cl *clusterArgs
+	// admitted says a run waiting under a run cap was given its slot.
+	admitted bool
 }
 
 // reply is a command's outcome: snapshots of the run and of the task or
@@ -432,6 +434,7 @@ func (w *worker) handle(c *command) {
 		return
 	}
 	x := w.newExec(en, c)
+	x.holdCapSlot()
 	if c.cl != nil && c.cl.inbox != nil {
 		key := c.cl.inbox
 		x.fx.ops = append(x.fx.ops, deleteKey(key))
@@ -444,6 +447,9 @@ func (w *worker) handle(c *command) {
 	}
 	switch c.kind {
 	case cmdAdvance:
+		if x.capHeld(c.admitted) {
+			break
+		}
 		if en.inflight == "" {
 			x.advance()
 		}
@@ -544,7 +550,7 @@ func (w *worker) handleStart(c *command) {
 	}
 	x.emit("process.run.started", map[string]any{"run_id": id, "process_id": r.ProcessID,
 		"process_name": r.ProcessName, "subject": r.Subject.data()})
-	if !x.startPaused() && !en.foreign {
+	if !x.startPaused() && !en.foreign && !x.capHeldAtStart() {
 		x.advance()
 	}
 	if en.foreign {

@@ -1,0 +1,171 @@
+package runengine_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/bas-platform/bas/runengine"
+	"github.com/bas-platform/bas/store"
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestRunCap caps the runs in flight: a run started over the cap is saved
+// running with its waiting reason and takes no step, a high priority one
+// goes first, a cancelled one never runs, and each goes out as a run of
+// its tenant (or process) ends; another process's run is not held by a
+// process cap.
+func TestRunCap(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		change func(*runengine.Config)
+		want   func(processID string) string
+	}{
+		{"tenant", func(c *runengine.Config) { c.MaxRunsPerTenant = 1 },
+			func(string) string { return "run cap of the tenant: 1 runs in flight" }},
+		{"process", func(c *runengine.Config) { c.MaxRunsPerProcess = 1 },
+			func(id string) string { return "run cap of process " + id + ": 1 runs in flight" }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			q := &queueProvider{next: make(chan struct{})}
+			b := openChanged(t, c.change, q)
+			ctx := context.Background()
+			steps := `[{"key":"call","type":"execute","capability":"test.queue","config":{"args":{"label":"${subject.label}"}}}]`
+			def := b.create(t, `{"type":"manual"}`, steps)
+			start := func(processID, label, priority string) string {
+				r, err := b.eng.Start(ctx, runengine.StartParams{Tenant: tenant, ProcessID: processID, Priority: priority,
+					Subject: runengine.Subject{Type: "t", Label: label}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return runID(t, r)
+			}
+			first := start(def.ID, "first", "")
+			waitFor(t, "the first call", func() bool { return len(q.calls()) == 1 })
+			normal := start(def.ID, "normal", "")
+			high := start(def.ID, "high", runengine.PriorityHigh)
+			gone := start(def.ID, "gone", runengine.PriorityHigh)
+			reasons := func() map[string]string {
+				got := map[string]string{}
+				for _, id := range []string{first, normal, high} {
+					r, err := b.eng.GetRun(ctx, tenant, id)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got[r.Subject.Label] = string(r.Status) + ": " + r.WaitingReason
+				}
+				return got
+			}
+			held := "running: " + c.want(def.ID)
+			want := map[string]string{"first": "running: ", "normal": held, "high": held}
+			if diff := cmp.Diff(want, reasons()); diff != "" {
+				t.Errorf("runs while capped (-want +got):\n%s", diff)
+			}
+			if _, err := b.eng.Cancel(ctx, runengine.CancelParams{Tenant: tenant, RunID: gone}); err != nil {
+				t.Fatal(err)
+			}
+			if c.name == "process" {
+				other := b.create(t, `{"type":"manual"}`, steps)
+				start(other.ID, "other", "")
+				waitFor(t, "the other process's call", func() bool { return len(q.calls()) == 2 })
+				q.next <- struct{}{}
+			}
+			calls := len(q.calls())
+			q.next <- struct{}{}
+			waitFor(t, "the high priority run's call", func() bool { return len(q.calls()) == calls+1 })
+			q.next <- struct{}{}
+			q.next <- struct{}{}
+			b.waitRun(t, normal, "completed", status(runengine.RunCompleted))
+			wantOrder := []string{"first", "high", "normal"}
+			if c.name == "process" {
+				wantOrder = []string{"first", "other", "high", "normal"}
+			}
+			if diff := cmp.Diff(wantOrder, q.calls()); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+			want = map[string]string{"first": "completed: ", "normal": "completed: ", "high": "completed: "}
+			if diff := cmp.Diff(want, reasons()); diff != "" {
+				t.Errorf("runs at the end (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRunCapSurvivesRestart closes the engine while a run waits for a
+// slot: the next engine on the same store finds it and runs it.
+func TestRunCapSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	q := &queueProvider{next: make(chan struct{})}
+	capped := func(c *runengine.Config) { c.MaxRunsPerTenant = 1; c.Grace = time.Millisecond }
+	b := openChanged(t, capped, q)
+	ctx := context.Background()
+	def := b.create(t, `{"type":"manual"}`, `[{"key":"call","type":"execute","capability":"test.queue","config":{"args":{"label":"${subject.label}"}}}]`)
+	var ids []string
+	for _, label := range []string{"first", "second"} {
+		r, err := b.eng.Start(ctx, runengine.StartParams{Tenant: tenant, ProcessID: def.ID, Subject: runengine.Subject{Type: "t", Label: label}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, runID(t, r))
+	}
+	waitFor(t, "the first call", func() bool { return len(q.calls()) == 1 })
+	b.eng.Close()
+	cfg := runengine.Config{Store: b.st, Clock: b.clk, Capabilities: b.reg, Processes: b.procs, Gate: b.gate}
+	capped(&cfg)
+	eng, err := runengine.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.eng = eng
+	if err := eng.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		q.next <- struct{}{}
+	}
+	for _, id := range ids {
+		b.waitRun(t, id, "completed", status(runengine.RunCompleted))
+	}
+}
+
+// TestRunCapFreedByWaiting caps a tenant at one run running: a run waiting
+// for a person frees its slot, so the next run goes at once, and takes one
+// again (over the cap) when the person answers.
+func TestRunCapFreedByWaiting(t *testing.T) {
+	t.Parallel()
+	q := &queueProvider{next: make(chan struct{})}
+	b := openChanged(t, func(c *runengine.Config) { c.MaxRunsPerTenant = 1 }, q)
+	ctx := context.Background()
+	human := b.create(t, `{"type":"manual"}`, `[{"key":"check","type":"human_task","config":{"title":"Check"}},
+	  {"key":"call","type":"execute","capability":"test.queue","config":{"args":{"label":"${subject.label}"}}}]`)
+	call := b.create(t, `{"type":"manual"}`, `[{"key":"call","type":"execute","capability":"test.queue","config":{"args":{"label":"${subject.label}"}}}]`)
+	start := func(processID, label string) string {
+		r, err := b.eng.Start(ctx, runengine.StartParams{Tenant: tenant, ProcessID: processID, Subject: runengine.Subject{Type: "t", Label: label}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runID(t, r)
+	}
+	waiting := start(human.ID, "waiting")
+	b.waitRun(t, waiting, "waiting", status(runengine.RunWaiting))
+	next := start(call.ID, "next")
+	waitFor(t, "the next run's call", func() bool { return len(q.calls()) == 1 })
+	tasks, _, err := b.eng.ListTasks(ctx, tenant, runengine.TaskQuery{}, store.Page{})
+	if err != nil || len(tasks) != 1 {
+		t.Fatalf("tasks: %v, %v", tasks, err)
+	}
+	if _, err := b.eng.CompleteTask(ctx, runengine.CompleteTaskParams{Tenant: tenant, TaskID: tasks[0].ID, Action: tasks[0].Actions[0], Actor: "usr"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the answered run's call", func() bool { return len(q.calls()) == 2 })
+	q.next <- struct{}{}
+	q.next <- struct{}{}
+	for _, id := range []string{waiting, next} {
+		b.waitRun(t, id, "completed", status(runengine.RunCompleted))
+	}
+	if diff := cmp.Diff([]string{"next", "waiting"}, q.calls()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
