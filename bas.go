@@ -187,6 +187,24 @@ type Options struct {
 	// before it cancels them; their runs resume on the next Open.
 	// Defaults to 5s.
 	Grace time.Duration
+	// MaxRunsPerTenant and MaxRunsPerProcess cap the runs running (not
+	// waiting for a person, a timer or an event) per tenant and per
+	// process, so one tenant cannot take all the workers: a run started over
+	// a cap is saved at once with its waiting_reason and takes its first
+	// step when a run of its tenant (or process) ends or starts waiting,
+	// high priority first. Use up to 1,000,000. Defaults to 0: no cap. They
+	// count one node's runs and do nothing when Cluster is set.
+	MaxRunsPerTenant, MaxRunsPerProcess int
+	// MaxStartingPerTenant caps one tenant's starts in progress at once
+	// (from Start to its durable answer); callers over it wait in turn, so a
+	// tenant flooding starts cannot take the processors from the others.
+	// Use up to 1,000,000. Defaults to 0: no cap.
+	MaxStartingPerTenant int
+	// MaxCallsPerTenant and MaxCallsPerProcess cap the capability calls in
+	// flight per tenant and per process; a call over a cap waits for one of
+	// its tenant's to end (the run shows why). Use up to 1,000,000.
+	// Defaults to 0: no cap.
+	MaxCallsPerTenant, MaxCallsPerProcess int
 	// SubscribeBuffer is how many recent events the workspace keeps for
 	// subscribers (Subscribe); one that falls further behind is told it
 	// missed events. Defaults to 4096.
@@ -526,6 +544,9 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	eng, err := runengine.New(runengine.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,
 		Capabilities: ws.registry, Processes: ws.processes, Gate: ws.automation.Gate(), CallTimeout: opts.CallTimeout,
 		Workers: opts.Workers, MaxAttempts: opts.MaxAttempts, ApprovalTTL: opts.ApprovalExpiry, Grace: opts.Grace,
+		MaxRunsPerTenant: opts.MaxRunsPerTenant, MaxRunsPerProcess: opts.MaxRunsPerProcess,
+		MaxStartingPerTenant: opts.MaxStartingPerTenant,
+		MaxCallsPerTenant:    opts.MaxCallsPerTenant, MaxCallsPerProcess: opts.MaxCallsPerProcess,
 		SubscribeBuffer: opts.SubscribeBuffer, Tap: ws.webhooks, Observer: ws.engineObserver(),
 		Cluster: opts.clusterConfig()})
 	if err != nil {

@@ -19,6 +19,7 @@ const (
 	maxCircuitFailures = 1000
 	minCircuitCoolDown = time.Second
 	maxCircuitCoolDown = 24 * time.Hour
+	maxCap             = 1_000_000
 )
 
 // validate reports the first option that cannot work, named as the caller
@@ -46,6 +47,16 @@ func (o Options) validate() error {
 		return bad("CircuitCoolDown", o.CircuitCoolDown, "use 1s to 24h, or 0 for 30s")
 	case o.SubscribeBuffer < 0 || o.SubscribeBuffer > maxSubscribeBuffer:
 		return bad("SubscribeBuffer", o.SubscribeBuffer, fmt.Sprintf("use 1 to %d, or 0 for 4096", maxSubscribeBuffer))
+	}
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"MaxRunsPerTenant", o.MaxRunsPerTenant}, {"MaxRunsPerProcess", o.MaxRunsPerProcess},
+		{"MaxStartingPerTenant", o.MaxStartingPerTenant},
+		{"MaxCallsPerTenant", o.MaxCallsPerTenant}, {"MaxCallsPerProcess", o.MaxCallsPerProcess}} {
+		if c.v < 0 || c.v > maxCap {
+			return bad(c.name, c.v, fmt.Sprintf("use 1 to %d, or 0 for no cap", maxCap))
+		}
 	}
 	if err := o.validateCluster(bad); err != nil {
 		return err
