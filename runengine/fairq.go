@@ -14,6 +14,12 @@ const maxQueuedTenants = 64
 // another's command by at most a round, not by its whole backlog. With one
 // tenant waiting, a round takes all of its commands, as a plain FIFO would.
 type fairQueue struct {
+	// ordered are commands handed out before any tenant's, in order: the
+	// commands that were queued when an engine command (one of no tenant,
+	// a cluster node's change of shards) came, then that command. An
+	// engine command is a barrier: it is handled after every command
+	// queued before it and before every command queued after it.
+	ordered []*command
 	tenants map[string]*tenantCmds
 	// active are the tenants with commands waiting, in the order they are
 	// served.
@@ -25,8 +31,16 @@ type tenantCmds struct {
 	active bool
 }
 
-// push queues c behind its tenant's commands.
+// push queues c behind its tenant's commands; an engine command (no
+// tenant) behind every command queued.
 func (f *fairQueue) push(c *command) {
+	if c.tenant == "" {
+		for len(f.active) > 0 {
+			f.ordered = f.tenantRound(f.ordered)
+		}
+		f.ordered = append(f.ordered, c)
+		return
+	}
 	t := f.tenants[c.tenant]
 	if t == nil {
 		if f.tenants == nil {
@@ -50,6 +64,17 @@ func (f *fairQueue) push(c *command) {
 
 // round appends the commands of the next round to out and returns it.
 func (f *fairQueue) round(out []*command) []*command {
+	if len(f.ordered) > 0 {
+		out = append(out, f.ordered...)
+		clear(f.ordered)
+		f.ordered = f.ordered[:0]
+		return out
+	}
+	return f.tenantRound(out)
+}
+
+// tenantRound appends the next round of the tenants' commands to out.
+func (f *fairQueue) tenantRound(out []*command) []*command {
 	if len(f.active) == 1 {
 		t := f.active[0]
 		out = append(out, t.q...)

@@ -115,3 +115,41 @@ func TestCommitShare(t *testing.T) {
 		t.Error("changes held while a tenant is alone")
 	}
 }
+
+// TestFairQueueEngineCommandIsABarrier: a command of no tenant (a cluster
+// node's change of shards) is handed out after every command queued before
+// it, whatever their tenants' turns, and before every command queued after
+// it (a run resumed on a gained shard must not be handled before the drop
+// of that shard's stale entries).
+func TestFairQueueEngineCommandIsABarrier(t *testing.T) {
+	t.Parallel()
+	var f fairQueue
+	name := func(tenant string, n int) *command {
+		return &command{tenant: tenant, runID: tenant + string(rune('0'+n))}
+	}
+	for i := range 20 {
+		f.push(name("a", i%10))
+	}
+	f.push(name("b", 1))
+	f.push(&command{runID: "drop"})
+	f.push(name("a", 9))
+	f.push(name("b", 2))
+	var got []string
+	for len(f.ordered) > 0 || len(f.active) > 0 {
+		for _, c := range f.round(nil) {
+			got = append(got, c.runID)
+		}
+	}
+	drop := -1
+	for i, id := range got {
+		if id == "drop" {
+			drop = i
+		}
+	}
+	if drop != 21 || len(got) != 24 {
+		t.Fatalf("the engine command came %d of %d: %v", drop, len(got), got)
+	}
+	if diff := cmp.Diff([]string{"a9", "b2"}, got[22:]); diff != "" {
+		t.Errorf("after the engine command (-want +got):\n%s", diff)
+	}
+}
