@@ -11,14 +11,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -145,21 +143,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	docID := c.upload(t, typ.ID, "acme-invoice.pdf", pdf)
 
 	ctx := browsertest.Start(t, exe, 60*time.Second)
-	var mu sync.Mutex
-	var exceptions []string
-	messages := chromedp.Console(ctx)
-	go func() {
-		for m, err := range messages {
-			if err != nil {
-				return
-			}
-			if m.IsException() {
-				mu.Lock()
-				exceptions = append(exceptions, fmt.Sprintf("%s:%d %s", m.URL, m.Line+1, m.Text))
-				mu.Unlock()
-			}
-		}
-	}()
+	browsertest.FailOnExceptions(t, ctx)
 	run := func(t *testing.T, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if err := chromedp.Do(ctx, actions...); err != nil {
@@ -324,9 +308,4 @@ func TestConsoleEndToEnd(t *testing.T) {
 		}
 	})
 
-	mu.Lock()
-	defer mu.Unlock()
-	if len(exceptions) > 0 {
-		t.Errorf("the pages threw:\n%s", strings.Join(exceptions, "\n"))
-	}
 }

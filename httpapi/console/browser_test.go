@@ -18,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -153,21 +152,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	docID := s.upload(t, tok, typ.ID, "acme-invoice.pdf", invoicePDF(t))
 
 	ctx := browsertest.Start(t, exe, 90*time.Second)
-	var mu sync.Mutex
-	var exceptions []string
-	messages := chromedp.Console(ctx)
-	go func() {
-		for m, err := range messages {
-			if err != nil {
-				return
-			}
-			if m.IsException() {
-				mu.Lock()
-				exceptions = append(exceptions, fmt.Sprintf("%s:%d %s", m.URL, m.Line+1, m.Text))
-				mu.Unlock()
-			}
-		}
-	}()
+	browsertest.FailOnExceptions(t, ctx)
 
 	run := func(t *testing.T, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
@@ -904,9 +889,4 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	})
 
-	mu.Lock()
-	defer mu.Unlock()
-	if len(exceptions) > 0 {
-		t.Errorf("the pages threw:\n%s", strings.Join(exceptions, "\n"))
-	}
 }

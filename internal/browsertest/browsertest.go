@@ -8,8 +8,11 @@ package browsertest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,4 +84,35 @@ func InvoicePDF() ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// FailOnExceptions collects the JavaScript exceptions the pages of ctx
+// throw from now on; at the end of t, any of them fails t, listed with
+// where they were thrown.
+func FailOnExceptions(t testing.TB, ctx context.Context) {
+	t.Helper()
+	var (
+		mu     sync.Mutex
+		thrown []string
+	)
+	messages := chromedp.Console(ctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.IsException() {
+				mu.Lock()
+				thrown = append(thrown, fmt.Sprintf("%s:%d %s", m.URL, m.Line+1, m.Text))
+				mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(thrown) > 0 {
+			t.Errorf("the pages threw:\n%s", strings.Join(thrown, "\n"))
+		}
+	})
 }
