@@ -12,6 +12,7 @@ import (
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/feedback"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
@@ -630,9 +631,9 @@ func (rep *WhatIfReport) add(rc *replayCase) {
 		}
 		s.Compared++
 		rep.Compared++
-		s.AgreementRate = rate(s.Agreed, s.Compared)
+		s.AgreementRate = feedback.Rate(s.Agreed, s.Compared-s.Agreed)
 	}
-	rep.AgreementRate = rate(rep.Agreed, rep.Compared)
+	rep.AgreementRate = feedback.Rate(rep.Agreed, rep.Compared-rep.Agreed)
 }
 
 // step returns the report's entry of key, added in key order when new.
@@ -642,14 +643,6 @@ func (rep *WhatIfReport) step(key string) *WhatIfStep {
 		rep.Steps = slices.Insert(rep.Steps, i, WhatIfStep{StepKey: key})
 	}
 	return &rep.Steps[i]
-}
-
-func rate(agreed, compared int) *float64 {
-	if compared == 0 {
-		return nil
-	}
-	r := float64(agreed) / float64(compared)
-	return &r
 }
 
 // jsonEqual reports whether a and b are the same JSON value.

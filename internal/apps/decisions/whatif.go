@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/feedback"
 	"github.com/bas-platform/bas/store"
 )
 
@@ -181,14 +182,6 @@ func (rep *WhatIfReport) add(c *Case, cand Thresholds) {
 				Mode: c.Mode, Proposed: c.Proposed, Status: c.Status, Outcome: c.Outcome})
 		}
 	}
-	rule.AgreementRate = ratio(rule.Agreed, rule.Compared)
-	rep.AgreementRate = ratio(rep.Agreed, rep.Compared)
-}
-
-func ratio(n, d int) *float64 {
-	if d == 0 {
-		return nil
-	}
-	r := float64(n) / float64(d)
-	return &r
+	rule.AgreementRate = feedback.Rate(rule.Agreed, rule.Compared-rule.Agreed)
+	rep.AgreementRate = feedback.Rate(rep.Agreed, rep.Compared-rep.Agreed)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/feedback"
 	"github.com/bas-platform/bas/store"
 )
 
@@ -186,7 +187,7 @@ func (rep *WhatIfReport) add(d *record, t *DocType) {
 		if human == StatusRejected {
 			rule.Agreed++
 		}
-		rule.AgreementRate = ratio(rule.Agreed, rule.Flagged)
+		rule.AgreementRate = feedback.Rate(rule.Agreed, rule.Flagged-rule.Agreed)
 	}
 	if outcome == WhatIfReview {
 		return
@@ -205,13 +206,5 @@ func (rep *WhatIfReport) add(d *record, t *DocType) {
 				Candidate: outcome, Issues: ids})
 		}
 	}
-	rep.AgreementRate = ratio(rep.Agreed, rep.Compared)
-}
-
-func ratio(n, d int) *float64 {
-	if d == 0 {
-		return nil
-	}
-	r := float64(n) / float64(d)
-	return &r
+	rep.AgreementRate = feedback.Rate(rep.Agreed, rep.Compared-rep.Agreed)
 }
