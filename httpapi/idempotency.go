@@ -8,6 +8,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -502,19 +503,17 @@ func sealingKey(token, key, method, uri string, body []byte) []byte {
 }
 
 func seal(key []byte, resp storedResponse) ([]byte, error) {
-	plain, err := json.Marshal(resp)
-	if err != nil {
-		return nil, errors.Wrap(err, "encode response")
-	}
 	aead, err := newAEAD(key)
 	if err != nil {
 		return nil, err
 	}
-	nonce := make([]byte, aead.NonceSize())
+	// One buffer holds the nonce, then the response sealed in place.
+	plain := appendResponse(make([]byte, aead.NonceSize(), aead.NonceSize()+responseSize(resp)+aead.Overhead()), resp)
+	nonce := plain[:aead.NonceSize()]
 	if _, err := rand.Read(nonce); err != nil {
 		return nil, errors.Wrap(err, "draw a nonce")
 	}
-	return aead.Seal(nonce, nonce, plain, nil), nil
+	return aead.Seal(nonce, nonce, plain[len(nonce):], nil), nil
 }
 
 func open(key, sealed []byte) (storedResponse, error) {
@@ -530,7 +529,101 @@ func open(key, sealed []byte) (storedResponse, error) {
 	if err != nil {
 		return resp, errors.Wrap(err, "open response")
 	}
-	return resp, errors.Wrap(json.Unmarshal(plain, &resp), "decode response")
+	if len(plain) > 0 && plain[0] == '{' {
+		// A record kept before the binary form: JSON.
+		return resp, errors.Wrap(json.Unmarshal(plain, &resp), "decode response")
+	}
+	return decodeResponse(plain)
+}
+
+// A kept response is sealed in a binary form (the JSON of a body, in
+// JSON, was base64 twice over): the version byte responseV1, then the
+// status, the number of header fields and each field's name, number of
+// values and values, every number a uvarint and every string its length
+// then its bytes; the rest is the body. Records kept earlier hold the
+// response's JSON, which starts with '{'.
+const responseV1 = 1
+
+// responseSize is about the size of resp's binary form.
+func responseSize(resp storedResponse) int {
+	n := 1 + 3*binary.MaxVarintLen16 + len(resp.Body)
+	for k, vs := range resp.Header {
+		n += len(k) + 2*binary.MaxVarintLen16
+		for _, v := range vs {
+			n += len(v) + binary.MaxVarintLen16
+		}
+	}
+	return n
+}
+
+func appendResponse(b []byte, resp storedResponse) []byte {
+	b = append(b, responseV1)
+	b = binary.AppendUvarint(b, uint64(resp.Status))
+	b = binary.AppendUvarint(b, uint64(len(resp.Header)))
+	for k, vs := range resp.Header {
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+		b = binary.AppendUvarint(b, uint64(len(vs)))
+		for _, v := range vs {
+			b = binary.AppendUvarint(b, uint64(len(v)))
+			b = append(b, v...)
+		}
+	}
+	return append(b, resp.Body...)
+}
+
+func decodeResponse(b []byte) (storedResponse, error) {
+	var resp storedResponse
+	bad := errors.New("decode response: malformed")
+	if len(b) == 0 || b[0] != responseV1 {
+		return resp, bad
+	}
+	b = b[1:]
+	num := func() (int, bool) {
+		v, n := binary.Uvarint(b)
+		if n <= 0 || v > 1<<31 {
+			return 0, false
+		}
+		b = b[n:]
+		return int(v), true
+	}
+	str := func() (string, bool) {
+		n, ok := num()
+		if !ok || n > len(b) {
+			return "", false
+		}
+		s := string(b[:n])
+		b = b[n:]
+		return s, true
+	}
+	status, ok := num()
+	if !ok {
+		return resp, bad
+	}
+	fields, ok := num()
+	if !ok || fields > len(b) {
+		return resp, bad
+	}
+	resp.Status, resp.Header = status, make(http.Header, fields)
+	for range fields {
+		k, ok := str()
+		if !ok {
+			return resp, bad
+		}
+		nv, ok := num()
+		if !ok || nv > len(b) {
+			return resp, bad
+		}
+		vs := make([]string, nv)
+		for i := range vs {
+			if vs[i], ok = str(); !ok {
+				return resp, bad
+			}
+		}
+		resp.Header[k] = vs
+	}
+	resp.Body = b
+	return resp, nil
 }
 
 func newAEAD(key []byte) (cipher.AEAD, error) {
