@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/klauspost/compress/s2"
 )
 
 // TestSealedResponseForms: a kept response opens to what was sealed, in
@@ -67,14 +68,24 @@ func TestSealedResponseForms(t *testing.T) {
 // TestDecodeResponseMalformed: a cut or garbled binary form is an error,
 // never a panic.
 func TestDecodeResponseMalformed(t *testing.T) {
-	full := appendResponse(nil, storedResponse{Status: 201, Header: http.Header{"Location": {"/a"}}, Body: []byte("b")})
-	for n := range len(full) - 1 { // without the body's one byte it still decodes
+	resp := storedResponse{Status: 201, Header: http.Header{"Location": {"/a"}}, Body: []byte("b")}
+	full := append([]byte{responseV1}, s2.Encode(nil, appendResponse(nil, resp))...)
+	if got, err := decodeResponse(full); err != nil || !cmp.Equal(got, resp) {
+		t.Fatalf("decoded %+v, %v; want %+v", got, err, resp)
+	}
+	for n := range len(full) {
 		if _, err := decodeResponse(full[:n]); err == nil {
 			t.Errorf("decoded %d of %d bytes", n, len(full))
 		}
 	}
-	if _, err := decodeResponse([]byte{responseV1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}); err == nil {
+	overlong := append([]byte{responseV1}, s2.Encode(nil, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})...)
+	if _, err := decodeResponse(overlong); err == nil {
 		t.Error("decoded an overlong status")
+	}
+	for _, fields := range [][]byte{{201, 1, 0x20}, {201, 1, 1, 'L', 9}, {201, 9}} {
+		if _, err := decodeResponse(append([]byte{responseV1}, s2.Encode(nil, fields)...)); err == nil {
+			t.Errorf("decoded the fields %v, cut short", fields)
+		}
 	}
 	if _, err := decodeResponse([]byte{9, 200, 1}); err == nil {
 		t.Error("decoded an unknown version")
