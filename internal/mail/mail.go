@@ -144,7 +144,12 @@ func (p *Provider) write(tx store.Txn, call capability.Call, args *capability.Em
 	if r := strings.TrimSpace(args.ReplyTo); r != "" {
 		msg.ReplyTo = &r
 	}
-	return msg, messages.Put(tx, call.Tenant, msg)
+	raw, err := json.Marshal(msg)
+	if err != nil {
+		return nil, errors.Wrap(err, "encode message")
+	}
+	// The id is new: there is no stored message to read back first.
+	return msg, messages.PutOver(tx, call.Tenant, nil, msg, raw)
 }
 
 // pendingSend is one call in the outbox's queue, with its answer.
