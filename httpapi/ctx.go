@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/errs"
@@ -36,6 +37,10 @@ type request struct {
 	// Idempotency-Key); secret says the response holds a secret.
 	idem   *idemRequest
 	secret bool
+	// rendered is the response the engine kept with a keyed request's
+	// change: answerWith writes it instead of rendering the same answer
+	// again. (The engine's goroutine sets it.)
+	rendered atomic.Pointer[keptAnswer]
 	// paged says the handler read ?limit= and ?cursor= (Page).
 	paged bool
 }
