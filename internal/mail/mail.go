@@ -9,10 +9,10 @@
 package mail
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/mail"
 	"slices"
 	"strings"
@@ -213,14 +213,29 @@ func decodeArgs(raw json.RawMessage) (*capability.EmailSendArgs, error) {
 		vs = append(vs, errs.Violation{Loc: append([]any{"args"}, loc...), Msg: msg, Type: typ})
 	}
 	var a capability.EmailSendArgs
-	targets := map[string]any{"to": &a.To, "cc": &a.CC, "subject": &a.Subject, "body": &a.Body, "reply_to": &a.ReplyTo}
-	for _, name := range slices.Sorted(maps.Keys(fields)) {
-		into, ok := targets[name]
-		if !ok {
+	names := make([]string, 0, len(fields))
+	for name := range fields {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		var err error
+		switch name {
+		case "to":
+			err = json.Unmarshal(fields[name], &a.To)
+		case "cc":
+			err = json.Unmarshal(fields[name], &a.CC)
+		case "subject":
+			a.Subject, err = decodeString(fields[name])
+		case "body":
+			a.Body, err = decodeString(fields[name])
+		case "reply_to":
+			a.ReplyTo, err = decodeString(fields[name])
+		default:
 			add("extra_forbidden", "is not an argument of email.send", name)
 			continue
 		}
-		if err := json.Unmarshal(fields[name], into); err != nil {
+		if err != nil {
 			add("type_error", "has the wrong type", name)
 		}
 	}
@@ -266,6 +281,18 @@ func decodeArgs(raw json.RawMessage) (*capability.EmailSendArgs, error) {
 		return nil, err
 	}
 	return &a, nil
+}
+
+// decodeString decodes raw, one JSON value of a valid document, as a
+// string: a plain one (no escapes, valid UTF-8) without a decoder.
+func decodeString(raw json.RawMessage) (string, error) {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' &&
+		bytes.IndexByte(raw[1:n-1], '\\') < 0 && bytes.IndexByte(raw[1:n-1], '"') < 0 && utf8.Valid(raw[1:n-1]) {
+		return string(raw[1 : n-1]), nil
+	}
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err
 }
 
 // validAddress reports whether s is a plain address (no display name).
