@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/bas-platform/bas/internal/apps/access"
@@ -56,7 +57,26 @@ var secretInPath = regexp.MustCompile(`\b(bas[iks]_[0-9a-z]{8})[0-9a-z]{32}\b`)
 // logPath is r's path as logs show it: a secret in it (an invitation
 // token) is cut down to its lookup part.
 func logPath(r *http.Request) string {
+	if !mayHoldSecret(r.URL.Path) {
+		return r.URL.Path
+	}
 	return secretInPath.ReplaceAllString(r.URL.Path, "${1}...")
+}
+
+// mayHoldSecret reports whether p has "basi_", "bask_" or "bass_" in it,
+// which every match of secretInPath starts with: most paths have none,
+// and skip the regular expression.
+func mayHoldSecret(p string) bool {
+	for {
+		i := strings.Index(p, "bas")
+		if i < 0 {
+			return false
+		}
+		p = p[i+3:]
+		if len(p) >= 2 && strings.IndexByte("iks", p[0]) >= 0 && p[1] == '_' {
+			return true
+		}
+	}
 }
 
 // handleDevLogin serves POST /v1/auth/dev-login (only with Options.DevLogin).
