@@ -524,10 +524,10 @@ func seal(key []byte, resp storedResponse) ([]byte, error) {
 	raw := appendResponse(make([]byte, 0, responseSize(resp)), resp)
 	// One buffer holds the nonce, then the version and the compressed
 	// response, sealed in place.
-	ns, max := aead.NonceSize(), s2.MaxEncodedLen(len(raw))
-	buf := make([]byte, ns+1+max+aead.Overhead())
+	ns, maxLen := aead.NonceSize(), s2.MaxEncodedLen(len(raw))
+	buf := make([]byte, ns+1+maxLen+aead.Overhead())
 	buf[ns] = responseV1
-	n := len(s2.Encode(buf[ns+1:ns+1+max], raw))
+	n := len(s2.Encode(buf[ns+1:ns+1+maxLen], raw))
 	nonce := buf[:ns]
 	if _, err := rand.Read(nonce); err != nil {
 		return nil, errors.Wrap(err, "draw a nonce")
