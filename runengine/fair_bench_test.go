@@ -19,9 +19,11 @@ import (
 // queue), and the same tenant's latency alone, in phases of fairPhase runs
 // that take turns in the same engine: a shared machine's load then weighs
 // on both alike, and the ratio of the two is what the case measures. The
-// cases are the engine's defaults, the flooder capped at 8 calls in flight
-// (MaxCallsPerTenant), at 16 runs running (MaxRunsPerTenant), at 4 starts
-// in progress (MaxStartingPerTenant), or all three. It reports the
+// cases are the engine's defaults (FairStartingPerTenant on), the same
+// without the fair cap on starts (-unfair), and the defaults with the
+// flooder capped at 8 calls in flight (MaxCallsPerTenant), at 16 runs
+// running (MaxRunsPerTenant), at 4 starts in progress
+// (MaxStartingPerTenant), or all three. It reports the
 // measured tenant's p50 and p99 in milliseconds flooded and alone
 // (alone-p50-ms, alone-p99-ms), the ratio of the p99s (p99-x-alone: the
 // fairness target is at most 2), the p50 of its Start flooded (until the
@@ -35,14 +37,17 @@ func BenchmarkFairness(b *testing.B) {
 		cap      int
 		runCap   int
 		starting int
+		fair     int
 		starters int
-	}{{"flooded", 0, 0, 0, 64}, {"flooded-capped", 8, 0, 0, 64},
-		{"flooded-wide", 0, 0, 0, 1024}, {"flooded-runcap", 0, 16, 0, 64}, {"flooded-wide-runcap", 0, 16, 0, 1024},
-		{"flooded-admitted", 0, 0, 4, 64}, {"flooded-wide-admitted", 0, 0, 4, 1024},
-		{"flooded-all-caps", 8, 16, 4, 64}, {"flooded-wide-all-caps", 8, 16, 4, 1024}} {
+	}{{"flooded", 0, 0, 0, 0, 64}, {"flooded-unfair", 0, 0, 0, -1, 64}, {"flooded-capped", 8, 0, 0, 0, 64},
+		{"flooded-wide", 0, 0, 0, 0, 1024}, {"flooded-wide-unfair", 0, 0, 0, -1, 1024},
+		{"flooded-runcap", 0, 16, 0, 0, 64}, {"flooded-wide-runcap", 0, 16, 0, 0, 1024},
+		{"flooded-admitted", 0, 0, 4, 0, 64}, {"flooded-wide-admitted", 0, 0, 4, 0, 1024},
+		{"flooded-all-caps", 8, 16, 4, 0, 64}, {"flooded-wide-all-caps", 8, 16, 4, 0, 1024}} {
 		b.Run(c.name, func(b *testing.B) {
 			be := newBenchEngineWith(b, func(cfg *runengine.Config) {
 				cfg.MaxCallsPerTenant, cfg.MaxRunsPerTenant, cfg.MaxStartingPerTenant = c.cap, c.runCap, c.starting
+				cfg.FairStartingPerTenant = c.fair
 			})
 			pid := be.process(b, 3)
 			in, err := process.DecodeIn([]byte(`{"name":"Flood","trigger":{"type":"manual"},"steps":[
