@@ -201,8 +201,8 @@ type Options struct {
 	// Use up to 1,000,000. Defaults to 0: no cap.
 	MaxStartingPerTenant int
 	// FairStartingPerTenant is the same cap applied only while another
-	// tenant is active too (has a start in progress, or started one within
-	// the last second): a tenant alone keeps the whole engine, and a tenant
+	// tenant is active too (has a start in progress, or started a run or
+	// committed a change beside another tenant's within the last second): a tenant alone keeps the whole engine, and a tenant
 	// flooding starts beside others waits at the door, in turn, so their
 	// runs keep close to the latency they have alone. Use up to 1,000,000,
 	// or -1 for no such cap. Defaults to 0: 2 x GOMAXPROCS.

@@ -77,6 +77,10 @@ type committer struct {
 	fp      Failpoints
 
 	share commitShare // the tenants' fair share of commits
+	// shared, when set, is told each tenant of a commit while more than
+	// one tenant is active (the start gate's view of who is). Set it
+	// before the first submit.
+	shared func(tenant string)
 
 	// cl is set when several nodes share the store: deltas' fences are
 	// checked and nothing is pipelined.
@@ -292,6 +296,11 @@ func (c *committer) launch() {
 		if spare, err := c.pipe.Begin(context.Background()); err == nil {
 			c.spare = spare
 		}
+		if c.shared != nil {
+			for t := range c.share.inOpen {
+				c.shared(t)
+			}
+		}
 	}
 	c.keepCounters(sums)
 	c.flying = true
@@ -337,6 +346,9 @@ func (c *committer) commitAlone(d *delta) bool {
 		return true
 	}
 	c.keepCounters(sums)
+	if c.shared != nil {
+		c.shared(d.tenant)
+	}
 	c.alone.Add(1)
 	tx.CommitAsync(func(err error) {
 		c.record(1, time.Since(began), err)

@@ -203,6 +203,13 @@ func TestQuietTenantCommitsAlone(t *testing.T) {
 	gs := &gatedStore{Store: testStore(t), held: make(chan struct{}, 8), release: make(chan struct{})}
 	gs.pipe = gs.Store.(store.Pipeliner)
 	c := newCommitter(gs, 1000, nil, Failpoints{}, nil)
+	var seenMu sync.Mutex
+	seen := map[string]bool{}
+	c.shared = func(tenant string) {
+		seenMu.Lock()
+		seen[tenant] = true
+		seenMu.Unlock()
+	}
 	defer c.close()
 	var once sync.Once
 	release := func() { once.Do(func() { close(gs.release) }) }
@@ -242,6 +249,11 @@ func TestQuietTenantCommitsAlone(t *testing.T) {
 	wait("flood-1")
 	if got := readKeys(t, gs, nil); len(got) != 4 {
 		t.Errorf("the store holds %v", got)
+	}
+	seenMu.Lock()
+	defer seenMu.Unlock()
+	if diff := cmp.Diff(map[string]bool{"quiet": true, "flood": true}, seen); diff != "" {
+		t.Errorf("tenants told active (-want +got):\n%s", diff)
 	}
 }
 

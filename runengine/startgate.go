@@ -13,7 +13,8 @@ import (
 // startGate is the door of the starts made by hand (Start): it caps the
 // starts of a tenant in progress at once (from the call to its durable
 // answer), always at Config.MaxStartingPerTenant, and at
-// Config.FairStartingPerTenant while another tenant is active too. A caller
+// Config.FairStartingPerTenant while another tenant is active too (came to
+// the door, or shared a commit, within fairWindow). A caller
 // over a cap waits, parked and in the order it came, for one of its
 // tenant's starts in progress to be answered. One tenant's many callers
 // then cannot fill the workers' queues and the commits, nor keep the
@@ -143,6 +144,16 @@ func (g *startGate) shared(tenant string, s *gateSlots, now time.Time) bool {
 		other = g.last[1]
 	}
 	return other.tenant != "" && now.Sub(other.at) < fairWindow
+}
+
+// active records a tenant of a commit that several tenants share as active
+// now, as if it came to the door: a tenant that changes its runs (completes
+// tasks, decides approvals) beside a flooding one holds the flood to the
+// fair cap as one that starts runs does.
+func (g *startGate) active(tenant string) {
+	g.mu.Lock()
+	g.saw(tenant, g.clock.Now())
+	g.mu.Unlock()
 }
 
 // saw records tenant at the door at now; g.mu is held.
