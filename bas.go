@@ -200,6 +200,13 @@ type Options struct {
 	// tenant flooding starts cannot take the processors from the others.
 	// Use up to 1,000,000. Defaults to 0: no cap.
 	MaxStartingPerTenant int
+	// FairStartingPerTenant is the same cap applied only while another
+	// tenant is active too (has a start in progress, or started a run or
+	// committed a change beside another tenant's within the last second): a tenant alone keeps the whole engine, and a tenant
+	// flooding starts beside others waits at the door, in turn, so their
+	// runs keep close to the latency they have alone. Use up to 1,000,000,
+	// or -1 for no such cap. Defaults to 0: 2 x GOMAXPROCS.
+	FairStartingPerTenant int
 	// MaxCallsPerTenant and MaxCallsPerProcess cap the capability calls in
 	// flight per tenant and per process; a call over a cap waits for one of
 	// its tenant's to end (the run shows why). Use up to 1,000,000.
@@ -545,8 +552,8 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		Capabilities: ws.registry, Processes: ws.processes, Gate: ws.automation.Gate(), CallTimeout: opts.CallTimeout,
 		Workers: opts.Workers, MaxAttempts: opts.MaxAttempts, ApprovalTTL: opts.ApprovalExpiry, Grace: opts.Grace,
 		MaxRunsPerTenant: opts.MaxRunsPerTenant, MaxRunsPerProcess: opts.MaxRunsPerProcess,
-		MaxStartingPerTenant: opts.MaxStartingPerTenant,
-		MaxCallsPerTenant:    opts.MaxCallsPerTenant, MaxCallsPerProcess: opts.MaxCallsPerProcess,
+		MaxStartingPerTenant: opts.MaxStartingPerTenant, FairStartingPerTenant: opts.FairStartingPerTenant,
+		MaxCallsPerTenant: opts.MaxCallsPerTenant, MaxCallsPerProcess: opts.MaxCallsPerProcess,
 		SubscribeBuffer: opts.SubscribeBuffer, Tap: ws.webhooks, Observer: ws.engineObserver(),
 		Cluster: opts.clusterConfig()})
 	if err != nil {

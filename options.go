@@ -58,6 +58,9 @@ func (o Options) validate() error {
 			return bad(c.name, c.v, fmt.Sprintf("use 1 to %d, or 0 for no cap", maxCap))
 		}
 	}
+	if o.FairStartingPerTenant < -1 || o.FairStartingPerTenant > maxCap {
+		return bad("FairStartingPerTenant", o.FairStartingPerTenant, fmt.Sprintf("use 1 to %d, -1 for no cap, or 0 for 2 x GOMAXPROCS", maxCap))
+	}
 	if err := o.validateCluster(bad); err != nil {
 		return err
 	}

@@ -65,6 +65,8 @@ type committer struct {
 	openSince time.Time          // when the first of them was applied
 	flying    bool               // a pipelined commit is not yet durable
 	landed    chan struct{}      // the flying commit became durable
+	spare     store.PipelinedTxn // opened with open while tenants share commits, for commitAlone
+	alone     sync.WaitGroup     // quiet tenants' commits not yet durable (see commitAlone)
 
 	// batches, deltas and busy measure what was committed (Stats).
 	stats           sync.Mutex
@@ -75,6 +77,10 @@ type committer struct {
 	fp      Failpoints
 
 	share commitShare // the tenants' fair share of commits
+	// shared, when set, is told each tenant of a commit while more than
+	// one tenant is active (the start gate's view of who is). Set it
+	// before the first submit.
+	shared func(tenant string)
 
 	// cl is set when several nodes share the store: deltas' fences are
 	// checked and nothing is pipelined.
@@ -165,6 +171,9 @@ func (c *committer) loop() {
 					if c.open != nil {
 						c.open.Discard()
 					}
+					if c.spare != nil {
+						c.spare.Discard()
+					}
 					return
 				}
 				if full {
@@ -193,6 +202,9 @@ func (c *committer) add(batch []*delta) {
 			c.settle()
 			c.commitSync(batch[i:j])
 			i = j - 1
+			continue
+		}
+		if c.flying && c.share.quiet(d) && c.commitAlone(d) {
 			continue
 		}
 		if c.share.hold(d) {
@@ -275,6 +287,21 @@ func (c *committer) launch() {
 	if next, err := c.pipe.Begin(context.Background()); err == nil {
 		c.open = next
 	}
+	// A transaction opened after this one commits would wait for it.
+	if c.spare != nil {
+		c.spare.Discard()
+		c.spare = nil
+	}
+	if c.share.several() {
+		if spare, err := c.pipe.Begin(context.Background()); err == nil {
+			c.spare = spare
+		}
+		if c.shared != nil {
+			for t := range c.share.inOpen {
+				c.shared(t)
+			}
+		}
+	}
 	c.keepCounters(sums)
 	c.flying = true
 	tx.CommitAsync(func(err error) {
@@ -289,6 +316,48 @@ func (c *committer) launch() {
 	if held := c.share.launched(); held != nil {
 		c.add(held)
 	}
+}
+
+// commitAlone commits d in a transaction of its own, started at once while
+// the open transaction fills (see commitShare.quiet), and reports whether
+// it did; false leaves d to the open transaction.
+func (c *committer) commitAlone(d *delta) bool {
+	tx := c.spare
+	if tx == nil {
+		return false
+	}
+	c.spare = nil
+	began := time.Now()
+	sums := sumCounters([]*delta{d})
+	if err := d.apply(tx); err != nil {
+		tx.Discard()
+		return false
+	}
+	if err := c.writeCounters(tx, sums, false); err != nil {
+		tx.Discard()
+		return false
+	}
+	if err := c.fp.inGroupCommit(1); err != nil {
+		tx.Discard()
+		c.record(1, time.Since(began), err)
+		if d.after != nil {
+			d.after(err)
+		}
+		return true
+	}
+	c.keepCounters(sums)
+	if c.shared != nil {
+		c.shared(d.tenant)
+	}
+	c.alone.Add(1)
+	tx.CommitAsync(func(err error) {
+		c.record(1, time.Since(began), err)
+		if d.after != nil {
+			d.after(err)
+		}
+		c.alone.Done()
+	})
+	return true
 }
 
 // land waits until the flying commit, if any, is durable.
@@ -310,6 +379,7 @@ func (c *committer) settle() {
 		c.launch()
 		c.land()
 	}
+	c.alone.Wait()
 }
 
 // commitSync writes batch in one Update. When it fails, the halves are

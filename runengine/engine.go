@@ -125,6 +125,15 @@ type Config struct {
 	// the latency they have alone (BenchmarkFairness). 0 (the default)
 	// caps nothing.
 	MaxStartingPerTenant int
+	// FairStartingPerTenant is the same cap, applied only while another
+	// tenant is active too (has a start in progress, or started a run or
+	// committed a change beside another tenant's within the last second):
+	// a tenant alone keeps the whole engine, and once tenants share it, one
+	// flooding Start waits at the door, in turn, rather than keep the
+	// processors and the commits from the others' runs, as SQS's fair
+	// queues serve the quiet tenants first once one floods. Defaults to 2 x
+	// GOMAXPROCS; a negative value turns it off.
+	FairStartingPerTenant int
 	// RateLimits bound the capability calls of runs (see RateLimit); a
 	// call over one waits, its run showing why (waiting_reason).
 	RateLimits []RateLimit
@@ -169,6 +178,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Workers <= 0 {
 		c.Workers = 2 * runtime.GOMAXPROCS(0)
+	}
+	if c.FairStartingPerTenant == 0 {
+		c.FairStartingPerTenant = 2 * runtime.GOMAXPROCS(0)
 	}
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = 1000
@@ -258,7 +270,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.limiter = lim
 	e.admission = newAdmission("call", cfg.MaxCallsPerTenant, cfg.MaxCallsPerProcess)
-	e.starting = newStartGate(cfg.MaxStartingPerTenant)
+	e.starting = newStartGate(cfg.MaxStartingPerTenant, cfg.FairStartingPerTenant, cfg.Clock)
 	if cfg.Cluster == nil {
 		e.runCaps = newAdmission("run", cfg.MaxRunsPerTenant, cfg.MaxRunsPerProcess)
 	}
@@ -269,6 +281,9 @@ func New(cfg Config) (*Engine, error) {
 		}
 	}
 	e.commits = newCommitter(cfg.Store, cfg.MaxBatch, cfg.Observer, cfg.Failpoints, e.cluster)
+	if e.starting != nil {
+		e.commits.shared = e.starting.active
+	}
 	e.workers = make([]*worker, cfg.Workers)
 	for i := range e.workers {
 		e.workers[i] = newWorker(e)

@@ -14,33 +14,40 @@ import (
 )
 
 // BenchmarkFairness measures one tenant's run latency (a chain of three
-// calls, one run at a time, start to end) alone, while another tenant
-// floods the engine with 64 concurrent starters, the same with the
-// flooder capped at 8 calls in flight (MaxCallsPerTenant), and with 1024
-// starters (a backlog in every worker's queue), and both floods with the
-// flooder's runs in flight capped at 16 (MaxRunsPerTenant), or its starts
-// in progress capped at 4 (MaxStartingPerTenant), or all three caps
-// (calls 8, runs 16, starts 4). It reports the
-// measured tenant's p50 and p99 in milliseconds, the p50 of its Start
-// alone (until the start is durable), and how long goroutines waited,
-// ready to run, for a processor meanwhile (runnable-p50-ms, -p99-ms: the
-// CPU starvation every hop of a run pays), and the flooder's starts per
-// second (what the caps cost it).
+// calls, one run at a time, start to end) while another tenant floods the
+// engine with 64 concurrent starters (or 1024: a backlog in every worker's
+// queue), and the same tenant's latency alone, in phases of fairPhase runs
+// that take turns in the same engine: a shared machine's load then weighs
+// on both alike, and the ratio of the two is what the case measures. The
+// cases are the engine's defaults (FairStartingPerTenant on), the same
+// without the fair cap on starts (-unfair), and the defaults with the
+// flooder capped at 8 calls in flight (MaxCallsPerTenant), at 16 runs
+// running (MaxRunsPerTenant), at 4 starts in progress
+// (MaxStartingPerTenant), or all three. It reports the
+// measured tenant's p50 and p99 in milliseconds flooded and alone
+// (alone-p50-ms, alone-p99-ms), the ratio of the p99s (p99-x-alone: the
+// fairness target is at most 2), the p50 of its Start flooded (until the
+// start is durable), how long goroutines waited, ready to run, for a
+// processor during the floods (runnable-p50-ms, -p99-ms: the CPU
+// starvation every hop of a run pays), and the flooder's starts per second
+// (what fairness costs it).
 func BenchmarkFairness(b *testing.B) {
 	for _, c := range []struct {
 		name     string
-		flood    bool
 		cap      int
 		runCap   int
 		starting int
+		fair     int
 		starters int
-	}{{"alone", false, 0, 0, 0, 0}, {"flooded", true, 0, 0, 0, 64}, {"flooded-capped", true, 8, 0, 0, 64},
-		{"flooded-wide", true, 0, 0, 0, 1024}, {"flooded-runcap", true, 0, 16, 0, 64}, {"flooded-wide-runcap", true, 0, 16, 0, 1024},
-		{"flooded-admitted", true, 0, 0, 4, 64}, {"flooded-wide-admitted", true, 0, 0, 4, 1024},
-		{"flooded-all-caps", true, 8, 16, 4, 64}, {"flooded-wide-all-caps", true, 8, 16, 4, 1024}} {
+	}{{"flooded", 0, 0, 0, 0, 64}, {"flooded-unfair", 0, 0, 0, -1, 64}, {"flooded-capped", 8, 0, 0, 0, 64},
+		{"flooded-wide", 0, 0, 0, 0, 1024}, {"flooded-wide-unfair", 0, 0, 0, -1, 1024},
+		{"flooded-runcap", 0, 16, 0, 0, 64}, {"flooded-wide-runcap", 0, 16, 0, 0, 1024},
+		{"flooded-admitted", 0, 0, 4, 0, 64}, {"flooded-wide-admitted", 0, 0, 4, 0, 1024},
+		{"flooded-all-caps", 8, 16, 4, 0, 64}, {"flooded-wide-all-caps", 8, 16, 4, 0, 1024}} {
 		b.Run(c.name, func(b *testing.B) {
 			be := newBenchEngineWith(b, func(cfg *runengine.Config) {
 				cfg.MaxCallsPerTenant, cfg.MaxRunsPerTenant, cfg.MaxStartingPerTenant = c.cap, c.runCap, c.starting
+				cfg.FairStartingPerTenant = c.fair
 			})
 			pid := be.process(b, 3)
 			in, err := process.DecodeIn([]byte(`{"name":"Flood","trigger":{"type":"manual"},"steps":[
@@ -54,63 +61,104 @@ func BenchmarkFairness(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			var flooded atomic.Int64
-			if c.flood {
-				for range c.starters {
-					wg.Go(func() {
-						for ctx.Err() == nil {
-							if _, err := be.eng.Start(ctx, runengine.StartParams{Tenant: "ten_flood", ProcessID: flood.ID,
-								Subject: runengine.Subject{Type: "flood", Label: "run"}}); err == nil {
-								flooded.Add(1)
-							}
-						}
-					})
+			// light runs n runs of the measured tenant, one at a time, and
+			// adds their latencies to lat (and their starts' to starts).
+			light := func(n int, lat, starts *[]time.Duration) {
+				for range n {
+					t0 := time.Now()
+					r, err := be.eng.Start(context.Background(), runengine.StartParams{Tenant: tenant, ProcessID: pid,
+						Subject: runengine.Subject{Type: "bench", Label: "run"}})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if starts != nil {
+						*starts = append(*starts, time.Since(t0))
+					}
+					if lat != nil {
+						*lat = append(*lat, be.wait(r.ID).Sub(t0))
+					}
 				}
 			}
-			lat := make([]time.Duration, 0, b.N)
-			starts := make([]time.Duration, 0, b.N)
+			var alone, lat, starts []time.Duration
+			var floodStarts int64
+			var floodTime time.Duration
 			sched := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
 			metrics.Read(sched)
-			before := slices.Clone(sched[0].Value.Float64Histogram().Counts) // Read reuses the histogram
+			runnable := make([]uint64, len(sched[0].Value.Float64Histogram().Counts))
 			b.ResetTimer()
-			began, floodedBefore := time.Now(), flooded.Load()
-			for range b.N {
-				t0 := time.Now()
-				r, err := be.eng.Start(context.Background(), runengine.StartParams{Tenant: tenant, ProcessID: pid,
-					Subject: runengine.Subject{Type: "bench", Label: "run"}})
-				if err != nil {
-					b.Fatal(err)
+			for len(lat) < b.N {
+				n := min(fairPhase, b.N-len(lat))
+				light(n, &alone, nil)
+				ctx, cancel := context.WithCancel(context.Background())
+				var wg sync.WaitGroup
+				var flooded atomic.Int64
+				var mu sync.Mutex
+				var started []string
+				for range c.starters {
+					wg.Go(func() {
+						var mine []string
+						for ctx.Err() == nil {
+							r, err := be.eng.Start(ctx, runengine.StartParams{Tenant: "ten_flood", ProcessID: flood.ID,
+								Subject: runengine.Subject{Type: "flood", Label: "run"}})
+							if err == nil {
+								flooded.Add(1)
+								mine = append(mine, r.ID)
+							}
+						}
+						mu.Lock()
+						started = append(started, mine...)
+						mu.Unlock()
+					})
 				}
-				starts = append(starts, time.Since(t0))
-				lat = append(lat, be.wait(r.ID).Sub(t0))
+				// Measure once the flood is under way: each starter started a run.
+				for flooded.Load() < int64(c.starters) {
+					light(1, nil, nil)
+				}
+				metrics.Read(sched)
+				before := slices.Clone(sched[0].Value.Float64Histogram().Counts) // Read reuses the histogram
+				began, floodedBefore := time.Now(), flooded.Load()
+				light(n, &lat, &starts)
+				floodTime += time.Since(began)
+				floodStarts += flooded.Load() - floodedBefore
+				metrics.Read(sched)
+				for i, v := range sched[0].Value.Float64Histogram().Counts {
+					runnable[i] += v - before[i]
+				}
+				cancel()
+				wg.Wait()
+				for _, id := range started { // the next phase is alone
+					be.wait(id)
+				}
 			}
 			b.StopTimer()
-			floodRate := float64(flooded.Load()-floodedBefore) / time.Since(began).Seconds()
-			metrics.Read(sched)
-			cancel()
-			wg.Wait()
 			slices.Sort(lat)
+			slices.Sort(alone)
 			slices.Sort(starts)
-			b.ReportMetric(float64(lat[len(lat)/2])/1e6, "p50-ms")
-			b.ReportMetric(float64(lat[len(lat)*99/100])/1e6, "p99-ms")
-			b.ReportMetric(float64(starts[len(starts)/2])/1e6, "start-p50-ms")
-			b.ReportMetric(floodRate, "flood-starts/s")
-			b.ReportMetric(schedLatency(before, sched[0].Value.Float64Histogram(), 0.5)*1e3, "runnable-p50-ms")
-			b.ReportMetric(schedLatency(before, sched[0].Value.Float64Histogram(), 0.99)*1e3, "runnable-p99-ms")
+			q := func(d []time.Duration, q float64) float64 { return float64(d[int(q*float64(len(d)))]) / 1e6 }
+			b.ReportMetric(q(lat, 0.5), "p50-ms")
+			b.ReportMetric(q(lat, 0.99), "p99-ms")
+			b.ReportMetric(q(alone, 0.5), "alone-p50-ms")
+			b.ReportMetric(q(alone, 0.99), "alone-p99-ms")
+			b.ReportMetric(q(lat, 0.99)/q(alone, 0.99), "p99-x-alone")
+			b.ReportMetric(q(starts, 0.5), "start-p50-ms")
+			b.ReportMetric(float64(floodStarts)/floodTime.Seconds(), "flood-starts/s")
+			hist := sched[0].Value.Float64Histogram()
+			b.ReportMetric(schedLatency(runnable, hist.Buckets, 0.5)*1e3, "runnable-p50-ms")
+			b.ReportMetric(schedLatency(runnable, hist.Buckets, 0.99)*1e3, "runnable-p99-ms")
 		})
 	}
 }
 
+// fairPhase is how many runs BenchmarkFairness measures alone, then
+// flooded, in turn.
+const fairPhase = 50
+
 // schedLatency returns the q quantile, in seconds, of the goroutine
-// scheduling latencies observed between two reads of the histogram.
-func schedLatency(before []uint64, after *metrics.Float64Histogram, q float64) float64 {
+// scheduling latencies counted in the buckets of a runtime histogram.
+func schedLatency(counts []uint64, buckets []float64, q float64) float64 {
 	var total uint64
-	counts := make([]uint64, len(after.Counts))
-	for i := range after.Counts {
-		counts[i] = after.Counts[i] - before[i]
-		total += counts[i]
+	for _, n := range counts {
+		total += n
 	}
 	if total == 0 {
 		return 0
@@ -119,8 +167,8 @@ func schedLatency(before []uint64, after *metrics.Float64Histogram, q float64) f
 	var seen uint64
 	for i, n := range counts {
 		if seen += n; seen > want {
-			return after.Buckets[i+1]
+			return buckets[i+1]
 		}
 	}
-	return after.Buckets[len(after.Buckets)-1]
+	return buckets[len(buckets)-1]
 }

@@ -159,6 +159,46 @@ func (s *commitShare) shared(tenant string) bool {
 	return false
 }
 
+// quiet reports whether d may commit in a transaction of its own, at once,
+// rather than in the open one: its tenant has no change in the open
+// transaction nor held back (so none of its changes is overtaken), and
+// another tenant has changes in the open transaction. A tenant making a
+// change now and then is then never behind another's full batch: its
+// change goes to the store while the batch in flight syncs, and is
+// written as soon as that one is, alone. It counts d as its tenant's
+// activity.
+func (s *commitShare) quiet(d *delta) bool {
+	if d.tenant == "" || d.reads || s.inOpen == nil || s.inOpen[d.tenant] > 0 || s.heldOf[d.tenant] > 0 {
+		return false
+	}
+	for t := range s.inOpen {
+		if t != d.tenant {
+			s.recent[d.tenant] = s.seq
+			return true
+		}
+	}
+	return false
+}
+
+// several reports whether more than one tenant is active: has changes in
+// the open transaction or committed within the window.
+func (s *commitShare) several() bool {
+	one, n := "", 0
+	see := func(t string) {
+		if n == 0 || t != one {
+			one = t
+			n++
+		}
+	}
+	for t := range s.inOpen {
+		see(t)
+	}
+	for t := range s.recent {
+		see(t)
+	}
+	return n > 1
+}
+
 // launched records the open transaction's tenants as it commits, forgets
 // the tenants not seen within the window, and returns the held changes to
 // add to the next transaction.

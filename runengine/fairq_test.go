@@ -1,8 +1,13 @@
 package runengine
 
 import (
+	"bytes"
+	"context"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/bas-platform/bas/store"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -152,4 +157,140 @@ func TestFairQueueEngineCommandIsABarrier(t *testing.T) {
 	if diff := cmp.Diff([]string{"a9", "b2"}, got[22:]); diff != "" {
 		t.Errorf("after the engine command (-want +got):\n%s", diff)
 	}
+}
+
+// TestCommitShareQuiet lets a tenant's change commit alone only when it
+// overtakes none of its tenant's changes and another tenant fills the open
+// transaction.
+func TestCommitShareQuiet(t *testing.T) {
+	t.Parallel()
+	var s commitShare
+	if s.quiet(&delta{tenant: "quiet"}) {
+		t.Error("alone with nothing open")
+	}
+	s.hold(&delta{tenant: "flood"})
+	if s.quiet(&delta{tenant: "flood"}) {
+		t.Error("the flood's change overtook its open one")
+	}
+	if s.quiet(&delta{tenant: "quiet", reads: true}) || s.quiet(&delta{}) {
+		t.Error("a change that reads, or of no tenant, went alone")
+	}
+	if !s.quiet(&delta{tenant: "quiet"}) {
+		t.Error("the quiet tenant's change waits for the flood's transaction")
+	}
+	s.hold(&delta{tenant: "quiet"})
+	if s.quiet(&delta{tenant: "quiet"}) {
+		t.Error("the quiet tenant's change overtook its open one")
+	}
+	if !s.several() {
+		t.Error("two tenants in the open transaction are not several")
+	}
+	for range shareWindow + 2 {
+		s.launched()
+		s.hold(&delta{tenant: "flood"})
+	}
+	if s.several() {
+		t.Error("the quiet tenant is still counted out of the window")
+	}
+}
+
+// TestQuietTenantCommitsAlone: while a flooding tenant's commit syncs and
+// its next changes fill the open transaction, a quiet tenant's change
+// commits in a transaction of its own, at once, and does not wait for the
+// flood's commit to land.
+func TestQuietTenantCommitsAlone(t *testing.T) {
+	t.Parallel()
+	gs := &gatedStore{Store: testStore(t), held: make(chan struct{}, 8), release: make(chan struct{})}
+	gs.pipe = gs.Store.(store.Pipeliner)
+	c := newCommitter(gs, 1000, nil, Failpoints{}, nil)
+	var seenMu sync.Mutex
+	seen := map[string]bool{}
+	c.shared = func(tenant string) {
+		seenMu.Lock()
+		seen[tenant] = true
+		seenMu.Unlock()
+	}
+	defer c.close()
+	var once sync.Once
+	release := func() { once.Do(func() { close(gs.release) }) }
+	defer release() // before close, which waits for the held commit
+	done := map[string]chan error{}
+	submit := func(tenant, key string) {
+		ch := make(chan error, 1)
+		done[key] = ch
+		c.submit(&delta{tenant: tenant, apply: setKey([]byte(key), []byte("v")), after: func(err error) { ch <- err }})
+	}
+	wait := func(key string) {
+		t.Helper()
+		select {
+		case err := <-done[key]:
+			if err != nil {
+				t.Fatalf("%s: %v", key, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s is not durable", key)
+		}
+	}
+	// Both tenants are active, then the flood's commit is held syncing.
+	submit("quiet", "q0")
+	wait("q0")
+	submit("flood", "flood-0")
+	<-gs.held
+	submit("flood", "flood-1")
+	submit("quiet", "q1")
+	wait("q1")
+	select {
+	case <-done["flood-1"]:
+		t.Fatal("the flood's next change is durable before its commit in flight")
+	default:
+	}
+	release()
+	wait("flood-0")
+	wait("flood-1")
+	if got := readKeys(t, gs, nil); len(got) != 4 {
+		t.Errorf("the store holds %v", got)
+	}
+	seenMu.Lock()
+	defer seenMu.Unlock()
+	if diff := cmp.Diff(map[string]bool{"quiet": true, "flood": true}, seen); diff != "" {
+		t.Errorf("tenants told active (-want +got):\n%s", diff)
+	}
+}
+
+// gatedStore holds the answer of every pipelined commit that writes a key
+// starting with "flood" until release is closed, as a slow sync would; held
+// says one is held.
+type gatedStore struct {
+	store.Store
+	pipe    store.Pipeliner
+	held    chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedStore) Begin(ctx context.Context) (store.PipelinedTxn, error) {
+	tx, err := g.pipe.Begin(ctx)
+	return &gatedTxn{PipelinedTxn: tx, g: g}, err
+}
+
+type gatedTxn struct {
+	store.PipelinedTxn
+	g     *gatedStore
+	flood bool
+}
+
+func (t *gatedTxn) Set(k, v []byte) error {
+	t.flood = t.flood || bytes.HasPrefix(k, []byte("flood"))
+	return t.PipelinedTxn.Set(k, v)
+}
+
+func (t *gatedTxn) CommitAsync(done func(error)) {
+	if !t.flood {
+		t.PipelinedTxn.CommitAsync(done)
+		return
+	}
+	t.g.held <- struct{}{}
+	t.PipelinedTxn.CommitAsync(func(err error) {
+		<-t.g.release
+		done(err)
+	})
 }

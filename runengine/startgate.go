@@ -2,21 +2,33 @@ package runengine
 
 import (
 	"context"
+	"math"
 	"sync"
+	"time"
 
+	"github.com/bas-platform/bas/store/clock"
 	"github.com/cockroachdb/errors"
 )
 
-// startGate caps the starts of a tenant being made at once
-// (Config.MaxStartingPerTenant): a caller over the cap waits, parked and
-// in the order it came, for one of the tenant's starts in progress to be
-// durable. One tenant's many callers then cannot fill the workers' queues
-// and the commits, nor keep the processors busy with goroutines ready to
-// run, while another tenant's start goes in at once.
+// startGate is the door of the starts made by hand (Start): it caps the
+// starts of a tenant in progress at once (from the call to its durable
+// answer), always at Config.MaxStartingPerTenant, and at
+// Config.FairStartingPerTenant while another tenant is active too (came to
+// the door, or shared a commit, within fairWindow). A caller
+// over a cap waits, parked and in the order it came, for one of its
+// tenant's starts in progress to be answered. One tenant's many callers
+// then cannot fill the workers' queues and the commits, nor keep the
+// processors busy with goroutines ready to run, while another tenant's
+// start goes in at once; a tenant alone keeps the whole engine.
 type startGate struct {
-	max     int
-	mu      sync.Mutex
-	tenants map[string]*gateSlots
+	max, fair int // 0: no such cap
+	clock     clock.Clock
+	mu        sync.Mutex
+	tenants   map[string]*gateSlots
+	// busy counts the starts in progress of all tenants; last are the two
+	// tenants seen last at the door, distinct, the latest first.
+	busy int
+	last [2]seenTenant
 }
 
 type gateSlots struct {
@@ -24,24 +36,47 @@ type gateSlots struct {
 	waiters []chan struct{}
 }
 
-func newStartGate(max int) *startGate {
-	if max <= 0 {
+type seenTenant struct {
+	tenant string
+	at     time.Time
+}
+
+// fairWindow is how long a tenant counts as active after its last start
+// ended, for FairStartingPerTenant.
+const fairWindow = time.Second
+
+// maxGateTenants is how many tenants' (idle) slots the gate keeps before
+// it forgets the idle ones.
+const maxGateTenants = 256
+
+func newStartGate(max, fair int, clk clock.Clock) *startGate {
+	if max <= 0 && fair <= 0 {
 		return nil
 	}
-	return &startGate{max: max, tenants: map[string]*gateSlots{}}
+	return &startGate{max: max, fair: fair, clock: clk, tenants: map[string]*gateSlots{}}
 }
 
 // enter waits for a slot of tenant; the caller calls leave once its start
 // is answered. It fails only when ctx ends first.
 func (g *startGate) enter(ctx context.Context, tenant string) error {
 	g.mu.Lock()
+	now := g.clock.Now()
+	g.saw(tenant, now)
 	s := g.tenants[tenant]
 	if s == nil {
+		if len(g.tenants) >= maxGateTenants {
+			for k, s := range g.tenants {
+				if s.n == 0 && len(s.waiters) == 0 {
+					delete(g.tenants, k)
+				}
+			}
+		}
 		s = &gateSlots{}
 		g.tenants[tenant] = s
 	}
-	if s.n < g.max {
+	if len(s.waiters) == 0 && s.n < g.limit(tenant, s, now) {
 		s.n++
+		g.busy++
 		g.mu.Unlock()
 		return nil
 	}
@@ -67,18 +102,64 @@ func (g *startGate) enter(ctx context.Context, tenant string) error {
 	return errors.WithStack(ctx.Err())
 }
 
-// leave hands the slot to the tenant's next waiting caller, or frees it.
+// leave frees the slot and hands the free slots of the tenant to its
+// waiting callers, in order.
 func (g *startGate) leave(tenant string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	now := g.clock.Now()
+	g.saw(tenant, now)
 	s := g.tenants[tenant]
-	if len(s.waiters) > 0 {
+	s.n--
+	g.busy--
+	for len(s.waiters) > 0 && s.n < g.limit(tenant, s, now) {
 		close(s.waiters[0])
 		s.waiters[0] = nil
 		s.waiters = s.waiters[1:]
-		return
+		s.n++
+		g.busy++
 	}
-	if s.n--; s.n == 0 {
-		delete(g.tenants, tenant)
+}
+
+// limit is how many starts tenant may have in progress now; g.mu is held.
+func (g *startGate) limit(tenant string, s *gateSlots, now time.Time) int {
+	l := math.MaxInt
+	if g.max > 0 {
+		l = g.max
 	}
+	if g.fair > 0 && g.fair < l && g.shared(tenant, s, now) {
+		l = g.fair
+	}
+	return l
+}
+
+// shared reports whether a tenant other than tenant is active: has a start
+// in progress, or came to the door within fairWindow; g.mu is held.
+func (g *startGate) shared(tenant string, s *gateSlots, now time.Time) bool {
+	if g.busy > s.n {
+		return true
+	}
+	other := g.last[0]
+	if other.tenant == tenant {
+		other = g.last[1]
+	}
+	return other.tenant != "" && now.Sub(other.at) < fairWindow
+}
+
+// active records a tenant of a commit that several tenants share as active
+// now, as if it came to the door: a tenant that changes its runs (completes
+// tasks, decides approvals) beside a flooding one holds the flood to the
+// fair cap as one that starts runs does.
+func (g *startGate) active(tenant string) {
+	g.mu.Lock()
+	g.saw(tenant, g.clock.Now())
+	g.mu.Unlock()
+}
+
+// saw records tenant at the door at now; g.mu is held.
+func (g *startGate) saw(tenant string, now time.Time) {
+	if g.last[0].tenant != tenant {
+		g.last[1] = g.last[0]
+	}
+	g.last[0] = seenTenant{tenant, now}
 }

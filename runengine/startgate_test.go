@@ -5,6 +5,9 @@ import (
 	"errors"
 	"runtime"
 	"testing"
+	"time"
+
+	"github.com/bas-platform/bas/store/clock"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -14,10 +17,10 @@ import (
 // another tenant's start goes in at once.
 func TestStartGate(t *testing.T) {
 	t.Parallel()
-	if newStartGate(0) != nil {
-		t.Error("a cap of 0 made a gate")
+	if newStartGate(0, 0, clock.Real{}) != nil {
+		t.Error("caps of 0 made a gate")
 	}
-	g := newStartGate(1)
+	g := newStartGate(1, 0, clock.Real{})
 	ctx := context.Background()
 	if err := g.enter(ctx, "a"); err != nil {
 		t.Fatal(err)
@@ -72,7 +75,102 @@ func TestStartGate(t *testing.T) {
 	}
 	g.leave("a")
 	g.leave("b")
-	if len(g.tenants) != 0 {
-		t.Errorf("tenants kept after their starts: %d", len(g.tenants))
+	if g.busy != 0 || g.tenants["a"].n != 0 || g.tenants["b"].n != 0 {
+		t.Errorf("starts in progress after all left: %d", g.busy)
+	}
+}
+
+// TestFairStartGate caps a tenant's starts in progress at the fair cap only
+// while another tenant is active (has a start in progress, or came within
+// fairWindow), and lets the waiting callers in, in order, as soon as the
+// tenant is alone again.
+func TestFairStartGate(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	g := newStartGate(0, 2, clk)
+	ctx := context.Background()
+	for i := range 5 {
+		if err := g.enter(ctx, "flood"); err != nil {
+			t.Fatalf("alone, start %d: %v", i, err)
+		}
+	}
+	if err := g.enter(ctx, "quiet"); err != nil {
+		t.Fatalf("the quiet tenant waited: %v", err)
+	}
+	entered := make(chan int, 3)
+	waiters := func() int {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.tenants["flood"].waiters)
+	}
+	for i := range 2 {
+		go func() {
+			if g.enter(ctx, "flood") == nil {
+				entered <- i
+			}
+		}()
+		for waiters() != i+1 {
+			select {
+			case <-entered:
+				t.Fatal("the flood entered over the fair cap beside the quiet tenant")
+			default:
+				runtime.Gosched()
+			}
+		}
+	}
+	// The quiet tenant's start ended, but it came within the window: the
+	// flood stays at the fair cap (2 in progress).
+	g.leave("quiet")
+	clk.Advance(fairWindow / 2)
+	for range 3 {
+		g.leave("flood")
+	}
+	select {
+	case i := <-entered:
+		t.Fatalf("caller %d entered with 2 of the flood's starts in progress", i)
+	default:
+	}
+	g.leave("flood") // 1 in progress: the first caller's turn
+	if i := <-entered; i != 0 {
+		t.Fatalf("caller %d entered first", i)
+	}
+	if waiters() != 1 {
+		t.Fatal("the second caller entered over the fair cap")
+	}
+	// Out of the window the flood is alone again: the next leave lets every
+	// waiting caller in, and a new one goes in at once.
+	clk.Advance(fairWindow)
+	g.leave("flood")
+	if i := <-entered; i != 1 {
+		t.Fatalf("caller %d entered second", i)
+	}
+	for i := range 4 {
+		if err := g.enter(ctx, "flood"); err != nil {
+			t.Fatalf("alone again, start %d: %v", i, err)
+		}
+	}
+	if g.busy != 6 {
+		t.Errorf("%d starts in progress, want 6", g.busy)
+	}
+	// A tenant committing changes beside the flood (completing tasks, say)
+	// holds it to the fair cap as one starting runs does.
+	g.active("quiet")
+	go func() {
+		if g.enter(ctx, "flood") == nil {
+			entered <- 2
+		}
+	}()
+	for waiters() != 1 {
+		select {
+		case <-entered:
+			t.Fatal("the flood entered over the fair cap beside a tenant committing changes")
+		default:
+			runtime.Gosched()
+		}
+	}
+	clk.Advance(fairWindow)
+	g.leave("flood")
+	if i := <-entered; i != 2 {
+		t.Fatalf("caller %d entered", i)
 	}
 }
