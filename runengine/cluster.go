@@ -488,11 +488,19 @@ func (w *worker) notMine(c *command) {
 }
 
 // dropShards forgets the runs of the shards whose lease changed hands:
-// what this node held of them may be stale, or no longer its to change.
+// what this node kept of them may be stale, or no longer its to change.
+// A run it read (or started) under the lease it holds now is kept: it was
+// read once the shard was gained, so it is what the store holds, and its
+// commit and calls may be in flight, whose outcome only this entry would
+// act on (the resume of the gained shard may have read the active runs
+// before that commit landed, and a fresh read of the run would drop the
+// calls' results as stale).
 func (w *worker) dropShards(changed []bool) {
 	cl := w.e.cluster
+	held := *cl.held.Load()
 	for k, en := range w.cache {
-		if !changed[cl.shardOf(en.run.ID)] {
+		i := cl.shardOf(en.run.ID)
+		if !changed[i] || en.fence != nil && en.fence.Token > 0 && en.fence.Token == held[i].Token {
 			continue
 		}
 		for _, h := range en.replies {

@@ -110,6 +110,16 @@ type nodeConfig struct {
 
 func openNode(t *testing.T, base store.Store, nc nodeConfig) *node {
 	t.Helper()
+	n := newNode(t, base, nc)
+	if err := n.eng.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// newNode makes a node whose engine is not opened yet.
+func newNode(t *testing.T, base store.Store, nc nodeConfig) *node {
+	t.Helper()
 	n := &node{st: &killable{Store: base}}
 	n.procs = process.NewService(process.Config{Store: n.st, Clock: nc.clock})
 	reg := registry.New(registry.Config{Store: n.st, Clock: nc.clock})
@@ -121,9 +131,6 @@ func openNode(t *testing.T, base store.Store, nc nodeConfig) *node {
 		Gate: &autoGate{auto: true}, OnFinish: nc.onFinish, Grace: time.Millisecond, Logger: nc.logger,
 		Cluster: &runengine.ClusterConfig{NodeID: nc.id, Shards: nc.shards, LeaseTTL: nc.ttl, Clock: nc.lease}})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.eng.Open(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = n.eng.Close() })
@@ -249,6 +256,81 @@ func TestClusterLeaseExpiry(t *testing.T) {
 		handed.ID + "/s2": {handed.ID + "/s2/1": 1},
 	}
 	if diff := cmp.Diff(want, keys); diff != "" {
+		t.Fatalf("calls by idempotency key (-want +got):\n%s", diff)
+	}
+}
+
+// TestClusterGainedShardKeepsRunsMadeSince: a start that reaches a node's
+// worker after the node took the run's shard over, but before the worker
+// drops what it held of the shards that changed hands, is kept: its first
+// commit lands after the takeover read the shard's running runs (so the
+// takeover does not resume it), and its calls go out once that commit is
+// durable, answering to the entry that made them. The node finishes the
+// run. (Dropped, the run stayed running for good: the calls' results met a
+// fresh read of the run, which took them for stale.)
+func TestClusterGainedShardKeepsRunsMadeSince(t *testing.T) {
+	t.Parallel()
+	const ttl = 10 * time.Second
+	base := sharedBadger(t)
+	lc, ec := clock.NewFake(t0), clock.NewFake(t0)
+	mu, keys := newRecorders()
+	finished := make(chan string, 1)
+
+	// Node a holds the only shard, then dies.
+	a, err := lease.New(lease.Config{Store: base, Clock: lc, Owner: "a", TTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Balance(t.Context(), 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	b := newNode(t, base, nodeConfig{id: "b", lease: lc, clock: ec, prov: &recorder{node: "b", mu: mu, keys: keys},
+		shards: 1, ttl: ttl, onFinish: func(_, id string, _ runengine.RunStatus) { finished <- id }})
+	def := chainProcess(t, b.procs, `{"type":"manual"}`, 1)
+
+	// A start comes to b, which holds no shard yet; its workers have not
+	// begun, so it waits in the queue.
+	started := make(chan *runengine.Run, 1)
+	go func() {
+		r, err := b.eng.Start(context.Background(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID})
+		if err != nil {
+			t.Error(err)
+		}
+		started <- r
+	}()
+	waitFor(t, "the start is queued", func() bool { return b.eng.Queued() == 1 })
+
+	// a's leases expire; b takes the shard over (and queues the drop of
+	// what it held of it behind the start), finding no running run.
+	lc.Advance(ttl)
+	if err := b.eng.ClusterRound(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.eng.Shards(); len(got) != 1 {
+		t.Fatalf("b holds shards %v, want the one", got)
+	}
+	if err := b.eng.Open(t.Context()); err != nil { // the worker: the start, then the drop
+		t.Fatal(err)
+	}
+	r := <-started
+	if r == nil {
+		t.FailNow()
+	}
+	select {
+	case id := <-finished:
+		if id != r.ID {
+			t.Fatalf("run %s finished, want %s", id, r.ID)
+		}
+	case <-time.After(10 * time.Second):
+		got, err := b.eng.GetRun(t.Context(), tenant, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Fatalf("run %s is still %s with its step %s", r.ID, got.Status, got.Steps[0].Status)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff(map[string]map[string]int{r.ID + "/s1": {r.ID + "/s1/1": 1}}, keys); diff != "" {
 		t.Fatalf("calls by idempotency key (-want +got):\n%s", diff)
 	}
 }
