@@ -338,6 +338,9 @@ func (c *cluster) round(ctx context.Context) error {
 		if was == nil || was.Token != d.Token {
 			c.e.disp.kick()
 		}
+		if serr := c.sweepAnswers(ctx); serr != nil && err == nil {
+			err = serr
+		}
 	}
 	old := c.leases
 	c.leases = got
@@ -669,7 +672,52 @@ func (c *cluster) awaitApplied(key []byte) (refused error, err error) {
 // command of inbox key key, in the commit removing key; the forwarding
 // node reads it, answers its caller with it and removes it.
 func inboxAnswerKey(key []byte) []byte {
-	return append(store.Key(store.System, "inbox-answer"), key...)
+	return append(inboxAnswerPrefix(), key...)
+}
+
+func inboxAnswerPrefix() []byte { return store.Key(store.System, "inbox-answer") }
+
+// inboxAnswerTTL is how long an answer to a forwarded command waits to be
+// read. The forwarding node reads it within inboxWait of its writing while
+// it lives, so one older was left by a node that died (or closed) while
+// it waited, and is removed.
+const inboxAnswerTTL = time.Minute
+
+// maxAnswerSweep bounds the answers one sweep removes.
+const maxAnswerSweep = 1000
+
+// sweepAnswers removes the answers to forwarded commands written more than
+// inboxAnswerTTL ago (by the cluster's clock): their forwarding nodes died
+// waiting for them. The node dispatching the outbox does it, each lease
+// round; the prefix is empty but for answers being read, so a look costs
+// one short scan.
+func (c *cluster) sweepAnswers(ctx context.Context) error {
+	before := c.cfg.Clock.Now().Add(-inboxAnswerTTL)
+	var old [][]byte
+	err := c.e.st.View(ctx, func(r store.Reader) error {
+		return r.Scan(store.ScanOptions{Prefix: inboxAnswerPrefix()}, func(key, raw []byte) error {
+			var a refusal
+			if json.Unmarshal(raw, &a) != nil || a.At.Before(before) {
+				old = append(old, append([]byte(nil), key...))
+			}
+			if len(old) == maxAnswerSweep {
+				return store.ErrStop
+			}
+			return nil
+		})
+	})
+	if err != nil || len(old) == 0 {
+		return errors.Wrap(err, "runengine: read the answers of forwarded commands")
+	}
+	err = c.e.st.Update(ctx, func(tx store.Txn) error {
+		for _, k := range old {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return errors.Wrap(err, "runengine: remove the answers forwarding nodes left")
 }
 
 // refusal is an error carried from the node that refused a forwarded
@@ -679,6 +727,9 @@ type refusal struct {
 	Kind       string           `json:"kind,omitempty"`
 	Msg        string           `json:"msg"`
 	Violations []errs.Violation `json:"violations,omitempty"`
+	// At is when the answer was written (by the cluster's clock): one
+	// left unread past inboxAnswerTTL is removed (see sweepAnswers).
+	At time.Time `json:"at"`
 }
 
 var refusalKinds = map[string]error{"invalid": errs.Invalid, "not_found": errs.NotFound, "conflict": errs.Conflict,
@@ -688,7 +739,7 @@ var refusalKinds = map[string]error{"invalid": errs.Invalid, "not_found": errs.N
 // answerInbox queues, in x's commit, the answer to the forwarded command x
 // refused with x.err.
 func (x *exec) answerInbox(key []byte) {
-	raw, err := encodeRefusal(x.err)
+	raw, err := encodeRefusal(x.err, x.w.e.cluster.cfg.Clock.Now())
 	if err != nil {
 		return // the caller then gets the run as stored
 	}
@@ -700,7 +751,7 @@ func (x *exec) answerInbox(key []byte) {
 // waiter is set), answering it with cause when its sender waits for an
 // answer (answer).
 func (w *worker) refuseInbox(key, waiter []byte, answer bool, cause error) {
-	raw, err := encodeRefusal(cause)
+	raw, err := encodeRefusal(cause, w.e.cluster.cfg.Clock.Now())
 	w.e.commits.submit(&delta{apply: func(tx store.Txn) error {
 		if waiter != nil {
 			if err := tx.Delete(waiter); err != nil {
@@ -716,8 +767,8 @@ func (w *worker) refuseInbox(key, waiter []byte, answer bool, cause error) {
 	}, after: func(error) { w.e.sched.done(key) }})
 }
 
-func encodeRefusal(cause error) ([]byte, error) {
-	r := refusal{Msg: errs.PublicMessage(cause), Violations: errs.Violations(cause)}
+func encodeRefusal(cause error, at time.Time) ([]byte, error) {
+	r := refusal{Msg: errs.PublicMessage(cause), Violations: errs.Violations(cause), At: at.UTC()}
 	if r.Msg == "" {
 		r.Msg = cause.Error()
 	}

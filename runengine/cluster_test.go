@@ -335,6 +335,74 @@ func TestClusterGainedShardKeepsRunsMadeSince(t *testing.T) {
 	}
 }
 
+// TestClusterInboxAnswerLeftBehindExpires: a node forwards a command to
+// the run's owner and dies before it reads the owner's refusal; the
+// refusal (an answer key) is removed by the node dispatching the outbox
+// once it is a minute old on the lease clock, and not before.
+func TestClusterInboxAnswerLeftBehindExpires(t *testing.T) {
+	t.Parallel()
+	const ttl = 10 * time.Second
+	base := sharedBadger(t)
+	lc, ec := clock.NewFake(t0), clock.NewFake(t0)
+	mu, keys := newRecorders()
+	count := func(prefix []byte, token string) int {
+		n := 0
+		err := base.View(t.Context(), func(r store.Reader) error {
+			return r.Scan(store.ScanOptions{Prefix: prefix, KeysOnly: true}, func(k, _ []byte) error {
+				if strings.Contains(string(k), token) {
+					n++
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	inbox := func() int { return count(store.Key(store.System, "due"), "inbox:") }
+	answers := func() int { return count(store.Key(store.System, "inbox-answer"), "") }
+
+	// a holds the shard but is not running yet; b forwards to it.
+	a := newNode(t, base, nodeConfig{id: "a", lease: lc, clock: ec, prov: &recorder{node: "a", mu: mu, keys: keys},
+		shards: 1, ttl: ttl})
+	if err := a.eng.ClusterRound(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	b := openNode(t, base, nodeConfig{id: "b", lease: lc, clock: ec, prov: &recorder{node: "b", mu: mu, keys: keys},
+		shards: 1, ttl: ttl})
+	def := chainProcess(t, b.procs, `{"type":"manual"}`, 1)
+	r, err := b.eng.Start(t.Context(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed := make(chan error, 1)
+	go func() {
+		_, err := b.eng.Resume(context.Background(), tenant, r.ID, "usr_test") // refused: the run is not paused
+		resumed <- err
+	}()
+	waitFor(t, "b forwards the resume to a's inbox", func() bool { return inbox() == 1 })
+	b.kill()
+	if err := <-resumed; err == nil {
+		t.Fatal("the killed node answered its resume")
+	}
+
+	// a applies the command, refuses it, and answers b, which is gone.
+	if err := a.eng.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a answers the forwarded resume", func() bool { return inbox() == 0 && answers() == 1 })
+	armed := func() bool { return lc.Timers() == 1 } // a's next lease round
+	waitFor(t, "a's lease round is armed", armed)
+	lc.Advance(ttl / 3)
+	waitFor(t, "a's lease round ran and is armed again", armed)
+	if got := answers(); got != 1 {
+		t.Fatalf("%d answers after a round a third of the lease long, want the 1 kept", got)
+	}
+	lc.Advance(time.Minute)
+	waitFor(t, "a removes the answer left behind", func() bool { return answers() == 0 })
+}
+
 // TestClusterFencing: a node whose shard lease another owner took over
 // (it stalled past the expiry and has not noticed) has its commit refused
 // in the transaction, writes nothing, and drops the shard; a start it
