@@ -403,6 +403,73 @@ func TestClusterInboxAnswerLeftBehindExpires(t *testing.T) {
 	waitFor(t, "a removes the answer left behind", func() bool { return answers() == 0 })
 }
 
+// TestClusterSubscribeSeesEveryNode: a subscription on any node of a
+// cluster delivers every node's events, each once: the node dispatching
+// the outbox copies them to the feed the other nodes read.
+func TestClusterSubscribeSeesEveryNode(t *testing.T) {
+	t.Parallel()
+	const ttl = 10 * time.Second
+	base := sharedBadger(t)
+	lc, ec := clock.NewFake(t0), clock.NewFake(t0)
+	mu, keys := newRecorders()
+	a := openNode(t, base, nodeConfig{id: "a", lease: lc, clock: ec, prov: &recorder{node: "a", mu: mu, keys: keys},
+		shards: 4, ttl: ttl}) // it holds every shard and dispatches the outbox
+	b := openNode(t, base, nodeConfig{id: "b", lease: lc, clock: ec, prov: &recorder{node: "b", mu: mu, keys: keys},
+		shards: 4, ttl: ttl})
+	def := chainProcess(t, a.procs, `{"type":"manual"}`, 1)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	type seen struct{ run, name string }
+	subscribe := func(n *node) <-chan seen {
+		out := make(chan seen, 16)
+		seq := n.eng.Subscribe(ctx, runengine.SubscribeParams{Tenant: tenant, Names: []string{"process.run.*"}})
+		go func() {
+			for nt, err := range seq {
+				if err != nil {
+					return
+				}
+				out <- seen{nt.Event.Data["run_id"].(string), nt.Event.Name}
+			}
+		}()
+		return out
+	}
+	onA, onB := subscribe(a), subscribe(b)
+	waitFor(t, "b says it has a subscriber", func() bool {
+		err := base.View(t.Context(), func(r store.Reader) error {
+			_, err := r.Get(store.Key(store.System, "feed-sub", tenant, "b"))
+			return err
+		})
+		return err == nil
+	})
+
+	// One run started on a, one on b (which holds no shard: a runs it).
+	r1, err := a.eng.Start(t.Context(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := b.eng.Start(t.Context(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[seen]int{{r1.ID, "process.run.started"}: 1, {r1.ID, "process.run.completed"}: 1,
+		{r2.ID, "process.run.started"}: 1, {r2.ID, "process.run.completed"}: 1}
+	for name, ch := range map[string]<-chan seen{"a": onA, "b": onB} {
+		got := map[seen]int{}
+		for range len(want) {
+			select {
+			case s := <-ch:
+				got[s]++
+			case <-time.After(10 * time.Second):
+				t.Fatalf("a subscriber on %s got %v, want %v", name, got, want)
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("events a subscriber on %s got (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
 // TestClusterFencing: a node whose shard lease another owner took over
 // (it stalled past the expiry and has not noticed) has its commit refused
 // in the transaction, writes nothing, and drops the shard; a start it
