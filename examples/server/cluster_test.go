@@ -150,7 +150,11 @@ func TestServerCluster(t *testing.T) {
 	}
 	if got := all[record](t, c, "/v1/process-runs?process_id="+chase.ID); len(got) != n {
 		t.Errorf("%d runs of the started process stored, want %d", len(got), n)
+		listed := map[string]int{}
 		for _, r := range got {
+			if listed[r.ID]++; listed[r.ID] == 2 {
+				t.Errorf("run %s is listed more than once", r.ID)
+			}
 			if !seen[r.ID] {
 				var full map[string]any
 				c.must(t, "GET", "/v1/process-runs/"+r.ID, nil, http.StatusOK, &full)
