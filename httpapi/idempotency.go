@@ -217,6 +217,17 @@ func (h *Handler) idempotent(c *request) error {
 	c.W, c.idem = rec, req
 	c.R = r.WithContext(store.AlsoInUpdate(r.Context(), req.markActed))
 	err = c.route.fn(c)
+	if errors.Is(err, errKeyTaken) {
+		// Another server acted on the key first: answer as a retry there.
+		c.W, c.R, c.idem = w, r, nil
+		if prev, err = req.lookup(ctx); err != nil {
+			return err
+		}
+		if prev != nil {
+			return req.replay(c, prev)
+		}
+		return errs.Conflictf("a request with this Idempotency-Key is still in progress")
+	}
 	if err != nil {
 		h.writeError(c, err)
 	}
@@ -287,16 +298,38 @@ func (r *idemRequest) record(resp storedResponse, secret bool) (*idemRecord, []b
 // keepOp returns the write of resp for the engine's transaction: it only
 // writes (the engine's pipelined commits must not read), over the record
 // lookup found.
+//
+// On a cluster node (whose commits are not pipelined) it first reads the
+// record again: another server may have acted on the key since lookup (a
+// client retried there when this server seemed dead, or sent the key to
+// two servers at once), and then the change is refused with errKeyTaken,
+// so that a key acts once whatever the servers; the request answers with
+// the other's response (see idempotent).
 func (r *idemRequest) keepOp(resp storedResponse) (func(store.Txn) error, error) {
 	rec, raw, err := r.record(resp, false)
 	if err != nil {
 		return nil, err
 	}
+	shared := r.h.ws.Engine().Clustered()
 	return func(tx store.Txn) error {
+		if shared {
+			cur, err := idempotencyRecords.Get(tx, r.tenant, r.id)
+			switch {
+			case errors.Is(err, errs.NotFound):
+			case err != nil:
+				return err
+			case r.old == nil || cur.State != r.old.State || !cur.ExpiresAt.Equal(r.old.ExpiresAt):
+				return errKeyTaken
+			}
+		}
 		r.kept.Store(true)
 		return idempotencyRecords.PutOver(tx, r.tenant, r.old, rec, raw)
 	}, nil
 }
+
+// errKeyTaken refuses the change of a keyed request on a cluster node when
+// another server acted on its key first.
+var errKeyTaken = errs.Conflictf("a request with this Idempotency-Key took effect on another server")
 
 // markActed writes the acted mark in the transaction of a change the
 // request makes (see store.AlsoInUpdate).

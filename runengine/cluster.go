@@ -1017,6 +1017,10 @@ func handedOver(err error) bool {
 	return ok
 }
 
+// Clustered reports whether the engine is a node of a cluster
+// (Config.Cluster).
+func (e *Engine) Clustered() bool { return e.cluster != nil }
+
 // Owns reports whether this node owns the shard of id (a run id, or the
 // id of other work spread like runs: a webhook delivery); always true on
 // one node.
