@@ -1078,29 +1078,54 @@ type feed struct {
 	// after is the time of the newest event read from the feed (zero when
 	// the node has no subscriber); read is when the feed was last read.
 	after, read time.Time
+	// subs are the tenants with a subscriber on another node, read at
+	// subsRead (see feedSubs).
+	subs     map[string]bool
+	subsRead time.Time
+}
+
+// feedSubs returns the tenants with a subscriber on another node (nil
+// when none), as their presence keys say: read again at most every
+// clusterPoll (so a subscription's first events may miss the feed for that
+// long), and by the dispatcher goroutine only.
+func (c *cluster) feedSubs() map[string]bool {
+	f := &c.feed
+	if time.Since(f.subsRead) < clusterPoll {
+		return f.subs
+	}
+	now := c.cfg.Clock.Now().UnixNano()
+	var subs map[string]bool
+	err := c.e.st.View(c.e.ctx, func(r store.Reader) error {
+		return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "feed-sub")}, func(key, val []byte) error {
+			parts, err := store.DecodeKey(key)
+			if err != nil || len(parts) != 4 {
+				return errors.Newf("runengine: bad feed presence key %q", key)
+			}
+			if parts[3].(string) == c.cfg.NodeID || len(val) != 8 || int64(binary.BigEndian.Uint64(val)) < now {
+				return nil
+			}
+			if subs == nil {
+				subs = map[string]bool{}
+			}
+			subs[parts[2].(string)] = true
+			return nil
+		})
+	})
+	if err != nil {
+		if !c.e.isClosed() {
+			c.e.log.Warn("runengine: read which tenants other nodes' subscribers follow", "error", err)
+		}
+		return f.subs // the last known, until a read succeeds
+	}
+	f.subs, f.subsRead = subs, time.Now()
+	return subs
 }
 
 // feedTo adds to tx, the commit taking evs out of the outbox, the copy in
-// the feed of the events of tenants with a subscriber on another node.
-func (c *cluster) feedTo(tx store.Txn, evs []*Event) error {
-	now := c.cfg.Clock.Now().UnixNano()
-	var wanted map[string]bool
-	err := tx.Scan(store.ScanOptions{Prefix: store.Key(store.System, "feed-sub")}, func(key, val []byte) error {
-		parts, err := store.DecodeKey(key)
-		if err != nil || len(parts) != 4 {
-			return errors.Newf("runengine: bad feed presence key %q", key)
-		}
-		if parts[3].(string) == c.cfg.NodeID || len(val) != 8 || int64(binary.BigEndian.Uint64(val)) < now {
-			return nil
-		}
-		if wanted == nil {
-			wanted = map[string]bool{}
-		}
-		wanted[parts[2].(string)] = true
+// the feed of the events of the tenants of wanted (see feedSubs).
+func (c *cluster) feedTo(tx store.Txn, evs []*Event, wanted map[string]bool) error {
+	if wanted == nil {
 		return nil
-	})
-	if err != nil || wanted == nil {
-		return err
 	}
 	fed := false
 	for _, ev := range evs {

@@ -450,15 +450,17 @@ func (d *dispatcher) dispatchAll(evs []*Event) error {
 	}
 	ops, posts := d.recordCuts(cuts)
 	var fence func(store.Txn) error
+	var subs map[string]bool
 	if cl := d.e.cluster; cl != nil {
 		fence = cl.fenceDispatch()
+		subs = cl.feedSubs()
 	}
 	err = d.e.commits.commitWait(context.Background(), &delta{apply: func(tx store.Txn) error {
 		if fence != nil {
 			if err := fence(tx); err != nil {
 				return err
 			}
-			if err := d.e.cluster.feedTo(tx, evs); err != nil {
+			if err := d.e.cluster.feedTo(tx, evs, subs); err != nil {
 				return err
 			}
 		}
@@ -500,12 +502,16 @@ func (d *dispatcher) dispatch(ev *Event) ([]*Run, error) {
 	}
 	ops, posts := d.recordCuts(plans[0].cuts)
 	cl := d.e.cluster
+	var subs map[string]bool
+	if cl != nil {
+		subs = cl.feedSubs()
+	}
 	err = d.e.commits.commitWait(context.Background(), &delta{apply: func(tx store.Txn) error {
 		if err := tx.Delete(outboxKey(ev.ID)); err != nil {
 			return err
 		}
 		if cl != nil {
-			if err := cl.feedTo(tx, []*Event{ev}); err != nil {
+			if err := cl.feedTo(tx, []*Event{ev}, subs); err != nil {
 				return err
 			}
 		}

@@ -63,8 +63,9 @@ var ErrMissed = errors.Mark(errors.New("runengine: the subscriber missed events;
 // On a node of a cluster (Config.Cluster) a subscription delivers every
 // node's events: those another node made arrive through a feed in the
 // store that the node dispatching the outbox writes (a little later than
-// this node's own), and one that begins may also be handed events made a
-// few seconds before it. A cursor belongs to the node that gave it.
+// this node's own), from when that node knows of the subscription (within
+// about half a second of its start; it may also be handed events made a
+// few seconds before). A cursor belongs to the node that gave it.
 func (e *Engine) Subscribe(ctx context.Context, p SubscribeParams) iter.Seq2[Notice, error] {
 	s := e.hub.subscribe(p)
 	stop := context.AfterFunc(ctx, s.close)
