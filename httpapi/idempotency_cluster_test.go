@@ -22,7 +22,7 @@ import (
 func TestIdempotencyKeyActsOnceAcrossServers(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	t.Parallel()
-	ws, err := bas.Open(context.Background(), bas.Options{PostgresDSN: dsn, PostgresSchema: pgtest.Schema(t, dsn),
+	ws, err := bas.Open(context.Background(), bas.Options{Dir: t.TempDir(), PostgresDSN: dsn, PostgresSchema: pgtest.Schema(t, dsn),
 		Cluster: true, NodeID: "a", ClusterLeaseTTL: time.Second})
 	if err != nil {
 		t.Fatal(err)
