@@ -220,13 +220,14 @@ func (h *Handler) idempotent(c *request) error {
 	if errors.Is(err, errKeyTaken) {
 		// Another server acted on the key first: answer as a retry there.
 		c.W, c.R, c.idem = w, r, nil
-		if prev, err = req.lookup(ctx); err != nil {
-			return err
-		}
-		if prev != nil {
+		if prev, err = req.lookup(ctx); prev != nil {
 			return req.replay(c, prev)
 		}
-		return errs.Conflictf("a request with this Idempotency-Key is still in progress")
+		if err == nil || req.actedElsewhere(ctx) {
+			// The other server's request has not kept its response yet.
+			return errs.Conflictf("a request with this Idempotency-Key is still in progress")
+		}
+		return err
 	}
 	if err != nil {
 		h.writeError(c, err)
@@ -313,13 +314,8 @@ func (r *idemRequest) keepOp(resp storedResponse) (func(store.Txn) error, error)
 	shared := r.h.ws.Engine().Clustered()
 	return func(tx store.Txn) error {
 		if shared {
-			cur, err := idempotencyRecords.Get(tx, r.tenant, r.id)
-			switch {
-			case errors.Is(err, errs.NotFound):
-			case err != nil:
+			if err := r.taken(tx); err != nil {
 				return err
-			case r.old == nil || cur.State != r.old.State || !cur.ExpiresAt.Equal(r.old.ExpiresAt):
-				return errKeyTaken
 			}
 		}
 		r.kept.Store(true)
@@ -327,13 +323,46 @@ func (r *idemRequest) keepOp(resp storedResponse) (func(store.Txn) error, error)
 	}, nil
 }
 
+// actedElsewhere reports whether the key's record is an acted mark (of a
+// request another server is still running).
+func (r *idemRequest) actedElsewhere(ctx context.Context) bool {
+	acted := false
+	_ = r.h.ws.Store().View(ctx, func(rd store.Reader) error {
+		rec, err := idempotencyRecords.Get(rd, r.tenant, r.id)
+		acted = err == nil && rec.State == idemActed && rec.Fingerprint == r.fingerprint
+		return nil
+	})
+	return acted
+}
+
+// taken refuses, with errKeyTaken, the change of tx when another server
+// acted on the key since lookup (a cluster node checks it).
+func (r *idemRequest) taken(tx store.Txn) error {
+	cur, err := idempotencyRecords.Get(tx, r.tenant, r.id)
+	switch {
+	case errors.Is(err, errs.NotFound):
+		return nil
+	case err != nil:
+		return err
+	case r.old == nil || cur.State != r.old.State || !cur.ExpiresAt.Equal(r.old.ExpiresAt):
+		return errKeyTaken
+	}
+	return nil
+}
+
 // errKeyTaken refuses the change of a keyed request on a cluster node when
 // another server acted on its key first.
 var errKeyTaken = errs.Conflictf("a request with this Idempotency-Key took effect on another server")
 
 // markActed writes the acted mark in the transaction of a change the
-// request makes (see store.AlsoInUpdate).
+// request makes (see store.AlsoInUpdate); on a cluster node, unless
+// another server acted on the key first (taken).
 func (r *idemRequest) markActed(tx store.Txn) error {
+	if r.h.ws.Engine().Clustered() {
+		if err := r.taken(tx); err != nil {
+			return err
+		}
+	}
 	now := r.h.ws.Clock().Now().UTC()
 	r.acted.Store(true)
 	return idempotencyRecords.Put(tx, r.tenant, &idemRecord{ID: r.id, Fingerprint: r.fingerprint, State: idemActed,

@@ -73,4 +73,32 @@ func TestIdempotencyKeyActsOnceAcrossServers(t *testing.T) {
 	if len(runs) != keys {
 		t.Errorf("%d runs stored, want %d", len(runs), keys)
 	}
+
+	// A route that marks the key in its own change (a process's
+	// creation): one process per key; the other server replays the
+	// response, or says the request is still in progress there.
+	for k := range keys {
+		for i, s := range servers {
+			wg.Go(func() {
+				body := fmt.Sprintf(`{"name": "Keyed %d", "trigger": {"type": "manual"}, "steps": [{"key": "route",
+				  "type": "route", "config": {"rules": [{"when": {"subject.type": "x"}, "queue": "q"}], "default": {"queue": "ap"}}}]}`, k)
+				r := s.do(t, "POST", "/v1/processes", admin.Token, body, "Idempotency-Key", fmt.Sprintf("create-%d", k))
+				if r.Status != http.StatusCreated && r.Status != http.StatusConflict {
+					t.Errorf("create %d on server %d: %d %s", k, i, r.Status, r.Body)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	var procs []struct{ Name string }
+	servers[0].do(t, "GET", "/v1/processes?limit=100", admin.Token, nil).want(t, http.StatusOK).decode(t, &procs)
+	made := map[string]int{}
+	for _, p := range procs {
+		made[p.Name]++
+	}
+	for k := range keys {
+		if n := made[fmt.Sprintf("Keyed %d", k)]; n != 1 {
+			t.Errorf("key create-%d made %d processes, want 1", k, n)
+		}
+	}
 }
