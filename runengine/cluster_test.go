@@ -2,6 +2,7 @@ package runengine_test
 
 import (
 	"context"
+	"fmt"
 	"encoding/json"
 	"log/slog"
 	"strings"
@@ -466,6 +467,46 @@ func TestClusterSubscribeSeesEveryNode(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("events a subscriber on %s got (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
+// TestClusterStartKeyActsOnceAcrossNodes: starts with one idempotency key
+// made on two nodes at once start one run: the node whose commit comes
+// second finds the key taken in its transaction and answers with the
+// other's run.
+func TestClusterStartKeyActsOnceAcrossNodes(t *testing.T) {
+	t.Parallel()
+	const ttl = 10 * time.Second
+	base := sharedBadger(t)
+	lc, ec := clock.NewFake(t0), clock.NewFake(t0)
+	mu, keys := newRecorders()
+	var nodes [2]*node
+	for i, id := range []string{"a", "b"} {
+		nodes[i] = openNode(t, base, nodeConfig{id: id, lease: lc, clock: ec, prov: &recorder{node: id, mu: mu, keys: keys},
+			shards: 4, ttl: ttl})
+	}
+	def := chainProcess(t, nodes[0].procs, `{"type":"manual"}`, 1)
+	const n = 16
+	var ids [n][2]string
+	var wg sync.WaitGroup
+	for k := range n {
+		for i, nd := range nodes {
+			wg.Go(func() {
+				r, err := nd.eng.Start(t.Context(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID,
+					IdempotencyKey: fmt.Sprintf("start-%d", k)})
+				if err != nil {
+					t.Errorf("start %d on %d: %v", k, i, err)
+					return
+				}
+				ids[k][i] = r.ID
+			})
+		}
+	}
+	wg.Wait()
+	for k, pair := range ids {
+		if pair[0] != pair[1] {
+			t.Errorf("key start-%d: the nodes started runs %s and %s, want one", k, pair[0], pair[1])
 		}
 	}
 }
