@@ -217,7 +217,8 @@ func (h *Handler) idempotent(c *request) error {
 	c.W, c.idem = rec, req
 	c.R = r.WithContext(store.AlsoInUpdate(r.Context(), req.markActed))
 	err = c.route.fn(c)
-	if errors.Is(err, errKeyTaken) {
+	if _, taken := errors.If(err, func(e error) (any, bool) { return nil, e == errKeyTaken }); taken {
+		// (errors.Is would take any conflict for it: errs marks them alike.)
 		// Another server acted on the key first: answer as a retry there.
 		c.W, c.R, c.idem = w, r, nil
 		if prev, err = req.lookup(ctx); prev != nil {

@@ -143,7 +143,7 @@ func (e *Engine) start(ctx context.Context, p StartParams, view bool) (reply, er
 		version: ver, subject: p.Subject, trigger: RunTrigger{Type: process.TriggerManual, Data: p.Data}, actor: p.Actor,
 		ops: ops, reads: sweeps, priority: normPriority(p.Priority),
 	}})
-	if errors.Is(err, errStartKeyTaken) { // another node started it first
+	if isErr(err, errStartKeyTaken) { // another node started it first
 		first, err := e.keyedRun(ctx, p)
 		return firstReply(first, view, err)
 	}

@@ -198,6 +198,14 @@ func (e *Engine) startKeyWrite(tenant, key, runID string) func(store.Txn) error 
 // another node used first; Start then answers with that node's run.
 var errStartKeyTaken = errs.Conflictf("idempotency key already started a run on another node")
 
+// isErr reports whether err is target or wraps it. errors.Is would not
+// do for errors made by errs: it takes any two of one kind (two
+// conflicts) for the same.
+func isErr(err, target error) bool {
+	_, ok := errors.If(err, func(e error) (any, bool) { return nil, e == target })
+	return ok
+}
+
 // keyedRun returns the run p's idempotency key started (see
 // errStartKeyTaken).
 func (e *Engine) keyedRun(ctx context.Context, p StartParams) (*Run, error) {
