@@ -2,8 +2,8 @@ package runengine_test
 
 import (
 	"context"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
