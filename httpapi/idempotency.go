@@ -165,6 +165,11 @@ type idemRequest struct {
 	// kept says the response was written with the engine's change;
 	// acted that the acted mark was written with a change.
 	kept, acted atomic.Bool
+	// marks are the expiries of the acted marks this request wrote (one
+	// per transaction that tried), by which taken tells its own mark from
+	// another server's.
+	mu    sync.Mutex
+	marks []time.Time
 }
 
 // idempotent runs c's handler at most once per Idempotency-Key (see above).
@@ -345,10 +350,24 @@ func (r *idemRequest) taken(tx store.Txn) error {
 		return nil
 	case err != nil:
 		return err
-	case r.old == nil || cur.State != r.old.State || !cur.ExpiresAt.Equal(r.old.ExpiresAt):
-		return errKeyTaken
+	case r.old != nil && cur.State == r.old.State && cur.ExpiresAt.Equal(r.old.ExpiresAt):
+		return nil // what lookup found
+	case cur.State == idemActed && r.wrote(cur.ExpiresAt):
+		return nil // this request's own mark, from an earlier change it made
 	}
-	return nil
+	return errKeyTaken
+}
+
+// wrote reports whether this request wrote an acted mark expiring at.
+func (r *idemRequest) wrote(at time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range r.marks {
+		if m.Equal(at) {
+			return true
+		}
+	}
+	return false
 }
 
 // errKeyTaken refuses the change of a keyed request on a cluster node when
@@ -366,6 +385,9 @@ func (r *idemRequest) markActed(tx store.Txn) error {
 	}
 	now := r.h.ws.Clock().Now().UTC()
 	r.acted.Store(true)
+	r.mu.Lock()
+	r.marks = append(r.marks, now.Add(idempotencyTTL))
+	r.mu.Unlock()
 	return idempotencyRecords.Put(tx, r.tenant, &idemRecord{ID: r.id, Fingerprint: r.fingerprint, State: idemActed,
 		ExpiresAt: now.Add(idempotencyTTL)})
 }
