@@ -135,9 +135,9 @@ func (ws *Workspace) WaitRunUntil(ctx context.Context, tenant, runID string, con
 // events gets ErrMissed with the cursor it goes on from, and reads the
 // state again (ListRuns, ListTasks, ListApprovals of ws.Engine()). The
 // subscription starts when Subscribe is called and ends with ctx or the
-// loop over it. On a cluster node (Options.Cluster) it delivers the events
-// made on this node only (every node's on the one holding the dispatch
-// lease); see runengine.Engine.Subscribe.
+// loop over it. On a cluster node (Options.Cluster) it delivers every
+// node's events, another node's a little later; see
+// runengine.Engine.Subscribe.
 func (ws *Workspace) Subscribe(ctx context.Context, p SubscribeParams) iter.Seq2[Notice, error] {
 	return ws.engine.Subscribe(ctx, p)
 }

@@ -167,6 +167,11 @@ type idemRequest struct {
 	// kept says the response was written with the engine's change;
 	// acted that the acted mark was written with a change.
 	kept, acted atomic.Bool
+	// marks are the expiries of the acted marks this request wrote (one
+	// per transaction that tried), by which taken tells its own mark from
+	// another server's.
+	mu    sync.Mutex
+	marks []time.Time
 }
 
 // idempotent runs c's handler at most once per Idempotency-Key (see above).
@@ -219,6 +224,19 @@ func (h *Handler) idempotent(c *request) error {
 	c.W, c.idem = rec, req
 	c.R = r.WithContext(store.AlsoInUpdate(r.Context(), req.markActed))
 	err = c.route.fn(c)
+	if _, taken := errors.If(err, func(e error) (any, bool) { return nil, e == errKeyTaken }); taken {
+		// (errors.Is would take any conflict for it: errs marks them alike.)
+		// Another server acted on the key first: answer as a retry there.
+		c.W, c.R, c.idem = w, r, nil
+		if prev, err = req.lookup(ctx); prev != nil {
+			return req.replay(c, prev)
+		}
+		if err == nil || req.actedElsewhere(ctx) {
+			// The other server's request has not kept its response yet.
+			return errs.Conflictf("a request with this Idempotency-Key is still in progress")
+		}
+		return err
+	}
 	if err != nil {
 		h.writeError(c, err)
 	}
@@ -289,22 +307,89 @@ func (r *idemRequest) record(resp storedResponse, secret bool) (*idemRecord, []b
 // keepOp returns the write of resp for the engine's transaction: it only
 // writes (the engine's pipelined commits must not read), over the record
 // lookup found.
+//
+// On a cluster node (whose commits are not pipelined) it first reads the
+// record again: another server may have acted on the key since lookup (a
+// client retried there when this server seemed dead, or sent the key to
+// two servers at once), and then the change is refused with errKeyTaken,
+// so that a key acts once whatever the servers; the request answers with
+// the other's response (see idempotent).
 func (r *idemRequest) keepOp(resp storedResponse) (func(store.Txn) error, error) {
 	rec, raw, err := r.record(resp, false)
 	if err != nil {
 		return nil, err
 	}
+	shared := r.h.ws.Engine().Clustered()
 	return func(tx store.Txn) error {
+		if shared {
+			if err := r.taken(tx); err != nil {
+				return err
+			}
+		}
 		r.kept.Store(true)
 		return idempotencyRecords.PutOver(tx, r.tenant, r.old, rec, raw)
 	}, nil
 }
 
+// actedElsewhere reports whether the key's record is an acted mark (of a
+// request another server is still running).
+func (r *idemRequest) actedElsewhere(ctx context.Context) bool {
+	acted := false
+	_ = r.h.ws.Store().View(ctx, func(rd store.Reader) error {
+		rec, err := idempotencyRecords.Get(rd, r.tenant, r.id)
+		acted = err == nil && rec.State == idemActed && rec.Fingerprint == r.fingerprint
+		return nil
+	})
+	return acted
+}
+
+// taken refuses, with errKeyTaken, the change of tx when another server
+// acted on the key since lookup (a cluster node checks it).
+func (r *idemRequest) taken(tx store.Txn) error {
+	cur, err := idempotencyRecords.Get(tx, r.tenant, r.id)
+	switch {
+	case errors.Is(err, errs.NotFound):
+		return nil
+	case err != nil:
+		return err
+	case r.old != nil && cur.State == r.old.State && cur.ExpiresAt.Equal(r.old.ExpiresAt):
+		return nil // what lookup found
+	case cur.State == idemActed && r.wrote(cur.ExpiresAt):
+		return nil // this request's own mark, from an earlier change it made
+	}
+	return errKeyTaken
+}
+
+// wrote reports whether this request wrote an acted mark expiring at.
+func (r *idemRequest) wrote(at time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range r.marks {
+		if m.Equal(at) {
+			return true
+		}
+	}
+	return false
+}
+
+// errKeyTaken refuses the change of a keyed request on a cluster node when
+// another server acted on its key first.
+var errKeyTaken = errs.Conflictf("a request with this Idempotency-Key took effect on another server")
+
 // markActed writes the acted mark in the transaction of a change the
-// request makes (see store.AlsoInUpdate).
+// request makes (see store.AlsoInUpdate); on a cluster node, unless
+// another server acted on the key first (taken).
 func (r *idemRequest) markActed(tx store.Txn) error {
+	if r.h.ws.Engine().Clustered() {
+		if err := r.taken(tx); err != nil {
+			return err
+		}
+	}
 	now := r.h.ws.Clock().Now().UTC()
 	r.acted.Store(true)
+	r.mu.Lock()
+	r.marks = append(r.marks, now.Add(idempotencyTTL))
+	r.mu.Unlock()
 	return idempotencyRecords.Put(tx, r.tenant, &idemRecord{ID: r.id, Fingerprint: r.fingerprint, State: idemActed,
 		ExpiresAt: now.Add(idempotencyTTL)})
 }

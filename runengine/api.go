@@ -137,11 +137,17 @@ func (e *Engine) start(ctx context.Context, p StartParams, view bool) (reply, er
 	sweeps := len(ops) > 0 // removals of expired keys read them
 	if p.IdempotencyKey != "" {
 		ops = append(ops, e.startKeyWrite(p.Tenant, p.IdempotencyKey, runID))
+		sweeps = sweeps || e.cluster != nil // the write reads the key again
 	}
-	return e.send(ctx, &command{kind: cmdStart, tenant: p.Tenant, runID: runID, actor: p.Actor, view: view, start: &startArgs{
+	rep, err := e.send(ctx, &command{kind: cmdStart, tenant: p.Tenant, runID: runID, actor: p.Actor, view: view, start: &startArgs{
 		version: ver, subject: p.Subject, trigger: RunTrigger{Type: process.TriggerManual, Data: p.Data}, actor: p.Actor,
 		ops: ops, reads: sweeps, priority: normPriority(p.Priority),
 	}})
+	if isErr(err, errStartKeyTaken) { // another node started it first
+		first, err := e.keyedRun(ctx, p)
+		return firstReply(first, view, err)
+	}
+	return rep, err
 }
 
 // firstReply answers a start with the run its idempotency key started.

@@ -141,10 +141,22 @@ func BenchmarkChain3Cluster(b *testing.B) {
 					pid = be.process(b, 3)
 				}
 			}
+			// Measure the steady state: every node holds exactly the shards
+			// the balance gives it (none still on its way to another).
+			var members []string
+			for i := range nodes {
+				members = append(members, fmt.Sprintf("n%d", i))
+			}
 			for deadline := time.Now().Add(30 * time.Second); ; {
 				spread := true
-				for _, eng := range engs {
-					spread = spread && len(eng.Shards()) > 0
+				for n, eng := range engs {
+					var want []int
+					for i := range 32 { // the default shards
+						if lease.Assign(members, i) == members[n] {
+							want = append(want, i)
+						}
+					}
+					spread = spread && fmt.Sprint(eng.Shards()) == fmt.Sprint(want)
 				}
 				if spread {
 					break

@@ -5,12 +5,14 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"hash/fnv"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/internal/lease"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/clock"
@@ -36,8 +38,10 @@ import (
 // again. Each node keeps its own share of the counters (the cockpit's),
 // which readers sum.
 //
-// A node's Subscribe delivers the events made on that node (every node's
-// on the node holding the dispatch lease).
+// A node's Subscribe delivers every node's events: the node holding the
+// dispatch lease copies the events of tenants with a subscriber on another
+// node into a feed in the store, which that node reads (woken through a
+// store.Waker, else every 200ms).
 //
 // Engine.Shards and Engine.Owns tell what a node holds.
 type ClusterConfig struct {
@@ -124,6 +128,11 @@ type cluster struct {
 	// signals holds, by wake-up topic, the queue (of one) of this node's
 	// signal to the others. Made with the cluster, never changed.
 	signals map[string]chan struct{}
+	// feed is this node's side of the feed of events (see feedTo), the
+	// dispatcher goroutine's own; fed says a commit wrote to the feed.
+	feed    feed
+	fed     atomic.Bool
+	feedDue atomic.Bool // another node wrote to the feed
 	quit    chan struct{}
 	done    chan struct{}
 	stop    sync.Once
@@ -140,8 +149,9 @@ func newCluster(e *Engine, cfg ClusterConfig) (*cluster, error) {
 		return nil, err
 	}
 	c := &cluster{e: e, cfg: cfg, m: m, leases: map[int]lease.Lease{}, kickCh: make(chan struct{}, 1),
-		signals: map[string]chan struct{}{topicDue: make(chan struct{}, 1), topicOutbox: make(chan struct{}, 1)},
-		quit:    make(chan struct{}), done: make(chan struct{})}
+		signals: map[string]chan struct{}{topicDue: make(chan struct{}, 1), topicOutbox: make(chan struct{}, 1),
+			topicFeed: make(chan struct{}, 1)},
+		quit: make(chan struct{}), done: make(chan struct{})}
 	none := make([]lease.Lease, cfg.Shards)
 	c.held.Store(&none)
 	return c, nil
@@ -267,6 +277,12 @@ func (c *cluster) listen(w store.Waker) {
 			}
 		})
 	}()
+	go func() {
+		_ = w.Listen(ctx, topicFeed, func() {
+			c.feedDue.Store(true)
+			c.e.disp.wake()
+		})
+	}()
 	for topic, ch := range c.signals {
 		go func() {
 			warned := false
@@ -337,6 +353,12 @@ func (c *cluster) round(ctx context.Context) error {
 		c.dispatch.Store(&d)
 		if was == nil || was.Token != d.Token {
 			c.e.disp.kick()
+		}
+		if serr := c.sweepAnswers(ctx); serr != nil && err == nil {
+			err = serr
+		}
+		if serr := c.trimFeed(ctx); serr != nil && err == nil {
+			err = serr
 		}
 	}
 	old := c.leases
@@ -488,11 +510,19 @@ func (w *worker) notMine(c *command) {
 }
 
 // dropShards forgets the runs of the shards whose lease changed hands:
-// what this node held of them may be stale, or no longer its to change.
+// what this node kept of them may be stale, or no longer its to change.
+// A run it read (or started) under the lease it holds now is kept: it was
+// read once the shard was gained, so it is what the store holds, and its
+// commit and calls may be in flight, whose outcome only this entry would
+// act on (the resume of the gained shard may have read the active runs
+// before that commit landed, and a fresh read of the run would drop the
+// calls' results as stale).
 func (w *worker) dropShards(changed []bool) {
 	cl := w.e.cluster
+	held := *cl.held.Load()
 	for k, en := range w.cache {
-		if !changed[cl.shardOf(en.run.ID)] {
+		i := cl.shardOf(en.run.ID)
+		if !changed[i] || en.fence != nil && en.fence.Token > 0 && en.fence.Token == held[i].Token {
 			continue
 		}
 		for _, h := range en.replies {
@@ -661,7 +691,52 @@ func (c *cluster) awaitApplied(key []byte) (refused error, err error) {
 // command of inbox key key, in the commit removing key; the forwarding
 // node reads it, answers its caller with it and removes it.
 func inboxAnswerKey(key []byte) []byte {
-	return append(store.Key(store.System, "inbox-answer"), key...)
+	return append(inboxAnswerPrefix(), key...)
+}
+
+func inboxAnswerPrefix() []byte { return store.Key(store.System, "inbox-answer") }
+
+// inboxAnswerTTL is how long an answer to a forwarded command waits to be
+// read. The forwarding node reads it within inboxWait of its writing while
+// it lives, so one older was left by a node that died (or closed) while
+// it waited, and is removed.
+const inboxAnswerTTL = time.Minute
+
+// maxAnswerSweep bounds the answers one sweep removes.
+const maxAnswerSweep = 1000
+
+// sweepAnswers removes the answers to forwarded commands written more than
+// inboxAnswerTTL ago (by the cluster's clock): their forwarding nodes died
+// waiting for them. The node dispatching the outbox does it, each lease
+// round; the prefix is empty but for answers being read, so a look costs
+// one short scan.
+func (c *cluster) sweepAnswers(ctx context.Context) error {
+	before := c.cfg.Clock.Now().Add(-inboxAnswerTTL)
+	var old [][]byte
+	err := c.e.st.View(ctx, func(r store.Reader) error {
+		return r.Scan(store.ScanOptions{Prefix: inboxAnswerPrefix()}, func(key, raw []byte) error {
+			var a refusal
+			if json.Unmarshal(raw, &a) != nil || a.At.Before(before) {
+				old = append(old, append([]byte(nil), key...))
+			}
+			if len(old) == maxAnswerSweep {
+				return store.ErrStop
+			}
+			return nil
+		})
+	})
+	if err != nil || len(old) == 0 {
+		return errors.Wrap(err, "runengine: read the answers of forwarded commands")
+	}
+	err = c.e.st.Update(ctx, func(tx store.Txn) error {
+		for _, k := range old {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return errors.Wrap(err, "runengine: remove the answers forwarding nodes left")
 }
 
 // refusal is an error carried from the node that refused a forwarded
@@ -671,6 +746,9 @@ type refusal struct {
 	Kind       string           `json:"kind,omitempty"`
 	Msg        string           `json:"msg"`
 	Violations []errs.Violation `json:"violations,omitempty"`
+	// At is when the answer was written (by the cluster's clock): one
+	// left unread past inboxAnswerTTL is removed (see sweepAnswers).
+	At time.Time `json:"at"`
 }
 
 var refusalKinds = map[string]error{"invalid": errs.Invalid, "not_found": errs.NotFound, "conflict": errs.Conflict,
@@ -680,7 +758,7 @@ var refusalKinds = map[string]error{"invalid": errs.Invalid, "not_found": errs.N
 // answerInbox queues, in x's commit, the answer to the forwarded command x
 // refused with x.err.
 func (x *exec) answerInbox(key []byte) {
-	raw, err := encodeRefusal(x.err)
+	raw, err := encodeRefusal(x.err, x.w.e.cluster.cfg.Clock.Now())
 	if err != nil {
 		return // the caller then gets the run as stored
 	}
@@ -692,7 +770,7 @@ func (x *exec) answerInbox(key []byte) {
 // waiter is set), answering it with cause when its sender waits for an
 // answer (answer).
 func (w *worker) refuseInbox(key, waiter []byte, answer bool, cause error) {
-	raw, err := encodeRefusal(cause)
+	raw, err := encodeRefusal(cause, w.e.cluster.cfg.Clock.Now())
 	w.e.commits.submit(&delta{apply: func(tx store.Txn) error {
 		if waiter != nil {
 			if err := tx.Delete(waiter); err != nil {
@@ -708,8 +786,8 @@ func (w *worker) refuseInbox(key, waiter []byte, answer bool, cause error) {
 	}, after: func(error) { w.e.sched.done(key) }})
 }
 
-func encodeRefusal(cause error) ([]byte, error) {
-	r := refusal{Msg: errs.PublicMessage(cause), Violations: errs.Violations(cause)}
+func encodeRefusal(cause error, at time.Time) ([]byte, error) {
+	r := refusal{Msg: errs.PublicMessage(cause), Violations: errs.Violations(cause), At: at.UTC()}
 	if r.Msg == "" {
 		r.Msg = cause.Error()
 	}
@@ -939,6 +1017,10 @@ func handedOver(err error) bool {
 	return ok
 }
 
+// Clustered reports whether the engine is a node of a cluster
+// (Config.Cluster).
+func (e *Engine) Clustered() bool { return e.cluster != nil }
+
 // Owns reports whether this node owns the shard of id (a run id, or the
 // id of other work spread like runs: a webhook delivery); always true on
 // one node.
@@ -957,4 +1039,261 @@ func (e *Engine) newRunID() string {
 		id = e.ids.New("run", now)
 	}
 	return id
+}
+
+// The feed lets a subscriber on any node see every node's events. A node
+// with subscribers (Subscribe, GET /v1/stream) says so for each of their
+// tenants with a presence key; the node dispatching events, in the commit
+// that takes them out of the outbox, copies the events of tenants with a
+// subscriber on another node into the feed (keys ordered by event id, so
+// by time), and the nodes with subscribers read the feed and hand what is
+// new to them (an event a node made or dispatched itself was handed over
+// then, and is not handed again). The dispatching node trims the feed to
+// feedTTL every lease round. Nobody pays for it while only the
+// dispatching node has subscribers.
+const (
+	// feedTTL is how long an event stays in the feed.
+	feedTTL = time.Minute
+	// feedWindow is how far before the newest event read a node reads the
+	// feed again: an event made a moment earlier may reach the feed later.
+	feedWindow = 5 * time.Second
+	// topicFeed wakes the nodes reading the feed.
+	topicFeed = "feed"
+)
+
+func feedKey(id string) []byte { return store.Key(store.System, "feed", id) }
+
+func feedPrefix() []byte { return store.Key(store.System, "feed") }
+
+// feedSubKey is the presence key of a node with subscribers of tenant; it
+// holds when it lapses (UnixNano on the cluster's clock).
+func feedSubKey(tenant, node string) []byte { return store.Key(store.System, "feed-sub", tenant, node) }
+
+// feed is a node's side of the feed; the dispatcher goroutine alone uses
+// it.
+type feed struct {
+	// present are the tenants this node's presence keys say, with when
+	// each lapses.
+	present map[string]time.Time
+	// after is the time of the newest event read from the feed (zero when
+	// the node has no subscriber); read is when the feed was last read.
+	after, read time.Time
+	// subs are the tenants with a subscriber on another node, read at
+	// subsRead (see feedSubs).
+	subs     map[string]bool
+	subsRead time.Time
+}
+
+// feedSubs returns the tenants with a subscriber on another node (nil
+// when none), as their presence keys say: read again at most every
+// clusterPoll (so a subscription's first events may miss the feed for that
+// long), and by the dispatcher goroutine only.
+func (c *cluster) feedSubs() map[string]bool {
+	f := &c.feed
+	if time.Since(f.subsRead) < clusterPoll {
+		return f.subs
+	}
+	now := c.cfg.Clock.Now().UnixNano()
+	var subs map[string]bool
+	err := c.e.st.View(c.e.ctx, func(r store.Reader) error {
+		return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "feed-sub")}, func(key, val []byte) error {
+			parts, err := store.DecodeKey(key)
+			if err != nil || len(parts) != 4 {
+				return errors.Newf("runengine: bad feed presence key %q", key)
+			}
+			if parts[3].(string) == c.cfg.NodeID || len(val) != 8 || int64(binary.BigEndian.Uint64(val)) < now {
+				return nil
+			}
+			if subs == nil {
+				subs = map[string]bool{}
+			}
+			subs[parts[2].(string)] = true
+			return nil
+		})
+	})
+	if err != nil {
+		if !c.e.isClosed() {
+			c.e.log.Warn("runengine: read which tenants other nodes' subscribers follow", "error", err)
+		}
+		return f.subs // the last known, until a read succeeds
+	}
+	f.subs, f.subsRead = subs, time.Now()
+	return subs
+}
+
+// feedTo adds to tx, the commit taking evs out of the outbox, the copy in
+// the feed of the events of the tenants of wanted (see feedSubs).
+func (c *cluster) feedTo(tx store.Txn, evs []*Event, wanted map[string]bool) error {
+	if wanted == nil {
+		return nil
+	}
+	fed := false
+	for _, ev := range evs {
+		if !wanted[ev.Tenant] {
+			continue
+		}
+		raw, err := ev.appendJSON(nil)
+		if err != nil {
+			return errors.Wrapf(err, "encode event %s", ev.Name)
+		}
+		if err := tx.Set(feedKey(ev.ID), raw); err != nil {
+			return err
+		}
+		fed = true
+	}
+	if fed {
+		c.fed.Store(true)
+	}
+	return nil
+}
+
+// fedSignal wakes the nodes reading the feed after a commit that wrote to
+// it.
+func (c *cluster) fedSignal() {
+	if c.fed.Swap(false) {
+		c.signal(topicFeed)
+	}
+}
+
+// readFeed keeps this node's presence keys true to its subscribers, and
+// hands them the events the feed holds that they were not handed yet: when
+// another node signals it wrote to the feed, else every clusterPoll. The
+// dispatcher calls it each time it wakes.
+func (c *cluster) readFeed(d *dispatcher) error {
+	e := c.e
+	f := &c.feed
+	tenants := e.hub.subscribed()
+	if err := c.present(tenants); err != nil {
+		return err
+	}
+	if len(tenants) == 0 {
+		f.after = time.Time{}
+		return nil
+	}
+	if f.after.IsZero() {
+		f.after = e.now()
+	} else if !c.feedDue.Swap(false) && time.Since(f.read) < clusterPoll {
+		return nil
+	}
+	f.read = time.Now()
+	opts := store.ScanOptions{Prefix: feedPrefix(), After: feedKey(ids.Floor("evt", f.after.Add(-feedWindow)))}
+	for {
+		var evs []*Event
+		err := e.st.View(e.ctx, func(r store.Reader) error {
+			return r.Scan(opts, func(key, val []byte) error {
+				ev := new(Event)
+				if err := json.Unmarshal(val, ev); err != nil {
+					return errors.Wrap(err, "runengine: decode a feed event")
+				}
+				opts.After = append(opts.After[:0:0], key...)
+				evs = append(evs, ev)
+				if len(evs) == dispatchPage {
+					return store.ErrStop
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return errors.Wrap(err, "runengine: read the feed")
+		}
+		for _, ev := range evs {
+			if ev.At.After(f.after) {
+				f.after = ev.At
+			}
+		}
+		d.show(evs)
+		if len(evs) < dispatchPage {
+			return nil
+		}
+	}
+}
+
+// present writes (or renews, when half its life is gone) the presence key
+// of each of tenants, and removes those of tenants no longer subscribed
+// to here.
+func (c *cluster) present(tenants []string) error {
+	f := &c.feed
+	now := c.cfg.Clock.Now()
+	lapse := now.Add(2 * c.cfg.LeaseTTL)
+	var set, gone []string
+	for _, t := range tenants {
+		if until, ok := f.present[t]; !ok || until.Sub(now) < c.cfg.LeaseTTL {
+			set = append(set, t)
+		}
+	}
+	for t := range f.present {
+		if !slices.Contains(tenants, t) {
+			gone = append(gone, t)
+		}
+	}
+	if len(set) == 0 && len(gone) == 0 {
+		return nil
+	}
+	val := binary.BigEndian.AppendUint64(nil, uint64(lapse.UnixNano()))
+	err := c.e.st.Update(c.e.ctx, func(tx store.Txn) error {
+		for _, t := range set {
+			if err := tx.Set(feedSubKey(t, c.cfg.NodeID), val); err != nil {
+				return err
+			}
+		}
+		for _, t := range gone {
+			if err := tx.Delete(feedSubKey(t, c.cfg.NodeID)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return errors.Wrap(err, "runengine: say which tenants this node's subscribers follow")
+	}
+	if f.present == nil {
+		f.present = map[string]time.Time{}
+	}
+	for _, t := range set {
+		f.present[t] = lapse
+	}
+	for _, t := range gone {
+		delete(f.present, t)
+	}
+	return nil
+}
+
+// trimFeed removes the events older than feedTTL from the feed, and the
+// presence keys that lapsed (their nodes died). The dispatching node does
+// it each lease round.
+func (c *cluster) trimFeed(ctx context.Context) error {
+	e := c.e
+	until := feedKey(ids.Floor("evt", e.now().Add(-feedTTL)))
+	now := c.cfg.Clock.Now().UnixNano()
+	var old [][]byte
+	err := e.st.View(ctx, func(r store.Reader) error {
+		err := r.Scan(store.ScanOptions{Prefix: feedPrefix(), KeysOnly: true}, func(key, _ []byte) error {
+			if string(key) >= string(until) || len(old) == maxAnswerSweep {
+				return store.ErrStop
+			}
+			old = append(old, append([]byte(nil), key...))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "feed-sub")}, func(key, val []byte) error {
+			if len(val) != 8 || int64(binary.BigEndian.Uint64(val)) < now {
+				old = append(old, append([]byte(nil), key...))
+			}
+			return nil
+		})
+	})
+	if err != nil || len(old) == 0 {
+		return errors.Wrap(err, "runengine: read the feed")
+	}
+	err = e.st.Update(ctx, func(tx store.Txn) error {
+		for _, k := range old {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return errors.Wrap(err, "runengine: trim the feed")
 }

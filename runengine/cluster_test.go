@@ -3,6 +3,7 @@ package runengine_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -110,6 +111,16 @@ type nodeConfig struct {
 
 func openNode(t *testing.T, base store.Store, nc nodeConfig) *node {
 	t.Helper()
+	n := newNode(t, base, nc)
+	if err := n.eng.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// newNode makes a node whose engine is not opened yet.
+func newNode(t *testing.T, base store.Store, nc nodeConfig) *node {
+	t.Helper()
 	n := &node{st: &killable{Store: base}}
 	n.procs = process.NewService(process.Config{Store: n.st, Clock: nc.clock})
 	reg := registry.New(registry.Config{Store: n.st, Clock: nc.clock})
@@ -121,9 +132,6 @@ func openNode(t *testing.T, base store.Store, nc nodeConfig) *node {
 		Gate: &autoGate{auto: true}, OnFinish: nc.onFinish, Grace: time.Millisecond, Logger: nc.logger,
 		Cluster: &runengine.ClusterConfig{NodeID: nc.id, Shards: nc.shards, LeaseTTL: nc.ttl, Clock: nc.lease}})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.eng.Open(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = n.eng.Close() })
@@ -250,6 +258,256 @@ func TestClusterLeaseExpiry(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, keys); diff != "" {
 		t.Fatalf("calls by idempotency key (-want +got):\n%s", diff)
+	}
+}
+
+// TestClusterGainedShardKeepsRunsMadeSince: a start that reaches a node's
+// worker after the node took the run's shard over, but before the worker
+// drops what it held of the shards that changed hands, is kept: its first
+// commit lands after the takeover read the shard's running runs (so the
+// takeover does not resume it), and its calls go out once that commit is
+// durable, answering to the entry that made them. The node finishes the
+// run. (Dropped, the run stayed running for good: the calls' results met a
+// fresh read of the run, which took them for stale.)
+func TestClusterGainedShardKeepsRunsMadeSince(t *testing.T) {
+	t.Parallel()
+	const ttl = 10 * time.Second
+	base := sharedBadger(t)
+	lc, ec := clock.NewFake(t0), clock.NewFake(t0)
+	mu, keys := newRecorders()
+	finished := make(chan string, 1)
+
+	// Node a holds the only shard, then dies.
+	a, err := lease.New(lease.Config{Store: base, Clock: lc, Owner: "a", TTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Balance(t.Context(), 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	b := newNode(t, base, nodeConfig{id: "b", lease: lc, clock: ec, prov: &recorder{node: "b", mu: mu, keys: keys},
+		shards: 1, ttl: ttl, onFinish: func(_, id string, _ runengine.RunStatus) { finished <- id }})
+	def := chainProcess(t, b.procs, `{"type":"manual"}`, 1)
+
+	// A start comes to b, which holds no shard yet; its workers have not
+	// begun, so it waits in the queue.
+	started := make(chan *runengine.Run, 1)
+	go func() {
+		r, err := b.eng.Start(context.Background(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID})
+		if err != nil {
+			t.Error(err)
+		}
+		started <- r
+	}()
+	waitFor(t, "the start is queued", func() bool { return b.eng.Queued() == 1 })
+
+	// a's leases expire; b takes the shard over (and queues the drop of
+	// what it held of it behind the start), finding no running run.
+	lc.Advance(ttl)
+	if err := b.eng.ClusterRound(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.eng.Shards(); len(got) != 1 {
+		t.Fatalf("b holds shards %v, want the one", got)
+	}
+	if err := b.eng.Open(t.Context()); err != nil { // the worker: the start, then the drop
+		t.Fatal(err)
+	}
+	r := <-started
+	if r == nil {
+		t.FailNow()
+	}
+	select {
+	case id := <-finished:
+		if id != r.ID {
+			t.Fatalf("run %s finished, want %s", id, r.ID)
+		}
+	case <-time.After(10 * time.Second):
+		got, err := b.eng.GetRun(t.Context(), tenant, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Fatalf("run %s is still %s with its step %s", r.ID, got.Status, got.Steps[0].Status)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff(map[string]map[string]int{r.ID + "/s1": {r.ID + "/s1/1": 1}}, keys); diff != "" {
+		t.Fatalf("calls by idempotency key (-want +got):\n%s", diff)
+	}
+}
+
+// TestClusterInboxAnswerLeftBehindExpires: a node forwards a command to
+// the run's owner and dies before it reads the owner's refusal; the
+// refusal (an answer key) is removed by the node dispatching the outbox
+// once it is a minute old on the lease clock, and not before.
+func TestClusterInboxAnswerLeftBehindExpires(t *testing.T) {
+	t.Parallel()
+	const ttl = 10 * time.Second
+	base := sharedBadger(t)
+	lc, ec := clock.NewFake(t0), clock.NewFake(t0)
+	mu, keys := newRecorders()
+	count := func(prefix []byte, token string) int {
+		n := 0
+		err := base.View(t.Context(), func(r store.Reader) error {
+			return r.Scan(store.ScanOptions{Prefix: prefix, KeysOnly: true}, func(k, _ []byte) error {
+				if strings.Contains(string(k), token) {
+					n++
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	inbox := func() int { return count(store.Key(store.System, "due"), "inbox:") }
+	answers := func() int { return count(store.Key(store.System, "inbox-answer"), "") }
+
+	// a holds the shard but is not running yet; b forwards to it.
+	a := newNode(t, base, nodeConfig{id: "a", lease: lc, clock: ec, prov: &recorder{node: "a", mu: mu, keys: keys},
+		shards: 1, ttl: ttl})
+	if err := a.eng.ClusterRound(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	b := openNode(t, base, nodeConfig{id: "b", lease: lc, clock: ec, prov: &recorder{node: "b", mu: mu, keys: keys},
+		shards: 1, ttl: ttl})
+	def := chainProcess(t, b.procs, `{"type":"manual"}`, 1)
+	r, err := b.eng.Start(t.Context(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed := make(chan error, 1)
+	go func() {
+		_, err := b.eng.Resume(context.Background(), tenant, r.ID, "usr_test") // refused: the run is not paused
+		resumed <- err
+	}()
+	waitFor(t, "b forwards the resume to a's inbox", func() bool { return inbox() == 1 })
+	b.kill()
+	if err := <-resumed; err == nil {
+		t.Fatal("the killed node answered its resume")
+	}
+
+	// a applies the command, refuses it, and answers b, which is gone.
+	if err := a.eng.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a answers the forwarded resume", func() bool { return inbox() == 0 && answers() == 1 })
+	armed := func() bool { return lc.Timers() == 1 } // a's next lease round
+	waitFor(t, "a's lease round is armed", armed)
+	lc.Advance(ttl / 3)
+	waitFor(t, "a's lease round ran and is armed again", armed)
+	if got := answers(); got != 1 {
+		t.Fatalf("%d answers after a round a third of the lease long, want the 1 kept", got)
+	}
+	lc.Advance(time.Minute)
+	waitFor(t, "a removes the answer left behind", func() bool { return answers() == 0 })
+}
+
+// TestClusterSubscribeSeesEveryNode: a subscription on any node of a
+// cluster delivers every node's events, each once: the node dispatching
+// the outbox copies them to the feed the other nodes read.
+func TestClusterSubscribeSeesEveryNode(t *testing.T) {
+	t.Parallel()
+	const ttl = 10 * time.Second
+	base := sharedBadger(t)
+	lc, ec := clock.NewFake(t0), clock.NewFake(t0)
+	mu, keys := newRecorders()
+	a := openNode(t, base, nodeConfig{id: "a", lease: lc, clock: ec, prov: &recorder{node: "a", mu: mu, keys: keys},
+		shards: 4, ttl: ttl}) // it holds every shard and dispatches the outbox
+	b := openNode(t, base, nodeConfig{id: "b", lease: lc, clock: ec, prov: &recorder{node: "b", mu: mu, keys: keys},
+		shards: 4, ttl: ttl})
+	def := chainProcess(t, a.procs, `{"type":"manual"}`, 1)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	type seen struct{ run, name string }
+	subscribe := func(n *node) <-chan seen {
+		out := make(chan seen, 16)
+		seq := n.eng.Subscribe(ctx, runengine.SubscribeParams{Tenant: tenant, Names: []string{"process.run.*"}})
+		go func() {
+			for nt, err := range seq {
+				if err != nil {
+					return
+				}
+				out <- seen{nt.Event.Data["run_id"].(string), nt.Event.Name}
+			}
+		}()
+		return out
+	}
+	onA, onB := subscribe(a), subscribe(b)
+	waitFor(t, "b says it has a subscriber", func() bool {
+		err := base.View(t.Context(), func(r store.Reader) error {
+			_, err := r.Get(store.Key(store.System, "feed-sub", tenant, "b"))
+			return err
+		})
+		return err == nil
+	})
+
+	// One run started on a, one on b (which holds no shard: a runs it).
+	r1, err := a.eng.Start(t.Context(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := b.eng.Start(t.Context(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[seen]int{{r1.ID, "process.run.started"}: 1, {r1.ID, "process.run.completed"}: 1,
+		{r2.ID, "process.run.started"}: 1, {r2.ID, "process.run.completed"}: 1}
+	for name, ch := range map[string]<-chan seen{"a": onA, "b": onB} {
+		got := map[seen]int{}
+		for range len(want) {
+			select {
+			case s := <-ch:
+				got[s]++
+			case <-time.After(10 * time.Second):
+				t.Fatalf("a subscriber on %s got %v, want %v", name, got, want)
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("events a subscriber on %s got (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
+// TestClusterStartKeyActsOnceAcrossNodes: starts with one idempotency key
+// made on two nodes at once start one run: the node whose commit comes
+// second finds the key taken in its transaction and answers with the
+// other's run.
+func TestClusterStartKeyActsOnceAcrossNodes(t *testing.T) {
+	t.Parallel()
+	const ttl = 10 * time.Second
+	base := sharedBadger(t)
+	lc, ec := clock.NewFake(t0), clock.NewFake(t0)
+	mu, keys := newRecorders()
+	var nodes [2]*node
+	for i, id := range []string{"a", "b"} {
+		nodes[i] = openNode(t, base, nodeConfig{id: id, lease: lc, clock: ec, prov: &recorder{node: id, mu: mu, keys: keys},
+			shards: 4, ttl: ttl})
+	}
+	def := chainProcess(t, nodes[0].procs, `{"type":"manual"}`, 1)
+	const n = 16
+	var ids [n][2]string
+	var wg sync.WaitGroup
+	for k := range n {
+		for i, nd := range nodes {
+			wg.Go(func() {
+				r, err := nd.eng.Start(t.Context(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID,
+					IdempotencyKey: fmt.Sprintf("start-%d", k)})
+				if err != nil {
+					t.Errorf("start %d on %d: %v", k, i, err)
+					return
+				}
+				ids[k][i] = r.ID
+			})
+		}
+	}
+	wg.Wait()
+	for k, pair := range ids {
+		if pair[0] != pair[1] {
+			t.Errorf("key start-%d: the nodes started runs %s and %s, want one", k, pair[0], pair[1])
+		}
 	}
 }
 

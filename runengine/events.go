@@ -336,14 +336,22 @@ func (d *dispatcher) loop() {
 			mem := d.mem
 			d.mem, d.scan = nil, false // the dispatching node finds them in the outbox
 			d.mu.Unlock()
-			d.e.hub.publish(mem) // this node's subscribers see this node's events
+			d.show(mem) // this node's subscribers see this node's events
 			if len(mem) > 0 {
 				cl.signal(topicOutbox) // the dispatching node finds them at once
+			}
+			if err := cl.readFeed(d); err != nil && !d.e.isClosed() { // and the other nodes'
+				d.e.log.Error("event dispatcher", "error", err)
 			}
 			continue
 		}
 		if err := d.drain(); err != nil && !d.e.isClosed() {
 			d.e.log.Error("event dispatcher", "error", err)
+		}
+		if cl := d.e.cluster; cl != nil {
+			if err := cl.readFeed(d); err != nil && !d.e.isClosed() { // events another node dispatched
+				d.e.log.Error("event dispatcher", "error", err)
+			}
 		}
 	}
 }
@@ -442,12 +450,17 @@ func (d *dispatcher) dispatchAll(evs []*Event) error {
 	}
 	ops, posts := d.recordCuts(cuts)
 	var fence func(store.Txn) error
+	var subs map[string]bool
 	if cl := d.e.cluster; cl != nil {
 		fence = cl.fenceDispatch()
+		subs = cl.feedSubs()
 	}
 	err = d.e.commits.commitWait(context.Background(), &delta{apply: func(tx store.Txn) error {
 		if fence != nil {
 			if err := fence(tx); err != nil {
+				return err
+			}
+			if err := d.e.cluster.feedTo(tx, evs, subs); err != nil {
 				return err
 			}
 		}
@@ -467,6 +480,9 @@ func (d *dispatcher) dispatchAll(evs []*Event) error {
 		for _, post := range posts {
 			post()
 		}
+		if fence != nil {
+			d.e.cluster.fedSignal()
+		}
 	}
 	return err
 }
@@ -485,9 +501,19 @@ func (d *dispatcher) dispatch(ev *Event) ([]*Run, error) {
 		return nil, err
 	}
 	ops, posts := d.recordCuts(plans[0].cuts)
+	cl := d.e.cluster
+	var subs map[string]bool
+	if cl != nil {
+		subs = cl.feedSubs()
+	}
 	err = d.e.commits.commitWait(context.Background(), &delta{apply: func(tx store.Txn) error {
 		if err := tx.Delete(outboxKey(ev.ID)); err != nil {
 			return err
+		}
+		if cl != nil {
+			if err := cl.feedTo(tx, []*Event{ev}, subs); err != nil {
+				return err
+			}
 		}
 		for _, op := range ops {
 			if err := op(tx); err != nil {
@@ -499,6 +525,9 @@ func (d *dispatcher) dispatch(ev *Event) ([]*Run, error) {
 	if err == nil {
 		for _, post := range posts {
 			post()
+		}
+		if cl != nil {
+			cl.fedSignal()
 		}
 	}
 	return started, err

@@ -138,3 +138,21 @@ func SeedJob(st store.Store, tenant string, f JobFilter, action string) (string,
 func (e *Engine) CommitUnder(runID string, key []byte) error {
 	return e.commits.commitWait(e.ctx, &delta{fence: e.fence(runID), apply: setKey(key, []byte("x"))})
 }
+
+// ClusterRound runs one of a cluster node's lease rounds now (as its
+// upkeep loop does every LeaseTTL/3), on an engine opened or not.
+func (e *Engine) ClusterRound(ctx context.Context) error { return e.cluster.round(ctx) }
+
+// Queued is how many commands wait in the workers' queues.
+func (e *Engine) Queued() int {
+	n := 0
+	for _, w := range e.workers {
+		w.mu.Lock()
+		n += len(w.q.ordered)
+		for _, t := range w.q.active {
+			n += len(t.q)
+		}
+		w.mu.Unlock()
+	}
+	return n
+}

@@ -162,19 +162,69 @@ func (e *Engine) claimStartKey(ctx context.Context, p StartParams) (unlock func(
 }
 
 // startKeyWrite is the write of a start's idempotency key and its index
-// entry, in the commit of the start.
+// entry, in the commit of the start. On a cluster node it first reads the
+// key again: another node may have started a run with it since
+// claimStartKey (its lock is this process's only), and then the start is
+// refused with errStartKeyTaken.
 func (e *Engine) startKeyWrite(tenant, key, runID string) func(store.Txn) error {
 	at := e.now()
 	raw, err := json.Marshal(startKeyRecord{RunID: runID, At: at})
+	shared := e.cluster != nil
 	return func(tx store.Txn) error {
 		if err != nil {
 			return err
+		}
+		if shared {
+			cur, err := tx.Get(startKeyKey(tenant, key))
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+			case err != nil:
+				return err
+			default:
+				var rec startKeyRecord
+				if json.Unmarshal(cur, &rec) == nil && rec.RunID != runID && at.Sub(rec.At) < IdempotencyWindow {
+					return errStartKeyTaken
+				}
+			}
 		}
 		if err := tx.Set(startKeyKey(tenant, key), raw); err != nil {
 			return err
 		}
 		return tx.Set(startKeyDue(at, tenant, key), nil)
 	}
+}
+
+// errStartKeyTaken refuses a start on a cluster node whose idempotency key
+// another node used first; Start then answers with that node's run.
+var errStartKeyTaken = errs.Conflictf("idempotency key already started a run on another node")
+
+// isErr reports whether err is target or wraps it. errors.Is would not
+// do for errors made by errs: it takes any two of one kind (two
+// conflicts) for the same.
+func isErr(err, target error) bool {
+	_, ok := errors.If(err, func(e error) (any, bool) { return nil, e == target })
+	return ok
+}
+
+// keyedRun returns the run p's idempotency key started (see
+// errStartKeyTaken).
+func (e *Engine) keyedRun(ctx context.Context, p StartParams) (*Run, error) {
+	var rec startKeyRecord
+	err := e.st.View(ctx, func(r store.Reader) error {
+		raw, err := r.Get(startKeyKey(p.Tenant, p.IdempotencyKey))
+		if err != nil {
+			return err
+		}
+		return errors.Wrap(json.Unmarshal(raw, &rec), "decode a start's idempotency key")
+	})
+	if err != nil {
+		return nil, err
+	}
+	first, err := e.GetRun(ctx, p.Tenant, rec.RunID)
+	if err == nil && first.ProcessID != p.ProcessID {
+		return nil, errs.Conflictf("idempotency key already started a run of another process")
+	}
+	return first, err
 }
 
 // keyLocks are in-process locks by name: two starts with one idempotency

@@ -60,11 +60,12 @@ var ErrMissed = errors.Mark(errors.New("runengine: the subscriber missed events;
 // every event of it is written to the outbox (otherwise only events some
 // process or run listens to are).
 //
-// On a node of a cluster (Config.Cluster) a subscription delivers the
-// events this node made, and, on the node holding the dispatch lease,
-// also those the other nodes made (it dispatches the whole outbox): it
-// does not see every node's events wherever it runs. Subscribe where all
-// of a tenant's events matter on one node, or read the lists.
+// On a node of a cluster (Config.Cluster) a subscription delivers every
+// node's events: those another node made arrive through a feed in the
+// store that the node dispatching the outbox writes (a little later than
+// this node's own), from when that node knows of the subscription (within
+// about half a second of its start; it may also be handed events made a
+// few seconds before). A cursor belongs to the node that gave it.
 func (e *Engine) Subscribe(ctx context.Context, p SubscribeParams) iter.Seq2[Notice, error] {
 	s := e.hub.subscribe(p)
 	stop := context.AfterFunc(ctx, s.close)
@@ -135,6 +136,20 @@ func (h *hub) wants(tenant string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.tenants[tenant] > 0
+}
+
+// subscribed returns the tenants with a subscriber.
+func (h *hub) subscribed() []string {
+	if h.any.Load() == 0 {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]string, 0, len(h.tenants))
+	for t := range h.tenants {
+		out = append(out, t)
+	}
+	return out
 }
 
 // publish keeps the events of tenants with a subscriber and wakes them.

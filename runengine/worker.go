@@ -144,6 +144,12 @@ type entry struct {
 	durable bool
 	// foreign marks a run this node started for the node owning its shard.
 	foreign bool
+	// fence is, on a cluster node, the lease of the run's shard this node
+	// held when it read the run from the store (or made it): the entry's
+	// commits act under it, and once the shard's lease is another (it
+	// changed hands) the entry may be stale and is dropped. Nil on one
+	// node.
+	fence *lease.Lease
 	// tasks and approvals are the latest versions of the run's tasks and
 	// approvals this entry wrote. They are what the store will hold (the
 	// worker alone changes them), so a completion or decision reads them
@@ -303,6 +309,13 @@ func (w *worker) prefetch(cmds []*command) {
 		return
 	}
 	got := make([]*Run, len(want))
+	var fences []*lease.Lease
+	if w.e.cluster != nil { // taken before the read (see entry.fence)
+		fences = make([]*lease.Lease, len(want))
+		for i, c := range want {
+			fences[i] = w.e.cluster.fenceFor(c.runID)
+		}
+	}
 	_ = w.e.st.View(w.e.ctx, func(rd store.Reader) error {
 		for i, c := range want {
 			if r, err := readRun(rd, c.tenant, c.runID); err == nil {
@@ -320,6 +333,9 @@ func (w *worker) prefetch(cmds []*command) {
 			continue // the same run twice in cmds
 		}
 		if en, err := w.entryOf(want[i].tenant, r); err == nil {
+			if fences != nil {
+				en.fence = fences[i]
+			}
 			w.cache[k] = en
 		}
 	}
@@ -341,6 +357,7 @@ func (w *worker) load(tenant, runID string) (*entry, error) {
 		delete(w.idle, k)
 		return en, nil
 	}
+	fence := w.e.fence(runID) // taken before the read (see entry.fence)
 	var r *Run
 	err := w.e.st.View(w.e.ctx, func(rd store.Reader) error {
 		var err error
@@ -354,6 +371,7 @@ func (w *worker) load(tenant, runID string) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
+	en.fence = fence
 	w.cache[k] = en
 	return en, nil
 }
@@ -533,7 +551,10 @@ func (w *worker) handleStart(c *command) {
 	}
 	a.rerun.apply(r)
 	en := &entry{run: r, ver: a.version}
-	en.foreign = w.e.cluster != nil && !w.e.cluster.owns(id)
+	if cl := w.e.cluster; cl != nil {
+		en.fence = cl.fenceFor(id)
+		en.foreign = en.fence.Token <= 0
+	}
 	w.cache[cacheKey(c.tenant, id)] = en
 	x := w.newExec(en, c)
 	x.dirty = true
@@ -710,7 +731,7 @@ func (w *worker) flush(en *entry) {
 	runID := r.ID
 	var fence *lease.Lease
 	if cl := w.e.cluster; cl != nil && !en.foreign {
-		fence = cl.fenceFor(runID)
+		fence = en.fence
 	}
 	w.e.commits.submit(&delta{
 		fence: fence,

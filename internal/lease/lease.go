@@ -24,6 +24,7 @@
 package lease
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"hash/fnv"
@@ -272,7 +273,14 @@ func mix(x uint64) uint64 {
 // another member, and acquires or renews those that belong to it. A shard
 // whose previous holder has not released it yet (it runs its own Balance
 // soon, or its lease expires) is left for a later round. It returns the
-// shard leases this node holds.
+// shard leases this node holds, and the first error met.
+//
+// A shard of held whose renewal or release failed (the store did not
+// answer, the round's context ended) stays in the result with its lease as
+// it was: the node still holds it until its expiry, and every write
+// checks it. So a failed round never has a node give up a shard in its
+// own view while keeping it in the store, to take it up again later with
+// the same token as if nothing happened meanwhile.
 func (m *Manager) Balance(ctx context.Context, shards int, held map[int]Lease) (map[int]Lease, error) {
 	if _, err := m.Heartbeat(ctx); err != nil {
 		return held, err
@@ -282,13 +290,15 @@ func (m *Manager) Balance(ctx context.Context, shards int, held map[int]Lease) (
 		return held, err
 	}
 	out := map[int]Lease{}
+	var first error
 	for i := range shards {
 		mine := Assign(members, i) == m.owner
 		l, had := held[i]
 		switch {
 		case !mine && had:
 			if err := m.Release(ctx, l); err != nil {
-				return out, err
+				out[i] = l
+				first = cmp.Or(first, err)
 			}
 		case mine:
 			got, err := m.Acquire(ctx, ShardName(i))
@@ -296,10 +306,14 @@ func (m *Manager) Balance(ctx context.Context, shards int, held map[int]Lease) (
 				continue
 			}
 			if err != nil {
-				return out, err
+				if had {
+					out[i] = l
+				}
+				first = cmp.Or(first, err)
+				continue
 			}
 			out[i] = got
 		}
 	}
-	return out, nil
+	return out, first
 }

@@ -274,3 +274,54 @@ func TestBalance(t *testing.T) {
 		check("node-c back", names...)
 	})
 }
+
+// failingUpdates is a store whose Updates fail once the first ok of them
+// ran, as when the database stops answering in the middle of a round.
+type failingUpdates struct {
+	store.Store
+	mu sync.Mutex
+	ok int
+}
+
+var errStoreDown = errors.New("store down")
+
+func (f *failingUpdates) Update(ctx context.Context, fn func(store.Txn) error) error {
+	f.mu.Lock()
+	f.ok--
+	down := f.ok < 0
+	f.mu.Unlock()
+	if down {
+		return errStoreDown
+	}
+	return f.Store.Update(ctx, fn)
+}
+
+// TestBalanceFailedRoundKeepsHeld: a round whose renewals or releases fail
+// returns the error and the leases the node held as they were (they last
+// until their expiry), so the node never drops a shard from its view while
+// the store still says it is the node's, to pick it up again later with
+// the same token.
+func TestBalanceFailedRoundKeepsHeld(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		clk := clock.NewFake(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+		const shards = 8
+		held, err := manager(t, st, clk, "node-a").Balance(ctx, shards, nil)
+		if err != nil || len(held) != shards {
+			t.Fatalf("node-a alone holds %d shards (%v), want %d", len(held), err, shards)
+		}
+		// node-b joins, so node-a's round both renews and releases.
+		if _, err := manager(t, st, clk, "node-b").Heartbeat(ctx); err != nil {
+			t.Fatal(err)
+		}
+		down := &failingUpdates{Store: st, ok: 1} // the heartbeat passes, nothing after it
+		got, err := manager(t, down, clk, "node-a").Balance(ctx, shards, held)
+		if !errors.Is(err, errStoreDown) {
+			t.Fatalf("Balance on a failing store: %v, want the store's error", err)
+		}
+		if diff := cmp.Diff(held, got); diff != "" {
+			t.Fatalf("leases after a failed round (-want +got):\n%s", diff)
+		}
+	})
+}

@@ -1,0 +1,104 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bas-platform/bas"
+	"github.com/bas-platform/bas/httpapi"
+	"github.com/bas-platform/bas/internal/pgtest"
+)
+
+// TestIdempotencyKeyActsOnceAcrossServers: on a cluster, the same keyed
+// start sent to two servers at once (as a client does that retries on
+// another server while the first, which seemed dead, still commits) starts
+// one run: the server whose commit comes second finds the key taken in its
+// transaction, starts nothing and answers with the first one's response.
+func TestIdempotencyKeyActsOnceAcrossServers(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	t.Parallel()
+	ws, err := bas.Open(context.Background(), bas.Options{Dir: t.TempDir(), PostgresDSN: dsn, PostgresSchema: pgtest.Schema(t, dsn),
+		Cluster: true, NodeID: "a", ClusterLeaseTTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ws.Close() })
+	// Two handlers, each with its own claims on keys in flight, as two
+	// servers have.
+	var servers [2]*testServer
+	for i := range servers {
+		h := httpapi.New(ws, httpapi.Options{DevLogin: true})
+		srv := httptest.NewServer(conform(t, h))
+		t.Cleanup(srv.Close)
+		servers[i] = &testServer{ws: ws, h: h, srv: srv}
+	}
+	admin := servers[0].devLogin(t, `{}`)
+	var proc struct{ ID string }
+	servers[0].do(t, "POST", "/v1/processes", admin.Token, `{"name": "Route", "trigger": {"type": "manual"},
+	  "steps": [{"key": "route", "type": "route", "config": {"rules": [{"when": {"subject.type": "delivery"}, "queue": "receiving"}], "default": {"queue": "ap"}}}]}`).
+		want(t, http.StatusCreated).decode(t, &proc)
+
+	const keys = 16
+	var ids [keys][2]string
+	var wg sync.WaitGroup
+	for k := range keys {
+		for i, s := range servers {
+			wg.Go(func() {
+				r := s.do(t, "POST", "/v1/processes/"+proc.ID+"/start", admin.Token,
+					`{"subject": {"type": "delivery", "label": "PO-1"}}`, "Idempotency-Key", fmt.Sprintf("start-%d", k))
+				if r.Status != http.StatusCreated {
+					t.Errorf("start %d on server %d: %d %s", k, i, r.Status, r.Body)
+					return
+				}
+				var run struct{ ID string }
+				r.decode(t, &run)
+				ids[k][i] = run.ID
+			})
+		}
+	}
+	wg.Wait()
+	for k, pair := range ids {
+		if pair[0] != pair[1] {
+			t.Errorf("key start-%d: the servers answered runs %s and %s, want one", k, pair[0], pair[1])
+		}
+	}
+	var runs []struct{ ID string }
+	servers[1].do(t, "GET", "/v1/process-runs?process_id="+proc.ID+"&limit=100", admin.Token, nil).
+		want(t, http.StatusOK).decode(t, &runs)
+	if len(runs) != keys {
+		t.Errorf("%d runs stored, want %d", len(runs), keys)
+	}
+
+	// A route that marks the key in its own change (a process's
+	// creation): one process per key; the other server replays the
+	// response, or says the request is still in progress there.
+	for k := range keys {
+		for i, s := range servers {
+			wg.Go(func() {
+				body := fmt.Sprintf(`{"name": "Keyed %d", "trigger": {"type": "manual"}, "steps": [{"key": "route",
+				  "type": "route", "config": {"rules": [{"when": {"subject.type": "x"}, "queue": "q"}], "default": {"queue": "ap"}}}]}`, k)
+				r := s.do(t, "POST", "/v1/processes", admin.Token, body, "Idempotency-Key", fmt.Sprintf("create-%d", k))
+				if r.Status != http.StatusCreated && r.Status != http.StatusConflict {
+					t.Errorf("create %d on server %d: %d %s", k, i, r.Status, r.Body)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	var procs []struct{ Name string }
+	servers[0].do(t, "GET", "/v1/processes?limit=100", admin.Token, nil).want(t, http.StatusOK).decode(t, &procs)
+	made := map[string]int{}
+	for _, p := range procs {
+		made[p.Name]++
+	}
+	for k := range keys {
+		if n := made[fmt.Sprintf("Keyed %d", k)]; n != 1 {
+			t.Errorf("key create-%d made %d processes, want 1", k, n)
+		}
+	}
+}
