@@ -327,9 +327,13 @@ func (w *worker) prefetch(cmds []*command) {
 
 // readRun reads a run with its parts kept apart.
 func readRun(rd store.Reader, tenant, runID string) (*Run, error) {
-	r, err := runs.Get(rd, tenant, runID)
+	raw, err := runs.GetRaw(rd, tenant, runID)
 	if err != nil {
 		return nil, err
+	}
+	r, err := decodeStoredRun(raw)
+	if err != nil {
+		return nil, errors.Wrapf(err, "decode run %s", runID)
 	}
 	return r, loadApart(rd, tenant, r)
 }
