@@ -737,6 +737,7 @@ func (w *worker) flush(en *entry) {
 		counters: fx.counters,
 		reads:    fx.reads,
 		tenant:   tenant,
+		size:     len(raw) + opSize*(len(fx.ops)+len(kept)+2*len(runs.Indexes)+1),
 		after: func(err error) {
 			en.pending.Add(-1)
 			for _, fn := range fx.settled {
@@ -755,6 +756,10 @@ func (w *worker) flush(en *entry) {
 		},
 	})
 }
+
+// opSize bounds the bytes one write of a delta's (an index entry, a due
+// key, the run record's key) adds to a transaction, beside the record.
+const opSize = 128
 
 // keeps returns the writes the keepers of replies make of their answers
 // (see KeepAnswer); a command that failed keeps nothing.
