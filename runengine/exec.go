@@ -53,20 +53,47 @@ type effects struct {
 	// settled run after the commit whether it succeeded or not (err).
 	settled []func(err error)
 	calls   []*pendingCall
+	// late are the events nothing consumed when they were emitted (none
+	// was written): a subscriber that came before the commit is owed
+	// them (see Engine.showLate).
+	late []lateEvent
 }
 
-// merge appends o's changes after f's.
+// lateEvent is an event emitted and not written, kept for a late
+// subscriber.
+type lateEvent struct {
+	name string
+	data map[string]any
+	at   time.Time
+	from *Run
+}
+
+// merge appends o's changes after f's. o is not used after: f may take
+// its slices.
 func (f *effects) merge(o *effects) {
-	f.ops = append(f.ops, o.ops...)
+	f.ops = appendOrTake(f.ops, o.ops)
 	f.reads = f.reads || o.reads
-	f.post = append(f.post, o.post...)
-	f.settled = append(f.settled, o.settled...)
+	f.post = appendOrTake(f.post, o.post)
+	f.settled = appendOrTake(f.settled, o.settled)
+	f.late = appendOrTake(f.late, o.late)
+	if f.counters == nil {
+		f.counters, o.counters = o.counters, nil
+		return
+	}
 	for k, v := range o.counters {
 		if f.counters == nil {
 			f.counters = map[string]int64{}
 		}
 		f.counters[k] += v
 	}
+}
+
+// appendOrTake is append(a, b...), or b itself when a is empty.
+func appendOrTake[T any](a, b []T) []T {
+	if len(a) == 0 {
+		return b
+	}
+	return append(a, b...)
 }
 
 func (w *worker) newExec(en *entry, c *command) *exec {
@@ -82,7 +109,15 @@ func (x *exec) count(key string, n int64) {
 
 // emit writes an event to the outbox in this command's commit.
 func (x *exec) emit(name string, data map[string]any) {
-	op, post := x.w.e.outboxWrite(x.r.Tenant, name, data, x.now, nil, x.r)
+	e := x.w.e
+	if !e.outboxWants(x.r.Tenant, name) {
+		if x.fx.late == nil {
+			x.fx.late = make([]lateEvent, 0, 4)
+		}
+		x.fx.late = append(x.fx.late, lateEvent{name: name, data: data, at: x.now, from: x.r})
+		return
+	}
+	op, post := e.outboxWrite(x.r.Tenant, name, data, x.now, nil, x.r)
 	x.fx.ops = append(x.fx.ops, op)
 	x.fx.post = append(x.fx.post, post)
 }

@@ -747,6 +747,9 @@ func (w *worker) flush(en *entry) {
 				w.e.log.Error("commit run change", "run", runID, "error", err)
 				w.send(&command{kind: cmdReload, tenant: tenant, runID: runID})
 			} else {
+				for _, l := range fx.late {
+					w.e.showLate(tenant, l.name, l.data, l.at, nil, l.from, nil)
+				}
 				for _, fn := range fx.post {
 					fn()
 				}
