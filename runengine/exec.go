@@ -60,12 +60,21 @@ type effects struct {
 }
 
 // lateEvent is an event emitted and not written, kept for a late
-// subscriber.
+// subscriber: its data, or what makes it from the run.
 type lateEvent struct {
 	name string
 	data map[string]any
+	of   func(*Run) map[string]any
 	at   time.Time
 	from *Run
+}
+
+// dataOf is the event's data.
+func (l *lateEvent) dataOf() map[string]any {
+	if l.of != nil {
+		return l.of(l.from)
+	}
+	return l.data
 }
 
 // merge appends o's changes after f's. o is not used after: f may take
@@ -122,6 +131,25 @@ func (x *exec) emit(name string, data map[string]any) {
 	x.fx.post = append(x.fx.post, post)
 }
 
+// emitOf is emit of an event whose data of makes from the run's fixed
+// fields (its id, process and subject): made only when the event is
+// written or a late subscriber is shown it.
+func (x *exec) emitOf(name string, of func(*Run) map[string]any) {
+	if !x.w.e.outboxWants(x.r.Tenant, name) {
+		if x.fx.late == nil {
+			x.fx.late = make([]lateEvent, 0, 4)
+		}
+		x.fx.late = append(x.fx.late, lateEvent{name: name, of: of, at: x.now, from: x.r})
+		return
+	}
+	x.emit(name, of(x.r))
+}
+
+// runEventData is the data of process.run.started and completed.
+func runEventData(r *Run) map[string]any {
+	return map[string]any{"run_id": r.ID, "process_id": r.ProcessID, "process_name": r.ProcessName, "subject": r.Subject.data()}
+}
+
 // setStatus moves the run to status, keeping the counters true.
 func (x *exec) setStatus(status RunStatus) {
 	r := x.r
@@ -130,10 +158,10 @@ func (x *exec) setStatus(status RunStatus) {
 	}
 	x.dirty = true
 	if r.Status == RunWaiting {
-		x.count(counterKey(r.Tenant, "waiting", r.Function), -1)
+		x.count(x.w.counterKey(r.Tenant, "waiting", r.Function), -1)
 	}
 	if status == RunWaiting {
-		x.count(counterKey(r.Tenant, "waiting", r.Function), 1)
+		x.count(x.w.counterKey(r.Tenant, "waiting", r.Function), 1)
 	}
 	// The active index holds the runs a restart must advance: those
 	// running. Waiting runs are woken by people, timers and events.
@@ -149,10 +177,10 @@ func (x *exec) setStatus(status RunStatus) {
 	r.WaitingReason = ""
 	if !wasFinished && r.Finished() {
 		x.releaseCapSlot()
-		x.count(counterKey(r.Tenant, "inflight", r.Function), -1)
+		x.count(x.w.counterKey(r.Tenant, "inflight", r.Function), -1)
 		if r.Overdue {
 			r.Overdue = false
-			x.count(counterKey(r.Tenant, "overdue"), -1)
+			x.count(x.w.counterKey(r.Tenant, "overdue"), -1)
 		}
 		t := x.now
 		r.CompletedAt = &t
@@ -321,7 +349,7 @@ func (x *exec) completeStep(def *process.Step, st *StepRun, output any, automati
 	}
 	if x.r.Overdue {
 		x.r.Overdue = false
-		x.count(counterKey(x.r.Tenant, "overdue"), -1)
+		x.count(x.w.counterKey(x.r.Tenant, "overdue"), -1)
 	}
 	x.r.Cursor++
 	if x.r.Cursor < len(x.r.Steps) {
@@ -361,12 +389,11 @@ func (x *exec) failRun(st *StepRun, status RunStatus, msg string) {
 func (x *exec) completeRun() {
 	x.setStatus(RunCompleted)
 	day := x.now.Format("2006-01-02")
-	x.count(counterKey(x.r.Tenant, "completed", day), 1)
+	x.count(x.w.counterKey(x.r.Tenant, "completed", day), 1)
 	if x.r.MinutesSaved > 0 {
-		x.count(counterKey(x.r.Tenant, "minutes", day), int64(x.r.MinutesSaved))
+		x.count(x.w.counterKey(x.r.Tenant, "minutes", day), int64(x.r.MinutesSaved))
 	}
-	x.emit("process.run.completed", map[string]any{"run_id": x.r.ID, "process_id": x.r.ProcessID,
-		"process_name": x.r.ProcessName, "subject": x.r.Subject.data()})
+	x.emitOf("process.run.completed", runEventData)
 }
 
 // wait puts the run to wait on the current step.
@@ -554,7 +581,7 @@ func (x *exec) putApproval(old, a *Approval) {
 	}
 	x.dirty = true
 	if old != nil && old.Status == ApprovalPending {
-		x.count(counterKey(tenant, "approvals-pending"), -1)
+		x.count(x.w.counterKey(tenant, "approvals-pending"), -1)
 	}
 	if x.en.approvals == nil {
 		x.en.approvals = map[string]*Approval{}
@@ -562,7 +589,7 @@ func (x *exec) putApproval(old, a *Approval) {
 	kept := *a
 	x.en.approvals[a.ID] = &kept
 	if a.Status == ApprovalPending {
-		x.count(counterKey(tenant, "approvals-pending"), 1)
+		x.count(x.w.counterKey(tenant, "approvals-pending"), 1)
 	}
 	x.fx.ops = append(x.fx.ops, func(tx store.Txn) error { return approvals.PutOver(tx, tenant, old, a, raw) })
 	x.replyApproval = a
@@ -577,7 +604,7 @@ func (x *exec) putTask(old, t *Task) {
 	}
 	x.dirty = true
 	if old != nil && old.Status == TaskOpen {
-		x.count(counterKey(tenant, "tasks-open", assigneeOf(old)), -1)
+		x.count(x.w.counterKey(tenant, "tasks-open", assigneeOf(old)), -1)
 	}
 	if x.en.tasks == nil {
 		x.en.tasks = map[string]*Task{}
@@ -585,7 +612,7 @@ func (x *exec) putTask(old, t *Task) {
 	kept := *t
 	x.en.tasks[t.ID] = &kept
 	if t.Status == TaskOpen {
-		x.count(counterKey(tenant, "tasks-open", assigneeOf(t)), 1)
+		x.count(x.w.counterKey(tenant, "tasks-open", assigneeOf(t)), 1)
 	}
 	x.fx.ops = append(x.fx.ops, func(tx store.Txn) error { return tasks.PutOver(tx, tenant, old, t, raw) })
 	x.replyTask = t
