@@ -33,7 +33,6 @@ const (
 	numCompactors           = 2 // Badger refuses 1.
 	baseTableSize           = 1 << 20
 	maxValueThreshold       = 1 << 20 // Badger's own ceiling.
-	diskValueThreshold      = 512
 	gcDiscardRatio          = 0.5
 )
 
@@ -136,15 +135,6 @@ func (o Options) badgerOptions() badger.Options {
 	threshold := int64(maxValueThreshold)
 	if limit := 15 * o.MemTableSize / 100; threshold > limit {
 		threshold = limit
-	}
-	if !o.InMemory {
-		// On disk a value of diskValueThreshold bytes or more is kept in
-		// the value log, and the LSM tree holds a pointer to it: records
-		// rewritten often (a run at each step) are then not copied again
-		// by every compaction, which cut the CPU of a million timers
-		// firing by a fifth and the memory of compactions' table builders
-		// by a quarter. (In memory every value must fit in the tree.)
-		threshold = diskValueThreshold
 	}
 	return bo.
 		WithSyncWrites(true).

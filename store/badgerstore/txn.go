@@ -123,15 +123,7 @@ func (r *reader) Scan(opts store.ScanOptions, fn func(key, value []byte) error) 
 type writer struct {
 	reader
 	s *Store
-	// size counts the transaction's writes as Badger counts a value kept
-	// in the LSM tree: a value kept in the value log counts only its
-	// pointer there, and the limit on a transaction stays the same
-	// wherever its values go.
-	size int64
 }
-
-// entryBytes is what Badger counts for an entry beside its key and value.
-const entryBytes = 12
 
 // Set writes value at key. It copies both: the caller may reuse them.
 func (w *writer) Set(key, value []byte) error {
@@ -141,9 +133,6 @@ func (w *writer) Set(key, value []byte) error {
 	if int64(len(value)) > w.s.maxValue {
 		return errs.TooLargef("value of %d bytes is over the store's limit of %d bytes", len(value), w.s.maxValue)
 	}
-	if err := w.grow(len(key) + len(value)); err != nil {
-		return err
-	}
 	return w.modify(w.txn.Set(bytes.Clone(key), bytes.Clone(value)))
 }
 
@@ -152,20 +141,7 @@ func (w *writer) Delete(key []byte) error {
 	if err := w.check(key); err != nil {
 		return err
 	}
-	if err := w.grow(len(key)); err != nil {
-		return err
-	}
 	return w.modify(w.txn.Delete(bytes.Clone(key)))
-}
-
-// grow counts a write of n bytes, refusing it past the store's limit on a
-// transaction.
-func (w *writer) grow(n int) error {
-	w.size += int64(n) + entryBytes
-	if w.size >= w.s.maxTxn {
-		return w.s.tooBig(badger.ErrTxnTooBig)
-	}
-	return nil
 }
 
 func (w *writer) check(key []byte) error {
