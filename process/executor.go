@@ -221,6 +221,11 @@ func (t StepType) runPure(env StepEnv) bool {
 // toAny turns a Go value into its decoded JSON form (numbers exact), so
 // references can walk it.
 func toAny(v any) (any, error) {
+	if d, ok := v.(decodedForm); ok {
+		if out, ok := d.decoded(); ok {
+			return out, nil
+		}
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
@@ -230,6 +235,12 @@ func toAny(v any) (any, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// decodedForm is a step output that makes its decoded JSON form itself,
+// without an encoding and a decoding; ok false leaves it to toAny.
+type decodedForm interface {
+	decoded() (v any, ok bool)
 }
 
 // orEmpty is m, or an empty map for nil.

@@ -78,6 +78,15 @@ type RouteOutput struct {
 	AI             *AIRecord       `json:"ai,omitempty"`
 }
 
+// decoded is the output as toAny would make it: a route without AI has
+// only strings.
+func (o RouteOutput) decoded() (any, bool) {
+	if o.Classification != nil || o.AI != nil {
+		return nil, false
+	}
+	return map[string]any{"queue": o.Queue, "owner": o.Owner, "priority": o.Priority, "matched_rule": o.MatchedRule}, true
+}
+
 // Route decides where data goes: the first rule (in order) whose filter
 // matches, with the fields it leaves empty taken from the default; the
 // default when none matches. It is pure and deterministic. A rule whose

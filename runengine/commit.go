@@ -28,6 +28,11 @@ type delta struct {
 	// tenant, when set, is whose change it is, for the fair share of
 	// commits (see commitShare).
 	tenant string
+	// size estimates the bytes apply writes (as sizedTxn counts them; 0
+	// for a small change): the committer starts the next transaction
+	// before a change that would not fit beside the open batch (see
+	// committer.fit).
+	size int
 	// fence, when set (several nodes share the store), is the shard lease
 	// the delta acts under: its batch checks it in the transaction, and a
 	// lease no longer held refuses the delta.
@@ -39,14 +44,17 @@ type delta struct {
 // under load one sync carries many transitions, and idle a single change
 // pays one sync.
 //
-// When the store is a store.Pipeliner, the next transaction is filled while
-// the one before it syncs: it is opened before that one commits (so it
-// need not wait for it), takes every delta that arrives meanwhile, and
-// commits the moment the one before is durable. The store thus always has
-// one commit to work on and one sync per commit, and a change waits at most
-// the sync in progress and its own. Counters are kept in memory (the
-// committer is their only writer), so a batch reads nothing. Deltas that
-// read commit in a transaction of their own once nothing is in flight.
+// When the store is a store.Pipeliner, commits overlap: the next
+// transaction is filled while the ones before it sync, and when it is
+// full (maxBatch changes, or no room beside them) it commits at once, up
+// to maxFlights commits in flight; otherwise it commits the moment
+// nothing is in flight. Transactions are opened ahead by an opener
+// goroutine (a Badger transaction opened after a commit began waits for
+// that commit), so filling one never waits for a sync. Commits become
+// durable in the order they began, and their deltas are told in that
+// order. Counters are kept in memory (the committer is their only
+// writer), so a batch reads nothing. Deltas that read commit in a
+// transaction of their own once nothing is in flight.
 type committer struct {
 	st       store.Store
 	pipe     store.Pipeliner
@@ -60,13 +68,19 @@ type committer struct {
 
 	// The committer goroutine's own state.
 	counters  map[string]int64   // committed-or-in-flight counter values
+	opener    *opener            // transactions opened ahead (nil until the first is needed)
 	open      store.PipelinedTxn // the transaction being filled (nil until needed)
 	openBatch []*delta           // the deltas applied to open
 	openSince time.Time          // when the first of them was applied
-	flying    bool               // a pipelined commit is not yet durable
-	landed    chan struct{}      // the flying commit became durable
-	spare     store.PipelinedTxn // opened with open while tenants share commits, for commitAlone
-	alone     sync.WaitGroup     // quiet tenants' commits not yet durable (see commitAlone)
+	openBytes int                // the bytes they wrote (see sizedTxn)
+	sized     sizedTxn           // open, counting into openBytes
+	// fit is the smallest size of a batch the store refused (0 until it
+	// refused one): a batch stops short of it.
+	fit      int
+	flights  int            // pipelined commits not yet durable
+	landed   chan struct{}  // one token per commit that became durable
+	lastTold chan struct{}  // closed once the latest commit's deltas were told
+	alone    sync.WaitGroup // quiet tenants' commits not yet durable (see commitAlone)
 
 	// batches, deltas and busy measure what was committed (Stats).
 	stats           sync.Mutex
@@ -94,7 +108,7 @@ type committer struct {
 
 func newCommitter(st store.Store, maxBatch int, obs Observer, fp Failpoints, cl *cluster) *committer {
 	c := &committer{st: st, maxBatch: maxBatch, observe: obs, fp: fp, signal: make(chan struct{}, 1), stopped: make(chan struct{}),
-		counters: map[string]int64{}, landed: make(chan struct{}, 1), cl: cl}
+		counters: map[string]int64{}, landed: make(chan struct{}, maxFlights), cl: cl}
 	if cl == nil {
 		c.pipe, _ = st.(store.Pipeliner)
 	} else {
@@ -153,37 +167,56 @@ func (c *committer) loop() {
 		select {
 		case <-c.signal:
 		case <-c.landed:
-			c.flying = false
+			c.flights--
 		}
 		for {
+			c.countLanded()
 			c.mu.Lock()
 			batch := take(&c.q, c.maxBatch-len(c.openBatch))
 			closed, more := c.closed, len(c.q) > 0
 			c.mu.Unlock()
 			c.add(batch)
-			if !c.flying && len(c.openBatch) > 0 {
+			if len(c.openBatch) > 0 && (c.flights == 0 || (c.flights < maxFlights && len(c.openBatch) >= c.maxBatch)) {
 				c.launch()
 			}
-			full := c.flying && len(c.openBatch) >= c.maxBatch
+			full := len(c.openBatch) >= c.maxBatch
 			if closed {
 				if !more && len(batch) == 0 {
 					c.settle()
 					if c.open != nil {
 						c.open.Discard()
+						c.open = nil
 					}
-					if c.spare != nil {
-						c.spare.Discard()
+					if c.opener != nil {
+						c.opener.stop()
 					}
 					return
 				}
 				if full {
-					c.land()
+					c.landOne()
 				}
 				continue
 			}
 			if !more || full {
 				break
 			}
+		}
+	}
+}
+
+// maxFlights bounds the pipelined commits in flight at once: while the
+// store syncs (or stalls on a compaction) full batches queue behind each
+// other and land together, instead of one waiting for the one before.
+const maxFlights = 4
+
+// countLanded takes the tokens of the commits that landed meanwhile.
+func (c *committer) countLanded() {
+	for {
+		select {
+		case <-c.landed:
+			c.flights--
+		default:
+			return
 		}
 	}
 }
@@ -204,15 +237,22 @@ func (c *committer) add(batch []*delta) {
 			i = j - 1
 			continue
 		}
-		if c.flying && c.share.quiet(d) && c.commitAlone(d) {
+		if c.flights > 0 && c.share.quiet(d) && c.commitAlone(d) {
 			continue
 		}
 		if c.share.hold(d) {
 			continue
 		}
+		if c.fit > 0 && len(c.openBatch) > 0 && c.openBytes+d.size >= c.fit {
+			// d would not fit beside the open batch: commit that first.
+			c.launchFull()
+		}
 		if c.open == nil {
-			tx, err := c.pipe.Begin(context.Background())
-			if err != nil {
+			if c.opener == nil {
+				c.opener = startOpener(c.pipe) // at the first change, as an engine never used holds no transaction
+			}
+			tx := c.opener.take()
+			if tx == nil {
 				c.settle()
 				c.commitSync([]*delta{d})
 				continue
@@ -222,29 +262,67 @@ func (c *committer) add(batch []*delta) {
 		if len(c.openBatch) == 0 {
 			c.openSince = time.Now()
 		}
-		if err := d.apply(c.open); err != nil {
-			held := c.openBatch
+		c.sized = sizedTxn{Txn: c.open, n: &c.openBytes}
+		if err := d.apply(&c.sized); err != nil {
+			held, refused := c.openBatch, c.openBytes
 			c.open.Discard()
-			c.open, c.openBatch = nil, nil
-			c.land()
+			c.open, c.openBatch, c.openBytes = nil, nil, 0
 			if len(held) > 0 && errors.Is(err, errs.TooLarge) {
 				// d does not fit beside the open batch (a full batch of
 				// big changes): commit that batch as it was, which fit,
-				// and start the next transaction with d.
+				// and start the next transaction with d. Later batches
+				// stop short of this size.
+				if c.fit == 0 || refused < c.fit {
+					c.fit = refused
+				}
 				c.add(held)
-				if !c.flying && len(c.openBatch) > 0 {
-					c.launch()
+				if len(c.openBatch) > 0 {
+					c.launchFull()
 				}
 				i--
 				continue
 			}
 			// The transaction holds part of d: drop it and commit its
 			// deltas the synchronous way, which sets a failing one apart.
+			c.landAll()
 			c.commitSync(append(held, d))
 			continue
 		}
 		c.openBatch = append(c.openBatch, d)
 	}
+}
+
+// sizedTxn counts what is written through it, as a store holds a
+// transaction's writes: keys, values and a few bytes of each entry's own.
+type sizedTxn struct {
+	store.Txn
+	n *int
+}
+
+// entryBytes is what a write adds to a transaction beside its key and
+// value (Badger: a version, metadata, a value pointer's room).
+const entryBytes = 12
+
+// Set counts the write, then makes it.
+func (t *sizedTxn) Set(key, value []byte) error {
+	*t.n += len(key) + len(value) + entryBytes
+	return t.Txn.Set(key, value)
+}
+
+// Delete counts the write, then makes it.
+func (t *sizedTxn) Delete(key []byte) error {
+	*t.n += len(key) + entryBytes
+	return t.Txn.Delete(key)
+}
+
+// launchFull commits the open batch, which takes no more changes, once
+// fewer than maxFlights commits are in flight.
+func (c *committer) launchFull() {
+	c.countLanded()
+	if c.flights >= maxFlights {
+		c.landOne()
+	}
+	c.launch()
 }
 
 // addAll applies batch to the open transaction, holding nothing back.
@@ -257,14 +335,16 @@ func (c *committer) addAll(batch []*delta) {
 	}
 }
 
-// launch commits the open transaction, nothing being in flight, and opens
-// the next before it, so the next need not wait for this commit.
+// launch commits the open transaction (fewer than maxFlights being in
+// flight); its deltas are told once it is durable, after those of every
+// commit launched before it.
 func (c *committer) launch() {
 	tx, batch, began := c.open, c.openBatch, c.openSince
-	c.open, c.openBatch = nil, nil
+	c.open, c.openBatch, c.openBytes = nil, nil, 0
 	sums := sumCounters(batch)
 	if err := c.writeCounters(tx, sums, false); err != nil {
 		tx.Discard()
+		c.landAll()
 		c.commitSync(batch)
 		if held := c.share.launched(); held != nil {
 			c.add(held)
@@ -273,6 +353,7 @@ func (c *committer) launch() {
 	}
 	if err := c.fp.inGroupCommit(len(batch)); err != nil {
 		tx.Discard()
+		c.landAll()
 		c.record(len(batch), time.Since(began), err)
 		for _, d := range batch {
 			if d.after != nil {
@@ -284,27 +365,19 @@ func (c *committer) launch() {
 		}
 		return
 	}
-	if next, err := c.pipe.Begin(context.Background()); err == nil {
-		c.open = next
-	}
-	// A transaction opened after this one commits would wait for it.
-	if c.spare != nil {
-		c.spare.Discard()
-		c.spare = nil
-	}
-	if c.share.several() {
-		if spare, err := c.pipe.Begin(context.Background()); err == nil {
-			c.spare = spare
-		}
-		if c.shared != nil {
-			for t := range c.share.inOpen {
-				c.shared(t)
-			}
+	if c.shared != nil && c.share.several() {
+		for t := range c.share.inOpen {
+			c.shared(t)
 		}
 	}
 	c.keepCounters(sums)
-	c.flying = true
+	c.flights++
+	prev, told := c.lastTold, make(chan struct{})
+	c.lastTold = told
 	tx.CommitAsync(func(err error) {
+		if prev != nil {
+			<-prev // the commits before this one were told first
+		}
 		c.record(len(batch), time.Since(began), err)
 		c.landed <- struct{}{}
 		for _, d := range batch {
@@ -312,6 +385,7 @@ func (c *committer) launch() {
 				d.after(err)
 			}
 		}
+		close(told)
 	})
 	if held := c.share.launched(); held != nil {
 		c.add(held)
@@ -319,14 +393,18 @@ func (c *committer) launch() {
 }
 
 // commitAlone commits d in a transaction of its own, started at once while
-// the open transaction fills (see commitShare.quiet), and reports whether
+// commits are in flight (see commitShare.quiet), and reports whether
 // it did; false leaves d to the open transaction.
 func (c *committer) commitAlone(d *delta) bool {
-	tx := c.spare
-	if tx == nil {
+	if c.opener == nil {
 		return false
 	}
-	c.spare = nil
+	var tx store.PipelinedTxn
+	select {
+	case tx = <-c.opener.ready: // opened before the commits in flight
+	default:
+		return false
+	}
 	began := time.Now()
 	sums := sumCounters([]*delta{d})
 	if err := d.apply(tx); err != nil {
@@ -360,11 +438,19 @@ func (c *committer) commitAlone(d *delta) bool {
 	return true
 }
 
-// land waits until the flying commit, if any, is durable.
-func (c *committer) land() {
-	if c.flying {
+// landOne waits until one commit in flight, if any, is durable.
+func (c *committer) landOne() {
+	if c.flights > 0 {
 		<-c.landed
-		c.flying = false
+		c.flights--
+	}
+}
+
+// landAll waits until nothing is in flight.
+func (c *committer) landAll() {
+	for c.flights > 0 {
+		<-c.landed
+		c.flights--
 	}
 }
 
@@ -374,12 +460,73 @@ func (c *committer) settle() {
 	if held := c.share.takeHeld(); held != nil {
 		c.addAll(held)
 	}
-	c.land()
 	if len(c.openBatch) > 0 {
-		c.launch()
-		c.land()
+		c.launchFull()
 	}
+	c.landAll()
 	c.alone.Wait()
+}
+
+// opener keeps transactions of a store.Pipeliner open ahead of need: a
+// transaction opened while commits are in flight waits until they are
+// durable, and the committer should not.
+type opener struct {
+	ready chan store.PipelinedTxn
+	quit  chan struct{}
+	done  chan struct{}
+}
+
+func startOpener(p store.Pipeliner) *opener {
+	o := &opener{ready: make(chan store.PipelinedTxn, maxFlights), quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(o.done)
+		for {
+			tx, err := p.Begin(context.Background())
+			if err != nil {
+				return // the store closed: take returns nil
+			}
+			select {
+			case o.ready <- tx:
+			case <-o.quit:
+				tx.Discard()
+				return
+			}
+		}
+	}()
+	return o
+}
+
+// take returns an open transaction, waiting for one; nil when there is
+// none and will be none (no Pipeliner, or the store closed).
+func (o *opener) take() store.PipelinedTxn {
+	if o == nil {
+		return nil
+	}
+	select {
+	case tx := <-o.ready:
+		return tx
+	case <-o.done:
+		select {
+		case tx := <-o.ready:
+			return tx
+		default:
+			return nil
+		}
+	}
+}
+
+// stop ends the opener and discards the transactions it opened.
+func (o *opener) stop() {
+	close(o.quit)
+	<-o.done
+	for {
+		select {
+		case tx := <-o.ready:
+			tx.Discard()
+		default:
+			return
+		}
+	}
 }
 
 // commitSync writes batch in one Update. When it fails, the halves are

@@ -17,3 +17,36 @@ func (s *StepRun) UnmarshalJSON(b []byte) error {
 	s.internal = w.Internal
 	return nil
 }
+
+// The stored run decoded in one pass: the steps' bookkeeping is a field
+// of storedStep, so no step is handed to StepRun.UnmarshalJSON (which
+// validates and decodes its bytes again).
+type (
+	plainRun   Run
+	plainStep  StepRun
+	storedStep struct {
+		plainStep
+		Internal stepInternal `json:"internal"`
+	}
+	storedRun struct {
+		*plainRun
+		Steps []storedStep `json:"steps"`
+	}
+)
+
+// decodeStoredRun decodes a run record as the engine stores it.
+func decodeStoredRun(raw []byte) (*Run, error) {
+	r := new(Run)
+	s := storedRun{plainRun: (*plainRun)(r)}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, err
+	}
+	if s.Steps != nil {
+		r.Steps = make([]StepRun, len(s.Steps))
+		for i := range s.Steps {
+			r.Steps[i] = StepRun(s.Steps[i].plainStep)
+			r.Steps[i].internal = s.Steps[i].Internal
+		}
+	}
+	return r, nil
+}

@@ -223,3 +223,44 @@ func TestEventJSONMatchesReflection(t *testing.T) {
 		}
 	}
 }
+
+func TestDecodeStoredRunMatchesReflection(t *testing.T) {
+	t.Parallel()
+	for name, r := range encodeCases() {
+		raw, err := appendRun(nil, r, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := new(Run)
+		if err := json.Unmarshal(raw, want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeStoredRun(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if diff := cmp.Diff(want, got, cmp.AllowUnexported(StepRun{}, stepInternal{})); diff != "" {
+			t.Errorf("%s: (-json.Unmarshal +decodeStoredRun):\n%s", name, diff)
+		}
+	}
+	if _, err := decodeStoredRun([]byte(`{"steps":[{"internal":1}]}`)); err == nil {
+		t.Error("a bad record decoded")
+	}
+}
+
+func BenchmarkDecodeStoredRun(b *testing.B) {
+	var raws [][]byte
+	for _, r := range encodeCases() {
+		raw, err := appendRun(nil, r, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		raws = append(raws, raw)
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, err := decodeStoredRun(raws[i%len(raws)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -64,6 +64,13 @@ func (ev *Event) appendJSON(b []byte) ([]byte, error) {
 
 func outboxKey(id string) []byte { return store.Key(store.System, "outbox", id) }
 
+// outboxWants reports whether an event would be written (outboxWrite
+// writes nothing otherwise): a tap wants it, or a trigger or subscriber
+// consumes it.
+func (e *Engine) outboxWants(tenant, name string) bool {
+	return (e.cfg.Tap != nil && e.cfg.Tap.Wants(tenant, name)) || e.heard(tenant, name) || e.hub.wants(tenant)
+}
+
 // outboxWrite returns the write of an event into the outbox and what to do
 // once it is durable: hand it to the dispatcher, which then need not read
 // it back from the store.

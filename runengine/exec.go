@@ -53,20 +53,56 @@ type effects struct {
 	// settled run after the commit whether it succeeded or not (err).
 	settled []func(err error)
 	calls   []*pendingCall
+	// late are the events nothing consumed when they were emitted (none
+	// was written): a subscriber that came before the commit is owed
+	// them (see Engine.showLate).
+	late []lateEvent
 }
 
-// merge appends o's changes after f's.
+// lateEvent is an event emitted and not written, kept for a late
+// subscriber: its data, or what makes it from the run.
+type lateEvent struct {
+	name string
+	data map[string]any
+	of   func(*Run) map[string]any
+	at   time.Time
+	from *Run
+}
+
+// dataOf is the event's data.
+func (l *lateEvent) dataOf() map[string]any {
+	if l.of != nil {
+		return l.of(l.from)
+	}
+	return l.data
+}
+
+// merge appends o's changes after f's. o is not used after: f may take
+// its slices.
 func (f *effects) merge(o *effects) {
-	f.ops = append(f.ops, o.ops...)
+	f.ops = appendOrTake(f.ops, o.ops)
 	f.reads = f.reads || o.reads
-	f.post = append(f.post, o.post...)
-	f.settled = append(f.settled, o.settled...)
+	f.post = appendOrTake(f.post, o.post)
+	f.settled = appendOrTake(f.settled, o.settled)
+	f.late = appendOrTake(f.late, o.late)
+	if f.counters == nil {
+		f.counters, o.counters = o.counters, nil
+		return
+	}
 	for k, v := range o.counters {
 		if f.counters == nil {
 			f.counters = map[string]int64{}
 		}
 		f.counters[k] += v
 	}
+}
+
+// appendOrTake is append(a, b...), or b itself when a is empty.
+func appendOrTake[T any](a, b []T) []T {
+	if len(a) == 0 {
+		return b
+	}
+	return append(a, b...)
 }
 
 func (w *worker) newExec(en *entry, c *command) *exec {
@@ -82,9 +118,36 @@ func (x *exec) count(key string, n int64) {
 
 // emit writes an event to the outbox in this command's commit.
 func (x *exec) emit(name string, data map[string]any) {
-	op, post := x.w.e.outboxWrite(x.r.Tenant, name, data, x.now, nil, x.r)
+	e := x.w.e
+	if !e.outboxWants(x.r.Tenant, name) {
+		if x.fx.late == nil {
+			x.fx.late = make([]lateEvent, 0, 4)
+		}
+		x.fx.late = append(x.fx.late, lateEvent{name: name, data: data, at: x.now, from: x.r})
+		return
+	}
+	op, post := e.outboxWrite(x.r.Tenant, name, data, x.now, nil, x.r)
 	x.fx.ops = append(x.fx.ops, op)
 	x.fx.post = append(x.fx.post, post)
+}
+
+// emitOf is emit of an event whose data of makes from the run's fixed
+// fields (its id, process and subject): made only when the event is
+// written or a late subscriber is shown it.
+func (x *exec) emitOf(name string, of func(*Run) map[string]any) {
+	if !x.w.e.outboxWants(x.r.Tenant, name) {
+		if x.fx.late == nil {
+			x.fx.late = make([]lateEvent, 0, 4)
+		}
+		x.fx.late = append(x.fx.late, lateEvent{name: name, of: of, at: x.now, from: x.r})
+		return
+	}
+	x.emit(name, of(x.r))
+}
+
+// runEventData is the data of process.run.started and completed.
+func runEventData(r *Run) map[string]any {
+	return map[string]any{"run_id": r.ID, "process_id": r.ProcessID, "process_name": r.ProcessName, "subject": r.Subject.data()}
 }
 
 // setStatus moves the run to status, keeping the counters true.
@@ -95,10 +158,10 @@ func (x *exec) setStatus(status RunStatus) {
 	}
 	x.dirty = true
 	if r.Status == RunWaiting {
-		x.count(counterKey(r.Tenant, "waiting", r.Function), -1)
+		x.count(x.w.counterKey(r.Tenant, "waiting", r.Function), -1)
 	}
 	if status == RunWaiting {
-		x.count(counterKey(r.Tenant, "waiting", r.Function), 1)
+		x.count(x.w.counterKey(r.Tenant, "waiting", r.Function), 1)
 	}
 	// The active index holds the runs a restart must advance: those
 	// running. Waiting runs are woken by people, timers and events.
@@ -114,10 +177,10 @@ func (x *exec) setStatus(status RunStatus) {
 	r.WaitingReason = ""
 	if !wasFinished && r.Finished() {
 		x.releaseCapSlot()
-		x.count(counterKey(r.Tenant, "inflight", r.Function), -1)
+		x.count(x.w.counterKey(r.Tenant, "inflight", r.Function), -1)
 		if r.Overdue {
 			r.Overdue = false
-			x.count(counterKey(r.Tenant, "overdue"), -1)
+			x.count(x.w.counterKey(r.Tenant, "overdue"), -1)
 		}
 		t := x.now
 		r.CompletedAt = &t
@@ -286,7 +349,7 @@ func (x *exec) completeStep(def *process.Step, st *StepRun, output any, automati
 	}
 	if x.r.Overdue {
 		x.r.Overdue = false
-		x.count(counterKey(x.r.Tenant, "overdue"), -1)
+		x.count(x.w.counterKey(x.r.Tenant, "overdue"), -1)
 	}
 	x.r.Cursor++
 	if x.r.Cursor < len(x.r.Steps) {
@@ -326,12 +389,11 @@ func (x *exec) failRun(st *StepRun, status RunStatus, msg string) {
 func (x *exec) completeRun() {
 	x.setStatus(RunCompleted)
 	day := x.now.Format("2006-01-02")
-	x.count(counterKey(x.r.Tenant, "completed", day), 1)
+	x.count(x.w.counterKey(x.r.Tenant, "completed", day), 1)
 	if x.r.MinutesSaved > 0 {
-		x.count(counterKey(x.r.Tenant, "minutes", day), int64(x.r.MinutesSaved))
+		x.count(x.w.counterKey(x.r.Tenant, "minutes", day), int64(x.r.MinutesSaved))
 	}
-	x.emit("process.run.completed", map[string]any{"run_id": x.r.ID, "process_id": x.r.ProcessID,
-		"process_name": x.r.ProcessName, "subject": x.r.Subject.data()})
+	x.emitOf("process.run.completed", runEventData)
 }
 
 // wait puts the run to wait on the current step.
@@ -519,7 +581,7 @@ func (x *exec) putApproval(old, a *Approval) {
 	}
 	x.dirty = true
 	if old != nil && old.Status == ApprovalPending {
-		x.count(counterKey(tenant, "approvals-pending"), -1)
+		x.count(x.w.counterKey(tenant, "approvals-pending"), -1)
 	}
 	if x.en.approvals == nil {
 		x.en.approvals = map[string]*Approval{}
@@ -527,7 +589,7 @@ func (x *exec) putApproval(old, a *Approval) {
 	kept := *a
 	x.en.approvals[a.ID] = &kept
 	if a.Status == ApprovalPending {
-		x.count(counterKey(tenant, "approvals-pending"), 1)
+		x.count(x.w.counterKey(tenant, "approvals-pending"), 1)
 	}
 	x.fx.ops = append(x.fx.ops, func(tx store.Txn) error { return approvals.PutOver(tx, tenant, old, a, raw) })
 	x.replyApproval = a
@@ -542,7 +604,7 @@ func (x *exec) putTask(old, t *Task) {
 	}
 	x.dirty = true
 	if old != nil && old.Status == TaskOpen {
-		x.count(counterKey(tenant, "tasks-open", assigneeOf(old)), -1)
+		x.count(x.w.counterKey(tenant, "tasks-open", assigneeOf(old)), -1)
 	}
 	if x.en.tasks == nil {
 		x.en.tasks = map[string]*Task{}
@@ -550,7 +612,7 @@ func (x *exec) putTask(old, t *Task) {
 	kept := *t
 	x.en.tasks[t.ID] = &kept
 	if t.Status == TaskOpen {
-		x.count(counterKey(tenant, "tasks-open", assigneeOf(t)), 1)
+		x.count(x.w.counterKey(tenant, "tasks-open", assigneeOf(t)), 1)
 	}
 	x.fx.ops = append(x.fx.ops, func(tx store.Txn) error { return tasks.PutOver(tx, tenant, old, t, raw) })
 	x.replyTask = t

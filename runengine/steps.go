@@ -387,7 +387,7 @@ func (x *exec) fireTimer(token string) {
 		r.Steps[i].internal.SLAFired = true
 		r.Overdue = true
 		x.dirty = true
-		x.count(counterKey(r.Tenant, "overdue"), 1)
+		x.count(x.w.counterKey(r.Tenant, "overdue"), 1)
 		x.emit("process.run.overdue", map[string]any{"run_id": r.ID, "process_id": r.ProcessID, "step_key": r.Steps[i].Key})
 	case strings.HasPrefix(token, "expire-"):
 		id := strings.TrimPrefix(token, "expire-")

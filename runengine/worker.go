@@ -189,6 +189,41 @@ type worker struct {
 	signal chan struct{}
 	cache  map[string]*entry
 	idle   map[string]*entry
+	// counters memoizes counter keys (see counterKey), at most
+	// maxCounterKeys of them.
+	counters map[counterID]string
+}
+
+// counterID names a counter of a tenant: its name and its one part, if any.
+type counterID struct {
+	tenant, name, part string
+	hasPart            bool
+}
+
+// maxCounterKeys bounds a worker's memo of counter keys.
+const maxCounterKeys = 4096
+
+// counterKey is counterKey(tenant, name, parts...) of at most one part,
+// made once for the worker's commands.
+func (w *worker) counterKey(tenant, name string, parts ...string) string {
+	id := counterID{tenant: tenant, name: name}
+	if len(parts) > 0 {
+		id.part, id.hasPart = parts[0], true
+	}
+	if k, ok := w.counters[id]; ok {
+		return k
+	}
+	var k string
+	if id.hasPart {
+		k = counterKey(tenant, name, id.part)
+	} else {
+		k = counterKey(tenant, name)
+	}
+	if w.counters == nil || len(w.counters) >= maxCounterKeys {
+		w.counters = make(map[counterID]string)
+	}
+	w.counters[id] = k
+	return k
 }
 
 func newWorker(e *Engine) *worker {
@@ -343,9 +378,13 @@ func (w *worker) prefetch(cmds []*command) {
 
 // readRun reads a run with its parts kept apart.
 func readRun(rd store.Reader, tenant, runID string) (*Run, error) {
-	r, err := runs.Get(rd, tenant, runID)
+	raw, err := runs.GetRaw(rd, tenant, runID)
 	if err != nil {
 		return nil, err
+	}
+	r, err := decodeStoredRun(raw)
+	if err != nil {
+		return nil, errors.Wrapf(err, "decode run %s", runID)
 	}
 	return r, loadApart(rd, tenant, r)
 }
@@ -564,13 +603,12 @@ func (w *worker) handleStart(c *command) {
 	x.fx.ops = append(x.fx.ops, setKey(activeKey(c.tenant, id), nil)) // a new run is running
 	x.fx.ops = append(x.fx.ops, labelWordOps(c.tenant, id, r.Subject.Label)...)
 	x.fx.ops = append(x.fx.ops, childOps(c.tenant, r)...)
-	x.count(counterKey(c.tenant, "inflight", r.Function), 1)
+	x.count(w.counterKey(c.tenant, "inflight", r.Function), 1)
 	if obs := w.e.cfg.Observer; obs != nil {
 		n := x.runNote()
 		x.fx.post = append(x.fx.post, func() { obs.RunStarted(n) })
 	}
-	x.emit("process.run.started", map[string]any{"run_id": id, "process_id": r.ProcessID,
-		"process_name": r.ProcessName, "subject": r.Subject.data()})
+	x.emitOf("process.run.started", runEventData)
 	if !x.startPaused() && !en.foreign && !x.capHeldAtStart() {
 		x.advance()
 	}
@@ -754,6 +792,7 @@ func (w *worker) flush(en *entry) {
 		counters: fx.counters,
 		reads:    fx.reads,
 		tenant:   tenant,
+		size:     len(raw) + opSize*(len(fx.ops)+len(kept)+2*len(runs.Indexes)+1),
 		after: func(err error) {
 			en.pending.Add(-1)
 			for _, fn := range fx.settled {
@@ -763,6 +802,12 @@ func (w *worker) flush(en *entry) {
 				w.e.log.Error("commit run change", "run", runID, "error", err)
 				w.send(&command{kind: cmdReload, tenant: tenant, runID: runID})
 			} else {
+				if len(fx.late) > 0 && w.e.hub.wants(tenant) {
+					for i := range fx.late {
+						l := &fx.late[i]
+						w.e.showLate(tenant, l.name, l.dataOf(), l.at, nil, l.from, nil)
+					}
+				}
 				for _, fn := range fx.post {
 					fn()
 				}
@@ -772,6 +817,10 @@ func (w *worker) flush(en *entry) {
 		},
 	})
 }
+
+// opSize bounds the bytes one write of a delta's (an index entry, a due
+// key, the run record's key) adds to a transaction, beside the record.
+const opSize = 128
 
 // keeps returns the writes the keepers of replies make of their answers
 // (see KeepAnswer); a command that failed keeps nothing.

@@ -166,7 +166,12 @@ func (c *Collection[T]) indexKeys(tenant, id string, ix Index[T], v *T) [][]byte
 	if v == nil {
 		return nil
 	}
-	entries := ix.Values(v)
+	return c.keysOf(tenant, id, ix, ix.Values(v))
+}
+
+// keysOf returns the index entries' keys of the record id with the index
+// values entries.
+func (c *Collection[T]) keysOf(tenant, id string, ix Index[T], entries [][]any) [][]byte {
 	keys := make([][]byte, 0, len(entries))
 	for _, e := range entries {
 		if ix.Unique {
@@ -180,8 +185,17 @@ func (c *Collection[T]) indexKeys(tenant, id string, ix Index[T], v *T) [][]byte
 }
 
 func (c *Collection[T]) updateIndex(tx Txn, tenant, id string, ix Index[T], old, v *T) error {
-	oldKeys := c.indexKeys(tenant, id, ix, old)
-	newKeys := c.indexKeys(tenant, id, ix, v)
+	var oldKeys, newKeys [][]byte
+	switch {
+	case old != nil && v != nil:
+		oldVals, newVals := ix.Values(old), ix.Values(v)
+		if sameValues(oldVals, newVals) {
+			return nil // the same entries: nothing to delete or write
+		}
+		oldKeys, newKeys = c.keysOf(tenant, id, ix, oldVals), c.keysOf(tenant, id, ix, newVals)
+	default:
+		oldKeys, newKeys = c.indexKeys(tenant, id, ix, old), c.indexKeys(tenant, id, ix, v)
+	}
 	for _, k := range oldKeys {
 		if !containsKey(newKeys, k) {
 			if err := tx.Delete(k); err != nil {
@@ -209,6 +223,43 @@ func (c *Collection[T]) updateIndex(tx Txn, tenant, id string, ix Index[T], old,
 		}
 	}
 	return nil
+}
+
+// sameValues reports whether an index's values a and b are the same
+// entries, as far as comparing strings, numbers and booleans tells (false
+// otherwise: the keys then tell).
+func sameValues(a, b [][]any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			return false
+		}
+		for j := range a[i] {
+			switch x := a[i][j].(type) {
+			case string:
+				if y, ok := b[i][j].(string); !ok || x != y {
+					return false
+				}
+			case int:
+				if y, ok := b[i][j].(int); !ok || x != y {
+					return false
+				}
+			case int64:
+				if y, ok := b[i][j].(int64); !ok || x != y {
+					return false
+				}
+			case bool:
+				if y, ok := b[i][j].(bool); !ok || x != y {
+					return false
+				}
+			default:
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func containsKey(keys [][]byte, k []byte) bool {
