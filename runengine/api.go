@@ -115,12 +115,8 @@ func (e *Engine) start(ctx context.Context, p StartParams, view bool) (reply, er
 		}
 		defer unlock()
 	}
-	var def *process.Definition
-	if err := e.st.View(ctx, func(r store.Reader) error {
-		var err error
-		def, err = e.cfg.Processes.Load(r, p.Tenant, p.ProcessID)
-		return err
-	}); err != nil {
+	def, err := e.loadDef(ctx, p.Tenant, p.ProcessID)
+	if err != nil {
 		return reply{}, err
 	}
 	switch {

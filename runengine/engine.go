@@ -60,7 +60,9 @@ type Processes interface {
 	// ByEvent returns the enabled processes triggered by event.
 	ByEvent(r store.Reader, tenant, event string) ([]*process.Definition, error)
 	// OnChange registers fn, called in the transaction of every create,
-	// update and archive of a definition.
+	// update and archive of a definition. On one node (no Cluster) the
+	// engine keeps what Load returned until such a change, so every change
+	// of what Load returns must run the hooks.
 	OnChange(fn process.ChangeHook)
 }
 
@@ -252,6 +254,7 @@ type Engine struct {
 	runCaps     *admission     // nil without run caps
 	starting    *startGate     // nil without a cap on starts in progress
 	cluster     *cluster       // nil on one node
+	defs        *defCache      // the definitions Start loaded; nil on a cluster
 }
 
 // New returns an engine; call Open to start it.
@@ -292,6 +295,10 @@ func New(cfg Config) (*Engine, error) {
 	e.disp = newDispatcher(e)
 	e.hub = newHub(cfg.SubscribeBuffer)
 	cfg.Processes.OnChange(e.onProcessChange)
+	if e.cluster == nil {
+		e.defs = newDefCache(defCacheMax)
+		cfg.Processes.OnChange(e.defs.changed)
+	}
 	return e, nil
 }
 
