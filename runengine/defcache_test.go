@@ -245,3 +245,17 @@ func TestStartReadingDuringAChangesCommitKeepsNothingStale(t *testing.T) {
 		t.Errorf("%d loads, want 3 (the first start, the one during the change, the first after it)", n)
 	}
 }
+
+func TestRerunUsesTheDefinitionAfterAChange(t *testing.T) {
+	t.Parallel()
+	b, _ := setupLoading(t)
+	def := b.create(t, `{"type":"manual"}`, echoStep)
+	id := b.start(t, def.ID) // cached
+	b.waitRun(t, id, "completed", status(runengine.RunCompleted))
+	if _, _, err := b.procs.Update(context.Background(), tenant, "usr_test", def.ID, patch(t, `{"enabled":false}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.eng.Rerun(context.Background(), tenant, id, "one", "usr_test"); !errors.Is(err, errs.Conflict) {
+		t.Errorf("rerun of a disabled process: %v, want a conflict", err)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
-	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
@@ -408,12 +407,8 @@ func (e *Engine) Rerun(ctx context.Context, tenant, runID, fromStep, actor strin
 				"step %s before it did not complete (it is %s); rerun from it or an earlier step", s.Key, s.Status)
 		}
 	}
-	var def *process.Definition
-	if err := e.st.View(ctx, func(r store.Reader) error {
-		var err error
-		def, err = e.cfg.Processes.Load(r, tenant, orig.ProcessID)
-		return err
-	}); err != nil {
+	def, err := e.loadDef(ctx, tenant, orig.ProcessID)
+	if err != nil {
 		return nil, err
 	}
 	switch {
