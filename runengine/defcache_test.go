@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/process"
@@ -257,5 +258,33 @@ func TestRerunUsesTheDefinitionAfterAChange(t *testing.T) {
 	}
 	if _, err := b.eng.Rerun(context.Background(), tenant, id, "one", "usr_test"); !errors.Is(err, errs.Conflict) {
 		t.Errorf("rerun of a disabled process: %v, want a conflict", err)
+	}
+}
+
+// On a cluster another node's process service changes definitions without
+// this node's hooks: every start reads the definition.
+func TestClusterStartSeesAnotherNodesChange(t *testing.T) {
+	t.Parallel()
+	base := sharedBadger(t)
+	lc, ec := clock.NewFake(t0), clock.NewFake(t0)
+	mu, keys := newRecorders()
+	var nodes [2]*node
+	for i, id := range []string{"a", "b"} {
+		nodes[i] = openNode(t, base, nodeConfig{id: id, lease: lc, clock: ec, prov: &recorder{node: id, mu: mu, keys: keys},
+			shards: 4, ttl: 10 * time.Second})
+	}
+	def := chainProcess(t, nodes[0].procs, `{"type":"manual"}`, 1)
+	start := func() error {
+		_, err := nodes[1].eng.Start(t.Context(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID})
+		return err
+	}
+	if err := start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := nodes[0].procs.Update(t.Context(), tenant, "usr_test", def.ID, patch(t, `{"enabled":false}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := start(); !errors.Is(err, errs.Conflict) {
+		t.Errorf("start on node b after node a disabled the process: %v, want a conflict", err)
 	}
 }
