@@ -115,12 +115,42 @@ func (d *runDecoder) rawString() (s []byte, start, kind int, ok bool) {
 	return nil, 0, 0, false
 }
 
-// commonStrings are values many records hold (statuses, step and trigger
-// types), returned without a copy.
-var commonStrings = [...]string{
-	"waiting", "running", "completed", "failed", "pending", "rejected", "cancelled", "paused", "skipped",
-	"waiting_approval", "waiting_task", "manual", "event", "schedule",
-	"wait", "route", "execute", "human_task", "approval", "monitor", "follow_up", "draft", "notify",
+// common returns s when it is a value many records hold (a status, a
+// step or trigger type) without a copy.
+func common(s []byte) (string, bool) {
+	switch string(s) {
+	case "waiting":
+		return "waiting", true
+	case "running":
+		return "running", true
+	case "completed":
+		return "completed", true
+	case "failed":
+		return "failed", true
+	case "pending":
+		return "pending", true
+	case "skipped":
+		return "skipped", true
+	case "waiting_approval":
+		return "waiting_approval", true
+	case "waiting_task":
+		return "waiting_task", true
+	case "manual":
+		return "manual", true
+	case "event":
+		return "event", true
+	case "schedule":
+		return "schedule", true
+	case "wait":
+		return "wait", true
+	case "route":
+		return "route", true
+	case "execute":
+		return "execute", true
+	case "human_task":
+		return "human_task", true
+	}
+	return "", false
 }
 
 // str scans a string and returns its value as encoding/json decodes it.
@@ -131,10 +161,8 @@ func (d *runDecoder) str() (string, bool) {
 	}
 	switch {
 	case kind == strASCII:
-		for _, c := range commonStrings {
-			if string(s) == c {
-				return c, true
-			}
+		if c, ok := common(s); ok {
+			return c, true
 		}
 		return string(s), true
 	case kind == strUTF8 && utf8.Valid(s):
