@@ -34,8 +34,18 @@ type (
 	}
 )
 
-// decodeStoredRun decodes a run record as the engine stores it.
+// decodeStoredRun decodes a run record as the engine stores it: by the
+// scanner of the form appendRun writes, or by encoding/json when the
+// scanner does not recognise the record.
 func decodeStoredRun(raw []byte) (*Run, error) {
+	if r, ok := decodeStoredRunFast(raw); ok {
+		return r, nil
+	}
+	return decodeStoredRunJSON(raw)
+}
+
+// decodeStoredRunJSON decodes a run record with encoding/json.
+func decodeStoredRunJSON(raw []byte) (*Run, error) {
 	r := new(Run)
 	s := storedRun{plainRun: (*plainRun)(r)}
 	if err := json.Unmarshal(raw, &s); err != nil {

@@ -137,6 +137,7 @@ func openWith(t *testing.T, st store.Store, clk *clock.Fake, prov *testProvider,
 	}
 	t.Cleanup(func() {
 		b.eng.Close()
+		b.checkStoredRuns(t)
 		st.Close()
 	})
 	return b
@@ -182,7 +183,19 @@ func (b *bundle) waitRun(t *testing.T, id string, what string, cond func(*runeng
 	case err != nil:
 		t.Fatal(err)
 	}
+	b.checkStoredRuns(t)
 	return r
+}
+
+// checkStoredRuns checks that the run records the test's runs left so far
+// (waiting, finished) decode by the engine's scanner as by encoding/json.
+func (b *bundle) checkStoredRuns(t *testing.T) {
+	t.Helper()
+	if _, bad, err := runengine.CheckStoredRunDecoding(b.st, tenant); err == nil {
+		for _, msg := range bad {
+			t.Errorf("stored run: %s", msg)
+		}
+	}
 }
 
 func status(s runengine.RunStatus) func(*runengine.Run) bool {

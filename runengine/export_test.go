@@ -156,3 +156,22 @@ func (e *Engine) Queued() int {
 	}
 	return n
 }
+
+// CheckStoredRunDecoding decodes every run record of tenant in st both by
+// the scanner and by encoding/json and returns how many it checked and a
+// description of each record the scanner did not recognise or decoded
+// differently.
+func CheckStoredRunDecoding(st store.Store, tenant string) (int, []string, error) {
+	var n int
+	var bad []string
+	err := st.View(context.Background(), func(rd store.Reader) error {
+		return rd.Scan(store.ScanOptions{Prefix: store.Key(tenant, "r", runs.Name)}, func(_, raw []byte) error {
+			n++
+			if msg := storedRunDecodingDiff(raw); msg != "" {
+				bad = append(bad, msg)
+			}
+			return nil
+		})
+	})
+	return n, bad, err
+}
