@@ -142,34 +142,13 @@ func TestDecodeStoredRunFastFallsBack(t *testing.T) {
 }
 
 func FuzzDecodeStoredRun(f *testing.F) {
-	for _, r := range encodeCases() {
-		raw, err := appendRun(nil, r, true)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, raw := range storedCases(f) {
 		f.Add(raw)
 	}
 	f.Add([]byte(`{"id":"\u0069","steps":[{"output":[1,{"a":null}],"internal":{"args":{"x":"\ud834\udd1e"}}}]}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		fastAgrees(t, raw)
 	})
-}
-
-func BenchmarkDecodeStoredRunJSON(b *testing.B) {
-	var raws [][]byte
-	for _, r := range encodeCases() {
-		raw, err := appendRun(nil, r, true)
-		if err != nil {
-			b.Fatal(err)
-		}
-		raws = append(raws, raw)
-	}
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		if _, err := decodeStoredRunJSON(raws[i%len(raws)]); err != nil {
-			b.Fatal(err)
-		}
-	}
 }
 
 // A waiting timer's run as TestWaitingRunsScale stores it.

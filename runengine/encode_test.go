@@ -248,19 +248,34 @@ func TestDecodeStoredRunMatchesReflection(t *testing.T) {
 	}
 }
 
-func BenchmarkDecodeStoredRun(b *testing.B) {
+// storedCases is encodeCases as the engine stores them.
+func storedCases(tb testing.TB) [][]byte {
 	var raws [][]byte
 	for _, r := range encodeCases() {
 		raw, err := appendRun(nil, r, true)
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		raws = append(raws, raw)
 	}
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		if _, err := decodeStoredRun(raws[i%len(raws)]); err != nil {
-			b.Fatal(err)
-		}
+	return raws
+}
+
+// BenchmarkDecodeStoredRun decodes encodeCases' records with the scanner
+// (falling back where it does) and with encoding/json alone.
+func BenchmarkDecodeStoredRun(b *testing.B) {
+	raws := storedCases(b)
+	for _, c := range []struct {
+		name   string
+		decode func([]byte) (*Run, error)
+	}{{"scanner", decodeStoredRun}, {"json", decodeStoredRunJSON}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if _, err := c.decode(raws[i%len(raws)]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
