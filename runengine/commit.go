@@ -477,6 +477,26 @@ type opener struct {
 }
 
 func startOpener(p store.Pipeliner) *opener {
+	tick := time.NewTicker(openerRefresh)
+	o := newOpener(p, tick.C)
+	go func() {
+		<-o.done
+		tick.Stop()
+	}()
+	return o
+}
+
+// openerRefresh is how often an opener replaces the transactions it holds
+// ready while nothing takes them. An open transaction holds back the
+// store's read mark: Badger keeps the commits after it for conflict checks
+// and its compactions keep the versions they would drop, for as long as it
+// stays open, so an engine left idle while other writers commit must not
+// hold one for long.
+const openerRefresh = time.Second
+
+// newOpener starts an opener whose ready transactions are replaced at each
+// tick of refresh.
+func newOpener(p store.Pipeliner, refresh <-chan time.Time) *opener {
 	o := &opener{ready: make(chan store.PipelinedTxn, maxFlights), quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(o.done)
@@ -485,15 +505,38 @@ func startOpener(p store.Pipeliner) *opener {
 			if err != nil {
 				return // the store closed: take returns nil
 			}
-			select {
-			case o.ready <- tx:
-			case <-o.quit:
-				tx.Discard()
-				return
+			for sent := false; !sent; {
+				select {
+				case o.ready <- tx:
+					sent = true
+				case <-refresh:
+					// The ready ones were opened a tick ago or more:
+					// drop them and open them again (tx too).
+					o.drain()
+					tx.Discard()
+					if tx, err = p.Begin(context.Background()); err != nil {
+						return
+					}
+				case <-o.quit:
+					tx.Discard()
+					return
+				}
 			}
 		}
 	}()
 	return o
+}
+
+// drain discards the ready transactions.
+func (o *opener) drain() {
+	for {
+		select {
+		case tx := <-o.ready:
+			tx.Discard()
+		default:
+			return
+		}
+	}
 }
 
 // take returns an open transaction, waiting for one; nil when there is
@@ -519,14 +562,7 @@ func (o *opener) take() store.PipelinedTxn {
 func (o *opener) stop() {
 	close(o.quit)
 	<-o.done
-	for {
-		select {
-		case tx := <-o.ready:
-			tx.Discard()
-		default:
-			return
-		}
-	}
+	o.drain()
 }
 
 // commitSync writes batch in one Update. When it fails, the halves are

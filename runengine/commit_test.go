@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
@@ -168,5 +170,89 @@ func TestCommitterCloseCommitsQueued(t *testing.T) {
 	c.submit(&delta{apply: setKey(append(prefix, 'x'), nil), after: func(err error) { late <- err }})
 	if err := <-late; !errors.Is(err, errClosed) {
 		t.Errorf("after close: %v", err)
+	}
+}
+
+// countedPipe is a store.Pipeliner whose transactions only tell when they
+// are begun and discarded.
+type countedPipe struct {
+	mu        sync.Mutex
+	n         int
+	discarded []int
+	begun     chan int
+}
+
+func (p *countedPipe) Begin(context.Context) (store.PipelinedTxn, error) {
+	p.mu.Lock()
+	id := p.n
+	p.n++
+	p.mu.Unlock()
+	p.begun <- id
+	return &countedTxn{p: p, id: id}, nil
+}
+
+type countedTxn struct {
+	store.PipelinedTxn // never called
+	p                  *countedPipe
+	id                 int
+}
+
+func (t *countedTxn) Discard() {
+	t.p.mu.Lock()
+	t.p.discarded = append(t.p.discarded, t.id)
+	t.p.mu.Unlock()
+}
+
+// TestOpenerRefreshesIdleTransactions: transactions an opener holds ready
+// are replaced at each refresh tick (an open transaction holds back the
+// store's read mark), and stop discards every one it opened.
+func TestOpenerRefreshesIdleTransactions(t *testing.T) {
+	p := &countedPipe{begun: make(chan int, 64)}
+	refresh := make(chan time.Time)
+	o := newOpener(p, refresh)
+	waitBegun := func(upTo int) {
+		t.Helper()
+		for {
+			select {
+			case id := <-p.begun:
+				if id == upTo {
+					return
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("transaction %d never begun", upTo)
+			}
+		}
+	}
+	discarded := func() []int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		got := slices.Clone(p.discarded)
+		slices.Sort(got)
+		return got
+	}
+	waitBegun(maxFlights) // maxFlights ready, one more waiting to be
+	if got := discarded(); len(got) != 0 {
+		t.Fatalf("discarded %v before any refresh", got)
+	}
+	select {
+	case refresh <- time.Time{}:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the opener never took the refresh")
+	}
+	waitBegun(2*maxFlights + 1)
+	var want []int // the ready ones and the one waiting
+	for id := range maxFlights + 1 {
+		want = append(want, id)
+	}
+	if diff := cmp.Diff(want, discarded()); diff != "" {
+		t.Fatalf("discarded at the refresh (-want +got):\n%s", diff)
+	}
+	if tx := o.take(); tx.(*countedTxn).id != maxFlights+1 {
+		t.Fatalf("took transaction %d, want the first opened after the refresh", tx.(*countedTxn).id)
+	}
+	o.stop()
+	got := discarded()
+	if len(got) != p.n-1 { // all but the one taken
+		t.Fatalf("after stop %d of %d opened transactions discarded: %v", len(got), p.n, got)
 	}
 }
