@@ -64,12 +64,12 @@ func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement
 	now := e.clock.Now().UTC()
 	err := e.st.View(ctx, func(r store.Reader) error {
 		sum := func(name string, parts ...any) (int, error) {
-			n, err := sumCounter(r, []byte(counterKey(tenant, name, parts...)))
+			n, err := e.counter(r, []byte(counterKey(tenant, name, parts...)))
 			return int(n), err
 		}
 		for _, kind := range []string{"inflight", "waiting"} {
 			prefix := store.Key(tenant, "count", kind)
-			err := r.Scan(store.ScanOptions{Prefix: prefix}, func(key, _ []byte) error {
+			err := r.Scan(store.ScanOptions{Prefix: prefix}, func(key, val []byte) error {
 				parts, err := store.DecodeKey(key)
 				if err != nil || len(parts) < 4 { // a node's share has a fifth part
 					return err
@@ -78,7 +78,7 @@ func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement
 				if fn == "" {
 					fn = UnassignedFunction
 				}
-				n, err := readCounter(r, key)
+				n, err := counterValue(key, val)
 				if err != nil {
 					return err
 				}

@@ -67,7 +67,12 @@ func (r *reader) Scan(opts store.ScanOptions, fn func(key, value []byte) error) 
 	if len(after) > 0 && !bytes.HasPrefix(after, prefix) {
 		return errors.Newf("badgerstore: scan cursor %q does not start with the scan prefix %q", after, prefix)
 	}
-	io := badger.IteratorOptions{Reverse: opts.Reverse}
+	// Forward, the iterator yields every version of a key and Scan seeks
+	// past the older ones: Badger's own skipping steps over each version
+	// compaction has not dropped yet, and a key rewritten by every commit
+	// (a counter) can have thousands.
+	forward := !opts.Reverse
+	io := badger.IteratorOptions{Reverse: opts.Reverse, AllVersions: forward}
 	var seek, skip []byte
 	switch {
 	case len(after) > 0:
@@ -87,19 +92,33 @@ func (r *reader) Scan(opts store.ScanOptions, fn func(key, value []byte) error) 
 	} else {
 		it.Seek(seek)
 	}
-	var val []byte
+	var val, last []byte
 	first := true
-	for ; it.Valid(); it.Next() {
+	for it.Valid() {
 		item := it.Item()
 		key := item.Key()
+		if forward {
+			// Every version of a key comes, newest first: take the newest
+			// and seek past the older ones.
+			if last != nil && bytes.Equal(key, last) {
+				it.Seek(append(last, 0))
+				continue
+			}
+			last = append(last[:0], key...)
+		}
 		if first {
 			first = false
 			if skip != nil && bytes.Equal(key, skip) {
+				it.Next()
 				continue
 			}
 		}
 		if !bytes.HasPrefix(key, prefix) {
 			return nil
+		}
+		if forward && item.IsDeletedOrExpired() {
+			it.Next()
+			continue
 		}
 		if opts.KeysOnly {
 			val = nil
@@ -115,6 +134,7 @@ func (r *reader) Scan(opts store.ScanOptions, fn func(key, value []byte) error) 
 			}
 			return err
 		}
+		it.Next()
 	}
 	return nil
 }
