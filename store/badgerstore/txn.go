@@ -26,6 +26,10 @@ func (keyNotFound) Is(target error) bool {
 	return target == store.ErrNotFound || target == badger.ErrKeyNotFound
 }
 
+// maxStepVersions is how many older versions of a key a forward Scan steps
+// over before it seeks past the rest.
+const maxStepVersions = 4
+
 // reader is the store.Reader of a View (and the read half of an Update).
 type reader struct {
 	txn *badger.Txn
@@ -93,18 +97,24 @@ func (r *reader) Scan(opts store.ScanOptions, fn func(key, value []byte) error) 
 		it.Seek(seek)
 	}
 	var val, last []byte
+	older := 0
 	first := true
 	for it.Valid() {
 		item := it.Item()
 		key := item.Key()
 		if forward {
 			// Every version of a key comes, newest first: take the newest
-			// and seek past the older ones.
+			// and step over a few older ones, seek past the rest (a seek
+			// costs about as much as stepping over a few versions).
 			if last != nil && bytes.Equal(key, last) {
-				it.Seek(append(last, 0))
+				if older++; older < maxStepVersions {
+					it.Next()
+				} else {
+					it.Seek(append(last, 0))
+				}
 				continue
 			}
-			last = append(last[:0], key...)
+			last, older = append(last[:0], key...), 0
 		}
 		if first {
 			first = false
