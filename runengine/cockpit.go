@@ -1,6 +1,7 @@
 package runengine
 
 import (
+	"bytes"
 	"context"
 	"time"
 
@@ -64,12 +65,12 @@ func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement
 	now := e.clock.Now().UTC()
 	err := e.st.View(ctx, func(r store.Reader) error {
 		sum := func(name string, parts ...any) (int, error) {
-			n, err := sumCounter(r, []byte(counterKey(tenant, name, parts...)))
+			n, err := e.counter(r, []byte(counterKey(tenant, name, parts...)))
 			return int(n), err
 		}
 		for _, kind := range []string{"inflight", "waiting"} {
 			prefix := store.Key(tenant, "count", kind)
-			err := r.Scan(store.ScanOptions{Prefix: prefix}, func(key, _ []byte) error {
+			err := r.Scan(store.ScanOptions{Prefix: prefix}, func(key, val []byte) error {
 				parts, err := store.DecodeKey(key)
 				if err != nil || len(parts) < 4 { // a node's share has a fifth part
 					return err
@@ -78,7 +79,7 @@ func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement
 				if fn == "" {
 					fn = UnassignedFunction
 				}
-				n, err := readCounter(r, key)
+				n, err := counterValue(key, val)
 				if err != nil {
 					return err
 				}
@@ -105,19 +106,8 @@ func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement
 		if c.Overdue, err = sum("overdue"); err != nil {
 			return err
 		}
-		for d := 0; d < 30; d++ {
-			day := now.Add(-time.Duration(d) * 24 * time.Hour).Format("2006-01-02")
-			n, err := sum("completed", day)
-			if err != nil {
-				return err
-			}
-			m, err := sum("minutes", day)
-			if err != nil {
-				return err
-			}
-			c.Completed30d += n
-			c.MinutesSaved30d += m
-			c.Daily[29-d] = DayCount{Date: day, Completed: n, MinutesSaved: m}
+		if err := e.daily(r, tenant, now, c); err != nil {
+			return err
 		}
 		for _, a := range v.Assignees {
 			n, err := sum("tasks-open", a)
@@ -154,4 +144,54 @@ func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement
 		c.OpenTasks = []*Task{}
 	}
 	return c, err
+}
+
+// daily fills c's 30-day series and its sums with two scans of the
+// completed and minutes counters from the day before the oldest: the
+// counters of a day, and on a cluster the nodes' shares of them, lie
+// together in key order.
+func (e *Engine) daily(r store.Reader, tenant string, now time.Time, c *Cockpit) error {
+	index := make(map[string]int, 30)
+	for d := 0; d < 30; d++ {
+		day := now.Add(-time.Duration(d) * 24 * time.Hour).Format("2006-01-02")
+		index[day] = 29 - d
+		c.Daily[29-d] = DayCount{Date: day}
+	}
+	today := c.Daily[29].Date
+	before := now.Add(-30 * 24 * time.Hour).Format("2006-01-02")
+	for _, name := range []string{"completed", "minutes"} {
+		prefix := store.Key(tenant, "count", name)
+		err := r.Scan(store.ScanOptions{Prefix: prefix, After: store.AppendKey(bytes.Clone(prefix), before)}, func(key, val []byte) error {
+			parts, err := store.DecodeKey(key)
+			if err != nil || len(parts) < 4 {
+				return err
+			}
+			day, _ := parts[3].(string)
+			if day > today {
+				return store.ErrStop
+			}
+			i, ok := index[day]
+			if !ok { // the day before the oldest's shares on a cluster
+				return nil
+			}
+			n, err := counterValue(key, val)
+			if err != nil {
+				return err
+			}
+			if name == "completed" {
+				c.Daily[i].Completed += int(n)
+			} else {
+				c.Daily[i].MinutesSaved += int(n)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for _, d := range c.Daily {
+		c.Completed30d += d.Completed
+		c.MinutesSaved30d += d.MinutesSaved
+	}
+	return nil
 }

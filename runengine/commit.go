@@ -694,13 +694,20 @@ func take[T any](q *[]T, n int) []T {
 func sumCounter(r store.Reader, key []byte) (int64, error) {
 	var n int64
 	err := r.Scan(store.ScanOptions{Prefix: key}, func(k, v []byte) error {
-		if len(v) != 8 {
-			return errors.Newf("runengine: counter %q has %d bytes", k, len(v))
-		}
-		n += int64(binary.BigEndian.Uint64(v))
-		return nil
+		c, err := counterValue(k, v)
+		n += c
+		return err
 	})
 	return n, err
+}
+
+// counter reads the counter at key as this engine's nodes keep it: with
+// one Get on a single node, summing the nodes' shares on a cluster.
+func (e *Engine) counter(r store.Reader, key []byte) (int64, error) {
+	if e.commits.node == "" {
+		return readCounter(r, key)
+	}
+	return sumCounter(r, key)
 }
 
 func readCounter(r store.Reader, key []byte) (int64, error) {
@@ -711,6 +718,11 @@ func readCounter(r store.Reader, key []byte) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return counterValue(key, raw)
+}
+
+// counterValue decodes the counter at key from its stored value.
+func counterValue(key, raw []byte) (int64, error) {
 	if len(raw) != 8 {
 		return 0, errors.Newf("runengine: counter %q has %d bytes", key, len(raw))
 	}

@@ -83,17 +83,17 @@ type Gauges struct {
 func (e *Engine) Gauges(ctx context.Context, tenant string) (Gauges, error) {
 	var g Gauges
 	err := e.st.View(ctx, func(r store.Reader) error {
-		n, err := sumCounter(r, []byte(counterKey(tenant, "approvals-pending")))
+		n, err := e.counter(r, []byte(counterKey(tenant, "approvals-pending")))
 		if err != nil {
 			return err
 		}
 		g.PendingApprovals = int(n)
-		if n, err = sumCounter(r, []byte(counterKey(tenant, "overdue"))); err != nil {
+		if n, err = e.counter(r, []byte(counterKey(tenant, "overdue"))); err != nil {
 			return err
 		}
 		g.OverdueRuns = int(n)
-		return r.Scan(store.ScanOptions{Prefix: store.Key(tenant, "count", "tasks-open")}, func(key, _ []byte) error {
-			n, err := readCounter(r, key)
+		return r.Scan(store.ScanOptions{Prefix: store.Key(tenant, "count", "tasks-open")}, func(key, val []byte) error {
+			n, err := counterValue(key, val)
 			g.OpenTasks += int(n)
 			return err
 		})

@@ -26,6 +26,10 @@ func (keyNotFound) Is(target error) bool {
 	return target == store.ErrNotFound || target == badger.ErrKeyNotFound
 }
 
+// maxStepVersions is how many older versions of a key a forward Scan steps
+// over before it seeks past the rest.
+const maxStepVersions = 4
+
 // reader is the store.Reader of a View (and the read half of an Update).
 type reader struct {
 	txn *badger.Txn
@@ -67,7 +71,12 @@ func (r *reader) Scan(opts store.ScanOptions, fn func(key, value []byte) error) 
 	if len(after) > 0 && !bytes.HasPrefix(after, prefix) {
 		return errors.Newf("badgerstore: scan cursor %q does not start with the scan prefix %q", after, prefix)
 	}
-	io := badger.IteratorOptions{Reverse: opts.Reverse}
+	// Forward, the iterator yields every version of a key and Scan seeks
+	// past the older ones: Badger's own skipping steps over each version
+	// compaction has not dropped yet, and a key rewritten by every commit
+	// (a counter) can have thousands.
+	forward := !opts.Reverse
+	io := badger.IteratorOptions{Reverse: opts.Reverse, AllVersions: forward}
 	var seek, skip []byte
 	switch {
 	case len(after) > 0:
@@ -87,19 +96,39 @@ func (r *reader) Scan(opts store.ScanOptions, fn func(key, value []byte) error) 
 	} else {
 		it.Seek(seek)
 	}
-	var val []byte
+	var val, last []byte
+	older := 0
 	first := true
-	for ; it.Valid(); it.Next() {
+	for it.Valid() {
 		item := it.Item()
 		key := item.Key()
+		if forward {
+			// Every version of a key comes, newest first: take the newest
+			// and step over a few older ones, seek past the rest (a seek
+			// costs about as much as stepping over a few versions).
+			if last != nil && bytes.Equal(key, last) {
+				if older++; older < maxStepVersions {
+					it.Next()
+				} else {
+					it.Seek(append(last, 0))
+				}
+				continue
+			}
+			last, older = append(last[:0], key...), 0
+		}
 		if first {
 			first = false
 			if skip != nil && bytes.Equal(key, skip) {
+				it.Next()
 				continue
 			}
 		}
 		if !bytes.HasPrefix(key, prefix) {
 			return nil
+		}
+		if forward && item.IsDeletedOrExpired() {
+			it.Next()
+			continue
 		}
 		if opts.KeysOnly {
 			val = nil
@@ -115,6 +144,7 @@ func (r *reader) Scan(opts store.ScanOptions, fn func(key, value []byte) error) 
 			}
 			return err
 		}
+		it.Next()
 	}
 	return nil
 }
