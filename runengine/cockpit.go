@@ -70,7 +70,7 @@ func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement
 		}
 		for _, kind := range []string{"inflight", "waiting"} {
 			prefix := store.Key(tenant, "count", kind)
-			err := r.Scan(store.ScanOptions{Prefix: prefix}, func(key, val []byte) error {
+			err := r.Scan(store.ScanOptions{Prefix: prefix, Rewritten: true}, func(key, val []byte) error {
 				parts, err := store.DecodeKey(key)
 				if err != nil || len(parts) < 4 { // a node's share has a fifth part
 					return err
@@ -161,7 +161,7 @@ func (e *Engine) daily(r store.Reader, tenant string, now time.Time, c *Cockpit)
 	before := now.Add(-30 * 24 * time.Hour).Format("2006-01-02")
 	for _, name := range []string{"completed", "minutes"} {
 		prefix := store.Key(tenant, "count", name)
-		err := r.Scan(store.ScanOptions{Prefix: prefix, After: store.AppendKey(bytes.Clone(prefix), before)}, func(key, val []byte) error {
+		err := r.Scan(store.ScanOptions{Prefix: prefix, After: store.AppendKey(bytes.Clone(prefix), before), Rewritten: true}, func(key, val []byte) error {
 			parts, err := store.DecodeKey(key)
 			if err != nil || len(parts) < 4 {
 				return err

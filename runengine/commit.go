@@ -693,7 +693,7 @@ func take[T any](q *[]T, n int) []T {
 // the nodes of a cluster keep under key followed by their node id.
 func sumCounter(r store.Reader, key []byte) (int64, error) {
 	var n int64
-	err := r.Scan(store.ScanOptions{Prefix: key}, func(k, v []byte) error {
+	err := r.Scan(store.ScanOptions{Prefix: key, Rewritten: true}, func(k, v []byte) error {
 		c, err := counterValue(k, v)
 		n += c
 		return err

@@ -92,7 +92,7 @@ func (e *Engine) Gauges(ctx context.Context, tenant string) (Gauges, error) {
 			return err
 		}
 		g.OverdueRuns = int(n)
-		return r.Scan(store.ScanOptions{Prefix: store.Key(tenant, "count", "tasks-open")}, func(key, val []byte) error {
+		return r.Scan(store.ScanOptions{Prefix: store.Key(tenant, "count", "tasks-open"), Rewritten: true}, func(key, val []byte) error {
 			n, err := counterValue(key, val)
 			g.OpenTasks += int(n)
 			return err

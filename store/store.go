@@ -102,6 +102,11 @@ type ScanOptions struct {
 	Reverse bool
 	// KeysOnly lets the implementation skip loading values; fn gets nil.
 	KeysOnly bool
+	// Rewritten tells that the keys under Prefix are rewritten often
+	// (counters): an implementation that keeps older versions of a key
+	// until it compacts them may seek past them instead of stepping over
+	// each. The keys and values seen are the same either way.
+	Rewritten bool
 }
 
 // ErrNotFound marks a Get of a missing key. It is bas.ErrNotFound, so a missing

@@ -71,11 +71,12 @@ func (r *reader) Scan(opts store.ScanOptions, fn func(key, value []byte) error) 
 	if len(after) > 0 && !bytes.HasPrefix(after, prefix) {
 		return errors.Newf("badgerstore: scan cursor %q does not start with the scan prefix %q", after, prefix)
 	}
-	// Forward, the iterator yields every version of a key and Scan seeks
-	// past the older ones: Badger's own skipping steps over each version
-	// compaction has not dropped yet, and a key rewritten by every commit
-	// (a counter) can have thousands.
-	forward := !opts.Reverse
+	// Forward over keys rewritten often, the iterator yields every version
+	// of a key and Scan seeks past the older ones: Badger's own skipping
+	// steps over each version compaction has not dropped yet, and a key
+	// rewritten by every commit (a counter) can have thousands. Elsewhere
+	// Badger's own iteration is cheaper.
+	forward := !opts.Reverse && opts.Rewritten
 	io := badger.IteratorOptions{Reverse: opts.Reverse, AllVersions: forward}
 	var seek, skip []byte
 	switch {

@@ -132,8 +132,11 @@ func exerciseScan(t *testing.T, open opener) {
 			{name: "after a deleted key", opts: store.ScanOptions{Prefix: []byte("k"), After: []byte("k2")}, want: want[2:]},
 			{name: "after a deleted key reverse", opts: store.ScanOptions{Prefix: []byte("k"), After: []byte("k2"), Reverse: true}, want: []kv{want[1], want[0]}},
 		} {
-			if diff := cmp.Diff(test.want, scan(t, s, test.opts), cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("Scan %s (-want +got):\n%s", test.name, diff)
+			for _, rewritten := range []bool{false, true} {
+				test.opts.Rewritten = rewritten
+				if diff := cmp.Diff(test.want, scan(t, s, test.opts), cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("Scan %s, Rewritten %v (-want +got):\n%s", test.name, rewritten, diff)
+				}
 			}
 		}
 		update(t, s, func(tx store.Txn) error {
@@ -142,13 +145,15 @@ func exerciseScan(t *testing.T, open opener) {
 					return err
 				}
 			}
-			got, err := scanAll(tx, store.ScanOptions{Prefix: []byte("k")})
-			if err != nil {
-				return err
-			}
-			wantTx := []kv{{"k1", "k1:5"}, {"k2", "k2:1"}, {"k3", "k3:1"}, {"k4", "k4:4"}}
-			if diff := cmp.Diff(wantTx, got); diff != "" {
-				t.Errorf("Scan inside a transaction rewriting keys (-want +got):\n%s", diff)
+			for _, rewritten := range []bool{false, true} {
+				got, err := scanAll(tx, store.ScanOptions{Prefix: []byte("k"), Rewritten: rewritten})
+				if err != nil {
+					return err
+				}
+				wantTx := []kv{{"k1", "k1:5"}, {"k2", "k2:1"}, {"k3", "k3:1"}, {"k4", "k4:4"}}
+				if diff := cmp.Diff(wantTx, got); diff != "" {
+					t.Errorf("Scan inside a transaction rewriting keys, Rewritten %v (-want +got):\n%s", rewritten, diff)
+				}
 			}
 			return nil
 		})
