@@ -478,12 +478,7 @@ type opener struct {
 
 func startOpener(p store.Pipeliner) *opener {
 	tick := time.NewTicker(openerRefresh)
-	o := newOpener(p, tick.C)
-	go func() {
-		<-o.done
-		tick.Stop()
-	}()
-	return o
+	return newOpener(p, tick.C, tick.Stop)
 }
 
 // openerRefresh is how often an opener replaces the transactions it holds
@@ -495,11 +490,12 @@ func startOpener(p store.Pipeliner) *opener {
 const openerRefresh = time.Second
 
 // newOpener starts an opener whose ready transactions are replaced at each
-// tick of refresh.
-func newOpener(p store.Pipeliner, refresh <-chan time.Time) *opener {
+// tick of refresh; ended is called when it stops opening them.
+func newOpener(p store.Pipeliner, refresh <-chan time.Time, ended func()) *opener {
 	o := &opener{ready: make(chan store.PipelinedTxn, maxFlights), quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(o.done)
+		defer ended()
 		for {
 			tx, err := p.Begin(context.Background())
 			if err != nil {

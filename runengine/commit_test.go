@@ -209,7 +209,7 @@ func (t *countedTxn) Discard() {
 func TestOpenerRefreshesIdleTransactions(t *testing.T) {
 	p := &countedPipe{begun: make(chan int, 64)}
 	refresh := make(chan time.Time)
-	o := newOpener(p, refresh)
+	o := newOpener(p, refresh, func() {})
 	waitBegun := func(upTo int) {
 		t.Helper()
 		for {
