@@ -449,6 +449,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		mailer = ws.registry
 	}
 	ws.access = access.New(access.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger, Mailer: mailer,
+		Shared: opts.Cluster,
 		Apps: func() []string { // plugin apps keys may be limited to
 			var out []string
 			if ws.registry != nil {

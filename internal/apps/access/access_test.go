@@ -839,27 +839,60 @@ func BenchmarkAuthenticate(b *testing.B) {
 // (and decoded) before is refused on the next request once it is signed out
 // or revoked, also when another service on the same database (another
 // node) made the change.
+// TestAuthenticateSeesChangesAtOnce checks that a sign-out, a revoked key
+// and a role change act on the very next request: on a shared store when
+// another node (another service) made them, and on a store the service
+// writes alone, where it keeps what it read between writes, when it made
+// them itself.
 func TestAuthenticateSeesChangesAtOnce(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	other := access.New(access.Config{Store: b.st, Clock: b.clock, Logger: quiet})
+	for _, tc := range []struct {
+		name   string
+		shared bool
+	}{{"shared store, another node writes", true}, {"sole writer", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+			writer := b.svc
+			if tc.shared {
+				b.svc = access.New(access.Config{Store: b.st, Clock: b.clock, Logger: quiet, Shared: true})
+				writer = access.New(access.Config{Store: b.st, Clock: b.clock, Logger: quiet, Shared: true})
+			}
+			sess, err := writer.DevLogin(b.ctx, access.DevLoginIn{UserID: "ann"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := b.auth(t, sess.Token)
+			b.auth(t, sess.Token)
+			if _, err := writer.DevLogin(b.ctx, access.DevLoginIn{UserID: "ann", Roles: []string{access.RoleViewer}}); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]string{access.RoleViewer}, b.auth(t, sess.Token).Roles); diff != "" {
+				t.Errorf("roles after the change (-want +got):\n%s", diff)
+			}
+			if err := writer.Logout(b.ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			_, err = b.svc.Authenticate(b.ctx, sess.Token)
+			wantKind(t, err, errs.Unauthenticated)
 
-	sess, p := b.login(t, access.DevLoginIn{})
-	b.auth(t, sess.Token)
-	if err := other.Logout(b.ctx, p); err != nil {
-		t.Fatal(err)
+			adminSess, err := writer.DevLogin(b.ctx, access.DevLoginIn{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			admin := b.auth(t, adminSess.Token)
+			k, err := writer.CreateKey(b.ctx, admin, access.APIKeyIn{Name: "k"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			kp := b.auth(t, k.Secret)
+			b.auth(t, k.Secret)
+			if err := writer.RevokeKey(b.ctx, admin, kp.KeyID); err != nil {
+				t.Fatal(err)
+			}
+			_, err = b.svc.Authenticate(b.ctx, k.Secret)
+			wantKind(t, err, errs.Unauthenticated)
+		})
 	}
-	_, err := b.svc.Authenticate(b.ctx, sess.Token)
-	wantKind(t, err, errs.Unauthenticated)
-
-	admin := b.auth(t, mustLogin(t, b).Token)
-	k := b.key(t, admin, access.APIKeyIn{Name: "k"})
-	kp := b.auth(t, k.Secret)
-	b.auth(t, k.Secret)
-	if err := other.RevokeKey(b.ctx, admin, kp.KeyID); err != nil {
-		t.Fatal(err)
-	}
-	_, err = b.svc.Authenticate(b.ctx, k.Secret)
-	wantKind(t, err, errs.Unauthenticated)
 }

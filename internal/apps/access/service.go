@@ -48,6 +48,13 @@ type Config struct {
 	// CodeTTL is how long an email sign-in code works. Defaults to 15
 	// minutes.
 	CodeTTL time.Duration
+	// Shared tells that other processes write Store too (the nodes of a
+	// cluster): Authenticate then reads the credential and its person from
+	// the store on every request. Otherwise every change of access goes
+	// through this service, which drops what Authenticate kept whenever it
+	// writes, and a request whose credential and person are kept reads
+	// nothing.
+	Shared bool
 }
 
 func (c Config) withDefaults() Config {
@@ -95,18 +102,22 @@ type Service struct {
 	ids ids.Generator // makes the ids of the records and audit entries it writes
 
 	decoded decodedRecords // what Authenticate decoded, by stored bytes
+	writes  *writeCount    // the service's writes; nil when Config.Shared
 }
 
 // maxDecoded bounds each map of decodedRecords.
 const maxDecoded = 4096
 
 // decodedRecords keeps the credentials and users Authenticate decoded,
-// each with the stored bytes it was decoded from. Every request still reads
-// the record's bytes in its own transaction and reuses the decoded record
-// only when they are the same, so a revocation, sign-out, role change or
-// expiry takes effect on the next request, whichever node wrote it: only
-// the JSON decoding is saved. Decoded records are shared and never
-// modified.
+// each with the stored bytes it was decoded from. On a shared store every
+// request still reads the record's bytes in its own transaction and reuses
+// the decoded record only when they are the same, so a revocation,
+// sign-out, role change or expiry takes effect on the next request,
+// whichever node wrote it: only the JSON decoding is saved. When this
+// service is the store's only writer of access records, an entry also
+// carries the write count it was read at (see writeCount) and serves
+// without a read while no write began since. Decoded records are shared
+// and never modified.
 type decodedRecords struct {
 	mu    sync.Mutex
 	creds map[string]decodedCredential // by lookup
@@ -116,15 +127,17 @@ type decodedRecords struct {
 type decodedCredential struct {
 	raw []byte
 	c   *credential
+	at  uint64 // the write count it is current at; noWrites when unknown
 }
 
 type decodedUser struct {
 	raw []byte
 	u   *user
+	at  uint64
 }
 
 // credential returns the credential stored under lookup.
-func (d *decodedRecords) credential(r store.Reader, lookup string) (*credential, error) {
+func (d *decodedRecords) credential(r store.Reader, lookup string, at uint64) (*credential, error) {
 	raw, err := credentials.GetRaw(r, store.System, lookup)
 	if err != nil {
 		d.mu.Lock()
@@ -135,25 +148,29 @@ func (d *decodedRecords) credential(r store.Reader, lookup string) (*credential,
 	d.mu.Lock()
 	e, ok := d.creds[lookup]
 	d.mu.Unlock()
-	if ok && bytes.Equal(e.raw, raw) {
-		return e.c, nil
+	c := e.c
+	if !ok || !bytes.Equal(e.raw, raw) {
+		c = new(credential)
+		if err := json.Unmarshal(raw, c); err != nil {
+			return nil, errors.Wrap(err, "decode credential")
+		}
+		e = decodedCredential{raw: bytes.Clone(raw), c: c}
 	}
-	c := new(credential)
-	if err := json.Unmarshal(raw, c); err != nil {
-		return nil, errors.Wrap(err, "decode credential")
+	if !ok || e.c != c || e.at != at {
+		e.at = at
+		d.mu.Lock()
+		if d.creds == nil {
+			d.creds = map[string]decodedCredential{}
+		}
+		makeRoom(d.creds)
+		d.creds[lookup] = e
+		d.mu.Unlock()
 	}
-	d.mu.Lock()
-	if d.creds == nil {
-		d.creds = map[string]decodedCredential{}
-	}
-	makeRoom(d.creds)
-	d.creds[lookup] = decodedCredential{raw: bytes.Clone(raw), c: c}
-	d.mu.Unlock()
 	return c, nil
 }
 
 // user returns the user id of tenant.
-func (d *decodedRecords) user(r store.Reader, tenant, id string) (*user, error) {
+func (d *decodedRecords) user(r store.Reader, tenant, id string, at uint64) (*user, error) {
 	k := tenant + "\x00" + id
 	raw, err := users.GetRaw(r, tenant, id)
 	if err != nil {
@@ -165,20 +182,24 @@ func (d *decodedRecords) user(r store.Reader, tenant, id string) (*user, error) 
 	d.mu.Lock()
 	e, ok := d.users[k]
 	d.mu.Unlock()
-	if ok && bytes.Equal(e.raw, raw) {
-		return e.u, nil
+	u := e.u
+	if !ok || !bytes.Equal(e.raw, raw) {
+		u = new(user)
+		if err := json.Unmarshal(raw, u); err != nil {
+			return nil, errors.Wrap(err, "decode user")
+		}
+		e = decodedUser{raw: bytes.Clone(raw), u: u}
 	}
-	u := new(user)
-	if err := json.Unmarshal(raw, u); err != nil {
-		return nil, errors.Wrap(err, "decode user")
+	if !ok || e.u != u || e.at != at {
+		e.at = at
+		d.mu.Lock()
+		if d.users == nil {
+			d.users = map[string]decodedUser{}
+		}
+		makeRoom(d.users)
+		d.users[k] = e
+		d.mu.Unlock()
 	}
-	d.mu.Lock()
-	if d.users == nil {
-		d.users = map[string]decodedUser{}
-	}
-	makeRoom(d.users)
-	d.users[k] = decodedUser{raw: bytes.Clone(raw), u: u}
-	d.mu.Unlock()
 	return u, nil
 }
 
@@ -198,6 +219,10 @@ func makeRoom[V any](m map[string]V) {
 func New(cfg Config) *Service {
 	cfg = cfg.withDefaults()
 	s := &Service{cfg: cfg, st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, kinds: map[string]*changeKind{}}
+	if !cfg.Shared {
+		s.writes = new(writeCount)
+		s.st = &countingStore{Store: cfg.Store, n: s.writes}
+	}
 	s.registerOwnKinds()
 	return s
 }
@@ -362,49 +387,69 @@ func errNotAuthenticated() error { return errs.Unauthenticatedf("not authenticat
 
 // Authenticate resolves a session token or API key to its principal. An
 // unknown, malformed, expired, revoked or not yet approved one is
-// errs.Unauthenticated. It reads the store every time (one point read for a
-// key, two for a session), so a revocation or logout is effective at once.
+// errs.Unauthenticated. On a shared store (Config.Shared) it reads the store
+// every time (one point read for a key, two for a session), so a revocation
+// or logout is effective at once on every node. Otherwise it reads the
+// store only when the service wrote anything since it last read this
+// credential and person (see writeCount): a revocation or logout, being
+// such a write, is effective at once too.
 func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, error) {
 	tag, lookup, ok := parseSecret(token)
 	if !ok || tag == tagInvitation {
 		return nil, errNotAuthenticated()
 	}
 	now := s.now()
+	at := noWrites
+	if s.writes != nil {
+		at = s.writes.now()
+		if c, u, ok := s.decoded.kept(lookup, at); ok {
+			return s.principal(token, c, now, func(string, string) (*user, error) { return u, nil })
+		}
+	}
 	var p *Principal
 	err := s.st.View(ctx, func(r store.Reader) error {
-		c, err := s.decoded.credential(r, lookup)
+		c, err := s.decoded.credential(r, lookup, at)
 		if errors.Is(err, errs.NotFound) {
 			return errNotAuthenticated()
 		}
 		if err != nil {
 			return err
 		}
-		if !sameSecret(token, c.Hash) || c.Pending || expired(c.ExpiresAt, now) {
-			return errNotAuthenticated()
-		}
-		switch c.Kind {
-		case credKey:
-			p = newPrincipal(c.Tenant, c.UserID, c.Email, c.Roles, c.Apps)
-			p.KeyID, p.KeyExpiresAt = c.RecordID, c.ExpiresAt
-			return nil
-		case credSession:
-			u, err := s.decoded.user(r, c.Tenant, c.UserID)
-			if errors.Is(err, errs.NotFound) {
-				return errNotAuthenticated()
-			}
-			if err != nil {
-				return err
-			}
-			p = newPrincipal(c.Tenant, u.ID, u.Email, u.effectiveRoles(now), u.Apps)
-			p.SessionID, p.DevSession = c.ID, c.Dev
-			return nil
-		}
-		return errNotAuthenticated()
+		p, err = s.principal(token, c, now, func(tenant, id string) (*user, error) {
+			return s.decoded.user(r, tenant, id, at)
+		})
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// principal is who credential c (presented as token) stands for at now;
+// user reads a session's person.
+func (s *Service) principal(token string, c *credential, now time.Time, user func(tenant, id string) (*user, error)) (*Principal, error) {
+	if !sameSecret(token, c.Hash) || c.Pending || expired(c.ExpiresAt, now) {
+		return nil, errNotAuthenticated()
+	}
+	switch c.Kind {
+	case credKey:
+		p := newPrincipal(c.Tenant, c.UserID, c.Email, c.Roles, c.Apps)
+		p.KeyID, p.KeyExpiresAt = c.RecordID, c.ExpiresAt
+		return p, nil
+	case credSession:
+		u, err := user(c.Tenant, c.UserID)
+		if errors.Is(err, errs.NotFound) {
+			return nil, errNotAuthenticated()
+		}
+		if err != nil {
+			return nil, err
+		}
+		p := newPrincipal(c.Tenant, u.ID, u.Email, u.effectiveRoles(now), u.Apps)
+		p.SessionID, p.DevSession = c.ID, c.Dev
+		return p, nil
+	}
+	return nil, errNotAuthenticated()
 }
 
 func newPrincipal(tenant, user, email string, roles, apps []string) *Principal {
