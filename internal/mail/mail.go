@@ -16,6 +16,7 @@ import (
 	"net/mail"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -75,6 +76,54 @@ type Provider struct {
 	ids ids.Generator // makes the ids of the records and audit entries it writes
 
 	sends batch.Leader[*pendingSend] // calls written together, one commit per batch
+
+	decoded decodedArgs // arguments decoded before, by their bytes
+}
+
+// Bounds of decodedArgs: the argument documents kept and the size of each.
+const (
+	maxDecodedArgs     = 256
+	maxDecodedArgBytes = 4096
+)
+
+// decodedArgs keeps the arguments of recent calls decoded and checked, by
+// their bytes: a process step with fixed arguments sends the same bytes on
+// every run, which are then decoded and checked once. Only valid arguments
+// are kept; the decoded values are shared and never modified.
+type decodedArgs struct {
+	mu sync.Mutex
+	m  map[string]*capability.EmailSendArgs
+}
+
+// args returns raw decoded and checked (see decodeArgs), from the kept
+// ones when raw was decoded before.
+func (d *decodedArgs) args(raw json.RawMessage) (*capability.EmailSendArgs, error) {
+	if len(raw) > maxDecodedArgBytes {
+		return decodeArgs(raw)
+	}
+	d.mu.Lock()
+	a, ok := d.m[string(raw)]
+	d.mu.Unlock()
+	if ok {
+		return a, nil
+	}
+	a, err := decodeArgs(raw)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.m == nil {
+		d.m = map[string]*capability.EmailSendArgs{}
+	}
+	if len(d.m) >= maxDecodedArgs {
+		for k := range d.m {
+			delete(d.m, k)
+			break
+		}
+	}
+	d.m[string(raw)] = a
+	return a, nil
 }
 
 var _ capability.Provider = (*Provider)(nil)
@@ -105,7 +154,7 @@ func (p *Provider) Call(ctx context.Context, call capability.Call) (json.RawMess
 	if call.Tenant == "" || call.Tenant == store.System {
 		return nil, errors.New("mail: a call needs a tenant")
 	}
-	args, err := decodeArgs(call.Args)
+	args, err := p.decoded.args(call.Args)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -200,6 +201,39 @@ func TestConcurrentSendsOncePerKey(t *testing.T) {
 		want := byKey[fmt.Sprintf("run_%d/notify/1", k)]
 		if diff := cmp.Diff([copies]string{want, want, want, want}, ids[k]); want == "" || diff != "" {
 			t.Errorf("key %d: answers (-want +got):\n%s", k, diff)
+		}
+	}
+}
+
+// TestSendSameArgumentsAgain: arguments sent before (a step with fixed
+// arguments, run after run) write the same message each time, even when
+// the caller reuses its buffer, and bad ones are refused each time.
+func TestSendSameArgumentsAgain(t *testing.T) {
+	t.Parallel()
+	p, st, _ := setup(t)
+	args := []byte(`{"to": [" ann@example.com"], "subject": "Hi", "body": "One"}`)
+	for i, key := range []string{"k1", "k2"} {
+		if _, err := p.Call(context.Background(), capability.Call{Tenant: "ten_a", Capability: capability.EmailSend,
+			Args: args, IdempotencyKey: key}); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+	}
+	copy(args[len(args)-5:], `Two"}`)
+	if _, err := p.Call(context.Background(), capability.Call{Tenant: "ten_a", Capability: capability.EmailSend,
+		Args: args, IdempotencyKey: "k3"}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range list(t, st, "ten_a") {
+		got = append(got, m.IdempotencyKey+" "+strings.Join(m.To, ",")+" "+m.Subject+" "+m.Body)
+	}
+	want := []string{"k3 ann@example.com Hi Two", "k2 ann@example.com Hi One", "k1 ann@example.com Hi One"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("outbox (-want +got):\n%s", diff)
+	}
+	for i := range 2 {
+		if _, err := send(t, p, "ten_a", "", `{"to": ["nope"], "subject": "s", "body": "b"}`); !errors.Is(err, errs.Invalid) {
+			t.Errorf("bad arguments, send %d: %v, want invalid", i, err)
 		}
 	}
 }
