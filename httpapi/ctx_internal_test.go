@@ -4,7 +4,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -69,5 +71,26 @@ func TestIdempotencyDerivations(t *testing.T) {
 	m.Write([]byte("bas idempotency v1\x00k1\x00POST\x00/v1/x\x00{\"a\":1}\x00"))
 	if diff := cmp.Diff(m.Sum(nil), sealingKey("tok", "k1", "POST", "/v1/x", []byte(`{"a":1}`))); diff != "" {
 		t.Errorf("sealingKey (-want +got):\n%s", diff)
+	}
+}
+
+// TestIdemRecordJSON: a kept response's record is encoded as
+// encoding/json encodes it.
+func TestIdemRecordJSON(t *testing.T) {
+	at := time.Date(2026, 11, 26, 5, 4, 3, 120_000_000, time.UTC)
+	for _, rec := range []idemRecord{
+		{ID: digest("ten", "key"), Fingerprint: digest("POST", "/v1/x", "{}"), State: idemDone, ExpiresAt: at,
+			Sealed: []byte{0, 1, 2, 0xfe, 0xff, 'a'}},
+		{ID: digest("a"), Fingerprint: digest("b"), State: idemDone, ExpiresAt: at.Add(time.Nanosecond), Bound: true,
+			Sealed: make([]byte, 1000)},
+		{ID: digest("a"), Fingerprint: digest("b"), State: idemActed, ExpiresAt: at.Truncate(time.Second)},
+	} {
+		want, err := json.Marshal(&rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(string(want), string(rec.appendJSON(nil))); diff != "" {
+			t.Errorf("appendJSON (-encoding/json +got):\n%s", diff)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -300,8 +301,31 @@ func (r *idemRequest) record(resp storedResponse, secret bool) (*idemRecord, []b
 	now := r.h.ws.Clock().Now().UTC()
 	rec := &idemRecord{ID: r.id, Fingerprint: r.fingerprint, State: idemDone, ExpiresAt: now.Add(idempotencyTTL),
 		Bound: secret, Sealed: sealed}
-	raw, err := json.Marshal(rec)
-	return rec, raw, errors.Wrap(err, "encode idempotency record")
+	return rec, rec.appendJSON(nil), nil
+}
+
+// appendJSON appends r's JSON, byte for byte what encoding/json writes
+// for it: its strings are digests (hex) and states, which need no
+// escaping.
+func (r *idemRecord) appendJSON(b []byte) []byte {
+	b = append(b, `{"id":"`...)
+	b = append(b, r.ID...)
+	b = append(b, `","fingerprint":"`...)
+	b = append(b, r.Fingerprint...)
+	b = append(b, `","state":"`...)
+	b = append(b, r.State...)
+	b = append(b, `","expires_at":"`...)
+	b = r.ExpiresAt.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
+	if r.Bound {
+		b = append(b, `,"bound":true`...)
+	}
+	if len(r.Sealed) > 0 {
+		b = append(b, `,"sealed":"`...)
+		b = base64.StdEncoding.AppendEncode(b, r.Sealed)
+		b = append(b, '"')
+	}
+	return append(b, '}')
 }
 
 // keepOp returns the write of resp for the engine's transaction: it only
