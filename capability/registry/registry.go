@@ -598,8 +598,10 @@ func (r *Registry) Call(ctx context.Context, call capability.Call) (json.RawMess
 		if len(out) == 0 {
 			out = json.RawMessage("null")
 		}
-		if vs := resultV.ValidateJSON(out, "result"); len(vs) > 0 {
-			err = malformed(pe.info.ID, call.Capability, vs)
+		if _, checked := pe.p.(ResultsMatchCatalog); !checked {
+			if vs := resultV.ValidateJSON(out, "result"); len(vs) > 0 {
+				err = malformed(pe.info.ID, call.Capability, vs)
+			}
 		}
 	}
 	r.record(ctx, c, trial, err, pe.info.ID, call.Capability)
@@ -607,6 +609,15 @@ func (r *Registry) Call(ctx context.Context, call capability.Call) (json.RawMess
 		return nil, err
 	}
 	return out, nil
+}
+
+// ResultsMatchCatalog is implemented by a provider whose results match the
+// catalog's result schemas by construction (a fixed shape its tests check
+// against the schema): Call does not check them again on every call. A
+// provider that relays results from elsewhere (a plugin, a remote API) must
+// not implement it.
+type ResultsMatchCatalog interface {
+	ResultsMatchCatalog()
 }
 
 func malformed(provider, capID string, vs []errs.Violation) error {

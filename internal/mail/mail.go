@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/batch"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/ids"
@@ -136,6 +137,13 @@ func NewProvider(st store.Store, clk clock.Clock) *Provider {
 	}
 	return &Provider{st: st, clock: clk}
 }
+
+var _ registry.ResultsMatchCatalog = (*Provider)(nil)
+
+// ResultsMatchCatalog tells the registry that the results of Call match
+// the catalog's EmailSendResult schema (a message id and "queued"; the
+// package's tests check them against it).
+func (p *Provider) ResultsMatchCatalog() {}
 
 // Info describes the provider.
 func (p *Provider) Info() capability.Info {

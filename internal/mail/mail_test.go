@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/bas-platform/bas/capability/registry"
+	"github.com/bas-platform/bas/internal/schema"
 	"io"
 	"log/slog"
 	"strings"
@@ -234,6 +236,31 @@ func TestSendSameArgumentsAgain(t *testing.T) {
 	for i := range 2 {
 		if _, err := send(t, p, "ten_a", "", `{"to": ["nope"], "subject": "s", "body": "b"}`); !errors.Is(err, errs.Invalid) {
 			t.Errorf("bad arguments, send %d: %v, want invalid", i, err)
+		}
+	}
+}
+
+// TestResultsMatchCatalog: what Call answers, for a new message and for a
+// repeated idempotency key, matches the catalog's email.send result
+// schema, as the provider tells the registry (ResultsMatchCatalog).
+func TestResultsMatchCatalog(t *testing.T) {
+	t.Parallel()
+	p, _, _ := setup(t)
+	c, ok := registry.New(registry.Config{}).Capability(capability.EmailSend)
+	if !ok {
+		t.Fatal("email.send is not in the catalog")
+	}
+	v, err := schema.Compile(c.Result)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"", "k1", "k1"} {
+		out, err := send(t, p, "ten_a", key, `{"to": ["ann@example.com"], "subject": "Hi", "body": "b"}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if vs := v.ValidateJSON(out, "result"); len(vs) > 0 {
+			t.Errorf("result %s: %v", out, vs)
 		}
 	}
 }
