@@ -186,16 +186,11 @@ func (p *Provider) Call(ctx context.Context, call capability.Call) (json.RawMess
 
 // write writes call's message in tx, or returns the message an earlier
 // call with its idempotency key wrote.
+//
+// The write itself finds an earlier call: the idempotency key's unique
+// index entry, which it checks before writing anything, is then taken
+// (one read of the entry for a new key, the usual case).
 func (p *Provider) write(tx store.Txn, call capability.Call, args *capability.EmailSendArgs, now time.Time) (*Message, error) {
-	if call.IdempotencyKey != "" {
-		prev, err := messages.Lookup(tx, call.Tenant, "idem", call.IdempotencyKey)
-		if err == nil {
-			return prev, nil
-		}
-		if !errors.Is(err, errs.NotFound) {
-			return nil, err
-		}
-	}
 	msg := &Message{ID: p.ids.New("msg", now), To: trimAll(args.To), Cc: trimAll(args.CC), Subject: args.Subject,
 		Body: args.Body, CreatedAt: now, IdempotencyKey: call.IdempotencyKey}
 	if r := strings.TrimSpace(args.ReplyTo); r != "" {
@@ -206,7 +201,11 @@ func (p *Provider) write(tx store.Txn, call capability.Call, args *capability.Em
 		return nil, errors.Wrap(err, "encode message")
 	}
 	// The id is new: there is no stored message to read back first.
-	return msg, messages.PutOver(tx, call.Tenant, nil, msg, raw)
+	err = messages.PutOver(tx, call.Tenant, nil, msg, raw)
+	if call.IdempotencyKey != "" && errors.Is(err, errs.Conflict) {
+		return messages.Lookup(tx, call.Tenant, "idem", call.IdempotencyKey)
+	}
+	return msg, err
 }
 
 // pendingSend is one call in the outbox's queue, with its answer.

@@ -88,7 +88,9 @@ func countToday(r store.Reader, tenant, processID string, now time.Time) (int, e
 // sampled for review when Bucket("sample", key) is below sample_percent, so
 // the same item always gets the same answer.
 func Bucket(salt, key string) int {
-	sum := sha256.Sum256([]byte(salt + "\x00" + key))
+	var buf [128]byte
+	b := append(append(append(buf[:0], salt...), 0), key...)
+	sum := sha256.Sum256(b)
 	return int(binary.BigEndian.Uint64(sum[:8]) % 100)
 }
 
@@ -176,7 +178,6 @@ func (s *Service) decideIn(tx store.Txn, b *gateBatch, req runengine.GateRequest
 
 // decide fills rec's answer and counts an automatic action.
 func (s *Service) decide(tx store.Txn, b *gateBatch, tenant, key string, e effective, rec *decisionRecord) error {
-	now := b.now
 	cur := e.current()
 	switch {
 	case e.paused:
@@ -192,11 +193,11 @@ func (s *Service) decide(tx store.Txn, b *gateBatch, tenant, key string, e effec
 		rec.Reason = fmt.Sprintf("supervised: the item is outside the %d%% that run without a person", cur)
 		return nil
 	}
-	wsCount, err := b.count(tx, tenant, dayID(now, ""))
+	wsCount, err := b.count(tx, tenant, "")
 	if err != nil {
 		return err
 	}
-	procCount, err := b.count(tx, tenant, dayID(now, rec.ProcessID))
+	procCount, err := b.count(tx, tenant, rec.ProcessID)
 	if err != nil {
 		return err
 	}
@@ -228,7 +229,7 @@ func (s *Service) decide(tx store.Txn, b *gateBatch, tenant, key string, e effec
 type gateBatch struct {
 	now     time.Time
 	levels  map[string]effective // tenant \x00 process id
-	counts  map[string]*dayCount // tenant \x00 counter id
+	counts  map[countKey]*dayCount
 	changed []tenantCount        // counters to write, in first-change order
 }
 
@@ -259,22 +260,27 @@ func (b *gateBatch) effective(tx store.Txn, s *Service, tenant, processID string
 	return e, nil
 }
 
-// count returns the day counter id of tenant as the batch has it.
-func (b *gateBatch) count(r store.Reader, tenant, id string) (*dayCount, error) {
-	k := tenant + "\x00" + id
+// count returns tenant's counter of the batch's day, of processID (of the
+// workspace when ""), as the batch has it.
+func (b *gateBatch) count(r store.Reader, tenant, processID string) (*dayCount, error) {
+	k := countKey{tenant, processID}
 	if c, ok := b.counts[k]; ok {
 		return c, nil
 	}
-	c, err := getCount(r, tenant, id)
+	c, err := getCount(r, tenant, dayID(b.now, processID))
 	if err != nil {
 		return nil, err
 	}
 	if b.counts == nil {
-		b.counts = map[string]*dayCount{}
+		b.counts = map[countKey]*dayCount{}
 	}
 	b.counts[k] = c
 	return c, nil
 }
+
+// countKey names a counter of a gateBatch: a tenant's, of a process or
+// (process "") of the workspace.
+type countKey struct{ tenant, process string }
 
 // dirty marks c, a counter count returned, to be written by flush.
 func (b *gateBatch) dirty(tenant string, c *dayCount) {
