@@ -65,7 +65,7 @@ func (c *request) Body() ([]byte, error) {
 	if c.route.multipart {
 		limit = c.h.opts.MaxUploadBytes
 	}
-	b, err := io.ReadAll(io.LimitReader(c.R.Body, limit+1))
+	b, err := readBody(c.R, limit)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -78,6 +78,30 @@ func (c *request) Body() ([]byte, error) {
 	}
 	c.body, c.read = b, true
 	return b, nil
+}
+
+// readBody reads r's body, up to limit+1 bytes: into a buffer of the
+// announced length when there is one within limit (the whole body, read
+// once), else growing as it comes.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	n := r.ContentLength
+	if n < 0 || n > limit {
+		return io.ReadAll(io.LimitReader(r.Body, limit+1))
+	}
+	b := make([]byte, n+1)
+	if _, err := io.ReadFull(r.Body, b[:n]); err != nil {
+		return nil, err
+	}
+	switch _, err := io.ReadFull(r.Body, b[n:]); {
+	case errors.Is(err, io.EOF):
+		return b[:n], nil
+	case err != nil:
+		return nil, err
+	}
+	// A body longer than announced (a server should not pass one on)
+	// keeps coming, to the limit.
+	rest, err := io.ReadAll(io.LimitReader(r.Body, limit-n))
+	return append(b, rest...), err
 }
 
 // validator is implemented by input records with rules a JSON Schema cannot

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,6 +93,36 @@ func TestIdemRecordJSON(t *testing.T) {
 		}
 		if diff := cmp.Diff(string(want), string(rec.appendJSON(nil))); diff != "" {
 			t.Errorf("appendJSON (-encoding/json +got):\n%s", diff)
+		}
+	}
+}
+
+// TestReadBody: a body is read whole whether its length is announced,
+// unknown, or announced wrong, up to one byte past the limit; a body that
+// ends before its announced length is an error.
+func TestReadBody(t *testing.T) {
+	const limit = 8
+	for _, tc := range []struct {
+		name    string
+		body    string
+		length  int64
+		want    string
+		wantErr bool
+	}{
+		{"announced", `{"a":1}`, 7, `{"a":1}`, false},
+		{"empty", ``, 0, ``, false},
+		{"unknown length", `{"a":1}`, -1, `{"a":1}`, false},
+		{"longer than announced", `{"a":12}`, 3, `{"a":12}`, false},
+		{"longer than announced, past the limit", `0123456789`, 3, `012345678`, false},
+		{"announced past the limit", `0123456789`, 10, `012345678`, false},
+		{"at the limit", `01234567`, 8, `01234567`, false},
+		{"shorter than announced", `{"a"`, 7, ``, true},
+	} {
+		r := httptest.NewRequest("POST", "/", strings.NewReader(tc.body))
+		r.ContentLength = tc.length
+		got, err := readBody(r, limit)
+		if (err != nil) != tc.wantErr || string(got) != tc.want {
+			t.Errorf("%s: readBody = %q, %v; want %q (error %v)", tc.name, got, err, tc.want, tc.wantErr)
 		}
 	}
 }
