@@ -127,6 +127,8 @@ type Handler struct {
 
 	docMu sync.Mutex
 	doc   []byte // the OpenAPI document, built on first use
+
+	responseBufs sync.Pool // buffers of responses being sealed (see seal)
 }
 
 // New returns the API of ws.

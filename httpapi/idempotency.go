@@ -15,6 +15,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -294,14 +295,14 @@ func (r *idemRequest) record(resp storedResponse, secret bool) (*idemRecord, []b
 	if secret {
 		key = r.boundKey()
 	}
-	sealed, err := seal(key, resp)
+	sealed, err := seal(key, resp, &r.h.responseBufs)
 	if err != nil {
 		return nil, nil, err
 	}
 	now := r.h.ws.Clock().Now().UTC()
 	rec := &idemRecord{ID: r.id, Fingerprint: r.fingerprint, State: idemDone, ExpiresAt: now.Add(idempotencyTTL),
 		Bound: secret, Sealed: sealed}
-	return rec, rec.appendJSON(nil), nil
+	return rec, rec.appendJSON(make([]byte, 0, 160+len(r.id)+len(r.fingerprint)+base64.StdEncoding.EncodedLen(len(sealed)))), nil
 }
 
 // appendJSON appends r's JSON, byte for byte what encoding/json writes
@@ -625,12 +626,26 @@ func sealingKey(token, key, method, uri string, body []byte) []byte {
 	return m.Sum(make([]byte, 0, sha256.Size))
 }
 
-func seal(key []byte, resp storedResponse) ([]byte, error) {
+// maxPooledResponse bounds the buffers seal keeps for the next response.
+const maxPooledResponse = 64 << 10
+
+// seal compresses and seals resp under key; bufs (nil: none) keeps the
+// buffers that hold a response uncompressed between calls.
+func seal(key []byte, resp storedResponse, bufs *sync.Pool) ([]byte, error) {
 	aead, err := newAEAD(key)
 	if err != nil {
 		return nil, err
 	}
-	raw := appendResponse(make([]byte, 0, responseSize(resp)), resp)
+	var rawBuf []byte
+	if bufs != nil {
+		if b, ok := bufs.Get().(*[]byte); ok {
+			rawBuf = *b
+		}
+	}
+	raw := appendResponse(slices.Grow(rawBuf[:0], responseSize(resp)), resp)
+	if bufs != nil && cap(raw) <= maxPooledResponse {
+		defer bufs.Put(&raw)
+	}
 	// One buffer holds the nonce, then the version and the compressed
 	// response, sealed in place.
 	ns, maxLen := aead.NonceSize(), s2.MaxEncodedLen(len(raw))

@@ -33,7 +33,7 @@ func TestSealedResponseForms(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sealed, err := seal(key, tt.resp)
+			sealed, err := seal(key, tt.resp, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
