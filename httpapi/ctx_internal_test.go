@@ -69,6 +69,15 @@ func TestIdempotencyDerivations(t *testing.T) {
 	if diff := cmp.Diff(hex.EncodeToString(h[:]), digest("POST", "/v1/x?a=1", "{}")); diff != "" {
 		t.Errorf("digest (-want +got):\n%s", diff)
 	}
+	for _, body := range []string{"{}", strings.Repeat("b", 600)} {
+		if diff := cmp.Diff(digest("POST", "/v1/x?a=1", body), fingerprintOf("POST", "/v1/x?a=1", []byte(body))); diff != "" {
+			t.Errorf("fingerprintOf (-digest +got):\n%s", diff)
+		}
+	}
+	long := sha256.Sum256([]byte(strings.Repeat("p\x00", 300)))
+	if diff := cmp.Diff(hex.EncodeToString(long[:]), digest(strings.Split(strings.Repeat("p,", 300), ",")[:300]...)); diff != "" {
+		t.Errorf("digest of 600 bytes (-want +got):\n%s", diff)
+	}
 	m := hmac.New(sha256.New, []byte("tok"))
 	m.Write([]byte("bas idempotency v1\x00k1\x00POST\x00/v1/x\x00{\"a\":1}\x00"))
 	if diff := cmp.Diff(m.Sum(nil), sealingKey("tok", "k1", "POST", "/v1/x", []byte(`{"a":1}`))); diff != "" {

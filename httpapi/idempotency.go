@@ -189,7 +189,7 @@ func (h *Handler) idempotent(c *request) error {
 		return err
 	}
 	uri := c.R.URL.RequestURI()
-	fingerprint := digest(c.R.Method, uri, string(body))
+	fingerprint := fingerprintOf(c.R.Method, uri, body)
 	tenant, scope, token := store.System, "", ""
 	if c.P != nil {
 		tenant, scope = c.P.Tenant, "user\x00"+c.P.UserID
@@ -600,15 +600,24 @@ func writeRecorded(w http.ResponseWriter, resp storedResponse, replayed bool) {
 	_, _ = w.Write(resp.Body)
 }
 
+// digest is the hex SHA-256 of parts, each followed by a NUL.
 func digest(parts ...string) string {
-	h := sha256.New()
-	sep := []byte{0}
+	var buf [512]byte
+	b := buf[:0]
 	for _, p := range parts {
-		_, _ = io.WriteString(h, p)
-		h.Write(sep)
+		b = append(append(b, p...), 0)
 	}
-	var sum [sha256.Size]byte
-	return hex.EncodeToString(h.Sum(sum[:0]))
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// fingerprintOf is digest(method, uri, string(body)), without copying body
+// into a string.
+func fingerprintOf(method, uri string, body []byte) string {
+	var buf [512]byte
+	b := append(append(append(append(append(buf[:0], method...), 0), uri...), 0), body...)
+	sum := sha256.Sum256(append(b, 0))
+	return hex.EncodeToString(sum[:])
 }
 
 // sealingKey derives the AES-256 key of one request's stored response from
