@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -894,5 +896,48 @@ func TestAuthenticateSeesChangesAtOnce(t *testing.T) {
 			_, err = b.svc.Authenticate(b.ctx, k.Secret)
 			wantKind(t, err, errs.Unauthenticated)
 		})
+	}
+}
+
+// TestAuthenticateRevokedUnderLoad: while requests authenticate a session
+// over and over (kept between writes), a sign-out by the same service
+// stops every request that begins after the sign-out returned.
+func TestAuthenticateRevokedUnderLoad(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	sess, p := b.login(t, access.DevLoginIn{UserID: "ann"})
+	var (
+		done    atomic.Bool
+		stale   atomic.Int64
+		wg      sync.WaitGroup
+		started = make(chan struct{}, 8)
+	)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			started <- struct{}{}
+			for {
+				after := done.Load()
+				_, err := b.svc.Authenticate(b.ctx, sess.Token)
+				if after && err == nil {
+					stale.Add(1)
+				}
+				if after {
+					return
+				}
+			}
+		}()
+	}
+	for range 8 {
+		<-started
+	}
+	if err := b.svc.Logout(b.ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	done.Store(true)
+	wg.Wait()
+	if n := stale.Load(); n > 0 {
+		t.Errorf("%d requests begun after the sign-out were authenticated", n)
 	}
 }

@@ -148,15 +148,15 @@ func (d *decodedRecords) credential(r store.Reader, lookup string, at uint64) (*
 	d.mu.Lock()
 	e, ok := d.creds[lookup]
 	d.mu.Unlock()
-	c := e.c
-	if !ok || !bytes.Equal(e.raw, raw) {
-		c = new(credential)
+	changed := !ok || !bytes.Equal(e.raw, raw)
+	if changed {
+		c := new(credential)
 		if err := json.Unmarshal(raw, c); err != nil {
 			return nil, errors.Wrap(err, "decode credential")
 		}
 		e = decodedCredential{raw: bytes.Clone(raw), c: c}
 	}
-	if !ok || e.c != c || e.at != at {
+	if changed || e.at != at {
 		e.at = at
 		d.mu.Lock()
 		if d.creds == nil {
@@ -166,7 +166,7 @@ func (d *decodedRecords) credential(r store.Reader, lookup string, at uint64) (*
 		d.creds[lookup] = e
 		d.mu.Unlock()
 	}
-	return c, nil
+	return e.c, nil
 }
 
 // user returns the user id of tenant.
@@ -182,15 +182,15 @@ func (d *decodedRecords) user(r store.Reader, tenant, id string, at uint64) (*us
 	d.mu.Lock()
 	e, ok := d.users[k]
 	d.mu.Unlock()
-	u := e.u
-	if !ok || !bytes.Equal(e.raw, raw) {
-		u = new(user)
+	changed := !ok || !bytes.Equal(e.raw, raw)
+	if changed {
+		u := new(user)
 		if err := json.Unmarshal(raw, u); err != nil {
 			return nil, errors.Wrap(err, "decode user")
 		}
 		e = decodedUser{raw: bytes.Clone(raw), u: u}
 	}
-	if !ok || e.u != u || e.at != at {
+	if changed || e.at != at {
 		e.at = at
 		d.mu.Lock()
 		if d.users == nil {
@@ -200,7 +200,7 @@ func (d *decodedRecords) user(r store.Reader, tenant, id string, at uint64) (*us
 		d.users[k] = e
 		d.mu.Unlock()
 	}
-	return u, nil
+	return e.u, nil
 }
 
 // makeRoom drops an arbitrary entry of m when it holds maxDecoded.
