@@ -229,8 +229,8 @@ func (s *Service) decide(tx store.Txn, b *gateBatch, tenant, key string, e effec
 type gateBatch struct {
 	now     time.Time
 	levels  map[string]effective // tenant \x00 process id
-	counts  map[countKey]*dayCount
-	changed []tenantCount        // counters to write, in first-change order
+	counts  map[countKey]*dayCount // by tenant and process ("": the workspace)
+	changed []tenantCount          // counters to write, in first-change order
 }
 
 type tenantCount struct {
