@@ -228,7 +228,7 @@ func (s *Service) decide(tx store.Txn, b *gateBatch, tenant, key string, e effec
 // counted in memory and written once, by flush, before the batch commits.
 type gateBatch struct {
 	now     time.Time
-	levels  map[string]effective // tenant \x00 process id
+	levels  map[string]effective   // tenant \x00 process id
 	counts  map[countKey]*dayCount // by tenant and process ("": the workspace)
 	changed []tenantCount          // counters to write, in first-change order
 }
