@@ -123,6 +123,9 @@ type commitShare struct {
 	inOpen map[string]int    // tenant -> its changes in the open transaction
 	held   []*delta          // changes held back, in the order they came
 	heldOf map[string]int    // tenant -> its changes in held
+	// flying are the tenants of the commit launched last, until a change
+	// commits alone on their account (see quiet).
+	flying []string
 }
 
 // hold reports whether d must wait for a later transaction, and keeps it
@@ -160,13 +163,17 @@ func (s *commitShare) shared(tenant string) bool {
 }
 
 // quiet reports whether d may commit in a transaction of its own, at once,
-// rather than in the open one: its tenant has no change in the open
-// transaction nor held back (so none of its changes is overtaken), and
-// another tenant has changes in the open transaction. A tenant making a
+// rather than in the open one (the caller checks that commits are in
+// flight): its tenant has no change in the open transaction nor held back
+// (so none of its changes is overtaken), and another tenant has changes in
+// the open transaction or in the commit launched last. A tenant making a
 // change now and then is then never behind another's full batch: its
 // change goes to the store while the batch in flight syncs, and is
-// written as soon as that one is, alone. It counts d as its tenant's
-// activity.
+// written as soon as that one is, alone. That holds for its first change
+// too, the one that makes it active: when the open transaction is still
+// empty, that change would otherwise wait there for the other tenant's
+// commit to land and then sync with whatever of that tenant's came
+// meanwhile. It counts d as its tenant's activity.
 func (s *commitShare) quiet(d *delta) bool {
 	if d.tenant == "" || d.reads || s.inOpen == nil || s.inOpen[d.tenant] > 0 || s.heldOf[d.tenant] > 0 {
 		return false
@@ -175,6 +182,17 @@ func (s *commitShare) quiet(d *delta) bool {
 		if t != d.tenant {
 			s.recent[d.tenant] = s.seq
 			return true
+		}
+	}
+	if len(s.inOpen) == 0 {
+		for _, t := range s.flying {
+			if t != d.tenant {
+				// Once per launch: the changes after d find d's tenant
+				// active, or another tenant's in the open transaction.
+				s.flying = s.flying[:0]
+				s.recent[d.tenant] = s.seq
+				return true
+			}
 		}
 	}
 	return false
@@ -207,8 +225,10 @@ func (s *commitShare) launched() []*delta {
 		return nil
 	}
 	s.seq++
+	s.flying = s.flying[:0]
 	for t := range s.inOpen {
 		s.recent[t] = s.seq
+		s.flying = append(s.flying, t)
 	}
 	clear(s.inOpen)
 	for t, at := range s.recent {

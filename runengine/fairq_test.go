@@ -192,6 +192,22 @@ func TestCommitShareQuiet(t *testing.T) {
 	if s.several() {
 		t.Error("the quiet tenant is still counted out of the window")
 	}
+	// The flood's commit flies and the open transaction is empty: a new
+	// tenant's first change goes alone, once for that commit; the flood's
+	// own next change does not.
+	s.launched()
+	if s.quiet(&delta{tenant: "flood"}) {
+		t.Error("the flood's change went alone beside its own commit")
+	}
+	if !s.quiet(&delta{tenant: "new"}) {
+		t.Error("a new tenant's first change waits for the flood's commit to land")
+	}
+	if !s.several() {
+		t.Error("the new tenant is not counted active")
+	}
+	if s.quiet(&delta{tenant: "third"}) {
+		t.Error("a second change went alone on the same commit's account")
+	}
 }
 
 // TestQuietTenantCommitsAlone: while a flooding tenant's commit syncs and
@@ -254,6 +270,54 @@ func TestQuietTenantCommitsAlone(t *testing.T) {
 	defer seenMu.Unlock()
 	if diff := cmp.Diff(map[string]bool{"quiet": true, "flood": true}, seen); diff != "" {
 		t.Errorf("tenants told active (-want +got):\n%s", diff)
+	}
+}
+
+// TestQuietTenantFirstChangeCommitsAlone: while a flooding tenant's commit
+// syncs and nothing else is open, another tenant's very first change
+// commits alone at once, rather than wait in the open transaction for the
+// flood's commit to land and then sync with the flood's next changes.
+func TestQuietTenantFirstChangeCommitsAlone(t *testing.T) {
+	t.Parallel()
+	gs := &gatedStore{Store: testStore(t), held: make(chan struct{}, 8), release: make(chan struct{})}
+	gs.pipe = gs.Store.(store.Pipeliner)
+	c := newCommitter(gs, 1000, nil, Failpoints{}, nil)
+	defer c.close()
+	var once sync.Once
+	release := func() { once.Do(func() { close(gs.release) }) }
+	defer release() // before close, which waits for the held commit
+	done := map[string]chan error{}
+	submit := func(tenant, key string) {
+		ch := make(chan error, 1)
+		done[key] = ch
+		c.submit(&delta{tenant: tenant, apply: setKey([]byte(key), []byte("v")), after: func(err error) { ch <- err }})
+	}
+	wait := func(key string) {
+		t.Helper()
+		select {
+		case err := <-done[key]:
+			if err != nil {
+				t.Fatalf("%s: %v", key, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s is not durable", key)
+		}
+	}
+	submit("flood", "flood-0")
+	<-gs.held
+	submit("quiet", "q0")
+	wait("q0")
+	submit("flood", "flood-1") // the open transaction's, behind flood-0
+	select {
+	case <-done["flood-0"]:
+		t.Fatal("the flood's commit is durable before its release")
+	default:
+	}
+	release()
+	wait("flood-0")
+	wait("flood-1")
+	if got := readKeys(t, gs, nil); len(got) != 3 {
+		t.Errorf("the store holds %v", got)
 	}
 }
 
