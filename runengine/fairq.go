@@ -1,5 +1,13 @@
 package runengine
 
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bas-platform/bas/store/clock"
+)
+
 // fairQuantum is how many commands of one tenant a worker handles in a
 // round while other tenants have commands waiting.
 const fairQuantum = 16
@@ -248,4 +256,164 @@ func (s *commitShare) takeHeld() []*delta {
 	s.held = nil
 	clear(s.heldOf)
 	return held
+}
+
+// light returns a tenant of the open transaction with fewer changes in it
+// than another tenant has (the fewest), or "" when it holds one tenant's
+// changes or as many of each.
+func (s *commitShare) light() string {
+	if len(s.inOpen) < 2 {
+		return ""
+	}
+	light, least, most := "", 0, 0
+	for t, n := range s.inOpen {
+		if light == "" || n < least {
+			light, least = t, n
+		}
+		most = max(most, n)
+	}
+	if least == most {
+		return ""
+	}
+	return light
+}
+
+// anticipation is the committer's wait for a quiet tenant's next change,
+// as an anticipatory disk scheduler waits for the next read of the process
+// it just served: a quiet tenant's change comes soon after its last one
+// landed (the step after a run's start, the next run after an end), and
+// the store writes commits one after another, each with its own sync. Were
+// the flooding tenant's next batch launched the moment the quiet tenant's
+// commit landed, the quiet tenant's next change would find it syncing and
+// wait for that sync beside its own. So once a commit holding a quiet
+// tenant's change lands (one it made alone, or a batch where it had fewer
+// changes than another tenant), the open batch of the others waits, with
+// nothing in flight, until that tenant's next change comes and joins it,
+// or for at most twice the time that tenant's changes took to come lately
+// (aheadMin to aheadMax): its change then pays one sync, and the flood
+// loses at most that wait per commit of the quiet tenant. A tenant alone
+// never waits.
+type anticipation struct {
+	flying atomic.Int32 // quiet tenants' commits in flight (commitAlone)
+	on     atomic.Bool  // a tenant is awaited
+	mu     sync.Mutex
+	tenant string        // the awaited tenant
+	since  time.Time     // when its commit landed
+	think  time.Duration // how long its next change took to come, smoothed
+	// The committer goroutine's own: the timer that ends the wait, and
+	// when it fires.
+	timer clock.Timer
+	at    time.Time
+}
+
+// aheadMin and aheadMax bound how long the open batch waits for a quiet
+// tenant's next change; aheadThink is the wait's basis before any was
+// measured.
+const (
+	aheadMin   = 50 * time.Microsecond
+	aheadMax   = time.Millisecond
+	aheadThink = 250 * time.Microsecond
+)
+
+// landed records that a commit holding tenant's change landed at now: its
+// next change is awaited.
+func (a *anticipation) landed(tenant string, now time.Time) {
+	a.mu.Lock()
+	a.tenant, a.since = tenant, now
+	a.on.Store(true)
+	a.mu.Unlock()
+}
+
+// came records a change of tenant at now, and reports whether it is the
+// awaited one: then the wait ends and its length (at most aheadMax) is
+// smoothed into think.
+func (a *anticipation) came(tenant string, now time.Time) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if tenant != a.tenant {
+		return false
+	}
+	if a.think == 0 {
+		a.think = aheadThink
+	}
+	a.think += (min(now.Sub(a.since), aheadMax) - a.think) / 4
+	a.tenant = ""
+	a.on.Store(false)
+	return true
+}
+
+// window is how long the open batch waits for the awaited tenant; a.mu is
+// held.
+func (a *anticipation) window() time.Duration {
+	w := 2 * a.think
+	if a.think == 0 {
+		w = 2 * aheadThink
+	}
+	return min(max(w, aheadMin), aheadMax)
+}
+
+// timerC is the channel of the timer that ends a wait; nil when none.
+func (a *anticipation) timerC() <-chan time.Time {
+	if a.timer == nil {
+		return nil
+	}
+	return a.timer.C()
+}
+
+// stop stops the timer.
+func (a *anticipation) stop() {
+	if a.timer != nil {
+		a.timer.Stop()
+		a.timer = nil
+	}
+}
+
+// awaitQuiet reports whether the open batch, with nothing in flight, must
+// wait for an awaited quiet tenant's change (see anticipation), and sets
+// the timer that ends the wait if so.
+func (c *committer) awaitQuiet() bool {
+	a := &c.ahead
+	if a.flying.Load() > 0 {
+		return true // its landing signals the committer
+	}
+	if !a.on.Load() {
+		return false
+	}
+	a.mu.Lock()
+	tenant, until := a.tenant, a.since.Add(a.window())
+	a.mu.Unlock()
+	if tenant == "" || c.share.inOpen[tenant] > 0 {
+		return false
+	}
+	now := c.now()
+	if !now.Before(until) {
+		a.mu.Lock()
+		if a.tenant == tenant {
+			a.tenant = ""
+			a.on.Store(false)
+		}
+		a.mu.Unlock()
+		return false
+	}
+	if a.timer == nil || !a.at.Equal(until) {
+		a.stop()
+		a.timer, a.at = c.clockOf().NewTimer(until.Sub(now)), until
+	}
+	return true
+}
+
+// clockOf returns the committer's clock.
+func (c *committer) clockOf() clock.Clock {
+	if c.clock == nil {
+		return clock.Real{}
+	}
+	return c.clock
+}
+
+// now reads the committer's clock.
+func (c *committer) now() time.Time {
+	if c.clock == nil {
+		return time.Now()
+	}
+	return c.clock.Now()
 }

@@ -3,11 +3,13 @@ package runengine
 import (
 	"bytes"
 	"context"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/clock"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -252,6 +254,7 @@ func TestQuietTenantCommitsAlone(t *testing.T) {
 	wait("q0")
 	submit("flood", "flood-0")
 	<-gs.held
+	readyAhead(t, c)
 	submit("flood", "flood-1")
 	submit("quiet", "q1")
 	wait("q1")
@@ -305,6 +308,7 @@ func TestQuietTenantFirstChangeCommitsAlone(t *testing.T) {
 	}
 	submit("flood", "flood-0")
 	<-gs.held
+	readyAhead(t, c)
 	submit("quiet", "q0")
 	wait("q0")
 	submit("flood", "flood-1") // the open transaction's, behind flood-0
@@ -318,6 +322,116 @@ func TestQuietTenantFirstChangeCommitsAlone(t *testing.T) {
 	wait("flood-1")
 	if got := readKeys(t, gs, nil); len(got) != 3 {
 		t.Errorf("the store holds %v", got)
+	}
+}
+
+// TestCommitterAwaitsQuietTenant: once a quiet tenant's commit lands, the
+// flood's open batch, with nothing in flight, waits for the quiet tenant's
+// next change and commits it in the same transaction, rather than syncing
+// alone while that change waits for it; and when no change comes, the
+// batch goes once the wait (on the fake clock) is over.
+func TestCommitterAwaitsQuietTenant(t *testing.T) {
+	t.Parallel()
+	gs := &gatedStore{Store: testStore(t), held: make(chan struct{}, 8), release: make(chan struct{})}
+	gs.pipe = gs.Store.(store.Pipeliner)
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := newCommitter(gs, 1000, nil, Failpoints{}, nil)
+	c.clock = clk
+	defer c.close()
+	var once sync.Once
+	release := func() { once.Do(func() { close(gs.release) }) }
+	defer release() // before close, which waits for the held commit
+	done := map[string]chan error{}
+	submit := func(tenant string, keys ...string) {
+		for _, key := range keys {
+			ch := make(chan error, 1)
+			done[key] = ch
+			c.submit(&delta{tenant: tenant, apply: setKey([]byte(key), []byte("v")), after: func(err error) { ch <- err }})
+		}
+	}
+	wait := func(keys ...string) {
+		t.Helper()
+		for _, key := range keys {
+			select {
+			case err := <-done[key]:
+				if err != nil {
+					t.Fatalf("%s: %v", key, err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s is not durable", key)
+			}
+		}
+	}
+	pending := func(key string) bool {
+		select {
+		case err := <-done[key]:
+			done[key] <- err
+			return false
+		default:
+			return true
+		}
+	}
+	commits := func() uint64 {
+		c.stats.Lock()
+		defer c.stats.Unlock()
+		return c.batches
+	}
+	held := func(key string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for clk.Timers() != 1 {
+			if !pending(key) {
+				t.Fatalf("%s committed without waiting for the quiet tenant", key)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the committer never waited for the quiet tenant")
+			}
+			runtime.Gosched()
+		}
+		if !pending(key) {
+			t.Fatalf("%s committed without waiting for the quiet tenant", key)
+		}
+	}
+	// The quiet tenant's change commits alone behind the flood's commit.
+	submit("flood", "flood-0")
+	<-gs.held
+	readyAhead(t, c)
+	submit("quiet", "q0")
+	wait("q0")
+	submit("flood", "flood-1", "flood-2")
+	release()
+	wait("flood-0")
+	// q0 landed: the flood's open batch waits for the quiet tenant's next
+	// change and takes it.
+	held("flood-1")
+	before := commits()
+	submit("quiet", "q1")
+	wait("q1", "flood-1", "flood-2")
+	if n := commits() - before; n != 1 {
+		t.Errorf("the quiet change and the flood's batch took %d commits, want 1", n)
+	}
+	// That batch held fewer of the quiet tenant's changes than of the
+	// flood's: its next change is awaited again, until the wait is over.
+	submit("flood", "flood-3")
+	held("flood-3")
+	clk.Advance(aheadMax)
+	wait("flood-3")
+	if got := readKeys(t, gs, nil); len(got) != 6 {
+		t.Errorf("the store holds %v", got)
+	}
+}
+
+// readyAhead waits until the committer's opener holds a transaction ready
+// (one a quiet change commits alone in); call it once a commit was
+// launched, as the opener is made at the first change.
+func readyAhead(t *testing.T, c *committer) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(c.opener.ready) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no transaction opened ahead")
+		}
+		runtime.Gosched()
 	}
 }
 
