@@ -289,10 +289,12 @@ func (s *commitShare) light() string {
 // tenant's change lands (one it made alone, or a batch where it had fewer
 // changes than another tenant), the open batch of the others waits, with
 // nothing in flight, until that tenant's next change comes and joins it,
-// or for at most twice the time that tenant's changes took to come lately
+// or for at most twice the time quiet tenants' changes took to come lately
 // (aheadMin to aheadMax): its change then pays one sync, and the flood
-// loses at most that wait per commit of the quiet tenant. A tenant alone
-// never waits.
+// loses at most that wait per commit of the quiet tenant. While that time
+// is over half of aheadMax (quiet tenants do not come back soon: a person
+// completing a task now and then) nothing waits, and the time is still
+// measured. A tenant alone never waits.
 type anticipation struct {
 	flying atomic.Int32 // quiet tenants' commits in flight (commitAlone)
 	on     atomic.Bool  // a tenant is awaited
@@ -313,6 +315,9 @@ const (
 	aheadMin   = 50 * time.Microsecond
 	aheadMax   = time.Millisecond
 	aheadThink = 250 * time.Microsecond
+	// aheadForget is how long after its commit landed a tenant's next
+	// change stops being awaited (and is counted as aheadMax late).
+	aheadForget = 4 * aheadMax
 )
 
 // landed records that a commit holding tenant's change landed at now: its
@@ -379,21 +384,19 @@ func (c *committer) awaitQuiet() bool {
 	if !a.on.Load() {
 		return false
 	}
-	a.mu.Lock()
-	tenant, until := a.tenant, a.since.Add(a.window())
-	a.mu.Unlock()
-	if tenant == "" || c.share.inOpen[tenant] > 0 {
-		return false
-	}
 	now := c.now()
-	if !now.Before(until) {
-		a.mu.Lock()
-		if a.tenant == tenant {
-			a.tenant = ""
-			a.on.Store(false)
-		}
-		a.mu.Unlock()
-		return false
+	a.mu.Lock()
+	tenant, since, until := a.tenant, a.since, a.since.Add(a.window())
+	slow := a.think > aheadMax/2
+	if tenant != "" && now.Sub(since) >= aheadForget {
+		// It did not come back: count it as late as can be.
+		a.think += (aheadMax - a.think) / 4
+		a.tenant = ""
+		a.on.Store(false)
+	}
+	a.mu.Unlock()
+	if tenant == "" || slow || c.share.inOpen[tenant] > 0 || !now.Before(until) {
+		return false // came() still measures how late its change comes
 	}
 	if a.timer == nil || !a.at.Equal(until) {
 		a.stop()

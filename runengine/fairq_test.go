@@ -421,6 +421,74 @@ func TestCommitterAwaitsQuietTenant(t *testing.T) {
 	}
 }
 
+// TestAnticipationLearnsThinkTime: the flood's batch waits for a quiet
+// tenant that comes back soon, for twice the time it took lately, not
+// after that; not at all once quiet tenants come back late; and a batch's
+// light tenant is one with fewer changes than another's, never a tenant
+// alone.
+func TestAnticipationLearnsThinkTime(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := &committer{clock: clk}
+	defer c.ahead.stop()
+	for _, tc := range []struct {
+		open map[string]int
+		want string
+	}{{map[string]int{"flood": 3}, ""}, {map[string]int{"flood": 3, "quiet": 1}, "quiet"}, {map[string]int{"a": 2, "b": 2}, ""}} {
+		c.share.inOpen = tc.open
+		if got := c.share.light(); got != tc.want {
+			t.Errorf("light of %v = %q, want %q", tc.open, got, tc.want)
+		}
+	}
+	c.share.inOpen = map[string]int{"flood": 3}
+	if c.awaitQuiet() {
+		t.Fatal("waited with no quiet tenant")
+	}
+	c.ahead.landed("quiet", clk.Now())
+	if !c.awaitQuiet() {
+		t.Fatal("the flood's batch did not wait for the quiet tenant")
+	}
+	clk.Advance(100 * time.Microsecond)
+	if !c.ahead.came("quiet", clk.Now()) || c.awaitQuiet() {
+		t.Fatal("the quiet tenant's change did not end the wait")
+	}
+	// think 250 -> 212.5 µs: a wait of 425 µs.
+	c.ahead.landed("quiet", clk.Now())
+	clk.Advance(424 * time.Microsecond)
+	if !c.awaitQuiet() {
+		t.Error("the wait ended early")
+	}
+	clk.Advance(time.Microsecond)
+	if c.awaitQuiet() {
+		t.Error("the wait outlasted twice the think time")
+	}
+	c.ahead.came("quiet", clk.Now())
+	// Quiet tenants that come back a millisecond later turn the wait off.
+	for range 6 {
+		c.ahead.landed("quiet", clk.Now())
+		clk.Advance(aheadMax)
+		c.ahead.came("quiet", clk.Now())
+	}
+	c.ahead.landed("quiet", clk.Now())
+	if c.awaitQuiet() {
+		t.Error("waited for tenants that come back late")
+	}
+	// One that comes back soon again turns it back on.
+	for range 8 {
+		clk.Advance(50 * time.Microsecond)
+		c.ahead.came("quiet", clk.Now())
+		c.ahead.landed("quiet", clk.Now())
+	}
+	if !c.awaitQuiet() {
+		t.Error("did not wait again for a tenant that comes back soon")
+	}
+	// A tenant that never comes back is forgotten.
+	clk.Advance(aheadForget)
+	if c.awaitQuiet() || c.ahead.on.Load() {
+		t.Error("still awaiting a tenant gone for good")
+	}
+}
+
 // readyAhead waits until the committer's opener holds a transaction ready
 // (one a quiet change commits alone in); call it once a commit was
 // launched, as the opener is made at the first change.
