@@ -9,6 +9,7 @@ import (
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/lease"
 	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/clock"
 	"github.com/cockroachdb/errors"
 )
 
@@ -52,8 +53,10 @@ type delta struct {
 // goroutine (a Badger transaction opened after a commit began waits for
 // that commit), so filling one never waits for a sync. Commits become
 // durable in the order they began, and their deltas are told in that
-// order. Counters are kept in memory (the committer is their only
-// writer), so a batch reads nothing. Deltas that read commit in a
+// order. While several tenants are active, a quiet tenant's change may
+// commit alone, and the others' batch may wait a moment for it (see
+// commitShare.quiet and anticipation). Counters are kept in memory (the
+// committer is their only writer), so a batch reads nothing. Deltas that read commit in a
 // transaction of their own once nothing is in flight.
 type committer struct {
 	st       store.Store
@@ -90,7 +93,12 @@ type committer struct {
 	observe Observer // nil when none
 	fp      Failpoints
 
-	share commitShare // the tenants' fair share of commits
+	share commitShare  // the tenants' fair share of commits
+	ahead anticipation // a quiet tenant's next change, awaited (see awaitQuiet)
+	// clock times the wait for a quiet tenant's next change: nil, the
+	// real clock, as a wait of well under a millisecond is no business
+	// time (tests set a fake one before the first submit).
+	clock clock.Clock
 	// shared, when set, is told each tenant of a commit while more than
 	// one tenant is active (the start gate's view of who is). Set it
 	// before the first submit.
@@ -168,6 +176,8 @@ func (c *committer) loop() {
 		case <-c.signal:
 		case <-c.landed:
 			c.flights--
+		case <-c.ahead.timerC():
+			c.ahead.timer = nil
 		}
 		for {
 			c.countLanded()
@@ -176,12 +186,13 @@ func (c *committer) loop() {
 			closed, more := c.closed, len(c.q) > 0
 			c.mu.Unlock()
 			c.add(batch)
-			if len(c.openBatch) > 0 && (c.flights == 0 || (c.flights < maxFlights && len(c.openBatch) >= c.maxBatch)) {
+			if len(c.openBatch) > 0 && ((c.flights == 0 && (closed || !c.awaitQuiet())) || (c.flights < maxFlights && len(c.openBatch) >= c.maxBatch)) {
 				c.launch()
 			}
 			full := len(c.openBatch) >= c.maxBatch
 			if closed {
 				if !more && len(batch) == 0 {
+					c.ahead.stop()
 					c.settle()
 					if c.open != nil {
 						c.open.Discard()
@@ -227,6 +238,9 @@ func (c *committer) countLanded() {
 func (c *committer) add(batch []*delta) {
 	for i := 0; i < len(batch); i++ {
 		d := batch[i]
+		if d.tenant != "" && c.ahead.on.Load() && c.ahead.came(d.tenant, c.now()) {
+			c.ahead.stop()
+		}
 		if c.pipe == nil || d.reads {
 			j := i + 1
 			for j < len(batch) && (c.pipe == nil || batch[j].reads) {
@@ -372,6 +386,7 @@ func (c *committer) launch() {
 	}
 	c.keepCounters(sums)
 	c.flights++
+	light := c.share.light()
 	prev, told := c.lastTold, make(chan struct{})
 	c.lastTold = told
 	tx.CommitAsync(func(err error) {
@@ -379,6 +394,9 @@ func (c *committer) launch() {
 			<-prev // the commits before this one were told first
 		}
 		c.record(len(batch), time.Since(began), err)
+		if light != "" && err == nil {
+			c.ahead.landed(light, c.now())
+		}
 		c.landed <- struct{}{}
 		for _, d := range batch {
 			if d.after != nil {
@@ -428,8 +446,17 @@ func (c *committer) commitAlone(d *delta) bool {
 		c.shared(d.tenant)
 	}
 	c.alone.Add(1)
+	c.ahead.flying.Add(1)
 	tx.CommitAsync(func(err error) {
 		c.record(1, time.Since(began), err)
+		if err == nil {
+			c.ahead.landed(d.tenant, c.now())
+		}
+		c.ahead.flying.Add(-1)
+		select {
+		case c.signal <- struct{}{}:
+		default:
+		}
 		if d.after != nil {
 			d.after(err)
 		}

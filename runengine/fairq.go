@@ -1,5 +1,13 @@
 package runengine
 
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bas-platform/bas/store/clock"
+)
+
 // fairQuantum is how many commands of one tenant a worker handles in a
 // round while other tenants have commands waiting.
 const fairQuantum = 16
@@ -123,6 +131,9 @@ type commitShare struct {
 	inOpen map[string]int    // tenant -> its changes in the open transaction
 	held   []*delta          // changes held back, in the order they came
 	heldOf map[string]int    // tenant -> its changes in held
+	// flying are the tenants of the commit launched last, until a change
+	// commits alone on their account (see quiet).
+	flying []string
 }
 
 // hold reports whether d must wait for a later transaction, and keeps it
@@ -160,13 +171,17 @@ func (s *commitShare) shared(tenant string) bool {
 }
 
 // quiet reports whether d may commit in a transaction of its own, at once,
-// rather than in the open one: its tenant has no change in the open
-// transaction nor held back (so none of its changes is overtaken), and
-// another tenant has changes in the open transaction. A tenant making a
+// rather than in the open one (the caller checks that commits are in
+// flight): its tenant has no change in the open transaction nor held back
+// (so none of its changes is overtaken), and another tenant has changes in
+// the open transaction or in the commit launched last. A tenant making a
 // change now and then is then never behind another's full batch: its
 // change goes to the store while the batch in flight syncs, and is
-// written as soon as that one is, alone. It counts d as its tenant's
-// activity.
+// written as soon as that one is, alone. That holds for its first change
+// too, the one that makes it active: when the open transaction is still
+// empty, that change would otherwise wait there for the other tenant's
+// commit to land and then sync with whatever of that tenant's came
+// meanwhile. It counts d as its tenant's activity.
 func (s *commitShare) quiet(d *delta) bool {
 	if d.tenant == "" || d.reads || s.inOpen == nil || s.inOpen[d.tenant] > 0 || s.heldOf[d.tenant] > 0 {
 		return false
@@ -175,6 +190,17 @@ func (s *commitShare) quiet(d *delta) bool {
 		if t != d.tenant {
 			s.recent[d.tenant] = s.seq
 			return true
+		}
+	}
+	if len(s.inOpen) == 0 {
+		for _, t := range s.flying {
+			if t != d.tenant {
+				// Once per launch: the changes after d find d's tenant
+				// active, or another tenant's in the open transaction.
+				s.flying = s.flying[:0]
+				s.recent[d.tenant] = s.seq
+				return true
+			}
 		}
 	}
 	return false
@@ -207,8 +233,10 @@ func (s *commitShare) launched() []*delta {
 		return nil
 	}
 	s.seq++
+	s.flying = s.flying[:0]
 	for t := range s.inOpen {
 		s.recent[t] = s.seq
+		s.flying = append(s.flying, t)
 	}
 	clear(s.inOpen)
 	for t, at := range s.recent {
@@ -228,4 +256,167 @@ func (s *commitShare) takeHeld() []*delta {
 	s.held = nil
 	clear(s.heldOf)
 	return held
+}
+
+// light returns a tenant of the open transaction with fewer changes in it
+// than another tenant has (the fewest), or "" when it holds one tenant's
+// changes or as many of each.
+func (s *commitShare) light() string {
+	if len(s.inOpen) < 2 {
+		return ""
+	}
+	light, least, most := "", 0, 0
+	for t, n := range s.inOpen {
+		if light == "" || n < least {
+			light, least = t, n
+		}
+		most = max(most, n)
+	}
+	if least == most {
+		return ""
+	}
+	return light
+}
+
+// anticipation is the committer's wait for a quiet tenant's next change,
+// as an anticipatory disk scheduler waits for the next read of the process
+// it just served: a quiet tenant's change comes soon after its last one
+// landed (the step after a run's start, the next run after an end), and
+// the store writes commits one after another, each with its own sync. Were
+// the flooding tenant's next batch launched the moment the quiet tenant's
+// commit landed, the quiet tenant's next change would find it syncing and
+// wait for that sync beside its own. So once a commit holding a quiet
+// tenant's change lands (one it made alone, or a batch where it had fewer
+// changes than another tenant), the open batch of the others waits, with
+// nothing in flight, until that tenant's next change comes and joins it,
+// or for at most twice the time quiet tenants' changes took to come lately
+// (aheadMin to aheadMax): its change then pays one sync, and the flood
+// loses at most that wait per commit of the quiet tenant. While that time
+// is over half of aheadMax (quiet tenants do not come back soon: a person
+// completing a task now and then) nothing waits, and the time is still
+// measured. A tenant alone never waits.
+type anticipation struct {
+	flying atomic.Int32 // quiet tenants' commits in flight (commitAlone)
+	on     atomic.Bool  // a tenant is awaited
+	mu     sync.Mutex
+	tenant string        // the awaited tenant
+	since  time.Time     // when its commit landed
+	think  time.Duration // how long its next change took to come, smoothed
+	// The committer goroutine's own: the timer that ends the wait, and
+	// when it fires.
+	timer clock.Timer
+	at    time.Time
+}
+
+// aheadMin and aheadMax bound how long the open batch waits for a quiet
+// tenant's next change; aheadThink is the wait's basis before any was
+// measured.
+const (
+	aheadMin   = 50 * time.Microsecond
+	aheadMax   = time.Millisecond
+	aheadThink = 250 * time.Microsecond
+	// aheadForget is how long after its commit landed a tenant's next
+	// change stops being awaited (and is counted as aheadMax late).
+	aheadForget = 4 * aheadMax
+)
+
+// landed records that a commit holding tenant's change landed at now: its
+// next change is awaited.
+func (a *anticipation) landed(tenant string, now time.Time) {
+	a.mu.Lock()
+	a.tenant, a.since = tenant, now
+	a.on.Store(true)
+	a.mu.Unlock()
+}
+
+// came records a change of tenant at now, and reports whether it is the
+// awaited one: then the wait ends and its length (at most aheadMax) is
+// smoothed into think.
+func (a *anticipation) came(tenant string, now time.Time) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if tenant != a.tenant {
+		return false
+	}
+	if a.think == 0 {
+		a.think = aheadThink
+	}
+	a.think += (min(now.Sub(a.since), aheadMax) - a.think) / 4
+	a.tenant = ""
+	a.on.Store(false)
+	return true
+}
+
+// window is how long the open batch waits for the awaited tenant; a.mu is
+// held.
+func (a *anticipation) window() time.Duration {
+	w := 2 * a.think
+	if a.think == 0 {
+		w = 2 * aheadThink
+	}
+	return min(max(w, aheadMin), aheadMax)
+}
+
+// timerC is the channel of the timer that ends a wait; nil when none.
+func (a *anticipation) timerC() <-chan time.Time {
+	if a.timer == nil {
+		return nil
+	}
+	return a.timer.C()
+}
+
+// stop stops the timer.
+func (a *anticipation) stop() {
+	if a.timer != nil {
+		a.timer.Stop()
+		a.timer = nil
+	}
+}
+
+// awaitQuiet reports whether the open batch, with nothing in flight, must
+// wait for an awaited quiet tenant's change (see anticipation), and sets
+// the timer that ends the wait if so.
+func (c *committer) awaitQuiet() bool {
+	a := &c.ahead
+	if a.flying.Load() > 0 {
+		return true // its landing signals the committer
+	}
+	if !a.on.Load() {
+		return false
+	}
+	now := c.now()
+	a.mu.Lock()
+	tenant, since, until := a.tenant, a.since, a.since.Add(a.window())
+	slow := a.think > aheadMax/2
+	if tenant != "" && now.Sub(since) >= aheadForget {
+		// It did not come back: count it as late as can be.
+		a.think += (aheadMax - a.think) / 4
+		a.tenant = ""
+		a.on.Store(false)
+	}
+	a.mu.Unlock()
+	if tenant == "" || slow || c.share.inOpen[tenant] > 0 || !now.Before(until) {
+		return false // came() still measures how late its change comes
+	}
+	if a.timer == nil || !a.at.Equal(until) {
+		a.stop()
+		a.timer, a.at = c.clockOf().NewTimer(until.Sub(now)), until
+	}
+	return true
+}
+
+// clockOf returns the committer's clock.
+func (c *committer) clockOf() clock.Clock {
+	if c.clock == nil {
+		return clock.Real{}
+	}
+	return c.clock
+}
+
+// now reads the committer's clock.
+func (c *committer) now() time.Time {
+	if c.clock == nil {
+		return time.Now()
+	}
+	return c.clock.Now()
 }

@@ -3,11 +3,13 @@ package runengine
 import (
 	"bytes"
 	"context"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/clock"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -192,6 +194,22 @@ func TestCommitShareQuiet(t *testing.T) {
 	if s.several() {
 		t.Error("the quiet tenant is still counted out of the window")
 	}
+	// The flood's commit flies and the open transaction is empty: a new
+	// tenant's first change goes alone, once for that commit; the flood's
+	// own next change does not.
+	s.launched()
+	if s.quiet(&delta{tenant: "flood"}) {
+		t.Error("the flood's change went alone beside its own commit")
+	}
+	if !s.quiet(&delta{tenant: "new"}) {
+		t.Error("a new tenant's first change waits for the flood's commit to land")
+	}
+	if !s.several() {
+		t.Error("the new tenant is not counted active")
+	}
+	if s.quiet(&delta{tenant: "third"}) {
+		t.Error("a second change went alone on the same commit's account")
+	}
 }
 
 // TestQuietTenantCommitsAlone: while a flooding tenant's commit syncs and
@@ -236,6 +254,7 @@ func TestQuietTenantCommitsAlone(t *testing.T) {
 	wait("q0")
 	submit("flood", "flood-0")
 	<-gs.held
+	readyAhead(t, c)
 	submit("flood", "flood-1")
 	submit("quiet", "q1")
 	wait("q1")
@@ -254,6 +273,233 @@ func TestQuietTenantCommitsAlone(t *testing.T) {
 	defer seenMu.Unlock()
 	if diff := cmp.Diff(map[string]bool{"quiet": true, "flood": true}, seen); diff != "" {
 		t.Errorf("tenants told active (-want +got):\n%s", diff)
+	}
+}
+
+// TestQuietTenantFirstChangeCommitsAlone: while a flooding tenant's commit
+// syncs and nothing else is open, another tenant's very first change
+// commits alone at once, rather than wait in the open transaction for the
+// flood's commit to land and then sync with the flood's next changes.
+func TestQuietTenantFirstChangeCommitsAlone(t *testing.T) {
+	t.Parallel()
+	gs := &gatedStore{Store: testStore(t), held: make(chan struct{}, 8), release: make(chan struct{})}
+	gs.pipe = gs.Store.(store.Pipeliner)
+	c := newCommitter(gs, 1000, nil, Failpoints{}, nil)
+	defer c.close()
+	var once sync.Once
+	release := func() { once.Do(func() { close(gs.release) }) }
+	defer release() // before close, which waits for the held commit
+	done := map[string]chan error{}
+	submit := func(tenant, key string) {
+		ch := make(chan error, 1)
+		done[key] = ch
+		c.submit(&delta{tenant: tenant, apply: setKey([]byte(key), []byte("v")), after: func(err error) { ch <- err }})
+	}
+	wait := func(key string) {
+		t.Helper()
+		select {
+		case err := <-done[key]:
+			if err != nil {
+				t.Fatalf("%s: %v", key, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s is not durable", key)
+		}
+	}
+	submit("flood", "flood-0")
+	<-gs.held
+	readyAhead(t, c)
+	submit("quiet", "q0")
+	wait("q0")
+	submit("flood", "flood-1") // the open transaction's, behind flood-0
+	select {
+	case <-done["flood-0"]:
+		t.Fatal("the flood's commit is durable before its release")
+	default:
+	}
+	release()
+	wait("flood-0")
+	wait("flood-1")
+	if got := readKeys(t, gs, nil); len(got) != 3 {
+		t.Errorf("the store holds %v", got)
+	}
+}
+
+// TestCommitterAwaitsQuietTenant: once a quiet tenant's commit lands, the
+// flood's open batch, with nothing in flight, waits for the quiet tenant's
+// next change and commits it in the same transaction, rather than syncing
+// alone while that change waits for it; and when no change comes, the
+// batch goes once the wait (on the fake clock) is over.
+func TestCommitterAwaitsQuietTenant(t *testing.T) {
+	t.Parallel()
+	gs := &gatedStore{Store: testStore(t), held: make(chan struct{}, 8), release: make(chan struct{})}
+	gs.pipe = gs.Store.(store.Pipeliner)
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := newCommitter(gs, 1000, nil, Failpoints{}, nil)
+	c.clock = clk
+	defer c.close()
+	var once sync.Once
+	release := func() { once.Do(func() { close(gs.release) }) }
+	defer release() // before close, which waits for the held commit
+	done := map[string]chan error{}
+	submit := func(tenant string, keys ...string) {
+		for _, key := range keys {
+			ch := make(chan error, 1)
+			done[key] = ch
+			c.submit(&delta{tenant: tenant, apply: setKey([]byte(key), []byte("v")), after: func(err error) { ch <- err }})
+		}
+	}
+	wait := func(keys ...string) {
+		t.Helper()
+		for _, key := range keys {
+			select {
+			case err := <-done[key]:
+				if err != nil {
+					t.Fatalf("%s: %v", key, err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s is not durable", key)
+			}
+		}
+	}
+	pending := func(key string) bool {
+		select {
+		case err := <-done[key]:
+			done[key] <- err
+			return false
+		default:
+			return true
+		}
+	}
+	commits := func() uint64 {
+		c.stats.Lock()
+		defer c.stats.Unlock()
+		return c.batches
+	}
+	held := func(key string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for clk.Timers() != 1 {
+			if !pending(key) {
+				t.Fatalf("%s committed without waiting for the quiet tenant", key)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the committer never waited for the quiet tenant")
+			}
+			runtime.Gosched()
+		}
+		if !pending(key) {
+			t.Fatalf("%s committed without waiting for the quiet tenant", key)
+		}
+	}
+	// The quiet tenant's change commits alone behind the flood's commit.
+	submit("flood", "flood-0")
+	<-gs.held
+	readyAhead(t, c)
+	submit("quiet", "q0")
+	wait("q0")
+	submit("flood", "flood-1", "flood-2")
+	release()
+	wait("flood-0")
+	// q0 landed: the flood's open batch waits for the quiet tenant's next
+	// change and takes it.
+	held("flood-1")
+	before := commits()
+	submit("quiet", "q1")
+	wait("q1", "flood-1", "flood-2")
+	if n := commits() - before; n != 1 {
+		t.Errorf("the quiet change and the flood's batch took %d commits, want 1", n)
+	}
+	// That batch held fewer of the quiet tenant's changes than of the
+	// flood's: its next change is awaited again, until the wait is over.
+	submit("flood", "flood-3")
+	held("flood-3")
+	clk.Advance(aheadMax)
+	wait("flood-3")
+	if got := readKeys(t, gs, nil); len(got) != 6 {
+		t.Errorf("the store holds %v", got)
+	}
+}
+
+// TestAnticipationLearnsThinkTime: the flood's batch waits for a quiet
+// tenant that comes back soon, for twice the time it took lately, not
+// after that; not at all once quiet tenants come back late; and a batch's
+// light tenant is one with fewer changes than another's, never a tenant
+// alone.
+func TestAnticipationLearnsThinkTime(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := &committer{clock: clk}
+	defer c.ahead.stop()
+	for _, tc := range []struct {
+		open map[string]int
+		want string
+	}{{map[string]int{"flood": 3}, ""}, {map[string]int{"flood": 3, "quiet": 1}, "quiet"}, {map[string]int{"a": 2, "b": 2}, ""}} {
+		c.share.inOpen = tc.open
+		if got := c.share.light(); got != tc.want {
+			t.Errorf("light of %v = %q, want %q", tc.open, got, tc.want)
+		}
+	}
+	c.share.inOpen = map[string]int{"flood": 3}
+	if c.awaitQuiet() {
+		t.Fatal("waited with no quiet tenant")
+	}
+	c.ahead.landed("quiet", clk.Now())
+	if !c.awaitQuiet() {
+		t.Fatal("the flood's batch did not wait for the quiet tenant")
+	}
+	clk.Advance(100 * time.Microsecond)
+	if !c.ahead.came("quiet", clk.Now()) || c.awaitQuiet() {
+		t.Fatal("the quiet tenant's change did not end the wait")
+	}
+	// think 250 -> 212.5 µs: a wait of 425 µs.
+	c.ahead.landed("quiet", clk.Now())
+	clk.Advance(424 * time.Microsecond)
+	if !c.awaitQuiet() {
+		t.Error("the wait ended early")
+	}
+	clk.Advance(time.Microsecond)
+	if c.awaitQuiet() {
+		t.Error("the wait outlasted twice the think time")
+	}
+	c.ahead.came("quiet", clk.Now())
+	// Quiet tenants that come back a millisecond later turn the wait off.
+	for range 6 {
+		c.ahead.landed("quiet", clk.Now())
+		clk.Advance(aheadMax)
+		c.ahead.came("quiet", clk.Now())
+	}
+	c.ahead.landed("quiet", clk.Now())
+	if c.awaitQuiet() {
+		t.Error("waited for tenants that come back late")
+	}
+	// One that comes back soon again turns it back on.
+	for range 8 {
+		clk.Advance(50 * time.Microsecond)
+		c.ahead.came("quiet", clk.Now())
+		c.ahead.landed("quiet", clk.Now())
+	}
+	if !c.awaitQuiet() {
+		t.Error("did not wait again for a tenant that comes back soon")
+	}
+	// A tenant that never comes back is forgotten.
+	clk.Advance(aheadForget)
+	if c.awaitQuiet() || c.ahead.on.Load() {
+		t.Error("still awaiting a tenant gone for good")
+	}
+}
+
+// readyAhead waits until the committer's opener holds a transaction ready
+// (one a quiet change commits alone in); call it once a commit was
+// launched, as the opener is made at the first change.
+func readyAhead(t *testing.T, c *committer) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(c.opener.ready) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no transaction opened ahead")
+		}
+		runtime.Gosched()
 	}
 }
 
