@@ -421,8 +421,8 @@ func (x *exec) call(def *process.Step, st *StepRun, capID string, args any, toke
 	e := x.w.e
 	x.fx.calls = append(x.fx.calls, &pendingCall{tenant: x.r.Tenant, runID: x.r.ID, token: token, process: x.r.ProcessID, priority: x.r.Priority,
 		do: func() *callResult {
-			ctx, cancel := context.WithTimeout(e.ctx, e.cfg.CallTimeout)
-			defer cancel()
+			ctx := withCallDeadline(e.ctx, e.cfg.CallTimeout)
+			defer ctx.release()
 			return do(ctx)
 		}})
 }
