@@ -30,7 +30,6 @@ package runengine
 import (
 	"context"
 	"encoding/json"
-	"hash/fnv"
 	"log/slog"
 	"runtime"
 	"sync"
@@ -404,6 +403,11 @@ func (e *Engine) runCalls(fn func()) {
 	for {
 		fn()
 		e.calls.Done()
+		select {
+		case fn = <-e.runWork: // more work waits: no idle timer to arm
+			continue
+		default:
+		}
 		idle.Reset(runnerIdle)
 		select {
 		case fn = <-e.runWork:
@@ -423,9 +427,12 @@ func (e *Engine) isClosed() bool {
 
 // workerFor returns the worker owning runID.
 func (e *Engine) workerFor(runID string) *worker {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(runID))
-	return e.workers[h.Sum32()%uint32(len(e.workers))]
+	h := uint32(2166136261) // FNV-1a, without a hash.Hash to allocate
+	for i := 0; i < len(runID); i++ {
+		h ^= uint32(runID[i])
+		h *= 16777619
+	}
+	return e.workers[h%uint32(len(e.workers))]
 }
 
 type versionKey struct {

@@ -236,6 +236,9 @@ func (x *exec) config(def *process.Step, v any) error {
 		if err := dec.Decode(fresh.Interface()); err != nil {
 			return errors.Wrapf(err, "step %s: config does not fit its type", def.Key)
 		}
+		if p, ok := fresh.Interface().(preparer); ok {
+			p.Prepare()
+		}
 		x.w.e.configs.Store(k, fresh.Interface())
 		dst.Set(fresh.Elem())
 		return nil
@@ -259,6 +262,11 @@ func (x *exec) config(def *process.Step, v any) error {
 	}
 	return nil
 }
+
+// preparer is a config that prepares, once, what every run using it needs
+// (process.RouteConfig parses its rules' filters): a config decoded once per
+// version is prepared before it is shared.
+type preparer interface{ Prepare() }
 
 // configKey names a decoded config: a version (kept alive by the key, so
 // its address is not reused), a step and the type decoded into.

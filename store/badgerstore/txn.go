@@ -164,7 +164,7 @@ type writer struct {
 // of more than slabCopyMax bytes gets a copy of its own.
 const (
 	slabMin     = 1 << 10
-	slabMax     = 64 << 10
+	slabMax     = 32 << 10 // the largest small allocation: a larger one is zeroed and mapped apart
 	slabCopyMax = 4 << 10
 )
 
