@@ -164,13 +164,9 @@ func (x *exec) setStatus(status RunStatus) {
 		x.count(x.w.counterKey(r.Tenant, "waiting", r.Function), 1)
 	}
 	// The active index holds the runs a restart must advance: those
-	// running. Waiting runs are woken by people, timers and events.
-	if r.Status == RunRunning {
-		x.fx.ops = append(x.fx.ops, deleteKey(activeKey(r.Tenant, r.ID)))
-	}
-	if status == RunRunning {
-		x.fx.ops = append(x.fx.ops, setKey(activeKey(r.Tenant, r.ID), nil))
-	}
+	// running. Waiting runs are woken by people, timers and events. Its
+	// entry is written by the commit of the run's changes, from the status
+	// it had at the commit before (see activeOp).
 	wasFinished := r.Finished()
 	x.capStatus(r.Status, status)
 	r.Status = status

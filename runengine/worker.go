@@ -600,7 +600,6 @@ func (w *worker) handleStart(c *command) {
 	x.fx.ops = append(x.fx.ops, a.ops...)
 	x.fx.reads = a.reads
 	x.fx.post = append(x.fx.post, a.post...)
-	x.fx.ops = append(x.fx.ops, setKey(activeKey(c.tenant, id), nil)) // a new run is running
 	x.fx.ops = append(x.fx.ops, labelWordOps(c.tenant, id, r.Subject.Label)...)
 	x.fx.ops = append(x.fx.ops, childOps(c.tenant, r)...)
 	x.count(w.counterKey(c.tenant, "inflight", r.Function), 1)
@@ -629,6 +628,23 @@ func setKey(key, val []byte) func(tx store.Txn) error {
 }
 
 func activeKey(tenant, runID string) []byte { return store.AppendKey(activePrefix(tenant), runID) }
+
+// activeOp is the write that brings a run's entry in the active index from
+// its state at the last commit (old, nil for a new run) to cur: set when it
+// became running, deleted when it stopped, nil when neither. A run that
+// resumes and stops again between two commits (a timer fires, the run
+// completes) writes nothing there, not a pair of writes of which the store
+// keeps a deletion of an entry it never had.
+func activeOp(tenant string, old, cur *Run) func(tx store.Txn) error {
+	was := old != nil && old.Status == RunRunning
+	switch is := cur.Status == RunRunning; {
+	case is && !was:
+		return setKey(activeKey(tenant, cur.ID), nil)
+	case was && !is:
+		return deleteKey(activeKey(tenant, cur.ID))
+	}
+	return nil
+}
 
 // activePrefix is where the tenant's running runs are indexed.
 func activePrefix(tenant string) []byte { return store.Key(store.System, "active", tenant) }
@@ -763,6 +779,7 @@ func (w *worker) flush(en *entry) {
 	tenant, old := r.Tenant, en.prev
 	cur := indexState(r)
 	en.prev = cur
+	active := activeOp(tenant, old, cur)
 	fx := en.held
 	en.held, en.dirty = effects{}, false
 	en.pending.Add(1)
@@ -776,6 +793,11 @@ func (w *worker) flush(en *entry) {
 		apply: func(tx store.Txn) error {
 			if err := runs.PutOver(tx, tenant, old, cur, raw); err != nil {
 				return err
+			}
+			if active != nil {
+				if err := active(tx); err != nil {
+					return err
+				}
 			}
 			for _, op := range fx.ops {
 				if err := op(tx); err != nil {
@@ -792,7 +814,7 @@ func (w *worker) flush(en *entry) {
 		counters: fx.counters,
 		reads:    fx.reads,
 		tenant:   tenant,
-		size:     len(raw) + opSize*(len(fx.ops)+len(kept)+2*len(runs.Indexes)+1),
+		size:     len(raw) + opSize*(len(fx.ops)+len(kept)+2*len(runs.Indexes)+2),
 		after: func(err error) {
 			en.pending.Add(-1)
 			for _, fn := range fx.settled {
