@@ -187,8 +187,8 @@ type worker struct {
 	batch  []*command
 	quit   bool
 	signal chan struct{}
-	cache  map[string]*entry
-	idle   map[string]*entry
+	cache  map[runKey]*entry
+	idle   map[runKey]*entry
 	// counters memoizes counter keys (see counterKey), at most
 	// maxCounterKeys of them.
 	counters map[counterID]string
@@ -227,7 +227,7 @@ func (w *worker) counterKey(tenant, name string, parts ...string) string {
 }
 
 func newWorker(e *Engine) *worker {
-	return &worker{e: e, signal: make(chan struct{}, 1), cache: map[string]*entry{}, idle: map[string]*entry{}}
+	return &worker{e: e, signal: make(chan struct{}, 1), cache: map[runKey]*entry{}, idle: map[runKey]*entry{}}
 }
 
 // send queues c; it never blocks.
@@ -322,6 +322,12 @@ func (w *worker) sweep() {
 
 func cacheKey(tenant, runID string) string { return tenant + "\x00" + runID }
 
+// runKey names a run in a worker's memory: a map key that costs no
+// allocation to make, unlike cacheKey's string.
+type runKey struct{ tenant, runID string }
+
+func runKeyOf(tenant, runID string) runKey { return runKey{tenant, runID} }
+
 // prefetchRuns bounds the runs prefetch reads in one transaction.
 const prefetchRuns = 256
 
@@ -336,7 +342,7 @@ func (w *worker) prefetch(cmds []*command) {
 		if c.kind != cmdTimer && c.kind != cmdEvent {
 			continue
 		}
-		if _, ok := w.cache[cacheKey(c.tenant, c.runID)]; !ok {
+		if _, ok := w.cache[runKeyOf(c.tenant, c.runID)]; !ok {
 			want = append(want, c)
 		}
 	}
@@ -363,7 +369,7 @@ func (w *worker) prefetch(cmds []*command) {
 		if r == nil {
 			continue
 		}
-		k := cacheKey(want[i].tenant, want[i].runID)
+		k := runKeyOf(want[i].tenant, want[i].runID)
 		if _, ok := w.cache[k]; ok {
 			continue // the same run twice in cmds
 		}
@@ -391,7 +397,7 @@ func readRun(rd store.Reader, tenant, runID string) (*Run, error) {
 
 // load returns the run's entry, from memory or the store.
 func (w *worker) load(tenant, runID string) (*entry, error) {
-	k := cacheKey(tenant, runID)
+	k := runKeyOf(tenant, runID)
 	if en, ok := w.cache[k]; ok {
 		delete(w.idle, k)
 		return en, nil
@@ -450,14 +456,14 @@ func (w *worker) handle(c *command) {
 		}
 	}
 	if c.kind == cmdFlush {
-		if en, ok := w.cache[cacheKey(c.tenant, c.runID)]; ok {
+		if en, ok := w.cache[runKeyOf(c.tenant, c.runID)]; ok {
 			en.flushArmed = false
 			w.flush(en)
 		}
 		return
 	}
 	if c.kind == cmdReload {
-		k := cacheKey(c.tenant, c.runID)
+		k := runKeyOf(c.tenant, c.runID)
 		if en, ok := w.cache[k]; ok {
 			for _, h := range en.replies {
 				h.ch <- reply{err: errs.Unavailablef("the run's change could not be saved; try again")}
@@ -594,7 +600,7 @@ func (w *worker) handleStart(c *command) {
 		en.fence = cl.fenceFor(id)
 		en.foreign = en.fence.Token <= 0
 	}
-	w.cache[cacheKey(c.tenant, id)] = en
+	w.cache[runKeyOf(c.tenant, id)] = en
 	x := w.newExec(en, c)
 	x.dirty = true
 	x.fx.ops = append(x.fx.ops, a.ops...)
@@ -618,8 +624,8 @@ func (w *worker) handleStart(c *command) {
 	}
 	w.finish(x)
 	if en.foreign {
-		delete(w.cache, cacheKey(c.tenant, id))
-		delete(w.idle, cacheKey(c.tenant, id))
+		delete(w.cache, runKeyOf(c.tenant, id))
+		delete(w.idle, runKeyOf(c.tenant, id))
 	}
 }
 
@@ -886,7 +892,7 @@ func applyAll(ops []func(store.Txn) error) func(store.Txn) error {
 
 func (w *worker) markIdle(en *entry) {
 	if en.inflight == "" && !en.dirty && len(en.replies) == 0 {
-		w.idle[cacheKey(en.run.Tenant, en.run.ID)] = en
+		w.idle[runKeyOf(en.run.Tenant, en.run.ID)] = en
 	}
 }
 
