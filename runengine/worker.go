@@ -189,6 +189,8 @@ type worker struct {
 	signal chan struct{}
 	cache  map[runKey]*entry
 	idle   map[runKey]*entry
+	// sweepAt is how many idle runs make sweep look for runs to forget.
+	sweepAt int
 	// counters memoizes counter keys (see counterKey), at most
 	// maxCounterKeys of them.
 	counters map[counterID]string
@@ -305,19 +307,32 @@ func (w *worker) loop() {
 // ends soon, while memory stays bounded (a run is a few KB).
 const maxIdle = 256
 
+// idleSlack is how many idle runs beyond maxIdle a worker lets gather
+// before it sweeps: a sweep then forgets many runs in one walk of the idle
+// ones, instead of walking them after each batch of commands to forget one
+// or two (while commits are in flight, most idle runs are not yet durable
+// and the walk passes over them).
+const idleSlack = 64
+
 // sweep forgets idle runs whose changes are all durable, beyond maxIdle of
-// them (which it picks at random). A kept run is exactly what the store
-// holds, as the worker alone changes it.
+// them (which it picks at random), once more than sweepAt are idle. A kept
+// run is exactly what the store holds, as the worker alone changes it.
 func (w *worker) sweep() {
+	if len(w.idle) <= max(w.sweepAt, maxIdle) {
+		return
+	}
 	for k, en := range w.idle {
 		if len(w.idle) <= maxIdle {
-			return
+			break
 		}
 		if en.pending.Load() == 0 && en.inflight == "" {
 			delete(w.cache, k)
 			delete(w.idle, k)
 		}
 	}
+	// Those left are not durable yet: look again once idleSlack more
+	// gathered.
+	w.sweepAt = max(len(w.idle), maxIdle) + idleSlack
 }
 
 func cacheKey(tenant, runID string) string { return tenant + "\x00" + runID }
