@@ -222,8 +222,10 @@ type Engine struct {
 	disp    *dispatcher
 
 	versions sync.Map // versionKey -> *process.Version
-	listened sync.Map // tenant+"\x00"+event name -> bool (see heard)
 	configs  sync.Map // configKey -> pointer to a decoded step config (see exec.config)
+
+	listenedMu sync.RWMutex
+	listened   map[eventName]bool // whether an event may have a consumer (see heard)
 
 	stepTypes *process.StepRegistry
 	appTimers sync.Map // app timer kind -> AppTimerFunc (see HandleTimers)
@@ -264,7 +266,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Engine{cfg: cfg, st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, ctx: ctx, cancel: cancel,
-		runWork: make(chan func()), stepTypes: cfg.StepTypes}
+		runWork: make(chan func()), stepTypes: cfg.StepTypes, listened: map[eventName]bool{}}
 	lim, err := newLimiter(cfg.RateLimits)
 	if err != nil {
 		cancel()
