@@ -23,6 +23,11 @@ func TestRoute(t *testing.T) {
 		},
 		Default: RouteTarget{Queue: "general", Owner: "ops@acme.test"},
 	}
+	prepared := cfg
+	prepared.Prepare()
+	if len(prepared.parsed) != len(cfg.Rules) || prepared.parsed[0] == nil {
+		t.Fatalf("Prepare parsed %d filters of %d rules", len(prepared.parsed), len(cfg.Rules))
+	}
 	for _, test := range []struct {
 		name string
 		data map[string]any
@@ -43,6 +48,9 @@ func TestRoute(t *testing.T) {
 			t.Parallel()
 			if diff := cmp.Diff(test.want, Route(cfg, test.data)); diff != "" {
 				t.Errorf("Route (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(test.want, Route(prepared, test.data)); diff != "" {
+				t.Errorf("Route with the filters prepared (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -33,6 +33,21 @@ type RouteConfig struct {
 	// at the classification instead of Input (see RouteAI). The workspace
 	// must bind ai.classify.
 	AI *RouteAI `json:"ai,omitempty"`
+
+	// parsed holds each rule's When filter parsed by Prepare (nil for one
+	// that does not parse); Route parses them itself without it.
+	parsed []*filter.Filter
+}
+
+// Prepare parses the rules' filters once, for a config that many runs
+// route with (the run engine keeps a decoded config per process version):
+// Route then matches with them instead of parsing each rule's filter at
+// each call. The config must not change after it.
+func (c *RouteConfig) Prepare() {
+	c.parsed = make([]*filter.Filter, len(c.Rules))
+	for i, r := range c.Rules {
+		c.parsed[i] = parseWhen(r.When)
+	}
 }
 
 // RouteTarget is a destination: a queue, an owner and a priority.
@@ -99,8 +114,15 @@ func Route(cfg RouteConfig, data map[string]any) RouteOutput {
 		Priority:    cfg.Default.Priority,
 		MatchedRule: "default",
 	}
+	prepared := len(cfg.parsed) == len(cfg.Rules)
 	for i, r := range cfg.Rules {
-		if !whenMatches(r.When, data) {
+		var f *filter.Filter
+		if prepared {
+			f = cfg.parsed[i]
+		} else {
+			f = parseWhen(r.When)
+		}
+		if f == nil || !f.Match(data) {
 			continue
 		}
 		out.MatchedRule = r.RuleID(i)
@@ -121,16 +143,18 @@ func Route(cfg RouteConfig, data map[string]any) RouteOutput {
 	return out
 }
 
-func whenMatches(when map[string]any, data map[string]any) bool {
+// parseWhen parses a rule's filter; nil when it does not parse (such a
+// rule never matches).
+func parseWhen(when map[string]any) *filter.Filter {
 	raw, err := json.Marshal(when)
 	if err != nil {
-		return false
+		return nil
 	}
 	f, err := filter.Parse(raw)
 	if err != nil {
-		return false
+		return nil
 	}
-	return f.Match(data)
+	return f
 }
 
 // routeStep is the route step type (Route); without an input it looks at

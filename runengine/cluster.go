@@ -493,7 +493,7 @@ func (e *Engine) route(c *command) {
 // notMine ends a command for a run of a shard this node does not hold: it
 // is answered errNotOwner, and the run is dropped from memory.
 func (w *worker) notMine(c *command) {
-	k := cacheKey(c.tenant, c.runID)
+	k := runKeyOf(c.tenant, c.runID)
 	if en, ok := w.cache[k]; ok {
 		for _, h := range en.replies {
 			h.ch <- reply{err: errNotOwner}

@@ -30,7 +30,6 @@ package runengine
 import (
 	"context"
 	"encoding/json"
-	"hash/fnv"
 	"log/slog"
 	"runtime"
 	"sync"
@@ -223,8 +222,10 @@ type Engine struct {
 	disp    *dispatcher
 
 	versions sync.Map // versionKey -> *process.Version
-	listened sync.Map // tenant+"\x00"+event name -> bool (see heard)
 	configs  sync.Map // configKey -> pointer to a decoded step config (see exec.config)
+
+	listenedMu sync.RWMutex
+	listened   map[eventName]bool // whether an event may have a consumer (see heard)
 
 	stepTypes *process.StepRegistry
 	appTimers sync.Map // app timer kind -> AppTimerFunc (see HandleTimers)
@@ -265,7 +266,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Engine{cfg: cfg, st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, ctx: ctx, cancel: cancel,
-		runWork: make(chan func()), stepTypes: cfg.StepTypes}
+		runWork: make(chan func()), stepTypes: cfg.StepTypes, listened: map[eventName]bool{}}
 	lim, err := newLimiter(cfg.RateLimits)
 	if err != nil {
 		cancel()
@@ -404,6 +405,11 @@ func (e *Engine) runCalls(fn func()) {
 	for {
 		fn()
 		e.calls.Done()
+		select {
+		case fn = <-e.runWork: // more work waits: no idle timer to arm
+			continue
+		default:
+		}
 		idle.Reset(runnerIdle)
 		select {
 		case fn = <-e.runWork:
@@ -423,9 +429,12 @@ func (e *Engine) isClosed() bool {
 
 // workerFor returns the worker owning runID.
 func (e *Engine) workerFor(runID string) *worker {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(runID))
-	return e.workers[h.Sum32()%uint32(len(e.workers))]
+	h := uint32(2166136261) // FNV-1a, without a hash.Hash to allocate
+	for i := 0; i < len(runID); i++ {
+		h ^= uint32(runID[i])
+		h *= 16777619
+	}
+	return e.workers[h%uint32(len(e.workers))]
 }
 
 type versionKey struct {

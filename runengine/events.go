@@ -184,9 +184,12 @@ func (e *Engine) heard(tenant, name string) bool {
 	if e.cluster != nil {
 		return true // another node may add a listener unseen here
 	}
-	k := tenant + "\x00" + name
-	if v, ok := e.listened.Load(k); ok {
-		return v.(bool)
+	k := eventName{tenant, name}
+	e.listenedMu.RLock()
+	v, ok := e.listened[k]
+	e.listenedMu.RUnlock()
+	if ok {
+		return v
 	}
 	found := false
 	err := e.st.View(e.ctx, func(r store.Reader) error {
@@ -204,13 +207,26 @@ func (e *Engine) heard(tenant, name string) bool {
 	if err != nil {
 		return true // when in doubt, write it
 	}
-	v, _ := e.listened.LoadOrStore(k, found)
-	return v.(bool)
+	e.listenedMu.Lock()
+	defer e.listenedMu.Unlock()
+	if v, ok := e.listened[k]; ok {
+		return v // a mark (or another answer) came first
+	}
+	e.listened[k] = found
+	return found
 }
+
+// eventName names an event of a tenant (see heard): a map key that costs
+// no allocation to make.
+type eventName struct{ tenant, name string }
 
 // listen marks events named name of tenant as heard, before the change
 // that makes a listener commits.
-func (e *Engine) listen(tenant, name string) { e.listened.Store(tenant+"\x00"+name, true) }
+func (e *Engine) listen(tenant, name string) {
+	e.listenedMu.Lock()
+	e.listened[eventName{tenant, name}] = true
+	e.listenedMu.Unlock()
+}
 
 // kick tells the dispatcher (and the Tap) that events may be waiting.
 func (e *Engine) kick() {

@@ -164,13 +164,9 @@ func (x *exec) setStatus(status RunStatus) {
 		x.count(x.w.counterKey(r.Tenant, "waiting", r.Function), 1)
 	}
 	// The active index holds the runs a restart must advance: those
-	// running. Waiting runs are woken by people, timers and events.
-	if r.Status == RunRunning {
-		x.fx.ops = append(x.fx.ops, deleteKey(activeKey(r.Tenant, r.ID)))
-	}
-	if status == RunRunning {
-		x.fx.ops = append(x.fx.ops, setKey(activeKey(r.Tenant, r.ID), nil))
-	}
+	// running. Waiting runs are woken by people, timers and events. Its
+	// entry is written by the commit of the run's changes, from the status
+	// it had at the commit before (see activeOp).
 	wasFinished := r.Finished()
 	x.capStatus(r.Status, status)
 	r.Status = status
@@ -236,6 +232,9 @@ func (x *exec) config(def *process.Step, v any) error {
 		if err := dec.Decode(fresh.Interface()); err != nil {
 			return errors.Wrapf(err, "step %s: config does not fit its type", def.Key)
 		}
+		if p, ok := fresh.Interface().(preparer); ok {
+			p.Prepare()
+		}
 		x.w.e.configs.Store(k, fresh.Interface())
 		dst.Set(fresh.Elem())
 		return nil
@@ -259,6 +258,11 @@ func (x *exec) config(def *process.Step, v any) error {
 	}
 	return nil
 }
+
+// preparer is a config that prepares, once, what every run using it needs
+// (process.RouteConfig parses its rules' filters): a config decoded once per
+// version is prepared before it is shared.
+type preparer interface{ Prepare() }
 
 // configKey names a decoded config: a version (kept alive by the key, so
 // its address is not reused), a step and the type decoded into.
@@ -421,8 +425,8 @@ func (x *exec) call(def *process.Step, st *StepRun, capID string, args any, toke
 	e := x.w.e
 	x.fx.calls = append(x.fx.calls, &pendingCall{tenant: x.r.Tenant, runID: x.r.ID, token: token, process: x.r.ProcessID, priority: x.r.Priority,
 		do: func() *callResult {
-			ctx, cancel := context.WithTimeout(e.ctx, e.cfg.CallTimeout)
-			defer cancel()
+			ctx := withCallDeadline(e.ctx, e.cfg.CallTimeout)
+			defer ctx.release()
 			return do(ctx)
 		}})
 }

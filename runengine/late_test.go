@@ -14,8 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// holdStart holds, once armed, the commit of a run's start (the
-// transaction that indexes a run as active) before it commits, until
+// holdStart holds, once armed, the commit of a run's start (the first
+// transaction that writes a run record) before it commits, until
 // release is closed; reached is closed when it got there. It hides the
 // inner store's Pipeliner, so every commit of the engine is an Update.
 type holdStart struct {
@@ -26,7 +26,7 @@ type holdStart struct {
 
 func (h *holdStart) Update(ctx context.Context, fn func(store.Txn) error) error {
 	return h.Store.Update(ctx, func(tx store.Txn) error {
-		seen := &activeSets{Txn: tx}
+		seen := &runSets{Txn: tx}
 		if err := fn(seen); err != nil {
 			return err
 		}
@@ -38,14 +38,14 @@ func (h *holdStart) Update(ctx context.Context, fn func(store.Txn) error) error 
 	})
 }
 
-// activeSets counts the runs a transaction indexes as active.
-type activeSets struct {
+// runSets counts the run records a transaction writes.
+type runSets struct {
 	store.Txn
 	n int
 }
 
-func (a *activeSets) Set(key, value []byte) error {
-	if bytes.HasPrefix(key, store.Key(store.System, "active")) {
+func (a *runSets) Set(key, value []byte) error {
+	if bytes.HasPrefix(key, store.Key(tenant, "r", "run")) {
 		a.n++
 	}
 	return a.Txn.Set(key, value)

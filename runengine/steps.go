@@ -1,7 +1,6 @@
 package runengine
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -216,8 +215,8 @@ func (x *exec) decide(def *process.Step, st *StepRun, args map[string]any) {
 	x.en.inflight = "gate"
 	x.fx.calls = append(x.fx.calls, &pendingCall{tenant: x.r.Tenant, runID: x.r.ID, token: "gate", process: x.r.ProcessID, priority: x.r.Priority,
 		do: func() *callResult {
-			ctx, cancel := context.WithTimeout(e.ctx, e.cfg.CallTimeout)
-			defer cancel()
+			ctx := withCallDeadline(e.ctx, e.cfg.CallTimeout)
+			defer ctx.release()
 			d, err := e.cfg.Gate.Decide(ctx, req)
 			if err != nil {
 				e.log.Error("autonomy gate", "run", req.RunID, "error", err)

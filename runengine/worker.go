@@ -187,8 +187,10 @@ type worker struct {
 	batch  []*command
 	quit   bool
 	signal chan struct{}
-	cache  map[string]*entry
-	idle   map[string]*entry
+	cache  map[runKey]*entry
+	idle   map[runKey]*entry
+	// sweepAt is how many idle runs make sweep look for runs to forget.
+	sweepAt int
 	// counters memoizes counter keys (see counterKey), at most
 	// maxCounterKeys of them.
 	counters map[counterID]string
@@ -227,7 +229,7 @@ func (w *worker) counterKey(tenant, name string, parts ...string) string {
 }
 
 func newWorker(e *Engine) *worker {
-	return &worker{e: e, signal: make(chan struct{}, 1), cache: map[string]*entry{}, idle: map[string]*entry{}}
+	return &worker{e: e, signal: make(chan struct{}, 1), cache: map[runKey]*entry{}, idle: map[runKey]*entry{}}
 }
 
 // send queues c; it never blocks.
@@ -305,22 +307,41 @@ func (w *worker) loop() {
 // ends soon, while memory stays bounded (a run is a few KB).
 const maxIdle = 256
 
+// idleSlack is how many idle runs beyond maxIdle a worker lets gather
+// before it sweeps: a sweep then forgets many runs in one walk of the idle
+// ones, instead of walking them after each batch of commands to forget one
+// or two (while commits are in flight, most idle runs are not yet durable
+// and the walk passes over them).
+const idleSlack = 64
+
 // sweep forgets idle runs whose changes are all durable, beyond maxIdle of
-// them (which it picks at random). A kept run is exactly what the store
-// holds, as the worker alone changes it.
+// them (which it picks at random), once more than sweepAt are idle. A kept
+// run is exactly what the store holds, as the worker alone changes it.
 func (w *worker) sweep() {
+	if len(w.idle) <= max(w.sweepAt, maxIdle) {
+		return
+	}
 	for k, en := range w.idle {
 		if len(w.idle) <= maxIdle {
-			return
+			break
 		}
 		if en.pending.Load() == 0 && en.inflight == "" {
 			delete(w.cache, k)
 			delete(w.idle, k)
 		}
 	}
+	// Those left are not durable yet: look again once idleSlack more
+	// gathered.
+	w.sweepAt = max(len(w.idle), maxIdle) + idleSlack
 }
 
 func cacheKey(tenant, runID string) string { return tenant + "\x00" + runID }
+
+// runKey names a run in a worker's memory: a map key that costs no
+// allocation to make, unlike cacheKey's string.
+type runKey struct{ tenant, runID string }
+
+func runKeyOf(tenant, runID string) runKey { return runKey{tenant, runID} }
 
 // prefetchRuns bounds the runs prefetch reads in one transaction.
 const prefetchRuns = 256
@@ -336,7 +357,7 @@ func (w *worker) prefetch(cmds []*command) {
 		if c.kind != cmdTimer && c.kind != cmdEvent {
 			continue
 		}
-		if _, ok := w.cache[cacheKey(c.tenant, c.runID)]; !ok {
+		if _, ok := w.cache[runKeyOf(c.tenant, c.runID)]; !ok {
 			want = append(want, c)
 		}
 	}
@@ -363,7 +384,7 @@ func (w *worker) prefetch(cmds []*command) {
 		if r == nil {
 			continue
 		}
-		k := cacheKey(want[i].tenant, want[i].runID)
+		k := runKeyOf(want[i].tenant, want[i].runID)
 		if _, ok := w.cache[k]; ok {
 			continue // the same run twice in cmds
 		}
@@ -391,7 +412,7 @@ func readRun(rd store.Reader, tenant, runID string) (*Run, error) {
 
 // load returns the run's entry, from memory or the store.
 func (w *worker) load(tenant, runID string) (*entry, error) {
-	k := cacheKey(tenant, runID)
+	k := runKeyOf(tenant, runID)
 	if en, ok := w.cache[k]; ok {
 		delete(w.idle, k)
 		return en, nil
@@ -450,14 +471,14 @@ func (w *worker) handle(c *command) {
 		}
 	}
 	if c.kind == cmdFlush {
-		if en, ok := w.cache[cacheKey(c.tenant, c.runID)]; ok {
+		if en, ok := w.cache[runKeyOf(c.tenant, c.runID)]; ok {
 			en.flushArmed = false
 			w.flush(en)
 		}
 		return
 	}
 	if c.kind == cmdReload {
-		k := cacheKey(c.tenant, c.runID)
+		k := runKeyOf(c.tenant, c.runID)
 		if en, ok := w.cache[k]; ok {
 			for _, h := range en.replies {
 				h.ch <- reply{err: errs.Unavailablef("the run's change could not be saved; try again")}
@@ -594,13 +615,12 @@ func (w *worker) handleStart(c *command) {
 		en.fence = cl.fenceFor(id)
 		en.foreign = en.fence.Token <= 0
 	}
-	w.cache[cacheKey(c.tenant, id)] = en
+	w.cache[runKeyOf(c.tenant, id)] = en
 	x := w.newExec(en, c)
 	x.dirty = true
 	x.fx.ops = append(x.fx.ops, a.ops...)
 	x.fx.reads = a.reads
 	x.fx.post = append(x.fx.post, a.post...)
-	x.fx.ops = append(x.fx.ops, setKey(activeKey(c.tenant, id), nil)) // a new run is running
 	x.fx.ops = append(x.fx.ops, labelWordOps(c.tenant, id, r.Subject.Label)...)
 	x.fx.ops = append(x.fx.ops, childOps(c.tenant, r)...)
 	x.count(w.counterKey(c.tenant, "inflight", r.Function), 1)
@@ -619,8 +639,8 @@ func (w *worker) handleStart(c *command) {
 	}
 	w.finish(x)
 	if en.foreign {
-		delete(w.cache, cacheKey(c.tenant, id))
-		delete(w.idle, cacheKey(c.tenant, id))
+		delete(w.cache, runKeyOf(c.tenant, id))
+		delete(w.idle, runKeyOf(c.tenant, id))
 	}
 }
 
@@ -629,6 +649,23 @@ func setKey(key, val []byte) func(tx store.Txn) error {
 }
 
 func activeKey(tenant, runID string) []byte { return store.AppendKey(activePrefix(tenant), runID) }
+
+// activeOp is the write that brings a run's entry in the active index from
+// its state at the last commit (old, nil for a new run) to cur: set when it
+// became running, deleted when it stopped, nil when neither. A run that
+// resumes and stops again between two commits (a timer fires, the run
+// completes) writes nothing there, not a pair of writes of which the store
+// keeps a deletion of an entry it never had.
+func activeOp(tenant string, old, cur *Run) func(tx store.Txn) error {
+	was := old != nil && old.Status == RunRunning
+	switch is := cur.Status == RunRunning; {
+	case is && !was:
+		return setKey(activeKey(tenant, cur.ID), nil)
+	case was && !is:
+		return deleteKey(activeKey(tenant, cur.ID))
+	}
+	return nil
+}
 
 // activePrefix is where the tenant's running runs are indexed.
 func activePrefix(tenant string) []byte { return store.Key(store.System, "active", tenant) }
@@ -763,6 +800,7 @@ func (w *worker) flush(en *entry) {
 	tenant, old := r.Tenant, en.prev
 	cur := indexState(r)
 	en.prev = cur
+	active := activeOp(tenant, old, cur)
 	fx := en.held
 	en.held, en.dirty = effects{}, false
 	en.pending.Add(1)
@@ -776,6 +814,11 @@ func (w *worker) flush(en *entry) {
 		apply: func(tx store.Txn) error {
 			if err := runs.PutOver(tx, tenant, old, cur, raw); err != nil {
 				return err
+			}
+			if active != nil {
+				if err := active(tx); err != nil {
+					return err
+				}
 			}
 			for _, op := range fx.ops {
 				if err := op(tx); err != nil {
@@ -792,7 +835,7 @@ func (w *worker) flush(en *entry) {
 		counters: fx.counters,
 		reads:    fx.reads,
 		tenant:   tenant,
-		size:     len(raw) + opSize*(len(fx.ops)+len(kept)+2*len(runs.Indexes)+1),
+		size:     len(raw) + opSize*(len(fx.ops)+len(kept)+2*len(runs.Indexes)+2),
 		after: func(err error) {
 			en.pending.Add(-1)
 			for _, fn := range fx.settled {
@@ -864,7 +907,7 @@ func applyAll(ops []func(store.Txn) error) func(store.Txn) error {
 
 func (w *worker) markIdle(en *entry) {
 	if en.inflight == "" && !en.dirty && len(en.replies) == 0 {
-		w.idle[cacheKey(en.run.Tenant, en.run.ID)] = en
+		w.idle[runKeyOf(en.run.Tenant, en.run.ID)] = en
 	}
 }
 

@@ -154,6 +154,35 @@ func (r *reader) Scan(opts store.ScanOptions, fn func(key, value []byte) error) 
 type writer struct {
 	reader
 	s *Store
+	// slab holds the copies of the keys and values written, which Badger
+	// keeps until the transaction ends: one allocation per few kilobytes
+	// written instead of two per write. Only its unused tail is written.
+	slab []byte
+}
+
+// Slab sizes: the first chunk of a transaction, and the largest; a write
+// of more than slabCopyMax bytes gets a copy of its own.
+const (
+	slabMin     = 1 << 10
+	slabMax     = 32 << 10 // the largest small allocation: a larger one is zeroed and mapped apart
+	slabCopyMax = 4 << 10
+)
+
+// copyOf returns a copy of b that nothing else writes.
+func (w *writer) copyOf(b []byte) []byte {
+	if len(b) == 0 {
+		return []byte{}
+	}
+	if len(b) > slabCopyMax {
+		return bytes.Clone(b)
+	}
+	if cap(w.slab)-len(w.slab) < len(b) {
+		size := min(max(2*cap(w.slab), slabMin), slabMax)
+		w.slab = make([]byte, 0, size)
+	}
+	n := len(w.slab)
+	w.slab = append(w.slab, b...)
+	return w.slab[n:len(w.slab):len(w.slab)]
 }
 
 // Set writes value at key. It copies both: the caller may reuse them.
@@ -164,7 +193,7 @@ func (w *writer) Set(key, value []byte) error {
 	if int64(len(value)) > w.s.maxValue {
 		return errs.TooLargef("value of %d bytes is over the store's limit of %d bytes", len(value), w.s.maxValue)
 	}
-	return w.modify(w.txn.Set(bytes.Clone(key), bytes.Clone(value)))
+	return w.modify(w.txn.Set(w.copyOf(key), w.copyOf(value)))
 }
 
 // Delete removes key. It copies key.
@@ -172,7 +201,7 @@ func (w *writer) Delete(key []byte) error {
 	if err := w.check(key); err != nil {
 		return err
 	}
-	return w.modify(w.txn.Delete(bytes.Clone(key)))
+	return w.modify(w.txn.Delete(w.copyOf(key)))
 }
 
 func (w *writer) check(key []byte) error {

@@ -1,0 +1,150 @@
+package runengine
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+type ctxKey struct{}
+
+// TestCallCtx checks that a call's context answers as context.WithTimeout
+// would, whether or not anything asked for its Done.
+func TestCallCtx(t *testing.T) {
+	parent := context.WithValue(context.Background(), ctxKey{}, "v")
+
+	t.Run("open", func(t *testing.T) {
+		ctx := withCallDeadline(parent, time.Hour)
+		release := ctx.release
+		defer release()
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("Err = %v, want nil", err)
+		}
+		if d, ok := ctx.Deadline(); !ok || time.Until(d) < 59*time.Minute {
+			t.Fatalf("Deadline = %v, %v", d, ok)
+		}
+		if got := ctx.Value(ctxKey{}); got != "v" {
+			t.Fatalf("Value = %v", got)
+		}
+		if ctx.real.Load() != nil {
+			t.Fatal("a context nothing waited on armed a timer")
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("Done closed early")
+		default:
+		}
+	})
+
+	t.Run("released", func(t *testing.T) {
+		ctx := withCallDeadline(parent, time.Hour)
+		release := ctx.release
+		done := ctx.Done() // armed before release
+		release()
+		<-done
+		if err := ctx.Err(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Err = %v, want Canceled", err)
+		}
+	})
+
+	t.Run("released before Done", func(t *testing.T) {
+		ctx := withCallDeadline(parent, time.Hour)
+		release := ctx.release
+		release()
+		if err := ctx.Err(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Err = %v, want Canceled", err)
+		}
+		<-ctx.Done()
+		if err := context.Cause(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Cause = %v, want Canceled", err)
+		}
+	})
+
+	t.Run("deadline passed", func(t *testing.T) {
+		ctx := withCallDeadline(parent, -time.Second)
+		release := ctx.release
+		defer release()
+		if err := ctx.Err(); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Err = %v, want DeadlineExceeded", err)
+		}
+		<-ctx.Done()
+		if err := context.Cause(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Cause = %v, want DeadlineExceeded", err)
+		}
+	})
+
+	t.Run("deadline fires while waited on", func(t *testing.T) {
+		ctx := withCallDeadline(parent, 10*time.Millisecond)
+		release := ctx.release
+		defer release()
+		<-ctx.Done()
+		if err := ctx.Err(); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Err = %v, want DeadlineExceeded", err)
+		}
+	})
+
+	t.Run("parent cancelled", func(t *testing.T) {
+		p, cancel := context.WithCancelCause(parent)
+		ctx := withCallDeadline(p, time.Hour)
+		release := ctx.release
+		defer release()
+		child, stop := context.WithCancel(ctx) // asks for Done
+		defer stop()
+		why := errors.New("closing")
+		cancel(why)
+		<-child.Done()
+		if err := ctx.Err(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Err = %v, want Canceled", err)
+		}
+		if err := context.Cause(ctx); err != why {
+			t.Fatalf("Cause = %v, want %v", err, why)
+		}
+	})
+
+	t.Run("parent cancelled, nothing waiting", func(t *testing.T) {
+		p, cancel := context.WithCancel(parent)
+		ctx := withCallDeadline(p, time.Hour)
+		release := ctx.release
+		defer release()
+		cancel()
+		if err := ctx.Err(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Err = %v, want Canceled", err)
+		}
+		<-ctx.Done()
+	})
+
+	t.Run("parent's sooner deadline", func(t *testing.T) {
+		p, cancel := context.WithTimeout(parent, time.Minute)
+		defer cancel()
+		ctx := withCallDeadline(p, time.Hour)
+		release := ctx.release
+		defer release()
+		if d, _ := ctx.Deadline(); time.Until(d) > time.Minute {
+			t.Fatalf("Deadline = %v, want the parent's", d)
+		}
+	})
+}
+
+// BenchmarkCallCtx compares a call's context with context.WithTimeout for
+// a call that never waits on Done.
+func BenchmarkCallCtx(b *testing.B) {
+	parent, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.Run("withCallDeadline", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ctx := withCallDeadline(parent, time.Minute)
+			_, _ = ctx.Deadline()
+			ctx.release()
+		}
+	})
+	b.Run("WithTimeout", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ctx, release := context.WithTimeout(parent, time.Minute)
+			_, _ = ctx.Deadline()
+			release()
+		}
+	})
+}
