@@ -109,9 +109,12 @@ func (s *Store) View(ctx context.Context, fn func(store.Reader) error) error {
 }
 
 // Update runs fn in a read-write transaction and commits it with a synced
-// write: it returns nil only once the commit is on disk. Concurrent commits
-// share one sync through Badger's write batching, so many goroutines
-// committing at once cost little more than one.
+// write: it returns nil only once the commit is on disk. Badger writes
+// concurrent commits in batches but syncs its log once per commit of the
+// batch (Badger v4.9's writeToLSM), and a commit is answered when its whole
+// batch is written: a commit queued behind another pays for that one's sync
+// too. Writers that commit often gather their changes into fewer, larger
+// transactions (the run engine's group commit).
 //
 // When the commit conflicts (a key fn read was written by a commit that
 // landed after this transaction began, including a key fn found missing),
