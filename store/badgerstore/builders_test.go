@@ -32,7 +32,7 @@ func TestIdleBuildersFindsBadgersPool(t *testing.T) {
 	}
 	// Writes past a memtable make Badger flush it, building a table in an
 	// allocator it then puts back in that pool, where it stays at least
-	// one tick of the trimmer.
+	// until the trimmer's next tick.
 	value := make([]byte, 64<<10)
 	for i := 0; len(ch) == 0; i++ {
 		if i == 1000 { // 64 MiB, 64 memtables
@@ -47,71 +47,52 @@ func TestIdleBuildersFindsBadgersPool(t *testing.T) {
 	}
 }
 
-func TestBuilderTrimmerReleasesWhatStaysIdle(t *testing.T) {
+func TestReleaseIdleEmptiesThePool(t *testing.T) {
 	t.Parallel()
 	ch := make(chan *z.Allocator, 3)
-	tr := newBuilderTrimmer(ch)
-	a1, a2, a3, a4 := z.NewAllocator(1024, "t"), z.NewAllocator(1024, "t"), z.NewAllocator(1024, "t"), z.NewAllocator(1024, "t")
-	defer func() { // those the test leaves registered
-		for _, a := range []*z.Allocator{a1, a2, a3, a4} {
+	as := []*z.Allocator{z.NewAllocator(1024, "t"), z.NewAllocator(1024, "t"), z.NewAllocator(1024, "t")}
+	defer func() {
+		for _, a := range as {
 			a.Release()
 		}
 	}()
-	live := func() []bool {
+	registered := func() []bool {
 		var got []bool
-		for _, a := range []*z.Allocator{a1, a2, a3, a4} {
+		for _, a := range as {
 			got = append(got, z.AllocatorFrom(a.Ref) != nil)
 		}
 		return got
 	}
-	ch <- a1
-	ch <- a2
-	if n := tr.trim(); n != 0 || len(ch) != 2 {
-		t.Fatalf("first tick: released %d, %d left in the pool; want 0, 2 (none was idle a whole tick)", n, len(ch))
+	ch <- as[0]
+	ch <- as[1]
+	if n := releaseIdle(ch); n != 2 || len(ch) != 0 {
+		t.Fatalf("released %d, %d left in the pool; want 2, 0", n, len(ch))
 	}
-	// A build takes one (Badger's Get takes the oldest) and another comes
-	// back.
-	if got := <-ch; got != a1 {
-		t.Fatal("the trimmer did not keep the pool's order")
+	// Released: dropped from ristretto's registry of allocators, which
+	// otherwise keeps their buffers reachable.
+	if diff := cmp.Diff([]bool{false, false, true}, registered()); diff != "" {
+		t.Errorf("registered allocators (-want +got):\n%s", diff)
 	}
-	ch <- a3
-	if n := tr.trim(); n != 1 || len(ch) != 1 {
-		t.Fatalf("second tick: released %d, %d left in the pool; want 1 (a2, idle since the first tick), 1", n, len(ch))
-	}
-	if diff := cmp.Diff([]bool{true, false, true, true}, live()); diff != "" {
-		t.Errorf("registered allocators after the second tick (-want +got):\n%s", diff)
-	}
-	// a1 comes back, and a4: a3, idle since the second tick, goes.
-	ch <- a1
-	ch <- a4
-	if n := tr.trim(); n != 1 || len(ch) != 2 {
-		t.Fatalf("third tick: released %d, %d left in the pool; want 1 (a3), 2", n, len(ch))
-	}
-	if n := tr.trim(); n != 2 || len(ch) != 0 {
-		t.Fatalf("fourth tick: released %d, %d left in the pool; want 2, 0", n, len(ch))
-	}
-	if diff := cmp.Diff([]bool{false, false, false, false}, live()); diff != "" {
-		t.Errorf("registered allocators at the end (-want +got):\n%s", diff)
+	if n := releaseIdle(ch); n != 0 {
+		t.Errorf("released %d from an empty pool", n)
 	}
 }
 
-func TestBuilderTrimLoopTicksAndStops(t *testing.T) {
+func TestTrimLoopTicksAndStops(t *testing.T) {
 	t.Parallel()
 	ch := make(chan *z.Allocator, 8)
-	tr := newBuilderTrimmer(ch)
 	a := z.NewAllocator(1024, "t")
 	defer a.Release()
 	ch <- a
 	tick, stop, done := make(chan time.Time), make(chan struct{}), make(chan struct{})
 	go func() {
-		tr.trimLoop(tick, stop)
+		trimLoop(ch, tick, stop)
 		close(done)
 	}()
-	for range 3 { // the third send returns once the second tick was handled
-		tick <- time.Time{}
-	}
+	tick <- time.Time{}
+	tick <- time.Time{} // returns once the first tick was handled
 	if len(ch) != 0 || z.AllocatorFrom(a.Ref) != nil {
-		t.Errorf("after two ticks the idle allocator is still there (%d in the pool)", len(ch))
+		t.Errorf("after a tick the idle allocator is still there (%d in the pool)", len(ch))
 	}
 	close(stop)
 	<-done
