@@ -32,7 +32,7 @@ const (
 	numLevelZeroTablesStall = 16
 	numCompactors           = 2 // Badger refuses 1.
 	baseTableSize           = 1 << 20
-	tableSizeMultiplier     = 1 // every level's tables BaseTableSize (Badger: x2 a level)
+	tableSizeMultiplier     = 1       // every level's tables BaseTableSize (Badger: x2 a level)
 	maxValueThreshold       = 1 << 20 // Badger's own ceiling.
 	gcDiscardRatio          = 0.5
 )
