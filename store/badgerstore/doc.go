@@ -78,17 +78,20 @@
 // pooled allocator only after 2 seconds without any table build, so under
 // a sustained load the pool ends up holding 8 grown allocators, about 90 of
 // the 110 MiB of live heap after 40,000 HTTP starts, and has no option to
-// bound it. The store therefore releases, every 250 ms, the allocators idle
+// bound it. The store therefore releases, every second, the allocators idle
 // in that pool (a table build then starts a fresh one, as Badger does when
 // the pool is empty). It reaches the pool by reflection; a Badger version
 // that moves it leaves the store working with Badger's own pool, and
 // TestIdleBuildersFindsBadgersPool fails. Measured after 10,000 HTTP starts
-// of the example server: RSS 168-208 -> 116-126 MiB (anonymous 105-144 ->
-// 52-56), at the same CPU per start within the machine's noise; the
-// collector runs more often (5.3% -> 7.1% of the CPU in one profile), since
-// the pooled buffers, which held no pointers and cost it nothing to mark,
-// no longer double its headroom, and a flush now allocates its builder
-// afresh (93 -> 98 KB allocated per start).
+// of the example server (interleaved, load 5-6): RSS 178-200 -> 125-140 MiB
+// (anonymous 115-136 -> 58-73), CPU per start 353-469 -> 353-379 µs,
+// allocations 93 -> 95-96 KB per start. The cost is the collector's: the
+// pooled buffers held no pointers and cost it nothing to mark, but doubled
+// its headroom, so it now runs more often (5.3% -> 7.1% of the CPU in one
+// profile), and builders are allocated afresh. Every 250 ms held 113-121
+// MiB but allocated 98 KB per start, and the human-task chain's CPU per run
+// rose about 10%: with a flush every quarter second under such a load, each
+// flush's builder was released before the next flush could reuse it.
 //
 // Badger's process-wide expvar metrics are off: two stores in one process
 // share nothing.
