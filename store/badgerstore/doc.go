@@ -85,7 +85,9 @@
 // TestIdleBuildersFindsBadgersPool fails. Measured after 10,000 HTTP starts
 // of the example server (interleaved, load 5-6): RSS 178-200 -> 125-140 MiB
 // (anonymous 115-136 -> 58-73), CPU per start 353-469 -> 353-379 µs,
-// allocations 93 -> 95-96 KB per start. The cost is the collector's: the
+// allocations 93 -> 95-96 KB per start; the run engine's human-task chain
+// 179 -> 184 CPU-µs per run (medians of six pairs) at the same peak RSS,
+// BenchmarkChain3 unchanged. The cost is the collector's: the
 // pooled buffers held no pointers and cost it nothing to mark, but doubled
 // its headroom, so it now runs more often (5.3% -> 7.1% of the CPU in one
 // profile), and builders are allocated afresh. Every 250 ms held 113-121
