@@ -27,9 +27,11 @@ const builderTrimInterval = time.Second
 // pooled one ends up that large: about 90 of 110 MiB of the live heap after
 // 40,000 starts. The pool frees one allocator every 2 seconds only when no
 // table was built in between, so under a steady load it never shrinks, and
-// Badger has no option for it. The pool's fields are read once, after Open
-// has set them and before anything else reads them; receiving from the
-// channel is as safe as Badger's own receives.
+// Badger has no option for it. Badger sets the pool's fields once, in
+// Open, before it returns, and never writes them again, so reading them here
+// races with nothing; receiving from the channel is as safe as Badger's own
+// receives, and an allocator received is the receiver's alone (with the
+// jemalloc tag, Release frees its C memory just the same).
 func idleBuilders(db *badger.DB) chan *z.Allocator {
 	dbv := reflect.ValueOf(db).Elem()
 	pf := dbv.FieldByName("allocPool")
