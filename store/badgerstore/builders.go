@@ -12,7 +12,7 @@ import (
 // builderTrimInterval is how often the allocators of Badger's table builders
 // that sit idle in its pool are released (see the package doc, Memory on a
 // small machine).
-const builderTrimInterval = time.Second
+const builderTrimInterval = 250 * time.Millisecond
 
 // idleBuilders returns the channel of Badger's pool of table-builder
 // allocators (DB.allocPool.allocCh, up to 8 allocators kept for reuse), or

@@ -78,22 +78,24 @@
 // pooled allocator only after 2 seconds without any table build, so under
 // a sustained load the pool ends up holding 8 grown allocators, about 90 of
 // the 110 MiB of live heap after 40,000 HTTP starts, and has no option to
-// bound it. The store therefore releases, every second, the allocators idle
+// bound it. The store therefore releases, every 250 ms, the allocators idle
 // in that pool (a table build then starts a fresh one, as Badger does when
 // the pool is empty). It reaches the pool by reflection; a Badger version
 // that moves it leaves the store working with Badger's own pool, and
 // TestIdleBuildersFindsBadgersPool fails. Measured after 10,000 HTTP starts
-// of the example server (interleaved, load 5-6): RSS 178-200 -> 125-140 MiB
-// (anonymous 115-136 -> 58-73), CPU per start 353-469 -> 353-379 µs,
-// allocations 93 -> 95-96 KB per start; the run engine's human-task chain
-// 179 -> 184 CPU-µs per run (medians of six pairs) at the same peak RSS,
-// BenchmarkChain3 unchanged. The cost is the collector's: the
-// pooled buffers held no pointers and cost it nothing to mark, but doubled
-// its headroom, so it now runs more often (5.3% -> 7.1% of the CPU in one
-// profile), and builders are allocated afresh. Every 250 ms held 113-121
-// MiB but allocated 98 KB per start, and the human-task chain's CPU per run
-// rose about 10%: with a flush every quarter second under such a load, each
-// flush's builder was released before the next flush could reuse it.
+// of the example server (four interleaved runs, load 2-3): RSS 167-190 ->
+// 120-128 MiB (anonymous 103-127 -> 55-64). That costs CPU: 306-340 ->
+// 332-350 µs per start, 93 -> 98 KB allocated per start; the run engine's
+// human-task chain 154-165 -> 163-181 CPU-µs per run (medians 160 -> 169,
+// five pairs) at a lower peak RSS (151-163 -> 122-156 MiB); BenchmarkChain3
+// unchanged. Most of it is the collector's: the pooled buffers held no
+// pointers and cost it nothing to mark, but doubled its headroom, so with
+// the smaller heap it runs more often (5.3% -> 7.1% of the CPU in one
+// profile, and the scavenger 0.5% -> 1%); the rest is builders allocated
+// afresh. Releasing every second instead kept more of the speed (306-416,
+// median 318 µs per start; the human-task chain +3%) but not the memory:
+// RSS at the end 122-174 MiB, as the end of a run often falls before a
+// tick has released what the last flush left.
 //
 // Badger's process-wide expvar metrics are off: two stores in one process
 // share nothing.
