@@ -51,8 +51,13 @@ type scheduler struct {
 // maxDueInflight bounds the due keys handed to the workers and not yet
 // deleted: when a million timers come due together, the workers' queues
 // and the in-flight set stay this size, and each look at the due index
-// passes over at most this many keys before it finds new ones.
-const maxDueInflight = 8192
+// passes over at most this many keys before it finds new ones. It also
+// bounds the runs firing keeps in memory: 4,096 rather than 8,192 took a
+// million-run firing's live heap from 134 to 109 MiB at its peak, and over
+// three interleaved pairs of 100,000 runs (load 10-16) fired 5,624-9,559
+// against 3,993-4,835 runs/s at 85-89 against 92-99 CPU-µs per run (one
+// pair of 300,000 at load 7 went the other way, 8,640 against 10,368).
+const maxDueInflight = 4096
 
 func newScheduler(e *Engine) *scheduler {
 	return &scheduler{e: e, wakeCh: make(chan struct{}, 1), quit: make(chan struct{}), inflight: map[string]time.Time{}}

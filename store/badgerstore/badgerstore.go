@@ -30,6 +30,8 @@ type Store struct {
 	stopGC    chan struct{}
 	gcStopped chan struct{} // closed when the GC loop has returned
 
+	trimStopped chan struct{} // closed when the builder trim loop has returned (builders.go)
+
 	mu       sync.Mutex // guards closed and the Add side of inflight
 	closed   bool
 	inflight sync.WaitGroup // View, Update and RunGC calls in progress
@@ -77,6 +79,7 @@ func Open(opts Options) (*Store, error) {
 	} else {
 		go s.gcLoop(opts.GCInterval)
 	}
+	s.startTrim(db)
 	return s, nil
 }
 
@@ -285,6 +288,7 @@ func (s *Store) Close() error {
 		close(s.stopGC)
 		s.inflight.Wait()
 		<-s.gcStopped
+		<-s.trimStopped
 		if err := s.db.Close(); err != nil {
 			s.closeErr = errors.Wrap(err, "badgerstore: close")
 		}
