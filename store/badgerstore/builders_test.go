@@ -97,14 +97,3 @@ func TestTrimLoopTicksAndStops(t *testing.T) {
 	close(stop)
 	<-done
 }
-
-// TestTablesStayOneSize: every level's tables are BaseTableSize, so no
-// compaction builds tables in allocators of 4, 8 or 16 MiB (Badger doubles
-// the table size at each level below the first by default).
-func TestTablesStayOneSize(t *testing.T) {
-	t.Parallel()
-	bo := Options{Dir: t.TempDir()}.withDefaults().badgerOptions()
-	if bo.TableSizeMultiplier != 1 || bo.BaseTableSize != 1<<20 {
-		t.Errorf("TableSizeMultiplier %d, BaseTableSize %d; want 1, 1 MiB", bo.TableSizeMultiplier, bo.BaseTableSize)
-	}
-}

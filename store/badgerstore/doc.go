@@ -61,15 +61,12 @@
 //   - ValueLogFileSize 64 MiB (Options.ValueLogFileSize): value-log files
 //     are mapped into memory and collected one file at a time.
 //   - BaseTableSize 1 MiB: small level-1 tables, cheap to compact.
-//   - TableSizeMultiplier 1: every level's tables are 1 MiB (Badger doubles
-//     the size at each level below the first, and builds each table in an
-//     allocator of twice its size, up to 8 at once in a compaction: 4-8 MiB
-//     tables at the deep levels of a million-run store). With it, a million
-//     waiting runs fired at once held a live heap of at most 134 instead of
-//     185 MiB (300,000 runs, Go's gctrace) and the start of a million runs
-//     peaked at 146-151 instead of 220 MiB anonymous, at the same firing
-//     rate; the store has more, smaller files (1,239 tables for a million
-//     runs, 1.3 GB), which reopen after a crash in 111-174 ms.
+//   - TableSizeMultiplier: Badger's own (tables double in size at each
+//     level below the first). One size for every level (1 MiB) lowered the
+//     peaks of 300,000 waiting runs fired at once (anonymous 238-242
+//     against 252-349 MiB) but made the store slower: starts 11%, firing
+//     5%, a page of runs 40% and the cockpit 80% (more, smaller tables to
+//     look in); not taken.
 //
 // Badger builds every table (a memtable flush, each table of a compaction)
 // in an allocator it takes from a pool of up to 8 and puts back with every

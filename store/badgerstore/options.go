@@ -32,7 +32,6 @@ const (
 	numLevelZeroTablesStall = 16
 	numCompactors           = 2 // Badger refuses 1.
 	baseTableSize           = 1 << 20
-	tableSizeMultiplier     = 1       // every level's tables BaseTableSize (Badger: x2 a level)
 	maxValueThreshold       = 1 << 20 // Badger's own ceiling.
 	gcDiscardRatio          = 0.5
 )
@@ -137,7 +136,7 @@ func (o Options) badgerOptions() badger.Options {
 	if limit := 15 * o.MemTableSize / 100; threshold > limit {
 		threshold = limit
 	}
-	bo = bo.
+	return bo.
 		WithSyncWrites(true).
 		WithLogger(newLogger(o.Logger)).
 		WithMetricsEnabled(false).
@@ -152,6 +151,4 @@ func (o Options) badgerOptions() badger.Options {
 		WithValueLogFileSize(o.ValueLogFileSize).
 		WithValueThreshold(threshold).
 		WithCompression(options.None)
-	bo.TableSizeMultiplier = tableSizeMultiplier // Badger has no With method for it
-	return bo
 }
