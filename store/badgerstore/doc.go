@@ -63,10 +63,12 @@
 //   - BaseTableSize 1 MiB: small level-1 tables, cheap to compact.
 //   - TableSizeMultiplier: Badger's own (tables double in size at each
 //     level below the first). One size for every level (1 MiB) lowered the
-//     peaks of 300,000 waiting runs fired at once (anonymous 238-242
-//     against 252-349 MiB) but made the store slower: starts 11%, firing
-//     5%, a page of runs 40% and the cockpit 80% (more, smaller tables to
-//     look in); not taken.
+//     peaks of waiting runs fired at once (anonymous 238-242 against
+//     252-349 MiB at 300,000 runs, 304 against 363 at a million; the
+//     medians, 156-199 MiB, alike) but looks in more, smaller tables: at
+//     300,000 runs (two interleaved pairs) starts 11%, firing 5%, a page
+//     of runs 40% and the cockpit 80% slower; at a million (one run each)
+//     firing alike and the cockpit 40% slower. Not taken.
 //
 // Badger builds every table (a memtable flush, each table of a compaction)
 // in an allocator it takes from a pool of up to 8 and puts back with every
