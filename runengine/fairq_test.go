@@ -232,23 +232,9 @@ func TestQuietTenantCommitsAlone(t *testing.T) {
 	var once sync.Once
 	release := func() { once.Do(func() { close(gs.release) }) }
 	defer release() // before close, which waits for the held commit
-	done := map[string]chan error{}
-	submit := func(tenant, key string) {
-		ch := make(chan error, 1)
-		done[key] = ch
-		c.submit(&delta{tenant: tenant, apply: setKey([]byte(key), []byte("v")), after: func(err error) { ch <- err }})
-	}
-	wait := func(key string) {
-		t.Helper()
-		select {
-		case err := <-done[key]:
-			if err != nil {
-				t.Fatalf("%s: %v", key, err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s is not durable", key)
-		}
-	}
+	kc := newKeyedChanges(c)
+	done, submit := kc.done, kc.submit
+	wait := func(keys ...string) { t.Helper(); kc.wait(t, keys...) }
 	// Both tenants are active, then the flood's commit is held syncing.
 	submit("quiet", "q0")
 	wait("q0")
@@ -289,23 +275,9 @@ func TestQuietTenantFirstChangeCommitsAlone(t *testing.T) {
 	var once sync.Once
 	release := func() { once.Do(func() { close(gs.release) }) }
 	defer release() // before close, which waits for the held commit
-	done := map[string]chan error{}
-	submit := func(tenant, key string) {
-		ch := make(chan error, 1)
-		done[key] = ch
-		c.submit(&delta{tenant: tenant, apply: setKey([]byte(key), []byte("v")), after: func(err error) { ch <- err }})
-	}
-	wait := func(key string) {
-		t.Helper()
-		select {
-		case err := <-done[key]:
-			if err != nil {
-				t.Fatalf("%s: %v", key, err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s is not durable", key)
-		}
-	}
+	kc := newKeyedChanges(c)
+	done, submit := kc.done, kc.submit
+	wait := func(keys ...string) { t.Helper(); kc.wait(t, keys...) }
 	submit("flood", "flood-0")
 	<-gs.held
 	readyAhead(t, c)
@@ -341,27 +313,9 @@ func TestCommitterAwaitsQuietTenant(t *testing.T) {
 	var once sync.Once
 	release := func() { once.Do(func() { close(gs.release) }) }
 	defer release() // before close, which waits for the held commit
-	done := map[string]chan error{}
-	submit := func(tenant string, keys ...string) {
-		for _, key := range keys {
-			ch := make(chan error, 1)
-			done[key] = ch
-			c.submit(&delta{tenant: tenant, apply: setKey([]byte(key), []byte("v")), after: func(err error) { ch <- err }})
-		}
-	}
-	wait := func(keys ...string) {
-		t.Helper()
-		for _, key := range keys {
-			select {
-			case err := <-done[key]:
-				if err != nil {
-					t.Fatalf("%s: %v", key, err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatalf("%s is not durable", key)
-			}
-		}
-	}
+	kc := newKeyedChanges(c)
+	done, submit := kc.done, kc.submit
+	wait := func(keys ...string) { t.Helper(); kc.wait(t, keys...) }
 	pending := func(key string) bool {
 		select {
 		case err := <-done[key]:
@@ -491,6 +445,42 @@ func TestAnticipationLearnsThinkTime(t *testing.T) {
 
 // readyAhead waits until the committer's opener holds a transaction ready
 // (one a quiet change commits alone in); call it once a commit was
+
+// keyedChanges submits changes to a committer that each set one key (to
+// "v") and waits for them to be durable.
+type keyedChanges struct {
+	c    *committer
+	done map[string]chan error // by key: the change's result, once
+}
+
+func newKeyedChanges(c *committer) *keyedChanges {
+	return &keyedChanges{c: c, done: map[string]chan error{}}
+}
+
+// submit submits one change of tenant per key.
+func (k *keyedChanges) submit(tenant string, keys ...string) {
+	for _, key := range keys {
+		ch := make(chan error, 1)
+		k.done[key] = ch
+		k.c.submit(&delta{tenant: tenant, apply: setKey([]byte(key), []byte("v")), after: func(err error) { ch <- err }})
+	}
+}
+
+// wait fails t unless the change of each key is durable within 10 s.
+func (k *keyedChanges) wait(t *testing.T, keys ...string) {
+	t.Helper()
+	for _, key := range keys {
+		select {
+		case err := <-k.done[key]:
+			if err != nil {
+				t.Fatalf("%s: %v", key, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s is not durable", key)
+		}
+	}
+}
+
 // launched, as the opener is made at the first change.
 func readyAhead(t *testing.T, c *committer) {
 	t.Helper()
