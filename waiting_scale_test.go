@@ -4,7 +4,7 @@ package bas_test
 // child process, which is killed (SIGKILL) once the last start is durable;
 // the workspace is then reopened, listed, and the fake clock moved a day so
 // every timer comes due at once. In CI it runs with 9,000 runs (above the
-// 4,096 timers the engine hands out at a time);
+// 2,048 timers the engine hands out at a time);
 // for the scale figures:
 //
 //	go test -run TestWaitingRunsScale -waiting 1000000 -v -timeout 60m .
