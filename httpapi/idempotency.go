@@ -725,10 +725,18 @@ func appendResponse(b []byte, resp storedResponse) []byte {
 	return append(b, resp.Body...)
 }
 
+// maxKeptResponse bounds what decodeResponse allocates for a kept
+// response: its record is one store value (at most 1 MiB), and the
+// compressed form of a response of a write is far smaller than this.
+const maxKeptResponse = 16 << 20
+
 func decodeResponse(b []byte) (storedResponse, error) {
 	var resp storedResponse
 	bad := errors.New("decode response: malformed")
 	if len(b) == 0 || b[0] != responseV1 {
+		return resp, bad
+	}
+	if n, err := s2.DecodedLen(b[1:]); err != nil || n > maxKeptResponse {
 		return resp, bad
 	}
 	b, err := s2.Decode(nil, b[1:])

@@ -95,6 +95,37 @@ func TestDecodeResponseMalformed(t *testing.T) {
 	if _, err := decodeResponse([]byte{9, 200, 1}); err == nil {
 		t.Error("decoded an unknown version")
 	}
+	huge := append([]byte{responseV1}, s2.Encode(nil, make([]byte, maxKeptResponse+1))...)
+	if _, err := decodeResponse(huge); err == nil {
+		t.Error("decoded a response over maxKeptResponse")
+	}
+	atBound := append([]byte{responseV1}, s2.Encode(nil, appendResponse(nil, storedResponse{Status: 200, Body: make([]byte, maxKeptResponse-16)}))...)
+	if _, err := decodeResponse(atBound); err != nil {
+		t.Errorf("refused a response within maxKeptResponse: %v", err)
+	}
+}
+
+// FuzzDecodeResponse: any bytes decode to a response or an error, never
+// a panic or an allocation past maxKeptResponse; what decodes encodes back
+// to the same bytes before compression.
+func FuzzDecodeResponse(f *testing.F) {
+	resp := storedResponse{Status: 201, Header: http.Header{"Location": {"/a"}, "X": {"1", "2"}}, Body: []byte(`{"id":"r"}`)}
+	f.Add(append([]byte{responseV1}, s2.Encode(nil, appendResponse(nil, resp))...))
+	f.Add([]byte{responseV1, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Add([]byte{9, 200, 1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := decodeResponse(b)
+		if err != nil {
+			return
+		}
+		raw, err := s2.Decode(nil, b[1:])
+		if err != nil {
+			t.Fatalf("decoded a response from bytes s2 refuses: %v", err)
+		}
+		if len(got.Body) > len(raw) {
+			t.Fatalf("body of %d bytes from %d decoded", len(got.Body), len(raw))
+		}
+	})
 }
 
 // TestIdempotencyOwnMarkOnCluster: on a cluster node, a keyed request
