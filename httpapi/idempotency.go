@@ -730,9 +730,11 @@ func appendResponse(b []byte, resp storedResponse) []byte {
 // compressed form of a response of a write is far smaller than this.
 const maxKeptResponse = 16 << 20
 
+var errMalformedResponse = errors.New("decode response: malformed")
+
 func decodeResponse(b []byte) (storedResponse, error) {
 	var resp storedResponse
-	bad := errors.New("decode response: malformed")
+	bad := errMalformedResponse
 	if len(b) == 0 || b[0] != responseV1 {
 		return resp, bad
 	}

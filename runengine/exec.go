@@ -90,9 +90,6 @@ func (f *effects) merge(o *effects) {
 		return
 	}
 	for k, v := range o.counters {
-		if f.counters == nil {
-			f.counters = map[string]int64{}
-		}
 		f.counters[k] += v
 	}
 }
@@ -118,17 +115,28 @@ func (x *exec) count(key string, n int64) {
 
 // emit writes an event to the outbox in this command's commit.
 func (x *exec) emit(name string, data map[string]any) {
-	e := x.w.e
-	if !e.outboxWants(x.r.Tenant, name) {
-		if x.fx.late == nil {
-			x.fx.late = make([]lateEvent, 0, 4)
-		}
-		x.fx.late = append(x.fx.late, lateEvent{name: name, data: data, at: x.now, from: x.r})
+	if !x.w.e.outboxWants(x.r.Tenant, name) {
+		x.keepLate(lateEvent{name: name, data: data, at: x.now, from: x.r})
 		return
 	}
-	op, post := e.outboxWrite(x.r.Tenant, name, data, x.now, nil, x.r)
+	x.write(name, data)
+}
+
+// write writes an event to the outbox in this command's commit, whoever
+// wants it.
+func (x *exec) write(name string, data map[string]any) {
+	op, post := x.w.e.outboxWrite(x.r.Tenant, name, data, x.now, nil, x.r)
 	x.fx.ops = append(x.fx.ops, op)
 	x.fx.post = append(x.fx.post, post)
+}
+
+// keepLate keeps an event nobody wants written, for a subscriber that
+// comes before the commit lands.
+func (x *exec) keepLate(ev lateEvent) {
+	if x.fx.late == nil {
+		x.fx.late = make([]lateEvent, 0, 4)
+	}
+	x.fx.late = append(x.fx.late, ev)
 }
 
 // emitOf is emit of an event whose data of makes from the run's fixed
@@ -136,13 +144,10 @@ func (x *exec) emit(name string, data map[string]any) {
 // written or a late subscriber is shown it.
 func (x *exec) emitOf(name string, of func(*Run) map[string]any) {
 	if !x.w.e.outboxWants(x.r.Tenant, name) {
-		if x.fx.late == nil {
-			x.fx.late = make([]lateEvent, 0, 4)
-		}
-		x.fx.late = append(x.fx.late, lateEvent{name: name, of: of, at: x.now, from: x.r})
+		x.keepLate(lateEvent{name: name, of: of, at: x.now, from: x.r})
 		return
 	}
-	x.emit(name, of(x.r))
+	x.write(name, of(x.r))
 }
 
 // runEventData is the data of process.run.started and completed.

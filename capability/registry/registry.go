@@ -598,7 +598,7 @@ func (r *Registry) Call(ctx context.Context, call capability.Call) (json.RawMess
 		if len(out) == 0 {
 			out = json.RawMessage("null")
 		}
-		if _, checked := pe.p.(ResultsMatchCatalog); !checked {
+		if _, checked := pe.p.(ResultsMatchCatalog); !checked || pe.info.Kind != capability.KindBuiltin {
 			if vs := resultV.ValidateJSON(out, "result"); len(vs) > 0 {
 				err = malformed(pe.info.ID, call.Capability, vs)
 			}
@@ -613,9 +613,9 @@ func (r *Registry) Call(ctx context.Context, call capability.Call) (json.RawMess
 
 // ResultsMatchCatalog is implemented by a provider whose results match the
 // catalog's result schemas by construction (a fixed shape its tests check
-// against the schema): Call does not check them again on every call. A
-// provider that relays results from elsewhere (a plugin, a remote API) must
-// not implement it.
+// against the schema): Call does not check them again on every call. Only
+// a built-in provider (capability.KindBuiltin) is taken at its word; the
+// results of connectors and plugins are always checked.
 type ResultsMatchCatalog interface {
 	ResultsMatchCatalog()
 }

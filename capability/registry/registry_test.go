@@ -440,6 +440,15 @@ func TestCall(t *testing.T) {
 		}
 	})
 
+	t.Run("a plugin that says it vouches for its results is checked", func(t *testing.T) {
+		t.Parallel()
+		p := vouching{newProvider("plugin.erp", capability.KindPlugin, "erp.purchase_order.get").answering(`{"number":"PO-1"}`)}
+		b := setup(t, p)
+		if _, err := b.reg.Call(ctx, call("ten_a", "erp.purchase_order.get", `{"number":"PO-1"}`)); !errors.Is(err, capability.ErrMalformedOutput) {
+			t.Errorf("Call error = %v, want malformed output", err)
+		}
+	})
+
 	t.Run("results may carry more fields", func(t *testing.T) {
 		t.Parallel()
 		more := strings.Replace(po, `"status":"open"`, `"status":"open","buyer":"Bob","lines_total":1`, 1)
