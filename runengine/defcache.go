@@ -1,9 +1,9 @@
 package runengine
 
 import (
-	"bytes"
 	"container/list"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"sync"
 
@@ -23,8 +23,9 @@ const defCacheMax = 4096
 // Every change of a definition runs the engine's change hook (changed) in
 // its transaction, before the commit, perhaps several times (retries), and
 // perhaps for a transaction that then fails. changed drops the entry, moves
-// the generation, and marks the definition pending with the JSON the change
-// writes. A fill (after a miss, the read of the definition) is kept only
+// the generation, and marks the definition pending with the digest of the
+// JSON the change writes (32 bytes a definition, however large it is and
+// however long it stays unstarted). A fill (after a miss, the read of the definition) is kept only
 //   - when the generation did not move since before its read: no change's
 //     hook ran meanwhile, so what it read is not older than any change
 //     whose hook ran before it began and that committed before it read; and
@@ -45,7 +46,24 @@ type defCache struct {
 	gen     uint64                   // moved by every change's hook
 	entries map[defKey]*list.Element // of lru; Value is *defEntry
 	lru     list.List                // most recently used first
-	pending map[defKey][]byte        // changes no fill has seen committed: the JSON each writes
+	pending map[defKey]defDigest     // changes no fill has seen committed: the digest of what each writes
+}
+
+// defDigest is the SHA-256 of a definition's JSON; the zero digest is no
+// definition's (a change whose definition does not encode marks it so, and
+// no read matches it).
+type defDigest [sha256.Size]byte
+
+// digestDef returns the digest of def's JSON, streamed into the hash, and
+// whether def encodes.
+func digestDef(def *process.Definition) (defDigest, bool) {
+	h := sha256.New()
+	if err := json.NewEncoder(h).Encode(def); err != nil {
+		return defDigest{}, false
+	}
+	var d defDigest
+	h.Sum(d[:0])
+	return d, true
 }
 
 type defKey struct{ tenant, id string }
@@ -56,7 +74,7 @@ type defEntry struct {
 }
 
 func newDefCache(limit int) *defCache {
-	return &defCache{limit: limit, entries: map[defKey]*list.Element{}, pending: map[defKey][]byte{}}
+	return &defCache{limit: limit, entries: map[defKey]*list.Element{}, pending: map[defKey]defDigest{}}
 }
 
 // get returns the cached definition of the tenant's process id, if any.
@@ -87,13 +105,13 @@ func (c *defCache) fill(tenant, id string, gen uint64, def *process.Definition) 
 		return
 	}
 	k := defKey{tenant, id}
-	var got []byte
+	var got defDigest
 	c.mu.Lock()
 	pending, isPending := c.pending[k]
 	c.mu.Unlock()
 	if isPending {
-		var err error
-		if got, err = json.Marshal(def); err != nil {
+		var ok bool
+		if got, ok = digestDef(def); !ok {
 			return
 		}
 	}
@@ -103,7 +121,7 @@ func (c *defCache) fill(tenant, id string, gen uint64, def *process.Definition) 
 		return
 	}
 	if p, ok := c.pending[k]; ok {
-		if !isPending || !bytes.Equal(p, pending) || !bytes.Equal(p, got) {
+		if !isPending || p != pending || p != got {
 			return
 		}
 		delete(c.pending, k)
@@ -126,14 +144,11 @@ func (c *defCache) fill(tenant, id string, gen uint64, def *process.Definition) 
 // does not commit only costs reads.
 func (c *defCache) changed(_ store.Txn, tenant string, _, def *process.Definition) error {
 	k := defKey{tenant, def.ID}
-	raw, err := json.Marshal(def)
-	if err != nil {
-		raw = []byte{} // matches no read: the definition is read until its next change
-	}
+	d, _ := digestDef(def) // the zero digest when def does not encode: it matches no read, and the definition is read until its next change
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
-	c.pending[k] = raw
+	c.pending[k] = d
 	if el, ok := c.entries[k]; ok {
 		c.lru.Remove(el)
 		delete(c.entries, k)

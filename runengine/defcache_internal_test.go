@@ -2,6 +2,8 @@ package runengine
 
 import (
 	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/bas-platform/bas/process"
@@ -70,5 +72,42 @@ func TestDefCacheFillRacingAChange(t *testing.T) {
 	}
 	if _, ok := c.get("ten_a", "prc_1"); ok {
 		t.Error("a change left the entry")
+	}
+}
+
+// Definitions changed and never started are remembered by a digest of what
+// each change writes, not by its JSON: the marks of many large definitions
+// take little memory.
+func TestDefCachePendingKeepsNoBodies(t *testing.T) {
+	const defs, body = 256, 128 << 10
+	c := newDefCache(10)
+	desc := strings.Repeat("x", body)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range defs {
+		def := &process.Definition{ID: fmt.Sprintf("prc_%d", i), Description: desc}
+		if err := c.changed(nil, "ten_a", nil, def); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if len(c.pending) != defs {
+		t.Fatalf("%d pending marks, want %d", len(c.pending), defs)
+	}
+	// The bodies alone would be defs*body = 32 MiB.
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 4<<20 {
+		t.Errorf("the heap grew by %d bytes for %d pending marks, want at most 4 MiB", grew, defs)
+	}
+	runtime.KeepAlive(c)
+	// A read of what a change writes still clears its mark and is kept.
+	def := &process.Definition{ID: "prc_7", Description: desc}
+	c.fill("ten_a", "prc_7", c.generation(), def)
+	if _, ok := c.get("ten_a", "prc_7"); !ok {
+		t.Error("a read of the pending change was not kept")
+	}
+	if _, ok := c.pending[defKey{"ten_a", "prc_7"}]; ok {
+		t.Error("the mark stayed after a read saw the change")
 	}
 }
