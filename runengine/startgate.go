@@ -24,7 +24,11 @@ type startGate struct {
 	max, fair int // 0: no such cap
 	clock     clock.Clock
 	mu        sync.Mutex
-	tenants   map[string]*gateSlots
+	// tenants holds the slots of the tenants with a start in progress or a
+	// caller waiting; an idle tenant's are dropped as its last start leaves
+	// and kept in spare for the next tenant that comes.
+	tenants map[string]*gateSlots
+	spare   *gateSlots
 	// busy counts the starts in progress of all tenants; last are the two
 	// tenants seen last at the door, distinct, the latest first.
 	busy int
@@ -45,10 +49,6 @@ type seenTenant struct {
 // ended, for FairStartingPerTenant.
 const fairWindow = time.Second
 
-// maxGateTenants is how many tenants' (idle) slots the gate keeps before
-// it forgets the idle ones.
-const maxGateTenants = 256
-
 func newStartGate(max, fair int, clk clock.Clock) *startGate {
 	if max <= 0 && fair <= 0 {
 		return nil
@@ -64,14 +64,11 @@ func (g *startGate) enter(ctx context.Context, tenant string) error {
 	g.saw(tenant, now)
 	s := g.tenants[tenant]
 	if s == nil {
-		if len(g.tenants) >= maxGateTenants {
-			for k, s := range g.tenants {
-				if s.n == 0 && len(s.waiters) == 0 {
-					delete(g.tenants, k)
-				}
-			}
+		if s = g.spare; s != nil {
+			g.spare = nil
+		} else {
+			s = &gateSlots{}
 		}
-		s = &gateSlots{}
 		g.tenants[tenant] = s
 	}
 	if len(s.waiters) == 0 && s.n < g.limit(tenant, s, now) {
@@ -103,7 +100,7 @@ func (g *startGate) enter(ctx context.Context, tenant string) error {
 }
 
 // leave frees the slot and hands the free slots of the tenant to its
-// waiting callers, in order.
+// waiting callers, in order; the slots of a tenant left idle are dropped.
 func (g *startGate) leave(tenant string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -118,6 +115,10 @@ func (g *startGate) leave(tenant string) {
 		s.waiters = s.waiters[1:]
 		s.n++
 		g.busy++
+	}
+	if s.n == 0 && len(s.waiters) == 0 {
+		delete(g.tenants, tenant)
+		g.spare = s
 	}
 }
 

@@ -3,7 +3,10 @@ package runengine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -75,8 +78,33 @@ func TestStartGate(t *testing.T) {
 	}
 	g.leave("a")
 	g.leave("b")
-	if g.busy != 0 || g.tenants["a"].n != 0 || g.tenants["b"].n != 0 {
-		t.Errorf("starts in progress after all left: %d", g.busy)
+	if g.busy != 0 || len(g.tenants) != 0 {
+		t.Errorf("after all left: %d starts in progress, slots of %d tenants", g.busy, len(g.tenants))
+	}
+}
+
+// TestStartGateForgetsIdleTenants: a thousand tenants passing the door once
+// leave no slots behind, while one with a start in progress keeps its own.
+func TestStartGateForgetsIdleTenants(t *testing.T) {
+	t.Parallel()
+	g := newStartGate(1, 2, clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	ctx := context.Background()
+	if err := g.enter(ctx, "busy"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		tenant := fmt.Sprintf("ten_%d", i)
+		if err := g.enter(ctx, tenant); err != nil {
+			t.Fatalf("%s: %v", tenant, err)
+		}
+		g.leave(tenant)
+	}
+	if got := slices.Collect(maps.Keys(g.tenants)); !cmp.Equal(got, []string{"busy"}) {
+		t.Errorf("slots kept for %v, want only the busy tenant's", got)
+	}
+	g.leave("busy")
+	if len(g.tenants) != 0 || g.busy != 0 {
+		t.Errorf("after all left: slots of %d tenants, %d starts in progress", len(g.tenants), g.busy)
 	}
 }
 
