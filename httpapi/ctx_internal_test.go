@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -69,9 +70,19 @@ func TestIdempotencyDerivations(t *testing.T) {
 	if diff := cmp.Diff(hex.EncodeToString(h[:]), digest("POST", "/v1/x?a=1", "{}")); diff != "" {
 		t.Errorf("digest (-want +got):\n%s", diff)
 	}
-	for _, body := range []string{"{}", strings.Repeat("b", 600)} {
-		if diff := cmp.Diff(digest("POST", "/v1/x?a=1", body), fingerprintOf("POST", "/v1/x?a=1", []byte(body))); diff != "" {
-			t.Errorf("fingerprintOf (-digest +got):\n%s", diff)
+	// Small parts are hashed from the stack, larger ones streamed: the
+	// fingerprint of a request is the same either way.
+	uri := "/v1/x?a=1"
+	for _, tc := range []struct{ uri, body string }{
+		{uri, "{}"}, {uri, strings.Repeat("b", 497)}, {uri, strings.Repeat("b", 498)}, {uri, strings.Repeat("b", 600)},
+		{uri, strings.Repeat("b", 1<<20)}, {"/v1/x?a=" + strings.Repeat("q", 1500), "{}"}, {uri, ""},
+	} {
+		want := sha256.Sum256([]byte("POST\x00" + tc.uri + "\x00" + tc.body + "\x00"))
+		if diff := cmp.Diff(hex.EncodeToString(want[:]), fingerprintOf("POST", tc.uri, []byte(tc.body))); diff != "" {
+			t.Errorf("fingerprintOf of a %d-byte uri and a %d-byte body (-want +got):\n%s", len(tc.uri), len(tc.body), diff)
+		}
+		if diff := cmp.Diff(hex.EncodeToString(want[:]), digest("POST", tc.uri, tc.body)); diff != "" {
+			t.Errorf("digest of a %d-byte uri and a %d-byte body (-want +got):\n%s", len(tc.uri), len(tc.body), diff)
 		}
 	}
 	long := sha256.Sum256([]byte(strings.Repeat("p\x00", 300)))
@@ -82,6 +93,27 @@ func TestIdempotencyDerivations(t *testing.T) {
 	m.Write([]byte("bas idempotency v1\x00k1\x00POST\x00/v1/x\x00{\"a\":1}\x00"))
 	if diff := cmp.Diff(m.Sum(nil), sealingKey("tok", "k1", "POST", "/v1/x", []byte(`{"a":1}`))); diff != "" {
 		t.Errorf("sealingKey (-want +got):\n%s", diff)
+	}
+}
+
+// TestFingerprintCopiesNoBody: the fingerprint of a request with a 1 MiB
+// body streams the body into the hash: a few small allocations, and no
+// copy of the body.
+func TestFingerprintCopiesNoBody(t *testing.T) {
+	body := []byte(strings.Repeat("b", 1<<20))
+	const runs = 20
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	allocs := testing.AllocsPerRun(runs, func() { fingerprintOf("POST", "/v1/x", body) })
+	runtime.ReadMemStats(&after)
+	if allocs > 3 {
+		t.Errorf("%v allocations a fingerprint of a 1 MiB body, want at most 3", allocs)
+	}
+	if per := (after.TotalAlloc - before.TotalAlloc) / (runs + 1); per > 4<<10 {
+		t.Errorf("%d bytes allocated a fingerprint of a 1 MiB body, want at most 4 KiB", per)
+	}
+	if allocs := testing.AllocsPerRun(runs, func() { fingerprintOf("POST", "/v1/x", body[:200]) }); allocs > 1 {
+		t.Errorf("%v allocations a fingerprint of a small body, want 1 (the hex)", allocs)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"hash"
 	"io"
 	"net"
 	"net/http"
@@ -602,22 +603,100 @@ func writeRecorded(w http.ResponseWriter, resp storedResponse, replayed bool) {
 
 // digest is the hex SHA-256 of parts, each followed by a NUL.
 func digest(parts ...string) string {
-	var buf [512]byte
-	b := buf[:0]
+	var d partsDigest
 	for _, p := range parts {
-		b = append(append(b, p...), 0)
+		d.addString(p)
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return d.hex()
 }
 
-// fingerprintOf is digest(method, uri, string(body)), without copying body
-// into a string.
+// fingerprintOf is digest(method, uri, string(body)), without copying body.
 func fingerprintOf(method, uri string, body []byte) string {
-	var buf [512]byte
-	b := append(append(append(append(append(buf[:0], method...), 0), uri...), 0), body...)
-	sum := sha256.Sum256(append(b, 0))
-	return hex.EncodeToString(sum[:])
+	var d partsDigest
+	d.addString(method)
+	d.addString(uri)
+	d.addBytes(body)
+	return d.hex()
+}
+
+// partsDigest is the SHA-256 of parts, each followed by a NUL. While the
+// parts fit in 512 bytes they are gathered on the stack and hashed at once;
+// from the first part that does not fit they stream into a hash, a []byte
+// part as it is and a string part through a small buffer, so no part is
+// ever copied whole.
+type partsDigest struct {
+	buf    [512]byte
+	n      int
+	stream *digestStream // nil while the parts fit in buf
+}
+
+// digestStream is the hash the parts stream into once they outgrow
+// partsDigest's buffer, and its buffer for string parts.
+type digestStream struct {
+	h   hash.Hash
+	buf [512]byte
+}
+
+func (d *partsDigest) addString(p string) {
+	if d.fits(len(p)) {
+		d.n += copy(d.buf[d.n:], p)
+		d.end()
+		return
+	}
+	s := d.streaming()
+	for len(p) > 0 {
+		n := copy(s.buf[:], p)
+		s.h.Write(s.buf[:n])
+		p = p[n:]
+	}
+	d.end()
+}
+
+func (d *partsDigest) addBytes(p []byte) {
+	if d.fits(len(p)) {
+		d.n += copy(d.buf[d.n:], p)
+	} else {
+		d.streaming().h.Write(p)
+	}
+	d.end()
+}
+
+// fits reports whether a part of n bytes and its NUL are gathered in buf.
+func (d *partsDigest) fits(n int) bool {
+	return d.stream == nil && d.n+n < len(d.buf)
+}
+
+// streaming returns the stream, begun with the parts gathered so far.
+func (d *partsDigest) streaming() *digestStream {
+	if d.stream == nil {
+		d.stream = &digestStream{h: sha256.New()}
+		d.stream.h.Write(d.stream.buf[:copy(d.stream.buf[:], d.buf[:d.n])])
+	}
+	return d.stream
+}
+
+// end ends a part with its NUL.
+func (d *partsDigest) end() {
+	if s := d.stream; s != nil {
+		s.buf[0] = 0
+		s.h.Write(s.buf[:1])
+		return
+	}
+	d.buf[d.n] = 0
+	d.n++
+}
+
+// hex returns the digest in hex (one allocation: the string).
+func (d *partsDigest) hex() string {
+	var sum [sha256.Size]byte
+	if s := d.stream; s != nil {
+		copy(sum[:], s.h.Sum(s.buf[:0]))
+	} else {
+		sum = sha256.Sum256(d.buf[:d.n])
+	}
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], sum[:])
+	return string(out[:])
 }
 
 // sealingKey derives the AES-256 key of one request's stored response from
