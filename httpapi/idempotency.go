@@ -724,15 +724,22 @@ func seal(key []byte, resp storedResponse, bufs *sync.Pool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var rawBuf []byte
+	// The pool holds *[]byte: the pointer taken out goes back in, so that
+	// putting the buffer back allocates nothing.
+	var kept *[]byte
+	var raw []byte
 	if bufs != nil {
-		if b, ok := bufs.Get().(*[]byte); ok {
-			rawBuf = *b
+		if kept, _ = bufs.Get().(*[]byte); kept != nil {
+			raw = (*kept)[:0]
 		}
 	}
-	raw := appendResponse(slices.Grow(rawBuf[:0], responseSize(resp)), resp)
+	raw = appendResponse(slices.Grow(raw, responseSize(resp)), resp)
 	if bufs != nil && cap(raw) <= maxPooledResponse {
-		defer bufs.Put(&raw)
+		if kept == nil {
+			kept = new([]byte)
+		}
+		*kept = raw
+		defer bufs.Put(kept)
 	}
 	// One buffer holds the nonce, then the version and the compressed
 	// response, sealed in place.

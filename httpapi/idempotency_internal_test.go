@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,32 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/klauspost/compress/s2"
 )
+
+// TestSealReusesItsBuffer: with a pool, seal keeps the buffer of the
+// uncompressed response between calls and allocates nothing to keep it:
+// it allocates the cipher and its answer, nothing else.
+func TestSealReusesItsBuffer(t *testing.T) {
+	if raceDetector {
+		t.Skip("under -race a sync.Pool drops some of what it is given back")
+	}
+	key := sealingKey("", "k1", "POST", "/v1/x", []byte(`{"a":1}`))
+	resp := storedResponse{Status: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: []byte(`{"id":"run_1","status":"running"}`)}
+	var bufs sync.Pool
+	pooled := testing.AllocsPerRun(100, func() {
+		if _, err := seal(key, resp, &bufs); err != nil {
+			t.Fatal(err)
+		}
+	})
+	cipher := testing.AllocsPerRun(100, func() {
+		if _, err := newAEAD(key); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if pooled > cipher+1 {
+		t.Errorf("seal allocates %v times with a pool, want %v (the cipher's) + 1 (the sealed answer)", pooled, cipher)
+	}
+}
 
 // TestSealedResponseForms: a kept response opens to what was sealed, in
 // the binary form, and a record kept in the earlier JSON form still opens;
