@@ -125,7 +125,7 @@ type inputSchema struct {
 // case is ignored, is a 422 (keys match exactly); every schema violation of
 // v's type is reported at once, then v's own Validate runs. An empty body
 // decodes as {}. A record of a hot route decodes its plain form in one
-// pass (fastDecoder), with the same result.
+// pass (fastDecoder), with the same result; its Validate runs all the same.
 func (c *request) Decode(v any) error {
 	if fd, ok := v.(fastDecoder); ok {
 		b, err := c.Body()
@@ -133,7 +133,7 @@ func (c *request) Decode(v any) error {
 			return err
 		}
 		if fd.decodeFast(b) {
-			return nil
+			return validated(v)
 		}
 	}
 	return c.decodeGeneral(v)
@@ -155,6 +155,12 @@ func (c *request) decodeGeneral(v any) error {
 	if err := json.Unmarshal(b, v); err != nil {
 		return errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "type_error"})
 	}
+	return validated(v)
+}
+
+// validated ends every decoding of a body into v, the fast and the
+// general: v's own Validate (a validator) runs and reports every violation.
+func validated(v any) error {
 	if vv, ok := v.(validator); ok {
 		if vs := vv.Validate(); len(vs) > 0 {
 			return errs.Validation(vs...)
