@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/internal/bounded"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/internal/schema"
@@ -169,12 +170,7 @@ func (e *capEntry) argsValid(args []byte) {
 	if e.validArgs == nil {
 		e.validArgs = map[string]struct{}{}
 	}
-	if len(e.validArgs) >= maxValidArgs {
-		for k := range e.validArgs {
-			delete(e.validArgs, k)
-			break
-		}
-	}
+	bounded.MakeRoom(e.validArgs, maxValidArgs)
 	e.validArgs[string(args)] = struct{}{}
 }
 

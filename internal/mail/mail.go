@@ -23,6 +23,7 @@ import (
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/batch"
+	"github.com/bas-platform/bas/internal/bounded"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
@@ -117,12 +118,7 @@ func (d *decodedArgs) args(raw json.RawMessage) (*capability.EmailSendArgs, erro
 	if d.m == nil {
 		d.m = map[string]*capability.EmailSendArgs{}
 	}
-	if len(d.m) >= maxDecodedArgs {
-		for k := range d.m {
-			delete(d.m, k)
-			break
-		}
-	}
+	bounded.MakeRoom(d.m, maxDecodedArgs)
 	d.m[string(raw)] = a
 	return a, nil
 }

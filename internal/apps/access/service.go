@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/internal/bounded"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/store"
@@ -105,7 +106,7 @@ type Service struct {
 	writes  *writeCount    // the service's writes; nil when Config.Shared
 }
 
-// maxDecoded bounds each map of decodedRecords.
+// maxDecoded bounds each cache of decodedRecords.
 const maxDecoded = 4096
 
 // decodedRecords keeps the credentials and users Authenticate decoded,
@@ -119,99 +120,78 @@ const maxDecoded = 4096
 // without a read while no write began since. Decoded records are shared
 // and never modified.
 type decodedRecords struct {
-	mu    sync.Mutex
-	creds map[string]decodedCredential // by lookup
-	users map[string]decodedUser       // by tenant \x00 user id
-}
-
-type decodedCredential struct {
-	raw []byte
-	c   *credential
-	at  uint64 // the write count it is current at; noWrites when unknown
-}
-
-type decodedUser struct {
-	raw []byte
-	u   *user
-	at  uint64
+	creds decodedCache[credential] // by lookup
+	users decodedCache[user]       // by tenant \x00 user id
 }
 
 // credential returns the credential stored under lookup.
 func (d *decodedRecords) credential(r store.Reader, lookup string, at uint64) (*credential, error) {
-	raw, err := credentials.GetRaw(r, store.System, lookup)
-	if err != nil {
-		d.mu.Lock()
-		delete(d.creds, lookup)
-		d.mu.Unlock()
-		return nil, err
-	}
-	d.mu.Lock()
-	e, ok := d.creds[lookup]
-	d.mu.Unlock()
-	changed := !ok || !bytes.Equal(e.raw, raw)
-	if changed {
-		c := new(credential)
-		if err := json.Unmarshal(raw, c); err != nil {
-			return nil, errors.Wrap(err, "decode credential")
-		}
-		e = decodedCredential{raw: bytes.Clone(raw), c: c}
-	}
-	if changed || e.at != at {
-		e.at = at
-		d.mu.Lock()
-		if d.creds == nil {
-			d.creds = map[string]decodedCredential{}
-		}
-		makeRoom(d.creds)
-		d.creds[lookup] = e
-		d.mu.Unlock()
-	}
-	return e.c, nil
+	return d.creds.read(r, credentials, store.System, lookup, lookup, at)
 }
 
 // user returns the user id of tenant.
 func (d *decodedRecords) user(r store.Reader, tenant, id string, at uint64) (*user, error) {
-	k := tenant + "\x00" + id
-	raw, err := users.GetRaw(r, tenant, id)
+	return d.users.read(r, users, tenant, id, tenant+"\x00"+id, at)
+}
+
+// decodedCache keeps records of one collection as decoded, by a key of
+// their own, at most maxDecoded.
+type decodedCache[T any] struct {
+	mu sync.Mutex
+	m  map[string]decodedEntry[T]
+}
+
+type decodedEntry[T any] struct {
+	raw []byte // the stored bytes v was decoded from
+	v   *T
+	at  uint64 // the write count it is current at; noWrites when unknown
+}
+
+// read returns the record id of tenant in coll, kept under k: decoded
+// again only when its stored bytes changed, and kept as current at write
+// count at.
+func (c *decodedCache[T]) read(r store.Reader, coll *store.Collection[T], tenant, id, k string, at uint64) (*T, error) {
+	raw, err := coll.GetRaw(r, tenant, id)
 	if err != nil {
-		d.mu.Lock()
-		delete(d.users, k)
-		d.mu.Unlock()
+		c.mu.Lock()
+		delete(c.m, k)
+		c.mu.Unlock()
 		return nil, err
 	}
-	d.mu.Lock()
-	e, ok := d.users[k]
-	d.mu.Unlock()
+	c.mu.Lock()
+	e, ok := c.m[k]
+	c.mu.Unlock()
 	changed := !ok || !bytes.Equal(e.raw, raw)
 	if changed {
-		u := new(user)
-		if err := json.Unmarshal(raw, u); err != nil {
-			return nil, errors.Wrap(err, "decode user")
+		v := new(T)
+		if err := json.Unmarshal(raw, v); err != nil {
+			return nil, errors.Wrapf(err, "decode %s", coll.Name)
 		}
-		e = decodedUser{raw: bytes.Clone(raw), u: u}
+		e = decodedEntry[T]{raw: bytes.Clone(raw), v: v}
 	}
 	if changed || e.at != at {
 		e.at = at
-		d.mu.Lock()
-		if d.users == nil {
-			d.users = map[string]decodedUser{}
+		c.mu.Lock()
+		if c.m == nil {
+			c.m = map[string]decodedEntry[T]{}
 		}
-		makeRoom(d.users)
-		d.users[k] = e
-		d.mu.Unlock()
+		bounded.MakeRoom(c.m, maxDecoded)
+		c.m[k] = e
+		c.mu.Unlock()
 	}
-	return e.u, nil
+	return e.v, nil
 }
 
-// makeRoom drops an arbitrary entry of m when it holds maxDecoded.
-func makeRoom[V any](m map[string]V) {
-	if len(m) < maxDecoded {
-		return
+// current returns the record kept under k when it is current at write
+// count at.
+func (c *decodedCache[T]) current(k string, at uint64) (*T, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[k]
+	if !ok || e.at != at {
+		return nil, false
 	}
-	for k := range m {
-		delete(m, k)
-		return
-	}
+	return e.v, true
 }
 
 // New returns the access service on cfg.Store and registers the change kinds

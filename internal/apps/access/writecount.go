@@ -59,18 +59,16 @@ func (d *decodedRecords) kept(lookup string, at uint64) (*credential, *user, boo
 	if at == noWrites {
 		return nil, nil, false
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	c, ok := d.creds[lookup]
-	if !ok || c.at != at {
+	c, ok := d.creds.current(lookup, at)
+	if !ok {
 		return nil, nil, false
 	}
-	if c.c.Kind != credSession {
-		return c.c, nil, true
+	if c.Kind != credSession {
+		return c, nil, true
 	}
-	u, ok := d.users[c.c.Tenant+"\x00"+c.c.UserID]
-	if !ok || u.at != at {
+	u, ok := d.users.current(c.Tenant+"\x00"+c.UserID, at)
+	if !ok {
 		return nil, nil, false
 	}
-	return c.c, u.u, true
+	return c, u, true
 }
