@@ -163,10 +163,10 @@ func (x *exec) setStatus(status RunStatus) {
 	}
 	x.dirty = true
 	if r.Status == RunWaiting {
-		x.count(x.w.counterKey(r.Tenant, "waiting", r.Function), -1)
+		x.count(x.w.counterKeyWith(r.Tenant, "waiting", r.Function), -1)
 	}
 	if status == RunWaiting {
-		x.count(x.w.counterKey(r.Tenant, "waiting", r.Function), 1)
+		x.count(x.w.counterKeyWith(r.Tenant, "waiting", r.Function), 1)
 	}
 	// The active index holds the runs a restart must advance: those
 	// running. Waiting runs are woken by people, timers and events. Its
@@ -178,7 +178,7 @@ func (x *exec) setStatus(status RunStatus) {
 	r.WaitingReason = ""
 	if !wasFinished && r.Finished() {
 		x.releaseCapSlot()
-		x.count(x.w.counterKey(r.Tenant, "inflight", r.Function), -1)
+		x.count(x.w.counterKeyWith(r.Tenant, "inflight", r.Function), -1)
 		if r.Overdue {
 			r.Overdue = false
 			x.count(x.w.counterKey(r.Tenant, "overdue"), -1)
@@ -398,9 +398,9 @@ func (x *exec) failRun(st *StepRun, status RunStatus, msg string) {
 func (x *exec) completeRun() {
 	x.setStatus(RunCompleted)
 	day := x.now.Format("2006-01-02")
-	x.count(x.w.counterKey(x.r.Tenant, "completed", day), 1)
+	x.count(x.w.counterKeyWith(x.r.Tenant, "completed", day), 1)
 	if x.r.MinutesSaved > 0 {
-		x.count(x.w.counterKey(x.r.Tenant, "minutes", day), int64(x.r.MinutesSaved))
+		x.count(x.w.counterKeyWith(x.r.Tenant, "minutes", day), int64(x.r.MinutesSaved))
 	}
 	x.emitOf("process.run.completed", runEventData)
 }
@@ -613,7 +613,7 @@ func (x *exec) putTask(old, t *Task) {
 	}
 	x.dirty = true
 	if old != nil && old.Status == TaskOpen {
-		x.count(x.w.counterKey(tenant, "tasks-open", assigneeOf(old)), -1)
+		x.count(x.w.counterKeyWith(tenant, "tasks-open", assigneeOf(old)), -1)
 	}
 	if x.en.tasks == nil {
 		x.en.tasks = map[string]*Task{}
@@ -621,7 +621,7 @@ func (x *exec) putTask(old, t *Task) {
 	kept := *t
 	x.en.tasks[t.ID] = &kept
 	if t.Status == TaskOpen {
-		x.count(x.w.counterKey(tenant, "tasks-open", assigneeOf(t)), 1)
+		x.count(x.w.counterKeyWith(tenant, "tasks-open", assigneeOf(t)), 1)
 	}
 	x.fx.ops = append(x.fx.ops, func(tx store.Txn) error { return tasks.PutOver(tx, tenant, old, t, raw) })
 	x.replyTask = t

@@ -41,12 +41,12 @@ type admission struct {
 	noun string
 	// holders are the runs holding a slot (run caps only; nil for calls),
 	// so a run's end frees the slot it holds and no other.
-	holders map[string]bool
+	holders map[runKey]bool
 	mu      sync.Mutex
 	tenants map[string]*tenantSlots
 	procs   map[procKey]int
 	// waiting says why each run with a queued call waits (see reason).
-	waiting map[string]string
+	waiting map[runKey]string
 }
 
 type procKey struct{ tenant, process string }
@@ -66,9 +66,9 @@ func newAdmission(noun string, perTenant, perProcess int) *admission {
 		return nil
 	}
 	a := &admission{perTenant: perTenant, perProcess: perProcess, noun: noun, tenants: map[string]*tenantSlots{}, procs: map[procKey]int{},
-		waiting: map[string]string{}}
+		waiting: map[runKey]string{}}
 	if noun == "run" {
-		a.holders = map[string]bool{}
+		a.holders = map[runKey]bool{}
 	}
 	return a
 }
@@ -104,7 +104,7 @@ func (a *admission) tryAdmit(tenant, process, priority, runID string, later func
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	ts := a.slots(tenant)
-	k := cacheKey(tenant, runID)
+	k := runKeyOf(tenant, runID)
 	if a.holders[k] {
 		return true
 	}
@@ -126,7 +126,7 @@ func (a *admission) tryTake(tenant, process, runID string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	ts := a.slots(tenant)
-	if a.holders[cacheKey(tenant, runID)] {
+	if a.holders[runKeyOf(tenant, runID)] {
 		return true
 	}
 	if !a.room(ts, tenant, process) {
@@ -141,7 +141,7 @@ func (a *admission) tryTake(tenant, process, runID string) bool {
 func (a *admission) hold(tenant, process, runID string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.holders[cacheKey(tenant, runID)] || a.waiting[cacheKey(tenant, runID)] != "" {
+	if a.holders[runKeyOf(tenant, runID)] || a.waiting[runKeyOf(tenant, runID)] != "" {
 		return
 	}
 	a.take(a.slots(tenant), tenant, process, runID)
@@ -153,7 +153,7 @@ func (a *admission) take(ts *tenantSlots, tenant, process, runID string) {
 		a.procs[procKey{tenant, process}]++
 	}
 	if a.holders != nil {
-		a.holders[cacheKey(tenant, runID)] = true
+		a.holders[runKeyOf(tenant, runID)] = true
 	}
 }
 
@@ -173,7 +173,7 @@ func (a *admission) done(tenant, process string) {
 // room.
 func (a *admission) release(tenant, process, runID string) {
 	a.mu.Lock()
-	k := cacheKey(tenant, runID)
+	k := runKeyOf(tenant, runID)
 	var next *queuedCall
 	switch {
 	case a.holders[k]:
@@ -226,7 +226,7 @@ func (a *admission) free(tenant, process string) *queuedCall {
 	}
 	if next != nil {
 		a.take(ts, tenant, next.process, next.runID)
-		delete(a.waiting, cacheKey(tenant, next.runID))
+		delete(a.waiting, runKeyOf(tenant, next.runID))
 	} else {
 		a.forgetIdle(tenant, ts)
 	}
@@ -257,7 +257,7 @@ func (a *admission) reason(tenant, runID string) string {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.waiting[cacheKey(tenant, runID)]
+	return a.waiting[runKeyOf(tenant, runID)]
 }
 
 // withWaitingReason sets the waiting reason of a run whose call waits for a

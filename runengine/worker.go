@@ -205,21 +205,27 @@ type counterID struct {
 // maxCounterKeys bounds a worker's memo of counter keys.
 const maxCounterKeys = 4096
 
-// counterKey is counterKey(tenant, name, parts...) of at most one part,
-// made once for the worker's commands.
-func (w *worker) counterKey(tenant, name string, parts ...string) string {
-	id := counterID{tenant: tenant, name: name}
-	if len(parts) > 0 {
-		id.part, id.hasPart = parts[0], true
-	}
+// counterKey is counterKey(tenant, name), made once for the worker's
+// commands.
+func (w *worker) counterKey(tenant, name string) string {
+	return w.memoCounterKey(counterID{tenant: tenant, name: name})
+}
+
+// counterKeyWith is counterKey(tenant, name, part), made once for the
+// worker's commands.
+func (w *worker) counterKeyWith(tenant, name, part string) string {
+	return w.memoCounterKey(counterID{tenant: tenant, name: name, part: part, hasPart: true})
+}
+
+func (w *worker) memoCounterKey(id counterID) string {
 	if k, ok := w.counters[id]; ok {
 		return k
 	}
 	var k string
 	if id.hasPart {
-		k = counterKey(tenant, name, id.part)
+		k = counterKey(id.tenant, id.name, id.part)
 	} else {
-		k = counterKey(tenant, name)
+		k = counterKey(id.tenant, id.name)
 	}
 	if w.counters == nil || len(w.counters) >= maxCounterKeys {
 		w.counters = make(map[counterID]string)
@@ -335,10 +341,8 @@ func (w *worker) sweep() {
 	w.sweepAt = max(len(w.idle), maxIdle) + idleSlack
 }
 
-func cacheKey(tenant, runID string) string { return tenant + "\x00" + runID }
-
-// runKey names a run in a worker's memory: a map key that costs no
-// allocation to make, unlike cacheKey's string.
+// runKey names a run in memory (a worker's, the admission's): a map key
+// that costs no allocation to make, unlike a string joining its parts.
 type runKey struct{ tenant, runID string }
 
 func runKeyOf(tenant, runID string) runKey { return runKey{tenant, runID} }
@@ -623,7 +627,7 @@ func (w *worker) handleStart(c *command) {
 	x.fx.post = append(x.fx.post, a.post...)
 	x.fx.ops = append(x.fx.ops, labelWordOps(c.tenant, id, r.Subject.Label)...)
 	x.fx.ops = append(x.fx.ops, childOps(c.tenant, r)...)
-	x.count(w.counterKey(c.tenant, "inflight", r.Function), 1)
+	x.count(w.counterKeyWith(c.tenant, "inflight", r.Function), 1)
 	if obs := w.e.cfg.Observer; obs != nil {
 		n := x.runNote()
 		x.fx.post = append(x.fx.post, func() { obs.RunStarted(n) })

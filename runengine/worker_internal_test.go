@@ -1,0 +1,71 @@
+package runengine
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestWorkerSweepThreshold: a worker forgets durable idle runs down to
+// maxIdle once more than sweepAt are idle; the threshold is maxIdle +
+// idleSlack, and after a sweep that had to keep runs not yet durable (a
+// burst) it is what the sweep kept + idleSlack, until a sweep brings the
+// idle runs back to maxIdle.
+func TestWorkerSweepThreshold(t *testing.T) {
+	w := newWorker(nil)
+	n := 0
+	// add makes k more idle runs, of which the first notDurable have a
+	// commit in flight; it returns them.
+	add := func(k, notDurable int) []*entry {
+		var ens []*entry
+		for i := range k {
+			en := &entry{run: &Run{Tenant: "ten_a", ID: fmt.Sprintf("run_%d", n)}}
+			n++
+			if i < notDurable {
+				en.pending.Add(1)
+			}
+			w.cache[runKeyOf(en.run.Tenant, en.run.ID)] = en
+			w.markIdle(en)
+			ens = append(ens, en)
+		}
+		return ens
+	}
+	type state struct{ Idle, Cached, SweepAt int }
+	step := func(what string, want state) {
+		t.Helper()
+		w.sweep()
+		if diff := cmp.Diff(want, state{len(w.idle), len(w.cache), w.sweepAt}); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", what, diff)
+		}
+	}
+
+	add(maxIdle+idleSlack, 0)
+	step("over maxIdle at the start", state{maxIdle, maxIdle, maxIdle + idleSlack})
+	add(idleSlack, 0)
+	step("at the threshold", state{maxIdle + idleSlack, maxIdle + idleSlack, maxIdle + idleSlack})
+	add(1, 0)
+	step("one over the threshold", state{maxIdle, maxIdle, maxIdle + idleSlack})
+
+	// A burst of 400 runs not yet durable: the sweep forgets the durable
+	// ones and keeps the burst, and the threshold follows it.
+	burst := add(400, 400)
+	step("a burst not yet durable", state{400, 400, 400 + idleSlack})
+	for _, en := range burst {
+		en.pending.Add(-1) // their commit is durable
+	}
+	add(idleSlack, 0)
+	step("at the burst's threshold", state{400 + idleSlack, 400 + idleSlack, 400 + idleSlack})
+	add(1, 0)
+	step("over the burst's threshold", state{maxIdle, maxIdle, maxIdle + idleSlack})
+
+	// A run with a call in flight is not idle and not forgotten.
+	en := &entry{run: &Run{Tenant: "ten_a", ID: "run_busy"}, inflight: "call_1"}
+	w.cache[runKeyOf("ten_a", "run_busy")] = en
+	w.markIdle(en)
+	add(idleSlack+1, 0)
+	step("with a run in flight", state{maxIdle, maxIdle + 1, maxIdle + idleSlack})
+	if _, ok := w.cache[runKeyOf("ten_a", "run_busy")]; !ok {
+		t.Error("the run with a call in flight was forgotten")
+	}
+}
