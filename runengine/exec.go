@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/internal/callwrites"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/internal/refs"
@@ -463,15 +464,19 @@ func (x *exec) callFunc(def *process.Step, st *StepRun, capID string, args any, 
 	info := RunInfo{ID: x.r.ID, ProcessID: x.r.ProcessID, ProcessName: x.r.ProcessName, Subject: x.r.Subject, StepKey: def.Key, Priority: x.r.Priority,
 		cause: x.r.Trigger.Cause}
 	return func(ctx context.Context) *callResult {
-		ctx = context.WithValue(ctx, runInfoKey{}, info)
-		out, err := e.cfg.Capabilities.Call(ctx, capability.Call{Tenant: tenant, Capability: capID, Args: raw, IdempotencyKey: key})
-		return &callResult{out: out, err: err}
+		res := &callResult{}
+		ctx = callwrites.With(context.WithValue(ctx, runInfoKey{}, info), &res.writes)
+		res.out, res.err = e.cfg.Capabilities.Call(ctx, capability.Call{Tenant: tenant, Capability: capID, Args: raw, IdempotencyKey: key})
+		return res
 	}, true
 }
 
 // callOutcome interprets the result of the current step's call: it returns
 // the decoded output and true on success; on failure it schedules a retry
-// or fails the run and returns false.
+// or fails the run and returns false. The writes a built-in provider
+// handed over with a successful result (callwrites) join this command's
+// commit, which records the step's result: they commit together or not at
+// all. A failed result's writes are dropped.
 func (x *exec) callOutcome(def *process.Step, st *StepRun) (any, bool) {
 	res := x.res
 	x.res = nil
@@ -480,11 +485,16 @@ func (x *exec) callOutcome(def *process.Step, st *StepRun) (any, bool) {
 			len(res.out), MaxStepOutputBytes)
 	}
 	if res.err == nil {
-		if len(res.out) == 0 {
-			return map[string]any{}, true
+		var out any = map[string]any{}
+		var err error
+		if len(res.out) > 0 {
+			out, err = decodeJSON(res.out)
 		}
-		out, err := decodeJSON(res.out)
 		if err == nil {
+			if ops := res.writes.Take(); len(ops) > 0 {
+				x.dirty = true
+				x.fx.ops = append(x.fx.ops, ops...)
+			}
 			return out, true
 		}
 		res.err = errs.Validation(errs.Violation{Loc: []any{"output"}, Msg: "is not JSON: " + err.Error(), Type: "json_invalid"})
