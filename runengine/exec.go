@@ -464,9 +464,9 @@ func (x *exec) callFunc(def *process.Step, st *StepRun, capID string, args any, 
 	info := RunInfo{ID: x.r.ID, ProcessID: x.r.ProcessID, ProcessName: x.r.ProcessName, Subject: x.r.Subject, StepKey: def.Key, Priority: x.r.Priority,
 		cause: x.r.Trigger.Cause}
 	return func(ctx context.Context) *callResult {
-		res := &callResult{}
-		ctx = callwrites.With(context.WithValue(ctx, runInfoKey{}, info), &res.writes)
-		res.out, res.err = e.cfg.Capabilities.Call(ctx, capability.Call{Tenant: tenant, Capability: capID, Args: raw, IdempotencyKey: key})
+		res := &callResult{ctx: callValues{Context: ctx, info: info}}
+		out, err := e.cfg.Capabilities.Call(&res.ctx, capability.Call{Tenant: tenant, Capability: capID, Args: raw, IdempotencyKey: key})
+		res.out, res.err = out, err
 		return res
 	}, true
 }
@@ -491,7 +491,7 @@ func (x *exec) callOutcome(def *process.Step, st *StepRun) (any, bool) {
 			out, err = decodeJSON(res.out)
 		}
 		if err == nil {
-			if ops := res.writes.Take(); len(ops) > 0 {
+			if ops := res.ctx.writes.Take(); len(ops) > 0 {
 				x.dirty = true
 				x.fx.ops = append(x.fx.ops, ops...)
 			}
@@ -658,6 +658,29 @@ type runInfoKey struct{}
 // RunFromContext returns the run a capability call comes from, when the
 // engine made it.
 func RunFromContext(ctx context.Context) (RunInfo, bool) {
-	info, ok := ctx.Value(runInfoKey{}).(RunInfo)
-	return info, ok
+	info, ok := ctx.Value(runInfoKey{}).(*RunInfo)
+	if !ok {
+		return RunInfo{}, false
+	}
+	return *info, true
+}
+
+// callValues is the context of a capability call: its run (RunFromContext)
+// and the writes a built-in provider hands over (callwrites), in one value
+// kept in the call's result, so a call allocates no context of its own.
+type callValues struct {
+	context.Context
+	info   RunInfo
+	writes callwrites.Writes
+}
+
+// Value answers the call's run and writes, and asks the parent otherwise.
+func (c *callValues) Value(key any) any {
+	switch key.(type) {
+	case runInfoKey:
+		return &c.info
+	case callwrites.ContextKey:
+		return &c.writes
+	}
+	return c.Context.Value(key)
 }

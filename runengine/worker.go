@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/bas-platform/bas/internal/callwrites"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/lease"
 	"github.com/bas-platform/bas/process"
@@ -94,10 +93,11 @@ type callResult struct {
 	out   json.RawMessage
 	err   error
 	gate  *GateDecision
-	// writes are what a built-in provider handed the engine to commit
-	// with the call's result (see callwrites): applied by callOutcome
-	// when the call succeeded, dropped with the result otherwise.
-	writes callwrites.Writes
+	// ctx is the call's context; its writes are what a built-in provider
+	// handed the engine to commit with the call's result (see callwrites):
+	// applied by callOutcome when the call succeeded, dropped with the
+	// result otherwise.
+	ctx callValues
 }
 
 type taskArgs struct {

@@ -33,17 +33,19 @@ type Writes struct {
 	ops []func(store.Txn) error
 }
 
-type key struct{}
+// ContextKey is the context key of a call's *Writes. With uses it; a
+// caller with a context type of its own may answer it from Value.
+type ContextKey struct{}
 
 // With returns ctx carrying w.
 func With(ctx context.Context, w *Writes) context.Context {
-	return context.WithValue(ctx, key{}, w)
+	return context.WithValue(ctx, ContextKey{}, w)
 }
 
 // From returns the Writes ctx carries, or nil when the caller commits
 // nothing for the provider.
 func From(ctx context.Context) *Writes {
-	w, _ := ctx.Value(key{}).(*Writes)
+	w, _ := ctx.Value(ContextKey{}).(*Writes)
 	return w
 }
 
