@@ -463,8 +463,13 @@ func (x *exec) callFunc(def *process.Step, st *StepRun, capID string, args any, 
 	tenant := x.r.Tenant
 	info := RunInfo{ID: x.r.ID, ProcessID: x.r.ProcessID, ProcessName: x.r.ProcessName, Subject: x.r.Subject, StepKey: def.Key, Priority: x.r.Priority,
 		cause: x.r.Trigger.Cause}
+	// A call of the command that makes the run's first commit goes out
+	// once that commit is durable, and no call of the run went out before:
+	// nothing was written under its key.
+	fresh := !x.en.durable
 	return func(ctx context.Context) *callResult {
 		res := &callResult{ctx: callValues{Context: ctx, info: info}}
+		res.ctx.writes.New = fresh
 		out, err := e.cfg.Capabilities.Call(&res.ctx, capability.Call{Tenant: tenant, Capability: capID, Args: raw, IdempotencyKey: key})
 		res.out, res.err = out, err
 		return res

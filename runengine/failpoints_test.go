@@ -27,6 +27,7 @@ import (
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/capability/registry"
+	"github.com/bas-platform/bas/internal/callwrites"
 	"github.com/bas-platform/bas/internal/mail"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
@@ -403,5 +404,79 @@ func TestFailpointOutboxCommitsWithTheStep(t *testing.T) {
 				t.Errorf("second restart (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// newsGate records GateRequest.New of every request.
+type newsGate struct {
+	autoGate
+	mu   sync.Mutex
+	news []bool
+}
+
+func (g *newsGate) Decide(ctx context.Context, req runengine.GateRequest) (runengine.GateDecision, error) {
+	g.mu.Lock()
+	g.news = append(g.news, req.New)
+	g.mu.Unlock()
+	return g.autoGate.Decide(ctx, req)
+}
+
+// newsEffects records callwrites' New of every call.
+type newsEffects struct {
+	*effects
+	mu   sync.Mutex
+	news []bool
+}
+
+func (p *newsEffects) Call(ctx context.Context, c capability.Call) (json.RawMessage, error) {
+	p.mu.Lock()
+	w := callwrites.From(ctx)
+	p.news = append(p.news, w != nil && w.New)
+	p.mu.Unlock()
+	return p.effects.Call(ctx, c)
+}
+
+// TestFailpointNewOnlyBeforeTheFirstCommit: the gate's request and the
+// call of a step reached by a run's first command say New (nothing can be
+// stored under their keys: the run's first commit precedes every call of
+// it); once that run is reloaded from the store (here after the commit of
+// the call's result failed) the same step asks again without New, and the
+// stored answers are read.
+func TestFailpointNewOnlyBeforeTheFirstCommit(t *testing.T) {
+	t.Parallel()
+	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := &newsGate{autoGate: autoGate{auto: true}}
+	var called, failed atomic.Int32
+	b := openWith(t, st, clock.NewFake(t0), &testProvider{}, &autoGate{auto: true}, func(c *runengine.Config) {
+		c.Gate = gate
+		c.Failpoints.AfterCall = func(_, _, _ string) { called.Add(1) }
+		c.Failpoints.InGroupCommit = func(int) error {
+			if called.Load() == 1 && failed.CompareAndSwap(0, 1) {
+				return errors.New("failpoint: the group commit fails")
+			}
+			return nil
+		}
+	})
+	prov := &newsEffects{effects: &effects{dir: t.TempDir()}}
+	if err := b.reg.Register(prov); err != nil {
+		t.Fatal(err)
+	}
+	def := b.create(t, `{"type":"manual"}`, `[{"key":"act","type":"execute","capability":"effect.do","config":{"args":{"n":1}}}]`)
+	b.waitRun(t, b.start(t, def.ID), "completed", status(runengine.RunCompleted))
+	if failed.Load() != 1 {
+		t.Fatal("the failpoint never failed a commit")
+	}
+	gate.mu.Lock()
+	prov.mu.Lock()
+	defer gate.mu.Unlock()
+	defer prov.mu.Unlock()
+	if diff := cmp.Diff([]bool{true, false}, gate.news); diff != "" {
+		t.Errorf("gate requests' New (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]bool{true, false}, prov.news); diff != "" {
+		t.Errorf("calls' New (-want +got):\n%s", diff)
 	}
 }

@@ -174,6 +174,29 @@ func (c *Collection[T]) PutOver(tx Txn, tenant string, old, v *T, raw []byte) er
 	return tx.Set(c.recordKey(tenant, id), raw)
 }
 
+// PutNew writes v, encoded as raw, and its index entries without reading
+// anything: for a caller that knows v's id is new and no record holds its
+// unique values (a unique entry another record held would be taken over,
+// not refused, as PutOver would).
+func (c *Collection[T]) PutNew(tx Txn, tenant string, v *T, raw []byte) error {
+	id := c.ID(v)
+	if id == "" {
+		return errors.Newf("store: %s with an empty id", c.Name)
+	}
+	for _, ix := range c.Indexes {
+		var val []byte
+		if ix.Unique {
+			val = []byte(id)
+		}
+		for _, k := range c.indexKeys(tenant, id, ix, v) {
+			if err := tx.Set(k, val); err != nil {
+				return err
+			}
+		}
+	}
+	return tx.Set(c.recordKey(tenant, id), raw)
+}
+
 func (c *Collection[T]) indexKeys(tenant, id string, ix Index[T], v *T) [][]byte {
 	if v == nil {
 		return nil

@@ -29,6 +29,12 @@ import (
 // Writes collects the writes of one call, to commit with the step's
 // result. The zero value is ready to use.
 type Writes struct {
+	// New, set by the caller, says no call with this call's idempotency
+	// key was made before (the run engine knows it of a run's first
+	// calls): nothing was written under the key, and the provider's write
+	// need not look.
+	New bool
+
 	mu  sync.Mutex
 	ops []func(store.Txn) error
 }

@@ -208,7 +208,9 @@ func (p *Provider) Call(ctx context.Context, call capability.Call) (json.RawMess
 // before a crash). The write's unique index entry then refuses it, which
 // fails the step's change alone; the engine reloads the run and makes the
 // call again, and this time, the key being marked, the call answers the
-// message found, as any repeated call does.
+// message found, as any repeated call does. A call the engine says is New
+// (a run's first calls: no call with its key was made before) is written
+// without looking at the key's entry.
 func (p *Provider) hand(ctx context.Context, w *callwrites.Writes, call capability.Call, args *capability.EmailSendArgs) (*Message, error) {
 	if p.recheck.has(call.Tenant, call.IdempotencyKey) {
 		var prev *Message
@@ -229,6 +231,10 @@ func (p *Provider) hand(ctx context.Context, w *callwrites.Writes, call capabili
 		return nil, err
 	}
 	tenant, key := call.Tenant, call.IdempotencyKey
+	if w.New { // no call with the key was made before: nothing to refuse
+		w.Add(func(tx store.Txn) error { return messages.PutNew(tx, tenant, msg, raw) })
+		return msg, nil
+	}
 	w.Add(func(tx store.Txn) error {
 		err := messages.PutOver(tx, tenant, nil, msg, raw)
 		if errors.Is(err, errs.Conflict) {

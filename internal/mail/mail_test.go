@@ -339,3 +339,41 @@ func TestStepCallHandsItsWrite(t *testing.T) {
 		t.Errorf("%d messages, want 2", n)
 	}
 }
+
+// noReads is a transaction that may not read.
+type noReads struct{ store.Txn }
+
+func (noReads) Get([]byte) ([]byte, error) { return nil, errors.New("the write read a key") }
+
+// A run's first call (callwrites.Writes.New: no call with its key was made
+// before) hands a write that reads nothing, and the message is then found
+// under its key.
+func TestNewStepCallWritesWithoutReading(t *testing.T) {
+	t.Parallel()
+	p, st, _ := setup(t)
+	ctx := context.Background()
+	w := &callwrites.Writes{New: true}
+	out, err := p.Call(callwrites.With(ctx, w), capability.Call{Tenant: "ten_a", Capability: capability.EmailSend,
+		Args: json.RawMessage(`{"to": "ann@example.com", "subject": "Hello", "body": "Hi Ann"}`), IdempotencyKey: "run_1/notify/1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := w.Take()
+	err = st.Update(ctx, func(tx store.Txn) error {
+		for _, op := range ops {
+			if err := op(noReads{tx}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil || len(ops) != 1 {
+		t.Fatalf("%d writes: %v", len(ops), err)
+	}
+	var res capability.EmailSendResult
+	_ = json.Unmarshal(out, &res)
+	again, err := send(t, p, "ten_a", "run_1/notify/1", `{"to": "ann@example.com", "subject": "Hello", "body": "Hi Ann"}`)
+	if err != nil || !strings.Contains(string(again), res.MessageID) {
+		t.Errorf("a call with the key answered %s, %v; want message %s", again, err, res.MessageID)
+	}
+}

@@ -102,8 +102,8 @@ func Bucket(salt, key string) int {
 // supervised; otherwise it is automatic, counted against today's limits,
 // and sampled for an after-the-fact review at sample_percent. The answer is
 // stored under the item key: a retry gets the same answer and is counted
-// once. Amount caps and require_approval are checked by the engine before
-// and always win.
+// once (a New item, which has none, is not looked up). Amount caps and
+// require_approval are checked by the engine before and always win.
 func (s *Service) Decide(ctx context.Context, req runengine.GateRequest) (runengine.GateDecision, error) {
 	key := req.ItemKey
 	if key == "" && req.RunID != "" {
@@ -152,14 +152,16 @@ func (s *Service) decideBatch(ctx context.Context, batch []*pendingDecision) {
 }
 
 // decideIn decides one item inside tx: the answer stored under its key, or
-// a new one, stored.
+// a new one, stored (at once for a New item).
 func (s *Service) decideIn(tx store.Txn, b *gateBatch, req runengine.GateRequest, key string) (runengine.GateDecision, error) {
-	prev, err := gateDecisions.Get(tx, req.Tenant, decisionID(req.ProcessID, key))
-	if err == nil {
-		return runengine.GateDecision{Auto: prev.Auto, Reason: prev.Reason, Sample: prev.Sample}, nil
-	}
-	if !errors.Is(err, store.ErrNotFound) {
-		return runengine.GateDecision{}, err
+	if !req.New { // a new item has no stored answer (see GateRequest.New)
+		prev, err := gateDecisions.Get(tx, req.Tenant, decisionID(req.ProcessID, key))
+		if err == nil {
+			return runengine.GateDecision{Auto: prev.Auto, Reason: prev.Reason, Sample: prev.Sample}, nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return runengine.GateDecision{}, err
+		}
 	}
 	now := b.now
 	e, err := b.effective(tx, s, req.Tenant, req.ProcessID)
