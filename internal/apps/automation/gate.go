@@ -6,11 +6,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"strconv"
 	"time"
 
 	"github.com/bas-platform/bas/internal/apps/decisions"
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/batch"
+	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
@@ -175,7 +177,41 @@ func (s *Service) decideIn(tx store.Txn, b *gateBatch, req runengine.GateRequest
 	if err := s.decide(tx, b, req.Tenant, key, e, rec); err != nil {
 		return runengine.GateDecision{}, err
 	}
-	return runengine.GateDecision{Auto: rec.Auto, Reason: rec.Reason, Sample: rec.Sample}, gateDecisions.Put(tx, req.Tenant, rec)
+	raw, err := rec.appendJSON(make([]byte, 0, 160+len(rec.ItemKey)+len(rec.ProcessID)+len(rec.RunID)+len(rec.StepKey)+
+		len(rec.Capability)+len(rec.Reason)))
+	if err != nil {
+		return runengine.GateDecision{}, errors.Wrap(err, "encode a gate decision")
+	}
+	return runengine.GateDecision{Auto: rec.Auto, Reason: rec.Reason, Sample: rec.Sample}, gateDecisions.PutRaw(tx, req.Tenant, rec, raw)
+}
+
+// appendJSON appends d's JSON, byte for byte what encoding/json writes for
+// it (TestDecisionJSONMatchesMarshal).
+func (d *decisionRecord) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"item_key":`...)
+	b = jsonvalue.AppendString(b, d.ItemKey)
+	b = append(b, `,"process_id":`...)
+	b = jsonvalue.AppendString(b, d.ProcessID)
+	b = append(b, `,"run_id":`...)
+	b = jsonvalue.AppendString(b, d.RunID)
+	b = append(b, `,"step_key":`...)
+	b = jsonvalue.AppendString(b, d.StepKey)
+	b = append(b, `,"capability":`...)
+	b = jsonvalue.AppendString(b, d.Capability)
+	b = append(b, `,"auto":`...)
+	b = strconv.AppendBool(b, d.Auto)
+	b = append(b, `,"reason":`...)
+	b = jsonvalue.AppendString(b, d.Reason)
+	b = append(b, `,"sample":`...)
+	b = strconv.AppendBool(b, d.Sample)
+	b = append(b, `,"percent":`...)
+	b = strconv.AppendInt(b, int64(d.Percent), 10)
+	b = append(b, `,"at":`...)
+	b, err := jsonvalue.AppendTime(b, d.At)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
 }
 
 // decide fills rec's answer and counts an automatic action.
