@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/internal/callwrites"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/internal/refs"
@@ -462,16 +463,25 @@ func (x *exec) callFunc(def *process.Step, st *StepRun, capID string, args any, 
 	tenant := x.r.Tenant
 	info := RunInfo{ID: x.r.ID, ProcessID: x.r.ProcessID, ProcessName: x.r.ProcessName, Subject: x.r.Subject, StepKey: def.Key, Priority: x.r.Priority,
 		cause: x.r.Trigger.Cause}
+	// A call of the command that makes the run's first commit goes out
+	// once that commit is durable, and no call of the run went out before:
+	// nothing was written under its key.
+	fresh := !x.en.durable
 	return func(ctx context.Context) *callResult {
-		ctx = context.WithValue(ctx, runInfoKey{}, info)
-		out, err := e.cfg.Capabilities.Call(ctx, capability.Call{Tenant: tenant, Capability: capID, Args: raw, IdempotencyKey: key})
-		return &callResult{out: out, err: err}
+		res := &callResult{ctx: callValues{Context: ctx, info: info}}
+		res.ctx.writes.New = fresh
+		out, err := e.cfg.Capabilities.Call(&res.ctx, capability.Call{Tenant: tenant, Capability: capID, Args: raw, IdempotencyKey: key})
+		res.out, res.err = out, err
+		return res
 	}, true
 }
 
 // callOutcome interprets the result of the current step's call: it returns
 // the decoded output and true on success; on failure it schedules a retry
-// or fails the run and returns false.
+// or fails the run and returns false. The writes a built-in provider
+// handed over with a successful result (callwrites) join this command's
+// commit, which records the step's result: they commit together or not at
+// all. A failed result's writes are dropped.
 func (x *exec) callOutcome(def *process.Step, st *StepRun) (any, bool) {
 	res := x.res
 	x.res = nil
@@ -480,11 +490,16 @@ func (x *exec) callOutcome(def *process.Step, st *StepRun) (any, bool) {
 			len(res.out), MaxStepOutputBytes)
 	}
 	if res.err == nil {
-		if len(res.out) == 0 {
-			return map[string]any{}, true
+		var out any = map[string]any{}
+		var err error
+		if len(res.out) > 0 {
+			out, err = decodeJSON(res.out)
 		}
-		out, err := decodeJSON(res.out)
 		if err == nil {
+			if ops := res.ctx.writes.Take(); len(ops) > 0 {
+				x.dirty = true
+				x.fx.ops = append(x.fx.ops, ops...)
+			}
 			return out, true
 		}
 		res.err = errs.Validation(errs.Violation{Loc: []any{"output"}, Msg: "is not JSON: " + err.Error(), Type: "json_invalid"})
@@ -648,6 +663,29 @@ type runInfoKey struct{}
 // RunFromContext returns the run a capability call comes from, when the
 // engine made it.
 func RunFromContext(ctx context.Context) (RunInfo, bool) {
-	info, ok := ctx.Value(runInfoKey{}).(RunInfo)
-	return info, ok
+	info, ok := ctx.Value(runInfoKey{}).(*RunInfo)
+	if !ok {
+		return RunInfo{}, false
+	}
+	return *info, true
+}
+
+// callValues is the context of a capability call: its run (RunFromContext)
+// and the writes a built-in provider hands over (callwrites), in one value
+// kept in the call's result, so a call allocates no context of its own.
+type callValues struct {
+	context.Context
+	info   RunInfo
+	writes callwrites.Writes
+}
+
+// Value answers the call's run and writes, and asks the parent otherwise.
+func (c *callValues) Value(key any) any {
+	switch key.(type) {
+	case runInfoKey:
+		return &c.info
+	case callwrites.ContextKey:
+		return &c.writes
+	}
+	return c.Context.Value(key)
 }

@@ -27,6 +27,8 @@ import (
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/capability/registry"
+	"github.com/bas-platform/bas/internal/callwrites"
+	"github.com/bas-platform/bas/internal/mail"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
@@ -39,6 +41,9 @@ import (
 const (
 	helperDirEnv   = "BAS_FAILPOINT_HELPER_DIR"
 	helperPointEnv = "BAS_FAILPOINT"
+	// helperOutboxEnv set makes the helper's step email.send on the
+	// built-in outbox, whose message commits with the step's result.
+	helperOutboxEnv = "BAS_FAILPOINT_OUTBOX"
 )
 
 func TestMain(m *testing.M) {
@@ -104,6 +109,24 @@ type helperResult struct {
 	Attempts  int            `json:"attempts"`
 	Runs      int            `json:"runs"`
 	Completed int            `json:"completed"`
+	// Messages are the outbox's messages (with helperOutboxEnv).
+	Messages []outboxMessage `json:"messages,omitempty"`
+}
+
+// outboxMessage is what the helper reports of a message.
+type outboxMessage struct {
+	ID  string `json:"id"`
+	Key string `json:"key"`
+}
+
+// outbox lists tenant's messages in st.
+func outbox(st store.Store) ([]outboxMessage, error) {
+	msgs, _, err := mail.List(context.Background(), st, tenant, store.Page{Limit: 100})
+	out := make([]outboxMessage, 0, len(msgs))
+	for _, m := range msgs {
+		out = append(out, outboxMessage{ID: m.ID, Key: m.IdempotencyKey})
+	}
+	return out, err
 }
 
 // failpointHelper runs in a child process: it opens an engine on dir,
@@ -123,7 +146,15 @@ func failpointHelper(dir, point string) int {
 	clk := clock.Real{}
 	procs := process.NewService(process.Config{Store: st, Clock: clk})
 	reg := registry.New(registry.Config{Store: st, Clock: clk})
-	if err := reg.Register(&effects{dir: dir}); err != nil {
+	useOutbox := os.Getenv(helperOutboxEnv) != ""
+	var prov capability.Provider = &effects{dir: dir}
+	steps := `[{"key": "act", "type": "execute", "capability": "effect.do", "config": {"args": {"n": 1}}}]`
+	if useOutbox {
+		prov = mail.NewProvider(st, clk)
+		steps = `[{"key": "act", "type": "execute", "capability": "email.send",
+		  "config": {"args": {"to": "ann@example.com", "subject": "Hello", "body": "Hi"}}}]`
+	}
+	if err := reg.Register(prov); err != nil {
 		return fail(err)
 	}
 	crash := func() {
@@ -162,8 +193,7 @@ func failpointHelper(dir, point string) int {
 	saved, _ := os.ReadFile(idFile) // none at the first start
 	processID := strings.TrimSpace(string(saved))
 	if processID == "" {
-		in, err := process.DecodeIn([]byte(`{"name": "Act once", "trigger": {"type": "manual"},
-		  "steps": [{"key": "act", "type": "execute", "capability": "effect.do", "config": {"args": {"n": 1}}}]}`))
+		in, err := process.DecodeIn([]byte(`{"name": "Act once", "trigger": {"type": "manual"}, "steps": ` + steps + `}`))
 		if err != nil {
 			return fail(err)
 		}
@@ -200,6 +230,11 @@ func failpointHelper(dir, point string) int {
 	out, _ := r.Steps[0].Output.(map[string]any)
 	res := helperResult{RunID: r.ID, Status: string(r.Status), Output: out, Attempts: r.Steps[0].Attempts,
 		Runs: len(runs), Completed: cp.Completed30d}
+	if useOutbox {
+		if res.Messages, err = outbox(st); err != nil {
+			return fail(err)
+		}
+	}
 	if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
 		return fail(err)
 	}
@@ -208,10 +243,10 @@ func failpointHelper(dir, point string) int {
 
 // runHelper runs the helper on dir with the failpoint point; it returns
 // what the helper printed and whether it was killed.
-func runHelper(t *testing.T, dir, point string) (res helperResult, killed bool) {
+func runHelper(t *testing.T, dir, point string, env ...string) (res helperResult, killed bool) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperDirEnv+"="+dir, helperPointEnv+"="+point)
+	cmd.Env = append(append(os.Environ(), helperDirEnv+"="+dir, helperPointEnv+"="+point), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -324,5 +359,124 @@ func TestFailpointGroupCommitFails(t *testing.T) {
 	}
 	if cp.Completed30d != 1 {
 		t.Errorf("completed runs %d, want 1", cp.Completed30d)
+	}
+}
+
+// TestFailpointOutboxCommitsWithTheStep kills the engine after the
+// outbox's email.send answered a step and inside the group commit carrying
+// the step's result. The message commits in that transaction, so the crash
+// leaves no message; after the restart the run makes the call again with
+// the same key, and the outbox holds exactly one message, the one the
+// step's output names.
+func TestFailpointOutboxCommitsWithTheStep(t *testing.T) {
+	t.Parallel()
+	for _, point := range []string{"after-call", "group-commit"} {
+		t.Run(point, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			if _, killed := runHelper(t, dir, point, helperOutboxEnv+"=1"); !killed {
+				t.Fatalf("the helper was not killed at the failpoint %s", point)
+			}
+			st, err := badgerstore.Open(badgerstore.Options{Dir: filepath.Join(dir, "db")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before, err := outbox(st)
+			if cerr := st.Close(); err != nil || cerr != nil {
+				t.Fatal(err, cerr)
+			}
+			if len(before) != 0 {
+				t.Errorf("messages after the crash %+v, want none: the message commits with the step", before)
+			}
+
+			res, killed := runHelper(t, dir, "", helperOutboxEnv+"=1")
+			if killed {
+				t.Fatal("the restarted helper was killed")
+			}
+			id, _ := res.Output["message_id"].(string)
+			want := helperResult{RunID: res.RunID, Status: "completed", Output: map[string]any{"message_id": id, "status": "queued"},
+				Runs: 1, Completed: 1, Messages: []outboxMessage{{ID: id, Key: res.RunID + "/act/1"}}}
+			if diff := cmp.Diff(want, res); diff != "" || id == "" {
+				t.Errorf("after the restart (-want +got):\n%s", diff)
+			}
+			again, _ := runHelper(t, dir, "", helperOutboxEnv+"=1")
+			if diff := cmp.Diff(want, again); diff != "" {
+				t.Errorf("second restart (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// newsGate records GateRequest.New of every request.
+type newsGate struct {
+	autoGate
+	mu   sync.Mutex
+	news []bool
+}
+
+func (g *newsGate) Decide(ctx context.Context, req runengine.GateRequest) (runengine.GateDecision, error) {
+	g.mu.Lock()
+	g.news = append(g.news, req.New)
+	g.mu.Unlock()
+	return g.autoGate.Decide(ctx, req)
+}
+
+// newsEffects records callwrites' New of every call.
+type newsEffects struct {
+	*effects
+	mu   sync.Mutex
+	news []bool
+}
+
+func (p *newsEffects) Call(ctx context.Context, c capability.Call) (json.RawMessage, error) {
+	p.mu.Lock()
+	w := callwrites.From(ctx)
+	p.news = append(p.news, w != nil && w.New)
+	p.mu.Unlock()
+	return p.effects.Call(ctx, c)
+}
+
+// TestFailpointNewOnlyBeforeTheFirstCommit: the gate's request and the
+// call of a step reached by a run's first command say New (nothing can be
+// stored under their keys: the run's first commit precedes every call of
+// it); once that run is reloaded from the store (here after the commit of
+// the call's result failed) the same step asks again without New, and the
+// stored answers are read.
+func TestFailpointNewOnlyBeforeTheFirstCommit(t *testing.T) {
+	t.Parallel()
+	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := &newsGate{autoGate: autoGate{auto: true}}
+	var called, failed atomic.Int32
+	b := openWith(t, st, clock.NewFake(t0), &testProvider{}, &autoGate{auto: true}, func(c *runengine.Config) {
+		c.Gate = gate
+		c.Failpoints.AfterCall = func(_, _, _ string) { called.Add(1) }
+		c.Failpoints.InGroupCommit = func(int) error {
+			if called.Load() == 1 && failed.CompareAndSwap(0, 1) {
+				return errors.New("failpoint: the group commit fails")
+			}
+			return nil
+		}
+	})
+	prov := &newsEffects{effects: &effects{dir: t.TempDir()}}
+	if err := b.reg.Register(prov); err != nil {
+		t.Fatal(err)
+	}
+	def := b.create(t, `{"type":"manual"}`, `[{"key":"act","type":"execute","capability":"effect.do","config":{"args":{"n":1}}}]`)
+	b.waitRun(t, b.start(t, def.ID), "completed", status(runengine.RunCompleted))
+	if failed.Load() != 1 {
+		t.Fatal("the failpoint never failed a commit")
+	}
+	gate.mu.Lock()
+	prov.mu.Lock()
+	defer gate.mu.Unlock()
+	defer prov.mu.Unlock()
+	if diff := cmp.Diff([]bool{true, false}, gate.news); diff != "" {
+		t.Errorf("gate requests' New (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]bool{true, false}, prov.news); diff != "" {
+		t.Errorf("calls' New (-want +got):\n%s", diff)
 	}
 }

@@ -12,6 +12,11 @@ type GateRequest struct {
 	// ItemKey identifies the item deterministically (run and step), so a
 	// retry decides the same.
 	ItemKey string
+	// New says the item was never asked about before: the request comes
+	// from the command that makes its run's first commit, and a run makes
+	// no call (the gate's included) before that commit is durable. A gate
+	// that stores its answers has none to look up then.
+	New bool
 }
 
 // GateDecision is the autonomy gate's answer.

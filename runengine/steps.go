@@ -211,7 +211,7 @@ func (x *exec) decide(def *process.Step, st *StepRun, args map[string]any) {
 	}
 	e := x.w.e
 	req := GateRequest{Tenant: x.r.Tenant, ProcessID: x.r.ProcessID, RunID: x.r.ID, StepKey: def.Key,
-		Capability: def.Capability, ItemKey: x.r.ID + "/" + def.Key}
+		Capability: def.Capability, ItemKey: x.r.ID + "/" + def.Key, New: !x.en.durable}
 	x.en.inflight = "gate"
 	x.fx.calls = append(x.fx.calls, &pendingCall{tenant: x.r.Tenant, runID: x.r.ID, token: "gate", process: x.r.ProcessID, priority: x.r.Priority,
 		do: func() *callResult {

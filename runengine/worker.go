@@ -93,6 +93,11 @@ type callResult struct {
 	out   json.RawMessage
 	err   error
 	gate  *GateDecision
+	// ctx is the call's context; its writes are what a built-in provider
+	// handed the engine to commit with the call's result (see callwrites):
+	// applied by callOutcome when the call succeeded, dropped with the
+	// result otherwise.
+	ctx callValues
 }
 
 type taskArgs struct {

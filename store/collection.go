@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"slices"
+	"sync"
 
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/cockroachdb/errors"
@@ -39,6 +40,11 @@ type Collection[T any] struct {
 	// NotFound is the message of the error for a missing record
 	// ("run not found"). Defaults to Name + " not found".
 	NotFound string
+
+	// notFoundErr is that error, made once: a miss (an Idempotency-Key's
+	// lookup, a gate's first decision of an item) costs no allocation.
+	notFoundOnce sync.Once
+	notFoundErr  error
 }
 
 // Index is a secondary index of a Collection.
@@ -69,11 +75,17 @@ func (c *Collection[T]) recordKey(tenant, id string) []byte {
 	return Key(tenant, spaceRecord, c.Name, id)
 }
 
+// notFound is the error of a missing record: one value per collection,
+// which callers only compare (errors.Is) or wrap.
 func (c *Collection[T]) notFound() error {
-	if c.NotFound != "" {
-		return errs.NotFoundf("%s", c.NotFound)
-	}
-	return errs.NotFoundf("%s not found", c.Name)
+	c.notFoundOnce.Do(func() {
+		if c.NotFound != "" {
+			c.notFoundErr = errs.NotFoundf("%s", c.NotFound)
+		} else {
+			c.notFoundErr = errs.NotFoundf("%s not found", c.Name)
+		}
+	})
+	return c.notFoundErr
 }
 
 // Get loads the record id of tenant.
@@ -157,6 +169,29 @@ func (c *Collection[T]) PutOver(tx Txn, tenant string, old, v *T, raw []byte) er
 	for _, ix := range c.Indexes {
 		if err := c.updateIndex(tx, tenant, id, ix, old, v); err != nil {
 			return err
+		}
+	}
+	return tx.Set(c.recordKey(tenant, id), raw)
+}
+
+// PutNew writes v, encoded as raw, and its index entries without reading
+// anything: for a caller that knows v's id is new and no record holds its
+// unique values (a unique entry another record held would be taken over,
+// not refused, as PutOver would).
+func (c *Collection[T]) PutNew(tx Txn, tenant string, v *T, raw []byte) error {
+	id := c.ID(v)
+	if id == "" {
+		return errors.Newf("store: %s with an empty id", c.Name)
+	}
+	for _, ix := range c.Indexes {
+		var val []byte
+		if ix.Unique {
+			val = []byte(id)
+		}
+		for _, k := range c.indexKeys(tenant, id, ix, v) {
+			if err := tx.Set(k, val); err != nil {
+				return err
+			}
 		}
 	}
 	return tx.Set(c.recordKey(tenant, id), raw)

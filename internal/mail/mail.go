@@ -6,6 +6,11 @@
 //
 // A call repeated with the same idempotency key returns the first call's
 // result and writes nothing, so a retried step never sends twice.
+//
+// A call of a run's step (the run engine's) does not commit its message:
+// the provider hands the write to the engine (internal/callwrites), which
+// commits it in the transaction of the step's result. Other calls commit
+// their own, several arriving together in one transaction.
 package mail
 
 import (
@@ -24,8 +29,10 @@ import (
 	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/batch"
 	"github.com/bas-platform/bas/internal/bounded"
+	"github.com/bas-platform/bas/internal/callwrites"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/ids"
+	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/clock"
 	"github.com/cockroachdb/errors"
@@ -80,6 +87,8 @@ type Provider struct {
 	sends batch.Leader[*pendingSend] // calls written together, one commit per batch
 
 	decoded decodedArgs // arguments decoded before, by their bytes
+
+	recheck keysToCheck // keys to look up before a run's call hands its write (see hand)
 }
 
 // Bounds of decodedArgs: the argument documents kept and the size of each.
@@ -163,7 +172,9 @@ func (p *Provider) Call(ctx context.Context, call capability.Call) (json.RawMess
 		return nil, err
 	}
 	var msg *Message
-	if store.HasAlsoInUpdate(ctx) {
+	if w := callwrites.From(ctx); w != nil && call.IdempotencyKey != "" && !store.HasAlsoInUpdate(ctx) {
+		msg, err = p.hand(ctx, w, call, args)
+	} else if store.HasAlsoInUpdate(ctx) {
 		// The caller's write must commit with this message alone.
 		err = p.st.Update(ctx, func(tx store.Txn) error {
 			var err error
@@ -176,8 +187,170 @@ func (p *Provider) Call(ctx context.Context, call capability.Call) (json.RawMess
 	if err != nil {
 		return nil, err
 	}
-	out, err := json.Marshal(capability.EmailSendResult{MessageID: msg.ID, Status: "queued"})
-	return out, errors.Wrap(err, "encode result")
+	return appendResult(make([]byte, 0, 48+len(msg.ID)), msg.ID), nil
+}
+
+// appendResult appends the result of a call that queued message id: the
+// JSON encoding/json writes for capability.EmailSendResult{MessageID: id,
+// Status: "queued"} (TestResultJSONMatchesMarshal).
+func appendResult(b []byte, id string) json.RawMessage {
+	b = append(b, `{"message_id":`...)
+	b = jsonvalue.AppendString(b, id)
+	return append(b, `,"status":"queued"}`...)
+}
+
+// hand makes call's message and hands its write to the run engine (w),
+// which commits it with the step's result: the message, the step's
+// completion and the rest of the step's changes are then one transaction.
+// A crash before it leaves no message, and the step, made again on resume
+// with the same key, writes it then.
+//
+// Only a call of that step writes the key, and the engine makes it again
+// only once the commit that would have written it failed or never
+// happened, so no commit in flight writes it and there is nothing to look
+// up first. One case remains: a message under the key committed on its
+// own (by a version of the outbox that committed its messages itself,
+// before a crash). The write's unique index entry then refuses it, which
+// fails the step's change alone; the engine reloads the run and makes the
+// call again, and this time, the key being marked, the call answers the
+// message found, as any repeated call does. A call the engine says is New
+// (a run's first calls: no call with its key was made before) is written
+// without looking at the key's entry.
+func (p *Provider) hand(ctx context.Context, w *callwrites.Writes, call capability.Call, args *capability.EmailSendArgs) (*Message, error) {
+	if p.recheck.has(call.Tenant, call.IdempotencyKey) {
+		var prev *Message
+		err := p.st.View(ctx, func(r store.Reader) error {
+			var err error
+			prev, err = messages.Lookup(r, call.Tenant, "idem", call.IdempotencyKey)
+			if errors.Is(err, errs.NotFound) {
+				return nil
+			}
+			return err
+		})
+		if err != nil || prev != nil {
+			return prev, err
+		}
+	}
+	msg, raw, err := p.newMessage(call, args, p.clock.Now().UTC())
+	if err != nil {
+		return nil, err
+	}
+	tenant, key := call.Tenant, call.IdempotencyKey
+	if w.New { // no call with the key was made before: nothing to refuse
+		w.Add(func(tx store.Txn) error { return messages.PutNew(tx, tenant, msg, raw) })
+		return msg, nil
+	}
+	w.Add(func(tx store.Txn) error {
+		err := messages.PutOver(tx, tenant, nil, msg, raw)
+		if errors.Is(err, errs.Conflict) {
+			p.recheck.mark(tenant, key)
+		}
+		return err
+	})
+	return msg, nil
+}
+
+// keysToCheck are the idempotency keys under which a handed write found a
+// message: the next call with one looks it up first (see hand).
+type keysToCheck struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}
+
+// maxKeysToCheck bounds keysToCheck (a key is dropped once looked up).
+const maxKeysToCheck = 4096
+
+func (k *keysToCheck) mark(tenant, key string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil || len(k.m) >= maxKeysToCheck {
+		k.m = map[string]struct{}{}
+	}
+	k.m[tenant+"\x00"+key] = struct{}{}
+}
+
+// has reports whether tenant's key is marked, and unmarks it.
+func (k *keysToCheck) has(tenant, key string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.m) == 0 {
+		return false
+	}
+	id := tenant + "\x00" + key
+	_, ok := k.m[id]
+	delete(k.m, id)
+	return ok
+}
+
+// newMessage makes call's message, new, and its record's bytes.
+func (p *Provider) newMessage(call capability.Call, args *capability.EmailSendArgs, now time.Time) (*Message, []byte, error) {
+	msg := &Message{ID: p.ids.New("msg", now), To: trimAll(args.To), Cc: trimAll(args.CC), Subject: args.Subject,
+		Body: args.Body, CreatedAt: now, IdempotencyKey: call.IdempotencyKey}
+	if r := strings.TrimSpace(args.ReplyTo); r != "" {
+		msg.ReplyTo = &r
+	}
+	raw, err := msg.appendJSON(make([]byte, 0, msg.sizeHint()))
+	if err != nil {
+		return nil, nil, errors.Wrap(err, "encode message")
+	}
+	return msg, raw, nil
+}
+
+// sizeHint is about the length of m's JSON (more when strings need
+// escaping).
+func (m *Message) sizeHint() int {
+	n := 160 + len(m.ID) + len(m.Subject) + len(m.Body) + len(m.IdempotencyKey)
+	for _, l := range [][]string{m.To, m.Cc} {
+		for _, s := range l {
+			n += len(s) + 3
+		}
+	}
+	if m.ReplyTo != nil {
+		n += len(*m.ReplyTo)
+	}
+	return n
+}
+
+// appendJSON appends m's JSON, byte for byte what encoding/json writes for
+// it (TestMessageJSONMatchesMarshal).
+func (m *Message) appendJSON(b []byte) ([]byte, error) {
+	list := func(b []byte, l []string) []byte {
+		if l == nil {
+			return append(b, "null"...)
+		}
+		b = append(b, '[')
+		for i, s := range l {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsonvalue.AppendString(b, s)
+		}
+		return append(b, ']')
+	}
+	b = append(b, `{"id":`...)
+	b = jsonvalue.AppendString(b, m.ID)
+	b = append(b, `,"to":`...)
+	b = list(b, m.To)
+	b = append(b, `,"cc":`...)
+	b = list(b, m.Cc)
+	b = append(b, `,"subject":`...)
+	b = jsonvalue.AppendString(b, m.Subject)
+	b = append(b, `,"body":`...)
+	b = jsonvalue.AppendString(b, m.Body)
+	b = append(b, `,"reply_to":`...)
+	if m.ReplyTo == nil {
+		b = append(b, "null"...)
+	} else {
+		b = jsonvalue.AppendString(b, *m.ReplyTo)
+	}
+	b = append(b, `,"created_at":`...)
+	b, err := jsonvalue.AppendTime(b, m.CreatedAt)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, `,"idempotency_key":`...)
+	b = jsonvalue.AppendString(b, m.IdempotencyKey)
+	return append(b, '}'), nil
 }
 
 // write writes call's message in tx, or returns the message an earlier
@@ -187,14 +360,9 @@ func (p *Provider) Call(ctx context.Context, call capability.Call) (json.RawMess
 // index entry, which it checks before writing anything, is then taken
 // (one read of the entry for a new key, the usual case).
 func (p *Provider) write(tx store.Txn, call capability.Call, args *capability.EmailSendArgs, now time.Time) (*Message, error) {
-	msg := &Message{ID: p.ids.New("msg", now), To: trimAll(args.To), Cc: trimAll(args.CC), Subject: args.Subject,
-		Body: args.Body, CreatedAt: now, IdempotencyKey: call.IdempotencyKey}
-	if r := strings.TrimSpace(args.ReplyTo); r != "" {
-		msg.ReplyTo = &r
-	}
-	raw, err := json.Marshal(msg)
+	msg, raw, err := p.newMessage(call, args, now)
 	if err != nil {
-		return nil, errors.Wrap(err, "encode message")
+		return nil, err
 	}
 	// The id is new: there is no stored message to read back first.
 	err = messages.PutOver(tx, call.Tenant, nil, msg, raw)

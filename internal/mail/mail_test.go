@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/internal/callwrites"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/mail"
 	"github.com/bas-platform/bas/store"
@@ -262,5 +263,117 @@ func TestResultsMatchCatalog(t *testing.T) {
 		if vs := v.ValidateJSON(out, "result"); len(vs) > 0 {
 			t.Errorf("result %s: %v", out, vs)
 		}
+	}
+}
+
+// A call of a run's step (a context with callwrites) commits nothing: it
+// answers at once and hands the message's write to the caller, which
+// commits it with the step's result. A call whose write never committed (a
+// crash) leaves no message, and its repeat hands a new write. A handed
+// write that finds a message under its key (one committed on its own, by
+// an outbox that did so, before a crash) is refused, and the call made
+// again then answers that message and hands nothing.
+func TestStepCallHandsItsWrite(t *testing.T) {
+	t.Parallel()
+	p, st, _ := setup(t)
+	ctx := context.Background()
+	args := json.RawMessage(`{"to": "ann@example.com", "subject": "Hello", "body": "Hi Ann"}`)
+	call := capability.Call{Tenant: "ten_a", Capability: capability.EmailSend, Args: args, IdempotencyKey: "run_1/notify/1"}
+	stepCall := func(call capability.Call) (capability.EmailSendResult, []func(store.Txn) error) {
+		t.Helper()
+		var w callwrites.Writes
+		out, err := p.Call(callwrites.With(ctx, &w), call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res capability.EmailSendResult
+		if err := json.Unmarshal(out, &res); err != nil || res.Status != "queued" {
+			t.Fatalf("result %s, %v", out, err)
+		}
+		return res, w.Take()
+	}
+	apply := func(ops []func(store.Txn) error) error {
+		return st.Update(ctx, func(tx store.Txn) error {
+			for _, op := range ops {
+				if err := op(tx); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+
+	lost, ops := stepCall(call)
+	if len(ops) != 1 || len(list(t, st, "ten_a")) != 0 {
+		t.Fatalf("a step's call handed %d writes and wrote %d messages; want 1 and none", len(ops), len(list(t, st, "ten_a")))
+	}
+	// Its commit never happened: the repeat makes a new message.
+	res, ops := stepCall(call)
+	if res.MessageID == lost.MessageID || len(ops) != 1 {
+		t.Fatalf("the repeat answered %s (the lost one %s) with %d writes", res.MessageID, lost.MessageID, len(ops))
+	}
+	if err := apply(ops); err != nil {
+		t.Fatal(err)
+	}
+	got := list(t, st, "ten_a")
+	if len(got) != 1 || got[0].ID != res.MessageID || got[0].IdempotencyKey != call.IdempotencyKey {
+		t.Fatalf("outbox %+v; want the one message %s", got, res.MessageID)
+	}
+
+	// A message the outbox committed on its own, under a run's key.
+	old := call
+	old.IdempotencyKey = "run_2/notify/1"
+	first, err := send(t, p, old.Tenant, old.IdempotencyKey, string(args))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ops = stepCall(old)
+	if err := apply(ops); !errors.Is(err, errs.Conflict) {
+		t.Fatalf("a second message under a key: %v, want a conflict", err)
+	}
+	again, ops := stepCall(old)
+	if out, _ := json.Marshal(again); string(out) != string(first) || len(ops) != 0 {
+		t.Errorf("the call made again answered %s with %d writes; want %s and none", out, len(ops), first)
+	}
+	if n := len(list(t, st, "ten_a")); n != 2 {
+		t.Errorf("%d messages, want 2", n)
+	}
+}
+
+// noReads is a transaction that may not read.
+type noReads struct{ store.Txn }
+
+func (noReads) Get([]byte) ([]byte, error) { return nil, errors.New("the write read a key") }
+
+// A run's first call (callwrites.Writes.New: no call with its key was made
+// before) hands a write that reads nothing, and the message is then found
+// under its key.
+func TestNewStepCallWritesWithoutReading(t *testing.T) {
+	t.Parallel()
+	p, st, _ := setup(t)
+	ctx := context.Background()
+	w := &callwrites.Writes{New: true}
+	out, err := p.Call(callwrites.With(ctx, w), capability.Call{Tenant: "ten_a", Capability: capability.EmailSend,
+		Args: json.RawMessage(`{"to": "ann@example.com", "subject": "Hello", "body": "Hi Ann"}`), IdempotencyKey: "run_1/notify/1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := w.Take()
+	err = st.Update(ctx, func(tx store.Txn) error {
+		for _, op := range ops {
+			if err := op(noReads{tx}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil || len(ops) != 1 {
+		t.Fatalf("%d writes: %v", len(ops), err)
+	}
+	var res capability.EmailSendResult
+	_ = json.Unmarshal(out, &res)
+	again, err := send(t, p, "ten_a", "run_1/notify/1", `{"to": "ann@example.com", "subject": "Hello", "body": "Hi Ann"}`)
+	if err != nil || !strings.Contains(string(again), res.MessageID) {
+		t.Errorf("a call with the key answered %s, %v; want message %s", again, err, res.MessageID)
 	}
 }

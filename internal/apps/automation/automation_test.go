@@ -608,3 +608,33 @@ func TestNextStep(t *testing.T) {
 		}
 	}
 }
+
+// TestNewItemIsNotLookedUp: a request for a New item (the engine's first
+// ask of it; nothing can be stored under its key) is decided without
+// reading a stored answer, and stores and counts its own; a later request
+// for the item gets that stored answer. (Given a stored answer against the
+// engine's word, the New request shows that it was not read.)
+func TestNewItemIsNotLookedUp(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	b.patch("", `{"percent": 100, "max_percent": 100}`)
+	ctx := context.Background()
+	req := runengine.GateRequest{Tenant: tenant, ProcessID: "prc_1", RunID: "run_n", StepKey: "pay",
+		Capability: "payment.request", ItemKey: "run_n/pay", New: true}
+	first, err := b.svc.Decide(ctx, req)
+	if err != nil || !first.Auto {
+		t.Fatalf("new item at 100%%: %+v, %v", first, err)
+	}
+	if n := b.view("prc_1").AutomaticToday; n != 1 {
+		t.Errorf("automatic today %d, want 1", n)
+	}
+	b.patch("", `{"percent": 0}`)
+	req.New = false
+	if again, err := b.svc.Decide(ctx, req); err != nil || again != first {
+		t.Errorf("the item asked again: %+v, %v; want the stored %+v", again, err, first)
+	}
+	req.New = true
+	if fresh, err := b.svc.Decide(ctx, req); err != nil || fresh.Auto {
+		t.Errorf("a New request at 0%%: %+v, %v; want decided afresh (supervised), not read", fresh, err)
+	}
+}

@@ -20,7 +20,9 @@
 // Service implements runengine.Gate. Decide lets an item run without a
 // person when nothing is paused, the item's bucket (Bucket: a hash of its
 // key, so a retry decides the same) is below the percent in force, and no
-// daily limit is reached; each answer is stored, so it is counted once.
+// daily limit is reached; each answer is stored, so it is counted once
+// (the engine's first ask of an item, runengine.GateRequest.New, has no
+// stored answer and is not looked up).
 // A temporary exception replaces the percent until it lapses by itself
 // (the clock is compared; no timer is needed).
 //

@@ -6,11 +6,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"strconv"
 	"time"
 
 	"github.com/bas-platform/bas/internal/apps/decisions"
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/batch"
+	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
@@ -102,8 +104,8 @@ func Bucket(salt, key string) int {
 // supervised; otherwise it is automatic, counted against today's limits,
 // and sampled for an after-the-fact review at sample_percent. The answer is
 // stored under the item key: a retry gets the same answer and is counted
-// once. Amount caps and require_approval are checked by the engine before
-// and always win.
+// once (a New item, which has none, is not looked up). Amount caps and
+// require_approval are checked by the engine before and always win.
 func (s *Service) Decide(ctx context.Context, req runengine.GateRequest) (runengine.GateDecision, error) {
 	key := req.ItemKey
 	if key == "" && req.RunID != "" {
@@ -152,14 +154,16 @@ func (s *Service) decideBatch(ctx context.Context, batch []*pendingDecision) {
 }
 
 // decideIn decides one item inside tx: the answer stored under its key, or
-// a new one, stored.
+// a new one, stored (at once for a New item).
 func (s *Service) decideIn(tx store.Txn, b *gateBatch, req runengine.GateRequest, key string) (runengine.GateDecision, error) {
-	prev, err := gateDecisions.Get(tx, req.Tenant, decisionID(req.ProcessID, key))
-	if err == nil {
-		return runengine.GateDecision{Auto: prev.Auto, Reason: prev.Reason, Sample: prev.Sample}, nil
-	}
-	if !errors.Is(err, store.ErrNotFound) {
-		return runengine.GateDecision{}, err
+	if !req.New { // a new item has no stored answer (see GateRequest.New)
+		prev, err := gateDecisions.Get(tx, req.Tenant, decisionID(req.ProcessID, key))
+		if err == nil {
+			return runengine.GateDecision{Auto: prev.Auto, Reason: prev.Reason, Sample: prev.Sample}, nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return runengine.GateDecision{}, err
+		}
 	}
 	now := b.now
 	e, err := b.effective(tx, s, req.Tenant, req.ProcessID)
@@ -173,7 +177,41 @@ func (s *Service) decideIn(tx store.Txn, b *gateBatch, req runengine.GateRequest
 	if err := s.decide(tx, b, req.Tenant, key, e, rec); err != nil {
 		return runengine.GateDecision{}, err
 	}
-	return runengine.GateDecision{Auto: rec.Auto, Reason: rec.Reason, Sample: rec.Sample}, gateDecisions.Put(tx, req.Tenant, rec)
+	raw, err := rec.appendJSON(make([]byte, 0, 160+len(rec.ItemKey)+len(rec.ProcessID)+len(rec.RunID)+len(rec.StepKey)+
+		len(rec.Capability)+len(rec.Reason)))
+	if err != nil {
+		return runengine.GateDecision{}, errors.Wrap(err, "encode a gate decision")
+	}
+	return runengine.GateDecision{Auto: rec.Auto, Reason: rec.Reason, Sample: rec.Sample}, gateDecisions.PutRaw(tx, req.Tenant, rec, raw)
+}
+
+// appendJSON appends d's JSON, byte for byte what encoding/json writes for
+// it (TestDecisionJSONMatchesMarshal).
+func (d *decisionRecord) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"item_key":`...)
+	b = jsonvalue.AppendString(b, d.ItemKey)
+	b = append(b, `,"process_id":`...)
+	b = jsonvalue.AppendString(b, d.ProcessID)
+	b = append(b, `,"run_id":`...)
+	b = jsonvalue.AppendString(b, d.RunID)
+	b = append(b, `,"step_key":`...)
+	b = jsonvalue.AppendString(b, d.StepKey)
+	b = append(b, `,"capability":`...)
+	b = jsonvalue.AppendString(b, d.Capability)
+	b = append(b, `,"auto":`...)
+	b = strconv.AppendBool(b, d.Auto)
+	b = append(b, `,"reason":`...)
+	b = jsonvalue.AppendString(b, d.Reason)
+	b = append(b, `,"sample":`...)
+	b = strconv.AppendBool(b, d.Sample)
+	b = append(b, `,"percent":`...)
+	b = strconv.AppendInt(b, int64(d.Percent), 10)
+	b = append(b, `,"at":`...)
+	b, err := jsonvalue.AppendTime(b, d.At)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
 }
 
 // decide fills rec's answer and counts an automatic action.
