@@ -422,51 +422,41 @@ func (x *exec) addTimer(at time.Time, token string) {
 // call asks for a capability call outside the worker; its result comes
 // back as a command carrying token.
 func (x *exec) call(def *process.Step, st *StepRun, capID string, args any, token, keySuffix string) {
-	do, ok := x.callFunc(def, st, capID, args, keySuffix)
-	if !ok {
+	pc := x.prepareCall(def, st, capID, args, token, keySuffix)
+	if pc == nil {
 		return
 	}
 	x.en.inflight = token
-	e := x.w.e
-	x.fx.calls = append(x.fx.calls, &pendingCall{tenant: x.r.Tenant, runID: x.r.ID, token: token, process: x.r.ProcessID, priority: x.r.Priority,
-		do: func() *callResult {
-			ctx := withCallDeadline(e.ctx, e.cfg.CallTimeout)
-			defer ctx.release()
-			return do(ctx)
-		}})
+	x.fx.calls = append(x.fx.calls, pc)
 }
 
-// callFunc prepares a capability call of the step: the allowed_tools
+// prepareCall prepares a capability call of the step: the allowed_tools
 // check, the arguments and the idempotency key. It fails the run and
-// returns false when the call may not be made. The call made runs under
-// ctx, which carries its deadline.
-func (x *exec) callFunc(def *process.Step, st *StepRun, capID string, args any, keySuffix string) (func(ctx context.Context) *callResult, bool) {
+// returns nil when the call may not be made.
+func (x *exec) prepareCall(def *process.Step, st *StepRun, capID string, args any, token, keySuffix string) *pendingCall {
 	if len(def.Controls.AllowedTools) > 0 && !slices.Contains(def.Controls.AllowedTools, capID) {
 		x.failRun(st, RunFailed, fmt.Sprintf("step %s: capability %s is not in the step's allowed_tools %v",
 			def.Key, capID, def.Controls.AllowedTools))
-		return nil, false
+		return nil
 	}
 	if x.rateLimited(st, capID, args) {
-		return nil, false
+		return nil
 	}
 	raw, err := jsonvalue.Append(nil, args)
 	if err != nil {
 		x.failRun(st, RunFailed, fmt.Sprintf("step %s: arguments: %v", def.Key, err))
-		return nil, false
+		return nil
 	}
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
 	}
-	key := x.r.ID + "/" + def.Key + "/" + keySuffix + strconv.Itoa(st.Attempts+1)
-	e := x.w.e
-	tenant := x.r.Tenant
-	info := RunInfo{ID: x.r.ID, ProcessID: x.r.ProcessID, ProcessName: x.r.ProcessName, Subject: x.r.Subject, StepKey: def.Key, Priority: x.r.Priority,
-		cause: x.r.Trigger.Cause}
-	return func(ctx context.Context) *callResult {
-		ctx = context.WithValue(ctx, runInfoKey{}, info)
-		out, err := e.cfg.Capabilities.Call(ctx, capability.Call{Tenant: tenant, Capability: capID, Args: raw, IdempotencyKey: key})
-		return &callResult{out: out, err: err}
-	}, true
+	r := x.r
+	pc := &pendingCall{tenant: r.Tenant, runID: r.ID, token: token, process: r.ProcessID, priority: r.Priority,
+		capID: capID, args: raw, key: r.ID + "/" + def.Key + "/" + keySuffix + strconv.Itoa(st.Attempts+1),
+		info: RunInfo{ID: r.ID, ProcessID: r.ProcessID, ProcessName: r.ProcessName, Subject: r.Subject, StepKey: def.Key,
+			Priority: r.Priority, cause: r.Trigger.Cause}}
+	pc.cmd = command{kind: cmdCallResult, tenant: r.Tenant, runID: r.ID, result: &pc.res}
+	return pc
 }
 
 // callOutcome interprets the result of the current step's call: it returns

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/lease"
 	"github.com/bas-platform/bas/process"
@@ -919,33 +920,74 @@ func (w *worker) issue(x *exec) { w.issueCalls(x.fx.calls) }
 func (w *worker) issueCalls(calls []*pendingCall) {
 	adm := w.e.admission
 	for _, pc := range calls {
+		pc.w = w
 		if adm == nil {
-			w.e.goCall(func() {
-				res := pc.do()
-				w.e.cfg.Failpoints.afterCall(pc.tenant, pc.runID, pc.token)
-				res.token = pc.token
-				w.send(&command{kind: cmdCallResult, tenant: pc.tenant, runID: pc.runID, result: res})
-			})
+			w.e.goCall(pc.run)
 			continue
 		}
-		adm.admit(pc.tenant, pc.process, pc.priority, pc.runID, func() {
-			w.e.goCall(func() {
-				res := pc.do()
-				w.e.cfg.Failpoints.afterCall(pc.tenant, pc.runID, pc.token)
-				res.token = pc.token
-				adm.done(pc.tenant, pc.process)
-				w.send(&command{kind: cmdCallResult, tenant: pc.tenant, runID: pc.runID, result: res})
-			})
-		})
+		adm.admit(pc.tenant, pc.process, pc.priority, pc.runID, func() { w.e.goCall(pc.run) })
 	}
 }
 
-// pendingCall is a call or gate decision to make outside the worker.
+// pendingCall is a capability call, or a gate decision followed by the
+// call when the gate allows it, to make outside the worker. It holds all
+// the call needs, its context, its result and the command carrying the
+// result back, so that a call costs the worker one allocation.
 type pendingCall struct {
 	tenant, runID, token string
 	// process and priority are the run's, for the call caps.
 	process, priority string
-	do                func() *callResult
+	// capID, args and key make the capability call; info is what
+	// RunFromContext tells the provider.
+	capID string
+	args  json.RawMessage
+	key   string
+	info  RunInfo
+	// asksGate makes the call ask the autonomy gate first: the capability
+	// is called only when the gate answers automatic.
+	asksGate bool
+
+	w   *worker // set when issued
+	ctx callCtx
+	dec GateDecision
+	res callResult
+	cmd command
+}
+
+// run makes the call on a call runner and sends its result to the worker.
+func (pc *pendingCall) run() {
+	e := pc.w.e
+	pc.do(e)
+	e.cfg.Failpoints.afterCall(pc.tenant, pc.runID, pc.token)
+	if e.admission != nil {
+		e.admission.done(pc.tenant, pc.process)
+	}
+	pc.res.token = pc.token
+	pc.w.send(&pc.cmd)
+}
+
+// do asks the gate (when asked to) and makes the capability call, under a
+// context with the engine's call deadline, into pc.res.
+func (pc *pendingCall) do(e *Engine) {
+	ctx := &pc.ctx
+	ctx.init(e.ctx, e.cfg.CallTimeout)
+	ctx.info = &pc.info
+	defer ctx.release()
+	if pc.asksGate {
+		d, err := e.cfg.Gate.Decide(ctx, GateRequest{Tenant: pc.tenant, ProcessID: pc.process, RunID: pc.runID, StepKey: pc.info.StepKey,
+			Capability: pc.capID, ItemKey: pc.key[:len(pc.runID)+1+len(pc.info.StepKey)]})
+		if err != nil {
+			e.log.Error("autonomy gate", "run", pc.runID, "error", err)
+			d = GateDecision{Auto: false, Reason: "the autonomy gate could not decide: a person approves"}
+		}
+		pc.dec = d
+		pc.res.gate = &pc.dec
+		if !d.Auto {
+			return
+		}
+	}
+	pc.res.out, pc.res.err = e.cfg.Capabilities.Call(ctx, capability.Call{Tenant: pc.tenant, Capability: pc.capID, Args: pc.args,
+		IdempotencyKey: pc.key})
 }
 
 // now rounds the clock to microseconds so stored times round-trip exactly.
