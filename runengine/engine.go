@@ -256,6 +256,9 @@ type Engine struct {
 	starting    *startGate     // nil without a cap on starts in progress
 	cluster     *cluster       // nil on one node
 	defs        *defCache      // the definitions Start loaded; nil on a cluster
+
+	// recordBufs holds buffers of stored run records for reuse (*[]byte).
+	recordBufs sync.Pool
 }
 
 // New returns an engine; call Open to start it.

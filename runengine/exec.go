@@ -106,6 +106,19 @@ func (w *worker) newExec(en *entry, c *command) *exec {
 	return &exec{w: w, en: en, r: en.run, ver: en.ver, cmd: c, now: w.e.now()}
 }
 
+// stamp returns a pointer to x.now for a time field of the run or its
+// steps. It points into the entry's slab of them, made for the rest of the
+// run, so that a run's times cost one allocation rather than one each. The
+// times pointed to are never changed.
+func (x *exec) stamp() *time.Time {
+	en := x.en
+	if len(en.times) == cap(en.times) {
+		en.times = make([]time.Time, 0, 2*max(len(x.r.Steps)-x.r.Cursor, 0)+1)
+	}
+	en.times = append(en.times, x.now)
+	return &en.times[len(en.times)-1]
+}
+
 func (x *exec) count(key string, n int64) {
 	if x.fx.counters == nil {
 		x.fx.counters = map[string]int64{}
@@ -183,8 +196,7 @@ func (x *exec) setStatus(status RunStatus) {
 			r.Overdue = false
 			x.count(x.w.counterKey(r.Tenant, "overdue"), -1)
 		}
-		t := x.now
-		r.CompletedAt = &t
+		r.CompletedAt = x.stamp()
 		r.CurrentStep = nil
 		if obs := x.w.e.cfg.Observer; obs != nil {
 			n := x.runNote()
@@ -323,7 +335,7 @@ func (x *exec) advance() {
 func (x *exec) beginStep(def *process.Step, st *StepRun) {
 	x.dirty = true
 	t := x.now
-	st.StartedAt = &t
+	st.StartedAt = x.stamp()
 	st.Status = StepRunning
 	x.r.CurrentStep = &st.Key
 	x.setStatus(RunRunning)
@@ -341,9 +353,8 @@ func slaToken(cursor int) string { return "sla-" + strconv.Itoa(cursor) }
 // completeStep records output and moves to the next step.
 func (x *exec) completeStep(def *process.Step, st *StepRun, output any, automatic bool) {
 	x.dirty = true
-	t := x.now
 	st.Status = StepCompleted
-	st.CompletedAt = &t
+	st.CompletedAt = x.stamp()
 	st.Output = output
 	st.Error = nil // an earlier failed attempt's error
 	x.observeStepEnd(st, StepCompleted, "")
@@ -382,8 +393,7 @@ func (x *exec) failRun(st *StepRun, status RunStatus, msg string) {
 	if st != nil {
 		st.Status = StepFailed
 		st.Error = &msg
-		t := x.now
-		st.CompletedAt = &t
+		st.CompletedAt = x.stamp()
 		x.observeStepEnd(st, StepFailed, msg)
 	}
 	x.r.Error = &msg

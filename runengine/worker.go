@@ -158,6 +158,8 @@ type entry struct {
 	// commit is still in flight.
 	tasks     map[string]*Task
 	approvals map[string]*Approval
+	// times holds the run's time fields that this entry set (see stamp).
+	times []time.Time
 }
 
 // task returns a copy of the run's task id: the entry's own latest version,
@@ -747,44 +749,30 @@ type heldReply struct {
 // they are durable (at once when nothing changed).
 func (w *worker) flush(en *entry) {
 	r := en.run
-	replies := en.replies
+	rc := &runCommit{w: w, replies: en.replies}
 	en.replies, en.flushArmed = nil, false
-	var snap *Run
-	var view json.RawMessage
-	for i, h := range replies {
-		if (h.view || h.keep != nil) && view == nil {
+	for i, h := range rc.replies {
+		if (h.view || h.keep != nil) && rc.view == nil {
 			var err error
-			if view, err = appendRun(nil, r, false); err != nil {
-				replies[i].err = errors.CombineErrors(h.err, err)
+			if rc.view, err = appendRun(nil, r, false); err != nil {
+				rc.replies[i].err = errors.CombineErrors(h.err, err)
 			}
 		}
-		if !h.view && snap == nil {
-			snap = cloneRun(r)
-		}
-	}
-	answer := func(err error) {
-		for _, h := range replies {
-			e := err
-			if e == nil {
-				e = h.err
-			}
-			rep := reply{run: snap, task: h.task, approval: h.approval, err: e}
-			if h.view {
-				rep.run, rep.view = nil, view
-			}
-			h.ch <- rep
+		if !h.view && rc.snap == nil {
+			rc.snap = cloneRun(r)
 		}
 	}
-	kept := w.keeps(replies, view)
+	rc.kept = w.keeps(rc.replies, rc.view)
 	if !en.dirty {
-		if len(kept) == 0 {
-			answer(nil)
+		if len(rc.kept) == 0 {
+			rc.answer(nil)
 			return
 		}
-		w.e.commits.submit(&delta{apply: applyAll(kept), after: answer})
+		w.e.commits.submit(&delta{apply: applyAll(rc.kept), after: rc.answer})
 		return
 	}
-	raw, err := appendRun(nil, r, true)
+	buf := w.e.recordBuf(len(r.Steps))
+	raw, err := appendRun(*buf, r, true)
 	if err == nil && len(raw) > MaxInlineOutputBytes {
 		raw, err = w.storeApart(en, raw)
 	}
@@ -795,71 +783,139 @@ func (w *worker) flush(en *entry) {
 			fn(err)
 		}
 		en.held.settled = nil
-		answer(err)
+		rc.answer(err)
 		return
 	}
-	tenant, old := r.Tenant, en.prev
-	cur := indexState(r)
-	en.prev = cur
-	active := activeOp(tenant, old, cur)
-	fx := en.held
+	*buf = raw // the record's buffer, grown or made apart, is this change's alone
+	rc.en, rc.buf, rc.raw = en, buf, raw
+	rc.tenant, rc.runID, rc.old = r.Tenant, r.ID, en.prev
+	rc.cur = indexState(r)
+	en.prev = rc.cur
+	rc.active = activeOp(rc.tenant, rc.old, rc.cur)
+	rc.fx = en.held
 	en.held, en.dirty = effects{}, false
 	en.pending.Add(1)
-	runID := r.ID
-	var fence *lease.Lease
+	d := &rc.delta
 	if cl := w.e.cluster; cl != nil && !en.foreign {
-		fence = en.fence
+		d.fence = en.fence
 	}
-	w.e.commits.submit(&delta{
-		fence: fence,
-		apply: func(tx store.Txn) error {
-			if err := runs.PutOver(tx, tenant, old, cur, raw); err != nil {
-				return err
+	d.apply, d.after = rc.apply, rc.after
+	d.counters, d.reads, d.tenant = rc.fx.counters, rc.fx.reads, rc.tenant
+	d.size = len(raw) + opSize*(len(rc.fx.ops)+len(rc.kept)+2*len(runs.Indexes)+2)
+	w.e.commits.submit(d)
+}
+
+// runCommit is one submitted change of a run: the delta and all its
+// commit needs, in one allocation.
+type runCommit struct {
+	delta
+	w       *worker
+	en      *entry // nil when the run record is not written
+	replies []heldReply
+	snap    *Run
+	view    json.RawMessage
+	kept    []func(store.Txn) error
+
+	tenant, runID string
+	old, cur      *Run
+	raw           []byte  // the run's record
+	buf           *[]byte // raw's buffer, reused once the commit is over (see recordBuf)
+	active        func(tx store.Txn) error
+	fx            effects
+}
+
+// apply writes the run's change in tx.
+func (rc *runCommit) apply(tx store.Txn) error {
+	if err := runs.PutOver(tx, rc.tenant, rc.old, rc.cur, rc.raw); err != nil {
+		return err
+	}
+	if rc.active != nil {
+		if err := rc.active(tx); err != nil {
+			return err
+		}
+	}
+	for _, op := range rc.fx.ops {
+		if err := op(tx); err != nil {
+			return err
+		}
+	}
+	for _, op := range rc.kept {
+		if err := op(tx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// after tells the change's effects once its commit is durable (or failed).
+func (rc *runCommit) after(err error) {
+	w, fx, tenant, runID := rc.w, &rc.fx, rc.tenant, rc.runID
+	rc.en.pending.Add(-1)
+	if rc.buf != nil {
+		w.e.releaseRecordBuf(rc.buf)
+		rc.buf, rc.raw = nil, nil
+	}
+	for _, fn := range fx.settled {
+		fn(err)
+	}
+	if err != nil {
+		w.e.log.Error("commit run change", "run", runID, "error", err)
+		w.send(&command{kind: cmdReload, tenant: tenant, runID: runID})
+	} else {
+		if len(fx.late) > 0 && w.e.hub.wants(tenant) {
+			for i := range fx.late {
+				l := &fx.late[i]
+				w.e.showLate(tenant, l.name, l.dataOf(), l.at, nil, l.from, nil)
 			}
-			if active != nil {
-				if err := active(tx); err != nil {
-					return err
-				}
-			}
-			for _, op := range fx.ops {
-				if err := op(tx); err != nil {
-					return err
-				}
-			}
-			for _, op := range kept {
-				if err := op(tx); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-		counters: fx.counters,
-		reads:    fx.reads,
-		tenant:   tenant,
-		size:     len(raw) + opSize*(len(fx.ops)+len(kept)+2*len(runs.Indexes)+2),
-		after: func(err error) {
-			en.pending.Add(-1)
-			for _, fn := range fx.settled {
-				fn(err)
-			}
-			if err != nil {
-				w.e.log.Error("commit run change", "run", runID, "error", err)
-				w.send(&command{kind: cmdReload, tenant: tenant, runID: runID})
-			} else {
-				if len(fx.late) > 0 && w.e.hub.wants(tenant) {
-					for i := range fx.late {
-						l := &fx.late[i]
-						w.e.showLate(tenant, l.name, l.dataOf(), l.at, nil, l.from, nil)
-					}
-				}
-				for _, fn := range fx.post {
-					fn()
-				}
-				w.e.changes.notify(tenant, runID)
-			}
-			answer(err)
-		},
-	})
+		}
+		for _, fn := range fx.post {
+			fn()
+		}
+		w.e.changes.notify(tenant, runID)
+	}
+	rc.answer(err)
+}
+
+// answer answers the held replies: err, else each reply's own error.
+func (rc *runCommit) answer(err error) {
+	for _, h := range rc.replies {
+		e := err
+		if e == nil {
+			e = h.err
+		}
+		rep := reply{run: rc.snap, task: h.task, approval: h.approval, err: e}
+		if h.view {
+			rep.run, rep.view = nil, rc.view
+		}
+		h.ch <- rep
+	}
+}
+
+// maxRecordBuf bounds the buffers of run records the engine keeps for
+// reuse: a run of large outputs gets one of its own.
+const maxRecordBuf = 16 << 10
+
+// recordBuf returns a buffer for the stored record of a run of steps
+// steps, empty: a reused one when the engine has one. Its record is
+// written into *b and b handed back to releaseRecordBuf.
+func (e *Engine) recordBuf(steps int) *[]byte {
+	if b, ok := e.recordBufs.Get().(*[]byte); ok {
+		*b = (*b)[:0]
+		return b
+	}
+	// Room for a run of small outputs (a completed three-step run is
+	// about 1.1 KB), so the buffer rarely grows.
+	b := make([]byte, 0, 384+288*steps)
+	return &b
+}
+
+// releaseRecordBuf keeps b for reuse once nothing reads it: the record's
+// commit is over, and the store copied what it keeps (or wrote it).
+func (e *Engine) releaseRecordBuf(b *[]byte) {
+	if cap(*b) > maxRecordBuf {
+		return
+	}
+	e.recordBufs.Put(b)
 }
 
 // opSize bounds the bytes one write of a delta's (an index entry, a due

@@ -51,6 +51,12 @@ type Index[T any] struct {
 	// Unique makes an entry's values name at most one record: Put of a
 	// second record with the same values fails with bas.ErrConflict.
 	Unique bool
+	// Same, when set, reports whether two versions of a record have the
+	// same entries (because the fields Values reads are equal): an update
+	// of a record whose entries it says are the same then skips the index
+	// without calling Values. It must never report true for records whose
+	// entries differ.
+	Same func(old, v *T) bool
 }
 
 // Page asks for one page of a list.
@@ -188,6 +194,9 @@ func (c *Collection[T]) updateIndex(tx Txn, tenant, id string, ix Index[T], old,
 	var oldKeys, newKeys [][]byte
 	switch {
 	case old != nil && v != nil:
+		if ix.Same != nil && ix.Same(old, v) {
+			return nil // the same entries: nothing to delete or write
+		}
 		oldVals, newVals := ix.Values(old), ix.Values(v)
 		if sameValues(oldVals, newVals) {
 			return nil // the same entries: nothing to delete or write
