@@ -48,11 +48,14 @@ type exec struct {
 type effects struct {
 	ops      []func(store.Txn) error
 	reads    bool // an op reads keys (see delta.reads)
-	counters map[string]int64
+	counters []counterInc
 	post     []func()
 	// settled run after the commit whether it succeeded or not (err).
 	settled []func(err error)
 	calls   []*pendingCall
+	// issue are calls of a new run, made once its first commit is durable
+	// (after post).
+	issue []*pendingCall
 	// late are the events nothing consumed when they were emitted (none
 	// was written): a subscriber that came before the commit is owed
 	// them (see Engine.showLate).
@@ -85,13 +88,8 @@ func (f *effects) merge(o *effects) {
 	f.post = appendOrTake(f.post, o.post)
 	f.settled = appendOrTake(f.settled, o.settled)
 	f.late = appendOrTake(f.late, o.late)
-	if f.counters == nil {
-		f.counters, o.counters = o.counters, nil
-		return
-	}
-	for k, v := range o.counters {
-		f.counters[k] += v
-	}
+	f.issue = appendOrTake(f.issue, o.issue)
+	f.counters = appendOrTake(f.counters, o.counters)
 }
 
 // appendOrTake is append(a, b...), or b itself when a is empty.
@@ -121,9 +119,9 @@ func (x *exec) stamp() *time.Time {
 
 func (x *exec) count(key string, n int64) {
 	if x.fx.counters == nil {
-		x.fx.counters = map[string]int64{}
+		x.fx.counters = make([]counterInc, 0, 4) // a run's end counts three
 	}
-	x.fx.counters[key] += n
+	x.fx.counters = append(x.fx.counters, counterInc{key, n})
 }
 
 // emit writes an event to the outbox in this command's commit.

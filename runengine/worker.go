@@ -624,7 +624,9 @@ func (w *worker) handleStart(c *command) {
 	x.fx.ops = append(x.fx.ops, a.ops...)
 	x.fx.reads = a.reads
 	x.fx.post = append(x.fx.post, a.post...)
-	x.fx.ops = append(x.fx.ops, labelWordOps(c.tenant, id, r.Subject.Label)...)
+	if op := labelWordOp(c.tenant, id, r.Subject.Label); op != nil {
+		x.fx.ops = append(x.fx.ops, op)
+	}
 	x.fx.ops = append(x.fx.ops, childOps(c.tenant, r)...)
 	x.count(w.counterKey(c.tenant, "inflight", r.Function), 1)
 	if obs := w.e.cfg.Observer; obs != nil {
@@ -712,11 +714,8 @@ func (w *worker) finish(x *exec) {
 	case !en.durable:
 		// A run's first commit must be durable before any call of it goes
 		// out: a call must never act for a run a crash could lose.
-		calls := x.fx.calls
+		en.held.issue = appendOrTake(en.held.issue, x.fx.calls)
 		x.fx.calls = nil
-		if len(calls) > 0 {
-			en.held.post = append(en.held.post, func() { w.issueCalls(calls) })
-		}
 		en.dirty = true
 		en.durable = true
 		w.flush(en)
@@ -871,6 +870,7 @@ func (rc *runCommit) after(err error) {
 		for _, fn := range fx.post {
 			fn()
 		}
+		w.issueCalls(fx.issue)
 		w.e.changes.notify(tenant, runID)
 	}
 	rc.answer(err)
