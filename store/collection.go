@@ -184,7 +184,9 @@ func (c *Collection[T]) keysOf(tenant, id string, ix Index[T], entries [][]any) 
 			keys = append(keys, AppendKey(Key(tenant, spaceUnique, c.Name, ix.Name), e...))
 			continue
 		}
-		k := AppendKey(Key(tenant, spaceIndex, c.Name, ix.Name), e...)
+		// Room for two ids beside the names, so the key is made at once.
+		k := AppendKey(make([]byte, 0, 128), tenant, spaceIndex, c.Name, ix.Name)
+		k = AppendKey(k, e...)
 		keys = append(keys, AppendKey(k, id))
 	}
 	return keys
