@@ -257,8 +257,9 @@ type Engine struct {
 	cluster     *cluster       // nil on one node
 	defs        *defCache      // the definitions Start loaded; nil on a cluster
 
-	// recordBufs holds buffers of stored run records for reuse (*[]byte).
-	recordBufs sync.Pool
+	// recordBufs holds buffers of stored run records for reuse (*[]byte),
+	// runCommits the values of runs' commits (*runCommit).
+	recordBufs, runCommits sync.Pool
 }
 
 // New returns an engine; call Open to start it.

@@ -145,7 +145,7 @@ func (x *exec) write(name string, data map[string]any) {
 // comes before the commit lands.
 func (x *exec) keepLate(ev lateEvent) {
 	if x.fx.late == nil {
-		x.fx.late = make([]lateEvent, 0, 4)
+		x.fx.late = make([]lateEvent, 0, 2)
 	}
 	x.fx.late = append(x.fx.late, ev)
 }

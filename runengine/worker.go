@@ -748,7 +748,8 @@ type heldReply struct {
 // they are durable (at once when nothing changed).
 func (w *worker) flush(en *entry) {
 	r := en.run
-	rc := &runCommit{w: w, replies: en.replies}
+	rc := w.e.newRunCommit()
+	rc.w, rc.replies = w, en.replies
 	en.replies, en.flushArmed = nil, false
 	for i, h := range rc.replies {
 		if (h.view || h.keep != nil) && rc.view == nil {
@@ -798,16 +799,22 @@ func (w *worker) flush(en *entry) {
 	if cl := w.e.cluster; cl != nil && !en.foreign {
 		d.fence = en.fence
 	}
-	d.apply, d.after = rc.apply, rc.after
+	d.apply, d.after = rc.applyFn, rc.afterFn
 	d.counters, d.reads, d.tenant = rc.fx.counters, rc.fx.reads, rc.tenant
 	d.size = len(raw) + opSize*(len(rc.fx.ops)+len(rc.kept)+2*len(runs.Indexes)+2)
 	w.e.commits.submit(d)
 }
 
 // runCommit is one submitted change of a run: the delta and all its
-// commit needs, in one allocation.
+// commit needs, in one value, reused once its commit was told (see
+// newRunCommit).
 type runCommit struct {
 	delta
+	// applyFn and afterFn are apply and after, bound once for the life of
+	// the value.
+	applyFn func(tx store.Txn) error
+	afterFn func(err error)
+
 	w       *worker
 	en      *entry // nil when the run record is not written
 	replies []heldReply
@@ -874,6 +881,25 @@ func (rc *runCommit) after(err error) {
 		w.e.changes.notify(tenant, runID)
 	}
 	rc.answer(err)
+	w.e.releaseRunCommit(rc)
+}
+
+// newRunCommit returns an empty runCommit: a reused one when the engine
+// has one.
+func (e *Engine) newRunCommit() *runCommit {
+	if rc, ok := e.runCommits.Get().(*runCommit); ok {
+		return rc
+	}
+	rc := &runCommit{}
+	rc.applyFn, rc.afterFn = rc.apply, rc.after
+	return rc
+}
+
+// releaseRunCommit keeps rc for reuse. Its after is the last the committer
+// does with its delta, so once it told everything, nothing refers to rc.
+func (e *Engine) releaseRunCommit(rc *runCommit) {
+	*rc = runCommit{applyFn: rc.applyFn, afterFn: rc.afterFn}
+	e.runCommits.Put(rc)
 }
 
 // answer answers the held replies: err, else each reply's own error.
