@@ -42,6 +42,8 @@ type exec struct {
 	replyTask     *Task
 	replyApproval *Approval
 	err           error
+
+	oneCall [1]*pendingCall // room for fx.calls (see addCall)
 }
 
 // effects are what a command changes besides the run record.
@@ -435,6 +437,15 @@ func (x *exec) call(def *process.Step, st *StepRun, capID string, args any, toke
 		return
 	}
 	x.en.inflight = token
+	x.addCall(pc)
+}
+
+// addCall adds pc to the calls the command makes: a run makes one at a
+// time, held in the exec itself.
+func (x *exec) addCall(pc *pendingCall) {
+	if x.fx.calls == nil {
+		x.fx.calls = x.oneCall[:0]
+	}
 	x.fx.calls = append(x.fx.calls, pc)
 }
 

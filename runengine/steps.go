@@ -211,7 +211,7 @@ func (x *exec) decide(def *process.Step, st *StepRun, args map[string]any) {
 	}
 	pc.asksGate = true
 	x.en.inflight = "gate"
-	x.fx.calls = append(x.fx.calls, pc)
+	x.addCall(pc)
 }
 
 // createReview makes the after-the-fact review task of a sampled

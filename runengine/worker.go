@@ -1004,10 +1004,10 @@ func (w *worker) issueCalls(calls []*pendingCall) {
 	for _, pc := range calls {
 		pc.w = w
 		if adm == nil {
-			w.e.goCall(pc.run)
+			w.e.goJob(pc)
 			continue
 		}
-		adm.admit(pc.tenant, pc.process, pc.priority, pc.runID, func() { w.e.goCall(pc.run) })
+		adm.admit(pc.tenant, pc.process, pc.priority, pc.runID, func() { w.e.goJob(pc) })
 	}
 }
 
