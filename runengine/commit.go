@@ -330,6 +330,12 @@ func (t *sizedTxn) Set(key, value []byte) error {
 	return t.Txn.Set(key, value)
 }
 
+// SetKept counts the write, then makes it (see store.ValueKeeper).
+func (t *sizedTxn) SetKept(key, value []byte) error {
+	*t.n += len(key) + len(value) + entryBytes
+	return store.SetKept(t.Txn, key, value)
+}
+
 // Delete counts the write, then makes it.
 func (t *sizedTxn) Delete(key []byte) error {
 	*t.n += len(key) + entryBytes

@@ -832,7 +832,8 @@ type runCommit struct {
 
 // apply writes the run's change in tx.
 func (rc *runCommit) apply(tx store.Txn) error {
-	if err := runs.PutOver(tx, rc.tenant, rc.old, rc.cur, rc.raw); err != nil {
+	// The record's buffer is reused only once the commit is over.
+	if err := runs.PutOverKept(tx, rc.tenant, rc.old, rc.cur, rc.raw); err != nil {
 		return err
 	}
 	if rc.active != nil {

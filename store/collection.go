@@ -168,6 +168,21 @@ func (c *Collection[T]) PutOver(tx Txn, tenant string, old, v *T, raw []byte) er
 	return tx.Set(c.recordKey(tenant, id), raw)
 }
 
+// PutOverKept is PutOver for a caller that leaves raw unchanged until tx
+// ended, so the store need not copy it (see SetKept).
+func (c *Collection[T]) PutOverKept(tx Txn, tenant string, old, v *T, raw []byte) error {
+	id := c.ID(v)
+	if id == "" {
+		return errors.Newf("store: %s with an empty id", c.Name)
+	}
+	for _, ix := range c.Indexes {
+		if err := c.updateIndex(tx, tenant, id, ix, old, v); err != nil {
+			return err
+		}
+	}
+	return SetKept(tx, c.recordKey(tenant, id), raw)
+}
+
 func (c *Collection[T]) indexKeys(tenant, id string, ix Index[T], v *T) [][]byte {
 	if v == nil {
 		return nil

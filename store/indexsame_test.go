@@ -73,3 +73,34 @@ func TestIndexSameSkipsValues(t *testing.T) {
 		}
 	}
 }
+
+// keepLog is a writeLog that takes kept values.
+type keepLog struct{ writeLog }
+
+func (l *keepLog) SetKept(key, _ []byte) error {
+	l.writes = append(l.writes, "kept "+keyText(key))
+	return nil
+}
+
+// TestSetKept checks that SetKept uses a transaction's SetKept when it has
+// one and Set otherwise, and that PutOverKept writes its record with it.
+func TestSetKept(t *testing.T) {
+	t.Parallel()
+	c := &Collection[sameRec]{Name: "rec", ID: func(r *sameRec) string { return r.ID }}
+	var plain writeLog
+	var keeper keepLog
+	for _, tx := range []Txn{&plain, &keeper} {
+		if err := SetKept(tx, Key("t", "k"), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.PutOverKept(tx, "t", nil, &sameRec{ID: "1"}, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff([]string{"set t/k", "set t/r/rec/1"}, plain.writes); diff != "" {
+		t.Errorf("without SetKept (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"kept t/k", "kept t/r/rec/1"}, keeper.writes); diff != "" {
+		t.Errorf("with SetKept (-want +got):\n%s", diff)
+	}
+}

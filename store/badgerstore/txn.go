@@ -216,6 +216,22 @@ func (w *writer) Set(key, value []byte) error {
 	return w.modify(w.txn.SetEntry(w.entry(w.copyOf(key), w.copyOf(value))))
 }
 
+// SetKept writes value at key (store.ValueKeeper): it copies key, and
+// hands value to Badger as it is, which holds it until the transaction
+// ended.
+func (w *writer) SetKept(key, value []byte) error {
+	if err := w.check(key); err != nil {
+		return err
+	}
+	if int64(len(value)) > w.s.maxValue {
+		return errs.TooLargef("value of %d bytes is over the store's limit of %d bytes", len(value), w.s.maxValue)
+	}
+	if len(value) == 0 {
+		value = []byte{}
+	}
+	return w.modify(w.txn.SetEntry(w.entry(w.copyOf(key), value)))
+}
+
 // Delete removes key. It copies key.
 func (w *writer) Delete(key []byte) error {
 	if err := w.check(key); err != nil {
