@@ -407,7 +407,7 @@ func (x *exec) failRun(st *StepRun, status RunStatus, msg string) {
 
 func (x *exec) completeRun() {
 	x.setStatus(RunCompleted)
-	day := x.now.Format("2006-01-02")
+	day := x.w.dayOf(x.now)
 	x.count(x.w.counterKey(x.r.Tenant, "completed", day), 1)
 	if x.r.MinutesSaved > 0 {
 		x.count(x.w.counterKey(x.r.Tenant, "minutes", day), int64(x.r.MinutesSaved))

@@ -197,6 +197,23 @@ type worker struct {
 	// counters memoizes counter keys (see counterKey), at most
 	// maxCounterKeys of them.
 	counters map[counterID]string
+	// day is the last date dayOf made.
+	day struct {
+		y int
+		m time.Month
+		d int
+		s string
+	}
+}
+
+// dayOf is t's date as the daily counters name it (2006-01-02), made once
+// per day for the worker's commands.
+func (w *worker) dayOf(t time.Time) string {
+	y, m, d := t.Date()
+	if y != w.day.y || m != w.day.m || d != w.day.d || w.day.s == "" {
+		w.day.y, w.day.m, w.day.d, w.day.s = y, m, d, t.Format("2006-01-02")
+	}
+	return w.day.s
 }
 
 // counterID names a counter of a tenant: its name and its one part, if any.

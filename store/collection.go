@@ -183,17 +183,17 @@ func (c *Collection[T]) PutOverKept(tx Txn, tenant string, old, v *T, raw []byte
 	return SetKept(tx, c.recordKey(tenant, id), raw)
 }
 
-func (c *Collection[T]) indexKeys(tenant, id string, ix Index[T], v *T) [][]byte {
+func (c *Collection[T]) indexKeys(dst [][]byte, tenant, id string, ix Index[T], v *T) [][]byte {
 	if v == nil {
-		return nil
+		return dst
 	}
-	return c.keysOf(tenant, id, ix, ix.Values(v))
+	return c.keysOf(dst, tenant, id, ix, ix.Values(v))
 }
 
-// keysOf returns the index entries' keys of the record id with the index
-// values entries.
-func (c *Collection[T]) keysOf(tenant, id string, ix Index[T], entries [][]any) [][]byte {
-	keys := make([][]byte, 0, len(entries))
+// keysOf appends to dst the index entries' keys of the record id with the
+// index values entries.
+func (c *Collection[T]) keysOf(dst [][]byte, tenant, id string, ix Index[T], entries [][]any) [][]byte {
+	keys := dst
 	for _, e := range entries {
 		if ix.Unique {
 			keys = append(keys, AppendKey(Key(tenant, spaceUnique, c.Name, ix.Name), e...))
@@ -208,7 +208,10 @@ func (c *Collection[T]) keysOf(tenant, id string, ix Index[T], entries [][]any) 
 }
 
 func (c *Collection[T]) updateIndex(tx Txn, tenant, id string, ix Index[T], old, v *T) error {
-	var oldKeys, newKeys [][]byte
+	// Room for the keys of a record of an entry or two, so listing them
+	// allocates nothing.
+	var oldRoom, newRoom [2][]byte
+	oldKeys, newKeys := oldRoom[:0], newRoom[:0]
 	switch {
 	case old != nil && v != nil:
 		if ix.Same != nil && ix.Same(old, v) {
@@ -218,9 +221,9 @@ func (c *Collection[T]) updateIndex(tx Txn, tenant, id string, ix Index[T], old,
 		if sameValues(oldVals, newVals) {
 			return nil // the same entries: nothing to delete or write
 		}
-		oldKeys, newKeys = c.keysOf(tenant, id, ix, oldVals), c.keysOf(tenant, id, ix, newVals)
+		oldKeys, newKeys = c.keysOf(oldKeys, tenant, id, ix, oldVals), c.keysOf(newKeys, tenant, id, ix, newVals)
 	default:
-		oldKeys, newKeys = c.indexKeys(tenant, id, ix, old), c.indexKeys(tenant, id, ix, v)
+		oldKeys, newKeys = c.indexKeys(oldKeys, tenant, id, ix, old), c.indexKeys(newKeys, tenant, id, ix, v)
 	}
 	for _, k := range oldKeys {
 		if !containsKey(newKeys, k) {
@@ -305,7 +308,7 @@ func (c *Collection[T]) Delete(tx Txn, tenant, id string) error {
 		return err
 	}
 	for _, ix := range c.Indexes {
-		for _, k := range c.indexKeys(tenant, id, ix, old) {
+		for _, k := range c.indexKeys(nil, tenant, id, ix, old) {
 			if err := tx.Delete(k); err != nil {
 				return err
 			}
