@@ -954,7 +954,8 @@ func (e *Engine) recordBuf(steps int) *[]byte {
 }
 
 // releaseRecordBuf keeps b for reuse once nothing reads it: the record's
-// commit is over, and the store copied what it keeps (or wrote it).
+// commit is over (the store holds the record as it is until then, see
+// store.SetKept).
 func (e *Engine) releaseRecordBuf(b *[]byte) {
 	if cap(*b) > maxRecordBuf {
 		return
