@@ -103,7 +103,21 @@ func appendOrTake[T any](a, b []T) []T {
 }
 
 func (w *worker) newExec(en *entry, c *command) *exec {
-	return &exec{w: w, en: en, r: en.run, ver: en.ver, cmd: c, now: w.e.now()}
+	x := w.spare
+	if x == nil {
+		x = &exec{}
+	}
+	w.spare = nil
+	*x = exec{w: w, en: en, r: en.run, ver: en.ver, cmd: c, now: w.e.now()}
+	return x
+}
+
+// release keeps x, whose command is done, for the worker's next one. What
+// outlives a command (the changes it held on the run, the closures it
+// left for after the commit) never refers to its exec.
+func (w *worker) release(x *exec) {
+	*x = exec{}
+	w.spare = x
 }
 
 // stamp returns a pointer to x.now for a time field of the run or its
@@ -426,7 +440,8 @@ func (x *exec) wait(st *StepRun, stepStatus StepStatus) {
 func (x *exec) addTimer(at time.Time, token string) {
 	key := dueKey(at, x.r.Tenant, x.r.ID, token)
 	x.fx.ops = append(x.fx.ops, setKey(key, nil))
-	x.fx.post = append(x.fx.post, func() { x.w.e.sched.wakeAt(at) })
+	e := x.w.e // not x: an exec is reused once its command is done (see worker.release)
+	x.fx.post = append(x.fx.post, func() { e.sched.wakeAt(at) })
 }
 
 // call asks for a capability call outside the worker; its result comes
@@ -441,7 +456,8 @@ func (x *exec) call(def *process.Step, st *StepRun, capID string, args any, toke
 }
 
 // addCall adds pc to the calls the command makes: a run makes one at a
-// time, held in the exec itself.
+// time, held in the exec itself (so fx.calls is never kept beyond the
+// command: see finish).
 func (x *exec) addCall(pc *pendingCall) {
 	if x.fx.calls == nil {
 		x.fx.calls = x.oneCall[:0]

@@ -194,6 +194,8 @@ type worker struct {
 	idle   map[runKey]*entry
 	// sweepAt is how many idle runs make sweep look for runs to forget.
 	sweepAt int
+	// spare is an exec whose command is done, for the next (see release).
+	spare *exec
 	// counters memoizes counter keys (see counterKey), at most
 	// maxCounterKeys of them.
 	counters map[counterID]string
@@ -541,6 +543,7 @@ func (w *worker) handle(c *command) {
 	}
 	if x.held() {
 		w.finish(x)
+		w.release(x)
 		return
 	}
 	switch c.kind {
@@ -586,6 +589,7 @@ func (w *worker) handle(c *command) {
 		x.assignTask(c.assign)
 	}
 	w.finish(x)
+	w.release(x)
 }
 
 // dropKey removes the due or waiter key of a command whose run is gone.
@@ -660,6 +664,7 @@ func (w *worker) handleStart(c *command) {
 		x.fx.post = append(x.fx.post, func() { w.e.cluster.signal(topicDue) })
 	}
 	w.finish(x)
+	w.release(x)
 	if en.foreign {
 		delete(w.cache, runKeyOf(c.tenant, id))
 		delete(w.idle, runKeyOf(c.tenant, id))
@@ -731,7 +736,7 @@ func (w *worker) finish(x *exec) {
 	case !en.durable:
 		// A run's first commit must be durable before any call of it goes
 		// out: a call must never act for a run a crash could lose.
-		en.held.issue = appendOrTake(en.held.issue, x.fx.calls)
+		en.held.issue = append(en.held.issue, x.fx.calls...) // x.fx.calls is the exec's own
 		x.fx.calls = nil
 		en.dirty = true
 		en.durable = true
