@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/bas-platform/bas/internal/callwrites"
 )
 
 // callCtx is the context a capability call or a gate decision runs under:
@@ -20,6 +22,13 @@ import (
 type callCtx struct {
 	parent   context.Context
 	deadline time.Time
+	// info, when set, is the run the call is made for: Value answers
+	// RunFromContext's key with it (as a context.WithValue would, without
+	// making one per call).
+	info *RunInfo
+	// writes, when set, are the call's callwrites.Writes, answered for
+	// callwrites.ContextKey (as callwrites.With would).
+	writes *callwrites.Writes
 
 	mu       sync.Mutex
 	real     atomic.Pointer[deadlineCtx] // set once, by materialize
@@ -36,7 +45,15 @@ type deadlineCtx struct {
 // caller must call its release when the call returned (as the cancel of
 // context.WithTimeout).
 func withCallDeadline(parent context.Context, timeout time.Duration) *callCtx {
-	return &callCtx{parent: parent, deadline: time.Now().Add(timeout)}
+	c := &callCtx{}
+	c.init(parent, timeout)
+	return c
+}
+
+// init makes c, a zero callCtx, withCallDeadline's context (for a callCtx
+// held inside another value, made with it).
+func (c *callCtx) init(parent context.Context, timeout time.Duration) {
+	c.parent, c.deadline = parent, time.Now().Add(timeout)
 }
 
 // materialize makes the context.WithDeadline c stands for, once (already
@@ -102,9 +119,20 @@ func (c *callCtx) Err() error {
 	return c.materialize().Err()
 }
 
-// Value is the parent's value for key; once c is done, the real context's
-// (which answers context.Cause with c's own cause).
+// Value is c's run for RunFromContext's key (when c has one), else the
+// parent's value for key; once c is done, the real context's (which answers
+// context.Cause with c's own cause).
 func (c *callCtx) Value(key any) any {
+	switch key.(type) {
+	case runInfoKey:
+		if c.info != nil {
+			return c.info
+		}
+	case callwrites.ContextKey:
+		if c.writes != nil {
+			return c.writes
+		}
+	}
 	if r := c.real.Load(); r != nil {
 		return r.ctx.Value(key)
 	}

@@ -37,6 +37,30 @@ func TestCallCtx(t *testing.T) {
 		}
 	})
 
+	t.Run("run info", func(t *testing.T) {
+		ctx := withCallDeadline(parent, time.Hour)
+		ctx.info = &RunInfo{ID: "run_1", StepKey: "s0"}
+		child, cancel := context.WithCancel(context.WithValue(ctx, ctxKey{}, "child"))
+		defer cancel()
+		for i, c := range []context.Context{ctx, child} {
+			if info, ok := RunFromContext(c); !ok || info.ID != "run_1" || info.StepKey != "s0" {
+				t.Fatalf("context %d: RunFromContext = %+v, %v", i, info, ok)
+			}
+		}
+		if got := ctx.Value(ctxKey{}); got != "v" {
+			t.Fatalf("Value = %v", got)
+		}
+		done := child.Done() // materializes ctx; the info stays
+		ctx.release()
+		<-done
+		if info, ok := RunFromContext(ctx); !ok || info.ID != "run_1" {
+			t.Fatalf("released: RunFromContext = %+v, %v", info, ok)
+		}
+		if _, ok := RunFromContext(withCallDeadline(parent, time.Hour)); ok {
+			t.Fatal("a context without run info told one")
+		}
+	})
+
 	t.Run("released", func(t *testing.T) {
 		ctx := withCallDeadline(parent, time.Hour)
 		release := ctx.release

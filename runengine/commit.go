@@ -18,7 +18,7 @@ import (
 // increments, and what to do once the batch is durable.
 type delta struct {
 	apply    func(tx store.Txn) error
-	counters map[string]int64
+	counters []counterInc
 	// reads says apply reads keys: such a delta is committed by a
 	// transaction of its own view of every earlier commit, never
 	// pipelined.
@@ -38,6 +38,13 @@ type delta struct {
 	// the delta acts under: its batch checks it in the transaction, and a
 	// lease no longer held refuses the delta.
 	fence *lease.Lease
+}
+
+// counterInc adds n to the counter at key (a delta may hold several of
+// one key: they add up).
+type counterInc struct {
+	key string
+	n   int64
 }
 
 // committer is the group-commit pipeline: one goroutine drains every
@@ -321,6 +328,12 @@ const entryBytes = 12
 func (t *sizedTxn) Set(key, value []byte) error {
 	*t.n += len(key) + len(value) + entryBytes
 	return t.Txn.Set(key, value)
+}
+
+// SetKept counts the write, then makes it (see store.ValueKeeper).
+func (t *sizedTxn) SetKept(key, value []byte) error {
+	*t.n += len(key) + len(value) + entryBytes
+	return store.SetKept(t.Txn, key, value)
 }
 
 // Delete counts the write, then makes it.
@@ -645,11 +658,11 @@ func (c *committer) record(n int, d time.Duration, err error) {
 func sumCounters(batch []*delta) map[string]int64 {
 	var sums map[string]int64
 	for _, d := range batch {
-		for k, v := range d.counters {
+		for _, inc := range d.counters {
 			if sums == nil {
 				sums = map[string]int64{}
 			}
-			sums[k] += v
+			sums[inc.key] += inc.n
 		}
 	}
 	return sums

@@ -81,7 +81,7 @@ func TestCommitterLandsEveryDelta(t *testing.T) {
 				if i%10 == 3 {
 					val = string(big)
 				}
-				submit(name, &delta{apply: setKey(key(name), []byte(val)), counters: map[string]int64{"t-count": 1}})
+				submit(name, &delta{apply: setKey(key(name), []byte(val)), counters: []counterInc{{"t-count", 1}}})
 				wantMu.Lock()
 				want[name] = val
 				wantMu.Unlock()

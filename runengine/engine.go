@@ -235,7 +235,7 @@ type Engine struct {
 	hub       *hub     // events kept for subscribers (see Subscribe)
 
 	calls    sync.WaitGroup // in-flight capability calls
-	runWork  chan func()    // hands a call to an idle runner
+	runWork  chan callJob   // hands a call to an idle runner
 	runners  sync.WaitGroup // call runners (see goCall)
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -256,6 +256,10 @@ type Engine struct {
 	starting    *startGate     // nil without a cap on starts in progress
 	cluster     *cluster       // nil on one node
 	defs        *defCache      // the definitions Start loaded; nil on a cluster
+
+	// recordBufs holds buffers of stored run records for reuse (*[]byte),
+	// runCommits the values of runs' commits (*runCommit).
+	recordBufs, runCommits sync.Pool
 }
 
 // New returns an engine; call Open to start it.
@@ -266,7 +270,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Engine{cfg: cfg, st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, ctx: ctx, cancel: cancel,
-		runWork: make(chan func()), stepTypes: cfg.StepTypes, listened: map[eventName]bool{}}
+		runWork: make(chan callJob), stepTypes: cfg.StepTypes, listened: map[eventName]bool{}}
 	lim, err := newLimiter(cfg.RateLimits)
 	if err != nil {
 		cancel()
@@ -375,11 +379,23 @@ func waitUntil(wg *sync.WaitGroup, deadline time.Time) {
 // runnerIdle is how long a call runner waits for work before it exits.
 const runnerIdle = 10 * time.Second
 
+// callJob is work for a call runner.
+type callJob interface{ run() }
+
+// funcJob is a function as a callJob.
+type funcJob func()
+
+func (f funcJob) run() { f() }
+
 // goCall runs fn, a capability call or a gate decision, on a call runner:
 // an idle one when there is one, else a new one. Runners outlive their
 // call so that a goroutine's stack, grown once by providers and schema
 // validation, serves many calls; a slow call never holds up another.
-func (e *Engine) goCall(fn func()) {
+func (e *Engine) goCall(fn func()) { e.goJob(funcJob(fn)) }
+
+// goJob is goCall of a callJob (a pendingCall is one, with no closure to
+// make).
+func (e *Engine) goJob(j callJob) {
 	// Close waits for the calls: none may be added once it began (the run
 	// resumes on the next Open, or on the node taking its shard over).
 	e.closeMu.RLock()
@@ -390,29 +406,29 @@ func (e *Engine) goCall(fn func()) {
 	e.calls.Add(1)
 	e.closeMu.RUnlock()
 	select {
-	case e.runWork <- fn:
+	case e.runWork <- j:
 		return
 	default:
 	}
 	e.runners.Add(1)
-	go e.runCalls(fn)
+	go e.runCalls(j)
 }
 
-func (e *Engine) runCalls(fn func()) {
+func (e *Engine) runCalls(j callJob) {
 	defer e.runners.Done()
 	idle := time.NewTimer(runnerIdle)
 	defer idle.Stop()
 	for {
-		fn()
+		j.run()
 		e.calls.Done()
 		select {
-		case fn = <-e.runWork: // more work waits: no idle timer to arm
+		case j = <-e.runWork: // more work waits: no idle timer to arm
 			continue
 		default:
 		}
 		idle.Reset(runnerIdle)
 		select {
-		case fn = <-e.runWork:
+		case j = <-e.runWork:
 		case <-idle.C:
 			return
 		case <-e.ctx.Done():

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability"
-	"github.com/bas-platform/bas/internal/callwrites"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/internal/refs"
@@ -43,17 +42,22 @@ type exec struct {
 	replyTask     *Task
 	replyApproval *Approval
 	err           error
+
+	oneCall [1]*pendingCall // room for fx.calls (see addCall)
 }
 
 // effects are what a command changes besides the run record.
 type effects struct {
 	ops      []func(store.Txn) error
 	reads    bool // an op reads keys (see delta.reads)
-	counters map[string]int64
+	counters []counterInc
 	post     []func()
 	// settled run after the commit whether it succeeded or not (err).
 	settled []func(err error)
 	calls   []*pendingCall
+	// issue are calls of a new run, made once its first commit is durable
+	// (after post).
+	issue []*pendingCall
 	// late are the events nothing consumed when they were emitted (none
 	// was written): a subscriber that came before the commit is owed
 	// them (see Engine.showLate).
@@ -86,13 +90,8 @@ func (f *effects) merge(o *effects) {
 	f.post = appendOrTake(f.post, o.post)
 	f.settled = appendOrTake(f.settled, o.settled)
 	f.late = appendOrTake(f.late, o.late)
-	if f.counters == nil {
-		f.counters, o.counters = o.counters, nil
-		return
-	}
-	for k, v := range o.counters {
-		f.counters[k] += v
-	}
+	f.issue = appendOrTake(f.issue, o.issue)
+	f.counters = appendOrTake(f.counters, o.counters)
 }
 
 // appendOrTake is append(a, b...), or b itself when a is empty.
@@ -104,14 +103,41 @@ func appendOrTake[T any](a, b []T) []T {
 }
 
 func (w *worker) newExec(en *entry, c *command) *exec {
-	return &exec{w: w, en: en, r: en.run, ver: en.ver, cmd: c, now: w.e.now()}
+	x := w.spare
+	if x == nil {
+		x = &exec{}
+	}
+	w.spare = nil
+	*x = exec{w: w, en: en, r: en.run, ver: en.ver, cmd: c, now: w.e.now()}
+	return x
+}
+
+// release keeps x, whose command is done, for the worker's next one. What
+// outlives a command (the changes it held on the run, the closures it
+// left for after the commit) never refers to its exec.
+func (w *worker) release(x *exec) {
+	*x = exec{}
+	w.spare = x
+}
+
+// stamp returns a pointer to x.now for a time field of the run or its
+// steps. It points into the entry's slab of them, made for the rest of the
+// run, so that a run's times cost one allocation rather than one each. The
+// times pointed to are never changed.
+func (x *exec) stamp() *time.Time {
+	en := x.en
+	if len(en.times) == cap(en.times) {
+		en.times = make([]time.Time, 0, 2*max(len(x.r.Steps)-x.r.Cursor, 0)+1)
+	}
+	en.times = append(en.times, x.now)
+	return &en.times[len(en.times)-1]
 }
 
 func (x *exec) count(key string, n int64) {
 	if x.fx.counters == nil {
-		x.fx.counters = map[string]int64{}
+		x.fx.counters = make([]counterInc, 0, 4) // a run's end counts three
 	}
-	x.fx.counters[key] += n
+	x.fx.counters = append(x.fx.counters, counterInc{key, n})
 }
 
 // emit writes an event to the outbox in this command's commit.
@@ -135,7 +161,7 @@ func (x *exec) write(name string, data map[string]any) {
 // comes before the commit lands.
 func (x *exec) keepLate(ev lateEvent) {
 	if x.fx.late == nil {
-		x.fx.late = make([]lateEvent, 0, 4)
+		x.fx.late = make([]lateEvent, 0, 2)
 	}
 	x.fx.late = append(x.fx.late, ev)
 }
@@ -184,8 +210,7 @@ func (x *exec) setStatus(status RunStatus) {
 			r.Overdue = false
 			x.count(x.w.counterKey(r.Tenant, "overdue"), -1)
 		}
-		t := x.now
-		r.CompletedAt = &t
+		r.CompletedAt = x.stamp()
 		r.CurrentStep = nil
 		if obs := x.w.e.cfg.Observer; obs != nil {
 			n := x.runNote()
@@ -324,7 +349,7 @@ func (x *exec) advance() {
 func (x *exec) beginStep(def *process.Step, st *StepRun) {
 	x.dirty = true
 	t := x.now
-	st.StartedAt = &t
+	st.StartedAt = x.stamp()
 	st.Status = StepRunning
 	x.r.CurrentStep = &st.Key
 	x.setStatus(RunRunning)
@@ -342,9 +367,8 @@ func slaToken(cursor int) string { return "sla-" + strconv.Itoa(cursor) }
 // completeStep records output and moves to the next step.
 func (x *exec) completeStep(def *process.Step, st *StepRun, output any, automatic bool) {
 	x.dirty = true
-	t := x.now
 	st.Status = StepCompleted
-	st.CompletedAt = &t
+	st.CompletedAt = x.stamp()
 	st.Output = output
 	st.Error = nil // an earlier failed attempt's error
 	x.observeStepEnd(st, StepCompleted, "")
@@ -383,8 +407,7 @@ func (x *exec) failRun(st *StepRun, status RunStatus, msg string) {
 	if st != nil {
 		st.Status = StepFailed
 		st.Error = &msg
-		t := x.now
-		st.CompletedAt = &t
+		st.CompletedAt = x.stamp()
 		x.observeStepEnd(st, StepFailed, msg)
 	}
 	x.r.Error = &msg
@@ -398,7 +421,7 @@ func (x *exec) failRun(st *StepRun, status RunStatus, msg string) {
 
 func (x *exec) completeRun() {
 	x.setStatus(RunCompleted)
-	day := x.now.Format("2006-01-02")
+	day := x.w.dayOf(x.now)
 	x.count(x.w.counterKeyWith(x.r.Tenant, "completed", day), 1)
 	if x.r.MinutesSaved > 0 {
 		x.count(x.w.counterKeyWith(x.r.Tenant, "minutes", day), int64(x.r.MinutesSaved))
@@ -417,63 +440,62 @@ func (x *exec) wait(st *StepRun, stepStatus StepStatus) {
 func (x *exec) addTimer(at time.Time, token string) {
 	key := dueKey(at, x.r.Tenant, x.r.ID, token)
 	x.fx.ops = append(x.fx.ops, setKey(key, nil))
-	x.fx.post = append(x.fx.post, func() { x.w.e.sched.wakeAt(at) })
+	e := x.w.e // not x: an exec is reused once its command is done (see worker.release)
+	x.fx.post = append(x.fx.post, func() { e.sched.wakeAt(at) })
 }
 
 // call asks for a capability call outside the worker; its result comes
 // back as a command carrying token.
 func (x *exec) call(def *process.Step, st *StepRun, capID string, args any, token, keySuffix string) {
-	do, ok := x.callFunc(def, st, capID, args, keySuffix)
-	if !ok {
+	pc := x.prepareCall(def, st, capID, args, token, keySuffix)
+	if pc == nil {
 		return
 	}
 	x.en.inflight = token
-	e := x.w.e
-	x.fx.calls = append(x.fx.calls, &pendingCall{tenant: x.r.Tenant, runID: x.r.ID, token: token, process: x.r.ProcessID, priority: x.r.Priority,
-		do: func() *callResult {
-			ctx := withCallDeadline(e.ctx, e.cfg.CallTimeout)
-			defer ctx.release()
-			return do(ctx)
-		}})
+	x.addCall(pc)
 }
 
-// callFunc prepares a capability call of the step: the allowed_tools
+// addCall adds pc to the calls the command makes: a run makes one at a
+// time, held in the exec itself (so fx.calls is never kept beyond the
+// command: see finish).
+func (x *exec) addCall(pc *pendingCall) {
+	if x.fx.calls == nil {
+		x.fx.calls = x.oneCall[:0]
+	}
+	x.fx.calls = append(x.fx.calls, pc)
+}
+
+// prepareCall prepares a capability call of the step: the allowed_tools
 // check, the arguments and the idempotency key. It fails the run and
-// returns false when the call may not be made. The call made runs under
-// ctx, which carries its deadline.
-func (x *exec) callFunc(def *process.Step, st *StepRun, capID string, args any, keySuffix string) (func(ctx context.Context) *callResult, bool) {
+// returns nil when the call may not be made.
+func (x *exec) prepareCall(def *process.Step, st *StepRun, capID string, args any, token, keySuffix string) *pendingCall {
 	if len(def.Controls.AllowedTools) > 0 && !slices.Contains(def.Controls.AllowedTools, capID) {
 		x.failRun(st, RunFailed, fmt.Sprintf("step %s: capability %s is not in the step's allowed_tools %v",
 			def.Key, capID, def.Controls.AllowedTools))
-		return nil, false
+		return nil
 	}
 	if x.rateLimited(st, capID, args) {
-		return nil, false
+		return nil
 	}
 	raw, err := jsonvalue.Append(nil, args)
 	if err != nil {
 		x.failRun(st, RunFailed, fmt.Sprintf("step %s: arguments: %v", def.Key, err))
-		return nil, false
+		return nil
 	}
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
 	}
-	key := x.r.ID + "/" + def.Key + "/" + keySuffix + strconv.Itoa(st.Attempts+1)
-	e := x.w.e
-	tenant := x.r.Tenant
-	info := RunInfo{ID: x.r.ID, ProcessID: x.r.ProcessID, ProcessName: x.r.ProcessName, Subject: x.r.Subject, StepKey: def.Key, Priority: x.r.Priority,
-		cause: x.r.Trigger.Cause}
+	r := x.r
+	pc := &pendingCall{tenant: r.Tenant, runID: r.ID, token: token, process: r.ProcessID, priority: r.Priority,
+		capID: capID, args: raw, key: r.ID + "/" + def.Key + "/" + keySuffix + strconv.Itoa(st.Attempts+1),
+		info: RunInfo{ID: r.ID, ProcessID: r.ProcessID, ProcessName: r.ProcessName, Subject: r.Subject, StepKey: def.Key,
+			Priority: r.Priority, cause: r.Trigger.Cause}}
 	// A call of the command that makes the run's first commit goes out
 	// once that commit is durable, and no call of the run went out before:
 	// nothing was written under its key.
-	fresh := !x.en.durable
-	return func(ctx context.Context) *callResult {
-		res := &callResult{ctx: callValues{Context: ctx, info: info}}
-		res.ctx.writes.New = fresh
-		out, err := e.cfg.Capabilities.Call(&res.ctx, capability.Call{Tenant: tenant, Capability: capID, Args: raw, IdempotencyKey: key})
-		res.out, res.err = out, err
-		return res
-	}, true
+	pc.res.writes.New = !x.en.durable
+	pc.cmd = command{kind: cmdCallResult, tenant: r.Tenant, runID: r.ID, result: &pc.res}
+	return pc
 }
 
 // callOutcome interprets the result of the current step's call: it returns
@@ -496,7 +518,7 @@ func (x *exec) callOutcome(def *process.Step, st *StepRun) (any, bool) {
 			out, err = decodeJSON(res.out)
 		}
 		if err == nil {
-			if ops := res.ctx.writes.Take(); len(ops) > 0 {
+			if ops := res.writes.Take(); len(ops) > 0 {
 				x.dirty = true
 				x.fx.ops = append(x.fx.ops, ops...)
 			}
@@ -668,24 +690,4 @@ func RunFromContext(ctx context.Context) (RunInfo, bool) {
 		return RunInfo{}, false
 	}
 	return *info, true
-}
-
-// callValues is the context of a capability call: its run (RunFromContext)
-// and the writes a built-in provider hands over (callwrites), in one value
-// kept in the call's result, so a call allocates no context of its own.
-type callValues struct {
-	context.Context
-	info   RunInfo
-	writes callwrites.Writes
-}
-
-// Value answers the call's run and writes, and asks the parent otherwise.
-func (c *callValues) Value(key any) any {
-	switch key.(type) {
-	case runInfoKey:
-		return &c.info
-	case callwrites.ContextKey:
-		return &c.writes
-	}
-	return c.Context.Value(key)
 }

@@ -280,15 +280,16 @@ var runs = &store.Collection[Run]{
 	ID:       func(r *Run) string { return r.ID },
 	NotFound: "run not found",
 	Indexes: []store.Index[Run]{
-		{Name: "process", Values: func(r *Run) [][]any { return [][]any{{r.ProcessID}} }},
+		{Name: "process", Values: func(r *Run) [][]any { return [][]any{{r.ProcessID}} },
+			Same: func(old, r *Run) bool { return old.ProcessID == r.ProcessID }},
 		// Running runs are listed from the engine's active index, which
 		// holds exactly them.
 		{Name: "status", Values: func(r *Run) [][]any {
 			if r.Status == RunRunning {
 				return nil
 			}
-			return [][]any{{string(r.Status)}}
-		}},
+			return statusValues(r.Status)
+		}, Same: func(old, r *Run) bool { return old.Status == r.Status }},
 		{Name: "overdue", Values: func(r *Run) [][]any {
 			if r.Overdue && !r.Finished() {
 				return [][]any{{}}
@@ -303,6 +304,25 @@ var runs = &store.Collection[Run]{
 			return nil
 		}},
 	},
+}
+
+// runStatusValues are the status index's values of each status a run may
+// have there, made once: Values is asked at every change of a run's status.
+// They are only read.
+var runStatusValues = func() map[RunStatus][][]any {
+	m := map[RunStatus][][]any{}
+	for _, s := range []RunStatus{RunWaiting, RunPaused, RunCompleted, RunFailed, RunRejected, RunCancelled} {
+		m[s] = [][]any{{string(s)}}
+	}
+	return m
+}()
+
+// statusValues is the status index's values of status.
+func statusValues(status RunStatus) [][]any {
+	if v, ok := runStatusValues[status]; ok {
+		return v
+	}
+	return [][]any{{string(status)}}
 }
 
 var tasks = &store.Collection[Task]{

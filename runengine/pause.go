@@ -71,7 +71,8 @@ func (x *exec) held() bool {
 	case cmdTimer:
 		key := c.timer.key
 		x.fx.ops = append(x.fx.ops, deleteKey(key))
-		x.fx.settled = append(x.fx.settled, func(err error) { x.w.e.sched.settle(key, err) })
+		e := x.w.e // not x, which is reused
+		x.fx.settled = append(x.fx.settled, func(err error) { e.sched.settle(key, err) })
 		p.Timers = append(p.Timers, c.timer.token)
 		x.dirty = true
 	case cmdEvent:

@@ -35,7 +35,7 @@ func (p tasksProvider) Call(ctx context.Context, call capability.Call) (json.Raw
 	now := p.e.now()
 	dedupe := store.Key(call.Tenant, "cap-call", call.IdempotencyKey)
 	var out json.RawMessage
-	var counters map[string]int64
+	var counters []counterInc
 	var record func(tx store.Txn) error
 	switch call.Capability {
 	case capability.TaskCreate:
@@ -68,7 +68,7 @@ func (p tasksProvider) Call(ctx context.Context, call capability.Call) (json.Raw
 				"required": f.Required, "options": f.Options})
 		}
 		out, _ = json.Marshal(capability.TaskCreateResult{TaskID: t.ID, Status: string(t.Status)})
-		counters = map[string]int64{counterKey(call.Tenant, "tasks-open", assigneeOf(t)): 1}
+		counters = []counterInc{{counterKey(call.Tenant, "tasks-open", assigneeOf(t)), 1}}
 		record = func(tx store.Txn) error {
 			raw, err := json.Marshal(t)
 			if err != nil {
@@ -101,7 +101,7 @@ func (p tasksProvider) Call(ctx context.Context, call capability.Call) (json.Raw
 			ap.ExpiresAt = &d
 		}
 		out, _ = json.Marshal(capability.ApprovalRequestResult{ApprovalID: ap.ID, Status: string(ap.Status)})
-		counters = map[string]int64{counterKey(call.Tenant, "approvals-pending"): 1}
+		counters = []counterInc{{counterKey(call.Tenant, "approvals-pending"), 1}}
 		record = func(tx store.Txn) error {
 			raw, err := json.Marshal(ap)
 			if err != nil {

@@ -99,20 +99,20 @@ func runWords(label string, search map[string]string) []string {
 	return words
 }
 
-// labelWordOps index a new run's label words.
-func labelWordOps(tenant, runID, label string) []func(store.Txn) error {
+// labelWordOp indexes a new run's label words; nil when it has none.
+func labelWordOp(tenant, runID, label string) func(store.Txn) error {
 	words := SearchWords(label)
 	if len(words) == 0 {
 		return nil
 	}
-	return []func(store.Txn) error{func(tx store.Txn) error {
+	return func(tx store.Txn) error {
 		for _, w := range words {
 			if err := tx.Set(store.AppendKey(wordPrefix(tenant, w), runID), nil); err != nil {
 				return err
 			}
 		}
 		return nil
-	}}
+	}
 }
 
 // searchValues reads the version's declared fields from the run's data;

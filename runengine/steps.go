@@ -205,30 +205,13 @@ func checkFieldValue(typ string, f map[string]any, v any) (string, string) {
 // decide asks the autonomy gate outside the worker and, when the action
 // may run on its own, makes the call in the same go.
 func (x *exec) decide(def *process.Step, st *StepRun, args map[string]any) {
-	do, ok := x.callFunc(def, st, def.Capability, args, "")
-	if !ok {
+	pc := x.prepareCall(def, st, def.Capability, args, "gate", "")
+	if pc == nil {
 		return
 	}
-	e := x.w.e
-	req := GateRequest{Tenant: x.r.Tenant, ProcessID: x.r.ProcessID, RunID: x.r.ID, StepKey: def.Key,
-		Capability: def.Capability, ItemKey: x.r.ID + "/" + def.Key, New: !x.en.durable}
+	pc.asksGate = true
 	x.en.inflight = "gate"
-	x.fx.calls = append(x.fx.calls, &pendingCall{tenant: x.r.Tenant, runID: x.r.ID, token: "gate", process: x.r.ProcessID, priority: x.r.Priority,
-		do: func() *callResult {
-			ctx := withCallDeadline(e.ctx, e.cfg.CallTimeout)
-			defer ctx.release()
-			d, err := e.cfg.Gate.Decide(ctx, req)
-			if err != nil {
-				e.log.Error("autonomy gate", "run", req.RunID, "error", err)
-				d = GateDecision{Auto: false, Reason: "the autonomy gate could not decide: a person approves"}
-			}
-			if !d.Auto {
-				return &callResult{gate: &d}
-			}
-			res := do(ctx)
-			res.gate = &d
-			return res
-		}})
+	x.addCall(pc)
 }
 
 // createReview makes the after-the-fact review task of a sampled

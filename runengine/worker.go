@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/internal/callwrites"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/lease"
 	"github.com/bas-platform/bas/process"
@@ -93,11 +95,10 @@ type callResult struct {
 	out   json.RawMessage
 	err   error
 	gate  *GateDecision
-	// ctx is the call's context; its writes are what a built-in provider
-	// handed the engine to commit with the call's result (see callwrites):
-	// applied by callOutcome when the call succeeded, dropped with the
-	// result otherwise.
-	ctx callValues
+	// writes are what a built-in provider handed the engine to commit
+	// with the call's result (see callwrites): applied by callOutcome when
+	// the call succeeded, dropped with the result otherwise.
+	writes callwrites.Writes
 }
 
 type taskArgs struct {
@@ -162,6 +163,8 @@ type entry struct {
 	// commit is still in flight.
 	tasks     map[string]*Task
 	approvals map[string]*Approval
+	// times holds the run's time fields that this entry set (see stamp).
+	times []time.Time
 }
 
 // task returns a copy of the run's task id: the entry's own latest version,
@@ -196,9 +199,28 @@ type worker struct {
 	idle   map[runKey]*entry
 	// sweepAt is how many idle runs make sweep look for runs to forget.
 	sweepAt int
+	// spare is an exec whose command is done, for the next (see release).
+	spare *exec
 	// counters memoizes counter keys (see counterKey), at most
 	// maxCounterKeys of them.
 	counters map[counterID]string
+	// day is the last date dayOf made.
+	day struct {
+		y int
+		m time.Month
+		d int
+		s string
+	}
+}
+
+// dayOf is t's date as the daily counters name it (2006-01-02), made once
+// per day for the worker's commands.
+func (w *worker) dayOf(t time.Time) string {
+	y, m, d := t.Date()
+	if y != w.day.y || m != w.day.m || d != w.day.d || w.day.s == "" {
+		w.day.y, w.day.m, w.day.d, w.day.s = y, m, d, t.Format("2006-01-02")
+	}
+	return w.day.s
 }
 
 // counterID names a counter of a tenant: its name and its one part, if any.
@@ -530,6 +552,7 @@ func (w *worker) handle(c *command) {
 	}
 	if x.held() {
 		w.finish(x)
+		w.release(x)
 		return
 	}
 	switch c.kind {
@@ -575,6 +598,7 @@ func (w *worker) handle(c *command) {
 		x.assignTask(c.assign)
 	}
 	w.finish(x)
+	w.release(x)
 }
 
 // dropKey removes the due or waiter key of a command whose run is gone.
@@ -630,7 +654,9 @@ func (w *worker) handleStart(c *command) {
 	x.fx.ops = append(x.fx.ops, a.ops...)
 	x.fx.reads = a.reads
 	x.fx.post = append(x.fx.post, a.post...)
-	x.fx.ops = append(x.fx.ops, labelWordOps(c.tenant, id, r.Subject.Label)...)
+	if op := labelWordOp(c.tenant, id, r.Subject.Label); op != nil {
+		x.fx.ops = append(x.fx.ops, op)
+	}
 	x.fx.ops = append(x.fx.ops, childOps(c.tenant, r)...)
 	x.count(w.counterKeyWith(c.tenant, "inflight", r.Function), 1)
 	if obs := w.e.cfg.Observer; obs != nil {
@@ -647,6 +673,7 @@ func (w *worker) handleStart(c *command) {
 		x.fx.post = append(x.fx.post, func() { w.e.cluster.signal(topicDue) })
 	}
 	w.finish(x)
+	w.release(x)
 	if en.foreign {
 		delete(w.cache, runKeyOf(c.tenant, id))
 		delete(w.idle, runKeyOf(c.tenant, id))
@@ -718,11 +745,8 @@ func (w *worker) finish(x *exec) {
 	case !en.durable:
 		// A run's first commit must be durable before any call of it goes
 		// out: a call must never act for a run a crash could lose.
-		calls := x.fx.calls
+		en.held.issue = append(en.held.issue, x.fx.calls...) // x.fx.calls is the exec's own
 		x.fx.calls = nil
-		if len(calls) > 0 {
-			en.held.post = append(en.held.post, func() { w.issueCalls(calls) })
-		}
 		en.dirty = true
 		en.durable = true
 		w.flush(en)
@@ -755,44 +779,31 @@ type heldReply struct {
 // they are durable (at once when nothing changed).
 func (w *worker) flush(en *entry) {
 	r := en.run
-	replies := en.replies
+	rc := w.e.newRunCommit()
+	rc.w, rc.replies = w, en.replies
 	en.replies, en.flushArmed = nil, false
-	var snap *Run
-	var view json.RawMessage
-	for i, h := range replies {
-		if (h.view || h.keep != nil) && view == nil {
+	for i, h := range rc.replies {
+		if (h.view || h.keep != nil) && rc.view == nil {
 			var err error
-			if view, err = appendRun(nil, r, false); err != nil {
-				replies[i].err = errors.CombineErrors(h.err, err)
+			if rc.view, err = appendRun(nil, r, false); err != nil {
+				rc.replies[i].err = errors.CombineErrors(h.err, err)
 			}
 		}
-		if !h.view && snap == nil {
-			snap = cloneRun(r)
-		}
-	}
-	answer := func(err error) {
-		for _, h := range replies {
-			e := err
-			if e == nil {
-				e = h.err
-			}
-			rep := reply{run: snap, task: h.task, approval: h.approval, err: e}
-			if h.view {
-				rep.run, rep.view = nil, view
-			}
-			h.ch <- rep
+		if !h.view && rc.snap == nil {
+			rc.snap = cloneRun(r)
 		}
 	}
-	kept := w.keeps(replies, view)
+	rc.kept = w.keeps(rc.replies, rc.view)
 	if !en.dirty {
-		if len(kept) == 0 {
-			answer(nil)
+		if len(rc.kept) == 0 {
+			rc.answer(nil)
 			return
 		}
-		w.e.commits.submit(&delta{apply: applyAll(kept), after: answer})
+		w.e.commits.submit(&delta{apply: applyAll(rc.kept), after: rc.answer})
 		return
 	}
-	raw, err := appendRun(nil, r, true)
+	buf := w.e.recordBuf(len(r.Steps))
+	raw, err := appendRun(*buf, r, true)
 	if err == nil && len(raw) > MaxInlineOutputBytes {
 		raw, err = w.storeApart(en, raw)
 	}
@@ -803,71 +814,167 @@ func (w *worker) flush(en *entry) {
 			fn(err)
 		}
 		en.held.settled = nil
-		answer(err)
+		rc.answer(err)
 		return
 	}
-	tenant, old := r.Tenant, en.prev
-	cur := indexState(r)
-	en.prev = cur
-	active := activeOp(tenant, old, cur)
-	fx := en.held
+	*buf = raw // the record's buffer, grown or made apart, is this change's alone
+	rc.en, rc.buf, rc.raw = en, buf, raw
+	rc.tenant, rc.runID, rc.old = r.Tenant, r.ID, en.prev
+	rc.cur = indexState(r)
+	en.prev = rc.cur
+	rc.active = activeOp(rc.tenant, rc.old, rc.cur)
+	rc.fx = en.held
 	en.held, en.dirty = effects{}, false
 	en.pending.Add(1)
-	runID := r.ID
-	var fence *lease.Lease
+	d := &rc.delta
 	if cl := w.e.cluster; cl != nil && !en.foreign {
-		fence = en.fence
+		d.fence = en.fence
 	}
-	w.e.commits.submit(&delta{
-		fence: fence,
-		apply: func(tx store.Txn) error {
-			if err := runs.PutOver(tx, tenant, old, cur, raw); err != nil {
-				return err
+	d.apply, d.after = rc.applyFn, rc.afterFn
+	d.counters, d.reads, d.tenant = rc.fx.counters, rc.fx.reads, rc.tenant
+	d.size = len(raw) + opSize*(len(rc.fx.ops)+len(rc.kept)+2*len(runs.Indexes)+2)
+	w.e.commits.submit(d)
+}
+
+// runCommit is one submitted change of a run: the delta and all its
+// commit needs, in one value, reused once its commit was told (see
+// newRunCommit).
+type runCommit struct {
+	delta
+	// applyFn and afterFn are apply and after, bound once for the life of
+	// the value.
+	applyFn func(tx store.Txn) error
+	afterFn func(err error)
+
+	w       *worker
+	en      *entry // nil when the run record is not written
+	replies []heldReply
+	snap    *Run
+	view    json.RawMessage
+	kept    []func(store.Txn) error
+
+	tenant, runID string
+	old, cur      *Run
+	raw           []byte  // the run's record
+	buf           *[]byte // raw's buffer, reused once the commit is over (see recordBuf)
+	active        func(tx store.Txn) error
+	fx            effects
+}
+
+// apply writes the run's change in tx.
+func (rc *runCommit) apply(tx store.Txn) error {
+	// The record's buffer is reused only once the commit is over.
+	if err := runs.PutOverKept(tx, rc.tenant, rc.old, rc.cur, rc.raw); err != nil {
+		return err
+	}
+	if rc.active != nil {
+		if err := rc.active(tx); err != nil {
+			return err
+		}
+	}
+	for _, op := range rc.fx.ops {
+		if err := op(tx); err != nil {
+			return err
+		}
+	}
+	for _, op := range rc.kept {
+		if err := op(tx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// after tells the change's effects once its commit is durable (or failed).
+func (rc *runCommit) after(err error) {
+	w, fx, tenant, runID := rc.w, &rc.fx, rc.tenant, rc.runID
+	rc.en.pending.Add(-1)
+	if rc.buf != nil {
+		w.e.releaseRecordBuf(rc.buf)
+		rc.buf, rc.raw = nil, nil
+	}
+	for _, fn := range fx.settled {
+		fn(err)
+	}
+	if err != nil {
+		w.e.log.Error("commit run change", "run", runID, "error", err)
+		w.send(&command{kind: cmdReload, tenant: tenant, runID: runID})
+	} else {
+		if len(fx.late) > 0 && w.e.hub.wants(tenant) {
+			for i := range fx.late {
+				l := &fx.late[i]
+				w.e.showLate(tenant, l.name, l.dataOf(), l.at, nil, l.from, nil)
 			}
-			if active != nil {
-				if err := active(tx); err != nil {
-					return err
-				}
-			}
-			for _, op := range fx.ops {
-				if err := op(tx); err != nil {
-					return err
-				}
-			}
-			for _, op := range kept {
-				if err := op(tx); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-		counters: fx.counters,
-		reads:    fx.reads,
-		tenant:   tenant,
-		size:     len(raw) + opSize*(len(fx.ops)+len(kept)+2*len(runs.Indexes)+2),
-		after: func(err error) {
-			en.pending.Add(-1)
-			for _, fn := range fx.settled {
-				fn(err)
-			}
-			if err != nil {
-				w.e.log.Error("commit run change", "run", runID, "error", err)
-				w.send(&command{kind: cmdReload, tenant: tenant, runID: runID})
-			} else {
-				if len(fx.late) > 0 && w.e.hub.wants(tenant) {
-					for i := range fx.late {
-						l := &fx.late[i]
-						w.e.showLate(tenant, l.name, l.dataOf(), l.at, nil, l.from, nil)
-					}
-				}
-				for _, fn := range fx.post {
-					fn()
-				}
-				w.e.changes.notify(tenant, runID)
-			}
-			answer(err)
-		},
-	})
+		}
+		for _, fn := range fx.post {
+			fn()
+		}
+		w.issueCalls(fx.issue)
+		w.e.changes.notify(tenant, runID)
+	}
+	rc.answer(err)
+	w.e.releaseRunCommit(rc)
+}
+
+// newRunCommit returns an empty runCommit: a reused one when the engine
+// has one.
+func (e *Engine) newRunCommit() *runCommit {
+	if rc, ok := e.runCommits.Get().(*runCommit); ok {
+		return rc
+	}
+	rc := &runCommit{}
+	rc.applyFn, rc.afterFn = rc.apply, rc.after
+	return rc
+}
+
+// releaseRunCommit keeps rc for reuse. Its after is the last the committer
+// does with its delta, so once it told everything, nothing refers to rc.
+func (e *Engine) releaseRunCommit(rc *runCommit) {
+	*rc = runCommit{applyFn: rc.applyFn, afterFn: rc.afterFn}
+	e.runCommits.Put(rc)
+}
+
+// answer answers the held replies: err, else each reply's own error.
+func (rc *runCommit) answer(err error) {
+	for _, h := range rc.replies {
+		e := err
+		if e == nil {
+			e = h.err
+		}
+		rep := reply{run: rc.snap, task: h.task, approval: h.approval, err: e}
+		if h.view {
+			rep.run, rep.view = nil, rc.view
+		}
+		h.ch <- rep
+	}
+}
+
+// maxRecordBuf bounds the buffers of run records the engine keeps for
+// reuse: a run of large outputs gets one of its own.
+const maxRecordBuf = 16 << 10
+
+// recordBuf returns a buffer for the stored record of a run of steps
+// steps, empty: a reused one when the engine has one. Its record is
+// written into *b and b handed back to releaseRecordBuf.
+func (e *Engine) recordBuf(steps int) *[]byte {
+	if b, ok := e.recordBufs.Get().(*[]byte); ok {
+		*b = (*b)[:0]
+		return b
+	}
+	// Room for a run of small outputs (a completed three-step run is
+	// about 1.1 KB), so the buffer rarely grows.
+	b := make([]byte, 0, 384+288*steps)
+	return &b
+}
+
+// releaseRecordBuf keeps b for reuse once nothing reads it: the record's
+// commit is over (the store holds the record as it is until then, see
+// store.SetKept).
+func (e *Engine) releaseRecordBuf(b *[]byte) {
+	if cap(*b) > maxRecordBuf {
+		return
+	}
+	e.recordBufs.Put(b)
 }
 
 // opSize bounds the bytes one write of a delta's (an index entry, a due
@@ -928,33 +1035,75 @@ func (w *worker) issue(x *exec) { w.issueCalls(x.fx.calls) }
 func (w *worker) issueCalls(calls []*pendingCall) {
 	adm := w.e.admission
 	for _, pc := range calls {
+		pc.w = w
 		if adm == nil {
-			w.e.goCall(func() {
-				res := pc.do()
-				w.e.cfg.Failpoints.afterCall(pc.tenant, pc.runID, pc.token)
-				res.token = pc.token
-				w.send(&command{kind: cmdCallResult, tenant: pc.tenant, runID: pc.runID, result: res})
-			})
+			w.e.goJob(pc)
 			continue
 		}
-		adm.admit(pc.tenant, pc.process, pc.priority, pc.runID, func() {
-			w.e.goCall(func() {
-				res := pc.do()
-				w.e.cfg.Failpoints.afterCall(pc.tenant, pc.runID, pc.token)
-				res.token = pc.token
-				adm.done(pc.tenant, pc.process)
-				w.send(&command{kind: cmdCallResult, tenant: pc.tenant, runID: pc.runID, result: res})
-			})
-		})
+		adm.admit(pc.tenant, pc.process, pc.priority, pc.runID, func() { w.e.goJob(pc) })
 	}
 }
 
-// pendingCall is a call or gate decision to make outside the worker.
+// pendingCall is a capability call, or a gate decision followed by the
+// call when the gate allows it, to make outside the worker. It holds all
+// the call needs, its context, its result and the command carrying the
+// result back, so that a call costs the worker one allocation.
 type pendingCall struct {
 	tenant, runID, token string
 	// process and priority are the run's, for the call caps.
 	process, priority string
-	do                func() *callResult
+	// capID, args and key make the capability call; info is what
+	// RunFromContext tells the provider.
+	capID string
+	args  json.RawMessage
+	key   string
+	info  RunInfo
+	// asksGate makes the call ask the autonomy gate first: the capability
+	// is called only when the gate answers automatic.
+	asksGate bool
+
+	w   *worker // set when issued
+	ctx callCtx
+	dec GateDecision
+	res callResult
+	cmd command
+}
+
+// run makes the call on a call runner and sends its result to the worker.
+func (pc *pendingCall) run() {
+	e := pc.w.e
+	pc.do(e)
+	e.cfg.Failpoints.afterCall(pc.tenant, pc.runID, pc.token)
+	if e.admission != nil {
+		e.admission.done(pc.tenant, pc.process)
+	}
+	pc.res.token = pc.token
+	pc.w.send(&pc.cmd)
+}
+
+// do asks the gate (when asked to) and makes the capability call, under a
+// context with the engine's call deadline, into pc.res.
+func (pc *pendingCall) do(e *Engine) {
+	ctx := &pc.ctx
+	ctx.init(e.ctx, e.cfg.CallTimeout)
+	ctx.info = &pc.info
+	ctx.writes = &pc.res.writes
+	defer ctx.release()
+	if pc.asksGate {
+		d, err := e.cfg.Gate.Decide(ctx, GateRequest{Tenant: pc.tenant, ProcessID: pc.process, RunID: pc.runID, StepKey: pc.info.StepKey,
+			Capability: pc.capID, ItemKey: pc.key[:len(pc.runID)+1+len(pc.info.StepKey)], New: pc.res.writes.New})
+		if err != nil {
+			e.log.Error("autonomy gate", "run", pc.runID, "error", err)
+			d = GateDecision{Auto: false, Reason: "the autonomy gate could not decide: a person approves"}
+		}
+		pc.dec = d
+		pc.res.gate = &pc.dec
+		if !d.Auto {
+			return
+		}
+	}
+	pc.res.out, pc.res.err = e.cfg.Capabilities.Call(ctx, capability.Call{Tenant: pc.tenant, Capability: pc.capID, Args: pc.args,
+		IdempotencyKey: pc.key})
 }
 
 // now rounds the clock to microseconds so stored times round-trip exactly.

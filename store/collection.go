@@ -57,6 +57,12 @@ type Index[T any] struct {
 	// Unique makes an entry's values name at most one record: Put of a
 	// second record with the same values fails with bas.ErrConflict.
 	Unique bool
+	// Same, when set, reports whether two versions of a record have the
+	// same entries (because the fields Values reads are equal): an update
+	// of a record whose entries it says are the same then skips the index
+	// without calling Values. It must never report true for records whose
+	// entries differ.
+	Same func(old, v *T) bool
 }
 
 // Page asks for one page of a list.
@@ -188,7 +194,8 @@ func (c *Collection[T]) PutNew(tx Txn, tenant string, v *T, raw []byte) error {
 		if ix.Unique {
 			val = []byte(id)
 		}
-		for _, k := range c.indexKeys(tenant, id, ix, v) {
+		var room [2][]byte
+		for _, k := range c.indexKeys(room[:0], tenant, id, ix, v) {
 			if err := tx.Set(k, val); err != nil {
 				return err
 			}
@@ -197,39 +204,62 @@ func (c *Collection[T]) PutNew(tx Txn, tenant string, v *T, raw []byte) error {
 	return tx.Set(c.recordKey(tenant, id), raw)
 }
 
-func (c *Collection[T]) indexKeys(tenant, id string, ix Index[T], v *T) [][]byte {
-	if v == nil {
-		return nil
+// PutOverKept is PutOver for a caller that leaves raw unchanged until tx
+// ended, so the store need not copy it (see SetKept).
+func (c *Collection[T]) PutOverKept(tx Txn, tenant string, old, v *T, raw []byte) error {
+	id := c.ID(v)
+	if id == "" {
+		return errors.Newf("store: %s with an empty id", c.Name)
 	}
-	return c.keysOf(tenant, id, ix, ix.Values(v))
+	for _, ix := range c.Indexes {
+		if err := c.updateIndex(tx, tenant, id, ix, old, v); err != nil {
+			return err
+		}
+	}
+	return SetKept(tx, c.recordKey(tenant, id), raw)
 }
 
-// keysOf returns the index entries' keys of the record id with the index
-// values entries.
-func (c *Collection[T]) keysOf(tenant, id string, ix Index[T], entries [][]any) [][]byte {
-	keys := make([][]byte, 0, len(entries))
+func (c *Collection[T]) indexKeys(dst [][]byte, tenant, id string, ix Index[T], v *T) [][]byte {
+	if v == nil {
+		return dst
+	}
+	return c.keysOf(dst, tenant, id, ix, ix.Values(v))
+}
+
+// keysOf appends to dst the index entries' keys of the record id with the
+// index values entries.
+func (c *Collection[T]) keysOf(dst [][]byte, tenant, id string, ix Index[T], entries [][]any) [][]byte {
+	keys := dst
 	for _, e := range entries {
 		if ix.Unique {
 			keys = append(keys, AppendKey(Key(tenant, spaceUnique, c.Name, ix.Name), e...))
 			continue
 		}
-		k := AppendKey(Key(tenant, spaceIndex, c.Name, ix.Name), e...)
+		// Room for two ids beside the names, so the key is made at once.
+		k := AppendKey(make([]byte, 0, 128), tenant, spaceIndex, c.Name, ix.Name)
+		k = AppendKey(k, e...)
 		keys = append(keys, AppendKey(k, id))
 	}
 	return keys
 }
 
 func (c *Collection[T]) updateIndex(tx Txn, tenant, id string, ix Index[T], old, v *T) error {
-	var oldKeys, newKeys [][]byte
+	// Room for the keys of a record of an entry or two, so listing them
+	// allocates nothing.
+	var oldRoom, newRoom [2][]byte
+	oldKeys, newKeys := oldRoom[:0], newRoom[:0]
 	switch {
 	case old != nil && v != nil:
+		if ix.Same != nil && ix.Same(old, v) {
+			return nil // the same entries: nothing to delete or write
+		}
 		oldVals, newVals := ix.Values(old), ix.Values(v)
 		if sameValues(oldVals, newVals) {
 			return nil // the same entries: nothing to delete or write
 		}
-		oldKeys, newKeys = c.keysOf(tenant, id, ix, oldVals), c.keysOf(tenant, id, ix, newVals)
+		oldKeys, newKeys = c.keysOf(oldKeys, tenant, id, ix, oldVals), c.keysOf(newKeys, tenant, id, ix, newVals)
 	default:
-		oldKeys, newKeys = c.indexKeys(tenant, id, ix, old), c.indexKeys(tenant, id, ix, v)
+		oldKeys, newKeys = c.indexKeys(oldKeys, tenant, id, ix, old), c.indexKeys(newKeys, tenant, id, ix, v)
 	}
 	for _, k := range oldKeys {
 		if !containsKey(newKeys, k) {
@@ -314,7 +344,7 @@ func (c *Collection[T]) Delete(tx Txn, tenant, id string) error {
 		return err
 	}
 	for _, ix := range c.Indexes {
-		for _, k := range c.indexKeys(tenant, id, ix, old) {
+		for _, k := range c.indexKeys(nil, tenant, id, ix, old) {
 			if err := tx.Delete(k); err != nil {
 				return err
 			}

@@ -3,9 +3,9 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"reflect"
 	"time"
+	"unsafe"
 
 	"github.com/cockroachdb/errors"
 )
@@ -40,15 +40,27 @@ func AppendKey(b []byte, parts ...any) []byte {
 		case time.Time:
 			b = appendInt(b, v.UnixNano())
 		default:
-			// A named string type (a status, say) is its string.
-			if rv := reflect.ValueOf(p); rv.Kind() == reflect.String {
-				b = appendString(b, rv.String())
+			// A named string type (a status, say) is its string. It is read
+			// from the interface's data word rather than through
+			// reflect.ValueOf, which would make every part escape: callers'
+			// string parts then cost an allocation each to box.
+			t := reflect.TypeOf(p)
+			if t != nil && t.Kind() == reflect.String {
+				b = appendString(b, *(*string)((*[2]unsafe.Pointer)(unsafe.Pointer(&p))[1]))
 				continue
 			}
-			panic(fmt.Sprintf("store.Key: unsupported part type %T", p))
+			panic("store.Key: unsupported part type " + typeName(t))
 		}
 	}
 	return b
+}
+
+// typeName names t for a panic message (fmt would make the part escape).
+func typeName(t reflect.Type) string {
+	if t == nil {
+		return "<nil>"
+	}
+	return t.String()
 }
 
 func appendString(b []byte, s string) []byte {

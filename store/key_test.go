@@ -28,6 +28,7 @@ func TestKeyRoundTrip(t *testing.T) {
 		{"int64", []any{int64(-42)}, []any{int64(-42)}},
 		{"time as unix nanoseconds", []any{at}, []any{at.UnixNano()}},
 		{"mixed", []any{"t", 7, "id\x00", at}, []any{"t", int64(7), "id\x00", at.UnixNano()}},
+		{"named string types are their strings", []any{keyStatus("done\x00"), keyStatus("")}, []any{"done\x00", ""}},
 	} {
 		t.Run(test.name, func(t *testing.T) {
 			t.Parallel()
@@ -39,6 +40,22 @@ func TestKeyRoundTrip(t *testing.T) {
 				t.Errorf("DecodeKey(Key(%q)) (-want +got):\n%s", test.parts, diff)
 			}
 		})
+	}
+}
+
+// keyStatus is a named string type, as a record's status is.
+type keyStatus string
+
+// TestKeyBoxesNoParts checks that a key of strings built at run time costs
+// only its buffer: the parts do not escape, so boxing them allocates nothing.
+func TestKeyBoxesNoParts(t *testing.T) {
+	tenant, id, status := string([]byte("tenant")), string([]byte("run_01")), keyStatus([]byte("done"))
+	var key []byte
+	if got := testing.AllocsPerRun(100, func() { key = store.Key(tenant, "r", "run", id, status) }); got != 1 {
+		t.Errorf("Key allocates %v times, want 1 (its buffer)", got)
+	}
+	if want := store.Key("tenant", "r", "run", "run_01", "done"); !bytes.Equal(key, want) {
+		t.Errorf("Key = %q, want %q", key, want)
 	}
 }
 

@@ -56,6 +56,23 @@ type Txn interface {
 	Delete(key []byte) error
 }
 
+// ValueKeeper is an optional ability of a Txn: SetKept is Set of a value
+// its caller leaves unchanged until the transaction ended (it committed,
+// failed or was discarded), so the store may hold it without a copy.
+type ValueKeeper interface {
+	SetKept(key, value []byte) error
+}
+
+// SetKept writes value at key in tx, as tx.Set does; its caller leaves
+// value unchanged until tx ended, which spares the copy of a store that
+// can hold it as it is (see ValueKeeper).
+func SetKept(tx Txn, key, value []byte) error {
+	if k, ok := tx.(ValueKeeper); ok {
+		return k.SetKept(key, value)
+	}
+	return tx.Set(key, value)
+}
+
 // Pipeliner is an optional ability of a Store: commits that overlap. A
 // transaction opened with Begin commits with CommitAsync, which returns as
 // soon as the commit's place in the order of commits is fixed and reports

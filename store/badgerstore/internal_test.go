@@ -252,3 +252,44 @@ func TestRunGC(t *testing.T) {
 		t.Error("RunGC with a cancelled context succeeded")
 	}
 }
+
+// TestSetKeptHoldsTheValue checks that SetKept copies the key but hands the
+// value to Badger as it is (nothing of it in the transaction's slab), and
+// that the value is what the store then holds.
+func TestSetKeptHoldsTheValue(t *testing.T) {
+	t.Parallel()
+	s, err := Open(Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	val := slices.Repeat([]byte("v"), 2000)
+	err = s.Update(t.Context(), func(tx store.Txn) error {
+		w := tx.(*writer)
+		key := []byte("k1")
+		if err := store.SetKept(tx, key, val); err != nil {
+			return err
+		}
+		if got := len(w.slab); got != len(key) {
+			t.Errorf("the slab holds %d bytes after SetKept, want %d (the key alone)", got, len(key))
+		}
+		copy(key, "k2") // the key was copied
+		if err := w.SetKept(nil, val); err == nil {
+			t.Error("SetKept of an empty key: no error")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.View(t.Context(), func(r store.Reader) error {
+		got, err := r.Get([]byte("k1"))
+		if err == nil && string(got) != string(val) {
+			t.Errorf("k1 holds %d bytes, want the %d set", len(got), len(val))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

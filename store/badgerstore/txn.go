@@ -158,6 +158,26 @@ type writer struct {
 	// keeps until the transaction ends: one allocation per few kilobytes
 	// written instead of two per write. Only its unused tail is written.
 	slab []byte
+	// entries holds the Badger entries of the values set, for the same
+	// reason: one allocation per entriesMax of them instead of one each.
+	entries []badger.Entry
+}
+
+// entriesMin and entriesMax bound a chunk of writer.entries (an entry is
+// about 100 bytes).
+const (
+	entriesMin = 8
+	entriesMax = 128
+)
+
+// entry returns a new entry setting value at key, from the writer's chunk
+// of them.
+func (w *writer) entry(key, value []byte) *badger.Entry {
+	if len(w.entries) == cap(w.entries) {
+		w.entries = make([]badger.Entry, 0, min(max(2*cap(w.entries), entriesMin), entriesMax))
+	}
+	w.entries = append(w.entries, badger.Entry{Key: key, Value: value})
+	return &w.entries[len(w.entries)-1]
 }
 
 // Slab sizes: the first chunk of a transaction, and the largest; a write
@@ -193,7 +213,23 @@ func (w *writer) Set(key, value []byte) error {
 	if int64(len(value)) > w.s.maxValue {
 		return errs.TooLargef("value of %d bytes is over the store's limit of %d bytes", len(value), w.s.maxValue)
 	}
-	return w.modify(w.txn.Set(w.copyOf(key), w.copyOf(value)))
+	return w.modify(w.txn.SetEntry(w.entry(w.copyOf(key), w.copyOf(value))))
+}
+
+// SetKept writes value at key (store.ValueKeeper): it copies key, and
+// hands value to Badger as it is, which holds it until the transaction
+// ended.
+func (w *writer) SetKept(key, value []byte) error {
+	if err := w.check(key); err != nil {
+		return err
+	}
+	if int64(len(value)) > w.s.maxValue {
+		return errs.TooLargef("value of %d bytes is over the store's limit of %d bytes", len(value), w.s.maxValue)
+	}
+	if len(value) == 0 {
+		value = []byte{}
+	}
+	return w.modify(w.txn.SetEntry(w.entry(w.copyOf(key), value)))
 }
 
 // Delete removes key. It copies key.
