@@ -200,7 +200,12 @@ func TestTypedCallsAnswerSnapshots(t *testing.T) {
 		t.Fatalf("started run: %s, step %s", r.Status, r.Steps[0].Status)
 	}
 	r.Trigger.Data["po"].(map[string]any)["number"] = "changed by the caller"
-	task, err := b.eng.CompleteTask(ctx, runengine.CompleteTaskParams{Tenant: tenant, TaskID: *r.Steps[0].TaskID,
+	// What the run's pointers point to is the caller's too.
+	taskID, started := *r.Steps[0].TaskID, *r.Steps[0].StartedAt
+	*r.Steps[0].TaskID = "tsk_changed_by_the_caller"
+	*r.Steps[0].StartedAt = started.Add(-time.Hour)
+	*r.CurrentStep = "changed by the caller"
+	task, err := b.eng.CompleteTask(ctx, runengine.CompleteTaskParams{Tenant: tenant, TaskID: taskID,
 		Action: "complete", Fields: map[string]any{"note": "ok"}, Actor: "usr_a"})
 	if err != nil {
 		t.Fatal(err)
@@ -209,13 +214,19 @@ func TestTypedCallsAnswerSnapshots(t *testing.T) {
 		t.Errorf("completed task: %+v", task)
 	}
 	task.Values["note"] = "changed by the caller"
-	done, err := b.eng.WaitRun(ctx, tenant, r.ID)
+	// A run whose current step a caller could rename would never end.
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	done, err := b.eng.WaitRun(wctx, tenant, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]any{"po": map[string]any{"number": "PO-1"}}
 	if diff := cmp.Diff(want, done.Trigger.Data); diff != "" {
 		t.Errorf("trigger data (-want +got):\n%s", diff)
+	}
+	if got := done.Steps[0]; *got.TaskID != taskID || !got.StartedAt.Equal(started) {
+		t.Errorf("step after the caller changed its snapshot: task %s, started %v; want %s, %v", *got.TaskID, got.StartedAt, taskID, started)
 	}
 	if got, _ := b.eng.GetTask(ctx, tenant, task.ID); got.Values["note"] != "ok" {
 		t.Errorf("stored task values: %v", got.Values)
