@@ -1,7 +1,9 @@
 package runengine
 
 import (
+	"bytes"
 	"encoding/json"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -373,11 +375,7 @@ func (w *worker) prefetch(cmds []*command) {
 		}
 	}
 	_ = w.e.st.View(w.e.ctx, func(rd store.Reader) error {
-		for i, c := range want {
-			if r, err := readRun(rd, c.tenant, c.runID); err == nil {
-				got[i] = r
-			}
-		}
+		readRuns(rd, want, got)
 		return nil
 	})
 	for i, r := range got {
@@ -395,6 +393,43 @@ func (w *worker) prefetch(cmds []*command) {
 			w.cache[k] = en
 		}
 	}
+}
+
+// readRuns reads the runs of cmds into got (nil where a run cannot be
+// read) with one store.GetSorted: runs that came due together were mostly
+// started together, so their records lie close together in the store.
+func readRuns(rd store.Reader, cmds []*command, got []*Run) {
+	order := make([]int, len(cmds))
+	keys := make([][]byte, len(cmds))
+	for i, c := range cmds {
+		order[i] = i
+		keys[i] = runs.RecordKey(c.tenant, c.runID)
+	}
+	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
+	sorted := make([][]byte, 0, len(keys))
+	for _, i := range order {
+		if n := len(sorted); n > 0 && bytes.Equal(sorted[n-1], keys[i]) {
+			continue // the same run twice: read once, as the first
+		}
+		sorted = append(sorted, keys[i])
+	}
+	at := make([]int, 0, len(sorted)) // sorted[j] is cmds[at[j]]
+	for k, i := range order {
+		if k == 0 || !bytes.Equal(keys[order[k-1]], keys[i]) {
+			at = append(at, i)
+		}
+	}
+	_ = store.GetSorted(rd, sorted, func(j int, raw []byte, found bool) error {
+		if !found {
+			return nil
+		}
+		c := cmds[at[j]]
+		r, err := decodeStoredRun(raw)
+		if err == nil && loadApart(rd, c.tenant, r) == nil {
+			got[at[j]] = r
+		}
+		return nil
+	})
 }
 
 // readRun reads a run with its parts kept apart.

@@ -69,6 +69,10 @@ func (c *Collection[T]) recordKey(tenant, id string) []byte {
 	return Key(tenant, spaceRecord, c.Name, id)
 }
 
+// RecordKey is the store key of tenant's record id, for reading many
+// records at once with GetSorted (records of one tenant sort by id).
+func (c *Collection[T]) RecordKey(tenant, id string) []byte { return c.recordKey(tenant, id) }
+
 func (c *Collection[T]) notFound() error {
 	if c.NotFound != "" {
 		return errs.NotFoundf("%s", c.NotFound)
