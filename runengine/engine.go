@@ -256,6 +256,9 @@ type Engine struct {
 	starting    *startGate     // nil without a cap on starts in progress
 	cluster     *cluster       // nil on one node
 	defs        *defCache      // the definitions Start loaded; nil on a cluster
+	// forgets counts the runs workers forgot from memory (see
+	// worker.forget), so a run read ahead of its command is known fresh.
+	forgets atomic.Uint64
 }
 
 // New returns an engine; call Open to start it.

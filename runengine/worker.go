@@ -114,6 +114,11 @@ type decideArgs struct {
 type timerArgs struct {
 	key   []byte
 	token string
+	// run is the run's record as the scheduler read it with the due key
+	// (nil when it did not), when Engine.forgets stood at seen before
+	// that read (see worker.readAhead).
+	run  []byte
+	seen uint64
 }
 
 type eventArgs struct {
@@ -196,6 +201,57 @@ type worker struct {
 	// counters memoizes counter keys (see counterKey), at most
 	// maxCounterKeys of them.
 	counters map[counterID]string
+	// forgot holds, for the runs hashing to each slot, Engine.forgets as
+	// it stood when the worker last forgot one of them (see forget).
+	forgot [forgetSlots]uint64
+}
+
+// forgetSlots is the size of worker.forgot: a run read ahead of its
+// command is taken for fresh unless its slot moved since, so a slot
+// shared with a run forgotten since costs a read, never freshness.
+const forgetSlots = 1024
+
+// forget drops a run from the worker's memory and notes when.
+func (w *worker) forget(k runKey) {
+	delete(w.cache, k)
+	delete(w.idle, k)
+	w.forgot[forgetSlot(k.runID)] = w.e.forgets.Add(1)
+}
+
+// forgetSlot is the slot of runID in worker.forgot.
+func forgetSlot(runID string) int {
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(runID); i++ {
+		h ^= uint32(runID[i])
+		h *= 16777619
+	}
+	return int(h>>8) % forgetSlots // the low bits chose the worker
+}
+
+// readAhead returns the entry of the run a timer's command carries, read
+// by the scheduler with the due key (see timerArgs.run), or nil when it
+// cannot be used. The worker alone changes its runs and keeps a run in
+// memory until its changes are durable, so a run not in memory that it
+// has not forgotten since that read began is what the read found.
+func (w *worker) readAhead(c *command) *entry {
+	t := c.timer
+	if t == nil || t.run == nil || w.forgot[forgetSlot(c.runID)] > t.seen {
+		return nil
+	}
+	r, err := decodeStoredRun(t.run)
+	if err != nil {
+		return nil
+	}
+	for i := range r.Steps {
+		if st := &r.Steps[i]; st.internal.OutputBytes > 0 && st.Output == nil {
+			return nil // an output kept apart: read with the run
+		}
+	}
+	en, err := w.entryOf(c.tenant, r)
+	if err != nil {
+		return nil
+	}
+	return en
 }
 
 // counterID names a counter of a tenant: its name and its one part, if any.
@@ -328,8 +384,7 @@ func (w *worker) sweep() {
 			break
 		}
 		if en.pending.Load() == 0 && en.inflight == "" {
-			delete(w.cache, k)
-			delete(w.idle, k)
+			w.forget(k)
 		}
 	}
 	// Those left are not durable yet: look again once idleSlack more
@@ -359,9 +414,15 @@ func (w *worker) prefetch(cmds []*command) {
 		if c.kind != cmdTimer && c.kind != cmdEvent {
 			continue
 		}
-		if _, ok := w.cache[runKeyOf(c.tenant, c.runID)]; !ok {
-			want = append(want, c)
+		k := runKeyOf(c.tenant, c.runID)
+		if _, ok := w.cache[k]; ok {
+			continue
 		}
+		if en := w.readAhead(c); en != nil {
+			w.cache[k] = en
+			continue
+		}
+		want = append(want, c)
 	}
 	if len(want) < 2 {
 		return
@@ -522,8 +583,7 @@ func (w *worker) handle(c *command) {
 				fn(errClosed)
 			}
 		}
-		delete(w.cache, k)
-		delete(w.idle, k)
+		w.forget(k)
 		w.handle(&command{kind: cmdAdvance, tenant: c.tenant, runID: c.runID})
 		return
 	}
@@ -674,8 +734,7 @@ func (w *worker) handleStart(c *command) {
 	}
 	w.finish(x)
 	if en.foreign {
-		delete(w.cache, runKeyOf(c.tenant, id))
-		delete(w.idle, runKeyOf(c.tenant, id))
+		w.forget(runKeyOf(c.tenant, id))
 	}
 }
 
