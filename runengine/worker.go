@@ -206,10 +206,12 @@ type worker struct {
 	forgot [forgetSlots]uint64
 }
 
-// forgetSlots is the size of worker.forgot: a run read ahead of its
-// command is taken for fresh unless its slot moved since, so a slot
-// shared with a run forgotten since costs a read, never freshness.
-const forgetSlots = 1024
+// forgetSlots is the size of worker.forgot (64 KiB): a run read ahead of
+// its command is taken for fresh unless its slot moved since, so a slot
+// shared with a run forgotten since costs a read, never freshness. While
+// timers fire a worker forgets some hundreds of runs between a read and
+// the command: with 1,024 slots a third of the runs were read again.
+const forgetSlots = 8192
 
 // forget drops a run from the worker's memory and notes when.
 func (w *worker) forget(k runKey) {
