@@ -222,12 +222,7 @@ func (w *worker) forget(k runKey) {
 
 // forgetSlot is the slot of runID in worker.forgot.
 func forgetSlot(runID string) int {
-	h := uint32(2166136261) // FNV-1a
-	for i := 0; i < len(runID); i++ {
-		h ^= uint32(runID[i])
-		h *= 16777619
-	}
-	return int(h>>8) % forgetSlots // the low bits chose the worker
+	return int(runHash(runID)>>8) % forgetSlots // the low bits chose the worker
 }
 
 // readAhead returns the entry of the run a timer's command carries, read
@@ -468,7 +463,7 @@ func readRuns(rd store.Reader, cmds []*command, got []*Run) {
 		order[i] = i
 		keys[i] = runs.RecordKey(c.tenant, c.runID)
 	}
-	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
+	slices.SortStableFunc(order, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
 	sorted := make([][]byte, 0, len(keys))
 	for _, i := range order {
 		if n := len(sorted); n > 0 && bytes.Equal(sorted[n-1], keys[i]) {
