@@ -260,6 +260,9 @@ type Engine struct {
 	// recordBufs holds buffers of stored run records for reuse (*[]byte),
 	// runCommits the values of runs' commits (*runCommit).
 	recordBufs, runCommits sync.Pool
+	// forgets counts the runs workers forgot from memory (see
+	// worker.forget), so a run read ahead of its command is known fresh.
+	forgets atomic.Uint64
 }
 
 // New returns an engine; call Open to start it.
@@ -445,12 +448,17 @@ func (e *Engine) isClosed() bool {
 
 // workerFor returns the worker owning runID.
 func (e *Engine) workerFor(runID string) *worker {
-	h := uint32(2166136261) // FNV-1a, without a hash.Hash to allocate
+	return e.workers[runHash(runID)%uint32(len(e.workers))]
+}
+
+// runHash is runID's FNV-1a hash, without a hash.Hash to allocate.
+func runHash(runID string) uint32 {
+	h := uint32(2166136261)
 	for i := 0; i < len(runID); i++ {
 		h ^= uint32(runID[i])
 		h *= 16777619
 	}
-	return e.workers[h%uint32(len(e.workers))]
+	return h
 }
 
 type versionKey struct {

@@ -1,6 +1,8 @@
 package runengine
 
 import (
+	"bytes"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -175,6 +177,56 @@ type dueItem struct {
 	tenant string
 	owner  string
 	token  string
+	run    []byte // the run's record, read with the due key (see readDueRuns)
+}
+
+// isRunTimer says the due key is a run's own timer (not an inbox's, a
+// schedule's or an app's).
+func (d *dueItem) isRunTimer() bool {
+	if isInbox(d.token) || strings.HasPrefix(d.owner, cronOwnerPrefix) {
+		return false
+	}
+	_, app := appKind(d.owner)
+	return !app
+}
+
+// readDueRuns reads the records of the runs whose timers are due, in the
+// transaction that found the due keys, with one store.GetSorted: timers
+// that come due together belong mostly to runs started together, whose
+// records lie side by side, so the scheduler walks them in one pass where
+// each worker would step over the other workers' three in four (with 1,000
+// due at a million runs: reading the due runs 11.3% of the firing's CPU
+// with a lookup per run, 6.1% with this read). The workers take
+// them for fresh unless they forgot the run since (see worker.readAhead);
+// a record not read is read by the worker as before. Not on a cluster,
+// where the records of runs another node handled are not the worker's.
+func readDueRuns(r store.Reader, due []dueItem) {
+	type named struct {
+		key []byte
+		at  int // in due
+	}
+	var ks []named
+	for i := range due {
+		if due[i].isRunTimer() {
+			ks = append(ks, named{runs.RecordKey(due[i].tenant, due[i].owner), i})
+		}
+	}
+	cmp := func(a, b named) int { return bytes.Compare(a.key, b.key) }
+	if !slices.IsSortedFunc(ks, cmp) { // timers of several times, or tenants
+		slices.SortStableFunc(ks, cmp)
+	}
+	// Two timers of one run: the first read serves.
+	ks = slices.CompactFunc(ks, func(a, b named) bool { return bytes.Equal(a.key, b.key) })
+	keys := make([][]byte, len(ks))
+	for i := range ks {
+		keys[i] = ks[i].key
+	}
+	_ = store.GetSorted(r, keys, func(j int, raw []byte, found bool) error {
+		if found {
+			due[ks[j].at].run = raw
+		}
+		return nil
+	})
 }
 
 // fireDue hands every due key to its worker and returns the time of the
@@ -202,7 +254,13 @@ func (s *scheduler) fireDue() (time.Time, error) {
 		now := s.e.clock.Now()
 		var due []dueItem
 		var next time.Time
+		seen := s.e.forgets.Load() // before the read (see worker.readAhead)
 		err := s.e.st.View(s.e.ctx, func(r store.Reader) error {
+			defer func() {
+				if s.e.cluster == nil && len(due) > 0 {
+					readDueRuns(r, due)
+				}
+			}()
 			return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "due"), After: after, KeysOnly: true}, func(key, _ []byte) error {
 				s.mu.Lock()
 				handed, busy := s.inflight[string(key)]
@@ -261,7 +319,7 @@ func (s *scheduler) fireDue() (time.Time, error) {
 				continue
 			}
 			s.e.workerFor(d.owner).send(&command{kind: cmdTimer, tenant: d.tenant, runID: d.owner,
-				timer: &timerArgs{key: d.key, token: d.token}})
+				timer: &timerArgs{key: d.key, token: d.token, run: d.run, seen: seen}})
 		}
 		if len(due) < min(1000, room) {
 			return next, nil

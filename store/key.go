@@ -86,28 +86,19 @@ func appendInt(b []byte, v int64) []byte {
 // DecodeKey splits a key made by Key into its parts: strings come back as
 // string and integers as int64.
 func DecodeKey(k []byte) ([]any, error) {
-	var parts []any
+	if len(k) == 0 {
+		return nil, nil
+	}
+	parts := make([]any, 0, keyParts(k))
 	for len(k) > 0 {
 		switch k[0] {
 		case tagString:
-			var sb bytes.Buffer
-			i := 1
-			for ; i < len(k); i++ {
-				if k[i] == 0 {
-					if i+1 < len(k) && k[i+1] == 0xff {
-						sb.WriteByte(0)
-						i++
-						continue
-					}
-					break
-				}
-				sb.WriteByte(k[i])
+			s, rest, err := decodeString(k[1:])
+			if err != nil {
+				return nil, err
 			}
-			if i+1 >= len(k) || k[i+1] != 0x01 {
-				return nil, errors.New("store: unterminated string part")
-			}
-			parts = append(parts, sb.String())
-			k = k[i+2:]
+			parts = append(parts, s)
+			k = rest
 		case tagInt:
 			if len(k) < 9 {
 				return nil, errors.New("store: short integer part")
@@ -121,8 +112,45 @@ func DecodeKey(k []byte) ([]any, error) {
 	return parts, nil
 }
 
-// PrefixEnd returns the smallest key greater than every key with prefix p,
-// or nil when there is none (p is all 0xff).
+// keyParts guesses the number of parts of the key k, for DecodeKey's one
+// allocation: a terminator (0x00 0x01) ends each string part, and an
+// integer part is counted when its bytes happen to hold one. It is at
+// least the number of string parts.
+func keyParts(k []byte) int {
+	return bytes.Count(k, stringEnd) + bytes.Count(k, []byte{tagInt})
+}
+
+// stringEnd ends a string part of a key.
+var stringEnd = []byte{0, 0x01}
+
+// decodeString decodes a string part (after its tag) from k and returns
+// it and the rest of k. A 0x00 byte of the string is stored as 0x00 0xff.
+func decodeString(k []byte) (string, []byte, error) {
+	i := bytes.IndexByte(k, 0)
+	if i < 0 || i+1 >= len(k) {
+		return "", nil, errors.New("store: unterminated string part")
+	}
+	if k[i+1] == 0x01 { // no 0x00 in the string: one copy
+		return string(k[:i]), k[i+2:], nil
+	}
+	var sb []byte
+	for {
+		switch {
+		case i < 0 || i+1 >= len(k):
+			return "", nil, errors.New("store: unterminated string part")
+		case k[i+1] == 0xff:
+			sb = append(sb, k[:i+1]...)
+			k = k[i+2:]
+		case k[i+1] == 0x01:
+			sb = append(sb, k[:i]...)
+			return string(sb), k[i+2:], nil
+		default:
+			return "", nil, errors.New("store: unterminated string part")
+		}
+		i = bytes.IndexByte(k, 0)
+	}
+}
+
 func PrefixEnd(p []byte) []byte {
 	end := bytes.Clone(p)
 	for i := len(end) - 1; i >= 0; i-- {

@@ -61,6 +61,7 @@ func Exercise(t *testing.T, open func(t *testing.T) store.Store) {
 	}
 	t.Run("KV", func(t *testing.T) { exerciseKV(t, o) })
 	t.Run("Scan", func(t *testing.T) { exerciseScan(t, o) })
+	t.Run("GetSorted", func(t *testing.T) { exerciseGetSorted(t, o) })
 	t.Run("Txn", func(t *testing.T) { exerciseTxn(t, o) })
 	t.Run("Conflict", func(t *testing.T) { exerciseConflict(t, o) })
 	t.Run("Concurrency", func(t *testing.T) { exerciseConcurrency(t, o) })
