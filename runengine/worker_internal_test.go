@@ -13,7 +13,7 @@ import (
 // burst) it is what the sweep kept + idleSlack, until a sweep brings the
 // idle runs back to maxIdle.
 func TestWorkerSweepThreshold(t *testing.T) {
-	w := newWorker(nil)
+	w := newWorker(&Engine{})
 	n := 0
 	// add makes k more idle runs, of which the first notDurable have a
 	// commit in flight; it returns them.
