@@ -14,7 +14,8 @@ import (
 // starts of a tenant in progress at once (from the call to its durable
 // answer), always at Config.MaxStartingPerTenant, and at
 // Config.FairStartingPerTenant while another tenant is active too (came to
-// the door, or shared a commit, within fairWindow). A caller
+// the door, or shared a commit, within fairWindow), lowered to as little as
+// one while that hurts the others' starts (see fairAdapt). A caller
 // over a cap waits, parked and in the order it came, for one of its
 // tenant's starts in progress to be answered. One tenant's many callers
 // then cannot fill the workers' queues and the commits, nor keep the
@@ -29,12 +30,63 @@ type startGate struct {
 	// tenants seen last at the door, distinct, the latest first.
 	busy int
 	last [2]seenTenant
+	// adapt moves the fair cap by the latency of the quiet tenants'
+	// starts (see fairAdapt).
+	adapt fairAdapt
 }
 
 type gateSlots struct {
 	n       int
 	waiters []chan struct{}
+	// single says the start in progress is the tenant's only one since it
+	// entered, at singleAt: its time is a sample of a quiet start's.
+	single   bool
+	singleAt time.Time
 }
+
+// fairAdapt is the fair cap's adaptation to the latency a quiet tenant's
+// starts have beside a flooding one: the cap a tenant is held to while
+// another is active moves between 1 and FairStartingPerTenant by the time
+// of the starts made alone by their tenant (a quiet tenant's) while
+// another tenant has starts in progress. Such a start over fairTarget
+// times the baseline lowers the cap by one, at most once per fairCalm such
+// starts, so the flood leaves the processors, the commits and the disk's
+// syncs to the quiet tenant while it is hurt; fairRaise of them within the
+// target in a row raise it by one, so the flood takes back what it does
+// not hurt. (One controller moves the cap, with no flows to converge
+// between, so it steps by one both ways, as a start slowed by the
+// machine's own hiccup, which no cap helps, should cost the flood little.)
+// The target is on single starts, not on an average, because what the
+// flood does to a quiet tenant shows in the tail: its commits, flushes and
+// collections stall a quiet start now and then, while the quiet tenant's
+// median stays within twice its own. The baseline is what a start takes
+// with no other tenant's in the way: the average of the single starts made
+// with no other tenant's start in progress, while one came within
+// fairBaseWindow (it then carries the machine's own load, which the flood
+// cannot help), else twice the shortest single start of the last two
+// fairBaseWindows. A tenant alone is never capped, and the cap is back at
+// its ceiling once no quiet start came for fairWindow.
+type fairAdapt struct {
+	cap int // the fair cap now (0: not moved yet, the ceiling)
+	// alone is the average single start with no other tenant's in
+	// progress, the last of which ended at aloneAt.
+	alone   time.Duration
+	aloneAt time.Time
+	// minNow and minPrev are the shortest single starts of this window,
+	// begun at windowAt, and of the one before (0: none).
+	minNow, minPrev time.Duration
+	windowAt        time.Time
+	good, calm      int       // quiet starts within the target in a row; quiet starts before the cap may drop again
+	quietAt         time.Time // when the last quiet start ended
+}
+
+// The fair cap's adaptation (see fairAdapt).
+const (
+	fairTarget     = 4
+	fairBaseWindow = 10 * time.Second
+	fairCalm       = 4
+	fairRaise      = 8
+)
 
 type seenTenant struct {
 	tenant string
@@ -75,11 +127,13 @@ func (g *startGate) enter(ctx context.Context, tenant string) error {
 		g.tenants[tenant] = s
 	}
 	if len(s.waiters) == 0 && s.n < g.limit(tenant, s, now) {
+		s.single, s.singleAt = s.n == 0, now
 		s.n++
 		g.busy++
 		g.mu.Unlock()
 		return nil
 	}
+	s.single = false
 	ch := make(chan struct{})
 	s.waiters = append(s.waiters, ch)
 	g.mu.Unlock()
@@ -110,6 +164,10 @@ func (g *startGate) leave(tenant string) {
 	now := g.clock.Now()
 	g.saw(tenant, now)
 	s := g.tenants[tenant]
+	if s.single && s.n == 1 && g.fair > 0 {
+		g.adapt.sample(now.Sub(s.singleAt), g.busy > s.n, now, g.fair)
+	}
+	s.single = false
 	s.n--
 	g.busy--
 	for len(s.waiters) > 0 && s.n < g.limit(tenant, s, now) {
@@ -128,9 +186,70 @@ func (g *startGate) limit(tenant string, s *gateSlots, now time.Time) int {
 		l = g.max
 	}
 	if g.fair > 0 && g.fair < l && g.shared(tenant, s, now) {
-		l = g.fair
+		l = min(l, g.adapt.limit(now, g.fair))
 	}
 	return l
+}
+
+// sample records the time d of a start its tenant made alone, ended at
+// now; beside says another tenant had starts in progress meanwhile (it is
+// a quiet tenant's), and ceiling is FairStartingPerTenant.
+func (a *fairAdapt) sample(d time.Duration, beside bool, now time.Time, ceiling int) {
+	d = max(d, time.Nanosecond)
+	if now.Sub(a.windowAt) >= fairBaseWindow {
+		a.minPrev, a.minNow, a.windowAt = a.minNow, 0, now
+	}
+	if a.minNow == 0 || d < a.minNow {
+		a.minNow = d
+	}
+	if !beside {
+		if a.alone == 0 || now.Sub(a.aloneAt) >= fairBaseWindow {
+			a.alone = d
+		} else {
+			a.alone += (d - a.alone) / 8
+		}
+		a.aloneAt = now
+		return
+	}
+	cur := a.limit(now, ceiling)
+	a.quietAt = now
+	if a.calm > 0 {
+		a.calm--
+	}
+	if d > fairTarget*a.base(now) {
+		a.good = 0
+		if a.calm == 0 {
+			a.cap, a.calm = max(1, cur-1), fairCalm
+		} else {
+			a.cap = cur
+		}
+		return
+	}
+	a.cap = cur
+	if a.good++; a.good >= fairRaise {
+		a.cap, a.good = min(ceiling, cur+1), 0
+	}
+}
+
+// base is the baseline at now (see fairAdapt).
+func (a *fairAdapt) base(now time.Time) time.Duration {
+	if a.alone > 0 && now.Sub(a.aloneAt) < fairBaseWindow {
+		return a.alone
+	}
+	m := a.minNow
+	if a.minPrev > 0 {
+		m = min(m, a.minPrev)
+	}
+	return 2 * m
+}
+
+// limit is the fair cap at now: the ceiling until a quiet start moved it,
+// and again once none came for fairWindow.
+func (a *fairAdapt) limit(now time.Time, ceiling int) int {
+	if a.cap == 0 || now.Sub(a.quietAt) >= fairWindow {
+		return ceiling
+	}
+	return min(a.cap, ceiling)
 }
 
 // shared reports whether a tenant other than tenant is active: has a start

@@ -174,3 +174,117 @@ func TestFairStartGate(t *testing.T) {
 		t.Fatalf("caller %d entered", i)
 	}
 }
+
+// TestFairCapAdapts: the fair cap drops by one when a quiet tenant's
+// start, made beside another tenant's, takes over fairTarget times the
+// baseline (the average start made with no other tenant's in progress), at
+// most once per fairCalm such starts and never below 1; fairRaise quiet
+// starts within the target in a row raise it by one, up to
+// FairStartingPerTenant; it is back at that ceiling once no quiet start
+// came for fairWindow; and with no recent start alone, the baseline is
+// twice the shortest start lately.
+func TestFairCapAdapts(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var a fairAdapt
+	const ceiling = 8
+	step := func(d time.Duration, beside bool) int {
+		now = now.Add(d)
+		a.sample(d, beside, now, ceiling)
+		return a.limit(now, ceiling)
+	}
+	us := time.Microsecond
+	if got := step(100*us, false); got != ceiling {
+		t.Fatalf("a start alone moved the cap to %d", got)
+	}
+	if got := step(180*us, false); got != ceiling { // the baseline: 110 µs
+		t.Fatalf("a slow start with no other tenant's in progress moved the cap to %d", got)
+	}
+	target := fairTarget * 110 * us
+	var caps, want []int
+	for i := range ceiling * fairCalm {
+		caps = append(caps, step(target+us, true))
+		want = append(want, max(1, ceiling-1-i/fairCalm))
+	}
+	if diff := cmp.Diff(want, caps); diff != "" {
+		t.Errorf("the cap as quiet starts stay slow (-want +got):\n%s", diff)
+	}
+	caps, want = caps[:0], want[:0]
+	for i := range 2 * fairRaise {
+		caps = append(caps, step(100*us, true))
+		want = append(want, 1+(i+1)/fairRaise)
+	}
+	if diff := cmp.Diff(want, caps); diff != "" {
+		t.Errorf("the cap as quiet starts are fast again (-want +got):\n%s", diff)
+	}
+	if got := step(target, true); got != 3 {
+		t.Errorf("a start at the target moved the cap to %d", got)
+	}
+	// No quiet start for fairWindow: the ceiling again.
+	now = now.Add(fairWindow)
+	if got := a.limit(now, ceiling); got != ceiling {
+		t.Errorf("the cap after a quiet window is %d, want %d", got, ceiling)
+	}
+	// No start alone for fairBaseWindow: the baseline is twice the shortest
+	// start of this window and the last (100 µs).
+	now = now.Add(fairBaseWindow)
+	if got := step(fairTarget*200*us, true); got != ceiling {
+		t.Errorf("a start at the target with no start alone lately moved the cap to %d", got)
+	}
+	if got := step(fairTarget*200*us+us, true); got != ceiling-1 {
+		t.Errorf("a start over the target with no start alone lately: cap %d, want %d", got, ceiling-1)
+	}
+}
+
+// TestFairStartGateAdapts: a quiet tenant's slow start beside a flooding
+// tenant lowers the flood's fair cap at the gate.
+func TestFairStartGateAdapts(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	g := newStartGate(0, 4, clk)
+	ctx := context.Background()
+	enter := func(tenant string) {
+		t.Helper()
+		if err := g.enter(ctx, tenant); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enter("quiet") // alone: the baseline
+	clk.Advance(100 * time.Microsecond)
+	g.leave("quiet")
+	for range 4 {
+		enter("flood")
+	}
+	enter("quiet")
+	clk.Advance(fairTarget*100*time.Microsecond + time.Microsecond)
+	g.leave("quiet")
+	g.mu.Lock()
+	limit := g.limit("flood", g.tenants["flood"], clk.Now())
+	g.mu.Unlock()
+	if limit != 3 {
+		t.Errorf("the flood's cap after a slow quiet start is %d, want 3", limit)
+	}
+	entered := make(chan struct{})
+	go func() {
+		if g.enter(ctx, "flood") == nil {
+			close(entered)
+		}
+	}()
+	for {
+		g.mu.Lock()
+		n := len(g.tenants["flood"].waiters)
+		g.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		runtime.Gosched()
+	}
+	g.leave("flood")
+	select {
+	case <-entered:
+		t.Fatal("the flood entered with 3 starts in progress")
+	default:
+	}
+	g.leave("flood")
+	<-entered
+}
