@@ -135,9 +135,9 @@ type Config struct {
 	// queues serve the quiet tenants first once one floods. The cap adapts
 	// to what the flood does to the others, between 1 and this value: it
 	// drops by one when a quiet tenant's start (its only one in progress,
-	// made while another tenant's are) takes over 4 times what a start takes
-	// with no other tenant's in progress, and climbs back by one after 8 such
-	// starts in a row within that, so a flood keeps this many starts in
+	// made while another tenant's are) takes over twice the 95th percentile
+	// of the starts made with no other tenant's in progress, and climbs back
+	// by one after 8 such starts in a row within that, so a flood keeps this many starts in
 	// progress while the others' latency holds, and yields down to one while
 	// it does not. Defaults to 2 x GOMAXPROCS; a negative value turns it off.
 	FairStartingPerTenant int

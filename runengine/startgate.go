@@ -54,22 +54,21 @@ type gateSlots struct {
 // syncs to the quiet tenant while it is hurt; fairRaise of them within the
 // target in a row raise it by one, so the flood takes back what it does
 // not hurt. (One controller moves the cap, with no flows to converge
-// between, so it steps by one both ways, as a start slowed by the
-// machine's own hiccup, which no cap helps, should cost the flood little.)
-// The target is on single starts, not on an average, because what the
-// flood does to a quiet tenant shows in the tail: its commits, flushes and
-// collections stall a quiet start now and then, while the quiet tenant's
-// median stays within twice its own. The baseline is what a start takes
-// with no other tenant's in the way: the average of the single starts made
-// with no other tenant's start in progress, while one came within
-// fairBaseWindow (it then carries the machine's own load, which the flood
-// cannot help), else twice the shortest single start of the last two
-// fairBaseWindows. A tenant alone is never capped, and the cap is back at
-// its ceiling once no quiet start came for fairWindow.
+// between, so it steps by one both ways.) The target is on single starts
+// against the tail of the starts made alone, because what a flood does to
+// a quiet tenant shows in the tail (its commits, flushes and collections
+// stall a quiet start now and then), and because a machine that is itself
+// noisy has a long tail alone too, which no cap on the flood shortens. The
+// baseline is the 95th percentile of the single starts made with no other
+// tenant's start in progress (a running estimate: up an eighth for a start
+// over it, down a 152nd for one under it), while one came within
+// fairBaseWindow, else three times the shortest single start of the last
+// two fairBaseWindows. A tenant alone is never capped, and the cap is back
+// at its ceiling once no quiet start came for fairWindow.
 type fairAdapt struct {
 	cap int // the fair cap now (0: not moved yet, the ceiling)
-	// alone is the average single start with no other tenant's in
-	// progress, the last of which ended at aloneAt.
+	// alone is the 95th percentile of the single starts with no other
+	// tenant's in progress (estimated), the last of which ended at aloneAt.
 	alone   time.Duration
 	aloneAt time.Time
 	// minNow and minPrev are the shortest single starts of this window,
@@ -82,7 +81,7 @@ type fairAdapt struct {
 
 // The fair cap's adaptation (see fairAdapt).
 const (
-	fairTarget     = 4
+	fairTarget     = 2
 	fairBaseWindow = 10 * time.Second
 	fairCalm       = 4
 	fairRaise      = 8
@@ -203,10 +202,13 @@ func (a *fairAdapt) sample(d time.Duration, beside bool, now time.Time, ceiling 
 		a.minNow = d
 	}
 	if !beside {
-		if a.alone == 0 || now.Sub(a.aloneAt) >= fairBaseWindow {
+		switch {
+		case a.alone == 0 || now.Sub(a.aloneAt) >= fairBaseWindow:
 			a.alone = d
-		} else {
-			a.alone += (d - a.alone) / 8
+		case d > a.alone:
+			a.alone += a.alone / 8
+		default:
+			a.alone -= a.alone / 152
 		}
 		a.aloneAt = now
 		return
@@ -240,7 +242,7 @@ func (a *fairAdapt) base(now time.Time) time.Duration {
 	if a.minPrev > 0 {
 		m = min(m, a.minPrev)
 	}
-	return 2 * m
+	return 3 * m
 }
 
 // limit is the fair cap at now: the ceiling until a quiet start moved it,

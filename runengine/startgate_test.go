@@ -177,12 +177,12 @@ func TestFairStartGate(t *testing.T) {
 
 // TestFairCapAdapts: the fair cap drops by one when a quiet tenant's
 // start, made beside another tenant's, takes over fairTarget times the
-// baseline (the average start made with no other tenant's in progress), at
-// most once per fairCalm such starts and never below 1; fairRaise quiet
-// starts within the target in a row raise it by one, up to
+// baseline (the 95th percentile of the starts made with no other tenant's
+// in progress), at most once per fairCalm such starts and never below 1;
+// fairRaise quiet starts within the target in a row raise it by one, up to
 // FairStartingPerTenant; it is back at that ceiling once no quiet start
 // came for fairWindow; and with no recent start alone, the baseline is
-// twice the shortest start lately.
+// three times the shortest start lately.
 func TestFairCapAdapts(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -194,13 +194,10 @@ func TestFairCapAdapts(t *testing.T) {
 		return a.limit(now, ceiling)
 	}
 	us := time.Microsecond
-	if got := step(100*us, false); got != ceiling {
+	if got := step(100*us, false); got != ceiling { // the baseline: 100 µs
 		t.Fatalf("a start alone moved the cap to %d", got)
 	}
-	if got := step(180*us, false); got != ceiling { // the baseline: 110 µs
-		t.Fatalf("a slow start with no other tenant's in progress moved the cap to %d", got)
-	}
-	target := fairTarget * 110 * us
+	target := fairTarget * 100 * us
 	var caps, want []int
 	for i := range ceiling * fairCalm {
 		caps = append(caps, step(target+us, true))
@@ -220,18 +217,27 @@ func TestFairCapAdapts(t *testing.T) {
 	if got := step(target, true); got != 3 {
 		t.Errorf("a start at the target moved the cap to %d", got)
 	}
+	// The baseline follows the tail of the starts alone: up an eighth for
+	// one over it, down a 152nd for one under it (so it settles where one
+	// in 19 is over it), whatever their size.
+	if step(time.Second, false); a.alone != 112500*time.Nanosecond {
+		t.Errorf("the baseline after a slow start alone is %v, want 112.5µs", a.alone)
+	}
+	if step(50*us, false); a.alone != 112500*time.Nanosecond-112500*time.Nanosecond/152 {
+		t.Errorf("the baseline after a fast start alone is %v", a.alone)
+	}
 	// No quiet start for fairWindow: the ceiling again.
 	now = now.Add(fairWindow)
 	if got := a.limit(now, ceiling); got != ceiling {
 		t.Errorf("the cap after a quiet window is %d, want %d", got, ceiling)
 	}
-	// No start alone for fairBaseWindow: the baseline is twice the shortest
-	// start of this window and the last (100 µs).
+	// No start alone for fairBaseWindow: the baseline is three times the
+	// shortest start of this window and the last (50 µs).
 	now = now.Add(fairBaseWindow)
-	if got := step(fairTarget*200*us, true); got != ceiling {
+	if got := step(fairTarget*150*us, true); got != ceiling {
 		t.Errorf("a start at the target with no start alone lately moved the cap to %d", got)
 	}
-	if got := step(fairTarget*200*us+us, true); got != ceiling-1 {
+	if got := step(fairTarget*150*us+us, true); got != ceiling-1 {
 		t.Errorf("a start over the target with no start alone lately: cap %d, want %d", got, ceiling-1)
 	}
 }
