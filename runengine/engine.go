@@ -137,9 +137,10 @@ type Config struct {
 	// drops by one when a quiet tenant's start (its only one in progress,
 	// made while another tenant's are) takes over twice the 95th percentile
 	// of the starts made with no other tenant's in progress, and climbs back
-	// by one after 8 such starts in a row within that, so a flood keeps this many starts in
-	// progress while the others' latency holds, and yields down to one while
-	// it does not. Defaults to 2 x GOMAXPROCS; a negative value turns it off.
+	// by one after 4 such starts in a row within that, so a flood keeps
+	// this many starts in progress while the others' latency holds, and
+	// yields down to one while it does not. Defaults to 2 x GOMAXPROCS; a
+	// negative value turns it off.
 	FairStartingPerTenant int
 	// RateLimits bound the capability calls of runs (see RateLimit); a
 	// call over one waits, its run showing why (waiting_reason).

@@ -84,7 +84,7 @@ const (
 	fairTarget     = 2
 	fairBaseWindow = 10 * time.Second
 	fairCalm       = 4
-	fairRaise      = 8
+	fairRaise      = 4
 )
 
 type seenTenant struct {
