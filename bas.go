@@ -204,11 +204,8 @@ type Options struct {
 	// tenant is active too (has a start in progress, or started a run or
 	// committed a change beside another tenant's within the last second): a tenant alone keeps the whole engine, and a tenant
 	// flooding starts beside others waits at the door, in turn, so their
-	// runs keep close to the latency they have alone. While others are
-	// active the cap adapts between 1 and this value to the latency of the
-	// quiet tenants' starts (see runengine.Config.FairStartingPerTenant).
-	// Use up to 1,000,000, or -1 for no such cap. Defaults to 0: 2 x
-	// GOMAXPROCS.
+	// runs keep close to the latency they have alone. Use up to 1,000,000,
+	// or -1 for no such cap. Defaults to 0: 2 x GOMAXPROCS.
 	FairStartingPerTenant int
 	// MaxCallsPerTenant and MaxCallsPerProcess cap the capability calls in
 	// flight per tenant and per process; a call over a cap waits for one of

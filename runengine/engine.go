@@ -132,15 +132,8 @@ type Config struct {
 	// a tenant alone keeps the whole engine, and once tenants share it, one
 	// flooding Start waits at the door, in turn, rather than keep the
 	// processors and the commits from the others' runs, as SQS's fair
-	// queues serve the quiet tenants first once one floods. The cap adapts
-	// to what the flood does to the others, between 1 and this value: it
-	// drops by one when a quiet tenant's start (its only one in progress,
-	// made while another tenant's are) takes over twice the 95th percentile
-	// of the starts made with no other tenant's in progress, and climbs back
-	// by one after 4 such starts in a row within that, so a flood keeps
-	// this many starts in progress while the others' latency holds, and
-	// yields down to one while it does not. Defaults to 2 x GOMAXPROCS; a
-	// negative value turns it off.
+	// queues serve the quiet tenants first once one floods. Defaults to 2 x
+	// GOMAXPROCS; a negative value turns it off.
 	FairStartingPerTenant int
 	// RateLimits bound the capability calls of runs (see RateLimit); a
 	// call over one waits, its run showing why (waiting_reason).

@@ -1,7 +1,6 @@
 package runengine
 
 import (
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,11 +18,9 @@ const maxQueuedTenants = 64
 
 // fairQueue is a worker's queue of commands, one FIFO per tenant, handed
 // out in rounds: a round takes up to fairQuantum commands of each tenant
-// with commands waiting, in turn, the tenants with the fewest waiting
-// first, so one tenant flooding a worker delays another's command by at
-// most what the worker is handling, not by its whole backlog, nor by its
-// share of the round. With one tenant waiting, a round takes all of its
-// commands, as a plain FIFO would.
+// with commands waiting, in turn, so one tenant flooding a worker delays
+// another's command by at most a round, not by its whole backlog. With one
+// tenant waiting, a round takes all of its commands, as a plain FIFO would.
 type fairQueue struct {
 	// ordered are commands handed out before any tenant's, in order: the
 	// commands that were queued when an engine command (one of no tenant,
@@ -95,7 +92,6 @@ func (f *fairQueue) tenantRound(out []*command) []*command {
 		f.active = f.active[:0]
 		return out
 	}
-	slices.SortStableFunc(f.active, func(a, b *tenantCmds) int { return len(a.q) - len(b.q) })
 	k := 0
 	for _, t := range f.active {
 		m := min(len(t.q), fairQuantum)

@@ -14,8 +14,7 @@ import (
 // starts of a tenant in progress at once (from the call to its durable
 // answer), always at Config.MaxStartingPerTenant, and at
 // Config.FairStartingPerTenant while another tenant is active too (came to
-// the door, or shared a commit, within fairWindow), lowered to as little as
-// one while that hurts the others' starts (see fairAdapt). A caller
+// the door, or shared a commit, within fairWindow). A caller
 // over a cap waits, parked and in the order it came, for one of its
 // tenant's starts in progress to be answered. One tenant's many callers
 // then cannot fill the workers' queues and the commits, nor keep the
@@ -30,62 +29,12 @@ type startGate struct {
 	// tenants seen last at the door, distinct, the latest first.
 	busy int
 	last [2]seenTenant
-	// adapt moves the fair cap by the latency of the quiet tenants'
-	// starts (see fairAdapt).
-	adapt fairAdapt
 }
 
 type gateSlots struct {
 	n       int
 	waiters []chan struct{}
-	// single says the start in progress is the tenant's only one since it
-	// entered, at singleAt: its time is a sample of a quiet start's.
-	single   bool
-	singleAt time.Time
 }
-
-// fairAdapt is the fair cap's adaptation to the latency a quiet tenant's
-// starts have beside a flooding one: the cap a tenant is held to while
-// another is active moves between 1 and FairStartingPerTenant by the time
-// of the starts made alone by their tenant (a quiet tenant's) while
-// another tenant has starts in progress. Such a start over fairTarget
-// times the baseline lowers the cap by one, at most once per fairCalm such
-// starts, so the flood leaves the processors, the commits and the disk's
-// syncs to the quiet tenant while it is hurt; fairRaise of them within the
-// target in a row raise it by one, so the flood takes back what it does
-// not hurt. (One controller moves the cap, with no flows to converge
-// between, so it steps by one both ways.) The target is on single starts
-// against the tail of the starts made alone, because what a flood does to
-// a quiet tenant shows in the tail (its commits, flushes and collections
-// stall a quiet start now and then), and because a machine that is itself
-// noisy has a long tail alone too, which no cap on the flood shortens. The
-// baseline is the 95th percentile of the single starts made with no other
-// tenant's start in progress (a running estimate: up an eighth for a start
-// over it, down a 152nd for one under it), while one came within
-// fairBaseWindow, else three times the shortest single start of the last
-// two fairBaseWindows. A tenant alone is never capped, and the cap is back
-// at its ceiling once no quiet start came for fairWindow.
-type fairAdapt struct {
-	cap int // the fair cap now (0: not moved yet, the ceiling)
-	// alone is the 95th percentile of the single starts with no other
-	// tenant's in progress (estimated), the last of which ended at aloneAt.
-	alone   time.Duration
-	aloneAt time.Time
-	// minNow and minPrev are the shortest single starts of this window,
-	// begun at windowAt, and of the one before (0: none).
-	minNow, minPrev time.Duration
-	windowAt        time.Time
-	good, calm      int       // quiet starts within the target in a row; quiet starts before the cap may drop again
-	quietAt         time.Time // when the last quiet start ended
-}
-
-// The fair cap's adaptation (see fairAdapt).
-const (
-	fairTarget     = 2
-	fairBaseWindow = 10 * time.Second
-	fairCalm       = 4
-	fairRaise      = 4
-)
 
 type seenTenant struct {
 	tenant string
@@ -126,13 +75,11 @@ func (g *startGate) enter(ctx context.Context, tenant string) error {
 		g.tenants[tenant] = s
 	}
 	if len(s.waiters) == 0 && s.n < g.limit(tenant, s, now) {
-		s.single, s.singleAt = s.n == 0, now
 		s.n++
 		g.busy++
 		g.mu.Unlock()
 		return nil
 	}
-	s.single = false
 	ch := make(chan struct{})
 	s.waiters = append(s.waiters, ch)
 	g.mu.Unlock()
@@ -163,10 +110,6 @@ func (g *startGate) leave(tenant string) {
 	now := g.clock.Now()
 	g.saw(tenant, now)
 	s := g.tenants[tenant]
-	if s.single && s.n == 1 && g.fair > 0 {
-		g.adapt.sample(now.Sub(s.singleAt), g.busy > s.n, now, g.fair)
-	}
-	s.single = false
 	s.n--
 	g.busy--
 	for len(s.waiters) > 0 && s.n < g.limit(tenant, s, now) {
@@ -185,73 +128,9 @@ func (g *startGate) limit(tenant string, s *gateSlots, now time.Time) int {
 		l = g.max
 	}
 	if g.fair > 0 && g.fair < l && g.shared(tenant, s, now) {
-		l = min(l, g.adapt.limit(now, g.fair))
+		l = g.fair
 	}
 	return l
-}
-
-// sample records the time d of a start its tenant made alone, ended at
-// now; beside says another tenant had starts in progress meanwhile (it is
-// a quiet tenant's), and ceiling is FairStartingPerTenant.
-func (a *fairAdapt) sample(d time.Duration, beside bool, now time.Time, ceiling int) {
-	d = max(d, time.Nanosecond)
-	if now.Sub(a.windowAt) >= fairBaseWindow {
-		a.minPrev, a.minNow, a.windowAt = a.minNow, 0, now
-	}
-	if a.minNow == 0 || d < a.minNow {
-		a.minNow = d
-	}
-	if !beside {
-		switch {
-		case a.alone == 0 || now.Sub(a.aloneAt) >= fairBaseWindow:
-			a.alone = d
-		case d > a.alone:
-			a.alone += a.alone / 8
-		default:
-			a.alone -= a.alone / 152
-		}
-		a.aloneAt = now
-		return
-	}
-	cur := a.limit(now, ceiling)
-	a.quietAt = now
-	if a.calm > 0 {
-		a.calm--
-	}
-	if d > fairTarget*a.base(now) {
-		a.good = 0
-		if a.calm == 0 {
-			a.cap, a.calm = max(1, cur-1), fairCalm
-		} else {
-			a.cap = cur
-		}
-		return
-	}
-	a.cap = cur
-	if a.good++; a.good >= fairRaise {
-		a.cap, a.good = min(ceiling, cur+1), 0
-	}
-}
-
-// base is the baseline at now (see fairAdapt).
-func (a *fairAdapt) base(now time.Time) time.Duration {
-	if a.alone > 0 && now.Sub(a.aloneAt) < fairBaseWindow {
-		return a.alone
-	}
-	m := a.minNow
-	if a.minPrev > 0 {
-		m = min(m, a.minPrev)
-	}
-	return 3 * m
-}
-
-// limit is the fair cap at now: the ceiling until a quiet start moved it,
-// and again once none came for fairWindow.
-func (a *fairAdapt) limit(now time.Time, ceiling int) int {
-	if a.cap == 0 || now.Sub(a.quietAt) >= fairWindow {
-		return ceiling
-	}
-	return min(a.cap, ceiling)
 }
 
 // shared reports whether a tenant other than tenant is active: has a start
