@@ -62,7 +62,10 @@ type counterInc struct {
 // durable in the order they began, and their deltas are told in that
 // order. While several tenants are active, a quiet tenant's change may
 // commit alone, and the others' batch may wait a moment for it (see
-// commitShare.quiet and anticipation). Counters are kept in memory (the
+// commitShare.quiet and anticipation); such a lone commit is told after
+// the commits before it that carry its tenant's changes, and a commit after
+// it with its tenant's changes after it (see tenantTold), so each tenant's
+// deltas are told in the order they were committed. Counters are kept in memory (the
 // committer is their only writer), so a batch reads nothing. Deltas that read commit in a
 // transaction of their own once nothing is in flight.
 type committer struct {
@@ -91,6 +94,7 @@ type committer struct {
 	landed   chan struct{}  // one token per commit that became durable
 	lastTold chan struct{}  // closed once the latest commit's deltas were told
 	alone    sync.WaitGroup // quiet tenants' commits not yet durable (see commitAlone)
+	told     tenantTold     // per tenant, its latest commit not yet told
 
 	// batches, deltas and busy measure what was committed (Stats).
 	stats           sync.Mutex
@@ -402,9 +406,15 @@ func (c *committer) launch() {
 	light := c.share.light()
 	prev, told := c.lastTold, make(chan struct{})
 	c.lastTold = told
+	// The lone commits of its tenants launched before it (see
+	// commitAlone) are not on the chain of prev.
+	tenants, lone := c.told.batch(c.share.inOpen, told)
 	tx.CommitAsync(func(err error) {
 		if prev != nil {
 			<-prev // the commits before this one were told first
+		}
+		for _, ch := range lone {
+			<-ch
 		}
 		c.record(len(batch), time.Since(began), err)
 		if light != "" && err == nil {
@@ -416,6 +426,9 @@ func (c *committer) launch() {
 				d.after(err)
 			}
 		}
+		for _, t := range tenants {
+			c.told.forget(t, told)
+		}
 		close(told)
 	})
 	if held := c.share.launched(); held != nil {
@@ -425,7 +438,9 @@ func (c *committer) launch() {
 
 // commitAlone commits d in a transaction of its own, started at once while
 // commits are in flight (see commitShare.quiet), and reports whether
-// it did; false leaves d to the open transaction.
+// it did; false leaves d to the open transaction. d is told once its
+// tenant's changes in the commits launched before it were told, not
+// waiting for the others' (see tenantTold).
 func (c *committer) commitAlone(d *delta) bool {
 	if c.opener == nil {
 		return false
@@ -460,8 +475,13 @@ func (c *committer) commitAlone(d *delta) bool {
 	}
 	c.alone.Add(1)
 	c.ahead.flying.Add(1)
+	told := make(chan struct{})
+	earlier := c.told.alone(d.tenant, told)
 	tx.CommitAsync(func(err error) {
 		c.record(1, time.Since(began), err)
+		if earlier != nil {
+			<-earlier // its tenant's changes in commits launched before were told first
+		}
 		if err == nil {
 			c.ahead.landed(d.tenant, c.now())
 		}
@@ -473,9 +493,76 @@ func (c *committer) commitAlone(d *delta) bool {
 		if d.after != nil {
 			d.after(err)
 		}
+		c.told.forget(d.tenant, told)
+		close(told)
 		c.alone.Done()
 	})
 	return true
+}
+
+// tenantTold is, per tenant, the latest commit in flight that carries its
+// changes, until that commit is told. Commits launched with the open
+// transaction are told in the order they were launched (each waits for the
+// one before), but a lone commit (commitAlone) is on no such chain: it
+// waits for its tenant's latest commit to be told, and a commit launched
+// after it with its tenant's changes waits for it. So each tenant's changes
+// are told in the order they were committed, and a quiet tenant's lone
+// commit never waits for commits that carry only others' changes. An entry
+// goes once its commit is told: the map holds the tenants of the commits
+// in flight.
+type tenantTold struct {
+	mu   sync.Mutex
+	last map[string]toldMark
+}
+
+type toldMark struct {
+	told chan struct{} // closed once the commit was told
+	lone bool          // a lone commit's
+}
+
+// batch records told as the latest commit of the open transaction's
+// tenants, and returns them and the channels of their lone commits still
+// in flight, which the commit must wait for.
+func (r *tenantTold) batch(inOpen map[string]int, told chan struct{}) (tenants []string, lone []chan struct{}) {
+	if len(inOpen) == 0 {
+		return nil, nil
+	}
+	tenants = make([]string, 0, len(inOpen))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last == nil {
+		r.last = map[string]toldMark{}
+	}
+	for t := range inOpen {
+		tenants = append(tenants, t)
+		if m, ok := r.last[t]; ok && m.lone {
+			lone = append(lone, m.told)
+		}
+		r.last[t] = toldMark{told: told}
+	}
+	return tenants, lone
+}
+
+// alone records told as the latest commit of tenant, a lone one, and
+// returns the channel of its commit before still in flight, if any.
+func (r *tenantTold) alone(tenant string, told chan struct{}) chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last == nil {
+		r.last = map[string]toldMark{}
+	}
+	m := r.last[tenant]
+	r.last[tenant] = toldMark{told: told, lone: true}
+	return m.told
+}
+
+// forget drops tenant's entry if it is still told's, as told is told.
+func (r *tenantTold) forget(tenant string, told chan struct{}) {
+	r.mu.Lock()
+	if r.last[tenant].told == told {
+		delete(r.last, tenant)
+	}
+	r.mu.Unlock()
 }
 
 // landOne waits until one commit in flight, if any, is durable.

@@ -297,6 +297,115 @@ func TestQuietTenantFirstChangeCommitsAlone(t *testing.T) {
 	}
 }
 
+// TestQuietTenantToldInOrder: a quiet tenant's change that commits alone
+// is told after its tenant's changes in commits launched before it (alone
+// or in a batch), even when its own commit lands first, so what hangs on
+// the answers (live events, waiters) sees each tenant's changes in order;
+// and it still does not wait for the commits of other tenants.
+func TestQuietTenantToldInOrder(t *testing.T) {
+	t.Parallel()
+	gs := &gatedStore{Store: testStore(t), held: make(chan struct{}, 8), release: make(chan struct{}), landed: make(chan struct{}, 8)}
+	gs.pipe = gs.Store.(store.Pipeliner)
+	c := newCommitter(gs, 1000, nil, Failpoints{}, nil)
+	defer c.close()
+	var once sync.Once
+	release := func() { once.Do(func() { close(gs.release) }) }
+	defer release() // before close, which waits for the held commits
+	var toldMu sync.Mutex
+	var told []string
+	kc := newKeyedChanges(c)
+	kc.told = func(key string) {
+		toldMu.Lock()
+		told = append(told, key)
+		toldMu.Unlock()
+	}
+	wait := func(keys ...string) { t.Helper(); kc.wait(t, keys...) }
+	// The flood's commit is held syncing and its next change is open; the
+	// quiet tenant's first change commits alone and is held too (its key
+	// starts with "flood"), then its second commits alone and lands.
+	kc.submit("flood", "flood-0")
+	<-gs.held
+	readyAhead(t, c)
+	kc.submit("flood", "flood-1")
+	kc.submit("quiet", "flood-q0")
+	<-gs.held
+	readyAhead(t, c)
+	kc.submit("quiet", "q1")
+	<-gs.landed
+	// Another tenant's lone change is told without waiting for the held
+	// commits, which carry none of its changes.
+	readyAhead(t, c)
+	kc.submit("other", "o0")
+	<-gs.landed
+	wait("o0")
+	release()
+	wait("flood-0", "flood-1", "flood-q0", "q1")
+	toldMu.Lock()
+	defer toldMu.Unlock()
+	order := map[string][]string{}
+	for _, key := range told {
+		tenant := map[string]string{"flood-0": "flood", "flood-1": "flood", "flood-q0": "quiet", "q1": "quiet", "o0": "other"}[key]
+		order[tenant] = append(order[tenant], key)
+	}
+	want := map[string][]string{"flood": {"flood-0", "flood-1"}, "quiet": {"flood-q0", "q1"}, "other": {"o0"}}
+	if diff := cmp.Diff(want, order); diff != "" {
+		t.Errorf("each tenant's changes told in order (-want +got):\n%s (told %v)", diff, told)
+	}
+}
+
+// TestBatchToldAfterLoneCommit: a batch carrying a quiet tenant's change
+// is told after that tenant's lone commit launched before it, even when
+// the batch lands first.
+func TestBatchToldAfterLoneCommit(t *testing.T) {
+	t.Parallel()
+	gs := &gatedStore{Store: testStore(t), held: make(chan struct{}, 8), release: make(chan struct{}), slow: make(chan struct{}), landed: make(chan struct{}, 8)}
+	gs.pipe = gs.Store.(store.Pipeliner)
+	c := newCommitter(gs, 2, nil, Failpoints{}, nil)
+	defer c.close()
+	var once, slowOnce sync.Once
+	release := func() { once.Do(func() { close(gs.release) }) }
+	releaseSlow := func() { slowOnce.Do(func() { close(gs.slow) }) }
+	defer release()
+	defer releaseSlow()
+	var toldMu sync.Mutex
+	var told []string
+	kc := newKeyedChanges(c)
+	kc.told = func(key string) {
+		toldMu.Lock()
+		told = append(told, key)
+		toldMu.Unlock()
+	}
+	wait := func(keys ...string) { t.Helper(); kc.wait(t, keys...) }
+	// The quiet tenant's first change commits alone behind the flood's
+	// commit and is held; the flood's commit lands.
+	kc.submit("flood", "flood-0")
+	<-gs.held
+	readyAhead(t, c)
+	kc.submit("quiet", "slow-q0")
+	<-gs.held
+	release()
+	wait("flood-0")
+	// Nothing else is in flight: the quiet tenant's next change goes to the
+	// open transaction, which the flood's change fills; that batch lands
+	// before the lone commit.
+	kc.submit("quiet", "q1")
+	kc.submit("flood", "f1")
+	<-gs.landed
+	releaseSlow()
+	wait("slow-q0", "q1", "f1")
+	toldMu.Lock()
+	defer toldMu.Unlock()
+	var quiet []string
+	for _, key := range told {
+		if key == "slow-q0" || key == "q1" {
+			quiet = append(quiet, key)
+		}
+	}
+	if diff := cmp.Diff([]string{"slow-q0", "q1"}, quiet); diff != "" {
+		t.Errorf("the quiet tenant's changes told (-want +got):\n%s (told %v)", diff, told)
+	}
+}
+
 // TestCommitterAwaitsQuietTenant: once a quiet tenant's commit lands, the
 // flood's open batch, with nothing in flight, waits for the quiet tenant's
 // next change and commits it in the same transaction, rather than syncing
@@ -443,14 +552,13 @@ func TestAnticipationLearnsThinkTime(t *testing.T) {
 	}
 }
 
-// readyAhead waits until the committer's opener holds a transaction ready
-// (one a quiet change commits alone in); call it once a commit was
-
 // keyedChanges submits changes to a committer that each set one key (to
 // "v") and waits for them to be durable.
 type keyedChanges struct {
 	c    *committer
 	done map[string]chan error // by key: the change's result, once
+	// told, when set, is called with each change's key as it is told.
+	told func(key string)
 }
 
 func newKeyedChanges(c *committer) *keyedChanges {
@@ -462,7 +570,13 @@ func (k *keyedChanges) submit(tenant string, keys ...string) {
 	for _, key := range keys {
 		ch := make(chan error, 1)
 		k.done[key] = ch
-		k.c.submit(&delta{tenant: tenant, apply: setKey([]byte(key), []byte("v")), after: func(err error) { ch <- err }})
+		told := k.told
+		k.c.submit(&delta{tenant: tenant, apply: setKey([]byte(key), []byte("v")), after: func(err error) {
+			if told != nil {
+				told(key)
+			}
+			ch <- err
+		}})
 	}
 }
 
@@ -481,6 +595,8 @@ func (k *keyedChanges) wait(t *testing.T, keys ...string) {
 	}
 }
 
+// readyAhead waits until the committer's opener holds a transaction ready
+// (one a quiet change commits alone in); call it once a commit was
 // launched, as the opener is made at the first change.
 func readyAhead(t *testing.T, c *committer) {
 	t.Helper()
@@ -494,13 +610,18 @@ func readyAhead(t *testing.T, c *committer) {
 }
 
 // gatedStore holds the answer of every pipelined commit that writes a key
-// starting with "flood" until release is closed, as a slow sync would; held
-// says one is held.
+// starting with "flood" until release is closed, as a slow sync would, and
+// of one that writes a key starting with "slow" (and none with "flood")
+// until slow is closed; held says one is held. When landed is set, every
+// other pipelined commit sends on it once the store made it durable, before
+// its answer.
 type gatedStore struct {
 	store.Store
 	pipe    store.Pipeliner
 	held    chan struct{}
 	release chan struct{}
+	slow    chan struct{}
+	landed  chan struct{}
 }
 
 func (g *gatedStore) Begin(ctx context.Context) (store.PipelinedTxn, error) {
@@ -510,23 +631,35 @@ func (g *gatedStore) Begin(ctx context.Context) (store.PipelinedTxn, error) {
 
 type gatedTxn struct {
 	store.PipelinedTxn
-	g     *gatedStore
-	flood bool
+	g           *gatedStore
+	flood, slow bool
 }
 
 func (t *gatedTxn) Set(k, v []byte) error {
 	t.flood = t.flood || bytes.HasPrefix(k, []byte("flood"))
+	t.slow = t.slow || bytes.HasPrefix(k, []byte("slow"))
 	return t.PipelinedTxn.Set(k, v)
 }
 
 func (t *gatedTxn) CommitAsync(done func(error)) {
+	gate := t.g.release
 	if !t.flood {
-		t.PipelinedTxn.CommitAsync(done)
+		gate = t.g.slow
+	}
+	if !t.flood && !t.slow {
+		if t.g.landed == nil {
+			t.PipelinedTxn.CommitAsync(done)
+			return
+		}
+		t.PipelinedTxn.CommitAsync(func(err error) {
+			t.g.landed <- struct{}{}
+			done(err)
+		})
 		return
 	}
 	t.g.held <- struct{}{}
 	t.PipelinedTxn.CommitAsync(func(err error) {
-		<-t.g.release
+		<-gate
 		done(err)
 	})
 }
