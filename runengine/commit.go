@@ -476,24 +476,27 @@ func (c *committer) commitAlone(d *delta) bool {
 	c.alone.Add(1)
 	c.ahead.flying.Add(1)
 	told := make(chan struct{})
-	earlier := c.told.alone(d.tenant, told)
+	// d may be reused once told (a run's commit is): keep what the
+	// callback needs after telling it.
+	tenant, after := d.tenant, d.after
+	earlier := c.told.alone(tenant, told)
 	tx.CommitAsync(func(err error) {
 		c.record(1, time.Since(began), err)
 		if earlier != nil {
 			<-earlier // its tenant's changes in commits launched before were told first
 		}
 		if err == nil {
-			c.ahead.landed(d.tenant, c.now())
+			c.ahead.landed(tenant, c.now())
 		}
 		c.ahead.flying.Add(-1)
 		select {
 		case c.signal <- struct{}{}:
 		default:
 		}
-		if d.after != nil {
-			d.after(err)
+		if after != nil {
+			after(err)
 		}
-		c.told.forget(d.tenant, told)
+		c.told.forget(tenant, told)
 		close(told)
 		c.alone.Done()
 	})
