@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -311,14 +312,7 @@ func TestQuietTenantToldInOrder(t *testing.T) {
 	var once sync.Once
 	release := func() { once.Do(func() { close(gs.release) }) }
 	defer release() // before close, which waits for the held commits
-	var toldMu sync.Mutex
-	var told []string
 	kc := newKeyedChanges(c)
-	kc.told = func(key string) {
-		toldMu.Lock()
-		told = append(told, key)
-		toldMu.Unlock()
-	}
 	wait := func(keys ...string) { t.Helper(); kc.wait(t, keys...) }
 	// The flood's commit is held syncing and its next change is open; the
 	// quiet tenant's first change commits alone and is held too (its key
@@ -340,8 +334,7 @@ func TestQuietTenantToldInOrder(t *testing.T) {
 	wait("o0")
 	release()
 	wait("flood-0", "flood-1", "flood-q0", "q1")
-	toldMu.Lock()
-	defer toldMu.Unlock()
+	told := kc.toldOrder()
 	order := map[string][]string{}
 	for _, key := range told {
 		tenant := map[string]string{"flood-0": "flood", "flood-1": "flood", "flood-q0": "quiet", "q1": "quiet", "o0": "other"}[key]
@@ -367,14 +360,7 @@ func TestBatchToldAfterLoneCommit(t *testing.T) {
 	releaseSlow := func() { slowOnce.Do(func() { close(gs.slow) }) }
 	defer release()
 	defer releaseSlow()
-	var toldMu sync.Mutex
-	var told []string
 	kc := newKeyedChanges(c)
-	kc.told = func(key string) {
-		toldMu.Lock()
-		told = append(told, key)
-		toldMu.Unlock()
-	}
 	wait := func(keys ...string) { t.Helper(); kc.wait(t, keys...) }
 	// The quiet tenant's first change commits alone behind the flood's
 	// commit and is held; the flood's commit lands.
@@ -393,8 +379,7 @@ func TestBatchToldAfterLoneCommit(t *testing.T) {
 	<-gs.landed
 	releaseSlow()
 	wait("slow-q0", "q1", "f1")
-	toldMu.Lock()
-	defer toldMu.Unlock()
+	told := kc.toldOrder()
 	var quiet []string
 	for _, key := range told {
 		if key == "slow-q0" || key == "q1" {
@@ -557,8 +542,8 @@ func TestAnticipationLearnsThinkTime(t *testing.T) {
 type keyedChanges struct {
 	c    *committer
 	done map[string]chan error // by key: the change's result, once
-	// told, when set, is called with each change's key as it is told.
-	told func(key string)
+	mu   sync.Mutex
+	told []string // the keys in the order their changes were told
 }
 
 func newKeyedChanges(c *committer) *keyedChanges {
@@ -570,14 +555,20 @@ func (k *keyedChanges) submit(tenant string, keys ...string) {
 	for _, key := range keys {
 		ch := make(chan error, 1)
 		k.done[key] = ch
-		told := k.told
 		k.c.submit(&delta{tenant: tenant, apply: setKey([]byte(key), []byte("v")), after: func(err error) {
-			if told != nil {
-				told(key)
-			}
+			k.mu.Lock()
+			k.told = append(k.told, key)
+			k.mu.Unlock()
 			ch <- err
 		}})
 	}
+}
+
+// toldOrder returns the keys of the changes told so far, in order.
+func (k *keyedChanges) toldOrder() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Clone(k.told)
 }
 
 // wait fails t unless the change of each key is durable within 10 s.

@@ -187,16 +187,7 @@ func (c *Collection[T]) PutRaw(tx Txn, tenant string, v *T, raw []byte) error {
 // (old, nil when new): it skips reading it back. The caller must be the
 // record's only writer, as the run engine's worker owning a run is.
 func (c *Collection[T]) PutOver(tx Txn, tenant string, old, v *T, raw []byte) error {
-	id := c.ID(v)
-	if id == "" {
-		return errors.Newf("store: %s with an empty id", c.Name)
-	}
-	for _, ix := range c.Indexes {
-		if err := c.updateIndex(tx, tenant, id, ix, old, v); err != nil {
-			return err
-		}
-	}
-	return tx.Set(c.recordKey(tenant, id), raw)
+	return c.putOver(tx, tenant, old, v, raw, false)
 }
 
 // PutNew writes v, encoded as raw, and its index entries without reading
@@ -226,6 +217,11 @@ func (c *Collection[T]) PutNew(tx Txn, tenant string, v *T, raw []byte) error {
 // PutOverKept is PutOver for a caller that leaves raw unchanged until tx
 // ended, so the store need not copy it (see SetKept).
 func (c *Collection[T]) PutOverKept(tx Txn, tenant string, old, v *T, raw []byte) error {
+	return c.putOver(tx, tenant, old, v, raw, true)
+}
+
+// putOver is PutOver, or PutOverKept when kept.
+func (c *Collection[T]) putOver(tx Txn, tenant string, old, v *T, raw []byte, kept bool) error {
 	id := c.ID(v)
 	if id == "" {
 		return errors.Newf("store: %s with an empty id", c.Name)
@@ -235,7 +231,10 @@ func (c *Collection[T]) PutOverKept(tx Txn, tenant string, old, v *T, raw []byte
 			return err
 		}
 	}
-	return SetKept(tx, c.recordKey(tenant, id), raw)
+	if kept {
+		return SetKept(tx, c.recordKey(tenant, id), raw)
+	}
+	return tx.Set(c.recordKey(tenant, id), raw)
 }
 
 func (c *Collection[T]) indexKeys(dst [][]byte, tenant, id string, ix Index[T], v *T) [][]byte {
