@@ -80,13 +80,15 @@ type committer struct {
 	stopped chan struct{}
 
 	// The committer goroutine's own state.
-	counters  map[string]int64   // committed-or-in-flight counter values
+	counters  map[string]int64   // committed-or-in-flight counter values (see forgetCounters)
 	opener    *opener            // transactions opened ahead (nil until the first is needed)
 	open      store.PipelinedTxn // the transaction being filled (nil until needed)
 	openBatch []*delta           // the deltas applied to open
 	openSince time.Time          // when the first of them was applied
 	openBytes int                // the bytes they wrote (see sizedTxn)
 	sized     sizedTxn           // open, counting into openBytes
+	// maxCounters bounds counters (maxKnownCounters; tests set less).
+	maxCounters int
 	// fit is the smallest size of a batch the store refused (0 until it
 	// refused one): a batch stops short of it.
 	fit      int
@@ -127,7 +129,7 @@ type committer struct {
 
 func newCommitter(st store.Store, maxBatch int, obs Observer, fp Failpoints, cl *cluster) *committer {
 	c := &committer{st: st, maxBatch: maxBatch, observe: obs, fp: fp, signal: make(chan struct{}, 1), stopped: make(chan struct{}),
-		counters: map[string]int64{}, landed: make(chan struct{}, maxFlights), cl: cl}
+		counters: map[string]int64{}, maxCounters: maxKnownCounters, landed: make(chan struct{}, maxFlights), cl: cl}
 	if cl == nil {
 		c.pipe, _ = st.(store.Pipeliner)
 	} else {
@@ -192,6 +194,7 @@ func (c *committer) loop() {
 		}
 		for {
 			c.countLanded()
+			c.forgetCounters()
 			c.mu.Lock()
 			batch := take(&c.q, c.maxBatch-len(c.openBatch))
 			closed, more := c.closed, len(c.q) > 0
@@ -793,6 +796,23 @@ func (c *committer) writeCounters(tx store.Txn, sums map[string]int64, canRead b
 		}
 	}
 	return nil
+}
+
+// maxKnownCounters is how many counter values the committer keeps before it
+// forgets them all (see forgetCounters): daily counters add keys every day,
+// so without a bound a long-lived engine would keep every day it ever
+// counted.
+const maxKnownCounters = 1 << 16
+
+// forgetCounters forgets the known counter values once there are more than
+// c.maxCounters of them and no commit is in flight: every value is then
+// durable, so a counter's next write reads it back (writeCounters) and
+// finds what the map held.
+func (c *committer) forgetCounters() {
+	if len(c.counters) <= c.maxCounters || c.flights > 0 || c.ahead.flying.Load() > 0 {
+		return
+	}
+	clear(c.counters)
 }
 
 // keepCounters adds a batch's increments to the known values once the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -140,6 +141,50 @@ func TestCommitterLandsEveryDelta(t *testing.T) {
 		t.Errorf("counter = %d, %v; want 320", n, err)
 	}
 	c.close()
+}
+
+// TestCommitterForgetsCounters: the committer keeps at most about
+// maxCounters counter values (daily counters add keys every day), and a
+// counter it forgot is read back, so no increment is lost.
+func TestCommitterForgetsCounters(t *testing.T) {
+	t.Parallel()
+	st := testStore(t)
+	c := newCommitter(st, 50, nil, Failpoints{}, nil)
+	c.maxCounters = 4 // before the first submit, as the loop reads it then
+	const days = 10
+	for i := range days {
+		d := &delta{apply: setKey(store.Key("t", "k", strconv.Itoa(i)), []byte("v")),
+			counters: []counterInc{{"t-total", 1}, {"t-day-" + strconv.Itoa(i), 1}}}
+		if err := c.commitWait(context.Background(), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.close()
+	// One batch's counters may be known beyond the bound until the next.
+	if n := len(c.counters); n > c.maxCounters+2 {
+		t.Errorf("%d counter values kept, want at most %d", n, c.maxCounters+2)
+	}
+	want := map[string]int64{"t-total": days}
+	for i := range days {
+		want["t-day-"+strconv.Itoa(i)] = 1
+	}
+	got := map[string]int64{}
+	err := st.View(context.Background(), func(r store.Reader) error {
+		for k := range want {
+			n, err := readCounter(r, []byte(k))
+			if err != nil {
+				return err
+			}
+			got[k] = n
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("counters (-want +got):\n%s", diff)
+	}
 }
 
 // TestCommitterCloseCommitsQueued checks that close commits what was
