@@ -196,8 +196,9 @@ type Options struct {
 	// count one node's runs and do nothing when Cluster is set.
 	MaxRunsPerTenant, MaxRunsPerProcess int
 	// MaxStartingPerTenant caps one tenant's starts in progress at once
-	// (from Start to its durable answer); callers over it wait in turn, so a
-	// tenant flooding starts cannot take the processors from the others.
+	// (from Start, or Publish, to its durable answer); callers over it wait
+	// in turn, so a tenant flooding starts or events cannot take the
+	// processors from the others.
 	// Use up to 1,000,000. Defaults to 0: no cap.
 	MaxStartingPerTenant int
 	// FairStartingPerTenant is the same cap applied only while another

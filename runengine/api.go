@@ -276,10 +276,18 @@ type Published struct {
 
 // Publish emits an event from outside (POST /v1/events): it is written to
 // the outbox durably, dispatched at once, and the runs it started are
-// returned.
+// returned. Like a Start, it passes the tenant's door first
+// (MaxStartingPerTenant, FairStartingPerTenant): a tenant flooding the
+// engine with events waits there as one flooding it with starts does.
 func (e *Engine) Publish(ctx context.Context, p PublishParams) (*Published, error) {
 	if e.isClosed() {
 		return nil, errClosed
+	}
+	if g := e.starting; g != nil {
+		if err := g.enter(ctx, p.Tenant); err != nil {
+			return nil, err
+		}
+		defer g.leave(p.Tenant)
 	}
 	data := p.Data
 	if data == nil {
@@ -312,7 +320,7 @@ func (e *Engine) Publish(ctx context.Context, p PublishParams) (*Published, erro
 			return tx.Set(outboxKey(ev.ID), raw)
 		}
 	}
-	if err := e.commits.commitWait(ctx, &delta{apply: apply}); err != nil {
+	if err := e.commits.commitWait(ctx, &delta{tenant: p.Tenant, apply: apply}); err != nil {
 		return nil, err
 	}
 	if tapAfter != nil {

@@ -118,7 +118,8 @@ type Config struct {
 	// when Cluster is set. 0 (the default) caps nothing.
 	MaxRunsPerTenant, MaxRunsPerProcess int
 	// MaxStartingPerTenant caps the starts of one tenant in progress at
-	// once (from the call of Start to its durable answer): a caller over
+	// once (from the call of Start, or of Publish, to its durable answer;
+	// runs started by timers and schedules do not pass it): a caller over
 	// the cap waits, in the order it came, until one of them is answered,
 	// or until its context ends. A tenant flooding the engine with starts
 	// then cannot fill the workers' queues and the commits, nor the

@@ -1,0 +1,77 @@
+package runengine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/bas-platform/bas/capability/registry"
+	"github.com/bas-platform/bas/process"
+	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/bas-platform/bas/store/clock"
+)
+
+// TestPublishPassesTheDoor: a tenant's Publish waits for a slot of the
+// start gate as its Start does, so a tenant cannot flood the engine with
+// events past MaxStartingPerTenant; another tenant's events go at once.
+func TestPublishPassesTheDoor(t *testing.T) {
+	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+	eng, err := New(Config{Store: st, Clock: clk, Capabilities: registry.New(registry.Config{Store: st, Clock: clk}),
+		Processes: process.NewService(process.Config{Store: st, Clock: clk}), MaxStartingPerTenant: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := eng.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	g := eng.starting
+	// A start of ten_a in progress holds its one slot.
+	if err := g.enter(ctx, "ten_a"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := eng.Publish(ctx, PublishParams{Tenant: "ten_a", Name: "invoice.received"})
+		done <- err
+	}()
+	waiting := func() int {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if s := g.tenants["ten_a"]; s != nil {
+			return len(s.waiters)
+		}
+		return 0
+	}
+	for deadline := time.Now().Add(10 * time.Second); waiting() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("ten_a's Publish did not wait at the door")
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("ten_a published past its taken slot: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if _, err := eng.Publish(ctx, PublishParams{Tenant: "ten_b", Name: "invoice.received"}); err != nil {
+		t.Fatalf("another tenant's event: %v", err)
+	}
+	g.leave("ten_a")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("ten_a's Publish once its slot was free: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ten_a's Publish still waits once its slot is free")
+	}
+	if n := waiting(); n != 0 {
+		t.Errorf("%d waiting at the door after all", n)
+	}
+}
