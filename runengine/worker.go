@@ -959,7 +959,7 @@ type runCommit struct {
 
 // errEntryFailed refuses the change of a run whose earlier change failed
 // to commit (see entry.failed).
-var errEntryFailed = errs.Unavailablef("the run's change could not be saved; try again")
+var errEntryFailed = errs.Unavailablef("an earlier change of the run could not be saved; try again")
 
 // apply writes the run's change in tx.
 func (rc *runCommit) apply(tx store.Txn) error {
