@@ -249,10 +249,15 @@ func (c *committer) countLanded() {
 // add applies batch to the open transaction, or commits the deltas that
 // read (and any batch the open transaction cannot take) the synchronous way,
 // after everything before them.
-func (c *committer) add(batch []*delta) {
+func (c *committer) add(batch []*delta) { c.addAs(batch, false) }
+
+// addAs is add; free adds batch's deltas as changes of no tenant: none is
+// held back for the tenants' fair share nor commits alone, and none counts
+// as its tenant's activity (see addAll).
+func (c *committer) addAs(batch []*delta, free bool) {
 	for i := 0; i < len(batch); i++ {
 		d := batch[i]
-		if d.tenant != "" && c.ahead.on.Load() && c.ahead.came(d.tenant, c.now()) {
+		if !free && d.tenant != "" && c.ahead.on.Load() && c.ahead.came(d.tenant, c.now()) {
 			c.ahead.stop()
 		}
 		if c.pipe == nil || d.reads {
@@ -265,10 +270,10 @@ func (c *committer) add(batch []*delta) {
 			i = j - 1
 			continue
 		}
-		if c.flights > 0 && c.share.quiet(d) && c.commitAlone(d) {
+		if !free && c.flights > 0 && c.share.quiet(d) && c.commitAlone(d) {
 			continue
 		}
-		if c.share.hold(d) {
+		if !free && c.share.hold(d) {
 			continue
 		}
 		if c.fit > 0 && len(c.openBatch) > 0 && c.openBytes+d.size >= c.fit {
@@ -359,13 +364,13 @@ func (c *committer) launchFull() {
 	c.launch()
 }
 
-// addAll applies batch to the open transaction, holding nothing back.
+// addAll applies batch to the open transaction, holding nothing back. It
+// leaves the deltas as they are: one may be told before add returns (it
+// failed, and was committed the synchronous way), and a delta told may be
+// reused at once (a run's commit value is, see releaseRunCommit).
 func (c *committer) addAll(batch []*delta) {
 	for _, d := range batch {
-		t := d.tenant
-		d.tenant = ""
-		c.add([]*delta{d})
-		d.tenant = t
+		c.addAs([]*delta{d}, true)
 	}
 }
 

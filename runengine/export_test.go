@@ -175,3 +175,10 @@ func CheckStoredRunDecoding(st store.Store, tenant string) (int, []string, error
 	})
 	return n, bad, err
 }
+
+// CommitsQueued is how many changes wait for the committer to take them.
+func (e *Engine) CommitsQueued() int {
+	e.commits.mu.Lock()
+	defer e.commits.mu.Unlock()
+	return len(e.commits.q)
+}

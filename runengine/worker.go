@@ -155,6 +155,11 @@ type entry struct {
 	parked *callResult
 	// durable is false for a new run until its first commit is submitted.
 	durable bool
+	// failed says a commit of the entry's changes failed: the entry is
+	// ahead of the store, and its reload is on the way. A change of it not
+	// yet applied holds the failed one's outcome without its writes, so it
+	// is refused (see runCommit.apply).
+	failed atomic.Bool
 	// foreign marks a run this node started for the node owning its shard.
 	foreign bool
 	// fence is, on a cluster node, the lease of the run's shard this node
@@ -952,8 +957,18 @@ type runCommit struct {
 	fx            effects
 }
 
+// errEntryFailed refuses the change of a run whose earlier change failed
+// to commit (see entry.failed).
+var errEntryFailed = errs.Unavailablef("an earlier change of the run could not be saved; try again")
+
 // apply writes the run's change in tx.
 func (rc *runCommit) apply(tx store.Txn) error {
+	if rc.en.failed.Load() {
+		// The record holds what the failed change did (a step's result,
+		// say) but not its writes (those of the step's provider, its
+		// timers): committed, it would make the run go on without them.
+		return errEntryFailed
+	}
 	// The record's buffer is reused only once the commit is over.
 	if err := runs.PutOverKept(tx, rc.tenant, rc.old, rc.cur, rc.raw); err != nil {
 		return err
@@ -987,10 +1002,14 @@ func (rc *runCommit) after(err error) {
 	for _, fn := range fx.settled {
 		fn(err)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, errEntryFailed):
+		// Refused after an earlier change failed, whose reload is on the way.
+	case err != nil:
+		rc.en.failed.Store(true)
 		w.e.log.Error("commit run change", "run", runID, "error", err)
 		w.send(&command{kind: cmdReload, tenant: tenant, runID: runID})
-	} else {
+	default:
 		if len(fx.late) > 0 && w.e.hub.wants(tenant) {
 			for i := range fx.late {
 				l := &fx.late[i]
