@@ -107,6 +107,7 @@ type nodeConfig struct {
 	ttl      time.Duration
 	onFinish func(tenant, runID string, status runengine.RunStatus)
 	logger   *slog.Logger
+	gate     runengine.Gate // nil: every call automatic
 }
 
 func openNode(t *testing.T, base store.Store, nc nodeConfig) *node {
@@ -127,9 +128,13 @@ func newNode(t *testing.T, base store.Store, nc nodeConfig) *node {
 	if err := reg.Register(nc.prov); err != nil {
 		t.Fatal(err)
 	}
+	var gate runengine.Gate = &autoGate{auto: true}
+	if nc.gate != nil {
+		gate = nc.gate
+	}
 	var err error
 	n.eng, err = runengine.New(runengine.Config{Store: n.st, Clock: nc.clock, Capabilities: reg, Processes: n.procs,
-		Gate: &autoGate{auto: true}, OnFinish: nc.onFinish, Grace: time.Millisecond, Logger: nc.logger,
+		Gate: gate, OnFinish: nc.onFinish, Grace: time.Millisecond, Logger: nc.logger,
 		Cluster: &runengine.ClusterConfig{NodeID: nc.id, Shards: nc.shards, LeaseTTL: nc.ttl, Clock: nc.lease}})
 	if err != nil {
 		t.Fatal(err)
@@ -183,6 +188,53 @@ func sharedBadger(t *testing.T) store.Store {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	return st
+}
+
+// newsGate records GateRequest.New of every request.
+type newsGate struct {
+	autoGate
+	mu   sync.Mutex
+	news []bool
+}
+
+func (g *newsGate) Decide(ctx context.Context, req runengine.GateRequest) (runengine.GateDecision, error) {
+	g.mu.Lock()
+	g.news = append(g.news, req.New)
+	g.mu.Unlock()
+	return g.autoGate.Decide(ctx, req)
+}
+
+// TestClusterGateRequestsAreNotNew: on a cluster a run's first gate
+// request is never marked new (GateRequest.New lets the gate write its
+// answer without looking): a node that lost the run's shard may still ask
+// after the new owner did, and the gate's answers are not fenced.
+func TestClusterGateRequestsAreNotNew(t *testing.T) {
+	t.Parallel()
+	base := sharedBadger(t)
+	lc, ec := clock.NewFake(t0), clock.NewFake(t0)
+	mu, keys := newRecorders()
+	gate := &newsGate{autoGate: autoGate{auto: true}}
+	finished := make(chan string, 1)
+	a := openNode(t, base, nodeConfig{id: "a", lease: lc, clock: ec, prov: &recorder{node: "a", mu: mu, keys: keys},
+		shards: 8, ttl: 10 * time.Second, gate: gate, onFinish: func(_, id string, _ runengine.RunStatus) { finished <- id }})
+	def := chainProcess(t, a.procs, `{"type":"manual"}`, 1)
+	r, err := a.eng.Start(t.Context(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case id := <-finished:
+		if id != r.ID {
+			t.Fatalf("finished %s, want %s", id, r.ID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run did not finish")
+	}
+	gate.mu.Lock()
+	defer gate.mu.Unlock()
+	if diff := cmp.Diff([]bool{false}, gate.news); diff != "" {
+		t.Errorf("gate requests' New on a cluster (-want +got):\n%s", diff)
+	}
 }
 
 // TestClusterLeaseExpiry: a node that dies keeps its shards until its

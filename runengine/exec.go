@@ -492,8 +492,10 @@ func (x *exec) prepareCall(def *process.Step, st *StepRun, capID string, args an
 			Priority: r.Priority, cause: r.Trigger.Cause}}
 	// A call of the command that makes the run's first commit goes out
 	// once that commit is durable, and no call of the run went out before:
-	// nothing was written under its key.
-	pc.res.writes.New = !x.en.durable
+	// nothing was written under its key. Not on a cluster: a node that
+	// lost the run's shard may still make the call after the new owner
+	// did, and the autonomy gate's answer is not fenced.
+	pc.res.writes.New = !x.en.durable && x.w.e.cluster == nil
 	pc.cmd = command{kind: cmdCallResult, tenant: r.Tenant, runID: r.ID, result: &pc.res}
 	return pc
 }

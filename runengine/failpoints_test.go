@@ -407,20 +407,6 @@ func TestFailpointOutboxCommitsWithTheStep(t *testing.T) {
 	}
 }
 
-// newsGate records GateRequest.New of every request.
-type newsGate struct {
-	autoGate
-	mu   sync.Mutex
-	news []bool
-}
-
-func (g *newsGate) Decide(ctx context.Context, req runengine.GateRequest) (runengine.GateDecision, error) {
-	g.mu.Lock()
-	g.news = append(g.news, req.New)
-	g.mu.Unlock()
-	return g.autoGate.Decide(ctx, req)
-}
-
 // newsEffects records callwrites' New of every call.
 type newsEffects struct {
 	*effects
