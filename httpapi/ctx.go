@@ -80,12 +80,17 @@ func (c *request) Body() ([]byte, error) {
 	return b, nil
 }
 
+// maxPresizedBody bounds the buffer readBody sizes from the announced
+// length before any of the body came: a caller announcing a large body
+// and sending nothing holds no more than this.
+const maxPresizedBody = 64 << 10
+
 // readBody reads r's body, up to limit+1 bytes: into a buffer of the
-// announced length when there is one within limit (the whole body, read
-// once), else growing as it comes.
+// announced length when there is one within limit and maxPresizedBody
+// (the whole body, read once), else growing as it comes.
 func readBody(r *http.Request, limit int64) ([]byte, error) {
 	n := r.ContentLength
-	if n < 0 || n > limit {
+	if n < 0 || n > limit || n > maxPresizedBody {
 		return io.ReadAll(io.LimitReader(r.Body, limit+1))
 	}
 	b := make([]byte, n+1)

@@ -167,3 +167,30 @@ func TestReadBody(t *testing.T) {
 		}
 	}
 }
+
+// TestReadBodyPresizeBound: a buffer is sized from the announced length
+// only up to maxPresizedBody; a larger body, announced and within the
+// limit, is read whole as it comes, and announcing it allocates nothing
+// of its size before it comes.
+func TestReadBodyPresizeBound(t *testing.T) {
+	const limit = 32 << 20
+	for _, n := range []int{maxPresizedBody, maxPresizedBody + 1} {
+		body := strings.Repeat("b", n)
+		r := httptest.NewRequest("POST", "/", strings.NewReader(body))
+		if got, err := readBody(r, limit); err != nil || string(got) != body {
+			t.Errorf("a body of %d bytes, announced: read %d bytes, %v", n, len(got), err)
+		}
+	}
+	r := httptest.NewRequest("POST", "/", strings.NewReader(`{"a":1}`))
+	r.ContentLength = 16 << 20
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got, err := readBody(r, limit)
+	runtime.ReadMemStats(&after)
+	if err != nil || string(got) != `{"a":1}` {
+		t.Errorf("readBody = %q, %v", got, err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Errorf("a body announced as 16 MiB, 7 bytes sent: %d bytes allocated, want at most 1 MiB", n)
+	}
+}

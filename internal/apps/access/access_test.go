@@ -837,11 +837,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 	}
 }
 
-// TestAuthenticateSeesChangesAtOnce: a credential Authenticate accepted
-// (and decoded) before is refused on the next request once it is signed out
-// or revoked, also when another service on the same database (another
-// node) made the change.
-// TestAuthenticateSeesChangesAtOnce checks that a sign-out, a revoked key
+// TestAuthenticateSeesChangesAtOnce: a sign-out, a revoked key
 // and a role change act on the very next request: on a shared store when
 // another node (another service) made them, and on a store the service
 // writes alone, where it keeps what it read between writes, when it made
@@ -939,5 +935,58 @@ func TestAuthenticateRevokedUnderLoad(t *testing.T) {
 	wg.Wait()
 	if n := stale.Load(); n > 0 {
 		t.Errorf("%d requests begun after the sign-out were authenticated", n)
+	}
+}
+
+// viewCounting is a store that counts its read transactions.
+type viewCounting struct {
+	store.Store
+	views atomic.Int64
+}
+
+func (s *viewCounting) View(ctx context.Context, fn func(store.Reader) error) error {
+	s.views.Add(1)
+	return s.Store.View(ctx, fn)
+}
+
+// TestAuthenticateReadsOnlyAfterWrites: a service that writes its store
+// alone authenticates a session and a key it read before without reading
+// again until it writes; on a shared store it reads on every request.
+func TestAuthenticateReadsOnlyAfterWrites(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		shared bool
+		want   []int64 // reads of each Authenticate below
+	}{{"sole writer", false, []int64{1, 0, 0, 1, 0}}, {"shared store", true, []int64{1, 1, 1, 1, 1}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			st := &viewCounting{Store: b.st}
+			quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+			b.svc = access.New(access.Config{Store: st, Clock: b.clock, Logger: quiet, Shared: tc.shared})
+			sess, _ := b.login(t, access.DevLoginIn{UserID: "ann"})
+			other, err := b.svc.DevLogin(b.ctx, access.DevLoginIn{UserID: "bob"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int64
+			auth := func() {
+				before := st.views.Load()
+				b.auth(t, sess.Token)
+				got = append(got, st.views.Load()-before)
+			}
+			auth() // the write of bob's sign-in came after ann's was read
+			auth()
+			auth()
+			if err := b.svc.Logout(b.ctx, b.auth(t, other.Token)); err != nil {
+				t.Fatal(err)
+			}
+			auth()
+			auth()
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("reads of each Authenticate (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
