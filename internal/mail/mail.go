@@ -260,12 +260,15 @@ type keysToCheck struct {
 // maxKeysToCheck bounds keysToCheck (a key is dropped once looked up).
 const maxKeysToCheck = 4096
 
+// mark marks tenant's key. A key dropped to keep the bound is marked again
+// when its write is refused again.
 func (k *keysToCheck) mark(tenant, key string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.m == nil || len(k.m) >= maxKeysToCheck {
+	if k.m == nil {
 		k.m = map[string]struct{}{}
 	}
+	bounded.MakeRoom(k.m, maxKeysToCheck)
 	k.m[tenant+"\x00"+key] = struct{}{}
 }
 
