@@ -172,16 +172,18 @@ func (p *Provider) Call(ctx context.Context, call capability.Call) (json.RawMess
 		return nil, err
 	}
 	var msg *Message
-	if w := callwrites.From(ctx); w != nil && call.IdempotencyKey != "" && !store.HasAlsoInUpdate(ctx) {
-		msg, err = p.hand(ctx, w, call, args)
-	} else if store.HasAlsoInUpdate(ctx) {
+	w := callwrites.From(ctx)
+	switch {
+	case store.HasAlsoInUpdate(ctx):
 		// The caller's write must commit with this message alone.
 		err = p.st.Update(ctx, func(tx store.Txn) error {
 			var err error
 			msg, err = p.write(tx, call, args, p.clock.Now().UTC())
 			return err
 		})
-	} else {
+	case w != nil && call.IdempotencyKey != "":
+		msg, err = p.hand(ctx, w, call, args)
+	default:
 		msg, err = p.queue(ctx, call, args)
 	}
 	if err != nil {
