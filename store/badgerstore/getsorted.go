@@ -62,7 +62,7 @@ func (r *reader) walkSorted(keys [][]byte, fn func(i int, value []byte, found bo
 	steps, sought, far := 0, false, 0
 	for i := 0; i < len(keys); {
 		if i > 0 && bytes.Compare(keys[i-1], keys[i]) >= 0 {
-			return i, errors.New("badgerstore: GetSorted keys are not ascending")
+			return i, store.ErrUnsortedKeys
 		}
 		if !it.Valid() { // no key at or after keys[i] under the prefix
 			if err := fn(i, nil, false); err != nil {
