@@ -41,17 +41,10 @@ type deadlineCtx struct {
 	cancel context.CancelFunc
 }
 
-// withCallDeadline returns parent with a deadline timeout from now; the
-// caller must call its release when the call returned (as the cancel of
+// init makes c, a zero callCtx, parent with a deadline timeout from now
+// (a callCtx is held inside the value of the call it serves); the caller
+// must call its release when the call returned (as the cancel of
 // context.WithTimeout).
-func withCallDeadline(parent context.Context, timeout time.Duration) *callCtx {
-	c := &callCtx{}
-	c.init(parent, timeout)
-	return c
-}
-
-// init makes c, a zero callCtx, withCallDeadline's context (for a callCtx
-// held inside another value, made with it).
 func (c *callCtx) init(parent context.Context, timeout time.Duration) {
 	c.parent, c.deadline = parent, time.Now().Add(timeout)
 }

@@ -9,6 +9,14 @@ import (
 
 type ctxKey struct{}
 
+// withCallDeadline returns a callCtx made with init, as the worker makes
+// the one inside a call's value.
+func withCallDeadline(parent context.Context, timeout time.Duration) *callCtx {
+	c := &callCtx{}
+	c.init(parent, timeout)
+	return c
+}
+
 // TestCallCtx checks that a call's context answers as context.WithTimeout
 // would, whether or not anything asked for its Done.
 func TestCallCtx(t *testing.T) {

@@ -172,16 +172,18 @@ func (p *Provider) Call(ctx context.Context, call capability.Call) (json.RawMess
 		return nil, err
 	}
 	var msg *Message
-	if w := callwrites.From(ctx); w != nil && call.IdempotencyKey != "" && !store.HasAlsoInUpdate(ctx) {
-		msg, err = p.hand(ctx, w, call, args)
-	} else if store.HasAlsoInUpdate(ctx) {
+	w := callwrites.From(ctx)
+	switch {
+	case store.HasAlsoInUpdate(ctx):
 		// The caller's write must commit with this message alone.
 		err = p.st.Update(ctx, func(tx store.Txn) error {
 			var err error
 			msg, err = p.write(tx, call, args, p.clock.Now().UTC())
 			return err
 		})
-	} else {
+	case w != nil && call.IdempotencyKey != "":
+		msg, err = p.hand(ctx, w, call, args)
+	default:
 		msg, err = p.queue(ctx, call, args)
 	}
 	if err != nil {
@@ -260,12 +262,15 @@ type keysToCheck struct {
 // maxKeysToCheck bounds keysToCheck (a key is dropped once looked up).
 const maxKeysToCheck = 4096
 
+// mark marks tenant's key. A key dropped to keep the bound is marked again
+// when its write is refused again.
 func (k *keysToCheck) mark(tenant, key string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.m == nil || len(k.m) >= maxKeysToCheck {
+	if k.m == nil {
 		k.m = map[string]struct{}{}
 	}
+	bounded.MakeRoom(k.m, maxKeysToCheck)
 	k.m[tenant+"\x00"+key] = struct{}{}
 }
 

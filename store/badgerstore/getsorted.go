@@ -62,7 +62,7 @@ func (r *reader) walkSorted(keys [][]byte, fn func(i int, value []byte, found bo
 	steps, sought, far := 0, false, 0
 	for i := 0; i < len(keys); {
 		if i > 0 && bytes.Compare(keys[i-1], keys[i]) >= 0 {
-			return i, errors.New("badgerstore: GetSorted keys are not ascending")
+			return i, store.ErrUnsortedKeys
 		}
 		if !it.Valid() { // no key at or after keys[i] under the prefix
 			if err := fn(i, nil, false); err != nil {
@@ -73,12 +73,15 @@ func (r *reader) walkSorted(keys [][]byte, fn func(i int, value []byte, found bo
 		}
 		item := it.Item()
 		switch c := bytes.Compare(item.Key(), keys[i]); {
-		case c == 0:
-			v, err := item.ValueCopy(nil)
-			if err != nil {
-				return i, errors.Wrap(err, "badgerstore: get value")
+		case c >= 0: // keys[i] is found, or missing when c > 0
+			var v []byte
+			if c == 0 {
+				var err error
+				if v, err = item.ValueCopy(nil); err != nil {
+					return i, errors.Wrap(err, "badgerstore: get value")
+				}
 			}
-			if err := fn(i, v, true); err != nil {
+			if err := fn(i, v, c == 0); err != nil {
 				return i, err
 			}
 			i++
@@ -86,16 +89,9 @@ func (r *reader) walkSorted(keys [][]byte, fn func(i int, value []byte, found bo
 				far = 0
 			}
 			steps, sought = 0, false
-			it.Next()
-		case c > 0: // keys[i] is missing
-			if err := fn(i, nil, false); err != nil {
-				return i, err
+			if c == 0 {
+				it.Next()
 			}
-			i++
-			if !sought {
-				far = 0
-			}
-			steps, sought = 0, false
 		case steps < maxGetSteps:
 			steps++
 			it.Next()

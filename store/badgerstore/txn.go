@@ -206,30 +206,29 @@ func (w *writer) copyOf(b []byte) []byte {
 }
 
 // Set writes value at key. It copies both: the caller may reuse them.
-func (w *writer) Set(key, value []byte) error {
-	if err := w.check(key); err != nil {
-		return err
-	}
-	if int64(len(value)) > w.s.maxValue {
-		return errs.TooLargef("value of %d bytes is over the store's limit of %d bytes", len(value), w.s.maxValue)
-	}
-	return w.modify(w.txn.SetEntry(w.entry(w.copyOf(key), w.copyOf(value))))
-}
+func (w *writer) Set(key, value []byte) error { return w.set(key, value, true) }
 
 // SetKept writes value at key (store.ValueKeeper): it copies key, and
 // hands value to Badger as it is, which holds it until the transaction
 // ended.
-func (w *writer) SetKept(key, value []byte) error {
+func (w *writer) SetKept(key, value []byte) error { return w.set(key, value, false) }
+
+// set is Set, or SetKept unless copyValue.
+func (w *writer) set(key, value []byte, copyValue bool) error {
 	if err := w.check(key); err != nil {
 		return err
 	}
 	if int64(len(value)) > w.s.maxValue {
 		return errs.TooLargef("value of %d bytes is over the store's limit of %d bytes", len(value), w.s.maxValue)
 	}
-	if len(value) == 0 {
+	key = w.copyOf(key)
+	switch {
+	case copyValue:
+		value = w.copyOf(value)
+	case len(value) == 0:
 		value = []byte{}
 	}
-	return w.modify(w.txn.SetEntry(w.entry(w.copyOf(key), value)))
+	return w.modify(w.txn.SetEntry(w.entry(key, value)))
 }
 
 // Delete removes key. It copies key.

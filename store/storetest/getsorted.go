@@ -93,24 +93,30 @@ func exerciseGetSorted(t *testing.T, open opener) {
 				if diff := cmp.Diff(wantGot, got); diff != "" {
 					t.Errorf("GetSorted (-want +got):\n%s", diff)
 				}
-				// The values are fn's to keep: none shares memory with another.
+				// The values are fn's to keep: none shares memory with another
+				// or with the store.
 				for i := range kept {
 					for j := range kept[i] {
-						kept[i][j] = 'x'
+						kept[i][j] = byte('a' + i%26)
 					}
 				}
-				j := 0
-				for i, k := range test.keys {
-					if w := want(k); w != "-" {
-						if want := wantGot[i]; fmt.Sprintf("%d %s=%s", i, k, w) != want {
-							t.Fatal("bad want")
+				for i := range kept {
+					for j := range kept[i] {
+						if kept[i][j] != byte('a'+i%26) {
+							t.Fatalf("value %d shares memory with a later one: %q", i, kept[i])
 						}
-						j++
 					}
 				}
-				if j != len(kept) {
-					t.Errorf("kept %d values, want %d", len(kept), j)
-				}
+				view(t, s, func(r store.Reader) error {
+					for _, k := range test.keys {
+						if w := want(k); w != "-" {
+							if v, err := r.Get([]byte(k)); err != nil || string(v) != w {
+								t.Errorf("after changing the values kept, %s reads %q, %v; want %q", k, v, err, w)
+							}
+						}
+					}
+					return nil
+				})
 			})
 		}
 	}
