@@ -501,17 +501,13 @@ func readRuns(rd store.Reader, cmds []*command, got []*Run) {
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
 	sorted := make([][]byte, 0, len(keys))
+	at := make([]int, 0, len(keys)) // sorted[j] is cmds[at[j]]
 	for _, i := range order {
 		if n := len(sorted); n > 0 && bytes.Equal(sorted[n-1], keys[i]) {
 			continue // the same run twice: read once, as the first
 		}
 		sorted = append(sorted, keys[i])
-	}
-	at := make([]int, 0, len(sorted)) // sorted[j] is cmds[at[j]]
-	for k, i := range order {
-		if k == 0 || !bytes.Equal(keys[order[k-1]], keys[i]) {
-			at = append(at, i)
-		}
+		at = append(at, i)
 	}
 	_ = store.GetSorted(rd, sorted, func(j int, raw []byte, found bool) error {
 		if !found {
