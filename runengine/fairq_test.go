@@ -219,9 +219,7 @@ func TestCommitShareQuiet(t *testing.T) {
 // flood's commit to land.
 func TestQuietTenantCommitsAlone(t *testing.T) {
 	t.Parallel()
-	gs := &gatedStore{Store: testStore(t), held: make(chan struct{}, 8), release: make(chan struct{})}
-	gs.pipe = gs.Store.(store.Pipeliner)
-	c := newCommitter(gs, 1000, nil, Failpoints{}, nil)
+	gs, c, kc := gatedCommitter(t, 1000, false)
 	var seenMu sync.Mutex
 	seen := map[string]bool{}
 	c.shared = func(tenant string) {
@@ -229,11 +227,7 @@ func TestQuietTenantCommitsAlone(t *testing.T) {
 		seen[tenant] = true
 		seenMu.Unlock()
 	}
-	defer c.close()
-	var once sync.Once
-	release := func() { once.Do(func() { close(gs.release) }) }
-	defer release() // before close, which waits for the held commit
-	kc := newKeyedChanges(c)
+	release := gs.open
 	done, submit := kc.done, kc.submit
 	wait := func(keys ...string) { t.Helper(); kc.wait(t, keys...) }
 	// Both tenants are active, then the flood's commit is held syncing.
@@ -269,14 +263,8 @@ func TestQuietTenantCommitsAlone(t *testing.T) {
 // flood's commit to land and then sync with the flood's next changes.
 func TestQuietTenantFirstChangeCommitsAlone(t *testing.T) {
 	t.Parallel()
-	gs := &gatedStore{Store: testStore(t), held: make(chan struct{}, 8), release: make(chan struct{})}
-	gs.pipe = gs.Store.(store.Pipeliner)
-	c := newCommitter(gs, 1000, nil, Failpoints{}, nil)
-	defer c.close()
-	var once sync.Once
-	release := func() { once.Do(func() { close(gs.release) }) }
-	defer release() // before close, which waits for the held commit
-	kc := newKeyedChanges(c)
+	gs, c, kc := gatedCommitter(t, 1000, false)
+	release := gs.open
 	done, submit := kc.done, kc.submit
 	wait := func(keys ...string) { t.Helper(); kc.wait(t, keys...) }
 	submit("flood", "flood-0")
@@ -305,14 +293,8 @@ func TestQuietTenantFirstChangeCommitsAlone(t *testing.T) {
 // and it still does not wait for the commits of other tenants.
 func TestQuietTenantToldInOrder(t *testing.T) {
 	t.Parallel()
-	gs := &gatedStore{Store: testStore(t), held: make(chan struct{}, 8), release: make(chan struct{}), landed: make(chan struct{}, 8)}
-	gs.pipe = gs.Store.(store.Pipeliner)
-	c := newCommitter(gs, 1000, nil, Failpoints{}, nil)
-	defer c.close()
-	var once sync.Once
-	release := func() { once.Do(func() { close(gs.release) }) }
-	defer release() // before close, which waits for the held commits
-	kc := newKeyedChanges(c)
+	gs, c, kc := gatedCommitter(t, 1000, true)
+	release := gs.open
 	wait := func(keys ...string) { t.Helper(); kc.wait(t, keys...) }
 	// The flood's commit is held syncing and its next change is open; the
 	// quiet tenant's first change commits alone and is held too (its key
@@ -351,16 +333,8 @@ func TestQuietTenantToldInOrder(t *testing.T) {
 // the batch lands first.
 func TestBatchToldAfterLoneCommit(t *testing.T) {
 	t.Parallel()
-	gs := &gatedStore{Store: testStore(t), held: make(chan struct{}, 8), release: make(chan struct{}), slow: make(chan struct{}), landed: make(chan struct{}, 8)}
-	gs.pipe = gs.Store.(store.Pipeliner)
-	c := newCommitter(gs, 2, nil, Failpoints{}, nil)
-	defer c.close()
-	var once, slowOnce sync.Once
-	release := func() { once.Do(func() { close(gs.release) }) }
-	releaseSlow := func() { slowOnce.Do(func() { close(gs.slow) }) }
-	defer release()
-	defer releaseSlow()
-	kc := newKeyedChanges(c)
+	gs, c, kc := gatedCommitter(t, 2, true)
+	release, releaseSlow := gs.open, gs.openSlow
 	wait := func(keys ...string) { t.Helper(); kc.wait(t, keys...) }
 	// The quiet tenant's first change commits alone behind the flood's
 	// commit and is held; the flood's commit lands.
@@ -398,16 +372,10 @@ func TestBatchToldAfterLoneCommit(t *testing.T) {
 // batch goes once the wait (on the fake clock) is over.
 func TestCommitterAwaitsQuietTenant(t *testing.T) {
 	t.Parallel()
-	gs := &gatedStore{Store: testStore(t), held: make(chan struct{}, 8), release: make(chan struct{})}
-	gs.pipe = gs.Store.(store.Pipeliner)
+	gs, c, kc := gatedCommitter(t, 1000, false)
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	c := newCommitter(gs, 1000, nil, Failpoints{}, nil)
 	c.clock = clk
-	defer c.close()
-	var once sync.Once
-	release := func() { once.Do(func() { close(gs.release) }) }
-	defer release() // before close, which waits for the held commit
-	kc := newKeyedChanges(c)
+	release := gs.open
 	done, submit := kc.done, kc.submit
 	wait := func(keys ...string) { t.Helper(); kc.wait(t, keys...) }
 	pending := func(key string) bool {
@@ -600,6 +568,26 @@ func readyAhead(t *testing.T, c *committer) {
 	}
 }
 
+// gatedCommitter makes a committer of at most batch changes a transaction
+// over a gatedStore (with landed when landed is set), and the keyedChanges
+// to submit its changes. When the test ends the store's gates open, before
+// the committer closes (which waits for the held commits).
+func gatedCommitter(t *testing.T, batch int, landed bool) (*gatedStore, *committer, *keyedChanges) {
+	t.Helper()
+	gs := &gatedStore{Store: testStore(t), held: make(chan struct{}, 8), release: make(chan struct{}), slow: make(chan struct{})}
+	if landed {
+		gs.landed = make(chan struct{}, 8)
+	}
+	gs.pipe = gs.Store.(store.Pipeliner)
+	c := newCommitter(gs, batch, nil, Failpoints{}, nil)
+	t.Cleanup(c.close)
+	t.Cleanup(func() {
+		gs.openSlow()
+		gs.open()
+	})
+	return gs, c, newKeyedChanges(c)
+}
+
 // gatedStore holds the answer of every pipelined commit that writes a key
 // starting with "flood" until release is closed, as a slow sync would, and
 // of one that writes a key starting with "slow" (and none with "flood")
@@ -613,7 +601,15 @@ type gatedStore struct {
 	release chan struct{}
 	slow    chan struct{}
 	landed  chan struct{}
+
+	releaseOnce, slowOnce sync.Once
 }
+
+// open closes release, once.
+func (g *gatedStore) open() { g.releaseOnce.Do(func() { close(g.release) }) }
+
+// openSlow closes slow, once.
+func (g *gatedStore) openSlow() { g.slowOnce.Do(func() { close(g.slow) }) }
 
 func (g *gatedStore) Begin(ctx context.Context) (store.PipelinedTxn, error) {
 	tx, err := g.pipe.Begin(ctx)

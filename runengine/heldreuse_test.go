@@ -33,17 +33,14 @@ func TestHeldChangeReusedOnceTold(t *testing.T) {
 		return tx.Set([]byte("first"), nil)
 	}, after: func(err error) { first <- err }})
 	<-started
-	done := map[string]chan error{}
-	submit := func(tenant, key string) {
-		ch := make(chan error, 1)
-		done[key] = ch
-		c.submit(&delta{tenant: tenant, apply: setKey([]byte(key), nil), after: func(err error) { ch <- err }})
-	}
+	kc := newKeyedChanges(c)
+	var keys []string
 	for i := range commitQuantum {
-		submit("flood", fmt.Sprintf("flood-%02d", i))
+		keys = append(keys, fmt.Sprintf("flood-%02d", i))
 	}
-	submit("other", "other")
-	submit("flood", "flood-held")
+	kc.submit("flood", keys...)
+	kc.submit("other", "other")
+	kc.submit("flood", "flood-held")
 	failed := make(chan error, 1)
 	bad := &delta{tenant: "flood", apply: func(store.Txn) error { return errors.New("refused") }}
 	bad.after = func(err error) {
@@ -73,9 +70,7 @@ func TestHeldChangeReusedOnceTold(t *testing.T) {
 	wait("first", first, false)
 	wait("the failing change", failed, true)
 	wait("the change that reads", reads, false)
-	for key, ch := range done {
-		wait(key, ch, false)
-	}
+	kc.wait(t, append(keys, "other", "flood-held")...)
 	if diff := cmp.Diff("next", bad.tenant); diff != "" {
 		t.Errorf("the told change was changed after it was told (-want +got):\n%s", diff)
 	}

@@ -3,30 +3,15 @@ package runengine
 import (
 	"context"
 	"testing"
-	"time"
 
-	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/process"
-	"github.com/bas-platform/bas/store/badgerstore"
-	"github.com/bas-platform/bas/store/clock"
 )
 
 // TestReadAhead takes a run the scheduler read with its due key for what
 // the store holds only while the worker has not forgotten the run since
 // the read began: a run forgotten after it may have changed after it.
 func TestReadAhead(t *testing.T) {
-	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
-	procs := process.NewService(process.Config{Store: st, Clock: clk})
-	eng, err := New(Config{Store: st, Clock: clk, Capabilities: registry.New(registry.Config{Store: st, Clock: clk}), Processes: procs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
+	eng, procs := memEngine(t, Config{})
 	in, err := process.DecodeIn([]byte(`{"name": "Wait", "function": "operations", "trigger": {"type": "manual"},
 		"steps": [{"key": "wait", "type": "wait", "config": {"duration": "24h"}}]}`))
 	if err != nil {

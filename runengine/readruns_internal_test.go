@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/bas-platform/bas/store"
-	"github.com/bas-platform/bas/store/badgerstore"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -13,13 +12,9 @@ import (
 // each command gets its run, a run named twice is read once (for its first
 // command), and a missing run or one of another tenant is left nil.
 func TestReadRuns(t *testing.T) {
-	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := memStore(t)
 	var ids []string
-	err = st.Update(t.Context(), func(tx store.Txn) error {
+	err := st.Update(t.Context(), func(tx store.Txn) error {
 		for i := range 40 {
 			r := &Run{ID: fmt.Sprintf("run_%03d", i), ProcessID: "prc_1", Status: RunWaiting,
 				Subject: Subject{Type: "delivery", Label: fmt.Sprintf("DN-%d", i)}}

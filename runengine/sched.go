@@ -1,8 +1,6 @@
 package runengine
 
 import (
-	"bytes"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -201,32 +199,15 @@ func (d *dueItem) isRunTimer() bool {
 // a record not read is read by the worker as before. Not on a cluster,
 // where the records of runs another node handled are not the worker's.
 func readDueRuns(r store.Reader, due []dueItem) {
-	type named struct {
-		key []byte
-		at  int // in due
-	}
-	var ks []named
+	var keys [][]byte
+	var at []int // keys[j] is the run of due[at[j]]
 	for i := range due {
 		if due[i].isRunTimer() {
-			ks = append(ks, named{runs.RecordKey(due[i].tenant, due[i].owner), i})
+			keys = append(keys, runs.RecordKey(due[i].tenant, due[i].owner))
+			at = append(at, i)
 		}
 	}
-	cmp := func(a, b named) int { return bytes.Compare(a.key, b.key) }
-	if !slices.IsSortedFunc(ks, cmp) { // timers of several times, or tenants
-		slices.SortStableFunc(ks, cmp)
-	}
-	// Two timers of one run: the first read serves.
-	ks = slices.CompactFunc(ks, func(a, b named) bool { return bytes.Equal(a.key, b.key) })
-	keys := make([][]byte, len(ks))
-	for i := range ks {
-		keys[i] = ks[i].key
-	}
-	_ = store.GetSorted(r, keys, func(j int, raw []byte, found bool) error {
-		if found {
-			due[ks[j].at].run = raw
-		}
-		return nil
-	})
+	getSortedOnce(r, keys, func(j int, raw []byte) { due[at[j]].run = raw })
 }
 
 // fireDue hands every due key to its worker and returns the time of the

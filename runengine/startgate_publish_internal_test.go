@@ -4,33 +4,17 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/bas-platform/bas/capability/registry"
-	"github.com/bas-platform/bas/process"
-	"github.com/bas-platform/bas/store/badgerstore"
-	"github.com/bas-platform/bas/store/clock"
 )
 
 // TestPublishPassesTheDoor: a tenant's Publish waits for a slot of the
 // start gate as its Start does, so a tenant cannot flood the engine with
 // events past MaxStartingPerTenant; another tenant's events go at once.
 func TestPublishPassesTheDoor(t *testing.T) {
-	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
-	eng, err := New(Config{Store: st, Clock: clk, Capabilities: registry.New(registry.Config{Store: st, Clock: clk}),
-		Processes: process.NewService(process.Config{Store: st, Clock: clk}), MaxStartingPerTenant: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng, _ := memEngine(t, Config{MaxStartingPerTenant: 1})
 	ctx := context.Background()
 	if err := eng.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer eng.Close()
 	g := eng.starting
 	// A start of ten_a in progress holds its one slot.
 	if err := g.enter(ctx, "ten_a"); err != nil {

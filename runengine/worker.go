@@ -493,34 +493,39 @@ func (w *worker) prefetch(cmds []*command) {
 // read) with one store.GetSorted: runs that came due together were mostly
 // started together, so their records lie close together in the store.
 func readRuns(rd store.Reader, cmds []*command, got []*Run) {
-	order := make([]int, len(cmds))
 	keys := make([][]byte, len(cmds))
 	for i, c := range cmds {
-		order[i] = i
 		keys[i] = runs.RecordKey(c.tenant, c.runID)
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
-	sorted := make([][]byte, 0, len(keys))
-	for _, i := range order {
-		if n := len(sorted); n > 0 && bytes.Equal(sorted[n-1], keys[i]) {
-			continue // the same run twice: read once, as the first
+	getSortedOnce(rd, keys, func(i int, raw []byte) {
+		r, err := decodeStoredRun(raw)
+		if err == nil && loadApart(rd, cmds[i].tenant, r) == nil {
+			got[i] = r
 		}
-		sorted = append(sorted, keys[i])
+	})
+}
+
+// getSortedOnce reads keys with one store.GetSorted, in key order and each
+// distinct key once, and calls fn with the index in keys of the key's first
+// occurrence and the value of each key found.
+func getSortedOnce(rd store.Reader, keys [][]byte, fn func(i int, raw []byte)) {
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i
 	}
-	at := make([]int, 0, len(sorted)) // sorted[j] is cmds[at[j]]
-	for k, i := range order {
-		if k == 0 || !bytes.Equal(keys[order[k-1]], keys[i]) {
-			at = append(at, i)
-		}
+	cmp := func(a, b int) int { return bytes.Compare(keys[a], keys[b]) }
+	if !slices.IsSortedFunc(order, cmp) { // out of order: timers of several times, or tenants
+		slices.SortStableFunc(order, cmp)
+	}
+	// The same key twice: the first read serves.
+	order = slices.CompactFunc(order, func(a, b int) bool { return bytes.Equal(keys[a], keys[b]) })
+	sorted := make([][]byte, len(order))
+	for j, i := range order {
+		sorted[j] = keys[i]
 	}
 	_ = store.GetSorted(rd, sorted, func(j int, raw []byte, found bool) error {
-		if !found {
-			return nil
-		}
-		c := cmds[at[j]]
-		r, err := decodeStoredRun(raw)
-		if err == nil && loadApart(rd, c.tenant, r) == nil {
-			got[at[j]] = r
+		if found {
+			fn(order[j], raw)
 		}
 		return nil
 	})

@@ -1,0 +1,42 @@
+package runengine
+
+import (
+	"testing"
+	"time"
+
+	"github.com/bas-platform/bas/capability/registry"
+	"github.com/bas-platform/bas/process"
+	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/bas-platform/bas/store/clock"
+)
+
+// memStore opens an in-memory store, closed when the test ends.
+func memStore(t *testing.T) store.Store {
+	t.Helper()
+	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// memEngine makes an engine with cfg's settings over a memStore, a fake
+// clock at 2026-03-02 09:00 UTC, an empty capability registry and a
+// process service, which it returns too; the engine is closed when the
+// test ends, before its store.
+func memEngine(t *testing.T, cfg Config) (*Engine, *process.Service) {
+	t.Helper()
+	st := memStore(t)
+	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+	procs := process.NewService(process.Config{Store: st, Clock: clk})
+	cfg.Store, cfg.Clock, cfg.Processes = st, clk, procs
+	cfg.Capabilities = registry.New(registry.Config{Store: st, Clock: clk})
+	eng, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	return eng, procs
+}
