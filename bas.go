@@ -100,7 +100,12 @@ type Options struct {
 	// Close); for tests. Ignored when Store is set.
 	InMemory bool
 	// Store is where state lives. Defaults to Badger under Dir; a Store
-	// given here is closed by Workspace.Close.
+	// given here is closed by Workspace.Close. Unless Cluster is set, the
+	// workspace takes itself for the store's only writer: it serves kept
+	// sessions and keys without reading them again until it writes access
+	// records itself, so another process writing the same store would see
+	// its sign-outs and revocations act late. Share a store between
+	// processes only as a Cluster.
 	Store Store
 	// PostgresDSN, when set (and Store is not), keeps state in PostgreSQL
 	// (or CockroachDB, YugabyteDB) instead of Badger: a connection string
