@@ -234,7 +234,7 @@ func TestQuietTenantCommitsAlone(t *testing.T) {
 	submit("quiet", "q0")
 	wait("q0")
 	submit("flood", "flood-0")
-	<-gs.held
+	gs.waitHeld(t)
 	readyAhead(t, c)
 	submit("flood", "flood-1")
 	submit("quiet", "q1")
@@ -268,7 +268,7 @@ func TestQuietTenantFirstChangeCommitsAlone(t *testing.T) {
 	done, submit := kc.done, kc.submit
 	wait := func(keys ...string) { t.Helper(); kc.wait(t, keys...) }
 	submit("flood", "flood-0")
-	<-gs.held
+	gs.waitHeld(t)
 	readyAhead(t, c)
 	submit("quiet", "q0")
 	wait("q0")
@@ -300,19 +300,19 @@ func TestQuietTenantToldInOrder(t *testing.T) {
 	// quiet tenant's first change commits alone and is held too (its key
 	// starts with "flood"), then its second commits alone and lands.
 	kc.submit("flood", "flood-0")
-	<-gs.held
+	gs.waitHeld(t)
 	readyAhead(t, c)
 	kc.submit("flood", "flood-1")
 	kc.submit("quiet", "flood-q0")
-	<-gs.held
+	gs.waitHeld(t)
 	readyAhead(t, c)
 	kc.submit("quiet", "q1")
-	<-gs.landed
+	gs.waitLanded(t)
 	// Another tenant's lone change is told without waiting for the held
 	// commits, which carry none of its changes.
 	readyAhead(t, c)
 	kc.submit("other", "o0")
-	<-gs.landed
+	gs.waitLanded(t)
 	wait("o0")
 	release()
 	wait("flood-0", "flood-1", "flood-q0", "q1")
@@ -339,10 +339,10 @@ func TestBatchToldAfterLoneCommit(t *testing.T) {
 	// The quiet tenant's first change commits alone behind the flood's
 	// commit and is held; the flood's commit lands.
 	kc.submit("flood", "flood-0")
-	<-gs.held
+	gs.waitHeld(t)
 	readyAhead(t, c)
 	kc.submit("quiet", "slow-q0")
-	<-gs.held
+	gs.waitHeld(t)
 	release()
 	wait("flood-0")
 	// Nothing else is in flight: the quiet tenant's next change goes to the
@@ -350,7 +350,7 @@ func TestBatchToldAfterLoneCommit(t *testing.T) {
 	// before the lone commit.
 	kc.submit("quiet", "q1")
 	kc.submit("flood", "f1")
-	<-gs.landed
+	gs.waitLanded(t)
 	releaseSlow()
 	wait("slow-q0", "q1", "f1")
 	told := kc.toldOrder()
@@ -410,7 +410,7 @@ func TestCommitterAwaitsQuietTenant(t *testing.T) {
 	}
 	// The quiet tenant's change commits alone behind the flood's commit.
 	submit("flood", "flood-0")
-	<-gs.held
+	gs.waitHeld(t)
 	readyAhead(t, c)
 	submit("quiet", "q0")
 	wait("q0")
@@ -554,13 +554,14 @@ func (k *keyedChanges) wait(t *testing.T, keys ...string) {
 	}
 }
 
-// readyAhead waits until the committer's opener holds a transaction ready
-// (one a quiet change commits alone in); call it once a commit was
-// launched, as the opener is made at the first change.
+// readyAhead waits until the committer's opener holds as many
+// transactions ready as it keeps, so that the changes submitted next (the
+// open transaction's, and each quiet change that commits alone) find one
+// each, however the committer's loop interleaves with the test.
 func readyAhead(t *testing.T, c *committer) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for len(c.opener.ready) == 0 {
+	for len(c.opener.ready) < cap(c.opener.ready) {
 		if time.Now().After(deadline) {
 			t.Fatal("no transaction opened ahead")
 		}
@@ -580,6 +581,9 @@ func gatedCommitter(t *testing.T, batch int, landed bool) (*gatedStore, *committ
 	}
 	gs.pipe = gs.Store.(store.Pipeliner)
 	c := newCommitter(gs, batch, nil, Failpoints{}, nil)
+	// An opener that never replaces its ready transactions: a refresh
+	// between readyAhead and a submit would leave none for a lone commit.
+	c.opener = newOpener(gs, nil, func() {})
 	t.Cleanup(c.close)
 	t.Cleanup(func() {
 		gs.openSlow()
@@ -603,6 +607,26 @@ type gatedStore struct {
 	landed  chan struct{}
 
 	releaseOnce, slowOnce sync.Once
+}
+
+// waitHeld fails t unless a commit is held within 10 s.
+func (g *gatedStore) waitHeld(t *testing.T) {
+	t.Helper()
+	select {
+	case <-g.held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no commit was held")
+	}
+}
+
+// waitLanded fails t unless a commit that is not held lands within 10 s.
+func (g *gatedStore) waitLanded(t *testing.T) {
+	t.Helper()
+	select {
+	case <-g.landed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no commit landed")
+	}
 }
 
 // open closes release, once.
