@@ -135,10 +135,16 @@ func (e *Engine) start(ctx context.Context, p StartParams, view bool) (reply, er
 		ops = append(ops, e.startKeyWrite(p.Tenant, p.IdempotencyKey, runID))
 		sweeps = sweeps || e.cluster != nil // the write reads the key again
 	}
-	rep, err := e.send(ctx, &command{kind: cmdStart, tenant: p.Tenant, runID: runID, actor: p.Actor, view: view, start: &startArgs{
+	// The command and its arguments in one allocation.
+	sc := &struct {
+		command
+		args startArgs
+	}{command: command{kind: cmdStart, tenant: p.Tenant, runID: runID, actor: p.Actor, view: view}, args: startArgs{
 		version: ver, subject: p.Subject, trigger: RunTrigger{Type: process.TriggerManual, Data: p.Data}, actor: p.Actor,
 		ops: ops, reads: sweeps, priority: normPriority(p.Priority),
-	}})
+	}}
+	sc.start = &sc.args
+	rep, err := e.send(ctx, &sc.command)
 	if isErr(err, errStartKeyTaken) { // another node started it first
 		first, err := e.keyedRun(ctx, p)
 		return firstReply(first, view, err)

@@ -200,6 +200,7 @@ func (c *committer) loop() {
 			closed, more := c.closed, len(c.q) > 0
 			c.mu.Unlock()
 			c.add(batch)
+			c.reuseQueue(batch)
 			if len(c.openBatch) > 0 && ((c.flights == 0 && (closed || !c.awaitQuiet())) || (c.flights < maxFlights && len(c.openBatch) >= c.maxBatch)) {
 				c.launch()
 			}
@@ -227,6 +228,21 @@ func (c *committer) loop() {
 			}
 		}
 	}
+}
+
+// reuseQueue gives the array of batch, which add is done with (it keeps
+// deltas, never the slice), back to the queue when nothing was queued
+// since, so the queue does not grow from nothing again at each batch.
+func (c *committer) reuseQueue(batch []*delta) {
+	if cap(batch) == 0 {
+		return
+	}
+	clear(batch)
+	c.mu.Lock()
+	if c.q == nil {
+		c.q = batch[:0]
+	}
+	c.mu.Unlock()
 }
 
 // maxFlights bounds the pipelined commits in flight at once: while the

@@ -62,6 +62,9 @@ type effects struct {
 	// was written): a subscriber that came before the commit is owed
 	// them (see Engine.showLate).
 	late []lateEvent
+	// ended, when set, is the status the run ended in: Engine.ended is
+	// told it after post (one field, not a closure made at every run's end).
+	ended RunStatus
 }
 
 // lateEvent is an event emitted and not written, kept for a late
@@ -92,6 +95,9 @@ func (f *effects) merge(o *effects) {
 	f.late = appendOrTake(f.late, o.late)
 	f.issue = appendOrTake(f.issue, o.issue)
 	f.counters = appendOrTake(f.counters, o.counters)
+	if o.ended != "" {
+		f.ended = o.ended
+	}
 }
 
 // appendOrTake is append(a, b...), or b itself when a is empty.
@@ -198,7 +204,7 @@ func (x *exec) setStatus(status RunStatus) {
 	// The active index holds the runs a restart must advance: those
 	// running. Waiting runs are woken by people, timers and events. Its
 	// entry is written by the commit of the run's changes, from the status
-	// it had at the commit before (see activeOp).
+	// it had at the commit before (see activeOf).
 	wasFinished := r.Finished()
 	x.capStatus(r.Status, status)
 	r.Status = status
@@ -216,8 +222,7 @@ func (x *exec) setStatus(status RunStatus) {
 			n := x.runNote()
 			x.fx.post = append(x.fx.post, func() { obs.RunFinished(n, status) })
 		}
-		e, tenant, id := x.w.e, r.Tenant, r.ID
-		x.fx.post = append(x.fx.post, func() { e.ended(tenant, id, status) })
+		x.fx.ended = status
 	}
 }
 
@@ -514,10 +519,12 @@ func (x *exec) callOutcome(def *process.Step, st *StepRun) (any, bool) {
 			len(res.out), MaxStepOutputBytes)
 	}
 	if res.err == nil {
-		var out any = map[string]any{}
+		var out any
 		var err error
 		if len(res.out) > 0 {
 			out, err = decodeJSON(res.out)
+		} else {
+			out = map[string]any{}
 		}
 		if err == nil {
 			if ops := res.writes.Take(); len(ops) > 0 {

@@ -33,6 +33,11 @@ const (
 
 func wordPrefix(tenant, word string) []byte { return store.Key(tenant, "run-word", word) }
 
+// wordKey is the entry of runID under word, made in one allocation.
+func wordKey(tenant, word, runID string) []byte {
+	return store.AppendKey(make([]byte, 0, keyRoom(tenant, word, runID)+16), tenant, "run-word", word, runID)
+}
+
 func fieldPrefix(tenant, name, value string) []byte {
 	return store.Key(tenant, "run-field", name, value)
 }
@@ -107,7 +112,7 @@ func labelWordOp(tenant, runID, label string) func(store.Txn) error {
 	}
 	return func(tx store.Txn) error {
 		for _, w := range words {
-			if err := tx.Set(store.AppendKey(wordPrefix(tenant, w), runID), nil); err != nil {
+			if err := tx.Set(wordKey(tenant, w, runID), nil); err != nil {
 				return err
 			}
 		}
@@ -165,12 +170,12 @@ func (x *exec) indexSearch() {
 	oldWords, newWords := runWords(r.Subject.Label, r.Search), runWords(r.Subject.Label, next)
 	for _, w := range oldWords {
 		if !slices.Contains(newWords, w) {
-			x.fx.ops = append(x.fx.ops, deleteKey(store.AppendKey(wordPrefix(tenant, w), id)))
+			x.fx.ops = append(x.fx.ops, deleteKey(wordKey(tenant, w, id)))
 		}
 	}
 	for _, w := range newWords {
 		if !slices.Contains(oldWords, w) {
-			x.fx.ops = append(x.fx.ops, setKey(store.AppendKey(wordPrefix(tenant, w), id), nil))
+			x.fx.ops = append(x.fx.ops, setKey(wordKey(tenant, w, id), nil))
 		}
 	}
 	r.Search = next

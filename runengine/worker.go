@@ -223,6 +223,9 @@ type worker struct {
 		d int
 		s string
 	}
+	// states are index states of runs no commit reads any more, for reuse
+	// (see indexState): committers release them.
+	states sync.Pool
 	// forgot holds, for the runs hashing to each slot, Engine.forgets as
 	// it stood when the worker last forgot one of them (see forget).
 	forgot [forgetSlots]uint64
@@ -419,6 +422,11 @@ func (w *worker) sweep() {
 			break
 		}
 		if en.pending.Load() == 0 && en.inflight == "" {
+			// Every commit of it is over: nothing reads its index state.
+			if en.prev != nil {
+				w.releaseState(en.prev)
+				en.prev = nil
+			}
 			w.forget(k)
 		}
 	}
@@ -577,16 +585,30 @@ func (w *worker) entryOf(tenant string, r *Run) (*entry, error) {
 	if err != nil {
 		return nil, errors.Wrapf(err, "load version %d of process %s", r.ProcessVersion, r.ProcessID)
 	}
-	return &entry{run: r, ver: ver, prev: indexState(r), durable: true}, nil
+	return &entry{run: r, ver: ver, prev: w.indexState(r), durable: true}, nil
 }
 
-// indexState copies what the run's indexes and counters depend on.
-func indexState(r *Run) *Run {
-	c := &Run{ID: r.ID, ProcessID: r.ProcessID, Status: r.Status, Overdue: r.Overdue, Function: r.Function}
+// indexState copies what the run's indexes and counters depend on, into a
+// reused copy when the worker has one (see releaseState).
+func (w *worker) indexState(r *Run) *Run {
+	c, ok := w.states.Get().(*Run)
+	if !ok {
+		c = &Run{}
+	}
+	*c = Run{ID: r.ID, ProcessID: r.ProcessID, Status: r.Status, Overdue: r.Overdue, Function: r.Function}
 	if r.Paused != nil {
 		c.Paused = &pauseState{ByProcess: r.Paused.ByProcess}
 	}
 	return c
+}
+
+// releaseState keeps c, an index state of indexState, for reuse. A run's
+// index state is the cur of one commit of it and the old of the next
+// (entry.prev between them): once that next commit is over, nothing refers
+// to it.
+func (w *worker) releaseState(c *Run) {
+	*c = Run{}
+	w.states.Put(c)
 }
 
 func (w *worker) handle(c *command) {
@@ -785,21 +807,54 @@ func setKey(key, val []byte) func(tx store.Txn) error {
 	return func(tx store.Txn) error { return tx.Set(key, val) }
 }
 
-func activeKey(tenant, runID string) []byte { return store.AppendKey(activePrefix(tenant), runID) }
+// activeKey is the run's entry in the active index, made in one allocation.
+func activeKey(tenant, runID string) []byte {
+	return store.AppendKey(make([]byte, 0, keyRoom(tenant, runID)+16), store.System, "active", tenant, runID)
+}
 
-// activeOp is the write that brings a run's entry in the active index from
-// its state at the last commit (old, nil for a new run) to cur: set when it
-// became running, deleted when it stopped, nil when neither. A run that
-// resumes and stops again between two commits (a timer fires, the run
-// completes) writes nothing there, not a pair of writes of which the store
-// keeps a deletion of an entry it never had.
-func activeOp(tenant string, old, cur *Run) func(tx store.Txn) error {
+// keyRoom is about the bytes store.AppendKey takes for parts: each part
+// with its framing (see store.Key), so a key sized by it is built in one
+// allocation.
+func keyRoom(parts ...string) int {
+	n := 0
+	for _, p := range parts {
+		n += len(p) + 4
+	}
+	return n
+}
+
+// activeChange is the change that brings a run's entry in the active
+// index from its state at the last commit (old, nil for a new run) to cur.
+type activeChange int8
+
+const (
+	activeKept activeChange = iota // neither
+	activeSet                      // it became running
+	activeDel                      // it stopped
+)
+
+// activeOf is the activeChange from old to cur. A run that resumes and
+// stops again between two commits (a timer fires, the run completes)
+// writes nothing there, not a pair of writes of which the store keeps a
+// deletion of an entry it never had.
+func activeOf(old, cur *Run) activeChange {
 	was := old != nil && old.Status == RunRunning
 	switch is := cur.Status == RunRunning; {
 	case is && !was:
-		return setKey(activeKey(tenant, cur.ID), nil)
+		return activeSet
 	case was && !is:
-		return deleteKey(activeKey(tenant, cur.ID))
+		return activeDel
+	}
+	return activeKept
+}
+
+// write makes the change to the tenant's entry of runID in tx.
+func (a activeChange) write(tx store.Txn, tenant, runID string) error {
+	switch a {
+	case activeSet:
+		return tx.Set(activeKey(tenant, runID), nil)
+	case activeDel:
+		return tx.Delete(activeKey(tenant, runID))
 	}
 	return nil
 }
@@ -921,9 +976,9 @@ func (w *worker) flush(en *entry) {
 	*buf = raw // the record's buffer, grown or made apart, is this change's alone
 	rc.en, rc.buf, rc.raw = en, buf, raw
 	rc.tenant, rc.runID, rc.old = r.Tenant, r.ID, en.prev
-	rc.cur = indexState(r)
+	rc.cur = w.indexState(r)
 	en.prev = rc.cur
-	rc.active = activeOp(rc.tenant, rc.old, rc.cur)
+	rc.active = activeOf(rc.old, rc.cur)
 	rc.fx = en.held
 	en.held, en.dirty = effects{}, false
 	en.pending.Add(1)
@@ -958,7 +1013,7 @@ type runCommit struct {
 	old, cur      *Run
 	raw           []byte  // the run's record
 	buf           *[]byte // raw's buffer, reused once the commit is over (see recordBuf)
-	active        func(tx store.Txn) error
+	active        activeChange
 	fx            effects
 }
 
@@ -978,10 +1033,8 @@ func (rc *runCommit) apply(tx store.Txn) error {
 	if err := runs.PutOverKept(tx, rc.tenant, rc.old, rc.cur, rc.raw); err != nil {
 		return err
 	}
-	if rc.active != nil {
-		if err := rc.active(tx); err != nil {
-			return err
-		}
+	if err := rc.active.write(tx, rc.tenant, rc.runID); err != nil {
+		return err
 	}
 	for _, op := range rc.fx.ops {
 		if err := op(tx); err != nil {
@@ -1000,6 +1053,11 @@ func (rc *runCommit) apply(tx store.Txn) error {
 func (rc *runCommit) after(err error) {
 	w, fx, tenant, runID := rc.w, &rc.fx, rc.tenant, rc.runID
 	rc.en.pending.Add(-1)
+	if rc.old != nil {
+		// This commit was the last to read it (see releaseState).
+		w.releaseState(rc.old)
+		rc.old = nil
+	}
 	if rc.buf != nil {
 		w.e.releaseRecordBuf(rc.buf)
 		rc.buf, rc.raw = nil, nil
@@ -1023,6 +1081,9 @@ func (rc *runCommit) after(err error) {
 		}
 		for _, fn := range fx.post {
 			fn()
+		}
+		if fx.ended != "" {
+			w.e.ended(tenant, runID, fx.ended)
 		}
 		w.issueCalls(fx.issue)
 		w.e.changes.notify(tenant, runID)
