@@ -162,6 +162,9 @@ type idemRequest struct {
 	// old is an expired or stale record under id, which the new one
 	// replaces.
 	old *idemRecord
+	// found is the record lookup found to replay (a field, so that
+	// lookup's read allocates nothing for it).
+	found *idemRecord
 	// openKey seals a response without a secret; boundKey makes the key
 	// of one with (rarely needed, so made only then) of the bearer token
 	// and the request's key, method, URI and body.
@@ -289,7 +292,7 @@ func (h *Handler) idempotent(c *request) error {
 // to run. Another request under the key is errs.Conflict.
 func (r *idemRequest) lookup(ctx context.Context) (*idemRecord, error) {
 	now := r.h.ws.Clock().Now().UTC()
-	var prev *idemRecord
+	r.found = nil
 	err := r.h.ws.Store().View(ctx, func(rd store.Reader) error {
 		rec, err := idempotencyRecords.Get(rd, r.tenant, r.id)
 		switch {
@@ -306,10 +309,10 @@ func (r *idemRequest) lookup(ctx context.Context) (*idemRecord, error) {
 			return errs.Conflictf("a request with this Idempotency-Key took effect, but the server stopped before " +
 				"its response was kept; read the result instead of retrying")
 		}
-		prev = rec
+		r.found = rec
 		return nil
 	})
-	return prev, err
+	return r.found, err
 }
 
 // record seals resp into the record that keeps it.
@@ -570,12 +573,16 @@ func (c *request) answerWith(render func(runengine.Answer) (storedResponse, erro
 	return nil
 }
 
-// jsonResponse is a JSON response: status, Location (below the base path;
-// none when empty) and an encoded body.
-func (c *request) jsonResponse(status int, location string, body []byte) storedResponse {
-	hdr := http.Header{"Content-Type": {"application/json"}}
+// jsonResponse is a JSON response: status, Location (below the base path,
+// the path location then id; none when location is empty) and an encoded
+// body.
+func (c *request) jsonResponse(status int, location, id string, body []byte) storedResponse {
+	values := make([]string, 2) // the two headers' values, in one allocation
+	values[0] = "application/json"
+	hdr := http.Header{"Content-Type": values[0:1:1]}
 	if location != "" {
-		hdr.Set("Location", c.h.opts.BasePath+location)
+		values[1] = c.h.opts.BasePath + location + id
+		hdr["Location"] = values[1:2:2]
 	}
 	return storedResponse{Status: status, Header: hdr, Body: append(body[:len(body):len(body)], '\n')}
 }
