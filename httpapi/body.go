@@ -33,7 +33,7 @@ func checkContentType(c *request) error {
 		return nil
 	}
 	ct := c.R.Header.Get("Content-Type")
-	if ct == "" {
+	if ct == "" || ct == "application/json" { // the common form, without parsing it
 		return nil
 	}
 	mt, _, err := mime.ParseMediaType(ct)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -89,10 +90,38 @@ func TestIdempotencyDerivations(t *testing.T) {
 	if diff := cmp.Diff(hex.EncodeToString(long[:]), digest(strings.Split(strings.Repeat("p,", 300), ",")[:300]...)); diff != "" {
 		t.Errorf("digest of 600 bytes (-want +got):\n%s", diff)
 	}
-	m := hmac.New(sha256.New, []byte("tok"))
-	m.Write([]byte("bas idempotency v1\x00k1\x00POST\x00/v1/x\x00{\"a\":1}\x00"))
-	if diff := cmp.Diff(m.Sum(nil), sealingKey("tok", "k1", "POST", "/v1/x", []byte(`{"a":1}`))); diff != "" {
-		t.Errorf("sealingKey (-want +got):\n%s", diff)
+	// The sealing key is crypto/hmac's HMAC-SHA-256 whatever the token's
+	// length (the key block is 64 bytes: a longer token is hashed first)
+	// and the parts' (streamed past the stack buffer).
+	for _, tc := range []struct{ token, body string }{
+		{"", `{"a":1}`}, {"tok", `{"a":1}`}, {strings.Repeat("t", 64), "{}"}, {strings.Repeat("t", 65), "{}"},
+		{strings.Repeat("t", 200), ""}, {"tok", strings.Repeat("b", 400)}, {"tok", strings.Repeat("b", 5000)},
+	} {
+		m := hmac.New(sha256.New, []byte(tc.token))
+		m.Write([]byte("bas idempotency v1\x00k1\x00POST\x00/v1/x\x00" + tc.body + "\x00"))
+		got := sealingKey(tc.token, "k1", "POST", "/v1/x", []byte(tc.body))
+		if diff := cmp.Diff(m.Sum(nil), got[:]); diff != "" {
+			t.Errorf("sealingKey with a %d-byte token and a %d-byte body (-want +got):\n%s", len(tc.token), len(tc.body), diff)
+		}
+	}
+	if n := testing.AllocsPerRun(20, func() { sealingKey("tok", "k1", "POST", "/v1/x", []byte(`{"a":1}`)) }); n != 0 {
+		t.Errorf("sealingKey of a small request: %v allocations, want 0", n)
+	}
+	// A record's id is digest(scope, key) with the scopes earlier versions
+	// built, so their records still match.
+	r := httptest.NewRequest("POST", "/v1/x", nil)
+	r.RemoteAddr = "192.0.2.7:5000"
+	for _, tc := range []struct {
+		p     *access.Principal
+		scope string
+	}{
+		{&access.Principal{UserID: "usr_1"}, "user\x00usr_1"},
+		{&access.Principal{UserID: "usr_1", KeyID: "key_2"}, "key\x00key_2"},
+		{nil, "public\x00192.0.2.7\x00fp"},
+	} {
+		if diff := cmp.Diff(digest(tc.scope, "k1"), recordID(tc.p, r, "fp", "k1")); diff != "" {
+			t.Errorf("recordID of scope %q (-want +got):\n%s", tc.scope, diff)
+		}
 	}
 }
 

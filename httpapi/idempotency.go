@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -13,7 +12,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"hash"
-	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -23,6 +21,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
@@ -112,24 +111,24 @@ type storedResponse struct {
 // when each tenant's expired records were last swept.
 type idemClaims struct {
 	mu    sync.Mutex
-	keys  map[string]struct{}
+	keys  map[claimKey]struct{}
 	swept map[string]time.Time
 }
 
-func (cl *idemClaims) claim(k string) bool {
+func (cl *idemClaims) claim(k claimKey) bool {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	if _, busy := cl.keys[k]; busy {
 		return false
 	}
 	if cl.keys == nil {
-		cl.keys = map[string]struct{}{}
+		cl.keys = map[claimKey]struct{}{}
 	}
 	cl.keys[k] = struct{}{}
 	return true
 }
 
-func (cl *idemClaims) release(k string) {
+func (cl *idemClaims) release(k claimKey) {
 	cl.mu.Lock()
 	delete(cl.keys, k)
 	cl.mu.Unlock()
@@ -163,10 +162,17 @@ type idemRequest struct {
 	// old is an expired or stale record under id, which the new one
 	// replaces.
 	old *idemRecord
+	// found is the record lookup found to replay (a field, so that
+	// lookup's read allocates nothing for it).
+	found *idemRecord
 	// openKey seals a response without a secret; boundKey makes the key
-	// of one with (rarely needed, so made only then).
-	openKey  []byte
-	boundKey func() []byte
+	// of one with (rarely needed, so made only then) of the bearer token
+	// and the request's key, method, URI and body.
+	openKey                 [sha256.Size]byte
+	token, key, method, uri string
+	body                    []byte
+	// rec records the handler's response.
+	rec responseRecorder
 	// kept says the response was written with the engine's change;
 	// acted that the acted mark was written with a change.
 	kept, acted atomic.Bool
@@ -176,6 +182,31 @@ type idemRequest struct {
 	mu    sync.Mutex
 	marks []time.Time
 }
+
+// boundKey is the key that seals a response holding a secret.
+func (r *idemRequest) boundKey() [sha256.Size]byte {
+	return sealingKey(r.token, r.key, r.method, r.uri, r.body)
+}
+
+// recordID is the id of the record of key: the digest of the scope and
+// the key, digest(scope, key). The scope is "user\x00{user}" for a
+// session and "key\x00{key id}" for an API key (p), and on a public route
+// (p nil) "public\x00{client address}\x00{fingerprint}", so that callers
+// never meet each other's keys there. The scope's NULs are those digest
+// puts between parts, so it is never built.
+func recordID(p *access.Principal, r *http.Request, fingerprint, key string) string {
+	switch {
+	case p == nil:
+		return digest("public", clientHost(r), fingerprint, key)
+	case p.KeyID != "":
+		return digest("key", p.KeyID, key)
+	}
+	return digest("user", p.UserID, key)
+}
+
+// claimKey is a claim on a key in flight: the tenant and the digest of the
+// scope and the key.
+type claimKey struct{ tenant, id string }
 
 // idempotent runs c's handler at most once per Idempotency-Key (see above).
 // route.go calls it for every POST that carries the header.
@@ -191,23 +222,16 @@ func (h *Handler) idempotent(c *request) error {
 	}
 	uri := c.R.URL.RequestURI()
 	fingerprint := fingerprintOf(c.R.Method, uri, body)
-	tenant, scope, token := store.System, "", ""
+	req := &idemRequest{h: h, tenant: store.System, fingerprint: fingerprint, key: key, method: c.R.Method, uri: uri,
+		body: body}
+	req.id = recordID(c.P, c.R, fingerprint, key)
 	if c.P != nil {
-		tenant, scope = c.P.Tenant, "user\x00"+c.P.UserID
-		if c.P.KeyID != "" {
-			scope = "key\x00" + c.P.KeyID
-		}
-		token = strings.TrimSpace(strings.TrimPrefix(c.R.Header.Get("Authorization"), "Bearer "))
-	} else {
-		// A public route: one scope per client address and request, so
-		// callers never meet each other's keys.
-		scope = "public\x00" + clientHost(c.R) + "\x00" + fingerprint
+		req.tenant = c.P.Tenant
+		req.token = strings.TrimSpace(strings.TrimPrefix(c.R.Header.Get("Authorization"), "Bearer "))
 	}
-	req := &idemRequest{h: h, tenant: tenant, id: digest(scope, key), fingerprint: fingerprint,
-		openKey:  sealingKey("", key, c.R.Method, uri, body),
-		boundKey: func() []byte { return sealingKey(token, key, c.R.Method, uri, body) }}
+	req.openKey = sealingKey("", key, c.R.Method, uri, body)
 
-	claim := tenant + "\x00" + req.id
+	claim := claimKey{req.tenant, req.id}
 	if !h.idemClaims.claim(claim) {
 		return errs.Conflictf("a request with this Idempotency-Key is still in progress")
 	}
@@ -222,7 +246,8 @@ func (h *Handler) idempotent(c *request) error {
 		return req.replay(c, prev)
 	}
 
-	rec := newResponseRecorder()
+	rec := &req.rec
+	rec.status = http.StatusOK
 	w, r := c.W, c.R
 	c.W, c.idem = rec, req
 	c.R = r.WithContext(store.AlsoInUpdate(r.Context(), req.markActed))
@@ -244,10 +269,10 @@ func (h *Handler) idempotent(c *request) error {
 		h.writeError(c, err)
 	}
 	c.W, c.R, c.idem = w, r, nil
-	resp := storedResponse{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}
+	resp := rec.response()
 	switch {
 	case req.kept.Load() && err == nil:
-		h.sweepIdempotencyEvery(ctx, tenant)
+		h.sweepIdempotencyEvery(ctx, req.tenant)
 	// Bad input changes nothing, so a corrected retry may use the key
 	// again; a server error may be retried too.
 	case resp.Status < 500 && resp.Status != http.StatusUnprocessableEntity:
@@ -267,7 +292,7 @@ func (h *Handler) idempotent(c *request) error {
 // to run. Another request under the key is errs.Conflict.
 func (r *idemRequest) lookup(ctx context.Context) (*idemRecord, error) {
 	now := r.h.ws.Clock().Now().UTC()
-	var prev *idemRecord
+	r.found = nil
 	err := r.h.ws.Store().View(ctx, func(rd store.Reader) error {
 		rec, err := idempotencyRecords.Get(rd, r.tenant, r.id)
 		switch {
@@ -284,10 +309,10 @@ func (r *idemRequest) lookup(ctx context.Context) (*idemRecord, error) {
 			return errs.Conflictf("a request with this Idempotency-Key took effect, but the server stopped before " +
 				"its response was kept; read the result instead of retrying")
 		}
-		prev = rec
+		r.found = rec
 		return nil
 	})
-	return prev, err
+	return r.found, err
 }
 
 // record seals resp into the record that keeps it.
@@ -296,7 +321,7 @@ func (r *idemRequest) record(resp storedResponse, secret bool) (*idemRecord, []b
 	if secret {
 		key = r.boundKey()
 	}
-	sealed, err := seal(key, resp, &r.h.responseBufs)
+	sealed, err := seal(key[:], resp, &r.h.responseBufs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -548,12 +573,16 @@ func (c *request) answerWith(render func(runengine.Answer) (storedResponse, erro
 	return nil
 }
 
-// jsonResponse is a JSON response: status, Location (below the base path;
-// none when empty) and an encoded body.
-func (c *request) jsonResponse(status int, location string, body []byte) storedResponse {
-	hdr := http.Header{"Content-Type": {"application/json"}}
+// jsonResponse is a JSON response: status, Location (below the base path,
+// the path location then id; none when location is empty) and an encoded
+// body.
+func (c *request) jsonResponse(status int, location, id string, body []byte) storedResponse {
+	values := make([]string, 2) // the two headers' values, in one allocation
+	values[0] = "application/json"
+	hdr := http.Header{"Content-Type": values[0:1:1]}
 	if location != "" {
-		hdr.Set("Location", c.h.opts.BasePath+location)
+		values[1] = c.h.opts.BasePath + location + id
+		hdr["Location"] = values[1:2:2]
 	}
 	return storedResponse{Status: status, Header: hdr, Body: append(body[:len(body):len(body)], '\n')}
 }
@@ -577,7 +606,7 @@ func (r *idemRequest) replay(c *request, rec *idemRecord) error {
 	if rec.Bound {
 		key = r.boundKey()
 	}
-	resp, err := open(key, rec.Sealed)
+	resp, err := open(key[:], rec.Sealed)
 	switch {
 	case err != nil && rec.Bound:
 		// Only the same credential derives the key: the response holds a
@@ -590,7 +619,12 @@ func (r *idemRequest) replay(c *request, rec *idemRecord) error {
 	return nil
 }
 
+// writeRecorded writes resp to w, with Idempotent-Replayed when it is a
+// replay.
 func writeRecorded(w http.ResponseWriter, resp storedResponse, replayed bool) {
+	if rec, ok := w.(*responseRecorder); ok && !replayed && rec.adopt(resp) {
+		return
+	}
 	for k, vs := range resp.Header {
 		w.Header()[k] = vs
 	}
@@ -621,9 +655,8 @@ func fingerprintOf(method, uri string, body []byte) string {
 
 // partsDigest is the SHA-256 of parts, each followed by a NUL. While the
 // parts fit in 512 bytes they are gathered on the stack and hashed at once;
-// from the first part that does not fit they stream into a hash, a []byte
-// part as it is and a string part through a small buffer, so no part is
-// ever copied whole.
+// from the first part that does not fit they stream into a hash through a
+// small buffer, so no part is ever copied whole.
 type partsDigest struct {
 	buf    [512]byte
 	n      int
@@ -640,14 +673,8 @@ type digestStream struct {
 func (d *partsDigest) addString(p string) {
 	if d.fits(len(p)) {
 		d.n += copy(d.buf[d.n:], p)
-		d.end()
-		return
-	}
-	s := d.streaming()
-	for len(p) > 0 {
-		n := copy(s.buf[:], p)
-		s.h.Write(s.buf[:n])
-		p = p[n:]
+	} else {
+		streamInto(d.streaming(), p)
 	}
 	d.end()
 }
@@ -656,9 +683,28 @@ func (d *partsDigest) addBytes(p []byte) {
 	if d.fits(len(p)) {
 		d.n += copy(d.buf[d.n:], p)
 	} else {
-		d.streaming().h.Write(p)
+		streamInto(d.streaming(), p)
 	}
 	d.end()
+}
+
+// raw adds p without a NUL after it.
+func (d *partsDigest) raw(p []byte) {
+	if d.stream == nil && d.n+len(p) < len(d.buf) {
+		d.n += copy(d.buf[d.n:], p)
+		return
+	}
+	streamInto(d.streaming(), p)
+}
+
+// streamInto writes p into s's hash through s's buffer: p itself never
+// reaches the hash (an interface), so it need not live on the heap.
+func streamInto[T string | []byte](s *digestStream, p T) {
+	for len(p) > 0 {
+		n := copy(s.buf[:], p)
+		s.h.Write(s.buf[:n])
+		p = p[n:]
+	}
 }
 
 // fits reports whether a part of n bytes and its NUL are gathered in buf.
@@ -686,14 +732,19 @@ func (d *partsDigest) end() {
 	d.n++
 }
 
-// hex returns the digest in hex (one allocation: the string).
-func (d *partsDigest) hex() string {
+// sum returns the digest.
+func (d *partsDigest) sum() [sha256.Size]byte {
 	var sum [sha256.Size]byte
 	if s := d.stream; s != nil {
 		copy(sum[:], s.h.Sum(s.buf[:0]))
-	} else {
-		sum = sha256.Sum256(d.buf[:d.n])
+		return sum
 	}
+	return sha256.Sum256(d.buf[:d.n])
+}
+
+// hex returns the digest in hex (one allocation: the string).
+func (d *partsDigest) hex() string {
+	sum := d.sum()
 	var out [2 * sha256.Size]byte
 	hex.Encode(out[:], sum[:])
 	return string(out[:])
@@ -701,17 +752,36 @@ func (d *partsDigest) hex() string {
 
 // sealingKey derives the AES-256 key of one request's stored response from
 // the bearer token (empty for a response without a secret, and on public
-// routes, where the request itself is the secret) and the request.
-func sealingKey(token, key, method, uri string, body []byte) []byte {
-	m := hmac.New(sha256.New, []byte(token))
-	sep := []byte{0}
-	for _, p := range []string{"bas idempotency v1", key, method, uri} {
-		_, _ = io.WriteString(m, p)
-		m.Write(sep)
+// routes, where the request itself is the secret) and the request: the
+// HMAC-SHA-256 (RFC 2104) under the token of the NUL-terminated parts
+// "bas idempotency v1", key, method, uri and body. It is computed over
+// partsDigest, so a request's key costs no allocation unless its parts
+// outgrow the stack buffer.
+func sealingKey(token, key, method, uri string, body []byte) [sha256.Size]byte {
+	var k [sha256.BlockSize]byte
+	if len(token) > len(k) {
+		sum := sha256.Sum256([]byte(token))
+		copy(k[:], sum[:])
+	} else {
+		copy(k[:], token)
 	}
-	m.Write(body)
-	m.Write(sep)
-	return m.Sum(make([]byte, 0, sha256.Size))
+	var pad [sha256.BlockSize + sha256.Size]byte
+	for i, b := range k {
+		pad[i] = b ^ 0x36
+	}
+	var in partsDigest
+	in.raw(pad[:sha256.BlockSize])
+	in.addString("bas idempotency v1")
+	in.addString(key)
+	in.addString(method)
+	in.addString(uri)
+	in.addBytes(body)
+	inner := in.sum()
+	for i, b := range k {
+		pad[i] = b ^ 0x5c
+	}
+	copy(pad[sha256.BlockSize:], inner[:])
+	return sha256.Sum256(pad[:])
 }
 
 // maxPooledResponse bounds the buffers seal keeps for the next response.
@@ -888,19 +958,25 @@ func newAEAD(key []byte) (cipher.AEAD, error) {
 }
 
 // responseRecorder captures a handler's response so it can be kept for
-// replays before it is written.
+// replays before it is written. A response written whole by writeRecorded
+// (an engine command's answer, rendered once) is kept as it is, without a
+// copy.
 type responseRecorder struct {
 	header http.Header
 	status int
 	body   bytes.Buffer
 	wrote  bool
+	// whole is the body of a response written whole (adopted).
+	whole   []byte
+	adopted bool
 }
 
-func newResponseRecorder() *responseRecorder {
-	return &responseRecorder{header: http.Header{}, status: http.StatusOK}
+func (r *responseRecorder) Header() http.Header {
+	if r.header == nil {
+		r.header = http.Header{}
+	}
+	return r.header
 }
-
-func (r *responseRecorder) Header() http.Header { return r.header }
 
 func (r *responseRecorder) WriteHeader(code int) {
 	if !r.wrote {
@@ -910,5 +986,29 @@ func (r *responseRecorder) WriteHeader(code int) {
 
 func (r *responseRecorder) Write(b []byte) (int, error) {
 	r.wrote = true
+	if r.adopted {
+		// More after a whole response: it goes on from a copy, so the
+		// adopted body is never written to.
+		r.body.Write(r.whole)
+		r.whole, r.adopted = nil, false
+	}
 	return r.body.Write(b)
+}
+
+// adopt records resp as the whole response when nothing was written yet,
+// and reports whether it did.
+func (r *responseRecorder) adopt(resp storedResponse) bool {
+	if r.wrote || len(r.header) > 0 {
+		return false
+	}
+	r.header, r.status, r.wrote, r.whole, r.adopted = resp.Header, resp.Status, true, resp.Body, true
+	return true
+}
+
+// response is what was recorded.
+func (r *responseRecorder) response() storedResponse {
+	if r.adopted {
+		return storedResponse{Status: r.status, Header: r.header, Body: r.whole}
+	}
+	return storedResponse{Status: r.status, Header: r.header, Body: r.body.Bytes()}
 }

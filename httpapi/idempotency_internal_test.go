@@ -23,7 +23,8 @@ func TestSealReusesItsBuffer(t *testing.T) {
 	if raceDetector {
 		t.Skip("under -race a sync.Pool drops some of what it is given back")
 	}
-	key := sealingKey("", "k1", "POST", "/v1/x", []byte(`{"a":1}`))
+	derived := sealingKey("", "k1", "POST", "/v1/x", []byte(`{"a":1}`))
+	key := derived[:]
 	resp := storedResponse{Status: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}},
 		Body: []byte(`{"id":"run_1","status":"running"}`)}
 	var bufs sync.Pool
@@ -46,7 +47,8 @@ func TestSealReusesItsBuffer(t *testing.T) {
 // the binary form, and a record kept in the earlier JSON form still opens;
 // a record sealed under another key or cut short does not.
 func TestSealedResponseForms(t *testing.T) {
-	key := sealingKey("", "k1", "POST", "/v1/x", []byte(`{"a":1}`))
+	derived := sealingKey("", "k1", "POST", "/v1/x", []byte(`{"a":1}`))
+	key := derived[:]
 	tests := []struct {
 		name string
 		resp storedResponse
@@ -71,7 +73,8 @@ func TestSealedResponseForms(t *testing.T) {
 			if diff := cmp.Diff(tt.resp, got); diff != "" {
 				t.Errorf("opened (-want +got):\n%s", diff)
 			}
-			if _, err := open(sealingKey("", "k2", "POST", "/v1/x", nil), sealed); err == nil {
+			other := sealingKey("", "k2", "POST", "/v1/x", nil)
+			if _, err := open(other[:], sealed); err == nil {
 				t.Error("another key opened the response")
 			}
 
@@ -180,5 +183,49 @@ func TestIdempotencyOwnMarkOnCluster(t *testing.T) {
 	err = ws.Store().Update(store.AlsoInUpdate(t.Context(), other.markActed), func(store.Txn) error { return nil })
 	if err != errKeyTaken {
 		t.Fatalf("another request's change under the key: %v, want errKeyTaken", err)
+	}
+}
+
+// TestResponseRecorderAdopts: a response written whole to a recorder that
+// holds nothing yet is kept as it is, without a copy; anything written
+// after it goes on from a copy, so the adopted body is never written to;
+// a recorder a handler already wrote to records as before.
+func TestResponseRecorderAdopts(t *testing.T) {
+	body := make([]byte, 0, 64)
+	body = append(body, `{"id":"run_1"}`...)
+	resp := storedResponse{Status: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}
+
+	var whole responseRecorder
+	writeRecorded(&whole, resp, false)
+	if got := whole.response(); &got.Body[0] != &body[0] || got.Status != http.StatusCreated {
+		t.Errorf("a whole response was copied or lost its status: %+v", got)
+	}
+
+	var more responseRecorder
+	writeRecorded(&more, resp, false)
+	_, _ = more.Write([]byte("\n"))
+	if diff := cmp.Diff(`{"id":"run_1"}`+"\n", string(more.response().Body)); diff != "" {
+		t.Errorf("body after a later write (-want +got):\n%s", diff)
+	}
+	if got := string(body[:cap(body)][len(body)]); got != "\x00" {
+		t.Errorf("the adopted body's spare capacity was written to: %q", got)
+	}
+
+	var started responseRecorder
+	started.Header().Set("X-A", "1")
+	writeRecorded(&started, resp, false)
+	got := started.response()
+	if diff := cmp.Diff(storedResponse{Status: http.StatusCreated, Body: body,
+		Header: http.Header{"Content-Type": {"application/json"}, "X-A": {"1"}}}, got); diff != "" {
+		t.Errorf("a recorder with a header set (-want +got):\n%s", diff)
+	}
+	if &got.Body[0] == &body[0] {
+		t.Error("a recorder with a header set shares the body")
+	}
+
+	var replay responseRecorder
+	writeRecorded(&replay, resp, true)
+	if diff := cmp.Diff("true", replay.response().Header.Get("Idempotent-Replayed")); diff != "" {
+		t.Errorf("a replay written to a recorder (-want +got):\n%s", diff)
 	}
 }

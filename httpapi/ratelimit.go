@@ -42,16 +42,25 @@ func newLimiter(rate, burst float64, c clock.Clock, msg string) *limiter {
 	return &limiter{rate: rate, burst: burst, clock: c, msg: msg, buckets: map[string]*bucket{}}
 }
 
-// take takes a token for key, or returns a RateLimited error saying when
-// one will be there.
-func (l *limiter) take(key string) error {
+// take takes a token for the key of parts (joined by NULs), or returns a
+// RateLimited error saying when one will be there. The key is made as a
+// string only for a new bucket.
+func (l *limiter) take(parts ...string) error {
 	if l == nil || l.rate <= 0 {
 		return nil
+	}
+	var buf [128]byte
+	key := buf[:0]
+	for i, p := range parts {
+		if i > 0 {
+			key = append(key, 0)
+		}
+		key = append(key, p...)
 	}
 	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	b, ok := l.buckets[key]
+	b, ok := l.buckets[string(key)]
 	if !ok {
 		if len(l.buckets) >= maxBuckets {
 			l.sweep(now)
@@ -59,7 +68,7 @@ func (l *limiter) take(key string) error {
 		switch {
 		case len(l.buckets) < maxBuckets:
 			b = &bucket{tokens: l.burst, last: now}
-			l.buckets[key] = b
+			l.buckets[string(key)] = b
 		case l.overflow == nil:
 			l.overflow = &bucket{tokens: l.burst, last: now}
 			b = l.overflow
@@ -102,12 +111,13 @@ func source(r *http.Request) string {
 	return host
 }
 
-// principalKey is the key of an authenticated caller's budget: its tenant
-// and person, so that the keys a person makes share one budget.
-func principalKey(tenant, user string) string { return tenant + "\x00" + user }
-
 // addressKey is the key of a per-address budget: route and address, the
 // address in lower case.
 func addressKey(route, addr string) string {
 	return route + "\x00" + strings.ToLower(strings.TrimSpace(addr))
 }
+
+// principalKey is the key of an authenticated caller's share (its open
+// streams; its request budget is the limiter's key of the same parts):
+// its tenant and person, so that the keys a person makes share one.
+func principalKey(tenant, user string) string { return tenant + "\x00" + user }

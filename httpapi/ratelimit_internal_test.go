@@ -42,3 +42,28 @@ func TestLimiterFloodKeepsOtherBuckets(t *testing.T) {
 		t.Errorf("the victim after a second: %v", err)
 	}
 }
+
+// TestLimiterKeyOfParts: parts are one key joined by NULs (a tenant and
+// person share the budget of their joined key, and no other), and taking
+// from a known bucket allocates nothing.
+func TestLimiterKeyOfParts(t *testing.T) {
+	l := newLimiter(1e-9, 2, clock.NewFake(time.Unix(0, 0)), "")
+	for _, parts := range [][]string{{"ten_1", "usr_1"}, {"ten_1\x00usr_1"}} {
+		if err := l.take(parts...); err != nil {
+			t.Fatalf("take(%q): %v", parts, err)
+		}
+	}
+	if err := l.take("ten_1", "usr_1"); err == nil {
+		t.Error("a third take from a budget of 2 passed")
+	}
+	for _, parts := range [][]string{{"ten_1", "usr_2"}, {"ten_1usr_1"}, {"ten_1", "usr_1", ""}} {
+		if err := l.take(parts...); err != nil {
+			t.Errorf("take(%q) shared another key's budget: %v", parts, err)
+		}
+	}
+	free := newLimiter(1e9, 1e9, clock.NewFake(time.Unix(0, 0)), "")
+	_ = free.take("ten_1", "usr_1")
+	if n := testing.AllocsPerRun(50, func() { _ = free.take("ten_1", "usr_1") }); n != 0 {
+		t.Errorf("take from a known bucket: %v allocations, want 0", n)
+	}
+}

@@ -68,40 +68,43 @@ func (h *Handler) handlePublic(method, path string, fn handlerFunc) *Route {
 
 type ctxKey int
 
-const (
-	requestIDKey ctxKey = iota
-	requestTenantKey
-)
+const requestInfoKey ctxKey = iota
 
-// requestTenant is where a route notes the caller's tenant for the access
-// log line written after it.
-type requestTenant struct{ tenant string }
+// requestInfo is what serve keeps of a request: its id, and the caller's
+// tenant a route notes for the access log line written after it. It holds
+// the response's status recorder and the values of the headers serve sets,
+// so a request costs one allocation for all of them.
+type requestInfo struct {
+	id, tenant string
+	rec        statusRecorder
+	headers    [2]string // X-Request-Id, Cache-Control
+}
 
 // serve is the outermost layer: request id, access log, panic recovery and
 // the choice of router.
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	id := r.Header.Get("X-Request-Id")
-	if id == "" || len(id) > 128 {
-		var b [12]byte
-		_, _ = rand.Read(b[:])
-		id = "req_" + hex.EncodeToString(b[:])
+	info := &requestInfo{id: r.Header.Get("X-Request-Id")}
+	if info.id == "" || len(info.id) > 128 {
+		info.id = newRequestID()
 	}
-	w.Header().Set("X-Request-Id", id)
+	info.headers = [2]string{info.id, "no-store"}
+	hdr := w.Header()
+	hdr["X-Request-Id"] = info.headers[0:1:1]
 	// Responses carry secrets (keys, sessions, invitation tokens) and a
 	// tenant's data: no cache keeps any.
-	w.Header().Set("Cache-Control", "no-store")
-	who := &requestTenant{}
-	r = r.WithContext(context.WithValue(context.WithValue(r.Context(), requestIDKey, id), requestTenantKey, who))
-	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	hdr["Cache-Control"] = info.headers[1:2:2]
+	r = r.WithContext(context.WithValue(r.Context(), requestInfoKey, info))
+	rec := &info.rec
+	*rec = statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	defer func() {
 		v := recover()
 		if v != nil && v != http.ErrAbortHandler {
 			h.recovered(rec, r, v)
 		}
 		h.log.LogAttrs(r.Context(), slog.LevelInfo, "http",
-			slog.String("request_id", id),
-			slog.String("tenant", who.tenant),
+			slog.String("request_id", info.id),
+			slog.String("tenant", info.tenant),
 			slog.String("method", r.Method),
 			slog.String("path", logPath(r)),
 			slog.Int("status", rec.status),
@@ -119,6 +122,16 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	h.main.ServeHTTP(rec, r)
 }
 
+// newRequestID is a new request id: "req_" and 24 random hex digits.
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	var id [4 + 2*len(b)]byte
+	copy(id[:], "req_")
+	hex.Encode(id[4:], b[:])
+	return string(id[:])
+}
+
 // recovered answers 500 without any detail of the panic, and logs it.
 func (h *Handler) recovered(w http.ResponseWriter, r *http.Request, v any) {
 	if v == http.ErrAbortHandler {
@@ -132,9 +145,12 @@ func (h *Handler) recovered(w http.ResponseWriter, r *http.Request, v any) {
 	writeDetail(w, http.StatusInternalServerError, "internal error")
 }
 
+// requestID is the id of the request ctx serves ("" outside one).
 func requestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey).(string)
-	return id
+	if info, ok := ctx.Value(requestInfoKey).(*requestInfo); ok {
+		return info.id
+	}
+	return ""
 }
 
 // wrap turns a route into an httprouter handle: authentication, app limit,
@@ -155,8 +171,8 @@ func (h *Handler) wrap(rt *Route) httprouter.Handle {
 			}
 			if c.P != nil {
 				tenant = c.P.Tenant
-				if who, ok := r.Context().Value(requestTenantKey).(*requestTenant); ok {
-					who.tenant = tenant
+				if info, ok := r.Context().Value(requestInfoKey).(*requestInfo); ok {
+					info.tenant = tenant
 				}
 			}
 			done(status, tenant)
@@ -198,7 +214,9 @@ func (h *Handler) run(c *request) error {
 		if rt.Perm != "" && !p.Can(rt.Perm) {
 			return errs.Forbiddenf("missing permission %s", rt.Perm)
 		}
-		if err := h.limiter.take(principalKey(p.Tenant, p.UserID)); err != nil {
+		// An authenticated caller's budget is its tenant's and person's, so
+		// that the keys a person makes share one budget.
+		if err := h.limiter.take(p.Tenant, p.UserID); err != nil {
 			return err
 		}
 	}

@@ -60,7 +60,7 @@ func (h *Handler) handleRunStart(c *request) error {
 		return err
 	}
 	render := func(a runengine.Answer) (storedResponse, error) {
-		return c.jsonResponse(http.StatusCreated, "/v1/process-runs/"+jsonID(a.Run), a.Run), nil
+		return c.jsonResponse(http.StatusCreated, "/v1/process-runs/", jsonID(a.Run), a.Run), nil
 	}
 	raw, err := h.startJSON(c.engineContext(render), runengine.StartParams{Tenant: c.Tenant(), ProcessID: c.Param("id"),
 		Subject: runengine.Subject{Type: in.Subject.Type, Label: in.Subject.Label}, Actor: c.P.Actor(), Priority: in.Priority})
@@ -340,7 +340,7 @@ func (h *Handler) handleTaskComplete(c *request) error {
 		return err
 	}
 	render := func(a runengine.Answer) (storedResponse, error) {
-		return c.jsonResponse(http.StatusOK, "", a.Task), nil
+		return c.jsonResponse(http.StatusOK, "", "", a.Task), nil
 	}
 	t, err := h.ws.Engine().CompleteTask(c.engineContext(render), runengine.CompleteTaskParams{Tenant: c.Tenant(),
 		TaskID: c.Param("id"), Action: in.Action, Fields: in.Fields, Actor: c.P.Actor()})
@@ -443,7 +443,7 @@ func (c *request) renderDecision(a runengine.Answer) (storedResponse, error) {
 	if err != nil {
 		return storedResponse{}, errors.Wrap(err, "encode decision")
 	}
-	return c.jsonResponse(http.StatusOK, "", b), nil
+	return c.jsonResponse(http.StatusOK, "", "", b), nil
 }
 
 // answerDecision answers an approve or a reject with d.

@@ -218,7 +218,33 @@ func newHandler(ws *bas.Workspace, dev bool, logger *slog.Logger) (http.Handler,
 	mux := http.NewServeMux()
 	mux.Handle(api.BasePath()+"/", api)
 	mux.Handle("/", console.New(api, console.Options{APIBase: api.BasePath(), DevLogin: dev, Logger: logger}))
-	return mux, api.BasePath()
+	return &frontHandler{api: api, prefix: api.BasePath() + "/", mux: mux}, api.BasePath()
+}
+
+// frontHandler hands a request whose path is under the API's base path and
+// clean straight to the API, and every other to mux, which cleans paths
+// (a redirect) and serves the console. An API request so skips the mux's
+// pattern matching, and is served as the mux would serve it.
+type frontHandler struct {
+	api    http.Handler
+	prefix string
+	mux    *http.ServeMux
+}
+
+func (f *frontHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodConnect && strings.HasPrefix(r.URL.Path, f.prefix) && cleanPath(r.URL.Path) {
+		f.api.ServeHTTP(w, r)
+		return
+	}
+	f.mux.ServeHTTP(w, r)
+}
+
+// cleanPath reports whether p (which starts with a slash) has no empty,
+// "." or ".." segment: whether http.ServeMux would serve it as it is
+// rather than redirect to its cleaned form.
+func cleanPath(p string) bool {
+	return !strings.Contains(p, "//") && !strings.Contains(p, "/./") && !strings.Contains(p, "/../") &&
+		!strings.HasSuffix(p, "/.") && !strings.HasSuffix(p, "/..")
 }
 
 // timeouts bound a connection's phases (see net/http.Server).

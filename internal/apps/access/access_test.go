@@ -990,3 +990,30 @@ func TestAuthenticateReadsOnlyAfterWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestAuthenticateAllocations: a request whose credential the service
+// already decoded is authenticated (secret, expiry, revocation) with no
+// allocation beyond the principal and its role and permission lists, for
+// a session and for an API key.
+func TestAuthenticateAllocations(t *testing.T) {
+	b := setup(t)
+	sess, p := b.login(t, access.DevLoginIn{UserID: "ann"})
+	key, err := b.svc.CreateKey(b.ctx, p, access.APIKeyIn{Name: "ci", Roles: []string{access.RoleMember}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, token string
+		want        float64
+	}{{"session", sess.Token, 3}, {"key", key.Secret, 3}} {
+		b.auth(t, tc.token)
+		got := testing.AllocsPerRun(50, func() {
+			if _, err := b.svc.Authenticate(b.ctx, tc.token); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if got > tc.want {
+			t.Errorf("%s: %v allocations per Authenticate, want at most %v", tc.name, got, tc.want)
+		}
+	}
+}

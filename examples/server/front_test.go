@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/bas-platform/bas"
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestFrontHandlerServesAsTheMux: the server's handler answers every path
+// as http.ServeMux alone did (the API under /api/, the console elsewhere,
+// a redirect for a path that is not clean), and sends clean API paths to
+// the API without the mux.
+func TestFrontHandlerServesAsTheMux(t *testing.T) {
+	logger := newLogger(io.Discard)
+	opts, _ := workspaceOptions(t.TempDir(), "", "", "http://127.0.0.1/api", nil, false, logger)
+	ws, err := bas.Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ws.Close() })
+	h, base := newHandler(ws, true, logger)
+	front, ok := h.(*frontHandler)
+	if !ok {
+		t.Fatalf("newHandler returned a %T", h)
+	}
+	type answer struct {
+		Status    int
+		Location  string
+		RequestID bool // X-Request-Id: the API answered
+	}
+	serve := func(h http.Handler, method, path string) answer {
+		r := httptest.NewRequest(method, path, strings.NewReader("{}"))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return answer{w.Code, w.Header().Get("Location"), w.Header().Get("X-Request-Id") != ""}
+	}
+	for _, tc := range []struct {
+		method, path string
+		api          bool // served by the API without the mux
+	}{
+		{"GET", base + "/healthz", true},
+		{"POST", base + "/v1/auth/dev-login", true},
+		{"GET", base + "/v1/nothing-here", true},
+		{"GET", base + "//healthz", false},
+		{"GET", base + "/v1/../healthz", false},
+		{"GET", base + "/./healthz", false},
+		{"GET", base + "/v1/..", false},
+		{"GET", base + "/v1/.", false},
+		{"GET", base, false},
+		{"GET", "/", false},
+		{"GET", "/console/assets/app.js", false},
+	} {
+		want := serve(front.mux, tc.method, tc.path)
+		got := serve(h, tc.method, tc.path)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s %s (-mux +front):\n%s", tc.method, tc.path, diff)
+		}
+		direct := tc.path != "" && strings.HasPrefix(tc.path, front.prefix) && cleanPath(tc.path)
+		if direct != tc.api {
+			t.Errorf("%s %s: straight to the API = %v, want %v", tc.method, tc.path, direct, tc.api)
+		}
+	}
+}
