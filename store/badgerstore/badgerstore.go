@@ -127,7 +127,8 @@ func (s *Store) View(ctx context.Context, fn func(store.Reader) error) error {
 // from fn discards the transaction (nothing is written) and is returned as
 // is, never retried, even when it is itself a conflict (a unique index
 // taken). A transaction that writes more than about 15% of
-// Options.MemTableSize fails with an error marked bas.ErrTooLarge.
+// Options.MemTableSize (on disk, counting values of 512 bytes and more by
+// their pointers) fails with an error marked bas.ErrTooLarge.
 func (s *Store) Update(ctx context.Context, fn func(store.Txn) error) error {
 	done, err := s.begin()
 	if err != nil {

@@ -33,7 +33,13 @@ const (
 	numCompactors           = 2 // Badger refuses 1.
 	baseTableSize           = 1 << 20
 	maxValueThreshold       = 1 << 20 // Badger's own ceiling.
-	gcDiscardRatio          = 0.5
+	// valueThreshold is the size from which a value is kept in the value
+	// log and the LSM tree holds only a pointer to it (on disk; in memory
+	// every value stays in the tree). A run's record (600-1,100 bytes) is
+	// rewritten at every step, so kept in the tree it was copied again by
+	// every compaction down the levels; see the package doc.
+	valueThreshold = 512
+	gcDiscardRatio = 0.5
 )
 
 // Options configure Open. The zero value of every field but Dir/InMemory is
@@ -64,7 +70,8 @@ type Options struct {
 	// MemTableSize is the size of one memtable. Badger keeps two (one being
 	// written, one being flushed) and refuses a transaction that writes more
 	// than 15% of it, so it also bounds one commit: the 8 MiB default
-	// allows about 1.2 MiB per transaction. Defaults to 8 MiB.
+	// allows about 1.2 MiB per transaction (on disk, of keys and of values
+	// under 512 bytes; see the package doc, Limits). Defaults to 8 MiB.
 	MemTableSize int64
 
 	// BlockCacheSize is the cache of decompressed table blocks. Defaults to
@@ -131,8 +138,13 @@ func (o Options) badgerOptions() badger.Options {
 		bo = badger.DefaultOptions("").WithInMemory(true)
 	}
 	// Badger refuses a value threshold above 15% of the memtable (its
-	// transaction limit); keep its 1 MiB default when the memtable allows.
-	threshold := int64(maxValueThreshold)
+	// transaction limit). In memory there is no value log: every value
+	// stays in the tree, up to Badger's 1 MiB ceiling when the memtable
+	// allows.
+	threshold := int64(valueThreshold)
+	if o.InMemory {
+		threshold = maxValueThreshold
+	}
 	if limit := 15 * o.MemTableSize / 100; threshold > limit {
 		threshold = limit
 	}
