@@ -27,7 +27,9 @@ const (
 )
 
 // TestCrashKeepsAcknowledgedCommits kills a writing process with SIGKILL
-// and checks that every commit it acknowledged is in the store afterwards.
+// and checks that every commit it acknowledged is in the store afterwards:
+// each commit writes a small value (kept in the LSM tree) and one the size
+// of a run's record (kept in the value log).
 func TestCrashKeepsAcknowledgedCommits(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -75,9 +77,14 @@ func TestCrashKeepsAcknowledgedCommits(t *testing.T) {
 			if string(v) != "value of "+key {
 				return errors.Newf("acknowledged key %q holds %q", key, v)
 			}
+			if v, err = r.Get([]byte(key + "/record")); err != nil || !bytes.Equal(v, crashRecord(key)) {
+				return errors.Newf("acknowledged key %q/record holds %d bytes, %v; want its %d", key, len(v), err, len(crashRecord(key)))
+			}
 		}
-		return r.Scan(store.ScanOptions{Prefix: []byte("crash/"), KeysOnly: true}, func(_, _ []byte) error {
-			stored++
+		return r.Scan(store.ScanOptions{Prefix: []byte("crash/"), KeysOnly: true}, func(k, _ []byte) error {
+			if !bytes.HasSuffix(k, []byte("/record")) {
+				stored++
+			}
 			return nil
 		})
 	})
@@ -85,6 +92,13 @@ func TestCrashKeepsAcknowledgedCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d commits acknowledged before the kill, %d found after it", len(acked), stored)
+}
+
+// crashRecord is the value written with key beside its small one: the
+// size of a run's record, so kept in the value log rather than the LSM
+// tree.
+func crashRecord(key string) []byte {
+	return bytes.Repeat([]byte(key+";"), 800/(len(key)+1)+1)
 }
 
 // TestCrashHelperProcess is the writer of TestCrashKeepsAcknowledgedCommits;
@@ -108,7 +122,10 @@ func TestCrashHelperProcess(t *testing.T) {
 			for i := range crashMax {
 				key := fmt.Sprintf("crash/%d/%05d", w, i)
 				err := s.Update(t.Context(), func(tx store.Txn) error {
-					return tx.Set([]byte(key), []byte("value of "+key))
+					if err := tx.Set([]byte(key), []byte("value of "+key)); err != nil {
+						return err
+					}
+					return tx.Set([]byte(key+"/record"), crashRecord(key))
 				})
 				if err != nil {
 					fmt.Fprintln(os.Stderr, err)
