@@ -77,6 +77,8 @@ func TestOpenRejectsBadOptions(t *testing.T) {
 		{"negative index cache", badgerstore.Options{InMemory: true, IndexCacheSize: -1}, "IndexCacheSize"},
 		{"small value log", badgerstore.Options{InMemory: true, ValueLogFileSize: 1000}, "ValueLogFileSize"},
 		{"huge value log", badgerstore.Options{InMemory: true, ValueLogFileSize: 4 << 30}, "ValueLogFileSize"},
+		{"negative value threshold", badgerstore.Options{InMemory: true, ValueThreshold: -1}, "ValueThreshold"},
+		{"value threshold over 1 MiB", badgerstore.Options{InMemory: true, ValueThreshold: 1<<20 + 1}, "ValueThreshold"},
 	} {
 		t.Run(test.name, func(t *testing.T) {
 			t.Parallel()

@@ -33,9 +33,7 @@ func TestIdleBuildersFindsBadgersPool(t *testing.T) {
 	// Writes past a memtable make Badger flush it, building a table in an
 	// allocator it then puts back in that pool, where it stays at least
 	// until the trimmer's next tick.
-	// The values are below the value threshold, so they fill the memtable
-	// rather than the value log.
-	value := make([]byte, valueThreshold/2)
+	value := make([]byte, 256)
 	for i := 0; len(ch) == 0; i++ {
 		if i == 1000 { // 64 MiB, 64 memtables
 			t.Fatal("Badger put no table builder back in the pool idleBuilders found")

@@ -29,7 +29,7 @@ const (
 // TestCrashKeepsAcknowledgedCommits kills a writing process with SIGKILL
 // and checks that every commit it acknowledged is in the store afterwards:
 // each commit writes a small value (kept in the LSM tree) and one the size
-// of a run's record (kept in the value log).
+// of a run's record (kept in the value log with ValueThreshold 512).
 func TestCrashKeepsAcknowledgedCommits(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -66,7 +66,7 @@ func TestCrashKeepsAcknowledgedCommits(t *testing.T) {
 		t.Fatalf("the writer ended with %v after %d acknowledgements, want killed; its stderr:\n%s", err, len(acked), stderr.String())
 	}
 
-	s := open(t, badgerstore.Options{Dir: dir})
+	s := open(t, badgerstore.Options{Dir: dir, ValueThreshold: 512})
 	stored := 0
 	err = s.View(t.Context(), func(r store.Reader) error {
 		for _, key := range acked {
@@ -96,7 +96,7 @@ func TestCrashKeepsAcknowledgedCommits(t *testing.T) {
 
 // crashRecord is the value written with key beside its small one: the
 // size of a run's record, so kept in the value log rather than the LSM
-// tree.
+// tree (the child's ValueThreshold is 512).
 func crashRecord(key string) []byte {
 	return bytes.Repeat([]byte(key+";"), 800/(len(key)+1)+1)
 }
@@ -108,7 +108,7 @@ func TestCrashHelperProcess(t *testing.T) {
 	if dir == "" {
 		t.Skip("the child process of TestCrashKeepsAcknowledgedCommits")
 	}
-	s, err := badgerstore.Open(badgerstore.Options{Dir: dir, Logger: quiet})
+	s, err := badgerstore.Open(badgerstore.Options{Dir: dir, Logger: quiet, ValueThreshold: 512})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/bas-platform/bas/store"
-	"github.com/dgraph-io/badger/v4"
 )
 
 // runSized is a value the size of a run's record (600-1,100 bytes).
@@ -36,15 +35,15 @@ func tableBytes(t *testing.T, dir string) (n int64) {
 	return n
 }
 
-// TestRunSizedValuesLeaveTheTree checks that values of a run's record size
-// are kept in the value log on disk, so that the LSM tree (whose
-// compactions copy everything in it again at each level) holds only
-// pointers to them: 2,000 values of 800 bytes make tables of a small
-// fraction of their 1.6 MB.
+// TestRunSizedValuesLeaveTheTree checks that with ValueThreshold 512
+// values of a run's record size are kept in the value log on disk, so
+// that the LSM tree (whose compactions copy everything in it again at each
+// level) holds only pointers to them: 2,000 values of 800 bytes make
+// tables of a small fraction of their 1.6 MB.
 func TestRunSizedValuesLeaveTheTree(t *testing.T) {
 	dir := t.TempDir()
 	quiet := slog.New(slog.DiscardHandler)
-	s, err := Open(Options{Dir: dir, Logger: quiet, GCInterval: -1})
+	s, err := Open(Options{Dir: dir, Logger: quiet, GCInterval: -1, ValueThreshold: 512})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +65,7 @@ func TestRunSizedValuesLeaveTheTree(t *testing.T) {
 	if err := s.Close(); err != nil { // flushes the memtable into a table
 		t.Fatal(err)
 	}
-	s, err = Open(Options{Dir: dir, Logger: quiet, GCInterval: -1})
+	s, err = Open(Options{Dir: dir, Logger: quiet, GCInterval: -1, ValueThreshold: 512})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,9 +79,10 @@ func TestRunSizedValuesLeaveTheTree(t *testing.T) {
 // TestLargeValuesLeaveTheTransactionBound checks that on disk a
 // transaction's values kept in the value log count against the
 // transaction bound (15% of the memtable) by their pointers only: 3 MB of
-// 100 KB values, over that bound in memory, commit.
+// 100 KB values, over that bound with the default threshold, commit with
+// ValueThreshold 512.
 func TestLargeValuesLeaveTheTransactionBound(t *testing.T) {
-	s, err := Open(Options{Dir: t.TempDir(), Logger: slog.New(slog.DiscardHandler), GCInterval: -1})
+	s, err := Open(Options{Dir: t.TempDir(), Logger: slog.New(slog.DiscardHandler), GCInterval: -1, ValueThreshold: 512})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,19 +111,18 @@ func TestLargeValuesLeaveTheTransactionBound(t *testing.T) {
 	}
 }
 
-// TestValuesInTheTreeStayReadable checks that a store written while every
-// value was kept in the LSM tree (the value threshold of earlier versions,
-// 1 MiB) reads back whole, and takes new writes beside them.
+// TestValuesInTheTreeStayReadable checks that a store written with the
+// default threshold (values below 1 MiB in the LSM tree) reads back whole
+// when reopened with ValueThreshold 512, and takes new writes beside them.
 func TestValuesInTheTreeStayReadable(t *testing.T) {
 	dir := t.TempDir()
 	quiet := slog.New(slog.DiscardHandler)
-	old := Options{Dir: dir, Logger: quiet}.withDefaults()
-	db, err := badger.Open(old.badgerOptions().WithValueThreshold(maxValueThreshold))
+	s, err := Open(Options{Dir: dir, Logger: quiet, GCInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const n = 500
-	err = db.Update(func(tx *badger.Txn) error {
+	err = s.Update(context.Background(), func(tx store.Txn) error {
 		for i := range n {
 			if err := tx.Set(fmt.Appendf(nil, "run/%05d", i), runSized(i)); err != nil {
 				return err
@@ -134,17 +133,17 @@ func TestValuesInTheTreeStayReadable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Close(); err != nil {
+	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(Options{Dir: dir, Logger: quiet, GCInterval: -1})
+	if got := tableBytes(t, dir); got < n*800 {
+		t.Fatalf("tables hold %d bytes: the default did not keep the values in the tree", got)
+	}
+	s, err = Open(Options{Dir: dir, Logger: quiet, GCInterval: -1, ValueThreshold: 512})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if got := tableBytes(t, dir); got < n*800 {
-		t.Fatalf("tables hold %d bytes: the old store's values are not in the tree", got)
-	}
 	checkRunSized(t, s, n)
 	err = s.Update(context.Background(), func(tx store.Txn) error {
 		return tx.Set(fmt.Appendf(nil, "run/%05d", n), runSized(n))
@@ -170,5 +169,28 @@ func checkRunSized(t *testing.T, s *Store, n int) {
 	})
 	if err != nil || got != n {
 		t.Fatalf("read %d values, %v; want %d", got, err, n)
+	}
+}
+
+// TestValueThresholdInsideItsBounds opens stores at the edges ValueThreshold
+// accepts (TestOpenRejectsBadOptions has those just outside) and checks that
+// each keeps what it is given.
+func TestValueThresholdInsideItsBounds(t *testing.T) {
+	for _, threshold := range []int64{1, maxValueThreshold} {
+		t.Run(fmt.Sprint(threshold), func(t *testing.T) {
+			s, err := Open(Options{Dir: t.TempDir(), Logger: slog.New(slog.DiscardHandler), GCInterval: -1,
+				ValueThreshold: threshold})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			err = s.Update(context.Background(), func(tx store.Txn) error {
+				return tx.Set([]byte("run/00000"), runSized(0))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRunSized(t, s, 1)
+		})
 	}
 }
