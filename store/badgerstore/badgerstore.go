@@ -127,7 +127,9 @@ func (s *Store) View(ctx context.Context, fn func(store.Reader) error) error {
 // from fn discards the transaction (nothing is written) and is returned as
 // is, never retried, even when it is itself a conflict (a unique index
 // taken). A transaction that writes more than about 15% of
-// Options.MemTableSize fails with an error marked bas.ErrTooLarge.
+// Options.MemTableSize (counting values kept in the value log, see
+// Options.ValueThreshold, by their pointers) fails with an error marked
+// bas.ErrTooLarge.
 func (s *Store) Update(ctx context.Context, fn func(store.Txn) error) error {
 	done, err := s.begin()
 	if err != nil {

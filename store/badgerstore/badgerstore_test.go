@@ -77,6 +77,8 @@ func TestOpenRejectsBadOptions(t *testing.T) {
 		{"negative index cache", badgerstore.Options{InMemory: true, IndexCacheSize: -1}, "IndexCacheSize"},
 		{"small value log", badgerstore.Options{InMemory: true, ValueLogFileSize: 1000}, "ValueLogFileSize"},
 		{"huge value log", badgerstore.Options{InMemory: true, ValueLogFileSize: 4 << 30}, "ValueLogFileSize"},
+		{"negative value threshold", badgerstore.Options{InMemory: true, ValueThreshold: -1}, "ValueThreshold"},
+		{"value threshold over 1 MiB", badgerstore.Options{InMemory: true, ValueThreshold: 1<<20 + 1}, "ValueThreshold"},
 	} {
 		t.Run(test.name, func(t *testing.T) {
 			t.Parallel()
@@ -159,6 +161,22 @@ func TestLimits(t *testing.T) {
 	}{
 		{
 			name: "transaction too large",
+			fn: func(tx store.Txn) error {
+				// 3 MB of values below the value threshold (kept in the
+				// memtable), over 15% of the 8 MiB memtable.
+				for i := range 12_000 {
+					if err := tx.Set(store.Key("big", i), make([]byte, 250)); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+			tooLarge: true,
+			want:     "transaction too large",
+		},
+		{
+			name:     "transaction too large in memory",
+			inMemory: true,
 			fn: func(tx store.Txn) error {
 				for i := range 30 { // 3 MB, over 15% of the 8 MiB memtable
 					if err := tx.Set(store.Key("big", i), make([]byte, 100<<10)); err != nil {

@@ -33,13 +33,18 @@ func TestIdleBuildersFindsBadgersPool(t *testing.T) {
 	// Writes past a memtable make Badger flush it, building a table in an
 	// allocator it then puts back in that pool, where it stays at least
 	// until the trimmer's next tick.
-	value := make([]byte, 64<<10)
+	value := make([]byte, 256)
 	for i := 0; len(ch) == 0; i++ {
 		if i == 1000 { // 64 MiB, 64 memtables
 			t.Fatal("Badger put no table builder back in the pool idleBuilders found")
 		}
 		err := s.Update(context.Background(), func(tx store.Txn) error {
-			return tx.Set(fmt.Appendf(nil, "k%04d", i), value)
+			for j := range (64 << 10) / len(value) {
+				if err := tx.Set(fmt.Appendf(nil, "k%04d-%03d", i, j), value); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 		if err != nil {
 			t.Fatal(err)

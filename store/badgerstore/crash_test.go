@@ -27,7 +27,9 @@ const (
 )
 
 // TestCrashKeepsAcknowledgedCommits kills a writing process with SIGKILL
-// and checks that every commit it acknowledged is in the store afterwards.
+// and checks that every commit it acknowledged is in the store afterwards:
+// each commit writes a small value (kept in the LSM tree) and one the size
+// of a run's record (kept in the value log with ValueThreshold 512).
 func TestCrashKeepsAcknowledgedCommits(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -64,7 +66,7 @@ func TestCrashKeepsAcknowledgedCommits(t *testing.T) {
 		t.Fatalf("the writer ended with %v after %d acknowledgements, want killed; its stderr:\n%s", err, len(acked), stderr.String())
 	}
 
-	s := open(t, badgerstore.Options{Dir: dir})
+	s := open(t, badgerstore.Options{Dir: dir, ValueThreshold: 512})
 	stored := 0
 	err = s.View(t.Context(), func(r store.Reader) error {
 		for _, key := range acked {
@@ -75,9 +77,14 @@ func TestCrashKeepsAcknowledgedCommits(t *testing.T) {
 			if string(v) != "value of "+key {
 				return errors.Newf("acknowledged key %q holds %q", key, v)
 			}
+			if v, err = r.Get([]byte(key + "/record")); err != nil || !bytes.Equal(v, crashRecord(key)) {
+				return errors.Newf("acknowledged key %q/record holds %d bytes, %v; want its %d", key, len(v), err, len(crashRecord(key)))
+			}
 		}
-		return r.Scan(store.ScanOptions{Prefix: []byte("crash/"), KeysOnly: true}, func(_, _ []byte) error {
-			stored++
+		return r.Scan(store.ScanOptions{Prefix: []byte("crash/"), KeysOnly: true}, func(k, _ []byte) error {
+			if !bytes.HasSuffix(k, []byte("/record")) {
+				stored++
+			}
 			return nil
 		})
 	})
@@ -87,6 +94,13 @@ func TestCrashKeepsAcknowledgedCommits(t *testing.T) {
 	t.Logf("%d commits acknowledged before the kill, %d found after it", len(acked), stored)
 }
 
+// crashRecord is the value written with key beside its small one: the
+// size of a run's record, so kept in the value log rather than the LSM
+// tree (the child's ValueThreshold is 512).
+func crashRecord(key string) []byte {
+	return bytes.Repeat([]byte(key+";"), 800/(len(key)+1)+1)
+}
+
 // TestCrashHelperProcess is the writer of TestCrashKeepsAcknowledgedCommits;
 // it does nothing unless run by it.
 func TestCrashHelperProcess(t *testing.T) {
@@ -94,7 +108,7 @@ func TestCrashHelperProcess(t *testing.T) {
 	if dir == "" {
 		t.Skip("the child process of TestCrashKeepsAcknowledgedCommits")
 	}
-	s, err := badgerstore.Open(badgerstore.Options{Dir: dir, Logger: quiet})
+	s, err := badgerstore.Open(badgerstore.Options{Dir: dir, Logger: quiet, ValueThreshold: 512})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -108,7 +122,10 @@ func TestCrashHelperProcess(t *testing.T) {
 			for i := range crashMax {
 				key := fmt.Sprintf("crash/%d/%05d", w, i)
 				err := s.Update(t.Context(), func(tx store.Txn) error {
-					return tx.Set([]byte(key), []byte("value of "+key))
+					if err := tx.Set([]byte(key), []byte("value of "+key)); err != nil {
+						return err
+					}
+					return tx.Set([]byte(key+"/record"), crashRecord(key))
 				})
 				if err != nil {
 					fmt.Fprintln(os.Stderr, err)

@@ -31,7 +31,9 @@
 //
 // One transaction may write about 15% of Options.MemTableSize (about
 // 1.2 MiB with the defaults): past that Set fails with an error marked
-// bas.ErrTooLarge. A key may have 65,000 bytes; a value may have
+// bas.ErrTooLarge. On disk a value kept in the value log (see Value log)
+// counts there by its key and a 12-byte pointer only; in memory every
+// value counts whole. A key may have 65,000 bytes; a value may have
 // Options.ValueLogFileSize bytes on disk and less than 1 MiB in memory.
 //
 // # Memory on a small machine
@@ -99,10 +101,31 @@
 // Badger's process-wide expvar metrics are off: two stores in one process
 // share nothing.
 //
+// # Value log
+//
+// On disk, values of 1 MiB and more live in the value log, written once at
+// their commit, and the LSM tree holds a pointer to them; smaller ones stay
+// in the tree. Options.ValueThreshold lowers that size. At 512 a run's
+// record (600-1,100 bytes) goes to the log, which pays where runs are
+// rewritten while the tree is large: kept in the tree, every rewrite of a
+// record is copied again by each compaction down the levels. A million
+// runs whose timers came due together fired at 54-65 against 84 CPU-µs
+// per run, with anonymous memory while firing at a median of 84-88
+// against 159 MiB (the waiting-runs scale test, see the README). It is
+// not the default because every synced commit that writes such a value
+// syncs two files, the value log and then the memtable's log: a lone
+// writer's commits of 512-byte values ran at 227 against 425 per second,
+// and BenchmarkChain3 with one starter took 30% more CPU per run; with 64
+// starters, whose commits are shared, CPU per run was alike. A store
+// written with one threshold reads the same with any other; values move
+// as they are rewritten.
+//
 // # Value-log GC
 //
-// Values of 1 MiB and more live in the value log, which only garbage
-// collection shrinks. Every Options.GCInterval (5 minutes by default) a
+// Values of the value log live there until garbage collection rewrites a
+// file whose values are mostly overwritten or deleted; so the directory
+// holds their old versions for a while, a disk cost bounded by the GC's
+// schedule and ratio. Every Options.GCInterval (5 minutes by default) a
 // goroutine calls Badger's RunValueLogGC(0.5) until it reports that no file
 // is worth rewriting; RunGC does the same on demand. Close stops it.
 //
