@@ -213,6 +213,41 @@ func TestCommitShareQuiet(t *testing.T) {
 	}
 }
 
+// TestCommitShareOnlyTheLighterGoesAlone: of two active tenants, only the
+// one making fewer changes commits alone. The flooding tenant's change,
+// coming while the quiet tenant's sits in the open transaction (or rides
+// the commit in flight), joins the open transaction: alone, its commit in
+// flight would hold back the open one with the quiet tenant's change in it.
+func TestCommitShareOnlyTheLighterGoesAlone(t *testing.T) {
+	t.Parallel()
+	var s commitShare
+	for range 4 { // the flood fills commits, the quiet tenant rides one now and then
+		for range 8 {
+			s.hold(&delta{tenant: "flood"})
+		}
+		s.launched()
+	}
+	if !s.quiet(&delta{tenant: "quiet"}) {
+		t.Fatal("the quiet tenant's first change waits for the flood's commit")
+	}
+	s.hold(&delta{tenant: "flood"})
+	s.launched()
+	s.hold(&delta{tenant: "quiet"})
+	if s.quiet(&delta{tenant: "flood"}) {
+		t.Error("the flood's change went alone beside the quiet tenant's open one")
+	}
+	for range 8 {
+		s.hold(&delta{tenant: "flood"})
+	}
+	s.launched() // both fly; nothing is open
+	if s.quiet(&delta{tenant: "flood"}) {
+		t.Error("the flood's change went alone beside the quiet tenant's commit in flight")
+	}
+	if !s.quiet(&delta{tenant: "quiet"}) {
+		t.Error("the quiet tenant's change waits for the flood's commit")
+	}
+}
+
 // TestQuietTenantCommitsAlone: while a flooding tenant's commit syncs and
 // its next changes fill the open transaction, a quiet tenant's change
 // commits in a transaction of its own, at once, and does not wait for the
