@@ -128,9 +128,15 @@ const shareWindow = 32
 type commitShare struct {
 	seq    uint64            // commits launched
 	recent map[string]uint64 // tenant -> seq of its last commit, for those within shareWindow
-	inOpen map[string]int    // tenant -> its changes in the open transaction
-	held   []*delta          // changes held back, in the order they came
-	heldOf map[string]int    // tenant -> its changes in held
+	// rate is, per tenant of recent, its changes per commit launched,
+	// smoothed (in 1/rateOne changes), and lone its changes committed alone
+	// since the last launch: only a tenant lighter than another commits
+	// alone (see quiet).
+	rate   map[string]int
+	lone   map[string]int
+	inOpen map[string]int // tenant -> its changes in the open transaction
+	held   []*delta       // changes held back, in the order they came
+	heldOf map[string]int // tenant -> its changes in held
 	// flying are the tenants of the commit launched last, until a change
 	// commits alone on their account (see quiet).
 	flying []string
@@ -144,6 +150,7 @@ func (s *commitShare) hold(d *delta) bool {
 	}
 	if s.inOpen == nil {
 		s.inOpen, s.recent, s.heldOf = map[string]int{}, map[string]uint64{}, map[string]int{}
+		s.rate, s.lone = map[string]int{}, map[string]int{}
 	}
 	if s.heldOf[d.tenant] > 0 || (s.inOpen[d.tenant] >= commitQuantum && s.shared(d.tenant)) {
 		s.held = append(s.held, d)
@@ -181,29 +188,50 @@ func (s *commitShare) shared(tenant string) bool {
 // too, the one that makes it active: when the open transaction is still
 // empty, that change would otherwise wait there for the other tenant's
 // commit to land and then sync with whatever of that tenant's came
-// meanwhile. It counts d as its tenant's activity.
+// meanwhile. Only a tenant lighter than that other one commits alone (see
+// lighter): two tenants would otherwise take turns at it, and the flooding
+// one, its change alone whenever the quiet one's sits in the open
+// transaction, would hold that transaction back (a lone commit in flight
+// keeps it waiting, see awaitQuiet). It counts d as its tenant's activity.
 func (s *commitShare) quiet(d *delta) bool {
 	if d.tenant == "" || d.reads || s.inOpen == nil || s.inOpen[d.tenant] > 0 || s.heldOf[d.tenant] > 0 {
 		return false
 	}
 	for t := range s.inOpen {
-		if t != d.tenant {
-			s.recent[d.tenant] = s.seq
+		if t != d.tenant && s.lighter(d.tenant, t) {
+			s.alone(d.tenant)
 			return true
 		}
 	}
 	if len(s.inOpen) == 0 {
 		for _, t := range s.flying {
-			if t != d.tenant {
+			if t != d.tenant && s.lighter(d.tenant, t) {
 				// Once per launch: the changes after d find d's tenant
 				// active, or another tenant's in the open transaction.
 				s.flying = s.flying[:0]
-				s.recent[d.tenant] = s.seq
+				s.alone(d.tenant)
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// rateOne is one change per commit in commitShare.rate.
+const rateOne = 16
+
+// lighter reports whether tenant makes fewer changes than other: per
+// commit launched lately, counting those since the last launch as one more
+// commit's. A tenant never seen is lighter than any that made one.
+func (s *commitShare) lighter(tenant, other string) bool {
+	load := func(t string) int { return s.rate[t] + rateOne*(s.inOpen[t]+s.lone[t]) }
+	return load(tenant) < load(other)
+}
+
+// alone counts a change of tenant committed alone as its activity.
+func (s *commitShare) alone(tenant string) {
+	s.recent[tenant] = s.seq
+	s.lone[tenant]++
 }
 
 // several reports whether more than one tenant is active: has changes in
@@ -238,12 +266,17 @@ func (s *commitShare) launched() []*delta {
 		s.recent[t] = s.seq
 		s.flying = append(s.flying, t)
 	}
-	clear(s.inOpen)
 	for t, at := range s.recent {
 		if s.seq-at > shareWindow {
 			delete(s.recent, t)
+			delete(s.rate, t)
+			continue
 		}
+		// rate += (changes - rate) / 8, in 1/rateOne changes.
+		s.rate[t] += (s.inOpen[t]+s.lone[t])*rateOne/8 - s.rate[t]/8
 	}
+	clear(s.inOpen)
+	clear(s.lone)
 	return s.takeHeld()
 }
 

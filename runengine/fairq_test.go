@@ -3,6 +3,7 @@ package runengine
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"runtime"
 	"slices"
 	"sync"
@@ -210,6 +211,82 @@ func TestCommitShareQuiet(t *testing.T) {
 	}
 	if s.quiet(&delta{tenant: "third"}) {
 		t.Error("a second change went alone on the same commit's account")
+	}
+}
+
+// TestCommitShareOnlyTheLighterGoesAlone: of two active tenants, only the
+// one making fewer changes commits alone. The flooding tenant's change,
+// coming while the quiet tenant's sits in the open transaction (or rides
+// the commit in flight), joins the open transaction: alone, its commit in
+// flight would hold back the open one with the quiet tenant's change in it.
+func TestCommitShareOnlyTheLighterGoesAlone(t *testing.T) {
+	t.Parallel()
+	var s commitShare
+	for range 4 { // the flood fills commits, the quiet tenant rides one now and then
+		for range 8 {
+			s.hold(&delta{tenant: "flood"})
+		}
+		s.launched()
+	}
+	if !s.quiet(&delta{tenant: "quiet"}) {
+		t.Fatal("the quiet tenant's first change waits for the flood's commit")
+	}
+	s.hold(&delta{tenant: "flood"})
+	s.launched()
+	s.hold(&delta{tenant: "quiet"})
+	if s.quiet(&delta{tenant: "flood"}) {
+		t.Error("the flood's change went alone beside the quiet tenant's open one")
+	}
+	for range 8 {
+		s.hold(&delta{tenant: "flood"})
+	}
+	s.launched() // both fly; nothing is open
+	if s.quiet(&delta{tenant: "flood"}) {
+		t.Error("the flood's change went alone beside the quiet tenant's commit in flight")
+	}
+	if !s.quiet(&delta{tenant: "quiet"}) {
+		t.Error("the quiet tenant's change waits for the flood's commit")
+	}
+}
+
+// TestFloodChangeJoinsTheQuietTenantsBatch: a flooding tenant's change
+// that comes while a quiet tenant's change waits in the open transaction
+// joins it, rather than commit alone: its lone commit in flight would
+// keep that transaction, and the quiet tenant's change, waiting.
+func TestFloodChangeJoinsTheQuietTenantsBatch(t *testing.T) {
+	t.Parallel()
+	gs, c, kc := gatedCommitter(t, 1000, false)
+	wait := func(keys ...string) { t.Helper(); kc.wait(t, keys...) }
+	for i := range 8 { // the flood fills commits
+		var keys []string
+		for j := range 16 {
+			keys = append(keys, fmt.Sprintf("f-%d-%d", i, j))
+		}
+		kc.submit("flood", keys...)
+		wait(keys...)
+	}
+	commits := func() uint64 {
+		c.stats.Lock()
+		defer c.stats.Unlock()
+		return c.batches
+	}
+	before := commits()
+	// The flood's commit syncs; the quiet tenant's change commits alone
+	// beside it and syncs too; its next change waits in the open
+	// transaction for them; the flood's next change comes.
+	kc.submit("flood", "flood-0")
+	gs.waitHeld(t)
+	readyAhead(t, c)
+	kc.submit("quiet", "slow-q0")
+	gs.waitHeld(t)
+	readyAhead(t, c)
+	kc.submit("quiet", "q1")
+	kc.submit("flood", "f-1")
+	gs.open()
+	gs.openSlow()
+	wait("flood-0", "slow-q0", "q1", "f-1")
+	if got := commits() - before; got != 3 {
+		t.Errorf("%d commits, want 3: the flood's change committed alone", got)
 	}
 }
 
