@@ -479,7 +479,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		return nil, errors.Wrap(err, "register the decisions provider")
 	}
 	ws.automation = automation.New(automation.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,
-		Changes: ws.access,
+		Changes: ws.access, Shared: opts.Cluster,
 		ProcessExists: func(ctx context.Context, tenant, id string) error {
 			_, err := ws.processes.Get(ctx, tenant, id)
 			return err

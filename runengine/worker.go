@@ -101,6 +101,22 @@ type callResult struct {
 	// with the call's result (see callwrites): applied by callOutcome when
 	// the call succeeded, dropped with the result otherwise.
 	writes callwrites.Writes
+	// gateWrites are what the autonomy gate handed over with its decision
+	// (see callwrites): its record and counts, committed with the
+	// command that takes the decision (stepEnv.Gate), whatever the call's
+	// outcome.
+	gateWrites callwrites.Batch
+}
+
+// errDropped tells a call's writes that its result was dropped without a
+// commit.
+var errDropped = errs.Unavailablef("the call's result was dropped")
+
+// drop tells the writes of a result that is dropped without a commit.
+func (r *callResult) drop() {
+	r.gateWrites.Drop(errDropped)
+	b := r.writes.TakeAll()
+	b.Drop(errDropped)
 }
 
 type taskArgs struct {
@@ -620,6 +636,9 @@ func (w *worker) handle(c *command) {
 			for _, fn := range en.held.settled { // changes dropped with the entry
 				fn(errClosed)
 			}
+			if en.parked != nil {
+				en.parked.drop()
+			}
 		}
 		w.forget(k)
 		w.handle(&command{kind: cmdAdvance, tenant: c.tenant, runID: c.runID})
@@ -667,6 +686,7 @@ func (w *worker) handle(c *command) {
 		}
 	case cmdCallResult:
 		if c.result.token != en.inflight {
+			c.result.drop()
 			break // a stale result of a run that was reloaded
 		}
 		en.inflight = ""
@@ -1213,6 +1233,7 @@ func (pc *pendingCall) do(e *Engine) {
 		}
 		pc.dec = d
 		pc.res.gate = &pc.dec
+		pc.res.gateWrites = pc.res.writes.TakeAll()
 		if !d.Auto {
 			return
 		}

@@ -35,8 +35,42 @@ type Writes struct {
 	// need not look.
 	New bool
 
-	mu  sync.Mutex
-	ops []func(store.Txn) error
+	mu      sync.Mutex
+	ops     []func(store.Txn) error
+	counts  []Count
+	settled []func(err error)
+}
+
+// Count is an increment of a counter the caller keeps in its commits: an
+// 8-byte big-endian value at Key that only the caller writes, so that
+// increments of commits in flight add up (a write that read the value
+// would lose one).
+type Count struct {
+	Key string
+	N   int64
+}
+
+// Batch is everything added to a Writes: the writes, the counter
+// increments, and the functions told how the commit carrying them ended.
+type Batch struct {
+	Ops     []func(store.Txn) error
+	Counts  []Count
+	Settled []func(err error)
+}
+
+// Empty reports whether b holds nothing.
+func (b *Batch) Empty() bool {
+	return len(b.Ops) == 0 && len(b.Counts) == 0 && len(b.Settled) == 0
+}
+
+// Drop tells b's Settled functions how the commit carrying b ended: nil
+// when it committed, else err (also when b is dropped without a commit),
+// and empties b.
+func (b *Batch) Drop(err error) {
+	for _, fn := range b.Settled {
+		fn(err)
+	}
+	*b = Batch{}
 }
 
 // ContextKey is the context key of a call's *Writes. With uses it; a
@@ -61,6 +95,34 @@ func (w *Writes) Add(op func(store.Txn) error) {
 	w.mu.Lock()
 	w.ops = append(w.ops, op)
 	w.mu.Unlock()
+}
+
+// AddCount adds n to the counter at key in the transaction that commits
+// the call's result (and only if it commits it).
+func (w *Writes) AddCount(key string, n int64) {
+	w.mu.Lock()
+	w.counts = append(w.counts, Count{Key: key, N: n})
+	w.mu.Unlock()
+}
+
+// OnSettled adds fn, which the caller calls once: with nil when the
+// transaction carrying the writes committed, with an error when it failed
+// or the writes were dropped without a commit (a result that came too
+// late, a run cancelled or reloaded meanwhile). A provider that keeps
+// something in memory for its writes (a reservation) releases it there.
+func (w *Writes) OnSettled(fn func(err error)) {
+	w.mu.Lock()
+	w.settled = append(w.settled, fn)
+	w.mu.Unlock()
+}
+
+// TakeAll returns everything added and empties w.
+func (w *Writes) TakeAll() Batch {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b := Batch{Ops: w.ops, Counts: w.counts, Settled: w.settled}
+	w.ops, w.counts, w.settled = nil, nil, nil
+	return b
 }
 
 // Take returns the writes added and empties w.
