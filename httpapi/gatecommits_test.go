@@ -47,7 +47,9 @@ func (t *countedTxn) CommitAsync(done func(error)) {
 	t.PipelinedTxn.CommitAsync(done)
 }
 
-func (t *countedTxn) SetKept(key, value []byte) error { return store.SetKept(t.PipelinedTxn, key, value) }
+func (t *countedTxn) SetKept(key, value []byte) error {
+	return store.SetKept(t.PipelinedTxn, key, value)
+}
 
 // TestStartCommitsTwice: the start of a run that routes, then sends a mail
 // through email.send behind the autonomy gate (at 100%), makes two commits
