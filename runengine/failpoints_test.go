@@ -27,6 +27,7 @@ import (
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/capability/registry"
+	"github.com/bas-platform/bas/internal/apps/automation"
 	"github.com/bas-platform/bas/internal/callwrites"
 	"github.com/bas-platform/bas/internal/mail"
 	"github.com/bas-platform/bas/process"
@@ -44,6 +45,10 @@ const (
 	// helperOutboxEnv set makes the helper's step email.send on the
 	// built-in outbox, whose message commits with the step's result.
 	helperOutboxEnv = "BAS_FAILPOINT_OUTBOX"
+	// helperGateEnv set makes the helper's gate the automation app's, at
+	// 100% with a daily limit of one automatic action, on the same store:
+	// its decision commits with the step's result.
+	helperGateEnv = "BAS_FAILPOINT_GATE"
 )
 
 func TestMain(m *testing.M) {
@@ -111,6 +116,8 @@ type helperResult struct {
 	Completed int            `json:"completed"`
 	// Messages are the outbox's messages (with helperOutboxEnv).
 	Messages []outboxMessage `json:"messages,omitempty"`
+	// AutomaticToday is the gate's count of the day (with helperGateEnv).
+	AutomaticToday int `json:"automatic_today,omitempty"`
 }
 
 // outboxMessage is what the helper reports of a message.
@@ -178,8 +185,14 @@ func failpointHelper(dir, point string) int {
 	default:
 		return fail(errors.Newf("no failpoint %q", point))
 	}
+	var gate runengine.Gate = &autoGate{auto: true}
+	useGate := os.Getenv(helperGateEnv) != ""
+	auto := automation.New(automation.Config{Store: st, Clock: clk})
+	if useGate {
+		gate = auto.Gate()
+	}
 	eng, err := runengine.New(runengine.Config{Store: st, Clock: clk, Capabilities: reg, Processes: procs,
-		Gate: &autoGate{auto: true}, Failpoints: fp})
+		Gate: gate, Failpoints: fp})
 	if err != nil {
 		return fail(err)
 	}
@@ -202,6 +215,15 @@ func failpointHelper(dir, point string) int {
 			return fail(err)
 		}
 		processID = def.ID
+		if useGate {
+			p, err := automation.ParsePatch([]byte(`{"percent": 100, "max_percent": 100, "sample_percent": 0, "daily_limit": 1}`))
+			if err != nil {
+				return fail(err)
+			}
+			if _, err := auto.UpdateWorkspace(ctx, tenant, "usr_test", p); err != nil {
+				return fail(err)
+			}
+		}
 		if err := os.WriteFile(idFile, []byte(processID), 0o600); err != nil {
 			return fail(err)
 		}
@@ -234,6 +256,13 @@ func failpointHelper(dir, point string) int {
 		if res.Messages, err = outbox(st); err != nil {
 			return fail(err)
 		}
+	}
+	if useGate {
+		v, err := auto.Workspace(ctx, tenant)
+		if err != nil {
+			return fail(err)
+		}
+		res.AutomaticToday = v.AutomaticToday
 	}
 	if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
 		return fail(err)
@@ -400,6 +429,54 @@ func TestFailpointOutboxCommitsWithTheStep(t *testing.T) {
 				t.Errorf("after the restart (-want +got):\n%s", diff)
 			}
 			again, _ := runHelper(t, dir, "", helperOutboxEnv+"=1")
+			if diff := cmp.Diff(want, again); diff != "" {
+				t.Errorf("second restart (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestFailpointGateDecisionCommitsWithTheStep kills the engine after the
+// call the autonomy gate let run (the automation app's gate, the store's
+// only writer, daily limit one) and inside the commit of its result: the
+// decision was not durable, so the day's count is 0; after the restart the
+// gate is asked again, the call repeats its key, the provider acts once,
+// and the day counts one automatic action, also after one more restart.
+func TestFailpointGateDecisionCommitsWithTheStep(t *testing.T) {
+	t.Parallel()
+	for _, point := range []string{"after-call", "group-commit"} {
+		t.Run(point, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			if _, killed := runHelper(t, dir, point, helperGateEnv+"=1"); !killed {
+				t.Fatalf("the helper was not killed at the failpoint %s", point)
+			}
+			st, err := badgerstore.Open(badgerstore.Options{Dir: filepath.Join(dir, "db")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := automation.New(automation.Config{Store: st, Clock: clock.Real{}}).Workspace(context.Background(), tenant)
+			if cerr := st.Close(); err != nil || cerr != nil {
+				t.Fatal(err, cerr)
+			}
+			if v.AutomaticToday != 0 {
+				t.Errorf("automatic today after the crash %d, want 0: the decision commits with the step", v.AutomaticToday)
+			}
+
+			res, killed := runHelper(t, dir, "", helperGateEnv+"=1")
+			if killed {
+				t.Fatal("the restarted helper was killed")
+			}
+			key := res.RunID + "/act/1"
+			if diff := cmp.Diff([]string{key}, readLines(filepath.Join(dir, "effects"))); diff != "" {
+				t.Errorf("side effects (-want +got keys):\n%s", diff)
+			}
+			want := helperResult{RunID: res.RunID, Status: "completed", Output: map[string]any{"effect": float64(1)}, Runs: 1,
+				Completed: 1, AutomaticToday: 1}
+			if diff := cmp.Diff(want, res); diff != "" {
+				t.Errorf("after the restart (-want +got):\n%s", diff)
+			}
+			again, _ := runHelper(t, dir, "", helperGateEnv+"=1")
 			if diff := cmp.Diff(want, again); diff != "" {
 				t.Errorf("second restart (-want +got):\n%s", diff)
 			}
