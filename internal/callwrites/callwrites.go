@@ -97,11 +97,11 @@ func (w *Writes) Add(op func(store.Txn) error) {
 	w.mu.Unlock()
 }
 
-// AddCount adds n to the counter at key in the transaction that commits
-// the call's result (and only if it commits it).
-func (w *Writes) AddCount(key string, n int64) {
+// AddCount adds the increments cs to their counters in the transaction
+// that commits the call's result (and only if it commits it).
+func (w *Writes) AddCount(cs ...Count) {
 	w.mu.Lock()
-	w.counts = append(w.counts, Count{Key: key, N: n})
+	w.counts = append(w.counts, cs...)
 	w.mu.Unlock()
 }
 

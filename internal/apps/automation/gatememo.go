@@ -53,8 +53,18 @@ type memoItemKey struct{ tenant, process, item string }
 
 // memoCount is one day count: base is what the store holds (read once,
 // then counted on as decisions commit), held the automatic decisions
-// handed to commits that have not settled.
-type memoCount struct{ base, held int }
+// handed to commits that have not settled, key the key the run engine
+// keeps it at (keptCountKey).
+type memoCount struct {
+	base, held int
+	key        string
+}
+
+// newMemoCount returns the day count k of the day of now, base counted
+// already.
+func newMemoCount(k memoCountKey, base int, now time.Time) *memoCount {
+	return &memoCount{base: base, key: string(keptCountKey(k.tenant, now, k.process))}
+}
 
 func newGateMemo() *gateMemo {
 	return &gateMemo{counts: map[memoCountKey]*memoCount{}, items: map[memoItemKey]runengine.GateDecision{},
@@ -66,8 +76,10 @@ type memoDecision struct {
 	p        *pendingDecision
 	item     memoItemKey
 	ws, proc memoCountKey
-	rec      *decisionRecord
-	done     bool
+	// wsCount and procCount are the counts of an automatic action.
+	wsCount, procCount *memoCount
+	rec                *decisionRecord
+	done               bool
 }
 
 // levelKey names the levels of a process of a tenant.
@@ -92,11 +104,14 @@ func (s *Service) decideMemo(ctx context.Context, batch []*pendingDecision) {
 			p.out, d.done = out, true
 		}
 	}
-	missing := map[memoCountKey]*memoCount{}
+	var missing map[memoCountKey]*memoCount
 	for i := range ds {
 		if d := &ds[i]; !d.done {
 			for _, k := range [2]memoCountKey{d.ws, d.proc} {
 				if _, ok := m.counts[k]; !ok {
+					if missing == nil {
+						missing = map[memoCountKey]*memoCount{}
+					}
 					missing[k] = nil
 				}
 			}
@@ -136,6 +151,7 @@ func (s *Service) decideMemo(ctx context.Context, batch []*pendingDecision) {
 					!limitReached(e, ws.base+ws.held, proc.base+proc.held, d.rec) {
 					ws.held++
 					proc.held++
+					d.wsCount, d.procCount = ws, proc
 					markAuto(e, p.key, d.rec)
 				}
 			}
@@ -162,7 +178,7 @@ func (s *Service) decideMemo(ctx context.Context, batch []*pendingDecision) {
 			own = append(own, d)
 			continue
 		}
-		s.hand(d, d.p.writes, now)
+		s.hand(d, d.p.writes)
 	}
 	if len(own) > 0 {
 		s.commitOwn(ctx, own, now)
@@ -175,8 +191,7 @@ func (s *Service) decideMemo(ctx context.Context, batch []*pendingDecision) {
 // commit of their own) and the day counts missing from memory (into
 // missing).
 func (s *Service) readForMemo(ctx context.Context, ds []memoDecision, missing map[memoCountKey]*memoCount, now time.Time) (map[levelKey]effective, error) {
-	type loaded struct{ ws, proc *Level }
-	raw := map[levelKey]loaded{}
+	levels := map[levelKey]effective{}
 	var lapse []levelKey
 	err := s.st.View(ctx, func(r store.Reader) error {
 		for i := range ds {
@@ -196,27 +211,24 @@ func (s *Service) readForMemo(ctx context.Context, ds []memoDecision, missing ma
 				}
 			}
 			lk := levelKey{p.req.Tenant, p.req.ProcessID}
-			if _, ok := raw[lk]; ok {
+			if _, ok := levels[lk]; ok {
 				continue
 			}
 			ws, proc, err := load(r, lk.tenant, lk.process)
 			if err != nil {
 				return err
 			}
-			raw[lk] = loaded{ws, proc}
-			for _, l := range []*Level{ws, proc} {
-				if l != nil && l.Exception != nil && !active(l.Exception, now) {
-					lapse = append(lapse, lk)
-					break
-				}
+			if lapsed(ws, now) || lapsed(proc, now) {
+				lapse = append(lapse, lk)
 			}
+			levels[lk] = resolveLevels(ws, proc, lk.process, now)
 		}
 		for k := range missing {
 			c, err := getCount(r, k.tenant, k.process, now)
 			if err != nil {
 				return err
 			}
-			missing[k] = &memoCount{base: c.Count + c.kept}
+			missing[k] = newMemoCount(k, c.Count+c.kept, now)
 		}
 		return nil
 	})
@@ -226,22 +238,28 @@ func (s *Service) readForMemo(ctx context.Context, ds []memoDecision, missing ma
 	for _, lk := range lapse {
 		err := s.st.Update(ctx, func(tx store.Txn) error {
 			ws, proc, err := s.loadLapsing(tx, lk.tenant, lk.process, now)
-			raw[lk] = loaded{ws, proc}
+			levels[lk] = resolveLevels(ws, proc, lk.process, now)
 			return err
 		})
 		if err != nil {
 			return nil, err
 		}
 	}
-	levels := make(map[levelKey]effective, len(raw))
-	for lk, l := range raw {
-		proc := l.proc
-		if proc == nil {
-			proc = &Level{ID: lk.process}
-		}
-		levels[lk] = resolve(l.ws, proc, now)
-	}
 	return levels, nil
+}
+
+// lapsed reports whether l has an exception that ended at now.
+func lapsed(l *Level, now time.Time) bool {
+	return l != nil && l.Exception != nil && !active(l.Exception, now)
+}
+
+// resolveLevels is the level in force at now for processID given the
+// stored levels (proc nil when the process has none of its own).
+func resolveLevels(ws, proc *Level, processID string, now time.Time) effective {
+	if proc == nil {
+		proc = &Level{ID: processID}
+	}
+	return resolve(ws, proc, now)
 }
 
 // count returns the day count k, taking it from loaded when it is not in
@@ -256,7 +274,7 @@ func (m *gateMemo) count(ctx context.Context, st store.Store, k memoCountKey, lo
 		err := st.View(ctx, func(r store.Reader) error {
 			dc, err := getCount(r, k.tenant, k.process, now)
 			if err == nil {
-				c = &memoCount{base: dc.Count + dc.kept}
+				c = newMemoCount(k, dc.Count+dc.kept, now)
 			}
 			return err
 		})
@@ -283,7 +301,7 @@ func (m *gateMemo) forget(old func(memoCountKey) bool) {
 // ended: its count joins base when it landed and is released otherwise,
 // and d is no longer in flight. It acts once.
 func (m *gateMemo) settled(d *memoDecision) func(error) {
-	item, ws, proc, auto := d.item, d.ws, d.proc, d.rec.Auto
+	item, ws, proc := d.item, d.wsCount, d.procCount
 	once := false
 	return func(err error) {
 		m.mu.Lock()
@@ -293,11 +311,10 @@ func (m *gateMemo) settled(d *memoDecision) func(error) {
 		}
 		once = true
 		delete(m.items, item)
-		if !auto {
+		if ws == nil { // not automatic: nothing counted
 			return
 		}
-		for _, k := range [2]memoCountKey{ws, proc} {
-			c := m.counts[k] // kept while held
+		for _, c := range [2]*memoCount{ws, proc} { // in counts while held
 			c.held--
 			if err == nil {
 				c.base++
@@ -308,7 +325,7 @@ func (m *gateMemo) settled(d *memoDecision) func(error) {
 
 // hand gives w d's record and, for an automatic action, the increments
 // of its day counts.
-func (s *Service) hand(d *memoDecision, w *callwrites.Writes, now time.Time) {
+func (s *Service) hand(d *memoDecision, w *callwrites.Writes) {
 	tenant, rec := d.p.req.Tenant, d.rec
 	raw, err := rec.appendJSON(make([]byte, 0, 160+len(rec.ItemKey)+len(rec.ProcessID)+len(rec.RunID)+len(rec.StepKey)+
 		len(rec.Capability)+len(rec.Reason)))
@@ -318,9 +335,8 @@ func (s *Service) hand(d *memoDecision, w *callwrites.Writes, now time.Time) {
 		return
 	}
 	w.Add(func(tx store.Txn) error { return gateDecisions.PutRaw(tx, tenant, rec, raw) })
-	if rec.Auto {
-		w.AddCount(string(keptCountKey(tenant, now, "")), 1)
-		w.AddCount(string(keptCountKey(tenant, now, rec.ProcessID)), 1)
+	if d.wsCount != nil {
+		w.AddCount(callwrites.Count{Key: d.wsCount.key, N: 1}, callwrites.Count{Key: d.procCount.key, N: 1})
 	}
 	w.OnSettled(s.memo.settled(d))
 }
@@ -332,7 +348,7 @@ func (s *Service) commitOwn(ctx context.Context, own []*memoDecision, now time.T
 	bs := make([]callwrites.Batch, len(own))
 	for i, d := range own {
 		var w callwrites.Writes
-		s.hand(d, &w, now)
+		s.hand(d, &w)
 		bs[i] = w.TakeAll()
 	}
 	err := s.st.Update(ctx, func(tx store.Txn) error {
