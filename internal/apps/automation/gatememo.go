@@ -140,6 +140,10 @@ func (s *Service) decideMemo(ctx context.Context, batch []*pendingDecision) {
 			continue
 		}
 		p := d.p
+		if out, ok := m.items[d.item]; ok { // asked twice in the batch
+			p.out, d.done = out, true
+			continue
+		}
 		e := levels[levelKey{p.req.Tenant, p.req.ProcessID}]
 		d.rec = &decisionRecord{ItemKey: p.key, ProcessID: p.req.ProcessID, RunID: p.req.RunID, StepKey: p.req.StepKey,
 			Capability: p.req.Capability, Percent: e.current(), At: now}

@@ -71,3 +71,39 @@ func TestGateMemoForgets(t *testing.T) {
 	}
 	b.Drop(nil)
 }
+
+// TestGateMemoItemTwiceInABatch: one item asked twice in one batch gets
+// one answer, handed and counted once.
+func TestGateMemoItemTwiceInABatch(t *testing.T) {
+	t.Parallel()
+	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	s := New(Config{Store: st, Clock: clock.NewFake(time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC))})
+	ctx := context.Background()
+	p, err := ParsePatch([]byte(`{"percent": 100, "max_percent": 100}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateWorkspace(ctx, "t1", "u1", p); err != nil {
+		t.Fatal(err)
+	}
+	var ws [2]callwrites.Writes
+	batch := make([]*pendingDecision, 2)
+	for i := range batch {
+		batch[i] = &pendingDecision{req: runengine.GateRequest{Tenant: "t1", ProcessID: "prc_1", RunID: "run_1", StepKey: "pay",
+			ItemKey: "run_1/pay", New: true}, key: "run_1/pay", writes: &ws[i]}
+	}
+	s.decideBatch(ctx, batch)
+	counts := 0
+	for i := range ws {
+		b := ws[i].TakeAll()
+		counts += len(b.Counts)
+		b.Drop(nil)
+	}
+	if batch[0].out != batch[1].out || !batch[0].out.Auto || counts != 2 {
+		t.Errorf("answers %+v and %+v, %d count increments; want one automatic answer counted once (2)", batch[0].out, batch[1].out, counts)
+	}
+}
