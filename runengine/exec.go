@@ -139,7 +139,7 @@ func (x *exec) stamp() *time.Time {
 
 func (x *exec) count(key string, n int64) {
 	if x.fx.counters == nil {
-		x.fx.counters = make([]counterInc, 0, 4) // a run's end counts three
+		x.fx.counters = make([]counterInc, 0, 6) // a run's end counts three, an automatic gate decision two
 	}
 	x.fx.counters = append(x.fx.counters, counterInc{key, n})
 }

@@ -78,7 +78,7 @@ type memoDecision struct {
 	ws, proc memoCountKey
 	// wsCount and procCount are the counts of an automatic action.
 	wsCount, procCount *memoCount
-	rec                *decisionRecord
+	rec                decisionRecord
 	done               bool
 }
 
@@ -145,18 +145,18 @@ func (s *Service) decideMemo(ctx context.Context, batch []*pendingDecision) {
 			continue
 		}
 		e := levels[levelKey{p.req.Tenant, p.req.ProcessID}]
-		d.rec = &decisionRecord{ItemKey: p.key, ProcessID: p.req.ProcessID, RunID: p.req.RunID, StepKey: p.req.StepKey,
+		d.rec = decisionRecord{ItemKey: p.key, ProcessID: p.req.ProcessID, RunID: p.req.RunID, StepKey: p.req.StepKey,
 			Capability: p.req.Capability, Percent: e.current(), At: now}
-		if levelAllows(e, p.key, d.rec) {
+		if levelAllows(e, p.key, &d.rec) {
 			ws, err := m.count(ctx, s.st, d.ws, missing, now)
 			if err == nil {
 				var proc *memoCount
 				if proc, err = m.count(ctx, s.st, d.proc, missing, now); err == nil &&
-					!limitReached(e, ws.base+ws.held, proc.base+proc.held, d.rec) {
+					!limitReached(e, ws.base+ws.held, proc.base+proc.held, &d.rec) {
 					ws.held++
 					proc.held++
 					d.wsCount, d.procCount = ws, proc
-					markAuto(e, p.key, d.rec)
+					markAuto(e, p.key, &d.rec)
 				}
 			}
 			if err != nil {
@@ -330,7 +330,7 @@ func (m *gateMemo) settled(d *memoDecision) func(error) {
 // hand gives w d's record and, for an automatic action, the increments
 // of its day counts.
 func (s *Service) hand(d *memoDecision, w *callwrites.Writes) {
-	tenant, rec := d.p.req.Tenant, d.rec
+	tenant, rec := d.p.req.Tenant, d.rec // the write holds its own copy
 	raw, err := rec.appendJSON(make([]byte, 0, 160+len(rec.ItemKey)+len(rec.ProcessID)+len(rec.RunID)+len(rec.StepKey)+
 		len(rec.Capability)+len(rec.Reason)))
 	if err != nil {
@@ -338,7 +338,7 @@ func (s *Service) hand(d *memoDecision, w *callwrites.Writes) {
 		d.p.out, d.p.err = runengine.GateDecision{}, errors.Wrap(err, "encode a gate decision")
 		return
 	}
-	w.Add(func(tx store.Txn) error { return gateDecisions.PutRaw(tx, tenant, rec, raw) })
+	w.Add(func(tx store.Txn) error { return gateDecisions.PutRaw(tx, tenant, &rec, raw) })
 	if d.wsCount != nil {
 		w.AddCount(callwrites.Count{Key: d.wsCount.key, N: 1}, callwrites.Count{Key: d.procCount.key, N: 1})
 	}
