@@ -438,49 +438,60 @@ func TestFailpointOutboxCommitsWithTheStep(t *testing.T) {
 
 // TestFailpointGateDecisionCommitsWithTheStep kills the engine after the
 // call the autonomy gate let run (the automation app's gate, the store's
-// only writer, daily limit one) and inside the commit of its result: the
-// decision was not durable, so the day's count is 0; after the restart the
-// gate is asked again, the call repeats its key, the provider acts once,
-// and the day counts one automatic action, also after one more restart.
+// only writer, daily limit one) and inside the commit of its result.
+// Before the outbox (a provider whose action commits with the step) the
+// decision commits with the step too: after the crash the day's count is
+// 0, the gate is asked again on resume and the day counts one automatic
+// action. Before a provider that acts outside the store (a file here) the
+// decision is durable before the call: the day counts one after the crash
+// already, and still one after the resume, with one side effect.
 func TestFailpointGateDecisionCommitsWithTheStep(t *testing.T) {
 	t.Parallel()
-	for _, point := range []string{"after-call", "group-commit"} {
-		t.Run(point, func(t *testing.T) {
-			t.Parallel()
-			dir := t.TempDir()
-			if _, killed := runHelper(t, dir, point, helperGateEnv+"=1"); !killed {
-				t.Fatalf("the helper was not killed at the failpoint %s", point)
-			}
-			st, err := badgerstore.Open(badgerstore.Options{Dir: filepath.Join(dir, "db")})
-			if err != nil {
-				t.Fatal(err)
-			}
-			v, err := automation.New(automation.Config{Store: st, Clock: clock.Real{}}).Workspace(context.Background(), tenant)
-			if cerr := st.Close(); err != nil || cerr != nil {
-				t.Fatal(err, cerr)
-			}
-			if v.AutomaticToday != 0 {
-				t.Errorf("automatic today after the crash %d, want 0: the decision commits with the step", v.AutomaticToday)
-			}
+	for _, tc := range []struct {
+		provider string
+		env      []string
+		before   int
+	}{
+		{"outbox", []string{helperGateEnv + "=1", helperOutboxEnv + "=1"}, 0},
+		{"effects", []string{helperGateEnv + "=1"}, 1},
+	} {
+		for _, point := range []string{"after-call", "group-commit"} {
+			t.Run(tc.provider+"/"+point, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				if _, killed := runHelper(t, dir, point, tc.env...); !killed {
+					t.Fatalf("the helper was not killed at the failpoint %s", point)
+				}
+				st, err := badgerstore.Open(badgerstore.Options{Dir: filepath.Join(dir, "db")})
+				if err != nil {
+					t.Fatal(err)
+				}
+				v, err := automation.New(automation.Config{Store: st, Clock: clock.Real{}}).Workspace(context.Background(), tenant)
+				if cerr := st.Close(); err != nil || cerr != nil {
+					t.Fatal(err, cerr)
+				}
+				if v.AutomaticToday != tc.before {
+					t.Errorf("automatic today after the crash %d, want %d", v.AutomaticToday, tc.before)
+				}
 
-			res, killed := runHelper(t, dir, "", helperGateEnv+"=1")
-			if killed {
-				t.Fatal("the restarted helper was killed")
-			}
-			key := res.RunID + "/act/1"
-			if diff := cmp.Diff([]string{key}, readLines(filepath.Join(dir, "effects"))); diff != "" {
-				t.Errorf("side effects (-want +got keys):\n%s", diff)
-			}
-			want := helperResult{RunID: res.RunID, Status: "completed", Output: map[string]any{"effect": float64(1)}, Runs: 1,
-				Completed: 1, AutomaticToday: 1}
-			if diff := cmp.Diff(want, res); diff != "" {
-				t.Errorf("after the restart (-want +got):\n%s", diff)
-			}
-			again, _ := runHelper(t, dir, "", helperGateEnv+"=1")
-			if diff := cmp.Diff(want, again); diff != "" {
-				t.Errorf("second restart (-want +got):\n%s", diff)
-			}
-		})
+				for _, when := range []string{"after the restart", "after a second restart"} {
+					res, killed := runHelper(t, dir, "", tc.env...)
+					if killed {
+						t.Fatal("the restarted helper was killed")
+					}
+					got := []any{res.Status, res.Runs, res.Completed, res.AutomaticToday, len(res.Messages)}
+					want := []any{"completed", 1, 1, 1, 0}
+					if tc.provider == "outbox" {
+						want[4] = 1
+					} else if diff := cmp.Diff([]string{res.RunID + "/act/1"}, readLines(filepath.Join(dir, "effects"))); diff != "" {
+						t.Errorf("side effects %s (-want +got keys):\n%s", when, diff)
+					}
+					if diff := cmp.Diff(want, got); diff != "" {
+						t.Errorf("status, runs, completed, automatic today, messages %s (-want +got):\n%s", when, diff)
+					}
+				}
+			})
+		}
 	}
 }
 

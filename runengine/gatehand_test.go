@@ -29,6 +29,9 @@ func (p *blocking) Capabilities() []capability.Capability {
 	return []capability.Capability{{ID: "test.block", Name: "Block", Description: "Waits to be released.", Args: obj, Result: obj}}
 }
 
+// JoinsWrites marks blocking a callwrites.Joiner: it acts on nothing.
+func (p *blocking) JoinsWrites() {}
+
 func (p *blocking) Call(ctx context.Context, c capability.Call) (json.RawMessage, error) {
 	select {
 	case p.entered <- struct{}{}:

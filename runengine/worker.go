@@ -2,6 +2,7 @@ package runengine
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"slices"
 	"sync"
@@ -1225,6 +1226,9 @@ func (pc *pendingCall) do(e *Engine) {
 	ctx.writes = &pc.res.writes
 	defer ctx.release()
 	if pc.asksGate {
+		if j, ok := e.cfg.Capabilities.(writesJoiner); ok {
+			pc.res.writes.Joins = j.JoinsWrites(ctx, pc.tenant, pc.capID)
+		}
 		d, err := e.cfg.Gate.Decide(ctx, GateRequest{Tenant: pc.tenant, ProcessID: pc.process, RunID: pc.runID, StepKey: pc.info.StepKey,
 			Capability: pc.capID, ItemKey: pc.key[:len(pc.runID)+1+len(pc.info.StepKey)], New: pc.res.writes.New})
 		if err != nil {
@@ -1240,6 +1244,14 @@ func (pc *pendingCall) do(e *Engine) {
 	}
 	pc.res.out, pc.res.err = e.cfg.Capabilities.Call(ctx, capability.Call{Tenant: pc.tenant, Capability: pc.capID, Args: pc.args,
 		IdempotencyKey: pc.key})
+}
+
+// writesJoiner is implemented by a Caller that tells whether the provider
+// of a capability hands all its writes to the call's commit
+// (callwrites.Joiner): the gate's answer may then commit with the call's
+// result (callwrites.Writes.Joins).
+type writesJoiner interface {
+	JoinsWrites(ctx context.Context, tenant, capID string) bool
 }
 
 // now rounds the clock to microseconds so stored times round-trip exactly.

@@ -34,6 +34,11 @@ type Writes struct {
 	// calls): nothing was written under the key, and the provider's write
 	// need not look.
 	New bool
+	// Joins, set by the caller, says the call's provider is a Joiner:
+	// nothing of the call acts outside the commit of its result, so
+	// writes tied to the call that were decided before it (the autonomy
+	// gate's answer) may wait for that commit too.
+	Joins bool
 
 	mu      sync.Mutex
 	ops     []func(store.Txn) error
@@ -71,6 +76,15 @@ func (b *Batch) Drop(err error) {
 		fn(err)
 	}
 	*b = Batch{}
+}
+
+// Joiner is implemented by a provider whose every action, when the caller
+// offers a Writes, is a write it adds there instead of doing it: nothing
+// of its calls happens outside the caller's commit of their result. (The
+// outbox's email.send is one; a provider that calls another system, or
+// commits on its own, is not.) JoinsWrites is a marker and does nothing.
+type Joiner interface {
+	JoinsWrites()
 }
 
 // ContextKey is the context key of a call's *Writes. With uses it; a

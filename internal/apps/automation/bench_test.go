@@ -99,7 +99,7 @@ func BenchmarkDecideHanded(b *testing.B) {
 	svc := benchService(b, badgerstore.Options{InMemory: true})
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		var w callwrites.Writes
+		w := callwrites.Writes{Joins: true}
 		ctx := callwrites.With(context.Background(), &w)
 		if _, err := svc.Decide(ctx, runengine.GateRequest{Tenant: "t1", ProcessID: "prc_1", RunID: "run_" + strconv.Itoa(i),
 			StepKey: "pay", ItemKey: "run_" + strconv.Itoa(i) + "/pay", New: true}); err != nil {

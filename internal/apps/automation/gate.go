@@ -139,6 +139,10 @@ func Bucket(salt, key string) int {
 // stored under the item key: a retry gets the same answer and is counted
 // once (a New item, which has none, is not looked up). Amount caps and
 // require_approval are checked by the engine before and always win.
+//
+// Unless Config.Shared, the answer and its counts are handed to the
+// commit of the call's result when ctx carries a callwrites.Writes that
+// Joins (see gateMemo); otherwise they commit before Decide returns.
 func (s *Service) Decide(ctx context.Context, req runengine.GateRequest) (runengine.GateDecision, error) {
 	key := req.ItemKey
 	if key == "" && req.RunID != "" {
@@ -151,8 +155,8 @@ func (s *Service) Decide(ctx context.Context, req runengine.GateRequest) (runeng
 	_, _ = h.Write([]byte(req.Tenant))
 	d := &s.deciders[h.Sum32()%uint32(len(s.deciders))]
 	p := &pendingDecision{req: req, key: key}
-	if s.memo != nil {
-		p.writes = callwrites.From(ctx)
+	if w := callwrites.From(ctx); s.memo != nil && w != nil && w.Joins {
+		p.writes = w
 	}
 	d.Do(p, func(batch []*pendingDecision) { s.decideBatch(context.WithoutCancel(ctx), batch) })
 	return p.out, p.err

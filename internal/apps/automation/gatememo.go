@@ -17,7 +17,8 @@ import (
 // commit (callwrites) that are not settled yet.
 //
 // A decision the engine asks for with a callwrites.Writes in the context
-// is counted here at once (held), and its record and count increments are
+// that Joins (the call's provider acts only through the call's commit) is
+// counted here at once (held), and its record and count increments are
 // handed to the commit of the step that takes it. When that commit lands
 // the count becomes part of base; when it fails, or the call's result is
 // dropped, the count is released. Daily limits compare base+held, so

@@ -33,7 +33,7 @@ func TestGateMemoForgets(t *testing.T) {
 	}
 	decide := func(tenant string) callwrites.Batch {
 		t.Helper()
-		var w callwrites.Writes
+		w := callwrites.Writes{Joins: true}
 		d, err := s.Decide(callwrites.With(ctx, &w), runengine.GateRequest{Tenant: tenant, ProcessID: "prc_1", RunID: "run_1",
 			StepKey: "pay", ItemKey: "run_1/pay", New: true})
 		if err != nil || !d.Auto {

@@ -26,7 +26,7 @@ type handed struct {
 // context, and returns the answer and what the gate handed over.
 func (b *bundle) decideHanded(processID, item string, isNew bool) handed {
 	b.t.Helper()
-	var w callwrites.Writes
+	w := callwrites.Writes{Joins: true}
 	d, err := b.svc.Decide(callwrites.With(context.Background(), &w), runengine.GateRequest{
 		Tenant: tenant, ProcessID: processID, RunID: "run_" + item, StepKey: "pay", Capability: "payment.request",
 		ItemKey: item, New: isNew})
@@ -213,6 +213,31 @@ func TestHandedDecisionAskedAgain(t *testing.T) {
 	}
 	if diff := cmp.Diff(4, v.AutomaticToday); diff != "" {
 		t.Errorf("automatic today as a node of a cluster reads it (-want +got):\n%s", diff)
+	}
+}
+
+// TestDecisionBeforeAProviderThatActsCommitsItsOwn: a decision asked
+// before the call of a provider that acts outside the call's commit (the
+// Writes does not say Joins) is a commit of its own, made before the
+// answer: the provider acts on a durable decision.
+func TestDecisionBeforeAProviderThatActsCommitsItsOwn(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	b.patch("", `{"percent": 100, "max_percent": 100, "daily_limit": 1}`)
+	var w callwrites.Writes
+	d, err := b.svc.Decide(callwrites.With(context.Background(), &w), runengine.GateRequest{Tenant: tenant, ProcessID: "prc_1",
+		RunID: "run_k", StepKey: "pay", ItemKey: "run_k/pay", New: true})
+	if err != nil || !d.Auto {
+		t.Fatalf("decision %+v, %v; want automatic", d, err)
+	}
+	if h := w.TakeAll(); !h.Empty() {
+		t.Errorf("handed %+v, want nothing", h)
+	}
+	if n := b.view("prc_1").AutomaticToday; n != 1 {
+		t.Errorf("automatic today %d, want 1", n)
+	}
+	if h := b.decideHanded("prc_1", "k2", true); h.d.Auto {
+		t.Errorf("an item past the limit ran alone: %+v", h.d)
 	}
 }
 
