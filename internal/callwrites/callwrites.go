@@ -13,6 +13,13 @@
 // commits in flight write (the engine's commits are pipelined: a write
 // reads what was durable when its transaction opened).
 //
+// Besides writes, a Writes carries counter increments (AddCount, kept by
+// the caller's commits so that concurrent ones add up) and functions told
+// how the commit ended (OnSettled). The autonomy gate uses them: before a
+// call whose provider is a Joiner, it hands its answer and day counts to
+// the same commit, and releases what it counted in memory if that commit
+// fails or the result is dropped.
+//
 // Only code of this module can reach it: plugins, connectors and an
 // embedder's providers commit their own writes as before. Callers other
 // than the engine (a direct call over HTTP) put no Writes in the context,
