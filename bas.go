@@ -104,8 +104,10 @@ type Options struct {
 	// workspace takes itself for the store's only writer: it serves kept
 	// sessions and keys without reading them again until it writes access
 	// records itself, so another process writing the same store would see
-	// its sign-outs and revocations act late. Share a store between
-	// processes only as a Cluster.
+	// its sign-outs and revocations act late; and the autonomy gate keeps
+	// the day's counts of automatic actions in memory, so another writer's
+	// decisions would not count against this one's daily limits. Share a
+	// store between processes only as a Cluster.
 	Store Store
 	// PostgresDSN, when set (and Store is not), keeps state in PostgreSQL
 	// (or CockroachDB, YugabyteDB) instead of Badger: a connection string
@@ -479,7 +481,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		return nil, errors.Wrap(err, "register the decisions provider")
 	}
 	ws.automation = automation.New(automation.Config{Store: st, Clock: opts.Clock, Logger: opts.Logger,
-		Changes: ws.access,
+		Changes: ws.access, Shared: opts.Cluster,
 		ProcessExists: func(ctx context.Context, tenant, id string) error {
 			_, err := ws.processes.Get(ctx, tenant, id)
 			return err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/internal/callwrites"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/internal/refs"
@@ -122,6 +123,9 @@ func (w *worker) newExec(en *entry, c *command) *exec {
 // outlives a command (the changes it held on the run, the closures it
 // left for after the commit) never refers to its exec.
 func (w *worker) release(x *exec) {
+	if x.res != nil { // a call result the command did not take
+		x.res.drop()
+	}
 	*x = exec{}
 	w.spare = x
 }
@@ -141,7 +145,7 @@ func (x *exec) stamp() *time.Time {
 
 func (x *exec) count(key string, n int64) {
 	if x.fx.counters == nil {
-		x.fx.counters = make([]counterInc, 0, 4) // a run's end counts three
+		x.fx.counters = make([]counterInc, 0, 6) // a run's end counts three, an automatic gate decision two
 	}
 	x.fx.counters = append(x.fx.counters, counterInc{key, n})
 }
@@ -527,15 +531,14 @@ func (x *exec) callOutcome(def *process.Step, st *StepRun) (any, bool) {
 			out = map[string]any{}
 		}
 		if err == nil {
-			if ops := res.writes.Take(); len(ops) > 0 {
-				x.dirty = true
-				x.fx.ops = append(x.fx.ops, ops...)
-			}
+			b := res.writes.TakeAll()
+			x.join(&b)
 			return out, true
 		}
 		res.err = errs.Validation(errs.Violation{Loc: []any{"output"}, Msg: "is not JSON: " + err.Error(), Type: "json_invalid"})
 	}
 	x.dirty = true
+	res.drop()
 	msg := fmt.Sprintf("step %s: %s", def.Key, errorText(res.err))
 	x.w.e.log.Warn("step call failed", "tenant", x.r.Tenant, "run", x.r.ID, "step", def.Key, "attempt", st.Attempts+1,
 		"error", errorText(res.err))
@@ -559,6 +562,22 @@ func (x *exec) callOutcome(def *process.Step, st *StepRun) (any, bool) {
 	x.addTimer(x.now.Add(delay), token)
 	x.wait(st, StepRunning)
 	return nil, false
+}
+
+// join adds b, writes a provider or the autonomy gate handed over with a
+// call's result (callwrites), to this command's commit: they commit
+// together or not at all, and b's Settled functions are told how it ended.
+func (x *exec) join(b *callwrites.Batch) {
+	if b.Empty() {
+		return
+	}
+	x.dirty = true
+	x.fx.ops = append(x.fx.ops, b.Ops...)
+	for _, c := range b.Counts {
+		x.count(c.Key, c.N)
+	}
+	x.fx.settled = append(x.fx.settled, b.Settled...)
+	*b = callwrites.Batch{}
 }
 
 // permanent reports whether retrying err cannot help.

@@ -27,6 +27,7 @@ import (
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/capability/registry"
+	"github.com/bas-platform/bas/internal/apps/automation"
 	"github.com/bas-platform/bas/internal/callwrites"
 	"github.com/bas-platform/bas/internal/mail"
 	"github.com/bas-platform/bas/process"
@@ -44,6 +45,10 @@ const (
 	// helperOutboxEnv set makes the helper's step email.send on the
 	// built-in outbox, whose message commits with the step's result.
 	helperOutboxEnv = "BAS_FAILPOINT_OUTBOX"
+	// helperGateEnv set makes the helper's gate the automation app's, at
+	// 100% with a daily limit of one automatic action, on the same store:
+	// its decision commits with the step's result.
+	helperGateEnv = "BAS_FAILPOINT_GATE"
 )
 
 func TestMain(m *testing.M) {
@@ -111,6 +116,8 @@ type helperResult struct {
 	Completed int            `json:"completed"`
 	// Messages are the outbox's messages (with helperOutboxEnv).
 	Messages []outboxMessage `json:"messages,omitempty"`
+	// AutomaticToday is the gate's count of the day (with helperGateEnv).
+	AutomaticToday int `json:"automatic_today,omitempty"`
 }
 
 // outboxMessage is what the helper reports of a message.
@@ -178,8 +185,14 @@ func failpointHelper(dir, point string) int {
 	default:
 		return fail(errors.Newf("no failpoint %q", point))
 	}
+	var gate runengine.Gate = &autoGate{auto: true}
+	useGate := os.Getenv(helperGateEnv) != ""
+	auto := automation.New(automation.Config{Store: st, Clock: clk})
+	if useGate {
+		gate = auto.Gate()
+	}
 	eng, err := runengine.New(runengine.Config{Store: st, Clock: clk, Capabilities: reg, Processes: procs,
-		Gate: &autoGate{auto: true}, Failpoints: fp})
+		Gate: gate, Failpoints: fp})
 	if err != nil {
 		return fail(err)
 	}
@@ -202,6 +215,15 @@ func failpointHelper(dir, point string) int {
 			return fail(err)
 		}
 		processID = def.ID
+		if useGate {
+			p, err := automation.ParsePatch([]byte(`{"percent": 100, "max_percent": 100, "sample_percent": 0, "daily_limit": 1}`))
+			if err != nil {
+				return fail(err)
+			}
+			if _, err := auto.UpdateWorkspace(ctx, tenant, "usr_test", p); err != nil {
+				return fail(err)
+			}
+		}
 		if err := os.WriteFile(idFile, []byte(processID), 0o600); err != nil {
 			return fail(err)
 		}
@@ -234,6 +256,13 @@ func failpointHelper(dir, point string) int {
 		if res.Messages, err = outbox(st); err != nil {
 			return fail(err)
 		}
+	}
+	if useGate {
+		v, err := auto.Workspace(ctx, tenant)
+		if err != nil {
+			return fail(err)
+		}
+		res.AutomaticToday = v.AutomaticToday
 	}
 	if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
 		return fail(err)
@@ -404,6 +433,65 @@ func TestFailpointOutboxCommitsWithTheStep(t *testing.T) {
 				t.Errorf("second restart (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestFailpointGateDecisionCommitsWithTheStep kills the engine after the
+// call the autonomy gate let run (the automation app's gate, the store's
+// only writer, daily limit one) and inside the commit of its result.
+// Before the outbox (a provider whose action commits with the step) the
+// decision commits with the step too: after the crash the day's count is
+// 0, the gate is asked again on resume and the day counts one automatic
+// action. Before a provider that acts outside the store (a file here) the
+// decision is durable before the call: the day counts one after the crash
+// already, and still one after the resume, with one side effect.
+func TestFailpointGateDecisionCommitsWithTheStep(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		provider string
+		env      []string
+		before   int
+	}{
+		{"outbox", []string{helperGateEnv + "=1", helperOutboxEnv + "=1"}, 0},
+		{"effects", []string{helperGateEnv + "=1"}, 1},
+	} {
+		for _, point := range []string{"after-call", "group-commit"} {
+			t.Run(tc.provider+"/"+point, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				if _, killed := runHelper(t, dir, point, tc.env...); !killed {
+					t.Fatalf("the helper was not killed at the failpoint %s", point)
+				}
+				st, err := badgerstore.Open(badgerstore.Options{Dir: filepath.Join(dir, "db")})
+				if err != nil {
+					t.Fatal(err)
+				}
+				v, err := automation.New(automation.Config{Store: st, Clock: clock.Real{}}).Workspace(context.Background(), tenant)
+				if cerr := st.Close(); err != nil || cerr != nil {
+					t.Fatal(err, cerr)
+				}
+				if v.AutomaticToday != tc.before {
+					t.Errorf("automatic today after the crash %d, want %d", v.AutomaticToday, tc.before)
+				}
+
+				for _, when := range []string{"after the restart", "after a second restart"} {
+					res, killed := runHelper(t, dir, "", tc.env...)
+					if killed {
+						t.Fatal("the restarted helper was killed")
+					}
+					got := []any{res.Status, res.Runs, res.Completed, res.AutomaticToday, len(res.Messages)}
+					want := []any{"completed", 1, 1, 1, 0}
+					if tc.provider == "outbox" {
+						want[4] = 1
+					} else if diff := cmp.Diff([]string{res.RunID + "/act/1"}, readLines(filepath.Join(dir, "effects"))); diff != "" {
+						t.Errorf("side effects %s (-want +got keys):\n%s", when, diff)
+					}
+					if diff := cmp.Diff(want, got); diff != "" {
+						t.Errorf("status, runs, completed, automatic today, messages %s (-want +got):\n%s", when, diff)
+					}
+				}
+			})
+		}
 	}
 }
 

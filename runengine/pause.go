@@ -52,6 +52,9 @@ func (x *exec) held() bool {
 	case cmdCancel:
 		if r.Status == RunPaused {
 			r.Paused = nil
+			if x.en.parked != nil {
+				x.en.parked.drop()
+			}
 			x.en.parked = nil
 		}
 		return false
@@ -67,6 +70,8 @@ func (x *exec) held() bool {
 	case cmdCallResult:
 		if c.result.token == x.en.inflight {
 			x.en.parked = c.result
+		} else {
+			c.result.drop()
 		}
 	case cmdTimer:
 		key := c.timer.key

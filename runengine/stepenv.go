@@ -63,6 +63,7 @@ func (e *stepEnv) Gate() (process.GateVerdict, bool) {
 	}
 	g := e.res.gate
 	e.dirty = true
+	e.x().join(&e.res.gateWrites)
 	if !g.Auto {
 		e.res = nil
 	}

@@ -2,6 +2,7 @@ package runengine
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"slices"
 	"sync"
@@ -101,6 +102,22 @@ type callResult struct {
 	// with the call's result (see callwrites): applied by callOutcome when
 	// the call succeeded, dropped with the result otherwise.
 	writes callwrites.Writes
+	// gateWrites are what the autonomy gate handed over with its decision
+	// (see callwrites): its record and counts, committed with the
+	// command that takes the decision (stepEnv.Gate), whatever the call's
+	// outcome.
+	gateWrites callwrites.Batch
+}
+
+// errDropped tells a call's writes that its result was dropped without a
+// commit.
+var errDropped = errs.Unavailablef("the call's result was dropped")
+
+// drop tells the writes of a result that is dropped without a commit.
+func (r *callResult) drop() {
+	r.gateWrites.Drop(errDropped)
+	b := r.writes.TakeAll()
+	b.Drop(errDropped)
 }
 
 type taskArgs struct {
@@ -642,6 +659,9 @@ func (w *worker) handle(c *command) {
 			for _, fn := range en.held.settled { // changes dropped with the entry
 				fn(errClosed)
 			}
+			if en.parked != nil {
+				en.parked.drop()
+			}
 		}
 		w.forget(k)
 		w.handle(&command{kind: cmdAdvance, tenant: c.tenant, runID: c.runID})
@@ -689,6 +709,7 @@ func (w *worker) handle(c *command) {
 		}
 	case cmdCallResult:
 		if c.result.token != en.inflight {
+			c.result.drop()
 			break // a stale result of a run that was reloaded
 		}
 		en.inflight = ""
@@ -1266,6 +1287,9 @@ func (pc *pendingCall) do(e *Engine) {
 	ctx.writes = &pc.res.writes
 	defer ctx.release()
 	if pc.asksGate {
+		if j, ok := e.cfg.Capabilities.(writesJoiner); ok {
+			pc.res.writes.Joins = j.JoinsWrites(ctx, pc.tenant, pc.capID)
+		}
 		d, err := e.cfg.Gate.Decide(ctx, GateRequest{Tenant: pc.tenant, ProcessID: pc.process, RunID: pc.runID, StepKey: pc.info.StepKey,
 			Capability: pc.capID, ItemKey: pc.key[:len(pc.runID)+1+len(pc.info.StepKey)], New: pc.res.writes.New})
 		if err != nil {
@@ -1274,12 +1298,21 @@ func (pc *pendingCall) do(e *Engine) {
 		}
 		pc.dec = d
 		pc.res.gate = &pc.dec
+		pc.res.gateWrites = pc.res.writes.TakeAll()
 		if !d.Auto {
 			return
 		}
 	}
 	pc.res.out, pc.res.err = e.cfg.Capabilities.Call(ctx, capability.Call{Tenant: pc.tenant, Capability: pc.capID, Args: pc.args,
 		IdempotencyKey: pc.key})
+}
+
+// writesJoiner is implemented by a Caller that tells whether the provider
+// of a capability hands all its writes to the call's commit
+// (callwrites.Joiner): the gate's answer may then commit with the call's
+// result (callwrites.Writes.Joins).
+type writesJoiner interface {
+	JoinsWrites(ctx context.Context, tenant, capID string) bool
 }
 
 // now rounds the clock to microseconds so stored times round-trip exactly.

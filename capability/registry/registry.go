@@ -22,6 +22,7 @@ import (
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/bounded"
+	"github.com/bas-platform/bas/internal/callwrites"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/ids"
 	"github.com/bas-platform/bas/internal/schema"
@@ -512,6 +513,18 @@ func (r *Registry) Resolve(ctx context.Context, tenant, capabilityID string) (ca
 
 func unknownCapability(id string) error {
 	return errs.Invalidf([]any{"capability"}, "value_error", "unknown capability %q", id)
+}
+
+// JoinsWrites reports whether the provider tenant's calls of capabilityID
+// go to is a callwrites.Joiner (every action of it commits with the
+// caller's commit of the call's result).
+func (r *Registry) JoinsWrites(ctx context.Context, tenant, capabilityID string) bool {
+	pe, err := r.resolve(ctx, r.snap.Load(), tenant, capabilityID)
+	if err != nil {
+		return false
+	}
+	_, ok := pe.p.(callwrites.Joiner)
+	return ok
 }
 
 func (r *Registry) resolve(ctx context.Context, s *snapshot, tenant, capabilityID string) (*providerEntry, error) {

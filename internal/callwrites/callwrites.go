@@ -13,6 +13,13 @@
 // commits in flight write (the engine's commits are pipelined: a write
 // reads what was durable when its transaction opened).
 //
+// Besides writes, a Writes carries counter increments (AddCount, kept by
+// the caller's commits so that concurrent ones add up) and functions told
+// how the commit ended (OnSettled). The autonomy gate uses them: before a
+// call whose provider is a Joiner, it hands its answer and day counts to
+// the same commit, and releases what it counted in memory if that commit
+// fails or the result is dropped.
+//
 // Only code of this module can reach it: plugins, connectors and an
 // embedder's providers commit their own writes as before. Callers other
 // than the engine (a direct call over HTTP) put no Writes in the context,
@@ -34,9 +41,57 @@ type Writes struct {
 	// calls): nothing was written under the key, and the provider's write
 	// need not look.
 	New bool
+	// Joins, set by the caller, says the call's provider is a Joiner:
+	// nothing of the call acts outside the commit of its result, so
+	// writes tied to the call that were decided before it (the autonomy
+	// gate's answer) may wait for that commit too.
+	Joins bool
 
-	mu  sync.Mutex
-	ops []func(store.Txn) error
+	mu      sync.Mutex
+	ops     []func(store.Txn) error
+	counts  []Count
+	settled []func(err error)
+}
+
+// Count is an increment of a counter the caller keeps in its commits: an
+// 8-byte big-endian value at Key that only the caller writes, so that
+// increments of commits in flight add up (a write that read the value
+// would lose one).
+type Count struct {
+	Key string
+	N   int64
+}
+
+// Batch is everything added to a Writes: the writes, the counter
+// increments, and the functions told how the commit carrying them ended.
+type Batch struct {
+	Ops     []func(store.Txn) error
+	Counts  []Count
+	Settled []func(err error)
+}
+
+// Empty reports whether b holds nothing.
+func (b *Batch) Empty() bool {
+	return len(b.Ops) == 0 && len(b.Counts) == 0 && len(b.Settled) == 0
+}
+
+// Drop tells b's Settled functions how the commit carrying b ended: nil
+// when it committed, else err (also when b is dropped without a commit),
+// and empties b.
+func (b *Batch) Drop(err error) {
+	for _, fn := range b.Settled {
+		fn(err)
+	}
+	*b = Batch{}
+}
+
+// Joiner is implemented by a provider whose every action, when the caller
+// offers a Writes, is a write it adds there instead of doing it: nothing
+// of its calls happens outside the caller's commit of their result. (The
+// outbox's email.send is one; a provider that calls another system, or
+// commits on its own, is not.) JoinsWrites is a marker and does nothing.
+type Joiner interface {
+	JoinsWrites()
 }
 
 // ContextKey is the context key of a call's *Writes. With uses it; a
@@ -61,6 +116,34 @@ func (w *Writes) Add(op func(store.Txn) error) {
 	w.mu.Lock()
 	w.ops = append(w.ops, op)
 	w.mu.Unlock()
+}
+
+// AddCount adds the increments cs to their counters in the transaction
+// that commits the call's result (and only if it commits it).
+func (w *Writes) AddCount(cs ...Count) {
+	w.mu.Lock()
+	w.counts = append(w.counts, cs...)
+	w.mu.Unlock()
+}
+
+// OnSettled adds fn, which the caller calls once: with nil when the
+// transaction carrying the writes committed, with an error when it failed
+// or the writes were dropped without a commit (a result that came too
+// late, a run cancelled or reloaded meanwhile). A provider that keeps
+// something in memory for its writes (a reservation) releases it there.
+func (w *Writes) OnSettled(fn func(err error)) {
+	w.mu.Lock()
+	w.settled = append(w.settled, fn)
+	w.mu.Unlock()
+}
+
+// TakeAll returns everything added and empties w.
+func (w *Writes) TakeAll() Batch {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b := Batch{Ops: w.ops, Counts: w.counts, Settled: w.settled}
+	w.ops, w.counts, w.settled = nil, nil, nil
+	return b
 }
 
 // Take returns the writes added and empties w.

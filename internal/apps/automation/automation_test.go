@@ -40,6 +40,13 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // processes are prc_1, prc_2 and prc_life.
 func setup(t *testing.T, fourEyes bool) *bundle {
 	t.Helper()
+	return setupWith(t, fourEyes, false)
+}
+
+// setupWith is setup with the gate told whether other processes write the
+// store (automation.Config.Shared).
+func setupWith(t *testing.T, fourEyes, shared bool) *bundle {
+	t.Helper()
 	st, err := badgerstore.Open(badgerstore.Options{InMemory: true, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +61,7 @@ func setup(t *testing.T, fourEyes bool) *bundle {
 	}
 	known := map[string]bool{"prc_1": true, "prc_2": true, "prc_life": true}
 	svc := automation.New(automation.Config{
-		Store: st, Clock: fc, Changes: acc,
+		Store: st, Clock: fc, Changes: acc, Shared: shared,
 		ProcessExists: func(_ context.Context, _, id string) error {
 			if !known[id] {
 				return errs.NotFoundf("process not found")

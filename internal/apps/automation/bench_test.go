@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/bas-platform/bas/internal/apps/automation"
+	"github.com/bas-platform/bas/internal/callwrites"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
@@ -86,5 +88,24 @@ func BenchmarkObserve(b *testing.B) {
 		if err := svc.Observe(ctx, runengine.Outcome{Tenant: "t1", ProcessID: "prc_1", StepKey: "pay", Agreed: i%10 != 0, Actor: "u"}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkDecideHanded measures the gate's answer for new items asked as
+// the run engine asks (a callwrites.Writes in the context): decided from
+// the day counts in memory, its record and counts handed over (and
+// settled here as committed, without a commit).
+func BenchmarkDecideHanded(b *testing.B) {
+	svc := benchService(b, badgerstore.Options{InMemory: true})
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		w := callwrites.Writes{Joins: true}
+		ctx := callwrites.With(context.Background(), &w)
+		if _, err := svc.Decide(ctx, runengine.GateRequest{Tenant: "t1", ProcessID: "prc_1", RunID: "run_" + strconv.Itoa(i),
+			StepKey: "pay", ItemKey: "run_" + strconv.Itoa(i) + "/pay", New: true}); err != nil {
+			b.Fatal(err)
+		}
+		h := w.TakeAll()
+		h.Drop(nil)
 	}
 }

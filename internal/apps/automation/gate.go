@@ -12,6 +12,7 @@ import (
 	"github.com/bas-platform/bas/internal/apps/decisions"
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/batch"
+	"github.com/bas-platform/bas/internal/callwrites"
 	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
@@ -50,6 +51,9 @@ func decisionID(processID, itemKey string) string { return processID + "|" + ite
 type dayCount struct {
 	ID    string `json:"id"`
 	Count int    `json:"count"`
+	// kept is the day's count the run engine keeps in its commits (see
+	// keptCountKey), read with the record and never written by it.
+	kept int
 }
 
 var dayCounts = &store.Collection[dayCount]{
@@ -65,23 +69,52 @@ func dayID(now time.Time, processID string) string {
 	return d + "|" + processID
 }
 
-// getCount returns the day count id (zero when none was written).
-func getCount(r store.Reader, tenant, id string) (*dayCount, error) {
+// getCount returns the day count of processID ("": the workspace) on
+// now's day: the record (zero when none was written) and the count kept
+// in the run engine's commits.
+func getCount(r store.Reader, tenant, processID string, now time.Time) (*dayCount, error) {
+	id := dayID(now, processID)
 	c, err := dayCounts.Get(r, tenant, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return &dayCount{ID: id}, nil
+		c, err = &dayCount{ID: id}, nil
 	}
-	return c, err
+	if err != nil {
+		return nil, err
+	}
+	raw, err := r.Get(keptCountKey(tenant, now, processID))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return nil, err
+	case len(raw) != 8:
+		return nil, errors.Newf("automation: the day count %s has %d bytes", id, len(raw))
+	default:
+		c.kept = int(binary.BigEndian.Uint64(raw))
+	}
+	return c, nil
+}
+
+// keptCountKey is the key of the day count of processID ("": the workspace)
+// that the run engine keeps in the commits of the steps the gate let run
+// (an 8-byte big-endian value, see callwrites.Count). Counts of decisions
+// that commit on their own (on a cluster) are in the dayCounts record: a
+// day's count is the sum of both.
+func keptCountKey(tenant string, now time.Time, processID string) []byte {
+	k := store.Key(tenant, "count", "autoday")
+	if processID == "" {
+		return store.AppendKey(k, now.UTC().Format(time.DateOnly))
+	}
+	return store.AppendKey(store.Key(tenant, "count", "autoday-process"), now.UTC().Format(time.DateOnly), processID)
 }
 
 // countToday returns today's automatic actions of the workspace
 // (processID "") or of one process.
 func countToday(r store.Reader, tenant, processID string, now time.Time) (int, error) {
-	c, err := getCount(r, tenant, dayID(now, processID))
+	c, err := getCount(r, tenant, processID, now)
 	if err != nil {
 		return 0, err
 	}
-	return c.Count, nil
+	return c.Count + c.kept, nil
 }
 
 // Bucket returns the item's bucket in [0, 100): the first 8 bytes of
@@ -106,6 +139,10 @@ func Bucket(salt, key string) int {
 // stored under the item key: a retry gets the same answer and is counted
 // once (a New item, which has none, is not looked up). Amount caps and
 // require_approval are checked by the engine before and always win.
+//
+// Unless Config.Shared, the answer and its counts are handed to the
+// commit of the call's result when ctx carries a callwrites.Writes that
+// Joins (see gateMemo); otherwise they commit before Decide returns.
 func (s *Service) Decide(ctx context.Context, req runengine.GateRequest) (runengine.GateDecision, error) {
 	key := req.ItemKey
 	if key == "" && req.RunID != "" {
@@ -118,6 +155,9 @@ func (s *Service) Decide(ctx context.Context, req runengine.GateRequest) (runeng
 	_, _ = h.Write([]byte(req.Tenant))
 	d := &s.deciders[h.Sum32()%uint32(len(s.deciders))]
 	p := &pendingDecision{req: req, key: key}
+	if w := callwrites.From(ctx); s.memo != nil && w != nil && w.Joins {
+		p.writes = w
+	}
 	d.Do(p, func(batch []*pendingDecision) { s.decideBatch(context.WithoutCancel(ctx), batch) })
 	return p.out, p.err
 }
@@ -129,12 +169,20 @@ type decider = batch.Leader[*pendingDecision]
 type pendingDecision struct {
 	req runengine.GateRequest
 	key string
-	out runengine.GateDecision
-	err error
+	// writes, when the gate decides from memory (Service.memo), are where
+	// the decision's record and counts go to commit with the step that
+	// takes it; nil: the decision commits on its own.
+	writes *callwrites.Writes
+	out    runengine.GateDecision
+	err    error
 }
 
 // decideBatch decides batch in one transaction and answers each decision.
 func (s *Service) decideBatch(ctx context.Context, batch []*pendingDecision) {
+	if s.memo != nil {
+		s.decideMemo(ctx, batch)
+		return
+	}
 	err := s.st.Update(ctx, func(tx store.Txn) error {
 		b := &gateBatch{now: s.now()}
 		for _, p := range batch {
@@ -216,19 +264,7 @@ func (d *decisionRecord) appendJSON(b []byte) ([]byte, error) {
 
 // decide fills rec's answer and counts an automatic action.
 func (s *Service) decide(tx store.Txn, b *gateBatch, tenant, key string, e effective, rec *decisionRecord) error {
-	cur := e.current()
-	switch {
-	case e.paused:
-		rec.Reason = "supervised: automation is paused"
-		if e.pausedReason != nil && *e.pausedReason != "" {
-			rec.Reason += ": " + *e.pausedReason
-		}
-		return nil
-	case cur == 0:
-		rec.Reason = "supervised: automation is at 0%"
-		return nil
-	case Bucket("auto", key) >= cur:
-		rec.Reason = fmt.Sprintf("supervised: the item is outside the %d%% that run without a person", cur)
+	if !levelAllows(e, key, rec) {
 		return nil
 	}
 	wsCount, err := b.count(tx, tenant, "")
@@ -239,25 +275,61 @@ func (s *Service) decide(tx store.Txn, b *gateBatch, tenant, key string, e effec
 	if err != nil {
 		return err
 	}
-	switch {
-	case e.wsLimit != nil && wsCount.Count >= *e.wsLimit:
-		rec.Reason = fmt.Sprintf("supervised: the workspace's daily limit of %d automatic actions is reached", *e.wsLimit)
-		return nil
-	case e.procLimit != nil && procCount.Count >= *e.procLimit:
-		rec.Reason = fmt.Sprintf("supervised: the process's daily limit of %d automatic actions is reached", *e.procLimit)
+	if limitReached(e, wsCount.Count+wsCount.kept, procCount.Count+procCount.kept, rec) {
 		return nil
 	}
 	wsCount.Count++
 	procCount.Count++
 	b.dirty(tenant, wsCount)
 	b.dirty(tenant, procCount)
+	markAuto(e, key, rec)
+	return nil
+}
+
+// levelAllows reports whether the level in force lets the item run
+// without a person (daily limits aside); when not, it fills rec's reason.
+func levelAllows(e effective, key string, rec *decisionRecord) bool {
+	cur := e.current()
+	switch {
+	case e.paused:
+		rec.Reason = "supervised: automation is paused"
+		if e.pausedReason != nil && *e.pausedReason != "" {
+			rec.Reason += ": " + *e.pausedReason
+		}
+		return false
+	case cur == 0:
+		rec.Reason = "supervised: automation is at 0%"
+		return false
+	case Bucket("auto", key) >= cur:
+		rec.Reason = fmt.Sprintf("supervised: the item is outside the %d%% that run without a person", cur)
+		return false
+	}
+	return true
+}
+
+// limitReached reports whether a daily limit is reached with ws automatic
+// actions of the workspace today and proc of the process; when so, it
+// fills rec's reason.
+func limitReached(e effective, ws, proc int, rec *decisionRecord) bool {
+	switch {
+	case e.wsLimit != nil && ws >= *e.wsLimit:
+		rec.Reason = fmt.Sprintf("supervised: the workspace's daily limit of %d automatic actions is reached", *e.wsLimit)
+		return true
+	case e.procLimit != nil && proc >= *e.procLimit:
+		rec.Reason = fmt.Sprintf("supervised: the process's daily limit of %d automatic actions is reached", *e.procLimit)
+		return true
+	}
+	return false
+}
+
+// markAuto fills rec's answer for an automatic action.
+func markAuto(e effective, key string, rec *decisionRecord) {
 	rec.Auto = true
 	rec.Sample = Bucket("sample", key) < e.samplePercent
-	rec.Reason = fmt.Sprintf("automatic: the item is inside the %d%% that run without a person", cur)
+	rec.Reason = fmt.Sprintf("automatic: the item is inside the %d%% that run without a person", e.current())
 	if e.exception != nil {
 		rec.Reason += fmt.Sprintf(" (exception until %s: %s)", e.exception.Until.Format(time.RFC3339), e.exception.Reason)
 	}
-	return nil
 }
 
 // gateBatch is what one batch of decisions (one transaction) reads once
@@ -305,7 +377,7 @@ func (b *gateBatch) count(r store.Reader, tenant, processID string) (*dayCount, 
 	if c, ok := b.counts[k]; ok {
 		return c, nil
 	}
-	c, err := getCount(r, tenant, dayID(b.now, processID))
+	c, err := getCount(r, tenant, processID, b.now)
 	if err != nil {
 		return nil, err
 	}

@@ -44,6 +44,12 @@ type Config struct {
 	// ramp's transaction: a level with ramp_min_what_if ramps only when it
 	// is at least that. Without it such a level never ramps.
 	WhatIfAgreement func(r store.Reader, tenant, processID string) (*float64, error)
+	// Shared tells that other processes write Store too (the nodes of a
+	// cluster): each gate decision is then a commit of its own, counted in
+	// a record read and written in that commit. Otherwise the gate keeps
+	// the day counts in memory and hands a decision asked by the run
+	// engine to the commit of the step that takes it (see gateMemo).
+	Shared bool
 }
 
 // Service keeps the automation settings of each workspace and process and is
@@ -66,6 +72,8 @@ type Service struct {
 	ids ids.Generator // makes the ids of the records and audit entries it writes
 
 	whatIf func(r store.Reader, tenant, processID string) (*float64, error) // see Config.WhatIfAgreement
+
+	memo *gateMemo // nil when Config.Shared
 }
 
 // New returns the automation service.
@@ -79,8 +87,12 @@ func New(cfg Config) *Service {
 	if cfg.ProcessExists == nil {
 		cfg.ProcessExists = func(context.Context, string, string) error { return nil }
 	}
-	return &Service{st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, exists: cfg.ProcessExists, changes: cfg.Changes,
+	s := &Service{st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, exists: cfg.ProcessExists, changes: cfg.Changes,
 		whatIf: cfg.WhatIfAgreement}
+	if !cfg.Shared {
+		s.memo = newGateMemo()
+	}
+	return s
 }
 
 func (s *Service) now() time.Time { return s.clock.Now().UTC() }

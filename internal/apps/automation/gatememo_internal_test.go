@@ -1,0 +1,109 @@
+package automation
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/bas-platform/bas/internal/callwrites"
+	"github.com/bas-platform/bas/runengine"
+	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/bas-platform/bas/store/clock"
+)
+
+// TestGateMemoForgets: the day counts kept in memory are bounded. Up to
+// maxCounts they are kept; past it, those with no decision in flight are
+// forgotten (a decision in flight keeps its counts), and when the day
+// changes, the counts of older days are forgotten.
+func TestGateMemoForgets(t *testing.T) {
+	t.Parallel()
+	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	fc := clock.NewFake(time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC))
+	s := New(Config{Store: st, Clock: fc})
+	s.memo.maxCounts = 4
+	ctx := context.Background()
+	p, err := ParsePatch([]byte(`{"percent": 100, "max_percent": 100}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	decide := func(tenant string) callwrites.Batch {
+		t.Helper()
+		w := callwrites.Writes{Joins: true}
+		d, err := s.Decide(callwrites.With(ctx, &w), runengine.GateRequest{Tenant: tenant, ProcessID: "prc_1", RunID: "run_1",
+			StepKey: "pay", ItemKey: "run_1/pay", New: true})
+		if err != nil || !d.Auto {
+			t.Fatalf("decision of %s: %+v, %v", tenant, d, err)
+		}
+		return w.TakeAll()
+	}
+	counts := func() int {
+		s.memo.mu.Lock()
+		defer s.memo.mu.Unlock()
+		return len(s.memo.counts)
+	}
+	for i := range 3 {
+		if _, err := s.UpdateWorkspace(ctx, fmt.Sprintf("t%d", i), "u1", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 2 {
+		b := decide(fmt.Sprintf("t%d", i))
+		b.Drop(nil)
+	}
+	if n := counts(); n != 4 {
+		t.Errorf("%d counts kept at the bound of 4, want 4", n)
+	}
+	inFlight := decide("t2") // 6 counts: the settled 4 are forgotten
+	if n := counts(); n != 2 {
+		t.Errorf("%d counts kept past the bound, want 2 (those in flight)", n)
+	}
+	inFlight.Drop(nil)
+
+	fc.Advance(24 * time.Hour)
+	b := decide("t0")
+	if n := counts(); n != 2 {
+		t.Errorf("%d counts the next day, want 2 (today's)", n)
+	}
+	b.Drop(nil)
+}
+
+// TestGateMemoItemTwiceInABatch: one item asked twice in one batch gets
+// one answer, handed and counted once.
+func TestGateMemoItemTwiceInABatch(t *testing.T) {
+	t.Parallel()
+	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	s := New(Config{Store: st, Clock: clock.NewFake(time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC))})
+	ctx := context.Background()
+	p, err := ParsePatch([]byte(`{"percent": 100, "max_percent": 100}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateWorkspace(ctx, "t1", "u1", p); err != nil {
+		t.Fatal(err)
+	}
+	var ws [2]callwrites.Writes
+	batch := make([]*pendingDecision, 2)
+	for i := range batch {
+		batch[i] = &pendingDecision{req: runengine.GateRequest{Tenant: "t1", ProcessID: "prc_1", RunID: "run_1", StepKey: "pay",
+			ItemKey: "run_1/pay", New: true}, key: "run_1/pay", writes: &ws[i]}
+	}
+	s.decideBatch(ctx, batch)
+	counts := 0
+	for i := range ws {
+		b := ws[i].TakeAll()
+		counts += len(b.Counts)
+		b.Drop(nil)
+	}
+	if batch[0].out != batch[1].out || !batch[0].out.Auto || counts != 2 {
+		t.Errorf("answers %+v and %+v, %d count increments; want one automatic answer counted once (2)", batch[0].out, batch[1].out, counts)
+	}
+}
