@@ -232,11 +232,21 @@ type frontHandler struct {
 }
 
 func (f *frontHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodConnect && strings.HasPrefix(r.URL.Path, f.prefix) && cleanPath(r.URL.Path) {
+	if f.direct(r) {
 		f.api.ServeHTTP(w, r)
 		return
 	}
 	f.mux.ServeHTTP(w, r)
+}
+
+// direct reports whether r goes straight to the API: the mux would serve
+// it there as it is. A path written with escapes that change its meaning
+// (RawPath set, as for %2F) is left to the mux, which matches the escaped
+// path segment by segment: "/api%2Fv1/x" is one segment "api/v1" there and
+// not under the API's base path, though its decoded Path is.
+func (f *frontHandler) direct(r *http.Request) bool {
+	return r.Method != http.MethodConnect && r.URL.RawPath == "" && strings.HasPrefix(r.URL.Path, f.prefix) &&
+		cleanPath(r.URL.Path)
 }
 
 // cleanPath reports whether p (which starts with a slash) has no empty,

@@ -91,6 +91,9 @@ type Options struct {
 	// value then syncs two files, the value log and the memtable's log,
 	// so a lone writer's commits take about twice as long; see the
 	// package doc, Value log. Ignored InMemory. Between 0 and 1 MiB.
+	// The old versions of such values are reclaimed only by the value-log
+	// GC, after compactions (keep GCInterval on, or call RunGC; see the
+	// package doc, Value-log GC).
 	ValueThreshold int64
 }
 
