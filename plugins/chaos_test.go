@@ -18,6 +18,7 @@ import (
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/plugins"
 	"github.com/bas-platform/bas/plugins/plugintest"
 	"github.com/bas-platform/bas/store/clock"
@@ -360,7 +361,7 @@ func TestChaosLeavesNothingAfterClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 4 {
-		<-inFlight
+		testwait.Recv(t, inFlight, "the calls in flight at Close returned")
 	}
 	pids := starts(t, startLog)
 	if len(pids) != 3 { // the exit and the goroutine's panic

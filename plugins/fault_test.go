@@ -3,6 +3,7 @@ package plugins_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/plugins/plugintest"
 	"os"
 	"path/filepath"
@@ -259,7 +260,7 @@ func TestCloseKillsPlugins(t *testing.T) {
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-inFlight; !errors.Is(err, errs.Unavailable) {
+	if err := testwait.Recv(t, inFlight, "the call in flight at Close returned"); !errors.Is(err, errs.Unavailable) {
 		t.Errorf("call in flight during Close: %v, want errs.Unavailable", err)
 	}
 	for _, pid := range pids {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bas-platform/bas/internal/lease"
 	"github.com/bas-platform/bas/internal/pgtest"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
 	"github.com/bas-platform/bas/store/clock"
@@ -140,7 +141,7 @@ func TestFencing(t *testing.T) {
 				})
 			})
 		}()
-		<-paused
+		testwait.Recv(t, paused, "A's write paused after its lease check")
 		clk.Advance(ttl)
 		lb, err := b.Acquire(ctx, "shard/1")
 		if err != nil {
@@ -150,7 +151,7 @@ func TestFencing(t *testing.T) {
 			t.Fatalf("the new holder's write: %v", err)
 		}
 		close(resume)
-		if err := <-done; !errors.Is(err, lease.ErrFenced) {
+		if err := testwait.Recv(t, done, "the stale owner's write returned"); !errors.Is(err, lease.ErrFenced) {
 			t.Errorf("the stale owner's write: %v, want ErrFenced", err)
 		}
 		// A later stale write is refused too, and so is one with a forged
@@ -193,7 +194,7 @@ func TestOneWinner(t *testing.T) {
 				results <- err
 			}()
 		}
-		wg.Wait()
+		testwait.Wait(t, &wg, "every node's Acquire returned")
 		close(results)
 		won := 0
 		for err := range results {
