@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
@@ -186,7 +187,7 @@ func TestStartReadingBeforeAChangeKeepsNothingStale(t *testing.T) {
 		}
 		first <- string(r.Status)
 	}()
-	<-read // the start read the enabled definition
+	testwait.Recv(t, read, "the start read the enabled definition")
 	if _, _, err := b.procs.Update(context.Background(), tenant, "usr_test", def.ID, patch(t, `{"enabled":false}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ func TestStartReadingBeforeAChangeKeepsNothingStale(t *testing.T) {
 		t.Errorf("start after the change = %q, want process is disabled", got)
 	}
 	close(resume)
-	<-first
+	testwait.Recv(t, first, "the first start ended")
 	for range 2 {
 		if got := b.startOutcome(t, def.ID); got != "process is disabled" {
 			t.Errorf("start once the first start ended = %q, want process is disabled", got)
@@ -227,12 +228,13 @@ func TestStartReadingDuringAChangesCommitKeepsNothingStale(t *testing.T) {
 		_, _, err := b.procs.Update(context.Background(), tenant, "usr_test", def.ID, patch(t, `{"enabled":false}`))
 		changed <- err
 	}()
-	<-inTx // the change is written, its hooks ran, it is not committed
+	// The change is written, its hooks ran, it is not committed.
+	testwait.Recv(t, inTx, "the change's hooks ran")
 	if got := b.startOutcome(t, def.ID); got != "started v1" {
 		t.Fatalf("start during the change = %q, want the committed definition's start", got)
 	}
 	close(commit)
-	if err := <-changed; err != nil {
+	if err := testwait.Recv(t, changed, "the change committed"); err != nil {
 		t.Fatal(err)
 	}
 	if got := b.startOutcome(t, def.ID); got != "process is disabled" {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 	"github.com/google/go-cmp/cmp"
@@ -32,7 +33,7 @@ func TestHeldChangeReusedOnceTold(t *testing.T) {
 		<-unblock
 		return tx.Set([]byte("first"), nil)
 	}, after: func(err error) { first <- err }})
-	<-started
+	testwait.Recv(t, started, "the first change was applied")
 	kc := newKeyedChanges(c)
 	var keys []string
 	for i := range commitQuantum {
