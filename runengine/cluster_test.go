@@ -637,8 +637,10 @@ func TestClusterCountersPerNode(t *testing.T) {
 	onFinish := func(_, id string, _ runengine.RunStatus) { finished <- id }
 	var def *process.Definition
 	for _, id := range []string{"a", "b"} {
+		// Leases of 10s on the real clock: one of 1s lapses when a loaded
+		// machine delays a renewal. (b opens once a released them.)
 		n := openNode(t, base, nodeConfig{id: id, lease: clock.Real{}, clock: ec, prov: &recorder{node: id, mu: mu, keys: keys},
-			shards: 4, ttl: time.Second, onFinish: onFinish})
+			shards: 4, ttl: 10 * time.Second, onFinish: onFinish})
 		waitFor(t, id+" holds every shard", func() bool { return len(n.eng.Shards()) == 4 })
 		if def == nil {
 			def = chainProcess(t, n.procs, `{"type":"manual"}`, 2)
