@@ -175,6 +175,10 @@ func TestStartReadingBeforeAChangeKeepsNothingStale(t *testing.T) {
 	b, lp := setupLoading(t)
 	def := b.create(t, `{"type":"manual"}`, echoStep)
 	read, resume := make(chan struct{}), make(chan struct{})
+	// A failing test must not leave the start paused: the engine's Close
+	// would wait for it.
+	free := sync.OnceFunc(func() { close(resume) })
+	t.Cleanup(free)
 	lp.mu.Lock()
 	lp.pause = func() { close(read); <-resume }
 	lp.mu.Unlock()
@@ -195,7 +199,7 @@ func TestStartReadingBeforeAChangeKeepsNothingStale(t *testing.T) {
 	if got := b.startOutcome(t, def.ID); got != "process is disabled" {
 		t.Errorf("start after the change = %q, want process is disabled", got)
 	}
-	close(resume)
+	free()
 	testwait.Recv(t, first, "the first start ended")
 	for range 2 {
 		if got := b.startOutcome(t, def.ID); got != "process is disabled" {
@@ -215,6 +219,10 @@ func TestStartReadingDuringAChangesCommitKeepsNothingStale(t *testing.T) {
 	}
 	var hold atomic.Bool
 	inTx, commit := make(chan struct{}), make(chan struct{})
+	// A failing test must not leave the change in its transaction: the
+	// store's Close would wait for it.
+	release := sync.OnceFunc(func() { close(commit) })
+	t.Cleanup(release)
 	b.procs.OnChange(func(store.Txn, string, *process.Definition, *process.Definition) error {
 		if hold.CompareAndSwap(true, false) {
 			close(inTx)
@@ -233,7 +241,7 @@ func TestStartReadingDuringAChangesCommitKeepsNothingStale(t *testing.T) {
 	if got := b.startOutcome(t, def.ID); got != "started v1" {
 		t.Fatalf("start during the change = %q, want the committed definition's start", got)
 	}
-	close(commit)
+	release()
 	if err := testwait.Recv(t, changed, "the change committed"); err != nil {
 		t.Fatal(err)
 	}

@@ -131,6 +131,8 @@ func TestFencing(t *testing.T) {
 		// A checks its lease, then stalls (a long GC pause) past its
 		// expiry; B takes over and writes; A's write then commits.
 		paused, resume := make(chan struct{}), make(chan struct{})
+		free := sync.OnceFunc(func() { close(resume) })
+		t.Cleanup(free) // a failing test must not leave A's write paused
 		var once sync.Once
 		done := make(chan error, 1)
 		go func() {
@@ -150,7 +152,7 @@ func TestFencing(t *testing.T) {
 		if err := write(b, lb, "b1", func() {}); err != nil {
 			t.Fatalf("the new holder's write: %v", err)
 		}
-		close(resume)
+		free()
 		if err := testwait.Recv(t, done, "the stale owner's write returned"); !errors.Is(err, lease.ErrFenced) {
 			t.Errorf("the stale owner's write: %v, want ErrFenced", err)
 		}
