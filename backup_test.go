@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/bas-platform/bas"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
 )
@@ -73,7 +74,7 @@ func TestBackupUnderLoadRestores(t *testing.T) {
 		}()
 	}
 	for range 40 { // the load is going
-		<-acks
+		testwait.Recv(t, acks, "the load acknowledged 40 runs")
 	}
 	mu.Lock()
 	before := make(map[string]string, len(acked))
@@ -86,10 +87,10 @@ func TestBackupUnderLoadRestores(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 20 { // and went on after the backup
-		<-acks
+		testwait.Recv(t, acks, "the load acknowledged 20 runs after the backup")
 	}
 	close(stop)
-	wg.Wait()
+	testwait.Wait(t, &wg, "the load stopped")
 	mu.Lock()
 	total := len(acked)
 	mu.Unlock()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/internal/pgtest"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store/badgerstore"
@@ -75,9 +76,13 @@ func TestClusterWorkspaces(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	t.Parallel()
 	schema := pgtest.Schema(t, dsn)
+	// Leases of 5s: short enough for the shards to spread within seconds
+	// (a round every TTL/3), long enough that a loaded machine delaying a
+	// renewal does not lapse them (with 1s it did, and a start met its
+	// shard moving: 503).
 	open := func(id string) *bas.Workspace {
 		ws, err := bas.Open(t.Context(), bas.Options{PostgresDSN: dsn, PostgresSchema: schema, Cluster: true, NodeID: id,
-			ClusterLeaseTTL: time.Second, Providers: []bas.Provider{rates{}}})
+			ClusterLeaseTTL: 5 * time.Second, Providers: []bas.Provider{rates{}}})
 		if err != nil {
 			t.Fatalf("Open %s: %v", id, err)
 		}
@@ -85,12 +90,12 @@ func TestClusterWorkspaces(t *testing.T) {
 		return ws
 	}
 	a, b := open("a"), open("b")
-	for deadline := time.Now().Add(30 * time.Second); len(a.Engine().Shards()) == 0 || len(b.Engine().Shards()) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the shards never spread: a %v, b %v", a.Engine().Shards(), b.Engine().Shards())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// Spread, and settled: every one of the 32 shards (the default) is
+	// held, none is between a release and its new holder's acquire.
+	testwait.Until(t, "the shards spread over both nodes", func() bool {
+		na, nb := len(a.Engine().Shards()), len(b.Engine().Shards())
+		return na > 0 && nb > 0 && na+nb == 32
+	})
 	in, err := process.DecodeIn([]byte(`{"name": "Convert", "trigger": {"type": "manual"}, "steps": [
 	  {"key": "a", "type": "execute", "capability": "fx.convert", "config": {"args": {"usd_cents": 100}}}]}`))
 	if err != nil {

@@ -3,6 +3,7 @@ package bas_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -94,7 +95,13 @@ func awaitFinished(t *testing.T, ws *bas.Workspace, id string) *runengine.Run {
 		if run.Finished() {
 			return run
 		}
-		if _, err := ws.Decide(ctx, bas.DecideParams{Tenant: "acme", ApprovalID: approvalID(run), Approve: true, Actor: "usr_bob"}); err != nil {
+		// A decision that meets the run's shard moving (503) is sent
+		// again, as a client does.
+		_, err = ws.Decide(ctx, bas.DecideParams{Tenant: "acme", ApprovalID: approvalID(run), Approve: true, Actor: "usr_bob"})
+		switch {
+		case errors.Is(err, bas.ErrUnavailable):
+			time.Sleep(50 * time.Millisecond) // a client's pause before it tries again
+		case err != nil:
 			t.Fatalf("Decide: %v", err)
 		}
 	}

@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
@@ -176,7 +177,10 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 	if *waitingDir != "" && n == *waitingRuns {
 		dir = *waitingDir
 	}
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestWaitingRunsChild$", "-test.count", "1")
+	// The child ends at the parent's timeout at the latest: a hung child
+	// would otherwise outlive the parent go test killed.
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestWaitingRunsChild$", "-test.count", "1",
+		"-test.timeout", flag.Lookup("test.timeout").Value.String())
 	cmd.Env = append(os.Environ(), waitingChildEnv+"="+dir+":"+strconv.Itoa(n))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -229,7 +233,7 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 		}
 	}
 	close(stop)
-	<-sampled
+	testwait.Recv(t, sampled, "the memory sampler stopped")
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
 	if !done || t.Failed() {

@@ -14,12 +14,14 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/bas-platform/bas/httpapi"
 	"github.com/bas-platform/bas/internal/ids"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -489,6 +491,10 @@ func TestIdempotencyKeyInFlight(t *testing.T) {
 			return c.JSON(http.StatusCreated, map[string]string{"done": "yes"})
 		})
 	})
+	// A failing test must not leave the first request blocked (the
+	// server's Close would wait for it).
+	free := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(free)
 	admin := s.devLogin(t, `{}`)
 
 	type result struct {
@@ -509,13 +515,13 @@ func TestIdempotencyKeyInFlight(t *testing.T) {
 		resp.Body.Close()
 		done <- result{status: resp.StatusCode}
 	}()
-	<-started
+	testwait.Recv(t, started, "the first request reached the handler")
 	r := s.do(t, "POST", "/v1/test/slow", admin.Token, `{}`, "Idempotency-Key", "slow").want(t, http.StatusConflict)
 	if d := r.detail(t); !strings.Contains(d, "in progress") {
 		t.Errorf("detail %q", d)
 	}
-	close(release)
-	if res := <-done; res.err != nil || res.status != http.StatusCreated {
+	free()
+	if res := testwait.Recv(t, done, "the first request was answered"); res.err != nil || res.status != http.StatusCreated {
 		t.Fatalf("first request: %d, %v", res.status, res.err)
 	}
 	s.do(t, "POST", "/v1/test/slow", admin.Token, `{}`, "Idempotency-Key", "slow").want(t, http.StatusCreated)

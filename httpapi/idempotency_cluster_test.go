@@ -7,11 +7,11 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/httpapi"
 	"github.com/bas-platform/bas/internal/pgtest"
+	"github.com/bas-platform/bas/internal/testwait"
 )
 
 // TestIdempotencyKeyActsOnceAcrossServers: on a cluster, the same keyed
@@ -22,6 +22,8 @@ import (
 func TestIdempotencyKeyActsOnceAcrossServers(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	t.Parallel()
+	// The default lease TTL (15s): one of 1s lapses when a loaded machine
+	// delays a renewal, and the starts then meet their shard moving (503).
 	ws, err := bas.Open(context.Background(), bas.Options{Dir: t.TempDir(), PostgresDSN: dsn, PostgresSchema: pgtest.Schema(t, dsn),
 		Cluster: true, NodeID: "a"})
 	if err != nil {
@@ -71,7 +73,7 @@ func TestIdempotencyKeyActsOnceAcrossServers(t *testing.T) {
 			})
 		}
 	}
-	wg.Wait()
+	testwait.Wait(t, &wg, "the keyed starts were answered")
 	for k, pair := range ids {
 		if pair[0] != pair[1] {
 			t.Errorf("key start-%d: the servers answered runs %s and %s, want one", k, pair[0], pair[1])
@@ -99,7 +101,7 @@ func TestIdempotencyKeyActsOnceAcrossServers(t *testing.T) {
 			})
 		}
 	}
-	wg.Wait()
+	testwait.Wait(t, &wg, "the keyed creations were answered")
 	var procs []struct{ Name string }
 	servers[0].do(t, "GET", "/v1/processes?limit=100", admin.Token, nil).want(t, http.StatusOK).decode(t, &procs)
 	made := map[string]int{}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/httpapi"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
 )
@@ -164,7 +165,7 @@ func TestIdempotencyClaimBelongsToItsProcess(t *testing.T) {
 		resp.Body.Close()
 		done <- resp.StatusCode
 	}()
-	<-started // in flight in the first "process"
+	testwait.Recv(t, started, `the request in flight in the first "process" reached the handler`)
 
 	h2 := httpapi.New(s.ws, httpapi.Options{DevLogin: true})
 	route(false)(h2)
@@ -177,7 +178,7 @@ func TestIdempotencyClaimBelongsToItsProcess(t *testing.T) {
 		t.Error("the retry's answer was not kept")
 	}
 	free()
-	if status := <-done; status != http.StatusCreated {
+	if status := testwait.Recv(t, done, "the first request was answered"); status != http.StatusCreated {
 		t.Errorf("the first request: %d", status)
 	}
 }
@@ -242,7 +243,8 @@ func TestIdempotencyActedMark(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	<-started // the change is committed; the response is not kept
+	// The change is committed; the response is not kept.
+	testwait.Recv(t, started, "the first request's change was committed")
 
 	h2 := httpapi.New(s.ws, httpapi.Options{DevLogin: true})
 	route(false)(h2)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/httpapi"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/internal/wiring"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/google/go-cmp/cmp"
@@ -1023,7 +1024,7 @@ func TestRunLongPoll(t *testing.T) {
 	go func() { done <- s.do(t, "GET", "/v1/process-runs/"+r.ID+"?wait=60", admin, nil) }()
 	s.do(t, "POST", "/v1/tasks/"+*r.step(t, "t").TaskID+"/complete", admin, `{"action": "complete"}`).want(t, http.StatusOK)
 	var v runView
-	(<-done).want(t, http.StatusOK).decode(t, &v)
+	testwait.Recv(t, done, "the long poll answered").want(t, http.StatusOK).decode(t, &v)
 	if v.Status != "completed" {
 		t.Fatalf("the long poll answered %s, want completed", v.Status)
 	}

@@ -11,10 +11,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/bas-platform/bas/httpapi"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -515,21 +517,25 @@ func TestUploadConcurrency(t *testing.T) {
 			return c.NoContent()
 		})
 	})
+	// A failing test must not leave the upload blocked (the server's Close
+	// would wait for it).
+	free := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(free)
 	admin := s.devLogin(t, `{}`).Token
 	typeID := s.invoiceType(t, admin)
 	body, ct := multipartBody(t, "a.txt", []byte("Total: 1"), "type_id", typeID)
 
 	done := make(chan *testResponse, 1)
 	go func() { done <- s.do(t, "POST", "/v1/test/upload", admin, body, "Content-Type", ct) }()
-	<-entered
+	testwait.Recv(t, entered, "the first upload reached the handler")
 	r := s.do(t, "POST", "/v1/docs/documents", admin, body, "Content-Type", ct).want(t, http.StatusServiceUnavailable)
 	if d, ra := r.detail(t), r.Header.Get("Retry-After"); d != "too many uploads are in progress; retry shortly" || ra != "1" {
 		t.Errorf("detail %q, Retry-After %q", d, ra)
 	}
 	// JSON routes are not held up.
 	s.do(t, "GET", "/v1/docs/documents", admin, nil).want(t, http.StatusOK)
-	close(release)
-	(<-done).want(t, http.StatusNoContent)
+	free()
+	testwait.Recv(t, done, "the first upload was answered").want(t, http.StatusNoContent)
 	// The slot is free again.
 	s.do(t, "POST", "/v1/docs/documents", admin, body, "Content-Type", ct).want(t, http.StatusCreated)
 

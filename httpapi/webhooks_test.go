@@ -13,6 +13,7 @@ import (
 
 	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/httpapi"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -162,7 +163,7 @@ func TestWebhookDeliveredFromAnEventNothingElseHears(t *testing.T) {
 	}
 	s.do(t, "POST", "/v1/events", admin.Token, map[string]any{"name": "acme.order.created", "data": map[string]any{"number": "PO-1"}}).
 		want(t, 202).decode(t, &ev)
-	h := <-hits
+	h := testwait.Recv(t, hits, "acme.order.created was delivered")
 	var payload struct {
 		ID, Tenant, Name string
 		Data             map[string]any
@@ -183,7 +184,7 @@ func TestWebhookDeliveredFromAnEventNothingElseHears(t *testing.T) {
 	if again["redelivery_of"] != h.delivery || again["event_id"] != ev.EventID {
 		t.Errorf("redelivery %v", again)
 	}
-	h2 := <-hits
+	h2 := testwait.Recv(t, hits, "the redelivery was delivered")
 	if h2.delivery != again["id"] || string(h2.body) != string(h.body) {
 		t.Errorf("redelivered %s %s, want delivery %v with the same body", h2.delivery, h2.body, again["id"])
 	}
@@ -191,14 +192,14 @@ func TestWebhookDeliveredFromAnEventNothingElseHears(t *testing.T) {
 	// An event it does not name is not delivered; the next one is.
 	s.do(t, "POST", "/v1/events", admin.Token, map[string]any{"name": "other.thing"}).want(t, 202)
 	s.do(t, "POST", "/v1/events", admin.Token, map[string]any{"name": "acme.order.paid"}).want(t, 202)
-	if h3 := <-hits; h3.event != "acme.order.paid" {
+	if h3 := testwait.Recv(t, hits, "acme.order.paid was delivered"); h3.event != "acme.order.paid" {
 		t.Errorf("delivered %s, want acme.order.paid only", h3.event)
 	}
 	// An app's event, written in the app's own transaction, reaches a
 	// subscription to its namespace.
 	s.do(t, "PATCH", "/v1/webhooks/"+created.ID, admin.Token, map[string]any{"events": []string{"crm.*"}}).want(t, 200)
 	s.do(t, "POST", "/v1/crm/companies", admin.Token, map[string]any{"name": "Initech"}).want(t, 201)
-	if h4 := <-hits; h4.event != "crm.company.created" || !strings.Contains(string(h4.body), "Initech") {
+	if h4 := testwait.Recv(t, hits, "crm.company.created was delivered"); h4.event != "crm.company.created" || !strings.Contains(string(h4.body), "Initech") {
 		t.Errorf("delivered %s %s, want crm.company.created of Initech", h4.event, h4.body)
 	}
 	// The API's requests are counted by route pattern.

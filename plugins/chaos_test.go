@@ -18,6 +18,7 @@ import (
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/plugins"
 	"github.com/bas-platform/bas/plugins/plugintest"
 	"github.com/bas-platform/bas/store/clock"
@@ -81,10 +82,12 @@ func noneAlive(t *testing.T, what string, pids []int) {
 
 func TestChaosCalls(t *testing.T) {
 	t.Parallel()
-	const timeout = 300 * time.Millisecond
+	// Calls that must answer get a deadline a loaded machine under the
+	// race detector meets; only the cases about the deadline have 300ms.
+	const timeout, deadline = 30 * time.Second, 300 * time.Millisecond
 	for _, test := range []struct {
 		name    string
-		timeout time.Duration // of calls; 0: 300ms
+		timeout time.Duration // of calls; 0: 30s
 		args    string
 		wantErr []string // "" parts: the call answers
 		kind    error    // of the error
@@ -97,11 +100,11 @@ func TestChaosCalls(t *testing.T) {
 			wantErr: []string{"plugin plugin.chaos exited or lost its connection during call chaos.call; it is restarting"}},
 		{name: "exits mid-call", args: `{"do": "exit"}`, kind: errs.Unavailable, restart: true,
 			wantErr: []string{"plugin plugin.chaos exited or lost its connection during call chaos.call; it is restarting"}},
-		{name: "hangs past the deadline", args: `{"do": "hang"}`, kind: errs.Unavailable,
+		{name: "hangs past the deadline", timeout: deadline, args: `{"do": "hang"}`, kind: errs.Unavailable,
 			wantErr: []string{"plugin plugin.chaos: call chaos.call timed out after 300ms"}},
-		{name: "answers after the deadline", args: `{"do": "late", "millis": 1500}`, kind: errs.Unavailable,
+		{name: "answers after the deadline", timeout: deadline, args: `{"do": "late", "millis": 1500}`, kind: errs.Unavailable,
 			wantErr: []string{"plugin plugin.chaos: call chaos.call timed out after 300ms"}},
-		{name: "answers late within the deadline", args: `{"do": "late", "millis": 30}`},
+		{name: "answers late within the deadline", args: `{"do": "late", "millis": 400}`},
 		{name: "floods stdout and stderr with lines", timeout: time.Minute, args: `{"do": "flood", "lines": 20000, "bytes": 200}`},
 		{name: "floods one 4 MiB line", timeout: time.Minute, args: `{"do": "flood", "lines": 4096}`},
 	} {
@@ -147,9 +150,11 @@ func TestChaosCalls(t *testing.T) {
 			} else if diff := gocmp.Diff(first, pids); diff != "" {
 				t.Errorf("the plugin restarted (-want +got pids):\n%s", diff)
 			}
-			if diff := gocmp.Diff(capability.Health{Status: "connected"}, health(p)); diff != "" {
-				t.Errorf("health (-want +got):\n%s", diff)
-			}
+			// A health query has the calls' deadline too: one of 300ms may
+			// miss it on a loaded machine, the next meets it.
+			eventually(t, "health says connected", func() bool {
+				return gocmp.Equal(capability.Health{Status: "connected"}, health(p))
+			})
 
 			if err := h.Close(); err != nil {
 				t.Fatal(err)
@@ -360,11 +365,13 @@ func TestChaosLeavesNothingAfterClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 4 {
-		<-inFlight
+		testwait.Recv(t, inFlight, "the calls in flight at Close returned")
 	}
 	pids := starts(t, startLog)
-	if len(pids) != 3 { // the exit and the goroutine's panic
-		t.Errorf("starts %v, want 3 (the first and two restarts)", pids)
+	// The exit and the goroutine's panic restart it; a health check that
+	// misses its 50ms deadline on a loaded machine may restart it again.
+	if len(pids) < 3 {
+		t.Errorf("starts %v, want at least 3 (the first and two restarts)", pids)
 	}
 	noneAlive(t, "after Close", pids)
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/bas-platform/bas/internal/testwait"
 )
 
 type ctxKey struct{}
@@ -60,7 +62,7 @@ func TestCallCtx(t *testing.T) {
 		}
 		done := child.Done() // materializes ctx; the info stays
 		ctx.release()
-		<-done
+		testwait.Recv(t, done, "the released context's Done closed")
 		if info, ok := RunFromContext(ctx); !ok || info.ID != "run_1" {
 			t.Fatalf("released: RunFromContext = %+v, %v", info, ok)
 		}
@@ -74,7 +76,7 @@ func TestCallCtx(t *testing.T) {
 		release := ctx.release
 		done := ctx.Done() // armed before release
 		release()
-		<-done
+		testwait.Recv(t, done, "the released context's Done closed")
 		if err := ctx.Err(); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Err = %v, want Canceled", err)
 		}
@@ -87,7 +89,7 @@ func TestCallCtx(t *testing.T) {
 		if err := ctx.Err(); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Err = %v, want Canceled", err)
 		}
-		<-ctx.Done()
+		testwait.Recv(t, ctx.Done(), "the released context's Done closed")
 		if err := context.Cause(ctx); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Cause = %v, want Canceled", err)
 		}
@@ -100,7 +102,7 @@ func TestCallCtx(t *testing.T) {
 		if err := ctx.Err(); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Err = %v, want DeadlineExceeded", err)
 		}
-		<-ctx.Done()
+		testwait.Recv(t, ctx.Done(), "the expired context's Done closed")
 		if err := context.Cause(ctx); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Cause = %v, want DeadlineExceeded", err)
 		}
@@ -110,7 +112,7 @@ func TestCallCtx(t *testing.T) {
 		ctx := withCallDeadline(parent, 10*time.Millisecond)
 		release := ctx.release
 		defer release()
-		<-ctx.Done()
+		testwait.Recv(t, ctx.Done(), "the deadline closed Done")
 		if err := ctx.Err(); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Err = %v, want DeadlineExceeded", err)
 		}
@@ -125,7 +127,7 @@ func TestCallCtx(t *testing.T) {
 		defer stop()
 		why := errors.New("closing")
 		cancel(why)
-		<-child.Done()
+		testwait.Recv(t, child.Done(), "the parent's cancellation reached the child")
 		if err := ctx.Err(); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Err = %v, want Canceled", err)
 		}
@@ -143,7 +145,7 @@ func TestCallCtx(t *testing.T) {
 		if err := ctx.Err(); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Err = %v, want Canceled", err)
 		}
-		<-ctx.Done()
+		testwait.Recv(t, ctx.Done(), "the parent's cancellation closed Done")
 	})
 
 	t.Run("parent's sooner deadline", func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/pgtest"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/clock"
@@ -152,7 +153,7 @@ func TestClusterThreeNodes(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	testwait.Wait(t, &wg, "the starters returned")
 	select {
 	case <-allDone:
 	case <-time.After(2 * time.Minute):

@@ -15,6 +15,7 @@ import (
 	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/lease"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
@@ -365,7 +366,7 @@ func TestClusterGainedShardKeepsRunsMadeSince(t *testing.T) {
 	if err := b.eng.Open(t.Context()); err != nil { // the worker: the start, then the drop
 		t.Fatal(err)
 	}
-	r := <-started
+	r := testwait.Recv(t, started, "the queued start was answered")
 	if r == nil {
 		t.FailNow()
 	}
@@ -436,7 +437,7 @@ func TestClusterInboxAnswerLeftBehindExpires(t *testing.T) {
 	}()
 	waitFor(t, "b forwards the resume to a's inbox", func() bool { return inbox() == 1 })
 	b.kill()
-	if err := <-resumed; err == nil {
+	if err := testwait.Recv(t, resumed, "the killed node's resume returned"); err == nil {
 		t.Fatal("the killed node answered its resume")
 	}
 
@@ -555,7 +556,7 @@ func TestClusterStartKeyActsOnceAcrossNodes(t *testing.T) {
 			})
 		}
 	}
-	wg.Wait()
+	testwait.Wait(t, &wg, "the starts on both nodes returned")
 	for k, pair := range ids {
 		if pair[0] != pair[1] {
 			t.Errorf("key start-%d: the nodes started runs %s and %s, want one", k, pair[0], pair[1])
@@ -636,8 +637,10 @@ func TestClusterCountersPerNode(t *testing.T) {
 	onFinish := func(_, id string, _ runengine.RunStatus) { finished <- id }
 	var def *process.Definition
 	for _, id := range []string{"a", "b"} {
+		// Leases of 10s on the real clock: one of 1s lapses when a loaded
+		// machine delays a renewal. (b opens once a released them.)
 		n := openNode(t, base, nodeConfig{id: id, lease: clock.Real{}, clock: ec, prov: &recorder{node: id, mu: mu, keys: keys},
-			shards: 4, ttl: time.Second, onFinish: onFinish})
+			shards: 4, ttl: 10 * time.Second, onFinish: onFinish})
 		waitFor(t, id+" holds every shard", func() bool { return len(n.eng.Shards()) == 4 })
 		if def == nil {
 			def = chainProcess(t, n.procs, `{"type":"manual"}`, 2)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
 	"github.com/google/go-cmp/cmp"
@@ -89,7 +90,7 @@ func TestCommitterLandsEveryDelta(t *testing.T) {
 			}
 		}()
 	}
-	senders.Wait()
+	testwait.Wait(t, &senders, "the senders submitted their changes")
 	boom := errors.New("boom")
 	submit("bad", &delta{apply: func(tx store.Txn) error {
 		if err := tx.Set(key("bad"), []byte("half")); err != nil {
@@ -106,7 +107,7 @@ func TestCommitterLandsEveryDelta(t *testing.T) {
 		return tx.Set(key("copy"), v)
 	}})
 	want["copy"] = "g7-39"
-	wg.Wait()
+	testwait.Wait(t, &wg, "every change was told")
 
 	errsByName := map[string]error{}
 	for _, r := range results {
@@ -203,8 +204,8 @@ func TestCommitterCloseCommitsQueued(t *testing.T) {
 			after: func(err error) { errs <- err }})
 	}
 	c.close()
-	for range 200 {
-		if err := <-errs; err != nil {
+	for i := range 200 {
+		if err := testwait.Recv(t, errs, fmt.Sprintf("change %d of 200 was told", i+1)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -213,7 +214,7 @@ func TestCommitterCloseCommitsQueued(t *testing.T) {
 	}
 	late := make(chan error, 1)
 	c.submit(&delta{apply: setKey(append(prefix, 'x'), nil), after: func(err error) { late <- err }})
-	if err := <-late; !errors.Is(err, errClosed) {
+	if err := testwait.Recv(t, late, "the change after close was told"); !errors.Is(err, errClosed) {
 		t.Errorf("after close: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
@@ -174,6 +175,10 @@ func TestStartReadingBeforeAChangeKeepsNothingStale(t *testing.T) {
 	b, lp := setupLoading(t)
 	def := b.create(t, `{"type":"manual"}`, echoStep)
 	read, resume := make(chan struct{}), make(chan struct{})
+	// A failing test must not leave the start paused: the engine's Close
+	// would wait for it.
+	free := sync.OnceFunc(func() { close(resume) })
+	t.Cleanup(free)
 	lp.mu.Lock()
 	lp.pause = func() { close(read); <-resume }
 	lp.mu.Unlock()
@@ -186,7 +191,7 @@ func TestStartReadingBeforeAChangeKeepsNothingStale(t *testing.T) {
 		}
 		first <- string(r.Status)
 	}()
-	<-read // the start read the enabled definition
+	testwait.Recv(t, read, "the start read the enabled definition")
 	if _, _, err := b.procs.Update(context.Background(), tenant, "usr_test", def.ID, patch(t, `{"enabled":false}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -194,8 +199,8 @@ func TestStartReadingBeforeAChangeKeepsNothingStale(t *testing.T) {
 	if got := b.startOutcome(t, def.ID); got != "process is disabled" {
 		t.Errorf("start after the change = %q, want process is disabled", got)
 	}
-	close(resume)
-	<-first
+	free()
+	testwait.Recv(t, first, "the first start ended")
 	for range 2 {
 		if got := b.startOutcome(t, def.ID); got != "process is disabled" {
 			t.Errorf("start once the first start ended = %q, want process is disabled", got)
@@ -214,6 +219,10 @@ func TestStartReadingDuringAChangesCommitKeepsNothingStale(t *testing.T) {
 	}
 	var hold atomic.Bool
 	inTx, commit := make(chan struct{}), make(chan struct{})
+	// A failing test must not leave the change in its transaction: the
+	// store's Close would wait for it.
+	release := sync.OnceFunc(func() { close(commit) })
+	t.Cleanup(release)
 	b.procs.OnChange(func(store.Txn, string, *process.Definition, *process.Definition) error {
 		if hold.CompareAndSwap(true, false) {
 			close(inTx)
@@ -227,12 +236,13 @@ func TestStartReadingDuringAChangesCommitKeepsNothingStale(t *testing.T) {
 		_, _, err := b.procs.Update(context.Background(), tenant, "usr_test", def.ID, patch(t, `{"enabled":false}`))
 		changed <- err
 	}()
-	<-inTx // the change is written, its hooks ran, it is not committed
+	// The change is written, its hooks ran, it is not committed.
+	testwait.Recv(t, inTx, "the change's hooks ran")
 	if got := b.startOutcome(t, def.ID); got != "started v1" {
 		t.Fatalf("start during the change = %q, want the committed definition's start", got)
 	}
-	close(commit)
-	if err := <-changed; err != nil {
+	release()
+	if err := testwait.Recv(t, changed, "the change committed"); err != nil {
 		t.Fatal(err)
 	}
 	if got := b.startOutcome(t, def.ID); got != "process is disabled" {

@@ -10,6 +10,7 @@ import (
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
@@ -173,7 +174,7 @@ func (b *bundle) start(t *testing.T, processID string) string {
 // change of the run.
 func (b *bundle) waitRun(t *testing.T, id string, what string, cond func(*runengine.Run) bool) *runengine.Run {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit)
 	defer cancel()
 	r, err := b.eng.WaitRunUntil(ctx, tenant, id, cond)
 	switch {

@@ -3,6 +3,7 @@ package runengine_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/process"
@@ -71,7 +72,13 @@ func Example() {
 		return
 	}
 
-	fmt.Println("finished:", <-finished)
+	select {
+	case status := <-finished:
+		fmt.Println("finished:", status)
+	case <-time.After(time.Minute):
+		fmt.Println("the run did not finish within a minute")
+		return
+	}
 	run, err := eng.GetRun(ctx, "acme", started.ID)
 	if err != nil {
 		fmt.Println(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/internal/wiring"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
@@ -113,13 +114,7 @@ func runsOf(p *runengine.Published, err error) ([]*runengine.Run, error) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testwait.Until(t, what, cond)
 }
 
 func TestSupervisedGateAsksAPerson(t *testing.T) {
@@ -724,7 +719,7 @@ func TestConcurrentDecisionsConflict(t *testing.T) {
 				_, results[i] = b.eng.CompleteTask(ctx, runengine.CompleteTaskParams{Tenant: tenant, TaskID: taskID, Action: action, Actor: "usr_" + action})
 			}()
 		}
-		wg.Wait()
+		testwait.Wait(t, &wg, "both completions returned")
 		won := checkOneWins(t, fmt.Sprintf("task round %d", round), results)
 		task, err := b.eng.GetTask(ctx, tenant, taskID)
 		if want := []string{"approve", "reject"}[won]; err != nil || task.Outcome == nil || *task.Outcome != want {
@@ -741,7 +736,7 @@ func TestConcurrentDecisionsConflict(t *testing.T) {
 				_, results[i] = b.eng.Decide(ctx, runengine.DecideParams{Tenant: tenant, ApprovalID: aprID, Approve: approve, Actor: fmt.Sprintf("usr_%d", i)})
 			}()
 		}
-		wg.Wait()
+		testwait.Wait(t, &wg, "both decisions returned")
 		won = checkOneWins(t, fmt.Sprintf("approval round %d", round), results)
 		a, err := b.eng.GetApproval(ctx, tenant, aprID)
 		if want := []runengine.ApprovalStatus{runengine.ApprovalApproved, runengine.ApprovalRejected}[won]; err != nil || a.Status != want {

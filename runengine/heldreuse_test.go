@@ -2,9 +2,11 @@ package runengine
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 	"github.com/google/go-cmp/cmp"
@@ -26,13 +28,15 @@ func TestHeldChangeReusedOnceTold(t *testing.T) {
 	// open transaction beside another tenant's change, the next two of the
 	// flood are held back, and a change that reads adds them.
 	started, unblock := make(chan struct{}), make(chan struct{})
+	free := sync.OnceFunc(func() { close(unblock) })
+	defer free() // before c.close, which waits for the held change
 	first := make(chan error, 1)
 	c.submit(&delta{apply: func(tx store.Txn) error {
 		close(started)
 		<-unblock
 		return tx.Set([]byte("first"), nil)
 	}, after: func(err error) { first <- err }})
-	<-started
+	testwait.Recv(t, started, "the first change was applied")
 	kc := newKeyedChanges(c)
 	var keys []string
 	for i := range commitQuantum {
@@ -55,7 +59,7 @@ func TestHeldChangeReusedOnceTold(t *testing.T) {
 		}
 		return tx.Set([]byte("read"), nil)
 	}, after: func(err error) { reads <- err }})
-	close(unblock)
+	free()
 	wait := func(name string, ch chan error, wantErr bool) {
 		t.Helper()
 		select {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
@@ -74,12 +75,13 @@ func TestLateSubscriberGetsRunEvents(t *testing.T) {
 		}
 		started <- r
 	}()
-	<-st.reached // the run started and completed, its commit not yet made
+	// The run started and completed, its commit not yet made.
+	testwait.Recv(t, st.reached, "the run's start reached its commit")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	events := b.eng.Subscribe(ctx, runengine.SubscribeParams{Tenant: tenant, Names: []string{"process.run.*"}})
 	close(st.release)
-	r := <-started
+	r := testwait.Recv(t, started, "the start was answered")
 	if r == nil {
 		t.FailNow()
 	}

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"runtime"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store/clock"
 
 	"github.com/google/go-cmp/cmp"
@@ -39,14 +39,14 @@ func TestStartGate(t *testing.T) {
 			defer g.mu.Unlock()
 			return len(g.tenants["a"].waiters) == n
 		}
-		for !waitUntil() {
+		testwait.Until(t, fmt.Sprintf("%d callers waiting", n), func() bool {
 			select {
 			case who := <-entered:
 				t.Fatalf("%s entered over the cap", who)
 			default:
-				runtime.Gosched()
 			}
-		}
+			return waitUntil()
+		})
 	}
 	go func() {
 		if g.enter(ctx, "a") == nil {
@@ -65,13 +65,13 @@ func TestStartGate(t *testing.T) {
 	}()
 	waiting(3)
 	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
+	if err := testwait.Recv(t, errc, "the cancelled caller returned"); !errors.Is(err, context.Canceled) {
 		t.Errorf("the cancelled caller got %v, want context.Canceled", err)
 	}
 	var order []string
 	for range 2 {
 		g.leave("a")
-		order = append(order, <-entered)
+		order = append(order, testwait.Recv(t, entered, "a waiting caller entered after a leave"))
 	}
 	if diff := cmp.Diff([]string{"first", "third"}, order); diff != "" {
 		t.Errorf("order (-want +got):\n%s", diff)
@@ -137,14 +137,14 @@ func TestFairStartGate(t *testing.T) {
 				entered <- i
 			}
 		}()
-		for waiters() != i+1 {
+		testwait.Until(t, fmt.Sprintf("%d of the flood's callers waiting", i+1), func() bool {
 			select {
 			case <-entered:
 				t.Fatal("the flood entered over the fair cap beside the quiet tenant")
 			default:
-				runtime.Gosched()
 			}
-		}
+			return waiters() == i+1
+		})
 	}
 	// The quiet tenant's start ended, but it came within the window: the
 	// flood stays at the fair cap (2 in progress).
@@ -159,7 +159,7 @@ func TestFairStartGate(t *testing.T) {
 	default:
 	}
 	g.leave("flood") // 1 in progress: the first caller's turn
-	if i := <-entered; i != 0 {
+	if i := testwait.Recv(t, entered, "the first waiting caller entered"); i != 0 {
 		t.Fatalf("caller %d entered first", i)
 	}
 	if waiters() != 1 {
@@ -169,7 +169,7 @@ func TestFairStartGate(t *testing.T) {
 	// waiting caller in, and a new one goes in at once.
 	clk.Advance(fairWindow)
 	g.leave("flood")
-	if i := <-entered; i != 1 {
+	if i := testwait.Recv(t, entered, "the second waiting caller entered"); i != 1 {
 		t.Fatalf("caller %d entered second", i)
 	}
 	for i := range 4 {
@@ -188,17 +188,17 @@ func TestFairStartGate(t *testing.T) {
 			entered <- 2
 		}
 	}()
-	for waiters() != 1 {
+	testwait.Until(t, "a caller of the flood waiting beside a tenant committing changes", func() bool {
 		select {
 		case <-entered:
 			t.Fatal("the flood entered over the fair cap beside a tenant committing changes")
 		default:
-			runtime.Gosched()
 		}
-	}
+		return waiters() == 1
+	})
 	clk.Advance(fairWindow)
 	g.leave("flood")
-	if i := <-entered; i != 2 {
+	if i := testwait.Recv(t, entered, "the waiting caller entered once the window passed"); i != 2 {
 		t.Fatalf("caller %d entered", i)
 	}
 }

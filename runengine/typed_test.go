@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/internal/wiring"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
@@ -117,7 +118,7 @@ func TestStartIdempotencyKeyConcurrent(t *testing.T) {
 			ids[i] = r.ID
 		})
 	}
-	wg.Wait()
+	testwait.Wait(t, &wg, "the 8 starts returned")
 	for _, id := range ids {
 		if id != ids[0] {
 			t.Fatalf("one key started several runs: %v", ids)
@@ -172,11 +173,11 @@ func TestWaitRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if got := <-done; got == nil || got.Status != runengine.RunCompleted {
+		if got := testwait.Recv(t, done, "WaitRun returned once the run completed"); got == nil || got.Status != runengine.RunCompleted {
 			t.Fatalf("WaitRun returned %+v", got)
 		}
 	}
-	if err := <-never; !errors.Is(err, errs.Conflict) {
+	if err := testwait.Recv(t, never, "WaitRunUntil returned once the run ended"); !errors.Is(err, errs.Conflict) {
 		t.Errorf("waiting for what a run that ended never became: %v, want conflict", err)
 	}
 	// An ended run is returned at once.

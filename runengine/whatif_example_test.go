@@ -3,7 +3,7 @@ package runengine_test
 import (
 	"context"
 	"fmt"
-	"runtime"
+	"time"
 
 	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/process"
@@ -55,8 +55,11 @@ func ExampleEngine_WhatIf() {
 		fmt.Println(err)
 		return
 	}
-	for job.Status != runengine.JobCompleted {
-		runtime.Gosched()
+	for deadline := time.Now().Add(time.Minute); job.Status != runengine.JobCompleted; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			fmt.Println("the what-if did not complete within a minute")
+			return
+		}
 		if job, err = eng.GetJob(ctx, "ten_1", job.ID); err != nil {
 			fmt.Println(err)
 			return

@@ -10,6 +10,7 @@ import (
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store/clock"
 	"github.com/cockroachdb/errors"
 	"github.com/google/go-cmp/cmp"
@@ -234,7 +235,7 @@ func TestCircuitRefusesDuringTrial(t *testing.T) {
 	clk.Advance(time.Second)
 	done := make(chan error, 1)
 	go func() { _, err := reg.Call(ctx, c); done <- err }()
-	<-entered
+	testwait.Recv(t, entered, "the trial call reached the provider")
 	if _, err := reg.Call(ctx, c); !errors.Is(err, registry.ErrCircuitOpen) || !strings.Contains(err.Error(), "half-open") {
 		t.Errorf("call during the trial = %v, want refused", err)
 	}
@@ -242,7 +243,7 @@ func TestCircuitRefusesDuringTrial(t *testing.T) {
 		t.Errorf("circuits during the trial = %+v", got)
 	}
 	close(release)
-	if err := <-done; err != nil {
+	if err := testwait.Recv(t, done, "the trial call returned"); err != nil {
 		t.Fatalf("trial = %v", err)
 	}
 	if _, err := reg.Call(ctx, c); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/cockroachdb/errors"
 	"github.com/google/go-cmp/cmp"
 )
@@ -90,7 +91,7 @@ func TestWebhook(t *testing.T) {
 		t.Fatalf("Call = %s, %v", out, err)
 	}
 	want := seen{call("ten_a", "chat.message.send", `{"channel":"#ok","text":"hi"}`), "run_1/step/1", "Bearer tok", true, "chat.message.send"}
-	if diff := cmp.Diff(want, <-got); diff != "" {
+	if diff := cmp.Diff(want, testwait.Recv(t, got, "the webhook received the call")); diff != "" {
 		t.Errorf("the webhook received (-want +got):\n%s", diff)
 	}
 
@@ -107,7 +108,7 @@ func TestWebhook(t *testing.T) {
 		{"#hang", capability.ErrTimeout, "did not answer chat.message.send within 2s"},
 	} {
 		_, err := send(test.channel)
-		<-got
+		testwait.Recv(t, got, test.channel+": the webhook received the call")
 		if err == nil || (test.kind != nil && !errors.Is(err, test.kind)) || !strings.Contains(err.Error(), test.part) {
 			t.Errorf("%s: Call error = %v, want %v saying %q", test.channel, err, test.kind, test.part)
 		}

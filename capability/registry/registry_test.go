@@ -15,6 +15,7 @@ import (
 	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
 	"github.com/bas-platform/bas/store/clock"
@@ -714,9 +715,9 @@ func TestBindingCacheConcurrent(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	testwait.Wait(t, &wg, "the binders returned")
 	stop.Store(true)
-	callers.Wait()
+	testwait.Wait(t, &callers, "the callers stopped")
 	if bad.Load() > 0 {
 		t.Fatalf("%d calls went wrong", bad.Load())
 	}

@@ -13,6 +13,8 @@ package main
 //	go test ./examples/server -run TestKillLoop -kill-cycles 50   # the long version
 
 import (
+	"github.com/bas-platform/bas/internal/testwait"
+
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -314,7 +316,7 @@ func TestKillLoop(t *testing.T) {
 		go func() { load(srv, true); close(done) }()
 		time.Sleep(time.Duration(150+rng.IntN(600)) * time.Millisecond)
 		srv.kill()
-		<-done
+		testwait.Recv(t, done, "the load saw the killed server gone")
 		if t.Failed() {
 			t.Fatalf("cycle %d failed; server log:\n%s", cycle, srv.tail())
 		}

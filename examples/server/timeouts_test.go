@@ -41,7 +41,10 @@ func TestSlowBodyIsCut(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = ws.Close() })
 	api := httpapi.New(ws, httpapi.Options{DevLogin: true})
-	srv := newServer(api, timeouts{readHeader: time.Second, read: 300 * time.Millisecond, write: 5 * time.Second, idle: time.Second})
+	// The read timeout runs from the accept: 2s leaves a loaded machine
+	// the time to send the headers (with 300ms the client was sometimes
+	// cut before it wrote them, and got no answer at all).
+	srv := newServer(api, timeouts{readHeader: 5 * time.Second, read: 2 * time.Second, write: 5 * time.Second, idle: time.Second})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -52,7 +52,9 @@ func TestProxyStreamsEvents(t *testing.T) {
 		t.Fatalf("dev-login = %d %s", r.status, r.body)
 	}
 	open := func(lastID string) (*bufio.Reader, func()) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		// A safety net for a stream that never ends, not a wait: a minute
+		// (10s was short for a loaded machine).
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		req, _ := http.NewRequestWithContext(ctx, "GET", s.srv.URL+"/console/proxy/v1/stream?names=task.*", nil)
 		if lastID != "" {
 			req.Header.Set("Last-Event-ID", lastID)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/bas-platform/bas/internal/ai"
 	"github.com/bas-platform/bas/internal/ai/aitest"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
 	"github.com/bas-platform/bas/store/clock"
@@ -218,10 +218,9 @@ func TestInvalidAnswersAreRetryableFailures(t *testing.T) {
 
 // waitTimer waits until the code under test has started a timer on the
 // fake clock.
-func waitTimer(fc *clock.Fake, n int) {
-	for fc.Timers() < n {
-		runtime.Gosched()
-	}
+func waitTimer(t *testing.T, fc *clock.Fake, n int) {
+	t.Helper()
+	testwait.Until(t, "a timer started on the fake clock", func() bool { return fc.Timers() >= n })
 }
 
 func TestRateLimitHonoursRetryAfter(t *testing.T) {
@@ -235,15 +234,15 @@ func TestRateLimitHonoursRetryAfter(t *testing.T) {
 		got, err = e.call(capability.AIDraft, capability.AIDraftArgs{Kind: "reply", Brief: "Thank the sender."})
 		done <- err
 	}()
-	waitTimer(e.clock, 1)
+	waitTimer(t, e.clock, 1)
 	e.clock.Advance(6 * time.Second)
 	if n := len(e.srv.Requests()); n != 1 {
 		t.Fatalf("%d requests before Retry-After passed", n)
 	}
 	e.clock.Advance(time.Second) // 7s: the retry goes
-	waitTimer(e.clock, 1)        // the 503 without Retry-After backs off 2s
+	waitTimer(t, e.clock, 1)     // the 503 without Retry-After backs off 2s
 	e.clock.Advance(2 * time.Second)
-	if err := <-done; err != nil {
+	if err := testwait.Recv(t, done, "the draft was answered"); err != nil {
 		t.Fatal(err)
 	}
 	if got["text"] != "Thank you, we received it." || got["ai"].(map[string]any)["attempts"] != 3.0 {

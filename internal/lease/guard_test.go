@@ -2,12 +2,12 @@ package lease_test
 
 import (
 	"context"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/lease"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/clock"
 	"github.com/cockroachdb/errors"
@@ -55,11 +55,9 @@ func TestExclusive(t *testing.T) {
 			_, err := lease.Exclusive(gaveUp, shared, cfg("node-x"), "engine", nil)
 			impatient <- err
 		}()
-		for clk.Timers() < 2 { // node-a's renewal, node-x's wait
-			runtime.Gosched()
-		}
+		testwait.Until(t, "node-x waited on the fake clock beside node-a's renewal", func() bool { return clk.Timers() >= 2 })
 		cancel()
-		if err := <-impatient; !errors.Is(err, lease.ErrHeld) {
+		if err := testwait.Recv(t, impatient, "node-x gave up"); !errors.Is(err, lease.ErrHeld) {
 			t.Fatalf("a second node that gave up waiting: %v, want ErrHeld", err)
 		}
 		second := make(chan opened, 1)
@@ -67,9 +65,7 @@ func TestExclusive(t *testing.T) {
 			b, err := lease.Exclusive(ctx, shared, cfg("node-b"), "engine", nil)
 			second <- opened{b, err}
 		}()
-		for clk.Timers() < 2 { // node-a's renewal, node-b's wait
-			runtime.Gosched()
-		}
+		testwait.Until(t, "node-b waited on the fake clock beside node-a's renewal", func() bool { return clk.Timers() >= 2 })
 		if err := a.Update(ctx, func(tx store.Txn) error { return tx.Set([]byte("k"), []byte("a")) }); err != nil {
 			t.Fatalf("the holder's write: %v", err)
 		}
@@ -77,7 +73,7 @@ func TestExclusive(t *testing.T) {
 			t.Fatal(err)
 		}
 		clk.Advance(ttl / 10) // node-b tries again
-		got := <-second
+		got := testwait.Recv(t, second, "node-b opened the store once node-a closed")
 		if got.err != nil {
 			t.Fatalf("the waiting node after the first closed: %v", got.err)
 		}

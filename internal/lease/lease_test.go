@@ -9,6 +9,7 @@ import (
 
 	"github.com/bas-platform/bas/internal/lease"
 	"github.com/bas-platform/bas/internal/pgtest"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
 	"github.com/bas-platform/bas/store/clock"
@@ -130,6 +131,8 @@ func TestFencing(t *testing.T) {
 		// A checks its lease, then stalls (a long GC pause) past its
 		// expiry; B takes over and writes; A's write then commits.
 		paused, resume := make(chan struct{}), make(chan struct{})
+		free := sync.OnceFunc(func() { close(resume) })
+		t.Cleanup(free) // a failing test must not leave A's write paused
 		var once sync.Once
 		done := make(chan error, 1)
 		go func() {
@@ -140,7 +143,7 @@ func TestFencing(t *testing.T) {
 				})
 			})
 		}()
-		<-paused
+		testwait.Recv(t, paused, "A's write paused after its lease check")
 		clk.Advance(ttl)
 		lb, err := b.Acquire(ctx, "shard/1")
 		if err != nil {
@@ -149,8 +152,8 @@ func TestFencing(t *testing.T) {
 		if err := write(b, lb, "b1", func() {}); err != nil {
 			t.Fatalf("the new holder's write: %v", err)
 		}
-		close(resume)
-		if err := <-done; !errors.Is(err, lease.ErrFenced) {
+		free()
+		if err := testwait.Recv(t, done, "the stale owner's write returned"); !errors.Is(err, lease.ErrFenced) {
 			t.Errorf("the stale owner's write: %v, want ErrFenced", err)
 		}
 		// A later stale write is refused too, and so is one with a forged
@@ -193,7 +196,7 @@ func TestOneWinner(t *testing.T) {
 				results <- err
 			}()
 		}
-		wg.Wait()
+		testwait.Wait(t, &wg, "every node's Acquire returned")
 		close(results)
 		won := 0
 		for err := range results {

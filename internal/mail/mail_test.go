@@ -17,6 +17,7 @@ import (
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/mail"
 	"github.com/bas-platform/bas/internal/schema"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
 	"github.com/bas-platform/bas/store/clock"
@@ -191,7 +192,7 @@ func TestConcurrentSendsOncePerKey(t *testing.T) {
 			}()
 		}
 	}
-	wg.Wait()
+	testwait.Wait(t, &wg, "the concurrent sends returned")
 	msgs := list(t, st, "ten_a")
 	if len(msgs) != keys {
 		t.Fatalf("%d messages, want %d", len(msgs), keys)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/plugins/internal/wire"
 	"github.com/cockroachdb/errors"
 	"github.com/google/go-cmp/cmp"
@@ -177,7 +178,7 @@ func TestServe(t *testing.T) {
 			t.Fatal(resp.Error.Message)
 		}
 		want := capability.Event{Tenant: "t1", Name: "acme.done", Data: json.RawMessage(`{"n":1}`)}
-		if diff := cmp.Diff(want, <-host.events); diff != "" {
+		if diff := cmp.Diff(want, testwait.Recv(t, host.events, "the event reached the host")); diff != "" {
 			t.Errorf("event (-want +got):\n%s", diff)
 		}
 	})

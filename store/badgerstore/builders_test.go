@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
 	"github.com/dgraph-io/ristretto/v2/z"
 	"github.com/google/go-cmp/cmp"
@@ -100,5 +101,5 @@ func TestTrimLoopTicksAndStops(t *testing.T) {
 		t.Errorf("after a tick the idle allocator is still there (%d in the pool)", len(ch))
 	}
 	close(stop)
-	<-done
+	testwait.Recv(t, done, "the trim loop stopped")
 }

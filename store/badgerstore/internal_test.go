@@ -3,12 +3,12 @@ package badgerstore
 import (
 	"context"
 	"log/slog"
-	"runtime"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/clock"
 	"github.com/google/go-cmp/cmp"
@@ -136,19 +136,15 @@ func TestCloseWaitsForTransactionsInFlight(t *testing.T) {
 			return r.Scan(store.ScanOptions{}, func(_, _ []byte) error { return nil })
 		})
 	}()
-	<-inView
+	testwait.Recv(t, inView, "the View began")
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()
 	// Wait until Close has begun (it refuses new work from then on).
-	for {
+	testwait.Until(t, "Close began", func() bool {
 		s.mu.Lock()
-		begun := s.closed
-		s.mu.Unlock()
-		if begun {
-			break
-		}
-		runtime.Gosched()
-	}
+		defer s.mu.Unlock()
+		return s.closed
+	})
 	select {
 	case err := <-closed:
 		t.Fatalf("Close returned (%v) while a View was in flight", err)
@@ -158,10 +154,10 @@ func TestCloseWaitsForTransactionsInFlight(t *testing.T) {
 		t.Error("a View begun after Close began succeeded")
 	}
 	close(release)
-	if err := <-viewErr; err != nil {
+	if err := testwait.Recv(t, viewErr, "the View in flight during Close returned"); err != nil {
 		t.Errorf("the View in flight during Close: %v", err)
 	}
-	if err := <-closed; err != nil {
+	if err := testwait.Recv(t, closed, "Close returned once the View did"); err != nil {
 		t.Errorf("Close: %v", err)
 	}
 }
@@ -175,9 +171,8 @@ func TestGCSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitTimer := func() {
-		for fake.Timers() == 0 {
-			runtime.Gosched()
-		}
+		t.Helper()
+		testwait.Until(t, "the GC loop armed its timer", func() bool { return fake.Timers() > 0 })
 	}
 	gcRounds := func() int {
 		n := 0

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
 )
@@ -42,7 +43,7 @@ func TestPipelinedCommitsKeepTheirOrder(t *testing.T) {
 		step.txn.CommitAsync(func(err error) { done <- err })
 	}
 	for i := 0; i < 2; i++ {
-		if err := <-done; err != nil {
+		if err := testwait.Recv(t, done, "the pipelined commit was told"); err != nil {
 			t.Fatalf("commit: %v", err)
 		}
 	}

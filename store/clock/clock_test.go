@@ -1,6 +1,8 @@
 package clock
 
 import (
+	"github.com/bas-platform/bas/internal/testwait"
+
 	"testing"
 	"time"
 
@@ -72,7 +74,7 @@ func TestFakeStopAndSetNeverBackwards(t *testing.T) {
 
 func TestRealTimerFires(t *testing.T) {
 	tm := Real{}.NewTimer(time.Millisecond)
-	<-tm.C()
+	testwait.Recv(t, tm.C(), "the 1ms timer fired")
 	if tm.Stop() {
 		t.Fatal("Stop after firing = true, want false")
 	}

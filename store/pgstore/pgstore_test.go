@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/cockroachdb/errors"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -60,7 +61,7 @@ func TestSchemaVersion(t *testing.T) {
 		}()
 	}
 	for range 4 {
-		if err := <-errc; err != nil {
+		if err := testwait.Recv(t, errc, "the concurrent Opens returned"); err != nil {
 			t.Fatalf("concurrent Open of a new schema: %v", err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/bas-platform/bas/internal/pgtest"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
 )
 
@@ -43,7 +44,7 @@ func TestPipelinedCommitsKeepTheirOrder(t *testing.T) {
 			step.txn.CommitAsync(func(err error) { done <- err })
 		}
 		for range 2 {
-			if err := <-done; err != nil {
+			if err := testwait.Recv(t, done, "the pipelined commit was told"); err != nil {
 				t.Fatalf("round %d: commit: %v", round, err)
 			}
 		}

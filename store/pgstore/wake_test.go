@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/pgtest"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store/pgstore"
 )
 
@@ -29,7 +30,7 @@ func TestWake(t *testing.T) {
 		go func() {
 			ended <- s.Listen(context.Background(), topic, func() { got <- struct{}{} })
 		}()
-		<-got // the first call: listening
+		testwait.Recv(t, got, "Listen's first call (listening)")
 		return got, ended
 	}
 	got, ended := listen(listener, "due")

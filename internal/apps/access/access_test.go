@@ -18,6 +18,7 @@ import (
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/mail"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
 	"github.com/bas-platform/bas/store/clock"
@@ -926,13 +927,13 @@ func TestAuthenticateRevokedUnderLoad(t *testing.T) {
 		}()
 	}
 	for range 8 {
-		<-started
+		testwait.Recv(t, started, "8 callers started")
 	}
 	if err := b.svc.Logout(b.ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	done.Store(true)
-	wg.Wait()
+	testwait.Wait(t, &wg, "the callers returned")
 	if n := stale.Load(); n > 0 {
 		t.Errorf("%d requests begun after the sign-out were authenticated", n)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/bas-platform/bas/internal/apps/automation"
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
@@ -482,7 +483,7 @@ func TestConcurrentDecisions(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	testwait.Wait(t, &wg, "the concurrent gate calls returned")
 	auto := 0
 	for i, a := range answers {
 		if a[0] != a[1] {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 	"github.com/google/go-cmp/cmp"
@@ -138,7 +139,7 @@ func TestConcurrentKeys(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	testwait.Wait(t, &wg, "the concurrent changes returned")
 	for i, err := range errsOut {
 		if err != nil {
 			t.Fatalf("create %d: %v", i, err)

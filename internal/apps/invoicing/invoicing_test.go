@@ -12,6 +12,7 @@ import (
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 	"github.com/google/go-cmp/cmp"
@@ -315,7 +316,7 @@ func TestFinalizeNumbersAcrossServices(t *testing.T) {
 			numbers[i] = *inv.Number
 		})
 	}
-	wg.Wait()
+	testwait.Wait(t, &wg, "the concurrent finalizations returned")
 	sort.Strings(numbers)
 	for i, got := range numbers {
 		if want := fmt.Sprintf("INV-%06d", i+1); got != want {

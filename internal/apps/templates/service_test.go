@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability/registry"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
@@ -140,7 +141,7 @@ func TestInstallConcurrent(t *testing.T) {
 			mu.Unlock()
 		}()
 	}
-	wg.Wait()
+	testwait.Wait(t, &wg, "the concurrent installs returned")
 	list, _, err := procs.List(ctx, "ten_a", process.Query{}, store.Page{Limit: 50})
 	if err != nil || len(list) != 1 || installed != 1 {
 		t.Fatalf("%d processes, %d installed (%v)", len(list), installed, err)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
@@ -177,8 +178,8 @@ func TestRetriesUntilTheReceiverAnswers(t *testing.T) {
 	var outcomes []string
 	var requests []seen
 	for i := range 3 {
-		requests = append(requests, <-got)
-		outcomes = append(outcomes, <-b.attempts)
+		requests = append(requests, testwait.Recv(t, got, fmt.Sprintf("attempt %d reached the receiver", i+1)))
+		outcomes = append(outcomes, testwait.Recv(t, b.attempts, fmt.Sprintf("attempt %d was recorded", i+1)))
 		if i < 2 {
 			b.clock.Advance(30 * time.Second << i) // the bound of attempt i+1's delay
 		}
@@ -215,7 +216,7 @@ func TestRetriesUntilTheReceiverAnswers(t *testing.T) {
 	default:
 	}
 	b.clock.Advance(2 * time.Minute)
-	if id := <-expired; id != d.ID {
+	if id := testwait.Recv(t, expired, "the delivery expired after 30 days"); id != d.ID {
 		t.Errorf("expired %s, want %s", id, d.ID)
 	}
 	if list, _, err = b.svc.Deliveries(ctx, "ten_a", sub.ID, store.Page{}); err != nil || len(list) != 0 {
@@ -238,7 +239,7 @@ func TestFailsAfterRetryForAndDisablesTheSubscription(t *testing.T) {
 	b.emit(t, "ten_a", "boards.item.created")
 	var outcomes []string
 	for {
-		o := <-b.attempts
+		o := testwait.Recv(t, b.attempts, fmt.Sprintf("attempt %d was recorded", len(outcomes)+1))
 		outcomes = append(outcomes, o)
 		if o != OutcomeRetrying {
 			break
@@ -272,7 +273,7 @@ func TestFailsAfterRetryForAndDisablesTheSubscription(t *testing.T) {
 	if err != nil || d.RedeliveryOf == nil || *d.RedeliveryOf != list[0].ID || d.Status != StatusPending {
 		t.Errorf("redeliver = %+v, %v", d, err)
 	}
-	if o := <-b.attempts; o != OutcomeRetrying {
+	if o := testwait.Recv(t, b.attempts, "the redelivery was attempted"); o != OutcomeRetrying {
 		t.Errorf("redelivery outcome %s, want retrying", o)
 	}
 }
@@ -370,7 +371,7 @@ func TestRedirectToAPrivateAddressIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.emit(t, "ten_a", "crm.deal.won")
-	if o := <-b.attempts; o != OutcomeRetrying {
+	if o := testwait.Recv(t, b.attempts, "the redirected delivery was attempted"); o != OutcomeRetrying {
 		t.Errorf("outcome %s, want retrying", o)
 	}
 	list, _, _ := b.svc.Deliveries(ctx, "ten_a", sub.ID, store.Page{})
@@ -447,7 +448,9 @@ func TestMatches(t *testing.T) {
 
 func TestASlowReceiverHoldsOnlyItsWorkspace(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{Allow: loopback(), PerTenant: 1})
+	// An attempt lasts longer than the test: the slow receiver's slot must
+	// not be freed by its timeout on a loaded machine.
+	b := setup(t, Config{Allow: loopback(), PerTenant: 1, Timeout: 10 * time.Minute})
 	release := make(chan struct{})
 	slowHit := make(chan struct{}, 4)
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -469,10 +472,10 @@ func TestASlowReceiverHoldsOnlyItsWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.emit(t, "ten_slow", "crm.deal.won")
-	<-slowHit // ten_slow's one slot is taken until release
+	testwait.Recv(t, slowHit, "the slow receiver was called") // ten_slow's one slot is taken until release
 	b.emit(t, "ten_slow", "crm.deal.lost")
 	b.emit(t, "ten_fast", "crm.deal.won")
-	if got := <-fastHit; got != "crm.deal.won" {
+	if got := testwait.Recv(t, fastHit, "the fast receiver was called"); got != "crm.deal.won" {
 		t.Errorf("fast workspace got %s", got)
 	}
 	select {
