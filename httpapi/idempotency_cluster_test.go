@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/httpapi"
