@@ -498,6 +498,12 @@ func TestFollowUpRemindsUntilReply(t *testing.T) {
 	}
 	b.advance(48 * time.Hour)
 	waitFor(t, "second reminder", func() bool { return mp.count() == 2 })
+	// The reply comes once the second reminder's result is applied: a reply
+	// that ends the step while that call is in flight drops its result, and
+	// the step counts the reminders whose results it took.
+	b.waitRun(t, id, "second reminder applied", func(r *runengine.Run) bool {
+		return r.Steps[0].Reminders() == 2 && r.Steps[0].Status == runengine.StepWaiting
+	})
 	if _, err := b.eng.Publish(context.Background(), runengine.PublishParams{Tenant: tenant, Name: "payment.received", Data: map[string]any{"invoice": "INV-1"}}); err != nil {
 		t.Fatal(err)
 	}
