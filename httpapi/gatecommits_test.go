@@ -16,15 +16,19 @@ import (
 	"github.com/bas-platform/bas/store/badgerstore"
 )
 
-// commitCounter counts a store's commits: its Updates and its pipelined
-// transactions' commits.
+// commitCounter counts a store's commits: its Updates (the read-write
+// transactions opened outside the run engine's commit pipeline) and its
+// pipelined transactions' commits.
 type commitCounter struct {
 	*badgerstore.Store
-	commits atomic.Int64
+	updates, pipelined atomic.Int64
 }
 
+// commits is how many commits the store made.
+func (s *commitCounter) commits() int64 { return s.updates.Load() + s.pipelined.Load() }
+
 func (s *commitCounter) Update(ctx context.Context, fn func(store.Txn) error) error {
-	s.commits.Add(1)
+	s.updates.Add(1)
 	return s.Store.Update(ctx, fn)
 }
 
@@ -33,7 +37,7 @@ func (s *commitCounter) Begin(ctx context.Context) (store.PipelinedTxn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &countedTxn{PipelinedTxn: tx, n: &s.commits}, nil
+	return &countedTxn{PipelinedTxn: tx, n: &s.pipelined}, nil
 }
 
 // countedTxn counts its commit in n.
@@ -97,11 +101,11 @@ func TestStartCommitsTwice(t *testing.T) {
 	}
 	start("warm-up")
 	const starts = 10
-	before := counted.commits.Load()
+	before := counted.commits()
 	for i := range starts {
 		start("s" + string(rune('a'+i)))
 	}
-	if n := counted.commits.Load() - before; n != 2*starts {
+	if n := counted.commits() - before; n != 2*starts {
 		t.Errorf("%d starts made %d commits, want %d (two each)", starts, n, 2*starts)
 	}
 	var auto struct {

@@ -22,18 +22,6 @@ import (
 	"github.com/bas-platform/bas/store/badgerstore"
 )
 
-// countingStore counts the read-write transactions the API opens outside
-// the run engine's commit pipeline (which commits through Begin).
-type countingStore struct {
-	*badgerstore.Store
-	updates atomic.Int64
-}
-
-func (s *countingStore) Update(ctx context.Context, fn func(store.Txn) error) error {
-	s.updates.Add(1)
-	return s.Store.Update(ctx, fn)
-}
-
 // TestIdempotentEngineAnswersCommitWithTheChange: a keyed run start, task
 // completion and decision write their answer in the same commit as the
 // change (no transaction of their own), so a retry after any crash, or
@@ -45,7 +33,7 @@ func TestIdempotentEngineAnswersCommitWithTheChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	counted := &countingStore{Store: st}
+	counted := &commitCounter{Store: st}
 	clk := bas.NewFakeClock(testStart)
 	ws, err := bas.Open(context.Background(), bas.Options{Store: counted, Clock: clk,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
