@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -46,12 +47,14 @@ import (
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/badgerstore"
 	"github.com/bas-platform/bas/store/clock"
 )
 
 var (
 	waitingRuns = flag.Int("waiting", 9000, "TestWaitingRunsScale: how many waiting runs to start")
 	waitingDir  = flag.String("waiting-dir", "", "TestWaitingRunsScale: keep the directory of the -waiting runs here (new or empty), all fired")
+	waitingVT   = flag.Int64("waiting-value-threshold", 0, "TestWaitingRunsScale: open the store with this badgerstore.Options.ValueThreshold (0: the default)")
 )
 
 const (
@@ -70,8 +73,17 @@ const waitingProcess = `{"name": "Wait a day", "function": "operations", "trigge
   ]}`
 
 func openWaiting(dir string, clk bas.Clock) (*bas.Workspace, error) {
-	return bas.Open(context.Background(), bas.Options{Dir: dir, Clock: clk,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	opts := bas.Options{Dir: dir, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if *waitingVT > 0 {
+		// The store bas.Open makes under Dir, with the value threshold an
+		// embedder passes as its own Store.
+		st, err := badgerstore.Open(badgerstore.Options{Dir: filepath.Clean(dir), ValueThreshold: *waitingVT, Logger: opts.Logger})
+		if err != nil {
+			return nil, err
+		}
+		opts.Store = st
+	}
+	return bas.Open(context.Background(), opts)
 }
 
 // TestWaitingRunsChild is the child process of TestWaitingRunsScale; it
@@ -180,7 +192,7 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 	// The child ends at the parent's timeout at the latest: a hung child
 	// would otherwise outlive the parent go test killed.
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestWaitingRunsChild$", "-test.count", "1",
-		"-test.timeout", flag.Lookup("test.timeout").Value.String())
+		"-test.timeout", flag.Lookup("test.timeout").Value.String(), "-waiting-value-threshold", strconv.FormatInt(*waitingVT, 10))
 	cmd.Env = append(os.Environ(), waitingChildEnv+"="+dir+":"+strconv.Itoa(n))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
