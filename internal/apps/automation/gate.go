@@ -225,12 +225,18 @@ func (s *Service) decideIn(tx store.Txn, b *gateBatch, req runengine.GateRequest
 	if err := s.decide(tx, b, req.Tenant, key, e, rec); err != nil {
 		return runengine.GateDecision{}, err
 	}
-	raw, err := rec.appendJSON(make([]byte, 0, 160+len(rec.ItemKey)+len(rec.ProcessID)+len(rec.RunID)+len(rec.StepKey)+
-		len(rec.Capability)+len(rec.Reason)))
+	raw, err := rec.encode()
 	if err != nil {
-		return runengine.GateDecision{}, errors.Wrap(err, "encode a gate decision")
+		return runengine.GateDecision{}, err
 	}
 	return runengine.GateDecision{Auto: rec.Auto, Reason: rec.Reason, Sample: rec.Sample}, gateDecisions.PutRaw(tx, req.Tenant, rec, raw)
+}
+
+// encode returns d's record bytes (see appendJSON).
+func (d *decisionRecord) encode() ([]byte, error) {
+	raw, err := d.appendJSON(make([]byte, 0, 160+len(d.ItemKey)+len(d.ProcessID)+len(d.RunID)+len(d.StepKey)+
+		len(d.Capability)+len(d.Reason)))
+	return raw, errors.Wrap(err, "encode a gate decision")
 }
 
 // appendJSON appends d's JSON, byte for byte what encoding/json writes for

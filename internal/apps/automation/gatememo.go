@@ -332,11 +332,10 @@ func (m *gateMemo) settled(d *memoDecision) func(error) {
 // of its day counts.
 func (s *Service) hand(d *memoDecision, w *callwrites.Writes) {
 	tenant, rec := d.p.req.Tenant, d.rec // the write holds its own copy
-	raw, err := rec.appendJSON(make([]byte, 0, 160+len(rec.ItemKey)+len(rec.ProcessID)+len(rec.RunID)+len(rec.StepKey)+
-		len(rec.Capability)+len(rec.Reason)))
+	raw, err := rec.encode()
 	if err != nil {
 		s.memo.settled(d)(err)
-		d.p.out, d.p.err = runengine.GateDecision{}, errors.Wrap(err, "encode a gate decision")
+		d.p.out, d.p.err = runengine.GateDecision{}, err
 		return
 	}
 	w.Add(func(tx store.Txn) error { return gateDecisions.PutRaw(tx, tenant, &rec, raw) })
