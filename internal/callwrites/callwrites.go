@@ -145,12 +145,3 @@ func (w *Writes) TakeAll() Batch {
 	w.ops, w.counts, w.settled = nil, nil, nil
 	return b
 }
-
-// Take returns the writes added and empties w.
-func (w *Writes) Take() []func(store.Txn) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ops := w.ops
-	w.ops = nil
-	return ops
-}

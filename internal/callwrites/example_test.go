@@ -20,7 +20,7 @@ func Example() {
 	}
 
 	// The caller, in the transaction of the call's result:
-	fmt.Println(len(w.Take()), "write to apply")
+	fmt.Println(len(w.TakeAll().Ops), "write to apply")
 	fmt.Println(callwrites.From(context.Background()) == nil)
 	// Output:
 	// 1 write to apply

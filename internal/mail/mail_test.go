@@ -291,7 +291,7 @@ func TestStepCallHandsItsWrite(t *testing.T) {
 		if err := json.Unmarshal(out, &res); err != nil || res.Status != "queued" {
 			t.Fatalf("result %s, %v", out, err)
 		}
-		return res, w.Take()
+		return res, w.TakeAll().Ops
 	}
 	apply := func(ops []func(store.Txn) error) error {
 		return st.Update(ctx, func(tx store.Txn) error {
@@ -359,7 +359,7 @@ func TestNewStepCallWritesWithoutReading(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops := w.Take()
+	ops := w.TakeAll().Ops
 	err = st.Update(ctx, func(tx store.Txn) error {
 		for _, op := range ops {
 			if err := op(noReads{tx}); err != nil {
