@@ -365,10 +365,7 @@ func (b *gateBatch) effective(tx store.Txn, s *Service, tenant, processID string
 	if err != nil {
 		return effective{}, err
 	}
-	if proc == nil {
-		proc = &Level{ID: processID}
-	}
-	e := resolve(ws, proc, b.now)
+	e := resolveLevels(ws, proc, processID, b.now)
 	if b.levels == nil {
 		b.levels = map[string]effective{}
 	}
