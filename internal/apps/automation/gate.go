@@ -424,7 +424,7 @@ func (s *Service) loadLapsing(tx store.Txn, tenant, processID string, now time.T
 		return nil, nil, err
 	}
 	for _, l := range []*Level{ws, proc} {
-		if l == nil || l.Exception == nil || active(l.Exception, now) {
+		if !lapsed(l, now) {
 			continue
 		}
 		before := l.clone()
