@@ -18,7 +18,8 @@ func TestDecisionJSONMatchesMarshal(t *testing.T) {
 			Reason: "automatic: the item is inside the 100% that run without a person", Percent: 100, At: at},
 		"supervised": {ItemKey: "k<1>&\"2\"", ProcessID: "prc_ü", Reason: "supervised: automation is paused: \"quiet\"\n<now>",
 			Sample: true, Percent: -3, At: at.In(time.FixedZone("x", -7200))},
-		"empty": {},
+		"empty":   {},
+		"invalid": {ItemKey: "\xff", Reason: "exception: " + string([]byte{0xe2, 0x28, 0xa1}) + " \u2028\u2029"},
 	} {
 		want, err := json.Marshal(d)
 		if err != nil {
@@ -31,5 +32,8 @@ func TestDecisionJSONMatchesMarshal(t *testing.T) {
 		if diff := cmp.Diff(string(want), string(got)); diff != "" {
 			t.Errorf("%s (-json.Marshal +appendJSON):\n%s", name, diff)
 		}
+	}
+	if _, err := (&decisionRecord{At: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}).appendJSON(nil); err == nil {
+		t.Error("a year past 9999 encoded")
 	}
 }
