@@ -2,6 +2,7 @@ package automation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -105,5 +106,62 @@ func TestGateMemoItemTwiceInABatch(t *testing.T) {
 	}
 	if batch[0].out != batch[1].out || !batch[0].out.Auto || counts != 2 {
 		t.Errorf("answers %+v and %+v, %d count increments; want one automatic answer counted once (2)", batch[0].out, batch[1].out, counts)
+	}
+}
+
+// TestGateMemoItemsSettle: a decision is in gateMemo's items only while
+// it is in flight: an automatic or supervised one handed to a commit
+// until that commit settles (committed or failed), one that commits on
+// its own not after Decide returns.
+func TestGateMemoItemsSettle(t *testing.T) {
+	t.Parallel()
+	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	s := New(Config{Store: st, Clock: clock.NewFake(time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC))})
+	ctx := context.Background()
+	for tenant, patch := range map[string]string{"auto": `{"percent": 100, "max_percent": 100}`, "supervised": `{"percent": 0}`} {
+		p, err := ParsePatch([]byte(patch))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.UpdateWorkspace(ctx, tenant, "u1", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	items := func() int {
+		s.memo.mu.Lock()
+		defer s.memo.mu.Unlock()
+		return len(s.memo.items)
+	}
+	req := func(tenant, key string) runengine.GateRequest {
+		return runengine.GateRequest{Tenant: tenant, ProcessID: "prc_1", RunID: "run_1", StepKey: key, ItemKey: "run_1/" + key, New: true}
+	}
+	for _, test := range []struct {
+		tenant string
+		auto   bool
+		settle error
+	}{{"auto", true, nil}, {"auto", true, errors.New("the step's commit failed")}, {"supervised", false, nil}} {
+		w := callwrites.Writes{Joins: true}
+		d, err := s.Decide(callwrites.With(ctx, &w), req(test.tenant, fmt.Sprint("k", test.auto, test.settle != nil)))
+		if err != nil || d.Auto != test.auto {
+			t.Fatalf("%s: %+v, %v", test.tenant, d, err)
+		}
+		if n := items(); n != 1 {
+			t.Errorf("%s: %d items in flight, want 1", test.tenant, n)
+		}
+		b := w.TakeAll()
+		b.Drop(test.settle)
+		if n := items(); n != 0 {
+			t.Errorf("%s settled with %v: %d items in flight, want 0", test.tenant, test.settle, n)
+		}
+	}
+	if _, err := s.Decide(ctx, req("auto", "own")); err != nil {
+		t.Fatal(err)
+	}
+	if n := items(); n != 0 {
+		t.Errorf("a decision committed on its own: %d items in flight, want 0", n)
 	}
 }
