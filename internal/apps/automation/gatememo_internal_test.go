@@ -13,25 +13,39 @@ import (
 	"github.com/bas-platform/bas/store/clock"
 )
 
+// memoService returns a gate that decides from memory, on a store of its
+// own, with the workspace levels patches (by tenant) set.
+func memoService(t *testing.T, c clock.Clock, patches map[string]string) *Service {
+	t.Helper()
+	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	s := New(Config{Store: st, Clock: c})
+	for tenant, patch := range patches {
+		p, err := ParsePatch([]byte(patch))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.UpdateWorkspace(context.Background(), tenant, "u1", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
 // TestGateMemoForgets: the day counts kept in memory are bounded. Up to
 // maxCounts they are kept; past it, those with no decision in flight are
 // forgotten (a decision in flight keeps its counts), and when the day
 // changes, the counts of older days are forgotten.
 func TestGateMemoForgets(t *testing.T) {
 	t.Parallel()
-	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
 	fc := clock.NewFake(time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC))
-	s := New(Config{Store: st, Clock: fc})
+	all := `{"percent": 100, "max_percent": 100}`
+	s := memoService(t, fc, map[string]string{"t0": all, "t1": all, "t2": all})
 	s.memo.maxCounts = 4
 	ctx := context.Background()
-	p, err := ParsePatch([]byte(`{"percent": 100, "max_percent": 100}`))
-	if err != nil {
-		t.Fatal(err)
-	}
 	decide := func(tenant string) callwrites.Batch {
 		t.Helper()
 		w := callwrites.Writes{Joins: true}
@@ -46,11 +60,6 @@ func TestGateMemoForgets(t *testing.T) {
 		s.memo.mu.Lock()
 		defer s.memo.mu.Unlock()
 		return len(s.memo.counts)
-	}
-	for i := range 3 {
-		if _, err := s.UpdateWorkspace(ctx, fmt.Sprintf("t%d", i), "u1", p); err != nil {
-			t.Fatal(err)
-		}
 	}
 	for i := range 2 {
 		b := decide(fmt.Sprintf("t%d", i))
@@ -77,20 +86,8 @@ func TestGateMemoForgets(t *testing.T) {
 // one answer, handed and counted once.
 func TestGateMemoItemTwiceInABatch(t *testing.T) {
 	t.Parallel()
-	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	s := New(Config{Store: st, Clock: clock.NewFake(time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC))})
+	s := memoService(t, clock.NewFake(time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)), map[string]string{"t1": `{"percent": 100, "max_percent": 100}`})
 	ctx := context.Background()
-	p, err := ParsePatch([]byte(`{"percent": 100, "max_percent": 100}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.UpdateWorkspace(ctx, "t1", "u1", p); err != nil {
-		t.Fatal(err)
-	}
 	var ws [2]callwrites.Writes
 	batch := make([]*pendingDecision, 2)
 	for i := range batch {
@@ -115,22 +112,9 @@ func TestGateMemoItemTwiceInABatch(t *testing.T) {
 // its own not after Decide returns.
 func TestGateMemoItemsSettle(t *testing.T) {
 	t.Parallel()
-	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	s := New(Config{Store: st, Clock: clock.NewFake(time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC))})
+	s := memoService(t, clock.NewFake(time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)),
+		map[string]string{"auto": `{"percent": 100, "max_percent": 100}`, "supervised": `{"percent": 0}`})
 	ctx := context.Background()
-	for tenant, patch := range map[string]string{"auto": `{"percent": 100, "max_percent": 100}`, "supervised": `{"percent": 0}`} {
-		p, err := ParsePatch([]byte(patch))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.UpdateWorkspace(ctx, tenant, "u1", p); err != nil {
-			t.Fatal(err)
-		}
-	}
 	items := func() int {
 		s.memo.mu.Lock()
 		defer s.memo.mu.Unlock()
