@@ -30,7 +30,7 @@ func (p *blocking) Capabilities() []capability.Capability {
 }
 
 // JoinsWrites marks blocking a callwrites.Joiner: it acts on nothing.
-func (p *blocking) JoinsWrites() {}
+func (p *blocking) JoinsWrites(callwrites.Mark) {}
 
 func (p *blocking) Call(ctx context.Context, c capability.Call) (json.RawMessage, error) {
 	select {

@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/internal/callwrites"
 )
 
 // joining is a provider that says its actions commit with the caller's
 // commit of their result (callwrites.Joiner).
 type joining struct{ *provider }
 
-func (joining) JoinsWrites() {}
+func (joining) JoinsWrites(callwrites.Mark) {}
 
 // TestJoinsWrites: the registry tells whether the provider a tenant's call
 // of a capability goes to joins its writes to the caller's commit: a

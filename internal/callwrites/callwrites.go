@@ -89,10 +89,16 @@ func (b *Batch) Drop(err error) {
 // offers a Writes, is a write it adds there instead of doing it: nothing
 // of its calls happens outside the caller's commit of their result. (The
 // outbox's email.send is one; a provider that calls another system, or
-// commits on its own, is not.) JoinsWrites is a marker and does nothing.
+// commits on its own, is not.) JoinsWrites is a marker and does nothing;
+// its argument, a type of this internal package, keeps a provider from
+// outside this module (an embedder's, a plugin's) from implementing it by
+// chance or on purpose.
 type Joiner interface {
-	JoinsWrites()
+	JoinsWrites(Mark)
 }
+
+// Mark is the argument of Joiner's marker method.
+type Mark struct{}
 
 // ContextKey is the context key of a call's *Writes. With uses it; a
 // caller with a context type of its own may answer it from Value.

@@ -195,7 +195,7 @@ func (p *Provider) Call(ctx context.Context, call capability.Call) (json.RawMess
 // JoinsWrites marks the outbox a callwrites.Joiner: a call the engine
 // makes (a Writes in its context, an idempotency key) hands its message
 // to the commit of the step's result and does nothing else.
-func (p *Provider) JoinsWrites() {}
+func (p *Provider) JoinsWrites(callwrites.Mark) {}
 
 // appendResult appends the result of a call that queued message id: the
 // JSON encoding/json writes for capability.EmailSendResult{MessageID: id,
