@@ -2,6 +2,7 @@ package plugins_test
 
 import (
 	"bufio"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/plugins/plugintest"
 	"os"
 	"os/exec"
@@ -52,5 +53,5 @@ func TestKilledHostLeavesNoPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	eventually(t, "the orphaned plugin dies", func() bool { return !plugintest.Alive(pid) })
+	testwait.Until(t, "the orphaned plugin dies", func() bool { return !plugintest.Alive(pid) })
 }
