@@ -3,8 +3,6 @@ package plugins_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/bas-platform/bas/internal/testwait"
-	"github.com/bas-platform/bas/plugins/plugintest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,7 +12,9 @@ import (
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/plugins"
+	"github.com/bas-platform/bas/plugins/plugintest"
 	"github.com/cockroachdb/errors"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"

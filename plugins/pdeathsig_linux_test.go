@@ -2,14 +2,15 @@ package plugins_test
 
 import (
 	"bufio"
-	"github.com/bas-platform/bas/internal/testwait"
-	"github.com/bas-platform/bas/plugins/plugintest"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/bas-platform/bas/internal/testwait"
+	"github.com/bas-platform/bas/plugins/plugintest"
 )
 
 // A host killed with SIGKILL cannot clean up: the kernel kills its plugins.
