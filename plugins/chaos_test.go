@@ -137,7 +137,7 @@ func TestChaosCalls(t *testing.T) {
 			// The host survives: the next call answers (after the restart,
 			// which the call waits for within its deadline).
 			var got map[string]any
-			eventually(t, "a call answers again", func() bool {
+			testwait.Until(t, "a call answers again", func() bool {
 				got, err = chaosCall(p, `{"do": "ok"}`)
 				return err == nil
 			})
@@ -152,7 +152,7 @@ func TestChaosCalls(t *testing.T) {
 			}
 			// A health query has the calls' deadline too: one of 300ms may
 			// miss it on a loaded machine, the next meets it.
-			eventually(t, "health says connected", func() bool {
+			testwait.Until(t, "health says connected", func() bool {
 				return gocmp.Equal(capability.Health{Status: "connected"}, health(p))
 			})
 
@@ -237,7 +237,7 @@ func TestChaosFloodIsBounded(t *testing.T) {
 		}
 		return n
 	}
-	eventually(t, "both streams are cut off", func() bool { return count("plugin output dropped") == 2 })
+	testwait.Until(t, "both streams are cut off", func() bool { return count("plugin output dropped") == 2 })
 	if n := count("plugin output"); n != 2000 {
 		t.Errorf("%d lines of output logged, want 2000 (1000 per stream)", n)
 	}
@@ -260,14 +260,14 @@ func TestChaosFloodIsBounded(t *testing.T) {
 		}
 		return n, dropped
 	}
-	eventually(t, "the log lines arrive", func() bool { n, _ := logged(); return n > 0 })
+	testwait.Until(t, "the log lines arrive", func() bool { n, _ := logged(); return n > 0 })
 	mustCall := func() {
 		if _, err := chaosCall(p, `{}`); err != nil {
 			t.Fatal(err)
 		}
 	}
 	mustCall() // the flood is over on the plugin's side; go-plugin may still relay it
-	eventually(t, "the log lines stop", func() bool {
+	testwait.Until(t, "the log lines stop", func() bool {
 		a, _ := logged()
 		mustCall()
 		b, _ := logged()
@@ -297,7 +297,7 @@ func TestChaosRestartBackoff(t *testing.T) {
 	}
 	for i, wait := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second} {
 		n := i + 1 // starts so far
-		eventually(t, "the supervisor waits to restart", func() bool {
+		testwait.Until(t, "the supervisor waits to restart", func() bool {
 			// The detail is set just before the supervisor sleeps; the
 			// health check's timer is gone by then.
 			d := health(p).Detail
@@ -309,9 +309,9 @@ func TestChaosRestartBackoff(t *testing.T) {
 			t.Fatalf("%d starts %s before the backoff of %s ended, want %d", got, wait-time.Millisecond, wait, n)
 		}
 		fc.Advance(time.Millisecond)
-		eventually(t, "the restart is tried", func() bool { return len(starts(t, startLog)) == n+1 })
+		testwait.Until(t, "the restart is tried", func() bool { return len(starts(t, startLog)) == n+1 })
 		if n < 4 {
-			eventually(t, "the restart fails", func() bool {
+			testwait.Until(t, "the restart fails", func() bool {
 				hl := health(p)
 				return hl.Status == "failed" && strings.Contains(hl.Detail, "retrying in "+(2*wait).String())
 			})
@@ -321,7 +321,7 @@ func TestChaosRestartBackoff(t *testing.T) {
 			}
 		}
 	}
-	eventually(t, "the fifth start serves", func() bool { return health(p).Status == "connected" })
+	testwait.Until(t, "the fifth start serves", func() bool { return health(p).Status == "connected" })
 	out, err := chaosCall(p, `{}`)
 	if err != nil {
 		t.Fatal(err)
@@ -351,7 +351,7 @@ func TestChaosLeavesNothingAfterClose(t *testing.T) {
 	for _, args := range []string{`{"do": "panic"}`, `{"do": "hang"}`, `{"do": "late", "millis": 400}`,
 		`{"do": "exit"}`, `{"do": "flood", "lines": 2000, "bytes": 100}`, `{"do": "panic-goroutine"}`} {
 		_, _ = chaosCall(p, args)
-		eventually(t, "the plugin is back", func() bool { _, err := chaosCall(p, `{}`); return err == nil })
+		testwait.Until(t, "the plugin is back", func() bool { _, err := chaosCall(p, `{}`); return err == nil })
 	}
 	// Calls in flight when Close comes: hanging ones and late ones.
 	inFlight := make(chan error, 4)

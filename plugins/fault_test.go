@@ -3,8 +3,6 @@ package plugins_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/bas-platform/bas/internal/testwait"
-	"github.com/bas-platform/bas/plugins/plugintest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +12,9 @@ import (
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/plugins"
+	"github.com/bas-platform/bas/plugins/plugintest"
 	"github.com/bas-platform/bas/store/clock"
 	"github.com/cockroachdb/errors"
 	"github.com/google/go-cmp/cmp"
@@ -85,7 +85,7 @@ func TestHealthStates(t *testing.T) {
 	if _, err := call(t, p, "test.crash", map[string]string{"marker": filepath.Join(dir, "marker")}); !errors.Is(err, errs.Unavailable) {
 		t.Fatalf("crash call: %v", err)
 	}
-	eventually(t, "the supervisor reaps the crashed process", func() bool {
+	testwait.Until(t, "the supervisor reaps the crashed process", func() bool {
 		return strings.Contains(health(p).Detail, "exit status 3")
 	})
 	hl := health(p)
@@ -110,7 +110,7 @@ func TestHealthStates(t *testing.T) {
 	}
 	writeFile(t, path, "#!/bin/sh\necho garbage\n", 0o755)
 	fc.Advance(time.Second)
-	eventually(t, "the restart fails", func() bool { return health(p).Status == "failed" })
+	testwait.Until(t, "the restart fails", func() bool { return health(p).Status == "failed" })
 	contains(t, "detail", health(p).Detail, "restart failed: handshake failed", "garbage", "retrying in 2s")
 	if _, err := call(t, p, "test.echo", nil); !errors.Is(err, errs.Unavailable) {
 		t.Errorf("call while failed: %v, want errs.Unavailable", err)
@@ -123,14 +123,14 @@ func TestHealthStates(t *testing.T) {
 	}
 	plugintest.Link(t, bin, dir, "test")
 	fc.Advance(2 * time.Second)
-	eventually(t, "the restart succeeds", func() bool { return health(p).Status == "connected" })
+	testwait.Until(t, "the restart succeeds", func() bool { return health(p).Status == "connected" })
 	mustCall(t, p, "test.echo", map[string]bool{"back": true})
 }
 
 // waitTimer waits until the plugin's supervisor waits on the fake clock.
 func waitTimer(t *testing.T, fc *clock.Fake) {
 	t.Helper()
-	eventually(t, "the supervisor waits on the clock", func() bool { return fc.Timers() > 0 })
+	testwait.Until(t, "the supervisor waits on the clock", func() bool { return fc.Timers() > 0 })
 }
 
 func TestProviderReportsItsOwnHealth(t *testing.T) {
@@ -153,7 +153,7 @@ func TestHangingCallTimesOut(t *testing.T) {
 	pidOfSoon := func() int {
 		t.Helper()
 		var pid int
-		eventually(t, "the plugin tells its pid", func() bool {
+		testwait.Until(t, "the plugin tells its pid", func() bool {
 			out, err := call(t, p, "test.pid", nil)
 			var v struct{ PID int }
 			if err != nil || json.Unmarshal(out, &v) != nil {
@@ -189,14 +189,14 @@ func TestHangingCallTimesOut(t *testing.T) {
 	}
 
 	// The host and the plugin are unharmed.
-	eventually(t, "a call answers after the timeout", func() bool {
+	testwait.Until(t, "a call answers after the timeout", func() bool {
 		_, err := call(t, p, "test.echo", map[string]int{"after": 1})
 		return err == nil
 	})
 	if got := pidOfSoon(); got != pid {
 		t.Errorf("pid %d after the timeout, want the same process %d", got, pid)
 	}
-	eventually(t, "health says connected", func() bool {
+	testwait.Until(t, "health says connected", func() bool {
 		return cmp.Equal(capability.Health{Status: "connected"}, health(p))
 	})
 }
@@ -224,7 +224,7 @@ func TestPluginOutputIsLogged(t *testing.T) {
 	h := newHost(t, plugins.HostOptions{})
 	p := h.load(t, plugintest.Link(t, bin, t.TempDir(), "test"))
 	mustCall(t, p, "test.print", map[string]string{"text": "hello from the plugin"})
-	eventually(t, "the plugin's stdout reaches the host's log", func() bool {
+	testwait.Until(t, "the plugin's stdout reaches the host's log", func() bool {
 		return h.log.has("line", "hello from the plugin")
 	})
 }

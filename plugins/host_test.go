@@ -3,7 +3,6 @@ package plugins_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/bas-platform/bas/plugins/plugintest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,7 +12,9 @@ import (
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/plugins"
+	"github.com/bas-platform/bas/plugins/plugintest"
 	"github.com/cockroachdb/errors"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -439,7 +440,7 @@ func TestStopEndsOnePlugin(t *testing.T) {
 	pid := pidOf(t, stopped)
 	stopped.Stop("not registered: provider id taken")
 	stopped.Stop("a second reason is ignored")
-	eventually(t, "the stopped plugin's process exits", func() bool { return !plugintest.Alive(pid) })
+	testwait.Until(t, "the stopped plugin's process exits", func() bool { return !plugintest.Alive(pid) })
 	_, err := stopped.Call(context.Background(), capability.Call{Tenant: "ten_a", Capability: "test.echo", Args: json.RawMessage(`{}`)})
 	if !errors.Is(err, errs.Unavailable) {
 		t.Errorf("call after Stop: %v, want errs.Unavailable", err)

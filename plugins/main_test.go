@@ -196,19 +196,6 @@ func pidOf(t *testing.T, p capability.Provider) int {
 	return out.PID
 }
 
-// eventually waits until cond holds; it fails the test after a generous
-// limit (this is a wait, not a timing assertion).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 func health(p capability.Provider) capability.Health {

@@ -2,13 +2,15 @@ package plugins_test
 
 import (
 	"bufio"
-	"github.com/bas-platform/bas/plugins/plugintest"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/bas-platform/bas/internal/testwait"
+	"github.com/bas-platform/bas/plugins/plugintest"
 )
 
 // A host killed with SIGKILL cannot clean up: the kernel kills its plugins.
@@ -52,5 +54,5 @@ func TestKilledHostLeavesNoPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	eventually(t, "the orphaned plugin dies", func() bool { return !plugintest.Alive(pid) })
+	testwait.Until(t, "the orphaned plugin dies", func() bool { return !plugintest.Alive(pid) })
 }

@@ -192,8 +192,10 @@ func (c *Collection[T]) PutOver(tx Txn, tenant string, old, v *T, raw []byte) er
 
 // PutNew writes v, encoded as raw, and its index entries without reading
 // anything: for a caller that knows v's id is new and no record holds its
-// unique values (a unique entry another record held would be taken over,
-// not refused, as PutOver would).
+// unique values. It checks neither: a unique entry another record held is
+// taken over (PutOver refuses it with bas.ErrConflict), and a record
+// already stored under v's id is overwritten with its index entries left
+// in place.
 func (c *Collection[T]) PutNew(tx Txn, tenant string, v *T, raw []byte) error {
 	id := c.ID(v)
 	if id == "" {

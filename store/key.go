@@ -151,6 +151,8 @@ func decodeString(k []byte) (string, []byte, error) {
 	}
 }
 
+// PrefixEnd returns the smallest key greater than every key with prefix p,
+// or nil when there is none (p is all 0xff).
 func PrefixEnd(p []byte) []byte {
 	end := bytes.Clone(p)
 	for i := len(end) - 1; i >= 0; i-- {

@@ -178,3 +178,24 @@ func TestPrefixEnd(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeKey checks DecodeKey on any bytes: it never panics, and what it
+// decodes is what Key encodes back to the same bytes (a key has one
+// encoding).
+func FuzzDecodeKey(f *testing.F) {
+	f.Add([]byte{})
+	f.Add(store.Key("t", int64(-7), "id\x00\xff", "", time.Unix(1, 2)))
+	f.Add([]byte{0x02, 'a', 0x00})       // an unterminated string
+	f.Add([]byte{0x02, 'a', 0x00, 0x07}) // a 0x00 neither escaped nor ending
+	f.Add([]byte{0x03, 1, 2})            // a short integer
+	f.Add([]byte{0x09})                  // an unknown tag
+	f.Fuzz(func(t *testing.T, k []byte) {
+		parts, err := store.DecodeKey(k)
+		if err != nil {
+			return
+		}
+		if got := store.Key(parts...); !bytes.Equal(got, k) {
+			t.Errorf("Key(DecodeKey(%q)...) = %q", k, got)
+		}
+	})
+}

@@ -58,7 +58,9 @@ type Txn interface {
 
 // ValueKeeper is an optional ability of a Txn: SetKept is Set of a value
 // its caller leaves unchanged until the transaction ended (it committed,
-// failed or was discarded), so the store may hold it without a copy.
+// failed or was discarded; for a PipelinedTxn, once CommitAsync's done was
+// called, not when CommitAsync returned), so the store may hold it
+// without a copy.
 type ValueKeeper interface {
 	SetKept(key, value []byte) error
 }

@@ -31,6 +31,7 @@ import (
 
 	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/httpapi"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/plugins"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/google/go-cmp/cmp"
@@ -503,13 +504,7 @@ func TestUnregisteredPluginIsStopped(t *testing.T) {
 		t.Fatalf("no pid of the loaded plugin in the logs:\n%s", logs)
 	}
 	pid, _ := strconv.Atoi(m[1])
-	deadline := time.Now().Add(30 * time.Second)
-	for plugintest.Alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the unregistered plugin's process %d still runs", pid)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, fmt.Sprintf("the unregistered plugin's process %d exits", pid), func() bool { return !plugintest.Alive(pid) })
 	detail := "capability: provider plugin.undescribed lists \"test.secret\", which is neither in the catalog nor described by the provider"
 	want := []e2eConnection{{Provider: "plugin.undescribed", Name: "Test plugin", Kind: "plugin", Status: "failed", Detail: &detail}}
 	if diff := cmp.Diff(want, s.pluginConnections(t)); diff != "" {

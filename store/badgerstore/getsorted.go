@@ -44,7 +44,9 @@ func (r *reader) GetSorted(keys [][]byte, fn func(i int, value []byte, found boo
 }
 
 // walkSorted reads keys with one iterator until they lie too far apart; it
-// returns the index of the first key it did not read.
+// returns the index of the first key it did not read. keys are ascending
+// (store.GetSorted checked them once; they are not compared again at each
+// step).
 func (r *reader) walkSorted(keys [][]byte, fn func(i int, value []byte, found bool) error) (int, error) {
 	if len(keys) < 2 {
 		return 0, nil
@@ -61,9 +63,6 @@ func (r *reader) walkSorted(keys [][]byte, fn func(i int, value []byte, found bo
 	// keys[i] was sought; far counts the keys in a row that were.
 	steps, sought, far := 0, false, 0
 	for i := 0; i < len(keys); {
-		if i > 0 && bytes.Compare(keys[i-1], keys[i]) >= 0 {
-			return i, store.ErrUnsortedKeys
-		}
 		if !it.Valid() { // no key at or after keys[i] under the prefix
 			if err := fn(i, nil, false); err != nil {
 				return i, err

@@ -4,18 +4,18 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"github.com/bas-platform/bas/internal/errs"
-	"github.com/bas-platform/bas/internal/testwait"
-	"github.com/cockroachdb/errors"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"strings"
 	"testing"
 
+	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/pgtest"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/pgstore"
 	"github.com/bas-platform/bas/store/storetest"
+	"github.com/cockroachdb/errors"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // open opens a store in a schema of its own.
