@@ -223,13 +223,8 @@ func TestClusterGateRequestsAreNotNew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case id := <-finished:
-		if id != r.ID {
-			t.Fatalf("finished %s, want %s", id, r.ID)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the run did not finish")
+	if id := testwait.Recv(t, finished, "the run finished"); id != r.ID {
+		t.Fatalf("finished %s, want %s", id, r.ID)
 	}
 	gate.mu.Lock()
 	defer gate.mu.Unlock()

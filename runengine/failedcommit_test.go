@@ -12,6 +12,7 @@ import (
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/callwrites"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
@@ -77,11 +78,7 @@ func TestFailpointLaterChangeAfterFailedCommit(t *testing.T) {
 	def := b.create(t, `{"type":"manual"}`, `[{"key":"act","type":"execute","capability":"handoff.do","config":{"args":{}}},
 		{"key":"wait","type":"wait","config":{"duration":"24h"}}]`)
 	id := b.start(t, def.ID)
-	select {
-	case <-inHook:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the step's result never committed")
-	}
+	testwait.Recv(t, inHook, "the step's result reached the group commit")
 	paused := make(chan error, 1)
 	go func() {
 		_, err := b.eng.Pause(context.Background(), tenant, id, "usr_test")
@@ -96,12 +93,7 @@ func TestFailpointLaterChangeAfterFailedCommit(t *testing.T) {
 		runtime.Gosched()
 	}
 	close(release)
-	var pauseErr error
-	select {
-	case pauseErr = <-paused:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the pause was not answered")
-	}
+	pauseErr := testwait.Recv(t, paused, "the pause was answered")
 	r := b.waitRun(t, id, "past its step act", func(r *runengine.Run) bool { return r.Steps[0].Status == runengine.StepCompleted })
 	handed := func() bool {
 		var found bool

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/clock"
 	"github.com/google/go-cmp/cmp"
@@ -471,16 +472,15 @@ func TestCommitterAwaitsQuietTenant(t *testing.T) {
 	}
 	held := func(key string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for clk.Timers() != 1 {
+		testwait.Until(t, "the committer waits for the quiet tenant", func() bool {
+			if clk.Timers() == 1 {
+				return true
+			}
 			if !pending(key) {
 				t.Fatalf("%s committed without waiting for the quiet tenant", key)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the committer never waited for the quiet tenant")
-			}
-			runtime.Gosched()
-		}
+			return false
+		})
 		if !pending(key) {
 			t.Fatalf("%s committed without waiting for the quiet tenant", key)
 		}
@@ -686,24 +686,17 @@ type gatedStore struct {
 	releaseOnce, slowOnce sync.Once
 }
 
-// waitHeld fails t unless a commit is held within 10 s.
+// waitHeld fails t unless a commit is held within testwait.Limit.
 func (g *gatedStore) waitHeld(t *testing.T) {
 	t.Helper()
-	select {
-	case <-g.held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no commit was held")
-	}
+	testwait.Recv(t, g.held, "a commit was held")
 }
 
-// waitLanded fails t unless a commit that is not held lands within 10 s.
+// waitLanded fails t unless a commit that is not held lands within
+// testwait.Limit.
 func (g *gatedStore) waitLanded(t *testing.T) {
 	t.Helper()
-	select {
-	case <-g.landed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no commit landed")
-	}
+	testwait.Recv(t, g.landed, "a commit that is not held landed")
 }
 
 // open closes release, once.

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/apps/automation"
 	"github.com/bas-platform/bas/internal/callwrites"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store/badgerstore"
 	"github.com/bas-platform/bas/store/clock"
@@ -88,27 +88,13 @@ func TestCancelledRunReleasesItsGateCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	def := b.create(t, `{"type":"manual"}`, `[{"key":"act","type":"execute","capability":"test.block","config":{"args":{"n":1}}}]`)
-	wait := func(what string, ch <-chan struct{}) {
-		t.Helper()
-		select {
-		case <-ch:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s never happened", what)
-		}
-	}
 	settled := func() error {
 		t.Helper()
-		select {
-		case err := <-gate.settled:
-			return err
-		case <-time.After(10 * time.Second):
-			t.Fatal("the gate's decision never settled")
-			return nil
-		}
+		return testwait.Recv(t, gate.settled, "the gate's decision settled")
 	}
 
 	first := b.start(t, def.ID)
-	wait("the first run's call", prov.entered)
+	testwait.Recv(t, prov.entered, "the first run's call")
 	if _, err := b.eng.Cancel(ctx, runengine.CancelParams{Tenant: tenant, RunID: first, Actor: "usr_test"}); err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
@@ -62,13 +61,8 @@ func TestHeldChangeReusedOnceTold(t *testing.T) {
 	free()
 	wait := func(name string, ch chan error, wantErr bool) {
 		t.Helper()
-		select {
-		case err := <-ch:
-			if (err != nil) != wantErr {
-				t.Fatalf("%s: error %v, want an error: %v", name, err, wantErr)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s is not told", name)
+		if err := testwait.Recv(t, ch, name+" is told"); (err != nil) != wantErr {
+			t.Fatalf("%s: error %v, want an error: %v", name, err, wantErr)
 		}
 	}
 	wait("first", first, false)

@@ -4,13 +4,8 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
-	"github.com/bas-platform/bas/capability/registry"
-	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
-	"github.com/bas-platform/bas/store/badgerstore"
-	"github.com/bas-platform/bas/store/clock"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -67,18 +62,9 @@ func TestDispatcherShowIdle(t *testing.T) {
 // its change was made (so it is not written to the outbox) still reaches a
 // subscriber that came before the change committed.
 func TestSubscriberGetsAnEventMadeBeforeIt(t *testing.T) {
-	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	e, err := New(Config{Store: st, Clock: clk, Capabilities: registry.New(registry.Config{Store: st, Clock: clk}),
-		Processes: process.NewService(process.Config{Store: st, Clock: clk})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	op, post := e.outboxWrite("ten_a", "thing.made", map[string]any{"n": 1}, clk.Now(), nil, nil)
+	e, _ := memEngine(t, Config{})
+	st := e.st
+	op, post := e.outboxWrite("ten_a", "thing.made", map[string]any{"n": 1}, e.clock.Now(), nil, nil)
 	sub := e.hub.subscribe(SubscribeParams{Tenant: "ten_a"})
 	if err := st.Update(context.Background(), func(tx store.Txn) error { return op(tx) }); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,8 @@ package runengine
 import (
 	"context"
 	"testing"
-	"time"
+
+	"github.com/bas-platform/bas/internal/testwait"
 )
 
 // TestPublishPassesTheDoor: a tenant's Publish waits for a slot of the
@@ -33,27 +34,20 @@ func TestPublishPassesTheDoor(t *testing.T) {
 		}
 		return 0
 	}
-	for deadline := time.Now().Add(10 * time.Second); waiting() == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("ten_a's Publish did not wait at the door")
-		}
+	testwait.Until(t, "ten_a's Publish waits at the door", func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("ten_a published past its taken slot: %v", err)
-		case <-time.After(time.Millisecond):
+		default:
 		}
-	}
+		return waiting() > 0
+	})
 	if _, err := eng.Publish(ctx, PublishParams{Tenant: "ten_b", Name: "invoice.received"}); err != nil {
 		t.Fatalf("another tenant's event: %v", err)
 	}
 	g.leave("ten_a")
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("ten_a's Publish once its slot was free: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("ten_a's Publish still waits once its slot is free")
+	if err := testwait.Recv(t, done, "ten_a's Publish returns once its slot is free"); err != nil {
+		t.Fatalf("ten_a's Publish once its slot was free: %v", err)
 	}
 	if n := waiting(); n != 0 {
 		t.Errorf("%d waiting at the door after all", n)
