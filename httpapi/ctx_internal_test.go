@@ -75,7 +75,7 @@ func TestIdempotencyDerivations(t *testing.T) {
 	// fingerprint of a request is the same either way.
 	uri := "/v1/x?a=1"
 	for _, tc := range []struct{ uri, body string }{
-		{uri, "{}"}, {uri, strings.Repeat("b", 497)}, {uri, strings.Repeat("b", 498)}, {uri, strings.Repeat("b", 600)},
+		{uri, "{}"}, {uri, strings.Repeat("b", 496)}, {uri, strings.Repeat("b", 497)}, {uri, strings.Repeat("b", 498)}, {uri, strings.Repeat("b", 600)},
 		{uri, strings.Repeat("b", 1<<20)}, {"/v1/x?a=" + strings.Repeat("q", 1500), "{}"}, {uri, ""},
 	} {
 		want := sha256.Sum256([]byte("POST\x00" + tc.uri + "\x00" + tc.body + "\x00"))
@@ -95,7 +95,8 @@ func TestIdempotencyDerivations(t *testing.T) {
 	// and the parts' (streamed past the stack buffer).
 	for _, tc := range []struct{ token, body string }{
 		{"", `{"a":1}`}, {"tok", `{"a":1}`}, {strings.Repeat("t", 64), "{}"}, {strings.Repeat("t", 65), "{}"},
-		{strings.Repeat("t", 200), ""}, {"tok", strings.Repeat("b", 400)}, {"tok", strings.Repeat("b", 5000)},
+		{strings.Repeat("t", 200), ""}, {"tok", strings.Repeat("b", 400)}, {"tok", strings.Repeat("b", 414)},
+		{"tok", strings.Repeat("b", 415)}, {"tok", strings.Repeat("b", 5000)},
 	} {
 		m := hmac.New(sha256.New, []byte(tc.token))
 		m.Write([]byte("bas idempotency v1\x00k1\x00POST\x00/v1/x\x00" + tc.body + "\x00"))
