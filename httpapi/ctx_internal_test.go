@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http/httptest"
 	"runtime"
 	"strings"
@@ -207,8 +208,14 @@ func TestReadBodyPresizeBound(t *testing.T) {
 	for _, n := range []int{maxPresizedBody, maxPresizedBody + 1} {
 		body := strings.Repeat("b", n)
 		r := httptest.NewRequest("POST", "/", strings.NewReader(body))
+		first := &firstReadLen{ReadCloser: r.Body}
+		r.Body = first
 		if got, err := readBody(r, limit); err != nil || string(got) != body {
 			t.Errorf("a body of %d bytes, announced: read %d bytes, %v", n, len(got), err)
+		}
+		if presized, want := first.n >= n, n <= maxPresizedBody; presized != want {
+			t.Errorf("a body of %d bytes, announced: read into a buffer of its size = %v, want %v (first read of %d bytes)",
+				n, presized, want, first.n)
 		}
 	}
 	r := httptest.NewRequest("POST", "/", strings.NewReader(`{"a":1}`))
@@ -223,4 +230,18 @@ func TestReadBodyPresizeBound(t *testing.T) {
 	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
 		t.Errorf("a body announced as 16 MiB, 7 bytes sent: %d bytes allocated, want at most 1 MiB", n)
 	}
+}
+
+// firstReadLen is a body that notes the size of the buffer it is first
+// read into.
+type firstReadLen struct {
+	io.ReadCloser
+	n int
+}
+
+func (f *firstReadLen) Read(p []byte) (int, error) {
+	if f.n == 0 {
+		f.n = len(p)
+	}
+	return f.ReadCloser.Read(p)
 }
