@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http/httptest"
 	"runtime"
 	"strings"
@@ -75,7 +76,7 @@ func TestIdempotencyDerivations(t *testing.T) {
 	// fingerprint of a request is the same either way.
 	uri := "/v1/x?a=1"
 	for _, tc := range []struct{ uri, body string }{
-		{uri, "{}"}, {uri, strings.Repeat("b", 497)}, {uri, strings.Repeat("b", 498)}, {uri, strings.Repeat("b", 600)},
+		{uri, "{}"}, {uri, strings.Repeat("b", 496)}, {uri, strings.Repeat("b", 497)}, {uri, strings.Repeat("b", 498)}, {uri, strings.Repeat("b", 600)},
 		{uri, strings.Repeat("b", 1<<20)}, {"/v1/x?a=" + strings.Repeat("q", 1500), "{}"}, {uri, ""},
 	} {
 		want := sha256.Sum256([]byte("POST\x00" + tc.uri + "\x00" + tc.body + "\x00"))
@@ -95,7 +96,8 @@ func TestIdempotencyDerivations(t *testing.T) {
 	// and the parts' (streamed past the stack buffer).
 	for _, tc := range []struct{ token, body string }{
 		{"", `{"a":1}`}, {"tok", `{"a":1}`}, {strings.Repeat("t", 64), "{}"}, {strings.Repeat("t", 65), "{}"},
-		{strings.Repeat("t", 200), ""}, {"tok", strings.Repeat("b", 400)}, {"tok", strings.Repeat("b", 5000)},
+		{strings.Repeat("t", 200), ""}, {"tok", strings.Repeat("b", 400)}, {"tok", strings.Repeat("b", 414)},
+		{"tok", strings.Repeat("b", 415)}, {"tok", strings.Repeat("b", 5000)},
 	} {
 		m := hmac.New(sha256.New, []byte(tc.token))
 		m.Write([]byte("bas idempotency v1\x00k1\x00POST\x00/v1/x\x00" + tc.body + "\x00"))
@@ -206,8 +208,14 @@ func TestReadBodyPresizeBound(t *testing.T) {
 	for _, n := range []int{maxPresizedBody, maxPresizedBody + 1} {
 		body := strings.Repeat("b", n)
 		r := httptest.NewRequest("POST", "/", strings.NewReader(body))
+		first := &firstReadLen{ReadCloser: r.Body}
+		r.Body = first
 		if got, err := readBody(r, limit); err != nil || string(got) != body {
 			t.Errorf("a body of %d bytes, announced: read %d bytes, %v", n, len(got), err)
+		}
+		if presized, want := first.n >= n, n <= maxPresizedBody; presized != want {
+			t.Errorf("a body of %d bytes, announced: read into a buffer of its size = %v, want %v (first read of %d bytes)",
+				n, presized, want, first.n)
 		}
 	}
 	r := httptest.NewRequest("POST", "/", strings.NewReader(`{"a":1}`))
@@ -222,4 +230,18 @@ func TestReadBodyPresizeBound(t *testing.T) {
 	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
 		t.Errorf("a body announced as 16 MiB, 7 bytes sent: %d bytes allocated, want at most 1 MiB", n)
 	}
+}
+
+// firstReadLen is a body that notes the size of the buffer it is first
+// read into.
+type firstReadLen struct {
+	io.ReadCloser
+	n int
+}
+
+func (f *firstReadLen) Read(p []byte) (int, error) {
+	if f.n == 0 {
+		f.n = len(p)
+	}
+	return f.ReadCloser.Read(p)
 }

@@ -55,13 +55,10 @@ func (t *countedTxn) SetKept(key, value []byte) error {
 	return store.SetKept(t.PipelinedTxn, key, value)
 }
 
-// TestStartCommitsTwice: the start of a run that routes, then sends a mail
-// through email.send behind the autonomy gate (at 100%), makes two commits
-// from its request to its end: the run's first, and the step's result
-// with the outbox's message and the gate's decision and day counts. The
-// decision shows in the day's count once the run has completed.
-func TestStartCommitsTwice(t *testing.T) {
-	t.Parallel()
+// openCounted opens a workspace on an in-memory Badger store whose
+// commits are counted, with a fake clock at testStart.
+func openCounted(t *testing.T) (*bas.Workspace, *commitCounter, *bas.FakeClock) {
+	t.Helper()
 	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +71,17 @@ func TestStartCommitsTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ws.Close() })
+	return ws, counted, clk
+}
+
+// TestStartCommitsTwice: the start of a run that routes, then sends a mail
+// through email.send behind the autonomy gate (at 100%), makes two commits
+// from its request to its end: the run's first, and the step's result
+// with the outbox's message and the gate's decision and day counts. The
+// decision shows in the day's count once the run has completed.
+func TestStartCommitsTwice(t *testing.T) {
+	t.Parallel()
+	ws, counted, clk := openCounted(t)
 	h := httpapi.New(ws, httpapi.Options{DevLogin: true})
 	srv := httptest.NewServer(conform(t, h))
 	t.Cleanup(srv.Close)

@@ -670,16 +670,12 @@ type digestStream struct {
 	buf [512]byte
 }
 
-func (d *partsDigest) addString(p string) {
-	if d.fits(len(p)) {
-		d.n += copy(d.buf[d.n:], p)
-	} else {
-		streamInto(d.streaming(), p)
-	}
-	d.end()
-}
+func (d *partsDigest) addString(p string) { addPart(d, p) }
 
-func (d *partsDigest) addBytes(p []byte) {
+func (d *partsDigest) addBytes(p []byte) { addPart(d, p) }
+
+// addPart adds p and its NUL.
+func addPart[T string | []byte](d *partsDigest, p T) {
 	if d.fits(len(p)) {
 		d.n += copy(d.buf[d.n:], p)
 	} else {

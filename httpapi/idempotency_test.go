@@ -2,11 +2,8 @@ package httpapi_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,7 +16,6 @@ import (
 	"github.com/bas-platform/bas/httpapi"
 	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
-	"github.com/bas-platform/bas/store/badgerstore"
 )
 
 // TestIdempotentEngineAnswersCommitWithTheChange: a keyed run start, task
@@ -29,18 +25,7 @@ import (
 // started once.
 func TestIdempotentEngineAnswersCommitWithTheChange(t *testing.T) {
 	t.Parallel()
-	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	counted := &commitCounter{Store: st}
-	clk := bas.NewFakeClock(testStart)
-	ws, err := bas.Open(context.Background(), bas.Options{Store: counted, Clock: clk,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ws.Close() })
+	ws, counted, clk := openCounted(t)
 	serve := func() *testServer {
 		h := httpapi.New(ws, httpapi.Options{DevLogin: true})
 		srv := httptest.NewServer(h)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"strings"
 	"testing"
 
@@ -73,4 +74,26 @@ func TestFrontHandlerServesAsTheMux(t *testing.T) {
 			t.Errorf("%s %s: straight to the API = %v, want %v", tc.method, tc.path, direct, tc.api)
 		}
 	}
+}
+
+// FuzzCleanPath: cleanPath takes a path exactly when http.ServeMux would
+// serve it as it is: when cleaning it (path.Clean, keeping a trailing
+// slash, as the mux does) leaves it unchanged.
+func FuzzCleanPath(f *testing.F) {
+	for _, p := range []string{"/api/healthz", "/api//healthz", "/api/./x", "/api/v1/..", "/api/v1/.", "/api/v1/",
+		"/api/v1/..x", "/api/.x/", "/", "/..", "/./"} {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		if !strings.HasPrefix(p, "/") {
+			return
+		}
+		cleaned := path.Clean(p)
+		if strings.HasSuffix(p, "/") && cleaned != "/" {
+			cleaned += "/"
+		}
+		if got, want := cleanPath(p), cleaned == p; got != want {
+			t.Errorf("cleanPath(%q) = %v, want %v (the mux cleans it to %q)", p, got, want, cleaned)
+		}
+	})
 }

@@ -13,8 +13,6 @@ package main
 //	go test ./examples/server -run TestKillLoop -kill-cycles 50   # the long version
 
 import (
-	"github.com/bas-platform/bas/internal/testwait"
-
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -26,6 +24,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bas-platform/bas/internal/testwait"
 )
 
 var killCycles = flag.Int("kill-cycles", 5, "SIGKILL cycles of TestKillLoop (50 for the long version)")
