@@ -54,6 +54,15 @@ type Gate interface {
 	Observe(ctx context.Context, o Outcome) error
 }
 
+// DecidesAtOnce is implemented by a Gate whose Decide never blocks: it
+// decides in memory and commits nothing of its own. When the step's
+// provider returns at once too (capability.ReturnsAtOnce), the engine asks
+// the gate and makes the call in the worker that owns the run, instead of
+// handing both to a call runner.
+type DecidesAtOnce interface {
+	DecidesAtOnce()
+}
+
 // Supervised is the gate used when none is configured: every action waits
 // for a person.
 type Supervised struct{}
@@ -65,3 +74,6 @@ func (Supervised) Decide(context.Context, GateRequest) (GateDecision, error) {
 
 // Observe does nothing.
 func (Supervised) Observe(context.Context, Outcome) error { return nil }
+
+// DecidesAtOnce marks Supervised as deciding in memory (see DecidesAtOnce).
+func (Supervised) DecidesAtOnce() {}
