@@ -19,7 +19,7 @@ import (
 	"github.com/cockroachdb/errors"
 )
 
-type cmdKind int
+type cmdKind uint8
 
 const (
 	cmdStart cmdKind = iota
@@ -43,7 +43,14 @@ const (
 
 // command is one thing for a worker to do to one run.
 type command struct {
-	kind   cmdKind
+	kind cmdKind
+	// view asks for the run's JSON view (the HTTP layer's fast path)
+	// instead of a snapshot in the reply; admitted says a run waiting
+	// under a run cap was given its slot. (Beside kind, the three take
+	// one word.)
+	view     bool
+	admitted bool
+
 	tenant string
 	runID  string
 	actor  string
@@ -56,18 +63,14 @@ type command struct {
 	event  *eventArgs
 	assign *assignArgs
 
-	// reply, when set, receives the outcome once it is durable; view asks
-	// for the run's JSON view (the HTTP layer's fast path) instead of a
-	// snapshot; keep, when set, adds a write of the answer to the change's
+	// reply, when set, receives the outcome once it is durable (see
+	// view); keep, when set, adds a write of the answer to the change's
 	// commit (see KeepAnswer).
 	reply chan reply
-	view  bool
 	keep  AnswerKeeper
 
 	// cl is what a cluster node adds to a command (nil on one node).
 	cl *clusterArgs
-	// admitted says a run waiting under a run cap was given its slot.
-	admitted bool
 	// call is the call a cmdCall makes.
 	call *pendingCall
 }
@@ -1250,7 +1253,7 @@ func (w *worker) issueCalls(calls []*pendingCall) {
 			pc.dispatch()
 			continue
 		}
-		adm.admit(pc.tenant, pc.process, pc.priority, pc.runID, pc.dispatch)
+		adm.admit(pc.cmd.tenant, pc.info.ProcessID, pc.info.Priority, pc.cmd.runID, pc.dispatch)
 	}
 }
 
@@ -1272,7 +1275,7 @@ func (e *Engine) atOnce(pc *pendingCall) bool {
 		return false
 	}
 	c, ok := e.cfg.Capabilities.(atOnceCaller)
-	return ok && c.ReturnsAtOnce(e.ctx, pc.tenant, pc.capID)
+	return ok && c.ReturnsAtOnce(e.ctx, pc.cmd.tenant, pc.capID)
 }
 
 // dispatch hands pc to a call runner, or to its worker when pc.here.
@@ -1309,14 +1312,13 @@ func (w *worker) callHere(pc *pendingCall) {
 func (w *worker) makeCall(c *command) {
 	pc, e := c.call, w.e
 	c.kind, c.call = cmdCallResult, nil
-	if en, ok := w.cache[runKeyOf(c.tenant, c.runID)]; !ok || en.inflight == pc.token {
+	if en, ok := w.cache[runKeyOf(c.tenant, c.runID)]; !ok || en.inflight == pc.res.token {
 		pc.doHere(e)
-		e.cfg.Failpoints.afterCall(pc.tenant, pc.runID, pc.token)
+		e.cfg.Failpoints.afterCall(pc.cmd.tenant, pc.cmd.runID, pc.res.token)
 	}
 	if e.admission != nil {
-		e.admission.done(pc.tenant, pc.process)
+		e.admission.done(pc.cmd.tenant, pc.info.ProcessID)
 	}
-	pc.res.token = pc.token
 	e.calls.Done()
 }
 
@@ -1324,7 +1326,7 @@ func (w *worker) makeCall(c *command) {
 func (pc *pendingCall) doHere(e *Engine) {
 	defer func() {
 		if v := recover(); v != nil {
-			e.log.Error("capability call panicked", "run", pc.runID, "capability", pc.capID, "panic", fmt.Sprint(v))
+			e.log.Error("capability call panicked", "run", pc.cmd.runID, "capability", pc.capID, "panic", fmt.Sprint(v))
 			pc.res.out, pc.res.err = nil, errors.Newf("the call of %s panicked: %v", pc.capID, v)
 		}
 	}()
@@ -1345,11 +1347,10 @@ func (w *worker) unmade(c *command) {
 // the call needs, its context, its result and the command carrying the
 // result back, so that a call costs the worker one allocation.
 type pendingCall struct {
-	tenant, runID, token string
-	// process and priority are the run's, for the call caps.
-	process, priority string
 	// capID, args and key make the capability call; info is what
-	// RunFromContext tells the provider.
+	// RunFromContext tells the provider (and the run's process and
+	// priority, for the call caps). The run's tenant and id are cmd's, the
+	// call's token is res's.
 	capID string
 	args  json.RawMessage
 	key   string
@@ -1371,11 +1372,10 @@ type pendingCall struct {
 func (pc *pendingCall) run() {
 	e := pc.w.e
 	pc.do(e)
-	e.cfg.Failpoints.afterCall(pc.tenant, pc.runID, pc.token)
+	e.cfg.Failpoints.afterCall(pc.cmd.tenant, pc.cmd.runID, pc.res.token)
 	if e.admission != nil {
-		e.admission.done(pc.tenant, pc.process)
+		e.admission.done(pc.cmd.tenant, pc.info.ProcessID)
 	}
-	pc.res.token = pc.token
 	pc.w.send(&pc.cmd)
 }
 
@@ -1389,12 +1389,12 @@ func (pc *pendingCall) do(e *Engine) {
 	defer ctx.release()
 	if pc.asksGate {
 		if j, ok := e.cfg.Capabilities.(writesJoiner); ok {
-			pc.res.writes.Joins = j.JoinsWrites(ctx, pc.tenant, pc.capID)
+			pc.res.writes.Joins = j.JoinsWrites(ctx, pc.cmd.tenant, pc.capID)
 		}
-		d, err := e.cfg.Gate.Decide(ctx, GateRequest{Tenant: pc.tenant, ProcessID: pc.process, RunID: pc.runID, StepKey: pc.info.StepKey,
-			Capability: pc.capID, ItemKey: pc.key[:len(pc.runID)+1+len(pc.info.StepKey)], New: pc.res.writes.New})
+		d, err := e.cfg.Gate.Decide(ctx, GateRequest{Tenant: pc.cmd.tenant, ProcessID: pc.info.ProcessID, RunID: pc.cmd.runID, StepKey: pc.info.StepKey,
+			Capability: pc.capID, ItemKey: pc.key[:len(pc.cmd.runID)+1+len(pc.info.StepKey)], New: pc.res.writes.New})
 		if err != nil {
-			e.log.Error("autonomy gate", "run", pc.runID, "error", err)
+			e.log.Error("autonomy gate", "run", pc.cmd.runID, "error", err)
 			d = GateDecision{Auto: false, Reason: "the autonomy gate could not decide: a person approves"}
 		}
 		pc.dec = d
@@ -1404,7 +1404,7 @@ func (pc *pendingCall) do(e *Engine) {
 			return
 		}
 	}
-	pc.res.out, pc.res.err = e.cfg.Capabilities.Call(ctx, capability.Call{Tenant: pc.tenant, Capability: pc.capID, Args: pc.args,
+	pc.res.out, pc.res.err = e.cfg.Capabilities.Call(ctx, capability.Call{Tenant: pc.cmd.tenant, Capability: pc.capID, Args: pc.args,
 		IdempotencyKey: pc.key})
 }
 
