@@ -77,8 +77,7 @@ func (plainGate) Decide(context.Context, runengine.GateRequest) (runengine.GateD
 
 func (plainGate) Observe(context.Context, runengine.Outcome) error { return nil }
 
-// panicGate panics at its first decision and answers automatic after; it
-// says it decides at once.
+// panicGate panics at its first decision and answers automatic after.
 type panicGate struct {
 	mu       sync.Mutex
 	panicked bool
@@ -96,7 +95,10 @@ func (g *panicGate) Decide(context.Context, runengine.GateRequest) (runengine.Ga
 
 func (g *panicGate) Observe(context.Context, runengine.Outcome) error { return nil }
 
-func (g *panicGate) DecidesAtOnce() {}
+// panicGateAtOnce is a panicGate that says it decides at once.
+type panicGateAtOnce struct{ *panicGate }
+
+func (panicGateAtOnce) DecidesAtOnce() {}
 
 // openWhere opens an engine whose capabilities are prov's alone, behind
 // gate.
@@ -162,25 +164,37 @@ func TestCallsThatReturnAtOnceAreMadeInTheWorker(t *testing.T) {
 	}
 }
 
-// TestPanicInAWorkersCallFailsTheCall: a panic of a gate that decides at
-// once, in the worker, fails the step's call as an error would (the step
-// is retried) and the worker goes on.
-func TestPanicInAWorkersCallFailsTheCall(t *testing.T) {
+// TestGatePanicFailsTheCall: a panic of the gate, in the run's worker (a
+// gate that decides at once) or on a call runner, fails the step's call
+// as an error would (the step is retried) and the engine goes on.
+func TestGatePanicFailsTheCall(t *testing.T) {
 	t.Parallel()
-	wp := &whereProvider{}
-	b := openWhere(t, atOnceProvider{wp}, &panicGate{})
-	def := b.create(t, `{"type":"manual"}`, whereSteps)
-	id := b.start(t, def.ID)
-	r := b.waitRun(t, id, "retrying its first step", func(r *runengine.Run) bool { return r.Steps[0].Error != nil })
-	if msg := *r.Steps[0].Error; !strings.Contains(msg, "panicked: gate broke") {
-		t.Errorf("step error %q, want the gate's panic", msg)
-	}
-	b.clk.Advance(2 * time.Second) // openWith retries after a second
-	r = b.waitRun(t, id, "completed", func(r *runengine.Run) bool { return r.Finished() })
-	if r.Status != runengine.RunCompleted {
-		t.Fatalf("run %s, want completed", r.Status)
-	}
-	if diff := cmp.Diff([]bool{true, true}, wp.calls()); diff != "" {
-		t.Errorf("calls made by the worker (-want +got):\n%s", diff)
+	for _, tc := range []struct {
+		name     string
+		gate     runengine.Gate
+		inWorker bool
+	}{
+		{"in the worker", panicGateAtOnce{&panicGate{}}, true},
+		{"on a call runner", &panicGate{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			wp := &whereProvider{}
+			b := openWhere(t, atOnceProvider{wp}, tc.gate)
+			def := b.create(t, `{"type":"manual"}`, whereSteps)
+			id := b.start(t, def.ID)
+			r := b.waitRun(t, id, "retrying its first step", func(r *runengine.Run) bool { return r.Steps[0].Error != nil })
+			if msg := *r.Steps[0].Error; !strings.Contains(msg, "panicked: gate broke") {
+				t.Errorf("step error %q, want the gate's panic", msg)
+			}
+			b.clk.Advance(2 * time.Second) // openWith retries after a second
+			r = b.waitRun(t, id, "completed", func(r *runengine.Run) bool { return r.Finished() })
+			if r.Status != runengine.RunCompleted {
+				t.Fatalf("run %s, want completed", r.Status)
+			}
+			if diff := cmp.Diff([]bool{tc.inWorker, tc.inWorker}, wp.calls()); diff != "" {
+				t.Errorf("calls made by the worker (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -1313,7 +1313,7 @@ func (w *worker) makeCall(c *command) {
 	pc, e := c.call, w.e
 	c.kind, c.call = cmdCallResult, nil
 	if en, ok := w.cache[runKeyOf(c.tenant, c.runID)]; !ok || en.inflight == pc.res.token {
-		pc.doHere(e)
+		pc.doSafe(e)
 		e.cfg.Failpoints.afterCall(pc.cmd.tenant, pc.cmd.runID, pc.res.token)
 	}
 	if e.admission != nil {
@@ -1322,8 +1322,10 @@ func (w *worker) makeCall(c *command) {
 	e.calls.Done()
 }
 
-// doHere is do, with a panic turned into the call's error.
-func (pc *pendingCall) doHere(e *Engine) {
+// doSafe is do, with a panic of the gate or the provider turned into the
+// call's error (the registry recovers its providers' own; a gate's, or a
+// Caller's that is no registry, would end the process).
+func (pc *pendingCall) doSafe(e *Engine) {
 	defer func() {
 		if v := recover(); v != nil {
 			e.log.Error("capability call panicked", "run", pc.cmd.runID, "capability", pc.capID, "panic", fmt.Sprint(v))
@@ -1371,7 +1373,7 @@ type pendingCall struct {
 // run makes the call on a call runner and sends its result to the worker.
 func (pc *pendingCall) run() {
 	e := pc.w.e
-	pc.do(e)
+	pc.doSafe(e)
 	e.cfg.Failpoints.afterCall(pc.cmd.tenant, pc.cmd.runID, pc.res.token)
 	if e.admission != nil {
 		e.admission.done(pc.cmd.tenant, pc.info.ProcessID)
