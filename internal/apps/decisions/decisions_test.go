@@ -558,10 +558,6 @@ func TestProvider(t *testing.T) {
 		!cmp.Equal(info.Capabilities, []string{capability.DecisionEvaluate}) {
 		t.Errorf("info = %+v", info)
 	}
-	// An evaluation only reads: the run engine may make it in a run's worker.
-	if _, ok := any(p).(capability.ReturnsAtOnce); !ok {
-		t.Error("the provider does not say its calls return at once")
-	}
 	call := func(capID, args string) (json.RawMessage, error) {
 		return p.Call(ctx, capability.Call{Tenant: tenant, Capability: capID, Args: json.RawMessage(args)})
 	}

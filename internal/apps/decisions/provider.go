@@ -30,12 +30,6 @@ type Provider struct {
 
 var _ capability.Provider = (*Provider)(nil)
 
-// ReturnsAtOnce marks the provider's calls as never blocking
-// (capability.ReturnsAtOnce): an evaluation reads the decision and at most
-// two tallies and writes nothing, so the run engine makes it in the run's
-// worker, as the worker reads runs itself.
-func (p *Provider) ReturnsAtOnce() {}
-
 // NewProvider returns the built-in provider reading decisions and cases
 // from st.
 func NewProvider(st store.Store) *Provider { return &Provider{st: st} }
