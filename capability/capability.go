@@ -112,9 +112,11 @@ type Provider interface {
 }
 
 // ReturnsAtOnce is implemented by a provider whose calls never block: they
-// do in-memory work only (no network, no disk sync, no wait for another
-// goroutine, a channel or a lock a slow path holds) and return within
-// microseconds. A caller may then make the call on its own goroutine
+// do in-memory work only and return within microseconds. They wait for no
+// network, write or read no store (a read of Badger waits for the commits
+// in flight to land), and wait for no other goroutine, channel or lock a
+// slow path holds; nor do they call the run engine and wait for its
+// answer. A caller may then make the call on its own goroutine
 // instead of handing it to another: the run engine makes such a call in
 // the worker that owns the run, which saves two goroutine hand-offs per
 // step. The registry honours it only for a built-in provider
