@@ -55,7 +55,8 @@ type Gate interface {
 }
 
 // DecidesAtOnce is implemented by a Gate whose Decide never blocks: it
-// decides in memory and commits nothing of its own. When the step's
+// decides in memory, reading and writing no store (a read of Badger waits
+// for the commits in flight to land). When the step's
 // provider returns at once too (capability.ReturnsAtOnce), the engine asks
 // the gate and makes the call in the worker that owns the run, instead of
 // handing both to a call runner.
