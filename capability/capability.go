@@ -111,6 +111,21 @@ type Provider interface {
 	Call(ctx context.Context, call Call) (json.RawMessage, error)
 }
 
+// ReturnsAtOnce is implemented by a provider whose calls never block: they
+// do in-memory work only and return within microseconds. They wait for no
+// network, write or read no store (a read of Badger waits for the commits
+// in flight to land), and wait for no other goroutine, channel or lock a
+// slow path holds; nor do they call the run engine and wait for its
+// answer. A caller may then make the call on its own goroutine
+// instead of handing it to another: the run engine makes such a call in
+// the worker that owns the run, which saves two goroutine hand-offs per
+// step. The registry honours it only for a built-in provider
+// (KindBuiltin). A provider that blocks while claiming it holds up every
+// run of that worker for as long as it blocks.
+type ReturnsAtOnce interface {
+	ReturnsAtOnce()
+}
+
 // Health is a provider's live state.
 type Health struct {
 	// Status is "connected", "starting", "failed", "coming" or "not_configured".

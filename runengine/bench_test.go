@@ -41,6 +41,9 @@ func (noopProvider) Call(context.Context, capability.Call) (json.RawMessage, err
 	return json.RawMessage(`{}`), nil
 }
 
+// ReturnsAtOnce: its calls do nothing, so they never block.
+func (noopProvider) ReturnsAtOnce() {}
+
 // benchEngine opens an engine on Badger in a temp dir with synced commits.
 type benchEngine struct {
 	st    store.Store

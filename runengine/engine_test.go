@@ -58,6 +58,11 @@ func (p *testProvider) Call(_ context.Context, c capability.Call) (json.RawMessa
 	return c.Args, nil
 }
 
+// ReturnsAtOnce: its calls are in memory, so the engine makes them in the
+// run's worker (the tests of this package run that path; providers of
+// their own, which block, run the call runners').
+func (p *testProvider) ReturnsAtOnce() {}
+
 func (p *testProvider) keys() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -81,6 +86,9 @@ func (g *autoGate) Decide(context.Context, runengine.GateRequest) (runengine.Gat
 	}
 	return runengine.GateDecision{Auto: false, Reason: "supervised"}, nil
 }
+
+// DecidesAtOnce: it decides in memory.
+func (g *autoGate) DecidesAtOnce() {}
 
 func (g *autoGate) Observe(_ context.Context, o runengine.Outcome) error {
 	g.mu.Lock()

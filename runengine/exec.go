@@ -495,8 +495,7 @@ func (x *exec) prepareCall(def *process.Step, st *StepRun, capID string, args an
 		raw = []byte("{}")
 	}
 	r := x.r
-	pc := &pendingCall{tenant: r.Tenant, runID: r.ID, token: token, process: r.ProcessID, priority: r.Priority,
-		capID: capID, args: raw, key: r.ID + "/" + def.Key + "/" + keySuffix + strconv.Itoa(st.Attempts+1),
+	pc := &pendingCall{capID: capID, args: raw, key: r.ID + "/" + def.Key + "/" + keySuffix + strconv.Itoa(st.Attempts+1),
 		info: RunInfo{ID: r.ID, ProcessID: r.ProcessID, ProcessName: r.ProcessName, Subject: r.Subject, StepKey: def.Key,
 			Priority: r.Priority, cause: r.Trigger.Cause}}
 	// A call of the command that makes the run's first commit goes out
@@ -505,6 +504,7 @@ func (x *exec) prepareCall(def *process.Step, st *StepRun, capID string, args an
 	// lost the run's shard may still make the call after the new owner
 	// did, and the autonomy gate's answer is not fenced.
 	pc.res.writes.New = !x.en.durable && x.w.e.cluster == nil
+	pc.res.token = token
 	pc.cmd = command{kind: cmdCallResult, tenant: r.Tenant, runID: r.ID, result: &pc.res}
 	return pc
 }

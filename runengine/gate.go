@@ -54,6 +54,16 @@ type Gate interface {
 	Observe(ctx context.Context, o Outcome) error
 }
 
+// DecidesAtOnce is implemented by a Gate whose Decide never blocks: it
+// decides in memory, reading and writing no store (a read of Badger waits
+// for the commits in flight to land). When the step's
+// provider returns at once too (capability.ReturnsAtOnce), the engine asks
+// the gate and makes the call in the worker that owns the run, instead of
+// handing both to a call runner.
+type DecidesAtOnce interface {
+	DecidesAtOnce()
+}
+
 // Supervised is the gate used when none is configured: every action waits
 // for a person.
 type Supervised struct{}
@@ -65,3 +75,6 @@ func (Supervised) Decide(context.Context, GateRequest) (GateDecision, error) {
 
 // Observe does nothing.
 func (Supervised) Observe(context.Context, Outcome) error { return nil }
+
+// DecidesAtOnce marks Supervised as deciding in memory (see DecidesAtOnce).
+func (Supervised) DecidesAtOnce() {}

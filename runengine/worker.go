@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -18,7 +19,7 @@ import (
 	"github.com/cockroachdb/errors"
 )
 
-type cmdKind int
+type cmdKind uint8
 
 const (
 	cmdStart cmdKind = iota
@@ -35,11 +36,21 @@ const (
 	cmdResume
 	cmdAssignTask
 	cmdDropShards
+	// cmdCall makes a call in the worker (see worker.callHere), then
+	// takes its result as cmdCallResult.
+	cmdCall
 )
 
 // command is one thing for a worker to do to one run.
 type command struct {
-	kind   cmdKind
+	kind cmdKind
+	// view asks for the run's JSON view (the HTTP layer's fast path)
+	// instead of a snapshot in the reply; admitted says a run waiting
+	// under a run cap was given its slot. (Beside kind, the three take
+	// one word.)
+	view     bool
+	admitted bool
+
 	tenant string
 	runID  string
 	actor  string
@@ -52,18 +63,16 @@ type command struct {
 	event  *eventArgs
 	assign *assignArgs
 
-	// reply, when set, receives the outcome once it is durable; view asks
-	// for the run's JSON view (the HTTP layer's fast path) instead of a
-	// snapshot; keep, when set, adds a write of the answer to the change's
+	// reply, when set, receives the outcome once it is durable (see
+	// view); keep, when set, adds a write of the answer to the change's
 	// commit (see KeepAnswer).
 	reply chan reply
-	view  bool
 	keep  AnswerKeeper
 
 	// cl is what a cluster node adds to a command (nil on one node).
 	cl *clusterArgs
-	// admitted says a run waiting under a run cap was given its slot.
-	admitted bool
+	// call is the call a cmdCall makes.
+	call *pendingCall
 }
 
 // reply is a command's outcome: snapshots of the run and of the task or
@@ -353,6 +362,7 @@ func (w *worker) send(c *command) {
 		if c.reply != nil {
 			c.reply <- reply{err: errClosed}
 		}
+		w.unmade(c)
 		return
 	}
 	w.q.push(c)
@@ -387,6 +397,7 @@ func (w *worker) loop() {
 					if c.reply != nil {
 						c.reply <- reply{err: errClosed}
 					}
+					w.unmade(c)
 				}
 				// Commit what is held, so a graceful close loses no progress.
 				for _, en := range w.cache {
@@ -632,6 +643,9 @@ func (w *worker) handle(c *command) {
 	if c.kind == cmdStart {
 		w.handleStart(c)
 		return
+	}
+	if c.kind == cmdCall {
+		w.makeCall(c) // c is now the call's result
 	}
 	if cl := w.e.cluster; cl != nil {
 		if c.kind == cmdDropShards {
@@ -1227,17 +1241,106 @@ func (w *worker) markIdle(en *entry) {
 // issue starts the calls the command asked for.
 func (w *worker) issue(x *exec) { w.issueCalls(x.fx.calls) }
 
-// issueCalls makes each call on a call runner; its result comes back to
-// the worker as a command.
+// issueCalls makes each call on a call runner, or in the worker when
+// neither its gate nor its provider ever blocks (see atOnce); its result
+// comes back to the worker as a command.
 func (w *worker) issueCalls(calls []*pendingCall) {
 	adm := w.e.admission
 	for _, pc := range calls {
 		pc.w = w
+		pc.here = w.e.atOnce(pc)
 		if adm == nil {
-			w.e.goJob(pc)
+			pc.dispatch()
 			continue
 		}
-		adm.admit(pc.tenant, pc.process, pc.priority, pc.runID, func() { w.e.goJob(pc) })
+		adm.admit(pc.cmd.tenant, pc.info.ProcessID, pc.info.Priority, pc.cmd.runID, pc.dispatch)
+	}
+}
+
+// atOnceCaller is implemented by a Caller that tells whether a tenant's
+// calls of a capability go to a provider whose calls never block
+// (capability.ReturnsAtOnce).
+type atOnceCaller interface {
+	ReturnsAtOnce(ctx context.Context, tenant, capID string) bool
+}
+
+// atOnce tells whether pc may be made in the run's worker: its provider
+// returns at once, and so does the gate when pc asks it first. Not on a
+// cluster, whose commands may leave for another node.
+func (e *Engine) atOnce(pc *pendingCall) bool {
+	if e.cluster != nil {
+		return false
+	}
+	if _, ok := e.cfg.Gate.(DecidesAtOnce); pc.asksGate && !ok {
+		return false
+	}
+	c, ok := e.cfg.Capabilities.(atOnceCaller)
+	return ok && c.ReturnsAtOnce(e.ctx, pc.cmd.tenant, pc.capID)
+}
+
+// dispatch hands pc to a call runner, or to its worker when pc.here.
+func (pc *pendingCall) dispatch() {
+	if pc.here {
+		pc.w.callHere(pc)
+		return
+	}
+	pc.w.e.goJob(pc)
+}
+
+// callHere queues pc to be made by the worker itself (a cmdCall): no
+// goroutine to wake and none to hand the result back. Like a call on a
+// runner, it counts as a call in flight, which Close waits for, and none
+// is queued once Close began.
+func (w *worker) callHere(pc *pendingCall) {
+	e := w.e
+	e.closeMu.RLock()
+	if e.closed {
+		e.closeMu.RUnlock()
+		return
+	}
+	e.calls.Add(1)
+	e.closeMu.RUnlock()
+	pc.cmd.kind, pc.cmd.call = cmdCall, pc
+	w.send(&pc.cmd)
+}
+
+// makeCall makes the call of c, a cmdCall, and turns c into the command
+// carrying its result. A call whose run moved on since it was asked for
+// (cancelled, reloaded: its entry waits for another token) is not made;
+// its result is dropped as any stale one. A panic of the gate or the
+// provider fails the call, as a call that returned an error.
+func (w *worker) makeCall(c *command) {
+	pc, e := c.call, w.e
+	c.kind, c.call = cmdCallResult, nil
+	if en, ok := w.cache[runKeyOf(c.tenant, c.runID)]; !ok || en.inflight == pc.res.token {
+		pc.doSafe(e)
+		e.cfg.Failpoints.afterCall(pc.cmd.tenant, pc.cmd.runID, pc.res.token)
+	}
+	if e.admission != nil {
+		e.admission.done(pc.cmd.tenant, pc.info.ProcessID)
+	}
+	e.calls.Done()
+}
+
+// doSafe is do, with a panic of the gate or the provider turned into the
+// call's error (the registry recovers its providers' own; a gate's, or a
+// Caller's that is no registry, would end the process).
+func (pc *pendingCall) doSafe(e *Engine) {
+	defer func() {
+		if v := recover(); v != nil {
+			e.log.Error("capability call panicked", "run", pc.cmd.runID, "capability", pc.capID, "panic", fmt.Sprint(v))
+			pc.res.out, pc.res.err = nil, errors.Newf("the call of %s panicked: %v", pc.capID, v)
+		}
+	}()
+	pc.do(e)
+}
+
+// unmade settles c, a command dropped by a worker that stopped: a call
+// it was to make is no longer in flight (its run makes it again when the
+// engine opens next).
+func (w *worker) unmade(c *command) {
+	if c.kind == cmdCall {
+		w.e.calls.Done()
 	}
 }
 
@@ -1246,11 +1349,10 @@ func (w *worker) issueCalls(calls []*pendingCall) {
 // the call needs, its context, its result and the command carrying the
 // result back, so that a call costs the worker one allocation.
 type pendingCall struct {
-	tenant, runID, token string
-	// process and priority are the run's, for the call caps.
-	process, priority string
 	// capID, args and key make the capability call; info is what
-	// RunFromContext tells the provider.
+	// RunFromContext tells the provider (and the run's process and
+	// priority, for the call caps). The run's tenant and id are cmd's, the
+	// call's token is res's.
 	capID string
 	args  json.RawMessage
 	key   string
@@ -1258,6 +1360,8 @@ type pendingCall struct {
 	// asksGate makes the call ask the autonomy gate first: the capability
 	// is called only when the gate answers automatic.
 	asksGate bool
+	// here says the worker makes the call itself (see atOnce).
+	here bool
 
 	w   *worker // set when issued
 	ctx callCtx
@@ -1269,12 +1373,11 @@ type pendingCall struct {
 // run makes the call on a call runner and sends its result to the worker.
 func (pc *pendingCall) run() {
 	e := pc.w.e
-	pc.do(e)
-	e.cfg.Failpoints.afterCall(pc.tenant, pc.runID, pc.token)
+	pc.doSafe(e)
+	e.cfg.Failpoints.afterCall(pc.cmd.tenant, pc.cmd.runID, pc.res.token)
 	if e.admission != nil {
-		e.admission.done(pc.tenant, pc.process)
+		e.admission.done(pc.cmd.tenant, pc.info.ProcessID)
 	}
-	pc.res.token = pc.token
 	pc.w.send(&pc.cmd)
 }
 
@@ -1288,12 +1391,12 @@ func (pc *pendingCall) do(e *Engine) {
 	defer ctx.release()
 	if pc.asksGate {
 		if j, ok := e.cfg.Capabilities.(writesJoiner); ok {
-			pc.res.writes.Joins = j.JoinsWrites(ctx, pc.tenant, pc.capID)
+			pc.res.writes.Joins = j.JoinsWrites(ctx, pc.cmd.tenant, pc.capID)
 		}
-		d, err := e.cfg.Gate.Decide(ctx, GateRequest{Tenant: pc.tenant, ProcessID: pc.process, RunID: pc.runID, StepKey: pc.info.StepKey,
-			Capability: pc.capID, ItemKey: pc.key[:len(pc.runID)+1+len(pc.info.StepKey)], New: pc.res.writes.New})
+		d, err := e.cfg.Gate.Decide(ctx, GateRequest{Tenant: pc.cmd.tenant, ProcessID: pc.info.ProcessID, RunID: pc.cmd.runID, StepKey: pc.info.StepKey,
+			Capability: pc.capID, ItemKey: pc.key[:len(pc.cmd.runID)+1+len(pc.info.StepKey)], New: pc.res.writes.New})
 		if err != nil {
-			e.log.Error("autonomy gate", "run", pc.runID, "error", err)
+			e.log.Error("autonomy gate", "run", pc.cmd.runID, "error", err)
 			d = GateDecision{Auto: false, Reason: "the autonomy gate could not decide: a person approves"}
 		}
 		pc.dec = d
@@ -1303,7 +1406,7 @@ func (pc *pendingCall) do(e *Engine) {
 			return
 		}
 	}
-	pc.res.out, pc.res.err = e.cfg.Capabilities.Call(ctx, capability.Call{Tenant: pc.tenant, Capability: pc.capID, Args: pc.args,
+	pc.res.out, pc.res.err = e.cfg.Capabilities.Call(ctx, capability.Call{Tenant: pc.cmd.tenant, Capability: pc.capID, Args: pc.args,
 		IdempotencyKey: pc.key})
 }
 

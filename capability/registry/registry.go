@@ -527,6 +527,18 @@ func (r *Registry) JoinsWrites(ctx context.Context, tenant, capabilityID string)
 	return ok
 }
 
+// ReturnsAtOnce reports whether tenant's calls of capabilityID go to a
+// built-in provider that is a capability.ReturnsAtOnce (its calls never
+// block, so a caller may make them on its own goroutine).
+func (r *Registry) ReturnsAtOnce(ctx context.Context, tenant, capabilityID string) bool {
+	pe, err := r.resolve(ctx, r.snap.Load(), tenant, capabilityID)
+	if err != nil || pe.info.Kind != capability.KindBuiltin {
+		return false
+	}
+	_, ok := pe.p.(capability.ReturnsAtOnce)
+	return ok
+}
+
 func (r *Registry) resolve(ctx context.Context, s *snapshot, tenant, capabilityID string) (*providerEntry, error) {
 	bound, err := r.bindings(ctx, tenant)
 	if err != nil {
