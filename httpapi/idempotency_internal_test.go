@@ -28,7 +28,7 @@ func TestSealReusesItsBuffer(t *testing.T) {
 		Body: []byte(`{"id":"run_1","status":"running"}`)}
 	var bufs sync.Pool
 	pooled := testing.AllocsPerRun(100, func() {
-		if _, err := seal(key, resp, &bufs); err != nil {
+		if _, err := appendSealed(nil, key, resp, &bufs); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -61,7 +61,7 @@ func TestSealedResponseForms(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sealed, err := seal(key, tt.resp, nil)
+			sealed, err := appendSealed(nil, key, tt.resp, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,14 +171,14 @@ func TestIdempotencyOwnMarkOnCluster(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = ws.Close() })
 	h := New(ws, Options{})
-	req := &idemRequest{h: h, tenant: "acme", id: "idem_1", fingerprint: "f"}
+	req := &idemRequest{h: h, tenant: "acme", id: "idem_1", fingerprint: digest("f")}
 	ctx := store.AlsoInUpdate(t.Context(), req.markActed)
 	for i := range 2 {
 		if err := ws.Store().Update(ctx, func(tx store.Txn) error { return tx.Set(store.Key("acme", "x", i), nil) }); err != nil {
 			t.Fatalf("change %d of the request: %v", i+1, err)
 		}
 	}
-	other := &idemRequest{h: h, tenant: "acme", id: "idem_1", fingerprint: "f"} // the same request on another server
+	other := &idemRequest{h: h, tenant: "acme", id: "idem_1", fingerprint: digest("f")} // the same request on another server
 	err = ws.Store().Update(store.AlsoInUpdate(t.Context(), other.markActed), func(store.Txn) error { return nil })
 	if err != errKeyTaken {
 		t.Fatalf("another request's change under the key: %v, want errKeyTaken", err)
