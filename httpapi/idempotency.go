@@ -858,7 +858,7 @@ func sealingKey(token, key, method, uri string, body []byte) [sha256.Size]byte {
 	return sha256.Sum256(pad[:])
 }
 
-// maxPooledResponse bounds the buffers seal keeps for the next response.
+// maxPooledResponse bounds the buffers appendSealed keeps for the next response.
 const maxPooledResponse = 64 << 10
 
 // appendSealed appends resp to b, compressed and sealed under key; bufs

@@ -1,12 +1,14 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/internal/pgtest"
@@ -15,7 +17,7 @@ import (
 	"github.com/klauspost/compress/s2"
 )
 
-// TestSealReusesItsBuffer: with a pool, seal keeps the buffer of the
+// TestSealReusesItsBuffer: with a pool, appendSealed keeps the buffer of the
 // uncompressed response between calls and allocates nothing to keep it:
 // it allocates the cipher and its answer, nothing else.
 func TestSealReusesItsBuffer(t *testing.T) {
@@ -38,7 +40,7 @@ func TestSealReusesItsBuffer(t *testing.T) {
 		}
 	})
 	if pooled > cipher+1 {
-		t.Errorf("seal allocates %v times with a pool, want %v (the cipher's) + 1 (the sealed answer)", pooled, cipher)
+		t.Errorf("appendSealed allocates %v times with a pool, want %v (the cipher's) + 1 (the sealed answer)", pooled, cipher)
 	}
 }
 
@@ -227,4 +229,31 @@ func TestResponseRecorderAdopts(t *testing.T) {
 	if diff := cmp.Diff("true", replay.response().Header.Get("Idempotent-Replayed")); diff != "" {
 		t.Errorf("a replay written to a recorder (-want +got):\n%s", diff)
 	}
+}
+
+// FuzzDecodeIdemRecord: any stored bytes decode to a record or an error,
+// never a panic; a record decoded from the binary form encodes back to
+// the same bytes.
+func FuzzDecodeIdemRecord(f *testing.F) {
+	head := make([]byte, idemHeadLen)
+	if err := putIdemHead(head, idemDone, true, time.Unix(1, 2), digest("f")); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(append(head, 1, 2, 3))
+	f.Add(head)
+	f.Add([]byte(`{"id":"a","fingerprint":"b","state":"done","expires_at":"2026-01-01T00:00:00Z","sealed":"AAE="}`))
+	f.Add([]byte{idemRecordV2})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rec, err := decodeIdemRecord(b)
+		if err != nil || b[0] == '{' {
+			return
+		}
+		again := append(make([]byte, idemHeadLen), rec.Sealed...)
+		if err := putIdemHead(again, rec.State, rec.Bound, rec.ExpiresAt, rec.Fingerprint); err != nil {
+			t.Fatalf("a decoded record does not encode: %v", err)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("decoded %x, encoded back %x", b, again)
+		}
+	})
 }
