@@ -108,7 +108,7 @@ var idempotencyRecords = &store.Collection[idemRecord]{
 // state (idemStateDone or idemStateActed), its flags (idemFlagBound), its
 // expiry in Unix nanoseconds (8 bytes, big-endian), its fingerprint's 32
 // bytes, then the sealed response as it is. Its id is in its key only. A
-// run's start answer so keeps a record of about 600 bytes, where its JSON
+// run's start answer so keeps a record of about 660 bytes, where its JSON
 // (two hex digests, the sealed response in base64) took about 1,060.
 // Records kept before are JSON, which starts with '{'.
 const (
