@@ -8,12 +8,14 @@ import (
 	"io"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // TestJSONID: the id of a record that opens with it is read in place; any
@@ -148,23 +150,69 @@ func TestFingerprintCopiesNoBody(t *testing.T) {
 	}
 }
 
-// TestIdemRecordJSON: a kept response's record is encoded as
-// encoding/json encodes it.
-func TestIdemRecordJSON(t *testing.T) {
-	at := time.Date(2026, 11, 26, 5, 4, 3, 120_000_000, time.UTC)
+// TestIdemRecordForms: a record is stored in its binary form and read back
+// as it was (without its id, which is its key's); a record kept in the
+// earlier JSON form (as encoding/json wrote it) is read as before; a cut,
+// garbled or unknown form is an error; a state or fingerprint the form
+// cannot hold is refused.
+func TestIdemRecordForms(t *testing.T) {
+	at := time.Date(2026, 11, 26, 5, 4, 3, 120_000_001, time.UTC)
 	for _, rec := range []idemRecord{
-		{ID: digest("ten", "key"), Fingerprint: digest("POST", "/v1/x", "{}"), State: idemDone, ExpiresAt: at,
-			Sealed: []byte{0, 1, 2, 0xfe, 0xff, 'a'}},
-		{ID: digest("a"), Fingerprint: digest("b"), State: idemDone, ExpiresAt: at.Add(time.Nanosecond), Bound: true,
-			Sealed: make([]byte, 1000)},
-		{ID: digest("a"), Fingerprint: digest("b"), State: idemActed, ExpiresAt: at.Truncate(time.Second)},
+		{Fingerprint: digest("POST", "/v1/x", "{}"), State: idemDone, ExpiresAt: at, Sealed: []byte{0, 1, 2, 0xfe, 0xff, 'a'}},
+		{Fingerprint: digest("b"), State: idemDone, ExpiresAt: at.Add(time.Nanosecond), Bound: true, Sealed: make([]byte, 1000)},
+		{Fingerprint: digest("b"), State: idemActed, ExpiresAt: at.Truncate(time.Second)},
 	} {
-		want, err := json.Marshal(&rec)
+		raw := append(make([]byte, idemHeadLen), rec.Sealed...)
+		if err := putIdemHead(raw, rec.State, rec.Bound, rec.ExpiresAt, rec.Fingerprint); err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeIdemRecord(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(string(want), string(rec.appendJSON(nil))); diff != "" {
-			t.Errorf("appendJSON (-encoding/json +got):\n%s", diff)
+		if diff := cmp.Diff(&rec, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("binary form read back (-want +got):\n%s", diff)
+		}
+		if len(raw) != idemHeadLen+len(rec.Sealed) {
+			t.Errorf("binary form of %d bytes, want %d", len(raw), idemHeadLen+len(rec.Sealed))
+		}
+		for n := range idemHeadLen {
+			if _, err := decodeIdemRecord(raw[:n]); err == nil {
+				t.Errorf("read a record cut to %d bytes", n)
+			}
+		}
+		for i, b := range map[int]byte{0: 9, 1: 0, 2: 2} {
+			bad := slices.Clone(raw)
+			bad[i] = b
+			if _, err := decodeIdemRecord(bad); err == nil {
+				t.Errorf("read a record with byte %d set to %d", i, b)
+			}
+		}
+
+		old := rec
+		old.ID = digest("ten", "key")
+		js, err := json.Marshal(&old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err = decodeIdemRecord(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(&old, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("JSON form read back (-want +got):\n%s", diff)
+		}
+		if _, err := decodeIdemRecord(js[:len(js)-1]); err == nil {
+			t.Error("read a JSON record cut short")
+		}
+	}
+	head := make([]byte, idemHeadLen)
+	if err := putIdemHead(head, "claimed", false, at, digest("a")); err == nil {
+		t.Error("stored a state the form has no code for")
+	}
+	for _, fp := range []string{"f", digest("a")[1:], strings.ToUpper(digest("a")), digest("a")[:63] + "g"} {
+		if err := putIdemHead(head, idemDone, false, at, fp); err == nil {
+			t.Errorf("stored the fingerprint %q", fp)
 		}
 	}
 }

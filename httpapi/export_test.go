@@ -1,5 +1,7 @@
 package httpapi
 
+import "encoding/json"
+
 // HandleForTest declares one more route after New and rebuilds the routers,
 // so tests of the shared layers (idempotency, limits) can use a handler
 // they control. Call it before the handler serves.
@@ -23,4 +25,15 @@ type Ctx = request
 // it), for the benchmark of its generation.
 func (h *Handler) BuildOpenAPIForTest() []byte {
 	return buildOpenAPI(h.routes, h.opts.BasePath)
+}
+
+// IdemRecordAsJSONForTest is the stored idempotency record raw (of key
+// id) in the JSON form records were kept in before the binary one.
+func IdemRecordAsJSONForTest(raw []byte, id string) ([]byte, error) {
+	rec, err := decodeIdemRecord(raw)
+	if err != nil {
+		return nil, err
+	}
+	rec.ID = id
+	return json.Marshal(rec)
 }

@@ -128,7 +128,7 @@ type Handler struct {
 	docMu sync.Mutex
 	doc   []byte // the OpenAPI document, built on first use
 
-	responseBufs sync.Pool // buffers of responses being sealed (see seal)
+	responseBufs sync.Pool // buffers of responses being sealed (see appendSealed)
 }
 
 // New returns the API of ws.

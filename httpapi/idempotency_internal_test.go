@@ -1,12 +1,14 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/internal/pgtest"
@@ -15,7 +17,7 @@ import (
 	"github.com/klauspost/compress/s2"
 )
 
-// TestSealReusesItsBuffer: with a pool, seal keeps the buffer of the
+// TestSealReusesItsBuffer: with a pool, appendSealed keeps the buffer of the
 // uncompressed response between calls and allocates nothing to keep it:
 // it allocates the cipher and its answer, nothing else.
 func TestSealReusesItsBuffer(t *testing.T) {
@@ -28,7 +30,7 @@ func TestSealReusesItsBuffer(t *testing.T) {
 		Body: []byte(`{"id":"run_1","status":"running"}`)}
 	var bufs sync.Pool
 	pooled := testing.AllocsPerRun(100, func() {
-		if _, err := seal(key, resp, &bufs); err != nil {
+		if _, err := appendSealed(nil, key, resp, &bufs); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -38,7 +40,7 @@ func TestSealReusesItsBuffer(t *testing.T) {
 		}
 	})
 	if pooled > cipher+1 {
-		t.Errorf("seal allocates %v times with a pool, want %v (the cipher's) + 1 (the sealed answer)", pooled, cipher)
+		t.Errorf("appendSealed allocates %v times with a pool, want %v (the cipher's) + 1 (the sealed answer)", pooled, cipher)
 	}
 }
 
@@ -61,7 +63,7 @@ func TestSealedResponseForms(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sealed, err := seal(key, tt.resp, nil)
+			sealed, err := appendSealed(nil, key, tt.resp, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,14 +173,14 @@ func TestIdempotencyOwnMarkOnCluster(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = ws.Close() })
 	h := New(ws, Options{})
-	req := &idemRequest{h: h, tenant: "acme", id: "idem_1", fingerprint: "f"}
+	req := &idemRequest{h: h, tenant: "acme", id: "idem_1", fingerprint: digest("f")}
 	ctx := store.AlsoInUpdate(t.Context(), req.markActed)
 	for i := range 2 {
 		if err := ws.Store().Update(ctx, func(tx store.Txn) error { return tx.Set(store.Key("acme", "x", i), nil) }); err != nil {
 			t.Fatalf("change %d of the request: %v", i+1, err)
 		}
 	}
-	other := &idemRequest{h: h, tenant: "acme", id: "idem_1", fingerprint: "f"} // the same request on another server
+	other := &idemRequest{h: h, tenant: "acme", id: "idem_1", fingerprint: digest("f")} // the same request on another server
 	err = ws.Store().Update(store.AlsoInUpdate(t.Context(), other.markActed), func(store.Txn) error { return nil })
 	if err != errKeyTaken {
 		t.Fatalf("another request's change under the key: %v, want errKeyTaken", err)
@@ -227,4 +229,31 @@ func TestResponseRecorderAdopts(t *testing.T) {
 	if diff := cmp.Diff("true", replay.response().Header.Get("Idempotent-Replayed")); diff != "" {
 		t.Errorf("a replay written to a recorder (-want +got):\n%s", diff)
 	}
+}
+
+// FuzzDecodeIdemRecord: any stored bytes decode to a record or an error,
+// never a panic; a record decoded from the binary form encodes back to
+// the same bytes.
+func FuzzDecodeIdemRecord(f *testing.F) {
+	head := make([]byte, idemHeadLen)
+	if err := putIdemHead(head, idemDone, true, time.Unix(1, 2), digest("f")); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(append(head, 1, 2, 3))
+	f.Add(head)
+	f.Add([]byte(`{"id":"a","fingerprint":"b","state":"done","expires_at":"2026-01-01T00:00:00Z","sealed":"AAE="}`))
+	f.Add([]byte{idemRecordV2})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rec, err := decodeIdemRecord(b)
+		if err != nil || b[0] == '{' {
+			return
+		}
+		again := append(make([]byte, idemHeadLen), rec.Sealed...)
+		if err := putIdemHead(again, rec.State, rec.Bound, rec.ExpiresAt, rec.Fingerprint); err != nil {
+			t.Fatalf("a decoded record does not encode: %v", err)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("decoded %x, encoded back %x", b, again)
+		}
+	})
 }

@@ -240,3 +240,84 @@ func TestIdempotencyActedMark(t *testing.T) {
 		t.Errorf("%d writes, want 3: the failed request freed its key, the retry acted once", n)
 	}
 }
+
+// TestIdempotencyRecordForms: a keyed request's kept response is stored in
+// the binary form, the sealed response after a head of 43 bytes, and is
+// replayed from it; a record kept in the earlier JSON form is replayed as
+// well, and still refuses another request under its key. Both kinds of
+// keyed request: a run start (kept with the engine's change) and a process
+// created (kept after the handler).
+func TestIdempotencyRecordForms(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	sess := s.devLogin(t, `{}`)
+	procBody := func(name string) string {
+		return `{"name": "` + name + `", "trigger": {"type": "manual"},
+			"steps": [{"key": "look", "type": "human_task", "config": {"title": "Look"}}]}`
+	}
+	var proc struct{ ID string }
+	s.do(t, "POST", "/v1/processes", sess.Token, procBody("Ask")).want(t, http.StatusCreated).decode(t, &proc)
+	for _, tc := range []struct {
+		name, path, body, other string
+		status                  int
+	}{
+		{"run start", "/v1/processes/" + proc.ID + "/start", `{"subject": {"type": "po", "label": "PO-1"}}`,
+			`{"subject": {"type": "po", "label": "PO-2"}}`, http.StatusCreated},
+		{"process", "/v1/processes", procBody("Keyed"), procBody("Other"), http.StatusCreated},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, form := range []string{"binary", "json"} {
+				key := tc.name + " " + form
+				before := idemRecords(t, s.ws, sess.TenantID)
+				first := s.do(t, "POST", tc.path, sess.Token, tc.body, "Idempotency-Key", key).want(t, tc.status)
+				var recKey, raw []byte
+				for k, v := range idemRecords(t, s.ws, sess.TenantID) {
+					if _, seen := before[k]; !seen {
+						if recKey != nil {
+							t.Fatal("the request kept two records")
+						}
+						recKey, raw = []byte(k), v
+					}
+				}
+				if len(raw) == 0 || raw[0] != 2 {
+					t.Fatalf("record stored as %.20q, want the binary form", raw)
+				}
+				if form == "json" {
+					parts, err := store.DecodeKey(recKey)
+					if err != nil {
+						t.Fatal(err)
+					}
+					js, err := httpapi.IdemRecordAsJSONForTest(raw, parts[len(parts)-1].(string))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := s.ws.Store().Update(t.Context(), func(tx store.Txn) error { return tx.Set(recKey, js) }); err != nil {
+						t.Fatal(err)
+					}
+				}
+				r := s.do(t, "POST", tc.path, sess.Token, tc.body, "Idempotency-Key", key).want(t, tc.status)
+				if r.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(r.Body, first.Body) ||
+					r.Header.Get("Location") != first.Header.Get("Location") {
+					t.Errorf("%s form replayed:\n got %s %v\nwant %s", form, r.Body, r.Header, first.Body)
+				}
+				s.do(t, "POST", tc.path, sess.Token, tc.other, "Idempotency-Key", key).want(t, http.StatusConflict)
+			}
+		})
+	}
+}
+
+// idemRecords returns tenant's stored idempotency records, by key.
+func idemRecords(t *testing.T, ws *bas.Workspace, tenant string) map[string][]byte {
+	t.Helper()
+	recs := map[string][]byte{}
+	err := ws.Store().View(t.Context(), func(r store.Reader) error {
+		return r.Scan(store.ScanOptions{Prefix: store.Key(tenant, "r", "idem")}, func(k, v []byte) error {
+			recs[string(k)] = bytes.Clone(v)
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}

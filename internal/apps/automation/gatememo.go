@@ -332,12 +332,7 @@ func (m *gateMemo) settled(d *memoDecision) func(error) {
 // of its day counts.
 func (s *Service) hand(d *memoDecision, w *callwrites.Writes) {
 	tenant, rec := d.p.req.Tenant, d.rec // the write holds its own copy
-	raw, err := rec.encode()
-	if err != nil {
-		s.memo.settled(d)(err)
-		d.p.out, d.p.err = runengine.GateDecision{}, err
-		return
-	}
+	raw := rec.encode()
 	w.Add(func(tx store.Txn) error { return gateDecisions.PutRaw(tx, tenant, &rec, raw) })
 	if d.wsCount != nil {
 		w.AddCount(callwrites.Count{Key: d.wsCount.key, N: 1}, callwrites.Count{Key: d.procCount.key, N: 1})

@@ -259,3 +259,50 @@ func TestSharedGateCommitsItsOwnDecision(t *testing.T) {
 		t.Errorf("an item past the limit ran alone: %+v", h.d)
 	}
 }
+
+// TestStoredDecisionForms: a decision is stored in the binary form, and an
+// item asked again gets the stored answer whichever form holds it: one
+// stored as JSON by an earlier version (here an answer the levels in force
+// would no longer give) is answered as it says and counted no more, by
+// the gate of the store's only writer and by a cluster node's.
+func TestStoredDecisionForms(t *testing.T) {
+	t.Parallel()
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
+			b := setupWith(t, false, shared)
+			b.patch("", `{"percent": 100, "max_percent": 100}`)
+			b.decide("prc_1", "new")
+			key := store.Key(tenant, "r", "gatedecision", "prc_1|new")
+			var raw []byte
+			err := b.st.View(context.Background(), func(r store.Reader) error {
+				var err error
+				raw, err = r.Get(key)
+				return err
+			})
+			if err != nil || len(raw) == 0 || raw[0] != 2 {
+				t.Fatalf("the new decision stored as %.20q (%v), want the binary form", raw, err)
+			}
+
+			old := []byte(`{"item_key":"old","process_id":"prc_1","run_id":"run_old","step_key":"pay",` +
+				`"capability":"payment.request","auto":false,"reason":"supervised: an earlier answer","sample":true,` +
+				`"percent":0,"at":"2025-03-01T08:00:00Z"}`)
+			err = b.st.Update(context.Background(), func(tx store.Txn) error {
+				return tx.Set(store.Key(tenant, "r", "gatedecision", "prc_1|old"), old)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := b.view("").AutomaticToday
+			want := runengine.GateDecision{Auto: false, Reason: "supervised: an earlier answer", Sample: true}
+			if got := b.decideHanded("prc_1", "old", false); got.d != want || !got.b.Empty() {
+				t.Errorf("asked again: %+v, handed %d writes; want %+v and nothing", got.d, len(got.b.Ops), want)
+			}
+			if got := b.decide("prc_1", "old"); got != want {
+				t.Errorf("asked again without a Writes: %+v, want %+v", got, want)
+			}
+			if n := b.view("").AutomaticToday; n != before {
+				t.Errorf("automatic today %d -> %d: the stored answer was counted", before, n)
+			}
+		})
+	}
+}
