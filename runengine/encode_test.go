@@ -167,7 +167,7 @@ func encodeCases() map[string]*Run {
 			Steps: []StepRun{
 				{Key: "a", Type: "execute", Status: StepCompleted, StartedAt: ptrTime(at.In(time.Local)),
 					CompletedAt: ptrTime(time.Date(0, 12, 31, 23, 59, 59, 0, time.UTC)),
-					internal: stepInternal{Deadline: ptrTime(time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC))}},
+					internal:    stepInternal{Deadline: ptrTime(time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC))}},
 				{Key: "b", Type: "wait", Status: StepWaiting, StartedAt: ptrTime(time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)),
 					internal: stepInternal{Deadline: ptrTime(at.Add(-24 * time.Hour))}},
 			}},
