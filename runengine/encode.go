@@ -236,10 +236,11 @@ func appendStep(b []byte, s *StepRun, stored bool, base int64) ([]byte, error) {
 const storedForm = 2
 
 // autoDefault is a step's automatic flag (stepInternal.Auto) when a record
-// of form 2 leaves it out: set for a started execute step that no person
-// approved, the common case (the gate let it run).
+// of form 2 leaves it out: set for a completed execute step that no person
+// approved (the gate let it run), unset for any other step, and for a
+// running one, whose first record is written before the gate answers.
 func autoDefault(s *StepRun) bool {
-	return s.Type == "execute" && s.StartedAt != nil && !s.internal.Approved
+	return s.Type == "execute" && s.Status == StepCompleted && !s.internal.Approved
 }
 
 // storedMicros is t in unix microseconds when the stored form may write it
