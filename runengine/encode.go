@@ -18,7 +18,9 @@ import (
 // the run's start (see appendStoredTime), so the times after it can be
 // written relative to it; a step's automatic flag is written only when it
 // differs from autoDefault. Records of form 1 (no "form" key: RFC 3339
-// times, every flag written) are read as they were.
+// times, every flag written) are read as they were. An engine older than
+// form 2 cannot read its records: it refuses their numeric times rather
+// than misreading them.
 func appendRun(b []byte, r *Run, stored bool) ([]byte, error) {
 	var err error
 	if b == nil {
