@@ -19,8 +19,8 @@ import (
 // written relative to it; a step's automatic flag is written only when it
 // differs from autoDefault. Records of form 1 (no "form" key: RFC 3339
 // times, every flag written) are read as they were. An engine older than
-// form 2 cannot read its records: it refuses their numeric times rather
-// than misreading them.
+// form 2 cannot read its records: it refuses their numeric times (the
+// engine's own times are all written so) rather than misreading them.
 func appendRun(b []byte, r *Run, stored bool) ([]byte, error) {
 	var err error
 	if b == nil {
