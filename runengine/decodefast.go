@@ -16,7 +16,7 @@ import (
 // Strings are copied once from raw (which the caller may reuse); those with
 // escapes, and the pause state (rare), are handed to encoding/json.
 func decodeStoredRunFast(raw []byte) (*Run, bool) {
-	d := runDecoder{b: raw}
+	d := runDecoder{b: raw, form: 1}
 	r := new(Run)
 	if !d.run(r) {
 		return nil, false
@@ -30,6 +30,12 @@ type runDecoder struct {
 	b     []byte
 	i     int
 	depth int
+	// form is the record's form (see storedForm): 1 until a "form" key.
+	form int
+	// base is the run's start in unix microseconds, once read (hasBase):
+	// the later times of form 2 are relative to it.
+	base    int64
+	hasBase bool
 }
 
 // maxFastDepth is how deeply nested a value the scanner follows; a deeper
@@ -269,9 +275,22 @@ func (d *runDecoder) bool() (bool, bool) {
 	return false, false
 }
 
-// time scans a time as time.Time's UnmarshalJSON reads it (encoding/json
-// hands it the quoted bytes as they are).
-func (d *runDecoder) time() (time.Time, bool) {
+// time scans a time as storedTime reads it: a string as time.Time's
+// UnmarshalJSON reads it (encoding/json hands it the quoted bytes as they
+// are), a number as microseconds from the run's start (relative; a number
+// before the start was read is left to encoding/json), or, for the start
+// itself, from 1970.
+func (d *runDecoder) time(relative bool) (time.Time, bool) {
+	if c := d.peek(); c == '-' || c >= '0' && c <= '9' {
+		n, ok := d.int()
+		if !ok || relative && !d.hasBase {
+			return time.Time{}, false
+		}
+		if relative {
+			return microTime(d.base, n)
+		}
+		return microTime(0, n)
+	}
 	_, start, _, ok := d.rawString()
 	var t time.Time
 	if !ok || t.UnmarshalJSON(d.b[start:d.i]) != nil {
@@ -280,12 +299,12 @@ func (d *runDecoder) time() (time.Time, bool) {
 	return t, true
 }
 
-// timePtr scans a time or null.
+// timePtr scans a relative time or null.
 func (d *runDecoder) timePtr() (*time.Time, bool) {
 	if d.null() {
 		return nil, true
 	}
-	t, ok := d.time()
+	t, ok := d.time(true)
 	if !ok {
 		return nil, false
 	}
@@ -396,6 +415,12 @@ func (d *runDecoder) run(r *Run) bool {
 	return d.object(func(key []byte) bool {
 		var ok bool
 		switch string(key) {
+		case "form":
+			// The form decides how the steps read, so it comes before them.
+			var n int64
+			n, ok = d.int()
+			d.form = int(n)
+			return ok && validForm(n) && seen&(1<<9) == 0 && once(&seen, 23)
 		case "id":
 			r.ID, ok = d.str()
 			return ok && once(&seen, 0)
@@ -431,7 +456,8 @@ func (d *runDecoder) run(r *Run) bool {
 			r.Overdue, ok = d.bool()
 			return ok && once(&seen, 10)
 		case "started_at":
-			r.StartedAt, ok = d.time()
+			r.StartedAt, ok = d.time(false)
+			d.base, d.hasBase = r.StartedAt.UnixMicro(), true
 			return ok && once(&seen, 11)
 		case "completed_at":
 			r.CompletedAt, ok = d.timePtr()
@@ -611,7 +637,7 @@ func (d *runDecoder) steps(r *Run) bool {
 
 func (d *runDecoder) step(s *StepRun) bool {
 	var seen uint32
-	return d.object(func(key []byte) bool {
+	ok := d.object(func(key []byte) bool {
 		var ok bool
 		switch string(key) {
 		case "key":
@@ -652,13 +678,19 @@ func (d *runDecoder) step(s *StepRun) bool {
 			s.Attempts = int(n)
 			return ok && once(&seen, 10)
 		case "internal":
-			return d.internal(&s.internal) && once(&seen, 11)
+			return d.internal(&s.internal, &seen) && once(&seen, 11)
 		}
 		return false
 	})
+	if ok && d.form == storedForm && seen&(1<<12) == 0 {
+		s.internal.Auto = autoDefault(s)
+	}
+	return ok
 }
 
-func (d *runDecoder) internal(in *stepInternal) bool {
+// internal scans a step's bookkeeping and sets bit 12 of stepSeen when it
+// holds the automatic flag.
+func (d *runDecoder) internal(in *stepInternal, stepSeen *uint32) bool {
 	var seen uint32
 	return d.object(func(key []byte) bool {
 		var ok bool
@@ -674,6 +706,7 @@ func (d *runDecoder) internal(in *stepInternal) bool {
 			return ok && once(&seen, 1)
 		case "auto":
 			in.Auto, ok = d.bool()
+			*stepSeen |= 1 << 12
 			return ok && once(&seen, 2)
 		case "sample":
 			in.Sample, ok = d.bool()

@@ -1,6 +1,8 @@
 package runengine
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -69,14 +71,11 @@ func TestDecodeStoredRunFastMatchesJSON(t *testing.T) {
 
 func TestDecodeStoredRunFastFallsBack(t *testing.T) {
 	t.Parallel()
-	at := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
-	base, err := appendRun(nil, &Run{ID: "run_1", Status: RunWaiting, StartedAt: at,
-		Steps: []StepRun{{Key: "w", Type: "wait", Status: StepWaiting, StartedAt: &at,
-			internal: stepInternal{Deadline: &at, WaitToken: "timer-1"}}}}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored := string(base)
+	// A record of form 1, as the engine stored it before form 2.
+	stored := `{"id":"run_1","process_id":"","process_name":"","process_version":0,"function":"","status":"waiting",` +
+		`"subject":{"type":"","label":""},"trigger":{"type":""},"steps":[{"key":"w","type":"wait","status":"waiting",` +
+		`"started_at":"2026-03-02T09:00:00Z","internal":{"deadline":"2026-03-02T09:00:00Z","wait_token":"timer-1"}}],` +
+		`"started_at":"2026-03-02T09:00:00Z","cursor":0}`
 	// with replaces the first old in the stored record by new.
 	with := func(old, new string) string {
 		if !strings.Contains(stored, old) {
@@ -126,18 +125,143 @@ func TestDecodeStoredRunFastFallsBack(t *testing.T) {
 			`"status":"waiting","output":`+strings.Repeat(`{"a":[`, 150)+strings.Repeat("]}", 150)+`,"internal"`), false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := fastAgrees(t, []byte(c.raw)); got != c.recognised {
-				t.Errorf("recognised = %v, want %v: %s", got, c.recognised, c.raw)
-			}
-			r, err := decodeStoredRun([]byte(c.raw))
-			want, wantErr := decodeStoredRunJSON([]byte(c.raw))
-			if (err != nil) != (wantErr != nil) {
-				t.Fatalf("decodeStoredRun error %v, encoding/json's %v", err, wantErr)
-			}
-			if diff := runDiff(want, r); diff != "" {
-				t.Errorf("(-encoding/json +decodeStoredRun):\n%s", diff)
+			fallsBack(t, c.raw, c.recognised)
+		})
+	}
+}
+
+// fallsBack checks that the scanner recognises raw or not, and that
+// decodeStoredRun then decodes it as encoding/json does (or fails as it
+// does).
+func fallsBack(t *testing.T, raw string, recognised bool) {
+	t.Helper()
+	if got := fastAgrees(t, []byte(raw)); got != recognised {
+		t.Errorf("recognised = %v, want %v: %s", got, recognised, raw)
+	}
+	r, err := decodeStoredRun([]byte(raw))
+	want, wantErr := decodeStoredRunJSON([]byte(raw))
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("decodeStoredRun error %v, encoding/json's %v", err, wantErr)
+	}
+	if diff := runDiff(want, r); diff != "" {
+		t.Errorf("(-encoding/json +decodeStoredRun):\n%s", diff)
+	}
+}
+
+// TestDecodeStoredRunForm2 holds the scanner and the encoding/json path to
+// the same reading of form 2's numbers and defaults, and to refusing what
+// form 2 cannot mean.
+func TestDecodeStoredRunForm2(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	later := at.Add(90 * time.Second)
+	base, err := appendRun(nil, &Run{ID: "run_1", Status: RunWaiting, StartedAt: at, CompletedAt: &later,
+		Steps: []StepRun{
+			{Key: "x", Type: "execute", Status: StepCompleted, StartedAt: &at, CompletedAt: &later, internal: stepInternal{Auto: true}},
+			{Key: "w", Type: "wait", Status: StepWaiting, StartedAt: &later, internal: stepInternal{Deadline: &later, WaitToken: "timer-1"}}}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := string(base)
+	const want = `{"form":2,"started_at":1772442000000000,"id":"run_1","process_id":"","process_name":"","process_version":0,` +
+		`"function":"","status":"waiting","subject":{"type":"","label":""},"trigger":{"type":""},"steps":[` +
+		`{"key":"x","type":"execute","status":"completed","started_at":0,"completed_at":90000000},` +
+		`{"key":"w","type":"wait","status":"waiting","started_at":90000000,"internal":{"deadline":90000000,"wait_token":"timer-1"}}],` +
+		`"completed_at":90000000}`
+	if stored != want {
+		t.Fatalf("stored form:\n got %s\nwant %s", stored, want)
+	}
+	with := func(old, new string) string {
+		if !strings.Contains(stored, old) {
+			t.Fatalf("%q is not in %s", old, stored)
+		}
+		return strings.Replace(stored, old, new, 1)
+	}
+	startLast := strings.Replace(with(`"started_at":1772442000000000,`, ``), `"completed_at":90000000}`,
+		`"completed_at":90000000,"started_at":1772442000000000}`, 1)
+	for _, c := range []struct {
+		name       string
+		raw        string
+		recognised bool
+		fails      bool
+	}{
+		{"stored form", stored, true, false},
+		{"form 1 named", with(`"form":2`, `"form":1`), true, false},
+		{"no form", with(`"form":2,`, ``), true, false},
+		{"form 3", with(`"form":2`, `"form":3`), false, true},
+		{"form 0", with(`"form":2`, `"form":0`), false, true},
+		{"form string", with(`"form":2`, `"form":"2"`), false, true},
+		{"form null", with(`"form":2`, `"form":null`), false, false},
+		{"form after the steps", with(`"form":2,`, ``)[:len(stored)-len(`"form":2,`)-1] + `,"form":2}`, false, false},
+		{"start after the relative times", startLast, false, false},
+		{"start as a string", with(`1772442000000000`, `"2026-03-02T09:00:00Z"`), true, false},
+		{"step time as a string", with(`"completed_at":90000000}`, `"completed_at":"2026-03-02T10:00:00+01:00"}`), true, false},
+		{"negative relative time", with(`"completed_at":90000000}`, `"completed_at":-90000000}`), true, false},
+		{"start null", with(`1772442000000000`, `null`), false, false},
+		{"time a fraction", with(`"started_at":0`, `"started_at":0.5`), false, true},
+		{"time an exponent", with(`"started_at":0`, `"started_at":1e3`), false, true},
+		{"time true", with(`"started_at":0`, `"started_at":true`), false, true},
+		{"time an object", with(`"started_at":0`, `"started_at":{}`), false, true},
+		{"start at year 1", with(`1772442000000000`, `-62135596800000000`), true, false},
+		{"start before year 1", with(`1772442000000000`, `-62135596800000001`), false, true},
+		{"start after year 9999", with(`1772442000000000`, `253402300800000000`), false, true},
+		{"start at the last microsecond", strings.ReplaceAll(with(`1772442000000000`, `253402300799999999`), `90000000`, `-1`), true, false},
+		{"relative past the last microsecond", with(`1772442000000000`, `253402300799999999`), false, true},
+		{"relative past year 9999", with(`"started_at":0`, `"started_at":251629858799999999`), true, false},
+		{"relative just past year 9999", with(`"started_at":0`, `"started_at":251629858800000000`), false, true},
+		{"relative overflowing", with(`"started_at":0`, `"started_at":9223372036854775807`), false, true},
+		{"relative of 19 digits", with(`"started_at":0`, `"started_at":-1000000000000000000`), false, true},
+		{"auto written false", with(`"completed_at":90000000}`, `"completed_at":90000000,"internal":{"auto":false}}`), true, false},
+		{"auto written true on a wait", with(`"wait_token"`, `"auto":true,"wait_token"`), true, false},
+		{"auto null", with(`"completed_at":90000000}`, `"completed_at":90000000,"internal":{"auto":null}}`), false, false},
+		{"empty internal", with(`"completed_at":90000000}`, `"completed_at":90000000,"internal":{}}`), true, false},
+		{"approved", with(`"completed_at":90000000}`, `"completed_at":90000000,"internal":{"approved":true}}`), true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fallsBack(t, c.raw, c.recognised)
+			if _, err := decodeStoredRun([]byte(c.raw)); (err != nil) != c.fails {
+				t.Errorf("error %v, want one: %v", err, c.fails)
 			}
 		})
+	}
+	// What the numbers and the defaults mean.
+	r, err := decodeStoredRun(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Steps[0].internal.Auto || r.Steps[1].internal.Auto || !r.Steps[1].StartedAt.Equal(later) ||
+		r.StartedAt.Location() != time.UTC || !r.CompletedAt.Equal(later) || !r.Steps[1].internal.Deadline.Equal(later) {
+		t.Errorf("decoded %+v", r)
+	}
+	for raw, auto := range map[string]bool{
+		with(`"form":2`, `"form":1`): false,
+		with(`"completed_at":90000000}`, `"completed_at":90000000,"internal":{"auto":false}}`):    false,
+		with(`"completed_at":90000000}`, `"completed_at":90000000,"internal":{"approved":true}}`): false,
+	} {
+		if r, err := decodeStoredRun([]byte(raw)); err != nil || r.Steps[0].internal.Auto != auto {
+			t.Errorf("auto of %s: %v (%v), want %v", raw, r.Steps[0].internal.Auto, err, auto)
+		}
+	}
+}
+
+func TestStoredMicrosBounds(t *testing.T) {
+	t.Parallel()
+	first := time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	last := time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+	if first.UnixMicro() != minStoredMicros || last.UnixMicro() != maxStoredMicros {
+		t.Fatalf("bounds %d %d, want %d %d", minStoredMicros, maxStoredMicros, first.UnixMicro(), last.UnixMicro())
+	}
+	for _, c := range []struct {
+		t      time.Time
+		number bool
+	}{
+		{first, true}, {first.Add(-time.Microsecond), false}, {last, true}, {last.Add(time.Microsecond), false},
+		{last.Add(time.Nanosecond), false}, {first.Add(999 * time.Nanosecond), false},
+		{first.In(time.FixedZone("UTC", 0)), false}, {time.Time{}, true},
+	} {
+		if _, ok := storedMicros(c.t); ok != c.number {
+			t.Errorf("storedMicros(%v) = %v, want %v", c.t, ok, c.number)
+		}
 	}
 }
 
@@ -145,7 +269,21 @@ func FuzzDecodeStoredRun(f *testing.F) {
 	for _, raw := range storedCases(f) {
 		f.Add(raw)
 	}
+	// Records of form 1, and form 2's numbers and defaults in odd places.
+	files, err := filepath.Glob("testdata/form1/*.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, name := range files {
+		raw, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw)
+	}
 	f.Add([]byte(`{"id":"\u0069","steps":[{"output":[1,{"a":null}],"internal":{"args":{"x":"\ud834\udd1e"}}}]}`))
+	f.Add([]byte(`{"form":2,"started_at":-1,"steps":[{"type":"execute","started_at":-0,"completed_at":"2026-03-02T09:00:00Z","internal":{"deadline":9}}],"completed_at":1}`))
+	f.Add([]byte(`{"steps":[{"started_at":5}],"form":2,"started_at":1}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		fastAgrees(t, raw)
 	})

@@ -13,14 +13,32 @@ import (
 // the run it encodes (the tests hold it to both); it exists because a run is
 // encoded at every commit of its changes and reflection was a large share
 // of that cost.
+//
+// The stored form is form 2 (storedForm): it names its form first, then
+// the run's start (see appendStoredTime), so the times after it can be
+// written relative to it; a step's automatic flag is written only when it
+// differs from autoDefault. Records of form 1 (no "form" key: RFC 3339
+// times, every flag written) are read as they were. An engine older than
+// form 2 cannot read its records: it refuses their numeric times (the
+// engine's own times are all written so) rather than misreading them.
 func appendRun(b []byte, r *Run, stored bool) ([]byte, error) {
 	var err error
 	if b == nil {
 		// Room for a run of small outputs (a completed three-step run is
-		// about 1.1 KB), so the buffer rarely grows.
+		// about 650 bytes stored), so the buffer rarely grows.
 		b = make([]byte, 0, 384+288*len(r.Steps))
 	}
-	b = append(b, `{"id":`...)
+	var base int64 // the stored form's start, in unix microseconds
+	if stored {
+		b = append(b, `{"form":2,"started_at":`...)
+		if b, err = appendStoredTime(b, r.StartedAt, 0); err != nil {
+			return b, err
+		}
+		base = r.StartedAt.UnixMicro()
+		b = append(b, `,"id":`...)
+	} else {
+		b = append(b, `{"id":`...)
+	}
 	b = jsonvalue.AppendString(b, r.ID)
 	b = append(b, `,"process_id":`...)
 	b = jsonvalue.AppendString(b, r.ProcessID)
@@ -74,7 +92,7 @@ func appendRun(b []byte, r *Run, stored bool) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			if b, err = appendStep(b, &r.Steps[i], stored); err != nil {
+			if b, err = appendStep(b, &r.Steps[i], stored, base); err != nil {
 				return b, err
 			}
 		}
@@ -84,13 +102,19 @@ func appendRun(b []byte, r *Run, stored bool) ([]byte, error) {
 		b = append(b, `,"overdue":`...)
 		b = strconv.AppendBool(b, r.Overdue)
 	}
-	b = append(b, `,"started_at":`...)
-	if b, err = jsonvalue.AppendTime(b, r.StartedAt); err != nil {
-		return b, err
-	}
-	if !stored || r.CompletedAt != nil {
+	switch {
+	case !stored:
+		b = append(b, `,"started_at":`...)
+		if b, err = jsonvalue.AppendTime(b, r.StartedAt); err != nil {
+			return b, err
+		}
 		b = append(b, `,"completed_at":`...)
 		if b, err = appendTimePtr(b, r.CompletedAt); err != nil {
+			return b, err
+		}
+	case r.CompletedAt != nil:
+		b = append(b, `,"completed_at":`...)
+		if b, err = appendStoredTime(b, *r.CompletedAt, base); err != nil {
 			return b, err
 		}
 	}
@@ -123,8 +147,10 @@ func appendRun(b []byte, r *Run, stored bool) ([]byte, error) {
 		}
 	}
 	if stored {
-		b = append(b, `,"cursor":`...)
-		b = strconv.AppendInt(b, int64(r.Cursor), 10)
+		if r.Cursor != 0 {
+			b = append(b, `,"cursor":`...)
+			b = strconv.AppendInt(b, int64(r.Cursor), 10)
+		}
 		if r.StartedBy != "" {
 			b = append(b, `,"started_by":`...)
 			b = jsonvalue.AppendString(b, r.StartedBy)
@@ -139,7 +165,9 @@ func appendRun(b []byte, r *Run, stored bool) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func appendStep(b []byte, s *StepRun, stored bool) ([]byte, error) {
+// appendStep appends a step's JSON; base is the run's start in unix
+// microseconds, which the stored form's times are written relative to.
+func appendStep(b []byte, s *StepRun, stored bool, base int64) ([]byte, error) {
 	var err error
 	b = append(b, `{"key":`...)
 	b = jsonvalue.AppendString(b, s.Key)
@@ -151,16 +179,26 @@ func appendStep(b []byte, s *StepRun, stored bool) ([]byte, error) {
 	}
 	b = append(b, `,"status":`...)
 	b = jsonvalue.AppendString(b, string(s.Status))
-	if !stored || s.StartedAt != nil {
+	if !stored {
 		b = append(b, `,"started_at":`...)
 		if b, err = appendTimePtr(b, s.StartedAt); err != nil {
 			return b, err
 		}
-	}
-	if !stored || s.CompletedAt != nil {
 		b = append(b, `,"completed_at":`...)
 		if b, err = appendTimePtr(b, s.CompletedAt); err != nil {
 			return b, err
+		}
+	} else {
+		for _, f := range [...]struct {
+			name string
+			t    *time.Time
+		}{{`,"started_at":`, s.StartedAt}, {`,"completed_at":`, s.CompletedAt}} {
+			if f.t != nil {
+				b = append(b, f.name...)
+				if b, err = appendStoredTime(b, *f.t, base); err != nil {
+					return b, err
+				}
+			}
 		}
 	}
 	if !stored || (s.Output != nil && s.internal.OutputBytes == 0) {
@@ -182,25 +220,59 @@ func appendStep(b []byte, s *StepRun, stored bool) ([]byte, error) {
 		b = append(b, `,"attempts":`...)
 		b = strconv.AppendInt(b, int64(s.Attempts), 10)
 	}
-	if stored && !s.internal.zero() {
+	if stored {
+		// The bookkeeping is left out when it holds nothing to write.
+		n := len(b)
 		b = append(b, `,"internal":`...)
-		if b, err = s.internal.append(b); err != nil {
+		if b, err = s.internal.append(b, autoDefault(s), base); err != nil {
 			return b, err
+		}
+		if string(b[len(b)-2:]) == "{}" {
+			b = b[:n]
 		}
 	}
 	return append(b, '}'), nil
 }
 
-// zero reports what omitzero tests: every field its zero value (an empty
-// but non-nil Args is not zero).
-func (in *stepInternal) zero() bool {
-	return !in.Approved && in.Args == nil && !in.Auto && !in.Sample && in.Reminders == 0 && in.Checks == 0 &&
-		in.Deadline == nil && in.WaitToken == "" && in.WaitEvent == "" && !in.SLAFired && in.AmountSeen == nil &&
-		in.OutputBytes == 0 && !in.RateReserved
+// storedForm is the form appendRun stores runs in (its "form" key).
+const storedForm = 2
+
+// autoDefault is a step's automatic flag (stepInternal.Auto) when a record
+// of form 2 leaves it out: set for a completed execute step that no person
+// approved (the gate let it run), unset for any other step, and for a
+// running one, whose first record is written before the gate answers.
+func autoDefault(s *StepRun) bool {
+	return s.Type == "execute" && s.Status == StepCompleted && !s.internal.Approved
 }
 
-// append writes the fields of in that are not empty, as omitempty does.
-func (in *stepInternal) append(b []byte) ([]byte, error) {
+// storedMicros is t in unix microseconds when the stored form may write it
+// as a number: in UTC, in whole microseconds (the engine's times are), in
+// the years 1 to 9999. Another time is written as RFC 3339, so that it
+// reads back with its offset and nanoseconds.
+func storedMicros(t time.Time) (int64, bool) {
+	if t.Location() != time.UTC || t.Nanosecond()%1000 != 0 {
+		return 0, false
+	}
+	if y := t.Year(); y < 1 || y > 9999 {
+		return 0, false
+	}
+	return t.UnixMicro(), true
+}
+
+// appendStoredTime appends a time of the stored form: the microseconds
+// from base (0 for the run's start, which is absolute) when storedMicros
+// allows, else the RFC 3339 string.
+func appendStoredTime(b []byte, t time.Time, base int64) ([]byte, error) {
+	if us, ok := storedMicros(t); ok {
+		return strconv.AppendInt(b, us-base, 10), nil
+	}
+	return jsonvalue.AppendTime(b, t)
+}
+
+// append writes the fields of in that are not empty, as omitempty does,
+// but the automatic flag when it is auto (the default a reader assumes),
+// and the deadline relative to base (see appendStoredTime).
+func (in *stepInternal) append(b []byte, auto bool, base int64) ([]byte, error) {
 	var err error
 	b = append(b, '{')
 	field := func(name string) {
@@ -221,9 +293,9 @@ func (in *stepInternal) append(b []byte) ([]byte, error) {
 			return b, err
 		}
 	}
-	if in.Auto {
+	if in.Auto != auto {
 		field("auto")
-		b = append(b, "true"...)
+		b = strconv.AppendBool(b, in.Auto)
 	}
 	if in.Sample {
 		field("sample")
@@ -239,7 +311,7 @@ func (in *stepInternal) append(b []byte) ([]byte, error) {
 	}
 	if in.Deadline != nil {
 		field("deadline")
-		if b, err = jsonvalue.AppendTime(b, *in.Deadline); err != nil {
+		if b, err = appendStoredTime(b, *in.Deadline, base); err != nil {
 			return b, err
 		}
 	}

@@ -2,6 +2,9 @@ package runengine
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,7 +147,54 @@ func encodeCases() map[string]*Run {
 				{Key: "c", Type: "wait", Status: StepPending, internal: stepInternal{Args: map[string]any{}}},
 				{Key: "d", Type: "draft", Status: StepPending, Output: "text"},
 			}},
+		// The automatic flag where form 2 leaves it out (a started execute
+		// step no person approved) and where it writes it.
+		"auto": {ID: "run_6", Status: RunRunning, StartedAt: at, CompletedAt: &at, Cursor: 4,
+			Steps: []StepRun{
+				{Key: "a", Type: "execute", Status: StepCompleted, StartedAt: &at, CompletedAt: &later,
+					Output: map[string]any{}, internal: stepInternal{Auto: true}},
+				{Key: "b", Type: "execute", Status: StepFailed, StartedAt: &at, CompletedAt: &at},
+				{Key: "c", Type: "execute", Status: StepCompleted, StartedAt: &at, internal: stepInternal{Approved: true}},
+				{Key: "d", Type: "execute", Status: StepCompleted, StartedAt: &at, internal: stepInternal{Approved: true, Auto: true}},
+				{Key: "e", Type: "follow_up", Status: StepRunning, StartedAt: &at, internal: stepInternal{Auto: true}},
+				{Key: "f", Type: "execute", Status: StepPending, internal: stepInternal{Auto: true}},
+				{Key: "g", Type: "execute", Status: StepPending},
+			}},
+		// Times the stored form writes as RFC 3339: not in UTC, below a
+		// microsecond, or out of the years it writes as numbers.
+		"odd times": {ID: "run_7", Status: RunCompleted, StartedAt: at.Add(3 * time.Nanosecond),
+			CompletedAt: ptrTime(at.In(time.FixedZone("", -5*3600))),
+			Steps: []StepRun{
+				{Key: "a", Type: "execute", Status: StepCompleted, StartedAt: ptrTime(at.In(time.Local)),
+					CompletedAt: ptrTime(time.Date(0, 12, 31, 23, 59, 59, 0, time.UTC)),
+					internal:    stepInternal{Deadline: ptrTime(time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC))}},
+				{Key: "b", Type: "wait", Status: StepWaiting, StartedAt: ptrTime(time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)),
+					internal: stepInternal{Deadline: ptrTime(at.Add(-24 * time.Hour))}},
+			}},
 	}
+}
+
+func ptrTime(t time.Time) *time.Time { return &t }
+
+// decodedDiff compares two decoded runs: by go-cmp (which compares times
+// by their instant) and by the reflection forms' JSON (which shows their
+// offsets), empty when both agree.
+func decodedDiff(want, got *Run) string {
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(StepRun{}, stepInternal{})); diff != "" {
+		return diff
+	}
+	w, err := json.Marshal(storedOf(want))
+	if err != nil {
+		return err.Error()
+	}
+	g, err := json.Marshal(storedOf(got))
+	if err != nil {
+		return err.Error()
+	}
+	if string(w) != string(g) {
+		return "want " + string(w) + "\n got " + string(g)
+	}
+	return ""
 }
 
 func TestAppendRunMatchesReflection(t *testing.T) {
@@ -152,9 +202,14 @@ func TestAppendRunMatchesReflection(t *testing.T) {
 	for name, r := range encodeCases() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			// The stored form leaves empty fields out: it must decode to
-			// what encoding/json's full form decodes to.
+			// The stored form leaves empty fields and defaults out, and
+			// writes times as numbers: it must decode to what encoding/json's
+			// full form (a record of form 1) decodes to.
 			full, err := json.Marshal(storedOf(r))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := decodeStoredRunJSON(full)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -162,26 +217,28 @@ func TestAppendRunMatchesReflection(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var fromFull, fromGot reflectStored
-			if err := json.Unmarshal(full, &fromFull); err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(got, &fromGot); err != nil {
-				t.Fatalf("stored form %s: %v", got, err)
-			}
-			if diff := cmp.Diff(fromFull, fromGot, cmp.AllowUnexported(reflectStoredStep{})); diff != "" {
-				t.Errorf("stored form decodes differently (-full +stored):\n%s\nstored: %s", diff, got)
+			for _, d := range []struct {
+				name   string
+				decode func([]byte) (*Run, error)
+			}{{"scanner", decodeStoredRun}, {"encoding/json", decodeStoredRunJSON}} {
+				dec, err := d.decode(got)
+				if err != nil {
+					t.Fatalf("%s: stored form %s: %v", d.name, got, err)
+				}
+				if diff := decodedDiff(want, dec); diff != "" {
+					t.Errorf("%s: stored form decodes differently (-full +stored):\n%s\nstored: %s", d.name, diff, got)
+				}
 			}
 			if len(got) > len(full) {
 				t.Errorf("stored form (%d bytes) is longer than the full one (%d)", len(got), len(full))
 			}
-			want, err := json.Marshal(viewOf(r))
+			view, err := json.Marshal(viewOf(r))
 			if err != nil {
 				t.Fatal(err)
 			}
 			got, err = json.Marshal(r)
-			if err != nil || string(got) != string(want) {
-				t.Errorf("view (err %v):\n got %s\nwant %s", err, got, want)
+			if err != nil || string(got) != string(view) {
+				t.Errorf("view (err %v):\n got %s\nwant %s", err, got, view)
 			}
 		})
 	}
@@ -224,23 +281,59 @@ func TestEventJSONMatchesReflection(t *testing.T) {
 	}
 }
 
-func TestDecodeStoredRunMatchesReflection(t *testing.T) {
+// TestDecodeStoredRunForm1 reads records of form 1, as the engine stored
+// them before form 2 (testdata/form1, written by that encoder), into the
+// runs that engine read from them: their reflection form (.want) and their
+// API view (.view), both written by that engine, must come out byte for
+// byte.
+func TestDecodeStoredRunForm1(t *testing.T) {
 	t.Parallel()
-	for name, r := range encodeCases() {
-		raw, err := appendRun(nil, r, true)
+	files, err := filepath.Glob("testdata/form1/*.json")
+	if err != nil || len(files) < 9 {
+		t.Fatalf("form 1 records: %v %v", files, err)
+	}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := new(Run)
-		if err := json.Unmarshal(raw, want); err != nil {
+		base := strings.TrimSuffix(f, ".json")
+		wantFull, err := os.ReadFile(base + ".want")
+		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := decodeStoredRun(raw)
+		wantView, err := os.ReadFile(base + ".view")
 		if err != nil {
-			t.Fatalf("%s: %v", name, err)
+			t.Fatal(err)
 		}
-		if diff := cmp.Diff(want, got, cmp.AllowUnexported(StepRun{}, stepInternal{})); diff != "" {
-			t.Errorf("%s: (-json.Unmarshal +decodeStoredRun):\n%s", name, diff)
+		for _, d := range []struct {
+			name   string
+			decode func([]byte) (*Run, error)
+		}{{"scanner", decodeStoredRun}, {"encoding/json", decodeStoredRunJSON}} {
+			r, err := d.decode(raw)
+			if err != nil {
+				t.Fatalf("%s %s: %v", f, d.name, err)
+			}
+			full, err := json.Marshal(storedOf(r))
+			if err != nil || string(full) != string(wantFull) {
+				t.Errorf("%s %s (err %v):\n got %s\nwant %s", f, d.name, err, full, wantFull)
+			}
+			view, err := json.Marshal(r)
+			if err != nil || string(view) != string(wantView) {
+				t.Errorf("%s %s view (err %v):\n got %s\nwant %s", f, d.name, err, view, wantView)
+			}
+			// Stored again, it is of form 2 and reads back the same.
+			again, err := appendRun(nil, r, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r2, err := decodeStoredRun(again)
+			if err != nil {
+				t.Fatalf("%s: %v: %s", f, err, again)
+			}
+			if diff := decodedDiff(r, r2); diff != "" {
+				t.Errorf("%s stored again (-form 1 +form 2):\n%s", f, diff)
+			}
 		}
 	}
 	if _, err := decodeStoredRun([]byte(`{"steps":[{"internal":1}]}`)); err == nil {
@@ -278,4 +371,83 @@ func BenchmarkDecodeStoredRun(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzStoredRunRoundTrip stores runs of fuzzed strings, times (any
+// instant, precision and zone) and flags, and reads them back: both
+// decoders must give what the record of form 1 (encoding/json's full form)
+// gives, so the API view comes out byte for byte as it did.
+func FuzzStoredRunRoundTrip(f *testing.F) {
+	f.Add("run_1", "execute", int64(1772442000000000), int64(1500), int64(-3), int8(0), uint16(0b1011), "out")
+	f.Add("", "wait", int64(-62135596800000000), int64(0), int64(1), int8(-5), uint16(0xffff), "\xff<&>")
+	f.Add("run_\u2028", "", int64(253402300799999999), int64(1), int64(1<<40), int8(13), uint16(0b100), "")
+	f.Fuzz(func(t *testing.T, id, stepType string, start, d1, d2 int64, zone int8, flags uint16, out string) {
+		zoned := func(tm time.Time, bit uint) time.Time {
+			switch {
+			case flags&(1<<bit) == 0:
+				return tm.UTC()
+			case zone == 0:
+				return tm.In(time.Local)
+			}
+			return tm.In(time.FixedZone("", int(zone%96)*900)) // within RFC 3339's ±23:59
+		}
+		// Times in microseconds, some with nanoseconds added.
+		at := func(us int64, bit uint) time.Time {
+			tm := time.UnixMicro(us)
+			if flags&(1<<(bit+4)) != 0 {
+				tm = tm.Add(time.Duration(us&999) * time.Nanosecond)
+			}
+			return zoned(tm, bit)
+		}
+		begun, t1, t2 := at(start, 0), at(start+d1, 1), at(start+d1+d2, 2)
+		r := &Run{ID: id, Status: RunWaiting, StartedAt: begun, Cursor: int(flags >> 12),
+			Steps: []StepRun{
+				{Key: "a", Type: stepType, Status: StepCompleted, StartedAt: &begun, CompletedAt: &t1, Output: out,
+					internal: stepInternal{Auto: flags&(1<<8) != 0, Approved: flags&(1<<9) != 0}},
+				{Key: "b", Type: stepType, Status: StepWaiting, StartedAt: &t1,
+					internal: stepInternal{Deadline: &t2, Auto: flags&(1<<10) != 0, WaitToken: out}},
+				{Key: "c", Type: stepType, Status: StepPending, internal: stepInternal{Auto: flags&(1<<11) != 0}},
+			}}
+		if flags&(1<<3) != 0 {
+			r.CompletedAt = &t2
+		}
+		raw, err := appendRun(nil, r, true)
+		if err != nil {
+			for _, tm := range []time.Time{begun, t1, t2} {
+				if y := tm.Year(); y < 0 || y > 9999 {
+					return // RFC 3339 has no such years: the engine never makes them
+				}
+			}
+			t.Fatalf("encode: %v", err)
+		}
+		full, err := json.Marshal(storedOf(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := decodeStoredRunJSON(full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The view of the run read from form 1 (the original's differs only
+		// where invalid UTF-8 was replaced).
+		view, err := json.Marshal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, decode := range []func([]byte) (*Run, error){decodeStoredRun, decodeStoredRunJSON} {
+			got, err := decode(raw)
+			if err != nil {
+				t.Fatalf("decode %s: %v", raw, err)
+			}
+			if diff := decodedDiff(want, got); diff != "" {
+				t.Fatalf("(-form 1 +form 2):\n%s\nstored: %s", diff, raw)
+			}
+			if v, err := json.Marshal(got); err != nil || string(v) != string(view) {
+				t.Fatalf("view (err %v):\n got %s\nwant %s", err, v, view)
+			}
+		}
+		if _, ok := decodeStoredRunFast(raw); !ok {
+			t.Fatalf("the scanner declined its own form: %s", raw)
+		}
+	})
 }
