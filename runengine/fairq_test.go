@@ -582,6 +582,100 @@ func TestAnticipationLearnsThinkTime(t *testing.T) {
 	}
 }
 
+// TestLightTenantByRate: a commit's light tenant, whose next change the
+// flood's batch awaits, is the tenant that makes fewer changes lately than
+// another active tenant, whether that other one has changes in the commit
+// or only committed within the window; never a tenant alone.
+func TestLightTenantByRate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		open   map[string]int
+		recent []string
+		rate   map[string]int // in changes per commit
+		want   string
+	}{
+		{"fewer in the batch", map[string]int{"flood": 3, "quiet": 1}, nil, nil, "quiet"},
+		{"as many, none seen before", map[string]int{"a": 2, "b": 2}, nil, nil, ""},
+		{"as many in the batch, fewer lately", map[string]int{"flood": 1, "quiet": 1}, []string{"flood", "quiet"},
+			map[string]int{"flood": 8}, "quiet"},
+		{"alone in the batch, the flood active", map[string]int{"quiet": 1}, []string{"flood", "quiet"},
+			map[string]int{"flood": 8}, "quiet"},
+		{"alone in the batch, no other tenant", map[string]int{"quiet": 1}, []string{"quiet"}, nil, ""},
+		{"the flood alone in the batch", map[string]int{"flood": 8}, []string{"flood", "quiet"},
+			map[string]int{"flood": 8}, ""},
+		{"alone, another as light", map[string]int{"quiet": 1}, []string{"other", "quiet"},
+			map[string]int{"other": 1}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := commitShare{inOpen: tc.open, recent: map[string]uint64{}, rate: map[string]int{}, lone: map[string]int{}}
+			for _, r := range tc.recent {
+				s.recent[r] = 1
+			}
+			for r, n := range tc.rate {
+				s.rate[r] = n * rateOne
+			}
+			if got := s.light(); got != tc.want {
+				t.Errorf("light = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCommitterAwaitsQuietTenantAfterItsOwnCommit: a quiet tenant's change
+// that committed in a transaction of its own (nothing of the flood's in
+// it) while the flood is active is awaited as one beside the flood's
+// changes is: the flood's next batch, with nothing in flight, waits for
+// the quiet tenant's next change and takes it, rather than syncing while
+// that change would wait for it.
+func TestCommitterAwaitsQuietTenantAfterItsOwnCommit(t *testing.T) {
+	t.Parallel()
+	gs, c, kc := gatedCommitter(t, 1000, false)
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c.clock = clk
+	wait := func(keys ...string) { t.Helper(); kc.wait(t, keys...) }
+	commits := func() uint64 {
+		c.stats.Lock()
+		defer c.stats.Unlock()
+		return c.batches
+	}
+	// The flood commits many changes at a time: flood-0 alone, the 16
+	// after it together once it landed.
+	kc.submit("flood", "flood-0")
+	gs.waitHeld(t)
+	var floods []string
+	for i := 1; i <= 16; i++ {
+		floods = append(floods, fmt.Sprintf("flood-%d", i))
+	}
+	kc.submit("flood", floods...)
+	gs.open()
+	wait(append([]string{"flood-0"}, floods...)...)
+	// Nothing is in flight: the quiet tenant's change commits at once, in
+	// a transaction of its own.
+	before := commits()
+	kc.submit("quiet", "q0")
+	wait("q0")
+	if n := commits() - before; n != 1 {
+		t.Fatalf("the quiet change took %d commits, want 1", n)
+	}
+	// The flood's next change waits for the quiet tenant's.
+	kc.submit("flood", "flood-17")
+	testwait.Until(t, "the flood's batch waits for the quiet tenant", func() bool {
+		select {
+		case err := <-kc.done["flood-17"]:
+			t.Fatalf("flood-17 committed (%v) without waiting for the quiet tenant", err)
+		default:
+		}
+		return clk.Timers() == 1
+	})
+	before = commits()
+	kc.submit("quiet", "q1")
+	wait("q1", "flood-17")
+	if n := commits() - before; n != 1 {
+		t.Errorf("the quiet change and the flood's batch took %d commits, want 1", n)
+	}
+}
+
 // keyedChanges submits changes to a committer that each set one key (to
 // "v") and waits for them to be durable.
 type keyedChanges struct {
