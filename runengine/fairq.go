@@ -1,6 +1,7 @@
 package runengine
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,7 +82,11 @@ func (f *fairQueue) round(out []*command) []*command {
 	return f.tenantRound(out)
 }
 
-// tenantRound appends the next round of the tenants' commands to out.
+// tenantRound appends the next round of the tenants' commands to out: the
+// tenants with the fewest commands waiting first, so a quiet tenant's
+// command (a run's next step, after its call returned) is handled before
+// the flooding tenant's share of the round, not after it; each tenant's in
+// the order they came.
 func (f *fairQueue) tenantRound(out []*command) []*command {
 	if len(f.active) == 1 {
 		t := f.active[0]
@@ -92,6 +97,7 @@ func (f *fairQueue) tenantRound(out []*command) []*command {
 		f.active = f.active[:0]
 		return out
 	}
+	slices.SortStableFunc(f.active, func(a, b *tenantCmds) int { return len(a.q) - len(b.q) })
 	k := 0
 	for _, t := range f.active {
 		m := min(len(t.q), fairQuantum)
