@@ -1,6 +1,7 @@
 package runengine
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,7 +82,11 @@ func (f *fairQueue) round(out []*command) []*command {
 	return f.tenantRound(out)
 }
 
-// tenantRound appends the next round of the tenants' commands to out.
+// tenantRound appends the next round of the tenants' commands to out: the
+// tenants with the fewest commands waiting first, so a quiet tenant's
+// command (a run's next step, after its call returned) is handled before
+// the flooding tenant's share of the round, not after it; each tenant's in
+// the order they came.
 func (f *fairQueue) tenantRound(out []*command) []*command {
 	if len(f.active) == 1 {
 		t := f.active[0]
@@ -92,6 +97,7 @@ func (f *fairQueue) tenantRound(out []*command) []*command {
 		f.active = f.active[:0]
 		return out
 	}
+	slices.SortStableFunc(f.active, func(a, b *tenantCmds) int { return len(a.q) - len(b.q) })
 	k := 0
 	for _, t := range f.active {
 		m := min(len(t.q), fairQuantum)
@@ -291,24 +297,34 @@ func (s *commitShare) takeHeld() []*delta {
 	return held
 }
 
-// light returns a tenant of the open transaction with fewer changes in it
-// than another tenant has (the fewest), or "" when it holds one tenant's
-// changes or as many of each.
+// light returns the tenant of the open transaction that makes the fewest
+// changes lately (see lighter), if it makes fewer than another active
+// tenant (one with changes in the open transaction or committed within the
+// window); "" when none does. The commit's light tenant is the one whose
+// next change is awaited (see anticipation): a batch holding one change of
+// a quiet tenant and one of a flooding tenant, or only the quiet tenant's
+// change, has one as long as the flood is active.
 func (s *commitShare) light() string {
-	if len(s.inOpen) < 2 {
-		return ""
-	}
-	light, least, most := "", 0, 0
-	for t, n := range s.inOpen {
-		if light == "" || n < least {
-			light, least = t, n
+	light := ""
+	for t := range s.inOpen {
+		if light == "" || s.lighter(t, light) {
+			light = t
 		}
-		most = max(most, n)
 	}
-	if least == most {
+	if light == "" {
 		return ""
 	}
-	return light
+	for t := range s.inOpen {
+		if t != light && s.lighter(light, t) {
+			return light
+		}
+	}
+	for t := range s.recent {
+		if t != light && s.lighter(light, t) {
+			return light
+		}
+	}
+	return ""
 }
 
 // anticipation is the committer's wait for a quiet tenant's next change,
@@ -319,8 +335,8 @@ func (s *commitShare) light() string {
 // the flooding tenant's next batch launched the moment the quiet tenant's
 // commit landed, the quiet tenant's next change would find it syncing and
 // wait for that sync beside its own. So once a commit holding a quiet
-// tenant's change lands (one it made alone, or a batch where it had fewer
-// changes than another tenant), the open batch of the others waits, with
+// tenant's change lands (one it made alone, or a batch where it is the
+// light tenant, see light), the open batch of the others waits, with
 // nothing in flight, until that tenant's next change comes and joins it,
 // or for at most twice the time quiet tenants' changes took to come lately
 // (aheadMin to aheadMax): its change then pays one sync, and the flood

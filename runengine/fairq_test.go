@@ -49,15 +49,41 @@ func TestFairQueueRounds(t *testing.T) {
 		t.Errorf("rounds (-want +got):\n%s", diff)
 	}
 	// Order within a tenant is kept, and the quiet tenant's command comes
-	// within the first round.
+	// first in the first round, before the flood's share of it, though it
+	// came last.
 	var f2 fairQueue
 	for i := range 3 * fairQuantum {
 		f2.push(&command{tenant: "flood", runID: string(rune('a' + i%26))})
 	}
 	f2.push(&command{tenant: "quiet", runID: "q"})
-	first := f2.round(nil)
-	if len(first) != fairQuantum+1 || first[fairQuantum].runID != "q" || first[0].runID != "a" || first[1].runID != "b" {
-		t.Errorf("first round = %d commands, quiet at %v", len(first), first[len(first)-1].runID)
+	var first []string
+	for _, c := range f2.round(nil) {
+		first = append(first, c.runID)
+	}
+	want2 := []string{"q"}
+	for i := range fairQuantum {
+		want2 = append(want2, string(rune('a'+i%26)))
+	}
+	if diff := cmp.Diff(want2, first); diff != "" {
+		t.Errorf("first round (-want +got):\n%s", diff)
+	}
+	// Of three tenants, the one with the fewest commands waiting comes
+	// first, then the next fewest.
+	var f3 fairQueue
+	for _, p := range []struct {
+		tenant string
+		n      int
+	}{{"flood", 20}, {"some", 3}, {"one", 1}} {
+		for i := range p.n {
+			f3.push(&command{tenant: p.tenant, runID: fmt.Sprintf("%s%d", p.tenant, i)})
+		}
+	}
+	var order []string
+	for _, c := range f3.round(nil)[:5] {
+		order = append(order, c.runID)
+	}
+	if diff := cmp.Diff([]string{"one0", "some0", "some1", "some2", "flood0"}, order); diff != "" {
+		t.Errorf("a round's order (-want +got):\n%s", diff)
 	}
 	for i := range maxQueuedTenants + 10 {
 		f2.push(&command{tenant: "t" + string(rune('A'+i))})
@@ -579,6 +605,100 @@ func TestAnticipationLearnsThinkTime(t *testing.T) {
 	clk.Advance(aheadForget)
 	if c.awaitQuiet() || c.ahead.on.Load() {
 		t.Error("still awaiting a tenant gone for good")
+	}
+}
+
+// TestLightTenantByRate: a commit's light tenant, whose next change the
+// flood's batch awaits, is the tenant that makes fewer changes lately than
+// another active tenant, whether that other one has changes in the commit
+// or only committed within the window; never a tenant alone.
+func TestLightTenantByRate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		open   map[string]int
+		recent []string
+		rate   map[string]int // in changes per commit
+		want   string
+	}{
+		{"fewer in the batch", map[string]int{"flood": 3, "quiet": 1}, nil, nil, "quiet"},
+		{"as many, none seen before", map[string]int{"a": 2, "b": 2}, nil, nil, ""},
+		{"as many in the batch, fewer lately", map[string]int{"flood": 1, "quiet": 1}, []string{"flood", "quiet"},
+			map[string]int{"flood": 8}, "quiet"},
+		{"alone in the batch, the flood active", map[string]int{"quiet": 1}, []string{"flood", "quiet"},
+			map[string]int{"flood": 8}, "quiet"},
+		{"alone in the batch, no other tenant", map[string]int{"quiet": 1}, []string{"quiet"}, nil, ""},
+		{"the flood alone in the batch", map[string]int{"flood": 8}, []string{"flood", "quiet"},
+			map[string]int{"flood": 8}, ""},
+		{"alone, another as light", map[string]int{"quiet": 1}, []string{"other", "quiet"},
+			map[string]int{"other": 1}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := commitShare{inOpen: tc.open, recent: map[string]uint64{}, rate: map[string]int{}, lone: map[string]int{}}
+			for _, r := range tc.recent {
+				s.recent[r] = 1
+			}
+			for r, n := range tc.rate {
+				s.rate[r] = n * rateOne
+			}
+			if got := s.light(); got != tc.want {
+				t.Errorf("light = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCommitterAwaitsQuietTenantAfterItsOwnCommit: a quiet tenant's change
+// that committed in a transaction of its own (nothing of the flood's in
+// it) while the flood is active is awaited as one beside the flood's
+// changes is: the flood's next batch, with nothing in flight, waits for
+// the quiet tenant's next change and takes it, rather than syncing while
+// that change would wait for it.
+func TestCommitterAwaitsQuietTenantAfterItsOwnCommit(t *testing.T) {
+	t.Parallel()
+	gs, c, kc := gatedCommitter(t, 1000, false)
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c.clock = clk
+	wait := func(keys ...string) { t.Helper(); kc.wait(t, keys...) }
+	commits := func() uint64 {
+		c.stats.Lock()
+		defer c.stats.Unlock()
+		return c.batches
+	}
+	// The flood commits many changes at a time: flood-0 alone, the 16
+	// after it together once it landed.
+	kc.submit("flood", "flood-0")
+	gs.waitHeld(t)
+	var floods []string
+	for i := 1; i <= 16; i++ {
+		floods = append(floods, fmt.Sprintf("flood-%d", i))
+	}
+	kc.submit("flood", floods...)
+	gs.open()
+	wait(append([]string{"flood-0"}, floods...)...)
+	// Nothing is in flight: the quiet tenant's change commits at once, in
+	// a transaction of its own.
+	before := commits()
+	kc.submit("quiet", "q0")
+	wait("q0")
+	if n := commits() - before; n != 1 {
+		t.Fatalf("the quiet change took %d commits, want 1", n)
+	}
+	// The flood's next change waits for the quiet tenant's.
+	kc.submit("flood", "flood-17")
+	testwait.Until(t, "the flood's batch waits for the quiet tenant", func() bool {
+		select {
+		case err := <-kc.done["flood-17"]:
+			t.Fatalf("flood-17 committed (%v) without waiting for the quiet tenant", err)
+		default:
+		}
+		return clk.Timers() == 1
+	})
+	before = commits()
+	kc.submit("quiet", "q1")
+	wait("q1", "flood-17")
+	if n := commits() - before; n != 1 {
+		t.Errorf("the quiet change and the flood's batch took %d commits, want 1", n)
 	}
 }
 
