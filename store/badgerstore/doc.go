@@ -59,7 +59,10 @@
 //     the whole base level. Gathering 12 tables (stall at 24) does that a
 //     third as often: firing 100,000 timers wrote 3.9-4.2 instead of 6.3-6.5
 //     KB per run to disk, at 58-59 instead of 69-71 CPU-µs per run (three
-//     interleaved pairs). But reads then merge up to 12 tables of level 0:
+//     interleaved pairs), though part of that is work put off, not saved:
+//     when the last run completed, up to 12 tables (96 MiB) could still
+//     wait for compaction instead of 4, a difference of up to 2-3 KB per
+//     run at 100,000 runs. And reads then merge up to 12 tables of level 0:
 //     BenchmarkChain3 with 64 starters over 30,000 runs (compactions under
 //     way) ran at 1,693-2,798 against 2,043-3,353 runs/s. 8 tables (stall
 //     at 24) kept Chain3 alike but fired at 64-68 against 66-67 µs, with the
