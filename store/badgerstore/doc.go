@@ -18,6 +18,12 @@
 // many writes into one transaction or many concurrent transactions into one
 // sync, never from one commit per write in a loop.
 //
+// A crash in the moment between Badger's creating a new memtable's log file
+// and its sizing leaves that file empty, and Badger's Open then fails with
+// "Create a new file" (dgraph-io/badger#2207; seen once when a child holding
+// a million waiting runs was SIGKILLed). The file holds nothing, and the
+// failed Open sized it, so Open here opens again once on that error.
+//
 // # Conflicts
 //
 // Transactions are optimistic: a commit fails when a key the transaction
