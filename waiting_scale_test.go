@@ -13,8 +13,8 @@ package bas_test
 // start rate and the child's RSS while starting (peak, and the median of
 // the second half), the reopen time, the median of 21 first pages of the
 // run list and of 21 cockpits, and the rate at which the due runs fired
-// and completed, with the ratio of each list and cockpit figure to the
-// base's. It asserts only what must hold at any size: every start answered,
+// and completed (with its CPU and the bytes written to disk per fired
+// run), with the ratio of each list and cockpit figure to the base's. It asserts only what must hold at any size: every start answered,
 // every run found waiting after the kill, and every run completed once its
 // timer fired. -waiting-dir keeps the directory of the N runs (for the
 // server's start-up time on it). BAS_WAITING_HEAPPROFILE=file makes the child write a heap
@@ -303,7 +303,7 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 
 	// Every timer comes due at once. The cockpit's running count (a
 	// counter) says when the last run completed; it is read every 20 ms.
-	st0, cpu0 := eng.Stats(), cpuTime()
+	st0, cpu0, io0 := eng.Stats(), cpuTime(), diskWritten()
 	began = time.Now()
 	clk.Advance(24*time.Hour + time.Second)
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -332,9 +332,10 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 	fig.fireRate = float64(n) / time.Since(began).Seconds()
 	st := eng.Stats()
 	commits, deltas, busy := st.Commits-st0.Commits, st.Deltas-st0.Deltas, st.CommitTime-st0.CommitTime
-	t.Logf("firing: %.0f CPU-µs per run; %d commits of %.0f changes each, %.1f ms each",
+	t.Logf("firing: %.0f CPU-µs per run; %d commits of %.0f changes each, %.1f ms each; %.0f bytes written to disk per run",
 		float64((cpuTime()-cpu0).Microseconds())/float64(n), commits,
-		float64(deltas)/float64(max(1, commits)), float64(busy.Microseconds())/1000/float64(max(1, commits)))
+		float64(deltas)/float64(max(1, commits)), float64(busy.Microseconds())/1000/float64(max(1, commits)),
+		float64(diskWritten()-io0)/float64(n))
 	if c.Completed30d != n {
 		t.Errorf("completed %d runs, want %d", c.Completed30d, n)
 	}
@@ -405,6 +406,26 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// diskWritten is the bytes this process has caused to be written to the
+// disk so far (/proc/self/io's write_bytes: the store's log, its flushes
+// and compactions; those still running when the last run completed are
+// not counted), or 0 where the kernel does not count them. Unlike CPU time it hardly depends on the machine's
+// load, so it tells a change in the store's write amplification apart
+// from noise.
+func diskWritten() int64 {
+	raw, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "write_bytes: "); ok {
+			x, _ := strconv.ParseInt(v, 10, 64)
+			return x
+		}
+	}
+	return 0
 }
 
 func cmpFloat(a, b float64) int {

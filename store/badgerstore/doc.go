@@ -18,6 +18,12 @@
 // many writes into one transaction or many concurrent transactions into one
 // sync, never from one commit per write in a loop.
 //
+// A crash in the moment between Badger's creating a new memtable's log file
+// and its sizing leaves that file empty, and Badger's Open then fails with
+// "Create a new file" (dgraph-io/badger#2207; seen once when a child holding
+// a million waiting runs was SIGKILLed). The file holds nothing, and the
+// failed Open sized it, so Open here opens again once on that error.
+//
 // # Conflicts
 //
 // Transactions are optimistic: a commit fails when a key the transaction
@@ -53,6 +59,23 @@
 //   - NumMemtables 2: one memtable being written and one being flushed.
 //   - NumLevelZeroTables 4 and NumLevelZeroTablesStall 16: level 0 gathers
 //     a few small tables before compaction starts; writes stall at 16.
+//     A flushed table spans nearly the whole key range (a commit of fired
+//     timers deletes due keys under the system prefix and rewrites records
+//     and indexes under the tenant), so each compaction of level 0 rewrites
+//     the whole base level. Gathering 12 tables (stall at 24) does that a
+//     third as often: firing 100,000 timers wrote 3.9-4.2 instead of 6.3-6.5
+//     KB per run to disk, at 58-59 instead of 69-71 CPU-µs per run (three
+//     interleaved pairs), though part of that is work put off, not saved:
+//     when the last run completed, up to 12 tables (96 MiB) could still
+//     wait for compaction instead of 4, a difference of up to 2-3 KB per
+//     run at 100,000 runs. And reads then merge up to 12 tables of level 0:
+//     BenchmarkChain3 with 64 starters over 30,000 runs (compactions under
+//     way) ran at 1,693-2,798 against 2,043-3,353 runs/s. 8 tables (stall
+//     at 24) kept Chain3 alike but fired at 64-68 against 66-67 µs, with the
+//     cockpit after a crash at 107-139 against 71-74 µs. At a million
+//     runs (one run each, load 10-16), 12 tables wrote 8.1 against 10.9 KB
+//     per fired run at 80 against 93 CPU-µs, with anonymous memory while
+//     firing peaking at 541 against 394 MiB. Neither is taken.
 //   - No block compression: a compressing table builder keeps every block
 //     twice, which doubled the memory of flushes and compactions, and the
 //     CPU it saves in IO is spent compressing.
