@@ -14,7 +14,8 @@ package bas_test
 // the second half), the reopen time, the median of 21 first pages of the
 // run list and of 21 cockpits, and the rate at which the due runs fired
 // and completed (with its CPU and the bytes written to disk per fired
-// run), with the ratio of each list and cockpit figure to the base's. It asserts only what must hold at any size: every start answered,
+// run), with the ratio of each list and cockpit figure to the base's. It
+// asserts only what must hold at any size: every start answered,
 // every run found waiting after the kill, and every run completed once its
 // timer fired. -waiting-dir keeps the directory of the N runs (for the
 // server's start-up time on it). BAS_WAITING_HEAPPROFILE=file makes the child write a heap
@@ -411,9 +412,9 @@ func cpuTime() time.Duration {
 // diskWritten is the bytes this process has caused to be written to the
 // disk so far (/proc/self/io's write_bytes: the store's log, its flushes
 // and compactions; those still running when the last run completed are
-// not counted), or 0 where the kernel does not count them. Unlike CPU time it hardly depends on the machine's
-// load, so it tells a change in the store's write amplification apart
-// from noise.
+// not counted), or 0 where the kernel does not count them. Unlike CPU
+// time it hardly depends on the machine's load, so it tells a change in
+// the store's write amplification apart from noise.
 func diskWritten() int64 {
 	raw, err := os.ReadFile("/proc/self/io")
 	if err != nil {

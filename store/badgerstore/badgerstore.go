@@ -16,8 +16,11 @@ import (
 
 // emptyMemTableErr is the message of the error (ristretto's z.NewFile,
 // which Badger wraps as text) that Badger's Open returns for a memtable
-// log file a crash left empty.
-const emptyMemTableErr = "Create a new file"
+// log file a crash left empty, under the context memTablesErr.
+const (
+	emptyMemTableErr = "Create a new file"
+	memTablesErr     = "while opening memtables"
+)
 
 // ErrClosed is returned by View, Update and RunGC once Close has begun. It
 // is marked bas.ErrUnavailable.
@@ -56,13 +59,18 @@ func Open(opts Options) (*Store, error) {
 	}
 	bo := opts.badgerOptions()
 	db, err := badger.Open(bo)
-	if err != nil && !opts.InMemory && strings.Contains(err.Error(), emptyMemTableErr) {
+	if err != nil && !opts.InMemory && strings.Contains(err.Error(), memTablesErr) &&
+		strings.Contains(err.Error(), emptyMemTableErr) {
 		// A crash between Badger's creating a memtable's log file and its
 		// sizing it leaves that file empty, and Badger's next Open fails on
 		// it (dgraph-io/badger#2207, v4.7 to at least v4.9.6) after sizing it
 		// itself, with nothing in it. A second Open therefore finds an
 		// empty memtable, which it skips. Badger holds the directory's lock
-		// meanwhile and released it when the first Open failed.
+		// meanwhile and released it when the first Open failed. That Open
+		// leaves behind what it had started (nine goroutines, its caches,
+		// the memtable files it had mapped: Badger skips its clean-up on
+		// this error), once, at start-up; the match on both messages keeps
+		// the retry to this one case.
 		opts.Logger.Warn("badgerstore: a memtable log left empty by a crash; opening again", "dir", opts.Dir, "error", err)
 		db, err = badger.Open(bo)
 	}

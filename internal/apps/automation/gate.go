@@ -283,7 +283,7 @@ func decodeDecision(raw []byte) (*decisionRecord, error) {
 	d.Auto, d.Sample = raw[1]&decisionAuto != 0, raw[1]&decisionSample != 0
 	b := raw[2:]
 	percent, n := binary.Varint(b)
-	if n <= 0 || percent != int64(int(percent)) || len(b) < n+8 {
+	if !canonicalVarint(b, n) || percent != int64(int(percent)) || len(b) < n+8 {
 		return nil, errMalformedDecision
 	}
 	d.Percent = int(percent)
@@ -291,7 +291,7 @@ func decodeDecision(raw []byte) (*decisionRecord, error) {
 	b = b[n+8:]
 	for _, s := range [...]*string{&d.RunID, &d.StepKey, &d.Capability, &d.Reason} {
 		l, n := binary.Uvarint(b)
-		if n <= 0 || l > uint64(len(b)-n) {
+		if !canonicalVarint(b, n) || l > uint64(len(b)-n) {
 			return nil, errMalformedDecision
 		}
 		*s, b = string(b[n:n+int(l)]), b[n+int(l):]
@@ -300,6 +300,13 @@ func decodeDecision(raw []byte) (*decisionRecord, error) {
 		return nil, errMalformedDecision
 	}
 	return d, nil
+}
+
+// canonicalVarint reports whether the varint binary.Varint or Uvarint read
+// from b[:n] is well formed and without padding (a last byte of 0 after
+// the first), so that a decision has one stored form.
+func canonicalVarint(b []byte, n int) bool {
+	return n == 1 || (n > 1 && b[n-1] != 0)
 }
 
 // decide fills rec's answer and counts an automatic action.
