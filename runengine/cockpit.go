@@ -67,9 +67,10 @@ func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement
 	c := &Cockpit{AgreementRate: agreement, ByFunction: map[string]FunctionCounts{}, Daily: make([]DayCount, 30)}
 	now := e.clock.Now().UTC()
 	fromStore := true
+	open := int64(-1) // the tenant's open tasks, when known: with none, no list
 	if e.countCache != nil {
 		from := now.Add(-29 * 24 * time.Hour).Format("2006-01-02")
-		err := e.counts(ctx, tenant, from, func(t *tenantCounts) { c.fill(t, now, v) })
+		err := e.counts(ctx, tenant, from, func(t *tenantCounts) { open = c.fill(t, now, v) })
 		switch {
 		case err == nil:
 			fromStore = false
@@ -87,7 +88,9 @@ func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement
 		if c.RecentRuns, _, err = runs.List(r, tenant, store.Page{Limit: 10}); err != nil {
 			return err
 		}
-		c.OpenTasks, _, err = tasks.ListBy(r, tenant, "status", []any{TaskOpen}, store.Page{Limit: 10})
+		if open != 0 {
+			c.OpenTasks, _, err = tasks.ListBy(r, tenant, "status", []any{TaskOpen}, store.Page{Limit: 10})
+		}
 		return err
 	})
 	if c.RecentRuns == nil {
@@ -100,8 +103,9 @@ func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement
 	return c, err
 }
 
-// fill sets c's counter figures for viewer v from t, at now.
-func (c *Cockpit) fill(t *tenantCounts, now time.Time, v Viewer) {
+// fill sets c's counter figures for viewer v from t, at now, and returns
+// the tenant's open tasks (anyone's).
+func (c *Cockpit) fill(t *tenantCounts, now time.Time, v Viewer) (open int64) {
 	index := c.days(now)
 	for _, cell := range t.cells {
 		switch cell.name {
@@ -125,6 +129,7 @@ func (c *Cockpit) fill(t *tenantCounts, now time.Time, v Viewer) {
 				c.WaitingOnYou += int(cell.n)
 			}
 		case "tasks-open":
+			open += cell.n
 			if cell.part == "*" && v.CanWork {
 				c.WaitingOnYou += int(cell.n)
 			}
@@ -146,6 +151,7 @@ func (c *Cockpit) fill(t *tenantCounts, now time.Time, v Viewer) {
 		}
 	}
 	c.settle()
+	return open
 }
 
 // days sets c's 30 days ending at now and returns each day's index.

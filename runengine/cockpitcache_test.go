@@ -108,6 +108,14 @@ func checkCockpit(t *testing.T, b *bundle, cs *counterReads, tenant, what string
 			if diff = cmp.Diff(counterFigures(want), counterFigures(got), cmpopts.EquateEmpty()); diff != "" {
 				return false
 			}
+			open, _, err := b.eng.ListTasks(ctx, tenant, runengine.TaskQuery{Status: runengine.TaskOpen}, store.Page{Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff = cmp.Diff(taskIDs(open), taskIDs(got.OpenTasks), cmpopts.EquateEmpty()); diff != "" {
+				diff = "open tasks: " + diff
+				return false
+			}
 		}
 		return true
 	})
@@ -392,3 +400,11 @@ type backClock struct {
 }
 
 func (c *backClock) Now() time.Time { return c.Fake.Now().Add(-time.Duration(c.back.Load())) }
+
+func taskIDs(tasks []*runengine.Task) []string {
+	var out []string
+	for _, t := range tasks {
+		out = append(out, t.ID)
+	}
+	return out
+}
