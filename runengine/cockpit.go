@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
 )
 
 // FunctionCounts are a business function's runs in flight.
@@ -59,81 +60,37 @@ type Viewer struct {
 const UnassignedFunction = "unassigned"
 
 // Cockpit computes tenant's cockpit for viewer. agreement is the
-// workspace's agreement rate (nil when nothing was decided yet).
+// workspace's agreement rate (nil when nothing was decided yet). On a
+// single node the counters come from memory (see countCache), the lists
+// from the store; on a cluster everything is read from the store.
 func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement *float64) (*Cockpit, error) {
 	c := &Cockpit{AgreementRate: agreement, ByFunction: map[string]FunctionCounts{}, Daily: make([]DayCount, 30)}
 	now := e.clock.Now().UTC()
+	fromStore := true
+	open := int64(-1) // the tenant's open tasks, when known: with none, no list
+	if e.countCache != nil {
+		from := now.Add(-29 * 24 * time.Hour).Format("2006-01-02")
+		err := e.counts(ctx, tenant, from, func(t *tenantCounts) { open = c.fill(t, now, v) })
+		switch {
+		case err == nil:
+			fromStore = false
+		case !errors.Is(err, errClosed) && !errors.Is(err, errCountsMoved):
+			return nil, err
+		}
+	}
 	err := e.st.View(ctx, func(r store.Reader) error {
-		sum := func(name string, parts ...any) (int, error) {
-			n, err := e.counter(r, []byte(counterKey(tenant, name, parts...)))
-			return int(n), err
-		}
-		for _, kind := range []string{"inflight", "waiting"} {
-			prefix := store.Key(tenant, "count", kind)
-			err := r.Scan(store.ScanOptions{Prefix: prefix, Rewritten: true}, func(key, val []byte) error {
-				parts, err := store.DecodeKey(key)
-				if err != nil || len(parts) < 4 { // a node's share has a fifth part
-					return err
-				}
-				fn, _ := parts[3].(string)
-				if fn == "" {
-					fn = UnassignedFunction
-				}
-				n, err := counterValue(key, val)
-				if err != nil {
-					return err
-				}
-				fc := c.ByFunction[fn]
-				if kind == "inflight" {
-					fc.Running += int(n)
-					c.Running += int(n)
-				} else {
-					fc.Waiting += int(n)
-				}
-				c.ByFunction[fn] = fc
-				return nil
-			})
-			if err != nil {
+		if fromStore {
+			if err := e.cockpitCounters(r, tenant, now, v, c); err != nil {
 				return err
-			}
-		}
-		for fn, fc := range c.ByFunction {
-			if fc.Running == 0 && fc.Waiting == 0 {
-				delete(c.ByFunction, fn)
 			}
 		}
 		var err error
-		if c.Overdue, err = sum("overdue"); err != nil {
-			return err
-		}
-		if err := e.daily(r, tenant, now, c); err != nil {
-			return err
-		}
-		for _, a := range v.Assignees {
-			n, err := sum("tasks-open", a)
-			if err != nil {
-				return err
-			}
-			c.WaitingOnYou += n
-		}
-		if v.CanWork {
-			n, err := sum("tasks-open", "*")
-			if err != nil {
-				return err
-			}
-			c.WaitingOnYou += n
-		}
-		if v.CanDecide {
-			n, err := sum("approvals-pending")
-			if err != nil {
-				return err
-			}
-			c.WaitingOnYou += n
-		}
 		if c.RecentRuns, _, err = runs.List(r, tenant, store.Page{Limit: 10}); err != nil {
 			return err
 		}
-		c.OpenTasks, _, err = tasks.ListBy(r, tenant, "status", []any{TaskOpen}, store.Page{Limit: 10})
+		if open != 0 {
+			c.OpenTasks, _, err = tasks.ListBy(r, tenant, "status", []any{TaskOpen}, store.Page{Limit: 10})
+		}
 		return err
 	})
 	if c.RecentRuns == nil {
@@ -146,17 +103,154 @@ func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement
 	return c, err
 }
 
-// daily fills c's 30-day series and its sums with two scans of the
-// completed and minutes counters from the day before the oldest: the
-// counters of a day, and on a cluster the nodes' shares of them, lie
-// together in key order.
-func (e *Engine) daily(r store.Reader, tenant string, now time.Time, c *Cockpit) error {
+// fill sets c's counter figures for viewer v from t, at now, and returns
+// the tenant's open tasks (anyone's).
+func (c *Cockpit) fill(t *tenantCounts, now time.Time, v Viewer) (open int64) {
+	index := c.days(now)
+	for _, cell := range t.cells {
+		switch cell.name {
+		case "inflight", "waiting":
+			fn := cell.part
+			if fn == "" {
+				fn = UnassignedFunction
+			}
+			fc := c.ByFunction[fn]
+			if cell.name == "inflight" {
+				fc.Running += int(cell.n)
+				c.Running += int(cell.n)
+			} else {
+				fc.Waiting += int(cell.n)
+			}
+			c.ByFunction[fn] = fc
+		case "overdue":
+			c.Overdue += int(cell.n)
+		case "approvals-pending":
+			if v.CanDecide {
+				c.WaitingOnYou += int(cell.n)
+			}
+		case "tasks-open":
+			open += cell.n
+			if cell.part == "*" && v.CanWork {
+				c.WaitingOnYou += int(cell.n)
+			}
+			for _, a := range v.Assignees {
+				if a == cell.part {
+					c.WaitingOnYou += int(cell.n)
+				}
+			}
+		case "completed", "minutes":
+			i, ok := index[cell.part]
+			if !ok {
+				continue
+			}
+			if cell.name == "completed" {
+				c.Daily[i].Completed += int(cell.n)
+			} else {
+				c.Daily[i].MinutesSaved += int(cell.n)
+			}
+		}
+	}
+	c.settle()
+	return open
+}
+
+// days sets c's 30 days ending at now and returns each day's index.
+func (c *Cockpit) days(now time.Time) map[string]int {
 	index := make(map[string]int, 30)
 	for d := 0; d < 30; d++ {
 		day := now.Add(-time.Duration(d) * 24 * time.Hour).Format("2006-01-02")
 		index[day] = 29 - d
 		c.Daily[29-d] = DayCount{Date: day}
 	}
+	return index
+}
+
+// settle drops the functions with nothing in flight and sums the days.
+func (c *Cockpit) settle() {
+	for fn, fc := range c.ByFunction {
+		if fc.Running == 0 && fc.Waiting == 0 {
+			delete(c.ByFunction, fn)
+		}
+	}
+	for _, d := range c.Daily {
+		c.Completed30d += d.Completed
+		c.MinutesSaved30d += d.MinutesSaved
+	}
+}
+
+// cockpitCounters reads c's counter figures for viewer v from the store.
+func (e *Engine) cockpitCounters(r store.Reader, tenant string, now time.Time, v Viewer, c *Cockpit) error {
+	sum := func(name string, parts ...any) (int, error) {
+		n, err := e.counter(r, []byte(counterKey(tenant, name, parts...)))
+		return int(n), err
+	}
+	for _, kind := range []string{"inflight", "waiting"} {
+		prefix := store.Key(tenant, "count", kind)
+		err := r.Scan(store.ScanOptions{Prefix: prefix, Rewritten: true}, func(key, val []byte) error {
+			parts, err := store.DecodeKey(key)
+			if err != nil || len(parts) < 4 { // a node's share has a fifth part
+				return err
+			}
+			fn, _ := parts[3].(string)
+			if fn == "" {
+				fn = UnassignedFunction
+			}
+			n, err := counterValue(key, val)
+			if err != nil {
+				return err
+			}
+			fc := c.ByFunction[fn]
+			if kind == "inflight" {
+				fc.Running += int(n)
+				c.Running += int(n)
+			} else {
+				fc.Waiting += int(n)
+			}
+			c.ByFunction[fn] = fc
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	var err error
+	if c.Overdue, err = sum("overdue"); err != nil {
+		return err
+	}
+	if err := e.daily(r, tenant, now, c); err != nil {
+		return err
+	}
+	for _, a := range v.Assignees {
+		n, err := sum("tasks-open", a)
+		if err != nil {
+			return err
+		}
+		c.WaitingOnYou += n
+	}
+	if v.CanWork {
+		n, err := sum("tasks-open", "*")
+		if err != nil {
+			return err
+		}
+		c.WaitingOnYou += n
+	}
+	if v.CanDecide {
+		n, err := sum("approvals-pending")
+		if err != nil {
+			return err
+		}
+		c.WaitingOnYou += n
+	}
+	c.settle()
+	return nil
+}
+
+// daily fills c's 30-day series with two scans of the
+// completed and minutes counters from the day before the oldest: the
+// counters of a day, and on a cluster the nodes' shares of them, lie
+// together in key order.
+func (e *Engine) daily(r store.Reader, tenant string, now time.Time, c *Cockpit) error {
+	index := c.days(now)
 	today := c.Daily[29].Date
 	before := now.Add(-30 * 24 * time.Hour).Format("2006-01-02")
 	for _, name := range []string{"completed", "minutes"} {
@@ -188,10 +282,6 @@ func (e *Engine) daily(r store.Reader, tenant string, now time.Time, c *Cockpit)
 		if err != nil {
 			return err
 		}
-	}
-	for _, d := range c.Daily {
-		c.Completed30d += d.Completed
-		c.MinutesSaved30d += d.MinutesSaved
 	}
 	return nil
 }

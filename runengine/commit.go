@@ -34,6 +34,10 @@ type delta struct {
 	// before a change that would not fit beside the open batch (see
 	// committer.fit).
 	size int
+	// settled, when set, is the whole delta: it runs in the committer once
+	// every delta before it is durable and none is in flight, and its
+	// error is told to after. It writes nothing (see Engine.counts).
+	settled func() error
 	// fence, when set (several nodes share the store), is the shard lease
 	// the delta acts under: its batch checks it in the transaction, and a
 	// lease no longer held refuses the delta.
@@ -116,6 +120,11 @@ type committer struct {
 	// one tenant is active (the start gate's view of who is). Set it
 	// before the first submit.
 	shared func(tenant string)
+
+	// counted, when set, is told the counter increments of each commit
+	// that landed, before its deltas are told (see countCache.landed).
+	// Set it before the first submit.
+	counted func(sums map[string]int64)
 
 	// cl is set when several nodes share the store: deltas' fences are
 	// checked and nothing is pipelined.
@@ -276,9 +285,17 @@ func (c *committer) addAs(batch []*delta, free bool) {
 		if !free && d.tenant != "" && c.ahead.on.Load() && c.ahead.came(d.tenant, c.now()) {
 			c.ahead.stop()
 		}
+		if d.settled != nil {
+			c.settle()
+			err := d.settled()
+			if d.after != nil {
+				d.after(err)
+			}
+			continue
+		}
 		if c.pipe == nil || d.reads {
 			j := i + 1
-			for j < len(batch) && (c.pipe == nil || batch[j].reads) {
+			for j < len(batch) && (c.pipe == nil || batch[j].reads) && batch[j].settled == nil {
 				j++
 			}
 			c.settle()
@@ -444,6 +461,9 @@ func (c *committer) launch() {
 		if light != "" && err == nil {
 			c.ahead.landed(light, c.now())
 		}
+		if err == nil && c.counted != nil {
+			c.counted(sums)
+		}
 		c.landed <- struct{}{}
 		for _, d := range batch {
 			if d.after != nil {
@@ -511,6 +531,9 @@ func (c *committer) commitAlone(d *delta) bool {
 		}
 		if err == nil {
 			c.ahead.landed(tenant, c.now())
+			if c.counted != nil {
+				c.counted(sums)
+			}
 		}
 		c.ahead.flying.Add(-1)
 		select {
@@ -749,6 +772,9 @@ func (c *committer) commitSync(batch []*delta) {
 	}
 	if err == nil {
 		c.keepCounters(sums)
+		if c.counted != nil {
+			c.counted(sums)
+		}
 	}
 	c.record(len(batch), time.Since(began), err)
 	for _, d := range batch {

@@ -257,6 +257,7 @@ type Engine struct {
 	starting    *startGate     // nil without a cap on starts in progress
 	cluster     *cluster       // nil on one node
 	defs        *defCache      // the definitions Start loaded; nil on a cluster
+	countCache  *countCache    // the cockpit counters of tenants read lately; nil on a cluster
 
 	// recordBufs holds buffers of stored run records for reuse (*[]byte),
 	// runCommits the values of runs' commits (*runCommit).
@@ -307,6 +308,8 @@ func New(cfg Config) (*Engine, error) {
 	if e.cluster == nil {
 		e.defs = newDefCache(defCacheMax)
 		cfg.Processes.OnChange(e.defs.changed)
+		e.countCache = newCountCache(maxCountTenants)
+		e.commits.counted = e.countCache.landed
 	}
 	return e, nil
 }

@@ -182,3 +182,21 @@ func (e *Engine) CommitsQueued() int {
 	defer e.commits.mu.Unlock()
 	return len(e.commits.q)
 }
+
+// CockpitFromStore is Cockpit's counter figures for v read from the store,
+// as on a cluster (no lists): what the counters kept in memory must equal.
+func (e *Engine) CockpitFromStore(ctx context.Context, tenant string, v Viewer) (*Cockpit, error) {
+	c := &Cockpit{ByFunction: map[string]FunctionCounts{}, Daily: make([]DayCount, 30)}
+	now := e.clock.Now().UTC()
+	err := e.st.View(ctx, func(r store.Reader) error { return e.cockpitCounters(r, tenant, now, v, c) })
+	return c, err
+}
+
+// CountTenantsHeld is how many tenants' cockpit counters the engine holds
+// in memory.
+func (e *Engine) CountTenantsHeld() int {
+	if e.countCache == nil {
+		return 0
+	}
+	return int(e.countCache.held.Load())
+}

@@ -1,6 +1,7 @@
 package badgerstore_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -82,4 +83,52 @@ func BenchmarkCommitBatched(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
+}
+
+// BenchmarkReverseScanBelowDeletes reverse-scans a prefix of one key, and
+// an empty one, just above 100,000 deleted keys that compaction has not
+// dropped (the index entries of runs that ended): the scan must end at
+// its prefix's edge, not walk the deleted keys below it.
+func BenchmarkReverseScanBelowDeletes(b *testing.B) {
+	s := open(b, badgerstore.Options{InMemory: true})
+	const deleted = 100_000
+	for done := 0; done < deleted; done += 10_000 {
+		benchUpdate(b, s, func(tx store.Txn) error {
+			for i := done; i < done+10_000; i++ {
+				if err := tx.Set(fmt.Appendf(nil, "d/%08d", i), []byte("x")); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		benchUpdate(b, s, func(tx store.Txn) error {
+			for i := done; i < done+10_000; i++ {
+				if err := tx.Delete(fmt.Appendf(nil, "d/%08d", i)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	benchUpdate(b, s, func(tx store.Txn) error { return tx.Set([]byte("e/1"), []byte("x")) })
+	for _, prefix := range []string{"e/", "f/"} {
+		b.Run("prefix="+prefix, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				err := s.View(context.Background(), func(r store.Reader) error {
+					return r.Scan(store.ScanOptions{Prefix: []byte(prefix), Reverse: true, KeysOnly: true}, func(_, _ []byte) error { return nil })
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func benchUpdate(b *testing.B, s store.Store, fn func(store.Txn) error) {
+	b.Helper()
+	if err := s.Update(context.Background(), fn); err != nil {
+		b.Fatal(err)
+	}
 }

@@ -71,6 +71,9 @@ func (r *reader) Scan(opts store.ScanOptions, fn func(key, value []byte) error) 
 	if len(after) > 0 && !bytes.HasPrefix(after, prefix) {
 		return errors.Newf("badgerstore: scan cursor %q does not start with the scan prefix %q", after, prefix)
 	}
+	if opts.Reverse {
+		return r.scanReverse(opts, fn)
+	}
 	// Forward over keys rewritten often, the iterator yields every version
 	// of a key and Scan seeks past the older ones: Badger's own skipping
 	// steps over each version compaction has not dropped yet, and a key
@@ -148,6 +151,74 @@ func (r *reader) Scan(opts store.ScanOptions, fn func(key, value []byte) error) 
 		it.Next()
 	}
 	return nil
+}
+
+// scanReverse is Scan in reverse key order, walking every version of each
+// key (oldest first in reverse) and taking the newest. Badger's own reverse
+// iteration keeps one live key ahead of the one it returns, and to find it
+// steps over every deleted key below, past the prefix too: below a range
+// of deleted keys (the index entries of a million runs that ended, until
+// compaction drops them) a reverse scan of a few keys, or of none, would
+// walk them all. Walking the versions itself, the scan ends at the first
+// key outside the prefix. It seeks to After, or to store.PrefixEnd(Prefix)
+// (rewinding when there is none), and skips the versions of that key.
+func (r *reader) scanReverse(opts store.ScanOptions, fn func(key, value []byte) error) error {
+	seek := opts.After
+	if len(seek) == 0 {
+		seek = store.PrefixEnd(opts.Prefix)
+	}
+	it := r.txn.NewIterator(badger.IteratorOptions{Reverse: true, AllVersions: true})
+	defer it.Close()
+	if len(seek) == 0 {
+		it.Rewind()
+	} else {
+		it.Seek(seek)
+	}
+	var key, val []byte // the key at hand and its newest version's value so far
+	have, live := false, false
+	tell := func() error {
+		if !have || !live {
+			return nil
+		}
+		if opts.KeysOnly {
+			return fn(key, nil)
+		}
+		return fn(key, val)
+	}
+	for ; it.Valid(); it.Next() {
+		item := it.Item()
+		k := item.Key()
+		if !bytes.HasPrefix(k, opts.Prefix) {
+			if len(seek) > 0 && bytes.Equal(k, seek) {
+				continue // the PrefixEnd key's versions
+			}
+			break
+		}
+		if len(opts.After) > 0 && bytes.Equal(k, opts.After) {
+			continue
+		}
+		if !have || !bytes.Equal(k, key) {
+			if err := tell(); err != nil {
+				return stopped(err)
+			}
+			key, have = append(key[:0], k...), true
+		}
+		if live = !item.IsDeletedOrExpired(); live && !opts.KeysOnly {
+			var err error
+			if val, err = item.ValueCopy(val[:0]); err != nil {
+				return errors.Wrap(err, "badgerstore: scan value")
+			}
+		}
+	}
+	return stopped(tell())
+}
+
+// stopped is err, or nil for store.ErrStop (the scan's fn ended it).
+func stopped(err error) error {
+	if errors.Is(err, store.ErrStop) {
+		return nil
+	}
+	return err
 }
 
 // writer is the store.Txn of an Update.
