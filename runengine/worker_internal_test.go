@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -67,5 +68,42 @@ func TestWorkerSweepThreshold(t *testing.T) {
 	step("with a run in flight", state{maxIdle, maxIdle + 1, maxIdle + idleSlack})
 	if _, ok := w.cache[runKeyOf("ten_a", "run_busy")]; !ok {
 		t.Error("the run with a call in flight was forgotten")
+	}
+}
+
+// TestStoppedWorkerSettlesItsCalls: a call the worker is to make itself
+// (cmdCall) counts as a call in flight until it is made, or dropped by the
+// worker once it stopped, whether it was queued before the worker stopped
+// or sent after: Close, which waits for the calls in flight, is then not
+// held up by it.
+func TestStoppedWorkerSettlesItsCalls(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		queued bool
+	}{{"queued, then stopped", true}, {"sent to a stopped worker", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &Engine{}
+			w := newWorker(e)
+			pc := &pendingCall{w: w}
+			pc.cmd = command{kind: cmdCallResult, tenant: "ten_a", runID: "run_1", result: &pc.res}
+			if tc.queued {
+				w.callHere(pc)
+				w.stop()
+				w.loop() // drops what is queued and returns
+			} else {
+				w.stop()
+				w.callHere(pc)
+			}
+			settled := make(chan struct{})
+			go func() { e.calls.Wait(); close(settled) }()
+			testwait.Until(t, "the dropped call settled", func() bool {
+				select {
+				case <-settled:
+					return true
+				default:
+					return false
+				}
+			})
+		})
 	}
 }
