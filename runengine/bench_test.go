@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -173,7 +172,7 @@ func measure(b *testing.B, be *benchEngine, starters int, closed bool, run func(
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	cpu0 := runengine.CPUTime()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for g := 0; g < starters; g++ {
@@ -208,7 +207,7 @@ func measure(b *testing.B, be *benchEngine, starters int, closed bool, run func(
 		lat[i] = be.wait(id).Sub(began[i])
 	}
 	elapsed := time.Since(start)
-	cpu := cpuTime() - cpu0
+	cpu := runengine.CPUTime() - cpu0
 	b.StopTimer()
 	slices.Sort(lat)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "runs/s")
@@ -220,15 +219,6 @@ func measure(b *testing.B, be *benchEngine, starters int, closed bool, run func(
 	if rss := peakRSS(); rss > 0 {
 		b.ReportMetric(float64(rss)/(1<<20), "rss-MiB")
 	}
-}
-
-// cpuTime is the CPU time the process has used (user and system).
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // peakRSS is the process's peak resident memory in bytes (VmHWM), 0 where

@@ -119,10 +119,10 @@ func validForm(n int64) bool { return n == 1 || n == storedForm }
 // appendStoredTime).
 func storedTime(raw []byte, base int64, relative bool) (time.Time, error) {
 	var t time.Time
-	if len(raw) == 0 || raw[0] == '"' || string(raw) == "null" {
-		if len(raw) == 0 {
-			return t, nil
-		}
+	if len(raw) == 0 {
+		return t, nil
+	}
+	if raw[0] == '"' || string(raw) == "null" {
 		return t, t.UnmarshalJSON(raw)
 	}
 	n, err := strconv.ParseInt(string(raw), 10, 64)

@@ -102,8 +102,7 @@ func appendRun(b []byte, r *Run, stored bool) ([]byte, error) {
 		b = append(b, `,"overdue":`...)
 		b = strconv.AppendBool(b, r.Overdue)
 	}
-	switch {
-	case !stored:
+	if !stored {
 		b = append(b, `,"started_at":`...)
 		if b, err = jsonvalue.AppendTime(b, r.StartedAt); err != nil {
 			return b, err
@@ -112,11 +111,8 @@ func appendRun(b []byte, r *Run, stored bool) ([]byte, error) {
 		if b, err = appendTimePtr(b, r.CompletedAt); err != nil {
 			return b, err
 		}
-	case r.CompletedAt != nil:
-		b = append(b, `,"completed_at":`...)
-		if b, err = appendStoredTime(b, *r.CompletedAt, base); err != nil {
-			return b, err
-		}
+	} else if b, err = appendStoredTimeField(b, `,"completed_at":`, r.CompletedAt, base); err != nil {
+		return b, err
 	}
 	if !stored || r.Error != nil {
 		b = append(b, `,"error":`...)
@@ -189,16 +185,11 @@ func appendStep(b []byte, s *StepRun, stored bool, base int64) ([]byte, error) {
 			return b, err
 		}
 	} else {
-		for _, f := range [...]struct {
-			name string
-			t    *time.Time
-		}{{`,"started_at":`, s.StartedAt}, {`,"completed_at":`, s.CompletedAt}} {
-			if f.t != nil {
-				b = append(b, f.name...)
-				if b, err = appendStoredTime(b, *f.t, base); err != nil {
-					return b, err
-				}
-			}
+		if b, err = appendStoredTimeField(b, `,"started_at":`, s.StartedAt, base); err != nil {
+			return b, err
+		}
+		if b, err = appendStoredTimeField(b, `,"completed_at":`, s.CompletedAt, base); err != nil {
+			return b, err
 		}
 	}
 	if !stored || (s.Output != nil && s.internal.OutputBytes == 0) {
@@ -267,6 +258,15 @@ func appendStoredTime(b []byte, t time.Time, base int64) ([]byte, error) {
 		return strconv.AppendInt(b, us-base, 10), nil
 	}
 	return jsonvalue.AppendTime(b, t)
+}
+
+// appendStoredTimeField appends key (`,"name":`) and t as appendStoredTime
+// writes it, or nothing when t is nil (the stored form leaves it out).
+func appendStoredTimeField(b []byte, key string, t *time.Time, base int64) ([]byte, error) {
+	if t == nil {
+		return b, nil
+	}
+	return appendStoredTime(append(b, key...), *t, base)
 }
 
 // append writes the fields of in that are not empty, as omitempty does,

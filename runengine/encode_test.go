@@ -217,10 +217,7 @@ func TestAppendRunMatchesReflection(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, d := range []struct {
-				name   string
-				decode func([]byte) (*Run, error)
-			}{{"scanner", decodeStoredRun}, {"encoding/json", decodeStoredRunJSON}} {
+			for _, d := range storedDecoders() {
 				dec, err := d.decode(got)
 				if err != nil {
 					t.Fatalf("%s: stored form %s: %v", d.name, got, err)
@@ -306,10 +303,7 @@ func TestDecodeStoredRunForm1(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, d := range []struct {
-			name   string
-			decode func([]byte) (*Run, error)
-		}{{"scanner", decodeStoredRun}, {"encoding/json", decodeStoredRunJSON}} {
+		for _, d := range storedDecoders() {
 			r, err := d.decode(raw)
 			if err != nil {
 				t.Fatalf("%s %s: %v", f, d.name, err)
@@ -339,6 +333,18 @@ func TestDecodeStoredRunForm1(t *testing.T) {
 	if _, err := decodeStoredRun([]byte(`{"steps":[{"internal":1}]}`)); err == nil {
 		t.Error("a bad record decoded")
 	}
+}
+
+// storedDecoders are the two readings of a stored run the tests hold to
+// the same result: decodeStoredRun (the scanner, falling back where it
+// declines) and encoding/json alone.
+func storedDecoders() []storedDecoder {
+	return []storedDecoder{{"scanner", decodeStoredRun}, {"encoding/json", decodeStoredRunJSON}}
+}
+
+type storedDecoder struct {
+	name   string
+	decode func([]byte) (*Run, error)
 }
 
 // storedCases is encodeCases as the engine stores them.

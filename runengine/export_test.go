@@ -12,6 +12,10 @@ import (
 	"github.com/cockroachdb/errors"
 )
 
+// CPUTime is the CPU time the process has used (see cpuTime), for the
+// benchmarks outside the package.
+func CPUTime() time.Duration { return cpuTime() }
+
 // seedBatch is how many runs (each with its task) one seeding transaction
 // writes: about 330 KB, well under Badger's limit of 15% of the default
 // 8 MiB memtable.

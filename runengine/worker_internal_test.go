@@ -1,9 +1,14 @@
 package runengine
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -67,5 +72,99 @@ func TestWorkerSweepThreshold(t *testing.T) {
 	step("with a run in flight", state{maxIdle, maxIdle + 1, maxIdle + idleSlack})
 	if _, ok := w.cache[runKeyOf("ten_a", "run_busy")]; !ok {
 		t.Error("the run with a call in flight was forgotten")
+	}
+}
+
+// TestStoppedWorkerSettlesItsCalls: a call the worker is to make itself
+// (cmdCall) counts as a call in flight until it is made, or dropped by the
+// worker once it stopped, whether it was queued before the worker stopped
+// or sent after: Close, which waits for the calls in flight, is then not
+// held up by it.
+func TestStoppedWorkerSettlesItsCalls(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		queued bool
+	}{{"queued, then stopped", true}, {"sent to a stopped worker", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &Engine{}
+			w := newWorker(e)
+			pc := &pendingCall{w: w}
+			pc.cmd = command{kind: cmdCallResult, tenant: "ten_a", runID: "run_1", result: &pc.res}
+			if tc.queued {
+				w.callHere(pc)
+				w.stop()
+				w.loop() // drops what is queued and returns
+			} else {
+				w.stop()
+				w.callHere(pc)
+			}
+			settled := make(chan struct{})
+			go func() { e.calls.Wait(); close(settled) }()
+			testwait.Until(t, "the dropped call settled", func() bool {
+				select {
+				case <-settled:
+					return true
+				default:
+					return false
+				}
+			})
+		})
+	}
+}
+
+// countingCaller counts the capability calls made through it.
+type countingCaller struct{ n int }
+
+func (c *countingCaller) Call(context.Context, capability.Call) (json.RawMessage, error) {
+	c.n++
+	return json.RawMessage(`{}`), nil
+}
+
+// TestWorkerMakesOnlyCallsItsRunAwaits: a call the worker makes itself
+// (cmdCall) is made when its run still awaits it (or is not in memory: the
+// result is checked once the run is loaded), not when the run moved on
+// (cancelled, or waiting for another call); either way the command
+// becomes the call's result and the call is no longer in flight.
+func TestWorkerMakesOnlyCallsItsRunAwaits(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cached   bool
+		inflight string
+		made     bool
+	}{
+		{"awaited", true, "call-1", true},
+		{"not in memory", false, "", true},
+		{"cancelled", true, "", false},
+		{"another call awaited", true, "call-2", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			caller := &countingCaller{}
+			e := &Engine{ctx: context.Background(), cfg: Config{Capabilities: caller, CallTimeout: time.Minute}}
+			w := newWorker(e)
+			if tc.cached {
+				w.cache[runKeyOf("ten_a", "run_1")] = &entry{inflight: tc.inflight}
+			}
+			pc := &pendingCall{w: w, capID: "test.echo", args: json.RawMessage(`{}`), key: "run_1/a/1"}
+			pc.res.token = "call-1"
+			pc.cmd = command{kind: cmdCall, tenant: "ten_a", runID: "run_1", result: &pc.res, call: pc}
+			e.calls.Add(1)
+			w.makeCall(&pc.cmd)
+			if got := caller.n == 1; got != tc.made {
+				t.Errorf("call made = %v, want %v", got, tc.made)
+			}
+			if pc.cmd.kind != cmdCallResult || pc.cmd.call != nil || pc.cmd.result.token != "call-1" {
+				t.Errorf("command after the call: kind %d, call %p, token %q", pc.cmd.kind, pc.cmd.call, pc.cmd.result.token)
+			}
+			settled := make(chan struct{})
+			go func() { e.calls.Wait(); close(settled) }()
+			testwait.Until(t, "the call settled", func() bool {
+				select {
+				case <-settled:
+					return true
+				default:
+					return false
+				}
+			})
+		})
 	}
 }
