@@ -228,6 +228,13 @@ func (x *exec) observe(stepKey string, agreed bool) {
 	o := Outcome{Tenant: x.r.Tenant, ProcessID: x.r.ProcessID, RunID: x.r.ID, StepKey: stepKey, Agreed: agreed, Actor: x.cmd.actor}
 	x.fx.post = append(x.fx.post, func() {
 		e.goCall(func() {
+			// A panic of the gate is logged, as a call's is (doSafe):
+			// an outcome not told must not end the process.
+			defer func() {
+				if v := recover(); v != nil {
+					e.log.Error("autonomy gate observe panicked", "run", o.RunID, "panic", fmt.Sprint(v))
+				}
+			}()
 			if err := e.cfg.Gate.Observe(e.ctx, o); err != nil {
 				e.log.Error("autonomy gate observe", "run", o.RunID, "error", err)
 			}
