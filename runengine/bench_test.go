@@ -40,8 +40,14 @@ func (noopProvider) Call(context.Context, capability.Call) (json.RawMessage, err
 	return json.RawMessage(`{}`), nil
 }
 
+// atOnceNoop is noopProvider saying its calls never block
+// (capability.ReturnsAtOnce), so the engine makes them in the run's worker.
+// noopProvider itself does not say so: the workspace's own providers do
+// not, and the benchmarks measure the path their calls take.
+type atOnceNoop struct{ noopProvider }
+
 // ReturnsAtOnce: its calls do nothing, so they never block.
-func (noopProvider) ReturnsAtOnce() {}
+func (atOnceNoop) ReturnsAtOnce() {}
 
 // benchEngine opens an engine on Badger in a temp dir with synced commits.
 type benchEngine struct {
@@ -66,6 +72,12 @@ func newBenchEngine(b *testing.B) *benchEngine {
 // newBenchEngineWith is newBenchEngine with a changed engine config.
 func newBenchEngineWith(b *testing.B, change func(*runengine.Config)) *benchEngine {
 	b.Helper()
+	return newBenchEngineOn(b, noopProvider{}, change)
+}
+
+// newBenchEngineOn is newBenchEngineWith with prov filling bench.noop.
+func newBenchEngineOn(b *testing.B, prov capability.Provider, change func(*runengine.Config)) *benchEngine {
+	b.Helper()
 	st, err := badgerstore.Open(badgerstore.Options{Dir: b.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
@@ -74,7 +86,7 @@ func newBenchEngineWith(b *testing.B, change func(*runengine.Config)) *benchEngi
 	be := &benchEngine{st: st, done: map[string]*runEnd{}}
 	be.procs = process.NewService(process.Config{Store: st, Clock: clk})
 	reg := registry.New(registry.Config{Store: st, Clock: clk})
-	if err := reg.Register(noopProvider{}); err != nil {
+	if err := reg.Register(prov); err != nil {
 		b.Fatal(err)
 	}
 	cfg := runengine.Config{Store: st, Clock: clk, Capabilities: reg, Processes: be.procs,
@@ -138,7 +150,12 @@ func (be *benchEngine) process(b *testing.B, steps int) string {
 // runChain starts b.N runs of a chain of execute steps and reports runs/s
 // and start-to-completion latency (see measure for closed).
 func runChain(b *testing.B, steps, starters int, closed bool) {
-	be := newBenchEngine(b)
+	runChainOn(b, noopProvider{}, steps, starters, closed)
+}
+
+// runChainOn is runChain with prov filling bench.noop.
+func runChainOn(b *testing.B, prov capability.Provider, steps, starters int, closed bool) {
+	be := newBenchEngineOn(b, prov, func(*runengine.Config) {})
 	pid := be.process(b, steps)
 	measure(b, be, starters, closed, func(ctx context.Context) (string, error) {
 		r, err := be.eng.Start(ctx, runengine.StartParams{Tenant: tenant, ProcessID: pid,
@@ -246,6 +263,15 @@ func peakRSS() int64 {
 func BenchmarkChain3(b *testing.B) {
 	for _, starters := range []int{1, 64} {
 		b.Run(fmt.Sprintf("starters=%d", starters), func(b *testing.B) { runChain(b, 3, starters, false) })
+	}
+}
+
+// BenchmarkChain3AtOnce is BenchmarkChain3 on a provider whose calls
+// never block (capability.ReturnsAtOnce), behind a gate that decides at
+// once: the run's worker makes each call itself, with no call runner.
+func BenchmarkChain3AtOnce(b *testing.B) {
+	for _, starters := range []int{1, 64} {
+		b.Run(fmt.Sprintf("starters=%d", starters), func(b *testing.B) { runChainOn(b, atOnceNoop{}, 3, starters, false) })
 	}
 }
 
