@@ -41,7 +41,9 @@ type Collection[T any] struct {
 	// ("run not found"). Defaults to Name + " not found".
 	NotFound string
 	// Decode, when set, decodes a stored record in place of
-	// encoding/json (a faster decoder of the same JSON).
+	// encoding/json: a faster decoder of the same JSON, or the decoder of
+	// a collection's own stored form (then every write of it goes
+	// through PutRaw with that form's bytes).
 	Decode func(raw []byte) (*T, error)
 
 	// notFoundErr is that error, made once: a miss (an Idempotency-Key's
@@ -158,8 +160,9 @@ func (c *Collection[T]) Put(tx Txn, tenant string, v *T) error {
 	return c.PutRaw(tx, tenant, v, raw)
 }
 
-// PutRaw is Put with the record already encoded as JSON (raw must be v's
-// encoding), for callers that encode outside the transaction.
+// PutRaw is Put with the record already encoded (raw must be v's
+// encoding: its JSON, or the stored form Decode reads), for callers that
+// encode outside the transaction or keep a form of their own.
 func (c *Collection[T]) PutRaw(tx Txn, tenant string, v *T, raw []byte) error {
 	id := c.ID(v)
 	if id == "" {
