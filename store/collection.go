@@ -42,8 +42,8 @@ type Collection[T any] struct {
 	NotFound string
 	// Decode, when set, decodes a stored record in place of
 	// encoding/json: a faster decoder of the same JSON, or the decoder of
-	// a collection's own stored form (then every write of it goes
-	// through PutRaw with that form's bytes).
+	// a collection's own stored form (then every write of it gives that
+	// form's bytes: PutRaw, PutOver).
 	Decode func(raw []byte) (*T, error)
 
 	// notFoundErr is that error, made once: a miss (an Idempotency-Key's
