@@ -400,18 +400,25 @@ func (f funcJob) run() { f() }
 // validation, serves many calls; a slow call never holds up another.
 func (e *Engine) goCall(fn func()) { e.goJob(funcJob(fn)) }
 
+// addCall counts a call in flight, which Close waits for, and reports
+// whether it did: none may be added once Close began (the run resumes on
+// the next Open, or on the node taking its shard over).
+func (e *Engine) addCall() bool {
+	e.closeMu.RLock()
+	defer e.closeMu.RUnlock()
+	if e.closed {
+		return false
+	}
+	e.calls.Add(1)
+	return true
+}
+
 // goJob is goCall of a callJob (a pendingCall is one, with no closure to
 // make).
 func (e *Engine) goJob(j callJob) {
-	// Close waits for the calls: none may be added once it began (the run
-	// resumes on the next Open, or on the node taking its shard over).
-	e.closeMu.RLock()
-	if e.closed {
-		e.closeMu.RUnlock()
+	if !e.addCall() {
 		return
 	}
-	e.calls.Add(1)
-	e.closeMu.RUnlock()
 	select {
 	case e.runWork <- j:
 		return

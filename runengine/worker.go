@@ -1292,14 +1292,9 @@ func (pc *pendingCall) dispatch() {
 // runner, it counts as a call in flight, which Close waits for, and none
 // is queued once Close began.
 func (w *worker) callHere(pc *pendingCall) {
-	e := w.e
-	e.closeMu.RLock()
-	if e.closed {
-		e.closeMu.RUnlock()
+	if !w.e.addCall() {
 		return
 	}
-	e.calls.Add(1)
-	e.closeMu.RUnlock()
 	pc.cmd.kind, pc.cmd.call = cmdCall, pc
 	w.send(&pc.cmd)
 }
