@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
@@ -91,6 +92,11 @@ type committer struct {
 	openSince time.Time          // when the first of them was applied
 	openBytes int                // the bytes they wrote (see sizedTxn)
 	sized     sizedTxn           // open, counting into openBytes
+	// countersLost says a commit failed after its counter increments were
+	// added to counters (keepCounters): they count changes that never
+	// landed, and are read again before the next counter write (see
+	// writeCounters). Set by the commits' callbacks.
+	countersLost atomic.Bool
 	// maxCounters bounds counters (maxKnownCounters; tests set less).
 	maxCounters int
 	// fit is the smallest size of a batch the store refused (0 until it
@@ -458,6 +464,9 @@ func (c *committer) launch() {
 			<-ch
 		}
 		c.record(len(batch), time.Since(began), err)
+		if err != nil {
+			c.countersLost.Store(true)
+		}
 		if light != "" && err == nil {
 			c.ahead.landed(light, c.now())
 		}
@@ -526,6 +535,9 @@ func (c *committer) commitAlone(d *delta) bool {
 	earlier := c.told.alone(tenant, told)
 	tx.CommitAsync(func(err error) {
 		c.record(1, time.Since(began), err)
+		if err != nil {
+			c.countersLost.Store(true)
+		}
 		if earlier != nil {
 			<-earlier // its tenant's changes in commits launched before were told first
 		}
@@ -814,6 +826,18 @@ func sumCounters(batch []*delta) map[string]int64 {
 // each node writes its own share of them) and a counter it never touched
 // has no commit in flight.
 func (c *committer) writeCounters(tx store.Txn, sums map[string]int64, canRead bool) error {
+	if len(sums) > 0 && c.countersLost.Load() {
+		// A commit failed after its increments were kept: wait until
+		// every commit in flight landed or failed, then read the
+		// counters again from what the store holds. (A commit launched
+		// after the failed one, before its failure was told, may
+		// already hold values that count it.)
+		c.landAll()
+		c.alone.Wait()
+		c.countersLost.Store(false)
+		clear(c.counters)
+		canRead = false
+	}
 	for k, inc := range sums {
 		if inc == 0 {
 			continue
