@@ -679,10 +679,14 @@ func (r *Registry) invoke(ctx context.Context, pe *providerEntry, call capabilit
 	}
 	if errors.Is(cctx.Err(), context.DeadlineExceeded) {
 		var terr error
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil && budget.Round(time.Millisecond) <= 0:
+			// The caller's deadline was (nearly) past when the call began.
+			terr = errs.Unavailablef("provider %s did not answer %s before the caller's deadline", pe.info.ID, call.Capability)
+		case ctx.Err() != nil:
 			terr = errs.Unavailablef("provider %s did not answer %s within %s, the caller's deadline", pe.info.ID, call.Capability,
 				budget.Round(time.Millisecond))
-		} else {
+		default:
 			terr = errs.Unavailablef("provider %s did not answer %s within %s", pe.info.ID, call.Capability, r.cfg.CallTimeout)
 		}
 		return nil, errors.Mark(errors.Mark(terr, capability.ErrTimeout), context.DeadlineExceeded)
