@@ -111,7 +111,7 @@ func (s *e2eServer) chaosConnection(t *testing.T) chaosConnection {
 // timedOut matches the error of a call that ran out of its 400ms: the
 // plugin host's and the engine's deadlines are the same, so either may say so.
 const timedOut = `(plugin plugin.chaos: call chaos.call timed out after 2s|` +
-	`provider plugin.chaos did not answer chaos.call (within [0-9.]+m?s|before) the caller's deadline)`
+	`provider plugin.chaos did not answer chaos.call (within [0-9.]+m?s,|before) the caller's deadline)`
 
 func TestChaosStepsFailOrRetryWithinTheirDeadline(t *testing.T) {
 	t.Parallel()
