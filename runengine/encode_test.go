@@ -205,14 +205,7 @@ func TestAppendRunMatchesReflection(t *testing.T) {
 			// The stored form leaves empty fields and defaults out, and
 			// writes times as numbers: it must decode to what encoding/json's
 			// full form (a record of form 1) decodes to.
-			full, err := json.Marshal(storedOf(r))
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := decodeStoredRunJSON(full)
-			if err != nil {
-				t.Fatal(err)
-			}
+			want, full := form1Decoded(t, r)
 			got, err := appendRun(nil, r, true)
 			if err != nil {
 				t.Fatal(err)
@@ -426,14 +419,7 @@ func FuzzStoredRunRoundTrip(f *testing.F) {
 			}
 			t.Fatalf("encode: %v", err)
 		}
-		full, err := json.Marshal(storedOf(r))
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := decodeStoredRunJSON(full)
-		if err != nil {
-			t.Fatal(err)
-		}
+		want, _ := form1Decoded(t, r)
 		// The view of the run read from form 1 (the original's differs only
 		// where invalid UTF-8 was replaced).
 		view, err := json.Marshal(want)
@@ -456,4 +442,20 @@ func FuzzStoredRunRoundTrip(f *testing.F) {
 			t.Fatalf("the scanner declined its own form: %s", raw)
 		}
 	})
+}
+
+// form1Decoded is r stored in form 1 (encoding/json's full form of the
+// stored run, also returned) and read back by the encoding/json decoder:
+// what a record of form 2 must decode to.
+func form1Decoded(t testing.TB, r *Run) (*Run, []byte) {
+	t.Helper()
+	full, err := json.Marshal(storedOf(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := decodeStoredRunJSON(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want, full
 }
