@@ -123,7 +123,6 @@ type Handler struct {
 	address    *limiter      // sign-in per email address, accept per invitation
 	uploads    chan struct{} // a slot per upload being served
 	idemClaims idemClaims
-	idemSnaps  *idemSnaps  // nil: lookups read the store afresh
 	streams    streamSlots // open GET /v1/stream per person
 
 	docMu sync.Mutex
@@ -143,9 +142,6 @@ func New(ws *bas.Workspace, opts Options) *Handler {
 		"too many sign-in requests from this address; retry later")
 	h.address = newLimiter(opts.AddressRateLimit/3600, opts.AddressRateLimit, ws.Clock(),
 		"too many requests for this email address or invitation; retry later")
-	if !ws.Engine().Clustered() {
-		h.idemSnaps, _ = w.Services.Shared("httpapi.idemSnaps", func() any { return newIdemSnaps(ws.Store()) }).(*idemSnaps)
-	}
 	h.registerRoutes()
 	h.build()
 	return h

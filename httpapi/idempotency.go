@@ -270,9 +270,6 @@ type idemRequest struct {
 	// kept says the response was written with the engine's change;
 	// acted that the acted mark was written with a change.
 	kept, acted atomic.Bool
-	// unsure says the handler ended before its change answered (its
-	// context ended): the change may still land (see idemSnaps).
-	unsure bool
 	// marks are the expiries of the acted marks this request wrote (one
 	// per transaction that tried), by which taken tells its own mark from
 	// another server's.
@@ -335,21 +332,12 @@ func (h *Handler) idempotent(c *request) error {
 	defer h.idemClaims.release(claim)
 
 	ctx := context.WithoutCancel(c.Context())
-	var snap *idemSnap
-	if h.idemSnaps != nil {
-		snap = h.idemSnaps.acquire(claim)
-	}
-	prev, err := req.lookupIn(ctx, snap)
+	prev, err := req.lookup(ctx)
 	if err != nil {
 		return err
 	}
 	if prev != nil {
 		return req.replay(c, prev)
-	}
-	if h.idemSnaps != nil {
-		// Before the claim's release (deferred earlier, so run later).
-		req.unsure = true // until the handler returned
-		defer func() { h.idemSnaps.release(claim, req.unsure) }()
 	}
 
 	rec := &req.rec
@@ -358,7 +346,6 @@ func (h *Handler) idempotent(c *request) error {
 	c.W, c.idem = rec, req
 	c.R = r.WithContext(store.AlsoInUpdate(r.Context(), req.markActed))
 	err = c.route.fn(c)
-	req.unsure = errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 	if _, taken := errors.If(err, func(e error) (any, bool) { return nil, e == errKeyTaken }); taken {
 		// (errors.Is would take any conflict for it: errs marks them alike.)
 		// Another server acted on the key first: answer as a retry there.
@@ -398,15 +385,9 @@ func (h *Handler) idempotent(c *request) error {
 // lookup returns the kept response to replay, or nil when the request is
 // to run. Another request under the key is errs.Conflict.
 func (r *idemRequest) lookup(ctx context.Context) (*idemRecord, error) {
-	return r.lookupIn(ctx, nil)
-}
-
-// lookupIn is lookup reading snap, or the store afresh when snap is nil;
-// it gives snap back.
-func (r *idemRequest) lookupIn(ctx context.Context, snap *idemSnap) (*idemRecord, error) {
 	now := r.h.ws.Clock().Now().UTC()
 	r.found = nil
-	read := func(rd store.Reader) error {
+	err := r.h.ws.Store().View(ctx, func(rd store.Reader) error {
 		rec, err := idempotencyRecords.Get(rd, r.tenant, r.id)
 		switch {
 		case errors.Is(err, errs.NotFound):
@@ -424,13 +405,7 @@ func (r *idemRequest) lookupIn(ctx context.Context, snap *idemSnap) (*idemRecord
 		}
 		r.found = rec
 		return nil
-	}
-	if snap == nil {
-		err := r.h.ws.Store().View(ctx, read)
-		return r.found, err
-	}
-	err := read(snap.snap)
-	r.h.idemSnaps.put(snap)
+	})
 	return r.found, err
 }
 

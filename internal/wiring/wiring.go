@@ -10,7 +10,6 @@ package wiring
 import (
 	"context"
 	"encoding/json"
-	"sync"
 
 	"github.com/bas-platform/bas/store"
 
@@ -44,19 +43,6 @@ type Services struct {
 	webhooks   *webhooks.Service
 	ai         *ai.Service
 	tel        *telemetry.Telemetry
-
-	shared sync.Map // key -> value, see Shared
-}
-
-// Shared returns the value kept under key for the workspace, made by mk
-// the first time: state that every HTTP handler serving the workspace
-// must share (mk may run more than once under a race; one value wins).
-func (s *Services) Shared(key string, mk func() any) any {
-	if v, ok := s.shared.Load(key); ok {
-		return v
-	}
-	v, _ := s.shared.LoadOrStore(key, mk())
-	return v
 }
 
 // Config lists the services.
