@@ -51,6 +51,12 @@ type StepEnv interface {
 	// on success; on failure the engine has scheduled a retry or failed
 	// the run, and it returns false.
 	CallOutcome() (any, bool)
+	// CallSucceeded consumes the result in hand for a step that no longer
+	// needs its output: it reports whether the call succeeded, and a
+	// failure is only reported (no retry is scheduled, the run goes on).
+	// A successful call's writes join the step's commit, as with
+	// CallOutcome.
+	CallSucceeded() bool
 	// TaskDone consumes the completion of the step's task, when a person
 	// just completed it.
 	TaskDone() (TaskResult, bool)
