@@ -51,6 +51,12 @@ type StepEnv interface {
 	// on success; on failure the engine has scheduled a retry or failed
 	// the run, and it returns false.
 	CallOutcome() (any, bool)
+	// CallSucceeded consumes the result in hand for a step that no longer
+	// needs its output: it reports whether the call succeeded, and a
+	// failure is only reported (no retry is scheduled, the run goes on).
+	// A successful call's writes join the step's commit, as with
+	// CallOutcome.
+	CallSucceeded() bool
 	// TaskDone consumes the completion of the step's task, when a person
 	// just completed it.
 	TaskDone() (TaskResult, bool)
@@ -67,10 +73,12 @@ type StepEnv interface {
 	Pending() (timer, event bool)
 
 	// Call calls capability with args outside the worker; its result
-	// wakes the step (Called). token names the call in the run; keySuffix
-	// goes into its idempotency key before the attempt
-	// (run/step/<keySuffix><attempt>). The step's allowed_tools and rate
-	// limits apply: a call they refuse fails the run or waits.
+	// wakes the step (Called). token names the kind of call ("call",
+	// "remind"); the engine numbers each call, and the step is woken only
+	// by the result of the call it made last. keySuffix goes into its
+	// idempotency key before the attempt (run/step/<keySuffix><attempt>).
+	// The step's allowed_tools and rate limits apply: a call they refuse
+	// fails the run or waits.
 	Call(capability string, args any, token, keySuffix string)
 	// AskGate asks the autonomy gate whether the step's capability may be
 	// called with args without a person, and calls it in the same go when

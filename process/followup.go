@@ -3,6 +3,7 @@ package process
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +53,18 @@ func runFollowUp(env StepEnv) bool {
 		return env.Fail(fmt.Errorf("step %s: %w", def.Key, err))
 	}
 	if env.Called() {
+		if reply, ok := replyHeld(env); ok {
+			// The reply came while this reminder was on its way: now
+			// that its fate is known, the step ends, counting it if it
+			// went out.
+			s := env.State()
+			if env.CallSucceeded() {
+				s.Reminders++
+				env.SetState(s)
+			}
+			reply["reminders_sent"] = s.Reminders
+			return env.Complete(reply, true)
+		}
 		if _, ok := env.CallOutcome(); !ok {
 			return false
 		}
@@ -68,8 +81,17 @@ func runFollowUp(env StepEnv) bool {
 	}
 	if ev, ok := env.EventArrived(); ok {
 		env.DropWaiter()
-		return env.Complete(map[string]any{"replied": true, "reminders_sent": env.State().Reminders,
-			"reply": ev.Data, "event_id": ev.ID}, true)
+		reply := map[string]any{"replied": true, "reply": ev.Data, "event_id": ev.ID}
+		if timer, _ := env.Pending(); !timer {
+			// No timer: a reminder's call is on its way (the step waits
+			// for the reply only once its first reminder went out). Its
+			// result ends the step, so that reminders_sent counts it if
+			// it was sent.
+			env.SetOutput(reply)
+			return false
+		}
+		reply["reminders_sent"] = env.State().Reminders
+		return env.Complete(reply, true)
 	}
 	if env.TimerFired("remind") {
 		if n := env.State().Reminders; n >= max {
@@ -86,6 +108,16 @@ func runFollowUp(env StepEnv) bool {
 	env.Resume()
 	env.Call(capID, cfg.ReminderArgs(), "remind", "reminder-"+strconv.Itoa(env.State().Reminders+1)+"/")
 	return false
+}
+
+// replyHeld returns a copy of the reply a follow_up step keeps as its
+// output while the reminder on its way when the reply came is answered.
+func replyHeld(env StepEnv) (map[string]any, bool) {
+	out, ok := env.Output().(map[string]any)
+	if !ok || out["replied"] != true {
+		return nil, false
+	}
+	return maps.Clone(out), true
 }
 
 func checkFollowUp(cfg *FollowUpConfig, _ Step, loc []any) []errs.Violation {

@@ -989,12 +989,14 @@ func (c *cluster) again(ctx context.Context, cmd *command, r reply) (reply, erro
 		if try > 5 {
 			return reply{}, errors.WithSecondaryError(moving, r.err)
 		}
-		t := time.NewTimer(time.Duration(try) * 20 * time.Millisecond) // the lease round catches up
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return reply{}, errors.WithStack(ctx.Err())
-		case <-t.C:
+		if !c.reclaim(ctx, cmd.runID) {
+			t := time.NewTimer(time.Duration(try) * 20 * time.Millisecond) // the lease round catches up
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return reply{}, errors.WithStack(ctx.Err())
+			case <-t.C:
+			}
 		}
 		retry := *cmd
 		retry.reply = make(chan reply, 1)
@@ -1006,6 +1008,22 @@ func (c *cluster) again(ctx context.Context, cmd *command, r reply) (reply, erro
 		}
 	}
 	return r, r.err
+}
+
+// reclaim renews at once the lease of runID's shard, when this node holds
+// it and it lapsed with nobody taking it since (lease.Manager.Reclaim): a
+// lease round that came late, the machine or the database slow. A command
+// refused for the lapse is then tried again at once, instead of after the
+// next round (and answered 503 when that round is slower than again's
+// tries). The node keeps the lease's token, so nothing it holds of the
+// shard is dropped. It reports whether it renewed the lease.
+func (c *cluster) reclaim(ctx context.Context, runID string) bool {
+	l := c.fenceFor(runID)
+	if l.Token <= 0 {
+		return false
+	}
+	_, err := c.m.Reclaim(ctx, *l)
+	return err == nil
 }
 
 // handedOver reports whether err refused a command because its run's shard

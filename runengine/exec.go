@@ -383,6 +383,7 @@ func (x *exec) completeStep(def *process.Step, st *StepRun, output any, automati
 	x.observeStepEnd(st, StepCompleted, "")
 	st.internal.WaitToken = ""
 	st.internal.WaitEvent = ""
+	x.en.inflight = "" // a result of the step's call still on its way is stale
 	if automatic {
 		x.r.MinutesSaved += effortMinutes[def.Type]
 	}
@@ -460,7 +461,7 @@ func (x *exec) call(def *process.Step, st *StepRun, capID string, args any, toke
 	if pc == nil {
 		return
 	}
-	x.en.inflight = token
+	x.en.inflight = pc.res.token
 	x.addCall(pc)
 }
 
@@ -504,7 +505,7 @@ func (x *exec) prepareCall(def *process.Step, st *StepRun, capID string, args an
 	// lost the run's shard may still make the call after the new owner
 	// did, and the autonomy gate's answer is not fenced.
 	pc.res.writes.New = !x.en.durable && x.w.e.cluster == nil
-	pc.res.token = token
+	pc.res.token = x.w.callToken(token)
 	pc.cmd = command{kind: cmdCallResult, tenant: r.Tenant, runID: r.ID, result: &pc.res}
 	return pc
 }

@@ -10,8 +10,9 @@ type Failpoints struct {
 	// AfterCall runs when a step's capability call has returned (the
 	// provider's side effect is done) and before its result reaches the
 	// run's worker, whose commit records it. token is the call's wait
-	// token: "gate" for an execute step, whose gate decision and (when
-	// the gate lets it run) call are made together.
+	// token (see callToken): it begins "gate#" for an execute step, whose
+	// gate decision and (when the gate lets it run) call are made
+	// together.
 	AfterCall func(tenant, runID, token string)
 	// InGroupCommit runs inside the group commit, once a batch's deltas
 	// are written to its transaction and before the transaction commits;

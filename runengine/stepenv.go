@@ -73,6 +73,26 @@ func (e *stepEnv) Gate() (process.GateVerdict, bool) {
 // CallOutcome implements process.StepEnv.
 func (e *stepEnv) CallOutcome() (any, bool) { return e.x().callOutcome(e.def, e.st) }
 
+// CallSucceeded implements process.StepEnv.
+func (e *stepEnv) CallSucceeded() bool {
+	x := e.x()
+	res := x.res
+	if res == nil {
+		return false
+	}
+	x.res = nil
+	if res.err != nil {
+		x.dirty = true
+		res.drop()
+		x.w.e.log.Warn("step call failed", "tenant", x.r.Tenant, "run", x.r.ID, "step", e.def.Key, "attempt", e.st.Attempts+1,
+			"error", errorText(res.err))
+		return false
+	}
+	b := res.writes.TakeAll()
+	x.join(&b)
+	return true
+}
+
 // TaskDone implements process.StepEnv.
 func (e *stepEnv) TaskDone() (process.TaskResult, bool) {
 	t := e.taskDone

@@ -210,7 +210,7 @@ func (x *exec) decide(def *process.Step, st *StepRun, args map[string]any) {
 		return
 	}
 	pc.asksGate = true
-	x.en.inflight = "gate"
+	x.en.inflight = pc.res.token
 	x.addCall(pc)
 }
 

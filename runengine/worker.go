@@ -239,6 +239,8 @@ type worker struct {
 	sweepAt int
 	// spare is an exec whose command is done, for the next (see release).
 	spare *exec
+	// calls numbers the calls of the worker's runs (see callToken).
+	calls uint64
 	// counters memoizes counter keys (see counterKey), at most
 	// maxCounterKeys of them.
 	counters map[counterID]string

@@ -59,6 +59,33 @@ func (s *server) apiCall(t testing.TB, tok, method, path string, body any, out a
 	return res.StatusCode
 }
 
+// taskTrail is what a failed check of a task's assignee shows: the task's
+// audit entries (each change of its assignee: when, by whom, from what to
+// what) and the task read again, so that a change nobody meant (an
+// unclaim, a stale write) tells itself apart from a read that went back
+// in time (no entry undoes the claim, yet the task reads unclaimed).
+func (s *server) taskTrail(t testing.TB, tok, taskID string) string {
+	t.Helper()
+	var entries []struct {
+		At            time.Time
+		Actor, Action string
+		EntityID      string `json:"entity_id"`
+		Before, After json.RawMessage
+	}
+	s.apiCall(t, tok, "GET", "/v1/audit?entity=task&limit=200", nil, &entries)
+	var b strings.Builder
+	fmt.Fprintf(&b, "audit of task %s, newest first:\n", taskID)
+	for _, e := range entries {
+		if e.EntityID == taskID {
+			fmt.Fprintf(&b, "  %s %s by %s: %s -> %s\n", e.At.Format(time.RFC3339Nano), e.Action, e.Actor, e.Before, e.After)
+		}
+	}
+	var task json.RawMessage
+	s.apiCall(t, tok, "GET", "/v1/tasks/"+taskID, nil, &task)
+	fmt.Fprintf(&b, "the task read again: %s", task)
+	return b.String()
+}
+
 // invoicePDF is a supplier invoice without its number: it lands in review
 // with one error.
 func invoicePDF(t testing.TB) []byte {
@@ -584,7 +611,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Errorf("after the claim: %q", got)
 		}
 		if got := assignee(); got != "usr_demo" {
-			t.Errorf("assignee after the claim = %q", got)
+			t.Errorf("assignee after the claim = %q\n%s", got, s.taskTrail(t, tok, taskH))
 		}
 		// "Assigned to me" asks the API, which reads its assignee index.
 		run(t, chromedp.Click(chromedp.CSS(`.filters label:nth-of-type(1) input`)),

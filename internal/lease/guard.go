@@ -17,6 +17,8 @@ import (
 // error marked ErrHeld), renews it every TTL/3, and checks it (Check) inside every
 // Update and pipelined transaction, so a node that lost the lease (it
 // stalled past the expiry and another node took over) can no longer write.
+// A lease that lapsed with no other node taking it (a renewal that came
+// late) is reclaimed by the next renewal or write (Manager.Reclaim).
 // Close stops the renewals, releases the lease and closes st. It keeps
 // st's store.Pipeliner ability.
 //
@@ -91,25 +93,46 @@ func (g *guard) renew() {
 		case <-t.C():
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), g.m.ttl/3)
-		l, err := g.m.Renew(ctx, g.current())
+		err := g.reclaim(ctx)
 		cancel()
 		switch {
 		case errors.Is(err, ErrFenced):
-			g.log.Error("lease lost: this node no longer writes to the store", slog.String("lease", l.Name), slog.Any("error", err))
+			g.log.Error("lease lost: this node no longer writes to the store", slog.String("lease", g.current().Name), slog.Any("error", err))
 			return
 		case err != nil:
 			g.log.Warn("lease renewal failed; retrying", slog.Any("error", err))
-		default:
-			g.mu.Lock()
-			g.lease = l
-			g.mu.Unlock()
 		}
 	}
 }
 
+// reclaim renews the lease, also when it lapsed (a renewal that came late:
+// the machine or the database slow) provided no other node took it
+// meanwhile (Manager.Reclaim). It fails with ErrFenced once another node
+// took over.
+func (g *guard) reclaim(ctx context.Context) error {
+	l, err := g.m.Reclaim(ctx, g.current())
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	g.lease = l
+	g.mu.Unlock()
+	return nil
+}
+
 // Update runs fn after checking, in its transaction, that this node still
-// holds the lease.
+// holds the lease. A lease that lapsed with no other node taking it is
+// reclaimed and the Update runs again, rather than refused until the next
+// renewal.
 func (g *guard) Update(ctx context.Context, fn func(store.Txn) error) error {
+	err := g.update(ctx, fn)
+	if errors.Is(err, ErrFenced) && g.reclaim(ctx) == nil {
+		err = g.update(ctx, fn)
+	}
+	return err
+}
+
+func (g *guard) update(ctx context.Context, fn func(store.Txn) error) error {
 	l := g.current()
 	return g.Store.Update(ctx, func(tx store.Txn) error {
 		if err := g.m.Check(tx, l); err != nil {
@@ -148,7 +171,17 @@ func (g *pipeGuard) Begin(ctx context.Context) (store.PipelinedTxn, error) {
 	}
 	if err := g.m.Check(tx, g.current()); err != nil {
 		tx.Discard()
-		return nil, fenced(err)
+		if !errors.Is(err, ErrFenced) || g.reclaim(ctx) != nil {
+			return nil, fenced(err)
+		}
+		// Reclaimed after a lapse: begin again under the renewed lease.
+		if tx, err = g.pipe.Begin(ctx); err != nil {
+			return nil, err
+		}
+		if err := g.m.Check(tx, g.current()); err != nil {
+			tx.Discard()
+			return nil, fenced(err)
+		}
 	}
 	return tx, nil
 }

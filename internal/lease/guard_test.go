@@ -80,10 +80,12 @@ func TestExclusive(t *testing.T) {
 		b := got.st
 		defer b.Close()
 
-		// node-b stalls past its expiry (its renewal, on this clock, finds
-		// the lease expired); node-c takes over; node-b's writes are refused.
-		clk.Advance(ttl)
-		c, err := lease.Exclusive(ctx, shared, cfg("node-c"), "engine", nil)
+		// node-b stalls past its expiry (its renewal does not come: node-c's
+		// clock is past b's expiry, node-b's is not); node-c takes over;
+		// node-b's writes are refused, its reclaim too.
+		late := cfg("node-c")
+		late.Clock = clock.NewFake(clk.Now().Add(ttl + time.Second))
+		c, err := lease.Exclusive(ctx, shared, late, "engine", nil)
 		if err != nil {
 			t.Fatalf("a node after the holder's expiry: %v", err)
 		}
@@ -106,6 +108,37 @@ func TestExclusive(t *testing.T) {
 				t.Errorf("k = %q, %v; want the new holder's write", v, err)
 			}
 			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestExclusiveReclaimsALapse: a node whose renewal came late, its lease
+// lapsed with no other node taking it, keeps writing (before: the renewal
+// found the lease expired and gave up for good, every write refused).
+func TestExclusiveReclaimsALapse(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		clk := clock.NewFake(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+		a, err := lease.Exclusive(ctx, nopClose{st}, lease.Config{Store: st, Clock: clk, Owner: "node-a", TTL: ttl}, "engine", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		testwait.Until(t, "node-a's renewal is armed", func() bool { return clk.Timers() >= 1 })
+		clk.Advance(2 * ttl) // the renewal comes late
+		if err := a.Update(ctx, func(tx store.Txn) error { return tx.Set([]byte("k"), []byte("a")) }); err != nil {
+			t.Fatalf("a write after the lapse: %v", err)
+		}
+		err = st.View(ctx, func(r store.Reader) error {
+			l, err := lease.Get(r, "engine")
+			if err == nil && (l.Owner != "node-a" || l.Token != 1 || !l.Held(clk.Now())) {
+				t.Errorf("the lease after the lapse: %+v, want node-a's, token 1, held", l)
+			}
+			return err
 		})
 		if err != nil {
 			t.Fatal(err)

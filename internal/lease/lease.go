@@ -173,6 +173,32 @@ func (m *Manager) Renew(ctx context.Context, l Lease) (Lease, error) {
 	return got, err
 }
 
+// Reclaim renews l, which this owner held with l.Token, even when it
+// lapsed, provided nobody took it meanwhile: the store still names this
+// owner with l.Token (another holder would have changed both, a release
+// the owner). No other owner can have acted on the claim since, so the
+// owner keeps it with its token, and what it holds in memory under it
+// stays valid, instead of refusing writes until it acquires the lease
+// anew with the next token. A lease another owner took, or that was
+// released, fails with ErrFenced.
+func (m *Manager) Reclaim(ctx context.Context, l Lease) (Lease, error) {
+	var got Lease
+	err := m.st.Update(ctx, func(tx store.Txn) error {
+		cur, err := Get(tx, l.Name)
+		if err != nil {
+			return err
+		}
+		if cur.Owner != m.owner || cur.Token != l.Token {
+			return errors.Wrapf(ErrFenced, "lease %q: held by %q with token %d; this claim has token %d",
+				l.Name, cur.Owner, cur.Token, l.Token)
+		}
+		got = cur
+		got.Expires = m.clock.Now().Add(m.ttl)
+		return put(tx, got)
+	})
+	return got, err
+}
+
 // Release gives l up at once (its token is kept, so the next holder's is
 // larger). Releasing a lease no longer held is not an error.
 func (m *Manager) Release(ctx context.Context, l Lease) error {
@@ -280,7 +306,9 @@ func mix(x uint64) uint64 {
 // it was: the node still holds it until its expiry, and every write
 // checks it. So a failed round never has a node give up a shard in its
 // own view while keeping it in the store, to take it up again later with
-// the same token as if nothing happened meanwhile.
+// the same token as if nothing happened meanwhile. A held shard whose
+// lease lapsed (the round came late) and that nobody took is reclaimed
+// with its token (Reclaim): the node's work under it goes on undisturbed.
 func (m *Manager) Balance(ctx context.Context, shards int, held map[int]Lease) (map[int]Lease, error) {
 	if _, err := m.Heartbeat(ctx); err != nil {
 		return held, err
@@ -301,6 +329,20 @@ func (m *Manager) Balance(ctx context.Context, shards int, held map[int]Lease) (
 				first = cmp.Or(first, err)
 			}
 		case mine:
+			if had {
+				// Renewed, or reclaimed with its token when it lapsed
+				// (a late round) and nobody took it.
+				got, err := m.Reclaim(ctx, l)
+				if err == nil {
+					out[i] = got
+					continue
+				}
+				if !errors.Is(err, ErrFenced) {
+					out[i] = l
+					first = cmp.Or(first, err)
+					continue
+				}
+			}
 			got, err := m.Acquire(ctx, ShardName(i))
 			if errors.Is(err, ErrHeld) {
 				continue
