@@ -124,8 +124,9 @@ type Config struct {
 	// its context ends; a tick over it waits in the same line without
 	// holding up the scheduler, and is not lost if the engine stops
 	// meanwhile (its due key stays until its run's start is durable). The
-	// runs an event starts pass as their Publish (an event a run emits
-	// passes no door: its run was admitted). A tenant flooding the engine with starts
+	// runs an event starts pass as their Publish; those of an event a run
+	// or an app emits pass no door (one dispatcher serves every tenant's
+	// events in order), only the run caps. A tenant flooding the engine with starts
 	// then cannot fill the workers' queues and the commits, nor the
 	// processors with goroutines, and another tenant's runs keep close to
 	// the latency they have alone (BenchmarkFairness). 0 (the default)
