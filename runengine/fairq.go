@@ -21,10 +21,12 @@ const maxQueuedTenants = 64
 // out in rounds: a round takes up to fairQuantum commands of each tenant
 // with commands waiting, in turn, so one tenant flooding a worker delays
 // another's command by at most a round, not by its whole backlog. That
-// holds with one tenant waiting too: its round is fairQuantum commands, so
-// another tenant's command that comes meanwhile waits for those, not for
-// the hundreds a flood may have queued (a round costs the worker a lock
-// and no copy: a tenant's FIFO advances a head).
+// holds with one tenant waiting too, while another tenant's commands came
+// lately (within mixWindow commands): its round is fairQuantum commands,
+// so another tenant's command that comes meanwhile waits for those, not
+// for the hundreds a flood may have queued (a round costs the worker a
+// lock and no copy: a tenant's FIFO advances a head). A tenant alone gets
+// all its commands in a round, as from a plain FIFO.
 type fairQueue struct {
 	// ordered are commands handed out before any tenant's, in order: the
 	// commands that were queued when an engine command (one of no tenant,
@@ -36,7 +38,16 @@ type fairQueue struct {
 	// active are the tenants with commands waiting, in the order they are
 	// served.
 	active []*tenantCmds
+	// pushes counts the tenants' commands pushed, mixed is the count at
+	// the last one whose tenant was not the one before it's (0: never),
+	// and last is that tenant.
+	pushes, mixed uint64
+	last          string
 }
+
+// mixWindow is how many commands after another tenant's last came a lone
+// tenant's rounds stay fairQuantum long.
+const mixWindow = 4096
 
 // tenantCmds is one tenant's FIFO: its commands waiting are q[head:].
 type tenantCmds struct {
@@ -82,6 +93,13 @@ func (f *fairQueue) push(c *command) {
 		f.ordered = append(f.ordered, c)
 		return
 	}
+	f.pushes++
+	if c.tenant != f.last {
+		if f.last != "" {
+			f.mixed = f.pushes
+		}
+		f.last = c.tenant
+	}
 	t := f.tenants[c.tenant]
 	if t == nil {
 		if f.tenants == nil {
@@ -123,9 +141,13 @@ func (f *fairQueue) tenantRound(out []*command) []*command {
 	if len(f.active) > 1 {
 		slices.SortStableFunc(f.active, func(a, b *tenantCmds) int { return a.waiting() - b.waiting() })
 	}
+	quantum := fairQuantum
+	if len(f.active) == 1 && (f.mixed == 0 || f.pushes-f.mixed > mixWindow) {
+		quantum = f.active[0].waiting() // alone lately: all of it
+	}
 	k := 0
 	for _, t := range f.active {
-		out = t.take(out, min(t.waiting(), fairQuantum))
+		out = t.take(out, min(t.waiting(), quantum))
 		if t.waiting() > 0 {
 			f.active[k] = t
 			k++

@@ -174,9 +174,9 @@ func parse(r io.Reader) result {
 	return res
 }
 
-// report writes, per benchmark and metric, each pair's old and new value
-// and ratio, then the ratios' median and range, how many pairs the new
-// value was lower in, and the sign test's p.
+// report writes, per benchmark and metric, the old and new values'
+// median and range, the ratios' median and range, how many pairs the new
+// value was lower in, and the sign test's p (over the pairs that differ).
 func report(w io.Writer, runs map[int]map[string]result, want []string) {
 	pairs := slices.Sorted(func(yield func(int) bool) {
 		for p, r := range runs {
@@ -228,15 +228,18 @@ func report(w io.Writer, runs map[int]map[string]result, want []string) {
 			if len(ratios) == 0 {
 				continue
 			}
-			lower := 0
+			lower, higher := 0, 0
 			for _, r := range ratios {
-				if r < 1 {
+				switch {
+				case r < 1:
 					lower++
+				case r > 1:
+					higher++
 				}
 			}
 			fmt.Fprintf(w, "  %-18s old %s | new %s | new/old median x%.3f (%.2f-%.2f), lower in %d/%d, sign test p=%.3f\n",
 				m, span(olds), span(news), median(ratios), slices.Min(ratios), slices.Max(ratios), lower, len(ratios),
-				signTest(lower, len(ratios)))
+				signTest(lower, lower+higher))
 		}
 	}
 }
@@ -265,6 +268,9 @@ func median(xs []float64) float64 {
 // signTest is the two-sided p of k of n pairs going one way when each goes
 // either way with even odds.
 func signTest(k, n int) float64 {
+	if n == 0 {
+		return 1
+	}
 	k = min(k, n-k)
 	p := 0.0
 	for i := 0; i <= k; i++ {

@@ -30,7 +30,7 @@ func TestSignTest(t *testing.T) {
 	for _, c := range []struct {
 		k, n int
 		want float64
-	}{{0, 5, 0.0625}, {5, 5, 0.0625}, {1, 7, 0.125}, {3, 6, 1}, {0, 10, 2.0 / 1024}} {
+	}{{0, 5, 0.0625}, {5, 5, 0.0625}, {1, 7, 0.125}, {3, 6, 1}, {0, 10, 2.0 / 1024}, {0, 0, 1}} {
 		if got := signTest(c.k, c.n); math.Abs(got-c.want) > 1e-9 {
 			t.Errorf("signTest(%d, %d) = %v, want %v", c.k, c.n, got, c.want)
 		}
@@ -57,7 +57,7 @@ func TestRun(t *testing.T) {
 	if n := strings.Count(string(calls), "-test.bench X -test.benchtime 10x -test.cpu 2"); n != 4 {
 		t.Errorf("%d runs with the flags, want 4:\n%s", n, calls)
 	}
-	if !strings.Contains(out.String(), "new/old median x1.000 (1.00-1.00), lower in 0/2, sign test p=0.500") {
+	if !strings.Contains(out.String(), "new/old median x1.000 (1.00-1.00), lower in 0/2, sign test p=1.000") {
 		t.Errorf("report:\n%s", out.String())
 	}
 }
