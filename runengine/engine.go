@@ -118,10 +118,15 @@ type Config struct {
 	// when Cluster is set. 0 (the default) caps nothing.
 	MaxRunsPerTenant, MaxRunsPerProcess int
 	// MaxStartingPerTenant caps the starts of one tenant in progress at
-	// once (from the call of Start, or of Publish, to its durable answer;
-	// runs started by timers and schedules do not pass it): a caller over
-	// the cap waits, in the order it came, until one of them is answered,
-	// or until its context ends. A tenant flooding the engine with starts
+	// once (from the call of Start, Rerun, Retry or Publish, or a
+	// schedule's tick, to its durable answer): a caller over the cap
+	// waits, in the order it came, until one of them is answered, or until
+	// its context ends; a tick over it waits in the same line without
+	// holding up the scheduler, and is not lost if the engine stops
+	// meanwhile (its due key stays until its run's start is durable). The
+	// runs an event starts pass as their Publish; those of an event a run
+	// or an app emits pass no door (one dispatcher serves every tenant's
+	// events in order), only the run caps. A tenant flooding the engine with starts
 	// then cannot fill the workers' queues and the commits, nor the
 	// processors with goroutines, and another tenant's runs keep close to
 	// the latency they have alone (BenchmarkFairness). 0 (the default)

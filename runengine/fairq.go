@@ -20,8 +20,13 @@ const maxQueuedTenants = 64
 // fairQueue is a worker's queue of commands, one FIFO per tenant, handed
 // out in rounds: a round takes up to fairQuantum commands of each tenant
 // with commands waiting, in turn, so one tenant flooding a worker delays
-// another's command by at most a round, not by its whole backlog. With one
-// tenant waiting, a round takes all of its commands, as a plain FIFO would.
+// another's command by at most a round, not by its whole backlog. That
+// holds with one tenant waiting too, while another tenant's commands came
+// lately (within mixWindow commands): its round is fairQuantum commands,
+// so another tenant's command that comes meanwhile waits for those, not
+// for the hundreds a flood may have queued (a round costs the worker a
+// lock and no copy: a tenant's FIFO advances a head). A tenant alone gets
+// all its commands in a round, as from a plain FIFO.
 type fairQueue struct {
 	// ordered are commands handed out before any tenant's, in order: the
 	// commands that were queued when an engine command (one of no tenant,
@@ -33,12 +38,50 @@ type fairQueue struct {
 	// active are the tenants with commands waiting, in the order they are
 	// served.
 	active []*tenantCmds
+	// pushes counts the tenants' commands pushed, mixed is the count at
+	// the last one whose tenant was not the one before it's (0: never),
+	// and last is that tenant.
+	pushes, mixed uint64
+	last          string
 }
 
+// mixWindow is how many commands after another tenant's last came a lone
+// tenant's rounds stay fairQuantum long.
+const mixWindow = 4096
+
+// tenantCmds is one tenant's FIFO: its commands waiting are q[head:].
 type tenantCmds struct {
 	q      []*command
+	head   int
 	active bool
 }
+
+// waiting is how many commands of the tenant wait.
+func (t *tenantCmds) waiting() int { return len(t.q) - t.head }
+
+// take appends the next m of the tenant's commands to out and returns it.
+// The FIFO's array is reused from its start once it is empty, and its
+// waiting commands moved to the start once at least half of it and
+// compactAt are taken, so a FIFO that never empties stays about twice its
+// backlog and moves each command at most once on average.
+func (t *tenantCmds) take(out []*command, m int) []*command {
+	out = append(out, t.q[t.head:t.head+m]...)
+	clear(t.q[t.head : t.head+m])
+	t.head += m
+	switch {
+	case t.head == len(t.q):
+		t.q, t.head = t.q[:0], 0
+	case t.head >= compactAt && 2*t.head >= len(t.q):
+		n := copy(t.q, t.q[t.head:])
+		clear(t.q[n:])
+		t.q, t.head = t.q[:n], 0
+	}
+	return out
+}
+
+// compactAt is how many commands taken from a FIFO's front make it worth
+// moving the waiting ones to the start of its array.
+const compactAt = 256
 
 // push queues c behind its tenant's commands; an engine command (no
 // tenant) behind every command queued.
@@ -49,6 +92,13 @@ func (f *fairQueue) push(c *command) {
 		}
 		f.ordered = append(f.ordered, c)
 		return
+	}
+	f.pushes++
+	if c.tenant != f.last {
+		if f.last != "" {
+			f.mixed = f.pushes
+		}
+		f.last = c.tenant
 	}
 	t := f.tenants[c.tenant]
 	if t == nil {
@@ -88,24 +138,17 @@ func (f *fairQueue) round(out []*command) []*command {
 // the flooding tenant's share of the round, not after it; each tenant's in
 // the order they came.
 func (f *fairQueue) tenantRound(out []*command) []*command {
-	if len(f.active) == 1 {
-		t := f.active[0]
-		out = append(out, t.q...)
-		clear(t.q)
-		t.q, t.active = t.q[:0], false
-		f.active[0] = nil
-		f.active = f.active[:0]
-		return out
+	if len(f.active) > 1 {
+		slices.SortStableFunc(f.active, func(a, b *tenantCmds) int { return a.waiting() - b.waiting() })
 	}
-	slices.SortStableFunc(f.active, func(a, b *tenantCmds) int { return len(a.q) - len(b.q) })
+	quantum := fairQuantum
+	if len(f.active) == 1 && (f.mixed == 0 || f.pushes-f.mixed > mixWindow) {
+		quantum = f.active[0].waiting() // alone lately: all of it
+	}
 	k := 0
 	for _, t := range f.active {
-		m := min(len(t.q), fairQuantum)
-		out = append(out, t.q[:m]...)
-		rest := copy(t.q, t.q[m:])
-		clear(t.q[rest:])
-		t.q = t.q[:rest]
-		if rest > 0 {
+		out = t.take(out, min(t.waiting(), quantum))
+		if t.waiting() > 0 {
 			f.active[k] = t
 			k++
 		} else {

@@ -16,8 +16,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestFairQueueRounds hands out one tenant's commands all at once, and
-// several tenants' in rounds of at most fairQuantum each, in turn.
+// TestFairQueueRounds hands out a lone tenant's commands all at once, and
+// several tenants' in rounds of at most fairQuantum each, in turn; a
+// tenant waiting alone shortly after another's commands, in rounds of
+// fairQuantum too, until mixWindow commands came without another's.
 func TestFairQueueRounds(t *testing.T) {
 	t.Parallel()
 	var f fairQueue
@@ -35,7 +37,7 @@ func TestFairQueueRounds(t *testing.T) {
 	}
 	push("flood", 100)
 	if diff := cmp.Diff(map[string]int{"flood": 100}, count(f.round(nil))); diff != "" {
-		t.Errorf("one tenant's round (-want +got):\n%s", diff)
+		t.Errorf("a lone tenant's round (-want +got):\n%s", diff)
 	}
 	push("flood", 40)
 	push("quiet", 1)
@@ -44,9 +46,22 @@ func TestFairQueueRounds(t *testing.T) {
 	for len(f.active) > 0 {
 		rounds = append(rounds, count(f.round(nil)))
 	}
-	want := []map[string]int{{"flood": fairQuantum, "quiet": 1}, {"flood": 50 - fairQuantum}}
+	want := []map[string]int{{"flood": fairQuantum, "quiet": 1}, {"flood": fairQuantum}, {"flood": fairQuantum},
+		{"flood": 50 - 3*fairQuantum}}
 	if diff := cmp.Diff(want, rounds); diff != "" {
 		t.Errorf("rounds (-want +got):\n%s", diff)
+	}
+	push("flood", mixWindow-int(f.pushes-f.mixed)-100) // the quiet tenant's command stays within mixWindow
+	for len(f.active) > 0 {
+		f.round(nil)
+	}
+	push("flood", 100)
+	if diff := cmp.Diff(map[string]int{"flood": fairQuantum}, count(f.round(nil))); diff != "" {
+		t.Errorf("a round within mixWindow of the quiet tenant's command (-want +got):\n%s", diff)
+	}
+	push("flood", 1)
+	if diff := cmp.Diff(map[string]int{"flood": 100 - fairQuantum + 1}, count(f.round(nil))); diff != "" {
+		t.Errorf("a round past mixWindow (-want +got):\n%s", diff)
 	}
 	// Order within a tenant is kept, and the quiet tenant's command comes
 	// first in the first round, before the flood's share of it, though it
@@ -91,6 +106,55 @@ func TestFairQueueRounds(t *testing.T) {
 	}
 	if n := len(f2.tenants); n > maxQueuedTenants+1 {
 		t.Errorf("kept %d tenant queues", n)
+	}
+}
+
+// TestFairQueueLongBacklog: beside another tenant's commands now and
+// then, a flood's FIFO that never empties hands its commands out in order,
+// fairQuantum a round, its array staying within a few times its backlog;
+// the other tenant's command that comes behind a backlog of a thousand
+// goes out in the next round, first.
+func TestFairQueueLongBacklog(t *testing.T) {
+	t.Parallel()
+	var f fairQueue
+	pushed, next := 0, 0
+	push := func(n int) {
+		for range n {
+			f.push(&command{tenant: "flood", runID: fmt.Sprint(pushed)})
+			pushed++
+		}
+	}
+	const backlog = 1000
+	push(backlog)
+	for i := range 5000 {
+		if i%100 == 0 {
+			f.push(&command{tenant: "quiet", runID: "q"})
+			round := f.round(nil)
+			if round[0].runID != "q" {
+				t.Fatalf("the quiet tenant's command is not first in the next round: %s", round[0].runID)
+			}
+			for _, c := range round[1:] {
+				if c.runID != fmt.Sprint(next) {
+					t.Fatalf("command %s handed out, want %d", c.runID, next)
+				}
+				next++
+			}
+			push(fairQuantum)
+		}
+		round := f.round(nil)
+		if len(round) != fairQuantum {
+			t.Fatalf("a round of %d, want %d", len(round), fairQuantum)
+		}
+		for _, c := range round {
+			if c.runID != fmt.Sprint(next) {
+				t.Fatalf("command %s handed out, want %d", c.runID, next)
+			}
+			next++
+		}
+		push(fairQuantum)
+	}
+	if c := cap(f.tenants["flood"].q); c > 4*backlog {
+		t.Errorf("the FIFO's array holds %d for a backlog of %d", c, backlog)
 	}
 }
 

@@ -285,6 +285,7 @@ func (e *Engine) ResumeProcess(ctx context.Context, tenant, processID, actor str
 		return nil, err
 	}
 	e.markPaused(tenant, processID, false)
+	e.sched.releaseTick(tenant, processID)
 	e.startJob(tenant, rec.ID)
 	job := rec.Job
 	return &ProcessPause{ProcessID: processID, Job: &job}, nil
@@ -388,7 +389,8 @@ func (a *rerunArgs) apply(r *Run) {
 // the step and those after it run again. The new run names the original
 // (rerun_of, rerun_from_step); the original is not changed. A run not
 // finished is a 409; a step the run does not have or did not reach, a
-// 422.
+// 422. Like Start, it passes the tenant's door (MaxStartingPerTenant,
+// FairStartingPerTenant).
 func (e *Engine) Rerun(ctx context.Context, tenant, runID, fromStep, actor string) (*Run, error) {
 	orig, err := e.GetRun(ctx, tenant, runID)
 	if err != nil {
@@ -435,6 +437,12 @@ func (e *Engine) Rerun(ctx context.Context, tenant, runID, fromStep, actor strin
 	}
 	trig := orig.Trigger
 	newID := e.newRunID()
+	if g := e.starting; g != nil {
+		if err := g.enter(ctx, tenant); err != nil {
+			return nil, err
+		}
+		defer g.leave(tenant)
+	}
 	rep, err := e.send(ctx, &command{kind: cmdStart, tenant: tenant, runID: newID, actor: actor, start: &startArgs{
 		version: ver, subject: orig.Subject, trigger: trig, actor: actor, priority: orig.Priority,
 		rerun: &rerunArgs{of: orig.ID, from: fromStep, steps: steps},

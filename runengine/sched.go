@@ -46,6 +46,9 @@ type scheduler struct {
 	cursor   []byte
 	cursorAt time.Time
 	gen      uint64
+	// heldTicks are the due keys of paused processes' schedules, held
+	// for their resume (see holdTick).
+	heldTicks map[pausedRef][]byte
 }
 
 // maxDueInflight bounds the due keys handed to the workers and not yet
@@ -319,13 +322,16 @@ func (s *scheduler) fireCron(d dueItem, processID string) {
 	e := s.e
 	var def *process.Definition
 	last := cronLast(d.tenant, processID)
-	already := false
+	already, paused := false, false
 	err := e.st.View(e.ctx, func(r store.Reader) error {
 		var err error
 		if already, err = tickFired(r, last, d.at); err != nil {
 			return err
 		}
-		def, err = e.cfg.Processes.Load(r, d.tenant, processID)
+		if def, err = e.cfg.Processes.Load(r, d.tenant, processID); err != nil {
+			return err
+		}
+		paused, err = isPaused(r, d.tenant, processID)
 		return err
 	})
 	drop := func() {
@@ -345,12 +351,15 @@ func (s *scheduler) fireCron(d dueItem, processID string) {
 		drop()
 		return
 	}
+	if paused && s.holdTick(d, processID) {
+		return
+	}
 	next := sch.Next(maxTime(d.at, e.clock.Now()))
 	nextKey := dueKey(next, d.tenant, d.owner, "cron")
 	pointer := cronPointer(d.tenant, processID)
 	fired := d.at.UTC().Format(time.RFC3339)
 	runID := s.e.newRunID()
-	e.workerFor(runID).send(&command{kind: cmdStart, tenant: d.tenant, runID: runID, start: &startArgs{
+	cmd := &command{kind: cmdStart, tenant: d.tenant, runID: runID, start: &startArgs{
 		version: ver,
 		subject: Subject{Type: "schedule", Label: def.Name + " at " + fired},
 		trigger: RunTrigger{Type: process.TriggerSchedule, Data: map[string]any{"fired_at": fired, "cron": def.Trigger.Cron}},
@@ -375,7 +384,11 @@ func (s *scheduler) fireCron(d dueItem, processID string) {
 			return tx.Set(pointer, nextKey)
 		}},
 		post: []func(){func() { s.done(d.key); s.wakeAt(next) }},
-	}})
+	}}
+	if !e.enterGate(cmd) {
+		return // made once a start of its tenant is answered
+	}
+	e.workerFor(runID).send(cmd)
 }
 
 func maxTime(a, b time.Time) time.Time {

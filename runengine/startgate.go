@@ -10,9 +10,10 @@ import (
 	"github.com/cockroachdb/errors"
 )
 
-// startGate is the door of the starts made by hand (Start): it caps the
-// starts of a tenant in progress at once (from the call to its durable
-// answer), always at Config.MaxStartingPerTenant, and at
+// startGate is the door of the starts made by hand (Start, Rerun, Retry),
+// of published events (Publish) and of the runs schedules start: it caps
+// the starts of a tenant in progress at once (from the call, or the tick,
+// to its durable answer), always at Config.MaxStartingPerTenant, and at
 // Config.FairStartingPerTenant while another tenant is active too (came to
 // the door, or shared a commit, within fairWindow). A caller
 // over a cap waits, parked and in the order it came, for one of its
@@ -37,7 +38,15 @@ type startGate struct {
 
 type gateSlots struct {
 	n       int
-	waiters []chan struct{}
+	waiters []gateWaiter
+}
+
+// gateWaiter is one in the line at the door: a caller asleep on ch, or a
+// start made by the engine (a schedule's tick) that later makes once a
+// slot is taken for it (see enterOr).
+type gateWaiter struct {
+	ch    chan struct{}
+	later func()
 }
 
 type seenTenant struct {
@@ -62,15 +71,7 @@ func (g *startGate) enter(ctx context.Context, tenant string) error {
 	g.mu.Lock()
 	now := g.clock.Now()
 	g.saw(tenant, now)
-	s := g.tenants[tenant]
-	if s == nil {
-		if s = g.spare; s != nil {
-			g.spare = nil
-		} else {
-			s = &gateSlots{}
-		}
-		g.tenants[tenant] = s
-	}
+	s := g.slotsOf(tenant)
 	if len(s.waiters) == 0 && s.n < g.limit(tenant, s, now) {
 		s.n++
 		g.busy++
@@ -78,7 +79,7 @@ func (g *startGate) enter(ctx context.Context, tenant string) error {
 		return nil
 	}
 	ch := make(chan struct{})
-	s.waiters = append(s.waiters, ch)
+	s.waiters = append(s.waiters, gateWaiter{ch: ch})
 	g.mu.Unlock()
 	select {
 	case <-ch:
@@ -87,7 +88,7 @@ func (g *startGate) enter(ctx context.Context, tenant string) error {
 	}
 	g.mu.Lock()
 	for i, w := range s.waiters {
-		if w == ch {
+		if w.ch == ch {
 			s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
 			g.mu.Unlock()
 			return errors.WithStack(ctx.Err())
@@ -99,19 +100,61 @@ func (g *startGate) enter(ctx context.Context, tenant string) error {
 	return errors.WithStack(ctx.Err())
 }
 
-// leave frees the slot and hands the free slots of the tenant to its
-// waiting callers, in order; the slots of a tenant left idle are dropped.
-func (g *startGate) leave(tenant string) {
+// enterOr takes a slot of tenant and reports true when one is free now,
+// as enter does; otherwise it puts later in the line, in the order it
+// came, and reports false: later is called, holding a slot, once one of
+// the tenant's starts in progress leaves. It never blocks, so the
+// scheduler does not wait at the door for one tenant while the others'
+// timers come due. Whoever holds the slot calls leave once the start is
+// answered.
+func (g *startGate) enterOr(tenant string, later func()) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	now := g.clock.Now()
+	g.saw(tenant, now)
+	s := g.slotsOf(tenant)
+	if len(s.waiters) == 0 && s.n < g.limit(tenant, s, now) {
+		s.n++
+		g.busy++
+		return true
+	}
+	s.waiters = append(s.waiters, gateWaiter{later: later})
+	return false
+}
+
+// slotsOf returns tenant's slots, made when it has none; g.mu is held.
+func (g *startGate) slotsOf(tenant string) *gateSlots {
+	s := g.tenants[tenant]
+	if s == nil {
+		if s = g.spare; s != nil {
+			g.spare = nil
+		} else {
+			s = &gateSlots{}
+		}
+		g.tenants[tenant] = s
+	}
+	return s
+}
+
+// leave frees the slot and hands the free slots of the tenant to those
+// waiting in line, in order (a start of the engine's is made then, outside
+// the lock); the slots of a tenant left idle are dropped.
+func (g *startGate) leave(tenant string) {
+	g.mu.Lock()
 	now := g.clock.Now()
 	g.saw(tenant, now)
 	s := g.tenants[tenant]
 	s.n--
 	g.busy--
+	var later []func()
 	for len(s.waiters) > 0 && s.n < g.limit(tenant, s, now) {
-		close(s.waiters[0])
-		s.waiters[0] = nil
+		w := s.waiters[0]
+		if w.later != nil {
+			later = append(later, w.later)
+		} else {
+			close(w.ch)
+		}
+		s.waiters[0] = gateWaiter{}
 		s.waiters = s.waiters[1:]
 		s.n++
 		g.busy++
@@ -119,6 +162,10 @@ func (g *startGate) leave(tenant string) {
 	if s.n == 0 && len(s.waiters) == 0 {
 		delete(g.tenants, tenant)
 		g.spare = s
+	}
+	g.mu.Unlock()
+	for _, fn := range later {
+		fn()
 	}
 }
 

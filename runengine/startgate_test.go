@@ -83,6 +83,47 @@ func TestStartGate(t *testing.T) {
 	}
 }
 
+// TestStartGateLine: a start the engine makes (enterOr) takes a free slot
+// at once, and over the cap waits in the same line as callers, in the
+// order they came, without blocking: it is made once a slot is handed to
+// it, and holds that slot until it leaves.
+func TestStartGateLine(t *testing.T) {
+	t.Parallel()
+	g := newStartGate(1, 0, clock.Real{})
+	ctx := context.Background()
+	var made []string
+	if !g.enterOr("a", func() { t.Error("a start with a free slot was queued") }) {
+		t.Fatal("enterOr found no room in an empty gate")
+	}
+	entered := make(chan struct{})
+	go func() {
+		if g.enter(ctx, "a") == nil {
+			close(entered)
+		}
+	}()
+	testwait.Until(t, "a caller waits", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.tenants["a"].waiters) == 1
+	})
+	if g.enterOr("a", func() { made = append(made, "tick") }) {
+		t.Fatal("enterOr went past the cap")
+	}
+	g.leave("a") // the caller first
+	testwait.Recv(t, entered, "the caller that came first entered")
+	if len(made) != 0 {
+		t.Fatalf("made %v before the caller ahead of it left", made)
+	}
+	g.leave("a") // then the tick, made by this leave
+	if diff := cmp.Diff([]string{"tick"}, made); diff != "" {
+		t.Fatalf("made (-want +got):\n%s", diff)
+	}
+	g.leave("a")
+	if g.busy != 0 || len(g.tenants) != 0 {
+		t.Errorf("after all left: %d starts in progress, slots of %d tenants", g.busy, len(g.tenants))
+	}
+}
+
 // TestStartGateForgetsIdleTenants: a thousand tenants passing the door once
 // leave no slots behind, while one with a start in progress keeps its own.
 func TestStartGateForgetsIdleTenants(t *testing.T) {

@@ -94,8 +94,10 @@ type startArgs struct {
 	// cron fire); reads says they read keys.
 	ops   []func(tx store.Txn) error
 	reads bool
-	// post runs once the first commit is durable.
-	post []func()
+	// post runs once the first commit is durable; settled once it
+	// succeeded or failed.
+	post    []func()
+	settled []func(err error)
 	// rerun, when set, makes the run a rerun (see Engine.Rerun).
 	rerun *rerunArgs
 	// priority is the run's (see Run.Priority).
@@ -815,6 +817,7 @@ func (w *worker) handleStart(c *command) {
 	x.fx.ops = append(x.fx.ops, a.ops...)
 	x.fx.reads = a.reads
 	x.fx.post = append(x.fx.post, a.post...)
+	x.fx.settled = append(x.fx.settled, a.settled...)
 	if op := labelWordOp(c.tenant, id, r.Subject.Label); op != nil {
 		x.fx.ops = append(x.fx.ops, op)
 	}

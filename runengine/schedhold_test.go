@@ -1,0 +1,289 @@
+package runengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/bas-platform/bas/capability/registry"
+	"github.com/bas-platform/bas/internal/testwait"
+	"github.com/bas-platform/bas/process"
+	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/clock"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// schedEngine opens an engine with cfg's settings over st at clk's time,
+// with a process service of its own (a reopened engine gets a new one).
+// It is closed when the test ends unless the test closed it.
+func schedEngine(t *testing.T, st store.Store, clk *clock.Fake, cfg Config) (*Engine, *process.Service) {
+	t.Helper()
+	procs := process.NewService(process.Config{Store: st, Clock: clk})
+	cfg.Store, cfg.Clock, cfg.Processes = st, clk, procs
+	cfg.Capabilities = registry.New(registry.Config{Store: st, Clock: clk})
+	eng, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	return eng, procs
+}
+
+// scheduled makes a process of tenant that runs every quarter hour and
+// waits a day in its one step.
+func scheduled(t *testing.T, procs *process.Service, tenant string) *process.Definition {
+	t.Helper()
+	in, err := process.DecodeIn([]byte(`{"name":"Quarterly","trigger":{"type":"schedule","cron":"*/15 * * * *","timezone":"UTC"},
+		"steps":[{"key":"wait","type":"wait","config":{"duration":"24h"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := procs.Create(context.Background(), tenant, "usr", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return def
+}
+
+// firedAt lists the fired_at of the runs of tenant's process, oldest first.
+func firedAt(t *testing.T, eng *Engine, tenant, processID string) []string {
+	t.Helper()
+	rs, _, err := eng.ListRuns(context.Background(), tenant, RunQuery{ProcessID: processID}, store.Page{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []string{}
+	for i := len(rs) - 1; i >= 0; i-- {
+		out = append(out, fmt.Sprint(rs[i].Trigger.Data["fired_at"]))
+	}
+	return out
+}
+
+// gateLine is how many wait at the start gate's door for tenant.
+func gateLine(g *startGate, tenant string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s := g.tenants[tenant]; s != nil {
+		return len(s.waiters)
+	}
+	return 0
+}
+
+// TestScheduleWaitsAtTheDoor: a schedule's tick is a start of its tenant
+// at the start gate (MaxStartingPerTenant here). With the tenant's one
+// slot taken by a start in progress, its tick waits in line and starts no
+// run, while another tenant's tick of the same moment starts its run
+// (the scheduler does not wait at the door); the tick's run starts once
+// the slot is free, and leaves the slot when its start is durable. A tick
+// in line when the engine closes is not lost: it fires when it opens again.
+func TestScheduleWaitsAtTheDoor(t *testing.T) {
+	t.Parallel()
+	st := memStore(t)
+	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+	eng, procs := schedEngine(t, st, clk, Config{MaxStartingPerTenant: 1})
+	a, b := scheduled(t, procs, "ten_a"), scheduled(t, procs, "ten_b")
+	g := eng.starting
+	ctx := context.Background()
+	if err := g.enter(ctx, "ten_a"); err != nil { // a start of ten_a in progress
+		t.Fatal(err)
+	}
+	clk.Advance(15 * time.Minute)
+	testwait.Until(t, "ten_b's tick started its run", func() bool { return len(firedAt(t, eng, "ten_b", b.ID)) == 1 })
+	testwait.Until(t, "ten_a's tick waits at the door", func() bool { return gateLine(g, "ten_a") == 1 })
+	if got := firedAt(t, eng, "ten_a", a.ID); len(got) != 0 {
+		t.Fatalf("ten_a's tick started %v past its taken slot", got)
+	}
+	g.leave("ten_a")
+	testwait.Until(t, "ten_a's tick started its run once the slot was free", func() bool {
+		return len(firedAt(t, eng, "ten_a", a.ID)) == 1
+	})
+	testwait.Until(t, "the tick's start left its slot", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.tenants) == 0 && g.busy == 0
+	})
+	if diff := cmp.Diff([]string{"2026-03-02T09:15:00Z"}, firedAt(t, eng, "ten_a", a.ID)); diff != "" {
+		t.Errorf("ten_a's runs (-want +got):\n%s", diff)
+	}
+
+	// The next tick waits in line, and the engine closes.
+	if err := g.enter(ctx, "ten_a"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(15 * time.Minute)
+	testwait.Until(t, "ten_a's second tick waits at the door", func() bool { return gateLine(g, "ten_a") == 1 })
+	g.leave("ten_a") // hands the slot to the tick, racing the close: either way one run
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eng, _ = schedEngine(t, st, clk, Config{MaxStartingPerTenant: 1})
+	testwait.Until(t, "the tick in line at the close fired after the reopen", func() bool {
+		return len(firedAt(t, eng, "ten_a", a.ID)) == 2
+	})
+	want := []string{"2026-03-02T09:15:00Z", "2026-03-02T09:30:00Z"}
+	if diff := cmp.Diff(want, firedAt(t, eng, "ten_a", a.ID)); diff != "" {
+		t.Errorf("ten_a's runs after the reopen (-want +got):\n%s", diff)
+	}
+}
+
+// TestScheduleFairAtTheDoor: with the default fair cap only
+// (FairStartingPerTenant), a tenant's ticks beyond the cap wait in line
+// while another tenant is active, and all start in the end, one run each.
+func TestScheduleFairAtTheDoor(t *testing.T) {
+	t.Parallel()
+	st := memStore(t)
+	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+	eng, procs := schedEngine(t, st, clk, Config{FairStartingPerTenant: 1})
+	const n = 5
+	var defs []*process.Definition
+	for range n {
+		defs = append(defs, scheduled(t, procs, "ten_fan"))
+	}
+	g := eng.starting
+	ctx := context.Background()
+	// Another tenant is active: it has a start in progress.
+	if err := g.enter(ctx, "ten_quiet"); err != nil {
+		t.Fatal(err)
+	}
+	// ten_fan's own start in progress holds its one fair slot.
+	if err := g.enter(ctx, "ten_fan"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(15 * time.Minute)
+	testwait.Until(t, "ten_fan's ticks wait at the door", func() bool { return gateLine(g, "ten_fan") == n })
+	for _, d := range defs {
+		if got := firedAt(t, eng, "ten_fan", d.ID); len(got) != 0 {
+			t.Fatalf("a tick started %v past the fair cap", got)
+		}
+	}
+	g.leave("ten_fan")
+	for _, d := range defs {
+		testwait.Until(t, "each tick started its run", func() bool { return len(firedAt(t, eng, "ten_fan", d.ID)) == 1 })
+	}
+	g.leave("ten_quiet")
+}
+
+// TestPausedScheduleHoldsOneTick: a paused process's schedule starts no
+// run while the process is paused, through a restart; its resume starts
+// one run, of the first tick held, and the schedule goes on from then (the
+// ticks missed meanwhile are not made up, as after a server was down).
+func TestPausedScheduleHoldsOneTick(t *testing.T) {
+	t.Parallel()
+	st := memStore(t)
+	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+	eng, procs := schedEngine(t, st, clk, Config{})
+	def := scheduled(t, procs, "ten_a")
+	ctx := context.Background()
+	if _, err := eng.PauseProcess(ctx, "ten_a", def.ID); err != nil {
+		t.Fatal(err)
+	}
+	held := func(eng *Engine) bool {
+		eng.sched.mu.Lock()
+		defer eng.sched.mu.Unlock()
+		_, ok := eng.sched.heldTicks[pausedRef{"ten_a", def.ID}]
+		return ok
+	}
+	clk.Advance(15 * time.Minute)
+	testwait.Until(t, "the paused process's tick is held", func() bool { return held(eng) })
+	clk.Advance(30 * time.Minute) // 09:45: the ticks of 09:30 and 09:45 pass
+	if got := firedAt(t, eng, "ten_a", def.ID); len(got) != 0 {
+		t.Fatalf("the paused process's schedule started runs %v", got)
+	}
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eng, _ = schedEngine(t, st, clk, Config{})
+	testwait.Until(t, "the tick is held again after the reopen", func() bool { return held(eng) })
+	if got := firedAt(t, eng, "ten_a", def.ID); len(got) != 0 {
+		t.Fatalf("the paused process's schedule started runs %v after the reopen", got)
+	}
+	if _, err := eng.ResumeProcess(ctx, "ten_a", def.ID, "usr"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, "the resume started the held tick's run", func() bool { return len(firedAt(t, eng, "ten_a", def.ID)) == 1 })
+	clk.Advance(15 * time.Minute) // 10:00
+	testwait.Until(t, "the schedule went on", func() bool { return len(firedAt(t, eng, "ten_a", def.ID)) == 2 })
+	want := []string{"2026-03-02T09:15:00Z", "2026-03-02T10:00:00Z"}
+	if diff := cmp.Diff(want, firedAt(t, eng, "ten_a", def.ID)); diff != "" {
+		t.Errorf("runs (-want +got):\n%s", diff)
+	}
+	rs, _, err := eng.ListRuns(ctx, "ten_a", RunQuery{ProcessID: def.ID}, store.Page{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Status != RunWaiting {
+			t.Errorf("run of %v is %s, want waiting (not paused)", r.Trigger.Data["fired_at"], r.Status)
+		}
+	}
+	if held(eng) {
+		t.Error("a tick is still held after the resume")
+	}
+}
+
+// TestRerunPassesTheDoor: a rerun is a start by hand: it waits at the
+// start gate as Start does.
+func TestRerunPassesTheDoor(t *testing.T) {
+	t.Parallel()
+	st := memStore(t)
+	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+	eng, procs := schedEngine(t, st, clk, Config{MaxStartingPerTenant: 1})
+	in, err := process.DecodeIn([]byte(`{"name":"Wait","trigger":{"type":"manual"},
+		"steps":[{"key":"wait","type":"wait","config":{"duration":"24h"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	def, err := procs.Create(ctx, "ten_a", "usr", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := eng.Start(ctx, StartParams{Tenant: "ten_a", ProcessID: def.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Cancel(ctx, CancelParams{Tenant: "ten_a", RunID: r.ID}); err != nil {
+		t.Fatal(err)
+	}
+	g := eng.starting
+	if err := g.enter(ctx, "ten_a"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := eng.Rerun(ctx, "ten_a", r.ID, "wait", "usr")
+		done <- err
+	}()
+	testwait.Until(t, "the rerun waits at the door", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("the rerun went past the taken slot: %v", err)
+		default:
+		}
+		return gateLine(g, "ten_a") == 1
+	})
+	g.leave("ten_a")
+	if err := testwait.Recv(t, done, "the rerun once the slot was free"); err != nil {
+		t.Fatal(err)
+	}
+	gone, cancel := context.WithCancel(ctx)
+	if err := g.enter(ctx, "ten_a"); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_, err := eng.Rerun(gone, "ten_a", r.ID, "wait", "usr")
+		done <- err
+	}()
+	testwait.Until(t, "the second rerun waits at the door", func() bool { return gateLine(g, "ten_a") == 1 })
+	cancel()
+	if err := testwait.Recv(t, done, "the cancelled rerun"); !errors.Is(err, context.Canceled) {
+		t.Errorf("the cancelled rerun: %v, want context.Canceled", err)
+	}
+	g.leave("ten_a")
+}
