@@ -383,7 +383,10 @@ func (s *scheduler) fireCron(d dueItem, processID string) {
 			}
 			return tx.Set(pointer, nextKey)
 		}},
-		post: []func(){func() { s.done(d.key); s.wakeAt(next) }},
+		post: []func(){func() { s.wakeAt(next) }},
+		// On both outcomes: a failed commit leaves the tick's key stored,
+		// to be found and fired again (settle).
+		settled: []func(error){func(err error) { s.settle(d.key, err) }},
 	}}
 	if !e.enterGate(cmd) {
 		return // made once a start of its tenant is answered

@@ -76,3 +76,32 @@ func TestTimerFiresAgainAfterFailedCommit(t *testing.T) {
 		t.Error("no commit of the fired timer was failed")
 	}
 }
+
+// TestCronFiresAgainAfterFailedCommit: when the commit of a schedule's
+// tick (its run's start, which deletes the tick's due key) fails, the tick
+// is still stored and must fire again; the scheduler must not keep it as
+// handed out, which would stop the schedule until a restart.
+func TestCronFiresAgainAfterFailedCommit(t *testing.T) {
+	t.Parallel()
+	inner, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &failDueDelete{Store: inner}
+	clk := clock.NewFake(t0)
+	b := open(t, st, clk, &testProvider{}, &autoGate{auto: true})
+	def := b.create(t, `{"type":"schedule","cron":"*/15 * * * *","timezone":"UTC"}`,
+		`[{"key":"tick","type":"execute","capability":"test.echo","config":{"args":{"at":"${trigger.data.fired_at}"}}}]`)
+	st.armed.Store(true)
+	clk.Advance(15 * time.Minute)
+	waitFor(t, "the tick's run after its failed commit", func() bool {
+		rs, _, err := b.eng.ListRuns(context.Background(), tenant, runengine.RunQuery{ProcessID: def.ID}, store.Page{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(rs) == 1
+	})
+	if st.armed.Load() {
+		t.Error("no commit of the tick was failed")
+	}
+}

@@ -709,7 +709,7 @@ func (w *worker) handle(c *command) {
 	if c.cl != nil && c.cl.inbox != nil {
 		key := c.cl.inbox
 		x.fx.ops = append(x.fx.ops, deleteKey(key))
-		x.fx.post = append(x.fx.post, func() { w.e.sched.done(key) })
+		x.fx.settled = append(x.fx.settled, func(err error) { w.e.sched.settle(key, err) })
 		x.dirty = true
 	}
 	if x.held() {
