@@ -1,0 +1,100 @@
+package runengine
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// callerHold holds the open batch back, with nothing in flight, for the
+// changes of the callers its last commit answered. A caller answered when
+// a commit lands (a client starting runs one after another, a person
+// completing tasks) usually sends its next change at once. Launched at
+// once, the next commit carries only the changes that came while the last
+// one synced, and a caller's next change arrives just after it launched:
+// it waits for that whole commit, then for its own, about two syncs per
+// change. Held until those callers are back (or holdMax passed), their
+// changes go in the next commit: one sync each.
+//
+// It holds only after a commit that answered several callers (a lone
+// caller's next change commits at once, as before), never while commits
+// are in flight or once the engine closes, and for at most holdMax.
+// A batch held is committed as soon as most of those callers' changes came.
+type callerHold struct {
+	// last is how many deltas of the last launched batch had a caller
+	// waiting (delta.caller).
+	last int
+	// seen is how many deltas of the open batch count has looked at, and
+	// callers how many of them had a caller waiting.
+	seen, callers int
+	// until is when the hold of the open batch ends (zero: not begun).
+	until time.Time
+	timer *time.Timer
+	c     <-chan time.Time
+	// flight is how long the last commit took from its launch until it
+	// was durable (set by its callback).
+	flight atomic.Int64
+	// maxWait, when set, replaces holdMax (tests).
+	maxWait func() time.Duration
+}
+
+// holdMax bounds how long a batch waits for callers to come back: half the
+// last commit's flight (a change that misses the launch waits a whole
+// one), at most holdCap.
+func (h *callerHold) holdMax() time.Duration {
+	if h.maxWait != nil {
+		return h.maxWait()
+	}
+	return min(time.Duration(h.flight.Load())/2, holdCap)
+}
+
+// holdCap bounds holdMax.
+const holdCap = 2 * time.Millisecond
+
+// holdFrom is the fewest callers answered by one commit that make the next
+// one wait for them.
+const holdFrom = 2
+
+// wait reports whether the open batch (nothing in flight) should wait for
+// more callers' changes, arming the timer that ends the wait.
+func (h *callerHold) wait(open []*delta) bool {
+	for _, d := range open[min(h.seen, len(open)):] {
+		if d.caller {
+			h.callers++
+		}
+	}
+	h.seen = len(open)
+	want := h.last - h.last/8 // most of them: a straggler goes in the next one
+	if h.last < holdFrom || h.callers >= want {
+		return false
+	}
+	now := time.Now()
+	if h.until.IsZero() {
+		h.until = now.Add(h.holdMax())
+	}
+	if !now.Before(h.until) {
+		return false
+	}
+	if h.timer == nil {
+		h.timer = time.NewTimer(h.until.Sub(now))
+		h.c = h.timer.C
+	}
+	return true
+}
+
+// timerC is the channel of the timer that ends a wait; nil when none.
+func (h *callerHold) timerC() <-chan time.Time { return h.c }
+
+// fired notes that the timer ended a wait.
+func (h *callerHold) fired() { h.timer, h.c = nil, nil }
+
+// launched starts the count over for the next batch, after batch was
+// launched.
+func (h *callerHold) launched(batch []*delta) {
+	h.wait(batch) // counts what is left to count
+	h.last = h.callers
+	h.seen, h.callers, h.until = 0, 0, time.Time{}
+	if h.timer != nil {
+		h.timer.Stop()
+		h.timer, h.c = nil, nil
+	}
+}

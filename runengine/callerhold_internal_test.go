@@ -1,0 +1,165 @@
+package runengine
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/bas-platform/bas/internal/testwait"
+	"github.com/bas-platform/bas/store"
+)
+
+// holdCommitter is a gatedCommitter whose hold for callers lasts wait.
+func holdCommitter(t *testing.T, wait time.Duration) (*gatedStore, *committer) {
+	t.Helper()
+	gs, c, _ := gatedCommitter(t, 100, true)
+	c.hold.maxWait = func() time.Duration { return wait }
+	return gs, c
+}
+
+// submitKeys submits one change per key, with a caller waiting or not, and
+// returns the channel each change's result is sent on.
+func submitKeys(c *committer, caller bool, keys ...string) []chan error {
+	var out []chan error
+	for _, key := range keys {
+		ch := make(chan error, 1)
+		c.submit(&delta{apply: setKey([]byte(key), []byte("v")), caller: caller, after: func(err error) { ch <- err }})
+		out = append(out, ch)
+	}
+	return out
+}
+
+// waitAll fails t unless every change of chs is durable.
+func waitAll(t *testing.T, chs []chan error) {
+	t.Helper()
+	for i, ch := range chs {
+		if err := testwait.Recv(t, ch, fmt.Sprintf("change %d durable", i)); err != nil {
+			t.Fatalf("change %d: %v", i, err)
+		}
+	}
+}
+
+// landCallers commits n changes with a caller waiting in one commit: they
+// queue behind a flood commit the store holds, which then lands.
+func landCallers(t *testing.T, gs *gatedStore, c *committer, n int) {
+	t.Helper()
+	flood := submitKeys(c, false, "flood")
+	gs.waitHeld(t)
+	var keys []string
+	for i := range n {
+		keys = append(keys, fmt.Sprintf("caller-%d", i))
+	}
+	callers := submitKeys(c, true, keys...)
+	gs.open()
+	waitAll(t, flood)
+	waitAll(t, callers)
+	gs.waitLanded(t)
+}
+
+// TestCommitWaitsForAnsweredCallers: once a commit answered several
+// callers, the next one waits for their next changes instead of launching
+// with a change that came first, so they commit together; after a single
+// caller's commit it does not wait; a close does not wait.
+func TestCommitWaitsForAnsweredCallers(t *testing.T) {
+	t.Parallel()
+	t.Run("several callers", func(t *testing.T) {
+		t.Parallel()
+		gs, c := holdCommitter(t, time.Minute)
+		landCallers(t, gs, c, 3)
+		first := submitKeys(c, false, "end-1")
+		select {
+		case <-gs.landed:
+			t.Fatal("a change committed alone while the callers of the last commit were awaited")
+		case <-time.After(50 * time.Millisecond):
+		}
+		back := submitKeys(c, true, "next-1", "next-2", "next-3")
+		waitAll(t, first)
+		waitAll(t, back)
+		gs.waitLanded(t)
+		select {
+		case <-gs.landed:
+			t.Fatal("the callers' changes took a commit of their own")
+		default:
+		}
+	})
+	t.Run("one caller", func(t *testing.T) {
+		t.Parallel()
+		gs, c := holdCommitter(t, time.Minute)
+		landCallers(t, gs, c, 1)
+		waitAll(t, submitKeys(c, false, "end-1"))
+	})
+	t.Run("bound", func(t *testing.T) {
+		t.Parallel()
+		gs, c := holdCommitter(t, time.Millisecond)
+		landCallers(t, gs, c, 3)
+		waitAll(t, submitKeys(c, false, "end-1"))
+	})
+	t.Run("close", func(t *testing.T) {
+		t.Parallel()
+		gs, c := holdCommitter(t, time.Minute)
+		landCallers(t, gs, c, 3)
+		held := submitKeys(c, false, "end-1")
+		select {
+		case <-gs.landed:
+			t.Fatal("a change committed alone while the callers of the last commit were awaited")
+		case <-time.After(50 * time.Millisecond):
+		}
+		c.close()
+		waitAll(t, held)
+		var got string
+		if err := gs.View(t.Context(), func(r store.Reader) error {
+			v, err := r.Get([]byte("end-1"))
+			got = string(v)
+			return err
+		}); err != nil || got != "v" {
+			t.Errorf("after close, end-1 = %q, %v; want v", got, err)
+		}
+	})
+}
+
+// TestCallerHoldCounts: the hold counts the callers of each batch, waits
+// for most of the last one's (a straggler goes in the next), and never for
+// a single caller's.
+func TestCallerHoldCounts(t *testing.T) {
+	t.Parallel()
+	batch := func(callers, others int) []*delta {
+		var out []*delta
+		for range others {
+			out = append(out, &delta{})
+		}
+		for range callers {
+			out = append(out, &delta{caller: true})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name       string
+		last, open []*delta
+		wait       bool
+	}{
+		{"nothing answered", batch(0, 5), batch(0, 1), false},
+		{"one caller answered", batch(1, 5), batch(0, 1), false},
+		{"two answered, none back", batch(2, 0), batch(0, 3), true},
+		{"two answered, one back", batch(2, 0), batch(1, 0), true},
+		{"two answered, both back", batch(2, 0), batch(2, 0), false},
+		{"sixteen answered, thirteen back", batch(16, 9), batch(13, 4), true},
+		{"sixteen answered, fourteen back", batch(16, 9), batch(14, 4), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &callerHold{maxWait: func() time.Duration { return time.Minute }}
+			h.launched(tc.last)
+			// The open batch grows one change at a time, as the committer sees it.
+			var got bool
+			for i := range tc.open {
+				got = h.wait(tc.open[:i+1])
+			}
+			if got != tc.wait {
+				t.Errorf("wait = %v, want %v", got, tc.wait)
+			}
+			h.launched(tc.open)
+			if h.timer != nil || h.seen != 0 || h.callers != 0 {
+				t.Errorf("after launch: timer %v, seen %d, callers %d; want none", h.timer != nil, h.seen, h.callers)
+			}
+		})
+	}
+}
