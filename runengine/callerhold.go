@@ -17,7 +17,10 @@ import (
 //
 // It holds only after a commit that answered several callers (a lone
 // caller's next change commits at once, as before), never while commits
-// are in flight or once the engine closes, and for at most holdMax.
+// are in flight or once the engine closes, and for at most holdMax. Nor
+// while several tenants are active: the tenants' fair share shapes the
+// batches then (see commitShare), and one tenant's callers must not hold
+// back another's changes.
 // A batch held is committed as soon as most of those callers' changes came.
 type callerHold struct {
 	// last is how many deltas of the last launched batch had a caller

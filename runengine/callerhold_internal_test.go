@@ -17,13 +17,18 @@ func holdCommitter(t *testing.T, wait time.Duration) (*gatedStore, *committer) {
 	return gs, c
 }
 
-// submitKeys submits one change per key, with a caller waiting or not, and
-// returns the channel each change's result is sent on.
+// submitKeys submits one change of tenant ten_a per key, with a caller
+// waiting or not, and returns the channel each change's result is sent on.
 func submitKeys(c *committer, caller bool, keys ...string) []chan error {
+	return submitOf(c, "ten_a", caller, keys...)
+}
+
+// submitOf is submitKeys for tenant.
+func submitOf(c *committer, tenant string, caller bool, keys ...string) []chan error {
 	var out []chan error
 	for _, key := range keys {
 		ch := make(chan error, 1)
-		c.submit(&delta{apply: setKey([]byte(key), []byte("v")), caller: caller, after: func(err error) { ch <- err }})
+		c.submit(&delta{tenant: tenant, apply: setKey([]byte(key), []byte("v")), caller: caller, after: func(err error) { ch <- err }})
 		out = append(out, ch)
 	}
 	return out
@@ -59,7 +64,8 @@ func landCallers(t *testing.T, gs *gatedStore, c *committer, n int) {
 // TestCommitWaitsForAnsweredCallers: once a commit answered several
 // callers, the next one waits for their next changes instead of launching
 // with a change that came first, so they commit together; after a single
-// caller's commit it does not wait; a close does not wait.
+// caller's commit it does not wait, nor for another tenant's change, nor
+// beyond its bound, nor once the committer closes.
 func TestCommitWaitsForAnsweredCallers(t *testing.T) {
 	t.Parallel()
 	t.Run("several callers", func(t *testing.T) {
@@ -87,6 +93,12 @@ func TestCommitWaitsForAnsweredCallers(t *testing.T) {
 		gs, c := holdCommitter(t, time.Minute)
 		landCallers(t, gs, c, 1)
 		waitAll(t, submitKeys(c, false, "end-1"))
+	})
+	t.Run("another tenant", func(t *testing.T) {
+		t.Parallel()
+		gs, c := holdCommitter(t, time.Minute)
+		landCallers(t, gs, c, 3)
+		waitAll(t, submitOf(c, "ten_b", false, "other-1"))
 	})
 	t.Run("bound", func(t *testing.T) {
 		t.Parallel()
