@@ -26,9 +26,11 @@ type callerHold struct {
 	// last is how many deltas of the last launched batch had a caller
 	// waiting (delta.caller).
 	last int
-	// seen is how many deltas of the open batch count has looked at, and
-	// callers how many of them had a caller waiting.
-	seen, callers int
+	// seen is how many deltas of the open batch wait has looked at, and
+	// callers how many of them had a caller waiting; base is how many of
+	// those came before the hold began (while the last commit was in
+	// flight: not the callers it answered).
+	seen, callers, base int
 	// until is when the hold of the open batch ends (zero: not begun).
 	until time.Time
 	timer *time.Timer
@@ -58,20 +60,27 @@ const holdCap = 2 * time.Millisecond
 const holdFrom = 2
 
 // wait reports whether the open batch (nothing in flight) should wait for
-// more callers' changes, arming the timer that ends the wait.
-func (h *callerHold) wait(open []*delta) bool {
-	for _, d := range open[min(h.seen, len(open)):] {
-		if d.caller {
-			h.callers++
-		}
+// more callers' changes, arming the timer that ends the wait. The last
+// fresh deltas of open were added just now, the others before.
+func (h *callerHold) wait(open []*delta, fresh int) bool {
+	if h.last < holdFrom {
+		return false
 	}
-	h.seen = len(open)
-	want := h.last - h.last/8 // most of them: a straggler goes in the next one
-	if h.last < holdFrom || h.callers >= want {
+	began := h.until.IsZero()
+	if began {
+		// The first look since the launch: the commit landed just now.
+		// The callers of the changes that came while it was in flight
+		// are not those it answered.
+		h.count(open[:max(len(open)-fresh, 0)])
+		h.base = h.callers
+	}
+	h.count(open)
+	want := h.base + h.last - h.last/8 // most of them: a straggler goes in the next one
+	if h.callers >= want {
 		return false
 	}
 	now := time.Now()
-	if h.until.IsZero() {
+	if began {
 		h.until = now.Add(h.holdMax())
 	}
 	if !now.Before(h.until) {
@@ -84,6 +93,16 @@ func (h *callerHold) wait(open []*delta) bool {
 	return true
 }
 
+// count counts the callers of open's deltas not counted yet.
+func (h *callerHold) count(open []*delta) {
+	for _, d := range open[min(h.seen, len(open)):] {
+		if d.caller {
+			h.callers++
+		}
+	}
+	h.seen = max(h.seen, len(open))
+}
+
 // timerC is the channel of the timer that ends a wait; nil when none.
 func (h *callerHold) timerC() <-chan time.Time { return h.c }
 
@@ -93,9 +112,9 @@ func (h *callerHold) fired() { h.timer, h.c = nil, nil }
 // launched starts the count over for the next batch, after batch was
 // launched.
 func (h *callerHold) launched(batch []*delta) {
-	h.wait(batch) // counts what is left to count
+	h.count(batch)
 	h.last = h.callers
-	h.seen, h.callers, h.until = 0, 0, time.Time{}
+	h.seen, h.callers, h.base, h.until = 0, 0, 0, time.Time{}
 	if h.timer != nil {
 		h.timer.Stop()
 		h.timer, h.c = nil, nil

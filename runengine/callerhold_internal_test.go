@@ -2,6 +2,7 @@ package runengine
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -129,9 +130,10 @@ func TestCommitWaitsForAnsweredCallers(t *testing.T) {
 	})
 }
 
-// TestCallerHoldCounts: the hold counts the callers of each batch, waits
-// for most of the last one's (a straggler goes in the next), and never for
-// a single caller's.
+// TestCallerHoldCounts: the hold counts the callers of each batch and
+// waits for most of those the last one answered (a straggler goes in the
+// next), not counting the callers whose changes came while it was in
+// flight, and never for a single caller's.
 func TestCallerHoldCounts(t *testing.T) {
 	t.Parallel()
 	batch := func(callers, others int) []*delta {
@@ -145,32 +147,39 @@ func TestCallerHoldCounts(t *testing.T) {
 		return out
 	}
 	for _, tc := range []struct {
-		name       string
-		last, open []*delta
-		wait       bool
+		name string
+		last []*delta
+		// during came while the last commit was in flight, back after it
+		// landed, one at a time.
+		during, back []*delta
+		wait         bool
 	}{
-		{"nothing answered", batch(0, 5), batch(0, 1), false},
-		{"one caller answered", batch(1, 5), batch(0, 1), false},
-		{"two answered, none back", batch(2, 0), batch(0, 3), true},
-		{"two answered, one back", batch(2, 0), batch(1, 0), true},
-		{"two answered, both back", batch(2, 0), batch(2, 0), false},
-		{"sixteen answered, thirteen back", batch(16, 9), batch(13, 4), true},
-		{"sixteen answered, fourteen back", batch(16, 9), batch(14, 4), false},
+		{"nothing answered", batch(0, 5), batch(0, 1), nil, false},
+		{"one caller answered", batch(1, 5), batch(0, 1), nil, false},
+		{"two answered, none back", batch(2, 0), batch(0, 3), nil, true},
+		{"two answered, one back", batch(2, 0), nil, batch(1, 0), true},
+		{"two answered, both back", batch(2, 0), nil, batch(2, 0), false},
+		{"two answered, two others came meanwhile", batch(2, 0), batch(2, 0), nil, true},
+		{"two answered, two others came meanwhile, one back", batch(2, 0), batch(2, 0), batch(1, 0), true},
+		{"two answered, two others came meanwhile, both back", batch(2, 0), batch(2, 0), batch(2, 0), false},
+		{"sixteen answered, thirteen back", batch(16, 9), batch(4, 4), batch(13, 0), true},
+		{"sixteen answered, fourteen back", batch(16, 9), batch(4, 4), batch(14, 0), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &callerHold{maxWait: func() time.Duration { return time.Minute }}
 			h.launched(tc.last)
-			// The open batch grows one change at a time, as the committer sees it.
-			var got bool
-			for i := range tc.open {
-				got = h.wait(tc.open[:i+1])
+			open := slices.Clone(tc.during)
+			got := len(open) > 0 && h.wait(open, 0)
+			for _, d := range tc.back {
+				open = append(open, d)
+				got = h.wait(open, 1)
 			}
 			if got != tc.wait {
 				t.Errorf("wait = %v, want %v", got, tc.wait)
 			}
-			h.launched(tc.open)
-			if h.timer != nil || h.seen != 0 || h.callers != 0 {
-				t.Errorf("after launch: timer %v, seen %d, callers %d; want none", h.timer != nil, h.seen, h.callers)
+			h.launched(open)
+			if h.timer != nil || h.seen != 0 || h.callers != 0 || h.base != 0 {
+				t.Errorf("after launch: timer %v, seen %d, callers %d, base %d; want none", h.timer != nil, h.seen, h.callers, h.base)
 			}
 		})
 	}

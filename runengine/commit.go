@@ -221,7 +221,7 @@ func (c *committer) loop() {
 			c.mu.Unlock()
 			c.add(batch)
 			c.reuseQueue(batch)
-			if len(c.openBatch) > 0 && ((c.flights == 0 && (closed || (!c.awaitQuiet() && (c.share.several() || !c.hold.wait(c.openBatch))))) || (c.flights < maxFlights && len(c.openBatch) >= c.maxBatch)) {
+			if len(c.openBatch) > 0 && ((c.flights == 0 && (closed || (!c.awaitQuiet() && (c.share.several() || !c.hold.wait(c.openBatch, len(batch)))))) || (c.flights < maxFlights && len(c.openBatch) >= c.maxBatch)) {
 				c.launch()
 			}
 			full := len(c.openBatch) >= c.maxBatch
