@@ -17,7 +17,9 @@ import (
 //
 // It holds only after a commit that answered several callers (a lone
 // caller's next change commits at once, as before), never while commits
-// are in flight or once the engine closes, and for at most holdMax. Nor
+// are in flight or once the engine closes, and for at most holdMax: when
+// the callers did not come back by then, the next batches (1, 2, 4 ... up
+// to maxBackoff) launch at once. Nor
 // while several tenants are active: the tenants' fair share shapes the
 // batches then (see commitShare), and one tenant's callers must not hold
 // back another's changes.
@@ -33,8 +35,13 @@ type callerHold struct {
 	seen, callers, base int
 	// until is when the hold of the open batch ends (zero: not begun).
 	until time.Time
-	timer *time.Timer
-	c     <-chan time.Time
+	// skip is how many more batches launch without a hold, after one
+	// whose callers did not come back in time; backoff is how many the
+	// last such hold made skip (doubled at each, up to maxBackoff;
+	// cleared when callers come back in time).
+	skip, backoff int
+	timer         *time.Timer
+	c             <-chan time.Time
 	// flight is how long the last commit took from its launch until it
 	// was durable (set by its callback).
 	flight atomic.Int64
@@ -42,18 +49,23 @@ type callerHold struct {
 	maxWait func() time.Duration
 }
 
-// holdMax bounds how long a batch waits for callers to come back: half the
-// last commit's flight (a change that misses the launch waits a whole
-// one), at most holdCap.
+// holdMax bounds how long a batch waits for callers to come back: the last
+// commit's flight (a change that misses the launch waits a whole one, and
+// then its own), at most holdCap.
 func (h *callerHold) holdMax() time.Duration {
 	if h.maxWait != nil {
 		return h.maxWait()
 	}
-	return min(time.Duration(h.flight.Load())/2, holdCap)
+	return min(time.Duration(h.flight.Load()), holdCap)
 }
 
 // holdCap bounds holdMax.
 const holdCap = 2 * time.Millisecond
+
+// maxBackoff bounds callerHold.backoff: while callers keep not coming back
+// in time, one batch in maxBackoff+1 is held (and finds out whether they
+// now do).
+const maxBackoff = 64
 
 // holdFrom is the fewest callers answered by one commit that make the next
 // one wait for them.
@@ -63,7 +75,7 @@ const holdFrom = 2
 // more callers' changes, arming the timer that ends the wait. The last
 // fresh deltas of open were added just now, the others before.
 func (h *callerHold) wait(open []*delta, fresh int) bool {
-	if h.last < holdFrom {
+	if h.last < holdFrom || h.skip > 0 {
 		return false
 	}
 	began := h.until.IsZero()
@@ -75,8 +87,11 @@ func (h *callerHold) wait(open []*delta, fresh int) bool {
 		h.base = h.callers
 	}
 	h.count(open)
-	want := h.base + h.last - h.last/8 // most of them: a straggler goes in the next one
+	want := h.base + h.last - h.last/4 // most of them: stragglers go in the next one
 	if h.callers >= want {
+		if !began {
+			h.backoff = 0 // they came back in time
+		}
 		return false
 	}
 	now := time.Now()
@@ -84,6 +99,11 @@ func (h *callerHold) wait(open []*delta, fresh int) bool {
 		h.until = now.Add(h.holdMax())
 	}
 	if !now.Before(h.until) {
+		// They did not come back in time: such callers (a client that
+		// thinks between its changes, or is slow to hear its answer) only
+		// delay the batches held for them. Try again later.
+		h.backoff = min(max(2*h.backoff, 1), maxBackoff)
+		h.skip = h.backoff + 1 // this batch's launch counts one
 		return false
 	}
 	if h.timer == nil {
@@ -114,6 +134,9 @@ func (h *callerHold) fired() { h.timer, h.c = nil, nil }
 func (h *callerHold) launched(batch []*delta) {
 	h.count(batch)
 	h.last = h.callers
+	if h.skip > 0 {
+		h.skip--
+	}
 	h.seen, h.callers, h.base, h.until = 0, 0, 0, time.Time{}
 	if h.timer != nil {
 		h.timer.Stop()

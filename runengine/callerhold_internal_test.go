@@ -8,6 +8,7 @@ import (
 
 	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
+	"github.com/google/go-cmp/cmp"
 )
 
 // holdCommitter is a gatedCommitter whose hold for callers lasts wait.
@@ -131,7 +132,7 @@ func TestCommitWaitsForAnsweredCallers(t *testing.T) {
 }
 
 // TestCallerHoldCounts: the hold counts the callers of each batch and
-// waits for most of those the last one answered (a straggler goes in the
+// waits for most of those the last one answered (stragglers go in the
 // next), not counting the callers whose changes came while it was in
 // flight, and never for a single caller's.
 func TestCallerHoldCounts(t *testing.T) {
@@ -162,8 +163,8 @@ func TestCallerHoldCounts(t *testing.T) {
 		{"two answered, two others came meanwhile", batch(2, 0), batch(2, 0), nil, true},
 		{"two answered, two others came meanwhile, one back", batch(2, 0), batch(2, 0), batch(1, 0), true},
 		{"two answered, two others came meanwhile, both back", batch(2, 0), batch(2, 0), batch(2, 0), false},
-		{"sixteen answered, thirteen back", batch(16, 9), batch(4, 4), batch(13, 0), true},
-		{"sixteen answered, fourteen back", batch(16, 9), batch(4, 4), batch(14, 0), false},
+		{"sixteen answered, eleven back", batch(16, 9), batch(4, 4), batch(11, 0), true},
+		{"sixteen answered, twelve back", batch(16, 9), batch(4, 4), batch(12, 0), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &callerHold{maxWait: func() time.Duration { return time.Minute }}
@@ -182,5 +183,57 @@ func TestCallerHoldCounts(t *testing.T) {
 				t.Errorf("after launch: timer %v, seen %d, callers %d, base %d; want none", h.timer != nil, h.seen, h.callers, h.base)
 			}
 		})
+	}
+}
+
+// TestCallerHoldBacksOff: after a hold whose callers did not come back in
+// time, the next batch launches at once, then two, then four... up to
+// maxBackoff; a hold whose callers came back in time starts over.
+func TestCallerHoldBacksOff(t *testing.T) {
+	t.Parallel()
+	callers := func(n int) []*delta {
+		out := make([]*delta, n)
+		for i := range out {
+			out[i] = &delta{caller: true}
+		}
+		return out
+	}
+	wait := time.Duration(0) // a hold's bound passes at once
+	h := &callerHold{maxWait: func() time.Duration { return wait }}
+	h.launched(callers(4))
+	// held reports whether the next batch, one change of no caller, began
+	// a hold (and found its callers not back), and launches it.
+	held := func() bool {
+		h.wait([]*delta{{}}, 1)
+		began := !h.until.IsZero()
+		h.launched(callers(4))
+		return began
+	}
+	var got []bool
+	for range 1 + 1 + 1 + 2 + 1 + 4 + 1 {
+		got = append(got, held())
+	}
+	want := []bool{true, false, true, false, false, true, false, false, false, false, true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("batches that held (-want +got):\n%s", diff)
+	}
+	for range 200 {
+		held()
+	}
+	if h.backoff != maxBackoff {
+		t.Errorf("backoff %d after many holds in vain, want %d", h.backoff, maxBackoff)
+	}
+	// Callers that come back in time end the back-off.
+	for h.skip > 0 {
+		held()
+	}
+	wait = time.Minute
+	h.wait([]*delta{{}}, 1)
+	if h.wait([]*delta{{}, {caller: true}, {caller: true}, {caller: true}}, 3) {
+		t.Fatal("held with three of four callers back")
+	}
+	h.launched(callers(4))
+	if h.backoff != 0 || h.skip != 0 {
+		t.Errorf("after callers came back in time: backoff %d, skip %d; want 0, 0", h.backoff, h.skip)
 	}
 }
