@@ -17,13 +17,15 @@ import (
 //
 // It holds only after a commit that answered several callers (a lone
 // caller's next change commits at once, as before), never while commits
-// are in flight or once the engine closes, and for at most holdMax: when
-// the callers did not come back by then, the next batches (1, 2, 4 ... up
-// to maxBackoff) launch at once. Nor
-// while several tenants are active: the tenants' fair share shapes the
-// batches then (see commitShare), and one tenant's callers must not hold
-// back another's changes.
-// A batch held is committed as soon as most of those callers' changes came.
+// are in flight or once the engine closes, and for at most holdMax. It
+// holds only while callers have lately come back well within that bound
+// (ret): callers that think between their changes, or hear their answers
+// late (a client across a network), would only delay the batches held for
+// them; one batch in probeEvery is then held to find out whether they now
+// do. Nor while several tenants are active: the tenants' fair share shapes
+// the batches then (see commitShare), and one tenant's callers must not
+// hold back another's changes. A batch held is committed as soon as most
+// of those callers' changes came.
 type callerHold struct {
 	// last is how many deltas of the last launched batch had a caller
 	// waiting (delta.caller).
@@ -33,15 +35,18 @@ type callerHold struct {
 	// those came before the hold began (while the last commit was in
 	// flight: not the callers it answered).
 	seen, callers, base int
-	// until is when the hold of the open batch ends (zero: not begun).
-	until time.Time
-	// skip is how many more batches launch without a hold, after one
-	// whose callers did not come back in time; backoff is how many the
-	// last such hold made skip (doubled at each, up to maxBackoff;
-	// cleared when callers come back in time).
-	skip, backoff int
-	timer         *time.Timer
-	c             <-chan time.Time
+	// since and until are when the hold of the open batch began and
+	// ends (zero: not begun).
+	since, until time.Time
+	// off says the open batch is not held (see ret).
+	off bool
+	// ret is how long callers took to come back lately (a moving
+	// average; a hold they outlasted counts twice its bound), and probe
+	// how many more batches launch at once while ret is too long.
+	ret   time.Duration
+	probe int
+	timer *time.Timer
+	c     <-chan time.Time
 	// flight is how long the last commit took from its launch until it
 	// was durable (set by its callback).
 	flight atomic.Int64
@@ -62,10 +67,9 @@ func (h *callerHold) holdMax() time.Duration {
 // holdCap bounds holdMax.
 const holdCap = 2 * time.Millisecond
 
-// maxBackoff bounds callerHold.backoff: while callers keep not coming back
-// in time, one batch in maxBackoff+1 is held (and finds out whether they
-// now do).
-const maxBackoff = 64
+// probeEvery is how often a batch is held while callers lately took too
+// long to come back (see callerHold.ret).
+const probeEvery = 16
 
 // holdFrom is the fewest callers answered by one commit that make the next
 // one wait for them.
@@ -75,11 +79,21 @@ const holdFrom = 2
 // more callers' changes, arming the timer that ends the wait. The last
 // fresh deltas of open were added just now, the others before.
 func (h *callerHold) wait(open []*delta, fresh int) bool {
-	if h.last < holdFrom || h.skip > 0 {
+	if h.last < holdFrom || h.off {
 		return false
 	}
 	began := h.until.IsZero()
+	var bound time.Duration
 	if began {
+		bound = h.holdMax()
+		if h.ret > bound*3/4 {
+			if h.probe > 0 {
+				h.probe--
+				h.off = true
+				return false
+			}
+			h.probe = probeEvery - 1
+		}
 		// The first look since the launch: the commit landed just now.
 		// The callers of the changes that came while it was in flight
 		// are not those it answered.
@@ -90,20 +104,16 @@ func (h *callerHold) wait(open []*delta, fresh int) bool {
 	want := h.base + h.last - h.last/4 // most of them: stragglers go in the next one
 	if h.callers >= want {
 		if !began {
-			h.backoff = 0 // they came back in time
+			h.note(time.Since(h.since))
 		}
 		return false
 	}
 	now := time.Now()
 	if began {
-		h.until = now.Add(h.holdMax())
+		h.since, h.until = now, now.Add(bound)
 	}
 	if !now.Before(h.until) {
-		// They did not come back in time: such callers (a client that
-		// thinks between its changes, or is slow to hear its answer) only
-		// delay the batches held for them. Try again later.
-		h.backoff = min(max(2*h.backoff, 1), maxBackoff)
-		h.skip = h.backoff + 1 // this batch's launch counts one
+		h.note(2 * h.until.Sub(h.since)) // they did not come back in time
 		return false
 	}
 	if h.timer == nil {
@@ -112,6 +122,9 @@ func (h *callerHold) wait(open []*delta, fresh int) bool {
 	}
 	return true
 }
+
+// note adds how long callers took to come back to ret.
+func (h *callerHold) note(took time.Duration) { h.ret += (took - h.ret) / 4 }
 
 // count counts the callers of open's deltas not counted yet.
 func (h *callerHold) count(open []*delta) {
@@ -134,10 +147,8 @@ func (h *callerHold) fired() { h.timer, h.c = nil, nil }
 func (h *callerHold) launched(batch []*delta) {
 	h.count(batch)
 	h.last = h.callers
-	if h.skip > 0 {
-		h.skip--
-	}
-	h.seen, h.callers, h.base, h.until = 0, 0, 0, time.Time{}
+	h.seen, h.callers, h.base, h.off = 0, 0, 0, false
+	h.since, h.until = time.Time{}, time.Time{}
 	if h.timer != nil {
 		h.timer.Stop()
 		h.timer, h.c = nil, nil

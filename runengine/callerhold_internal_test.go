@@ -186,10 +186,11 @@ func TestCallerHoldCounts(t *testing.T) {
 	}
 }
 
-// TestCallerHoldBacksOff: after a hold whose callers did not come back in
-// time, the next batch launches at once, then two, then four... up to
-// maxBackoff; a hold whose callers came back in time starts over.
-func TestCallerHoldBacksOff(t *testing.T) {
+// TestCallerHoldLearnsReturnTimes: while callers lately took most of the
+// bound or more to come back, a batch in probeEvery is held, the others
+// launch at once; a hold they outlast counts against them, callers that
+// come back soon make every batch wait again.
+func TestCallerHoldLearnsReturnTimes(t *testing.T) {
 	t.Parallel()
 	callers := func(n int) []*delta {
 		out := make([]*delta, n)
@@ -198,42 +199,51 @@ func TestCallerHoldBacksOff(t *testing.T) {
 		}
 		return out
 	}
-	wait := time.Duration(0) // a hold's bound passes at once
-	h := &callerHold{maxWait: func() time.Duration { return wait }}
+	bound := time.Minute
+	h := &callerHold{maxWait: func() time.Duration { return bound }}
 	h.launched(callers(4))
-	// held reports whether the next batch, one change of no caller, began
-	// a hold (and found its callers not back), and launches it.
+	// held reports whether the next batch, one change of no caller, is
+	// held, and launches it.
 	held := func() bool {
-		h.wait([]*delta{{}}, 1)
-		began := !h.until.IsZero()
+		got := h.wait([]*delta{{}}, 1)
 		h.launched(callers(4))
-		return began
+		return got
 	}
+	h.ret = time.Hour // lately, callers did not come back in time
 	var got []bool
-	for range 1 + 1 + 1 + 2 + 1 + 4 + 1 {
+	for range 2 * probeEvery {
 		got = append(got, held())
 	}
-	want := []bool{true, false, true, false, false, true, false, false, false, false, true}
+	want := make([]bool, 2*probeEvery)
+	want[0], want[probeEvery] = true, true
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("batches that held (-want +got):\n%s", diff)
+		t.Errorf("batches held while callers come back late (-want +got):\n%s", diff)
 	}
-	for range 200 {
-		held()
+	// Callers that come back soon (found by the probes): the average
+	// falls under the bound.
+	h.ret = 2 * bound
+	for range 5 * probeEvery {
+		h.wait([]*delta{{}}, 1)
+		h.wait([]*delta{{}, {caller: true}, {caller: true}, {caller: true}}, 3)
+		h.launched(callers(4))
 	}
-	if h.backoff != maxBackoff {
-		t.Errorf("backoff %d after many holds in vain, want %d", h.backoff, maxBackoff)
+	if h.ret > bound*3/4 {
+		t.Fatalf("return time %v after callers came back at once, want under %v", h.ret, bound*3/4)
 	}
-	// Callers that come back in time end the back-off.
-	for h.skip > 0 {
-		held()
+	for i := range 3 {
+		if !held() {
+			t.Errorf("batch %d after callers came back at once was not held", i)
+		}
 	}
-	wait = time.Minute
-	h.wait([]*delta{{}}, 1)
-	if h.wait([]*delta{{}, {caller: true}, {caller: true}, {caller: true}}, 3) {
-		t.Fatal("held with three of four callers back")
+	// A hold the callers outlast counts twice its bound.
+	h.ret, bound = 0, time.Nanosecond
+	if h.wait([]*delta{{}}, 1) {
+		testwait.Recv(t, h.c, "the hold's timer")
 	}
-	h.launched(callers(4))
-	if h.backoff != 0 || h.skip != 0 {
-		t.Errorf("after callers came back in time: backoff %d, skip %d; want 0, 0", h.backoff, h.skip)
+	if h.wait([]*delta{{}}, 0) {
+		t.Fatal("held past the bound")
+	}
+	if want := 2 * time.Nanosecond / 4; h.ret != want {
+		t.Errorf("return time after an outlasted hold %v, want %v", h.ret, want)
 	}
 }
