@@ -18,8 +18,8 @@ import (
 // It holds only after a commit that answered several callers (a lone
 // caller's next change commits at once, as before), never while commits
 // are in flight or once the engine closes, and for at most holdMax. It
-// holds only while callers have lately come back well within that bound
-// (ret): callers that think between their changes, or hear their answers
+// holds only while callers have lately come back within that bound on
+// average (ret): callers that think between their changes, or hear their answers
 // late (a client across a network), would only delay the batches held for
 // them; one batch in probeEvery is then held to find out whether they now
 // do. Nor while several tenants are active: the tenants' fair share shapes
@@ -41,7 +41,8 @@ type callerHold struct {
 	// off says the open batch is not held (see ret).
 	off bool
 	// ret is how long callers took to come back lately (a moving
-	// average; a hold they outlasted counts twice its bound), and probe
+	// average; a hold they outlasted counts one and a half times its
+	// bound), and probe
 	// how many more batches launch at once while ret is too long.
 	ret   time.Duration
 	probe int
@@ -86,7 +87,7 @@ func (h *callerHold) wait(open []*delta, fresh int) bool {
 	var bound time.Duration
 	if began {
 		bound = h.holdMax()
-		if h.ret > bound*3/4 {
+		if h.ret > bound {
 			if h.probe > 0 {
 				h.probe--
 				h.off = true
@@ -113,7 +114,7 @@ func (h *callerHold) wait(open []*delta, fresh int) bool {
 		h.since, h.until = now, now.Add(bound)
 	}
 	if !now.Before(h.until) {
-		h.note(2 * h.until.Sub(h.since)) // they did not come back in time
+		h.note(h.until.Sub(h.since) * 3 / 2) // they did not come back in time
 		return false
 	}
 	if h.timer == nil {
