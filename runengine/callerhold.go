@@ -19,13 +19,13 @@ import (
 // caller's next change commits at once, as before), never while commits
 // are in flight or once the engine closes, and for at most holdMax. It
 // holds only while callers have lately come back within that bound on
-// average (ret): callers that think between their changes, or hear their answers
-// late (a client across a network), would only delay the batches held for
-// them; one batch in probeEvery is then held to find out whether they now
-// do. Nor while several tenants are active: the tenants' fair share shapes
-// the batches then (see commitShare), and one tenant's callers must not
-// hold back another's changes. A batch held is committed as soon as most
-// of those callers' changes came.
+// average (ret): callers that think between their changes, or hear their
+// answers late (a client across a network), would only delay the batches
+// held for them; one batch in probeEvery is then held to find out whether
+// they now do. Nor while several tenants are active: the tenants' fair
+// share shapes the batches then (see commitShare), and one tenant's
+// callers must not hold back another's changes. A batch held is committed
+// as soon as most of those callers' changes came.
 type callerHold struct {
 	// last is how many deltas of the last launched batch had a caller
 	// waiting (delta.caller).
@@ -42,8 +42,8 @@ type callerHold struct {
 	off bool
 	// ret is how long callers took to come back lately (a moving
 	// average; a hold they outlasted counts one and a half times its
-	// bound), and probe
-	// how many more batches launch at once while ret is too long.
+	// bound), and probe how many more batches launch at once while ret
+	// is too long.
 	ret   time.Duration
 	probe int
 	timer *time.Timer
