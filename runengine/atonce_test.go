@@ -68,6 +68,15 @@ type atOnceProvider struct{ *whereProvider }
 
 func (atOnceProvider) ReturnsAtOnce() {}
 
+// atOnceGate is autoGate saying it decides at once
+// (runengine.DecidesAtOnce), so that the calls of a provider that returns at
+// once, which ask the gate first, are made in the run's worker. A provider
+// that does not say so takes the call runners' path whatever the gate.
+type atOnceGate struct{ *autoGate }
+
+// DecidesAtOnce: it decides in memory.
+func (atOnceGate) DecidesAtOnce() {}
+
 // plainGate answers automatic and does not say it decides at once.
 type plainGate struct{}
 
@@ -134,9 +143,9 @@ func TestCallsThatReturnAtOnceAreMadeInTheWorker(t *testing.T) {
 		gate     runengine.Gate
 		inWorker bool
 	}{
-		{"provider and gate at once", true, &autoGate{auto: true}, true},
+		{"provider and gate at once", true, atOnceGate{&autoGate{auto: true}}, true},
 		{"gate may block", true, plainGate{}, false},
-		{"provider may block", false, &autoGate{auto: true}, false},
+		{"provider may block", false, atOnceGate{&autoGate{auto: true}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

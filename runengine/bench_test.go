@@ -90,7 +90,7 @@ func newBenchEngineOn(b *testing.B, prov capability.Provider, change func(*runen
 		b.Fatal(err)
 	}
 	cfg := runengine.Config{Store: st, Clock: clk, Capabilities: reg, Processes: be.procs,
-		Gate: &autoGate{auto: true}, OnFinish: be.finished}
+		Gate: atOnceGate{&autoGate{auto: true}}, OnFinish: be.finished} // at once for atOnceNoop (see atOnceGate)
 	change(&cfg)
 	be.eng, err = runengine.New(cfg)
 	if err != nil {

@@ -43,6 +43,8 @@ type delta struct {
 	// the delta acts under: its batch checks it in the transaction, and a
 	// lease no longer held refuses the delta.
 	fence *lease.Lease
+	// caller says a caller waits for the delta's commit (see callerHold).
+	caller bool
 }
 
 // counterInc adds n to the counter at key (a delta may hold several of
@@ -118,6 +120,7 @@ type committer struct {
 
 	share commitShare  // the tenants' fair share of commits
 	ahead anticipation // a quiet tenant's next change, awaited (see awaitQuiet)
+	hold  callerHold   // the callers the last commit answered, awaited
 	// clock times the wait for a quiet tenant's next change: nil, the
 	// real clock, as a wait of well under a millisecond is no business
 	// time (tests set a fake one before the first submit).
@@ -206,6 +209,8 @@ func (c *committer) loop() {
 			c.flights--
 		case <-c.ahead.timerC():
 			c.ahead.timer = nil
+		case <-c.hold.timerC():
+			c.hold.fired()
 		}
 		for {
 			c.countLanded()
@@ -216,7 +221,7 @@ func (c *committer) loop() {
 			c.mu.Unlock()
 			c.add(batch)
 			c.reuseQueue(batch)
-			if len(c.openBatch) > 0 && ((c.flights == 0 && (closed || !c.awaitQuiet())) || (c.flights < maxFlights && len(c.openBatch) >= c.maxBatch)) {
+			if len(c.openBatch) > 0 && ((c.flights == 0 && (closed || (!c.awaitQuiet() && (c.share.several() || !c.hold.wait(c.openBatch, len(batch)))))) || (c.flights < maxFlights && len(c.openBatch) >= c.maxBatch)) {
 				c.launch()
 			}
 			full := len(c.openBatch) >= c.maxBatch
@@ -419,6 +424,7 @@ func (c *committer) addAll(batch []*delta) {
 func (c *committer) launch() {
 	tx, batch, began := c.open, c.openBatch, c.openSince
 	c.open, c.openBatch, c.openBytes = nil, nil, 0
+	c.hold.launched(batch)
 	sums := sumCounters(batch)
 	if err := c.writeCounters(tx, sums, false); err != nil {
 		tx.Discard()
@@ -456,6 +462,7 @@ func (c *committer) launch() {
 	// The lone commits of its tenants launched before it (see
 	// commitAlone) are not on the chain of prev.
 	tenants, lone := c.told.batch(c.share.inOpen, told)
+	launched := time.Now()
 	tx.CommitAsync(func(err error) {
 		if prev != nil {
 			<-prev // the commits before this one were told first
@@ -464,6 +471,7 @@ func (c *committer) launch() {
 			<-ch
 		}
 		c.record(len(batch), time.Since(began), err)
+		c.hold.flight.Store(int64(time.Since(launched)))
 		if err != nil {
 			c.countersLost.Store(true)
 		}

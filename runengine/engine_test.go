@@ -26,7 +26,10 @@ const tenant = "ten_test"
 
 // testProvider is an in-process provider of two capabilities: test.echo
 // returns its arguments, test.flaky fails with errs.Unavailable until it has
-// failed failures times.
+// failed failures times. It does not say its calls return at once
+// (capability.ReturnsAtOnce), as no provider of the workspace does: the
+// tests of this package run the call runners' path, the product's
+// (atonce_test.go runs the workers' path).
 type testProvider struct {
 	mu       sync.Mutex
 	calls    []capability.Call
@@ -58,11 +61,6 @@ func (p *testProvider) Call(_ context.Context, c capability.Call) (json.RawMessa
 	return c.Args, nil
 }
 
-// ReturnsAtOnce: its calls are in memory, so the engine makes them in the
-// run's worker (the tests of this package run that path; providers of
-// their own, which block, run the call runners').
-func (p *testProvider) ReturnsAtOnce() {}
-
 func (p *testProvider) keys() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -74,6 +72,8 @@ func (p *testProvider) keys() []string {
 }
 
 // autoGate lets every action run without a person and records outcomes.
+// It does not say it decides at once (runengine.DecidesAtOnce), as the
+// workspace's gate does not.
 type autoGate struct {
 	auto     bool
 	mu       sync.Mutex
@@ -86,9 +86,6 @@ func (g *autoGate) Decide(context.Context, runengine.GateRequest) (runengine.Gat
 	}
 	return runengine.GateDecision{Auto: false, Reason: "supervised"}, nil
 }
-
-// DecidesAtOnce: it decides in memory.
-func (g *autoGate) DecidesAtOnce() {}
 
 func (g *autoGate) Observe(_ context.Context, o runengine.Outcome) error {
 	g.mu.Lock()
