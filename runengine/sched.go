@@ -39,6 +39,7 @@ const fullLookShare = 50
 
 type scheduler struct {
 	e        *Engine
+	prefix   []byte // of every due key
 	wakeCh   chan struct{}
 	quit     chan struct{}
 	stopOnce sync.Once
@@ -61,6 +62,10 @@ type scheduler struct {
 	// scan, fullEnded when it ended (see safetyReset).
 	fullTook  time.Duration
 	fullEnded time.Time
+	// lookNow is the time of the latest look: a key due by then, written
+	// while the look was under way, may have been missed by it, so the
+	// look must not move the cursor past it (wakeAt moves gen).
+	lookNow time.Time
 }
 
 // maxDueInflight bounds the due keys handed to the workers and not yet
@@ -80,7 +85,8 @@ type scheduler struct {
 const maxDueInflight = 2048
 
 func newScheduler(e *Engine) *scheduler {
-	return &scheduler{e: e, wakeCh: make(chan struct{}, 1), quit: make(chan struct{}), inflight: map[string]time.Time{}}
+	return &scheduler{e: e, prefix: store.Key(store.System, "due"), wakeCh: make(chan struct{}, 1), quit: make(chan struct{}),
+		inflight: map[string]time.Time{}}
 }
 
 // wake wakes the loop to look at the whole due index (a key may have been
@@ -105,11 +111,21 @@ func (s *scheduler) resetCursor() {
 	s.gen++
 }
 
+// cursorFrom makes the next look start at the first due key at t or
+// later (a key of its time parts alone sorts before every due key of that
+// time and after those before it); s.mu held.
+func (s *scheduler) cursorFrom(t time.Time) {
+	s.cursor, s.cursorAt = store.Key(store.System, "due", t.UnixNano()), t.Add(-time.Nanosecond)
+}
+
 // wakeAt wakes the loop if at is before its next look.
 func (s *scheduler) wakeAt(at time.Time) {
 	s.mu.Lock()
 	if s.cursor != nil && !at.After(s.cursorAt) {
-		s.resetCursor()
+		s.cursorFrom(at) // the keys before at are still handed out
+		s.gen++
+	} else if !at.After(s.lookNow) {
+		s.gen++ // a look under way keeps its cursor before the key
 	}
 	earlier := s.next.IsZero() || at.Before(s.next)
 	s.mu.Unlock()
@@ -253,11 +269,12 @@ func (s *scheduler) fireDue() (time.Time, error) {
 		if room <= 0 {
 			s.throttled = true
 		}
+		now := s.e.clock.Now()
+		s.lookNow = now
 		s.mu.Unlock()
 		if room <= 0 {
 			return time.Time{}, nil // done wakes the loop
 		}
-		now := s.e.clock.Now()
 		var due []dueItem
 		var next time.Time
 		seen := s.e.forgets.Load() // before the read (see worker.readAhead)
@@ -269,7 +286,7 @@ func (s *scheduler) fireDue() (time.Time, error) {
 					readDueRuns(r, due)
 				}
 			}()
-			return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "due"), After: after, KeysOnly: true}, func(key, _ []byte) error {
+			return r.Scan(store.ScanOptions{Prefix: s.prefix, After: after, KeysOnly: true}, func(key, _ []byte) error {
 				s.mu.Lock()
 				handed, busy := s.inflight[string(key)]
 				if busy && s.e.cluster != nil && time.Since(handed) > handOutTTL {
@@ -336,6 +353,16 @@ func (s *scheduler) fireDue() (time.Time, error) {
 				timer: &timerArgs{key: d.key, token: d.token, run: d.run, seen: seen}})
 		}
 		if len(due) < min(1000, room) {
+			// The scan reached a key ahead of now, or the end: every due
+			// key up to now is handed out, so the next look starts past
+			// them, not at the last one handed out, nor, when none was,
+			// at the first due key (over the deleted keys of the timers
+			// fired before).
+			s.mu.Lock()
+			if s.gen == gen && s.e.cluster == nil {
+				s.cursorFrom(now.Add(time.Nanosecond))
+			}
+			s.mu.Unlock()
 			return next, nil
 		}
 	}

@@ -1,8 +1,13 @@
 package runengine
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/bas-platform/bas/store"
 )
 
 // TestSafetyResetSpacing: the safety tick makes the next look start at the
@@ -42,5 +47,76 @@ func TestSafetyResetSpacing(t *testing.T) {
 				t.Errorf("generation moved: %v, want %v", got, tc.reset)
 			}
 		})
+	}
+}
+
+// TestLookEndsPastNow: a look that finds no more due keys up to now (here
+// only the deleted keys of timers fired before) leaves the cursor past now,
+// so the next look does not walk those deleted keys again; a key due by
+// then that is written afterwards moves the cursor back (wakeAt), and one
+// written while a look is under way keeps that look from moving it.
+func TestLookEndsPastNow(t *testing.T) {
+	eng, _ := memEngine(t, Config{})
+	ctx := context.Background()
+	now := eng.clock.Now()
+	keys := make([][]byte, 100)
+	for i := range keys {
+		keys[i] = dueKey(now.Add(-time.Hour), "ten_a", fmt.Sprintf("run_%03d", i), "t")
+	}
+	for _, del := range []bool{false, true} {
+		err := eng.st.Update(ctx, func(tx store.Txn) error {
+			for _, k := range keys {
+				if del {
+					if err := tx.Delete(k); err != nil {
+						return err
+					}
+				} else if err := tx.Set(k, nil); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := eng.sched
+	if _, err := s.fireDue(); err != nil {
+		t.Fatal(err)
+	}
+	past := store.Key(store.System, "due", now.Add(time.Nanosecond).UnixNano())
+	if !bytes.Equal(s.cursor, past) || !s.cursorAt.Equal(now) {
+		t.Fatalf("cursor after the look %q at %v, want %q at %v", s.cursor, s.cursorAt, past, now)
+	}
+	if bytes.Compare(s.cursor, keys[len(keys)-1]) <= 0 {
+		t.Fatal("the cursor is not past the deleted keys")
+	}
+
+	// A key due by the cursor's time, written since: the next look starts
+	// at its time (the keys before it are still handed out).
+	gen := s.gen
+	at := now.Add(-time.Minute)
+	s.wakeAt(at)
+	if want := store.Key(store.System, "due", at.UnixNano()); !bytes.Equal(s.cursor, want) || s.gen == gen {
+		t.Fatalf("cursor after a key due before it was written: %q (generation %d -> %d), want %q and the generation moved", s.cursor, gen, s.gen, want)
+	}
+	if k := dueKey(at, "ten_a", "run_x", "t"); bytes.Compare(k, s.cursor) <= 0 || bytes.Compare(keys[0], s.cursor) >= 0 {
+		t.Fatal("the cursor is not between the keys before the time and the key of the time")
+	}
+
+	// A key due by the time of a look under way: the look keeps its cursor.
+	s.mu.Lock()
+	s.cursor, s.cursorAt = keys[0], now.Add(-2*time.Hour)
+	s.lookNow = now
+	gen = s.gen
+	s.mu.Unlock()
+	s.wakeAt(now.Add(-time.Minute))
+	if s.gen == gen || !bytes.Equal(s.cursor, keys[0]) {
+		t.Fatalf("a key due by a look's time: generation %d -> %d, cursor %q; want the generation moved and the cursor kept", gen, s.gen, s.cursor)
+	}
+	gen = s.gen
+	s.wakeAt(now.Add(time.Minute))
+	if s.gen != gen {
+		t.Fatal("a key due after the look's time moved the generation")
 	}
 }
