@@ -510,6 +510,15 @@ func (x *exec) prepareCall(def *process.Step, st *StepRun, capID string, args an
 	return pc
 }
 
+// callFailed drops what res, the failed result of the step's call, would
+// have written, and logs the failure.
+func (x *exec) callFailed(def *process.Step, st *StepRun, res *callResult) {
+	x.dirty = true
+	res.drop()
+	x.w.e.log.Warn("step call failed", "tenant", x.r.Tenant, "run", x.r.ID, "step", def.Key, "attempt", st.Attempts+1,
+		"error", errorText(res.err))
+}
+
 // callOutcome interprets the result of the current step's call: it returns
 // the decoded output and true on success; on failure it schedules a retry
 // or fails the run and returns false. The writes a built-in provider
@@ -538,11 +547,8 @@ func (x *exec) callOutcome(def *process.Step, st *StepRun) (any, bool) {
 		}
 		res.err = errs.Validation(errs.Violation{Loc: []any{"output"}, Msg: "is not JSON: " + err.Error(), Type: "json_invalid"})
 	}
-	x.dirty = true
-	res.drop()
+	x.callFailed(def, st, res)
 	msg := fmt.Sprintf("step %s: %s", def.Key, errorText(res.err))
-	x.w.e.log.Warn("step call failed", "tenant", x.r.Tenant, "run", x.r.ID, "step", def.Key, "attempt", st.Attempts+1,
-		"error", errorText(res.err))
 	if permanent(res.err) {
 		st.Attempts++
 		x.failRun(st, RunFailed, msg)

@@ -82,10 +82,7 @@ func (e *stepEnv) CallSucceeded() bool {
 	}
 	x.res = nil
 	if res.err != nil {
-		x.dirty = true
-		res.drop()
-		x.w.e.log.Warn("step call failed", "tenant", x.r.Tenant, "run", x.r.ID, "step", e.def.Key, "attempt", e.st.Attempts+1,
-			"error", errorText(res.err))
+		x.callFailed(e.def, e.st, res)
 		return false
 	}
 	b := res.writes.TakeAll()

@@ -24,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -196,24 +197,12 @@ func report(w io.Writer, runs map[int]map[string]result, want []string) {
 		loads = append(loads, runs[p]["old"].load+"/"+runs[p]["new"].load)
 	}
 	fmt.Fprintf(w, "%d pairs; load average old/new at each run's start: %s\n", len(pairs), strings.Join(loads, " "))
-	benches := slices.Sorted(func(yield func(string) bool) {
-		for b := range runs[pairs[0]]["old"].metrics {
-			if !yield(b) {
-				return
-			}
-		}
-	})
+	benches := slices.Sorted(maps.Keys(runs[pairs[0]]["old"].metrics))
 	for _, b := range benches {
 		fmt.Fprintf(w, "\n%s\n", b)
 		names := want
 		if names == nil {
-			names = slices.Sorted(func(yield func(string) bool) {
-				for m := range runs[pairs[0]]["old"].metrics[b] {
-					if !yield(m) {
-						return
-					}
-				}
-			})
+			names = slices.Sorted(maps.Keys(runs[pairs[0]]["old"].metrics[b]))
 		}
 		for _, m := range names {
 			var olds, news, ratios []float64

@@ -163,27 +163,24 @@ type pipeGuard struct {
 	pipe store.Pipeliner
 }
 
-// Begin opens a pipelined transaction that checks the lease first.
+// Begin opens a pipelined transaction that checks the lease first. A lease
+// that lapsed with no other node taking it is reclaimed and the
+// transaction begun again under the renewed lease.
 func (g *pipeGuard) Begin(ctx context.Context) (store.PipelinedTxn, error) {
-	tx, err := g.pipe.Begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := g.m.Check(tx, g.current()); err != nil {
-		tx.Discard()
-		if !errors.Is(err, ErrFenced) || g.reclaim(ctx) != nil {
-			return nil, fenced(err)
-		}
-		// Reclaimed after a lapse: begin again under the renewed lease.
-		if tx, err = g.pipe.Begin(ctx); err != nil {
+	for reclaimed := false; ; reclaimed = true {
+		tx, err := g.pipe.Begin(ctx)
+		if err != nil {
 			return nil, err
 		}
-		if err := g.m.Check(tx, g.current()); err != nil {
-			tx.Discard()
+		err = g.m.Check(tx, g.current())
+		if err == nil {
+			return tx, nil
+		}
+		tx.Discard()
+		if reclaimed || !errors.Is(err, ErrFenced) || g.reclaim(ctx) != nil {
 			return nil, fenced(err)
 		}
 	}
-	return tx, nil
 }
 
 // fenced turns a refused Check into what a caller of the store sees: the

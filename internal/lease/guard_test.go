@@ -2,6 +2,7 @@ package lease_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -142,6 +143,63 @@ func TestExclusiveReclaimsALapse(t *testing.T) {
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// lateRenewals is the lease store of a node whose renewals do not come:
+// once armed, an update fails unless its context is marked as a write's,
+// so a write under a lapsed lease meets the lapse itself.
+type lateRenewals struct {
+	store.Store
+	armed atomic.Bool
+}
+
+// writeCtx marks the context of a write through the guard.
+type writeCtx struct{}
+
+func (s *lateRenewals) Update(ctx context.Context, fn func(store.Txn) error) error {
+	if s.armed.Load() && ctx.Value(writeCtx{}) == nil {
+		return errors.New("the renewal comes late")
+	}
+	return s.Store.Update(ctx, fn)
+}
+
+// TestExclusiveWriteReclaimsALapse: with no renewal coming, a write (an
+// Update, a pipelined transaction) after the lease lapsed reclaims it
+// itself and goes through.
+func TestExclusiveWriteReclaimsALapse(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, st store.Store) {
+		ctx := context.WithValue(t.Context(), writeCtx{}, true)
+		clk := clock.NewFake(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+		late := &lateRenewals{Store: st}
+		guarded := store.Store(nopClose{st})
+		if p, ok := st.(store.Pipeliner); ok {
+			guarded = struct {
+				nopClose
+				store.Pipeliner
+			}{nopClose{st}, p}
+		}
+		a, err := lease.Exclusive(ctx, guarded, lease.Config{Store: late, Clock: clk, Owner: "node-a", TTL: ttl}, "engine", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		defer late.armed.Store(false) // before Close: its release goes through
+		testwait.Until(t, "node-a's renewal is armed", func() bool { return clk.Timers() >= 1 })
+		late.armed.Store(true)
+		clk.Advance(2 * ttl)
+		if err := a.Update(ctx, func(tx store.Txn) error { return tx.Set([]byte("k"), []byte("a")) }); err != nil {
+			t.Fatalf("a write after the lapse: %v", err)
+		}
+		if p, ok := a.(store.Pipeliner); ok {
+			clk.Advance(2 * ttl)
+			tx, err := p.Begin(ctx)
+			if err != nil {
+				t.Fatalf("a pipelined transaction after the lapse: %v", err)
+			}
+			tx.Discard()
 		}
 	})
 }

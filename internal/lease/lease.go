@@ -42,9 +42,10 @@ import (
 // and it has not expired. It is errs.Conflict.
 var ErrHeld = errors.Mark(errors.New("lease: held by another owner"), errs.Conflict)
 
-// ErrFenced marks a write (Check) or a Renew refused because the caller's
-// lease is no longer the current one: it expired, or another owner took it
-// over (a larger token). It is errs.Conflict.
+// ErrFenced marks a write (Check) refused because the caller's lease is
+// no longer the current one: it expired, or another owner took it over (a
+// larger token), or a Reclaim refused because another owner took it or it
+// was released. It is errs.Conflict.
 var ErrFenced = errors.Mark(errors.New("lease: fenced off: the lease is no longer held with this token"), errs.Conflict)
 
 // Lease is one claim.
@@ -153,22 +154,6 @@ func (m *Manager) Acquire(ctx context.Context, name string) (Lease, error) {
 		cur.Owner, cur.Expires = m.owner, now.Add(m.ttl)
 		got = cur
 		return put(tx, cur)
-	})
-	return got, err
-}
-
-// Renew extends l, which this owner must still hold with l.Token;
-// otherwise it fails with ErrFenced and the caller must stop acting on
-// the claim.
-func (m *Manager) Renew(ctx context.Context, l Lease) (Lease, error) {
-	var got Lease
-	err := m.st.Update(ctx, func(tx store.Txn) error {
-		if err := m.Check(tx, l); err != nil {
-			return err
-		}
-		got = l
-		got.Expires = m.clock.Now().Add(m.ttl)
-		return put(tx, got)
 	})
 	return got, err
 }

@@ -81,8 +81,8 @@ func TestExpiry(t *testing.T) {
 			t.Errorf("lease taken over (-want +got):\n%s", diff)
 		}
 		// The old owner can neither renew nor re-take it.
-		if _, err := a.Renew(ctx, la); !errors.Is(err, lease.ErrFenced) {
-			t.Errorf("Renew by the expired owner: %v, want ErrFenced", err)
+		if _, err := a.Reclaim(ctx, la); !errors.Is(err, lease.ErrFenced) {
+			t.Errorf("Reclaim by the expired owner: %v, want ErrFenced", err)
 		}
 		if _, err := a.Acquire(ctx, "shard/1"); !errors.Is(err, lease.ErrHeld) {
 			t.Errorf("Acquire by the expired owner: %v, want ErrHeld", err)
@@ -90,9 +90,9 @@ func TestExpiry(t *testing.T) {
 		// Renewal keeps the token; release lets the next owner in at once,
 		// with a larger token.
 		clk.Advance(ttl / 2)
-		lb2, err := b.Renew(ctx, lb)
+		lb2, err := b.Reclaim(ctx, lb)
 		if err != nil || lb2.Token != 2 || !lb2.Expires.Equal(clk.Now().Add(ttl)) {
-			t.Errorf("Renew = %+v, %v; want token 2 until now+TTL", lb2, err)
+			t.Errorf("Reclaim = %+v, %v; want token 2 until now+TTL", lb2, err)
 		}
 		if err := b.Release(ctx, lb2); err != nil {
 			t.Fatal(err)
