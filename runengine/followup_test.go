@@ -70,11 +70,7 @@ func TestFollowUpReplyWhileAReminderIsOnItsWay(t *testing.T) {
 			id := b.start(t, def.ID)
 			b.waitRun(t, id, "waiting", stepStatus("chase", runengine.StepWaiting))
 			b.advance(time.Hour)
-			select {
-			case <-mail.entered:
-			case <-time.After(testwait.Limit):
-				t.Fatal("the second reminder was never sent")
-			}
+			testwait.Recv(t, mail.entered, "the second reminder sent")
 			if _, err := b.eng.Publish(context.Background(), runengine.PublishParams{Tenant: tenant, Name: "payment.received",
 				Data: map[string]any{"invoice": "INV-1"}}); err != nil {
 				t.Fatal(err)
