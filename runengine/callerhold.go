@@ -47,7 +47,6 @@ type callerHold struct {
 	ret   time.Duration
 	probe int
 	timer *time.Timer
-	c     <-chan time.Time
 	// flight is how long the last commit took from its launch until it
 	// was durable (set by its callback).
 	flight atomic.Int64
@@ -119,7 +118,6 @@ func (h *callerHold) wait(open []*delta, fresh int) bool {
 	}
 	if h.timer == nil {
 		h.timer = time.NewTimer(h.until.Sub(now))
-		h.c = h.timer.C
 	}
 	return true
 }
@@ -138,10 +136,15 @@ func (h *callerHold) count(open []*delta) {
 }
 
 // timerC is the channel of the timer that ends a wait; nil when none.
-func (h *callerHold) timerC() <-chan time.Time { return h.c }
+func (h *callerHold) timerC() <-chan time.Time {
+	if h.timer == nil {
+		return nil
+	}
+	return h.timer.C
+}
 
 // fired notes that the timer ended a wait.
-func (h *callerHold) fired() { h.timer, h.c = nil, nil }
+func (h *callerHold) fired() { h.timer = nil }
 
 // launched starts the count over for the next batch, after batch was
 // launched.
@@ -152,6 +155,6 @@ func (h *callerHold) launched(batch []*delta) {
 	h.since, h.until = time.Time{}, time.Time{}
 	if h.timer != nil {
 		h.timer.Stop()
-		h.timer, h.c = nil, nil
+		h.timer = nil
 	}
 }

@@ -239,7 +239,7 @@ func TestCallerHoldLearnsReturnTimes(t *testing.T) {
 	h.ret, bound = 0, 8*time.Nanosecond
 	h.launched(callers(4))
 	if h.wait([]*delta{{}}, 1) {
-		testwait.Recv(t, h.c, "the hold's timer")
+		testwait.Recv(t, h.timerC(), "the hold's timer")
 	}
 	if h.wait([]*delta{{}}, 0) {
 		t.Fatal("held past the bound")

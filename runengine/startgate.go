@@ -69,12 +69,8 @@ func newStartGate(max, fair int, clk clock.Clock) *startGate {
 // is answered. It fails only when ctx ends first.
 func (g *startGate) enter(ctx context.Context, tenant string) error {
 	g.mu.Lock()
-	now := g.clock.Now()
-	g.saw(tenant, now)
-	s := g.slotsOf(tenant)
-	if len(s.waiters) == 0 && s.n < g.limit(tenant, s, now) {
-		s.n++
-		g.busy++
+	s, in := g.admit(tenant)
+	if in {
 		g.mu.Unlock()
 		return nil
 	}
@@ -110,20 +106,19 @@ func (g *startGate) enter(ctx context.Context, tenant string) error {
 func (g *startGate) enterOr(tenant string, later func()) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	now := g.clock.Now()
-	g.saw(tenant, now)
-	s := g.slotsOf(tenant)
-	if len(s.waiters) == 0 && s.n < g.limit(tenant, s, now) {
-		s.n++
-		g.busy++
-		return true
+	s, in := g.admit(tenant)
+	if !in {
+		s.waiters = append(s.waiters, gateWaiter{later: later})
 	}
-	s.waiters = append(s.waiters, gateWaiter{later: later})
-	return false
+	return in
 }
 
-// slotsOf returns tenant's slots, made when it has none; g.mu is held.
-func (g *startGate) slotsOf(tenant string) *gateSlots {
+// admit notes tenant at the door and takes one of its slots when one is free
+// and none waits in line, reporting whether it did; it returns tenant's
+// slots, made when it has none. g.mu is held.
+func (g *startGate) admit(tenant string) (*gateSlots, bool) {
+	now := g.clock.Now()
+	g.saw(tenant, now)
 	s := g.tenants[tenant]
 	if s == nil {
 		if s = g.spare; s != nil {
@@ -133,7 +128,12 @@ func (g *startGate) slotsOf(tenant string) *gateSlots {
 		}
 		g.tenants[tenant] = s
 	}
-	return s
+	if len(s.waiters) > 0 || s.n >= g.limit(tenant, s, now) {
+		return s, false
+	}
+	s.n++
+	g.busy++
+	return s, true
 }
 
 // leave frees the slot and hands the free slots of the tenant to those

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/testwait"
+	"github.com/bas-platform/bas/store/clock"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -166,5 +167,28 @@ func TestWorkerMakesOnlyCallsItsRunAwaits(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestStoppedWorkerSettlesEngineStart: a start the engine made (a
+// schedule's tick) that reaches a worker already stopped leaves the
+// tenant's door, so a caller after it is not kept waiting.
+func TestStoppedWorkerSettlesEngineStart(t *testing.T) {
+	e := &Engine{starting: newStartGate(1, 0, clock.Real{})}
+	w := newWorker(e)
+	w.stop()
+	var got []error
+	cmd := &command{kind: cmdStart, tenant: "ten_a", runID: "run_1", start: &startArgs{
+		settled: []func(error){func(err error) { got = append(got, err) }},
+	}}
+	if !e.enterGate(cmd) {
+		t.Fatal("enterGate found no room in an empty gate")
+	}
+	w.send(cmd)
+	if len(got) != 1 || got[0] != errClosed {
+		t.Errorf("settled with %v, want once with %v", got, errClosed)
+	}
+	if g := e.starting; g.busy != 0 || len(g.tenants) != 0 {
+		t.Errorf("after the start was dropped: %d starts in progress, slots of %d tenants", g.busy, len(g.tenants))
 	}
 }
