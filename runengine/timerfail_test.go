@@ -53,13 +53,7 @@ func (d *dueDeletes) Delete(key []byte) error {
 // must not keep it as handed out, nor look past it).
 func TestTimerFiresAgainAfterFailedCommit(t *testing.T) {
 	t.Parallel()
-	inner, err := badgerstore.Open(badgerstore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := &failDueDelete{Store: inner}
-	clk := clock.NewFake(t0)
-	b := open(t, st, clk, &testProvider{}, &autoGate{auto: true})
+	st, clk, b := openFailDue(t)
 	def := b.create(t, `{"type":"manual"}`, `[{"key":"pause","type":"wait","config":{"duration":"1h"}},
 		{"key":"route","type":"route","config":{"rules":[{"when":{"subject.type":"x"},"queue":"b"}],"default":{"queue":"a"}}}]`)
 	id := b.start(t, def.ID)
@@ -83,13 +77,7 @@ func TestTimerFiresAgainAfterFailedCommit(t *testing.T) {
 // handed out, which would stop the schedule until a restart.
 func TestCronFiresAgainAfterFailedCommit(t *testing.T) {
 	t.Parallel()
-	inner, err := badgerstore.Open(badgerstore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := &failDueDelete{Store: inner}
-	clk := clock.NewFake(t0)
-	b := open(t, st, clk, &testProvider{}, &autoGate{auto: true})
+	st, clk, b := openFailDue(t)
 	def := b.create(t, `{"type":"schedule","cron":"*/15 * * * *","timezone":"UTC"}`,
 		`[{"key":"tick","type":"execute","capability":"test.echo","config":{"args":{"at":"${trigger.data.fired_at}"}}}]`)
 	st.armed.Store(true)
@@ -104,4 +92,17 @@ func TestCronFiresAgainAfterFailedCommit(t *testing.T) {
 	if st.armed.Load() {
 		t.Error("no commit of the tick was failed")
 	}
+}
+
+// openFailDue opens an engine on a failDueDelete store (not armed) and a
+// fake clock.
+func openFailDue(t *testing.T) (*failDueDelete, *clock.Fake, *bundle) {
+	t.Helper()
+	inner, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &failDueDelete{Store: inner}
+	clk := clock.NewFake(t0)
+	return st, clk, open(t, st, clk, &testProvider{}, &autoGate{auto: true})
 }
