@@ -59,8 +59,9 @@ func (e *Engine) SetTimer(tx store.Txn, tenant, kind, token string, at time.Time
 	if err := tx.Set(dueKey(at, tenant, appOwnerPrefix+kind, token), nil); err != nil {
 		return err
 	}
-	// A wake before the commit may miss the key: the safety tick finds it.
-	e.sched.wakeAt(at)
+	// A wake before the commit: a look may run before the key lands (see
+	// wakeUncommitted).
+	e.sched.wakeUncommitted(at)
 	return nil
 }
 

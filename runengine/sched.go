@@ -70,6 +70,12 @@ type scheduler struct {
 	// while the look was under way, may have been missed by it, so the
 	// look must not move the cursor past it (wakeAt moves gen).
 	lookNow time.Time
+	// early is the earliest time of the keys already due when written
+	// in a transaction that woke the loop before it committed
+	// (wakeUncommitted), earlySince when it was set, and earlyUntil until
+	// when a look keeps its cursor before it: a look that ran before that
+	// commit landed did not see the key.
+	early, earlySince, earlyUntil time.Time
 }
 
 // maxDueInflight bounds the due keys handed to the workers and not yet
@@ -136,6 +142,34 @@ func (s *scheduler) wakeAt(at time.Time) {
 	if earlier {
 		s.signal()
 	}
+}
+
+// uncommittedHold is how long after a wakeUncommitted the looks keep their
+// cursor before its key's time, so that the look after its commit landed
+// (at the latest the next safety tick's) finds it; earlyPin bounds how long
+// one early time holds while such wakes keep coming.
+const (
+	uncommittedHold = time.Second
+	earlyPin        = 5 * time.Second
+)
+
+// wakeUncommitted is wakeAt for a key written in a transaction not yet
+// committed: a key already due then may be missed by a look that runs
+// before the commit lands, so for uncommittedHold the looks do not move
+// the cursor past its time (see fireDue).
+func (s *scheduler) wakeUncommitted(at time.Time) {
+	s.mu.Lock()
+	if !at.After(s.e.clock.Now()) {
+		wall := time.Now()
+		if s.early.IsZero() || !wall.Before(s.earlyUntil) || wall.Sub(s.earlySince) > earlyPin {
+			s.early, s.earlySince = at, wall
+		} else if at.Before(s.early) {
+			s.early = at
+		}
+		s.earlyUntil = wall.Add(uncommittedHold)
+	}
+	s.mu.Unlock()
+	s.wakeAt(at)
 }
 
 // done forgets a due key once its deletion is durable.
@@ -364,7 +398,11 @@ func (s *scheduler) fireDue() (time.Time, error) {
 			// fired before).
 			s.mu.Lock()
 			if s.gen == gen && s.e.cluster == nil {
-				s.cursorFrom(now.Add(time.Nanosecond))
+				past := now.Add(time.Nanosecond)
+				if !s.early.IsZero() && time.Now().Before(s.earlyUntil) && s.early.Before(past) {
+					past = s.early // a key due then may not have landed yet
+				}
+				s.cursorFrom(past)
 			}
 			s.mu.Unlock()
 			return next, nil

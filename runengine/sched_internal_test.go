@@ -120,3 +120,62 @@ func TestLookEndsPastNow(t *testing.T) {
 		t.Fatal("a key due after the look's time moved the generation")
 	}
 }
+
+// TestLookKeepsBeforeAnUncommittedDueKey: a key already due, written in a
+// transaction that woke the loop before it committed (an app's SetTimer),
+// is found by a look after the commit lands, though a look ran before and
+// saw nothing: for uncommittedHold the looks keep their cursor before its
+// time. Once the hold ended, a look moves past now again.
+func TestLookKeepsBeforeAnUncommittedDueKey(t *testing.T) {
+	eng, _ := memEngine(t, Config{})
+	ctx := context.Background()
+	s := eng.sched
+	now := eng.clock.Now()
+	at := now.Add(-time.Minute)
+	key := dueKey(at, "ten_a", appOwnerPrefix+"test", "tok")
+
+	s.wakeUncommitted(at) // the transaction has not committed yet
+	if _, err := s.fireDue(); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Compare(s.cursor, key) >= 0 {
+		t.Fatalf("cursor %q after a look before the commit: past the uncommitted key %q", s.cursor, key)
+	}
+	if err := eng.st.Update(ctx, func(tx store.Txn) error { return tx.Set(key, nil) }); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	if s.cursor == nil {
+		s.mu.Unlock()
+		t.Fatal("no cursor") // a reset would find the key by a full look
+	}
+	s.mu.Unlock()
+	if _, err := s.fireDue(); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	_, handed := s.inflight[string(key)]
+	s.mu.Unlock()
+	if !handed {
+		// Handed out and settled already by the time we look is fine
+		// too: the key is then deleted.
+		err := eng.st.View(ctx, func(r store.Reader) error { _, err := r.Get(key); return err })
+		if err == nil {
+			t.Fatal("the key written after the look was not handed out by the next look")
+		}
+	}
+
+	// The hold ended just now: a look moves the cursor past now.
+	s.mu.Lock()
+	s.earlyUntil = time.Now().Add(-time.Nanosecond)
+	s.mu.Unlock()
+	if _, err := s.fireDue(); err != nil {
+		t.Fatal(err)
+	}
+	past := store.Key(store.System, "due", now.Add(time.Nanosecond).UnixNano())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !bytes.Equal(s.cursor, past) {
+		t.Fatalf("cursor after the hold %q, want %q (past now)", s.cursor, past)
+	}
+}
