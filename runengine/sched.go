@@ -23,9 +23,11 @@ func dueKey(at time.Time, tenant, owner, token string) []byte {
 const cronOwnerPrefix = "cron:"
 
 // safetyTick bounds how long a due key written in a transaction that woke
-// the scheduler before it committed (an app's timer, SetTimer; a cron
-// schedule set by a process change) can wait unnoticed when it is due by
-// then, while a look from the first due key is cheap (see fullLookShare).
+// the scheduler before it committed (an app's timer, SetTimer) can wait
+// unnoticed when it is due by then: a look comes every tick, and looks
+// keep their cursor before such a key's time for a while (see
+// wakeUncommitted). A key written outside the engine is found by the
+// tick's look from the first due key, spaced by fullLookShare.
 const safetyTick = 200 * time.Millisecond
 
 // fullLookShare spaces the safety tick's looks from the first due key: the
@@ -34,8 +36,9 @@ const safetyTick = 200 * time.Millisecond
 // after a million timers fired, about a million. Before, an idle engine
 // made one every tick: 225-435 ms of CPU per second over 200,000 deleted
 // due keys, most of a core after a million. Spaced, they take at most
-// 1/fullLookShare of the time, and such a key waits at most that much
-// longer (3-6 s over 200,000 deleted keys, whose look took 60-120 ms).
+// 1/fullLookShare of the time, and a key written outside the engine
+// waits at most that much longer (3-6 s over 200,000 deleted keys, whose
+// look took 60-120 ms).
 const fullLookShare = 50
 
 type scheduler struct {
