@@ -14,10 +14,9 @@ func Example() {
 		{"BenchmarkFairness/flooded-2 2000 100 ns/op 5.0 p99-ms", "BenchmarkFairness/flooded-2 2000 100 ns/op 4.5 p99-ms"},
 		{"BenchmarkFairness/flooded-2 2000 100 ns/op 3.0 p99-ms", "BenchmarkFairness/flooded-2 2000 100 ns/op 2.4 p99-ms"},
 	} {
-		runs[p+1] = map[string]result{
-			"old": parse(strings.NewReader("# load 1.5\n" + lines[0])),
-			"new": parse(strings.NewReader("# load 1.7\n" + lines[1])),
-		}
+		before, _ := parse(strings.NewReader("# load 1.5\n" + lines[0]))
+		after, _ := parse(strings.NewReader("# load 1.7\n" + lines[1]))
+		runs[p+1] = map[string]result{"old": before, "new": after}
 	}
 	report(os.Stdout, runs, []string{"p99-ms"})
 	// Output:

@@ -131,8 +131,11 @@ func readDir(dir string) (map[int]map[string]result, error) {
 		if err != nil {
 			return nil, err
 		}
-		r := parse(f)
+		r, err := parse(f)
 		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Name(), err)
+		}
 		p, _ := strconv.Atoi(m[1])
 		if runs[p] == nil {
 			runs[p] = map[string]result{}
@@ -144,10 +147,12 @@ func readDir(dir string) (map[int]map[string]result, error) {
 
 // parse reads the output of a test binary's benchmarks: each Benchmark
 // line's metrics (ns/op and those reported), by the benchmark's name
-// without its -GOMAXPROCS suffix.
-func parse(r io.Reader) result {
+// without its -GOMAXPROCS suffix. A line longer than maxLine, or a failed
+// read, is an error: the results would be cut short.
+func parse(r io.Reader) (result, error) {
 	res := result{metrics: map[string]map[string]float64{}}
 	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, maxLine)
 	for sc.Scan() {
 		line := sc.Text()
 		if load, ok := strings.CutPrefix(line, "# load "); ok {
@@ -172,8 +177,11 @@ func parse(r io.Reader) result {
 		}
 		res.metrics[name] = m
 	}
-	return res
+	return res, sc.Err()
 }
+
+// maxLine bounds a line of a test binary's output that parse reads.
+const maxLine = 1 << 20
 
 // report writes, per benchmark and metric, the old and new values'
 // median and range, the ratios' median and range, how many pairs the new

@@ -11,7 +11,7 @@ import (
 )
 
 func TestParse(t *testing.T) {
-	got := parse(strings.NewReader(`# load 3.25
+	got, err := parse(strings.NewReader(`# load 3.25
 goos: linux
 BenchmarkFairness/flooded-wide-2    	    2000	  34230112 ns/op	         1.704 alone-p50-ms	      1004 flood-starts/s
 BenchmarkChain3/starters=64-2 3000 52000 ns/op 143 allocs/op
@@ -21,8 +21,35 @@ PASS
 		"BenchmarkFairness/flooded-wide": {"ns/op": 34230112, "alone-p50-ms": 1.704, "flood-starts/s": 1004},
 		"BenchmarkChain3/starters=64":    {"ns/op": 52000, "allocs/op": 143},
 	}}
+	if err != nil {
+		t.Fatal(err)
+	}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(result{})); diff != "" {
 		t.Errorf("parse (-want +got):\n%s", diff)
+	}
+}
+
+// TestParseLongLine: a line of maxLine bytes with its newline is read; one
+// byte more is an error, not results cut short.
+func TestParseLongLine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		n    int // the long line's length without its newline
+		fail bool
+	}{
+		{name: "just inside", n: maxLine - 1},
+		{name: "just outside", n: maxLine, fail: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := strings.Repeat("x", tc.n) + "\nBenchmarkChain3-2 3000 52000 ns/op\n"
+			got, err := parse(strings.NewReader(in))
+			if (err != nil) != tc.fail {
+				t.Fatalf("parse error %v, want an error: %v", err, tc.fail)
+			}
+			if !tc.fail && got.metrics["BenchmarkChain3"]["ns/op"] != 52000 {
+				t.Errorf("the line after the long one was not read: %v", got.metrics)
+			}
+		})
 	}
 }
 
