@@ -185,10 +185,15 @@ func (g *pipeGuard) Begin(ctx context.Context) (store.PipelinedTxn, error) {
 
 // fenced turns a refused Check into what a caller of the store sees: the
 // node is unavailable for writes (503), and the error is still ErrFenced.
+// A lease that only lapsed is reclaimed before the caller sees this, so
+// its message says the renewal failed, not that another node took over.
 func fenced(err error) error {
 	if !errors.Is(err, ErrFenced) {
 		return err
 	}
-	return errors.Mark(errors.WithSecondaryError(
-		errs.Unavailablef("this node no longer holds the store's lease: another node took over"), err), ErrFenced)
+	msg := "this node no longer holds the store's lease: another node took over"
+	if errors.Is(err, errLapsed) {
+		msg = "this node's lease on the store lapsed and could not be renewed; try again"
+	}
+	return errors.Mark(errors.WithSecondaryError(errs.Unavailablef("%s", msg), err), ErrFenced)
 }

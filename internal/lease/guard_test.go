@@ -2,6 +2,7 @@ package lease_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -94,6 +95,9 @@ func TestExclusive(t *testing.T) {
 		err = b.Update(ctx, func(tx store.Txn) error { return tx.Set([]byte("k"), []byte("b-stale")) })
 		if !errors.Is(err, lease.ErrFenced) || !errors.Is(err, errs.Unavailable) {
 			t.Errorf("the stale node's write: %v, want ErrFenced marked Unavailable", err)
+		}
+		if !strings.Contains(err.Error(), "another node took over") {
+			t.Errorf("the stale node's write: %q, want it to say another node took over", err)
 		}
 		if p, ok := b.(store.Pipeliner); ok {
 			if _, err := p.Begin(ctx); !errors.Is(err, lease.ErrFenced) {
@@ -200,6 +204,35 @@ func TestExclusiveWriteReclaimsALapse(t *testing.T) {
 				t.Fatalf("a pipelined transaction after the lapse: %v", err)
 			}
 			tx.Discard()
+		}
+	})
+}
+
+// TestExclusiveLapseNotReclaimed: a write after a lapse whose reclaim
+// fails (the store refuses the renewal's write) is refused as fenced and
+// unavailable, saying the lease could not be renewed, not that another
+// node took over (none did).
+func TestExclusiveLapseNotReclaimed(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		clk := clock.NewFake(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+		late := &lateRenewals{Store: st}
+		a, err := lease.Exclusive(ctx, nopClose{st}, lease.Config{Store: late, Clock: clk, Owner: "node-a", TTL: ttl}, "engine", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		defer late.armed.Store(false) // before Close: its release goes through
+		testwait.Until(t, "node-a's renewal is armed", func() bool { return clk.Timers() >= 1 })
+		late.armed.Store(true)
+		clk.Advance(2 * ttl)
+		err = a.Update(ctx, func(tx store.Txn) error { return tx.Set([]byte("k"), []byte("a")) })
+		if !errors.Is(err, lease.ErrFenced) || !errors.Is(err, errs.Unavailable) {
+			t.Fatalf("a write after a lapse not reclaimed: %v, want ErrFenced marked Unavailable", err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "could not be renewed") || strings.Contains(msg, "another node") {
+			t.Errorf("a write after a lapse not reclaimed: %q, want it to say the lease could not be renewed", msg)
 		}
 	})
 }

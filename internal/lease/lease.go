@@ -211,11 +211,19 @@ func (m *Manager) Check(tx store.Txn, l Lease) error {
 		return err
 	}
 	if cur.Owner != m.owner || cur.Token != l.Token || !cur.Held(m.clock.Now()) {
-		return errors.Wrapf(ErrFenced, "lease %q: held by %q with token %d until %s; this write came with token %d",
+		err := errors.Wrapf(ErrFenced, "lease %q: held by %q with token %d until %s; this write came with token %d",
 			l.Name, cur.Owner, cur.Token, cur.Expires.Format(time.RFC3339Nano), l.Token)
+		if cur.Owner == m.owner && cur.Token == l.Token {
+			err = errors.Mark(err, errLapsed) // nobody took it: Reclaim may renew it
+		}
+		return err
 	}
 	return nil
 }
+
+// errLapsed marks a Check refused only because the claim expired: the
+// store still names this owner with its token.
+var errLapsed = errors.New("lease lapsed")
 
 // memberName is the lease a node holds while it is alive.
 func memberName(owner string) string { return "member/" + owner }
