@@ -179,3 +179,29 @@ func TestLookKeepsBeforeAnUncommittedDueKey(t *testing.T) {
 		t.Fatalf("cursor after the hold %q, want %q (past now)", s.cursor, past)
 	}
 }
+
+// TestHeldTickReplacedLetsGo: a paused process's held tick replaced by the
+// tick of its changed schedule is let go as done, so a scheduler throttled
+// by the keys in flight resumes.
+func TestHeldTickReplacedLetsGo(t *testing.T) {
+	eng, _ := memEngine(t, Config{})
+	s := eng.sched
+	now := eng.clock.Now()
+	prev := dueKey(now.Add(-time.Hour), "ten_a", cronOwnerPrefix+"prc_1", "cron")
+	next := dueItem{key: dueKey(now, "ten_a", cronOwnerPrefix+"prc_1", "cron"), at: now, tenant: "ten_a",
+		owner: cronOwnerPrefix + "prc_1", token: "cron"}
+	s.mu.Lock()
+	s.heldTicks = map[pausedRef][]byte{{"ten_a", "prc_1"}: prev}
+	s.inflight[string(prev)] = time.Now()
+	s.throttled = true
+	s.mu.Unlock()
+	s.holdTick(next, "prc_1")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.inflight[string(prev)]; ok {
+		t.Error("the replaced tick is still in flight")
+	}
+	if s.throttled {
+		t.Error("the scheduler is still throttled after the replaced tick was let go")
+	}
+}

@@ -61,12 +61,15 @@ func (s *scheduler) holdTick(d dueItem, processID string) bool {
 	if s.heldTicks == nil {
 		s.heldTicks = map[pausedRef][]byte{}
 	}
-	if prev, ok := s.heldTicks[ref]; ok && string(prev) != string(d.key) {
-		// The schedule changed while paused, which deleted that tick.
-		delete(s.inflight, string(prev))
-	}
+	prev, changed := s.heldTicks[ref]
+	changed = changed && string(prev) != string(d.key)
 	s.heldTicks[ref] = d.key
 	s.mu.Unlock()
+	if changed {
+		// The schedule changed while paused, which deleted that tick: let
+		// it go (a scheduler throttled by the keys in flight resumes).
+		s.done(prev)
+	}
 	// The resume may have landed since fireCron read the pause: look
 	// again. Whoever takes the tick out of heldTicks fires it.
 	var paused bool
