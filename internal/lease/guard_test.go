@@ -176,8 +176,6 @@ func TestExclusiveWriteReclaimsALapse(t *testing.T) {
 	t.Parallel()
 	stores(t, func(t *testing.T, st store.Store) {
 		ctx := context.WithValue(t.Context(), writeCtx{}, true)
-		clk := clock.NewFake(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
-		late := &lateRenewals{Store: st}
 		guarded := store.Store(nopClose{st})
 		if p, ok := st.(store.Pipeliner); ok {
 			guarded = struct {
@@ -185,15 +183,7 @@ func TestExclusiveWriteReclaimsALapse(t *testing.T) {
 				store.Pipeliner
 			}{nopClose{st}, p}
 		}
-		a, err := lease.Exclusive(ctx, guarded, lease.Config{Store: late, Clock: clk, Owner: "node-a", TTL: ttl}, "engine", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer a.Close()
-		defer late.armed.Store(false) // before Close: its release goes through
-		testwait.Until(t, "node-a's renewal is armed", func() bool { return clk.Timers() >= 1 })
-		late.armed.Store(true)
-		clk.Advance(2 * ttl)
+		a, clk := lapsedGuard(t, ctx, st, guarded)
 		if err := a.Update(ctx, func(tx store.Txn) error { return tx.Set([]byte("k"), []byte("a")) }); err != nil {
 			t.Fatalf("a write after the lapse: %v", err)
 		}
@@ -216,18 +206,8 @@ func TestExclusiveLapseNotReclaimed(t *testing.T) {
 	t.Parallel()
 	stores(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
-		clk := clock.NewFake(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
-		late := &lateRenewals{Store: st}
-		a, err := lease.Exclusive(ctx, nopClose{st}, lease.Config{Store: late, Clock: clk, Owner: "node-a", TTL: ttl}, "engine", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer a.Close()
-		defer late.armed.Store(false) // before Close: its release goes through
-		testwait.Until(t, "node-a's renewal is armed", func() bool { return clk.Timers() >= 1 })
-		late.armed.Store(true)
-		clk.Advance(2 * ttl)
-		err = a.Update(ctx, func(tx store.Txn) error { return tx.Set([]byte("k"), []byte("a")) })
+		a, _ := lapsedGuard(t, ctx, st, nopClose{st})
+		err := a.Update(ctx, func(tx store.Txn) error { return tx.Set([]byte("k"), []byte("a")) })
 		if !errors.Is(err, lease.ErrFenced) || !errors.Is(err, errs.Unavailable) {
 			t.Fatalf("a write after a lapse not reclaimed: %v, want ErrFenced marked Unavailable", err)
 		}
@@ -235,4 +215,24 @@ func TestExclusiveLapseNotReclaimed(t *testing.T) {
 			t.Errorf("a write after a lapse not reclaimed: %q, want it to say the lease could not be renewed", msg)
 		}
 	})
+}
+
+// lapsedGuard opens node-a's guard over guarded, its lease kept in st,
+// and lets the lease lapse: the fake clock passes the TTL while renewals
+// are refused (an Update on a context without writeCtx fails). The guard
+// is closed at the test's end, after renewals are let through again.
+func lapsedGuard(t *testing.T, ctx context.Context, st, guarded store.Store) (store.Store, *clock.Fake) {
+	t.Helper()
+	clk := clock.NewFake(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	late := &lateRenewals{Store: st}
+	a, err := lease.Exclusive(ctx, guarded, lease.Config{Store: late, Clock: clk, Owner: "node-a", TTL: ttl}, "engine", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	t.Cleanup(func() { late.armed.Store(false) }) // before Close: its release goes through
+	testwait.Until(t, "node-a's renewal is armed", func() bool { return clk.Timers() >= 1 })
+	late.armed.Store(true)
+	clk.Advance(2 * ttl)
+	return a, clk
 }
