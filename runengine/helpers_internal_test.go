@@ -28,8 +28,14 @@ func memStore(t *testing.T) store.Store {
 // test ends, before its store.
 func memEngine(t *testing.T, cfg Config) (*Engine, *process.Service) {
 	t.Helper()
-	st := memStore(t)
-	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+	return engineOn(t, memStore(t), clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)), cfg)
+}
+
+// engineOn makes an engine with cfg's settings over st at clk's time, with
+// an empty capability registry and a process service of its own, which it
+// returns too; the engine is closed when the test ends.
+func engineOn(t *testing.T, st store.Store, clk *clock.Fake, cfg Config) (*Engine, *process.Service) {
+	t.Helper()
 	procs := process.NewService(process.Config{Store: st, Clock: clk})
 	cfg.Store, cfg.Clock, cfg.Processes = st, clk, procs
 	cfg.Capabilities = registry.New(registry.Config{Store: st, Clock: clk})

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
@@ -21,17 +20,10 @@ import (
 // It is closed when the test ends unless the test closed it.
 func schedEngine(t *testing.T, st store.Store, clk *clock.Fake, cfg Config) (*Engine, *process.Service) {
 	t.Helper()
-	procs := process.NewService(process.Config{Store: st, Clock: clk})
-	cfg.Store, cfg.Clock, cfg.Processes = st, clk, procs
-	cfg.Capabilities = registry.New(registry.Config{Store: st, Clock: clk})
-	eng, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng, procs := engineOn(t, st, clk, cfg)
 	if err := eng.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { eng.Close() })
 	return eng, procs
 }
 
