@@ -324,6 +324,13 @@ func New(cfg Config) (*Engine, error) {
 func (e *Engine) Open(ctx context.Context) error {
 	var err error
 	e.openOnce.Do(func() {
+		// The paused processes are known before a worker or the scheduler
+		// starts: a timer of a paused process's run due at open, or a run
+		// the restart advances, pauses instead of taking a step.
+		var jobs []jobRef
+		if jobs, err = e.openPauses(ctx); err != nil {
+			return
+		}
 		for _, w := range e.workers {
 			e.wg.Add(1)
 			go func() { defer e.wg.Done(); w.loop() }()
@@ -339,7 +346,9 @@ func (e *Engine) Open(ctx context.Context) error {
 			err = e.recover(ctx)
 		}
 		if err == nil {
-			err = e.openPausesAndJobs(ctx)
+			for _, j := range jobs {
+				e.startJob(j.tenant, j.id)
+			}
 		}
 	})
 	return err

@@ -313,20 +313,17 @@ func (e *Engine) ProcessPaused(ctx context.Context, tenant, processID string) (*
 	return &out, err
 }
 
-// openPausesAndJobs reads the paused processes and restarts the jobs a
-// close interrupted.
-func (e *Engine) openPausesAndJobs(ctx context.Context) error {
+// openPauses marks the paused processes the store holds, and returns the
+// jobs a close interrupted, for Open to restart once the workers run.
+func (e *Engine) openPauses(ctx context.Context) ([]jobRef, error) {
 	paused, jobs, err := e.readPausesAndJobs(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for ref := range paused {
 		e.markPaused(ref.tenant, ref.process, true)
 	}
-	for _, j := range jobs {
-		e.startJob(j.tenant, j.id)
-	}
-	return nil
+	return jobs, nil
 }
 
 // jobRef names a bulk job of a tenant.

@@ -41,8 +41,8 @@ func (e *Engine) enterGate(cmd *command) bool {
 }
 
 // isPaused reports whether the store holds the pause of a process: the
-// scheduler reads it there rather than in memory, which is filled only
-// after the scheduler starts when the engine opens.
+// scheduler reads it there rather than in memory, which on a cluster
+// learns of a pause made on another node only at the next lease round.
 func isPaused(r store.Reader, tenant, processID string) (bool, error) {
 	_, err := r.Get(pausedKey(tenant, processID))
 	if errors.Is(err, store.ErrNotFound) {
