@@ -970,6 +970,7 @@ func (c *cluster) syncShared(ctx context.Context) error {
 	for ref := range paused {
 		e.markPaused(ref.tenant, ref.process, true)
 	}
+	e.sched.releaseResumed(paused)
 	for _, j := range jobs {
 		e.startJob(j.tenant, j.id)
 	}

@@ -204,3 +204,12 @@ func (e *Engine) CountTenantsHeld() int {
 	}
 	return int(e.countCache.held.Load())
 }
+
+// SchedHeld reports how many due keys e's scheduler has in flight, and how
+// many schedule ticks it holds for paused processes.
+func SchedHeld(e *Engine) (inflight, held int) {
+	s := e.sched
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.inflight), len(s.heldTicks)
+}

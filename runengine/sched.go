@@ -50,6 +50,7 @@ type scheduler struct {
 
 	mu       sync.Mutex
 	inflight map[string]time.Time // due keys handed out, not yet deleted, and when
+	limit    int                  // of inflight: maxDueInflight
 	next     time.Time            // when the loop will next look
 	// throttled says fireDue stopped at maxDueInflight; done wakes the
 	// loop once half of those keys are deleted.
@@ -63,8 +64,11 @@ type scheduler struct {
 	cursorAt time.Time
 	gen      uint64
 	// heldTicks are the due keys of paused processes' schedules, held
-	// for their resume (see holdTick).
+	// for their resume (see holdTick), and heldKeys the same keys, for a
+	// look to step over: a held key is not in flight, so paused schedules
+	// however many do not take the room of the keys that are due.
 	heldTicks map[pausedRef][]byte
+	heldKeys  map[string]struct{}
 	// fullTook is how long the last look from the first due key took to
 	// scan, fullEnded when it ended (see safetyReset).
 	fullTook  time.Duration
@@ -99,7 +103,7 @@ const maxDueInflight = 2048
 
 func newScheduler(e *Engine) *scheduler {
 	return &scheduler{e: e, prefix: store.Key(store.System, "due"), wakeCh: make(chan struct{}, 1), quit: make(chan struct{}),
-		inflight: map[string]time.Time{}}
+		inflight: map[string]time.Time{}, limit: maxDueInflight}
 }
 
 // wake wakes the loop to look at the whole due index (a key may have been
@@ -178,15 +182,22 @@ func (s *scheduler) wakeUncommitted(at time.Time) {
 // done forgets a due key once its deletion is durable.
 func (s *scheduler) done(key []byte) {
 	s.mu.Lock()
-	delete(s.inflight, string(key))
-	resume := s.throttled && len(s.inflight) <= maxDueInflight/2
-	if resume {
-		s.throttled = false
-	}
+	resume := s.letGo(key)
 	s.mu.Unlock()
 	if resume {
 		s.signal()
 	}
+}
+
+// letGo takes key out of the keys in flight, and reports whether a
+// throttled loop is to look again; s.mu held.
+func (s *scheduler) letGo(key []byte) bool {
+	delete(s.inflight, string(key))
+	resume := s.throttled && len(s.inflight) <= s.limit/2
+	if resume {
+		s.throttled = false
+	}
+	return resume
 }
 
 // settle is done for a due key handed to a worker, once the commit that
@@ -306,7 +317,7 @@ func (s *scheduler) fireDue() (time.Time, error) {
 	}
 	for {
 		s.mu.Lock()
-		room := maxDueInflight - len(s.inflight)
+		room := s.limit - len(s.inflight)
 		if room <= 0 {
 			s.throttled = true
 		}
@@ -332,6 +343,9 @@ func (s *scheduler) fireDue() (time.Time, error) {
 				handed, busy := s.inflight[string(key)]
 				if busy && s.e.cluster != nil && time.Since(handed) > handOutTTL {
 					busy = false // its handling failed (its shard moved meanwhile): again
+				}
+				if _, held := s.heldKeys[string(key)]; held {
+					busy = true // until its process resumes
 				}
 				s.mu.Unlock()
 				if busy {

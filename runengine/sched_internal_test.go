@@ -181,8 +181,8 @@ func TestLookKeepsBeforeAnUncommittedDueKey(t *testing.T) {
 }
 
 // TestHeldTickReplacedLetsGo: a paused process's held tick replaced by the
-// tick of its changed schedule is let go as done, so a scheduler throttled
-// by the keys in flight resumes.
+// tick of its changed schedule is let go: the looks no longer step over it,
+// and the scheduler keeps no trace of it.
 func TestHeldTickReplacedLetsGo(t *testing.T) {
 	eng, _ := memEngine(t, Config{})
 	s := eng.sched
@@ -192,16 +192,16 @@ func TestHeldTickReplacedLetsGo(t *testing.T) {
 		owner: cronOwnerPrefix + "prc_1", token: "cron"}
 	s.mu.Lock()
 	s.heldTicks = map[pausedRef][]byte{{"ten_a", "prc_1"}: prev}
-	s.inflight[string(prev)] = time.Now()
-	s.throttled = true
+	s.heldKeys = map[string]struct{}{string(prev): {}}
+	s.inflight[string(next.key)] = time.Now()
 	s.mu.Unlock()
 	s.holdTick(next, "prc_1")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.inflight[string(prev)]; ok {
-		t.Error("the replaced tick is still in flight")
+	if _, ok := s.heldKeys[string(prev)]; ok {
+		t.Error("the replaced tick is still held")
 	}
-	if s.throttled {
-		t.Error("the scheduler is still throttled after the replaced tick was let go")
+	if got := s.heldTicks[pausedRef{"ten_a", "prc_1"}]; bytes.Equal(got, prev) {
+		t.Error("the process still holds the replaced tick")
 	}
 }

@@ -51,25 +51,26 @@ func isPaused(r store.Reader, tenant, processID string) (bool, error) {
 	return err == nil, err
 }
 
-// holdTick keeps the due tick d of a paused process's schedule handed out
-// (the scheduler does not fire it again) until the process resumes
+// holdTick holds the due tick d of a paused process's schedule (the
+// scheduler does not fire it again) until the process resumes
 // (releaseTick), and reports whether it did; false when the process
-// resumed meanwhile, and d is to fire now.
+// resumed meanwhile, and d is to fire now. A held tick is not in flight:
+// the looks step over it (heldKeys) without counting it toward
+// maxDueInflight, so ticks held for many paused processes do not keep the
+// scheduler from handing out the keys that are due, and the tick costs
+// nothing more until the resume.
 func (s *scheduler) holdTick(d dueItem, processID string) bool {
 	ref := pausedRef{d.tenant, processID}
 	s.mu.Lock()
 	if s.heldTicks == nil {
-		s.heldTicks = map[pausedRef][]byte{}
+		s.heldTicks, s.heldKeys = map[pausedRef][]byte{}, map[string]struct{}{}
 	}
-	prev, changed := s.heldTicks[ref]
-	changed = changed && string(prev) != string(d.key)
+	if prev, ok := s.heldTicks[ref]; ok && string(prev) != string(d.key) {
+		// The schedule changed while paused, which deleted that tick.
+		delete(s.heldKeys, string(prev))
+	}
 	s.heldTicks[ref] = d.key
 	s.mu.Unlock()
-	if changed {
-		// The schedule changed while paused, which deleted that tick: let
-		// it go (a scheduler throttled by the keys in flight resumes).
-		s.done(prev)
-	}
 	// The resume may have landed since fireCron read the pause: look
 	// again. Whoever takes the tick out of heldTicks fires it.
 	var paused bool
@@ -78,16 +79,31 @@ func (s *scheduler) holdTick(d dueItem, processID string) bool {
 		paused, err = isPaused(r, d.tenant, processID)
 		return err
 	})
-	if err != nil || paused {
-		return true
-	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if string(s.heldTicks[ref]) != string(d.key) {
+		s.mu.Unlock()
 		return true // releaseTick took it and fires it
 	}
-	delete(s.heldTicks, ref)
-	return false
+	if err != nil {
+		// Not known to be paused: let it go, for a later look to fire
+		// it again (a look from the first due key, see settle).
+		delete(s.heldTicks, ref)
+		s.mu.Unlock()
+		s.settle(d.key, err)
+		return true
+	}
+	if !paused {
+		delete(s.heldTicks, ref)
+		s.mu.Unlock()
+		return false
+	}
+	s.heldKeys[string(d.key)] = struct{}{}
+	resume := s.letGo(d.key)
+	s.mu.Unlock()
+	if resume {
+		s.signal()
+	}
+	return true
 }
 
 // releaseTick fires the tick a paused process's schedule held, if any,
@@ -97,9 +113,27 @@ func (s *scheduler) releaseTick(tenant, processID string) {
 	s.mu.Lock()
 	key, ok := s.heldTicks[ref]
 	delete(s.heldTicks, ref)
+	delete(s.heldKeys, string(key))
 	s.mu.Unlock()
 	if ok {
-		s.done(key)
+		s.done(key) // when holdTick has not yet taken it out of flight
 		s.wake()
+	}
+}
+
+// releaseResumed fires the ticks held for processes no longer paused:
+// on a cluster a process may be resumed on another node, whose
+// releaseTick does not reach this one's ticks (see cluster.syncShared).
+func (s *scheduler) releaseResumed(paused map[pausedRef]bool) {
+	var resumed []pausedRef
+	s.mu.Lock()
+	for ref := range s.heldTicks {
+		if !paused[ref] {
+			resumed = append(resumed, ref)
+		}
+	}
+	s.mu.Unlock()
+	for _, ref := range resumed {
+		s.releaseTick(ref.tenant, ref.process)
 	}
 }

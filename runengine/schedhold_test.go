@@ -279,3 +279,77 @@ func TestRerunPassesTheDoor(t *testing.T) {
 	}
 	g.leave("ten_a")
 }
+
+// TestHeldTicksLeaveRoom: ticks held for paused processes do not count
+// toward the keys in flight, so with more paused schedules than the
+// scheduler hands out at once (maxDueInflight, 4 here), another tenant's
+// timer still fires; and every held tick starts its run on resume.
+// Before, each held tick stayed in flight: the scheduler stopped handing
+// out any due key until resumes.
+func TestHeldTicksLeaveRoom(t *testing.T) {
+	t.Parallel()
+	st := memStore(t)
+	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+	eng, procs := engineOn(t, st, clk, Config{})
+	eng.sched.limit = 4
+	ctx := context.Background()
+	if err := eng.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var paused []*process.Definition
+	for range eng.sched.limit + 1 {
+		def := scheduled(t, procs, "ten_a")
+		if _, err := eng.PauseProcess(ctx, "ten_a", def.ID); err != nil {
+			t.Fatal(err)
+		}
+		paused = append(paused, def)
+	}
+	in, err := process.DecodeIn([]byte(`{"name":"Short wait","trigger":{"type":"manual"},
+		"steps":[{"key":"wait","type":"wait","config":{"duration":"20m"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := procs.Create(ctx, "ten_b", "usr", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := eng.Start(ctx, StartParams{Tenant: "ten_b", ProcessID: other.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	heldN := func() int {
+		eng.sched.mu.Lock()
+		defer eng.sched.mu.Unlock()
+		return len(eng.sched.heldTicks)
+	}
+	clk.Advance(15 * time.Minute) // 09:15: every paused schedule's tick is due
+	testwait.Until(t, "the paused schedules' ticks are held", func() bool { return heldN() == len(paused) })
+	clk.Advance(10 * time.Minute) // 09:25: ten_b's timer is due
+	testwait.Until(t, "the other tenant's timer fires", func() bool {
+		got, err := eng.GetRun(ctx, "ten_b", r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Status == RunCompleted
+	})
+	eng.sched.mu.Lock()
+	inflight := len(eng.sched.inflight)
+	eng.sched.mu.Unlock()
+	if inflight != 0 {
+		t.Errorf("%d keys in flight while only held ticks are due, want 0", inflight)
+	}
+	for _, def := range paused {
+		if _, err := eng.ResumeProcess(ctx, "ten_a", def.ID, "usr"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, def := range paused {
+		testwait.Until(t, "the resume started the held tick's run", func() bool { return len(firedAt(t, eng, "ten_a", def.ID)) == 1 })
+		if diff := cmp.Diff([]string{"2026-03-02T09:15:00Z"}, firedAt(t, eng, "ten_a", def.ID)); diff != "" {
+			t.Errorf("runs of %s (-want +got):\n%s", def.ID, diff)
+		}
+	}
+	if n := heldN(); n != 0 {
+		t.Errorf("%d ticks still held after the resumes", n)
+	}
+}
