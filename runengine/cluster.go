@@ -498,11 +498,15 @@ func (w *worker) notMine(c *command) {
 		for _, h := range en.replies {
 			h.ch <- reply{err: errNotOwner}
 		}
+		en.dropHeld(errNotOwner) // the owner makes them
 		delete(w.cache, k)
 		delete(w.idle, k)
 	}
 	if c.timer != nil {
 		w.e.sched.done(c.timer.key)
+	}
+	if c.cl != nil && c.cl.inbox != nil {
+		w.e.sched.done(c.cl.inbox) // the owner applies it
 	}
 	if c.reply != nil {
 		c.reply <- reply{err: errNotOwner}
@@ -529,6 +533,7 @@ func (w *worker) dropShards(changed []bool) {
 			h.ch <- reply{err: errNotOwner}
 		}
 		en.replies = nil
+		en.dropHeld(errNotOwner) // the owner makes them
 		delete(w.cache, k)
 		delete(w.idle, k)
 	}

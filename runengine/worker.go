@@ -674,12 +674,7 @@ func (w *worker) handle(c *command) {
 			for _, h := range en.replies {
 				h.ch <- reply{err: errs.Unavailablef("the run's change could not be saved; try again")}
 			}
-			for _, fn := range en.held.settled { // changes dropped with the entry
-				fn(errClosed)
-			}
-			if en.parked != nil {
-				en.parked.drop()
-			}
+			en.dropHeld(errClosed)
 		}
 		w.forget(k)
 		w.handle(&command{kind: cmdAdvance, tenant: c.tenant, runID: c.runID})
@@ -969,6 +964,21 @@ type heldReply struct {
 	approval *Approval
 	err      error
 	keep     AnswerKeeper
+}
+
+// dropHeld gives up the changes en holds, with en: what waits for their
+// commit hears err (a timer's or forwarded command's due key is let go,
+// for the next look to hand it out again), and a parked call result is
+// dropped.
+func (en *entry) dropHeld(err error) {
+	for _, fn := range en.held.settled {
+		fn(err)
+	}
+	en.held.settled = nil
+	if en.parked != nil {
+		en.parked.drop()
+		en.parked = nil
+	}
 }
 
 // flush submits the run's held changes and answers the held replies once
