@@ -682,6 +682,10 @@ func (w *worker) handle(c *command) {
 	}
 	en, err := w.load(c.tenant, c.runID)
 	if err != nil {
+		if !errors.Is(err, errs.NotFound) {
+			w.unread(c, err)
+			return
+		}
 		if c.cl != nil && c.cl.inbox != nil { // forwarded by another node
 			var waiter []byte
 			if c.event != nil {
@@ -760,6 +764,25 @@ func (w *worker) handle(c *command) {
 }
 
 // dropKey removes the due or waiter key of a command whose run is gone.
+// unread answers a command whose run could not be read for a reason
+// other than its being gone (the engine closing cancels its reads while
+// the workers finish their batch; a failed read): nothing is removed. A
+// timer's or forwarded command's due key is let go, to be handed out again
+// by a later look from the first due key (at the latest on the next open);
+// an event's waiter stays, and the dispatcher hears the error and delivers
+// the event again.
+func (w *worker) unread(c *command, err error) {
+	if c.timer != nil {
+		w.e.sched.done(c.timer.key)
+	}
+	if c.cl != nil && c.cl.inbox != nil {
+		w.e.sched.done(c.cl.inbox)
+	}
+	if c.reply != nil {
+		c.reply <- reply{err: err}
+	}
+}
+
 func (w *worker) dropKey(c *command) {
 	var key []byte
 	if c.timer != nil {

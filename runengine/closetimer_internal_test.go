@@ -1,0 +1,99 @@
+package runengine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/bas-platform/bas/internal/testwait"
+	"github.com/bas-platform/bas/process"
+	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/clock"
+)
+
+// runTimerKeys lists the due keys of the run's timers.
+func runTimerKeys(t *testing.T, st store.Store, runID string) (keys [][]byte, tokens []string) {
+	t.Helper()
+	err := st.View(context.Background(), func(r store.Reader) error {
+		return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "due"), KeysOnly: true}, func(key, _ []byte) error {
+			parts, err := store.DecodeKey(key)
+			if err != nil {
+				return err
+			}
+			if parts[4].(string) == runID {
+				keys, tokens = append(keys, append([]byte(nil), key...)), append(tokens, parts[5].(string))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys, tokens
+}
+
+// TestTimerKeptWhenItsRunCannotBeRead: a timer handed to a worker whose
+// read of the run fails for a reason other than the run being gone (here
+// the engine closing, which cancels its reads while the workers finish
+// their batch) keeps its due key, and fires on the next open; and the run
+// of a timer whose run is gone has the key removed. Before, any failed
+// read removed the key: a run whose timer came due as the server shut down
+// waited for good.
+func TestTimerKeptWhenItsRunCannotBeRead(t *testing.T) {
+	t.Parallel()
+	st := memStore(t)
+	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+	eng, procs := schedEngine(t, st, clk, Config{})
+	in, err := process.DecodeIn([]byte(`{"name":"Wait","trigger":{"type":"manual"},
+		"steps":[{"key":"wait","type":"wait","config":{"duration":"1h"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	def, err := procs.Create(ctx, "ten_a", "usr", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := eng.Start(ctx, StartParams{Tenant: "ten_a", ProcessID: def.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	keys, tokens := runTimerKeys(t, st, r.ID)
+	if len(keys) != 1 {
+		t.Fatalf("the waiting run has %d timer keys, want 1", len(keys))
+	}
+	clk.Advance(2 * time.Hour)
+
+	// An engine closing: its reads are cancelled, and its worker handles
+	// the timer (not opened: the test is the worker).
+	closing, _ := engineOn(t, st, clk, Config{})
+	closing.cancel()
+	w := closing.workers[0]
+	w.handle(&command{kind: cmdTimer, tenant: "ten_a", runID: r.ID, timer: &timerArgs{key: keys[0], token: tokens[0]}})
+	gone := dueKey(clk.Now(), "ten_a", "run_gone", "tok")
+	if err := st.Update(ctx, func(tx store.Txn) error { return tx.Set(gone, nil) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := closing.Close(); err != nil { // commits what the worker submitted
+		t.Fatal(err)
+	}
+	if got, _ := runTimerKeys(t, st, r.ID); len(got) != 1 {
+		t.Fatalf("the timer's due key was removed by a worker that could not read its run")
+	}
+
+	eng, _ = schedEngine(t, st, clk, Config{})
+	testwait.Until(t, "the kept timer fires on the next open", func() bool {
+		got, err := eng.GetRun(ctx, "ten_a", r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Status == RunCompleted
+	})
+	testwait.Until(t, "the timer of a run that is gone is removed", func() bool {
+		got, _ := runTimerKeys(t, st, "run_gone")
+		return len(got) == 0
+	})
+}
