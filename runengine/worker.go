@@ -1024,11 +1024,21 @@ func (w *worker) flush(en *entry) {
 	}
 	rc.kept = w.keeps(rc.replies, rc.view)
 	if !en.dirty {
-		if len(rc.kept) == 0 {
+		if len(rc.kept) == 0 && (len(rc.replies) == 0 || en.pending.Load() == 0) {
 			rc.answer(nil)
 			return
 		}
-		w.e.commits.submit(&delta{apply: applyAll(rc.kept), after: rc.answer})
+		// An answer of a command that changed nothing may tell of a change
+		// of the run still being committed (a claim repeated while the
+		// first is in flight): it waits for that commit, a read after it
+		// then sees what it told, and it fails with it.
+		kept := rc.kept
+		w.e.commits.submit(&delta{apply: func(tx store.Txn) error {
+			if en.failed.Load() {
+				return errEntryFailed
+			}
+			return applyAll(kept)(tx)
+		}, after: rc.answer})
 		return
 	}
 	buf := w.e.recordBuf(len(r.Steps))

@@ -1,0 +1,96 @@
+package runengine
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bas-platform/bas/internal/testwait"
+	"github.com/bas-platform/bas/process"
+	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/clock"
+)
+
+// heldCommits is a store whose commits, once armed, wait until release is
+// closed (held counts those waiting): a commit in flight for as long as a
+// test needs.
+type heldCommits struct {
+	store.Store
+	armed   atomic.Bool
+	held    atomic.Int32
+	release chan struct{}
+	once    sync.Once
+}
+
+func (s *heldCommits) Update(ctx context.Context, fn func(store.Txn) error) error {
+	if s.armed.Load() {
+		s.held.Add(1)
+		<-s.release
+	}
+	return s.Store.Update(ctx, fn)
+}
+
+func (s *heldCommits) let() { s.once.Do(func() { close(s.release) }) }
+
+// TestNoChangeAnswerWaitsForChangesInFlight: a command that changes
+// nothing because a change of the run still being committed did it
+// already (a second claim of a task whose claim is in flight) is answered
+// once that change is durable, not at once: its answer tells of that
+// change (the task assigned), and a read after the answer must see it.
+// Before, the second claim was answered while the first was in flight,
+// and a read right after it found the task unassigned.
+func TestNoChangeAnswerWaitsForChangesInFlight(t *testing.T) {
+	t.Parallel()
+	st := &heldCommits{Store: memStore(t), release: make(chan struct{})}
+	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+	eng, procs := schedEngine(t, st, clk, Config{})
+	defer st.let()
+	in, err := process.DecodeIn([]byte(`{"name":"Look","trigger":{"type":"manual"},
+		"steps":[{"key":"look","type":"human_task","config":{"title":"Look"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	def, err := procs.Create(ctx, "ten_a", "usr", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := eng.Start(ctx, StartParams{Tenant: "ten_a", ProcessID: def.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskID := *r.Steps[0].TaskID
+	claim := func() <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := eng.AssignTask(ctx, AssignTaskParams{Tenant: "ten_a", TaskID: taskID, Assignee: "usr_a", Via: AssignViaClaim, Actor: "usr_a"})
+			done <- err
+		}()
+		return done
+	}
+	st.armed.Store(true)
+	first := claim()
+	testwait.Until(t, "the first claim's commit is in flight", func() bool { return st.held.Load() == 1 })
+	second := claim()
+	select {
+	case err := <-second:
+		t.Fatalf("the second claim was answered (%v) while the claim it repeats was not yet durable", err)
+	case <-time.After(time.Second): // time for an early answer to come
+	}
+	st.armed.Store(false)
+	st.let()
+	for _, done := range []<-chan error{first, second} {
+		if err := testwait.Recv(t, done, "a claim's answer"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := eng.GetTask(ctx, "ten_a", taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Assignee == nil || *got.Assignee != "usr_a" {
+		t.Fatalf("assignee after both claims = %v, want usr_a", got.Assignee)
+	}
+}
