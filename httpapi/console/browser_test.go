@@ -223,6 +223,21 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	}
 	li := func(id string) string { return `li[data-id="` + id + `"]` }
+	// click clicks the first node sel matches, as chromedp.Click does,
+	// again when a live update re-rendered the list between the query
+	// and the click (the node it found went away: "No node with given id
+	// found"), as a person would click the item where it now is.
+	click := func(sel string) chromedp.Action[chromedp.Void] {
+		return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+			var err error
+			for range 5 {
+				if _, err = chromedp.Click(chromedp.CSS(sel))(ctx, tg); err == nil || !nodeGone(err) {
+					break
+				}
+			}
+			return chromedp.Void{}, err
+		}
+	}
 
 	t.Run("sign in with the development login", func(t *testing.T) {
 		run(t, chromedp.Navigate(s.srv.URL+"/"),
@@ -265,7 +280,7 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	t.Run("record text stays text", func(t *testing.T) {
 		run(t, chromedp.Navigate(s.srv.URL+"/inbox"), chromedp.WaitVisible(chromedp.CSS(li(taskA))),
-			chromedp.Click(chromedp.CSS(li(taskA))),
+			click(li(taskA)),
 			chromedp.WaitVisible(chromedp.CSS(`[data-test=task][data-id="`+taskA+`"]`)))
 		if got := text(t, `[data-test=task-title]`); got != "Check "+markup {
 			t.Errorf("task title = %q, want the markup as text", got)
@@ -311,7 +326,7 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	t.Run("approve with edited args", func(t *testing.T) {
 		aprA := approvalOf(t, runA)
-		run(t, chromedp.Click(chromedp.CSS(li(aprA))),
+		run(t, click(li(aprA)),
 			chromedp.WaitVisible(chromedp.CSS(`[data-test=approval][data-id="`+aprA+`"] [data-arg=subject]`)))
 		shot(t, "inbox")
 		run(t, chromedp.SetValue(chromedp.CSS(`[data-arg=subject]`), "Pay the airport taxi"),
@@ -330,7 +345,7 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	t.Run("reject by keyboard and the run stops", func(t *testing.T) {
 		run(t, chromedp.Navigate(s.srv.URL+"/inbox"), chromedp.WaitVisible(chromedp.CSS(li(taskB))),
-			chromedp.Click(chromedp.CSS(li(taskB))),
+			click(li(taskB)),
 			chromedp.WaitVisible(chromedp.CSS(`[data-test=task][data-id="`+taskB+`"]`)),
 			chromedp.Focus(chromedp.CSS(`main`)),
 			chromedp.KeyEvent("c"),
@@ -341,7 +356,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			chromedp.KeyEvent("c"),
 			chromedp.WaitVisible(chromedp.CSS(`[data-test=inbox-list] li[data-id^="apr_"]`)))
 		aprB := approvalOf(t, runB)
-		run(t, chromedp.Click(chromedp.CSS(li(aprB))),
+		run(t, click(li(aprB)),
 			chromedp.WaitVisible(chromedp.CSS(`[data-test=approval][data-id="`+aprB+`"]`)),
 			chromedp.Focus(chromedp.CSS(`main`)),
 			chromedp.KeyEvent("r"),
@@ -440,7 +455,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		})
 		aprD := approvalOf(t, runD)
 		aprE := approvalOf(t, runE)
-		run(t, chromedp.Click(chromedp.CSS(li(aprD))),
+		run(t, click(li(aprD)),
 			chromedp.WaitVisible(chromedp.CSS(`[data-test=bulk-approve]`)))
 		if got := text(t, `[data-test=bulk-approve]`); got != "Approve all 2 similar" {
 			t.Errorf("bulk button = %q", got)
@@ -604,7 +619,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		pane := `[data-test=task][data-id="` + taskH + `"]`
 		run(t, chromedp.Navigate(s.srv.URL+"/inbox"), chromedp.WaitVisible(chromedp.CSS(li(taskH))),
-			chromedp.Click(chromedp.CSS(li(taskH))), chromedp.WaitVisible(chromedp.CSS(pane+` [data-test=claim]`)),
+			click(li(taskH)), chromedp.WaitVisible(chromedp.CSS(pane+` [data-test=claim]`)),
 			chromedp.Focus(chromedp.CSS(`main`)), chromedp.KeyEvent("m"),
 			chromedp.WaitVisible(chromedp.CSS(pane+` [data-test=unclaim]`)))
 		if got := text(t, pane+` [data-test=task-assignee]`); got != "assigned to you" {
@@ -623,7 +638,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		run(t, chromedp.Click(chromedp.CSS(`.filters label:nth-of-type(1) input`)),
 			until(`document.querySelectorAll('[data-test=inbox-list] li[data-id]').length > 1`),
-			chromedp.Click(chromedp.CSS(li(taskH))), chromedp.WaitVisible(chromedp.CSS(pane+` [data-test=unclaim]`)),
+			click(li(taskH)), chromedp.WaitVisible(chromedp.CSS(pane+` [data-test=unclaim]`)),
 			chromedp.Focus(chromedp.CSS(`main`)), chromedp.KeyEvent("u"),
 			chromedp.WaitVisible(chromedp.CSS(pane+` [data-test=claim]`)))
 		if got := assignee(); got != "" {
@@ -833,7 +848,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			return chromedp.Void{}, err
 		})
 		apr := approvalOf(t, out.Runs[0].ID)
-		run(t, chromedp.Click(chromedp.CSS(li(apr))), chromedp.WaitVisible(chromedp.CSS(`[data-test=approval][data-id="`+apr+`"] [data-test=evidence]`)))
+		run(t, click(li(apr)), chromedp.WaitVisible(chromedp.CSS(`[data-test=approval][data-id="`+apr+`"] [data-test=evidence]`)))
 		ev := text(t, `[data-test=evidence]`)
 		for _, want := range []string{"acme-invoice", "Acme Tools Ltd", "p. 1", "INV-7781"} {
 			if !strings.Contains(ev, want) {
@@ -844,7 +859,7 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	t.Run("keys move, open help and act", func(t *testing.T) {
 		first := ""
-		run(t, chromedp.Click(chromedp.CSS(`[data-test=inbox-list] li:first-child`)))
+		run(t, click(`[data-test=inbox-list] li:first-child`))
 		eval(t, `document.querySelector('[data-test=inbox-list] li.sel').dataset.id`, &first)
 		var second, back string
 		run(t, chromedp.Focus(chromedp.CSS(`main`)), chromedp.KeyEvent("j"))
@@ -871,7 +886,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			chromedp.Click(chromedp.CSS(`form[data-test=key-login] button`)),
 			chromedp.WaitVisible(chromedp.CSS(`[data-test=inbox-list] li[data-id^="apr_"]`)))
 		aprC = approvalOf(t, runC)
-		run(t, chromedp.Click(chromedp.CSS(li(aprC))),
+		run(t, click(li(aprC)),
 			chromedp.WaitVisible(chromedp.CSS(`[data-test=no-decide]`)))
 		var buttons int
 		eval(t, `document.querySelectorAll('[data-test=approve],[data-test=reject],[data-test=bulk-approve]').length`, &buttons)
@@ -879,7 +894,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Errorf("a viewer is offered %d decision buttons", buttons)
 		}
 		// Nor claim, unclaim or reassign (no tasks.work).
-		run(t, chromedp.Click(chromedp.CSS(`[data-test=inbox-list] li[data-id^="tsk_"]`)),
+		run(t, click(`[data-test=inbox-list] li[data-id^="tsk_"]`),
 			chromedp.WaitVisible(chromedp.CSS(`[data-test=task]`)))
 		eval(t, `document.querySelectorAll('[data-test=claim],[data-test=unclaim],[data-test=reassign]').length`, &buttons)
 		if buttons != 0 {
@@ -916,4 +931,12 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	})
 
+}
+
+// nodeGone reports whether a browser action failed because the node it
+// found went away before it acted (the page re-rendered it).
+func nodeGone(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "No node with given id") || strings.Contains(msg, "Could not find node with given id") ||
+		strings.Contains(msg, "Node is detached")
 }
