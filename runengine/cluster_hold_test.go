@@ -4,10 +4,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bas-platform/bas/internal/pgtest"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/clock"
+	"github.com/bas-platform/bas/store/pgstore"
 )
 
 // TestClusterHeldTickResumedElsewhere: a schedule tick held on the node
@@ -21,8 +23,24 @@ import (
 // flight for good too, a key less of maxDueInflight's room.)
 func TestClusterHeldTickResumedElsewhere(t *testing.T) {
 	t.Parallel()
+	t.Run("badger", func(t *testing.T) {
+		t.Parallel()
+		heldTickResumedElsewhere(t, sharedBadger(t))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		dsn := pgtest.DSN(t)
+		pg, err := pgstore.Open(t.Context(), pgstore.Options{DSN: dsn, Schema: pgtest.Schema(t, dsn)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = pg.Close() })
+		heldTickResumedElsewhere(t, pg)
+	})
+}
+
+func heldTickResumedElsewhere(t *testing.T, base store.Store) {
 	const ttl = 9 * time.Second
-	base := sharedBadger(t)
 	lc, ec := clock.NewFake(t0), clock.NewFake(t0)
 	mu, keys := newRecorders()
 	a := openNode(t, base, nodeConfig{id: "a", lease: lc, clock: ec, prov: &recorder{node: "a", mu: mu, keys: keys}, shards: 1, ttl: ttl})
