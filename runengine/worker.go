@@ -181,7 +181,9 @@ type entry struct {
 	// parked is a call result that came while the run was paused; its
 	// resume applies it.
 	parked *callResult
-	// durable is false for a new run until its first commit is submitted.
+	// durable is false for a new run until its first commit is submitted
+	// (see flush); calls that only join the commit of their result may go
+	// out before (see finish).
 	durable bool
 	// failed says a commit of the entry's changes failed: the entry is
 	// ahead of the store, and its reload is on the way. A change of it not
@@ -699,6 +701,12 @@ func (w *worker) handle(c *command) {
 			w.dropKey(c)
 			return
 		}
+		if c.kind == cmdCallResult {
+			// A call made before its run's first commit, which failed: the
+			// run is gone, and what the call handed over with it.
+			c.result.drop()
+			return
+		}
 		if c.reply != nil {
 			c.reply <- reply{err: err}
 		}
@@ -914,7 +922,13 @@ func counterKey(tenant, name string, parts ...any) string {
 // commit holding its change is durable; its change is held too, but at
 // most replyHold, so a quick run is started and finished by one commit
 // while a slow call never delays the answer by more than that. Calls the
-// command asked for go out at once.
+// command asked for go out at once, but those of a run whose first commit
+// was not submitted yet wait for that commit to be durable, unless each
+// acts only through the commit of its result (see Engine.joinsCommit): a
+// crash, or a failed first commit, then loses the call's action with the
+// run, and the run is held as one already durable, so that a quick run
+// (a route, then email.send through the gate) is started and finished by
+// one commit.
 func (w *worker) finish(x *exec) {
 	en, c := x.en, x.cmd
 	if x.err != nil && c.cl != nil && c.cl.inbox != nil && c.kind != cmdEvent { // its sender waits for the answer
@@ -938,13 +952,12 @@ func (w *worker) finish(x *exec) {
 		en.replies = append(en.replies, h)
 	}
 	switch {
-	case !en.durable:
+	case !en.durable && !w.e.joinsCommit(x.fx.calls):
 		// A run's first commit must be durable before any call of it goes
 		// out: a call must never act for a run a crash could lose.
 		en.held.issue = append(en.held.issue, x.fx.calls...) // x.fx.calls is the exec's own
 		x.fx.calls = nil
 		en.dirty = true
-		en.durable = true
 		w.flush(en)
 	case en.inflight == "" || c.kind == cmdFlush:
 		w.flush(en)
@@ -1013,7 +1026,8 @@ func (w *worker) flush(en *entry) {
 		rc.answer(err)
 		return
 	}
-	*buf = raw // the record's buffer, grown or made apart, is this change's alone
+	*buf = raw        // the record's buffer, grown or made apart, is this change's alone
+	en.durable = true // submitted: the calls asked for from now on wait for it
 	rc.en, rc.buf, rc.raw = en, buf, raw
 	rc.tenant, rc.runID, rc.old = r.Tenant, r.ID, en.prev
 	rc.cur = w.indexState(r)
@@ -1370,6 +1384,9 @@ type pendingCall struct {
 	asksGate bool
 	// here says the worker makes the call itself (see atOnce).
 	here bool
+	// joins says the provider is a callwrites.Joiner, when joinsKnown
+	// (see Engine.joinsCommit).
+	joins, joinsKnown bool
 
 	w   *worker // set when issued
 	ctx callCtx
@@ -1398,9 +1415,12 @@ func (pc *pendingCall) do(e *Engine) {
 	ctx.writes = &pc.res.writes
 	defer ctx.release()
 	if pc.asksGate {
-		if j, ok := e.cfg.Capabilities.(writesJoiner); ok {
-			pc.res.writes.Joins = j.JoinsWrites(ctx, pc.cmd.tenant, pc.capID)
+		if !pc.joinsKnown {
+			if j, ok := e.cfg.Capabilities.(writesJoiner); ok {
+				pc.joins = j.JoinsWrites(ctx, pc.cmd.tenant, pc.capID)
+			}
 		}
+		pc.res.writes.Joins = pc.joins
 		d, err := e.cfg.Gate.Decide(ctx, GateRequest{Tenant: pc.cmd.tenant, ProcessID: pc.info.ProcessID, RunID: pc.cmd.runID, StepKey: pc.info.StepKey,
 			Capability: pc.capID, ItemKey: pc.key[:len(pc.cmd.runID)+1+len(pc.info.StepKey)], New: pc.res.writes.New})
 		if err != nil {
@@ -1424,6 +1444,42 @@ func (pc *pendingCall) do(e *Engine) {
 // result (callwrites.Writes.Joins).
 type writesJoiner interface {
 	JoinsWrites(ctx context.Context, tenant, capID string) bool
+}
+
+// joinsCommit reports whether every call of calls, asked for before its
+// run's first commit, may go out before that commit is durable: its
+// provider is a callwrites.Joiner (its action is a write handed to the
+// commit of the call's result) and the gate it asks first, if any, hands
+// its answer to that commit too (joiningGate). Nothing of such a call acts
+// outside the store: if the run's commit is lost (a crash) or fails, the
+// call's writes and the gate's answer are lost or released with it
+// (settled with the error, or dropped with a result that finds no run).
+// Each call is marked so that its provider refuses it if its binding
+// changed meanwhile (callwrites.Writes.MustJoin). Not on a cluster, whose
+// runs may leave for another node. False when there is no call.
+func (e *Engine) joinsCommit(calls []*pendingCall) bool {
+	if len(calls) == 0 || e.cluster != nil {
+		return false
+	}
+	j, ok := e.cfg.Capabilities.(writesJoiner)
+	if !ok {
+		return false
+	}
+	for _, pc := range calls {
+		if pc.asksGate {
+			if g, ok := e.cfg.Gate.(joiningGate); !ok || !g.JoinsCallWrites(callwrites.Mark{}) {
+				return false
+			}
+		}
+		pc.joins, pc.joinsKnown = j.JoinsWrites(e.ctx, pc.cmd.tenant, pc.capID), true
+		if !pc.joins {
+			return false
+		}
+	}
+	for _, pc := range calls {
+		pc.res.writes.MustJoin = true
+	}
+	return true
 }
 
 // now rounds the clock to microseconds so stored times round-trip exactly.
