@@ -195,3 +195,94 @@ func TestFailpointFirstCommitFailsAfterAJoiningCall(t *testing.T) {
 		check(t, b, st, auto, 1, 1, 1)
 	})
 }
+
+// joinAllGate answers automatic and hands nothing over: it joins the
+// call's commit trivially (runengine's joiningGate).
+type joinAllGate struct{ autoGate }
+
+func (*joinAllGate) JoinsCallWrites(callwrites.Mark) bool { return true }
+
+// stepStarts tells started the key of each step that begins.
+type stepStarts struct {
+	started chan string
+}
+
+func (o *stepStarts) RunStarted(runengine.RunNote)                       {}
+func (o *stepStarts) RunFinished(runengine.RunNote, runengine.RunStatus) {}
+func (o *stepStarts) StepStarted(s runengine.StepNote)                   { o.started <- s.StepKey }
+func (o *stepStarts) StepFinished(runengine.StepNote)                    {}
+func (o *stepStarts) Committed(int, time.Duration, error)                {}
+
+// TestFailpointNotJoiningCallWaitsForTheFirstCommitToLand: a new run's
+// first call joins its commit and goes out before it; the first commit
+// is submitted while that call is in flight (the start's answer could
+// wait no longer), and the call's result comes back before that commit
+// is durable. The run's next call, to a provider that is no Joiner, is
+// made only once the first commit is durable, not as soon as it was
+// submitted.
+func TestFailpointNotJoiningCallWaitsForTheFirstCommitToLand(t *testing.T) {
+	t.Parallel()
+	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewFake(t0)
+	joiner := &blocking{entered: make(chan struct{}, 4), release: make(chan struct{})}
+	var eng *runengine.Engine
+	probe := &runProbe{eng: func() *runengine.Engine { return eng }, called: make(chan struct{}), found: make(chan bool, 1)}
+	obs := &stepStarts{started: make(chan string, 8)}
+	inCommit, releaseCommit := make(chan struct{}), make(chan struct{})
+	var blocked atomic.Bool
+	b := openWith(t, st, clk, &testProvider{}, &autoGate{auto: true}, func(c *runengine.Config) {
+		reg := registry.New(registry.Config{Store: st, Clock: clk})
+		for _, p := range []capability.Provider{joiner, probe} {
+			if err := reg.Register(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.Capabilities, c.Gate, c.Observer = reg, &joinAllGate{autoGate{auto: true}}, obs
+		c.Failpoints.InGroupCommit = func(int) error {
+			if blocked.CompareAndSwap(false, true) { // the run's first commit
+				close(inCommit)
+				select {
+				case <-releaseCommit:
+				case <-time.After(testwait.Limit):
+				}
+			}
+			return nil
+		}
+	})
+	eng = b.eng
+	def := b.create(t, `{"type":"manual"}`, `[
+	  {"key": "block", "type": "execute", "capability": "test.block", "config": {"args": {"n": 1}}},
+	  {"key": "check", "type": "execute", "capability": "probe.check", "config": {"args": {}}}]`)
+	started := make(chan string, 1)
+	go func() {
+		r, err := b.eng.Start(context.Background(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID,
+			Subject: runengine.Subject{Type: "invoice", Label: "INV-1"}, Actor: "usr_test"})
+		if err != nil {
+			t.Error(err)
+			started <- ""
+			return
+		}
+		started <- r.ID
+	}()
+	testwait.Recv(t, joiner.entered, "the joining call, made before the first commit")
+	testwait.Recv(t, inCommit, "the run's first commit, made while its call is in flight")
+	close(joiner.release)
+	for key := ""; key != "check"; {
+		key = testwait.Recv(t, obs.started, "the second step's start")
+	}
+	select {
+	case <-probe.called:
+		t.Error("the provider that is no Joiner was called before the run's first commit was durable")
+	case <-time.After(2 * time.Second): // it must not come while the commit is held
+	}
+	close(releaseCommit)
+	id := testwait.Recv(t, started, "the start's answer")
+	if id == "" {
+		return
+	}
+	testwait.Recv(t, probe.called, "the second step's call")
+	b.waitRun(t, id, "completed", status(runengine.RunCompleted))
+}

@@ -182,9 +182,11 @@ type entry struct {
 	// resume applies it.
 	parked *callResult
 	// durable is false for a new run until its first commit is submitted
-	// (see flush); calls that only join the commit of their result may go
-	// out before (see finish).
+	// (see flush), landed until a commit of it is durable: calls that only
+	// join the commit of their result may go out before, any other waits
+	// for it (see finish).
 	durable bool
+	landed  atomic.Bool
 	// failed says a commit of the entry's changes failed: the entry is
 	// ahead of the store, and its reload is on the way. A change of it not
 	// yet applied holds the failed one's outcome without its writes, so it
@@ -619,7 +621,9 @@ func (w *worker) entryOf(tenant string, r *Run) (*entry, error) {
 	if err != nil {
 		return nil, errors.Wrapf(err, "load version %d of process %s", r.ProcessVersion, r.ProcessID)
 	}
-	return &entry{run: r, ver: ver, prev: w.indexState(r), durable: true}, nil
+	en := &entry{run: r, ver: ver, prev: w.indexState(r), durable: true}
+	en.landed.Store(true)
+	return en, nil
 }
 
 // indexState copies what the run's indexes and counters depend on, into a
@@ -952,9 +956,12 @@ func (w *worker) finish(x *exec) {
 		en.replies = append(en.replies, h)
 	}
 	switch {
-	case !en.durable && !w.e.joinsCommit(x.fx.calls):
+	case !en.durable && !w.e.joinsCommit(x.fx.calls),
+		len(x.fx.calls) > 0 && !en.landed.Load() && !w.e.joinsCommit(x.fx.calls):
 		// A run's first commit must be durable before any call of it goes
-		// out: a call must never act for a run a crash could lose.
+		// out: a call must never act for a run a crash could lose. (A call
+		// asked for once the first commit was submitted, before it landed,
+		// is made once this later commit is durable, so after it.)
 		en.held.issue = append(en.held.issue, x.fx.calls...) // x.fx.calls is the exec's own
 		x.fx.calls = nil
 		en.dirty = true
@@ -1141,6 +1148,7 @@ func (rc *runCommit) after(err error) {
 		w.e.log.Error("commit run change", "run", runID, "error", err)
 		w.send(&command{kind: cmdReload, tenant: tenant, runID: runID})
 	default:
+		rc.en.landed.Store(true)
 		if len(fx.late) > 0 && w.e.hub.wants(tenant) {
 			for i := range fx.late {
 				l := &fx.late[i]
