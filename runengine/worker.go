@@ -955,13 +955,15 @@ func (w *worker) finish(x *exec) {
 		}
 		en.replies = append(en.replies, h)
 	}
+	// wait says the command's calls must wait for the run's first commit.
+	wait := len(x.fx.calls) > 0 && !en.landed.Load() && !w.e.joinsCommit(x.fx.calls)
 	switch {
-	case !en.durable && !w.e.joinsCommit(x.fx.calls),
-		len(x.fx.calls) > 0 && !en.landed.Load() && !w.e.joinsCommit(x.fx.calls):
+	case wait || !en.durable && len(x.fx.calls) == 0:
 		// A run's first commit must be durable before any call of it goes
 		// out: a call must never act for a run a crash could lose. (A call
 		// asked for once the first commit was submitted, before it landed,
-		// is made once this later commit is durable, so after it.)
+		// is made once this later commit is durable, so after it.) A new
+		// run with no call commits at once.
 		en.held.issue = append(en.held.issue, x.fx.calls...) // x.fx.calls is the exec's own
 		x.fx.calls = nil
 		en.dirty = true
