@@ -972,15 +972,21 @@ func (w *worker) finish(x *exec) {
 		w.flush(en)
 	case len(en.replies) > 0 && !en.flushArmed:
 		en.flushArmed = true
-		tenant, runID := en.run.Tenant, en.run.ID
-		hold := replyHold
-		if !en.durable {
-			hold = firstHold
-		}
-		time.AfterFunc(hold, func() { w.send(&command{kind: cmdFlush, tenant: tenant, runID: runID}) })
+		defer w.armFlush(en) // after the calls are queued: a call made here comes first
 	}
 	w.markIdle(en)
 	w.issue(x)
+}
+
+// armFlush sends the run a flush command once its answer was held long
+// enough (replyHold, or firstHold for a run not yet committed).
+func (w *worker) armFlush(en *entry) {
+	tenant, runID := en.run.Tenant, en.run.ID
+	hold := replyHold
+	if !en.durable {
+		hold = firstHold
+	}
+	time.AfterFunc(hold, func() { w.send(&command{kind: cmdFlush, tenant: tenant, runID: runID}) })
 }
 
 // replyHold bounds how long a caller's answer waits for the run's calls in
