@@ -74,12 +74,14 @@ func openCounted(t *testing.T) (*bas.Workspace, *commitCounter, *bas.FakeClock) 
 	return ws, counted, clk
 }
 
-// TestStartCommitsTwice: the start of a run that routes, then sends a mail
-// through email.send behind the autonomy gate (at 100%), makes two commits
-// from its request to its end: the run's first, and the step's result
-// with the outbox's message and the gate's decision and day counts. The
-// decision shows in the day's count once the run has completed.
-func TestStartCommitsTwice(t *testing.T) {
+// TestStartCommitsOnceOrTwice: the start of a run that routes, then sends
+// a mail through email.send behind the autonomy gate (at 100%), makes one
+// commit from its request to its end when the call answers within the
+// start's hold (the outbox's message and the gate's decision and day
+// counts join the run's first commit), two when it does not: the run's
+// first, then the step's result with them. Never more. The decision shows
+// in the day's count once the run has completed.
+func TestStartCommitsOnceOrTwice(t *testing.T) {
 	t.Parallel()
 	ws, counted, clk := openCounted(t)
 	h := httpapi.New(ws, httpapi.Options{DevLogin: true})
@@ -113,8 +115,8 @@ func TestStartCommitsTwice(t *testing.T) {
 	for i := range starts {
 		start("s" + string(rune('a'+i)))
 	}
-	if n := counted.commits() - before; n != 2*starts {
-		t.Errorf("%d starts made %d commits, want %d (two each)", starts, n, 2*starts)
+	if n := counted.commits() - before; n < starts || n > 2*starts {
+		t.Errorf("%d starts made %d commits, want %d to %d (one or two each)", starts, n, starts, 2*starts)
 	}
 	var auto struct {
 		AutomaticToday int `json:"automatic_today"`

@@ -57,7 +57,8 @@ type effects struct {
 	settled []func(err error)
 	calls   []*pendingCall
 	// issue are calls of a new run, made once its first commit is durable
-	// (after post).
+	// (after post); calls that only join the commit of their result go out
+	// at once instead (see worker.finish).
 	issue []*pendingCall
 	// late are the events nothing consumed when they were emitted (none
 	// was written): a subscriber that came before the commit is owed
@@ -499,11 +500,13 @@ func (x *exec) prepareCall(def *process.Step, st *StepRun, capID string, args an
 	pc := &pendingCall{capID: capID, args: raw, key: r.ID + "/" + def.Key + "/" + keySuffix + strconv.Itoa(st.Attempts+1),
 		info: RunInfo{ID: r.ID, ProcessID: r.ProcessID, ProcessName: r.ProcessName, Subject: r.Subject, StepKey: def.Key,
 			Priority: r.Priority, cause: r.Trigger.Cause}}
-	// A call of the command that makes the run's first commit goes out
-	// once that commit is durable, and no call of the run went out before:
-	// nothing was written under its key. Not on a cluster: a node that
-	// lost the run's shard may still make the call after the new owner
-	// did, and the autonomy gate's answer is not fenced.
+	// A call asked for before the run's first commit was submitted goes
+	// out once that commit is durable, or, if it only joins the commit of
+	// its result (see Engine.joinsCommit), before: then what it writes is
+	// lost with the run if that commit is. Either way nothing was written
+	// under its key. Not on a cluster: a node that lost the run's shard may
+	// still make the call after the new owner did, and the autonomy gate's
+	// answer is not fenced.
 	pc.res.writes.New = !x.en.durable && x.w.e.cluster == nil
 	pc.res.token = x.w.callToken(token)
 	pc.cmd = command{kind: cmdCallResult, tenant: r.Tenant, runID: r.ID, result: &pc.res}

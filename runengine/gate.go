@@ -1,6 +1,10 @@
 package runengine
 
-import "context"
+import (
+	"context"
+
+	"github.com/bas-platform/bas/internal/callwrites"
+)
 
 // GateRequest asks whether one automatic action may run without a person.
 type GateRequest struct {
@@ -13,9 +17,11 @@ type GateRequest struct {
 	// retry decides the same.
 	ItemKey string
 	// New says the item was never asked about before: the request comes
-	// from the command that makes its run's first commit, and a run makes
-	// no call (the gate's included) before that commit is durable. A gate
-	// that stores its answers has none to look up then.
+	// from a command before its run's first commit, and a run makes no
+	// call (the gate's included) before that commit is durable unless the
+	// call and the gate's answer both join the commit of its result (see
+	// joiningGate): lost with the run, they left nothing stored either. A
+	// gate that stores its answers has none to look up then.
 	New bool
 }
 
@@ -62,6 +68,18 @@ type Gate interface {
 // handing both to a call runner.
 type DecidesAtOnce interface {
 	DecidesAtOnce()
+}
+
+// joiningGate is implemented by a Gate that, asked with a
+// callwrites.Writes in the context that Joins, hands every write of its
+// answer there (its record, its counts) and keeps nothing in memory that
+// the Writes' settled functions do not release: a call whose provider is a
+// callwrites.Joiner may then be asked and made before its run's first
+// commit is durable (see Engine.joinsCommit). Its argument, a type of an
+// internal package, keeps a gate from outside this module from
+// implementing it.
+type joiningGate interface {
+	JoinsCallWrites(callwrites.Mark) bool
 }
 
 // Supervised is the gate used when none is configured: every action waits

@@ -13,7 +13,7 @@ func capWaiting(r *Run) bool { return strings.HasPrefix(r.WaitingReason, runCapR
 
 // capHeldAtStart takes a run cap slot for a new run, and reports whether
 // there was none: the run is then saved waiting for one, and queued once
-// that save is durable (no call of a run goes out before its first commit).
+// that save is durable (a run waiting for a slot makes no call before it).
 func (x *exec) capHeldAtStart() bool {
 	caps, r := x.w.e.runCaps, x.r
 	if caps == nil || caps.tryTake(r.Tenant, r.ProcessID, r.ID) {

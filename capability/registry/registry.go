@@ -609,6 +609,12 @@ func (r *Registry) Call(ctx context.Context, call capability.Call) (json.RawMess
 	if err != nil {
 		return nil, err
 	}
+	if w := callwrites.From(ctx); w != nil && w.MustJoin {
+		if _, ok := pe.p.(callwrites.Joiner); !ok {
+			return nil, errs.Unavailablef("%s is now bound to provider %s, which acts outside the run's commit; the call is made again later",
+				call.Capability, pe.info.ID)
+		}
+	}
 	c := pe.circuits.get(call.Capability)
 	trial, err := r.admit(c, pe.info.ID, call.Capability)
 	if err != nil {

@@ -46,6 +46,13 @@ type Writes struct {
 	// writes tied to the call that were decided before it (the autonomy
 	// gate's answer) may wait for that commit too.
 	Joins bool
+	// MustJoin, set by the caller, says the call is made before the
+	// caller's record of the run it is made for is durable (a run's first
+	// commit): only a Joiner may take it, whose action is lost with the
+	// run if that commit is. A caller that resolves the provider (the
+	// capability registry) refuses the call when the provider it finds is
+	// not one (its binding changed since the caller looked).
+	MustJoin bool
 
 	mu      sync.Mutex
 	ops     []func(store.Txn) error

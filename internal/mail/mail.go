@@ -66,6 +66,7 @@ type Message struct {
 var messages = &store.Collection[Message]{
 	Name:     "mail",
 	ID:       func(m *Message) string { return m.ID },
+	Decode:   decodeMessage,
 	NotFound: "message not found",
 	Indexes: []store.Index[Message]{
 		{Name: "idem", Unique: true, Values: func(m *Message) [][]any {
@@ -299,68 +300,7 @@ func (p *Provider) newMessage(call capability.Call, args *capability.EmailSendAr
 	if r := strings.TrimSpace(args.ReplyTo); r != "" {
 		msg.ReplyTo = &r
 	}
-	raw, err := msg.appendJSON(make([]byte, 0, msg.sizeHint()))
-	if err != nil {
-		return nil, nil, errors.Wrap(err, "encode message")
-	}
-	return msg, raw, nil
-}
-
-// sizeHint is about the length of m's JSON (more when strings need
-// escaping).
-func (m *Message) sizeHint() int {
-	n := 160 + len(m.ID) + len(m.Subject) + len(m.Body) + len(m.IdempotencyKey)
-	for _, l := range [][]string{m.To, m.Cc} {
-		for _, s := range l {
-			n += len(s) + 3
-		}
-	}
-	if m.ReplyTo != nil {
-		n += len(*m.ReplyTo)
-	}
-	return n
-}
-
-// appendJSON appends m's JSON, byte for byte what encoding/json writes for
-// it (TestMessageJSONMatchesMarshal).
-func (m *Message) appendJSON(b []byte) ([]byte, error) {
-	list := func(b []byte, l []string) []byte {
-		if l == nil {
-			return append(b, "null"...)
-		}
-		b = append(b, '[')
-		for i, s := range l {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = jsonvalue.AppendString(b, s)
-		}
-		return append(b, ']')
-	}
-	b = append(b, `{"id":`...)
-	b = jsonvalue.AppendString(b, m.ID)
-	b = append(b, `,"to":`...)
-	b = list(b, m.To)
-	b = append(b, `,"cc":`...)
-	b = list(b, m.Cc)
-	b = append(b, `,"subject":`...)
-	b = jsonvalue.AppendString(b, m.Subject)
-	b = append(b, `,"body":`...)
-	b = jsonvalue.AppendString(b, m.Body)
-	b = append(b, `,"reply_to":`...)
-	if m.ReplyTo == nil {
-		b = append(b, "null"...)
-	} else {
-		b = jsonvalue.AppendString(b, *m.ReplyTo)
-	}
-	b = append(b, `,"created_at":`...)
-	b, err := jsonvalue.AppendTime(b, m.CreatedAt)
-	if err != nil {
-		return nil, err
-	}
-	b = append(b, `,"idempotency_key":`...)
-	b = jsonvalue.AppendString(b, m.IdempotencyKey)
-	return append(b, '}'), nil
+	return msg, msg.appendRecord(make([]byte, 0, msg.recordSize())), nil
 }
 
 // write writes call's message in tx, or returns the message an earlier

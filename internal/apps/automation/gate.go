@@ -23,6 +23,12 @@ var _ runengine.Gate = (*Service)(nil)
 // Gate returns s as the run engine's autonomy gate.
 func (s *Service) Gate() runengine.Gate { return s }
 
+// JoinsCallWrites reports whether the gate hands its answers to the commit
+// of the call's result when the call's Writes Joins (see gateMemo): unless
+// Config.Shared. The run engine may then ask it, and make such a call,
+// before the run's first commit is durable.
+func (s *Service) JoinsCallWrites(callwrites.Mark) bool { return s.memo != nil }
+
 // decisionRecord is the gate's answer for one item, kept so that a retry of
 // the item gets the same answer and is counted once. It is stored in a
 // binary form (see decisionV2); the JSON tags are the form records were
