@@ -20,7 +20,10 @@ package bas_test
 // timer fired. -waiting-dir keeps the directory of the N runs (for the
 // server's start-up time on it). BAS_WAITING_HEAPPROFILE=file makes the child write a heap
 // profile once its starts are done, and this process another (file.firing)
-// half way through the firing.
+// half way through the firing. BAS_WAITING_PEAKPROFILE=file makes this
+// process, while firing, sample its memory every 100 ms and, whenever its
+// anonymous memory reaches a new high, write a heap profile to file and log
+// the runtime's memory classes of that moment (what sets the peak).
 
 import (
 	"bufio"
@@ -33,6 +36,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -305,6 +309,10 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 	// Every timer comes due at once. The cockpit's running count (a
 	// counter) says when the last run completed; it is read every 20 ms.
 	st0, cpu0, io0 := eng.Stats(), cpuTime(), diskWritten()
+	if f := os.Getenv("BAS_WAITING_PEAKPROFILE"); f != "" {
+		stopPeak := watchPeak(t, f)
+		defer stopPeak()
+	}
 	began = time.Now()
 	clk.Advance(24*time.Hour + time.Second)
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -354,6 +362,58 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 		fig.list.Round(time.Microsecond), fig.listWaiting.Round(time.Microsecond), fig.cock.Round(time.Microsecond),
 		fig.fireRate, fig.parentPeakMiB, fig.firingAnonMedMiB, fig.firingAnonPeakMiB)
 	return fig
+}
+
+// watchPeak samples this process's anonymous memory every 100 ms until the
+// returned func is called; at each new high (by 4 MiB or more) it writes a
+// heap profile to file and keeps the runtime's /memory/classes/ of that
+// moment, which it logs at the end.
+func watchPeak(t *testing.T, file string) (stop func()) {
+	t.Helper()
+	done, stopped := make(chan struct{}), make(chan struct{})
+	var at string
+	var high float64
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		var samples []metrics.Sample
+		for _, d := range metrics.All() {
+			if strings.HasPrefix(d.Name, "/memory/classes/") || d.Name == "/gc/heap/goal:bytes" {
+				samples = append(samples, metrics.Sample{Name: d.Name})
+			}
+		}
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			anon := procMem("self").anon
+			if anon < high+4 {
+				continue
+			}
+			high = anon
+			metrics.Read(samples)
+			var b strings.Builder
+			fmt.Fprintf(&b, "anonymous %.0f MiB:", anon)
+			for _, s := range samples {
+				if s.Value.Kind() == metrics.KindUint64 {
+					fmt.Fprintf(&b, " %s=%.1f", strings.TrimSuffix(strings.TrimPrefix(s.Name, "/memory/classes/"), ":bytes"), float64(s.Value.Uint64())/(1<<20))
+				}
+			}
+			at = b.String()
+			if fh, err := os.Create(file); err == nil {
+				_ = pprof.WriteHeapProfile(fh)
+				_ = fh.Close()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		testwait.Recv(t, stopped, "the peak sampler stopped")
+		t.Logf("at the firing's anonymous peak: %s", at)
+	}
 }
 
 func medianOf(k int, fn func() error, t *testing.T) time.Duration {

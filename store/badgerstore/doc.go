@@ -94,15 +94,28 @@
 //   - NumCompactors 2: Badger refuses 1, and more compete for 2 cores.
 //   - ValueLogFileSize 64 MiB (Options.ValueLogFileSize): value-log files
 //     are mapped into memory and collected one file at a time.
-//   - BaseTableSize 1 MiB: small level-1 tables, cheap to compact.
-//   - TableSizeMultiplier: Badger's own (tables double in size at each
-//     level below the first). One size for every level (1 MiB) lowered the
-//     peaks of waiting runs fired at once (anonymous 238-242 against
-//     252-349 MiB at 300,000 runs, 304 against 363 at a million; the
-//     medians, 156-199 MiB, alike) but looks in more, smaller tables: at
-//     300,000 runs (two interleaved pairs) starts 11%, firing 5%, a page
-//     of runs 40% and the cockpit 80% slower; at a million (one run each)
-//     firing alike and the cockpit 40% slower. Not taken.
+//   - BaseTableSize 2 MiB and TableSizeMultiplier 1: tables of 2 MiB at
+//     every level. Badger builds each table of a compaction in a buffer
+//     of twice its size, and a compaction builds up to 8 tables (plus one
+//     per sub-compaction, up to 5 more) at once while earlier ones are
+//     synced to disk; with Badger's own multiplier (tables doubling at
+//     each level below the first) the deep levels of a large tree have
+//     tables of 4-8 MiB, each built in 8-16 MiB. Waiting runs fired at once
+//     (the waiting-runs scale test) are where that shows: at the firing's
+//     peak of anonymous memory, 300,000 runs, table builders in flight
+//     held 104 MiB of the 154 MiB live heap (ten of them building 4 MiB
+//     tables), and the collector's headroom doubles what is live. Tables
+//     of 2 MiB at every level hold the builders at 4 MiB each (plus a
+//     3 MiB index builder while one finishes; at a million runs 15
+//     builders and 8 index builders were in flight at the peak, 84 of a
+//     140 MiB live heap); see the README's performance table for the
+//     figures. How many are in flight is Badger's (it waits for each new
+//     table's msync), with no option. One size of 1 MiB (tried
+//     in an earlier round) made reads look in more, smaller tables: at
+//     300,000 runs starts 11%, firing 5%, a page of runs 40% and the
+//     cockpit 80% slower; 2 MiB halves the tables of that, and Badger's
+//     own 1 MiB base with doubling (the earlier default) fired at a higher
+//     peak.
 //
 // Badger builds every table (a memtable flush, each table of a compaction)
 // in an allocator it takes from a pool of up to 8 and puts back with every

@@ -288,3 +288,18 @@ func TestSetKeptHoldsTheValue(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTablesOfOneSize checks that Open asks Badger for tables of 2 MiB at
+// every level (on disk and in memory), so that a compaction deep in a large
+// tree builds its tables in buffers of 4 MiB, not 16 (see the package doc,
+// Memory on a small machine).
+func TestTablesOfOneSize(t *testing.T) {
+	type sizes struct{ BaseTableSize, TableSizeMultiplier int64 }
+	for _, o := range []Options{{Dir: t.TempDir()}, {InMemory: true}} {
+		bo := o.withDefaults().badgerOptions()
+		got := sizes{bo.BaseTableSize, int64(bo.TableSizeMultiplier)}
+		if diff := cmp.Diff(sizes{2 << 20, 1}, got); diff != "" {
+			t.Errorf("InMemory %v: table sizes (-want +got):\n%s", o.InMemory, diff)
+		}
+	}
+}

@@ -30,8 +30,9 @@ const (
 	numMemtables            = 2
 	numLevelZeroTables      = 4
 	numLevelZeroTablesStall = 16
-	numCompactors           = 2 // Badger refuses 1.
-	baseTableSize           = 1 << 20
+	numCompactors           = 2       // Badger refuses 1.
+	baseTableSize           = 2 << 20 // at every level: tableSizeMultiplier 1
+	tableSizeMultiplier     = 1
 	maxValueThreshold       = 1 << 20 // Badger's own ceiling.
 	gcDiscardRatio          = 0.5
 )
@@ -158,6 +159,7 @@ func (o Options) badgerOptions() badger.Options {
 	if limit := 15 * o.MemTableSize / 100; threshold > limit {
 		threshold = limit
 	}
+	bo.TableSizeMultiplier = tableSizeMultiplier // Badger has no With method for it
 	return bo.
 		WithSyncWrites(true).
 		WithLogger(newLogger(o.Logger)).
