@@ -449,11 +449,12 @@ func (a *anticipation) measured(took time.Duration) {
 	if a.think == 0 {
 		a.think, a.dev = aheadThink, aheadThink/2
 	}
-	a.dev += (abs(took-a.think) - a.dev) / 4
+	a.dev += (absDuration(took-a.think) - a.dev) / 4
 	a.think += (took - a.think) / 4
 }
 
-func abs(d time.Duration) time.Duration {
+// absDuration is |d|.
+func absDuration(d time.Duration) time.Duration {
 	if d < 0 {
 		return -d
 	}
