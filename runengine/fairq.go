@@ -381,9 +381,15 @@ func (s *commitShare) light() string {
 // tenant's change lands (one it made alone, or a batch where it is the
 // light tenant, see light), the open batch of the others waits, with
 // nothing in flight, until that tenant's next change comes and joins it,
-// or for at most twice the time quiet tenants' changes took to come lately
-// (aheadMin to aheadMax): its change then pays one sync, and the flood
-// loses at most that wait per commit of the quiet tenant. While that time
+// or for at most the time quiet tenants' changes took to come lately plus
+// four times its mean deviation (aheadMin to aheadMax; TCP's retransmission
+// timeout, RFC 6298): its change then pays one sync, and the flood loses at
+// most that wait per commit of the quiet tenant. The deviation counts: a
+// quiet tenant's changes mostly come within tens of microseconds of its
+// commit landing (a run's next step), but some take a few hundred (its next
+// run, after the caller heard of the last one's end), and one that comes
+// after the wait commits alone behind the flood's commit then in flight,
+// paying that commit's sync beside its own. While that time
 // is over half of aheadMax (quiet tenants do not come back soon: a person
 // completing a task now and then) nothing waits, and the time is still
 // measured. A tenant alone never waits.
@@ -394,6 +400,7 @@ type anticipation struct {
 	tenant string        // the awaited tenant
 	since  time.Time     // when its commit landed
 	think  time.Duration // how long its next change took to come, smoothed
+	dev    time.Duration // the mean deviation of that time from think, smoothed
 	// The committer goroutine's own: the timer that ends the wait, and
 	// when it fires.
 	timer clock.Timer
@@ -430,21 +437,37 @@ func (a *anticipation) came(tenant string, now time.Time) bool {
 	if tenant != a.tenant {
 		return false
 	}
-	if a.think == 0 {
-		a.think = aheadThink
-	}
-	a.think += (min(now.Sub(a.since), aheadMax) - a.think) / 4
+	a.measured(min(now.Sub(a.since), aheadMax))
 	a.tenant = ""
 	a.on.Store(false)
 	return true
 }
 
-// window is how long the open batch waits for the awaited tenant; a.mu is
-// held.
-func (a *anticipation) window() time.Duration {
-	w := 2 * a.think
+// measured smooths took, the time a quiet tenant's next change took to
+// come, into think and dev; a.mu is held.
+func (a *anticipation) measured(took time.Duration) {
 	if a.think == 0 {
-		w = 2 * aheadThink
+		a.think, a.dev = aheadThink, aheadThink/2
+	}
+	a.dev += (absDuration(took-a.think) - a.dev) / 4
+	a.think += (took - a.think) / 4
+}
+
+// absDuration is |d|.
+func absDuration(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+// window is how long the open batch waits for the awaited tenant: the
+// time its changes took to come lately plus four times their deviation;
+// a.mu is held.
+func (a *anticipation) window() time.Duration {
+	w := a.think + 4*a.dev
+	if a.think == 0 {
+		w = 3 * aheadThink
 	}
 	return min(max(w, aheadMin), aheadMax)
 }
@@ -482,7 +505,7 @@ func (c *committer) awaitQuiet() bool {
 	slow := a.think > aheadMax/2
 	if tenant != "" && now.Sub(since) >= aheadForget {
 		// It did not come back: count it as late as can be.
-		a.think += (aheadMax - a.think) / 4
+		a.measured(aheadMax)
 		a.tenant = ""
 		a.on.Store(false)
 	}

@@ -635,15 +635,16 @@ func TestAnticipationLearnsThinkTime(t *testing.T) {
 	if !c.ahead.came("quiet", clk.Now()) || c.awaitQuiet() {
 		t.Fatal("the quiet tenant's change did not end the wait")
 	}
-	// think 250 -> 212.5 µs: a wait of 425 µs.
+	// think 250 -> 212.5 µs, deviation 125 -> 131.25 µs: a wait of
+	// 737.5 µs.
 	c.ahead.landed("quiet", clk.Now())
-	clk.Advance(424 * time.Microsecond)
+	clk.Advance(737 * time.Microsecond)
 	if !c.awaitQuiet() {
 		t.Error("the wait ended early")
 	}
 	clk.Advance(time.Microsecond)
 	if c.awaitQuiet() {
-		t.Error("the wait outlasted twice the think time")
+		t.Error("the wait outlasted the think time and four deviations")
 	}
 	c.ahead.came("quiet", clk.Now())
 	// Quiet tenants that come back a millisecond later turn the wait off.
@@ -669,6 +670,41 @@ func TestAnticipationLearnsThinkTime(t *testing.T) {
 	clk.Advance(aheadForget)
 	if c.awaitQuiet() || c.ahead.on.Load() {
 		t.Error("still awaiting a tenant gone for good")
+	}
+}
+
+// TestAnticipationCoversTheDeviation: a quiet tenant whose next change
+// mostly comes within 40 µs but every fourth time after 240 µs (its next
+// run, after its caller heard of the last one's end) is awaited for that
+// late one too, even after a streak of early ones: the wait is the mean
+// plus four deviations, not twice the mean (about 140 µs here), which
+// would let the late one commit alone behind the flood's next commit. The
+// wait stays bounded by aheadMax.
+func TestAnticipationCoversTheDeviation(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := &committer{clock: clk}
+	defer c.ahead.stop()
+	c.share.inOpen = map[string]int{"flood": 3}
+	for range 8 {
+		for _, took := range []time.Duration{240, 40, 40, 40} {
+			c.ahead.landed("quiet", clk.Now())
+			clk.Advance(took * time.Microsecond)
+			if !c.ahead.came("quiet", clk.Now()) {
+				t.Fatal("the quiet tenant was not awaited")
+			}
+		}
+	}
+	c.ahead.landed("quiet", clk.Now())
+	clk.Advance(240 * time.Microsecond)
+	if !c.awaitQuiet() {
+		c.ahead.mu.Lock()
+		t.Errorf("the wait ended before 240 µs: think %v, window %v", c.ahead.think, c.ahead.window())
+		c.ahead.mu.Unlock()
+	}
+	clk.Advance(aheadMax - 240*time.Microsecond)
+	if c.awaitQuiet() {
+		t.Error("the wait outlasted aheadMax")
 	}
 }
 
