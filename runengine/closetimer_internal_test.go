@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/testwait"
-	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/clock"
 )
@@ -44,20 +43,9 @@ func TestTimerKeptWhenItsRunCannotBeRead(t *testing.T) {
 	st := memStore(t)
 	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
 	eng, procs := schedEngine(t, st, clk, Config{})
-	in, err := process.DecodeIn([]byte(`{"name":"Wait","trigger":{"type":"manual"},
-		"steps":[{"key":"wait","type":"wait","config":{"duration":"1h"}}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, r := startNew(t, eng, procs, "ten_a", `{"name":"Wait","trigger":{"type":"manual"},
+		"steps":[{"key":"wait","type":"wait","config":{"duration":"1h"}}]}`)
 	ctx := context.Background()
-	def, err := procs.Create(ctx, "ten_a", "usr", in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := eng.Start(ctx, StartParams{Tenant: "ten_a", ProcessID: def.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := eng.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package runengine
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -45,4 +46,24 @@ func engineOn(t *testing.T, st store.Store, clk *clock.Fake, cfg Config) (*Engin
 	}
 	t.Cleanup(func() { eng.Close() })
 	return eng, procs
+}
+
+// startNew creates tenant's process from raw (a process.ProcessIn in JSON)
+// and starts a run of it on eng, returning both.
+func startNew(t *testing.T, eng *Engine, procs *process.Service, tenant, raw string) (*process.Definition, *Run) {
+	t.Helper()
+	in, err := process.DecodeIn([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	def, err := procs.Create(ctx, tenant, "usr", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := eng.Start(ctx, StartParams{Tenant: tenant, ProcessID: def.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return def, r
 }

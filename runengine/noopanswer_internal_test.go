@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/testwait"
-	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/clock"
 )
@@ -47,20 +46,9 @@ func TestNoChangeAnswerWaitsForChangesInFlight(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
 	eng, procs := schedEngine(t, st, clk, Config{})
 	defer st.let()
-	in, err := process.DecodeIn([]byte(`{"name":"Look","trigger":{"type":"manual"},
-		"steps":[{"key":"look","type":"human_task","config":{"title":"Look"}}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, r := startNew(t, eng, procs, "ten_a", `{"name":"Look","trigger":{"type":"manual"},
+		"steps":[{"key":"look","type":"human_task","config":{"title":"Look"}}]}`)
 	ctx := context.Background()
-	def, err := procs.Create(ctx, "ten_a", "usr", in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := eng.Start(ctx, StartParams{Tenant: "ten_a", ProcessID: def.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
 	taskID := *r.Steps[0].TaskID
 	claim := func() <-chan error {
 		done := make(chan error, 1)

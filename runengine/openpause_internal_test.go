@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/internal/testwait"
-	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/clock"
 )
@@ -80,20 +79,9 @@ func TestOpenKnowsPausesBeforeTimers(t *testing.T) {
 	st := &lateToPauses{Store: memStore(t)}
 	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
 	eng, procs := schedEngine(t, st, clk, Config{})
-	in, err := process.DecodeIn([]byte(`{"name":"Two waits","trigger":{"type":"manual"},
-		"steps":[{"key":"first","type":"wait","config":{"duration":"1h"}},{"key":"second","type":"wait","config":{"duration":"24h"}}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	def, r := startNew(t, eng, procs, "ten_a", `{"name":"Two waits","trigger":{"type":"manual"},
+		"steps":[{"key":"first","type":"wait","config":{"duration":"1h"}},{"key":"second","type":"wait","config":{"duration":"24h"}}]}`)
 	ctx := context.Background()
-	def, err := procs.Create(ctx, "ten_a", "usr", in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := eng.Start(ctx, StartParams{Tenant: "ten_a", ProcessID: def.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := eng.PauseProcess(ctx, "ten_a", def.ID); err != nil {
 		t.Fatal(err)
 	}

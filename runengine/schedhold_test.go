@@ -226,20 +226,9 @@ func TestRerunPassesTheDoor(t *testing.T) {
 	st := memStore(t)
 	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
 	eng, procs := schedEngine(t, st, clk, Config{MaxStartingPerTenant: 1})
-	in, err := process.DecodeIn([]byte(`{"name":"Wait","trigger":{"type":"manual"},
-		"steps":[{"key":"wait","type":"wait","config":{"duration":"24h"}}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, r := startNew(t, eng, procs, "ten_a", `{"name":"Wait","trigger":{"type":"manual"},
+		"steps":[{"key":"wait","type":"wait","config":{"duration":"24h"}}]}`)
 	ctx := context.Background()
-	def, err := procs.Create(ctx, "ten_a", "usr", in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := eng.Start(ctx, StartParams{Tenant: "ten_a", ProcessID: def.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := eng.Cancel(ctx, CancelParams{Tenant: "ten_a", RunID: r.ID}); err != nil {
 		t.Fatal(err)
 	}
@@ -304,19 +293,8 @@ func TestHeldTicksLeaveRoom(t *testing.T) {
 		}
 		paused = append(paused, def)
 	}
-	in, err := process.DecodeIn([]byte(`{"name":"Short wait","trigger":{"type":"manual"},
-		"steps":[{"key":"wait","type":"wait","config":{"duration":"20m"}}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := procs.Create(ctx, "ten_b", "usr", in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := eng.Start(ctx, StartParams{Tenant: "ten_b", ProcessID: other.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, r := startNew(t, eng, procs, "ten_b", `{"name":"Short wait","trigger":{"type":"manual"},
+		"steps":[{"key":"wait","type":"wait","config":{"duration":"20m"}}]}`)
 	heldN := func() int {
 		eng.sched.mu.Lock()
 		defer eng.sched.mu.Unlock()
