@@ -408,12 +408,13 @@ type anticipation struct {
 }
 
 // aheadMin and aheadMax bound how long the open batch waits for a quiet
-// tenant's next change; aheadThink is the wait's basis before any was
-// measured.
+// tenant's next change; aheadThink and aheadDev are the wait's basis
+// before any was measured.
 const (
 	aheadMin   = 50 * time.Microsecond
 	aheadMax   = time.Millisecond
 	aheadThink = 250 * time.Microsecond
+	aheadDev   = aheadThink / 2 // the deviation's basis, beside aheadThink
 	// aheadForget is how long after its commit landed a tenant's next
 	// change stops being awaited (and is counted as aheadMax late).
 	aheadForget = 4 * aheadMax
@@ -447,7 +448,7 @@ func (a *anticipation) came(tenant string, now time.Time) bool {
 // come, into think and dev; a.mu is held.
 func (a *anticipation) measured(took time.Duration) {
 	if a.think == 0 {
-		a.think, a.dev = aheadThink, aheadThink/2
+		a.think, a.dev = aheadThink, aheadDev
 	}
 	a.dev += (absDuration(took-a.think) - a.dev) / 4
 	a.think += (took - a.think) / 4
@@ -465,11 +466,11 @@ func absDuration(d time.Duration) time.Duration {
 // time its changes took to come lately plus four times their deviation;
 // a.mu is held.
 func (a *anticipation) window() time.Duration {
-	w := a.think + 4*a.dev
-	if a.think == 0 {
-		w = 3 * aheadThink
+	think, dev := a.think, a.dev
+	if think == 0 { // none measured yet: the basis measured starts from
+		think, dev = aheadThink, aheadDev
 	}
-	return min(max(w, aheadMin), aheadMax)
+	return min(max(think+4*dev, aheadMin), aheadMax)
 }
 
 // timerC is the channel of the timer that ends a wait; nil when none.
