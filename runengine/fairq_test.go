@@ -605,8 +605,8 @@ func TestCommitterAwaitsQuietTenant(t *testing.T) {
 }
 
 // TestAnticipationLearnsThinkTime: the flood's batch waits for a quiet
-// tenant that comes back soon, for twice the time it took lately, not
-// after that; not at all once quiet tenants come back late; and a batch's
+// tenant that comes back soon, for the time it took lately plus four
+// deviations, not after that; not at all once quiet tenants come back late; and a batch's
 // light tenant is one with fewer changes than another's, never a tenant
 // alone.
 func TestAnticipationLearnsThinkTime(t *testing.T) {
@@ -705,6 +705,31 @@ func TestAnticipationCoversTheDeviation(t *testing.T) {
 	clk.Advance(aheadMax - 240*time.Microsecond)
 	if c.awaitQuiet() {
 		t.Error("the wait outlasted aheadMax")
+	}
+}
+
+// TestAnticipationWindowBounds: the wait is the think time plus four
+// deviations, 750 µs before any was measured, and never below aheadMin or
+// above aheadMax (each just inside and just outside).
+func TestAnticipationWindowBounds(t *testing.T) {
+	t.Parallel()
+	const us = time.Microsecond
+	for _, tc := range []struct {
+		think, dev, want time.Duration
+	}{
+		{0, 0, 750 * us},
+		{10 * us, 10 * us, aheadMin},
+		{10 * us, 9 * us, aheadMin},
+		{14 * us, 9 * us, aheadMin},
+		{15 * us, 9 * us, 51 * us},
+		{600 * us, 99 * us, 996 * us},
+		{600 * us, 100 * us, aheadMax},
+		{600 * us, 101 * us, aheadMax},
+	} {
+		a := anticipation{think: tc.think, dev: tc.dev}
+		if got := a.window(); got != tc.want {
+			t.Errorf("window with think %v, deviation %v = %v, want %v", tc.think, tc.dev, got, tc.want)
+		}
 	}
 }
 
