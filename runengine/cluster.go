@@ -502,15 +502,7 @@ func (w *worker) notMine(c *command) {
 		delete(w.cache, k)
 		delete(w.idle, k)
 	}
-	if c.timer != nil {
-		w.e.sched.done(c.timer.key)
-	}
-	if c.cl != nil && c.cl.inbox != nil {
-		w.e.sched.done(c.cl.inbox) // the owner applies it
-	}
-	if c.reply != nil {
-		c.reply <- reply{err: errNotOwner}
-	}
+	w.unread(c, errNotOwner) // its due key is let go: the owner applies it
 }
 
 // dropShards forgets the runs of the shards whose lease changed hands:
