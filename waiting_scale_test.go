@@ -146,10 +146,7 @@ func TestWaitingRunsChild(t *testing.T) {
 	secs := time.Since(began).Seconds()
 	if f := os.Getenv("BAS_WAITING_HEAPPROFILE"); f != "" { // what holds the memory
 		runtime.GC()
-		if fh, err := os.Create(f); err == nil {
-			_ = pprof.WriteHeapProfile(fh)
-			_ = fh.Close()
-		}
+		writeHeapProfile(f)
 	}
 	fmt.Println("done", failed.Load(), secs)
 	select {} // until the parent kills this process
@@ -332,10 +329,7 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 		firingAnon = append(firingAnon, procMem("self").anon)
 		if f := os.Getenv("BAS_WAITING_HEAPPROFILE"); f != "" && c.Running <= n/2 && !halfway {
 			halfway = true // what holds the memory half way through the firing
-			if fh, err := os.Create(f + ".firing"); err == nil {
-				_ = pprof.WriteHeapProfile(fh)
-				_ = fh.Close()
-			}
+			writeHeapProfile(f + ".firing")
 		}
 	}
 	fig.fireRate = float64(n) / time.Since(began).Seconds()
@@ -403,16 +397,22 @@ func watchPeak(t *testing.T, file string) (stop func()) {
 				}
 			}
 			at = b.String()
-			if fh, err := os.Create(file); err == nil {
-				_ = pprof.WriteHeapProfile(fh)
-				_ = fh.Close()
-			}
+			writeHeapProfile(file)
 		}
 	}()
 	return func() {
 		close(done)
 		testwait.Recv(t, stopped, "the peak sampler stopped")
 		t.Logf("at the firing's anonymous peak: %s", at)
+	}
+}
+
+// writeHeapProfile writes a heap profile to file, if it can be made (a
+// profile is a measure's aid: failing to write one fails nothing).
+func writeHeapProfile(file string) {
+	if fh, err := os.Create(file); err == nil {
+		_ = pprof.WriteHeapProfile(fh)
+		_ = fh.Close()
 	}
 }
 
