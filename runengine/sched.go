@@ -453,6 +453,14 @@ func (s *scheduler) fireCron(d dueItem, processID string) {
 	drop := func() {
 		e.commits.submit(&delta{apply: deleteKey(d.key), after: func(error) { s.done(d.key) }})
 	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		// A read that failed for another reason than the process being
+		// gone (the engine closing, the store's error) keeps the tick, to
+		// be found by a later look from the first due key (at the latest on
+		// the next open), as a run's timer is (see worker.unread).
+		s.done(d.key)
+		return
+	}
 	if err != nil || already || !def.Enabled || def.Archived || def.Trigger.Type != process.TriggerSchedule {
 		drop()
 		return
@@ -463,8 +471,12 @@ func (s *scheduler) fireCron(d dueItem, processID string) {
 		return
 	}
 	ver, err := e.version(d.tenant, def.ID, def.Version)
-	if err != nil {
+	if errors.Is(err, store.ErrNotFound) {
 		drop()
+		return
+	}
+	if err != nil {
+		s.done(d.key)
 		return
 	}
 	if paused && s.holdTick(d, processID) {

@@ -106,3 +106,57 @@ func openFailDue(t *testing.T) (*failDueDelete, *clock.Fake, *bundle) {
 	clk := clock.NewFake(t0)
 	return st, clk, open(t, st, clk, &testProvider{}, &autoGate{auto: true})
 }
+
+// failCronRead fails, once armed, the first read of a schedule's last
+// fired tick (the scheduler's read before it starts the tick's run).
+type failCronRead struct {
+	store.Store
+	armed atomic.Bool
+}
+
+func (f *failCronRead) View(ctx context.Context, fn func(store.Reader) error) error {
+	return f.Store.View(ctx, func(r store.Reader) error { return fn(&cronReadFails{Reader: r, f: f}) })
+}
+
+// cronReadFails is a Reader whose Get of a cron-last key fails while its
+// store is armed.
+type cronReadFails struct {
+	store.Reader
+	f *failCronRead
+}
+
+func (r *cronReadFails) Get(key []byte) ([]byte, error) {
+	if bytes.Contains(key, []byte("cron-last")) && r.f.armed.CompareAndSwap(true, false) {
+		return nil, errors.New("injected read failure")
+	}
+	return r.Reader.Get(key)
+}
+
+// TestCronTickKeptWhenItsReadFails: a schedule's tick whose read of the
+// process fails for another reason than the process being gone keeps its
+// due key and fires on a later look. Before, any failed read removed the
+// key, and the schedule never fired again.
+func TestCronTickKeptWhenItsReadFails(t *testing.T) {
+	t.Parallel()
+	inner, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &failCronRead{Store: inner}
+	clk := clock.NewFake(t0)
+	b := open(t, st, clk, &testProvider{}, &autoGate{auto: true})
+	def := b.create(t, `{"type":"schedule","cron":"*/15 * * * *","timezone":"UTC"}`,
+		`[{"key":"tick","type":"execute","capability":"test.echo","config":{"args":{"at":"${trigger.data.fired_at}"}}}]`)
+	st.armed.Store(true)
+	clk.Advance(15 * time.Minute)
+	waitFor(t, "the tick's run after its failed read", func() bool {
+		rs, _, err := b.eng.ListRuns(context.Background(), tenant, runengine.RunQuery{ProcessID: def.ID}, store.Page{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(rs) == 1
+	})
+	if st.armed.Load() {
+		t.Error("no read of the tick was failed")
+	}
+}
