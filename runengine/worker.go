@@ -775,7 +775,6 @@ func (w *worker) handle(c *command) {
 	w.release(x)
 }
 
-// dropKey removes the due or waiter key of a command whose run is gone.
 // unread answers a command whose run could not be read for a reason
 // other than its being gone (the engine closing cancels its reads while
 // the workers finish their batch; a failed read): nothing is removed. A
@@ -795,6 +794,7 @@ func (w *worker) unread(c *command, err error) {
 	}
 }
 
+// dropKey removes the due or waiter key of a command whose run is gone.
 func (w *worker) dropKey(c *command) {
 	var key []byte
 	if c.timer != nil {
