@@ -1179,6 +1179,7 @@ func (rc *runCommit) apply(tx store.Txn) error {
 func (rc *runCommit) after(err error) {
 	w, fx, tenant, runID := rc.w, &rc.fx, rc.tenant, rc.runID
 	rc.en.pending.Add(-1)
+	first := rc.old == nil // the run's first commit
 	if rc.old != nil {
 		// This commit was the last to read it (see releaseState).
 		w.releaseState(rc.old)
@@ -1197,6 +1198,11 @@ func (rc *runCommit) after(err error) {
 	case err != nil:
 		rc.en.failed.Store(true)
 		w.e.log.Error("commit run change", "run", runID, "error", err)
+		if caps := w.e.runCaps; caps != nil && first {
+			// The run is gone, and with it the run cap slot its start took
+			// (see capHeldAtStart).
+			caps.release(tenant, rc.cur.ProcessID, runID)
+		}
 		w.send(&command{kind: cmdReload, tenant: tenant, runID: runID})
 	default:
 		rc.en.landed.Store(true)
