@@ -85,3 +85,40 @@ func TestTimerKeptWhenItsRunCannotBeRead(t *testing.T) {
 		return len(got) == 0
 	})
 }
+
+// TestUnreadCallResultTellsItsWrites: a call's result whose run cannot be
+// read for a reason other than its being gone (the engine closing) is
+// dropped, and what it handed over is told the commit did not happen, so
+// the autonomy gate releases the counts it holds for it. Before, nothing
+// was told, and the gate kept them.
+func TestUnreadCallResultTellsItsWrites(t *testing.T) {
+	t.Parallel()
+	st := memStore(t)
+	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+	eng, procs := schedEngine(t, st, clk, Config{})
+	_, r := startNew(t, eng, procs, "ten_a", `{"name":"Wait","trigger":{"type":"manual"},
+		"steps":[{"key":"wait","type":"wait","config":{"duration":"1h"}}]}`)
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closing, _ := engineOn(t, st, clk, Config{})
+	closing.cancel()
+	told := make(chan error, 2)
+	res := &callResult{token: "stale"}
+	res.gateWrites.Settled = append(res.gateWrites.Settled, func(err error) { told <- err })
+	res.writes.OnSettled(func(err error) { told <- err })
+	closing.workers[0].handle(&command{kind: cmdCallResult, tenant: "ten_a", runID: r.ID, result: res})
+	for _, what := range []string{"the gate's writes", "the call's writes"} {
+		select {
+		case err := <-told:
+			if err == nil {
+				t.Fatalf("%s were told the commit happened", what)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s were never told", what)
+		}
+	}
+	if err := closing.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

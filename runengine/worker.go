@@ -781,8 +781,13 @@ func (w *worker) handle(c *command) {
 // timer's or forwarded command's due key is let go, to be handed out again
 // by a later look from the first due key (at the latest on the next open);
 // an event's waiter stays, and the dispatcher hears the error and delivers
-// the event again.
+// the event again. A call's result is dropped, and what it handed over
+// told so (the gate's counts are released): the run makes the call again
+// once it is read.
 func (w *worker) unread(c *command, err error) {
+	if c.kind == cmdCallResult && c.result != nil {
+		c.result.drop()
+	}
 	if c.timer != nil {
 		w.e.sched.done(c.timer.key)
 	}
