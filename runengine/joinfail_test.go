@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -285,4 +286,128 @@ func TestFailpointNotJoiningCallWaitsForTheFirstCommitToLand(t *testing.T) {
 	}
 	testwait.Recv(t, probe.called, "the second step's call")
 	b.waitRun(t, id, "completed", status(runengine.RunCompleted))
+}
+
+// laterFailure is a store whose armed commit fails after the next commit
+// was ordered behind it, as a store's failure may be told once later
+// batches are built: the armed transaction is dropped, and its failure told
+// just before the next commit's outcome (or after a while when none comes).
+type laterFailure struct {
+	store.Store
+	pipe    store.Pipeliner
+	armed   atomic.Bool
+	failing chan struct{} // the armed commit was started
+	mu      sync.Mutex
+	tell    func() // tells the armed commit's failure, once
+}
+
+func (s *laterFailure) Begin(ctx context.Context) (store.PipelinedTxn, error) {
+	tx, err := s.pipe.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &laterTxn{PipelinedTxn: tx, s: s}, nil
+}
+
+// takeTell returns the armed commit's failure to tell, if not told yet.
+func (s *laterFailure) takeTell() func() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tell := s.tell
+	s.tell = nil
+	return tell
+}
+
+type laterTxn struct {
+	store.PipelinedTxn
+	s *laterFailure
+}
+
+func (t *laterTxn) CommitAsync(done func(error)) {
+	s := t.s
+	if s.armed.CompareAndSwap(true, false) {
+		t.PipelinedTxn.Discard()
+		s.mu.Lock()
+		s.tell = func() { done(errors.New("injected: the commit failed")) }
+		s.mu.Unlock()
+		time.AfterFunc(300*time.Millisecond, func() {
+			if tell := s.takeTell(); tell != nil {
+				tell()
+			}
+		})
+		s.failing <- struct{}{}
+		return
+	}
+	t.PipelinedTxn.CommitAsync(func(err error) {
+		if tell := s.takeTell(); tell != nil {
+			tell()
+		}
+		done(err)
+	})
+}
+
+// TestFailpointLaterChangeWaitsForTheFirstCommit: a new run's joining call
+// outlasts the start's wait, so its first commit goes without the call's
+// result; the result then comes while that commit is in flight, and the
+// commit fails only after a later one could have been ordered behind it.
+// The run's change with the result (its completion, the message, the
+// gate's answer) waits for the first commit to land, so nothing of the run
+// is stored and its caller hears the failure. Before, it was committed
+// behind the first and landed though the first failed: a completed run and
+// its message, without its start's writes, after the start had failed.
+func TestFailpointLaterChangeWaitsForTheFirstCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	inner, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &laterFailure{Store: inner, pipe: inner, failing: make(chan struct{}, 1)}
+	clk := clock.NewFake(t0)
+	auto := automation.New(automation.Config{Store: inner, Clock: clk})
+	gate := &joinSettleGate{Service: auto, settled: make(chan error, 4)}
+	prov := &waitingMail{Provider: mail.NewProvider(inner, clk), entered: make(chan struct{}, 4), release: make(chan struct{})}
+	b := openWith(t, st, clk, &testProvider{}, &autoGate{auto: true}, func(c *runengine.Config) {
+		reg := registry.New(registry.Config{Store: inner, Clock: clk})
+		if err := reg.Register(prov); err != nil {
+			t.Fatal(err)
+		}
+		c.Capabilities, c.Gate = reg, gate
+	})
+	p, err := automation.ParsePatch([]byte(`{"percent": 100, "max_percent": 100, "sample_percent": 0, "daily_limit": 5}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := auto.UpdateWorkspace(ctx, tenant, "usr_test", p); err != nil {
+		t.Fatal(err)
+	}
+	def := b.create(t, `{"type":"manual"}`, mailSteps)
+
+	st.armed.Store(true)
+	started := make(chan error, 1)
+	go func() {
+		_, err := b.eng.Start(ctx, runengine.StartParams{Tenant: tenant, ProcessID: def.ID,
+			Subject: runengine.Subject{Type: "invoice", Label: "INV-1"}, Actor: "usr_test"})
+		started <- err
+	}()
+	testwait.Recv(t, prov.entered, "the joining call went out")
+	testwait.Recv(t, st.failing, "the run's first commit started, without the call's result")
+	close(prov.release) // the result comes while the first commit is in flight
+	if err := testwait.Recv(t, started, "the start's answer"); err == nil {
+		t.Fatal("the start answered success, though its commit failed")
+	}
+	if err := testwait.Recv(t, gate.settled, "the gate's answer settled"); err == nil {
+		t.Fatal("the gate's answer of the failed run was committed")
+	}
+	rs, _, err := b.eng.ListRuns(ctx, tenant, runengine.RunQuery{}, store.Page{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, _, err := mail.List(ctx, inner, tenant, store.Page{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 0 || len(msgs) != 0 {
+		t.Fatalf("after the failed start: %d runs, %d messages stored, want none", len(rs), len(msgs))
+	}
 }

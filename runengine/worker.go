@@ -187,6 +187,9 @@ type entry struct {
 	// for it (see finish).
 	durable bool
 	landed  atomic.Bool
+	// flushOnLand says a flush waits for the run's first commit to land
+	// (see flush): runCommit.after sends the run a flush then.
+	flushOnLand atomic.Bool
 	// failed says a commit of the entry's changes failed: the entry is
 	// ahead of the store, and its reload is on the way. A change of it not
 	// yet applied holds the failed one's outcome without its writes, so it
@@ -239,8 +242,11 @@ type worker struct {
 	batch  []*command
 	quit   bool
 	signal chan struct{}
-	cache  map[runKey]*entry
-	idle   map[runKey]*entry
+	// closing is set, on the worker's goroutine, once it commits what it
+	// holds at close: a flush then waits for nothing (see flush).
+	closing bool
+	cache   map[runKey]*entry
+	idle    map[runKey]*entry
 	// sweepAt is how many idle runs make sweep look for runs to forget.
 	sweepAt int
 	// spare is an exec whose command is done, for the next (see release).
@@ -407,7 +413,9 @@ func (w *worker) loop() {
 					}
 					w.unmade(c)
 				}
-				// Commit what is held, so a graceful close loses no progress.
+				// Commit what is held, so a graceful close loses no progress
+				// (a new run's change too, behind its first commit in flight).
+				w.closing = true
 				for _, en := range w.cache {
 					if en.dirty || len(en.replies) > 0 {
 						w.flush(en)
@@ -1053,6 +1061,20 @@ func (en *entry) dropHeld(err error) {
 // flush submits the run's held changes and answers the held replies once
 // they are durable (at once when nothing changed).
 func (w *worker) flush(en *entry) {
+	if en.durable && !en.landed.Load() && !w.closing {
+		// The run's first commit is in flight: a later change waits for it
+		// to land. Committed behind it in a later batch, it could land
+		// though the first failed (a store tells a failure after later
+		// batches were built), leaving the run's later state (a step's
+		// result, a message) without the writes of its start, while the
+		// start's caller was told it failed. runCommit.after flushes the
+		// run once the first commit landed; a failed one reloads it.
+		en.flushOnLand.Store(true)
+		if !en.landed.Load() {
+			return
+		}
+		en.flushOnLand.Store(false)
+	}
 	r := en.run
 	rc := w.e.newRunCommit()
 	rc.w, rc.replies = w, en.replies
@@ -1211,6 +1233,9 @@ func (rc *runCommit) after(err error) {
 		w.send(&command{kind: cmdReload, tenant: tenant, runID: runID})
 	default:
 		rc.en.landed.Store(true)
+		if rc.en.flushOnLand.Swap(false) {
+			w.send(&command{kind: cmdFlush, tenant: tenant, runID: runID})
+		}
 		if len(fx.late) > 0 && w.e.hub.wants(tenant) {
 			for i := range fx.late {
 				l := &fx.late[i]
