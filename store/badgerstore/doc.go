@@ -115,7 +115,10 @@
 //     300,000 runs starts 11%, firing 5%, a page of runs 40% and the
 //     cockpit 80% slower; 2 MiB halves the tables of that, and Badger's
 //     own 1 MiB base with doubling (the earlier default) fired at a higher
-//     peak.
+//     peak. The cost: a million timers fired on a quiet machine (five runs
+//     each) at a median 92 against 77 CPU-µs per run, 19,009 against 22,573
+//     runs/s, writing 7.9 against 6.8 KB per run, while peaking at 257-283
+//     against 291-337 MiB; the memory bound is taken over the rate.
 //
 // Badger builds every table (a memtable flush, each table of a compaction)
 // in an allocator it takes from a pool of up to 8 and puts back with every
