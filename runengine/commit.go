@@ -200,6 +200,30 @@ func (c *committer) close() {
 	<-c.stopped
 }
 
+// launchNow reports whether the open batch is to be launched now (added
+// of its changes came in this round): once it is full while fewer than
+// maxFlights commits are in flight, and with none in flight unless it
+// awaits a quiet tenant's next change (awaitQuiet) or, with one tenant
+// active, the callers the last commit answered (callerHold). At close it
+// awaits nothing.
+func (c *committer) launchNow(closed bool, added int) bool {
+	if len(c.openBatch) == 0 {
+		return false
+	}
+	full := c.flights < maxFlights && len(c.openBatch) >= c.maxBatch
+	switch {
+	case c.flights > 0:
+		return full
+	case closed:
+		return true
+	case c.awaitQuiet():
+		return full
+	case c.share.several():
+		return true
+	}
+	return !c.hold.wait(c.openBatch, added) || full
+}
+
 func (c *committer) loop() {
 	defer close(c.stopped)
 	for {
@@ -221,7 +245,7 @@ func (c *committer) loop() {
 			c.mu.Unlock()
 			c.add(batch)
 			c.reuseQueue(batch)
-			if len(c.openBatch) > 0 && ((c.flights == 0 && (closed || (!c.awaitQuiet() && (c.share.several() || !c.hold.wait(c.openBatch, len(batch)))))) || (c.flights < maxFlights && len(c.openBatch) >= c.maxBatch)) {
+			if c.launchNow(closed, len(batch)) {
 				c.launch()
 			}
 			full := len(c.openBatch) >= c.maxBatch
