@@ -31,6 +31,21 @@ func runTimerKeys(t *testing.T, st store.Store, runID string) (keys [][]byte, to
 	return keys, tokens
 }
 
+// closedWithWaitingRun starts a run of tenant ten_a waiting an hour, on an
+// engine it then closes, and returns the engine's store and clock.
+func closedWithWaitingRun(t *testing.T) (store.Store, *clock.Fake, *Run) {
+	t.Helper()
+	st := memStore(t)
+	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+	eng, procs := schedEngine(t, st, clk, Config{})
+	_, r := startNew(t, eng, procs, "ten_a", `{"name":"Wait","trigger":{"type":"manual"},
+		"steps":[{"key":"wait","type":"wait","config":{"duration":"1h"}}]}`)
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return st, clk, r
+}
+
 // TestTimerKeptWhenItsRunCannotBeRead: a timer handed to a worker whose
 // read of the run fails for a reason other than the run being gone (here
 // the engine closing, which cancels its reads while the workers finish
@@ -40,15 +55,8 @@ func runTimerKeys(t *testing.T, st store.Store, runID string) (keys [][]byte, to
 // waited for good.
 func TestTimerKeptWhenItsRunCannotBeRead(t *testing.T) {
 	t.Parallel()
-	st := memStore(t)
-	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
-	eng, procs := schedEngine(t, st, clk, Config{})
-	_, r := startNew(t, eng, procs, "ten_a", `{"name":"Wait","trigger":{"type":"manual"},
-		"steps":[{"key":"wait","type":"wait","config":{"duration":"1h"}}]}`)
+	st, clk, r := closedWithWaitingRun(t)
 	ctx := context.Background()
-	if err := eng.Close(); err != nil {
-		t.Fatal(err)
-	}
 	keys, tokens := runTimerKeys(t, st, r.ID)
 	if len(keys) != 1 {
 		t.Fatalf("the waiting run has %d timer keys, want 1", len(keys))
@@ -72,7 +80,7 @@ func TestTimerKeptWhenItsRunCannotBeRead(t *testing.T) {
 		t.Fatalf("the timer's due key was removed by a worker that could not read its run")
 	}
 
-	eng, _ = schedEngine(t, st, clk, Config{})
+	eng, _ := schedEngine(t, st, clk, Config{})
 	testwait.Until(t, "the kept timer fires on the next open", func() bool {
 		got, err := eng.GetRun(ctx, "ten_a", r.ID)
 		if err != nil {
@@ -93,14 +101,7 @@ func TestTimerKeptWhenItsRunCannotBeRead(t *testing.T) {
 // was told, and the gate kept them.
 func TestUnreadCallResultTellsItsWrites(t *testing.T) {
 	t.Parallel()
-	st := memStore(t)
-	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
-	eng, procs := schedEngine(t, st, clk, Config{})
-	_, r := startNew(t, eng, procs, "ten_a", `{"name":"Wait","trigger":{"type":"manual"},
-		"steps":[{"key":"wait","type":"wait","config":{"duration":"1h"}}]}`)
-	if err := eng.Close(); err != nil {
-		t.Fatal(err)
-	}
+	st, clk, r := closedWithWaitingRun(t)
 	closing, _ := engineOn(t, st, clk, Config{})
 	closing.cancel()
 	told := make(chan error, 2)
