@@ -14,6 +14,7 @@ package foureyes
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
@@ -55,6 +56,47 @@ type Change struct {
 // both. approver is the deciding actor (for the audit log). It must have no
 // outside effects: the transaction may run again on a conflict.
 type ApplyFunc func(ctx context.Context, tx store.Txn, tenant string, payload json.RawMessage, approver string) error
+
+// afterKey is the context key of the list AfterDecided adds to.
+type afterKey struct{}
+
+// afterList is what runs once a decision's transaction ended.
+type afterList struct {
+	mu  sync.Mutex
+	fns []func()
+}
+
+// WithAfterDecided returns ctx carrying the list AfterDecided adds to, and
+// the function that runs what was added (each once, in order). The queue
+// hands ctx to the ApplyFunc it runs and calls ended once the transaction
+// that decides the change ended, committed or not.
+func WithAfterDecided(ctx context.Context) (_ context.Context, ended func()) {
+	l := &afterList{}
+	return context.WithValue(ctx, afterKey{}, l), func() {
+		l.mu.Lock()
+		fns := l.fns
+		l.fns = nil
+		l.mu.Unlock()
+		for _, fn := range fns {
+			fn()
+		}
+	}
+}
+
+// AfterDecided asks, from an ApplyFunc, for fn to run once the transaction
+// the ApplyFunc runs in ended (committed or not; the transaction may run
+// the ApplyFunc again on a conflict, and each call's fn runs). It reports
+// false, and fn is not run, when ctx does not come from WithAfterDecided.
+func AfterDecided(ctx context.Context, fn func()) bool {
+	l, ok := ctx.Value(afterKey{}).(*afterList)
+	if !ok {
+		return false
+	}
+	l.mu.Lock()
+	l.fns = append(l.fns, fn)
+	l.mu.Unlock()
+	return true
+}
 
 // Queue is the four-eyes queue as an app sees it (the access app keeps it).
 type Queue interface {

@@ -203,6 +203,8 @@ func (s *Service) decide(ctx context.Context, p *Principal, id, note string, app
 	}
 	now := s.now()
 	var out *Change
+	ctx, ended := foureyes.WithAfterDecided(ctx)
+	defer ended()
 	err := s.st.Update(ctx, func(tx store.Txn) error {
 		ch, err := changes.Get(tx, p.Tenant, id)
 		if err != nil {

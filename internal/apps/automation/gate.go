@@ -501,6 +501,7 @@ func (s *Service) Observe(ctx context.Context, o runengine.Outcome) error {
 	if o.Tenant == "" || o.ProcessID == "" {
 		return errors.New("automation: an outcome needs a tenant and a process")
 	}
+	defer s.lvCache.writing()()
 	return s.st.Update(ctx, func(tx store.Txn) error {
 		now := s.now()
 		v := &decisions.Verdict{

@@ -197,7 +197,11 @@ func (s *Service) decideMemo(ctx context.Context, batch []*pendingDecision) {
 // missing).
 func (s *Service) readForMemo(ctx context.Context, ds []memoDecision, missing map[memoCountKey]*memoCount, now time.Time) (map[levelKey]effective, error) {
 	levels := map[levelKey]effective{}
+	if s.cachedLevels(ds, missing, levels, now) {
+		return levels, nil
+	}
 	var lapse []levelKey
+	gen := s.lvCache.reading()
 	err := s.st.View(ctx, func(r store.Reader) error {
 		for i := range ds {
 			d := &ds[i]
@@ -225,6 +229,8 @@ func (s *Service) readForMemo(ctx context.Context, ds []memoDecision, missing ma
 			}
 			if lapsed(ws, now) || lapsed(proc, now) {
 				lapse = append(lapse, lk)
+			} else {
+				s.lvCache.put(gen, lk, storedLevels{ws, proc})
 			}
 			levels[lk] = resolveLevels(ws, proc, lk.process, now)
 		}
@@ -241,16 +247,49 @@ func (s *Service) readForMemo(ctx context.Context, ds []memoDecision, missing ma
 		return nil, err
 	}
 	for _, lk := range lapse {
+		end := s.lvCache.writing()
 		err := s.st.Update(ctx, func(tx store.Txn) error {
 			ws, proc, err := s.loadLapsing(tx, lk.tenant, lk.process, now)
 			levels[lk] = resolveLevels(ws, proc, lk.process, now)
 			return err
 		})
+		end()
 		if err != nil {
 			return nil, err
 		}
 	}
 	return levels, nil
+}
+
+// cachedLevels puts in levels the levels in force of the batch's
+// decisions from the level cache, and reports whether that is all the
+// batch needs from the store: every decision not done is of a new item
+// (no stored answer to look up), no day count is missing, and the levels
+// of each are cached with no exception that ended at now (lapsing it
+// writes).
+func (s *Service) cachedLevels(ds []memoDecision, missing map[memoCountKey]*memoCount, levels map[levelKey]effective, now time.Time) bool {
+	if s.lvCache == nil || len(missing) > 0 {
+		return false
+	}
+	for i := range ds {
+		d := &ds[i]
+		if d.done {
+			continue
+		}
+		if !d.p.req.New {
+			return false
+		}
+		lk := levelKey{d.p.req.Tenant, d.p.req.ProcessID}
+		if _, ok := levels[lk]; ok {
+			continue
+		}
+		l, ok := s.lvCache.get(lk)
+		if !ok || lapsed(l.ws, now) || lapsed(l.proc, now) {
+			return false
+		}
+		levels[lk] = resolveLevels(l.ws, l.proc, lk.process, now)
+	}
+	return true
 }
 
 // lapsed reports whether l has an exception that ended at now.

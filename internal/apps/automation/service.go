@@ -74,6 +74,9 @@ type Service struct {
 	whatIf func(r store.Reader, tenant, processID string) (*float64, error) // see Config.WhatIfAgreement
 
 	memo *gateMemo // nil when Config.Shared
+	// lvCache keeps the levels the gate read; nil when Config.Shared.
+	// Every write of levels is bracketed by lvCache.writing.
+	lvCache *levelCache
 }
 
 // New returns the automation service.
@@ -91,6 +94,7 @@ func New(cfg Config) *Service {
 		whatIf: cfg.WhatIfAgreement}
 	if !cfg.Shared {
 		s.memo = newGateMemo()
+		s.lvCache = newLevelCache()
 	}
 	return s
 }
@@ -205,11 +209,13 @@ func (s *Service) update(ctx context.Context, tenant, processID, actor string, p
 		return nil, err
 	}
 	var change *foureyes.Change
+	end := s.lvCache.writing()
 	err = s.st.Update(ctx, func(tx store.Txn) error {
 		var err error
 		change, err = s.applyTx(tx, tenant, processID, actor, p, applyMode{fourEyes: fourEyes})
 		return err
 	})
+	end()
 	if err != nil {
 		return nil, err
 	}
@@ -230,8 +236,13 @@ type changePayload struct {
 // ApplyChangeTx applies a widening change a second person approved, inside
 // the transaction that marks it approved (it is the four-eyes queue's apply
 // function for ChangeKind). The patch is checked again against the
-// settings as they are now; approver is the second person.
+// settings as they are now; approver is the second person. The gate reads
+// levels from the store, not from memory, until that transaction ended
+// (foureyes.AfterDecided; for good when ctx cannot tell).
 func (s *Service) ApplyChangeTx(ctx context.Context, tx store.Txn, tenant string, payload json.RawMessage, approver string) error {
+	if end := s.lvCache.writing(); !foureyes.AfterDecided(ctx, end) {
+		s.log.Warn("automation: a change applied in a transaction whose end is not told; the gate reads its levels from the store from now on")
+	}
 	var cp changePayload
 	if err := json.Unmarshal(payload, &cp); err != nil {
 		return errors.Wrap(err, "decode automation change")

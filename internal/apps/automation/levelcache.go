@@ -1,0 +1,93 @@
+package automation
+
+import "sync"
+
+// levelCache keeps the stored levels the gate read, when the workspace is
+// its store's only writer (gateMemo), so that a decision of a new item
+// reads nothing from the store: a read waits for the commits in flight
+// (Badger's read timestamp), which under load made the decision, and with
+// it the start of a run that waits for the decision to join its first
+// commit, last a commit's sync longer.
+//
+// Every write of levels in this process is bracketed by writing and the
+// function it returns, called once the write's transaction ended
+// (committed or not). While any write is open the cache is not used, and
+// a read stores what it read only when no write began or ended since the
+// read began (gen), so a cached level is never older than the last
+// committed write. A write inside another service's transaction
+// (ApplyChangeTx) ends when that transaction ends (foureyes.AfterDecided);
+// one whose end cannot be known leaves the cache unused for good.
+type levelCache struct {
+	mu sync.Mutex
+	// gen counts the beginnings and ends of writes.
+	gen uint64
+	// writers is the number of writes begun and not ended.
+	writers int
+	lv      map[levelKey]storedLevels
+	// max bounds lv: when full it is emptied.
+	max int
+}
+
+// storedLevels are the stored levels of a process: the workspace's and the
+// process's own (nil when never written). They are never modified.
+type storedLevels struct{ ws, proc *Level }
+
+func newLevelCache() *levelCache {
+	return &levelCache{lv: map[levelKey]storedLevels{}, max: maxMemoCounts}
+}
+
+// writing marks a write of levels begun and returns the function that
+// marks it ended (it acts once). A nil c (no cache) returns a no-op.
+func (c *levelCache) writing() (end func()) {
+	if c == nil {
+		return func() {}
+	}
+	c.mu.Lock()
+	c.writers++
+	c.gen++
+	clear(c.lv)
+	c.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			c.writers--
+			c.gen++
+			clear(c.lv)
+			c.mu.Unlock()
+		})
+	}
+}
+
+// get returns the cached levels of k, unless a write is open.
+func (c *levelCache) get(k levelKey) (storedLevels, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.writers > 0 {
+		return storedLevels{}, false
+	}
+	l, ok := c.lv[k]
+	return l, ok
+}
+
+// reading returns the generation a read beginning now is stored under
+// (see put).
+func (c *levelCache) reading() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
+// put caches l, read by a read that began at generation gen, unless a
+// write began or ended since or is open.
+func (c *levelCache) put(gen uint64, k levelKey, l storedLevels) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.gen || c.writers > 0 {
+		return
+	}
+	if len(c.lv) >= c.max {
+		clear(c.lv)
+	}
+	c.lv[k] = l
+}
