@@ -154,7 +154,8 @@ func rssMiB() (now, peak, anon float64) {
 // the autonomy gate set to act without a person). Each answer comes once
 // the start is durable (synced); after the attack every run is checked
 // completed. It reports starts/s, the answers' p50 and p99, runs/s (until
-// the last run completed), CPU per start and allocations per start (the
+// the last run completed), the engine's commits per start (until every
+// run completed), CPU per start and allocations per start (the
 // process's, over the attack: the server's and vegeta's, with the runs'
 // steps that ran meanwhile) and the process's RSS at the end and at its
 // peak, and the anonymous part of the RSS at the end. The Go heap's soft
@@ -195,7 +196,7 @@ func BenchmarkServerStart(b *testing.B) {
 	var failed []string
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0, began := cpuTime(), time.Now()
+	cpu0, began, st0 := cpuTime(), time.Now(), s.ws.Engine().Stats()
 	for res := range attacker.Attack(targeter, vegeta.Rate{}, 0, "start") {
 		if res.Error == vegeta.ErrNoTargets.Error() {
 			continue
@@ -250,12 +251,14 @@ func BenchmarkServerStart(b *testing.B) {
 		b.Fatalf("%d of %d runs did not complete", n, len(ids))
 	}
 	completed := slices.MaxFunc(last, time.Time.Compare).Sub(began)
+	commits := s.ws.Engine().Stats().Commits - st0.Commits
 	now, peak, anon := rssMiB()
 	b.ReportMetric(float64(b.N)/attacked.Seconds(), "starts/s")
 	b.ReportMetric(float64(b.N)/completed.Seconds(), "runs/s")
 	b.ReportMetric(float64(metrics.Latencies.P50.Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(metrics.Latencies.P99.Microseconds())/1000, "p99-ms")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/start")
+	b.ReportMetric(float64(commits)/float64(b.N), "commits/start")
 	b.ReportMetric(now, "rss-MiB")
 	b.ReportMetric(peak, "peak-rss-MiB")
 	b.ReportMetric(anon, "anon-MiB")

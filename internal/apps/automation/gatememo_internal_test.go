@@ -149,3 +149,84 @@ func TestGateMemoItemsSettle(t *testing.T) {
 		t.Errorf("a decision committed on its own: %d items in flight, want 0", n)
 	}
 }
+
+// TestLevelCacheKeepsOnlyWhatNoWriteOverlapped: a read's levels are kept
+// only when no write of levels began or ended since the read began, and
+// none is open; while a write is open nothing kept is used.
+func TestLevelCacheKeepsOnlyWhatNoWriteOverlapped(t *testing.T) {
+	t.Parallel()
+	k := levelKey{"t1", "prc_1"}
+	read := storedLevels{ws: &Level{ID: workspaceID}}
+	cases := []struct {
+		name string
+		// run reads at some point around writes and reports whether the
+		// read's levels are then found.
+		run  func(c *levelCache) bool
+		kept bool
+	}{
+		{"no write", func(c *levelCache) bool {
+			c.put(c.reading(), k, read)
+			_, ok := c.get(k)
+			return ok
+		}, true},
+		{"a write began during the read", func(c *levelCache) bool {
+			gen := c.reading()
+			end := c.writing()
+			c.put(gen, k, read)
+			end()
+			_, ok := c.get(k)
+			return ok
+		}, false},
+		{"a write began and ended during the read", func(c *levelCache) bool {
+			gen := c.reading()
+			c.writing()()
+			c.put(gen, k, read)
+			_, ok := c.get(k)
+			return ok
+		}, false},
+		{"the read began while a write was open", func(c *levelCache) bool {
+			end := c.writing()
+			gen := c.reading()
+			end()
+			c.put(gen, k, read)
+			_, ok := c.get(k)
+			return ok
+		}, false},
+		{"a write ended before the read", func(c *levelCache) bool {
+			c.writing()()
+			c.put(c.reading(), k, read)
+			_, ok := c.get(k)
+			return ok
+		}, true},
+		{"kept, then a write opens", func(c *levelCache) bool {
+			c.put(c.reading(), k, read)
+			end := c.writing()
+			defer end()
+			_, ok := c.get(k)
+			return ok
+		}, false},
+		{"kept, then a write opens and ends", func(c *levelCache) bool {
+			c.put(c.reading(), k, read)
+			end := c.writing()
+			end()
+			end() // acts once
+			_, ok := c.get(k)
+			return ok
+		}, false},
+		{"a write's end told twice does not close another", func(c *levelCache) bool {
+			end := c.writing()
+			other := c.writing()
+			defer other()
+			end()
+			end()
+			c.put(c.reading(), k, read)
+			_, ok := c.get(k)
+			return ok
+		}, false},
+	}
+	for _, tc := range cases {
+		if got := tc.run(newLevelCache()); got != tc.kept {
+			t.Errorf("%s: kept %v, want %v", tc.name, got, tc.kept)
+		}
+	}
+}
