@@ -154,8 +154,10 @@ func rssMiB() (now, peak, anon float64) {
 // the autonomy gate set to act without a person). Each answer comes once
 // the start is durable (synced); after the attack every run is checked
 // completed. It reports starts/s, the answers' p50 and p99, runs/s (until
-// the last run completed), the engine's commits per start (until every
-// run completed), CPU per start and allocations per start (the
+// the last run completed), the engine's commits per start (the runs'
+// changes it committed, and syncs/start the group commits that carried
+// them, until every run completed), CPU per start and allocations per
+// start (the
 // process's, over the attack: the server's and vegeta's, with the runs'
 // steps that ran meanwhile) and the process's RSS at the end and at its
 // peak, and the anonymous part of the RSS at the end. The Go heap's soft
@@ -251,14 +253,15 @@ func BenchmarkServerStart(b *testing.B) {
 		b.Fatalf("%d of %d runs did not complete", n, len(ids))
 	}
 	completed := slices.MaxFunc(last, time.Time.Compare).Sub(began)
-	commits := s.ws.Engine().Stats().Commits - st0.Commits
+	st := s.ws.Engine().Stats()
 	now, peak, anon := rssMiB()
 	b.ReportMetric(float64(b.N)/attacked.Seconds(), "starts/s")
 	b.ReportMetric(float64(b.N)/completed.Seconds(), "runs/s")
 	b.ReportMetric(float64(metrics.Latencies.P50.Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(metrics.Latencies.P99.Microseconds())/1000, "p99-ms")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/start")
-	b.ReportMetric(float64(commits)/float64(b.N), "commits/start")
+	b.ReportMetric(float64(st.Commits-st0.Commits)/float64(b.N), "syncs/start")
+	b.ReportMetric(float64(st.Deltas-st0.Deltas)/float64(b.N), "commits/start")
 	b.ReportMetric(now, "rss-MiB")
 	b.ReportMetric(peak, "peak-rss-MiB")
 	b.ReportMetric(anon, "anon-MiB")
