@@ -229,10 +229,12 @@ func (s *Service) readForMemo(ctx context.Context, ds []memoDecision, missing ma
 			}
 			if lapsed(ws, now) || lapsed(proc, now) {
 				lapse = append(lapse, lk)
-			} else {
-				s.lvCache.put(gen, lk, storedLevels{ws, proc})
+				levels[lk] = resolveLevels(ws, proc, lk.process, now)
+				continue
 			}
-			levels[lk] = resolveLevels(ws, proc, lk.process, now)
+			l := newStoredLevels(ws, proc, lk.process, now)
+			s.lvCache.put(gen, lk, l)
+			levels[lk] = l.e
 		}
 		for k := range missing {
 			c, err := getCount(r, k.tenant, k.process, now)
@@ -265,7 +267,7 @@ func (s *Service) readForMemo(ctx context.Context, ds []memoDecision, missing ma
 // decisions from the level cache, and reports whether that is all the
 // batch needs from the store: every decision not done is of a new item
 // (no stored answer to look up), no day count is missing, and the levels
-// of each are cached with no exception that ended at now (lapsing it
+// of each are cached with no exception that ended by now (lapsing it
 // writes).
 func (s *Service) cachedLevels(ds []memoDecision, missing map[memoCountKey]*memoCount, levels map[levelKey]effective, now time.Time) bool {
 	if s.lvCache == nil || len(missing) > 0 {
@@ -284,10 +286,14 @@ func (s *Service) cachedLevels(ds []memoDecision, missing map[memoCountKey]*memo
 			continue
 		}
 		l, ok := s.lvCache.get(lk)
-		if !ok || lapsed(l.ws, now) || lapsed(l.proc, now) {
+		if !ok {
 			return false
 		}
-		levels[lk] = resolveLevels(l.ws, l.proc, lk.process, now)
+		e, ok := l.at(now)
+		if !ok {
+			return false
+		}
+		levels[lk] = e
 	}
 	return true
 }

@@ -156,7 +156,7 @@ func TestGateMemoItemsSettle(t *testing.T) {
 func TestLevelCacheKeepsOnlyWhatNoWriteOverlapped(t *testing.T) {
 	t.Parallel()
 	k := levelKey{"t1", "prc_1"}
-	read := storedLevels{ws: &Level{ID: workspaceID}}
+	read := newStoredLevels(&Level{ID: workspaceID}, nil, "prc_1", time.Now())
 	cases := []struct {
 		name string
 		// run reads at some point around writes and reports whether the

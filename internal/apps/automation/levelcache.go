@@ -1,6 +1,9 @@
 package automation
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // levelCache keeps the stored levels the gate read, when the workspace is
 // its store's only writer (gateMemo), so that a decision of a new item
@@ -28,9 +31,34 @@ type levelCache struct {
 	max int
 }
 
-// storedLevels are the stored levels of a process: the workspace's and the
-// process's own (nil when never written). They are never modified.
-type storedLevels struct{ ws, proc *Level }
+// storedLevels is the level in force of a process, resolved from the
+// stored levels (the workspace's and the process's own), until the first
+// end of an exception of either (zero: none has one): from then on the
+// stored levels are read again (lapsing it writes them).
+type storedLevels struct {
+	e     effective
+	until time.Time
+}
+
+// newStoredLevels resolves the stored levels ws and proc (nil when never
+// written) of processID at now. None has an exception that ended at now.
+func newStoredLevels(ws, proc *Level, processID string, now time.Time) storedLevels {
+	l := storedLevels{e: resolveLevels(ws, proc, processID, now)}
+	for _, lv := range [2]*Level{ws, proc} {
+		if lv != nil && lv.Exception != nil && (l.until.IsZero() || lv.Exception.Until.Before(l.until)) {
+			l.until = lv.Exception.Until
+		}
+	}
+	return l
+}
+
+// at returns the level in force at now, unless an exception ended by then.
+func (l storedLevels) at(now time.Time) (effective, bool) {
+	if !l.until.IsZero() && !now.Before(l.until) {
+		return effective{}, false
+	}
+	return l.e, true
+}
 
 func newLevelCache() *levelCache {
 	return &levelCache{lv: map[levelKey]storedLevels{}, max: maxMemoCounts}
