@@ -26,6 +26,15 @@
 // A temporary exception replaces the percent until it lapses by itself
 // (the clock is compared; no timer is needed).
 //
+// When the workspace is its store's only writer (Config.Shared unset), the
+// gate decides from memory: it keeps the day counts and the level in
+// force of each process it decided (until the first end of an exception),
+// so a new item's decision reads nothing from the store, whose reads wait
+// for the commits in flight. Every write of levels in the process (a
+// PATCH, a four-eyes approval until its transaction ended, a lapse, a ramp
+// or rollback) empties that memory, and no decision uses it while one is
+// under way.
+//
 // # The ramp and the rollback
 //
 // Observe records each person's verdict on a proposed action in the
