@@ -157,76 +157,46 @@ func TestLevelCacheKeepsOnlyWhatNoWriteOverlapped(t *testing.T) {
 	t.Parallel()
 	k := levelKey{"t1", "prc_1"}
 	read := newStoredLevels(&Level{ID: workspaceID}, nil, "prc_1", time.Now())
+	// Each case reads (r: reading, p: put of that read) around writes (b:
+	// one begins, e: the oldest open one ends, E: the last ended is told
+	// ended again, which does nothing), then looks the levels up.
 	cases := []struct {
-		name string
-		// run reads at some point around writes and reports whether the
-		// read's levels are then found.
-		run  func(c *levelCache) bool
-		kept bool
+		steps string
+		kept  bool
 	}{
-		{"no write", func(c *levelCache) bool {
-			c.put(c.reading(), k, read)
-			_, ok := c.get(k)
-			return ok
-		}, true},
-		{"a write began during the read", func(c *levelCache) bool {
-			gen := c.reading()
-			end := c.writing()
-			c.put(gen, k, read)
-			end()
-			_, ok := c.get(k)
-			return ok
-		}, false},
-		{"a write began and ended during the read", func(c *levelCache) bool {
-			gen := c.reading()
-			c.writing()()
-			c.put(gen, k, read)
-			_, ok := c.get(k)
-			return ok
-		}, false},
-		{"the read began while a write was open", func(c *levelCache) bool {
-			end := c.writing()
-			gen := c.reading()
-			end()
-			c.put(gen, k, read)
-			_, ok := c.get(k)
-			return ok
-		}, false},
-		{"a write ended before the read", func(c *levelCache) bool {
-			c.writing()()
-			c.put(c.reading(), k, read)
-			_, ok := c.get(k)
-			return ok
-		}, true},
-		{"kept, then a write opens", func(c *levelCache) bool {
-			c.put(c.reading(), k, read)
-			end := c.writing()
-			defer end()
-			_, ok := c.get(k)
-			return ok
-		}, false},
-		{"kept, then a write opens and ends", func(c *levelCache) bool {
-			c.put(c.reading(), k, read)
-			end := c.writing()
-			end()
-			end() // acts once
-			_, ok := c.get(k)
-			return ok
-		}, false},
-		{"a write's end told twice does not close another", func(c *levelCache) bool {
-			end := c.writing()
-			other := c.writing()
-			defer other()
-			end()
-			end()
-			c.put(c.reading(), k, read)
-			_, ok := c.get(k)
-			return ok
-		}, false},
+		{"rp", true},      // no write
+		{"rbpe", false},   // a write began during the read
+		{"rbep", false},   // began and ended during it
+		{"brep", false},   // the read began while a write was open
+		{"berp", true},    // a write ended before the read
+		{"rpb", false},    // kept, then a write opens
+		{"rpbeE", false},  // and ends
+		{"bbeErp", false}, // an end told twice does not end the other write
+		{"bbeerp", true},
 	}
 	for _, tc := range cases {
-		if got := tc.run(newLevelCache()); got != tc.kept {
-			t.Errorf("%s: kept %v, want %v", tc.name, got, tc.kept)
+		c := newLevelCache()
+		var gen uint64
+		var ends []func()
+		var last func()
+		for _, step := range tc.steps {
+			switch step {
+			case 'r':
+				gen = c.reading()
+			case 'p':
+				c.put(gen, k, read)
+			case 'b':
+				ends = append(ends, c.writing())
+			case 'e':
+				last = ends[0]
+				ends = ends[1:]
+				last()
+			case 'E':
+				last()
+			}
+		}
+		if _, ok := c.get(k); ok != tc.kept {
+			t.Errorf("%s: kept %v, want %v", tc.steps, ok, tc.kept)
 		}
 	}
 }
