@@ -18,6 +18,7 @@ import (
 	"github.com/bas-platform/bas/store/badgerstore"
 	"github.com/bas-platform/bas/store/clock"
 	"github.com/cockroachdb/errors"
+	"github.com/google/go-cmp/cmp"
 )
 
 // handoff hands its write to the engine (callwrites), as the outbox does:
@@ -43,10 +44,28 @@ func (handoff) Call(ctx context.Context, c capability.Call) (json.RawMessage, er
 	return json.Marshal(map[string]any{"handed": c.IdempotencyKey})
 }
 
+// handedOver reports whether st holds the write handoff made for the call
+// of idempotency key key.
+func handedOver(t *testing.T, st store.Store, key string) bool {
+	t.Helper()
+	var found bool
+	if err := st.View(context.Background(), func(rd store.Reader) error {
+		_, err := rd.Get([]byte("handed/" + key))
+		found = err == nil
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
 // TestFailpointLaterChangeAfterFailedCommit: the commit carrying a step's
 // result (and the write its provider handed over) fails, and a change of
 // the run that the worker made before it heard of the failure (a pause)
-// is still waiting to commit. That change holds the run as the worker had
+// is still waiting to commit (for that commit to be told). That change holds the run as the worker had
 // it, the step done: were it committed, the store would say the step is
 // done while the write that goes with it was never made, and the run,
 // reloaded from it, would never make it; or, reloaded before it lands,
@@ -61,7 +80,9 @@ func TestFailpointLaterChangeAfterFailedCommit(t *testing.T) {
 	}
 	var called, failing atomic.Int32
 	inHook, release := make(chan struct{}), make(chan struct{})
+	waits := make(chan string, 4)
 	b := openWith(t, st, clock.NewFake(t0), &testProvider{}, &autoGate{auto: true}, func(c *runengine.Config) {
+		c.Failpoints.ChangeWaits = func(_, runID string) { waits <- runID }
 		c.Failpoints.AfterCall = func(_, _, _ string) { called.Add(1) }
 		c.Failpoints.InGroupCommit = func(int) error {
 			if called.Load() == 1 && failing.CompareAndSwap(0, 1) {
@@ -84,31 +105,16 @@ func TestFailpointLaterChangeAfterFailedCommit(t *testing.T) {
 		_, err := b.eng.Pause(context.Background(), tenant, id, "usr_test")
 		paused <- err
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for b.eng.CommitsQueued() == 0 {
-		if time.Now().After(deadline) {
-			close(release)
-			t.Fatal("the pause's change never reached the committer")
-		}
-		runtime.Gosched()
+	select {
+	case <-waits: // the pause's change waits for the commit in flight
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("the pause's change never waited for the run's commit in flight")
 	}
 	close(release)
 	pauseErr := testwait.Recv(t, paused, "the pause was answered")
 	r := b.waitRun(t, id, "past its step act", func(r *runengine.Run) bool { return r.Steps[0].Status == runengine.StepCompleted })
-	handed := func() bool {
-		var found bool
-		if err := st.View(context.Background(), func(rd store.Reader) error {
-			_, err := rd.Get([]byte("handed/" + id + "/act/1"))
-			found = err == nil
-			if errors.Is(err, store.ErrNotFound) {
-				return nil
-			}
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return found
-	}
+	handed := func() bool { return handedOver(t, st, id+"/act/1") }
 	if called.Load() > 1 {
 		// The run was reloaded and made the call again: wait for that
 		// call's commit, then look at the run as it stands.
@@ -125,5 +131,91 @@ func TestFailpointLaterChangeAfterFailedCommit(t *testing.T) {
 	}
 	if pauseErr == nil && r.Status != runengine.RunPaused {
 		t.Errorf("the pause was answered, but the run is %s", r.Status)
+	}
+}
+
+// TestFailpointChangeWaitsForTheRunsCommitInFlight: a run already durable
+// commits a step's result (with the write its provider handed over), and
+// that commit fails only after a later one could have been ordered behind
+// it, as a store may tell a failure once later batches are built. The
+// run's next change (a pause) waits for the commit in flight to be told,
+// so it is never committed behind the failed one: the store never shows
+// the step done without its write, the pause's caller hears the failure,
+// and the run, read again, makes the call again and goes on. Before, the
+// pause went into the batch behind the failed commit and landed, answered
+// success: the store held a paused run whose step was done, without the
+// write that goes with it (for good, when the run was read again after
+// it), or the run read again before it landed overwrote it and the pause
+// its caller was told of was lost.
+func TestFailpointChangeWaitsForTheRunsCommitInFlight(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	inner, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &laterFailure{Store: inner, pipe: inner, failing: make(chan struct{}, 1)}
+	var called atomic.Int32
+	waits := make(chan string, 4)
+	b := openWith(t, st, clock.NewFake(t0), &testProvider{}, &autoGate{auto: true}, func(c *runengine.Config) {
+		c.Failpoints.AfterCall = func(_, _, _ string) {
+			if called.Add(1) == 1 {
+				st.armed.Store(true) // the commit of the first call's result fails
+			}
+		}
+		c.Failpoints.ChangeWaits = func(_, runID string) { waits <- runID }
+	})
+	if err := b.reg.Register(handoff{}); err != nil {
+		t.Fatal(err)
+	}
+	def := b.create(t, `{"type":"manual"}`, `[{"key":"act","type":"execute","capability":"handoff.do","config":{"args":{}}},
+		{"key":"wait","type":"wait","config":{"duration":"24h"}}]`)
+	id := b.start(t, def.ID) // durable once answered: the call goes out after
+	testwait.Recv(t, st.failing, "the commit of the step's result started")
+	paused := make(chan error, 1)
+	go func() {
+		_, err := b.eng.Pause(ctx, tenant, id, "usr_test")
+		paused <- err
+	}()
+	var pauseErr error
+	select {
+	case got := <-waits:
+		if got != id {
+			t.Fatalf("run %s waited, want %s", got, id)
+		}
+		if tell := st.takeTell(); tell != nil {
+			tell() // the failure, told after the pause was made
+		}
+		pauseErr = testwait.Recv(t, paused, "the pause was answered")
+	case pauseErr = <-paused: // committed without waiting (the code before)
+	}
+	handed := func() bool { return handedOver(t, inner, id+"/act/1") }
+	consistent := func(when string) *runengine.Run {
+		t.Helper()
+		r, err := b.eng.GetRun(ctx, tenant, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Steps[0].Status == runengine.StepCompleted && !handed() {
+			t.Fatalf("%s: the store shows step act %s (run %s) without the write its provider handed over",
+				when, r.Steps[0].Status, r.Status)
+		}
+		return r
+	}
+	consistent("once the pause was answered")
+	b.waitRun(t, id, "past its step act", stepStatus("act", runengine.StepCompleted))
+	r := consistent("once the run went on")
+	if pauseErr == nil && r.Status != runengine.RunPaused {
+		t.Errorf("the pause was answered, but the run is %s", r.Status)
+	}
+	if diff := cmp.Diff([]runengine.StepStatus{runengine.StepCompleted, runengine.StepWaiting},
+		[]runengine.StepStatus{r.Steps[0].Status, r.Steps[1].Status}); diff != "" {
+		t.Errorf("steps after the recovery (-want +got):\n%s", diff)
+	}
+	if n := called.Load(); n != 2 {
+		t.Errorf("the step's call was made %d times, want 2 (again after the failed commit)", n)
+	}
+	if pauseErr == nil {
+		t.Error("the pause was answered success, though it was made while the commit before it was to fail")
 	}
 }
