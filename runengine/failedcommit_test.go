@@ -219,3 +219,65 @@ func TestFailpointChangeWaitsForTheRunsCommitInFlight(t *testing.T) {
 		t.Error("the pause was answered success, though it was made while the commit before it was to fail")
 	}
 }
+
+// TestFailpointCloseWaitsForTheRunsCommitInFlight: the engine closes while
+// a run's change (a pause) waits for the run's commit in flight, which
+// then fails. The closing worker commits what its runs hold, but that
+// change only once the commit before it was told, and being told a
+// failure it gives the change up: its caller hears the failure and the
+// store never shows the pause and the step done without the step's write.
+// Before, a closing worker committed every held change at once, behind
+// the commit in flight.
+func TestFailpointCloseWaitsForTheRunsCommitInFlight(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	inner, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &laterFailure{Store: inner, pipe: inner, failing: make(chan struct{}, 1)}
+	var called atomic.Int32
+	waits := make(chan string, 4)
+	b := openWith(t, st, clock.NewFake(t0), &testProvider{}, &autoGate{auto: true}, func(c *runengine.Config) {
+		c.Failpoints.AfterCall = func(_, _, _ string) {
+			if called.Add(1) == 1 {
+				st.armed.Store(true)
+			}
+		}
+		c.Failpoints.ChangeWaits = func(_, runID string) { waits <- runID }
+	})
+	if err := b.reg.Register(handoff{}); err != nil {
+		t.Fatal(err)
+	}
+	def := b.create(t, `{"type":"manual"}`, `[{"key":"act","type":"execute","capability":"handoff.do","config":{"args":{}}},
+		{"key":"wait","type":"wait","config":{"duration":"24h"}}]`)
+	id := b.start(t, def.ID)
+	testwait.Recv(t, st.failing, "the commit of the step's result started")
+	paused := make(chan error, 1)
+	go func() {
+		_, err := b.eng.Pause(ctx, tenant, id, "usr_test")
+		paused <- err
+	}()
+	select {
+	case <-waits: // the pause waits; the failure is told a while later (laterFailure)
+	case <-paused: // committed without waiting (the code before)
+		t.Fatal("the pause was answered before the engine closed")
+	}
+	if err := b.eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pauseErr := testwait.Recv(t, paused, "the pause was answered")
+	if pauseErr == nil {
+		t.Error("the pause was answered success, though the commit before it failed")
+	}
+	r, err := b.eng.GetRun(ctx, tenant, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Steps[0].Status == runengine.StepCompleted && !handedOver(t, inner, id+"/act/1") {
+		t.Errorf("the store shows step act %s (run %s) without the write its provider handed over", r.Steps[0].Status, r.Status)
+	}
+	if r.Status == runengine.RunPaused {
+		t.Errorf("the store shows the run paused, though its pause was made behind a failed commit")
+	}
+}
