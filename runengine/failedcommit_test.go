@@ -134,6 +134,67 @@ func TestFailpointLaterChangeAfterFailedCommit(t *testing.T) {
 	}
 }
 
+// pausedBehindFailure is a run already durable whose commit of its step's
+// result (with the write handoff hands over) is to fail once a later
+// commit could be ordered behind it (see laterFailure), and a pause of
+// the run asked while that commit is in flight.
+type pausedBehindFailure struct {
+	b      *bundle
+	inner  store.Store
+	st     *laterFailure
+	id     string
+	called atomic.Int32 // the step's calls made
+	waits  chan string  // the runs whose change waited for their commit in flight
+	paused chan error   // the pause's answer
+}
+
+// pauseBehindFailure starts the run, waits until the commit of its step's
+// result started, then asks for the pause.
+func pauseBehindFailure(t *testing.T) *pausedBehindFailure {
+	t.Helper()
+	inner, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pausedBehindFailure{inner: inner, waits: make(chan string, 4), paused: make(chan error, 1)}
+	p.st = &laterFailure{Store: inner, pipe: inner, failing: make(chan struct{}, 1)}
+	p.b = openWith(t, p.st, clock.NewFake(t0), &testProvider{}, &autoGate{auto: true}, func(c *runengine.Config) {
+		c.Failpoints.AfterCall = func(_, _, _ string) {
+			if p.called.Add(1) == 1 {
+				p.st.armed.Store(true) // the commit of the first call's result fails
+			}
+		}
+		c.Failpoints.ChangeWaits = func(_, runID string) { p.waits <- runID }
+	})
+	if err := p.b.reg.Register(handoff{}); err != nil {
+		t.Fatal(err)
+	}
+	def := p.b.create(t, `{"type":"manual"}`, `[{"key":"act","type":"execute","capability":"handoff.do","config":{"args":{}}},
+		{"key":"wait","type":"wait","config":{"duration":"24h"}}]`)
+	p.id = p.b.start(t, def.ID) // durable once answered: the call goes out after
+	testwait.Recv(t, p.st.failing, "the commit of the step's result started")
+	go func() {
+		_, err := p.b.eng.Pause(context.Background(), tenant, p.id, "usr_test")
+		p.paused <- err
+	}()
+	return p
+}
+
+// consistent reads the run from the store and fails the test when it
+// shows the step act done without the write its provider handed over.
+func (p *pausedBehindFailure) consistent(t *testing.T, when string) *runengine.Run {
+	t.Helper()
+	r, err := p.b.eng.GetRun(context.Background(), tenant, p.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Steps[0].Status == runengine.StepCompleted && !handedOver(t, p.inner, p.id+"/act/1") {
+		t.Fatalf("%s: the store shows step act %s (run %s) without the write its provider handed over",
+			when, r.Steps[0].Status, r.Status)
+	}
+	return r
+}
+
 // TestFailpointChangeWaitsForTheRunsCommitInFlight: a run already durable
 // commits a step's result (with the write its provider handed over), and
 // that commit fails only after a later one could have been ordered behind
@@ -149,62 +210,22 @@ func TestFailpointLaterChangeAfterFailedCommit(t *testing.T) {
 // its caller was told of was lost.
 func TestFailpointChangeWaitsForTheRunsCommitInFlight(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	inner, err := badgerstore.Open(badgerstore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := &laterFailure{Store: inner, pipe: inner, failing: make(chan struct{}, 1)}
-	var called atomic.Int32
-	waits := make(chan string, 4)
-	b := openWith(t, st, clock.NewFake(t0), &testProvider{}, &autoGate{auto: true}, func(c *runengine.Config) {
-		c.Failpoints.AfterCall = func(_, _, _ string) {
-			if called.Add(1) == 1 {
-				st.armed.Store(true) // the commit of the first call's result fails
-			}
-		}
-		c.Failpoints.ChangeWaits = func(_, runID string) { waits <- runID }
-	})
-	if err := b.reg.Register(handoff{}); err != nil {
-		t.Fatal(err)
-	}
-	def := b.create(t, `{"type":"manual"}`, `[{"key":"act","type":"execute","capability":"handoff.do","config":{"args":{}}},
-		{"key":"wait","type":"wait","config":{"duration":"24h"}}]`)
-	id := b.start(t, def.ID) // durable once answered: the call goes out after
-	testwait.Recv(t, st.failing, "the commit of the step's result started")
-	paused := make(chan error, 1)
-	go func() {
-		_, err := b.eng.Pause(ctx, tenant, id, "usr_test")
-		paused <- err
-	}()
+	p := pauseBehindFailure(t)
 	var pauseErr error
 	select {
-	case got := <-waits:
-		if got != id {
-			t.Fatalf("run %s waited, want %s", got, id)
+	case got := <-p.waits:
+		if got != p.id {
+			t.Fatalf("run %s waited, want %s", got, p.id)
 		}
-		if tell := st.takeTell(); tell != nil {
+		if tell := p.st.takeTell(); tell != nil {
 			tell() // the failure, told after the pause was made
 		}
-		pauseErr = testwait.Recv(t, paused, "the pause was answered")
-	case pauseErr = <-paused: // committed without waiting (the code before)
+		pauseErr = testwait.Recv(t, p.paused, "the pause was answered")
+	case pauseErr = <-p.paused: // committed without waiting (the code before)
 	}
-	handed := func() bool { return handedOver(t, inner, id+"/act/1") }
-	consistent := func(when string) *runengine.Run {
-		t.Helper()
-		r, err := b.eng.GetRun(ctx, tenant, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Steps[0].Status == runengine.StepCompleted && !handed() {
-			t.Fatalf("%s: the store shows step act %s (run %s) without the write its provider handed over",
-				when, r.Steps[0].Status, r.Status)
-		}
-		return r
-	}
-	consistent("once the pause was answered")
-	b.waitRun(t, id, "past its step act", stepStatus("act", runengine.StepCompleted))
-	r := consistent("once the run went on")
+	p.consistent(t, "once the pause was answered")
+	p.b.waitRun(t, p.id, "past its step act", stepStatus("act", runengine.StepCompleted))
+	r := p.consistent(t, "once the run went on")
 	if pauseErr == nil && r.Status != runengine.RunPaused {
 		t.Errorf("the pause was answered, but the run is %s", r.Status)
 	}
@@ -212,7 +233,7 @@ func TestFailpointChangeWaitsForTheRunsCommitInFlight(t *testing.T) {
 		[]runengine.StepStatus{r.Steps[0].Status, r.Steps[1].Status}); diff != "" {
 		t.Errorf("steps after the recovery (-want +got):\n%s", diff)
 	}
-	if n := called.Load(); n != 2 {
+	if n := p.called.Load(); n != 2 {
 		t.Errorf("the step's call was made %d times, want 2 (again after the failed commit)", n)
 	}
 	if pauseErr == nil {
@@ -230,54 +251,19 @@ func TestFailpointChangeWaitsForTheRunsCommitInFlight(t *testing.T) {
 // the commit in flight.
 func TestFailpointCloseWaitsForTheRunsCommitInFlight(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	inner, err := badgerstore.Open(badgerstore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := &laterFailure{Store: inner, pipe: inner, failing: make(chan struct{}, 1)}
-	var called atomic.Int32
-	waits := make(chan string, 4)
-	b := openWith(t, st, clock.NewFake(t0), &testProvider{}, &autoGate{auto: true}, func(c *runengine.Config) {
-		c.Failpoints.AfterCall = func(_, _, _ string) {
-			if called.Add(1) == 1 {
-				st.armed.Store(true)
-			}
-		}
-		c.Failpoints.ChangeWaits = func(_, runID string) { waits <- runID }
-	})
-	if err := b.reg.Register(handoff{}); err != nil {
-		t.Fatal(err)
-	}
-	def := b.create(t, `{"type":"manual"}`, `[{"key":"act","type":"execute","capability":"handoff.do","config":{"args":{}}},
-		{"key":"wait","type":"wait","config":{"duration":"24h"}}]`)
-	id := b.start(t, def.ID)
-	testwait.Recv(t, st.failing, "the commit of the step's result started")
-	paused := make(chan error, 1)
-	go func() {
-		_, err := b.eng.Pause(ctx, tenant, id, "usr_test")
-		paused <- err
-	}()
+	p := pauseBehindFailure(t)
 	select {
-	case <-waits: // the pause waits; the failure is told a while later (laterFailure)
-	case <-paused: // committed without waiting (the code before)
+	case <-p.waits: // the pause waits; the failure is told a while later (laterFailure)
+	case <-p.paused: // committed without waiting (the code before)
 		t.Fatal("the pause was answered before the engine closed")
 	}
-	if err := b.eng.Close(); err != nil {
+	if err := p.b.eng.Close(); err != nil {
 		t.Fatal(err)
 	}
-	pauseErr := testwait.Recv(t, paused, "the pause was answered")
-	if pauseErr == nil {
+	if err := testwait.Recv(t, p.paused, "the pause was answered"); err == nil {
 		t.Error("the pause was answered success, though the commit before it failed")
 	}
-	r, err := b.eng.GetRun(ctx, tenant, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Steps[0].Status == runengine.StepCompleted && !handedOver(t, inner, id+"/act/1") {
-		t.Errorf("the store shows step act %s (run %s) without the write its provider handed over", r.Steps[0].Status, r.Status)
-	}
-	if r.Status == runengine.RunPaused {
+	if r := p.consistent(t, "after the close"); r.Status == runengine.RunPaused {
 		t.Errorf("the store shows the run paused, though its pause was made behind a failed commit")
 	}
 }
