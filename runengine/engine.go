@@ -16,6 +16,13 @@
 //   - Finding work costs what the work costs: due work, waiting runs,
 //     lists and counts come from indexes and counters, never from scanning
 //     all runs.
+//   - No change of a run lands behind a failed commit of it: a run has at
+//     most one commit in flight, and its later changes wait in memory
+//     until that commit is told (they then go in one commit). A store may
+//     tell a failure after later commits were ordered, and those still
+//     land (see store.PipelinedTxn); a run whose commit failed is read
+//     again from the store, and the changes that waited are refused, their
+//     callers told to try again.
 //
 // # Steps
 //

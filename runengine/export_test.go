@@ -180,13 +180,6 @@ func CheckStoredRunDecoding(st store.Store, tenant string) (int, []string, error
 	return n, bad, err
 }
 
-// CommitsQueued is how many changes wait for the committer to take them.
-func (e *Engine) CommitsQueued() int {
-	e.commits.mu.Lock()
-	defer e.commits.mu.Unlock()
-	return len(e.commits.q)
-}
-
 // CockpitFromStore is Cockpit's counter figures for v read from the store,
 // as on a cluster (no lists): what the counters kept in memory must equal.
 func (e *Engine) CockpitFromStore(ctx context.Context, tenant string, v Viewer) (*Cockpit, error) {

@@ -11,3 +11,5 @@ type Failpoints struct{}
 func (Failpoints) afterCall(tenant, runID, token string) {}
 
 func (Failpoints) inGroupCommit(deltas int) error { return nil }
+
+func (Failpoints) changeWaits(tenant, runID string) {}

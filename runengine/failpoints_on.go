@@ -18,6 +18,16 @@ type Failpoints struct {
 	// are written to its transaction and before the transaction commits;
 	// an error makes the batch's commit fail as a store error would.
 	InGroupCommit func(deltas int) error
+	// ChangeWaits runs, on the run's worker, when a change of the run
+	// waits for the run's commit in flight to be told before it is
+	// submitted (see the worker's flush).
+	ChangeWaits func(tenant, runID string)
+}
+
+func (f Failpoints) changeWaits(tenant, runID string) {
+	if f.ChangeWaits != nil {
+		f.ChangeWaits(tenant, runID)
+	}
 }
 
 func (f Failpoints) afterCall(tenant, runID, token string) {

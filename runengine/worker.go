@@ -187,13 +187,14 @@ type entry struct {
 	// for it (see finish).
 	durable bool
 	landed  atomic.Bool
-	// flushOnLand says a flush waits for the run's first commit to land
-	// (see flush): runCommit.after sends the run a flush then.
+	// flushOnLand says a flush waits for the run's commit in flight to be
+	// told (see flush): runCommit.after sends the run a flush then.
 	flushOnLand atomic.Bool
 	// failed says a commit of the entry's changes failed: the entry is
 	// ahead of the store, and its reload is on the way. A change of it not
 	// yet applied holds the failed one's outcome without its writes, so it
-	// is refused (see runCommit.apply).
+	// is refused (see runCommit.apply). It is set before the failed
+	// commit stops counting in pending.
 	failed atomic.Bool
 	// foreign marks a run this node started for the node owning its shard.
 	foreign bool
@@ -242,11 +243,11 @@ type worker struct {
 	batch  []*command
 	quit   bool
 	signal chan struct{}
-	// closing is set, on the worker's goroutine, once it commits what it
-	// holds at close: a flush then waits for nothing (see flush).
-	closing bool
-	cache   map[runKey]*entry
-	idle    map[runKey]*entry
+	// told has a token when a commit of a run whose changes waited for it
+	// was told (see flushLanded).
+	told  chan struct{}
+	cache map[runKey]*entry
+	idle  map[runKey]*entry
 	// sweepAt is how many idle runs make sweep look for runs to forget.
 	sweepAt int
 	// spare is an exec whose command is done, for the next (see release).
@@ -365,7 +366,7 @@ func (w *worker) memoCounterKey(id counterID) string {
 }
 
 func newWorker(e *Engine) *worker {
-	return &worker{e: e, signal: make(chan struct{}, 1), cache: map[runKey]*entry{}, idle: map[runKey]*entry{}}
+	return &worker{e: e, signal: make(chan struct{}, 1), told: make(chan struct{}, 1), cache: map[runKey]*entry{}, idle: map[runKey]*entry{}}
 }
 
 // send queues c; it never blocks.
@@ -414,11 +415,11 @@ func (w *worker) loop() {
 					w.unmade(c)
 				}
 				// Commit what is held, so a graceful close loses no progress
-				// (a new run's change too, behind its first commit in flight).
-				w.closing = true
+				// (a change waiting for its run's commit in flight too, once
+				// that commit is told).
 				for _, en := range w.cache {
 					if en.dirty || len(en.replies) > 0 {
-						w.flush(en)
+						w.flushLanded(en)
 					}
 				}
 				return
@@ -685,10 +686,7 @@ func (w *worker) handle(c *command) {
 	if c.kind == cmdReload {
 		k := runKeyOf(c.tenant, c.runID)
 		if en, ok := w.cache[k]; ok {
-			for _, h := range en.replies {
-				h.ch <- reply{err: errs.Unavailablef("the run's change could not be saved; try again")}
-			}
-			en.dropHeld(errClosed)
+			en.giveUp()
 		}
 		w.forget(k)
 		w.handle(&command{kind: cmdAdvance, tenant: c.tenant, runID: c.runID})
@@ -1058,19 +1056,35 @@ func (en *entry) dropHeld(err error) {
 	}
 }
 
+// giveUp answers the held replies of a run whose commit failed (they are
+// to try again) and drops its held changes, before the run is read again
+// from the store.
+func (en *entry) giveUp() {
+	for _, h := range en.replies {
+		h.ch <- reply{err: errs.Unavailablef("the run's change could not be saved; try again")}
+	}
+	en.replies = nil
+	en.dropHeld(errClosed)
+}
+
 // flush submits the run's held changes and answers the held replies once
-// they are durable (at once when nothing changed).
+// they are durable (at once when nothing changed). While a commit of the
+// run is in flight, they wait for it to be told: a run has at most one
+// commit in flight. Committed behind it in a later batch, a change could
+// land though the commit before it failed (a store tells a failure after
+// later batches were built, and those still land), leaving the run's
+// later state (a step's result, a completion, a pause) without the writes
+// of the failed change (its step's provider's, its timers, its message,
+// its index entries), or a new run's later state without its start's,
+// while the start's caller was told it failed. runCommit.after flushes the
+// run once that commit landed; a failed one reloads the run, and what
+// waited is given up (see entry.giveUp). Changes made meanwhile join in
+// the one commit after it, so the wait costs a quick chain no commit.
 func (w *worker) flush(en *entry) {
-	if en.durable && !en.landed.Load() && !w.closing {
-		// The run's first commit is in flight: a later change waits for it
-		// to land. Committed behind it in a later batch, it could land
-		// though the first failed (a store tells a failure after later
-		// batches were built), leaving the run's later state (a step's
-		// result, a message) without the writes of its start, while the
-		// start's caller was told it failed. runCommit.after flushes the
-		// run once the first commit landed; a failed one reloads it.
+	if en.pending.Load() > 0 && (en.dirty || len(en.replies) > 0) {
 		en.flushOnLand.Store(true)
-		if !en.landed.Load() {
+		if en.pending.Load() > 0 {
+			w.e.cfg.Failpoints.changeWaits(en.run.Tenant, en.run.ID)
 			return
 		}
 		en.flushOnLand.Store(false)
@@ -1092,14 +1106,14 @@ func (w *worker) flush(en *entry) {
 	}
 	rc.kept = w.keeps(rc.replies, rc.view)
 	if !en.dirty {
-		if len(rc.kept) == 0 && (len(rc.replies) == 0 || en.pending.Load() == 0) {
+		// An answer of a command that changed nothing may tell of a change
+		// of the run that was being committed (a claim repeated while the
+		// first is in flight): it waited for that commit above, so a read
+		// after it sees what it tells.
+		if len(rc.kept) == 0 {
 			rc.answer(nil)
 			return
 		}
-		// An answer of a command that changed nothing may tell of a change
-		// of the run still being committed (a claim repeated while the
-		// first is in flight): it waits for that commit, a read after it
-		// then sees what it told, and it fails with it.
 		kept := rc.kept
 		w.e.commits.submit(&delta{apply: func(tx store.Txn) error {
 			if en.failed.Load() {
@@ -1205,7 +1219,14 @@ func (rc *runCommit) apply(tx store.Txn) error {
 // after tells the change's effects once its commit is durable (or failed).
 func (rc *runCommit) after(err error) {
 	w, fx, tenant, runID := rc.w, &rc.fx, rc.tenant, rc.runID
+	failed := err != nil && !errors.Is(err, errEntryFailed)
+	if failed {
+		// Before the commit stops counting: a flush that finds none in
+		// flight must find the failure, which refuses its change.
+		rc.en.failed.Store(true)
+	}
 	rc.en.pending.Add(-1)
+	waited := rc.en.flushOnLand.Swap(false)
 	first := rc.old == nil // the run's first commit
 	if rc.old != nil {
 		// This commit was the last to read it (see releaseState).
@@ -1223,7 +1244,6 @@ func (rc *runCommit) after(err error) {
 	case errors.Is(err, errEntryFailed):
 		// Refused after an earlier change failed, whose reload is on the way.
 	case err != nil:
-		rc.en.failed.Store(true)
 		w.e.log.Error("commit run change", "run", runID, "error", err)
 		if caps := w.e.runCaps; caps != nil && first {
 			// The run is gone, and with it the run cap slot its start took
@@ -1233,7 +1253,7 @@ func (rc *runCommit) after(err error) {
 		w.send(&command{kind: cmdReload, tenant: tenant, runID: runID})
 	default:
 		rc.en.landed.Store(true)
-		if rc.en.flushOnLand.Swap(false) {
+		if waited {
 			w.send(&command{kind: cmdFlush, tenant: tenant, runID: runID})
 		}
 		if len(fx.late) > 0 && w.e.hub.wants(tenant) {
@@ -1251,8 +1271,33 @@ func (rc *runCommit) after(err error) {
 		w.issueCalls(fx.issue)
 		w.e.changes.notify(tenant, runID)
 	}
+	if waited {
+		select {
+		case w.told <- struct{}{}: // a closing worker may wait for it (see flushLanded)
+		default:
+		}
+	}
 	rc.answer(err)
 	w.e.releaseRunCommit(rc)
+}
+
+// flushLanded is flush for a closing worker, which takes no more commands:
+// it waits until no commit of en is in flight, then flushes it, or gives
+// its changes up when that commit failed.
+func (w *worker) flushLanded(en *entry) {
+	for en.pending.Load() > 0 {
+		en.flushOnLand.Store(true)
+		if en.pending.Load() == 0 {
+			break
+		}
+		<-w.told
+	}
+	en.flushOnLand.Store(false)
+	if en.failed.Load() {
+		en.giveUp()
+		return
+	}
+	w.flush(en)
 }
 
 // newRunCommit returns an empty runCommit: a reused one when the engine

@@ -104,7 +104,11 @@ type PipelinedTxn interface {
 	Txn
 	// CommitAsync starts the commit and returns once later commits are
 	// ordered after it; done is called when it is durable, or with the
-	// error that stopped it.
+	// error that stopped it. A commit ordered after one that fails may
+	// still be applied (Badger's writer goes on with its next write group;
+	// PostgreSQL's are transactions of their own): a caller whose write
+	// must not land without an earlier one's starts it once the earlier
+	// one's done was called without error.
 	CommitAsync(done func(error))
 	// Discard drops the transaction without committing.
 	Discard()
