@@ -591,7 +591,7 @@ func readRun(rd store.Reader, tenant, runID string) (*Run, error) {
 	}
 	r, err := decodeStoredRun(raw)
 	if err != nil {
-		return nil, errors.Wrapf(err, "decode run %s", runID)
+		return nil, errors.Mark(errors.Wrapf(err, "decode run %s", runID), errCorruptRun)
 	}
 	return r, loadApart(rd, tenant, r)
 }
@@ -697,6 +697,10 @@ func (w *worker) handle(c *command) {
 	en, err := w.load(c.tenant, c.runID)
 	if err != nil {
 		if !errors.Is(err, errs.NotFound) {
+			if c.kind == cmdTimer && (c.cl == nil || c.cl.inbox == nil) && errors.Is(err, errCorruptRun) {
+				w.e.sched.park(c.tenant, c.runID, c.timer.key, err)
+				return
+			}
 			w.unread(c, err)
 			return
 		}
