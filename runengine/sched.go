@@ -555,6 +555,7 @@ func (e *Engine) onProcessChange(tx store.Txn, tenant string, old, def *process.
 		if err := tx.Delete(pointer); err != nil {
 			return err
 		}
+		e.sched.forgetTick(tenant, id, cur)
 	case !errors.Is(err, store.ErrNotFound):
 		return err
 	}
