@@ -257,3 +257,16 @@ func FuzzDecodeIdemRecord(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecodeResponse decodes a kept run start's answer.
+func BenchmarkDecodeResponse(b *testing.B) {
+	resp := storedResponse{Status: 201, Header: http.Header{"Content-Type": {"application/json"}, "Location": {"/v1/process-runs/run_1"}},
+		Body: bytes.Repeat([]byte(`{"id":"run_01M8BC2B1PJY6SG31WR4B5AYYP"}`), 20)}
+	raw := append([]byte{responseV1}, s2.Encode(nil, appendResponse(nil, resp))...)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeResponse(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
