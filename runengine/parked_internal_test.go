@@ -12,7 +12,6 @@ import (
 
 	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
-	"github.com/bas-platform/bas/store/clock"
 )
 
 // keyReads counts the reads of one key through its store.
@@ -70,14 +69,7 @@ func (h *logCount) count() int {
 func TestCorruptRunTimerIsLoggedAndBacksOff(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	base := memStore(t)
-	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
-	eng, procs := schedEngine(t, base, clk, Config{})
-	_, r := startNew(t, eng, procs, "ten_a", `{"name":"Wait","trigger":{"type":"manual"},
-		"steps":[{"key":"wait","type":"wait","config":{"duration":"1h"}}]}`)
-	if err := eng.Close(); err != nil {
-		t.Fatal(err)
-	}
+	base, clk, r := closedWithWaitingRun(t)
 	key := runs.RecordKey("ten_a", r.ID)
 	var good []byte
 	err := base.Update(ctx, func(tx store.Txn) error {
@@ -94,7 +86,7 @@ func TestCorruptRunTimerIsLoggedAndBacksOff(t *testing.T) {
 
 	st := &keyReads{Store: base, key: key}
 	logs := &logCount{part: "run record cannot be decoded"}
-	eng, _ = schedEngine(t, st, clk, Config{Logger: slog.New(logs)})
+	eng, _ := schedEngine(t, st, clk, Config{Logger: slog.New(logs)})
 	s := eng.sched
 	// looks waits for n more looks from the first due key, the looks that
 	// find a timer handed out before.
