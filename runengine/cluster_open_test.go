@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bas-platform/bas/internal/pgtest"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/clock"
+	"github.com/bas-platform/bas/store/pgstore"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -45,20 +47,36 @@ func (r *countedReader) Scan(opts store.ScanOptions, fn func(key, value []byte) 
 // read rather than reading them again (which restarted each job twice).
 func TestClusterOpenReadsPausesAndJobsOnce(t *testing.T) {
 	t.Parallel()
-	base := &scanCounter{Store: sharedBadger(t), scans: map[string]int{}}
-	mu, keys := newRecorders()
-	// The lease clock is fake and never moves: no lease round runs after
-	// Open's.
-	n := openNode(t, base, nodeConfig{id: "a", lease: clock.NewFake(t0), clock: clock.NewFake(t0),
-		prov: &recorder{node: "a", mu: mu, keys: keys}, shards: 2, ttl: 10 * time.Second})
-	if got := len(n.eng.Shards()); got != 2 {
-		t.Fatalf("the node holds %d shards after Open; want 2", got)
-	}
-	got := map[string]int{
-		"proc-paused":  base.count(store.Key(store.System, "proc-paused")),
-		"jobs-running": base.count(store.Key(store.System, "jobs-running")),
-	}
-	if diff := cmp.Diff(map[string]int{"proc-paused": 1, "jobs-running": 1}, got); diff != "" {
-		t.Errorf("scans during Open (-want +got):\n%s", diff)
+	for name, open := range map[string]func(t *testing.T) store.Store{
+		"badger": sharedBadger,
+		"postgres": func(t *testing.T) store.Store {
+			dsn := pgtest.DSN(t)
+			pg, err := pgstore.Open(t.Context(), pgstore.Options{DSN: dsn, Schema: pgtest.Schema(t, dsn)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = pg.Close() })
+			return pg
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			base := &scanCounter{Store: open(t), scans: map[string]int{}}
+			mu, keys := newRecorders()
+			// The lease clock is fake and never moves: no lease round runs
+			// after Open's.
+			n := openNode(t, base, nodeConfig{id: "a", lease: clock.NewFake(t0), clock: clock.NewFake(t0),
+				prov: &recorder{node: "a", mu: mu, keys: keys}, shards: 2, ttl: 10 * time.Second})
+			if got := len(n.eng.Shards()); got != 2 {
+				t.Fatalf("the node holds %d shards after Open; want 2", got)
+			}
+			got := map[string]int{
+				"proc-paused":  base.count(store.Key(store.System, "proc-paused")),
+				"jobs-running": base.count(store.Key(store.System, "jobs-running")),
+			}
+			if diff := cmp.Diff(map[string]int{"proc-paused": 1, "jobs-running": 1}, got); diff != "" {
+				t.Errorf("scans during Open (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
