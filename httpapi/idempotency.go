@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bas-platform/bas/internal/apps/access"
+	"github.com/bas-platform/bas/internal/binrec"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
@@ -979,50 +980,25 @@ func decodeResponse(b []byte) (storedResponse, error) {
 	if err != nil {
 		return resp, errors.Wrap(err, "decode response")
 	}
-	num := func() (int, bool) {
-		v, n := binary.Uvarint(b)
-		if n <= 0 || v > 1<<31 {
-			return 0, false
-		}
-		b = b[n:]
-		return int(v), true
-	}
-	str := func() (string, bool) {
-		n, ok := num()
-		if !ok || n > len(b) {
-			return "", false
-		}
-		s := string(b[:n])
-		b = b[n:]
-		return s, true
-	}
-	status, ok := num()
-	if !ok {
+	r := binrec.New(b)
+	status := r.Uvarint()
+	fields := r.Count(2) // a name's length and its number of values
+	if !r.OK() || status > 1<<31 {
 		return resp, bad
 	}
-	fields, ok := num()
-	if !ok || fields > len(b) {
-		return resp, bad
-	}
-	resp.Status, resp.Header = status, make(http.Header, fields)
+	resp.Status, resp.Header = int(status), make(http.Header, fields)
 	for range fields {
-		k, ok := str()
-		if !ok {
-			return resp, bad
-		}
-		nv, ok := num()
-		if !ok || nv > len(b) {
-			return resp, bad
-		}
-		vs := make([]string, nv)
+		k := r.String()
+		vs := make([]string, r.Count(1)) // each value's length
 		for i := range vs {
-			if vs[i], ok = str(); !ok {
-				return resp, bad
-			}
+			vs[i] = r.String()
+		}
+		if _, twice := resp.Header[k]; twice || !r.OK() {
+			return resp, bad // a field twice: not the one form of its header
 		}
 		resp.Header[k] = vs
 	}
-	resp.Body = b
+	resp.Body = r.Rest()
 	return resp, nil
 }
 

@@ -156,7 +156,40 @@ func FuzzDecodeResponse(f *testing.F) {
 		if len(got.Body) > len(raw) {
 			t.Fatalf("body of %d bytes from %d decoded", len(got.Body), len(raw))
 		}
+		// One field at most: its order cannot differ.
+		if again := appendResponse(nil, got); len(got.Header) <= 1 && !bytes.Equal(again, raw) {
+			t.Fatalf("decoded %x, encoded back %x", raw, again)
+		}
 	})
+}
+
+// TestDecodeResponseOneForm: a kept response has one stored form: a
+// padded varint, or a header field twice, is refused (encoding/binary's
+// AppendUvarint, the one encoder ever to write these records, writes no
+// padding, and an http.Header no name twice).
+func TestDecodeResponseOneForm(t *testing.T) {
+	t.Parallel()
+	s := func(b ...byte) []byte { return append([]byte{0xc9, 0x01}, b...) } // status 201
+	for name, raw := range map[string][]byte{
+		"padded status":       {0xc9, 0x81, 0x00, 0},
+		"padded field count":  s(0x80, 0x00),
+		"padded name length":  s(1, 0x81, 0x00, 'X', 1, 1, '1'),
+		"padded value length": s(1, 1, 'X', 1, 0x81, 0x00, '1'),
+		"a field twice":       s(2, 1, 'X', 1, 1, '1', 1, 'X', 1, 1, '2'),
+	} {
+		b := append([]byte{responseV1}, s2.Encode(nil, raw)...)
+		if got, err := decodeResponse(b); err == nil {
+			t.Errorf("%s: decoded %+v; want an error", name, got)
+		}
+	}
+	good := storedResponse{Status: 201, Header: http.Header{"X": {"1"}}, Body: []byte("b")}
+	got, err := decodeResponse(append([]byte{responseV1}, s2.Encode(nil, appendResponse(nil, good))...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(good, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
 }
 
 // TestIdempotencyOwnMarkOnCluster: on a cluster node, a keyed request
@@ -256,4 +289,17 @@ func FuzzDecodeIdemRecord(f *testing.F) {
 			t.Fatalf("decoded %x, encoded back %x", b, again)
 		}
 	})
+}
+
+// BenchmarkDecodeResponse decodes a kept run start's answer.
+func BenchmarkDecodeResponse(b *testing.B) {
+	resp := storedResponse{Status: 201, Header: http.Header{"Content-Type": {"application/json"}, "Location": {"/v1/process-runs/run_1"}},
+		Body: bytes.Repeat([]byte(`{"id":"run_01M8BC2B1PJY6SG31WR4B5AYYP"}`), 20)}
+	raw := append([]byte{responseV1}, s2.Encode(nil, appendResponse(nil, resp))...)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeResponse(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

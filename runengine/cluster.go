@@ -137,6 +137,17 @@ type cluster struct {
 	done    chan struct{}
 	stop    sync.Once
 	started atomic.Bool
+	// opened is what Open read of the paused processes and running jobs,
+	// which the first lease round uses rather than reading them again;
+	// nil after it.
+	opened *sharedState
+}
+
+// sharedState is what the nodes share that each keeps in memory: the
+// paused processes, and the bulk jobs still running.
+type sharedState struct {
+	paused map[pausedRef]bool
+	jobs   []jobRef
 }
 
 func newCluster(e *Engine, cfg ClusterConfig) (*cluster, error) {
@@ -952,11 +963,19 @@ func (e *Engine) fence(id string) *lease.Lease {
 // syncShared catches up, each lease round, with what other nodes changed
 // that this one keeps in memory: which processes are paused, and the bulk
 // jobs of its shards that no node runs here yet.
+// The first round, Open's, uses what Open read (c.opened).
 func (c *cluster) syncShared(ctx context.Context) error {
 	e := c.e
-	paused, jobs, err := e.readPausesAndJobs(ctx)
-	if err != nil {
-		return err
+	var paused map[pausedRef]bool
+	var jobs []jobRef
+	if o := c.opened; o != nil {
+		c.opened = nil
+		paused, jobs = o.paused, o.jobs
+	} else {
+		var err error
+		if paused, jobs, err = e.readPausesAndJobs(ctx); err != nil {
+			return err
+		}
 	}
 	e.pausedProcs.Range(func(k, _ any) bool {
 		if ref := k.(pausedRef); !paused[ref] {

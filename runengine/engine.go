@@ -334,8 +334,9 @@ func (e *Engine) Open(ctx context.Context) error {
 		// The paused processes are known before a worker or the scheduler
 		// starts: a timer of a paused process's run due at open, or a run
 		// the restart advances, pauses instead of taking a step.
+		var paused map[pausedRef]bool
 		var jobs []jobRef
-		if jobs, err = e.openPauses(ctx); err != nil {
+		if paused, jobs, err = e.openPauses(ctx); err != nil {
 			return
 		}
 		for _, w := range e.workers {
@@ -346,13 +347,15 @@ func (e *Engine) Open(ctx context.Context) error {
 		go func() { defer e.wg.Done(); e.sched.loop() }()
 		go func() { defer e.wg.Done(); e.disp.loop() }()
 		if e.cluster != nil {
+			// The first lease round starts the jobs of the shards it takes,
+			// from what openPauses read.
+			e.cluster.opened = &sharedState{paused: paused, jobs: jobs}
 			err = e.cluster.start(ctx) // resumes the runs of the shards it takes
 			e.sched.wake()
 			e.disp.kick()
-		} else {
-			err = e.recover(ctx)
+			return
 		}
-		if err == nil {
+		if err = e.recover(ctx); err == nil {
 			for _, j := range jobs {
 				e.startJob(j.tenant, j.id)
 			}

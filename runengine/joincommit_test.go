@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"github.com/bas-platform/bas/capability"
@@ -172,5 +173,49 @@ func TestNotJoiningCallWaitsForTheFirstCommit(t *testing.T) {
 	got := []any{r.Status, b.eng.Stats().Deltas - before}
 	if diff := cmp.Diff([]any{runengine.RunRunning, uint64(2)}, got); diff != "" {
 		t.Errorf("the start's answer, commits (-want +got):\n%s", diff)
+	}
+}
+
+// wrapped is an embedder's Caller around the registry: it has the
+// registry's JoinsWrites by embedding, but its Call may act before it
+// hands the call on (here it only counts).
+type wrapped struct {
+	*registry.Registry
+	calls *atomic.Int32
+}
+
+func (w wrapped) Call(ctx context.Context, c capability.Call) (json.RawMessage, error) {
+	w.calls.Add(1)
+	return w.Registry.Call(ctx, c)
+}
+
+// TestWrappedRegistryCallsWaitForTheFirstCommit: a Caller that embeds the
+// registry does not inherit its claim that a call only joins the commit
+// of its result (its own Call may act first): the run's email.send goes
+// out once the run's first commit is durable (two commits; the start's
+// answer shows the run running). Before, the embedded JoinsWrites made the
+// call go out before the run's first commit.
+func TestWrappedRegistryCallsWaitForTheFirstCommit(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	b, _, _ := openMail(t, false, 10, func(cfg *runengine.Config) {
+		cfg.Capabilities = wrapped{Registry: cfg.Capabilities.(*registry.Registry), calls: &calls}
+	})
+	def := b.create(t, `{"type":"manual"}`, mailSteps)
+	before := b.eng.Stats().Deltas
+	r, err := b.eng.Start(context.Background(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID,
+		Subject: runengine.Subject{Type: "invoice", Label: "INV-1"}, Actor: "usr_test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != runengine.RunRunning {
+		t.Errorf("the start's answer shows the run %s, want running (the call after the first commit)", r.Status)
+	}
+	b.waitRun(t, r.ID, "completed", status(runengine.RunCompleted))
+	if got := b.eng.Stats().Deltas - before; got != 2 {
+		t.Errorf("the run's changes went in %d commits, want 2", got)
+	}
+	if got := calls.Load(); got != 1 {
+		t.Errorf("the wrapper's Call made %d calls, want 1", got)
 	}
 }

@@ -50,26 +50,35 @@ func TestNoChangeAnswerWaitsForChangesInFlight(t *testing.T) {
 		"steps":[{"key":"look","type":"human_task","config":{"title":"Look"}}]}`)
 	ctx := context.Background()
 	taskID := *r.Steps[0].TaskID
-	claim := func() <-chan error {
+	claim := func(check func(*Task) error) <-chan error {
 		done := make(chan error, 1)
 		go func() {
-			_, err := eng.AssignTask(ctx, AssignTaskParams{Tenant: "ten_a", TaskID: taskID, Assignee: "usr_a", Via: AssignViaClaim, Actor: "usr_a"})
+			_, err := eng.AssignTask(ctx, AssignTaskParams{Tenant: "ten_a", TaskID: taskID, Assignee: "usr_a", Via: AssignViaClaim, Actor: "usr_a",
+				Check: check})
 			done <- err
 		}()
 		return done
 	}
+	// handledBy says a claim's command is being handled by the run's
+	// worker (which calls Check then); the worker handles the run's
+	// commands one after the other.
+	handled := make(chan struct{}, 2)
+	handledBy := func(*Task) error { handled <- struct{}{}; return nil }
 	st.armed.Store(true)
-	first := claim()
+	first := claim(nil)
 	testwait.Until(t, "the first claim's commit is in flight", func() bool { return st.held.Load() == 1 })
-	second := claim()
+	second := claim(handledBy)
+	testwait.Recv(t, handled, "the second claim handled by the worker")
+	third := claim(handledBy)
+	testwait.Recv(t, handled, "a third claim handled, once the worker is done with the second")
 	select {
 	case err := <-second:
 		t.Fatalf("the second claim was answered (%v) while the claim it repeats was not yet durable", err)
-	case <-time.After(time.Second): // time for an early answer to come
+	default:
 	}
 	st.armed.Store(false)
 	st.let()
-	for _, done := range []<-chan error{first, second} {
+	for _, done := range []<-chan error{first, second, third} {
 		if err := testwait.Recv(t, done, "a claim's answer"); err != nil {
 			t.Fatal(err)
 		}

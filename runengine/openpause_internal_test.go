@@ -24,6 +24,17 @@ type lateToPauses struct {
 	once   sync.Once
 	looked chan struct{} // closed at the first look at the due index, once armed
 	landed func() bool   // whether what the look started has landed
+	// committed is signalled after each commit: landed is asked again.
+	committed chan struct{}
+}
+
+func (s *lateToPauses) Update(ctx context.Context, fn func(store.Txn) error) error {
+	err := s.Store.Update(ctx, fn)
+	select {
+	case s.committed <- struct{}{}:
+	default:
+	}
+	return err
 }
 
 func (s *lateToPauses) View(ctx context.Context, fn func(store.Reader) error) error {
@@ -58,7 +69,7 @@ func (r *lateReader) Scan(opts store.ScanOptions, fn func(key, value []byte) err
 					select {
 					case <-t.C:
 						return r.Reader.Scan(opts, fn)
-					case <-time.After(time.Millisecond):
+					case <-s.committed:
 					}
 				}
 			case <-t.C: // the scheduler did not look before the pauses were read
@@ -76,7 +87,7 @@ func (r *lateReader) Scan(opts store.ScanOptions, fn func(key, value []byte) err
 // timer into a run not known to be paused.
 func TestOpenKnowsPausesBeforeTimers(t *testing.T) {
 	t.Parallel()
-	st := &lateToPauses{Store: memStore(t)}
+	st := &lateToPauses{Store: memStore(t), committed: make(chan struct{}, 1)}
 	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
 	eng, procs := schedEngine(t, st, clk, Config{})
 	def, r := startNew(t, eng, procs, "ten_a", `{"name":"Two waits","trigger":{"type":"manual"},

@@ -313,17 +313,18 @@ func (e *Engine) ProcessPaused(ctx context.Context, tenant, processID string) (*
 	return &out, err
 }
 
-// openPauses marks the paused processes the store holds, and returns the
-// jobs a close interrupted, for Open to restart once the workers run.
-func (e *Engine) openPauses(ctx context.Context) ([]jobRef, error) {
+// openPauses marks the paused processes the store holds, and returns them
+// with the jobs a close interrupted, for Open to restart once the workers
+// run (on a cluster node, through its first lease round).
+func (e *Engine) openPauses(ctx context.Context) (map[pausedRef]bool, []jobRef, error) {
 	paused, jobs, err := e.readPausesAndJobs(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for ref := range paused {
 		e.markPaused(ref.tenant, ref.process, true)
 	}
-	return jobs, nil
+	return paused, jobs, nil
 }
 
 // jobRef names a bulk job of a tenant.

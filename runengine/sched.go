@@ -69,6 +69,9 @@ type scheduler struct {
 	// however many do not take the room of the keys that are due.
 	heldTicks map[pausedRef][]byte
 	heldKeys  map[string]struct{}
+	// parked are the due keys of timers whose run record cannot be
+	// decoded, stepped over until their retry (see park).
+	parked map[string]parkedKey
 	// fullTook is how long the last look from the first due key took to
 	// scan, fullEnded when it ended (see safetyReset).
 	fullTook  time.Duration
@@ -193,6 +196,9 @@ func (s *scheduler) done(key []byte) {
 // throttled loop is to look again; s.mu held.
 func (s *scheduler) letGo(key []byte) bool {
 	delete(s.inflight, string(key))
+	if len(s.parked) > 0 {
+		delete(s.parked, string(key))
+	}
 	resume := s.throttled && len(s.inflight) <= s.limit/2
 	if resume {
 		s.throttled = false
@@ -346,6 +352,9 @@ func (s *scheduler) fireDue() (time.Time, error) {
 				}
 				if _, held := s.heldKeys[string(key)]; held {
 					busy = true // until its process resumes
+				}
+				if len(s.parked) > 0 && s.isParked(key, now) {
+					busy = true // until its retry
 				}
 				s.mu.Unlock()
 				if busy {
@@ -546,6 +555,7 @@ func (e *Engine) onProcessChange(tx store.Txn, tenant string, old, def *process.
 		if err := tx.Delete(pointer); err != nil {
 			return err
 		}
+		e.sched.forgetTick(tenant, id, cur)
 	case !errors.Is(err, store.ErrNotFound):
 		return err
 	}

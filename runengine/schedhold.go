@@ -121,6 +121,26 @@ func (s *scheduler) releaseTick(tenant, processID string) {
 	}
 }
 
+// forgetTick forgets the tick held for a paused process's schedule when
+// it is key, the due key a change of the process (archived, disabled, its
+// schedule changed or removed) deletes: before, it stayed in memory until
+// a resume. A change that fails to commit leaves the key stored, and a
+// later look from the first due key holds it again.
+func (s *scheduler) forgetTick(tenant, processID string, key []byte) {
+	ref := pausedRef{tenant, processID}
+	s.mu.Lock()
+	held, ok := s.heldTicks[ref]
+	ok = ok && string(held) == string(key)
+	if ok {
+		delete(s.heldTicks, ref)
+		delete(s.heldKeys, string(key))
+	}
+	s.mu.Unlock()
+	if ok {
+		s.done(key) // when holdTick has not yet taken it out of flight
+	}
+}
+
 // releaseResumed fires the ticks held for processes no longer paused:
 // on a cluster a process may be resumed on another node, whose
 // releaseTick does not reach this one's ticks (see cluster.syncShared).

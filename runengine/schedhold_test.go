@@ -327,3 +327,53 @@ func TestHeldTicksLeaveRoom(t *testing.T) {
 		t.Errorf("%d ticks still held after the resumes", n)
 	}
 }
+
+// TestHeldTickForgottenWithItsSchedule: the tick held for a paused
+// process is forgotten (heldTicks, heldKeys) when a change of the process
+// deletes it: archived, disabled, or its schedule replaced by a manual
+// trigger. Before, it stayed in memory until a resume, which an archived
+// process never has.
+func TestHeldTickForgottenWithItsSchedule(t *testing.T) {
+	t.Parallel()
+	off, manual := false, process.Trigger{Type: process.TriggerManual}
+	for _, test := range []struct {
+		name   string
+		change func(ctx context.Context, procs *process.Service, id string) error
+	}{
+		{"archived", func(ctx context.Context, procs *process.Service, id string) error {
+			return procs.Archive(ctx, "ten_a", "usr", id)
+		}},
+		{"disabled", func(ctx context.Context, procs *process.Service, id string) error {
+			_, _, err := procs.Update(ctx, "ten_a", "usr", id, process.ProcessPatch{Enabled: &off})
+			return err
+		}},
+		{"manual", func(ctx context.Context, procs *process.Service, id string) error {
+			_, _, err := procs.Update(ctx, "ten_a", "usr", id, process.ProcessPatch{Trigger: &manual})
+			return err
+		}},
+	} {
+		t.Run(test.name, func(t *testing.T) {
+			t.Parallel()
+			clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+			eng, procs := schedEngine(t, memStore(t), clk, Config{})
+			def := scheduled(t, procs, "ten_a")
+			ctx := context.Background()
+			if _, err := eng.PauseProcess(ctx, "ten_a", def.ID); err != nil {
+				t.Fatal(err)
+			}
+			held := func() (ticks, keys int) {
+				eng.sched.mu.Lock()
+				defer eng.sched.mu.Unlock()
+				return len(eng.sched.heldTicks), len(eng.sched.heldKeys)
+			}
+			clk.Advance(15 * time.Minute)
+			testwait.Until(t, "the paused process's tick is held", func() bool { n, k := held(); return n == 1 && k == 1 })
+			if err := test.change(ctx, procs, def.ID); err != nil {
+				t.Fatal(err)
+			}
+			if n, k := held(); n != 0 || k != 0 {
+				t.Errorf("after the change, %d held ticks and %d held keys; want none", n, k)
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/callwrites"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/lease"
@@ -592,7 +593,7 @@ func readRun(rd store.Reader, tenant, runID string) (*Run, error) {
 	}
 	r, err := decodeStoredRun(raw)
 	if err != nil {
-		return nil, errors.Wrapf(err, "decode run %s", runID)
+		return nil, errors.Mark(errors.Wrapf(err, "decode run %s", runID), errCorruptRun)
 	}
 	return r, loadApart(rd, tenant, r)
 }
@@ -695,6 +696,10 @@ func (w *worker) handle(c *command) {
 	en, err := w.load(c.tenant, c.runID)
 	if err != nil {
 		if !errors.Is(err, errs.NotFound) {
+			if c.kind == cmdTimer && (c.cl == nil || c.cl.inbox == nil) && errors.Is(err, errCorruptRun) {
+				w.e.sched.park(c.tenant, c.runID, c.timer.key, err)
+				return
+			}
 			w.unread(c, err)
 			return
 		}
@@ -1569,7 +1574,7 @@ func (pc *pendingCall) do(e *Engine) {
 	defer ctx.release()
 	if pc.asksGate {
 		if !pc.joinsKnown {
-			if j, ok := e.cfg.Capabilities.(writesJoiner); ok {
+			if j, ok := e.writesJoiner(); ok {
 				pc.joins = j.JoinsWrites(ctx, pc.cmd.tenant, pc.capID)
 			}
 		}
@@ -1591,12 +1596,17 @@ func (pc *pendingCall) do(e *Engine) {
 		IdempotencyKey: pc.key})
 }
 
-// writesJoiner is implemented by a Caller that tells whether the provider
-// of a capability hands all its writes to the call's commit
-// (callwrites.Joiner): the gate's answer may then commit with the call's
-// result (callwrites.Writes.Joins).
-type writesJoiner interface {
-	JoinsWrites(ctx context.Context, tenant, capID string) bool
+// writesJoiner returns the capability registry when it is the engine's
+// Caller: it tells whether the provider of a capability hands all its
+// writes to the call's commit (callwrites.Joiner), and the gate's answer
+// may then commit with the call's result (callwrites.Writes.Joins). Only
+// the registry itself is taken at its word: a Caller that embeds it (an
+// embedder's wrapper) has its JoinsWrites too, but its own Call may act
+// before it hands the call on, so its calls wait for their run's first
+// commit.
+func (e *Engine) writesJoiner() (*registry.Registry, bool) {
+	reg, ok := e.cfg.Capabilities.(*registry.Registry)
+	return reg, ok
 }
 
 // joinsCommit reports whether every call of calls, asked for before its
@@ -1614,7 +1624,7 @@ func (e *Engine) joinsCommit(calls []*pendingCall) bool {
 	if len(calls) == 0 || e.cluster != nil {
 		return false
 	}
-	j, ok := e.cfg.Capabilities.(writesJoiner)
+	j, ok := e.writesJoiner()
 	if !ok {
 		return false
 	}

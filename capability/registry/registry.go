@@ -517,7 +517,8 @@ func unknownCapability(id string) error {
 
 // JoinsWrites reports whether the provider tenant's calls of capabilityID
 // go to is a callwrites.Joiner (every action of it commits with the
-// caller's commit of the call's result).
+// caller's commit of the call's result). The run engine asks it only when
+// the registry itself is its Caller, not a Caller embedding it.
 func (r *Registry) JoinsWrites(ctx context.Context, tenant, capabilityID string) bool {
 	pe, err := r.resolve(ctx, r.snap.Load(), tenant, capabilityID)
 	if err != nil {

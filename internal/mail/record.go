@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/bas-platform/bas/internal/binrec"
 	"github.com/cockroachdb/errors"
 )
 
@@ -84,58 +85,33 @@ func decodeMessage(raw []byte) (*Message, error) {
 		return nil, errMalformedMessage
 	}
 	flags := raw[1]
-	m.CreatedAt = time.Unix(0, int64(binary.BigEndian.Uint64(raw[2:10]))).UTC()
-	b := raw[10:]
-	uvarint := func() (uint64, bool) {
-		v, n := binary.Uvarint(b)
-		if n <= 0 || (n > 1 && b[n-1] == 0) { // malformed, or padded: one stored form
-			return 0, false
-		}
-		b = b[n:]
-		return v, true
-	}
-	str := func() (string, bool) {
-		l, ok := uvarint()
-		if !ok || l > uint64(len(b)) {
-			return "", false
-		}
-		s := string(b[:l])
-		b = b[l:]
-		return s, true
-	}
-	var ok bool
+	r := binrec.New(raw[2:])
+	m.CreatedAt = time.Unix(0, int64(r.Uint64())).UTC()
 	for _, s := range [...]*string{&m.ID, &m.Subject, &m.Body, &m.IdempotencyKey} {
-		if *s, ok = str(); !ok {
-			return nil, errMalformedMessage
-		}
+		*s = r.String()
 	}
 	if flags&messageReplyTo != 0 {
-		r, ok := str()
-		if !ok {
-			return nil, errMalformedMessage
-		}
-		m.ReplyTo = &r
+		reply := r.String()
+		m.ReplyTo = &reply
 	}
 	for _, l := range [...]struct {
 		dst   *[]string
 		isNil bool
 	}{{&m.To, flags&messageNilTo != 0}, {&m.Cc, flags&messageNilCc != 0}} {
-		n, ok := uvarint()
-		if !ok || n > uint64(len(b)) || (l.isNil && n != 0) { // each address takes a byte at least
-			return nil, errMalformedMessage
-		}
+		n := r.Count(1) // each address takes a byte at least
 		if l.isNil {
+			if n != 0 {
+				r.Fail()
+			}
 			continue
 		}
 		list := make([]string, n)
 		for i := range list {
-			if list[i], ok = str(); !ok {
-				return nil, errMalformedMessage
-			}
+			list[i] = r.String()
 		}
 		*l.dst = list
 	}
-	if len(b) != 0 {
+	if !r.Done() {
 		return nil, errMalformedMessage
 	}
 	return m, nil

@@ -117,3 +117,14 @@ func FuzzDecodeMessage(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecodeMessage decodes the record of an email.send message.
+func BenchmarkDecodeMessage(b *testing.B) {
+	raw := recordCases()["plain"].appendRecord(nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeMessage(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -102,3 +102,15 @@ func FuzzDecodeDecision(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecodeDecision decodes the record of an email.send decision.
+func BenchmarkDecodeDecision(b *testing.B) {
+	raw := (&decisionRecord{RunID: "run_01M8BC2B1PJY6SG31WR4B5AYYP", StepKey: "notify", Capability: "email.send", Auto: true,
+		Reason: "automatic at level auto", Percent: 100, At: time.Unix(1, 2)}).encode()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeDecision(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/bas-platform/bas/internal/apps/decisions"
 	"github.com/bas-platform/bas/internal/audit"
 	"github.com/bas-platform/bas/internal/batch"
+	"github.com/bas-platform/bas/internal/binrec"
 	"github.com/bas-platform/bas/internal/callwrites"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
@@ -287,32 +288,17 @@ func decodeDecision(raw []byte) (*decisionRecord, error) {
 		return nil, errMalformedDecision
 	}
 	d.Auto, d.Sample = raw[1]&decisionAuto != 0, raw[1]&decisionSample != 0
-	b := raw[2:]
-	percent, n := binary.Varint(b)
-	if !canonicalVarint(b, n) || percent != int64(int(percent)) || len(b) < n+8 {
-		return nil, errMalformedDecision
-	}
+	r := binrec.New(raw[2:])
+	percent := r.Varint()
 	d.Percent = int(percent)
-	d.At = time.Unix(0, int64(binary.BigEndian.Uint64(b[n:n+8]))).UTC()
-	b = b[n+8:]
+	d.At = time.Unix(0, int64(r.Uint64())).UTC()
 	for _, s := range [...]*string{&d.RunID, &d.StepKey, &d.Capability, &d.Reason} {
-		l, n := binary.Uvarint(b)
-		if !canonicalVarint(b, n) || l > uint64(len(b)-n) {
-			return nil, errMalformedDecision
-		}
-		*s, b = string(b[n:n+int(l)]), b[n+int(l):]
+		*s = r.String()
 	}
-	if len(b) != 0 {
+	if !r.Done() || percent != int64(d.Percent) {
 		return nil, errMalformedDecision
 	}
 	return d, nil
-}
-
-// canonicalVarint reports whether the varint binary.Varint or Uvarint read
-// from b[:n] is well formed and without padding (a last byte of 0 after
-// the first), so that a decision has one stored form.
-func canonicalVarint(b []byte, n int) bool {
-	return n == 1 || (n > 1 && b[n-1] != 0)
 }
 
 // decide fills rec's answer and counts an automatic action.

@@ -1,0 +1,142 @@
+package runengine
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bas-platform/bas/internal/testwait"
+	"github.com/bas-platform/bas/store"
+)
+
+// keyReads counts the reads of one key through its store.
+type keyReads struct {
+	store.Store
+	key   []byte
+	reads atomic.Int64
+}
+
+func (s *keyReads) View(ctx context.Context, fn func(store.Reader) error) error {
+	return s.Store.View(ctx, func(r store.Reader) error { return fn(&keyReader{r, s}) })
+}
+
+type keyReader struct {
+	store.Reader
+	s *keyReads
+}
+
+func (r *keyReader) Get(key []byte) ([]byte, error) {
+	if bytes.Equal(key, r.s.key) {
+		r.s.reads.Add(1)
+	}
+	return r.Reader.Get(key)
+}
+
+// logCount counts the records of a logger whose message has a part.
+type logCount struct {
+	part string
+	mu   sync.Mutex
+	n    int
+}
+
+func (h *logCount) Enabled(context.Context, slog.Level) bool { return true }
+func (h *logCount) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *logCount) WithGroup(string) slog.Handler            { return h }
+func (h *logCount) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.part) {
+		h.mu.Lock()
+		h.n++
+		h.mu.Unlock()
+	}
+	return nil
+}
+
+func (h *logCount) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n
+}
+
+// A timer whose run record cannot be decoded is logged once and retried
+// with backoff on the engine's clock, its due key kept; once the record is
+// repaired the timer fires. Before, every look from the first due key
+// read the run again, about five times a second, and nothing was logged.
+func TestCorruptRunTimerIsLoggedAndBacksOff(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	base, clk, r := closedWithWaitingRun(t)
+	key := runs.RecordKey("ten_a", r.ID)
+	var good []byte
+	err := base.Update(ctx, func(tx store.Txn) error {
+		var err error
+		if good, err = tx.Get(key); err != nil {
+			return err
+		}
+		return tx.Set(key, []byte(`{"id":`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Hour)
+
+	st := &keyReads{Store: base, key: key}
+	logs := &logCount{part: "run record cannot be decoded"}
+	eng, _ := schedEngine(t, st, clk, Config{Logger: slog.New(logs)})
+	s := eng.sched
+	// looks waits for n more looks from the first due key, the looks that
+	// find a timer handed out before.
+	looks := func(n int, what string) {
+		t.Helper()
+		for range n {
+			s.mu.Lock()
+			was := s.fullEnded
+			s.mu.Unlock()
+			s.wake()
+			testwait.Until(t, what, func() bool {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				return s.fullEnded.After(was)
+			})
+		}
+	}
+	testwait.Until(t, "the corrupt run's timer logged", func() bool { return logs.count() == 1 })
+	read := st.reads.Load()
+	looks(3, "three looks while the timer waits for its retry")
+	if got := st.reads.Load(); got != read {
+		t.Errorf("the corrupt run was read %d more times before its retry; want 0", got-read)
+	}
+
+	clk.Advance(parkFirst)
+	looks(1, "a look past the first retry's time")
+	testwait.Until(t, "the retry read the run", func() bool { return st.reads.Load() > read })
+	read = st.reads.Load()
+	looks(1, "a look after the retry")
+	clk.Advance(parkFirst) // the second retry waits twice as long
+	looks(3, "three looks before the second retry's time")
+	if got := st.reads.Load(); got != read {
+		t.Errorf("the corrupt run was read %d more times before its second retry; want 0", got-read)
+	}
+	if got := logs.count(); got != 1 {
+		t.Errorf("logged %d times; want once", got)
+	}
+
+	if err := base.Update(ctx, func(tx store.Txn) error { return tx.Set(key, good) }); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(parkFirst)
+	testwait.Until(t, "the repaired run's timer fires", func() bool {
+		s.wake()
+		got, err := eng.GetRun(ctx, "ten_a", r.ID)
+		return err == nil && got.Status == RunCompleted
+	})
+	testwait.Until(t, "the parked key forgotten", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.parked) == 0
+	})
+}
