@@ -3,6 +3,9 @@ package automation_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,5 +77,52 @@ func TestGateSeesEveryLevelWrite(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("decisions after each write (-want +got):\n%s", diff)
+	}
+}
+
+// TestGateSeesObservedLevelWrites: the levels an outcome writes (a ramp
+// up by agreement, a rollback by disagreement) are seen by the next
+// decision of a new item on the store's only writer, not the level in
+// force the gate kept in memory before.
+func TestGateSeesObservedLevelWrites(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	b.patch("", `{"auto_ramp": true, "ramp_min_decisions": 5, "rollback_min_decisions": 5}`)
+	percent := regexp.MustCompile(`\d+%`)
+	n := 0
+	inForce := func() string { // the level the second decision, from memory, applied
+		n += 2
+		b.decideHanded("prc_1", fmt.Sprintf("new-%d", n), true)
+		d := b.decideHanded("prc_1", fmt.Sprintf("new-%d", n+1), true).d
+		if strings.HasPrefix(d.Reason, "supervised: automation is paused") {
+			return "paused"
+		}
+		return percent.FindString(d.Reason)
+	}
+	observe := func(agreed bool, times int) func() {
+		return func() {
+			for range times {
+				b.observe("prc_1", agreed)
+			}
+		}
+	}
+	steps := []struct {
+		name  string
+		write func()
+		want  string
+	}{
+		{"supervised", func() {}, "0%"},
+		{"ramped by 5 agreeing verdicts", observe(true, 5), "10%"},
+		{"ramped again", observe(true, 5), "25%"},
+		{"rolled back by 2 disagreeing", observe(false, 2), "paused"},
+	}
+	var got, want []string
+	for _, s := range steps {
+		s.write()
+		got = append(got, s.name+": "+inForce())
+		want = append(want, s.name+": "+s.want)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the level in force after each outcome (-want +got):\n%s", diff)
 	}
 }
