@@ -392,10 +392,10 @@ func (s *commitShare) light() string {
 // and one that comes after the wait commits alone behind the flood's commit
 // then in flight, paying that commit's sync beside its own. The smoothed
 // deviation alone shrinks the wait to aheadMin after a few quick changes,
-// and the next slow one misses it (3-4% of a quiet tenant's changes in
-// BenchmarkFairness); the latest of the last few keeps the wait as long as
-// the slow ones lately took, and costs the flood only when the tenant does
-// not come back within it. While the smoothed time
+// and the next slow one misses it (5-6% of a quiet tenant's changes in
+// BenchmarkFairness on a loaded machine); the latest of the last few keeps
+// the wait as long as the slow ones lately took (2-4% missed), and costs
+// the flood only when the tenant does not come back within it. While the smoothed time
 // is over half of aheadMax (quiet tenants do not come back soon: a person
 // completing a task now and then) nothing waits, and the time is still
 // measured. A tenant alone never waits.
