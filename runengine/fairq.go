@@ -382,14 +382,20 @@ func (s *commitShare) light() string {
 // light tenant, see light), the open batch of the others waits, with
 // nothing in flight, until that tenant's next change comes and joins it,
 // or for at most the time quiet tenants' changes took to come lately plus
-// four times its mean deviation (aheadMin to aheadMax; TCP's retransmission
-// timeout, RFC 6298): its change then pays one sync, and the flood loses at
-// most that wait per commit of the quiet tenant. The deviation counts: a
-// quiet tenant's changes mostly come within tens of microseconds of its
-// commit landing (a run's next step), but some take a few hundred (its next
-// run, after the caller heard of the last one's end), and one that comes
-// after the wait commits alone behind the flood's commit then in flight,
-// paying that commit's sync beside its own. While that time
+// four times its mean deviation (TCP's retransmission timeout, RFC 6298),
+// and at least a quarter more than the latest of the last aheadRecent to
+// come (aheadMin to aheadMax): its change then pays one sync, and the flood
+// loses at most that wait per commit of the quiet tenant. The deviation and
+// the latest count: a quiet tenant's changes mostly come within tens of
+// microseconds of its commit landing (a run's next step), but some take a
+// few hundred (its next run, after the caller heard of the last one's end),
+// and one that comes after the wait commits alone behind the flood's commit
+// then in flight, paying that commit's sync beside its own. The smoothed
+// deviation alone shrinks the wait to aheadMin after a few quick changes,
+// and the next slow one misses it (5-6% of a quiet tenant's changes in
+// BenchmarkFairness on a loaded machine); the latest of the last few keeps
+// the wait as long as the slow ones lately took (2-4% missed), and costs
+// the flood only when the tenant does not come back within it. While the smoothed time
 // is over half of aheadMax (quiet tenants do not come back soon: a person
 // completing a task now and then) nothing waits, and the time is still
 // measured. A tenant alone never waits.
@@ -401,6 +407,11 @@ type anticipation struct {
 	since  time.Time     // when its commit landed
 	think  time.Duration // how long its next change took to come, smoothed
 	dev    time.Duration // the mean deviation of that time from think, smoothed
+	// took are how long the last aheadRecent changes awaited took to come
+	// (a ring; next is the oldest's index), and latest the longest of them.
+	took   [aheadRecent]time.Duration
+	next   int
+	latest time.Duration
 	// The committer goroutine's own: the timer that ends the wait, and
 	// when it fires.
 	timer clock.Timer
@@ -418,6 +429,9 @@ const (
 	// aheadForget is how long after its commit landed a tenant's next
 	// change stops being awaited (and is counted as aheadMax late).
 	aheadForget = 4 * aheadMax
+	// aheadRecent is how many of the changes awaited that came last the
+	// wait covers (see anticipation.latest).
+	aheadRecent = 32
 )
 
 // landed records that a commit holding tenant's change landed at now: its
@@ -438,10 +452,27 @@ func (a *anticipation) came(tenant string, now time.Time) bool {
 	if tenant != a.tenant {
 		return false
 	}
-	a.measured(min(now.Sub(a.since), aheadMax))
+	took := min(now.Sub(a.since), aheadMax)
+	a.measured(took)
+	a.recent(took)
 	a.tenant = ""
 	a.on.Store(false)
 	return true
+}
+
+// recent adds took, the time a change awaited took to come, to the last
+// aheadRecent and sets latest; a.mu is held. A change that never came is
+// not one of them: the smoothed time counts it (see awaitQuiet).
+func (a *anticipation) recent(took time.Duration) {
+	old := a.took[a.next]
+	a.took[a.next] = took
+	a.next = (a.next + 1) % aheadRecent
+	switch {
+	case took >= a.latest:
+		a.latest = took
+	case old == a.latest:
+		a.latest = slices.Max(a.took[:])
+	}
 }
 
 // measured smooths took, the time a quiet tenant's next change took to
@@ -463,14 +494,15 @@ func absDuration(d time.Duration) time.Duration {
 }
 
 // window is how long the open batch waits for the awaited tenant: the
-// time its changes took to come lately plus four times their deviation;
-// a.mu is held.
+// time its changes took to come lately plus four times their deviation, at
+// least a quarter more than the latest of the last aheadRecent; a.mu is
+// held.
 func (a *anticipation) window() time.Duration {
 	think, dev := a.think, a.dev
 	if think == 0 { // none measured yet: the basis measured starts from
 		think, dev = aheadThink, aheadDev
 	}
-	return min(max(think+4*dev, aheadMin), aheadMax)
+	return min(max(think+4*dev, a.latest+a.latest/4, aheadMin), aheadMax)
 }
 
 // timerC is the channel of the timer that ends a wait; nil when none.

@@ -708,6 +708,68 @@ func TestAnticipationCoversTheDeviation(t *testing.T) {
 	}
 }
 
+// TestAnticipationCoversTheLatestOfRecent: a quiet tenant whose next change
+// comes within 30 µs but once in aheadRecent after 300 µs is awaited for
+// that late one too, even after aheadRecent-1 early ones (the smoothed time
+// and deviation alone then wait aheadMin); once aheadRecent early ones came
+// after it, the wait is short again; and a tenant that never came back does
+// not lengthen it that way (the smoothed time counts it).
+func TestAnticipationCoversTheLatestOfRecent(t *testing.T) {
+	t.Parallel()
+	const us = time.Microsecond
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := &committer{clock: clk}
+	defer c.ahead.stop()
+	c.share.inOpen = map[string]int{"flood": 3}
+	come := func(took time.Duration) {
+		t.Helper()
+		c.ahead.landed("quiet", clk.Now())
+		clk.Advance(took)
+		if !c.ahead.came("quiet", clk.Now()) {
+			t.Fatal("the quiet tenant was not awaited")
+		}
+	}
+	awaited := func(after time.Duration) bool {
+		c.ahead.landed("quiet", clk.Now())
+		clk.Advance(after)
+		waits := c.awaitQuiet()
+		c.ahead.came("quiet", clk.Now())
+		return waits
+	}
+	for range 3 {
+		come(300 * us)
+		for range aheadRecent - 1 {
+			come(30 * us)
+		}
+		if !awaited(300 * us) {
+			t.Fatal("the wait ended before 300 µs")
+		}
+	}
+	c.ahead.mu.Lock()
+	if got, want := c.ahead.window(), 375*us; got != want {
+		t.Errorf("window after a 300 µs change = %v, want %v", got, want)
+	}
+	c.ahead.mu.Unlock()
+	for range aheadRecent {
+		come(30 * us)
+	}
+	if awaited(100 * us) {
+		t.Error("the wait still covers a late change aheadRecent changes ago")
+	}
+	// A tenant gone for good: counted as aheadMax late in the smoothed
+	// time, not as the latest to come.
+	c.ahead.landed("quiet", clk.Now())
+	clk.Advance(aheadForget)
+	if c.awaitQuiet() {
+		t.Fatal("still awaiting a tenant gone for good")
+	}
+	c.ahead.mu.Lock()
+	if got, want := c.ahead.latest, 100*us; got != want { // the wait of awaited(100 µs) above
+		t.Errorf("latest after a tenant gone for good = %v, want %v, the latest that came", got, want)
+	}
+	c.ahead.mu.Unlock()
+}
+
 // TestAnticipationWindowBounds: the wait is the think time plus four
 // deviations, 750 µs before any was measured, and never below aheadMin or
 // above aheadMax (each just inside and just outside).
