@@ -394,7 +394,7 @@ func (b *gateBatch) effective(tx store.Txn, s *Service, tenant, processID string
 	if e, ok := b.levels[k]; ok {
 		return e, nil
 	}
-	ws, proc, err := s.loadLapsing(tx, tenant, processID, b.now)
+	ws, proc, err := s.loadLapsing(tx, tenant, processID, b.now, &levelWrite{})
 	if err != nil {
 		return effective{}, err
 	}
@@ -450,8 +450,8 @@ func (b *gateBatch) flush(tx store.Txn) error {
 
 // loadLapsing loads the workspace's and the process's levels and removes
 // exceptions that have lapsed at now, writing each removal to the audit log
-// (actor system).
-func (s *Service) loadLapsing(tx store.Txn, tenant, processID string, now time.Time) (ws, proc *Level, err error) {
+// (actor system); w begins before the first removal is written.
+func (s *Service) loadLapsing(tx store.Txn, tenant, processID string, now time.Time, w *levelWrite) (ws, proc *Level, err error) {
 	ws, proc, err = load(tx, tenant, processID)
 	if err != nil {
 		return nil, nil, err
@@ -464,6 +464,7 @@ func (s *Service) loadLapsing(tx store.Txn, tenant, processID string, now time.T
 		ex := l.Exception
 		l.Exception = nil
 		l.UpdatedAt, l.UpdatedBy = &now, audit.System
+		w.begin()
 		if err := levels.Put(tx, tenant, l); err != nil {
 			return nil, nil, err
 		}
@@ -482,12 +483,15 @@ func (s *Service) loadLapsing(tx store.Txn, tenant, processID string, now time.T
 // Observe records a person's verdict on a proposed action of a process
 // (approved unchanged: agreed; rejected or edited: disagreed) in the
 // agreement ledger, then rolls the process back or ramps it up when the
-// verdicts say so (see rollback and ramp).
+// verdicts say so (see rollback and ramp). Only an outcome that writes
+// levels (a lapse, a rollback, a ramp) keeps the gate from its levels in
+// memory while it commits.
 func (s *Service) Observe(ctx context.Context, o runengine.Outcome) error {
 	if o.Tenant == "" || o.ProcessID == "" {
 		return errors.New("automation: an outcome needs a tenant and a process")
 	}
-	defer s.lvCache.writing()()
+	w := &levelWrite{c: s.lvCache}
+	defer w.done()
 	return s.st.Update(ctx, func(tx store.Txn) error {
 		now := s.now()
 		v := &decisions.Verdict{
@@ -497,7 +501,7 @@ func (s *Service) Observe(ctx context.Context, o runengine.Outcome) error {
 		if err := decisions.RecordVerdict(tx, o.Tenant, &s.ids, v); err != nil {
 			return err
 		}
-		ws, proc, err := s.loadLapsing(tx, o.Tenant, o.ProcessID, now)
+		ws, proc, err := s.loadLapsing(tx, o.Tenant, o.ProcessID, now, w)
 		if err != nil {
 			return err
 		}
@@ -505,10 +509,10 @@ func (s *Service) Observe(ctx context.Context, o runengine.Outcome) error {
 			proc = &Level{ID: o.ProcessID}
 		}
 		e := resolve(ws, proc, now)
-		rolled, err := s.rollback(tx, o.Tenant, proc, e, v.Seq, now)
+		rolled, err := s.rollback(tx, o.Tenant, proc, e, v.Seq, now, w)
 		if err != nil || rolled {
 			return err
 		}
-		return s.ramp(tx, o.Tenant, proc, e, v.Seq, now)
+		return s.ramp(tx, o.Tenant, proc, e, v.Seq, now, w)
 	})
 }

@@ -249,13 +249,13 @@ func (s *Service) readForMemo(ctx context.Context, ds []memoDecision, missing ma
 		return nil, err
 	}
 	for _, lk := range lapse {
-		end := s.lvCache.writing()
+		w := &levelWrite{c: s.lvCache}
 		err := s.st.Update(ctx, func(tx store.Txn) error {
-			ws, proc, err := s.loadLapsing(tx, lk.tenant, lk.process, now)
+			ws, proc, err := s.loadLapsing(tx, lk.tenant, lk.process, now, w)
 			levels[lk] = resolveLevels(ws, proc, lk.process, now)
 			return err
 		})
-		end()
+		w.done()
 		if err != nil {
 			return nil, err
 		}

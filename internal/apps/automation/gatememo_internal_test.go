@@ -11,6 +11,7 @@ import (
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store/badgerstore"
 	"github.com/bas-platform/bas/store/clock"
+	"github.com/google/go-cmp/cmp"
 )
 
 // memoService returns a gate that decides from memory, on a store of its
@@ -198,5 +199,32 @@ func TestLevelCacheKeepsOnlyWhatNoWriteOverlapped(t *testing.T) {
 		if _, ok := c.get(k); ok != tc.kept {
 			t.Errorf("%s: kept %v, want %v", tc.steps, ok, tc.kept)
 		}
+	}
+}
+
+// TestOutcomeWritingNoLevelKeepsTheLevelCache: an outcome the gate
+// observes keeps it from its levels in memory only when it writes levels:
+// a verdict that ramps nothing leaves the kept levels in use, the verdict
+// that ramps the process drops them.
+func TestOutcomeWritingNoLevelKeepsTheLevelCache(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := memoService(t, clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)),
+		map[string]string{"t1": `{"auto_ramp": true, "ramp_min_decisions": 5}`})
+	k := levelKey{"t1", "prc_1"}
+	var got []bool
+	for i := range 6 {
+		s.lvCache.put(s.lvCache.reading(), k, newStoredLevels(&Level{ID: workspaceID}, nil, "prc_1", time.Now()))
+		if err := s.Observe(ctx, runengine.Outcome{Tenant: "t1", ProcessID: "prc_1", StepKey: "send",
+			RunID: fmt.Sprintf("run_%d", i), Actor: "u1", Agreed: true}); err != nil {
+			t.Fatal(err)
+		}
+		_, kept := s.lvCache.get(k)
+		got = append(got, kept)
+	}
+	// The fifth agreeing verdict ramps 0% -> 10%; the sixth is the first
+	// of the next ramp_min_decisions.
+	if diff := cmp.Diff([]bool{true, true, true, true, false, true}, got); diff != "" {
+		t.Errorf("levels kept after each verdict (-want +got):\n%s", diff)
 	}
 }

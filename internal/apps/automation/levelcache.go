@@ -87,6 +87,30 @@ func (c *levelCache) writing() (end func()) {
 	}
 }
 
+// levelWrite is a write of levels that begins only when its transaction
+// first writes levels (begin, called before each such write, also across
+// retries of the transaction) and ends with done, once the transaction
+// ended; a transaction that writes no levels leaves the cache as it was.
+// A zero c (no cache) makes both no-ops. One goroutine uses it.
+type levelWrite struct {
+	c   *levelCache
+	end func()
+}
+
+// begin marks the write begun, once.
+func (w *levelWrite) begin() {
+	if w.end == nil {
+		w.end = w.c.writing()
+	}
+}
+
+// done marks the write ended if it began.
+func (w *levelWrite) done() {
+	if w.end != nil {
+		w.end()
+	}
+}
+
 // get returns the cached levels of k, unless a write is open.
 func (c *levelCache) get(k levelKey) (storedLevels, bool) {
 	c.mu.Lock()

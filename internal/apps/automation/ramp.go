@@ -41,8 +41,8 @@ func agreement(vs []*decisions.Verdict) float64 {
 // change by a person (or last rollback) is below rollback_agreement, its
 // percent drops to 0, it pauses with the reason, its own exception ends,
 // and the change is audited (actor system). It reports whether it rolled
-// back. seq is the verdict just recorded.
-func (s *Service) rollback(tx store.Txn, tenant string, proc *Level, e effective, seq int64, now time.Time) (bool, error) {
+// back. seq is the verdict just recorded; w begins before proc is written.
+func (s *Service) rollback(tx store.Txn, tenant string, proc *Level, e effective, seq int64, now time.Time, w *levelWrite) (bool, error) {
 	if e.current() == 0 {
 		return false, nil
 	}
@@ -59,6 +59,7 @@ func (s *Service) rollback(tx store.Txn, tenant string, proc *Level, e effective
 	proc.Percent, proc.Paused, proc.PausedReason, proc.Exception = ptr(0), ptr(true), ptr(reason), nil
 	proc.RampFrom, proc.RollbackFrom = seq, seq
 	proc.UpdatedAt, proc.UpdatedBy = &now, audit.System
+	w.begin()
 	if err := levels.Put(tx, tenant, proc); err != nil {
 		return false, err
 	}
@@ -73,8 +74,9 @@ func (s *Service) rollback(tx store.Txn, tenant string, proc *Level, e effective
 // ramp_min_decisions verdicts since its level last changed and the
 // agreement over the last ramp_min_decisions of them is at least
 // ramp_min_agreement, its percent goes to NextStep and the change is
-// audited (actor system). seq is the verdict just recorded.
-func (s *Service) ramp(tx store.Txn, tenant string, proc *Level, e effective, seq int64, now time.Time) error {
+// audited (actor system). seq is the verdict just recorded; w begins
+// before proc is written.
+func (s *Service) ramp(tx store.Txn, tenant string, proc *Level, e effective, seq int64, now time.Time, w *levelWrite) error {
 	if !e.autoRamp || e.paused || e.percent >= e.maxPercent {
 		return nil
 	}
@@ -103,6 +105,7 @@ func (s *Service) ramp(tx store.Txn, tenant string, proc *Level, e effective, se
 	before := proc.clone()
 	proc.Percent, proc.RampFrom = ptr(next), seq
 	proc.UpdatedAt, proc.UpdatedBy = &now, audit.System
+	w.begin()
 	if err := levels.Put(tx, tenant, proc); err != nil {
 		return err
 	}
