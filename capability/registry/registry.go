@@ -520,23 +520,71 @@ func unknownCapability(id string) error {
 // caller's commit of the call's result). The run engine asks it only when
 // the registry itself is its Caller, not a Caller embedding it.
 func (r *Registry) JoinsWrites(ctx context.Context, tenant, capabilityID string) bool {
-	pe, err := r.resolve(ctx, r.snap.Load(), tenant, capabilityID)
-	if err != nil {
-		return false
-	}
-	_, ok := pe.p.(callwrites.Joiner)
-	return ok
+	rt := r.Route(ctx, tenant, capabilityID)
+	return rt.JoinsWrites()
 }
 
 // ReturnsAtOnce reports whether tenant's calls of capabilityID go to a
 // built-in provider that is a capability.ReturnsAtOnce (its calls never
 // block, so a caller may make them on its own goroutine).
 func (r *Registry) ReturnsAtOnce(ctx context.Context, tenant, capabilityID string) bool {
-	pe, err := r.resolve(ctx, r.snap.Load(), tenant, capabilityID)
-	if err != nil || pe.info.Kind != capability.KindBuiltin {
+	rt := r.Route(ctx, tenant, capabilityID)
+	return rt.ReturnsAtOnce()
+}
+
+// Route is the provider a tenant's calls of a capability go to, resolved
+// once (Registry.Route) for a caller that asks several things of one call:
+// whether it joins the caller's commit, whether it returns at once, and
+// the call itself (Registry.CallRoute). It holds while neither the
+// registered providers nor the tenant's bindings change (Current); the
+// zero Route is not current.
+type Route struct {
+	s   *snapshot
+	tb  *tenantBindings
+	m   *map[string]Binding
+	pe  *providerEntry
+	err error
+}
+
+// Route resolves the provider tenant's calls of capabilityID go to, as
+// Resolve does; a failure is kept in the Route (its calls fail with it).
+func (r *Registry) Route(ctx context.Context, tenant, capabilityID string) Route {
+	s, tb := r.snap.Load(), r.tenant(tenant)
+	m := tb.m.Load()
+	if m == nil {
+		if _, err := r.bindings(ctx, tenant); err != nil {
+			return Route{s: s, tb: tb, err: err}
+		}
+		m = tb.m.Load()
+	}
+	pe, err := resolveIn(s, *m, capabilityID)
+	return Route{s: s, tb: tb, m: m, pe: pe, err: err}
+}
+
+// Current reports whether rt is still where its calls go: r's providers
+// and the tenant's bindings are the ones rt was resolved from, and their
+// bindings were read.
+func (r *Registry) Current(rt *Route) bool {
+	return rt.s != nil && rt.m != nil && rt.s == r.snap.Load() && rt.tb.m.Load() == rt.m
+}
+
+// JoinsWrites reports whether rt's provider is a callwrites.Joiner (see
+// Registry.JoinsWrites).
+func (rt *Route) JoinsWrites() bool {
+	if rt.pe == nil {
 		return false
 	}
-	_, ok := pe.p.(capability.ReturnsAtOnce)
+	_, ok := rt.pe.p.(callwrites.Joiner)
+	return ok
+}
+
+// ReturnsAtOnce reports whether rt's provider is a built-in one whose
+// calls never block (see Registry.ReturnsAtOnce).
+func (rt *Route) ReturnsAtOnce() bool {
+	if rt.pe == nil || rt.pe.info.Kind != capability.KindBuiltin {
+		return false
+	}
+	_, ok := rt.pe.p.(capability.ReturnsAtOnce)
 	return ok
 }
 
@@ -545,6 +593,11 @@ func (r *Registry) resolve(ctx context.Context, s *snapshot, tenant, capabilityI
 	if err != nil {
 		return nil, err
 	}
+	return resolveIn(s, bound, capabilityID)
+}
+
+// resolveIn is resolve with the tenant's bindings bound.
+func resolveIn(s *snapshot, bound map[string]Binding, capabilityID string) (*providerEntry, error) {
 	if b, ok := bound[capabilityID]; ok {
 		pe, ok := s.providers[b.ProviderID]
 		switch {
@@ -588,6 +641,13 @@ func (r *Registry) resolve(ctx context.Context, s *snapshot, tenant, capabilityI
 // runs out of time is ErrTimeout (and errs.Unavailable). The provider's own
 // errors keep their kinds.
 func (r *Registry) Call(ctx context.Context, call capability.Call) (json.RawMessage, error) {
+	return r.CallRoute(ctx, nil, call)
+}
+
+// CallRoute is Call made to rt's provider, resolved before for the same
+// tenant and capability, while rt is Current; else (or when rt is nil) the
+// provider is resolved again, as Call does.
+func (r *Registry) CallRoute(ctx context.Context, rt *Route, call capability.Call) (json.RawMessage, error) {
 	s := r.snap.Load()
 	ce, ok := s.caps[call.Capability]
 	if !ok {
@@ -606,7 +666,12 @@ func (r *Registry) Call(ctx context.Context, call capability.Call) (json.RawMess
 		}
 		ce.argsValid(call.Args)
 	}
-	pe, err := r.resolve(ctx, s, call.Tenant, call.Capability)
+	var pe *providerEntry
+	if rt != nil && r.Current(rt) {
+		pe, err = rt.pe, rt.err
+	} else {
+		pe, err = r.resolve(ctx, s, call.Tenant, call.Capability)
+	}
 	if err != nil {
 		return nil, err
 	}
