@@ -537,35 +537,38 @@ func (r *Registry) ReturnsAtOnce(ctx context.Context, tenant, capabilityID strin
 // whether it joins the caller's commit, whether it returns at once, and
 // the call itself (Registry.CallRoute). It holds while neither the
 // registered providers nor the tenant's bindings change (Current); the
-// zero Route is not current.
+// zero Route, and one that resolved no provider, is not current.
 type Route struct {
-	s   *snapshot
-	tb  *tenantBindings
-	m   *map[string]Binding
-	pe  *providerEntry
-	err error
+	s  *snapshot
+	tb *tenantBindings
+	m  *map[string]Binding
+	pe *providerEntry
 }
 
 // Route resolves the provider tenant's calls of capabilityID go to, as
-// Resolve does; a failure is kept in the Route (its calls fail with it).
+// Resolve does. When none (an error), the Route says neither JoinsWrites
+// nor ReturnsAtOnce, and CallRoute resolves again (and fails as Call).
 func (r *Registry) Route(ctx context.Context, tenant, capabilityID string) Route {
 	s, tb := r.snap.Load(), r.tenant(tenant)
 	m := tb.m.Load()
 	if m == nil {
 		if _, err := r.bindings(ctx, tenant); err != nil {
-			return Route{s: s, tb: tb, err: err}
+			return Route{}
 		}
 		m = tb.m.Load()
 	}
 	pe, err := resolveIn(s, *m, capabilityID)
-	return Route{s: s, tb: tb, m: m, pe: pe, err: err}
+	if err != nil {
+		return Route{}
+	}
+	return Route{s: s, tb: tb, m: m, pe: pe}
 }
 
-// Current reports whether rt is still where its calls go: r's providers
-// and the tenant's bindings are the ones rt was resolved from, and their
-// bindings were read.
+// Current reports whether rt is still where its calls go: it resolved a
+// provider, and r's providers and the tenant's bindings are the ones it
+// was resolved from.
 func (r *Registry) Current(rt *Route) bool {
-	return rt.s != nil && rt.m != nil && rt.s == r.snap.Load() && rt.tb.m.Load() == rt.m
+	return rt.pe != nil && rt.s == r.snap.Load() && rt.tb.m.Load() == rt.m
 }
 
 // JoinsWrites reports whether rt's provider is a callwrites.Joiner (see
@@ -668,7 +671,7 @@ func (r *Registry) CallRoute(ctx context.Context, rt *Route, call capability.Cal
 	}
 	var pe *providerEntry
 	if rt != nil && r.Current(rt) {
-		pe, err = rt.pe, rt.err
+		pe = rt.pe
 	} else {
 		pe, err = r.resolve(ctx, s, call.Tenant, call.Capability)
 	}
