@@ -106,6 +106,9 @@ type Registry struct {
 
 	mu   sync.Mutex // serializes Register, Unregister and Refresh
 	snap atomic.Pointer[snapshot]
+	// changes counts the changes of snap and of the tenants' bindings,
+	// each counted once it is in place (see Route).
+	changes atomic.Uint64
 
 	tenants sync.Map // tenant -> *tenantBindings
 
@@ -271,6 +274,7 @@ func (r *Registry) Register(p capability.Provider) error {
 		return err
 	}
 	r.snap.Store(next)
+	r.changes.Add(1)
 	r.log.Debug("provider registered", "provider", info.ID, "kind", string(info.Kind),
 		"capabilities", len(info.Capabilities), "coming", info.Coming)
 	return nil
@@ -369,6 +373,7 @@ func (r *Registry) Unregister(id string) bool {
 	dropDefinedBy(next, id)
 	next.index()
 	r.snap.Store(next)
+	r.changes.Add(1)
 	r.log.Info("provider unregistered", "provider", id)
 	return true
 }
@@ -393,6 +398,7 @@ func (r *Registry) Refresh(id string) error {
 		return err
 	}
 	r.snap.Store(next)
+	r.changes.Add(1)
 	return nil
 }
 
@@ -536,39 +542,30 @@ func (r *Registry) ReturnsAtOnce(ctx context.Context, tenant, capabilityID strin
 // once (Registry.Route) for a caller that asks several things of one call:
 // whether it joins the caller's commit, whether it returns at once, and
 // the call itself (Registry.CallRoute). It holds while neither the
-// registered providers nor the tenant's bindings change (Current); the
+// registered providers nor any tenant's bindings change (Current); the
 // zero Route, and one that resolved no provider, is not current.
 type Route struct {
-	s  *snapshot
-	tb *tenantBindings
-	m  *map[string]Binding
-	pe *providerEntry
+	changes uint64 // Registry.changes when it was resolved
+	pe      *providerEntry
 }
 
 // Route resolves the provider tenant's calls of capabilityID go to, as
 // Resolve does. When none (an error), the Route says neither JoinsWrites
 // nor ReturnsAtOnce, and CallRoute resolves again (and fails as Call).
 func (r *Registry) Route(ctx context.Context, tenant, capabilityID string) Route {
-	s, tb := r.snap.Load(), r.tenant(tenant)
-	m := tb.m.Load()
-	if m == nil {
-		if _, err := r.bindings(ctx, tenant); err != nil {
-			return Route{}
-		}
-		m = tb.m.Load()
-	}
-	pe, err := resolveIn(s, *m, capabilityID)
+	changes := r.changes.Load()
+	pe, err := r.resolve(ctx, r.snap.Load(), tenant, capabilityID)
 	if err != nil {
 		return Route{}
 	}
-	return Route{s: s, tb: tb, m: m, pe: pe}
+	return Route{changes: changes, pe: pe}
 }
 
 // Current reports whether rt is still where its calls go: it resolved a
-// provider, and r's providers and the tenant's bindings are the ones it
-// was resolved from.
+// provider, and neither the registered providers nor any tenant's
+// bindings changed since.
 func (r *Registry) Current(rt *Route) bool {
-	return rt.pe != nil && rt.s == r.snap.Load() && rt.tb.m.Load() == rt.m
+	return rt.pe != nil && rt.changes == r.changes.Load()
 }
 
 // JoinsWrites reports whether rt's provider is a callwrites.Joiner (see
