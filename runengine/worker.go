@@ -2,6 +2,7 @@ package runengine
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -1446,7 +1447,7 @@ func (e *Engine) atOnce(pc *pendingCall) bool {
 	if _, ok := e.cfg.Gate.(DecidesAtOnce); pc.asksGate && !ok {
 		return false
 	}
-	rt, ok := e.callRoute(pc)
+	rt, ok := e.callRoute(e.ctx, pc)
 	return ok && rt.ReturnsAtOnce()
 }
 
@@ -1570,7 +1571,7 @@ func (pc *pendingCall) do(e *Engine) {
 	defer ctx.release()
 	if pc.asksGate {
 		if !pc.joinsKnown {
-			if rt, ok := e.callRoute(pc); ok {
+			if rt, ok := e.callRoute(ctx, pc); ok {
 				pc.joins = rt.JoinsWrites()
 			}
 		}
@@ -1601,13 +1602,13 @@ func (pc *pendingCall) do(e *Engine) {
 // call asks of it (whether it joins the commit, returns at once, the call)
 // and again only when the providers or the tenant's bindings changed
 // meanwhile.
-func (e *Engine) callRoute(pc *pendingCall) (*registry.Route, bool) {
+func (e *Engine) callRoute(ctx context.Context, pc *pendingCall) (*registry.Route, bool) {
 	reg, ok := e.writesJoiner()
 	if !ok {
 		return nil, false
 	}
 	if !reg.Current(&pc.route) {
-		pc.route = reg.Route(e.ctx, pc.cmd.tenant, pc.capID)
+		pc.route = reg.Route(ctx, pc.cmd.tenant, pc.capID)
 	}
 	return &pc.route, true
 }
@@ -1649,7 +1650,7 @@ func (e *Engine) joinsCommit(calls []*pendingCall) bool {
 				return false
 			}
 		}
-		rt, _ := e.callRoute(pc)
+		rt, _ := e.callRoute(e.ctx, pc)
 		pc.joins, pc.joinsKnown = rt.JoinsWrites(), true
 		if !pc.joins {
 			return false
