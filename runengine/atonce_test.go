@@ -113,6 +113,17 @@ func (panicGateAtOnce) DecidesAtOnce() {}
 // gate.
 func openWhere(t *testing.T, prov capability.Provider, gate runengine.Gate) *bundle {
 	t.Helper()
+	return openWhereWrapped(t, prov, gate, false)
+}
+
+// embedsRegistry is an embedder's Caller around the registry: it has the
+// registry's ReturnsAtOnce by embedding, but its own Call could block.
+type embedsRegistry struct{ *registry.Registry }
+
+// openWhereWrapped is openWhere with the registry wrapped in an
+// embedsRegistry when wrap.
+func openWhereWrapped(t *testing.T, prov capability.Provider, gate runengine.Gate, wrap bool) *bundle {
+	t.Helper()
 	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
@@ -124,6 +135,9 @@ func openWhere(t *testing.T, prov capability.Provider, gate runengine.Gate) *bun
 			t.Fatal(err)
 		}
 		cfg.Capabilities, cfg.Gate = reg, gate
+		if wrap {
+			cfg.Capabilities = embedsRegistry{reg}
+		}
 	})
 }
 
@@ -133,7 +147,9 @@ const whereSteps = `[
 
 // TestCallsThatReturnAtOnceAreMadeInTheWorker: a step's call is made by the
 // run's worker itself when its provider returns at once and so does the
-// gate it asks first; else by a call runner. Either way the run completes
+// gate it asks first and the registry itself is the engine's Caller (a
+// Caller that embeds it does not inherit its word that calls return at
+// once); else by a call runner. Either way the run completes
 // with the calls' results.
 func TestCallsThatReturnAtOnceAreMadeInTheWorker(t *testing.T) {
 	t.Parallel()
@@ -141,11 +157,13 @@ func TestCallsThatReturnAtOnceAreMadeInTheWorker(t *testing.T) {
 		name     string
 		atOnce   bool // the provider says its calls never block
 		gate     runengine.Gate
+		wrap     bool // a Caller embedding the registry calls
 		inWorker bool
 	}{
-		{"provider and gate at once", true, atOnceGate{&autoGate{auto: true}}, true},
-		{"gate may block", true, plainGate{}, false},
-		{"provider may block", false, atOnceGate{&autoGate{auto: true}}, false},
+		{"provider and gate at once", true, atOnceGate{&autoGate{auto: true}}, false, true},
+		{"gate may block", true, plainGate{}, false, false},
+		{"provider may block", false, atOnceGate{&autoGate{auto: true}}, false, false},
+		{"a Caller embedding the registry", true, atOnceGate{&autoGate{auto: true}}, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -154,7 +172,7 @@ func TestCallsThatReturnAtOnceAreMadeInTheWorker(t *testing.T) {
 			if tc.atOnce {
 				prov = atOnceProvider{wp}
 			}
-			b := openWhere(t, prov, tc.gate)
+			b := openWhereWrapped(t, prov, tc.gate, tc.wrap)
 			def := b.create(t, `{"type":"manual"}`, whereSteps)
 			id := b.start(t, def.ID)
 			r := b.waitRun(t, id, "completed", func(r *runengine.Run) bool { return r.Finished() })

@@ -1435,16 +1435,11 @@ func (w *worker) issueCalls(calls []*pendingCall) {
 	}
 }
 
-// atOnceCaller is implemented by a Caller that tells whether a tenant's
-// calls of a capability go to a provider whose calls never block
-// (capability.ReturnsAtOnce).
-type atOnceCaller interface {
-	ReturnsAtOnce(ctx context.Context, tenant, capID string) bool
-}
-
 // atOnce tells whether pc may be made in the run's worker: its provider
-// returns at once, and so does the gate when pc asks it first. Not on a
-// cluster, whose commands may leave for another node.
+// returns at once, and so does the gate when pc asks it first. Only the
+// registry itself is taken at its word (see writesJoiner): a Caller that
+// embeds it has its ReturnsAtOnce too, but its own Call may block. Not on
+// a cluster, whose commands may leave for another node.
 func (e *Engine) atOnce(pc *pendingCall) bool {
 	if e.cluster != nil {
 		return false
@@ -1452,8 +1447,8 @@ func (e *Engine) atOnce(pc *pendingCall) bool {
 	if _, ok := e.cfg.Gate.(DecidesAtOnce); pc.asksGate && !ok {
 		return false
 	}
-	c, ok := e.cfg.Capabilities.(atOnceCaller)
-	return ok && c.ReturnsAtOnce(e.ctx, pc.cmd.tenant, pc.capID)
+	rt, ok := e.callRoute(e.ctx, pc)
+	return ok && rt.ReturnsAtOnce()
 }
 
 // dispatch hands pc to a call runner, or to its worker when pc.here.
@@ -1545,6 +1540,8 @@ type pendingCall struct {
 	// joins says the provider is a callwrites.Joiner, when joinsKnown
 	// (see Engine.joinsCommit).
 	joins, joinsKnown bool
+	// route is the provider the call goes to (see Engine.callRoute).
+	route registry.Route
 
 	w   *worker // set when issued
 	ctx callCtx
@@ -1574,8 +1571,8 @@ func (pc *pendingCall) do(e *Engine) {
 	defer ctx.release()
 	if pc.asksGate {
 		if !pc.joinsKnown {
-			if j, ok := e.writesJoiner(); ok {
-				pc.joins = j.JoinsWrites(ctx, pc.cmd.tenant, pc.capID)
+			if rt, ok := e.callRoute(ctx, pc); ok {
+				pc.joins = rt.JoinsWrites()
 			}
 		}
 		pc.res.writes.Joins = pc.joins
@@ -1592,8 +1589,28 @@ func (pc *pendingCall) do(e *Engine) {
 			return
 		}
 	}
-	pc.res.out, pc.res.err = e.cfg.Capabilities.Call(ctx, capability.Call{Tenant: pc.cmd.tenant, Capability: pc.capID, Args: pc.args,
-		IdempotencyKey: pc.key})
+	call := capability.Call{Tenant: pc.cmd.tenant, Capability: pc.capID, Args: pc.args, IdempotencyKey: pc.key}
+	if reg, ok := e.writesJoiner(); ok {
+		pc.res.out, pc.res.err = reg.CallRoute(ctx, &pc.route, call)
+		return
+	}
+	pc.res.out, pc.res.err = e.cfg.Capabilities.Call(ctx, call)
+}
+
+// callRoute returns the provider pc's call goes to when the registry itself
+// is the engine's Caller (see writesJoiner), resolved once for all the
+// call asks of it (whether it joins the commit, returns at once, the call)
+// and again only when the providers or the tenant's bindings changed
+// meanwhile.
+func (e *Engine) callRoute(ctx context.Context, pc *pendingCall) (*registry.Route, bool) {
+	reg, ok := e.writesJoiner()
+	if !ok {
+		return nil, false
+	}
+	if !reg.Current(&pc.route) {
+		pc.route = reg.Route(ctx, pc.cmd.tenant, pc.capID)
+	}
+	return &pc.route, true
 }
 
 // writesJoiner returns the capability registry when it is the engine's
@@ -1624,8 +1641,7 @@ func (e *Engine) joinsCommit(calls []*pendingCall) bool {
 	if len(calls) == 0 || e.cluster != nil {
 		return false
 	}
-	j, ok := e.writesJoiner()
-	if !ok {
+	if _, ok := e.writesJoiner(); !ok {
 		return false
 	}
 	for _, pc := range calls {
@@ -1634,7 +1650,8 @@ func (e *Engine) joinsCommit(calls []*pendingCall) bool {
 				return false
 			}
 		}
-		pc.joins, pc.joinsKnown = j.JoinsWrites(e.ctx, pc.cmd.tenant, pc.capID), true
+		rt, _ := e.callRoute(e.ctx, pc)
+		pc.joins, pc.joinsKnown = rt.JoinsWrites(), true
 		if !pc.joins {
 			return false
 		}

@@ -182,6 +182,7 @@ func (r *Registry) Bind(ctx context.Context, tenant, capabilityID, providerID, a
 	next := maps.Clone(cur)
 	next[capabilityID] = rec
 	tb.m.Store(&next)
+	r.changes.Add(1)
 	r.log.Info("capability bound", "tenant", tenant, "capability", capabilityID, "provider", providerID, "actor", actor)
 	return nil
 }
@@ -223,6 +224,7 @@ func (r *Registry) Unbind(ctx context.Context, tenant, capabilityID, actor strin
 	next := maps.Clone(cur)
 	delete(next, capabilityID)
 	tb.m.Store(&next)
+	r.changes.Add(1)
 	r.log.Info("capability unbound", "tenant", tenant, "capability", capabilityID, "actor", actor)
 	return nil
 }

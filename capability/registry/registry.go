@@ -106,6 +106,9 @@ type Registry struct {
 
 	mu   sync.Mutex // serializes Register, Unregister and Refresh
 	snap atomic.Pointer[snapshot]
+	// changes counts the changes of snap and of the tenants' bindings,
+	// each counted once it is in place (see Route).
+	changes atomic.Uint64
 
 	tenants sync.Map // tenant -> *tenantBindings
 
@@ -271,6 +274,7 @@ func (r *Registry) Register(p capability.Provider) error {
 		return err
 	}
 	r.snap.Store(next)
+	r.changes.Add(1)
 	r.log.Debug("provider registered", "provider", info.ID, "kind", string(info.Kind),
 		"capabilities", len(info.Capabilities), "coming", info.Coming)
 	return nil
@@ -369,6 +373,7 @@ func (r *Registry) Unregister(id string) bool {
 	dropDefinedBy(next, id)
 	next.index()
 	r.snap.Store(next)
+	r.changes.Add(1)
 	r.log.Info("provider unregistered", "provider", id)
 	return true
 }
@@ -393,6 +398,7 @@ func (r *Registry) Refresh(id string) error {
 		return err
 	}
 	r.snap.Store(next)
+	r.changes.Add(1)
 	return nil
 }
 
@@ -520,23 +526,65 @@ func unknownCapability(id string) error {
 // caller's commit of the call's result). The run engine asks it only when
 // the registry itself is its Caller, not a Caller embedding it.
 func (r *Registry) JoinsWrites(ctx context.Context, tenant, capabilityID string) bool {
-	pe, err := r.resolve(ctx, r.snap.Load(), tenant, capabilityID)
-	if err != nil {
-		return false
-	}
-	_, ok := pe.p.(callwrites.Joiner)
-	return ok
+	rt := r.Route(ctx, tenant, capabilityID)
+	return rt.JoinsWrites()
 }
 
 // ReturnsAtOnce reports whether tenant's calls of capabilityID go to a
 // built-in provider that is a capability.ReturnsAtOnce (its calls never
 // block, so a caller may make them on its own goroutine).
 func (r *Registry) ReturnsAtOnce(ctx context.Context, tenant, capabilityID string) bool {
+	rt := r.Route(ctx, tenant, capabilityID)
+	return rt.ReturnsAtOnce()
+}
+
+// Route is the provider a tenant's calls of a capability go to, resolved
+// once (Registry.Route) for a caller that asks several things of one call:
+// whether it joins the caller's commit, whether it returns at once, and
+// the call itself (Registry.CallRoute). It holds while neither the
+// registered providers nor any tenant's bindings change (Current); the
+// zero Route, and one that resolved no provider, is not current.
+type Route struct {
+	changes uint64 // Registry.changes when it was resolved
+	pe      *providerEntry
+}
+
+// Route resolves the provider tenant's calls of capabilityID go to, as
+// Resolve does. When none (an error), the Route says neither JoinsWrites
+// nor ReturnsAtOnce, and CallRoute resolves again (and fails as Call).
+func (r *Registry) Route(ctx context.Context, tenant, capabilityID string) Route {
+	changes := r.changes.Load()
 	pe, err := r.resolve(ctx, r.snap.Load(), tenant, capabilityID)
-	if err != nil || pe.info.Kind != capability.KindBuiltin {
+	if err != nil {
+		return Route{}
+	}
+	return Route{changes: changes, pe: pe}
+}
+
+// Current reports whether rt is still where its calls go: it resolved a
+// provider, and neither the registered providers nor any tenant's
+// bindings changed since.
+func (r *Registry) Current(rt *Route) bool {
+	return rt.pe != nil && rt.changes == r.changes.Load()
+}
+
+// JoinsWrites reports whether rt's provider is a callwrites.Joiner (see
+// Registry.JoinsWrites).
+func (rt *Route) JoinsWrites() bool {
+	if rt.pe == nil {
 		return false
 	}
-	_, ok := pe.p.(capability.ReturnsAtOnce)
+	_, ok := rt.pe.p.(callwrites.Joiner)
+	return ok
+}
+
+// ReturnsAtOnce reports whether rt's provider is a built-in one whose
+// calls never block (see Registry.ReturnsAtOnce).
+func (rt *Route) ReturnsAtOnce() bool {
+	if rt.pe == nil || rt.pe.info.Kind != capability.KindBuiltin {
+		return false
+	}
+	_, ok := rt.pe.p.(capability.ReturnsAtOnce)
 	return ok
 }
 
@@ -545,6 +593,11 @@ func (r *Registry) resolve(ctx context.Context, s *snapshot, tenant, capabilityI
 	if err != nil {
 		return nil, err
 	}
+	return resolveIn(s, bound, capabilityID)
+}
+
+// resolveIn is resolve with the tenant's bindings bound.
+func resolveIn(s *snapshot, bound map[string]Binding, capabilityID string) (*providerEntry, error) {
 	if b, ok := bound[capabilityID]; ok {
 		pe, ok := s.providers[b.ProviderID]
 		switch {
@@ -588,6 +641,13 @@ func (r *Registry) resolve(ctx context.Context, s *snapshot, tenant, capabilityI
 // runs out of time is ErrTimeout (and errs.Unavailable). The provider's own
 // errors keep their kinds.
 func (r *Registry) Call(ctx context.Context, call capability.Call) (json.RawMessage, error) {
+	return r.CallRoute(ctx, nil, call)
+}
+
+// CallRoute is Call made to rt's provider, resolved before for the same
+// tenant and capability, while rt is Current; else (or when rt is nil) the
+// provider is resolved again, as Call does.
+func (r *Registry) CallRoute(ctx context.Context, rt *Route, call capability.Call) (json.RawMessage, error) {
 	s := r.snap.Load()
 	ce, ok := s.caps[call.Capability]
 	if !ok {
@@ -606,7 +666,12 @@ func (r *Registry) Call(ctx context.Context, call capability.Call) (json.RawMess
 		}
 		ce.argsValid(call.Args)
 	}
-	pe, err := r.resolve(ctx, s, call.Tenant, call.Capability)
+	var pe *providerEntry
+	if rt != nil && r.Current(rt) {
+		pe = rt.pe
+	} else {
+		pe, err = r.resolve(ctx, s, call.Tenant, call.Capability)
+	}
 	if err != nil {
 		return nil, err
 	}
