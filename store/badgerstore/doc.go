@@ -118,7 +118,20 @@
 //     peak. The cost: a million timers fired on a quiet machine (five runs
 //     each) at a median 92 against 77 CPU-µs per run, 19,009 against 22,573
 //     runs/s, writing 7.9 against 6.8 KB per run, while peaking at 257-283
-//     against 291-337 MiB; the memory bound is taken over the rate.
+//     against 291-337 MiB; the memory bound is taken over the rate. On a
+//     shared machine (load 8-23, runs alternated) the smaller tables cost
+//     nothing at a million: 63 / 59 / 55 against 66 / 67 CPU-µs per fired
+//     run, 8.2 / 6.6 / 6.5 against 8.6 / 9.8 KB written, peaking at 289 /
+//     259 / 258 against 323 / 360 MiB. What a table costs whatever its size
+//     (a CPU profile of that firing): Badger's 3 MiB index builder, zeroed
+//     for every table (2%), creating, unmapping and deleting its file (2.5%),
+//     a fresh builder buffer when the pool had none (2%); the rest of the
+//     compactions' cost (copying each table into its mapped file 13%, its
+//     msync 10%, merging and building 16%) goes with the bytes written,
+//     which the larger tables did not lower. So the quiet machine's gap is
+//     not the tables'. (A guess, not measured: on an idle machine the collector
+//     also marks on idle processors, CPU a busy machine never gives it; in
+//     this profile all its marking was the fractional worker's, 6%.)
 //
 // Badger builds every table (a memtable flush, each table of a compaction)
 // in an allocator it takes from a pool of up to 8 and puts back with every
