@@ -90,11 +90,11 @@
 //     taken: the memory target (300 MiB) matters more.
 //   - BlockCacheSize 32 MiB (Options.BlockCacheSize): table blocks. No
 //     cache at all (Badger's advice for uncompressed tables, which are read
-//     in place) was tried: a million timers fired alike (63 against 63
-//     CPU-µs per run; at 300,000, three pairs, 53-55 against 51-58), but
-//     the example server's start took more CPU (11 interleaved pairs, load
-//     8-14: x1.04 and x1.06, higher in 8 of 11): its reads come back to the
-//     same hot blocks, which the cache keeps decoded. Not taken.
+//     in place) was tried: a million timers fired alike (one pair, 63
+//     against 63 CPU-µs per run; at 300,000, three pairs, 53-55 against
+//     51-58), but the example server's start took more CPU (11 interleaved
+//     pairs, load 8-14: x1.04 and x1.06, higher in 8 of 11; its reads come
+//     back to the same blocks, which the cache keeps parsed). Not taken.
 //   - IndexCacheSize 16 MiB (Options.IndexCacheSize): table indexes and
 //     bloom filters, so they are not all pinned in memory.
 //   - NumCompactors 2: Badger refuses 1, and more compete for 2 cores.
@@ -141,9 +141,10 @@
 //     compactions' cost (copying each table into its mapped file 13%, its
 //     msync 10%, merging and building 16%) goes with the bytes written,
 //     which the larger tables did not lower. So the quiet machine's gap is
-//     not the tables'. (A guess, not measured: on an idle machine the collector
-//     also marks on idle processors, CPU a busy machine never gives it; in
-//     this profile all its marking was the fractional worker's, 6%.)
+//     probably not the tables'. (A guess, not measured: on an idle machine
+//     the collector also marks on idle processors, CPU a busy machine never
+//     gives it; in this profile all its marking was the fractional
+//     worker's, 6%.)
 //
 // Badger builds every table (a memtable flush, each table of a compaction)
 // in an allocator it takes from a pool of up to 8 and puts back with every
