@@ -141,10 +141,7 @@
 //     compactions' cost (copying each table into its mapped file 13%, its
 //     msync 10%, merging and building 16%) goes with the bytes written,
 //     which the larger tables did not lower. So the quiet machine's gap is
-//     probably not the tables'. (A guess, not measured: on an idle machine
-//     the collector also marks on idle processors, CPU a busy machine never
-//     gives it; in this profile all its marking was the fractional
-//     worker's, 6%.)
+//     probably not the tables'; its cause is not known.
 //
 // Badger builds every table (a memtable flush, each table of a compaction)
 // in an allocator it takes from a pool of up to 8 and puts back with every
