@@ -130,18 +130,24 @@
 //     peak. The cost: a million timers fired on a quiet machine (five runs
 //     each) at a median 92 against 77 CPU-µs per run, 19,009 against 22,573
 //     runs/s, writing 7.9 against 6.8 KB per run, while peaking at 257-283
-//     against 291-337 MiB; the memory bound is taken over the rate. On a
-//     shared machine (load 8-23, runs alternated) the smaller tables cost
-//     nothing at a million: 63 / 59 / 55 against 66 / 67 CPU-µs per fired
-//     run, 8.2 / 6.6 / 6.5 against 8.6 / 9.8 KB written, peaking at 289 /
-//     259 / 258 against 323 / 360 MiB. What a table costs whatever its size
-//     (a CPU profile of that firing): Badger's 3 MiB index builder, zeroed
-//     for every table (2%), creating, unmapping and deleting its file (2.5%),
-//     a fresh builder buffer when the pool had none (2%); the rest of the
-//     compactions' cost (copying each table into its mapped file 13%, its
-//     msync 10%, merging and building 16%) goes with the bytes written,
-//     which the larger tables did not lower. So the quiet machine's gap is
-//     probably not the tables'; its cause is not known.
+//     against 291-337 MiB; the memory bound is taken over the rate. Five
+//     pairs of runs alternated on a shared machine at load 3-10, 2 MiB
+//     tables against round ten's: CPU per fired run alike (medians 62
+//     against 61 µs, 61-73 against 51-69), 5.9-9.0 against 6.2-7.6 KB
+//     written per run (medians 8.7 against 6.9), firing at a median 16,873
+//     against 19,854 runs/s, peaking at 223-314 against 292-347 MiB (over
+//     300 in 1 of 5 against 3 of 5); at load 15-23 (three and two runs)
+//     55-63 against 66-67 µs, 6.5-8.2 against 8.6-9.8 KB, 258-289 against
+//     323-360 MiB. The bytes written by one setting vary by up to 50%
+//     between runs (the compactions a firing's end leaves undone are not
+//     counted), and the CPU goes with them. What a table costs whatever
+//     its size (a CPU
+//     profile at a million, load 8-19): Badger's 3 MiB index builder,
+//     zeroed for every table (2%), creating, unmapping and deleting its
+//     file (2.5%), a fresh builder buffer when the pool had none (2%); the
+//     rest of the compactions' cost (copying each table into its mapped
+//     file 13%, its msync 10%, merging and building 16%) goes with the
+//     bytes written.
 //
 // Badger builds every table (a memtable flush, each table of a compaction)
 // in an allocator it takes from a pool of up to 8 and puts back with every
