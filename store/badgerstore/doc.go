@@ -88,10 +88,22 @@
 //     data). Tables of 256 KiB compressed (what 1 MiB holds uncompressed)
 //     with an 8 MiB block cache: 88 µs, median 229, peak 564 MiB. Not
 //     taken: the memory target (300 MiB) matters more.
-//   - BlockCacheSize 32 MiB (Options.BlockCacheSize): table blocks.
+//   - BlockCacheSize 32 MiB (Options.BlockCacheSize): table blocks. No
+//     cache at all (Badger's advice for uncompressed tables, which are read
+//     in place) was tried: a million timers fired alike (one pair, 63
+//     against 63 CPU-µs per run; at 300,000, three pairs, 53-55 against
+//     51-58), but the example server's start took more CPU (11 interleaved
+//     pairs, load 8-14: x1.04 and x1.06, higher in 8 of 11; its reads come
+//     back to the same blocks, which the cache keeps parsed). Not taken.
 //   - IndexCacheSize 16 MiB (Options.IndexCacheSize): table indexes and
 //     bloom filters, so they are not all pinned in memory.
 //   - NumCompactors 2: Badger refuses 1, and more compete for 2 cores.
+//   - BaseLevelSize 10 MiB and LevelSizeMultiplier 10 (Badger's). Fewer,
+//     wider levels (multiplier 4, base level 64 MiB, so that a fired
+//     run's record is rewritten by fewer compactions) were tried on
+//     300,000 timers firing, two pairs: 54 / 56 against 51 / 59 CPU-µs per
+//     run, 6.5 / 6.6 against 6.0 / 6.7 KB written per run, peaking at 222
+//     / 215 against 192 / 201 MiB: no fewer bytes, a higher peak.
 //   - ValueLogFileSize 64 MiB (Options.ValueLogFileSize): value-log files
 //     are mapped into memory and collected one file at a time.
 //   - BaseTableSize 2 MiB and TableSizeMultiplier 1: tables of 2 MiB at
@@ -118,7 +130,24 @@
 //     peak. The cost: a million timers fired on a quiet machine (five runs
 //     each) at a median 92 against 77 CPU-µs per run, 19,009 against 22,573
 //     runs/s, writing 7.9 against 6.8 KB per run, while peaking at 257-283
-//     against 291-337 MiB; the memory bound is taken over the rate.
+//     against 291-337 MiB; the memory bound is taken over the rate. Five
+//     pairs of runs alternated on a shared machine at load 3-10, 2 MiB
+//     tables against round ten's: CPU per fired run alike (medians 62
+//     against 61 µs, 61-73 against 51-69), 5.9-9.0 against 6.2-7.6 KB
+//     written per run (medians 8.7 against 6.9), firing at a median 16,873
+//     against 19,854 runs/s, peaking at 223-314 against 292-347 MiB (over
+//     300 in 1 of 5 against 3 of 5); at load 15-23 (three and two runs)
+//     55-63 against 66-67 µs, 6.5-8.2 against 8.6-9.8 KB, 258-289 against
+//     323-360 MiB. The bytes written by one setting vary by up to 50%
+//     between runs (the compactions a firing's end leaves undone are not
+//     counted), and the CPU goes with them. What a table costs whatever
+//     its size (a CPU
+//     profile at a million, load 8-19): Badger's 3 MiB index builder,
+//     zeroed for every table (2%), creating, unmapping and deleting its
+//     file (2.5%), a fresh builder buffer when the pool had none (2%); the
+//     rest of the compactions' cost (copying each table into its mapped
+//     file 13%, its msync 10%, merging and building 16%) goes with the
+//     bytes written.
 //
 // Badger builds every table (a memtable flush, each table of a compaction)
 // in an allocator it takes from a pool of up to 8 and puts back with every
