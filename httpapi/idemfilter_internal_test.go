@@ -143,3 +143,41 @@ func TestIdemFilterNoneOnCluster(t *testing.T) {
 		t.Fatalf("lookup of a key another server stored: %v, %v; want its record", rec, err)
 	}
 }
+
+// BenchmarkIdemFilterFill fills a filter from a Badger directory of
+// 100,000 idempotency records in 10 tenants (ns/op is one fill; keys/s
+// the rate).
+func BenchmarkIdemFilterFill(b *testing.B) {
+	st, err := badgerstore.Open(badgerstore.Options{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	const keys, batch = 100_000, 1000
+	raw := make([]byte, idemHeadLen)
+	expires := time.Now().UTC().Add(idempotencyTTL)
+	if err := putIdemHead(raw, idemDone, false, expires, digest("f")); err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < keys; i += batch {
+		err := st.Update(b.Context(), func(tx store.Txn) error {
+			for j := i; j < i+batch; j++ {
+				rec := &idemRecord{ID: digest(fmt.Sprint(j)), State: idemDone, ExpiresAt: expires}
+				if err := idempotencyRecords.PutRaw(tx, fmt.Sprint("t", j%10), rec, raw); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if err := newIdemFilter().fill(b.Context(), st); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(keys)*float64(b.N)/b.Elapsed().Seconds(), "keys/s")
+}

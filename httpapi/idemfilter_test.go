@@ -37,13 +37,7 @@ func TestIdempotentStartReplaysAfterReopen(t *testing.T) {
 	}
 	s := open()
 	admin := s.devLogin(t, `{}`).Token
-	var proc struct{ ID string }
-	s.do(t, "POST", "/v1/processes", admin, `{"name": "Ask", "trigger": {"type": "manual"},
-		"steps": [{"key": "look", "type": "human_task", "config": {"title": "Look"}}]}`).want(t, http.StatusCreated).decode(t, &proc)
-	start := func(s *testServer, token, key string) *testResponse {
-		return s.do(t, "POST", "/v1/processes/"+proc.ID+"/start", token, `{"subject": {"type": "po", "label": "PO-1"}}`,
-			"Idempotency-Key", key)
-	}
+	proc, start := askProcess(t, s, admin)
 	var keys []string
 	for i := range 20 {
 		keys = append(keys, "s"+string(rune('a'+i)))
@@ -71,7 +65,7 @@ func TestIdempotentStartReplaysAfterReopen(t *testing.T) {
 		t.Error("a new key was answered as a replay")
 	}
 	var runs []json.RawMessage
-	s2.do(t, "GET", "/v1/process-runs?process_id="+proc.ID+"&limit=100", admin, nil).want(t, http.StatusOK).decode(t, &runs)
+	s2.do(t, "GET", "/v1/process-runs?process_id="+proc+"&limit=100", admin, nil).want(t, http.StatusOK).decode(t, &runs)
 	if len(runs) != len(keys)+1 {
 		t.Errorf("%d runs, want %d: a retry started one again", len(runs), len(keys)+1)
 	}
