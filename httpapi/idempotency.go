@@ -59,6 +59,12 @@ import (
 // the request can read it again, and another credential of the same
 // principal gets a 409. Other responses are sealed under a key derived
 // from the request alone.
+//
+// On a workspace that is its store's only writer (not a cluster node), a
+// key that was never stored is told from memory (idemFilter), so a new
+// keyed request reads nothing from the store before its commit (a read
+// would wait for the commits in flight); a key that may have been stored
+// is read as on a cluster node.
 const (
 	idempotencyTTL    = 24 * time.Hour
 	maxIdempotencyKey = 255
