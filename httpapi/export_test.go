@@ -1,6 +1,10 @@
 package httpapi
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/bas-platform/bas"
+)
 
 // HandleForTest declares one more route after New and rebuilds the routers,
 // so tests of the shared layers (idempotency, limits) can use a handler
@@ -36,4 +40,12 @@ func IdemRecordAsJSONForTest(raw []byte, id string) ([]byte, error) {
 	}
 	rec.ID = id
 	return json.Marshal(rec)
+}
+
+// IdemFilterReadyForTest reports whether ws's filter of stored
+// Idempotency-Keys has taken the records stored before it (false on a
+// cluster node, which has none).
+func IdemFilterReadyForTest(ws *bas.Workspace) bool {
+	f := idemFilterOf(ws)
+	return f != nil && f.ready.Load()
 }

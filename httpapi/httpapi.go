@@ -123,6 +123,7 @@ type Handler struct {
 	address    *limiter      // sign-in per email address, accept per invitation
 	uploads    chan struct{} // a slot per upload being served
 	idemClaims idemClaims
+	idemFilter *idemFilter // nil on a cluster node
 	streams    streamSlots // open GET /v1/stream per person
 
 	docMu sync.Mutex
@@ -135,7 +136,7 @@ type Handler struct {
 func New(ws *bas.Workspace, opts Options) *Handler {
 	w := newWorkspace(ws)
 	opts = opts.withDefaults(w)
-	h := &Handler{ws: w, opts: opts, log: opts.Logger}
+	h := &Handler{ws: w, opts: opts, log: opts.Logger, idemFilter: idemFilterOf(ws)}
 	h.uploads = make(chan struct{}, opts.MaxConcurrentUploads)
 	h.limiter = newLimiter(opts.RateLimit, opts.RateLimit, ws.Clock(), "")
 	h.public = newLimiter(opts.PublicRateLimit/60, opts.PublicRateLimit, ws.Clock(),

@@ -59,6 +59,12 @@ import (
 // the request can read it again, and another credential of the same
 // principal gets a 409. Other responses are sealed under a key derived
 // from the request alone.
+//
+// On a workspace that is its store's only writer (not a cluster node), a
+// key that was never stored is told from memory (idemFilter), so a new
+// keyed request reads nothing from the store before its commit (a read
+// would wait for the commits in flight); a key that may have been stored
+// is read as on a cluster node.
 const (
 	idempotencyTTL    = 24 * time.Hour
 	maxIdempotencyKey = 255
@@ -386,8 +392,11 @@ func (h *Handler) idempotent(c *request) error {
 // lookup returns the kept response to replay, or nil when the request is
 // to run. Another request under the key is errs.Conflict.
 func (r *idemRequest) lookup(ctx context.Context) (*idemRecord, error) {
-	now := r.h.ws.Clock().Now().UTC()
 	r.found = nil
+	if f := r.h.idemFilter; f != nil && !f.mayHold(r.tenant, r.id) {
+		return nil, nil // never stored: no read
+	}
+	now := r.h.ws.Clock().Now().UTC()
 	err := r.h.ws.Store().View(ctx, func(rd store.Reader) error {
 		rec, err := idempotencyRecords.Get(rd, r.tenant, r.id)
 		switch {
@@ -445,6 +454,7 @@ func (r *idemRequest) keepOp(resp storedResponse) (func(store.Txn) error, error)
 	if err != nil {
 		return nil, err
 	}
+	r.stored()
 	shared := r.h.ws.Engine().Clustered()
 	return func(tx store.Txn) error {
 		if shared {
@@ -512,6 +522,7 @@ func (r *idemRequest) markActed(tx store.Txn) error {
 		}
 	}
 	now := r.h.ws.Clock().Now().UTC()
+	r.stored()
 	r.acted.Store(true)
 	r.mu.Lock()
 	r.marks = append(r.marks, now.Add(idempotencyTTL))
@@ -522,6 +533,15 @@ func (r *idemRequest) markActed(tx store.Txn) error {
 		return err
 	}
 	return idempotencyRecords.PutRaw(tx, r.tenant, rec, raw)
+}
+
+// stored adds the key to the workspace's filter of stored keys (see
+// idemFilter): every write of its record calls it before the write can
+// commit.
+func (r *idemRequest) stored() {
+	if f := r.h.idemFilter; f != nil {
+		f.add(r.tenant, r.id)
+	}
 }
 
 // release forgets the acted mark of a request whose response is not kept.
@@ -546,6 +566,7 @@ func (r *idemRequest) keep(ctx context.Context, resp storedResponse, secret bool
 		return err
 	}
 	now := r.h.ws.Clock().Now().UTC()
+	r.stored()
 	return r.h.ws.Store().Update(ctx, func(tx store.Txn) error {
 		if err := idempotencyRecords.PutRaw(tx, r.tenant, rec, raw); err != nil {
 			return err

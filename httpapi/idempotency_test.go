@@ -34,13 +34,7 @@ func TestIdempotentEngineAnswersCommitWithTheChange(t *testing.T) {
 	}
 	s := serve()
 	admin := s.devLogin(t, `{}`).Token
-	var proc struct{ ID string }
-	s.do(t, "POST", "/v1/processes", admin, `{"name": "Ask", "trigger": {"type": "manual"},
-		"steps": [{"key": "look", "type": "human_task", "config": {"title": "Look"}}]}`).want(t, http.StatusCreated).decode(t, &proc)
-	start := func(s *testServer, token, key string) *testResponse {
-		return s.do(t, "POST", "/v1/processes/"+proc.ID+"/start", token, `{"subject": {"type": "po", "label": "PO-1"}}`,
-			"Idempotency-Key", key)
-	}
+	proc, start := askProcess(t, s, admin)
 	start(s, admin, "warm-up").want(t, http.StatusCreated)
 
 	before := counted.updates.Load()
@@ -67,7 +61,7 @@ func TestIdempotentEngineAnswersCommitWithTheChange(t *testing.T) {
 		t.Errorf("retry after restart and lease:\n got %s %v\nwant %s", r.Body, r.Header, first.Body)
 	}
 	var runs []json.RawMessage
-	s2.do(t, "GET", "/v1/process-runs?process_id="+proc.ID, admin, nil).want(t, http.StatusOK).decode(t, &runs)
+	s2.do(t, "GET", "/v1/process-runs?process_id="+proc, admin, nil).want(t, http.StatusOK).decode(t, &runs)
 	if len(runs) != 2 { // warm-up and s1
 		t.Errorf("%d runs, want 2: the retry started one again", len(runs))
 	}
@@ -98,6 +92,19 @@ func TestIdempotentEngineAnswersCommitWithTheChange(t *testing.T) {
 	r = s3.do(t, "POST", "/v1/tasks/"+task.ID+"/complete", again, `{"action": "complete"}`, "Idempotency-Key", "t1").want(t, http.StatusOK)
 	if r.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(r.Body, done.Body) {
 		t.Errorf("completion retry:\n got %s\nwant %s", r.Body, done.Body)
+	}
+}
+
+// askProcess creates a process of one human task with token, and returns
+// its id and a keyed start of it (on any server of the workspace).
+func askProcess(t *testing.T, s *testServer, token string) (string, func(s *testServer, token, key string) *testResponse) {
+	t.Helper()
+	var proc struct{ ID string }
+	s.do(t, "POST", "/v1/processes", token, `{"name": "Ask", "trigger": {"type": "manual"},
+		"steps": [{"key": "look", "type": "human_task", "config": {"title": "Look"}}]}`).want(t, http.StatusCreated).decode(t, &proc)
+	return proc.ID, func(s *testServer, token, key string) *testResponse {
+		return s.do(t, "POST", "/v1/processes/"+proc.ID+"/start", token, `{"subject": {"type": "po", "label": "PO-1"}}`,
+			"Idempotency-Key", key)
 	}
 }
 

@@ -1,0 +1,179 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"hash/maphash"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"weak"
+
+	"github.com/bas-platform/bas"
+	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
+)
+
+// idemFilter answers "this Idempotency-Key was never stored" without a
+// store read, on a workspace that is its store's only writer (its engine
+// is not a cluster node): a Bloom filter of the (tenant, record id) pairs
+// of the idempotency records. Every write of a record adds its pair before
+// the write commits (keepOp, markActed, keep), and at open a background
+// scan adds the pairs stored before; until that scan is done, mayHold
+// answers maybe for every key, so the store is read as without a filter.
+// So a key whose record is committed or committing is never reported
+// absent; a maybe reads the store. Pairs are never removed (a record
+// swept or released only costs a read), and the filter has a fixed size
+// (idemFilterBits): past a few million keys its false maybes grow, each
+// costing one read, never a wrong answer.
+//
+// A filter belongs to the workspace, not to one Handler: every Handler of
+// a workspace adds its writes to the same filter (idemFilterOf).
+type idemFilter struct {
+	seed  maphash.Seed
+	bits  []atomic.Uint64
+	ready atomic.Bool // the records stored before the filter are in it
+}
+
+// idemFilterBits is the filter's size: 2 MiB, about 16 bits per key at a
+// million keys, where a key never stored reads the store about once in
+// 400 (idemFilterProbes bits per key).
+const (
+	idemFilterBits   = 1 << 24
+	idemFilterProbes = 4
+)
+
+func newIdemFilter() *idemFilter {
+	return &idemFilter{seed: maphash.MakeSeed(), bits: make([]atomic.Uint64, idemFilterBits/64)}
+}
+
+// hash is the pair's 64-bit hash.
+func (f *idemFilter) hash(tenant, id string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(f.seed)
+	h.WriteString(tenant)
+	h.WriteByte(0)
+	h.WriteString(id)
+	return h.Sum64()
+}
+
+// add adds the pair (before its record's write commits).
+func (f *idemFilter) add(tenant, id string) {
+	h := f.hash(tenant, id)
+	a, b := uint32(h), uint32(h>>32)|1
+	for i := range uint32(idemFilterProbes) {
+		bit := (a + i*b) % idemFilterBits
+		f.bits[bit/64].Or(1 << (bit % 64))
+	}
+}
+
+// mayHold reports whether a record of the pair may be stored: false only
+// when it certainly never was.
+func (f *idemFilter) mayHold(tenant, id string) bool {
+	if !f.ready.Load() {
+		return true
+	}
+	h := f.hash(tenant, id)
+	a, b := uint32(h), uint32(h>>32)|1
+	for i := range uint32(idemFilterProbes) {
+		bit := (a + i*b) % idemFilterBits
+		if f.bits[bit/64].Load()&(1<<(bit%64)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// fill adds the pairs of the records st holds, then marks the filter
+// ready. It must begin after the filter takes the writes of every writer
+// of records (it is made before any Handler of the workspace serves), so
+// that a record committed after fill's snapshot was added by its writer.
+// On an error (the workspace closed) the filter stays unready: every
+// lookup reads the store.
+func (f *idemFilter) fill(ctx context.Context, st store.Store) error {
+	err := st.View(ctx, func(rd store.Reader) error {
+		// Every record key starts with its tenant, a string part: step
+		// from one tenant to the next with one seek each, and scan each
+		// tenant's records of the collection.
+		after := []byte(nil)
+		for {
+			var tenantKey []byte
+			err := rd.Scan(store.ScanOptions{Prefix: []byte{0x02}, After: after, KeysOnly: true},
+				func(key, _ []byte) error {
+					tenantKey = append(tenantKey, key...)
+					return store.ErrStop
+				})
+			if err != nil {
+				return err
+			}
+			if tenantKey == nil {
+				return nil
+			}
+			end := bytes.Index(tenantKey[1:], []byte{0x00, 0x01})
+			if end < 0 {
+				return errors.New("idempotency: a key without a terminated tenant")
+			}
+			tenantKey = tenantKey[:1+end+2]
+			parts, err := store.DecodeKey(tenantKey)
+			if err != nil || len(parts) != 1 {
+				return errors.New("idempotency: a key without a tenant")
+			}
+			tenant, _ := parts[0].(string)
+			prefix := store.Key(tenant, "r", idempotencyRecords.Name)
+			err = rd.Scan(store.ScanOptions{Prefix: prefix, KeysOnly: true}, func(key, _ []byte) error {
+				parts, err := store.DecodeKey(key[len(prefix):])
+				if err != nil || len(parts) != 1 {
+					return errors.New("idempotency: malformed record key")
+				}
+				id, _ := parts[0].(string)
+				f.add(tenant, id)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			// The next tenant's keys sort after every key of this one:
+			// a part's tag is never 0xff.
+			after = append(tenantKey, 0xff)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	f.ready.Store(true)
+	return nil
+}
+
+// idemFilters are the filters of the open workspaces, each dropped when
+// its workspace is collected.
+var idemFilters struct {
+	mu sync.Mutex
+	m  map[weak.Pointer[bas.Workspace]]*idemFilter
+}
+
+// idemFilterOf returns ws's filter, made and its fill begun on first use;
+// nil on a cluster node, whose store other servers write too.
+func idemFilterOf(ws *bas.Workspace) *idemFilter {
+	if ws.Engine().Clustered() {
+		return nil
+	}
+	key := weak.Make(ws)
+	idemFilters.mu.Lock()
+	defer idemFilters.mu.Unlock()
+	if f := idemFilters.m[key]; f != nil {
+		return f
+	}
+	if idemFilters.m == nil {
+		idemFilters.m = map[weak.Pointer[bas.Workspace]]*idemFilter{}
+	}
+	f := newIdemFilter()
+	idemFilters.m[key] = f
+	runtime.AddCleanup(ws, func(key weak.Pointer[bas.Workspace]) {
+		idemFilters.mu.Lock()
+		delete(idemFilters.m, key)
+		idemFilters.mu.Unlock()
+	}, key)
+	st := ws.Store()
+	go func() { _ = f.fill(context.Background(), st) }()
+	return f
+}

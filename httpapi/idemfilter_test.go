@@ -1,0 +1,114 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/bas-platform/bas"
+	"github.com/bas-platform/bas/httpapi"
+	"github.com/bas-platform/bas/internal/testwait"
+)
+
+// TestIdempotentStartReplaysAfterReopen: a keyed start retried after the
+// workspace is closed and opened again (a restart: the keys were stored
+// before the new process's filter of stored keys) replays its first
+// answer, once the filter is filled as before; a new key starts a run.
+func TestIdempotentStartReplaysAfterReopen(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	clk := bas.NewFakeClock(testStart)
+	open := func() *testServer {
+		ws, err := bas.Open(context.Background(), bas.Options{Dir: dir, Clock: clk,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatalf("open workspace: %v", err)
+		}
+		h := httpapi.New(ws, httpapi.Options{DevLogin: true})
+		srv := httptest.NewServer(h)
+		return &testServer{ws: ws, h: h, srv: srv, clock: clk, logs: &logBuffer{}}
+	}
+	s := open()
+	admin := s.devLogin(t, `{}`).Token
+	proc, start := askProcess(t, s, admin)
+	var keys []string
+	for i := range 20 {
+		keys = append(keys, "s"+string(rune('a'+i)))
+	}
+	first := map[string][]byte{}
+	for _, k := range keys {
+		first[k] = start(s, admin, k).want(t, http.StatusCreated).Body
+	}
+	s.srv.Close()
+	if err := s.ws.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s2 := open()
+	t.Cleanup(func() { s2.srv.Close(); _ = s2.ws.Close() })
+	testwait.Until(t, "the filter of stored keys was filled", func() bool { return httpapi.IdemFilterReadyForTest(s2.ws) })
+	again := s2.devLogin(t, `{}`).Token
+	for _, k := range keys {
+		r := start(s2, again, k).want(t, http.StatusCreated)
+		if r.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(r.Body, first[k]) {
+			t.Errorf("retry of %s after reopening:\n got %s %v\nwant %s", k, r.Body, r.Header, first[k])
+		}
+	}
+	if r := start(s2, again, "new"); r.want(t, http.StatusCreated).Header.Get("Idempotent-Replayed") != "" {
+		t.Error("a new key was answered as a replay")
+	}
+	var runs []json.RawMessage
+	s2.do(t, "GET", "/v1/process-runs?process_id="+proc+"&limit=100", admin, nil).want(t, http.StatusOK).decode(t, &runs)
+	if len(runs) != len(keys)+1 {
+		t.Errorf("%d runs, want %d: a retry started one again", len(runs), len(keys)+1)
+	}
+}
+
+// TestIdempotencyConcurrentSameKey: requests under one key at once, on a
+// workspace whose filter of stored keys is filled, act once: each of the
+// others is a 409 (still in progress) or replays the first's answer.
+func TestIdempotencyConcurrentSameKey(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	s := newTestServerWith(t, httpapi.Options{DevLogin: true}, func(h *httpapi.Handler) {
+		h.HandleForTest("POST", "/v1/test/once", "", "", func(c *httpapi.Ctx) error {
+			return c.JSON(http.StatusCreated, map[string]int32{"call": calls.Add(1)})
+		})
+	})
+	testwait.Until(t, "the filter of stored keys was filled", func() bool { return httpapi.IdemFilterReadyForTest(s.ws) })
+	admin := s.devLogin(t, `{}`)
+	for round := range 5 {
+		key := "k" + string(rune('0'+round))
+		before := calls.Load()
+		var wg sync.WaitGroup
+		resps := make([]*testResponse, 16)
+		for i := range resps {
+			wg.Go(func() { resps[i] = s.do(t, "POST", "/v1/test/once", admin.Token, `{}`, "Idempotency-Key", key) })
+		}
+		wg.Wait()
+		if n := calls.Load() - before; n != 1 {
+			t.Errorf("key %s: the handler ran %d times, want 1", key, n)
+		}
+		want := []byte(nil)
+		for _, r := range resps {
+			if r.Status == http.StatusCreated && r.Header.Get("Idempotent-Replayed") == "" {
+				want = r.Body
+			}
+		}
+		for i, r := range resps {
+			switch {
+			case r.Status == http.StatusConflict:
+			case r.Status == http.StatusCreated && bytes.Equal(r.Body, want):
+			default:
+				t.Errorf("key %s, request %d: %d %s, want 409 or %s", key, i, r.Status, r.Body, want)
+			}
+		}
+	}
+}
