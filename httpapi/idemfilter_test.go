@@ -116,7 +116,8 @@ func TestIdempotencyConcurrentSameKey(t *testing.T) {
 // TestIdemFilterSharedByHandlers: two Handlers of one workspace share its
 // filter of stored keys: a key one of them stores after the filter was
 // filled (a run start kept with its change, a process kept after the
-// handler) is replayed by the other, never acted on twice.
+// handler, a refusal kept with no change) is replayed by the other, never
+// acted on twice.
 func TestIdemFilterSharedByHandlers(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, httpapi.Options{DevLogin: true})
@@ -132,14 +133,18 @@ func TestIdemFilterSharedByHandlers(t *testing.T) {
 			"steps": [{"key": "look", "type": "human_task", "config": {"title": "Look"}}]}`, "Idempotency-Key", key)
 	}
 	for _, tc := range []struct {
-		name string
-		do   func(s *testServer) *testResponse
+		name   string
+		do     func(s *testServer) *testResponse
+		status int
 	}{
-		{"run start", func(s *testServer) *testResponse { return start(s, admin, "start-1") }},
-		{"process", func(s *testServer) *testResponse { return create(s, "process-1") }},
+		{"run start", func(s *testServer) *testResponse { return start(s, admin, "start-1") }, http.StatusCreated},
+		{"process", func(s *testServer) *testResponse { return create(s, "process-1") }, http.StatusCreated},
+		{"start of no process (a 404, kept with no change)", func(s *testServer) *testResponse {
+			return s.do(t, "POST", "/v1/processes/prc_none/start", admin, `{}`, "Idempotency-Key", "none-1")
+		}, http.StatusNotFound},
 	} {
-		first := tc.do(s).want(t, http.StatusCreated)
-		again := tc.do(s2).want(t, http.StatusCreated)
+		first := tc.do(s).want(t, tc.status)
+		again := tc.do(s2).want(t, tc.status)
 		if again.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.Body, first.Body) {
 			t.Errorf("%s retried on the second Handler:\n got %s %v\nwant %s", tc.name, again.Body, again.Header, first.Body)
 		}
