@@ -106,8 +106,11 @@ type Options struct {
 	// records itself, so another process writing the same store would see
 	// its sign-outs and revocations act late; and the autonomy gate keeps
 	// the day's counts of automatic actions in memory, so another writer's
-	// decisions would not count against this one's daily limits. Share a
-	// store between processes only as a Cluster.
+	// decisions would not count against this one's daily limits; and the
+	// HTTP API tells an Idempotency-Key never stored from memory, so a
+	// request retried here under a key another writer stored since this
+	// workspace opened would act again. Share a store between processes
+	// (or workspaces) only as a Cluster.
 	Store Store
 	// PostgresDSN, when set (and Store is not), keeps state in PostgreSQL
 	// (or CockroachDB, YugabyteDB) instead of Badger: a connection string

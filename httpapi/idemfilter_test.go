@@ -112,3 +112,51 @@ func TestIdempotencyConcurrentSameKey(t *testing.T) {
 		}
 	}
 }
+
+// TestIdemFilterSharedByHandlers: two Handlers of one workspace share its
+// filter of stored keys: a key one of them stores after the filter was
+// filled (a run start kept with its change, a process kept after the
+// handler, a refusal kept with no change) is replayed by the other, never
+// acted on twice.
+func TestIdemFilterSharedByHandlers(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	h2 := httpapi.New(s.ws, httpapi.Options{DevLogin: true})
+	srv2 := httptest.NewServer(h2)
+	t.Cleanup(srv2.Close)
+	s2 := &testServer{ws: s.ws, h: h2, srv: srv2, clock: s.clock, logs: s.logs}
+	testwait.Until(t, "the filter of stored keys was filled", func() bool { return httpapi.IdemFilterReadyForTest(s.ws) })
+	admin := s.devLogin(t, `{}`).Token
+	proc, start := askProcess(t, s, admin)
+	create := func(s *testServer, key string) *testResponse {
+		return s.do(t, "POST", "/v1/processes", admin, `{"name": "Keyed", "trigger": {"type": "manual"},
+			"steps": [{"key": "look", "type": "human_task", "config": {"title": "Look"}}]}`, "Idempotency-Key", key)
+	}
+	for _, tc := range []struct {
+		name   string
+		do     func(s *testServer) *testResponse
+		status int
+	}{
+		{"run start", func(s *testServer) *testResponse { return start(s, admin, "start-1") }, http.StatusCreated},
+		{"process", func(s *testServer) *testResponse { return create(s, "process-1") }, http.StatusCreated},
+		{"start of no process (a 404, kept with no change)", func(s *testServer) *testResponse {
+			return s.do(t, "POST", "/v1/processes/prc_none/start", admin, `{}`, "Idempotency-Key", "none-1")
+		}, http.StatusNotFound},
+	} {
+		first := tc.do(s).want(t, tc.status)
+		again := tc.do(s2).want(t, tc.status)
+		if again.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.Body, first.Body) {
+			t.Errorf("%s retried on the second Handler:\n got %s %v\nwant %s", tc.name, again.Body, again.Header, first.Body)
+		}
+	}
+	var runs []json.RawMessage
+	s.do(t, "GET", "/v1/process-runs?process_id="+proc, admin, nil).want(t, http.StatusOK).decode(t, &runs)
+	if len(runs) != 1 {
+		t.Errorf("%d runs, want 1: the retry on the second Handler started one again", len(runs))
+	}
+	var procs []json.RawMessage
+	s.do(t, "GET", "/v1/processes", admin, nil).want(t, http.StatusOK).decode(t, &procs)
+	if len(procs) != 2 { // Ask and Keyed
+		t.Errorf("%d processes, want 2: the retry on the second Handler created one again", len(procs))
+	}
+}

@@ -214,6 +214,9 @@ func TestIdempotencyActedMark(t *testing.T) {
 	s := newTestServerWith(t, httpapi.Options{DevLogin: true}, route(true))
 	ws = s.ws
 	t.Cleanup(free)
+	// The workspace's filter of stored keys is filled before the key is
+	// marked: only the mark's own write can put the key in it.
+	testwait.Until(t, "the filter of stored keys was filled", func() bool { return httpapi.IdemFilterReadyForTest(s.ws) })
 	admin := s.devLogin(t, `{}`)
 	go func() {
 		req, _ := http.NewRequest("POST", s.srv.URL+"/api/v1/test/write", strings.NewReader(`{}`))

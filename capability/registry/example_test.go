@@ -73,6 +73,47 @@ func ExampleRegistry_Call() {
 	// no provider is bound to ledger.post
 }
 
+// A caller that asks several things of one call (whether its provider
+// joins the caller's commit, whether it returns at once) resolves the
+// provider once and calls through the Route; once the providers or any
+// tenant's bindings change, the Route is no longer current and the call
+// resolves its provider again.
+func ExampleRegistry_Route() {
+	st, err := badgerstore.Open(badgerstore.Options{InMemory: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+	reg := registry.New(registry.Config{Store: st})
+	if err := reg.Register(purchaseOrders{}); err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	call := capability.Call{Tenant: "ten_demo", Capability: capability.ERPPurchaseOrder,
+		Args: json.RawMessage(`{"number":"PO-1001"}`), IdempotencyKey: "run_1/lookup/1"}
+
+	rt := reg.Route(ctx, call.Tenant, call.Capability)
+	fmt.Println(reg.Current(&rt), rt.JoinsWrites(), rt.ReturnsAtOnce())
+	out, err := reg.CallRoute(ctx, &rt, call)
+	if err != nil {
+		panic(err)
+	}
+	var po capability.PurchaseOrder
+	_ = json.Unmarshal(out, &po)
+	fmt.Println(po.Supplier)
+
+	// The provider goes: the Route is stale, and its call finds none.
+	reg.Unregister("builtin.po-book")
+	fmt.Println(reg.Current(&rt))
+	_, err = reg.CallRoute(ctx, &rt, call)
+	fmt.Println(errs.PublicMessage(err))
+	// Output:
+	// true false false
+	// Acme Tools
+	// false
+	// no provider is bound to erp.purchase_order.get
+}
+
 func ExampleIntegrations() {
 	for _, in := range registry.Integrations([]string{"QBO", "MS Teams", "Zapier", "Acme Legacy ERP"}) {
 		fmt.Println(in.App, in.Recognized, in.How, in.Provides)

@@ -523,8 +523,9 @@ func unknownCapability(id string) error {
 
 // JoinsWrites reports whether the provider tenant's calls of capabilityID
 // go to is a callwrites.Joiner (every action of it commits with the
-// caller's commit of the call's result). The run engine asks it only when
-// the registry itself is its Caller, not a Caller embedding it.
+// caller's commit of the call's result). The run engine asks it of a
+// call's Route (Route.JoinsWrites), and only when the registry itself is
+// its Caller, not a Caller embedding it.
 func (r *Registry) JoinsWrites(ctx context.Context, tenant, capabilityID string) bool {
 	rt := r.Route(ctx, tenant, capabilityID)
 	return rt.JoinsWrites()
@@ -563,9 +564,9 @@ func (r *Registry) Route(ctx context.Context, tenant, capabilityID string) Route
 
 // Current reports whether rt is still where its calls go: it resolved a
 // provider, and neither the registered providers nor any tenant's
-// bindings changed since.
+// bindings changed since. A nil rt is not current.
 func (r *Registry) Current(rt *Route) bool {
-	return rt.pe != nil && rt.changes == r.changes.Load()
+	return rt != nil && rt.pe != nil && rt.changes == r.changes.Load()
 }
 
 // JoinsWrites reports whether rt's provider is a callwrites.Joiner (see
@@ -667,7 +668,7 @@ func (r *Registry) CallRoute(ctx context.Context, rt *Route, call capability.Cal
 		ce.argsValid(call.Args)
 	}
 	var pe *providerEntry
-	if rt != nil && r.Current(rt) {
+	if r.Current(rt) {
 		pe = rt.pe
 	} else {
 		pe, err = r.resolve(ctx, s, call.Tenant, call.Capability)

@@ -62,3 +62,69 @@ func TestRouteFollowsBindings(t *testing.T) {
 		t.Errorf("a call with a Route that resolved none: %v, want errs.Unavailable", err)
 	}
 }
+
+// TestRouteStaleAfterEveryChange: each change of where calls go (a tenant's
+// binding, made or removed, of this tenant or another; a provider
+// registered, unregistered or refreshed) leaves a Route resolved before it
+// no longer current, so its calls resolve again; a bind that changes
+// nothing (the provider already bound) or is refused leaves it current. A
+// nil Route is not current.
+func TestRouteStaleAfterEveryChange(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		change  func(reg *registry.Registry) error
+		current bool
+	}{
+		{"bind another provider", func(reg *registry.Registry) error {
+			return reg.Bind(ctx, "t1", "email.send", "relay", "usr_1")
+		}, false},
+		{"unbind", func(reg *registry.Registry) error { return reg.Unbind(ctx, "t1", "email.send", "usr_1") }, false},
+		{"bind in another tenant", func(reg *registry.Registry) error {
+			return reg.Bind(ctx, "t2", "email.send", "relay", "usr_2")
+		}, false},
+		{"register a provider", func(reg *registry.Registry) error {
+			return reg.Register(newProvider("chat", capability.KindBuiltin, "chat.message.send"))
+		}, false},
+		{"unregister a provider", func(reg *registry.Registry) error {
+			if !reg.Unregister("sms") {
+				return errors.New("sms was not registered")
+			}
+			return nil
+		}, false},
+		{"refresh a provider", func(reg *registry.Registry) error { return reg.Refresh("sms") }, false},
+		{"bind the provider already bound", func(reg *registry.Registry) error {
+			return reg.Bind(ctx, "t1", "email.send", "outbox", "usr_1")
+		}, true},
+		{"a refused bind", func(reg *registry.Registry) error {
+			if err := reg.Bind(ctx, "t1", "email.send", "sms", "usr_1"); !errors.Is(err, errs.Invalid) {
+				return errors.Newf("bind to a provider of another capability: %v, want errs.Invalid", err)
+			}
+			return nil
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, joining{newProvider("outbox", capability.KindBuiltin, "email.send")},
+				newProvider("relay", capability.KindBuiltin, "email.send"),
+				newProvider("sms", capability.KindBuiltin, "sms.send"))
+			if err := b.reg.Bind(ctx, "t1", "email.send", "outbox", "usr_1"); err != nil {
+				t.Fatal(err)
+			}
+			rt := b.reg.Route(ctx, "t1", "email.send")
+			if !b.reg.Current(&rt) {
+				t.Fatal("a Route just resolved is not current")
+			}
+			if err := tc.change(b.reg); err != nil {
+				t.Fatal(err)
+			}
+			if got := b.reg.Current(&rt); got != tc.current {
+				t.Errorf("Current after the change = %v, want %v", got, tc.current)
+			}
+		})
+	}
+	if registry.New(registry.Config{Store: openStore(t)}).Current(nil) {
+		t.Error("a nil Route is current")
+	}
+}

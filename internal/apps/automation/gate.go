@@ -394,6 +394,8 @@ func (b *gateBatch) effective(tx store.Txn, s *Service, tenant, processID string
 	if e, ok := b.levels[k]; ok {
 		return e, nil
 	}
+	// No level cache to keep from the lapse's write: a batch decides here
+	// only when the gate does not decide from memory (Config.Shared).
 	ws, proc, err := s.loadLapsing(tx, tenant, processID, b.now, &levelWrite{})
 	if err != nil {
 		return effective{}, err
