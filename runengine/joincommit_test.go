@@ -78,21 +78,32 @@ func openMail(t *testing.T, shared bool, limit int, configure func(*runengine.Co
 // commit, and the start's answer shows it finished. A gate that commits its
 // answers itself (Shared) acts outside the run's commit: the call waits for
 // the first commit, as before (two commits, the answer shows the run
-// running).
+// running). So does the call of a Caller that embeds the registry: it does
+// not inherit the registry's claim that a call only joins the commit of its
+// result, as its own Call may act first.
 func TestJoiningCallsCommitWithTheStart(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		shared  bool
+		wrap    bool // the engine's Caller embeds the registry (wrapped)
 		commits uint64
 		status  runengine.RunStatus
 	}{
-		{"joining gate", false, 1, runengine.RunCompleted},
-		{"gate committing itself", true, 2, runengine.RunRunning},
+		{"joining gate", false, false, 1, runengine.RunCompleted},
+		{"gate committing itself", true, false, 2, runengine.RunRunning},
+		{"a Caller embedding the registry", false, true, 2, runengine.RunRunning},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b, auto, st := openMail(t, tc.shared, 10, nil)
+			var calls atomic.Int32
+			var configure func(*runengine.Config)
+			if tc.wrap {
+				configure = func(cfg *runengine.Config) {
+					cfg.Capabilities = wrapped{Registry: cfg.Capabilities.(*registry.Registry), calls: &calls}
+				}
+			}
+			b, auto, st := openMail(t, tc.shared, 10, configure)
 			def := b.create(t, `{"type":"manual"}`, mailSteps)
 			before := b.eng.Stats().Deltas
 			r, err := b.eng.Start(context.Background(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID,
@@ -121,6 +132,9 @@ func TestJoiningCallsCommitWithTheStart(t *testing.T) {
 			}
 			if v.AutomaticToday != 1 {
 				t.Errorf("automatic today %d, want 1", v.AutomaticToday)
+			}
+			if got := calls.Load(); tc.wrap && got != 1 {
+				t.Errorf("the wrapper's Call made %d calls, want 1", got)
 			}
 		})
 	}
@@ -187,35 +201,4 @@ type wrapped struct {
 func (w wrapped) Call(ctx context.Context, c capability.Call) (json.RawMessage, error) {
 	w.calls.Add(1)
 	return w.Registry.Call(ctx, c)
-}
-
-// TestWrappedRegistryCallsWaitForTheFirstCommit: a Caller that embeds the
-// registry does not inherit its claim that a call only joins the commit
-// of its result (its own Call may act first): the run's email.send goes
-// out once the run's first commit is durable (two commits; the start's
-// answer shows the run running). Before, the embedded JoinsWrites made the
-// call go out before the run's first commit.
-func TestWrappedRegistryCallsWaitForTheFirstCommit(t *testing.T) {
-	t.Parallel()
-	var calls atomic.Int32
-	b, _, _ := openMail(t, false, 10, func(cfg *runengine.Config) {
-		cfg.Capabilities = wrapped{Registry: cfg.Capabilities.(*registry.Registry), calls: &calls}
-	})
-	def := b.create(t, `{"type":"manual"}`, mailSteps)
-	before := b.eng.Stats().Deltas
-	r, err := b.eng.Start(context.Background(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID,
-		Subject: runengine.Subject{Type: "invoice", Label: "INV-1"}, Actor: "usr_test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Status != runengine.RunRunning {
-		t.Errorf("the start's answer shows the run %s, want running (the call after the first commit)", r.Status)
-	}
-	b.waitRun(t, r.ID, "completed", status(runengine.RunCompleted))
-	if got := b.eng.Stats().Deltas - before; got != 2 {
-		t.Errorf("the run's changes went in %d commits, want 2", got)
-	}
-	if got := calls.Load(); got != 1 {
-		t.Errorf("the wrapper's Call made %d calls, want 1", got)
-	}
 }
