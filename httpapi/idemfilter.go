@@ -88,9 +88,10 @@ func (f *idemFilter) mayHold(tenant, id string) bool {
 // ready. It must begin after the filter takes the writes of every writer
 // of records (it is made before any Handler of the workspace serves), so
 // that a record committed after fill's snapshot was added by its writer.
-// On an error (the workspace closed) the filter stays unready: every
-// lookup reads the store.
+// On an error (ctx ended: the workspace is closing) the filter stays
+// unready: every lookup reads the store.
 func (f *idemFilter) fill(ctx context.Context, st store.Store) error {
+	n := 0
 	err := st.View(ctx, func(rd store.Reader) error {
 		// Every record key starts with its tenant, a string part: step
 		// from one tenant to the next with one seek each, and scan each
@@ -127,6 +128,9 @@ func (f *idemFilter) fill(ctx context.Context, st store.Store) error {
 				}
 				id, _ := parts[0].(string)
 				f.add(tenant, id)
+				if n++; n%1024 == 0 {
+					return ctx.Err()
+				}
 				return nil
 			})
 			if err != nil {
@@ -173,7 +177,21 @@ func idemFilterOf(ws *bas.Workspace) *idemFilter {
 		delete(idemFilters.m, key)
 		idemFilters.mu.Unlock()
 	}, key)
-	st := ws.Store()
-	go func() { _ = f.fill(context.Background(), st) }()
+	st, done, log := ws.Store(), ws.Engine().Done(), ws.Logger()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { // the fill ends when the workspace closes
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
+	go func() {
+		defer cancel()
+		if err := f.fill(ctx, st); err != nil && ctx.Err() == nil {
+			log.Warn("idempotency: the filter of stored keys could not be filled; every keyed request reads the store",
+				"error", err.Error())
+		}
+	}()
 	return f
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/cockroachdb/errors"
 )
 
 // heldView is a store whose View, once armed, signals when its snapshot
@@ -180,4 +181,63 @@ func BenchmarkIdemFilterFill(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(keys)*float64(b.N)/b.Elapsed().Seconds(), "keys/s")
+}
+
+// TestIdemFilterFillEndsWithTheWorkspace: a fill still scanning when its
+// workspace closes stops (the engine's Done ends its context), so Close
+// does not wait for the scan of every stored key; the filter stays
+// unready, and every lookup reads the store.
+func TestIdemFilterFillEndsWithTheWorkspace(t *testing.T) {
+	t.Parallel()
+	ws, err := bas.Open(t.Context(), bas.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := ws.Engine().Done()
+	select {
+	case <-done:
+		t.Fatal("the engine's Done is closed while the workspace is open")
+	default:
+	}
+	st := ws.Store()
+	err = st.Update(t.Context(), func(tx store.Txn) error {
+		for i := range 3000 {
+			id := digest("stored", fmt.Sprint(i))
+			rec := &idemRecord{ID: id, Fingerprint: digest("f"), State: idemDone, ExpiresAt: time.Now().UTC().Add(idempotencyTTL)}
+			raw := make([]byte, idemHeadLen)
+			if err := putIdemHead(raw, rec.State, false, rec.ExpiresAt, rec.Fingerprint); err != nil {
+				return err
+			}
+			if err := idempotencyRecords.PutRaw(tx, "t1", rec, raw); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		<-done
+		cancel()
+	}()
+	f := newIdemFilter()
+	held := &heldView{Store: st, open: make(chan struct{}), proceed: make(chan struct{})}
+	filled := make(chan error, 1)
+	go func() { filled <- f.fill(ctx, held) }()
+	testwait.Recv(t, held.open, "the fill opened its snapshot")
+	closed := make(chan error, 1)
+	go func() { closed <- ws.Close() }()
+	testwait.Recv(t, done, "the engine's Done closed")
+	close(held.proceed)
+	if err := testwait.Recv(t, filled, "the fill ended"); !errors.Is(err, context.Canceled) {
+		t.Errorf("fill: %v, want context.Canceled", err)
+	}
+	if err := testwait.Recv(t, closed, "the workspace closed"); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	if f.ready.Load() || !f.mayHold("t1", digest("never")) {
+		t.Error("a fill that ended early left the filter ready")
+	}
 }

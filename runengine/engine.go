@@ -395,6 +395,12 @@ func (e *Engine) Close() error {
 	return nil
 }
 
+// Done is closed once the engine's Close has let its calls' grace period
+// pass and stops its work: work beside the engine that reads its store
+// (a cache filling in the background) ends with it, before the store
+// closes.
+func (e *Engine) Done() <-chan struct{} { return e.ctx.Done() }
+
 // waitUntil waits for wg, or until deadline.
 func waitUntil(wg *sync.WaitGroup, deadline time.Time) {
 	done := make(chan struct{})
