@@ -594,11 +594,6 @@ func (r *Registry) resolve(ctx context.Context, s *snapshot, tenant, capabilityI
 	if err != nil {
 		return nil, err
 	}
-	return resolveIn(s, bound, capabilityID)
-}
-
-// resolveIn is resolve with the tenant's bindings bound.
-func resolveIn(s *snapshot, bound map[string]Binding, capabilityID string) (*providerEntry, error) {
 	if b, ok := bound[capabilityID]; ok {
 		pe, ok := s.providers[b.ProviderID]
 		switch {
