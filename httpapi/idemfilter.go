@@ -47,22 +47,25 @@ func newIdemFilter() *idemFilter {
 	return &idemFilter{seed: maphash.MakeSeed(), bits: make([]atomic.Uint64, idemFilterBits/64)}
 }
 
-// hash is the pair's 64-bit hash.
-func (f *idemFilter) hash(tenant, id string) uint64 {
+// probes are the pair's bits: idemFilterProbes of them, from its 64-bit
+// hash by double hashing.
+func (f *idemFilter) probes(tenant, id string) (bits [idemFilterProbes]uint32) {
 	var h maphash.Hash
 	h.SetSeed(f.seed)
 	h.WriteString(tenant)
 	h.WriteByte(0)
 	h.WriteString(id)
-	return h.Sum64()
+	sum := h.Sum64()
+	a, b := uint32(sum), uint32(sum>>32)|1
+	for i := range bits {
+		bits[i] = (a + uint32(i)*b) % idemFilterBits
+	}
+	return bits
 }
 
 // add adds the pair (before its record's write commits).
 func (f *idemFilter) add(tenant, id string) {
-	h := f.hash(tenant, id)
-	a, b := uint32(h), uint32(h>>32)|1
-	for i := range uint32(idemFilterProbes) {
-		bit := (a + i*b) % idemFilterBits
+	for _, bit := range f.probes(tenant, id) {
 		f.bits[bit/64].Or(1 << (bit % 64))
 	}
 }
@@ -73,10 +76,7 @@ func (f *idemFilter) mayHold(tenant, id string) bool {
 	if !f.ready.Load() {
 		return true
 	}
-	h := f.hash(tenant, id)
-	a, b := uint32(h), uint32(h>>32)|1
-	for i := range uint32(idemFilterProbes) {
-		bit := (a + i*b) % idemFilterBits
+	for _, bit := range f.probes(tenant, id) {
 		if f.bits[bit/64].Load()&(1<<(bit%64)) == 0 {
 			return false
 		}
