@@ -157,10 +157,9 @@ func rssMiB() (now, peak, anon float64) {
 // the last run completed), the engine's commits per start (the runs'
 // changes it committed, and syncs/start the group commits that carried
 // them, until every run completed), CPU per start and allocations per
-// start (the
-// process's, over the attack: the server's and vegeta's, with the runs'
-// steps that ran meanwhile) and the process's RSS at the end and at its
-// peak, and the anonymous part of the RSS at the end. The Go heap's soft
+// start (the process's, over the attack: the server's and vegeta's, with
+// the runs' steps that ran meanwhile) and the process's RSS at the end and
+// at its peak, and the anonymous part of the RSS at the end. The Go heap's soft
 // limit is the server's (setMemoryLimit).
 func BenchmarkServerStart(b *testing.B) {
 	s := newBenchServer(b)
