@@ -970,12 +970,10 @@ func appendResponse(b []byte, resp storedResponse) []byte {
 	b = binary.AppendUvarint(b, uint64(resp.Status))
 	b = binary.AppendUvarint(b, uint64(len(resp.Header)))
 	for k, vs := range resp.Header {
-		b = binary.AppendUvarint(b, uint64(len(k)))
-		b = append(b, k...)
+		b = binrec.AppendString(b, k)
 		b = binary.AppendUvarint(b, uint64(len(vs)))
 		for _, v := range vs {
-			b = binary.AppendUvarint(b, uint64(len(v)))
-			b = append(b, v...)
+			b = binrec.AppendString(b, v)
 		}
 	}
 	return append(b, resp.Body...)

@@ -1,4 +1,4 @@
-// Package binrec reads the binary records the product stores (an outbox
+// Package binrec reads (and AppendString writes) the binary records the product stores (an outbox
 // message, a gate decision, a kept response): fields in order, each number
 // a varint in its one shortest form (as encoding/binary's Append functions
 // write it; a padded varint is refused, so that a record has one stored
@@ -114,6 +114,12 @@ func (r *Reader) Bytes() []byte {
 
 // String reads a string field: its length, then its bytes (copied).
 func (r *Reader) String() string { return string(r.Bytes()) }
+
+// AppendString appends a string field as String reads it: its length (a
+// uvarint), then its bytes.
+func AppendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
 
 // Rest returns the bytes left (aliasing the record) and leaves none.
 func (r *Reader) Rest() []byte {

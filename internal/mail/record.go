@@ -41,17 +41,16 @@ func (m *Message) appendRecord(b []byte) []byte {
 	}
 	b = append(b, messageV1, flags)
 	b = binary.BigEndian.AppendUint64(b, uint64(m.CreatedAt.UnixNano()))
-	str := func(b []byte, s string) []byte { return append(binary.AppendUvarint(b, uint64(len(s))), s...) }
 	for _, s := range [...]string{m.ID, m.Subject, m.Body, m.IdempotencyKey} {
-		b = str(b, s)
+		b = binrec.AppendString(b, s)
 	}
 	if m.ReplyTo != nil {
-		b = str(b, *m.ReplyTo)
+		b = binrec.AppendString(b, *m.ReplyTo)
 	}
 	for _, l := range [...][]string{m.To, m.Cc} {
 		b = binary.AppendUvarint(b, uint64(len(l)))
 		for _, s := range l {
-			b = str(b, s)
+			b = binrec.AppendString(b, s)
 		}
 	}
 	return b

@@ -269,8 +269,7 @@ func (d *decisionRecord) encode() []byte {
 	b = binary.AppendVarint(b, int64(d.Percent))
 	b = binary.BigEndian.AppendUint64(b, uint64(d.At.UnixNano()))
 	for _, s := range [...]string{d.RunID, d.StepKey, d.Capability, d.Reason} {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
+		b = binrec.AppendString(b, s)
 	}
 	return b
 }
