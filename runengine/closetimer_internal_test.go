@@ -110,13 +110,8 @@ func TestUnreadCallResultTellsItsWrites(t *testing.T) {
 	res.writes.OnSettled(func(err error) { told <- err })
 	closing.workers[0].handle(&command{kind: cmdCallResult, tenant: "ten_a", runID: r.ID, result: res})
 	for _, what := range []string{"the gate's writes", "the call's writes"} {
-		select {
-		case err := <-told:
-			if err == nil {
-				t.Fatalf("%s were told the commit happened", what)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s were never told", what)
+		if err := testwait.Recv(t, told, what+" told"); err == nil {
+			t.Fatalf("%s were told the commit happened", what)
 		}
 	}
 	if err := closing.Close(); err != nil {

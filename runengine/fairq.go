@@ -481,16 +481,8 @@ func (a *anticipation) measured(took time.Duration) {
 	if a.think == 0 {
 		a.think, a.dev = aheadThink, aheadDev
 	}
-	a.dev += (absDuration(took-a.think) - a.dev) / 4
+	a.dev += ((took - a.think).Abs() - a.dev) / 4
 	a.think += (took - a.think) / 4
-}
-
-// absDuration is |d|.
-func absDuration(d time.Duration) time.Duration {
-	if d < 0 {
-		return -d
-	}
-	return d
 }
 
 // window is how long the open batch waits for the awaited tenant: the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
+	"github.com/google/go-cmp/cmp"
 )
 
 // keyReads counts the reads of one key through its store.
@@ -139,4 +140,40 @@ func TestCorruptRunTimerIsLoggedAndBacksOff(t *testing.T) {
 		defer s.mu.Unlock()
 		return len(s.parked) == 0
 	})
+}
+
+// Each time a timer's key is parked again its wait doubles, from
+// parkFirst up to parkMost and no further, and a look steps over the key
+// until the wait ends on the engine's clock.
+func TestParkedKeyWaitsDoubleUpToParkMost(t *testing.T) {
+	t.Parallel()
+	logs := &logCount{part: "run record cannot be decoded"}
+	eng, _ := memEngine(t, Config{Logger: slog.New(logs)})
+	s := eng.sched
+	key := []byte("due-key-of-a-corrupt-run")
+	var got []time.Duration
+	for range 14 {
+		s.park("ten_a", "run_x", key, errCorruptRun)
+		s.mu.Lock()
+		got = append(got, s.parked[string(key)].delay)
+		s.mu.Unlock()
+	}
+	var want []time.Duration
+	for d := parkFirst; d < parkMost; d *= 2 {
+		want = append(want, d)
+	}
+	want = append(want, parkMost, parkMost)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the waits of a key parked again and again (-want +got):\n%s", diff)
+	}
+	now := eng.clock.Now()
+	s.mu.Lock()
+	steps := []bool{s.isParked(key, now.Add(parkMost-time.Nanosecond)), s.isParked(key, now.Add(parkMost))}
+	s.mu.Unlock()
+	if diff := cmp.Diff([]bool{true, false}, steps); diff != "" {
+		t.Errorf("a look steps over the key just before its wait ends, and not at its end (-want +got):\n%s", diff)
+	}
+	if got := logs.count(); got != 1 {
+		t.Errorf("logged %d times; want once", got)
+	}
 }

@@ -1437,7 +1437,7 @@ func (w *worker) issueCalls(calls []*pendingCall) {
 
 // atOnce tells whether pc may be made in the run's worker: its provider
 // returns at once, and so does the gate when pc asks it first. Only the
-// registry itself is taken at its word (see writesJoiner): a Caller that
+// registry itself is taken at its word (see registryCaller): a Caller that
 // embeds it has its ReturnsAtOnce too, but its own Call may block. Not on
 // a cluster, whose commands may leave for another node.
 func (e *Engine) atOnce(pc *pendingCall) bool {
@@ -1590,7 +1590,7 @@ func (pc *pendingCall) do(e *Engine) {
 		}
 	}
 	call := capability.Call{Tenant: pc.cmd.tenant, Capability: pc.capID, Args: pc.args, IdempotencyKey: pc.key}
-	if reg, ok := e.writesJoiner(); ok {
+	if reg, ok := e.registryCaller(); ok {
 		pc.res.out, pc.res.err = reg.CallRoute(ctx, &pc.route, call)
 		return
 	}
@@ -1598,12 +1598,12 @@ func (pc *pendingCall) do(e *Engine) {
 }
 
 // callRoute returns the provider pc's call goes to when the registry itself
-// is the engine's Caller (see writesJoiner), resolved once for all the
+// is the engine's Caller (see registryCaller), resolved once for all the
 // call asks of it (whether it joins the commit, returns at once, the call)
 // and again only when the providers or the tenant's bindings changed
 // meanwhile.
 func (e *Engine) callRoute(ctx context.Context, pc *pendingCall) (*registry.Route, bool) {
-	reg, ok := e.writesJoiner()
+	reg, ok := e.registryCaller()
 	if !ok {
 		return nil, false
 	}
@@ -1613,7 +1613,7 @@ func (e *Engine) callRoute(ctx context.Context, pc *pendingCall) (*registry.Rout
 	return &pc.route, true
 }
 
-// writesJoiner returns the capability registry when it is the engine's
+// registryCaller returns the capability registry when it is the engine's
 // Caller: it tells whether the provider of a capability hands all its
 // writes to the call's commit (callwrites.Joiner), and the gate's answer
 // may then commit with the call's result (callwrites.Writes.Joins). Only
@@ -1621,7 +1621,7 @@ func (e *Engine) callRoute(ctx context.Context, pc *pendingCall) (*registry.Rout
 // embedder's wrapper) has its JoinsWrites too, but its own Call may act
 // before it hands the call on, so its calls wait for their run's first
 // commit.
-func (e *Engine) writesJoiner() (*registry.Registry, bool) {
+func (e *Engine) registryCaller() (*registry.Registry, bool) {
 	reg, ok := e.cfg.Capabilities.(*registry.Registry)
 	return reg, ok
 }
@@ -1641,16 +1641,16 @@ func (e *Engine) joinsCommit(calls []*pendingCall) bool {
 	if len(calls) == 0 || e.cluster != nil {
 		return false
 	}
-	if _, ok := e.writesJoiner(); !ok {
-		return false
-	}
 	for _, pc := range calls {
 		if pc.asksGate {
 			if g, ok := e.cfg.Gate.(joiningGate); !ok || !g.JoinsCallWrites(callwrites.Mark{}) {
 				return false
 			}
 		}
-		rt, _ := e.callRoute(e.ctx, pc)
+		rt, ok := e.callRoute(e.ctx, pc)
+		if !ok {
+			return false
+		}
 		pc.joins, pc.joinsKnown = rt.JoinsWrites(), true
 		if !pc.joins {
 			return false
