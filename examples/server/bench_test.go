@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -119,6 +120,18 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// gcCPU is the CPU time the garbage collector has spent so far (the
+// runtime's estimate: its background and assisting marking, its pauses and
+// its idle-time marking).
+func gcCPU() time.Duration {
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64 {
+		return 0
+	}
+	return time.Duration(s[0].Value.Float64() * float64(time.Second))
+}
+
 // rssMiB is the process's resident memory now and at its peak, and of
 // it now the anonymous memory (heap and stacks; the rest is mapped files,
 // the database's tables, which the kernel reclaims under pressure).
@@ -158,7 +171,8 @@ func rssMiB() (now, peak, anon float64) {
 // changes it committed, and syncs/start the group commits that carried
 // them, until every run completed), CPU per start and allocations per
 // start (the process's, over the attack: the server's and vegeta's, with
-// the runs' steps that ran meanwhile) and the process's RSS at the end and
+// the runs' steps that ran meanwhile), of that CPU the collector's share
+// per start (the runtime's estimate) and the process's RSS at the end and
 // at its peak, and the anonymous part of the RSS at the end. The Go heap's soft
 // limit is the server's (setMemoryLimit).
 func BenchmarkServerStart(b *testing.B) {
@@ -197,7 +211,7 @@ func BenchmarkServerStart(b *testing.B) {
 	var failed []string
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0, began, st0 := cpuTime(), time.Now(), s.ws.Engine().Stats()
+	cpu0, gc0, began, st0 := cpuTime(), gcCPU(), time.Now(), s.ws.Engine().Stats()
 	for res := range attacker.Attack(targeter, vegeta.Rate{}, 0, "start") {
 		if res.Error == vegeta.ErrNoTargets.Error() {
 			continue
@@ -218,7 +232,7 @@ func BenchmarkServerStart(b *testing.B) {
 		ids = append(ids, string(id[:bytes.IndexByte(id, '"')]))
 	}
 	attacked := time.Since(began)
-	cpu := cpuTime() - cpu0
+	cpu, gc := cpuTime()-cpu0, gcCPU()-gc0
 	b.StopTimer()
 	metrics.Close()
 	if len(failed) > 0 || len(ids) != b.N {
@@ -259,6 +273,7 @@ func BenchmarkServerStart(b *testing.B) {
 	b.ReportMetric(float64(metrics.Latencies.P50.Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(metrics.Latencies.P99.Microseconds())/1000, "p99-ms")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/start")
+	b.ReportMetric(float64(gc.Microseconds())/float64(b.N), "gc-µs/start")
 	b.ReportMetric(float64(st.Commits-st0.Commits)/float64(b.N), "syncs/start")
 	b.ReportMetric(float64(st.Deltas-st0.Deltas)/float64(b.N), "commits/start")
 	b.ReportMetric(now, "rss-MiB")
