@@ -511,7 +511,7 @@ func (w *worker) notMine(c *command) {
 		}
 		en.dropHeld(errNotOwner) // the owner makes them
 		delete(w.cache, k)
-		delete(w.idle, k)
+		w.unidle(k)
 	}
 	w.unread(c, errNotOwner) // its due key is let go: the owner applies it
 }
@@ -538,7 +538,7 @@ func (w *worker) dropShards(changed []bool) {
 		en.replies = nil
 		en.dropHeld(errNotOwner) // the owner makes them
 		delete(w.cache, k)
-		delete(w.idle, k)
+		w.unidle(k)
 	}
 }
 

@@ -248,9 +248,14 @@ type worker struct {
 	// was told (see flushLanded).
 	told  chan struct{}
 	cache map[runKey]*entry
+	// idle are the runs in cache with nothing in flight that wait (or
+	// are paused), ended those that ended (see markIdle): no command but
+	// a stray one comes for an ended run, and reads go to the store.
 	idle  map[runKey]*entry
-	// sweepAt is how many idle runs make sweep look for runs to forget.
-	sweepAt int
+	ended map[runKey]*entry
+	// sweepAt is how many idle runs make sweep look for runs to forget;
+	// endedAt how many ended runs.
+	sweepAt, endedAt int
 	// spare is an exec whose command is done, for the next (see release).
 	spare *exec
 	// calls numbers the calls of the worker's runs (see callToken).
@@ -293,7 +298,7 @@ const forgetSlots = 8192
 // forget drops a run from the worker's memory and notes when.
 func (w *worker) forget(k runKey) {
 	delete(w.cache, k)
-	delete(w.idle, k)
+	w.unidle(k)
 	w.forgot[forgetSlot(k.runID)] = w.e.forgets.Add(1)
 }
 
@@ -367,7 +372,7 @@ func (w *worker) memoCounterKey(id counterID) string {
 }
 
 func newWorker(e *Engine) *worker {
-	return &worker{e: e, signal: make(chan struct{}, 1), told: make(chan struct{}, 1), cache: map[runKey]*entry{}, idle: map[runKey]*entry{}}
+	return &worker{e: e, signal: make(chan struct{}, 1), told: make(chan struct{}, 1), cache: map[runKey]*entry{}, idle: map[runKey]*entry{}, ended: map[runKey]*entry{}}
 }
 
 // send queues c; it never blocks.
@@ -456,10 +461,22 @@ const maxIdle = 256
 // and the walk passes over them).
 const idleSlack = 64
 
-// sweep forgets idle runs whose changes are all durable, beyond maxIdle of
-// them (which it picks at random), once more than sweepAt are idle. A kept
-// run is exactly what the store holds, as the worker alone changes it.
+// sweep forgets the runs whose changes are all durable: every ended run
+// once more than endedAt ended, and idle runs beyond maxIdle of them
+// (which it picks at random) once more than sweepAt are idle. A kept run
+// is exactly what the store holds, as the worker alone changes it. Ended
+// runs are not kept: they would hold the memory of maxIdle runs per worker
+// (a run and its steps, a few KB each, which the collector walks and
+// doubles as headroom) for commands that do not come.
 func (w *worker) sweep() {
+	if len(w.ended) > w.endedAt {
+		for k, en := range w.ended {
+			w.forgetDurable(k, en)
+		}
+		// Those left are not durable yet: look again once idleSlack more
+		// ended.
+		w.endedAt = len(w.ended) + idleSlack
+	}
 	if len(w.idle) <= max(w.sweepAt, maxIdle) {
 		return
 	}
@@ -467,18 +484,22 @@ func (w *worker) sweep() {
 		if len(w.idle) <= maxIdle {
 			break
 		}
-		if en.pending.Load() == 0 && en.inflight == "" {
-			// Every commit of it is over: nothing reads its index state.
-			if en.prev != nil {
-				w.releaseState(en.prev)
-				en.prev = nil
-			}
-			w.forget(k)
-		}
+		w.forgetDurable(k, en)
 	}
-	// Those left are not durable yet: look again once idleSlack more
-	// gathered.
 	w.sweepAt = max(len(w.idle), maxIdle) + idleSlack
+}
+
+// forgetDurable forgets the run if every commit of it is over.
+func (w *worker) forgetDurable(k runKey, en *entry) {
+	if en.pending.Load() != 0 || en.inflight != "" {
+		return
+	}
+	// Every commit of it is over: nothing reads its index state.
+	if en.prev != nil {
+		w.releaseState(en.prev)
+		en.prev = nil
+	}
+	w.forget(k)
 }
 
 // runKey names a run in memory (a worker's, the admission's): a map key
@@ -602,7 +623,7 @@ func readRun(rd store.Reader, tenant, runID string) (*Run, error) {
 func (w *worker) load(tenant, runID string) (*entry, error) {
 	k := runKeyOf(tenant, runID)
 	if en, ok := w.cache[k]; ok {
-		delete(w.idle, k)
+		w.unidle(k)
 		return en, nil
 	}
 	fence := w.e.fence(runID) // taken before the read (see entry.fence)
@@ -1410,10 +1431,24 @@ func applyAll(ops []func(store.Txn) error) func(store.Txn) error {
 	}
 }
 
+// markIdle notes a run that has nothing in flight and nothing to commit
+// for sweep: among the ended runs if it ended, else among the idle ones.
 func (w *worker) markIdle(en *entry) {
 	if en.inflight == "" && !en.dirty && len(en.replies) == 0 {
-		w.idle[runKeyOf(en.run.Tenant, en.run.ID)] = en
+		k := runKeyOf(en.run.Tenant, en.run.ID)
+		if en.run.Finished() {
+			w.ended[k] = en
+		} else {
+			w.idle[k] = en
+		}
 	}
+}
+
+// unidle takes a run out of the idle and ended runs (a command for it
+// came, or it is forgotten).
+func (w *worker) unidle(k runKey) {
+	delete(w.idle, k)
+	delete(w.ended, k)
 }
 
 // issue starts the calls the command asked for.

@@ -76,6 +76,77 @@ func TestWorkerSweepThreshold(t *testing.T) {
 	}
 }
 
+// TestWorkerForgetsEndedRuns: an ended run is not kept among the idle
+// runs: once more than endedAt ended runs gathered, the sweep forgets every
+// one whose commits are over, keeps those with a commit in flight and looks
+// again once idleSlack more ended; runs that wait are kept up to maxIdle
+// as before.
+func TestWorkerForgetsEndedRuns(t *testing.T) {
+	w := newWorker(&Engine{})
+	n := 0
+	add := func(status RunStatus, k, notDurable int) []*entry {
+		var ens []*entry
+		for i := range k {
+			en := &entry{run: &Run{Tenant: "ten_a", ID: fmt.Sprintf("run_%d", n), Status: status}}
+			n++
+			if i < notDurable {
+				en.pending.Add(1)
+			}
+			w.cache[runKeyOf(en.run.Tenant, en.run.ID)] = en
+			w.markIdle(en)
+			ens = append(ens, en)
+		}
+		return ens
+	}
+	type state struct{ Idle, Ended, Cached, EndedAt int }
+	step := func(what string, want state) {
+		t.Helper()
+		w.sweep()
+		if diff := cmp.Diff(want, state{len(w.idle), len(w.ended), len(w.cache), w.endedAt}); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", what, diff)
+		}
+	}
+
+	add(RunWaiting, 10, 0)
+	add(RunCompleted, 5, 0)
+	add(RunFailed, 3, 2)
+	add(RunCancelled, 1, 0)
+	add(RunRejected, 1, 0)
+	step("ended runs forgotten, those with a commit in flight kept", state{10, 2, 12, 2 + idleSlack})
+	notDurable := add(RunCompleted, idleSlack, idleSlack)
+	step("at the threshold", state{10, 2 + idleSlack, 12 + idleSlack, 2 + idleSlack})
+	for _, en := range notDurable {
+		en.pending.Add(-1)
+	}
+	add(RunCompleted, 1, 0)
+	step("over the threshold", state{10, 2, 12, 2 + idleSlack})
+
+	// A run that ends while idle moves to the ended runs with its next
+	// command (load takes it out of the idle runs first).
+	var waiting *entry
+	for _, en := range w.idle {
+		waiting = en
+		break
+	}
+	k := runKeyOf(waiting.run.Tenant, waiting.run.ID)
+	if en, err := w.load(k.tenant, k.runID); err != nil || en != waiting {
+		t.Fatalf("load: %v %v", en, err)
+	}
+	waiting.run.Status = RunCompleted
+	w.markIdle(waiting)
+	if _, ok := w.idle[k]; ok {
+		t.Error("the ended run is still among the idle runs")
+	}
+	if _, ok := w.ended[k]; !ok {
+		t.Error("the ended run is not among the ended runs")
+	}
+	w.endedAt = 0
+	step("the run that ended is forgotten", state{9, 2, 11, 2 + idleSlack})
+	if _, ok := w.cache[k]; ok {
+		t.Error("the run that ended is still in memory")
+	}
+}
+
 // TestStoppedWorkerSettlesItsCalls: a call the worker is to make itself
 // (cmdCall) counts as a call in flight until it is made, or dropped by the
 // worker once it stopped, whether it was queued before the worker stopped
