@@ -20,23 +20,8 @@ import (
 // idle runs back to maxIdle.
 func TestWorkerSweepThreshold(t *testing.T) {
 	w := newWorker(&Engine{})
-	n := 0
-	// add makes k more idle runs, of which the first notDurable have a
-	// commit in flight; it returns them.
-	add := func(k, notDurable int) []*entry {
-		var ens []*entry
-		for i := range k {
-			en := &entry{run: &Run{Tenant: "ten_a", ID: fmt.Sprintf("run_%d", n)}}
-			n++
-			if i < notDurable {
-				en.pending.Add(1)
-			}
-			w.cache[runKeyOf(en.run.Tenant, en.run.ID)] = en
-			w.markIdle(en)
-			ens = append(ens, en)
-		}
-		return ens
-	}
+	rs := idleRuns{w: w}
+	add := func(k, notDurable int) []*entry { return rs.add(RunWaiting, k, notDurable) }
 	type state struct{ Idle, Cached, SweepAt int }
 	step := func(what string, want state) {
 		t.Helper()
@@ -76,6 +61,29 @@ func TestWorkerSweepThreshold(t *testing.T) {
 	}
 }
 
+// idleRuns makes runs in a worker's memory with nothing in flight.
+type idleRuns struct {
+	w *worker
+	n int
+}
+
+// add makes k more such runs of the status, of which the first notDurable
+// have a commit in flight, and marks them idle; it returns them.
+func (rs *idleRuns) add(status RunStatus, k, notDurable int) []*entry {
+	var ens []*entry
+	for i := range k {
+		en := &entry{run: &Run{Tenant: "ten_a", ID: fmt.Sprintf("run_%d", rs.n), Status: status}}
+		rs.n++
+		if i < notDurable {
+			en.pending.Add(1)
+		}
+		rs.w.cache[runKeyOf(en.run.Tenant, en.run.ID)] = en
+		rs.w.markIdle(en)
+		ens = append(ens, en)
+	}
+	return ens
+}
+
 // TestWorkerForgetsEndedRuns: an ended run is not kept among the idle
 // runs: once more than endedAt ended runs gathered, the sweep forgets every
 // one whose commits are over, keeps those with a commit in flight and looks
@@ -83,21 +91,7 @@ func TestWorkerSweepThreshold(t *testing.T) {
 // as before.
 func TestWorkerForgetsEndedRuns(t *testing.T) {
 	w := newWorker(&Engine{})
-	n := 0
-	add := func(status RunStatus, k, notDurable int) []*entry {
-		var ens []*entry
-		for i := range k {
-			en := &entry{run: &Run{Tenant: "ten_a", ID: fmt.Sprintf("run_%d", n), Status: status}}
-			n++
-			if i < notDurable {
-				en.pending.Add(1)
-			}
-			w.cache[runKeyOf(en.run.Tenant, en.run.ID)] = en
-			w.markIdle(en)
-			ens = append(ens, en)
-		}
-		return ens
-	}
+	add := (&idleRuns{w: w}).add
 	type state struct{ Idle, Ended, Cached, EndedAt int }
 	step := func(what string, want state) {
 		t.Helper()
