@@ -28,7 +28,7 @@ import (
 // costing one read, never a wrong answer.
 //
 // A filter belongs to the workspace, not to one Handler: every Handler of
-// a workspace adds its writes to the same filter (idemFilterOf).
+// a workspace adds its writes to the same filter (idemSharedOf).
 type idemFilter struct {
 	seed  maphash.Seed
 	bits  []atomic.Uint64
@@ -148,35 +148,53 @@ func (f *idemFilter) fill(ctx context.Context, st store.Store) error {
 	return nil
 }
 
-// idemFilters are the filters of the open workspaces, each dropped when
-// its workspace is collected.
-var idemFilters struct {
-	mu sync.Mutex
-	m  map[weak.Pointer[bas.Workspace]]*idemFilter
+// idemShared is what the Handlers of one workspace share for its
+// Idempotency-Keys: the claims on keys in flight (a second Handler's
+// request under a claimed key is a conflict, as the first Handler's own)
+// and the filter of stored keys (nil on a cluster node, whose store other
+// servers write too).
+type idemShared struct {
+	claims idemClaims
+	filter *idemFilter
 }
 
-// idemFilterOf returns ws's filter, made and its fill begun on first use;
-// nil on a cluster node, whose store other servers write too.
-func idemFilterOf(ws *bas.Workspace) *idemFilter {
-	if ws.Engine().Clustered() {
-		return nil
-	}
+// idemShares are the shares of the open workspaces, each dropped when its
+// workspace is collected (a workspace opened again on the same directory
+// is another workspace: its claims begin empty, as a restarted process's).
+var idemShares struct {
+	mu sync.Mutex
+	m  map[weak.Pointer[bas.Workspace]]*idemShared
+}
+
+// idemSharedOf returns ws's share, made on first use, when the fill of
+// its filter begins.
+func idemSharedOf(ws *bas.Workspace) *idemShared {
 	key := weak.Make(ws)
-	idemFilters.mu.Lock()
-	defer idemFilters.mu.Unlock()
-	if f := idemFilters.m[key]; f != nil {
-		return f
+	idemShares.mu.Lock()
+	defer idemShares.mu.Unlock()
+	if sh := idemShares.m[key]; sh != nil {
+		return sh
 	}
-	if idemFilters.m == nil {
-		idemFilters.m = map[weak.Pointer[bas.Workspace]]*idemFilter{}
+	if idemShares.m == nil {
+		idemShares.m = map[weak.Pointer[bas.Workspace]]*idemShared{}
 	}
-	f := newIdemFilter()
-	idemFilters.m[key] = f
+	sh := &idemShared{}
+	idemShares.m[key] = sh
 	runtime.AddCleanup(ws, func(key weak.Pointer[bas.Workspace]) {
-		idemFilters.mu.Lock()
-		delete(idemFilters.m, key)
-		idemFilters.mu.Unlock()
+		idemShares.mu.Lock()
+		delete(idemShares.m, key)
+		idemShares.mu.Unlock()
 	}, key)
+	if !ws.Engine().Clustered() {
+		sh.filter = newIdemFilter()
+		sh.filter.startFill(ws)
+	}
+	return sh
+}
+
+// startFill begins the fill of f from ws's store in the background; it
+// ends when ws closes.
+func (f *idemFilter) startFill(ws *bas.Workspace) {
 	st, done, log := ws.Store(), ws.Engine().Done(), ws.Logger()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { // the fill ends when the workspace closes
@@ -193,5 +211,4 @@ func idemFilterOf(ws *bas.Workspace) *idemFilter {
 				"error", err.Error())
 		}
 	}()
-	return f
 }

@@ -39,9 +39,10 @@ import (
 // are scoped to the client's address and the request itself, so two
 // callers never share a key there.
 //
-// A claim on a key lives in this process's memory only: it belongs to the
-// process that made it, so a request that was in flight when the server
-// died holds nothing after the restart, and its retry proceeds at once.
+// A claim on a key lives in this process's memory only, shared by the
+// Handlers of one workspace: it belongs to the process that made it, so a
+// request that was in flight when the server died holds nothing after the
+// restart, and its retry proceeds at once.
 // Where the effect is a change of the run engine (run start, task
 // completion, decision), the response is written in the same transaction
 // as the change (runengine.KeepAnswer): a retry after any crash then
@@ -208,8 +209,9 @@ type storedResponse struct {
 	Body   []byte      `json:"body"`
 }
 
-// idemClaims are the keys whose requests this process is running, and
-// when each tenant's expired records were last swept.
+// idemClaims are the keys whose requests this process is running on one
+// workspace (its Handlers share them: idemShared), and when each tenant's
+// expired records were last swept.
 type idemClaims struct {
 	mu    sync.Mutex
 	keys  map[claimKey]struct{}
