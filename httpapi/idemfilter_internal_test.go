@@ -230,6 +230,9 @@ func TestIdemFilterFillEndsWithTheWorkspace(t *testing.T) {
 	closed := make(chan error, 1)
 	go func() { closed <- ws.Close() }()
 	testwait.Recv(t, done, "the engine's Done closed")
+	// (The fill's context ends a moment after Done, in its own goroutine,
+	// as idemSharedOf's does: the scan goes on once it has.)
+	testwait.Recv(t, ctx.Done(), "the fill's context ended")
 	close(held.proceed)
 	if err := testwait.Recv(t, filled, "the fill ended"); !errors.Is(err, context.Canceled) {
 		t.Errorf("fill: %v, want context.Canceled", err)
