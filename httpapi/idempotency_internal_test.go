@@ -280,9 +280,12 @@ func TestJSONResponseNewline(t *testing.T) {
 		t.Error("the body was copied")
 	}
 
-	direct := httptest.NewRecorder()
-	writeRecorded(direct, resp, false)
-	if diff := cmp.Diff(want, direct.Body.String()); diff != "" {
+	written := func(resp storedResponse, replayed bool) string {
+		w := httptest.NewRecorder()
+		writeRecorded(w, resp, replayed)
+		return w.Body.String()
+	}
+	if diff := cmp.Diff(want, written(resp, false)); diff != "" {
 		t.Errorf("written to the client (-want +got):\n%s", diff)
 	}
 
@@ -301,9 +304,7 @@ func TestJSONResponseNewline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	replayed := httptest.NewRecorder()
-	writeRecorded(replayed, opened, true)
-	if diff := cmp.Diff(want, replayed.Body.String()); diff != "" {
+	if diff := cmp.Diff(want, written(opened, true)); diff != "" {
 		t.Errorf("kept and replayed (-want +got):\n%s", diff)
 	}
 
