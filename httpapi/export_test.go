@@ -46,6 +46,6 @@ func IdemRecordAsJSONForTest(raw []byte, id string) ([]byte, error) {
 // Idempotency-Keys has taken the records stored before it (false on a
 // cluster node, which has none).
 func IdemFilterReadyForTest(ws *bas.Workspace) bool {
-	f := idemFilterOf(ws)
+	f := idemSharedOf(ws).filter
 	return f != nil && f.ready.Load()
 }

@@ -10,4 +10,4 @@ import "net/http"
 // hooks a test may set.
 type Failpoints struct{}
 
-func (Failpoints) beforeResponse(r *http.Request, status int, body []byte) {}
+func (Failpoints) beforeResponse(*http.Request, storedResponse) {}

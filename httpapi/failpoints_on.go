@@ -2,7 +2,10 @@
 
 package httpapi
 
-import "net/http"
+import (
+	"bytes"
+	"net/http"
+)
 
 // Failpoints are the handler's test hooks, compiled in only with the
 // failpoints build tag (go test -tags failpoints); in other builds the
@@ -16,8 +19,10 @@ type Failpoints struct {
 	BeforeResponse func(r *http.Request, status int, body []byte)
 }
 
-func (f Failpoints) beforeResponse(r *http.Request, status int, body []byte) {
+func (f Failpoints) beforeResponse(r *http.Request, resp storedResponse) {
 	if f.BeforeResponse != nil {
-		f.BeforeResponse(r, status, body)
+		var body bytes.Buffer
+		resp.writeBody(&body)
+		f.BeforeResponse(r, resp.Status, body.Bytes())
 	}
 }

@@ -122,9 +122,9 @@ type Handler struct {
 	public     *limiter      // public POST routes, per client address
 	address    *limiter      // sign-in per email address, accept per invitation
 	uploads    chan struct{} // a slot per upload being served
-	idemClaims idemClaims
-	idemFilter *idemFilter // nil on a cluster node
-	streams    streamSlots // open GET /v1/stream per person
+	idemClaims *idemClaims   // the workspace's, shared by its Handlers
+	idemFilter *idemFilter   // the workspace's; nil on a cluster node
+	streams    streamSlots   // open GET /v1/stream per person
 
 	docMu sync.Mutex
 	doc   []byte // the OpenAPI document, built on first use
@@ -136,7 +136,8 @@ type Handler struct {
 func New(ws *bas.Workspace, opts Options) *Handler {
 	w := newWorkspace(ws)
 	opts = opts.withDefaults(w)
-	h := &Handler{ws: w, opts: opts, log: opts.Logger, idemFilter: idemFilterOf(ws)}
+	idem := idemSharedOf(ws)
+	h := &Handler{ws: w, opts: opts, log: opts.Logger, idemClaims: &idem.claims, idemFilter: idem.filter}
 	h.uploads = make(chan struct{}, opts.MaxConcurrentUploads)
 	h.limiter = newLimiter(opts.RateLimit, opts.RateLimit, ws.Clock(), "")
 	h.public = newLimiter(opts.PublicRateLimit/60, opts.PublicRateLimit, ws.Clock(),

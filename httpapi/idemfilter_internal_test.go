@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -110,14 +111,72 @@ func TestIdemFilterKeepsEveryStoredKey(t *testing.T) {
 			t.Errorf("another collection's record (%q, %s) is in the filter", p.tenant, p.id)
 		}
 	}
+	if maybes := neverStoredMaybes(f, 1000); maybes > 10 {
+		t.Errorf("the filter said maybe of %d of 1000 keys never stored", maybes)
+	}
+}
+
+// neverStoredMaybes is of how many of n keys never stored f says maybe.
+func neverStoredMaybes(f *idemFilter, n int) int {
 	maybes := 0
-	for i := range 1000 {
+	for i := range n {
 		if f.mayHold("a", digest("never", fmt.Sprint(i))) {
 			maybes++
 		}
 	}
-	if maybes > 10 {
-		t.Errorf("the filter said maybe of %d of 1000 keys never stored", maybes)
+	return maybes
+}
+
+// TestIdemFilterGrows: a filter that takes many more keys than its first
+// layer's share adds layers, so of keys never stored it still mostly says
+// "never"; it never says "never stored" of a key added, also while other
+// writers add keys and layers; and it adds no layer past its bound, where
+// it still says "maybe" of every key added.
+func TestIdemFilterGrows(t *testing.T) {
+	t.Parallel()
+	const writers, perWriter = 4, 5000
+	f := newIdemFilterOf(1<<12, idemFilterMaxBits) // 256 keys in the first layer
+	f.ready.Store(true)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range perWriter {
+				id := digest("stored", fmt.Sprint(w, i))
+				f.add("a", id)
+				if !f.mayHold("a", id) {
+					t.Errorf("the filter says %s, just added, was never stored", id)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for w := range writers {
+		for i := range perWriter {
+			if id := digest("stored", fmt.Sprint(w, i)); !f.mayHold("a", id) {
+				t.Fatalf("the filter says %s was never stored", id)
+			}
+		}
+	}
+	if n := len(*f.layers.Load()); n < 6 {
+		t.Errorf("%d layers after 20,000 keys from a first layer of 256, want at least 6", n)
+	}
+	if maybes := neverStoredMaybes(f, 10000); maybes > 300 {
+		t.Errorf("the filter said maybe of %d of 10,000 keys never stored, want at most 300", maybes)
+	}
+
+	bounded := newIdemFilterOf(1<<12, 1<<14) // room for a second layer, not a third
+	bounded.ready.Store(true)
+	for i := range 5000 {
+		bounded.add("a", digest("stored", fmt.Sprint(i)))
+	}
+	if n := len(*bounded.layers.Load()); n != 2 {
+		t.Errorf("%d layers within a bound of 16,384 bits, want 2", n)
+	}
+	for i := range 5000 {
+		if id := digest("stored", fmt.Sprint(i)); !bounded.mayHold("a", id) {
+			t.Fatalf("the bounded filter says %s was never stored", id)
+		}
 	}
 }
 
@@ -230,6 +289,9 @@ func TestIdemFilterFillEndsWithTheWorkspace(t *testing.T) {
 	closed := make(chan error, 1)
 	go func() { closed <- ws.Close() }()
 	testwait.Recv(t, done, "the engine's Done closed")
+	// (The fill's context ends a moment after Done, in its own goroutine,
+	// as idemSharedOf's does: the scan goes on once it has.)
+	testwait.Recv(t, ctx.Done(), "the fill's context ended")
 	close(held.proceed)
 	if err := testwait.Recv(t, filled, "the fill ended"); !errors.Is(err, context.Canceled) {
 		t.Errorf("fill: %v, want context.Canceled", err)

@@ -45,6 +45,9 @@ func TestIdempotentStartReplaysAfterReopen(t *testing.T) {
 	first := map[string][]byte{}
 	for _, k := range keys {
 		first[k] = start(s, admin, k).want(t, http.StatusCreated).Body
+		if !bytes.HasSuffix(first[k], []byte("}\n")) || bytes.HasSuffix(first[k], []byte("\n\n")) {
+			t.Errorf("start %s: the answer does not end with one newline: %q", k, first[k])
+		}
 	}
 	s.srv.Close()
 	if err := s.ws.Close(); err != nil {

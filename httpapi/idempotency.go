@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"hash"
+	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -39,9 +40,10 @@ import (
 // are scoped to the client's address and the request itself, so two
 // callers never share a key there.
 //
-// A claim on a key lives in this process's memory only: it belongs to the
-// process that made it, so a request that was in flight when the server
-// died holds nothing after the restart, and its retry proceeds at once.
+// A claim on a key lives in this process's memory only, shared by the
+// Handlers of one workspace: it belongs to the process that made it, so a
+// request that was in flight when the server died holds nothing after the
+// restart, and its retry proceeds at once.
 // Where the effect is a change of the run engine (run start, task
 // completion, decision), the response is written in the same transaction
 // as the change (runengine.KeepAnswer): a retry after any crash then
@@ -206,10 +208,27 @@ type storedResponse struct {
 	Status int         `json:"status"`
 	Header http.Header `json:"header"`
 	Body   []byte      `json:"body"`
+	// Newline says a newline follows Body (a JSON answer's end): an
+	// engine's answer, shared by the replies held for it, is written
+	// without a copy to add it. A kept response holds the newline in its
+	// Body.
+	Newline bool `json:"-"`
 }
 
-// idemClaims are the keys whose requests this process is running, and
-// when each tenant's expired records were last swept.
+// newline is the end of a JSON answer (see storedResponse.Newline).
+var newline = []byte{'\n'}
+
+// writeBody writes resp's body, then its newline if it has one.
+func (resp *storedResponse) writeBody(w io.Writer) {
+	_, _ = w.Write(resp.Body)
+	if resp.Newline {
+		_, _ = w.Write(newline)
+	}
+}
+
+// idemClaims are the keys whose requests this process is running on one
+// workspace (its Handlers share them: idemShared), and when each tenant's
+// expired records were last swept.
 type idemClaims struct {
 	mu    sync.Mutex
 	keys  map[claimKey]struct{}
@@ -384,7 +403,7 @@ func (h *Handler) idempotent(c *request) error {
 	case req.acted.Load():
 		req.release(ctx) // the key is free again for a retry
 	}
-	h.opts.Failpoints.beforeResponse(r, resp.Status, resp.Body)
+	h.opts.Failpoints.beforeResponse(r, resp)
 	writeRecorded(w, resp, false)
 	return nil
 }
@@ -675,7 +694,8 @@ func (c *request) answerWith(render func(runengine.Answer) (storedResponse, erro
 
 // jsonResponse is a JSON response: status, Location (below the base path,
 // the path location then id; none when location is empty) and an encoded
-// body.
+// body, which a newline follows (body is not copied: an engine's answer is
+// shared).
 func (c *request) jsonResponse(status int, location, id string, body []byte) storedResponse {
 	values := make([]string, 2) // the two headers' values, in one allocation
 	values[0] = "application/json"
@@ -684,7 +704,7 @@ func (c *request) jsonResponse(status int, location, id string, body []byte) sto
 		values[1] = c.h.opts.BasePath + location + id
 		hdr["Location"] = values[1:2:2]
 	}
-	return storedResponse{Status: status, Header: hdr, Body: append(body[:len(body):len(body)], '\n')}
+	return storedResponse{Status: status, Header: hdr, Body: body, Newline: true}
 }
 
 // holdsSecret marks c's response as holding a secret shown once (see
@@ -732,7 +752,7 @@ func writeRecorded(w http.ResponseWriter, resp storedResponse, replayed bool) {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	w.WriteHeader(resp.Status)
-	_, _ = w.Write(resp.Body)
+	resp.writeBody(w)
 }
 
 // digest is the hex SHA-256 of parts, each followed by a NUL.
@@ -955,7 +975,7 @@ const responseV1 = 1
 
 // responseSize is about the size of resp's binary form.
 func responseSize(resp storedResponse) int {
-	n := 3*binary.MaxVarintLen16 + len(resp.Body)
+	n := 3*binary.MaxVarintLen16 + len(resp.Body) + len(newline)
 	for k, vs := range resp.Header {
 		n += len(k) + 2*binary.MaxVarintLen16
 		for _, v := range vs {
@@ -976,7 +996,11 @@ func appendResponse(b []byte, resp storedResponse) []byte {
 			b = binrec.AppendString(b, v)
 		}
 	}
-	return append(b, resp.Body...)
+	b = append(b, resp.Body...)
+	if resp.Newline {
+		b = append(b, newline...)
+	}
+	return b
 }
 
 // maxKeptResponse bounds what decodeResponse allocates for a kept
@@ -1039,9 +1063,10 @@ type responseRecorder struct {
 	status int
 	body   bytes.Buffer
 	wrote  bool
-	// whole is the body of a response written whole (adopted).
-	whole   []byte
-	adopted bool
+	// whole is the body of a response written whole (adopted), and
+	// newline whether a newline follows it.
+	whole            []byte
+	newline, adopted bool
 }
 
 func (r *responseRecorder) Header() http.Header {
@@ -1063,7 +1088,10 @@ func (r *responseRecorder) Write(b []byte) (int, error) {
 		// More after a whole response: it goes on from a copy, so the
 		// adopted body is never written to.
 		r.body.Write(r.whole)
-		r.whole, r.adopted = nil, false
+		if r.newline {
+			r.body.Write(newline)
+		}
+		r.whole, r.newline, r.adopted = nil, false, false
 	}
 	return r.body.Write(b)
 }
@@ -1074,14 +1102,14 @@ func (r *responseRecorder) adopt(resp storedResponse) bool {
 	if r.wrote || len(r.header) > 0 {
 		return false
 	}
-	r.header, r.status, r.wrote, r.whole, r.adopted = resp.Header, resp.Status, true, resp.Body, true
+	r.header, r.status, r.wrote, r.whole, r.newline, r.adopted = resp.Header, resp.Status, true, resp.Body, resp.Newline, true
 	return true
 }
 
 // response is what was recorded.
 func (r *responseRecorder) response() storedResponse {
 	if r.adopted {
-		return storedResponse{Status: r.status, Header: r.header, Body: r.whole}
+		return storedResponse{Status: r.status, Header: r.header, Body: r.whole, Newline: r.newline}
 	}
 	return storedResponse{Status: r.status, Header: r.header, Body: r.body.Bytes()}
 }

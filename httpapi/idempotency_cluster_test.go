@@ -23,18 +23,19 @@ import (
 func TestIdempotencyKeyActsOnceAcrossServers(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	t.Parallel()
-	// The default lease TTL (15s): one of 1s lapses when a loaded machine
+	// Two nodes of one cluster on one database, as two servers are (the
+	// Handlers of one workspace share their claims on keys in flight). The
+	// default lease TTL (15s): one of 1s lapses when a loaded machine
 	// delays a renewal, and the starts then meet their shard moving (503).
-	ws, err := bas.Open(context.Background(), bas.Options{Dir: t.TempDir(), PostgresDSN: dsn, PostgresSchema: pgtest.Schema(t, dsn),
-		Cluster: true, NodeID: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ws.Close() })
-	// Two handlers, each with its own claims on keys in flight, as two
-	// servers have.
+	schema := pgtest.Schema(t, dsn)
 	var servers [2]*testServer
-	for i := range servers {
+	for i, node := range []string{"a", "b"} {
+		ws, err := bas.Open(context.Background(), bas.Options{Dir: t.TempDir(), PostgresDSN: dsn, PostgresSchema: schema,
+			Cluster: true, NodeID: node})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = ws.Close() })
 		h := httpapi.New(ws, httpapi.Options{DevLogin: true})
 		srv := httptest.NewServer(conform(t, h))
 		t.Cleanup(srv.Close)

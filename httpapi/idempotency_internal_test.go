@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -261,6 +262,61 @@ func TestResponseRecorderAdopts(t *testing.T) {
 	writeRecorded(&replay, resp, true)
 	if diff := cmp.Diff("true", replay.response().Header.Get("Idempotent-Replayed")); diff != "" {
 		t.Errorf("a replay written to a recorder (-want +got):\n%s", diff)
+	}
+}
+
+// TestJSONResponseNewline: a JSON answer's body is followed by a newline
+// without a copy of the body (an engine's answer, shared by the replies
+// held for it): written to the client, adopted by a recorder and written
+// to after, and kept then replayed, every path gives the body and one
+// newline, and the body given is never written to.
+func TestJSONResponseNewline(t *testing.T) {
+	body := make([]byte, 0, 64)
+	body = append(body, `{"id":"run_1"}`...)
+	want := `{"id":"run_1"}` + "\n"
+	c := &request{h: &Handler{opts: Options{BasePath: "/api"}}}
+	resp := c.jsonResponse(http.StatusCreated, "/v1/process-runs/", "run_1", body)
+	if &resp.Body[0] != &body[0] {
+		t.Error("the body was copied")
+	}
+
+	written := func(resp storedResponse, replayed bool) string {
+		w := httptest.NewRecorder()
+		writeRecorded(w, resp, replayed)
+		return w.Body.String()
+	}
+	if diff := cmp.Diff(want, written(resp, false)); diff != "" {
+		t.Errorf("written to the client (-want +got):\n%s", diff)
+	}
+
+	var adopted responseRecorder
+	writeRecorded(&adopted, resp, false)
+	kept := adopted.response()
+	if &kept.Body[0] != &body[0] || !kept.Newline {
+		t.Errorf("an adopted answer was copied or lost its newline: %+v", kept)
+	}
+	key := sealingKey("", "k1", "POST", "/v1/x", nil)
+	sealed, err := appendSealed(nil, key[:], kept, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened, err := open(key[:], sealed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, written(opened, true)); diff != "" {
+		t.Errorf("kept and replayed (-want +got):\n%s", diff)
+	}
+
+	var more responseRecorder
+	writeRecorded(&more, resp, false)
+	_, _ = more.Write([]byte("more"))
+	if diff := cmp.Diff(storedResponse{Status: http.StatusCreated, Header: resp.Header, Body: []byte(want + "more")},
+		more.response()); diff != "" {
+		t.Errorf("written to after an adopted answer (-want +got):\n%s", diff)
+	}
+	if got := string(body[:cap(body)][len(body)]); got != "\x00" {
+		t.Errorf("the body's spare capacity was written to: %q", got)
 	}
 }
 

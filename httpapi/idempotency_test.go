@@ -2,8 +2,11 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -50,8 +53,8 @@ func TestIdempotentEngineAnswersCommitWithTheChange(t *testing.T) {
 	}
 	first.decode(t, &run)
 
-	// After a restart (a new process: no claim survives) and past the
-	// old 10-minute lease, from a new session of the same person.
+	// From another Handler of the workspace and past the old 10-minute
+	// lease, from a new session of the same person.
 	clk.Advance(11 * time.Minute)
 	s2 := serve()
 	again := s2.devLogin(t, `{}`).Token
@@ -83,6 +86,9 @@ func TestIdempotentEngineAnswersCommitWithTheChange(t *testing.T) {
 			}
 		}
 	}
+	// A keyed start takes the sweep of expired keys the minute made due
+	// (the Handlers of a workspace share when they last swept).
+	start(s2, again, "sweeps").want(t, http.StatusCreated)
 	before = counted.updates.Load()
 	done := s2.do(t, "POST", "/v1/tasks/"+task.ID+"/complete", admin, `{"action": "complete"}`, "Idempotency-Key", "t1").want(t, http.StatusOK)
 	if n := counted.updates.Load() - before; n != 0 {
@@ -110,13 +116,16 @@ func askProcess(t *testing.T, s *testServer, token string) (string, func(s *test
 
 // TestIdempotencyClaimBelongsToItsProcess: a request in flight in one
 // process (a server that died) does not block its retry in another (the
-// restarted server): claims are not stored.
+// restarted server, the workspace opened again on the same directory):
+// claims are not stored.
 func TestIdempotencyClaimBelongsToItsProcess(t *testing.T) {
 	t.Parallel()
+	dir := t.TempDir()
+	clk := bas.NewFakeClock(testStart)
 	started, release := make(chan struct{}), make(chan struct{})
 	var calls atomic.Int32
-	route := func(block bool) func(h *httpapi.Handler) {
-		return func(h *httpapi.Handler) {
+	open := func(block bool) *testServer {
+		return openDirServer(t, dir, clk, func(_ *bas.Workspace, h *httpapi.Handler) {
 			h.HandleForTest("POST", "/v1/test/once", "", "", func(c *httpapi.Ctx) error {
 				calls.Add(1)
 				if block {
@@ -125,9 +134,9 @@ func TestIdempotencyClaimBelongsToItsProcess(t *testing.T) {
 				}
 				return c.JSON(http.StatusCreated, map[string]string{"done": "yes"})
 			})
-		}
+		})
 	}
-	s := newTestServerWith(t, httpapi.Options{DevLogin: true}, route(true))
+	s := open(true)
 	var once sync.Once
 	free := func() { once.Do(func() { close(release) }) }
 	t.Cleanup(free) // a failing test must not leave the first request blocked
@@ -145,21 +154,95 @@ func TestIdempotencyClaimBelongsToItsProcess(t *testing.T) {
 		resp.Body.Close()
 		done <- resp.StatusCode
 	}()
-	testwait.Recv(t, started, `the request in flight in the first "process" reached the handler`)
+	testwait.Recv(t, started, `the request in flight in the first process reached the handler`)
+	// The first process dies with its request in flight: its workspace
+	// closes (its store lets go of the directory) and a new one opens.
+	if err := s.ws.Close(); err != nil {
+		t.Fatal(err)
+	}
 
-	h2 := httpapi.New(s.ws, httpapi.Options{DevLogin: true})
-	route(false)(h2)
-	srv2 := httptest.NewServer(h2)
-	t.Cleanup(srv2.Close)
-	s2 := &testServer{ws: s.ws, h: h2, srv: srv2, clock: s.clock, logs: s.logs}
-	s2.do(t, "POST", "/v1/test/once", admin.Token, `{}`, "Idempotency-Key", "dead").want(t, http.StatusCreated)
+	s2 := open(false)
+	if r := s2.do(t, "POST", "/v1/test/once", admin.Token, `{}`, "Idempotency-Key", "dead").want(t, http.StatusCreated); r.Header.Get("Idempotent-Replayed") != "" {
+		t.Error("the retry in the restarted process was answered as a replay")
+	}
 	r := s2.do(t, "POST", "/v1/test/once", admin.Token, `{}`, "Idempotency-Key", "dead").want(t, http.StatusCreated)
 	if r.Header.Get("Idempotent-Replayed") != "true" {
 		t.Error("the retry's answer was not kept")
 	}
 	free()
-	if status := testwait.Recv(t, done, "the first request was answered"); status != http.StatusCreated {
-		t.Errorf("the first request: %d", status)
+	testwait.Recv(t, done, "the first request was answered")
+	if n := calls.Load(); n != 2 {
+		t.Errorf("the handler ran %d times, want 2 (the dead process's request and its retry)", n)
+	}
+}
+
+// openDirServer opens a workspace on dir and serves its API, with
+// before(ws, h) called before it serves. Both close when the test ends
+// (a test may close the workspace before, to open dir again: a restart).
+func openDirServer(t *testing.T, dir string, clk *bas.FakeClock, before func(*bas.Workspace, *httpapi.Handler)) *testServer {
+	t.Helper()
+	ws, err := bas.Open(context.Background(), bas.Options{Dir: dir, Clock: clk,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatalf("open workspace: %v", err)
+	}
+	t.Cleanup(func() { _ = ws.Close() })
+	h := httpapi.New(ws, httpapi.Options{DevLogin: true})
+	if before != nil {
+		before(ws, h)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close) // (before the workspace's close: cleanups run last first)
+	return &testServer{ws: ws, h: h, srv: srv, clock: clk, logs: &logBuffer{}}
+}
+
+// TestIdempotencyClaimSharedByHandlers: two Handlers of one workspace
+// share their claims: a request under a key another Handler is running is
+// a 409 (still in progress), never a second effect, and once the first
+// is answered its response is replayed by either.
+func TestIdempotencyClaimSharedByHandlers(t *testing.T) {
+	t.Parallel()
+	started, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	route := func(h *httpapi.Handler) {
+		h.HandleForTest("POST", "/v1/test/once", "", "", func(c *httpapi.Ctx) error {
+			calls.Add(1)
+			select {
+			case started <- struct{}{}:
+				<-release
+			default:
+			}
+			return c.JSON(http.StatusCreated, map[string]string{"done": "yes"})
+		})
+	}
+	s := newTestServerWith(t, httpapi.Options{DevLogin: true}, route)
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	h2 := httpapi.New(s.ws, httpapi.Options{DevLogin: true})
+	route(h2)
+	srv2 := httptest.NewServer(h2)
+	t.Cleanup(srv2.Close)
+	s2 := &testServer{ws: s.ws, h: h2, srv: srv2, clock: s.clock, logs: s.logs}
+	admin := s.devLogin(t, `{}`)
+
+	done := make(chan *testResponse, 1)
+	go func() { done <- s.do(t, "POST", "/v1/test/once", admin.Token, `{}`, "Idempotency-Key", "race") }()
+	testwait.Recv(t, started, "the first Handler's request reached the handler")
+	r := s2.do(t, "POST", "/v1/test/once", admin.Token, `{}`, "Idempotency-Key", "race").want(t, http.StatusConflict)
+	if got, want := r.detail(t), "a request with this Idempotency-Key is still in progress"; got != want {
+		t.Errorf("the second Handler's answer: %q, want %q", got, want)
+	}
+	free()
+	first := testwait.Recv(t, done, "the first request was answered").want(t, http.StatusCreated)
+	for _, srv := range []*testServer{s2, s} {
+		r := srv.do(t, "POST", "/v1/test/once", admin.Token, `{}`, "Idempotency-Key", "race").want(t, http.StatusCreated)
+		if r.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(r.Body, first.Body) {
+			t.Errorf("a retry: %v %s, want the first answer replayed: %s", r.Header, r.Body, first.Body)
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the handler ran %d times, want once", n)
 	}
 }
 
@@ -181,17 +264,19 @@ func TestIdempotencyPublicRoutes(t *testing.T) {
 
 // TestIdempotencyActedMark: a route whose change is a store write marks
 // its key in the same transaction; when the server dies before the
-// response is kept, a retry is a 409 that says the request took effect,
-// never a second effect. A request that fails (5xx) frees its key.
+// response is kept (the workspace is closed and opened again on its
+// directory), a retry is a 409 that says the request took effect, never a
+// second effect. A request that fails (5xx) frees its key.
 func TestIdempotencyActedMark(t *testing.T) {
 	t.Parallel()
+	dir := t.TempDir()
+	clk := bas.NewFakeClock(testStart)
 	started, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	free := func() { once.Do(func() { close(release) }) }
 	var writes atomic.Int32
-	var ws *bas.Workspace
-	route := func(block bool) func(h *httpapi.Handler) {
-		return func(h *httpapi.Handler) {
+	open := func(block bool) *testServer {
+		return openDirServer(t, dir, clk, func(ws *bas.Workspace, h *httpapi.Handler) {
 			h.HandleForTest("POST", "/v1/test/write", "", "", func(c *httpapi.Ctx) error {
 				n := writes.Add(1)
 				err := ws.Store().Update(c.Context(), func(tx store.Txn) error {
@@ -209,10 +294,9 @@ func TestIdempotencyActedMark(t *testing.T) {
 				}
 				return c.JSON(http.StatusCreated, map[string]int32{"write": n})
 			})
-		}
+		})
 	}
-	s := newTestServerWith(t, httpapi.Options{DevLogin: true}, route(true))
-	ws = s.ws
+	s := open(true)
 	t.Cleanup(free)
 	// The workspace's filter of stored keys is filled before the key is
 	// marked: only the mark's own write can put the key in it.
@@ -226,14 +310,14 @@ func TestIdempotencyActedMark(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	// The change is committed; the response is not kept.
+	// The change is committed; the response is not kept when the server
+	// dies.
 	testwait.Recv(t, started, "the first request's change was committed")
+	if err := s.ws.Close(); err != nil {
+		t.Fatal(err)
+	}
 
-	h2 := httpapi.New(s.ws, httpapi.Options{DevLogin: true})
-	route(false)(h2)
-	srv2 := httptest.NewServer(h2)
-	t.Cleanup(srv2.Close)
-	s2 := &testServer{ws: s.ws, h: h2, srv: srv2, clock: s.clock, logs: s.logs}
+	s2 := open(false)
 	r := s2.do(t, "POST", "/v1/test/write", admin.Token, `{}`, "Idempotency-Key", "w1").want(t, http.StatusConflict)
 	if d := r.detail(t); !strings.Contains(d, "took effect") {
 		t.Errorf("detail %q", d)

@@ -214,7 +214,7 @@ func (t StepType) runPure(env StepEnv) bool {
 		}
 	} else {
 		var err error
-		out, err = t.Eval(cfg, *def, env.Data())
+		out, err = t.Eval(cfg, *def, stepData(env, cfg))
 		if err != nil {
 			return env.Fail(fmt.Errorf("step %s: %w", def.Key, err))
 		}
@@ -224,6 +224,35 @@ func (t StepType) runPure(env StepEnv) bool {
 		return env.Fail(fmt.Errorf("step %s: output: %w", def.Key, err))
 	}
 	return env.Complete(v, true)
+}
+
+// DataPartsEnv is a StepEnv that can make part of the run's data: a pure
+// step whose config says which keys of the data it reads (a prepared route)
+// is given only those, and the rest is never built.
+type DataPartsEnv interface {
+	StepEnv
+	// DataParts is Data with only the keys roots ("subject", "trigger",
+	// "steps", "run"; others are left out).
+	DataParts(roots []string) map[string]any
+}
+
+// dataReader is a step's config that knows which keys of the run's data
+// its step reads (ok false: it does not know).
+type dataReader interface {
+	dataRoots() (roots []string, ok bool)
+}
+
+// stepData is the run's data a pure step of config cfg is evaluated on:
+// only the keys cfg reads where both cfg and env can say so, else Data.
+func stepData(env StepEnv, cfg any) map[string]any {
+	if d, ok := cfg.(dataReader); ok {
+		if pe, ok := env.(DataPartsEnv); ok {
+			if roots, ok := d.dataRoots(); ok {
+				return pe.DataParts(roots)
+			}
+		}
+	}
+	return env.Data()
 }
 
 // toAny turns a Go value into its decoded JSON form (numbers exact), so

@@ -2,6 +2,7 @@ package process
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 
 	"github.com/bas-platform/bas/internal/errs"
@@ -35,8 +36,10 @@ type RouteConfig struct {
 	AI *RouteAI `json:"ai,omitempty"`
 
 	// parsed holds each rule's When filter parsed by Prepare (nil for one
-	// that does not parse); Route parses them itself without it.
+	// that does not parse); Route parses them itself without it. roots
+	// are the keys of the run's data the parsed filters look at.
 	parsed []*filter.Filter
+	roots  []string
 }
 
 // Prepare parses the rules' filters once, for a config that many runs
@@ -45,9 +48,28 @@ type RouteConfig struct {
 // each call. The config must not change after it.
 func (c *RouteConfig) Prepare() {
 	c.parsed = make([]*filter.Filter, len(c.Rules))
+	c.roots = []string{}
 	for i, r := range c.Rules {
 		c.parsed[i] = parseWhen(r.When)
+		for _, root := range c.parsed[i].Roots() {
+			if !slices.Contains(c.roots, root) {
+				c.roots = append(c.roots, root)
+			}
+		}
 	}
+}
+
+// dataRoots implements dataReader: a route with an input reads none of
+// the run's data; one prepared reads what its filters look at; of one not
+// prepared it is not known.
+func (c *RouteConfig) dataRoots() ([]string, bool) {
+	switch {
+	case c.Input != nil:
+		return nil, true
+	case c.roots != nil && len(c.parsed) == len(c.Rules):
+		return c.roots, true
+	}
+	return nil, false
 }
 
 // RouteTarget is a destination: a queue, an owner and a priority.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/clock"
 )
 
@@ -68,5 +69,33 @@ func TestDroppedShardSettlesHeldChanges(t *testing.T) {
 	}
 	if !errors.Is(told, errNotOwner) {
 		t.Errorf("the held change's waiter was told %v, want errNotOwner", told)
+	}
+}
+
+// TestParkedKeyOfAShardNotHeldIsForgotten: on a cluster node, a parked
+// due key of a run whose shard the node does not hold (any more) is
+// forgotten at its retry, though the key is still stored: its new owner
+// handles it. Before its retry it is kept.
+func TestParkedKeyOfAShardNotHeldIsForgotten(t *testing.T) {
+	w := clusterWorker(t)
+	s := w.e.sched
+	key := dueKey(w.e.clock.Now(), "ten_a", "run_1", "tok")
+	if err := w.e.st.Update(t.Context(), func(tx store.Txn) error { return tx.Set(key, nil) }); err != nil {
+		t.Fatal(err)
+	}
+	s.park("ten_a", "run_1", key, errCorruptRun)
+	now := w.e.clock.Now()
+	look := func(at time.Time) []string {
+		t.Helper()
+		if err := w.e.st.View(t.Context(), func(r store.Reader) error { return s.forgetGoneParked(r, at) }); err != nil {
+			t.Fatal(err)
+		}
+		return parkedKeys(s)
+	}
+	if got := look(now.Add(parkFirst - time.Nanosecond)); len(got) != 1 {
+		t.Errorf("before its retry: %d parked, want the key kept", len(got))
+	}
+	if got := look(now.Add(parkFirst)); len(got) != 0 {
+		t.Errorf("at its retry, the key of a shard not held is still parked: %q", got)
 	}
 }

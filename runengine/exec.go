@@ -231,25 +231,41 @@ func (x *exec) setStatus(status RunStatus) {
 	}
 }
 
+// dataRoots are the keys of the run's data (see data).
+var dataRoots = []string{"subject", "trigger", "steps", "run"}
+
 // data is what references in step configs read.
-func (x *exec) data() map[string]any {
+func (x *exec) data() map[string]any { return x.dataParts(dataRoots) }
+
+// dataParts is data with only the keys roots (others are left out): a
+// prepared route step reads only what its filters look at, and the rest
+// is not built (see process.DataPartsEnv).
+func (x *exec) dataParts(roots []string) map[string]any {
 	r := x.r
-	steps := make(map[string]any, len(r.Steps))
-	for _, s := range r.Steps {
-		if s.Status == StepCompleted {
-			steps[s.Key] = s.Output
+	out := make(map[string]any, len(roots))
+	for _, root := range roots {
+		switch root {
+		case "subject":
+			out[root] = r.Subject.data()
+		case "trigger":
+			trig := map[string]any{"type": r.Trigger.Type, "data": r.Trigger.Data}
+			if r.Trigger.Event != nil {
+				trig["event"] = *r.Trigger.Event
+			}
+			out[root] = trig
+		case "steps":
+			steps := make(map[string]any, len(r.Steps))
+			for _, s := range r.Steps {
+				if s.Status == StepCompleted {
+					steps[s.Key] = s.Output
+				}
+			}
+			out[root] = steps
+		case "run":
+			out[root] = map[string]any{"id": r.ID, "process_id": r.ProcessID, "process_name": r.ProcessName}
 		}
 	}
-	trig := map[string]any{"type": r.Trigger.Type, "data": r.Trigger.Data}
-	if r.Trigger.Event != nil {
-		trig["event"] = *r.Trigger.Event
-	}
-	return map[string]any{
-		"subject": r.Subject.data(),
-		"trigger": trig,
-		"steps":   steps,
-		"run":     map[string]any{"id": r.ID, "process_id": r.ProcessID, "process_name": r.ProcessName},
-	}
+	return out
 }
 
 // config decodes the step's config with references resolved into v, a

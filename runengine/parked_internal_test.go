@@ -3,7 +3,10 @@ package runengine
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/clock"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -91,20 +95,7 @@ func TestCorruptRunTimerIsLoggedAndBacksOff(t *testing.T) {
 	s := eng.sched
 	// looks waits for n more looks from the first due key, the looks that
 	// find a timer handed out before.
-	looks := func(n int, what string) {
-		t.Helper()
-		for range n {
-			s.mu.Lock()
-			was := s.fullEnded
-			s.mu.Unlock()
-			s.wake()
-			testwait.Until(t, what, func() bool {
-				s.mu.Lock()
-				defer s.mu.Unlock()
-				return s.fullEnded.After(was)
-			})
-		}
-	}
+	looks := func(n int, what string) { t.Helper(); fullLooks(t, s, n, what) }
 	testwait.Until(t, "the corrupt run's timer logged", func() bool { return logs.count() == 1 })
 	read := st.reads.Load()
 	looks(3, "three looks while the timer waits for its retry")
@@ -175,5 +166,111 @@ func TestParkedKeyWaitsDoubleUpToParkMost(t *testing.T) {
 	}
 	if got := logs.count(); got != 1 {
 		t.Errorf("logged %d times; want once", got)
+	}
+}
+
+// corruptRunEngine corrupts the record of a run waiting an hour, with
+// clock at advance past its start, and opens an engine over it that counts
+// the record's reads and the log lines of corrupt records.
+func corruptRunEngine(t *testing.T, advance time.Duration) (*Engine, *keyReads, *logCount, *Run) {
+	t.Helper()
+	base, clk, r := closedWithWaitingRun(t)
+	key := runs.RecordKey("ten_a", r.ID)
+	if err := base.Update(context.Background(), func(tx store.Txn) error { return tx.Set(key, []byte(`{"id":`)) }); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(advance)
+	st := &keyReads{Store: base, key: key}
+	logs := &logCount{part: "run record cannot be decoded"}
+	eng, _ := schedEngine(t, st, clk, Config{Logger: slog.New(logs)})
+	return eng, st, logs, r
+}
+
+// fullLooks waits for n more looks of s from the first due key.
+func fullLooks(t *testing.T, s *scheduler, n int, what string) {
+	t.Helper()
+	for range n {
+		s.mu.Lock()
+		was := s.fullEnded
+		s.mu.Unlock()
+		s.wake()
+		testwait.Until(t, what, func() bool {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return s.fullEnded.After(was)
+		})
+	}
+}
+
+// parkedKeys are the keys s steps over.
+func parkedKeys(s *scheduler) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.parked))
+}
+
+// A parked timer's key deleted by another path than its commit (here
+// straight in the store, as a cancel or a removal of the run would) is
+// forgotten at its retry: before, it stayed in memory for good.
+func TestParkedKeyForgottenWhenDeletedElsewhere(t *testing.T) {
+	t.Parallel()
+	eng, _, logs, r := corruptRunEngine(t, 2*time.Hour)
+	s := eng.sched
+	testwait.Until(t, "the corrupt run's timer logged", func() bool { return logs.count() == 1 })
+	keys, _ := runTimerKeys(t, eng.st, r.ID)
+	if diff := cmp.Diff([]string{string(keys[0])}, parkedKeys(s)); diff != "" {
+		t.Fatalf("parked (-want +got):\n%s", diff)
+	}
+	if err := eng.st.Update(context.Background(), func(tx store.Txn) error { return tx.Delete(keys[0]) }); err != nil {
+		t.Fatal(err)
+	}
+	fullLooks(t, s, 2, "looks before the retry")
+	if got := parkedKeys(s); len(got) != 1 {
+		t.Errorf("a key was forgotten before its retry: %d parked", len(got))
+	}
+	eng.clock.(*clock.Fake).Advance(parkFirst)
+	fullLooks(t, s, 1, "a look at the retry")
+	if got := parkedKeys(s); len(got) != 0 {
+		t.Errorf("the deleted key is still parked: %q", got)
+	}
+}
+
+// A command forwarded by another cluster node (a due key of the inbox)
+// for a run whose record cannot be decoded is parked as a timer is:
+// logged once, stepped over until its retry, and forgotten with its key.
+// Before, every look handed it out again, read the run, and said nothing.
+func TestForwardedCommandOfCorruptRunIsParked(t *testing.T) {
+	t.Parallel()
+	eng, st, logs, r := corruptRunEngine(t, 0) // the run's own timer is an hour away
+	s := eng.sched
+	raw, err := json.Marshal(inboxCommand{Kind: cmdCancel, Tenant: "ten_a", RunID: r.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inbox := dueKey(eng.clock.Now(), "ten_a", r.ID, inboxPrefix+"inb_1")
+	if err := st.Update(context.Background(), func(tx store.Txn) error { return tx.Set(inbox, raw) }); err != nil {
+		t.Fatal(err)
+	}
+	s.wake()
+	testwait.Until(t, "the forwarded command's corrupt run logged", func() bool { return logs.count() == 1 })
+	if diff := cmp.Diff([]string{string(inbox)}, parkedKeys(s)); diff != "" {
+		t.Fatalf("parked (-want +got):\n%s", diff)
+	}
+	read := st.reads.Load()
+	fullLooks(t, s, 3, "three looks while the command waits for its retry")
+	if got := st.reads.Load(); got != read {
+		t.Errorf("the corrupt run was read %d more times before the retry; want 0", got-read)
+	}
+	if got := logs.count(); got != 1 {
+		t.Errorf("logged %d times; want once", got)
+	}
+
+	if err := st.Update(context.Background(), func(tx store.Txn) error { return tx.Delete(inbox) }); err != nil {
+		t.Fatal(err)
+	}
+	eng.clock.(*clock.Fake).Advance(parkFirst)
+	fullLooks(t, s, 1, "a look at the retry")
+	if got := parkedKeys(s); len(got) != 0 {
+		t.Errorf("the deleted inbox key is still parked: %q", got)
 	}
 }

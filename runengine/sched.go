@@ -344,6 +344,11 @@ func (s *scheduler) fireDue() (time.Time, error) {
 					readDueRuns(r, due)
 				}
 			}()
+			if after == nil {
+				if err := s.forgetGoneParked(r, now); err != nil {
+					return err
+				}
+			}
 			return r.Scan(store.ScanOptions{Prefix: s.prefix, After: after, KeysOnly: true}, func(key, _ []byte) error {
 				s.mu.Lock()
 				handed, busy := s.inflight[string(key)]

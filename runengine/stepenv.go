@@ -13,7 +13,7 @@ import (
 // and st, set by runStep.
 type stepEnv exec
 
-var _ process.StepEnv = (*stepEnv)(nil)
+var _ process.DataPartsEnv = (*stepEnv)(nil)
 
 func (e *stepEnv) x() *exec { return (*exec)(e) }
 
@@ -25,6 +25,9 @@ func (e *stepEnv) Config(v any) error { return e.x().config(e.def, v) }
 
 // Data implements process.StepEnv.
 func (e *stepEnv) Data() map[string]any { return e.x().data() }
+
+// DataParts implements process.DataPartsEnv.
+func (e *stepEnv) DataParts(roots []string) map[string]any { return e.x().dataParts(roots) }
 
 // Now implements process.StepEnv.
 func (e *stepEnv) Now() time.Time { return e.now }

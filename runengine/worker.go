@@ -717,8 +717,8 @@ func (w *worker) handle(c *command) {
 	en, err := w.load(c.tenant, c.runID)
 	if err != nil {
 		if !errors.Is(err, errs.NotFound) {
-			if c.kind == cmdTimer && (c.cl == nil || c.cl.inbox == nil) && errors.Is(err, errCorruptRun) {
-				w.e.sched.park(c.tenant, c.runID, c.timer.key, err)
+			if key := c.dueKey(); key != nil && errors.Is(err, errCorruptRun) {
+				w.e.sched.park(c.tenant, c.runID, key, err)
 				return
 			}
 			w.unread(c, err)

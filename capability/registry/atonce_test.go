@@ -13,7 +13,7 @@ type atOnce struct{ *provider }
 
 func (atOnce) ReturnsAtOnce() {}
 
-// TestReturnsAtOnce: the registry tells whether the provider a tenant's
+// TestReturnsAtOnce: a Route tells whether the provider a tenant's
 // call of a capability goes to returns at once: a built-in provider that
 // says so does; a connector that says so does not (its calls go out over
 // the network), nor does a provider that does not say so, nor a
@@ -28,7 +28,8 @@ func TestReturnsAtOnce(t *testing.T) {
 		capID string
 		want  bool
 	}{{"document.validate", true}, {"sms.send", false}, {"email.send", false}, {"ticket.create", false}} {
-		if got := b.reg.ReturnsAtOnce(ctx, "t1", tc.capID); got != tc.want {
+		rt := b.reg.Route(ctx, "t1", tc.capID)
+		if got := rt.ReturnsAtOnce(); got != tc.want {
 			t.Errorf("ReturnsAtOnce(%s) = %v, want %v", tc.capID, got, tc.want)
 		}
 	}

@@ -17,7 +17,7 @@ type joining struct{ *provider }
 
 func (joining) JoinsWrites(callwrites.Mark) {}
 
-// TestJoinsWrites: the registry tells whether the provider a tenant's call
+// TestJoinsWrites: a Route tells whether the provider a tenant's call
 // of a capability goes to joins its writes to the caller's commit: a
 // Joiner does, any other does not, nor does a capability no provider
 // fills.
@@ -30,7 +30,8 @@ func TestJoinsWrites(t *testing.T) {
 		capID string
 		want  bool
 	}{{"email.send", true}, {"sms.send", false}, {"ticket.create", false}} {
-		if got := b.reg.JoinsWrites(ctx, "t1", tc.capID); got != tc.want {
+		rt := b.reg.Route(ctx, "t1", tc.capID)
+		if got := rt.JoinsWrites(); got != tc.want {
 			t.Errorf("JoinsWrites(%s) = %v, want %v", tc.capID, got, tc.want)
 		}
 	}

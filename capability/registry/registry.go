@@ -521,24 +521,6 @@ func unknownCapability(id string) error {
 	return errs.Invalidf([]any{"capability"}, "value_error", "unknown capability %q", id)
 }
 
-// JoinsWrites reports whether the provider tenant's calls of capabilityID
-// go to is a callwrites.Joiner (every action of it commits with the
-// caller's commit of the call's result). The run engine asks it of a
-// call's Route (Route.JoinsWrites), and only when the registry itself is
-// its Caller, not a Caller embedding it.
-func (r *Registry) JoinsWrites(ctx context.Context, tenant, capabilityID string) bool {
-	rt := r.Route(ctx, tenant, capabilityID)
-	return rt.JoinsWrites()
-}
-
-// ReturnsAtOnce reports whether tenant's calls of capabilityID go to a
-// built-in provider that is a capability.ReturnsAtOnce (its calls never
-// block, so a caller may make them on its own goroutine).
-func (r *Registry) ReturnsAtOnce(ctx context.Context, tenant, capabilityID string) bool {
-	rt := r.Route(ctx, tenant, capabilityID)
-	return rt.ReturnsAtOnce()
-}
-
 // Route is the provider a tenant's calls of a capability go to, resolved
 // once (Registry.Route) for a caller that asks several things of one call:
 // whether it joins the caller's commit, whether it returns at once, and
@@ -569,8 +551,10 @@ func (r *Registry) Current(rt *Route) bool {
 	return rt != nil && rt.pe != nil && rt.changes == r.changes.Load()
 }
 
-// JoinsWrites reports whether rt's provider is a callwrites.Joiner (see
-// Registry.JoinsWrites).
+// JoinsWrites reports whether rt's provider is a callwrites.Joiner: every
+// action of it commits with the caller's commit of the call's result. The
+// run engine asks it only when the registry itself is its Caller, not a
+// Caller embedding it.
 func (rt *Route) JoinsWrites() bool {
 	if rt.pe == nil {
 		return false
@@ -579,8 +563,9 @@ func (rt *Route) JoinsWrites() bool {
 	return ok
 }
 
-// ReturnsAtOnce reports whether rt's provider is a built-in one whose
-// calls never block (see Registry.ReturnsAtOnce).
+// ReturnsAtOnce reports whether rt's provider is a built-in one that is a
+// capability.ReturnsAtOnce: its calls never block, so a caller may make
+// them on its own goroutine.
 func (rt *Route) ReturnsAtOnce() bool {
 	if rt.pe == nil || rt.pe.info.Kind != capability.KindBuiltin {
 		return false

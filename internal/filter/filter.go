@@ -206,6 +206,23 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
+// Roots are the first segments of the paths f's entries look at, each
+// once, in the order of the entries: Match reads nothing of data but the
+// values under these keys. A nil or empty filter has none.
+func (f *Filter) Roots() []string {
+	if f == nil {
+		return nil
+	}
+	var roots []string
+	for _, e := range f.entries {
+		root, _, _ := strings.Cut(e.path, ".")
+		if !slices.Contains(roots, root) {
+			roots = append(roots, root)
+		}
+	}
+	return roots
+}
+
 // Match reports whether data satisfies every entry of f. A nil or empty
 // filter matches everything, including nil data.
 func (f *Filter) Match(data map[string]any) bool {

@@ -347,3 +347,31 @@ func BenchmarkMatch(b *testing.B) {
 		f.Match(data)
 	}
 }
+
+// TestRoots: a filter's roots are the first segments of its paths, each
+// once, in its entries' order (the entries are sorted by path); a nil or
+// empty filter has none.
+func TestRoots(t *testing.T) {
+	t.Parallel()
+	for _, test := range []struct {
+		filter string
+		want   []string
+	}{
+		{`null`, nil},
+		{`{}`, nil},
+		{`{"subject.type": "delivery"}`, []string{"subject"}},
+		{`{"steps.a.ok": true, "subject.label": {"ne": "x"}, "steps.b": {"exists": true}, "amount": 5}`,
+			[]string{"amount", "steps", "subject"}},
+	} {
+		f, err := Parse(json.RawMessage(test.filter))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(test.want, f.Roots()); diff != "" {
+			t.Errorf("Roots of %s (-want +got):\n%s", test.filter, diff)
+		}
+	}
+	if roots := (*Filter)(nil).Roots(); roots != nil {
+		t.Errorf("a nil filter's roots: %v", roots)
+	}
+}
