@@ -765,10 +765,7 @@ func TestAnticipationCoversTheDeviation(t *testing.T) {
 func TestAnticipationCoversTheLatestOfRecent(t *testing.T) {
 	t.Parallel()
 	const us = time.Microsecond
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	c := &committer{clock: clk}
-	defer c.ahead.stop()
-	c.share.inOpen = map[string]int{"flood": 3}
+	c, clk := floodedCommitter(t)
 	come := func(took time.Duration) {
 		t.Helper()
 		c.ahead.landed("quiet", clk.Now(), false)
@@ -816,6 +813,18 @@ func TestAnticipationCoversTheLatestOfRecent(t *testing.T) {
 		t.Errorf("latest after a tenant gone for good = %v, want %v, the latest that came", got, want)
 	}
 	c.ahead.mu.Unlock()
+}
+
+// floodedCommitter returns a committer on a fake clock whose open
+// transaction holds three changes of a flooding tenant, for the tests of
+// its wait for a quiet tenant (see anticipation).
+func floodedCommitter(t *testing.T) (*committer, *clock.Fake) {
+	t.Helper()
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := &committer{clock: clk}
+	t.Cleanup(c.ahead.stop)
+	c.share.inOpen = map[string]int{"flood": 3}
+	return c, clk
 }
 
 // TestAnticipationWindowBounds: the wait is the think time plus four
@@ -1114,10 +1123,7 @@ func (t *gatedTxn) CommitAsync(done func(error)) {
 func TestAnticipationAwaitsARunThatGoesOn(t *testing.T) {
 	t.Parallel()
 	const us = time.Microsecond
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	c := &committer{clock: clk}
-	defer c.ahead.stop()
-	c.share.inOpen = map[string]int{"flood": 3}
+	c, clk := floodedCommitter(t)
 	come := func(took time.Duration, sure bool) {
 		t.Helper()
 		c.ahead.landed("quiet", clk.Now(), sure)
