@@ -44,21 +44,29 @@ func (p *numbered) Call(ctx context.Context, _ capability.Call) (json.RawMessage
 	return json.Marshal(map[string]int{"n": n})
 }
 
+// numberedEngine opens a memEngine with cfg's settings and a numbered
+// provider registered, which it returns too.
+func numberedEngine(t *testing.T, cfg Config) (*Engine, *process.Service, *numbered) {
+	t.Helper()
+	eng, procs := memEngine(t, cfg)
+	p := &numbered{entered: make(chan int, 2), release: [2]chan struct{}{make(chan struct{}), make(chan struct{})}}
+	if err := eng.cfg.Capabilities.(*registry.Registry).Register(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return eng, procs, p
+}
+
 // TestStaleCallResultRefused: a run reloaded while its call is on its way
 // makes the call again (same step, same attempt, same idempotency key).
 // The first call's result, answered after that, is stale: the run takes
 // only the result of the call it awaits. With one token for every call,
 // the first result to come was taken, whichever call it answered.
 func TestStaleCallResultRefused(t *testing.T) {
-	eng, procs := memEngine(t, Config{})
-	p := &numbered{entered: make(chan int, 2), release: [2]chan struct{}{make(chan struct{}), make(chan struct{})}}
-	if err := eng.cfg.Capabilities.(*registry.Registry).Register(p); err != nil {
-		t.Fatal(err)
-	}
+	eng, procs, p := numberedEngine(t, Config{})
 	ctx := context.Background()
-	if err := eng.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
 	in, err := process.DecodeIn([]byte(`{"name": "Watch", "function": "operations", "trigger": {"type": "manual"},
 		"steps": [{"key": "watch", "type": "monitor", "capability": "test.number",
 		  "config": {"args": {}, "condition": {"value.n": 2}, "interval": "1h", "timeout": "3h"}}]}`))

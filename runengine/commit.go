@@ -45,6 +45,11 @@ type delta struct {
 	fence *lease.Lease
 	// caller says a caller waits for the delta's commit (see callerHold).
 	caller bool
+	// goesOn says the delta's run goes on after it: a call or gate
+	// decision of the run is in flight (or goes out once the delta is
+	// durable), so the run's next change comes when that returns (see
+	// anticipation).
+	goesOn bool
 }
 
 // counterInc adds n to the counter at key (a delta may hold several of
@@ -481,6 +486,7 @@ func (c *committer) launch() {
 	c.keepCounters(sums)
 	c.flights++
 	light := c.share.light()
+	sure := light != "" && goesOn(batch, light)
 	prev, told := c.lastTold, make(chan struct{})
 	c.lastTold = told
 	// The lone commits of its tenants launched before it (see
@@ -500,7 +506,7 @@ func (c *committer) launch() {
 			c.countersLost.Store(true)
 		}
 		if light != "" && err == nil {
-			c.ahead.landed(light, c.now())
+			c.ahead.landed(light, c.now(), sure)
 		}
 		if err == nil && c.counted != nil {
 			c.counted(sums)
@@ -519,6 +525,17 @@ func (c *committer) launch() {
 	if held := c.share.launched(); held != nil {
 		c.add(held)
 	}
+}
+
+// goesOn reports whether a change of tenant in batch leaves its run going
+// on (see delta.goesOn).
+func goesOn(batch []*delta, tenant string) bool {
+	for _, d := range batch {
+		if d.goesOn && d.tenant == tenant {
+			return true
+		}
+	}
+	return false
 }
 
 // commitAlone commits d in a transaction of its own, started at once while
@@ -563,7 +580,7 @@ func (c *committer) commitAlone(d *delta) bool {
 	told := make(chan struct{})
 	// d may be reused once told (a run's commit is): keep what the
 	// callback needs after telling it.
-	tenant, after := d.tenant, d.after
+	tenant, after, sure := d.tenant, d.after, d.goesOn
 	earlier := c.told.alone(tenant, told)
 	tx.CommitAsync(func(err error) {
 		c.record(1, time.Since(began), err)
@@ -574,7 +591,7 @@ func (c *committer) commitAlone(d *delta) bool {
 			<-earlier // its tenant's changes in commits launched before were told first
 		}
 		if err == nil {
-			c.ahead.landed(tenant, c.now())
+			c.ahead.landed(tenant, c.now(), sure)
 			if c.counted != nil {
 				c.counted(sums)
 			}

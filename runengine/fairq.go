@@ -399,14 +399,27 @@ func (s *commitShare) light() string {
 // is over half of aheadMax (quiet tenants do not come back soon: a person
 // completing a task now and then) nothing waits, and the time is still
 // measured. A tenant alone never waits.
+//
+// A commit whose quiet change leaves its run going on (a call or gate
+// decision of it in flight, see delta.goesOn) is sure to be followed by
+// that run's next change once the call returns: the batch then waits for
+// it up to aheadMax, not by the statistics, which are of the changes that
+// may never come (a caller's next run). Those statistics count only such
+// changes; the sure ones are smoothed apart (sureThink), and while they
+// take over half of aheadMax (slow calls) the batch does not wait for them
+// either.
 type anticipation struct {
 	flying atomic.Int32 // quiet tenants' commits in flight (commitAlone)
 	on     atomic.Bool  // a tenant is awaited
 	mu     sync.Mutex
-	tenant string        // the awaited tenant
-	since  time.Time     // when its commit landed
-	think  time.Duration // how long its next change took to come, smoothed
-	dev    time.Duration // the mean deviation of that time from think, smoothed
+	tenant string    // the awaited tenant
+	since  time.Time // when its commit landed
+	// sure says the awaited change is sure to come (its run goes on), and
+	// sureThink is how long such changes took to come, smoothed.
+	sure      bool
+	sureThink time.Duration
+	think     time.Duration // how long its next change took to come, smoothed (one not sure to)
+	dev       time.Duration // the mean deviation of that time from think, smoothed
 	// took are how long the last aheadRecent changes awaited took to come
 	// (a ring; next is the oldest's index), and latest the longest of them.
 	took   [aheadRecent]time.Duration
@@ -435,10 +448,11 @@ const (
 )
 
 // landed records that a commit holding tenant's change landed at now: its
-// next change is awaited.
-func (a *anticipation) landed(tenant string, now time.Time) {
+// next change is awaited, sure to come when the commit left a run of it
+// going on.
+func (a *anticipation) landed(tenant string, now time.Time, sure bool) {
 	a.mu.Lock()
-	a.tenant, a.since = tenant, now
+	a.tenant, a.since, a.sure = tenant, now, sure
 	a.on.Store(true)
 	a.mu.Unlock()
 }
@@ -453,8 +467,12 @@ func (a *anticipation) came(tenant string, now time.Time) bool {
 		return false
 	}
 	took := min(now.Sub(a.since), aheadMax)
-	a.measured(took)
-	a.recent(took)
+	if a.sure {
+		a.sureThink += (took - a.sureThink) / 4
+	} else {
+		a.measured(took)
+		a.recent(took)
+	}
 	a.tenant = ""
 	a.on.Store(false)
 	return true
@@ -528,9 +546,16 @@ func (c *committer) awaitQuiet() bool {
 	a.mu.Lock()
 	tenant, since, until := a.tenant, a.since, a.since.Add(a.window())
 	slow := a.think > aheadMax/2
+	if a.sure {
+		until, slow = a.since.Add(aheadMax), a.sureThink > aheadMax/2
+	}
 	if tenant != "" && now.Sub(since) >= aheadForget {
 		// It did not come back: count it as late as can be.
-		a.measured(aheadMax)
+		if a.sure {
+			a.sureThink += (aheadMax - a.sureThink) / 4
+		} else {
+			a.measured(aheadMax)
+		}
 		a.tenant = ""
 		a.on.Store(false)
 	}

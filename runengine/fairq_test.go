@@ -604,6 +604,54 @@ func TestCommitterAwaitsQuietTenant(t *testing.T) {
 	}
 }
 
+// TestCommitterAwaitsARunThatGoesOn: once a quiet tenant's change that
+// leaves its run going on landed, the flood's open batch waits for that
+// run's next change up to aheadMax, past the wait for a change not sure to
+// come (750 µs before any was measured), and goes when aheadMax is over.
+func TestCommitterAwaitsARunThatGoesOn(t *testing.T) {
+	t.Parallel()
+	gs, c, kc := gatedCommitter(t, 1000, false)
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c.clock = clk
+	pending := func(key string) bool {
+		select {
+		case err := <-kc.done[key]:
+			kc.done[key] <- err
+			return false
+		default:
+			return true
+		}
+	}
+	// The quiet tenant's change commits alone behind the flood's commit.
+	kc.submit("flood", "flood-0")
+	gs.waitHeld(t)
+	readyAhead(t, c)
+	kc.submitAs("quiet", true, "q0")
+	kc.wait(t, "q0")
+	kc.submit("flood", "flood-1", "flood-2")
+	gs.open()
+	kc.wait(t, "flood-0")
+	awaits := func(key string) {
+		t.Helper()
+		testwait.Until(t, "the committer waits for the quiet tenant", func() bool { return clk.Timers() == 1 })
+		clk.Advance(aheadMax - time.Microsecond)
+		if clk.Timers() != 1 || !pending(key) {
+			t.Fatalf("%s did not wait aheadMax for the next change of a run that goes on", key)
+		}
+	}
+	awaits("flood-1")
+	// The run's next change joins the flood's batch; that batch holds
+	// fewer of the quiet tenant's changes than of the flood's, and the
+	// quiet one leaves its run going on: the next batch waits for it too,
+	// and goes once aheadMax is over.
+	kc.submitAs("quiet", true, "q1")
+	kc.wait(t, "q1", "flood-1", "flood-2")
+	kc.submit("flood", "flood-3")
+	awaits("flood-3")
+	clk.Advance(time.Microsecond)
+	kc.wait(t, "flood-3")
+}
+
 // TestAnticipationLearnsThinkTime: the flood's batch waits for a quiet
 // tenant that comes back soon, for the time it took lately plus four
 // deviations, not after that; not at all once quiet tenants come back late; and a batch's
@@ -627,7 +675,7 @@ func TestAnticipationLearnsThinkTime(t *testing.T) {
 	if c.awaitQuiet() {
 		t.Fatal("waited with no quiet tenant")
 	}
-	c.ahead.landed("quiet", clk.Now())
+	c.ahead.landed("quiet", clk.Now(), false)
 	if !c.awaitQuiet() {
 		t.Fatal("the flood's batch did not wait for the quiet tenant")
 	}
@@ -637,7 +685,7 @@ func TestAnticipationLearnsThinkTime(t *testing.T) {
 	}
 	// think 250 -> 212.5 µs, deviation 125 -> 131.25 µs: a wait of
 	// 737.5 µs.
-	c.ahead.landed("quiet", clk.Now())
+	c.ahead.landed("quiet", clk.Now(), false)
 	clk.Advance(737 * time.Microsecond)
 	if !c.awaitQuiet() {
 		t.Error("the wait ended early")
@@ -649,11 +697,11 @@ func TestAnticipationLearnsThinkTime(t *testing.T) {
 	c.ahead.came("quiet", clk.Now())
 	// Quiet tenants that come back a millisecond later turn the wait off.
 	for range 6 {
-		c.ahead.landed("quiet", clk.Now())
+		c.ahead.landed("quiet", clk.Now(), false)
 		clk.Advance(aheadMax)
 		c.ahead.came("quiet", clk.Now())
 	}
-	c.ahead.landed("quiet", clk.Now())
+	c.ahead.landed("quiet", clk.Now(), false)
 	if c.awaitQuiet() {
 		t.Error("waited for tenants that come back late")
 	}
@@ -661,7 +709,7 @@ func TestAnticipationLearnsThinkTime(t *testing.T) {
 	for range 8 {
 		clk.Advance(50 * time.Microsecond)
 		c.ahead.came("quiet", clk.Now())
-		c.ahead.landed("quiet", clk.Now())
+		c.ahead.landed("quiet", clk.Now(), false)
 	}
 	if !c.awaitQuiet() {
 		t.Error("did not wait again for a tenant that comes back soon")
@@ -688,14 +736,14 @@ func TestAnticipationCoversTheDeviation(t *testing.T) {
 	c.share.inOpen = map[string]int{"flood": 3}
 	for range 8 {
 		for _, took := range []time.Duration{240, 40, 40, 40} {
-			c.ahead.landed("quiet", clk.Now())
+			c.ahead.landed("quiet", clk.Now(), false)
 			clk.Advance(took * time.Microsecond)
 			if !c.ahead.came("quiet", clk.Now()) {
 				t.Fatal("the quiet tenant was not awaited")
 			}
 		}
 	}
-	c.ahead.landed("quiet", clk.Now())
+	c.ahead.landed("quiet", clk.Now(), false)
 	clk.Advance(240 * time.Microsecond)
 	if !c.awaitQuiet() {
 		c.ahead.mu.Lock()
@@ -717,20 +765,17 @@ func TestAnticipationCoversTheDeviation(t *testing.T) {
 func TestAnticipationCoversTheLatestOfRecent(t *testing.T) {
 	t.Parallel()
 	const us = time.Microsecond
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	c := &committer{clock: clk}
-	defer c.ahead.stop()
-	c.share.inOpen = map[string]int{"flood": 3}
+	c, clk := floodedCommitter(t)
 	come := func(took time.Duration) {
 		t.Helper()
-		c.ahead.landed("quiet", clk.Now())
+		c.ahead.landed("quiet", clk.Now(), false)
 		clk.Advance(took)
 		if !c.ahead.came("quiet", clk.Now()) {
 			t.Fatal("the quiet tenant was not awaited")
 		}
 	}
 	awaited := func(after time.Duration) bool {
-		c.ahead.landed("quiet", clk.Now())
+		c.ahead.landed("quiet", clk.Now(), false)
 		clk.Advance(after)
 		waits := c.awaitQuiet()
 		c.ahead.came("quiet", clk.Now())
@@ -758,7 +803,7 @@ func TestAnticipationCoversTheLatestOfRecent(t *testing.T) {
 	}
 	// A tenant gone for good: counted as aheadMax late in the smoothed
 	// time, not as the latest to come.
-	c.ahead.landed("quiet", clk.Now())
+	c.ahead.landed("quiet", clk.Now(), false)
 	clk.Advance(aheadForget)
 	if c.awaitQuiet() {
 		t.Fatal("still awaiting a tenant gone for good")
@@ -768,6 +813,18 @@ func TestAnticipationCoversTheLatestOfRecent(t *testing.T) {
 		t.Errorf("latest after a tenant gone for good = %v, want %v, the latest that came", got, want)
 	}
 	c.ahead.mu.Unlock()
+}
+
+// floodedCommitter returns a committer on a fake clock whose open
+// transaction holds three changes of a flooding tenant, for the tests of
+// its wait for a quiet tenant (see anticipation).
+func floodedCommitter(t *testing.T) (*committer, *clock.Fake) {
+	t.Helper()
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := &committer{clock: clk}
+	t.Cleanup(c.ahead.stop)
+	c.share.inOpen = map[string]int{"flood": 3}
+	return c, clk
 }
 
 // TestAnticipationWindowBounds: the wait is the think time plus four
@@ -903,11 +960,15 @@ func newKeyedChanges(c *committer) *keyedChanges {
 }
 
 // submit submits one change of tenant per key.
-func (k *keyedChanges) submit(tenant string, keys ...string) {
+func (k *keyedChanges) submit(tenant string, keys ...string) { k.submitAs(tenant, false, keys...) }
+
+// submitAs is submit; goesOn says each change leaves its run going on (see
+// delta.goesOn).
+func (k *keyedChanges) submitAs(tenant string, goesOn bool, keys ...string) {
 	for _, key := range keys {
 		ch := make(chan error, 1)
 		k.done[key] = ch
-		k.c.submit(&delta{tenant: tenant, apply: setKey([]byte(key), []byte("v")), after: func(err error) {
+		k.c.submit(&delta{tenant: tenant, goesOn: goesOn, apply: setKey([]byte(key), []byte("v")), after: func(err error) {
 			k.mu.Lock()
 			k.told = append(k.told, key)
 			k.mu.Unlock()
@@ -1050,4 +1111,71 @@ func (t *gatedTxn) CommitAsync(done func(error)) {
 		<-gate
 		done(err)
 	})
+}
+
+// TestAnticipationAwaitsARunThatGoesOn: after a commit whose quiet change
+// left its run going on (a call in flight), the flood's batch waits up to
+// aheadMax for that run's next change, however soon the tenant's other
+// changes came lately; how long those took is smoothed apart and leaves the
+// wait for a change that may never come (a caller's next run) as it was;
+// and while they take over half of aheadMax (slow calls) nothing waits for
+// them, while the other wait still holds.
+func TestAnticipationAwaitsARunThatGoesOn(t *testing.T) {
+	t.Parallel()
+	const us = time.Microsecond
+	c, clk := floodedCommitter(t)
+	come := func(took time.Duration, sure bool) {
+		t.Helper()
+		c.ahead.landed("quiet", clk.Now(), sure)
+		clk.Advance(took)
+		if !c.ahead.came("quiet", clk.Now()) {
+			t.Fatal("the quiet tenant was not awaited")
+		}
+	}
+	window := func() time.Duration {
+		c.ahead.mu.Lock()
+		defer c.ahead.mu.Unlock()
+		return c.ahead.window()
+	}
+	for range aheadRecent {
+		come(30*us, false)
+	}
+	short := window()
+	if short != aheadMin {
+		t.Fatalf("window after quick changes = %v, want %v", short, aheadMin)
+	}
+	c.ahead.landed("quiet", clk.Now(), false)
+	clk.Advance(short)
+	if c.awaitQuiet() {
+		t.Error("a change not sure to come was awaited past the window")
+	}
+	c.ahead.came("quiet", clk.Now())
+	short = window()
+	c.ahead.landed("quiet", clk.Now(), true)
+	clk.Advance(aheadMax - us)
+	if !c.awaitQuiet() {
+		t.Error("the next change of a run that goes on was not awaited up to aheadMax")
+	}
+	clk.Advance(us)
+	if c.awaitQuiet() {
+		t.Error("the wait for a run that goes on outlasted aheadMax")
+	}
+	c.ahead.came("quiet", clk.Now())
+	if got := window(); got != short {
+		t.Errorf("a sure change's time moved the other wait: %v, want %v", got, short)
+	}
+	// Slow calls: the sure changes come a millisecond late, and are no
+	// longer awaited; the others still are.
+	for range 6 {
+		come(aheadMax, true)
+	}
+	c.ahead.landed("quiet", clk.Now(), true)
+	if c.awaitQuiet() {
+		t.Error("waited for runs whose calls come back late")
+	}
+	c.ahead.came("quiet", clk.Now())
+	c.ahead.landed("quiet", clk.Now(), false)
+	if !c.awaitQuiet() {
+		t.Error("the wait for a change not sure to come was turned off by slow calls")
+	}
 }

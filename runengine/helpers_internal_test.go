@@ -52,18 +52,25 @@ func engineOn(t *testing.T, st store.Store, clk *clock.Fake, cfg Config) (*Engin
 // and starts a run of it on eng, returning both.
 func startNew(t *testing.T, eng *Engine, procs *process.Service, tenant, raw string) (*process.Definition, *Run) {
 	t.Helper()
-	in, err := process.DecodeIn([]byte(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	def, err := procs.Create(ctx, tenant, "usr", in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := eng.Start(ctx, StartParams{Tenant: tenant, ProcessID: def.ID})
+	def := createNew(t, procs, tenant, raw)
+	r, err := eng.Start(context.Background(), StartParams{Tenant: tenant, ProcessID: def.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return def, r
+}
+
+// createNew creates tenant's process from raw (a process.ProcessIn in
+// JSON).
+func createNew(t *testing.T, procs *process.Service, tenant, raw string) *process.Definition {
+	t.Helper()
+	in, err := process.DecodeIn([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := procs.Create(context.Background(), tenant, "usr", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return def
 }

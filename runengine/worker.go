@@ -1181,6 +1181,7 @@ func (w *worker) flush(en *entry) {
 	d.apply, d.after = rc.applyFn, rc.afterFn
 	d.counters, d.reads, d.tenant = rc.fx.counters, rc.fx.reads, rc.tenant
 	d.caller = len(rc.replies) > 0
+	d.goesOn = en.inflight != ""
 	d.size = len(raw) + opSize*(len(rc.fx.ops)+len(rc.kept)+2*len(runs.Indexes)+2)
 	w.e.commits.submit(d)
 }
