@@ -1129,7 +1129,7 @@ func (w *worker) flush(en *entry) {
 		return
 	}
 	buf := w.e.recordBuf(len(r.Steps))
-	raw, err := appendRun(*buf, r, true)
+	raw, err := appendStoredRun(*buf, r)
 	if err == nil && len(raw) > MaxInlineOutputBytes {
 		raw, err = w.storeApart(en, raw)
 	}
