@@ -530,7 +530,10 @@ func appendJSONField(b []byte, v any) ([]byte, error) {
 // decodeBinaryRun decodes a record of form 3 (see appendStoredRun), or
 // fails: it never returns a run that record does not hold.
 func decodeBinaryRun(raw []byte) (*Run, error) {
-	d := binDecoder{r: binrec.New(raw)}
+	d := binDecoder{r: binrec.New(raw), n: len(raw)}
+	if len(raw) <= maxSharedRecord {
+		d.src = string(raw)
+	}
 	if d.r.Byte() != storedForm {
 		return nil, errors.New("runengine: not a run record of form 3")
 	}
@@ -546,6 +549,25 @@ func decodeBinaryRun(raw []byte) (*Run, error) {
 // the first malformed one (see binrec).
 type binDecoder struct {
 	r binrec.Reader
+	// n is the record's length; src, when set, the record as one string
+	// that the run's strings are cut from, one allocation for them all.
+	n   int
+	src string
+}
+
+// maxSharedRecord is the longest record whose strings share one
+// allocation (see binDecoder.string): a longer one holds large JSON, which
+// a string of the run must not keep alive.
+const maxSharedRecord = 1024
+
+// string reads a string field.
+func (d *binDecoder) string() string {
+	if d.src == "" {
+		return d.r.String()
+	}
+	b := d.r.Bytes()
+	end := d.n - d.r.Len()
+	return d.src[end-len(b) : end]
 }
 
 // flags reads a flags word and refuses a bit at or above end.
@@ -560,7 +582,7 @@ func (d *binDecoder) flags(end uint64) uint64 {
 
 // str reads a string that its flag says is set: not empty.
 func (d *binDecoder) str() string {
-	s := d.r.String()
+	s := d.string()
 	if s == "" {
 		d.r.Fail()
 	}
@@ -569,7 +591,7 @@ func (d *binDecoder) str() string {
 
 // strPtr reads a string held by a pointer (which may be empty).
 func (d *binDecoder) strPtr() *string {
-	s := d.r.String()
+	s := d.string()
 	return &s
 }
 
@@ -586,7 +608,7 @@ func (d *binDecoder) int() int {
 func (d *binDecoder) word() string {
 	c := d.r.Uvarint()
 	if c == 0 {
-		s := d.r.String()
+		s := d.string()
 		if wordCode(s) != 0 {
 			d.r.Fail()
 		}
@@ -662,14 +684,14 @@ func (d *binDecoder) run(r *Run) {
 	f := d.flags(runFlagsEnd)
 	r.StartedAt = d.time(0)
 	base := r.StartedAt.UnixMicro()
-	r.ID = d.r.String()
-	r.ProcessID = d.r.String()
-	r.ProcessName = d.r.String()
+	r.ID = d.string()
+	r.ProcessID = d.string()
+	r.ProcessName = d.string()
 	r.ProcessVersion = int(d.r.Varint())
-	r.Function = d.r.String()
+	r.Function = d.string()
 	r.Status = RunStatus(d.word())
-	r.Subject.Type = d.r.String()
-	r.Subject.Label = d.r.String()
+	r.Subject.Type = d.string()
+	r.Subject.Label = d.string()
 	r.Trigger.Type = d.word()
 	r.Overdue = f&runOverdue != 0
 	if f&runEvent != 0 {
@@ -685,14 +707,14 @@ func (d *binDecoder) run(r *Run) {
 		r.Trigger.Data = d.object()
 	}
 	if f&runCause != 0 {
-		c := &Cause{RunID: d.r.String(), RootRunID: d.r.String(), Depth: int(d.r.Varint())}
+		c := &Cause{RunID: d.string(), RootRunID: d.string(), Depth: int(d.r.Varint())}
 		if n := d.r.Uvarint(); n > 0 {
 			if n-1 > uint64(d.r.Len()) {
 				d.r.Fail()
 			} else {
 				c.Processes = make([]string, n-1)
 				for i := range c.Processes {
-					c.Processes[i] = d.r.String()
+					c.Processes[i] = d.string()
 				}
 			}
 		}
@@ -719,7 +741,7 @@ func (d *binDecoder) run(r *Run) {
 	}
 	if f&runRerun != 0 {
 		r.RerunOf = d.str()
-		r.RerunFromStep = d.r.String()
+		r.RerunFromStep = d.string()
 	}
 	if f&runWaitingReason != 0 {
 		r.WaitingReason = d.str()
@@ -735,11 +757,11 @@ func (d *binDecoder) run(r *Run) {
 		r.Search = make(map[string]string, n)
 		last := ""
 		for i := range n {
-			k := d.r.String()
+			k := d.string()
 			if i > 0 && k <= last {
 				d.r.Fail() // keys ascend, each once
 			}
-			r.Search[k], last = d.r.String(), k
+			r.Search[k], last = d.string(), k
 		}
 	}
 	if f&runCursor != 0 {
@@ -762,7 +784,7 @@ func (d *binDecoder) step(s *StepRun, base int64) {
 	if f&stepOutput != 0 && f&stepOutputBytes != 0 {
 		d.r.Fail() // an output stored apart is not in the record
 	}
-	s.Key = d.r.String()
+	s.Key = d.string()
 	s.Type = d.word()
 	if f&stepName != 0 {
 		s.Name = d.str()
