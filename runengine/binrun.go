@@ -177,9 +177,12 @@ func wordCode(s string) uint64 {
 // A record has one form: the decoder (decodeBinaryRun) refuses a bit it
 // does not know, a field its bit says is set that holds the zero value, a
 // word written out as a string, a padded varint, a time's text other than
-// time.MarshalText writes for it, and bytes left over. Values
-// of JSON inside (data, output, args, the pause state) are decoded as form
-// 2 decodes them.
+// time.MarshalText writes for it, and bytes left over. Values of JSON
+// inside (data, output, args, the pause state) are decoded as form 2
+// decodes them. Strings are kept byte for byte, where JSON replaced
+// invalid UTF-8 (the API view replaces it as before). An engine older
+// than form 3 refuses its records (they are not JSON) rather than
+// misreading them.
 func appendStoredRun(b []byte, r *Run) ([]byte, error) {
 	var err error
 	if b == nil {
