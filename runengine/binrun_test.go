@@ -198,7 +198,7 @@ func TestDecodeBinaryRunRefuses(t *testing.T) {
 		{"a zero attempt count", form3Record(runSteps, uv(1), form3Step(stepAttempts, sv(0)))},
 		{"a word as a string", cat(form3Record(0)[:9], []byte{0}, field("running"), []byte{0, 0, 0, 0})},
 		{"a word code past the list", cat(form3Record(0)[:9], uv(uint64(len(recordWords))+1), []byte{0, 0, 0, 0})},
-		{"a time odd but not 1", cat([]byte{storedForm, 0}, sv(3), form3Record(0)[3:])},
+		{"a time odd but not 1", cat([]byte{storedForm, 0}, sv(3), field("2026-03-02T09:00:00+01:00"), form3Record(0)[3:])},
 		{"a time out of range", cat([]byte{storedForm, 0}, sv(2*(maxStoredMicros+1)), form3Record(0)[3:])},
 		{"a step time out of range", cat(
 			cat([]byte{storedForm}, uv(runSteps), sv(2*maxStoredMicros), form3Record(0)[3:]),
