@@ -180,7 +180,8 @@ func wordCode(s string) uint64 {
 // time.MarshalText writes for it, and bytes left over. Values of JSON
 // inside (data, output, args, the pause state) are decoded as form 2
 // decodes them. Strings are kept byte for byte, where JSON replaced
-// invalid UTF-8 (the API view replaces it as before). An engine older
+// invalid UTF-8 by U+FFFD (the API view still shows U+FFFD for it, now
+// escaped, as for a run not yet read back). An engine older
 // than form 3 refuses its records (they are not JSON) rather than
 // misreading them.
 func appendStoredRun(b []byte, r *Run) ([]byte, error) {
