@@ -460,7 +460,7 @@ func FuzzStoredRunRoundTrip(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if utf8.ValidString(id + stepType + out) {
+		if utf8.ValidString(id) && utf8.ValidString(stepType) && utf8.ValidString(out) {
 			if diff := decodedDiff(want, got); diff != "" {
 				t.Fatalf("(-form 1 +form 3):\n%s\nstored: %q", diff, raw3)
 			}
