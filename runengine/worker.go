@@ -1350,9 +1350,10 @@ func (e *Engine) recordBuf(steps int) *[]byte {
 		*b = (*b)[:0]
 		return b
 	}
-	// Room for a run of small outputs (a completed three-step run is
-	// about 1.1 KB), so the buffer rarely grows.
-	b := make([]byte, 0, 384+288*steps)
+	// Room for a run of small outputs (a completed three-step run's
+	// record is about 140 bytes, see appendStoredRun), so the buffer
+	// rarely grows.
+	b := make([]byte, 0, 160+96*steps)
 	return &b
 }
 
