@@ -51,7 +51,7 @@ func (w *worker) storeApart(en *entry, raw []byte) ([]byte, error) {
 	if !moved {
 		return raw, nil
 	}
-	return appendRun(nil, r, true)
+	return appendStoredRun(nil, r)
 }
 
 // loadApart reads back the outputs of r stored apart.

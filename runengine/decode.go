@@ -52,10 +52,14 @@ type (
 	}
 )
 
-// decodeStoredRun decodes a run record as the engine stores it: by the
-// scanner of the form appendRun writes, or by encoding/json when the
-// scanner does not recognise the record.
+// decodeStoredRun decodes a run record as the engine stores it: form 3
+// (binary, see appendStoredRun) by decodeBinaryRun; forms 1 and 2 (JSON)
+// by the scanner of the form appendRun writes, or by encoding/json when
+// the scanner does not recognise the record.
 func decodeStoredRun(raw []byte) (*Run, error) {
+	if len(raw) > 0 && raw[0] == storedForm {
+		return decodeBinaryRun(raw)
+	}
 	if r, ok := decodeStoredRunFast(raw); ok {
 		return r, nil
 	}
@@ -102,7 +106,7 @@ func decodeStoredRunJSON(raw []byte) (*Run, error) {
 			switch {
 			case in.Auto != nil:
 				st.internal.Auto = *in.Auto
-			case form == storedForm:
+			case form == jsonForm:
 				st.internal.Auto = autoDefault(st)
 			}
 		}
@@ -110,8 +114,9 @@ func decodeStoredRunJSON(raw []byte) (*Run, error) {
 	return r, nil
 }
 
-// validForm reports whether a record's "form" is one this engine reads.
-func validForm(n int64) bool { return n == 1 || n == storedForm }
+// validForm reports whether a JSON record's "form" is one this engine
+// reads.
+func validForm(n int64) bool { return n == 1 || n == jsonForm }
 
 // storedTime reads a time of a stored run: a JSON string as time.Time
 // reads it, null (or nothing) as the zero time, an integer as unix

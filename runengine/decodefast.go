@@ -30,7 +30,7 @@ type runDecoder struct {
 	b     []byte
 	i     int
 	depth int
-	// form is the record's form (see storedForm): 1 until a "form" key.
+	// form is the record's form (see jsonForm): 1 until a "form" key.
 	form int
 	// base is the run's start in unix microseconds, once read (hasBase):
 	// the later times of form 2 are relative to it.
@@ -682,7 +682,7 @@ func (d *runDecoder) step(s *StepRun) bool {
 		}
 		return false
 	})
-	if ok && d.form == storedForm && seen&(1<<12) == 0 {
+	if ok && d.form == jsonForm && seen&(1<<12) == 0 {
 		s.internal.Auto = autoDefault(s)
 	}
 	return ok

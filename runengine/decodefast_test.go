@@ -1,6 +1,7 @@
 package runengine
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +11,41 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 )
+
+// storedRecordDiff is empty when raw is a record of form 3 that decodes,
+// reads back the same when written again, and decodes as its form-2 JSON
+// does with encoding/json.
+func storedRecordDiff(raw []byte) string {
+	if len(raw) == 0 || raw[0] != storedForm {
+		return fmt.Sprintf("not of form %d: %q", storedForm, raw)
+	}
+	got, err := decodeBinaryRun(raw)
+	if err != nil {
+		return fmt.Sprintf("%v: %q", err, raw)
+	}
+	// Written again in form 3, and in form 2, it reads back the same.
+	again, err := appendStoredRun(nil, got)
+	if err != nil {
+		return "encode again: " + err.Error()
+	}
+	if r, err := decodeBinaryRun(again); err != nil {
+		return fmt.Sprintf("decode again: %v: %q", err, again)
+	} else if diff := runDiff(got, r); diff != "" {
+		return fmt.Sprintf("(-stored +stored again):\n%s\nrecord: %q", diff, raw)
+	}
+	form2, err := appendRun(nil, got, true)
+	if err != nil {
+		return "encode in form 2: " + err.Error()
+	}
+	want, err := decodeStoredRunJSON(form2)
+	if err != nil {
+		return "encoding/json: " + err.Error() + ": " + string(form2)
+	}
+	if diff := runDiff(want, got); diff != "" {
+		return fmt.Sprintf("(-form 2 +form 3):\n%s\nrecord: %q", diff, raw)
+	}
+	return ""
+}
 
 // storedRunDecodingDiff is empty when the scanner recognises raw and
 // decodes it as encoding/json does.

@@ -7,14 +7,18 @@ import (
 	"github.com/bas-platform/bas/internal/jsonvalue"
 )
 
-// appendRun appends r's JSON: the stored form (engine state included,
-// empty fields left out) when stored, else the API view. The view is byte
-// for byte what encoding/json writes for it, and the stored form decodes to
-// the run it encodes (the tests hold it to both); it exists because a run is
-// encoded at every commit of its changes and reflection was a large share
-// of that cost.
+// appendRun appends r's JSON: the API view, or when stored the stored JSON
+// of form 2 (engine state included, empty fields left out). The view is
+// byte for byte what encoding/json writes for it, and the stored JSON
+// decodes to the run it encodes (the tests hold it to both); it exists
+// because reflection was a large share of the cost of encoding a run.
 //
-// The stored form is form 2 (storedForm): it names its form first, then
+// The engine stores runs in form 3 now (appendStoredRun, binary) and reads
+// forms 1 and 2 as they were; the stored JSON is kept as the writer of
+// form 2, the form its decoders read, so that the tests can make records of
+// every shape in it.
+//
+// The stored JSON is form 2 (jsonForm): it names its form first, then
 // the run's start (see appendStoredTime), so the times after it can be
 // written relative to it; a step's automatic flag is written only when it
 // differs from autoDefault. Records of form 1 (no "form" key: RFC 3339
@@ -225,8 +229,8 @@ func appendStep(b []byte, s *StepRun, stored bool, base int64) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// storedForm is the form appendRun stores runs in (its "form" key).
-const storedForm = 2
+// jsonForm is the form of appendRun's stored JSON (its "form" key).
+const jsonForm = 2
 
 // autoDefault is a step's automatic flag (stepInternal.Auto) when a record
 // of form 2 leaves it out: set for a completed execute step that no person

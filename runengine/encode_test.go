@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -271,55 +272,57 @@ func TestEventJSONMatchesReflection(t *testing.T) {
 	}
 }
 
-// TestDecodeStoredRunForm1 reads records of form 1, as the engine stored
-// them before form 2 (testdata/form1, written by that encoder), into the
+// TestDecodeStoredRunOldForms reads records of form 1, as the engine
+// stored them before form 2 (testdata/form1, written by that encoder), and
+// of form 2, as it stored them before form 3 (testdata/form2), into the
 // runs that engine read from them: their reflection form (.want) and their
 // API view (.view), both written by that engine, must come out byte for
-// byte.
-func TestDecodeStoredRunForm1(t *testing.T) {
+// byte. Stored again, in form 3, each reads back the same.
+func TestDecodeStoredRunOldForms(t *testing.T) {
 	t.Parallel()
-	files, err := filepath.Glob("testdata/form1/*.json")
-	if err != nil || len(files) < 9 {
-		t.Fatalf("form 1 records: %v %v", files, err)
-	}
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	for _, form := range []string{"form1", "form2"} {
+		files, err := filepath.Glob("testdata/" + form + "/*.json")
+		if err != nil || len(files) < 9 {
+			t.Fatalf("%s records: %v %v", form, files, err)
 		}
-		base := strings.TrimSuffix(f, ".json")
-		wantFull, err := os.ReadFile(base + ".want")
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantView, err := os.ReadFile(base + ".view")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range storedDecoders() {
-			r, err := d.decode(raw)
-			if err != nil {
-				t.Fatalf("%s %s: %v", f, d.name, err)
-			}
-			full, err := json.Marshal(storedOf(r))
-			if err != nil || string(full) != string(wantFull) {
-				t.Errorf("%s %s (err %v):\n got %s\nwant %s", f, d.name, err, full, wantFull)
-			}
-			view, err := json.Marshal(r)
-			if err != nil || string(view) != string(wantView) {
-				t.Errorf("%s %s view (err %v):\n got %s\nwant %s", f, d.name, err, view, wantView)
-			}
-			// Stored again, it is of form 2 and reads back the same.
-			again, err := appendRun(nil, r, true)
+		for _, f := range files {
+			raw, err := os.ReadFile(f)
 			if err != nil {
 				t.Fatal(err)
 			}
-			r2, err := decodeStoredRun(again)
+			base := strings.TrimSuffix(f, ".json")
+			wantFull, err := os.ReadFile(base + ".want")
 			if err != nil {
-				t.Fatalf("%s: %v: %s", f, err, again)
+				t.Fatal(err)
 			}
-			if diff := decodedDiff(r, r2); diff != "" {
-				t.Errorf("%s stored again (-form 1 +form 2):\n%s", f, diff)
+			wantView, err := os.ReadFile(base + ".view")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range storedDecoders() {
+				r, err := d.decode(raw)
+				if err != nil {
+					t.Fatalf("%s %s: %v", f, d.name, err)
+				}
+				full, err := json.Marshal(storedOf(r))
+				if err != nil || string(full) != string(wantFull) {
+					t.Errorf("%s %s (err %v):\n got %s\nwant %s", f, d.name, err, full, wantFull)
+				}
+				view, err := json.Marshal(r)
+				if err != nil || string(view) != string(wantView) {
+					t.Errorf("%s %s view (err %v):\n got %s\nwant %s", f, d.name, err, view, wantView)
+				}
+				again, err := appendStoredRun(nil, r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r2, err := decodeStoredRun(again)
+				if err != nil {
+					t.Fatalf("%s: %v: %q", f, err, again)
+				}
+				if diff := decodedDiff(r, r2); diff != "" {
+					t.Errorf("%s stored again (-%s +form 3):\n%s", f, form, diff)
+				}
 			}
 		}
 	}
@@ -373,9 +376,9 @@ func BenchmarkDecodeStoredRun(b *testing.B) {
 }
 
 // FuzzStoredRunRoundTrip stores runs of fuzzed strings, times (any
-// instant, precision and zone) and flags, and reads them back: both
-// decoders must give what the record of form 1 (encoding/json's full form)
-// gives, so the API view comes out byte for byte as it did.
+// instant, precision and zone) and flags in forms 2 and 3, and reads them
+// back: every decoder must give what the record of form 1 (encoding/json's
+// full form) gives, so the API view comes out byte for byte as it did.
 func FuzzStoredRunRoundTrip(f *testing.F) {
 	f.Add("run_1", "execute", int64(1772442000000000), int64(1500), int64(-3), int8(0), uint16(0b1011), "out")
 	f.Add("", "wait", int64(-62135596800000000), int64(0), int64(1), int8(-5), uint16(0xffff), "\xff<&>")
@@ -440,6 +443,38 @@ func FuzzStoredRunRoundTrip(f *testing.F) {
 		}
 		if _, ok := decodeStoredRunFast(raw); !ok {
 			t.Fatalf("the scanner declined its own form: %s", raw)
+		}
+		raw3, err := appendStoredRun(nil, r)
+		if err != nil {
+			t.Fatalf("encode in form 3: %v", err)
+		}
+		got, err := decodeStoredRun(raw3)
+		if err != nil {
+			t.Fatalf("decode %q: %v", raw3, err)
+		}
+		// Form 3 keeps a string's bytes as they are, where JSON replaces
+		// invalid UTF-8 by U+FFFD: the run differs there, and its view
+		// writes the replacement escaped where form 1's view has it as it
+		// is, so the two views are compared by what they decode to.
+		v, err := json.Marshal(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if utf8.ValidString(id) && utf8.ValidString(stepType) && utf8.ValidString(out) {
+			if diff := decodedDiff(want, got); diff != "" {
+				t.Fatalf("(-form 1 +form 3):\n%s\nstored: %q", diff, raw3)
+			}
+			if string(v) != string(view) {
+				t.Fatalf("view of form 3:\n got %s\nwant %s", v, view)
+			}
+			return
+		}
+		var gotView, wantView any
+		if json.Unmarshal(v, &gotView) != nil || json.Unmarshal(view, &wantView) != nil {
+			t.Fatalf("views not JSON:\n%s\n%s", v, view)
+		}
+		if diff := cmp.Diff(wantView, gotView); diff != "" {
+			t.Fatalf("view of form 3 (-form 1 +form 3):\n%s", diff)
 		}
 	})
 }

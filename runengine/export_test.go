@@ -63,7 +63,7 @@ func SeedTasks(st store.Store, tenant string, n int) error {
 			t := &Task{ID: taskID, RunID: runID, ProcessID: processID, ProcessName: r.ProcessName, StepKey: step,
 				Title: "Review " + label, Subject: r.Subject, Actions: []string{"approve", "reject"},
 				Status: TaskOpen, CreatedAt: at, Kind: "step"}
-			runRaw, err := appendRun(nil, r, true)
+			runRaw, err := appendStoredRun(nil, r)
 			if err != nil {
 				return errors.Wrap(err, "encode run")
 			}
@@ -161,17 +161,17 @@ func (e *Engine) Queued() int {
 	return n
 }
 
-// CheckStoredRunDecoding decodes every run record of tenant in st both by
-// the scanner and by encoding/json and returns how many it checked and a
-// description of each record the scanner did not recognise or decoded
-// differently.
+// CheckStoredRunDecoding decodes every run record of tenant in st (see
+// storedRecordDiff) and returns how many it checked and a description
+// of each record that is not of form 3, or decodes otherwise than its
+// form-2 JSON or than itself written again.
 func CheckStoredRunDecoding(st store.Store, tenant string) (int, []string, error) {
 	var n int
 	var bad []string
 	err := st.View(context.Background(), func(rd store.Reader) error {
 		return rd.Scan(store.ScanOptions{Prefix: store.Key(tenant, "r", runs.Name)}, func(_, raw []byte) error {
 			n++
-			if msg := storedRunDecodingDiff(raw); msg != "" {
+			if msg := storedRecordDiff(raw); msg != "" {
 				bad = append(bad, msg)
 			}
 			return nil

@@ -29,7 +29,7 @@ func TestReadAhead(t *testing.T) {
 			r.Steps[0].Status = StepCompleted
 			r.Steps[0].internal.OutputBytes = 70_000
 		}
-		raw, err := appendRun(nil, r, true)
+		raw, err := appendStoredRun(nil, r)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,7 +18,7 @@ func TestReadRuns(t *testing.T) {
 		for i := range 40 {
 			r := &Run{ID: fmt.Sprintf("run_%03d", i), ProcessID: "prc_1", Status: RunWaiting,
 				Subject: Subject{Type: "delivery", Label: fmt.Sprintf("DN-%d", i)}}
-			raw, err := appendRun(nil, r, true)
+			raw, err := appendStoredRun(nil, r)
 			if err != nil {
 				return err
 			}

@@ -33,13 +33,13 @@ func benchRecords() map[string]*Run {
 }
 
 // BenchmarkStoredRecord encodes and decodes benchRecords' runs in the
-// stored form, reporting the record's size (bytes/record) and the CPU time
+// stored form (form 3), reporting the record's size (bytes/record) and the CPU time
 // the process spent per operation (cpu-ns/op, with the garbage collector's:
 // steadier than ns/op on a shared machine).
 func BenchmarkStoredRecord(b *testing.B) {
 	for _, name := range []string{"chain3", "waiting"} {
 		r := benchRecords()[name]
-		raw, err := appendRun(nil, r, true)
+		raw, err := appendStoredRun(nil, r)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -48,7 +48,7 @@ func BenchmarkStoredRecord(b *testing.B) {
 			buf := make([]byte, 0, 2048)
 			defer reportCPU(b)()
 			for b.Loop() {
-				if buf, err = appendRun(buf[:0], r, true); err != nil {
+				if buf, err = appendStoredRun(buf[:0], r); err != nil {
 					b.Fatal(err)
 				}
 			}

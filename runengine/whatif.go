@@ -457,7 +457,7 @@ func (sh *shadow) replay(ctx context.Context, rc *replayCase) {
 			if r.Status != RunWaiting || r.Cursor >= len(r.Steps) {
 				return false
 			}
-			fp, _ := appendRun(nil, r, true)
+			fp, _ := appendStoredRun(nil, r)
 			return !bytes.Equal(fp, last)
 		})
 		if r != nil && r.Finished() {
@@ -467,7 +467,7 @@ func (sh *shadow) replay(ctx context.Context, rc *replayCase) {
 			rc.stop("the replay did not settle: " + err.Error())
 			break
 		}
-		last, _ = appendRun(nil, r, true)
+		last, _ = appendStoredRun(nil, r)
 		if why := sh.answer(ctx, rc, r); why != "" {
 			rc.stop(why)
 			break

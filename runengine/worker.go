@@ -1150,7 +1150,7 @@ func (w *worker) flush(en *entry) {
 		return
 	}
 	buf := w.e.recordBuf(len(r.Steps))
-	raw, err := appendRun(*buf, r, true)
+	raw, err := appendStoredRun(*buf, r)
 	if err == nil && len(raw) > MaxInlineOutputBytes {
 		raw, err = w.storeApart(en, raw)
 	}
@@ -1372,9 +1372,10 @@ func (e *Engine) recordBuf(steps int) *[]byte {
 		*b = (*b)[:0]
 		return b
 	}
-	// Room for a run of small outputs (a completed three-step run is
-	// about 1.1 KB), so the buffer rarely grows.
-	b := make([]byte, 0, 384+288*steps)
+	// Room for a run of small outputs (a completed three-step run's
+	// record is about 140 bytes, see appendStoredRun), so the buffer
+	// rarely grows.
+	b := make([]byte, 0, 160+96*steps)
 	return &b
 }
 

@@ -1,5 +1,5 @@
-// Package binrec reads (and AppendString writes) the binary records the product stores (an outbox
-// message, a gate decision, a kept response): fields in order, each number
+// Package binrec reads (and AppendString writes) the binary records the product stores (a run, an
+// outbox message, a gate decision, a kept response): fields in order, each number
 // a varint in its one shortest form (as encoding/binary's Append functions
 // write it; a padded varint is refused, so that a record has one stored
 // form), each string or byte field its length then its bytes, checked

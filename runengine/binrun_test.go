@@ -1,0 +1,272 @@
+package runengine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bas-platform/bas/internal/binrec"
+	"github.com/google/go-cmp/cmp"
+)
+
+// form3Cases are encodeCases and benchRecords' runs, with shapes only form
+// 3's layout has apart: outputs stored apart, JSON long enough for a
+// length of two and three bytes, times before the start, unicode, a step
+// type and status none of recordWords.
+func form3Cases() map[string]*Run {
+	cases := encodeCases()
+	for name, r := range benchRecords() {
+		cases["bench "+name] = r
+	}
+	at := time.Date(2026, 11, 26, 13, 0, 51, 258206000, time.UTC)
+	before := at.Add(-36 * time.Hour)
+	long := strings.Repeat("ünïcode ✓ ", 20)
+	str := func(s string) *string { return &s }
+	cases["apart"] = &Run{ID: "run_8", Status: RunCompleted, StartedAt: at, CompletedAt: &at, Cursor: 2,
+		Steps: []StepRun{
+			{Key: "a", Type: "execute", Status: StepCompleted, StartedAt: &before, CompletedAt: &at,
+				internal: stepInternal{OutputBytes: 70_000, Auto: true}},
+			// A run read back has the output and its size: the record
+			// keeps the size alone.
+			{Key: "b", Type: "analyse", Status: StepCompleted, StartedAt: &at, CompletedAt: &at,
+				Output: map[string]any{"x": "y"}, internal: stepInternal{OutputBytes: 90_000}},
+		}}
+	cases["long values"] = &Run{ID: "run_9", ProcessName: long, Status: RunStatus("custom"), StartedAt: at,
+		Subject: Subject{Type: "ünïcode", Label: long}, Error: str(""), CurrentStep: str(""),
+		Trigger: RunTrigger{Type: "webhook", Event: str(""), Data: map[string]any{"text": long, "list": []any{long, long}}},
+		Search:  map[string]string{"a": "", "ü": long, "b": "x"},
+		Steps: []StepRun{
+			{Key: "ü", Type: "custom_step", Status: StepStatus("other"), StartedAt: &before,
+				Output: map[string]any{"big": strings.Repeat("x", 20_000)},
+				Error:  str(""), ApprovalID: str(""), TaskID: str(""), Attempts: -1,
+				internal: stepInternal{Args: map[string]any{"text": long}, Reminders: -2, Checks: 1 << 40, Deadline: &before}},
+		}}
+	return cases
+}
+
+// TestStoredRunForm3 stores runs of every shape in form 3 and reads them
+// back: the run must be what its record of form 2 reads as with
+// encoding/json (form 1's run but for outputs stored apart: see
+// TestAppendRunMatchesReflection), its API view byte for byte the same,
+// the record no longer than form 2's, and the run read back must store to
+// a record that reads as the same run again.
+func TestStoredRunForm3(t *testing.T) {
+	t.Parallel()
+	for name, r := range form3Cases() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			form2, err := appendRun(nil, r, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := decodeStoredRunJSON(form2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := appendStoredRun(nil, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := decodeStoredRun(raw)
+			if err != nil {
+				t.Fatalf("decode: %v: %q", err, raw)
+			}
+			if diff := decodedDiff(want, got); diff != "" {
+				t.Errorf("(-form 2 +form 3):\n%s\nrecord: %q", diff, raw)
+			}
+			wantView, err := json.Marshal(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if view, err := json.Marshal(got); err != nil || string(view) != string(wantView) {
+				t.Errorf("view (err %v):\n got %s\nwant %s", err, view, wantView)
+			}
+			if len(raw) > len(form2) {
+				t.Errorf("form 3 (%d bytes) is longer than form 2 (%d)", len(raw), len(form2))
+			}
+			if msg := storedRecordDiff(raw); msg != "" {
+				t.Error(msg)
+			}
+		})
+	}
+}
+
+// TestStoredRunForm3AppendsToItsBuffer checks that a record written after
+// bytes already in the buffer is the same record.
+func TestStoredRunForm3AppendsToItsBuffer(t *testing.T) {
+	t.Parallel()
+	for name, r := range form3Cases() {
+		alone, err := appendStoredRun(nil, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err := appendStoredRun([]byte("prefix"), r)
+		if err != nil || string(after) != "prefix"+string(alone) {
+			t.Errorf("%s (err %v):\n got %q\nwant %q", name, err, after, "prefix"+string(alone))
+		}
+	}
+}
+
+func TestRecordWords(t *testing.T) {
+	t.Parallel()
+	for i, w := range recordWords {
+		if got := wordCode(w); got != uint64(i)+1 {
+			t.Errorf("wordCode(%q) = %d, want %d", w, got, i+1)
+		}
+	}
+	for _, s := range []string{"", "Running", "custom", "waiting "} {
+		if got := wordCode(s); got != 0 {
+			t.Errorf("wordCode(%q) = %d, want 0", s, got)
+		}
+	}
+	if len(recordWords) != 25 {
+		t.Errorf("%d words: a word may be added, and this count with it, but none moved or removed", len(recordWords))
+	}
+}
+
+// form3Record builds a record of form 3 by hand: the fields up to the
+// trigger's type of a run "r", running, started at 1970's first instant,
+// with flags f, then tail. Without flags it is the smallest record.
+func form3Record(f uint64, tail ...[]byte) []byte {
+	b := binary.AppendUvarint([]byte{storedForm}, f)
+	// start, id, process id and name, version, function, status running,
+	// subject type and label, trigger type: none of recordWords, empty.
+	b = append(b, 0, 1, 'r', 0, 0, 0, 0, 1, 0, 0, 0, 0)
+	for _, t := range tail {
+		b = append(b, t...)
+	}
+	return b
+}
+
+func uv(n uint64) []byte      { return binary.AppendUvarint(nil, n) }
+func sv(n int64) []byte       { return binary.AppendVarint(nil, n) }
+func field(s string) []byte   { return binrec.AppendString(nil, s) }
+func cat(bs ...[]byte) []byte { return bytes.Join(bs, nil) }
+
+// form3Step is a step of key "k", type route, status pending, flags f,
+// then tail.
+func form3Step(f uint64, tail ...[]byte) []byte {
+	return cat(uv(f), field("k"), uv(wordCode("route")), uv(wordCode("pending")), cat(tail...))
+}
+
+// TestDecodeBinaryRunRefuses checks that records of form 3 that
+// appendStoredRun does not write are refused with an error, never read as
+// some run: every field malformed, out of range, or written in a second
+// form, and every record cut short.
+func TestDecodeBinaryRunRefuses(t *testing.T) {
+	t.Parallel()
+	// The controls decode: the cases below differ from one of them in one
+	// thing.
+	epoch := time.UnixMicro(0).UTC()
+	for _, c := range []struct {
+		name string
+		raw  []byte
+		want *Run
+	}{
+		{"smallest", form3Record(0), &Run{ID: "r", Status: RunRunning, StartedAt: epoch}},
+		{"cursor", form3Record(runCursor, sv(1)), &Run{ID: "r", Status: RunRunning, StartedAt: epoch, Cursor: 1}},
+		{"step", form3Record(runSteps, uv(1), form3Step(stepOutput, field(`{"a":1}`))),
+			&Run{ID: "r", Status: RunRunning, StartedAt: epoch, Steps: []StepRun{{Key: "k", Type: "route",
+				Status: StepPending, Output: map[string]any{"a": 1.0}}}}},
+		{"search", form3Record(runSearch, uv(2), field("a"), field("1"), field("b"), field("2")),
+			&Run{ID: "r", Status: RunRunning, StartedAt: epoch, Search: map[string]string{"a": "1", "b": "2"}}},
+		{"time text", cat([]byte{storedForm, 0}, sv(1), field("2026-03-02T09:00:00+01:00"), form3Record(0)[3:]),
+			&Run{ID: "r", Status: RunRunning, StartedAt: time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)}},
+	} {
+		got, err := decodeStoredRun(c.raw)
+		if err != nil {
+			t.Fatalf("control %s: %v", c.name, err)
+		}
+		if diff := cmp.Diff(c.want, got, cmp.AllowUnexported(StepRun{}, stepInternal{})); diff != "" {
+			t.Errorf("control %s (-want +got):\n%s", c.name, diff)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		raw  []byte
+	}{
+		{"empty", nil},
+		{"bytes left over", form3Record(0, []byte{0})},
+		{"an unknown run flag", form3Record(runFlagsEnd)},
+		{"an unknown step flag", form3Record(runSteps, uv(1), form3Step(stepFlagsEnd))},
+		{"padded flags", append([]byte{storedForm, 0x80, 0x00}, form3Record(0)[2:]...)},
+		{"a zero cursor", form3Record(runCursor, sv(0))},
+		{"an empty started_by", form3Record(runStartedBy, field(""))},
+		{"a zero attempt count", form3Record(runSteps, uv(1), form3Step(stepAttempts, sv(0)))},
+		{"a word as a string", cat(form3Record(0)[:9], []byte{0}, field("running"), []byte{0, 0, 0, 0})},
+		{"a word code past the list", cat(form3Record(0)[:9], uv(uint64(len(recordWords))+1), []byte{0, 0, 0, 0})},
+		{"a time odd but not 1", cat([]byte{storedForm, 0}, sv(3), field("2026-03-02T09:00:00+01:00"), form3Record(0)[3:])},
+		{"a time out of range", cat([]byte{storedForm, 0}, sv(2*(maxStoredMicros+1)), form3Record(0)[3:])},
+		{"a step time out of range", cat(
+			cat([]byte{storedForm}, uv(runSteps), sv(2*maxStoredMicros), form3Record(0)[3:]),
+			uv(1), form3Step(stepStartedAt, sv(2)))},
+		{"a time's text in a second form", cat([]byte{storedForm, 0}, sv(1), field("2026-03-02T09:00:00.000+01:00"), form3Record(0)[3:])},
+		{"a time's text not a time", cat([]byte{storedForm, 0}, sv(1), field("yesterday"), form3Record(0)[3:])},
+		{"an output stored apart and held", form3Record(runSteps, uv(1),
+			form3Step(stepOutput|stepOutputBytes, field(`{}`), sv(70_000)))},
+		{"a null output", form3Record(runSteps, uv(1), form3Step(stepOutput, field(`null`)))},
+		{"an output not JSON", form3Record(runSteps, uv(1), form3Step(stepOutput, field(`{"a":`)))},
+		{"empty data", form3Record(runData, field(`{}`))},
+		{"data not an object", form3Record(runData, field(`[1]`))},
+		{"empty args", form3Record(runSteps, uv(1), form3Step(stepArgs, field(`{}`)))},
+		{"more steps than bytes", form3Record(runSteps, uv(100), form3Step(0))},
+		{"search keys descending", form3Record(runSearch, uv(2), field("b"), field("1"), field("a"), field("2"))},
+		{"a search key twice", form3Record(runSearch, uv(2), field("a"), field("1"), field("a"), field("2"))},
+		{"an empty search", form3Record(runSearch, uv(0))},
+		{"more processes than bytes", form3Record(runCause, field("c"), field("c"), sv(0), uv(50))},
+		{"a null pause state", form3Record(runPaused, field(`null`))},
+		{"a string longer than the record", cat([]byte{storedForm, 0, 0}, uv(50), []byte("r"))},
+		{"a JSON record of form 3", []byte(`{"form":3,"id":"r"}`)},
+	} {
+		if r, err := decodeStoredRun(c.raw); err == nil {
+			t.Errorf("%s: decoded %+v from %q", c.name, r, c.raw)
+		}
+	}
+	for name, r := range form3Cases() {
+		raw, err := appendStoredRun(nil, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := range len(raw) {
+			if _, err := decodeStoredRun(raw[:n]); err == nil {
+				t.Errorf("%s: its first %d bytes decoded", name, n)
+			}
+		}
+	}
+}
+
+// FuzzDecodeBinaryRun decodes arbitrary bytes as a record of form 3: it
+// must not panic, and a run it reads must store again to a record that
+// reads as the same run and stores to the same bytes.
+func FuzzDecodeBinaryRun(f *testing.F) {
+	for _, r := range form3Cases() {
+		raw, err := appendStoredRun(nil, r)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		r, err := decodeBinaryRun(raw)
+		if err != nil {
+			return
+		}
+		again, err := appendStoredRun(nil, r)
+		if err != nil {
+			t.Fatalf("encode what decoded: %v: %q", err, raw)
+		}
+		r2, err := decodeBinaryRun(again)
+		if err != nil {
+			t.Fatalf("decode again: %v: %q from %q", err, again, raw)
+		}
+		if diff := runDiff(r, r2); diff != "" {
+			t.Fatalf("(-decoded +stored again):\n%s\nrecord: %q", diff, raw)
+		}
+		if third, err := appendStoredRun(nil, r2); err != nil || !bytes.Equal(third, again) {
+			t.Fatalf("stored twice (err %v):\n%q\n%q", err, again, third)
+		}
+	})
+}
