@@ -61,8 +61,9 @@ const UnassignedFunction = "unassigned"
 
 // Cockpit computes tenant's cockpit for viewer. agreement is the
 // workspace's agreement rate (nil when nothing was decided yet). On a
-// single node the counters come from memory (see countCache), the lists
-// from the store; on a cluster everything is read from the store.
+// single node the counters and the ids of the recent runs come from memory
+// (see countCache), the records from the store; on a cluster everything is
+// read from the store.
 func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement *float64) (*Cockpit, error) {
 	c := &Cockpit{AgreementRate: agreement, ByFunction: map[string]FunctionCounts{}, Daily: make([]DayCount, 30)}
 	now := e.clock.Now().UTC()
@@ -85,7 +86,7 @@ func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement
 			}
 		}
 		var err error
-		if c.RecentRuns, _, err = runs.List(r, tenant, store.Page{Limit: 10}); err != nil {
+		if c.RecentRuns, err = e.recentRuns(r, tenant, fromStore); err != nil {
 			return err
 		}
 		if open != 0 {
@@ -101,6 +102,40 @@ func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement
 		c.OpenTasks = []*Task{}
 	}
 	return c, err
+}
+
+// recentRunsShown is how many of the newest runs a cockpit shows.
+const recentRunsShown = 10
+
+// recentRuns reads tenant's newest runs for its cockpit from r: by the ids
+// the count cache holds, unless fromStore (no cache, or the tenant's
+// counters were not held) or those ids do not make up the page; then with
+// a scan of the run records.
+func (e *Engine) recentRuns(r store.Reader, tenant string, fromStore bool) ([]*Run, error) {
+	if !fromStore {
+		ids, cut, ok := e.countCache.recentRuns(tenant)
+		var out []*Run
+		for ok && len(ids) > 0 && len(out) < recentRunsShown {
+			// Newest first, as many as are missing: an id whose commit
+			// failed or has not landed has no record.
+			n := min(len(ids), recentRunsShown-len(out))
+			got, err := runs.GetEach(r, tenant, ids[:n])
+			if err != nil {
+				return nil, err
+			}
+			for _, run := range got {
+				if run != nil {
+					out = append(out, run)
+				}
+			}
+			ids = ids[n:]
+		}
+		if ok && (len(out) == recentRunsShown || !cut) {
+			return out, nil
+		}
+	}
+	list, _, err := runs.List(r, tenant, store.Page{Limit: recentRunsShown})
+	return list, err
 }
 
 // fill sets c's counter figures for viewer v from t, at now, and returns

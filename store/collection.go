@@ -430,15 +430,37 @@ func (c *Collection[T]) ListUnder(r Reader, tenant string, prefix []byte, p Page
 	if err != nil {
 		return nil, "", err
 	}
-	out, err := c.getAll(r, tenant, ids)
+	out, err := c.getAll(r, tenant, ids, false)
 	if err != nil {
 		return nil, "", errors.Wrapf(err, "index %q of %s", prefix, c.Name)
 	}
 	return out, next, nil
 }
 
-// getAll loads tenant's records ids, in that order, with one GetSorted.
-func (c *Collection[T]) getAll(r Reader, tenant string, ids []string) ([]*T, error) {
+// IDs calls fn with the ids of one page of tenant's records in id order
+// (newest first by default), reading keys only, and returns the cursor of
+// the next page ("" at the end).
+func (c *Collection[T]) IDs(r Reader, tenant string, p Page, fn func(id string) error) (string, error) {
+	prefix := Key(tenant, spaceRecord, c.Name)
+	return scanPage(r, prefix, p, true, func(key, _ []byte) error {
+		parts, err := DecodeKey(key)
+		if err != nil {
+			return err
+		}
+		id, _ := parts[len(parts)-1].(string)
+		return fn(id)
+	})
+}
+
+// GetEach loads tenant's records ids, in that order, nil for an id with no
+// record: read together, as ListUnder reads a page.
+func (c *Collection[T]) GetEach(r Reader, tenant string, ids []string) ([]*T, error) {
+	return c.getAll(r, tenant, ids, true)
+}
+
+// getAll loads tenant's records ids, in that order, with one GetSorted. A
+// missing record is an error unless missingOK, which leaves its place nil.
+func (c *Collection[T]) getAll(r Reader, tenant string, ids []string, missingOK bool) ([]*T, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -464,6 +486,9 @@ func (c *Collection[T]) getAll(r Reader, tenant string, ids []string) ([]*T, err
 	err := GetSorted(r, keys, func(j int, raw []byte, found bool) error {
 		first := byKey[firsts[j]]
 		if !found {
+			if missingOK {
+				return nil
+			}
 			return errors.Wrapf(c.notFound(), "names a missing record %s", ids[first.at])
 		}
 		// Every mention of the record (an index may name one twice) gets a

@@ -384,6 +384,68 @@ func exerciseCollection(t *testing.T, open opener) {
 				}
 			}
 		}
+		// IDs pages through the ids List lists, with the same cursors.
+		for _, limit := range []int{1, 7, 51, 0} {
+			for _, forward := range []bool{true, false} {
+				want := allIDs
+				if !forward {
+					want = rev(want)
+				}
+				var got []string
+				cursor := ""
+				for pages := 0; pages <= len(allIDs); pages++ {
+					var next string
+					view(t, s, func(r store.Reader) error {
+						var err error
+						next, err = c.IDs(r, "acme", store.Page{Limit: limit, Cursor: cursor, Forward: forward}, func(id string) error {
+							got = append(got, id)
+							return nil
+						})
+						return err
+					})
+					if next == "" {
+						break
+					}
+					cursor = next
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("IDs limit %d, forward %v (-want +got):\n%s", limit, forward, diff)
+				}
+			}
+		}
+		// GetEach reads records in the order asked, nil for an id with no
+		// record of the tenant (anna-07 is no one's; acme2 has no bo-03).
+		for _, tc := range []struct {
+			tenant string
+			ids    []string
+			want   []string // "" for nil
+		}{
+			{"acme", []string{"bo-03", "anna-07", "ann-00", "bo-03", "an-02"}, []string{"bo-03", "", "ann-00", "bo-03", "an-02"}},
+			{"acme2", []string{"bo-03", "ann-01"}, []string{"", "ann-01"}},
+			{"acme", nil, nil},
+		} {
+			view(t, s, func(r store.Reader) error {
+				got, err := c.GetEach(r, tc.tenant, tc.ids)
+				if err != nil {
+					return err
+				}
+				var ids []string
+				for _, w := range got {
+					switch {
+					case w == nil:
+						ids = append(ids, "")
+					case w.Tenant != tc.tenant:
+						t.Errorf("GetEach(%s, %v) read %s of tenant %s", tc.tenant, tc.ids, w.ID, w.Tenant)
+					default:
+						ids = append(ids, w.ID)
+					}
+				}
+				if diff := cmp.Diff(tc.want, ids); diff != "" {
+					t.Errorf("GetEach(%s, %v) (-want +got):\n%s", tc.tenant, tc.ids, diff)
+				}
+				return nil
+			})
+		}
 		// A page that ends exactly at the last record has no next cursor.
 		view(t, s, func(r store.Reader) error {
 			page, next, err := c.ListBy(r, "acme", "owner", []any{"bo"}, store.Page{Limit: 20})

@@ -1,0 +1,136 @@
+package runengine
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/bas-platform/bas/store/clock"
+	"github.com/google/go-cmp/cmp"
+)
+
+// runScans is a Badger store that counts the scans of run records made
+// through View.
+type runScans struct {
+	*badgerstore.Store
+	n atomic.Int64
+}
+
+func (s *runScans) View(ctx context.Context, fn func(store.Reader) error) error {
+	return s.Store.View(ctx, func(r store.Reader) error { return fn(runScanReader{r, s}) })
+}
+
+type runScanReader struct {
+	store.Reader
+	s *runScans
+}
+
+func (r runScanReader) Scan(opts store.ScanOptions, fn func(key, value []byte) error) error {
+	if parts, err := store.DecodeKey(opts.Prefix); err == nil && len(parts) == 3 && parts[1] == "r" && parts[2] == "run" {
+		r.s.n.Add(1)
+	}
+	return r.Reader.Scan(opts, fn)
+}
+
+// TestCockpitRecentRunsByKey: once a tenant's cockpit was read, its recent
+// runs are read by the ids the engine holds, not by a scan of the run
+// records, and are the newest runs the store holds: after each start, past
+// the ids held, beside ids whose commit never landed (a scan then), and
+// for a tenant whose every run is held.
+func TestCockpitRecentRunsByKey(t *testing.T) {
+	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	rs := &runScans{Store: st}
+	eng, procs := engineOn(t, rs, clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)), Config{})
+	ctx := context.Background()
+	if err := eng.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const tenant = "ten_recent"
+	def, _ := startNew(t, eng, procs, tenant, `{"name":"Wait","trigger":{"type":"manual"},
+		"steps":[{"key":"wait","type":"wait","config":{"duration":"24h"}}]}`)
+	start := func() {
+		t.Helper()
+		if _, err := eng.Start(ctx, StartParams{Tenant: tenant, ProcessID: def.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func(rs []*Run) []string {
+		out := []string{}
+		for _, r := range rs {
+			out = append(out, r.ID+" "+string(r.Status))
+		}
+		return out
+	}
+	// check reads the cockpit and the store's newest runs and returns how
+	// many scans of the run records the cockpit made.
+	check := func(what string) int64 {
+		t.Helper()
+		before := rs.n.Load()
+		c, err := eng.Cockpit(ctx, tenant, Viewer{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scans := rs.n.Load() - before
+		want, _, err := eng.ListRuns(ctx, tenant, RunQuery{}, store.Page{Limit: recentRunsShown})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(ids(want), ids(c.RecentRuns)); diff != "" {
+			t.Fatalf("recent runs %s (-store +cockpit):\n%s", what, diff)
+		}
+		return scans
+	}
+	for range 3 {
+		start()
+	}
+	check("at the first read") // reads the tenant's counters and newest runs
+	if n := check("of four runs, every run held"); n != 0 {
+		t.Errorf("the cockpit of a tenant held scanned the run records %d times, want none", n)
+	}
+	for i := range recentHeld + 8 {
+		start()
+		if n := check("after a start"); n != 0 {
+			t.Fatalf("after start %d the cockpit scanned the run records %d times, want none", i+1, n)
+		}
+	}
+	// Ids of runs whose commit never landed, newer than every run: the
+	// cockpit passes over them, and once they crowd out the runs held it
+	// scans the run records.
+	phantom := func() { eng.countCache.ran(tenant, eng.ids.New("run", eng.clock.Now())) }
+	for range recentHeld - recentRunsShown {
+		phantom()
+	}
+	if n := check("beside ids with no run"); n != 0 {
+		t.Errorf("with the newest runs still held the cockpit scanned the run records %d times, want none", n)
+	}
+	for range recentRunsShown {
+		phantom()
+	}
+	if n := check("with every held id a run's that never landed"); n != 1 {
+		t.Errorf("the cockpit scanned the run records %d times, want 1", n)
+	}
+	start()
+	check("after a start beside them")
+	// A tenant of one run holds it: a new tenant's first read loads, the
+	// next reads it by key.
+	startNew(t, eng, procs, "ten_one", `{"name":"Wait","trigger":{"type":"manual"},
+		"steps":[{"key":"wait","type":"wait","config":{"duration":"24h"}}]}`)
+	if _, err := eng.Cockpit(ctx, "ten_one", Viewer{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	before := rs.n.Load()
+	c, err := eng.Cockpit(ctx, "ten_one", Viewer{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := rs.n.Load() - before; n != 0 || len(c.RecentRuns) != 1 {
+		t.Errorf("ten_one's cockpit: %d recent runs, %d scans of the run records; want 1 and none", len(c.RecentRuns), n)
+	}
+}
