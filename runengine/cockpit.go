@@ -113,29 +113,56 @@ const recentRunsShown = 10
 // a scan of the run records.
 func (e *Engine) recentRuns(r store.Reader, tenant string, fromStore bool) ([]*Run, error) {
 	if !fromStore {
-		ids, cut, ok := e.countCache.recentRuns(tenant)
-		var out []*Run
-		for ok && len(ids) > 0 && len(out) < recentRunsShown {
-			// Newest first, as many as are missing: an id whose commit
-			// failed or has not landed has no record.
-			n := min(len(ids), recentRunsShown-len(out))
-			got, err := runs.GetEach(r, tenant, ids[:n])
-			if err != nil {
-				return nil, err
-			}
-			for _, run := range got {
-				if run != nil {
-					out = append(out, run)
-				}
-			}
-			ids = ids[n:]
-		}
-		if ok && (len(out) == recentRunsShown || !cut) {
-			return out, nil
+		out, _, ok, err := e.newestRuns(r, tenant, recentRunsShown, false)
+		if ok || err != nil {
+			return out, err
 		}
 	}
 	list, _, err := runs.List(r, tenant, store.Page{Limit: recentRunsShown})
 	return list, err
+}
+
+// newestRuns reads up to limit of tenant's newest runs from r by the ids
+// of its newest runs the count cache holds (see tenantCounts.recent), and
+// with needMore whether older runs exist. ok is false when those ids
+// cannot tell: the tenant is not held, or fewer of them than needed have a
+// run and older runs may exist.
+func (e *Engine) newestRuns(r store.Reader, tenant string, limit int, needMore bool) (out []*Run, more, ok bool, err error) {
+	if e.countCache == nil {
+		return nil, false, false, nil
+	}
+	ids, cut, held := e.countCache.recentRuns(tenant)
+	if !held {
+		return nil, false, false, nil
+	}
+	want := limit
+	if needMore {
+		want++
+	}
+	for len(ids) > 0 && len(out) < want {
+		// Newest first, as many as are missing: an id whose commit failed
+		// or has not landed has no record.
+		n := min(len(ids), want-len(out))
+		got, err := runs.GetEach(r, tenant, ids[:n])
+		if err != nil {
+			return nil, false, false, err
+		}
+		for _, run := range got {
+			if run != nil {
+				out = append(out, run)
+			}
+		}
+		ids = ids[n:]
+	}
+	switch {
+	case len(out) > limit:
+		return out[:limit], true, true, nil
+	case len(out) == limit && !needMore:
+		return out, false, true, nil
+	case cut:
+		return nil, false, false, nil
+	}
+	return out, false, true, nil
 }
 
 // fill sets c's counter figures for viewer v from t, at now, and returns

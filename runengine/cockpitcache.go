@@ -68,9 +68,10 @@ type tenantCounts struct {
 	cut bool
 }
 
-// recentHeld bounds tenantCounts.recent: the cockpit's ten recent runs and
-// room for runs whose commit has not landed.
-const recentHeld = 32
+// recentHeld bounds tenantCounts.recent: the first page of the run list
+// (50 and one to tell whether there are more), the cockpit's ten, and room
+// for runs whose commit has not landed.
+const recentHeld = 64
 
 // countCell is one counter: its name (inflight, waiting, overdue,
 // tasks-open, approvals-pending, completed, minutes), the part after the

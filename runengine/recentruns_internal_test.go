@@ -36,10 +36,11 @@ func (r runScanReader) Scan(opts store.ScanOptions, fn func(key, value []byte) e
 }
 
 // TestCockpitRecentRunsByKey: once a tenant's cockpit was read, its recent
-// runs are read by the ids the engine holds, not by a scan of the run
-// records, and are the newest runs the store holds: after each start, past
-// the ids held, beside ids whose commit never landed (a scan then), and
-// for a tenant whose every run is held.
+// runs and the first page of its run list are read by the ids the engine
+// holds, not by a scan of the run records, and are the newest runs the
+// store holds (the list with List's cursor): after each start, past the
+// ids held, beside ids whose commit never landed (a scan then), and for a
+// tenant whose every run is held.
 func TestCockpitRecentRunsByKey(t *testing.T) {
 	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
 	if err != nil {
@@ -87,6 +88,38 @@ func TestCockpitRecentRunsByKey(t *testing.T) {
 		}
 		return scans
 	}
+	// list reads the first page of the run list for each limit, checks it
+	// and its cursor against the run records', and returns how many scans
+	// of the run records the lists made.
+	list := func(what string) int64 {
+		t.Helper()
+		var scans int64
+		for _, limit := range []int{0, 10, recentHeld - 1} {
+			before := rs.n.Load()
+			got, next, err := eng.ListRuns(ctx, tenant, RunQuery{}, store.Page{Limit: limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			scans += rs.n.Load() - before
+			var want []*Run
+			var wantNext string
+			err = st.View(ctx, func(r store.Reader) error {
+				var err error
+				want, wantNext, err = runs.List(r, tenant, store.Page{Limit: limit})
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(ids(want), ids(got)); diff != "" {
+				t.Fatalf("first page of %d %s (-store +list):\n%s", limit, what, diff)
+			}
+			if next != wantNext {
+				t.Fatalf("first page of %d %s: next %q, want %q", limit, what, next, wantNext)
+			}
+		}
+		return scans
+	}
 	for range 3 {
 		start()
 	}
@@ -94,23 +127,32 @@ func TestCockpitRecentRunsByKey(t *testing.T) {
 	if n := check("of four runs, every run held"); n != 0 {
 		t.Errorf("the cockpit of a tenant held scanned the run records %d times, want none", n)
 	}
+	if n := list("of four runs"); n != 0 {
+		t.Errorf("the first pages of a tenant held scanned the run records %d times, want none", n)
+	}
 	for i := range recentHeld + 8 {
 		start()
 		if n := check("after a start"); n != 0 {
 			t.Fatalf("after start %d the cockpit scanned the run records %d times, want none", i+1, n)
+		}
+		if n := list("after a start"); n != 0 {
+			t.Fatalf("after start %d the first pages scanned the run records %d times, want none", i+1, n)
 		}
 	}
 	// Ids of runs whose commit never landed, newer than every run: the
 	// cockpit passes over them, and once they crowd out the runs held it
 	// scans the run records.
 	phantom := func() { eng.countCache.ran(tenant, eng.ids.New("run", eng.clock.Now())) }
-	for range recentHeld - recentRunsShown {
+	for range recentHeld - recentRunsShown - 1 { // eleven runs held: a page of ten and one to tell there are more
 		phantom()
 	}
 	if n := check("beside ids with no run"); n != 0 {
 		t.Errorf("with the newest runs still held the cockpit scanned the run records %d times, want none", n)
 	}
-	for range recentRunsShown {
+	if n := list("beside ids with no run"); n != 2 {
+		t.Errorf("with eleven runs held the first pages scanned the run records %d times, want 2 (those of more than 10)", n)
+	}
+	for range recentRunsShown + 1 {
 		phantom()
 	}
 	if n := check("with every held id a run's that never landed"); n != 1 {
@@ -118,6 +160,7 @@ func TestCockpitRecentRunsByKey(t *testing.T) {
 	}
 	start()
 	check("after a start beside them")
+	list("after a start beside them")
 	// A tenant of one run holds it: a new tenant's first read loads, the
 	// next reads it by key.
 	startNew(t, eng, procs, "ten_one", `{"name":"Wait","trigger":{"type":"manual"},

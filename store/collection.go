@@ -452,6 +452,12 @@ func (c *Collection[T]) IDs(r Reader, tenant string, p Page, fn func(id string) 
 	})
 }
 
+// ListCursor is the cursor of a List page (in either order) that ends at
+// the record id: the next page starts after it.
+func (c *Collection[T]) ListCursor(id string) string {
+	return base64.RawURLEncoding.EncodeToString(AppendKey(nil, id))
+}
+
 // GetEach loads tenant's records ids, in that order, nil for an id with no
 // record: read together, as ListUnder reads a page.
 func (c *Collection[T]) GetEach(r Reader, tenant string, ids []string) ([]*T, error) {

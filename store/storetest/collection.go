@@ -384,6 +384,19 @@ func exerciseCollection(t *testing.T, open opener) {
 				}
 			}
 		}
+		// ListCursor is the cursor List gives at the end of a page.
+		for _, forward := range []bool{true, false} {
+			view(t, s, func(r store.Reader) error {
+				page, next, err := c.List(r, "acme", store.Page{Limit: 7, Forward: forward})
+				if err != nil {
+					return err
+				}
+				if want := c.ListCursor(page[len(page)-1].ID); next != want {
+					t.Errorf("List forward %v: next %q, ListCursor %q", forward, next, want)
+				}
+				return nil
+			})
+		}
 		// IDs pages through the ids List lists, with the same cursors.
 		for _, limit := range []int{1, 7, 51, 0} {
 			for _, forward := range []bool{true, false} {
