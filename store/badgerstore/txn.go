@@ -162,10 +162,26 @@ func (r *reader) Scan(opts store.ScanOptions, fn func(key, value []byte) error) 
 // walk them all. Walking the versions itself, the scan ends at the first
 // key outside the prefix. It seeks to After, or to store.PrefixEnd(Prefix)
 // (rewinding when there is none), and skips the versions of that key.
+//
+// The iterator is Badger's for Prefix, which starts on the tables whose
+// keys may fall under it only: without one it starts on every table, and
+// a store of a million runs has hundreds. Badger's iterator for a prefix
+// ends at the first key outside it, also the PrefixEnd key a scan without
+// After seeks to: when that iterator finds nothing, the scan is made
+// again without one, which steps over the PrefixEnd key's versions.
 func (r *reader) scanReverse(opts store.ScanOptions, fn func(key, value []byte) error) error {
 	seek := opts.After
 	if len(seek) == 0 {
 		seek = store.PrefixEnd(opts.Prefix)
+	}
+	if len(opts.Prefix) > 0 && len(seek) > 0 {
+		it := r.txn.NewIterator(badger.IteratorOptions{Reverse: true, AllVersions: true, Prefix: opts.Prefix})
+		it.Seek(seek)
+		if it.Valid() || len(opts.After) > 0 {
+			defer it.Close()
+			return walkReverse(it, opts, seek, fn)
+		}
+		it.Close()
 	}
 	it := r.txn.NewIterator(badger.IteratorOptions{Reverse: true, AllVersions: true})
 	defer it.Close()
@@ -174,6 +190,12 @@ func (r *reader) scanReverse(opts store.ScanOptions, fn func(key, value []byte) 
 	} else {
 		it.Seek(seek)
 	}
+	return walkReverse(it, opts, seek, fn)
+}
+
+// walkReverse is scanReverse's walk from where it sought: every version of
+// each key, taking the newest, to the first key outside the prefix.
+func walkReverse(it *badger.Iterator, opts store.ScanOptions, seek []byte, fn func(key, value []byte) error) error {
 	var key, val []byte // the key at hand and its newest version's value so far
 	have, live := false, false
 	tell := func() error {
