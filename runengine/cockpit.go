@@ -125,14 +125,16 @@ func (e *Engine) recentRuns(r store.Reader, tenant string, fromStore bool) ([]*R
 // newestRuns reads up to limit of tenant's newest runs from r by the ids
 // of its newest runs the count cache holds (see tenantCounts.recent), and
 // with needMore whether older runs exist. ok is false when those ids
-// cannot tell: the tenant is not held, or fewer of them than needed have a
-// run and older runs may exist.
+// cannot tell (the tenant is not held, or fewer of them than needed have
+// a run and older runs may exist) and when the tenant has no more runs
+// than it holds: a scan of so few records starts on few tables, and costs
+// less than reading them by key.
 func (e *Engine) newestRuns(r store.Reader, tenant string, limit int, needMore bool) (out []*Run, more, ok bool, err error) {
 	if e.countCache == nil {
 		return nil, false, false, nil
 	}
 	ids, cut, held := e.countCache.recentRuns(tenant)
-	if !held {
+	if !held || !cut {
 		return nil, false, false, nil
 	}
 	want := limit
@@ -159,10 +161,8 @@ func (e *Engine) newestRuns(r store.Reader, tenant string, limit int, needMore b
 		return out[:limit], true, true, nil
 	case len(out) == limit && !needMore:
 		return out, false, true, nil
-	case cut:
-		return nil, false, false, nil
 	}
-	return out, false, true, nil
+	return nil, false, false, nil // older runs than those held may exist
 }
 
 // fill sets c's counter figures for viewer v from t, at now, and returns

@@ -30,9 +30,10 @@ import (
 // cockpit's window.
 //
 // Of the same tenants it holds the ids of the newest runs (see
-// tenantCounts.recent), so a cockpit reads its recent runs by key: a
-// reverse scan of the run records starts an iterator over every table
-// that holds some, hundreds at a million runs.
+// tenantCounts.recent), so the cockpit of a tenant with many runs reads
+// its recent runs, and the run list its first page, by key: a reverse scan
+// of the run records starts an iterator over every table that holds some,
+// hundreds at a million runs.
 type countCache struct {
 	mu      sync.Mutex
 	tenants map[string]*tenantCounts // by the tenant's encoded key part (store.Key(tenant))
