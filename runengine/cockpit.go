@@ -122,41 +122,31 @@ func (e *Engine) recentRuns(r store.Reader, tenant string, fromStore bool) ([]*R
 	return list, err
 }
 
-// newestRuns reads up to limit of tenant's newest runs from r by the ids
-// of its newest runs the count cache holds (see tenantCounts.recent), and
-// with needMore whether older runs exist. ok is false when those ids
-// cannot tell (the tenant is not held, or fewer of them than needed have
-// a run and older runs may exist) and when the tenant has no more runs
-// than it holds: a scan of so few records starts on few tables, and costs
-// less than reading them by key.
+// newestRuns reads up to limit of tenant's newest runs from r, and with
+// needMore whether older runs exist, with a scan between the oldest and
+// newest ids of its runs the count cache holds (see tenantCounts.recent):
+// no run is newer than those, and every run between them is held, so the
+// scan starts on the few tables that hold them instead of every table of
+// the run records. ok is false when those ids cannot tell: the tenant is
+// not held, or has runs older than those held and too few of the held
+// ids have a run (a commit not landed, or failed). A tenant whose every
+// run is held is scanned as before: it has few.
 func (e *Engine) newestRuns(r store.Reader, tenant string, limit int, needMore bool) (out []*Run, more, ok bool, err error) {
 	if e.countCache == nil {
 		return nil, false, false, nil
 	}
-	ids, cut, held := e.countCache.recentRuns(tenant)
-	if !held || !cut {
+	oldest, newest, cut := e.countCache.recentRange(tenant)
+	if !cut {
 		return nil, false, false, nil
 	}
 	want := limit
 	if needMore {
 		want++
 	}
-	for len(ids) > 0 && len(out) < want {
-		// Newest first, as many as are missing: an id whose commit failed
-		// or has not landed has no record.
-		n := min(len(ids), want-len(out))
-		got, err := runs.GetEach(r, tenant, ids[:n])
-		if err != nil {
-			return nil, false, false, err
-		}
-		for _, run := range got {
-			if run != nil {
-				out = append(out, run)
-			}
-		}
-		ids = ids[n:]
-	}
+	out, err = runs.ListRange(r, tenant, oldest, newest, want)
 	switch {
+	case err != nil:
+		return nil, false, false, err
 	case len(out) > limit:
 		return out[:limit], true, true, nil
 	case len(out) == limit && !needMore:

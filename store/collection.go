@@ -430,7 +430,7 @@ func (c *Collection[T]) ListUnder(r Reader, tenant string, prefix []byte, p Page
 	if err != nil {
 		return nil, "", err
 	}
-	out, err := c.getAll(r, tenant, ids, false)
+	out, err := c.getAll(r, tenant, ids)
 	if err != nil {
 		return nil, "", errors.Wrapf(err, "index %q of %s", prefix, c.Name)
 	}
@@ -452,21 +452,41 @@ func (c *Collection[T]) IDs(r Reader, tenant string, p Page, fn func(id string) 
 	})
 }
 
+// ListRange returns up to limit of tenant's records whose ids lie between
+// oldest and newest (both included), newest first. It scans under the
+// longest key prefix the two ids' records share, so a store that picks its
+// tables by prefix reads only those that may hold them.
+func (c *Collection[T]) ListRange(r Reader, tenant, oldest, newest string, limit int) ([]*T, error) {
+	low, high := c.recordKey(tenant, oldest), c.recordKey(tenant, newest)
+	n := 0
+	for n < len(low) && n < len(high) && low[n] == high[n] {
+		n++
+	}
+	// After is exclusive: the key just past newest's takes it in.
+	opts := ScanOptions{Prefix: high[:n:n], Reverse: true, After: append(bytes.Clone(high), 0)}
+	var out []*T
+	err := r.Scan(opts, func(key, val []byte) error {
+		if len(out) == limit || bytes.Compare(key, low) < 0 {
+			return ErrStop
+		}
+		v, err := c.decode(val)
+		if err != nil {
+			return errors.Wrapf(err, "decode %s", c.Name)
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, err
+}
+
 // ListCursor is the cursor of a List page (in either order) that ends at
 // the record id: the next page starts after it.
 func (c *Collection[T]) ListCursor(id string) string {
 	return base64.RawURLEncoding.EncodeToString(AppendKey(nil, id))
 }
 
-// GetEach loads tenant's records ids, in that order, nil for an id with no
-// record: read together, as ListUnder reads a page.
-func (c *Collection[T]) GetEach(r Reader, tenant string, ids []string) ([]*T, error) {
-	return c.getAll(r, tenant, ids, true)
-}
-
-// getAll loads tenant's records ids, in that order, with one GetSorted. A
-// missing record is an error unless missingOK, which leaves its place nil.
-func (c *Collection[T]) getAll(r Reader, tenant string, ids []string, missingOK bool) ([]*T, error) {
+// getAll loads tenant's records ids, in that order, with one GetSorted.
+func (c *Collection[T]) getAll(r Reader, tenant string, ids []string) ([]*T, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -492,9 +512,6 @@ func (c *Collection[T]) getAll(r Reader, tenant string, ids []string, missingOK 
 	err := GetSorted(r, keys, func(j int, raw []byte, found bool) error {
 		first := byKey[firsts[j]]
 		if !found {
-			if missingOK {
-				return nil
-			}
 			return errors.Wrapf(c.notFound(), "names a missing record %s", ids[first.at])
 		}
 		// Every mention of the record (an index may name one twice) gets a

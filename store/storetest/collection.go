@@ -426,35 +426,46 @@ func exerciseCollection(t *testing.T, open opener) {
 				}
 			}
 		}
-		// GetEach reads records in the order asked, nil for an id with no
-		// record of the tenant (anna-07 is no one's; acme2 has no bo-03).
+		// ListRange lists the ids between two, newest first, up to a
+		// limit: ids that share a prefix with the range's ends, ends that
+		// are no record's, and another tenant's records are left out.
 		for _, tc := range []struct {
-			tenant string
-			ids    []string
-			want   []string // "" for nil
+			tenant, oldest, newest string
+			limit                  int
 		}{
-			{"acme", []string{"bo-03", "anna-07", "ann-00", "bo-03", "an-02"}, []string{"bo-03", "", "ann-00", "bo-03", "an-02"}},
-			{"acme2", []string{"bo-03", "ann-01"}, []string{"", "ann-01"}},
-			{"acme", nil, nil},
+			{"acme", "ann-05", "ann-17", 100},
+			{"acme", "ann-05", "ann-17", 4},
+			{"acme", "an-01", "anna-03", 100},
+			{"acme", "ann-1", "ann-2", 100},
+			{"acme", "a", "z", 7},
+			{"acme", "bo-19", "bo-19", 1},
+			{"acme", "bo-20", "bo-99", 5},
+			{"acme2", "ann-01", "ann-02", 5},
 		} {
+			var want []string
+			ids := allIDs
+			if tc.tenant == "acme2" {
+				ids = []string{"ann-00", "ann-01", "ann-02", "ann-03"}
+			}
+			for _, id := range rev(ids) {
+				if id >= tc.oldest && id <= tc.newest && len(want) < tc.limit {
+					want = append(want, id)
+				}
+			}
 			view(t, s, func(r store.Reader) error {
-				got, err := c.GetEach(r, tc.tenant, tc.ids)
+				got, err := c.ListRange(r, tc.tenant, tc.oldest, tc.newest, tc.limit)
 				if err != nil {
 					return err
 				}
-				var ids []string
+				var gotIDs []string
 				for _, w := range got {
-					switch {
-					case w == nil:
-						ids = append(ids, "")
-					case w.Tenant != tc.tenant:
-						t.Errorf("GetEach(%s, %v) read %s of tenant %s", tc.tenant, tc.ids, w.ID, w.Tenant)
-					default:
-						ids = append(ids, w.ID)
+					if w.Tenant != tc.tenant {
+						t.Errorf("ListRange of %s read %s of tenant %s", tc.tenant, w.ID, w.Tenant)
 					}
+					gotIDs = append(gotIDs, w.ID)
 				}
-				if diff := cmp.Diff(tc.want, ids); diff != "" {
-					t.Errorf("GetEach(%s, %v) (-want +got):\n%s", tc.tenant, tc.ids, diff)
+				if diff := cmp.Diff(want, gotIDs); diff != "" {
+					t.Errorf("ListRange(%s, %s, %s, %d) (-want +got):\n%s", tc.tenant, tc.oldest, tc.newest, tc.limit, diff)
 				}
 				return nil
 			})
