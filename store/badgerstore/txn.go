@@ -163,27 +163,25 @@ func (r *reader) Scan(opts store.ScanOptions, fn func(key, value []byte) error) 
 // key outside the prefix. It seeks to After, or to store.PrefixEnd(Prefix)
 // (rewinding when there is none), and skips the versions of that key.
 //
-// The iterator is Badger's for Prefix, which starts on the tables whose
-// keys may fall under it only: without one it starts on every table, and
-// a store of a million runs has hundreds. Badger's iterator for a prefix
-// ends at the first key outside it, also the PrefixEnd key a scan without
-// After seeks to: when that iterator finds nothing, the scan is made
-// again without one, which steps over the PrefixEnd key's versions.
+// The iterator is Badger's for the bytes Prefix and the key sought share
+// (Prefix itself with After; without, Prefix up to the byte PrefixEnd
+// raised), which starts on the tables whose keys may fall between them
+// only: without a prefix Badger starts on every table, and a store of a
+// million runs has hundreds.
 func (r *reader) scanReverse(opts store.ScanOptions, fn func(key, value []byte) error) error {
 	seek := opts.After
 	if len(seek) == 0 {
 		seek = store.PrefixEnd(opts.Prefix)
 	}
-	if len(opts.Prefix) > 0 && len(seek) > 0 {
-		it := r.txn.NewIterator(badger.IteratorOptions{Reverse: true, AllVersions: true, Prefix: opts.Prefix})
-		it.Seek(seek)
-		if it.Valid() || len(opts.After) > 0 {
-			defer it.Close()
-			return walkReverse(it, opts, seek, fn)
+	var pick []byte
+	if len(seek) > 0 {
+		n := 0
+		for n < len(opts.Prefix) && n < len(seek) && opts.Prefix[n] == seek[n] {
+			n++
 		}
-		it.Close()
+		pick = opts.Prefix[:n:n]
 	}
-	it := r.txn.NewIterator(badger.IteratorOptions{Reverse: true, AllVersions: true})
+	it := r.txn.NewIterator(badger.IteratorOptions{Reverse: true, AllVersions: true, Prefix: pick})
 	defer it.Close()
 	if len(seek) == 0 {
 		it.Rewind()
