@@ -383,8 +383,8 @@ func (e *Engine) ListRuns(ctx context.Context, tenant string, q RunQuery, p stor
 	var next string
 	err := e.st.View(ctx, func(r store.Reader) error {
 		if q.all() && p.Cursor == "" && !p.Forward {
-			// The first page of every run: by the ids of the tenant's
-			// newest runs, when held (see newestRuns).
+			// The first page of every run: between the ids of the
+			// tenant's newest runs, when held (see newestRuns).
 			limit := p.Limit
 			if limit <= 0 {
 				limit = 50

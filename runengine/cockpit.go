@@ -107,10 +107,10 @@ func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement
 // recentRunsShown is how many of the newest runs a cockpit shows.
 const recentRunsShown = 10
 
-// recentRuns reads tenant's newest runs for its cockpit from r: by the ids
-// the count cache holds, unless fromStore (no cache, or the tenant's
-// counters were not held) or those ids do not make up the page; then with
-// a scan of the run records.
+// recentRuns reads tenant's newest runs for its cockpit from r: between
+// the ids the count cache holds (see newestRuns), unless fromStore (no
+// cache, or the tenant's counters were not held) or those do not make up
+// the page; then with a scan of all its run records.
 func (e *Engine) recentRuns(r store.Reader, tenant string, fromStore bool) ([]*Run, error) {
 	if !fromStore {
 		out, _, ok, err := e.newestRuns(r, tenant, recentRunsShown, false)
@@ -128,9 +128,9 @@ func (e *Engine) recentRuns(r store.Reader, tenant string, fromStore bool) ([]*R
 // no run is newer than those, and every run between them is held, so the
 // scan starts on the few tables that hold them instead of every table of
 // the run records. ok is false when those ids cannot tell: the tenant is
-// not held, or has runs older than those held and too few of the held
-// ids have a run (a commit not landed, or failed). A tenant whose every
-// run is held is scanned as before: it has few.
+// not held, or has runs older than those held and too few runs lie
+// between them (ids of commits not landed, or failed). A tenant whose
+// every run is held is scanned as before: it has few.
 func (e *Engine) newestRuns(r store.Reader, tenant string, limit int, needMore bool) (out []*Run, more, ok bool, err error) {
 	if e.countCache == nil {
 		return nil, false, false, nil
