@@ -61,8 +61,9 @@ const UnassignedFunction = "unassigned"
 
 // Cockpit computes tenant's cockpit for viewer. agreement is the
 // workspace's agreement rate (nil when nothing was decided yet). On a
-// single node the counters come from memory (see countCache), the lists
-// from the store; on a cluster everything is read from the store.
+// single node the counters and the ids of the recent runs come from memory
+// (see countCache), the records from the store; on a cluster everything is
+// read from the store.
 func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement *float64) (*Cockpit, error) {
 	c := &Cockpit{AgreementRate: agreement, ByFunction: map[string]FunctionCounts{}, Daily: make([]DayCount, 30)}
 	now := e.clock.Now().UTC()
@@ -85,7 +86,7 @@ func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement
 			}
 		}
 		var err error
-		if c.RecentRuns, _, err = runs.List(r, tenant, store.Page{Limit: 10}); err != nil {
+		if c.RecentRuns, err = e.recentRuns(r, tenant, fromStore); err != nil {
 			return err
 		}
 		if open != 0 {
@@ -101,6 +102,57 @@ func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement
 		c.OpenTasks = []*Task{}
 	}
 	return c, err
+}
+
+// recentRunsShown is how many of the newest runs a cockpit shows.
+const recentRunsShown = 10
+
+// recentRuns reads tenant's newest runs for its cockpit from r: between
+// the ids the count cache holds (see newestRuns), unless fromStore (no
+// cache, or the tenant's counters were not held) or those do not make up
+// the page; then with a scan of all its run records.
+func (e *Engine) recentRuns(r store.Reader, tenant string, fromStore bool) ([]*Run, error) {
+	if !fromStore {
+		out, _, ok, err := e.newestRuns(r, tenant, recentRunsShown, false)
+		if ok || err != nil {
+			return out, err
+		}
+	}
+	list, _, err := runs.List(r, tenant, store.Page{Limit: recentRunsShown})
+	return list, err
+}
+
+// newestRuns reads up to limit of tenant's newest runs from r, and with
+// needMore whether older runs exist, with a scan between the oldest and
+// newest ids of its runs the count cache holds (see tenantCounts.recent):
+// no run is newer than those, and every run between them is held, so the
+// scan starts on the few tables that hold them instead of every table of
+// the run records. ok is false when those ids cannot tell: the tenant is
+// not held, or has runs older than those held and too few runs lie
+// between them (ids of commits not landed, or failed). A tenant whose
+// every run is held is scanned as before: it has few.
+func (e *Engine) newestRuns(r store.Reader, tenant string, limit int, needMore bool) (out []*Run, more, ok bool, err error) {
+	if e.countCache == nil {
+		return nil, false, false, nil
+	}
+	oldest, newest, cut := e.countCache.recentRange(tenant)
+	if !cut {
+		return nil, false, false, nil
+	}
+	want := limit
+	if needMore {
+		want++
+	}
+	out, err = runs.ListRange(r, tenant, oldest, newest, want)
+	switch {
+	case err != nil:
+		return nil, false, false, err
+	case len(out) > limit:
+		return out[:limit], true, true, nil
+	case len(out) == limit && !needMore:
+		return out, false, true, nil
+	}
+	return nil, false, false, nil // older runs than those held may exist
 }
 
 // fill sets c's counter figures for viewer v from t, at now, and returns

@@ -3,6 +3,7 @@ package runengine
 import (
 	"container/list"
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,9 +28,16 @@ import (
 // history: at most max tenants (the least recently read go first), and
 // of each its counters by function and assignee and the days of the
 // cockpit's window.
+//
+// Of the same tenants it holds the ids of the newest runs (see
+// tenantCounts.recent), so the cockpit of a tenant with many runs reads
+// its recent runs, and the run list its first page, with a scan between
+// them: a reverse scan of all the run records starts an iterator over
+// every table that holds some, hundreds at a million runs.
 type countCache struct {
 	mu      sync.Mutex
 	tenants map[string]*tenantCounts // by the tenant's encoded key part (store.Key(tenant))
+	byName  map[string]*tenantCounts // the same, by the tenant
 	lru     list.List                // of *tenantCounts, the most recently read first
 	max     int
 	// held is len(tenants), read without mu: while no tenant is held a
@@ -50,7 +58,21 @@ type tenantCounts struct {
 	// ones before it are not held, and an increment of one is dropped.
 	from string
 	elem *list.Element
+	// recent holds ids of the tenant's runs, ascending, at most recentHeld:
+	// every run whose id is at least recent[0] is among them (or every run
+	// of the tenant, unless cut). They are read at the load; an id is
+	// added when a change writing a run's first record is applied, before
+	// its commit, so one whose commit failed or has not landed may be
+	// among them (a read finds no record).
+	recent []string
+	// cut says the tenant may have runs older than recent[0].
+	cut bool
 }
+
+// recentHeld bounds tenantCounts.recent: the first page of the run list
+// (50 and one to tell whether there are more), the cockpit's ten, and room
+// for runs whose commit has not landed.
+const recentHeld = 64
 
 // countCell is one counter: its name (inflight, waiting, overdue,
 // tasks-open, approvals-pending, completed, minutes), the part after the
@@ -64,7 +86,7 @@ type countCell struct {
 func daily(name string) bool { return name == "completed" || name == "minutes" }
 
 func newCountCache(max int) *countCache {
-	return &countCache{tenants: map[string]*tenantCounts{}, max: max}
+	return &countCache{tenants: map[string]*tenantCounts{}, byName: map[string]*tenantCounts{}, max: max}
 }
 
 // landed adds the increments of a commit that is durable (sums, by
@@ -95,6 +117,47 @@ func (k *countCache) landed(sums map[string]int64) {
 		}
 		t.cells[key] = &countCell{name: name, part: part, n: inc}
 	}
+}
+
+// ran notes the first record of tenant's run id, applied in a commit: the
+// committer calls it before the commit can land.
+func (k *countCache) ran(tenant, id string) {
+	if k.held.Load() == 0 {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if t := k.byName[tenant]; t != nil {
+		t.addRecent(id)
+	}
+}
+
+// addRecent adds id to t.recent, forgetting the oldest beyond recentHeld.
+func (t *tenantCounts) addRecent(id string) {
+	i, found := slices.BinarySearch(t.recent, id)
+	if found || (i == 0 && t.cut) {
+		return // held, or older than the runs held, which may miss some older still
+	}
+	t.recent = slices.Insert(t.recent, i, id)
+	if len(t.recent) > recentHeld {
+		t.recent = slices.Delete(t.recent, 0, 1)
+		t.cut = true
+	}
+}
+
+// recentRange returns the oldest and newest ids of tenant's runs held,
+// and whether older runs than those may exist; cut is false also when the
+// tenant is not held. Called inside a read of the store, the range is as
+// of a moment after it began: every run the read sees whose id is at
+// least oldest is among those held, so none is newer than newest.
+func (k *countCache) recentRange(tenant string) (oldest, newest string, cut bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	t := k.byName[tenant]
+	if t == nil || len(t.recent) == 0 {
+		return "", "", false
+	}
+	return t.recent[0], t.recent[len(t.recent)-1], t.cut
 }
 
 // tenantPart is the encoded first part (the tenant) of key, a counter
@@ -130,8 +193,8 @@ func counterParts(key []byte) (name, part string, ok bool) {
 // cockpitNames are the counters a cockpit reads, in key order.
 var cockpitNames = []string{"approvals-pending", "completed", "inflight", "minutes", "overdue", "tasks-open", "waiting"}
 
-// loadCounts reads tenant's cockpit counters from r: the daily ones from
-// the day from on.
+// loadCounts reads tenant's cockpit counters from r, the daily ones from
+// the day from on, and the ids of its newest runs.
 func loadCounts(r store.Reader, tenant, from string) (*tenantCounts, error) {
 	t := &tenantCounts{tenant: tenant, cells: map[string]*countCell{}, from: from}
 	for _, name := range cockpitNames {
@@ -168,6 +231,15 @@ func loadCounts(r store.Reader, tenant, from string) (*tenantCounts, error) {
 			return nil, err
 		}
 	}
+	next, err := runs.IDs(r, tenant, store.Page{Limit: recentHeld}, func(id string) error {
+		t.recent = append(t.recent, id)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(t.recent)
+	t.cut = next != ""
 	return t, nil
 }
 
@@ -235,6 +307,7 @@ var errCountsMoved = errors.New("runengine: the tenant's counters were forgotten
 // k.max. k.mu is held.
 func (k *countCache) add(key string, t *tenantCounts) {
 	k.tenants[key] = t
+	k.byName[t.tenant] = t
 	t.elem = k.lru.PushFront(t)
 	for len(k.tenants) > k.max {
 		k.drop(k.lru.Back().Value.(*tenantCounts))
@@ -246,6 +319,7 @@ func (k *countCache) add(key string, t *tenantCounts) {
 func (k *countCache) drop(t *tenantCounts) {
 	k.lru.Remove(t.elem)
 	delete(k.tenants, string(store.Key(t.tenant)))
+	delete(k.byName, t.tenant)
 	k.held.Store(int32(len(k.tenants)))
 }
 

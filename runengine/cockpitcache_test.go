@@ -76,9 +76,9 @@ func counterFigures(c *runengine.Cockpit) *runengine.Cockpit {
 }
 
 // checkCockpit checks that tenant's cockpit, for each viewer, holds the
-// counter figures the store holds, once the commits in flight landed, and
-// that reading it read no counter from the store (once a first cockpit
-// read them).
+// counter figures, open tasks and recent runs the store holds, once the
+// commits in flight landed, and that reading it read no counter from the
+// store (once a first cockpit read them).
 func checkCockpit(t *testing.T, b *bundle, cs *counterReads, tenant, what string) {
 	t.Helper()
 	ctx := context.Background()
@@ -114,6 +114,14 @@ func checkCockpit(t *testing.T, b *bundle, cs *counterReads, tenant, what string
 			}
 			if diff = cmp.Diff(taskIDs(open), taskIDs(got.OpenTasks), cmpopts.EquateEmpty()); diff != "" {
 				diff = "open tasks: " + diff
+				return false
+			}
+			recent, _, err := b.eng.ListRuns(ctx, tenant, runengine.RunQuery{}, store.Page{Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff = cmp.Diff(runStates(recent), runStates(got.RecentRuns), cmpopts.EquateEmpty()); diff != "" {
+				diff = "recent runs: " + diff
 				return false
 			}
 		}
@@ -400,6 +408,15 @@ type backClock struct {
 }
 
 func (c *backClock) Now() time.Time { return c.Fake.Now().Add(-time.Duration(c.back.Load())) }
+
+// runStates are the runs' ids and statuses.
+func runStates(runs []*runengine.Run) []string {
+	var out []string
+	for _, r := range runs {
+		out = append(out, r.ID+" "+string(r.Status))
+	}
+	return out
+}
 
 func taskIDs(tasks []*runengine.Task) []string {
 	var out []string

@@ -269,7 +269,7 @@ type Engine struct {
 	starting    *startGate     // nil without a cap on starts in progress
 	cluster     *cluster       // nil on one node
 	defs        *defCache      // the definitions Start loaded; nil on a cluster
-	countCache  *countCache    // the cockpit counters of tenants read lately; nil on a cluster
+	countCache  *countCache    // the cockpit counters and newest run ids of tenants read lately; nil on a cluster
 
 	// recordBufs holds buffers of stored run records for reuse (*[]byte),
 	// runCommits the values of runs' commits (*runCommit).

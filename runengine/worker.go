@@ -1227,6 +1227,9 @@ func (rc *runCommit) apply(tx store.Txn) error {
 	if err := runs.PutOverKept(tx, rc.tenant, rc.old, rc.cur, rc.raw); err != nil {
 		return err
 	}
+	if k := rc.w.e.countCache; k != nil && rc.old == nil {
+		k.ran(rc.tenant, rc.runID) // the run's first record
+	}
 	if err := rc.active.write(tx, rc.tenant, rc.runID); err != nil {
 		return err
 	}

@@ -437,6 +437,54 @@ func (c *Collection[T]) ListUnder(r Reader, tenant string, prefix []byte, p Page
 	return out, next, nil
 }
 
+// IDs calls fn with the ids of one page of tenant's records in id order
+// (newest first by default), reading keys only, and returns the cursor of
+// the next page ("" at the end).
+func (c *Collection[T]) IDs(r Reader, tenant string, p Page, fn func(id string) error) (string, error) {
+	prefix := Key(tenant, spaceRecord, c.Name)
+	return scanPage(r, prefix, p, true, func(key, _ []byte) error {
+		parts, err := DecodeKey(key)
+		if err != nil {
+			return err
+		}
+		id, _ := parts[len(parts)-1].(string)
+		return fn(id)
+	})
+}
+
+// ListRange returns up to limit of tenant's records whose ids lie between
+// oldest and newest (both included), newest first. It scans under the
+// longest key prefix the two ids' records share, so a store that picks its
+// tables by prefix reads only those that may hold them.
+func (c *Collection[T]) ListRange(r Reader, tenant, oldest, newest string, limit int) ([]*T, error) {
+	low, high := c.recordKey(tenant, oldest), c.recordKey(tenant, newest)
+	n := 0
+	for n < len(low) && n < len(high) && low[n] == high[n] {
+		n++
+	}
+	// After is exclusive: the key just past newest's takes it in.
+	opts := ScanOptions{Prefix: high[:n:n], Reverse: true, After: append(bytes.Clone(high), 0)}
+	var out []*T
+	err := r.Scan(opts, func(key, val []byte) error {
+		if len(out) == limit || bytes.Compare(key, low) < 0 {
+			return ErrStop
+		}
+		v, err := c.decode(val)
+		if err != nil {
+			return errors.Wrapf(err, "decode %s", c.Name)
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, err
+}
+
+// ListCursor is the cursor of a List page (in either order) that ends at
+// the record id: the next page starts after it.
+func (c *Collection[T]) ListCursor(id string) string {
+	return base64.RawURLEncoding.EncodeToString(AppendKey(nil, id))
+}
+
 // getAll loads tenant's records ids, in that order, with one GetSorted.
 func (c *Collection[T]) getAll(r Reader, tenant string, ids []string) ([]*T, error) {
 	if len(ids) == 0 {

@@ -162,18 +162,38 @@ func (r *reader) Scan(opts store.ScanOptions, fn func(key, value []byte) error) 
 // walk them all. Walking the versions itself, the scan ends at the first
 // key outside the prefix. It seeks to After, or to store.PrefixEnd(Prefix)
 // (rewinding when there is none), and skips the versions of that key.
+//
+// The iterator is Badger's for the bytes Prefix and the key sought share
+// (Prefix itself with After; without, Prefix up to the byte PrefixEnd
+// raised), which starts on the tables whose keys may fall between them
+// only: without a prefix Badger starts on every table, and a store of a
+// million runs has hundreds.
 func (r *reader) scanReverse(opts store.ScanOptions, fn func(key, value []byte) error) error {
 	seek := opts.After
 	if len(seek) == 0 {
 		seek = store.PrefixEnd(opts.Prefix)
 	}
-	it := r.txn.NewIterator(badger.IteratorOptions{Reverse: true, AllVersions: true})
+	var pick []byte
+	if len(seek) > 0 {
+		n := 0
+		for n < len(opts.Prefix) && n < len(seek) && opts.Prefix[n] == seek[n] {
+			n++
+		}
+		pick = opts.Prefix[:n:n]
+	}
+	it := r.txn.NewIterator(badger.IteratorOptions{Reverse: true, AllVersions: true, Prefix: pick})
 	defer it.Close()
 	if len(seek) == 0 {
 		it.Rewind()
 	} else {
 		it.Seek(seek)
 	}
+	return walkReverse(it, opts, seek, fn)
+}
+
+// walkReverse is scanReverse's walk from where it sought: every version of
+// each key, taking the newest, to the first key outside the prefix.
+func walkReverse(it *badger.Iterator, opts store.ScanOptions, seek []byte, fn func(key, value []byte) error) error {
 	var key, val []byte // the key at hand and its newest version's value so far
 	have, live := false, false
 	tell := func() error {

@@ -384,6 +384,92 @@ func exerciseCollection(t *testing.T, open opener) {
 				}
 			}
 		}
+		// ListCursor is the cursor List gives at the end of a page.
+		for _, forward := range []bool{true, false} {
+			view(t, s, func(r store.Reader) error {
+				page, next, err := c.List(r, "acme", store.Page{Limit: 7, Forward: forward})
+				if err != nil {
+					return err
+				}
+				if want := c.ListCursor(page[len(page)-1].ID); next != want {
+					t.Errorf("List forward %v: next %q, ListCursor %q", forward, next, want)
+				}
+				return nil
+			})
+		}
+		// IDs pages through the ids List lists, with the same cursors.
+		for _, limit := range []int{1, 7, 51, 0} {
+			for _, forward := range []bool{true, false} {
+				want := allIDs
+				if !forward {
+					want = rev(want)
+				}
+				var got []string
+				cursor := ""
+				for pages := 0; pages <= len(allIDs); pages++ {
+					var next string
+					view(t, s, func(r store.Reader) error {
+						var err error
+						next, err = c.IDs(r, "acme", store.Page{Limit: limit, Cursor: cursor, Forward: forward}, func(id string) error {
+							got = append(got, id)
+							return nil
+						})
+						return err
+					})
+					if next == "" {
+						break
+					}
+					cursor = next
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("IDs limit %d, forward %v (-want +got):\n%s", limit, forward, diff)
+				}
+			}
+		}
+		// ListRange lists the ids between two, newest first, up to a
+		// limit: ids that share a prefix with the range's ends, ends that
+		// are no record's, and another tenant's records are left out.
+		for _, tc := range []struct {
+			tenant, oldest, newest string
+			limit                  int
+		}{
+			{"acme", "ann-05", "ann-17", 100},
+			{"acme", "ann-05", "ann-17", 4},
+			{"acme", "an-01", "anna-03", 100},
+			{"acme", "ann-1", "ann-2", 100},
+			{"acme", "a", "z", 7},
+			{"acme", "bo-19", "bo-19", 1},
+			{"acme", "bo-20", "bo-99", 5},
+			{"acme2", "ann-01", "ann-02", 5},
+		} {
+			var want []string
+			ids := allIDs
+			if tc.tenant == "acme2" {
+				ids = []string{"ann-00", "ann-01", "ann-02", "ann-03"}
+			}
+			for _, id := range rev(ids) {
+				if id >= tc.oldest && id <= tc.newest && len(want) < tc.limit {
+					want = append(want, id)
+				}
+			}
+			view(t, s, func(r store.Reader) error {
+				got, err := c.ListRange(r, tc.tenant, tc.oldest, tc.newest, tc.limit)
+				if err != nil {
+					return err
+				}
+				var gotIDs []string
+				for _, w := range got {
+					if w.Tenant != tc.tenant {
+						t.Errorf("ListRange of %s read %s of tenant %s", tc.tenant, w.ID, w.Tenant)
+					}
+					gotIDs = append(gotIDs, w.ID)
+				}
+				if diff := cmp.Diff(want, gotIDs); diff != "" {
+					t.Errorf("ListRange(%s, %s, %s, %d) (-want +got):\n%s", tc.tenant, tc.oldest, tc.newest, tc.limit, diff)
+				}
+				return nil
+			})
+		}
 		// A page that ends exactly at the last record has no next cursor.
 		view(t, s, func(r store.Reader) error {
 			page, next, err := c.ListBy(r, "acme", "owner", []any{"bo"}, store.Page{Limit: 20})
