@@ -416,7 +416,9 @@ func appendBinStep(b []byte, s *StepRun, base int64) ([]byte, error) {
 	if in.RateReserved {
 		f |= stepRateReserved
 	}
+	flagsAt := len(b)
 	b = binary.AppendUvarint(b, f)
+	flagsEnd := len(b)
 	b = binrec.AppendString(b, s.Key)
 	b = appendWord(b, s.Type)
 	if f&stepName != 0 {
@@ -434,8 +436,18 @@ func appendBinStep(b []byte, s *StepRun, base int64) ([]byte, error) {
 		}
 	}
 	if f&stepOutput != 0 {
+		at := len(b)
 		if b, err = appendJSONField(b, s.Output); err != nil {
 			return b, err
+		}
+		if string(b[at:]) == "\x04null" {
+			// A typed nil (a nil map or slice) is JSON null, which form
+			// 2 reads back as no output and the decoder refuses as one:
+			// the record holds none.
+			b = b[:at]
+			var head [binary.MaxVarintLen64]byte
+			n := binary.PutUvarint(head[:], f&^stepOutput)
+			b = slices.Replace(b, flagsAt, flagsEnd, head[:n]...)
 		}
 	}
 	if f&stepError != 0 {

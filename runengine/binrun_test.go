@@ -44,6 +44,15 @@ func form3Cases() map[string]*Run {
 				Error:  str(""), ApprovalID: str(""), TaskID: str(""), Attempts: -1,
 				internal: stepInternal{Args: map[string]any{"text": long}, Reminders: -2, Checks: 1 << 40, Deadline: &before}},
 		}}
+	// An output that is a typed nil (a nil map or slice) is JSON null,
+	// which form 2 reads back as no output.
+	cases["nil outputs"] = &Run{ID: "run_10", Status: RunRunning, StartedAt: at, Cursor: 2,
+		Steps: []StepRun{
+			{Key: "a", Type: "execute", Status: StepCompleted, StartedAt: &at, CompletedAt: &at,
+				Output: map[string]any(nil)},
+			{Key: "b", Type: "analyse", Status: StepCompleted, StartedAt: &at, CompletedAt: &at,
+				Output: []any(nil), Attempts: 1},
+		}}
 	return cases
 }
 
