@@ -34,16 +34,23 @@ func (purchaseOrders) Call(_ context.Context, call capability.Call) (json.RawMes
 	})
 }
 
-func ExampleRegistry_Call() {
+// poRegistry returns a registry on an in-memory store with purchaseOrders
+// registered, and the function that closes the store.
+func poRegistry() (*registry.Registry, func()) {
 	st, err := badgerstore.Open(badgerstore.Options{InMemory: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		panic(err)
 	}
-	defer st.Close()
 	reg := registry.New(registry.Config{Store: st})
 	if err := reg.Register(purchaseOrders{}); err != nil {
 		panic(err)
 	}
+	return reg, func() { st.Close() }
+}
+
+func ExampleRegistry_Call() {
+	reg, closeStore := poRegistry()
+	defer closeStore()
 	ctx := context.Background()
 
 	// The only provider of a capability is its default.
@@ -79,15 +86,8 @@ func ExampleRegistry_Call() {
 // tenant's bindings change, the Route is no longer current and the call
 // resolves its provider again.
 func ExampleRegistry_Route() {
-	st, err := badgerstore.Open(badgerstore.Options{InMemory: true, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		panic(err)
-	}
-	defer st.Close()
-	reg := registry.New(registry.Config{Store: st})
-	if err := reg.Register(purchaseOrders{}); err != nil {
-		panic(err)
-	}
+	reg, closeStore := poRegistry()
+	defer closeStore()
 	ctx := context.Background()
 	call := capability.Call{Tenant: "ten_demo", Capability: capability.ERPPurchaseOrder,
 		Args: json.RawMessage(`{"number":"PO-1001"}`), IdempotencyKey: "run_1/lookup/1"}
