@@ -262,15 +262,8 @@ func idemSharedOf(ws *bas.Workspace) *idemShared {
 // startFill begins the fill of f from ws's store in the background; it
 // ends when ws closes.
 func (f *idemFilter) startFill(ws *bas.Workspace) {
-	st, done, log := ws.Store(), ws.Engine().Done(), ws.Logger()
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { // the fill ends when the workspace closes
-		select {
-		case <-done:
-		case <-ctx.Done():
-		}
-		cancel()
-	}()
+	st, log := ws.Store(), ws.Logger()
+	ctx, cancel := untilDone(ws.Engine().Done())
 	go func() {
 		defer cancel()
 		if err := f.fill(ctx, st); err != nil && ctx.Err() == nil {
@@ -278,4 +271,18 @@ func (f *idemFilter) startFill(ws *bas.Workspace) {
 				"error", err.Error())
 		}
 	}()
+}
+
+// untilDone returns a context that ends when done closes (the fill ends
+// when the workspace closes), or when cancel is called.
+func untilDone(done <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
+	return ctx, cancel
 }

@@ -276,11 +276,8 @@ func TestIdemFilterFillEndsWithTheWorkspace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	go func() {
-		<-done
-		cancel()
-	}()
+	ctx, cancel := untilDone(done) // as startFill's
+	defer cancel()
 	f := newIdemFilter()
 	held := &heldView{Store: st, open: make(chan struct{}), proceed: make(chan struct{})}
 	filled := make(chan error, 1)
@@ -289,8 +286,8 @@ func TestIdemFilterFillEndsWithTheWorkspace(t *testing.T) {
 	closed := make(chan error, 1)
 	go func() { closed <- ws.Close() }()
 	testwait.Recv(t, done, "the engine's Done closed")
-	// (The fill's context ends a moment after Done, in its own goroutine,
-	// as idemSharedOf's does: the scan goes on once it has.)
+	// (The fill's context ends a moment after Done, in its own goroutine:
+	// the scan goes on once it has.)
 	testwait.Recv(t, ctx.Done(), "the fill's context ended")
 	close(held.proceed)
 	if err := testwait.Recv(t, filled, "the fill ended"); !errors.Is(err, context.Canceled) {
