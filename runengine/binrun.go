@@ -341,8 +341,7 @@ func appendStoredRun(b []byte, r *Run) ([]byte, error) {
 		if err != nil {
 			return b, errors.Wrap(err, "encode pause state")
 		}
-		b = binary.AppendUvarint(b, uint64(len(raw)))
-		b = append(b, raw...)
+		b = binrec.AppendBytes(b, raw)
 	}
 	return b, nil
 }
@@ -515,9 +514,7 @@ func appendBinTime(b []byte, t time.Time, base int64) ([]byte, error) {
 	if err != nil {
 		return b, errors.Wrap(err, "encode a time of a run")
 	}
-	b = binary.AppendVarint(b, 1)
-	b = binary.AppendUvarint(b, uint64(len(text)))
-	return append(b, text...), nil
+	return binrec.AppendBytes(binary.AppendVarint(b, 1), text), nil
 }
 
 // appendJSONField appends v's JSON as a bytes field: its length, then it.
