@@ -543,7 +543,7 @@ func appendJSONField(b []byte, v any) ([]byte, error) {
 // decodeBinaryRun decodes a record of form 3 (see appendStoredRun), or
 // fails: it never returns a run that record does not hold.
 func decodeBinaryRun(raw []byte) (*Run, error) {
-	d := binDecoder{r: binrec.New(raw), n: len(raw)}
+	d := binDecoder{r: binrec.New(raw)}
 	if len(raw) <= maxSharedRecord {
 		d.src = string(raw)
 	}
@@ -562,9 +562,8 @@ func decodeBinaryRun(raw []byte) (*Run, error) {
 // the first malformed one (see binrec).
 type binDecoder struct {
 	r binrec.Reader
-	// n is the record's length; src, when set, the record as one string
-	// that the run's strings are cut from, one allocation for them all.
-	n   int
+	// src, when set, is the record as one string that the run's strings
+	// are cut from, one allocation for them all.
 	src string
 }
 
@@ -579,7 +578,7 @@ func (d *binDecoder) string() string {
 		return d.r.String()
 	}
 	b := d.r.Bytes()
-	end := d.n - d.r.Len()
+	end := len(d.src) - d.r.Len()
 	return d.src[end-len(b) : end]
 }
 
