@@ -341,8 +341,7 @@ func appendStoredRun(b []byte, r *Run) ([]byte, error) {
 		if err != nil {
 			return b, errors.Wrap(err, "encode pause state")
 		}
-		b = binary.AppendUvarint(b, uint64(len(raw)))
-		b = append(b, raw...)
+		b = binrec.AppendBytes(b, raw)
 	}
 	return b, nil
 }
@@ -515,9 +514,7 @@ func appendBinTime(b []byte, t time.Time, base int64) ([]byte, error) {
 	if err != nil {
 		return b, errors.Wrap(err, "encode a time of a run")
 	}
-	b = binary.AppendVarint(b, 1)
-	b = binary.AppendUvarint(b, uint64(len(text)))
-	return append(b, text...), nil
+	return binrec.AppendBytes(binary.AppendVarint(b, 1), text), nil
 }
 
 // appendJSONField appends v's JSON as a bytes field: its length, then it.
@@ -546,7 +543,7 @@ func appendJSONField(b []byte, v any) ([]byte, error) {
 // decodeBinaryRun decodes a record of form 3 (see appendStoredRun), or
 // fails: it never returns a run that record does not hold.
 func decodeBinaryRun(raw []byte) (*Run, error) {
-	d := binDecoder{r: binrec.New(raw), n: len(raw)}
+	d := binDecoder{r: binrec.New(raw)}
 	if len(raw) <= maxSharedRecord {
 		d.src = string(raw)
 	}
@@ -565,9 +562,8 @@ func decodeBinaryRun(raw []byte) (*Run, error) {
 // the first malformed one (see binrec).
 type binDecoder struct {
 	r binrec.Reader
-	// n is the record's length; src, when set, the record as one string
-	// that the run's strings are cut from, one allocation for them all.
-	n   int
+	// src, when set, is the record as one string that the run's strings
+	// are cut from, one allocation for them all.
 	src string
 }
 
@@ -582,7 +578,7 @@ func (d *binDecoder) string() string {
 		return d.r.String()
 	}
 	b := d.r.Bytes()
-	end := d.n - d.r.Len()
+	end := len(d.src) - d.r.Len()
 	return d.src[end-len(b) : end]
 }
 

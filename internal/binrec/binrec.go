@@ -1,4 +1,4 @@
-// Package binrec reads (and AppendString writes) the binary records the product stores (a run, an
+// Package binrec reads (and AppendString and AppendBytes write) the binary records the product stores (a run, an
 // outbox message, a gate decision, a kept response): fields in order, each number
 // a varint in its one shortest form (as encoding/binary's Append functions
 // write it; a padded varint is refused, so that a record has one stored
@@ -119,6 +119,12 @@ func (r *Reader) String() string { return string(r.Bytes()) }
 // uvarint), then its bytes.
 func AppendString(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+// AppendBytes appends a field of bytes as Bytes reads it: its length (a
+// uvarint), then them.
+func AppendBytes(b, v []byte) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(v))), v...)
 }
 
 // Rest returns the bytes left (aliasing the record) and leaves none.

@@ -79,6 +79,22 @@ func TestUint64(t *testing.T) {
 	}
 }
 
+// TestAppendBytes: a field of bytes is written as AppendString writes
+// the same string, and Bytes reads it back.
+func TestAppendBytes(t *testing.T) {
+	t.Parallel()
+	for _, v := range [][]byte{nil, {}, []byte("hi"), make([]byte, 300)} {
+		b := binrec.AppendBytes([]byte{7}, v)
+		if want := binrec.AppendString([]byte{7}, string(v)); string(b) != string(want) {
+			t.Errorf("AppendBytes(%q) = %x, want %x", v, b, want)
+		}
+		r := binrec.New(b[1:])
+		if got := r.Bytes(); string(got) != string(v) || !r.Done() {
+			t.Errorf("Bytes of AppendBytes(%q) = %q, Done %v", v, got, r.Done())
+		}
+	}
+}
+
 // FuzzReader: any bytes read without a panic, and a record read to its
 // end writes back the same bytes with encoding/binary and AppendString
 // (one stored form).
