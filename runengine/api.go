@@ -385,11 +385,7 @@ func (e *Engine) ListRuns(ctx context.Context, tenant string, q RunQuery, p stor
 		if q.all() && p.Cursor == "" && !p.Forward {
 			// The first page of every run: between the ids of the
 			// tenant's newest runs, when held (see newestRuns).
-			limit := p.Limit
-			if limit <= 0 {
-				limit = 50
-			}
-			page, more, ok, err := e.newestRuns(r, tenant, limit, true)
+			page, more, ok, err := e.newestRuns(r, tenant, p.Size(), true)
 			if err != nil || ok {
 				out = page
 				if more {

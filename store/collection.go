@@ -94,6 +94,15 @@ type Page struct {
 	Forward bool
 }
 
+// Size is the most records the page returns: Limit, or 50 when Limit is
+// not positive.
+func (p Page) Size() int {
+	if p.Limit <= 0 {
+		return 50
+	}
+	return p.Limit
+}
+
 func (c *Collection[T]) recordKey(tenant, id string) []byte {
 	return Key(tenant, spaceRecord, c.Name, id)
 }
@@ -539,10 +548,7 @@ func (c *Collection[T]) ListByAny(r Reader, tenant, index string, valueLists [][
 	if len(valueLists) == 1 {
 		return c.ListBy(r, tenant, index, valueLists[0], p)
 	}
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 50
-	}
+	limit := p.Size()
 	type hit struct {
 		suffix []byte
 		id     string
@@ -620,10 +626,7 @@ var ErrBadCursor = errs.Validation(errs.Violation{Loc: []any{"query", "cursor"},
 // cursor encodes only the key's suffix after prefix, so it cannot lead a
 // scan out of the prefix (and so out of the tenant).
 func scanPage(r Reader, prefix []byte, p Page, keysOnly bool, fn func(key, val []byte) error) (string, error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 50
-	}
+	limit := p.Size()
 	opts := ScanOptions{Prefix: prefix, Reverse: !p.Forward, KeysOnly: keysOnly}
 	if p.Cursor != "" {
 		suffix, err := base64.RawURLEncoding.DecodeString(p.Cursor)

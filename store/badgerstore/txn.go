@@ -175,11 +175,7 @@ func (r *reader) scanReverse(opts store.ScanOptions, fn func(key, value []byte) 
 	}
 	var pick []byte
 	if len(seek) > 0 {
-		n := 0
-		for n < len(opts.Prefix) && n < len(seek) && opts.Prefix[n] == seek[n] {
-			n++
-		}
-		pick = opts.Prefix[:n:n]
+		pick = sharedPrefix(opts.Prefix, seek)
 	}
 	it := r.txn.NewIterator(badger.IteratorOptions{Reverse: true, AllVersions: true, Prefix: pick})
 	defer it.Close()

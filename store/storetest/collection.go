@@ -441,6 +441,7 @@ func exerciseCollection(t *testing.T, open opener) {
 			{"acme", "bo-19", "bo-19", 1},
 			{"acme", "bo-20", "bo-99", 5},
 			{"acme2", "ann-01", "ann-02", 5},
+			{"acme", "a", "z", 0},
 		} {
 			var want []string
 			ids := allIDs
