@@ -15,9 +15,10 @@ import (
 // queueProvider fills test.queue: each call records its args' label and
 // waits for one value of next.
 type queueProvider struct {
-	next  chan struct{}
-	mu    sync.Mutex
-	order []string
+	next     chan struct{}
+	mu       sync.Mutex
+	order    []string
+	inFlight int // calls not yet returned
 }
 
 func (p *queueProvider) Info() capability.Info {
@@ -34,13 +35,26 @@ func (p *queueProvider) Call(ctx context.Context, c capability.Call) (json.RawMe
 	_ = json.Unmarshal(c.Args, &args)
 	p.mu.Lock()
 	p.order = append(p.order, args.Label)
+	p.inFlight++
 	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.inFlight--
+		p.mu.Unlock()
+	}()
 	select {
 	case <-p.next:
 		return json.RawMessage(`{}`), nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// idle reports whether every call made has returned.
+func (p *queueProvider) idle() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.inFlight == 0
 }
 
 func (p *queueProvider) calls() []string {

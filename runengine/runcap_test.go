@@ -109,6 +109,10 @@ func TestRunCapSurvivesRestart(t *testing.T) {
 	}
 	waitFor(t, "the first call", func() bool { return len(q.calls()) == 1 })
 	b.eng.Close()
+	// Close stops waiting for a call past its grace period: the first
+	// engine's call may still be about to see its cancelled context, and
+	// would take a release meant for the next engine's calls.
+	waitFor(t, "the first engine's call to return", q.idle)
 	cfg := runengine.Config{Store: b.st, Clock: b.clk, Capabilities: b.reg, Processes: b.procs, Gate: b.gate}
 	capped(&cfg)
 	eng, err := runengine.New(cfg)
