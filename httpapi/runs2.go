@@ -193,8 +193,10 @@ func runSearchQuery(q url.Values, rq *runengine.RunQuery) []errs.Violation {
 		switch {
 		case utf8.RuneCountInString(rq.Q) > maxRunQ:
 			vs = append(vs, errs.Violation{Loc: []any{"query", "q"}, Msg: "must have at most 200 characters", Type: "string_too_long"})
-		case len(runengine.SearchWords(rq.Q)) == 0:
-			vs = append(vs, errs.Violation{Loc: []any{"query", "q"}, Msg: "must have a word (letters or digits)", Type: "value_error"})
+		default:
+			if p := runengine.SearchQueryProblem(rq.Q); p != "" {
+				vs = append(vs, errs.Violation{Loc: []any{"query", "q"}, Msg: p, Type: "value_error"})
+			}
 		}
 	}
 	for key, values := range q {

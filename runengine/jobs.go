@@ -132,6 +132,13 @@ func (e *Engine) BulkRuns(ctx context.Context, tenant string, f JobFilter, actio
 	if f.ProcessID == "" && f.Status == "" && !f.Overdue && len(SearchWords(f.Q)) == 0 && len(f.Search) == 0 {
 		return nil, errs.Invalidf([]any{"body", "filter"}, "value_error", "give at least one of process_id, status, overdue, q and search")
 	}
+	if f.Q != "" {
+		// A q the search cannot use would be dropped from the filter,
+		// and the action reach every run the rest of it selects.
+		if p := SearchQueryProblem(f.Q); p != "" {
+			return nil, errs.Invalidf([]any{"body", "filter", "q"}, "value_error", "%s", p)
+		}
+	}
 	rec := e.newJob(f, action, actor)
 	err := e.commits.commitWait(ctx, &delta{reads: true, apply: func(tx store.Txn) error {
 		n, err := countCandidates(tx, tenant, f)

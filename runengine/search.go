@@ -1,6 +1,7 @@
 package runengine
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -62,6 +63,23 @@ func SearchWords(text string) []string {
 		out = addWord(out, text[start:])
 	}
 	return out
+}
+
+// SearchQueryProblem says what keeps q from being a search query (see
+// RunQuery.Q), "" when nothing does: q must have a word, and no word
+// longer than an indexed one, which no run could be found by.
+func SearchQueryProblem(q string) string {
+	n := 0
+	for _, w := range strings.FieldsFunc(strings.ToLower(q), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if len(w) > maxWordLen {
+			return fmt.Sprintf("has a word longer than %d bytes, which no run is found by", maxWordLen)
+		}
+		n++
+	}
+	if n == 0 {
+		return "must have a word (letters or digits)"
+	}
+	return ""
 }
 
 func addWord(out []string, w string) []string {
