@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/bas-platform/bas/internal/apps/access"
@@ -158,9 +159,35 @@ func (c *request) decodeGeneral(v any) error {
 		return errs.Validation(vs...)
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "type_error"})
+		return decodeViolation(err)
 	}
 	return validated(v)
+}
+
+// decodeViolation is the 422 of a body the schema took but json.Unmarshal
+// could not decode: a number the schema counts as an integer (1.0, 1e3)
+// or one beyond the field's range, for an integer field, is located at
+// the field, and says so without Go's words.
+func decodeViolation(err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) || te.Type == nil {
+		return errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "type_error"})
+	}
+	loc := []any{"body"}
+	if te.Field != "" {
+		for _, name := range strings.Split(te.Field, ".") {
+			loc = append(loc, name)
+		}
+	}
+	msg := "has the wrong type"
+	switch te.Type.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if strings.HasPrefix(te.Value, "number") {
+			msg = "must be an integer in range, written without a fraction or an exponent"
+		}
+	}
+	return errs.Validation(errs.Violation{Loc: loc, Msg: msg, Type: "type_error"})
 }
 
 // validated ends every decoding of a body into v, the fast and the

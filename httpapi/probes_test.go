@@ -50,3 +50,35 @@ func TestBulkFilterQMustSearch(t *testing.T) {
 		t.Errorf("paused runs %v, want only %s (not %s)", got, a.ID, b.ID)
 	}
 }
+
+// TestIntegerFieldWrittenAsDecimal answers a number the schema counts as an
+// integer but Go cannot decode into the field (1.0, 1e3, beyond its range)
+// with a 422 at the field, in api.md's words, and changes nothing.
+func TestIntegerFieldWrittenAsDecimal(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.devLogin(t, `{"tenant_id": "ten_ints"}`).Token
+	proc := s.createProc(t, admin, `{"name": "Review", "trigger": {"type": "manual"},
+	  "steps": [{"key": "look", "type": "human_task", "config": {"title": "x", "actions": ["accept"]}}]}`)
+	keysBefore := s.listIDs(t, admin, "/v1/api-keys")
+	for _, c := range []struct {
+		path, body, want string
+	}{
+		{"/v1/processes/" + proc.ID + "/what-if", `{"limit": 1e3}`, "body.limit:type_error"},
+		{"/v1/processes/" + proc.ID + "/what-if", `{"limit": 1.0}`, "body.limit:type_error"},
+		{"/v1/processes/" + proc.ID + "/what-if", `{"version": 2e0}`, "body.version:type_error"},
+		{"/v1/processes/" + proc.ID + "/what-if", `{"version": 99999999999999999999999}`, "body.version:type_error"},
+		{"/v1/api-keys", `{"name": "k", "expires_days": 3.0}`, "body.expires_days:type_error"},
+	} {
+		r := s.do(t, "POST", c.path, admin, c.body).want(t, http.StatusUnprocessableEntity)
+		if diff := cmp.Diff([]string{c.want}, violationsOf(t, r)); diff != "" {
+			t.Errorf("%s %s: violations (-want +got):\n%s", c.path, c.body, diff)
+		}
+		if strings.Contains(string(r.Body), "Go struct") {
+			t.Errorf("%s %s: the detail shows Go's words: %s", c.path, c.body, r.Body)
+		}
+	}
+	if got := s.listIDs(t, admin, "/v1/api-keys"); !cmp.Equal(got, keysBefore) {
+		t.Errorf("api keys %v after refused creations, were %v", got, keysBefore)
+	}
+}
