@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/apps/crm"
@@ -369,18 +368,9 @@ func (h *Handler) handlePipelineDelete(c *request) error {
 // BoardColumn per stage, in stage order, each with at most limit deals
 // (default 50, max 200) and totals over all of them.
 func (h *Handler) handlePipelineBoard(c *request) error {
-	limit := 50
-	if s := c.R.URL.Query().Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		switch {
-		case err != nil:
-			return errs.Invalidf([]any{"query", "limit"}, "type_error", "must be an integer")
-		case n < 1:
-			return errs.Invalidf([]any{"query", "limit"}, "greater_than_equal", "must be at least 1")
-		case n > 200:
-			return errs.Invalidf([]any{"query", "limit"}, "less_than_equal", "must be at most 200")
-		}
-		limit = n
+	limit, err := pageLimit(c.R.URL.Query().Get("limit"))
+	if err != nil {
+		return err
 	}
 	out, err := h.ws.CRM().Board(c.Context(), c.Tenant(), c.Param("id"), limit)
 	if err != nil {

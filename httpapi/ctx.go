@@ -256,7 +256,7 @@ func (c *request) NoContent() error {
 func (c *request) Page() (store.Page, error) {
 	c.paged = true
 	q := c.R.URL.Query()
-	p := store.Page{Limit: 50}
+	var p store.Page
 	if s := q.Get("cursor"); s != "" {
 		inner, ok := c.openCursor(s)
 		if !ok {
@@ -264,19 +264,27 @@ func (c *request) Page() (store.Page, error) {
 		}
 		p.Cursor = inner
 	}
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		switch {
-		case err != nil:
-			return p, errs.Invalidf([]any{"query", "limit"}, "type_error", "must be an integer")
-		case n < 1:
-			return p, errs.Invalidf([]any{"query", "limit"}, "greater_than_equal", "must be at least 1")
-		case n > 200:
-			return p, errs.Invalidf([]any{"query", "limit"}, "less_than_equal", "must be at most 200")
-		}
-		p.Limit = n
+	n, err := pageLimit(q.Get("limit"))
+	p.Limit = n
+	return p, err
+}
+
+// pageLimit reads the value of ?limit= (1..200; empty is store.Page's
+// default size).
+func pageLimit(s string) (int, error) {
+	if s == "" {
+		return store.Page{}.Size(), nil
 	}
-	return p, nil
+	n, err := strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return 0, errs.Invalidf([]any{"query", "limit"}, "type_error", "must be an integer")
+	case n < 1:
+		return 0, errs.Invalidf([]any{"query", "limit"}, "greater_than_equal", "must be at least 1")
+	case n > 200:
+		return 0, errs.Invalidf([]any{"query", "limit"}, "less_than_equal", "must be at most 200")
+	}
+	return n, nil
 }
 
 // List writes a page of items as a JSON array (never null) and the
