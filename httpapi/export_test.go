@@ -49,3 +49,9 @@ func IdemFilterReadyForTest(ws *bas.Workspace) bool {
 	f := idemSharedOf(ws).filter
 	return f != nil && f.ready.Load()
 }
+
+// IdemFilterLayersForTest is how many layers ws's filter of stored
+// Idempotency-Keys holds.
+func IdemFilterLayersForTest(ws *bas.Workspace) int {
+	return len(*idemSharedOf(ws).filter.layers.Load())
+}

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"hash/maphash"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 	"weak"
 
 	"github.com/bas-platform/bas"
@@ -21,26 +23,38 @@ import (
 // the write commits (keepOp, markActed, keep), and at open a background
 // scan adds the pairs stored before; until that scan is done, mayHold
 // answers maybe for every key, so the store is read as without a filter.
-// So a key whose record is committed or committing is never reported
-// absent; a maybe reads the store. Pairs are never removed (a record
-// swept or released only costs a read).
+// So a key whose record is committed or committing, and not expired, is
+// never reported absent; a maybe reads the store.
 //
-// The filter grows with the keys it takes: it is a list of layers, each
-// twice the size of the one before (the first idemFilterBits), and a pair
-// is added to the newest; when the newest has taken its share of pairs
-// (one per idemFilterBitsPerKey bits), a new layer is added, and a lookup
-// checks every layer. A layer is never removed, so a pair once added is
-// found by every later lookup. The false maybes, each costing one read,
-// stay under about 1 in 400 per layer; past idemFilterMaxBits in all no
-// layer is added, and the newest takes more than its share: more reads,
-// never a wrong answer.
+// The filter is a list of layers, each a Bloom filter, and a lookup checks
+// every layer. A pair is added to the newest layer, which holds the pairs
+// whose records expire in its window of time (idemFilterPeriod long) or
+// before. It forgets by dropping layers: when a record of a later window
+// is added, a new layer begins, and the layers whose window ended
+// idemFilterPeriod or more before that record was written are dropped;
+// every record they hold has expired by then, and an expired record is
+// read as absent all the same (its record is written over; the sweep
+// removes what is left). The margin of a period keeps a clock that steps
+// back by less than that from reading a record as absent before its
+// expiry. So a busy process holds about (24 h + two periods) of keys, not
+// every key since it started.
+//
+// Within a window the filter grows with the keys it takes: when the newest
+// layer has taken its share of pairs (one per idemFilterBitsPerKey bits),
+// a layer twice its size is added for the same window. A new window's
+// first layer is sized for the keys the window before took (at least
+// idemFilterMinBits). The false maybes, each costing one read, stay under
+// about 1 in 400 per layer; past idemFilterMaxBits in all no layer is
+// added (a new window's keys then go on into the newest, whose window is
+// moved on), and the newest takes more than its share: more reads, never
+// a wrong answer.
 //
 // A filter belongs to the workspace, not to one Handler: every Handler of
 // a workspace adds its writes to the same filter (idemSharedOf).
 type idemFilter struct {
 	seed    maphash.Seed
 	layers  atomic.Pointer[[]*bloomLayer] // oldest first; pairs go to the last
-	growing sync.Mutex                    // held to add a layer
+	growing sync.Mutex                    // held to add or drop a layer
 	maxBits int                           // bounds the layers' bits together
 	ready   atomic.Bool                   // the records stored before the filter are in it
 }
@@ -53,17 +67,26 @@ type bloomLayer struct {
 	// the pairs it took.
 	room  int64
 	count atomic.Int64
+	// window is the last window (a record's expiry in Unix nanoseconds
+	// over idemFilterPeriod) of the records whose pairs the layer took; it
+	// only grows, and only while the layer is the newest.
+	window atomic.Int64
 }
 
 // idemFilterBits is the first layer's size: 2 MiB, which takes a million
 // keys (16 bits per key), where a key never stored reads the store about
-// once in 400 (idemFilterProbes bits per key). idemFilterMaxBits bounds
-// the layers' sizes together: 62 MiB, five layers, 31 million keys.
+// once in 400 (idemFilterProbes bits per key). idemFilterMinBits is the
+// least size of a new window's first layer (32 KiB, 16,384 keys).
+// idemFilterMaxBits bounds the layers' sizes together: 64 MiB.
+// idemFilterPeriod is a layer's window: an eighth of the records' life,
+// so that about ten windows are held.
 const (
 	idemFilterBits       = 1 << 24
+	idemFilterMinBits    = 1 << 18
 	idemFilterMaxBits    = 1 << 29
 	idemFilterBitsPerKey = 16
 	idemFilterProbes     = 4
+	idemFilterPeriod     = idempotencyTTL / 8
 )
 
 func newIdemFilter() *idemFilter { return newIdemFilterOf(idemFilterBits, idemFilterMaxBits) }
@@ -72,12 +95,14 @@ func newIdemFilter() *idemFilter { return newIdemFilterOf(idemFilterBits, idemFi
 // of two, at least 64) and whose layers have at most maxBits together.
 func newIdemFilterOf(bits, maxBits int) *idemFilter {
 	f := &idemFilter{seed: maphash.MakeSeed(), maxBits: maxBits}
-	f.layers.Store(&[]*bloomLayer{newBloomLayer(bits)})
+	f.layers.Store(&[]*bloomLayer{newBloomLayer(bits, math.MinInt64)})
 	return f
 }
 
-func newBloomLayer(bits int) *bloomLayer {
-	return &bloomLayer{bits: make([]atomic.Uint64, bits/64), mask: uint32(bits - 1), room: int64(bits / idemFilterBitsPerKey)}
+func newBloomLayer(bits int, window int64) *bloomLayer {
+	l := &bloomLayer{bits: make([]atomic.Uint64, bits/64), mask: uint32(bits - 1), room: int64(bits / idemFilterBitsPerKey)}
+	l.window.Store(window)
+	return l
 }
 
 // hash is the pair's 64-bit hash, from which each layer takes its
@@ -91,43 +116,84 @@ func (f *idemFilter) hash(tenant, id string) uint64 {
 	return h.Sum64()
 }
 
-// add adds the pair (before its record's write commits).
-func (f *idemFilter) add(tenant, id string) {
-	f.addHash(f.hash(tenant, id))
-}
-
-func (f *idemFilter) addHash(sum uint64) {
-	layers := *f.layers.Load()
-	l := layers[len(layers)-1]
+// add adds the pair of a record expiring at expires (before its write
+// commits).
+func (f *idemFilter) add(tenant, id string, expires time.Time) {
+	sum := f.hash(tenant, id)
+	at := expires.UnixNano()
+	w, now := at/int64(idemFilterPeriod), at-int64(idempotencyTTL)
 	a, b := uint32(sum), uint32(sum>>32)|1
-	for i := range uint32(idemFilterProbes) {
-		bit := (a + i*b) & l.mask
-		l.bits[bit/64].Or(1 << (bit % 64))
-	}
-	if l.count.Add(1) == l.room {
-		f.grow(l)
+	for {
+		layers := *f.layers.Load()
+		l := layers[len(layers)-1]
+		if l.window.Load() < w {
+			f.next(l, w, now)
+			continue
+		}
+		for i := range uint32(idemFilterProbes) {
+			bit := (a + i*b) & l.mask
+			l.bits[bit/64].Or(1 << (bit % 64))
+		}
+		if l.count.Add(1) == l.room {
+			f.next(l, w, now)
+		}
+		return
 	}
 }
 
-// grow adds a layer after full, the newest, unless it would take the
-// layers past f.maxBits.
-func (f *idemFilter) grow(full *bloomLayer) {
+// next adds a layer after last, the newest, for the record of window w
+// written at now (Unix nanoseconds): when last's window is before w, the
+// first layer of w, and the layers whose window ended a period or more
+// before now are dropped; else (last is full) a layer twice its size for
+// its window. Past f.maxBits it adds none: last then takes w's pairs.
+func (f *idemFilter) next(last *bloomLayer, w, now int64) {
 	f.growing.Lock()
 	defer f.growing.Unlock()
 	layers := *f.layers.Load()
-	if layers[len(layers)-1] != full {
+	if layers[len(layers)-1] != last {
+		return // another writer added one
+	}
+	lw := last.window.Load()
+	turn := lw < w
+	switch {
+	case turn && last.count.Load() == 0:
+		last.window.Store(w) // an empty layer (the first, or after a quiet time) takes w
+		return
+	case !turn && last.count.Load() < last.room:
 		return
 	}
-	total := 0
-	for _, l := range layers {
+	kept := make([]*bloomLayer, 0, len(layers)+1)
+	total, taken := 0, int64(0)
+	for _, l := range layers[:len(layers)-1] {
+		if turn && (l.window.Load()+2)*int64(idemFilterPeriod) <= now {
+			continue // every record it holds expired a period ago or more
+		}
+		kept = append(kept, l)
 		total += len(l.bits) * 64
 	}
-	next := 2 * len(full.bits) * 64
-	if total+next > f.maxBits {
-		return
+	kept = append(kept, last)
+	total += len(last.bits) * 64
+	size, window := 2*len(last.bits)*64, lw
+	if turn {
+		for _, l := range kept {
+			if l.window.Load() == lw {
+				taken += l.count.Load()
+			}
+		}
+		size, window = idemFilterMinBits, w
+		for int64(size) < taken*idemFilterBitsPerKey {
+			size *= 2
+		}
+		for total+size > f.maxBits && size > idemFilterMinBits {
+			size /= 2
+		}
 	}
-	grown := append(layers[:len(layers):len(layers)], newBloomLayer(next))
-	f.layers.Store(&grown)
+	if total+size <= f.maxBits {
+		kept = append(kept, newBloomLayer(size, window))
+	} else if turn {
+		last.window.Store(w)
+	}
+	f.layers.Store(&kept)
 }
 
 // mayHold reports whether a record of the pair may be stored: false only
@@ -151,13 +217,15 @@ layers:
 	return false
 }
 
-// fill adds the pairs of the records st holds, then marks the filter
-// ready. It must begin after the filter takes the writes of every writer
+// fill adds the pairs of the records st holds at now, then marks the
+// filter ready. It must begin after the filter takes the writes of every writer
 // of records (it is made before any Handler of the workspace serves), so
 // that a record committed after fill's snapshot was added by its writer.
 // On an error (ctx ended: the workspace is closing) the filter stays
 // unready: every lookup reads the store.
-func (f *idemFilter) fill(ctx context.Context, st store.Store) error {
+func (f *idemFilter) fill(ctx context.Context, st store.Store, now time.Time) error {
+	// A record stored before expires within idempotencyTTL of now.
+	expires := now.Add(idempotencyTTL)
 	n := 0
 	err := st.View(ctx, func(rd store.Reader) error {
 		// Every record key starts with its tenant, a string part: step
@@ -194,7 +262,7 @@ func (f *idemFilter) fill(ctx context.Context, st store.Store) error {
 					return errors.New("idempotency: malformed record key")
 				}
 				id, _ := parts[0].(string)
-				f.add(tenant, id)
+				f.add(tenant, id, expires)
 				if n++; n%1024 == 0 {
 					return ctx.Err()
 				}
@@ -262,11 +330,11 @@ func idemSharedOf(ws *bas.Workspace) *idemShared {
 // startFill begins the fill of f from ws's store in the background; it
 // ends when ws closes.
 func (f *idemFilter) startFill(ws *bas.Workspace) {
-	st, log := ws.Store(), ws.Logger()
+	st, log, now := ws.Store(), ws.Logger(), ws.Clock().Now()
 	ctx, cancel := untilDone(ws.Engine().Done())
 	go func() {
 		defer cancel()
-		if err := f.fill(ctx, st); err != nil && ctx.Err() == nil {
+		if err := f.fill(ctx, st, now); err != nil && ctx.Err() == nil {
 			log.Warn("idempotency: the filter of stored keys could not be filled; every keyed request reads the store",
 				"error", err.Error())
 		}

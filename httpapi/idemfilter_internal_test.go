@@ -34,10 +34,10 @@ func (s *heldView) View(ctx context.Context, fn func(store.Reader) error) error 
 // does: it adds the pair to f (when f is not nil) before it commits.
 func putIdemForTest(t *testing.T, st store.Store, f *idemFilter, tenant, id string) {
 	t.Helper()
-	if f != nil {
-		f.add(tenant, id)
-	}
 	rec := &idemRecord{ID: id, Fingerprint: digest("f"), State: idemDone, ExpiresAt: time.Now().UTC().Add(idempotencyTTL)}
+	if f != nil {
+		f.add(tenant, id, rec.ExpiresAt)
+	}
 	raw := make([]byte, idemHeadLen)
 	if err := putIdemHead(raw, rec.State, false, rec.ExpiresAt, rec.Fingerprint); err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestIdemFilterKeepsEveryStoredKey(t *testing.T) {
 	f := newIdemFilter()
 	held := &heldView{Store: st, open: make(chan struct{}), proceed: make(chan struct{})}
 	filled := make(chan error, 1)
-	go func() { filled <- f.fill(t.Context(), held) }()
+	go func() { filled <- f.fill(t.Context(), held, time.Now()) }()
 	testwait.Recv(t, held.open, "the fill opened its snapshot")
 	for _, p := range during {
 		putIdemForTest(t, st, f, p.tenant, p.id)
@@ -135,6 +135,7 @@ func neverStoredMaybes(f *idemFilter, n int) int {
 func TestIdemFilterGrows(t *testing.T) {
 	t.Parallel()
 	const writers, perWriter = 4, 5000
+	expires := time.Now().Add(idempotencyTTL)
 	f := newIdemFilterOf(1<<12, idemFilterMaxBits) // 256 keys in the first layer
 	f.ready.Store(true)
 	var wg sync.WaitGroup
@@ -142,7 +143,7 @@ func TestIdemFilterGrows(t *testing.T) {
 		wg.Go(func() {
 			for i := range perWriter {
 				id := digest("stored", fmt.Sprint(w, i))
-				f.add("a", id)
+				f.add("a", id, expires)
 				if !f.mayHold("a", id) {
 					t.Errorf("the filter says %s, just added, was never stored", id)
 					return
@@ -168,7 +169,7 @@ func TestIdemFilterGrows(t *testing.T) {
 	bounded := newIdemFilterOf(1<<12, 1<<14) // room for a second layer, not a third
 	bounded.ready.Store(true)
 	for i := range 5000 {
-		bounded.add("a", digest("stored", fmt.Sprint(i)))
+		bounded.add("a", digest("stored", fmt.Sprint(i)), expires)
 	}
 	if n := len(*bounded.layers.Load()); n != 2 {
 		t.Errorf("%d layers within a bound of 16,384 bits, want 2", n)
@@ -235,7 +236,7 @@ func BenchmarkIdemFilterFill(b *testing.B) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		if err := newIdemFilter().fill(b.Context(), st); err != nil {
+		if err := newIdemFilter().fill(b.Context(), st, time.Now()); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -281,7 +282,7 @@ func TestIdemFilterFillEndsWithTheWorkspace(t *testing.T) {
 	f := newIdemFilter()
 	held := &heldView{Store: st, open: make(chan struct{}), proceed: make(chan struct{})}
 	filled := make(chan error, 1)
-	go func() { filled <- f.fill(ctx, held) }()
+	go func() { filled <- f.fill(ctx, held, time.Now()) }()
 	testwait.Recv(t, held.open, "the fill opened its snapshot")
 	closed := make(chan error, 1)
 	go func() { closed <- ws.Close() }()
@@ -298,5 +299,82 @@ func TestIdemFilterFillEndsWithTheWorkspace(t *testing.T) {
 	}
 	if f.ready.Load() || !f.mayHold("t1", digest("never")) {
 		t.Error("a fill that ended early left the filter ready")
+	}
+}
+
+// TestIdemFilterForgets: over eight days of keys added every 45 minutes,
+// with the clock stepping back by half a period now and then, the filter never says
+// "never stored" of a key whose record has not expired, holds about ten
+// windows of layers (not every key since it began), and of keys that
+// expired two periods ago or more it mostly says "never"; so does a
+// filter whose bound keeps it from adding a layer per window.
+func TestIdemFilterForgets(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name          string
+		first, max    int
+		wantMaxLayers int
+	}{
+		{"unbounded", idemFilterBits, idemFilterMaxBits, 10},
+		{"bounded", idemFilterMinBits, 6 * idemFilterMinBits, 6},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f := newIdemFilterOf(c.first, c.max)
+			f.ready.Store(true)
+			type key struct {
+				id      string
+				expires time.Time
+			}
+			var keys []key
+			start := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+			now, maxLayers, first := start, 0, 0
+			step := idemFilterPeriod / 4
+			for i := range 640 {
+				now = now.Add(step)
+				if i%5 == 4 {
+					now = now.Add(-3 * step) // the clock steps back, by half a period in all
+				}
+				for j := range 100 {
+					k := key{digest("k", fmt.Sprint(i, j)), now.Add(idempotencyTTL)}
+					f.add("a", k.id, k.expires)
+					keys = append(keys, k)
+				}
+				for first < len(keys) && keys[first].expires.Before(now.Add(-idemFilterPeriod)) {
+					first++ // expired before any time the clock steps back to
+				}
+				for _, k := range keys[first:] {
+					if now.Before(k.expires) && !f.mayHold("a", k.id) {
+						t.Fatalf("at %s the filter says %s, expiring at %s, was never stored", now, k.id, k.expires)
+					}
+				}
+				maxLayers = max(maxLayers, len(*f.layers.Load()))
+				total := 0
+				for _, l := range *f.layers.Load() {
+					total += len(l.bits) * 64
+				}
+				if total > c.max {
+					t.Fatalf("at %s the layers hold %d bits, over the bound %d", now, total, c.max)
+				}
+			}
+			if maxLayers > c.wantMaxLayers {
+				t.Errorf("up to %d layers, want at most %d", maxLayers, c.wantMaxLayers)
+			}
+			forgotten, maybes := 0, 0
+			for _, k := range keys {
+				if k.expires.Add(2 * idemFilterPeriod).After(now) {
+					continue
+				}
+				forgotten++
+				if f.mayHold("a", k.id) {
+					maybes++
+				}
+			}
+			t.Logf("up to %d layers; maybe of %d of %d keys that expired two periods ago or more", maxLayers, maybes, forgotten)
+			if forgotten < 20000 || maybes > forgotten/100 {
+				t.Errorf("of %d keys that expired two periods ago or more, the filter said maybe of %d; want at most 1%%",
+					forgotten, maybes)
+			}
+		})
 	}
 }

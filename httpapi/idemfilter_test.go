@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/httpapi"
@@ -161,5 +163,40 @@ func TestIdemFilterSharedByHandlers(t *testing.T) {
 	s.do(t, "GET", "/v1/processes", admin, nil).want(t, http.StatusOK).decode(t, &procs)
 	if len(procs) != 2 { // Ask and Keyed
 		t.Errorf("%d processes, want 2: the retry on the second Handler created one again", len(procs))
+	}
+}
+
+// TestIdemFilterForgetsNoLiveKey: while the fake clock runs through a day
+// and more of keyed requests, so the filter of stored keys turns its
+// windows and drops layers, a key replays its first response for as long
+// as its record lives (24 hours), and acts again after; the filter holds
+// about ten windows' layers, not one per hour.
+func TestIdemFilterForgetsNoLiveKey(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.devLogin(t, `{"tenant_id": "ten_forget"}`).Token
+	testwait.Until(t, "the filter of stored keys was filled", func() bool { return httpapi.IdemFilterReadyForTest(s.ws) })
+	create := func(name, key string) *testResponse {
+		return s.do(t, "POST", "/v1/processes", admin, `{"name": "`+name+`", "trigger": {"type": "manual"},
+		  "steps": [{"key": "look", "type": "human_task", "config": {"title": "x"}}]}`, "Idempotency-Key", key)
+	}
+	first := create("first", "first").want(t, http.StatusCreated)
+	for h := range 47 {
+		s.clock.Advance(30 * time.Minute)
+		create(fmt.Sprint("p", h), fmt.Sprint("k", h)).want(t, http.StatusCreated)
+		r := create("first", "first").want(t, http.StatusCreated)
+		if r.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(r.Body, first.Body) {
+			t.Fatalf("after %d half hours the first key did not replay its response: %s", h+1, r.Body)
+		}
+	}
+	for range 5 * 48 { // four days more, one key an hour
+		s.clock.Advance(30 * time.Minute)
+		create("later", fmt.Sprint("later", s.clock.Now().UnixNano())).want(t, http.StatusCreated)
+	}
+	if n := httpapi.IdemFilterLayersForTest(s.ws); n > 10 {
+		t.Errorf("the filter holds %d layers after five days, want at most 10", n)
+	}
+	if r := create("first", "first").want(t, http.StatusCreated); r.Header.Get("Idempotent-Replayed") != "" {
+		t.Errorf("a key whose record expired days ago replayed: %s", r.Body)
 	}
 }

@@ -473,7 +473,7 @@ func (r *idemRequest) keepOp(resp storedResponse) (func(store.Txn) error, error)
 	if err != nil {
 		return nil, err
 	}
-	r.stored()
+	r.stored(rec.ExpiresAt)
 	shared := r.h.ws.Engine().Clustered()
 	return func(tx store.Txn) error {
 		if shared {
@@ -541,7 +541,7 @@ func (r *idemRequest) markActed(tx store.Txn) error {
 		}
 	}
 	now := r.h.ws.Clock().Now().UTC()
-	r.stored()
+	r.stored(now.Add(idempotencyTTL))
 	r.acted.Store(true)
 	r.mu.Lock()
 	r.marks = append(r.marks, now.Add(idempotencyTTL))
@@ -554,12 +554,12 @@ func (r *idemRequest) markActed(tx store.Txn) error {
 	return idempotencyRecords.PutRaw(tx, r.tenant, rec, raw)
 }
 
-// stored adds the key to the workspace's filter of stored keys (see
-// idemFilter): every write of its record calls it before the write can
-// commit.
-func (r *idemRequest) stored() {
+// stored adds the key of a record expiring at expires to the workspace's
+// filter of stored keys (see idemFilter): every write of its record calls
+// it before the write can commit.
+func (r *idemRequest) stored(expires time.Time) {
 	if f := r.h.idemFilter; f != nil {
-		f.add(r.tenant, r.id)
+		f.add(r.tenant, r.id, expires)
 	}
 }
 
@@ -585,7 +585,7 @@ func (r *idemRequest) keep(ctx context.Context, resp storedResponse, secret bool
 		return err
 	}
 	now := r.h.ws.Clock().Now().UTC()
-	r.stored()
+	r.stored(rec.ExpiresAt)
 	return r.h.ws.Store().Update(ctx, func(tx store.Txn) error {
 		if err := idempotencyRecords.PutRaw(tx, r.tenant, rec, raw); err != nil {
 			return err
