@@ -159,7 +159,7 @@ func (c *request) decodeGeneral(v any) error {
 		return errs.Validation(vs...)
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return decodeViolation(err)
+		return decodeViolation(b, err)
 	}
 	return validated(v)
 }
@@ -168,15 +168,18 @@ func (c *request) decodeGeneral(v any) error {
 // could not decode: a number the schema counts as an integer (1.0, 1e3)
 // or one beyond the field's range, for an integer field, is located at
 // the field, and says so without Go's words.
-func decodeViolation(err error) error {
+func decodeViolation(b []byte, err error) error {
 	var te *json.UnmarshalTypeError
 	if !errors.As(err, &te) || te.Type == nil {
 		return errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "type_error"})
 	}
-	loc := []any{"body"}
-	if te.Field != "" {
-		for _, name := range strings.Split(te.Field, ".") {
-			loc = append(loc, name)
+	loc := jsonPathAt(b, te.Offset)
+	if loc == nil {
+		loc = []any{"body"}
+		if te.Field != "" {
+			for _, name := range strings.Split(te.Field, ".") {
+				loc = append(loc, name)
+			}
 		}
 	}
 	msg := "has the wrong type"
@@ -188,6 +191,67 @@ func decodeViolation(err error) error {
 		}
 	}
 	return errs.Validation(errs.Violation{Loc: loc, Msg: msg, Type: "type_error"})
+}
+
+// jsonPathAt is the location (under "body", with the index of each array
+// element, as the schema's violations give it) of the value of the JSON
+// document b that ends offset bytes in, as json.UnmarshalTypeError's
+// Offset says; nil when no scalar value ends there.
+func jsonPathAt(b []byte, offset int64) []any {
+	type frame struct {
+		array   bool
+		key     string
+		index   int
+		wantKey bool
+	}
+	var stack []frame
+	// next moves the innermost container past a value it holds.
+	next := func() {
+		if n := len(stack); n > 0 {
+			if stack[n-1].array {
+				stack[n-1].index++
+			} else {
+				stack[n-1].wantKey = true
+			}
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{':
+				stack = append(stack, frame{wantKey: true})
+			case '[':
+				stack = append(stack, frame{array: true})
+			default:
+				stack = stack[:len(stack)-1]
+				next()
+			}
+			continue
+		}
+		if n := len(stack); n > 0 && stack[n-1].wantKey {
+			stack[n-1].key, _ = tok.(string)
+			stack[n-1].wantKey = false
+			continue
+		}
+		if dec.InputOffset() == offset {
+			loc := []any{"body"}
+			for _, f := range stack {
+				if f.array {
+					loc = append(loc, f.index)
+				} else {
+					loc = append(loc, f.key)
+				}
+			}
+			return loc
+		}
+		next()
+	}
 }
 
 // validated ends every decoding of a body into v, the fast and the

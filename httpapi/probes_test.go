@@ -69,6 +69,8 @@ func TestIntegerFieldWrittenAsDecimal(t *testing.T) {
 		{"/v1/processes/" + proc.ID + "/what-if", `{"version": 2e0}`, "body.version:type_error"},
 		{"/v1/processes/" + proc.ID + "/what-if", `{"version": 99999999999999999999999}`, "body.version:type_error"},
 		{"/v1/api-keys", `{"name": "k", "expires_days": 3.0}`, "body.expires_days:type_error"},
+		{"/v1/invoicing/invoices", `{"customer_id": "x", "memo": "[1.0]", "lines": [{"description": "a", "quantity": 1, "unit_amount_cents": 1},
+		  {"description": "b", "quantity": 2.0, "unit_amount_cents": 1}], "days_until_due": 14}`, "body.lines.1.quantity:type_error"},
 	} {
 		r := s.do(t, "POST", c.path, admin, c.body).want(t, http.StatusUnprocessableEntity)
 		if diff := cmp.Diff([]string{c.want}, violationsOf(t, r)); diff != "" {
