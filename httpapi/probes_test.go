@@ -84,3 +84,62 @@ func TestIntegerFieldWrittenAsDecimal(t *testing.T) {
 		t.Errorf("api keys %v after refused creations, were %v", got, keysBefore)
 	}
 }
+
+// TestSeparationOfDutiesAcrossCredentials: where a step's separation of
+// duties and its distinct approvers compare people, a person's API keys
+// are the person: the requester may not decide through a key of theirs,
+// nor the maker of the key that started the run through a session, and a
+// person approving as a session and again as a key is one vote. Nothing
+// is decided by a refused request.
+func TestSeparationOfDutiesAcrossCredentials(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	alice := s.devLogin(t, `{"tenant_id": "ten_sod", "user_id": "alice"}`).Token
+	bob := s.devLogin(t, `{"tenant_id": "ten_sod", "user_id": "bob", "roles": ["approver"]}`).Token
+	aliceKey := s.newKey(t, alice, `{"name": "alice's", "roles": ["admin"]}`).Secret
+	bobKey := s.newKey(t, bob, `{"name": "bob's", "roles": ["approver"]}`).Secret
+	send := func(controls string) string {
+		return s.createProc(t, alice, `{"name": "Send", "trigger": {"type": "manual"},
+		  "steps": [{"key": "send", "type": "execute", "capability": "email.send",
+		    "config": {"args": {"to": "x@example.com", "subject": "s", "body": "b"}}, "controls": `+controls+`}]}`).ID
+	}
+	separate := send(`{"require_approval": true, "separate_duties": true}`)
+	twoPeople := send(`{"require_approval": true, "approvals_required": 2}`)
+	pending := func(token, procID string) (runID, approvalID string) {
+		t.Helper()
+		r := s.startRun(t, token, procID, "INV-1")
+		r = s.awaitRun(t, alice, r.ID, "waiting for its approval", runStatusIs("waiting"))
+		return r.ID, *r.step(t, "send").ApprovalID
+	}
+	wantStatus := func(id, status string, votes int) {
+		t.Helper()
+		var a struct {
+			Status    string `json:"status"`
+			Approvals []any  `json:"approvals"`
+		}
+		s.do(t, "GET", "/v1/approvals/"+id, alice, nil).want(t, http.StatusOK).decode(t, &a)
+		if a.Status != status || len(a.Approvals) != votes {
+			t.Errorf("approval %s: %s with %d votes, want %s with %d", id, a.Status, len(a.Approvals), status, votes)
+		}
+	}
+
+	// Started by alice's session: her key may not decide it.
+	_, apr := pending(alice, separate)
+	s.do(t, "POST", "/v1/approvals/"+apr+"/approve", aliceKey, `{}`).want(t, http.StatusForbidden)
+	s.do(t, "POST", "/v1/approvals/"+apr+"/reject", aliceKey, `{}`).want(t, http.StatusForbidden)
+	wantStatus(apr, "pending", 0)
+	// Started by alice's key: her session may not decide it; bob may.
+	_, apr = pending(aliceKey, separate)
+	s.do(t, "POST", "/v1/approvals/"+apr+"/approve", alice, `{}`).want(t, http.StatusForbidden)
+	wantStatus(apr, "pending", 0)
+	s.do(t, "POST", "/v1/approvals/"+apr+"/approve", bobKey, `{}`).want(t, http.StatusOK)
+	wantStatus(apr, "approved", 0)
+
+	// Two people: bob's session and bob's key are one of them.
+	_, apr = pending(alice, twoPeople)
+	s.do(t, "POST", "/v1/approvals/"+apr+"/approve", bob, `{}`).want(t, http.StatusOK)
+	s.do(t, "POST", "/v1/approvals/"+apr+"/approve", bobKey, `{}`).want(t, http.StatusConflict)
+	wantStatus(apr, "pending", 1)
+	s.do(t, "POST", "/v1/approvals/"+apr+"/approve", aliceKey, `{}`).want(t, http.StatusOK)
+	wantStatus(apr, "approved", 2)
+}

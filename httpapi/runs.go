@@ -408,8 +408,12 @@ func (h *Handler) handleApprovalApprove(c *request) error {
 	if err := c.Decode(&in); err != nil {
 		return err
 	}
+	aliases, err := h.deciderAliases(c)
+	if err != nil {
+		return err
+	}
 	d, err := h.ws.Engine().Decide(c.engineContext(c.renderDecision), runengine.DecideParams{Tenant: c.Tenant(),
-		ApprovalID: c.Param("id"), Approve: true, Args: in.Args, Actor: c.P.Actor(), Digest: in.Digest})
+		ApprovalID: c.Param("id"), Approve: true, Args: in.Args, Actor: c.P.Actor(), Aliases: aliases, Digest: in.Digest})
 	if err != nil {
 		return err
 	}
@@ -425,12 +429,29 @@ func (h *Handler) handleApprovalReject(c *request) error {
 	if err := c.Decode(&in); err != nil {
 		return err
 	}
+	aliases, err := h.deciderAliases(c)
+	if err != nil {
+		return err
+	}
 	d, err := h.ws.Engine().Decide(c.engineContext(c.renderDecision), runengine.DecideParams{Tenant: c.Tenant(),
-		ApprovalID: c.Param("id"), Reason: in.Reason, Actor: c.P.Actor(), Digest: in.Digest})
+		ApprovalID: c.Param("id"), Reason: in.Reason, Actor: c.P.Actor(), Aliases: aliases, Digest: in.Digest})
 	if err != nil {
 		return err
 	}
 	return c.answerDecision(d)
+}
+
+// deciderAliases are the caller's other names for an approval's separation
+// of duties and distinct approvers (runengine.DecideParams.Aliases): the
+// person (for an API key, the person who made it) and the person's keys,
+// so that a requester deciding through a key of theirs, or one person
+// approving as a session and as a key, is told apart from someone else.
+func (h *Handler) deciderAliases(c *request) ([]string, error) {
+	ids, err := h.access().KeyIDsOf(c.Context(), c.Tenant(), c.P.UserID)
+	if err != nil {
+		return nil, err
+	}
+	return append(ids, c.P.UserID), nil
 }
 
 // renderDecision is the answer to an approve or a reject: the approval and

@@ -226,6 +226,11 @@ type DecideParams struct {
 	Reason string
 	// Actor is who decides.
 	Actor string
+	// Aliases are the decider's other names, each taken for Actor where
+	// a step's separation of duties and its distinct approvers compare
+	// people: the person behind an API key, and that person's keys, so
+	// that nobody decides as someone else by changing credentials.
+	Aliases []string
 	// Digest, when set, is the approval's Digest as the person was shown
 	// it: one that is no longer the approval's is a bas.ErrConflict, as
 	// what the person saw has changed.
@@ -253,7 +258,8 @@ func (e *Engine) Decide(ctx context.Context, p DecideParams) (*Decision, error) 
 		return nil, errs.Conflictf("approval has no run")
 	}
 	rep, err := e.send(ctx, &command{kind: cmdDecide, tenant: p.Tenant, runID: *a.RunID, actor: p.Actor,
-		decide: &decideArgs{approvalID: p.ApprovalID, approve: p.Approve, args: p.Args, reason: p.Reason, digest: p.Digest}})
+		decide: &decideArgs{approvalID: p.ApprovalID, approve: p.Approve, args: p.Args, reason: p.Reason, digest: p.Digest,
+			aliases: p.Aliases}})
 	if err != nil {
 		return nil, err
 	}

@@ -33,8 +33,11 @@ func (x *exec) holdVote(a *Approval, d *decideArgs) bool {
 	}
 	def := x.stepDef(a.StepKey)
 	actor := x.cmd.actor
+	// is reports whether who (a run's starter, a task's completer, a vote)
+	// is the decider, under any of its names.
+	is := func(who string) bool { return who != "" && (who == actor || slices.Contains(d.aliases, who)) }
 	if def != nil && def.Controls.SeparateDuties {
-		if why := x.dutyConflict(def, actor); why != "" {
+		if why := x.dutyConflict(def, is); why != "" {
 			x.err = errs.Forbiddenf("separation of duties: %s, so you may not decide its approval", why)
 			return true
 		}
@@ -42,7 +45,7 @@ func (x *exec) holdVote(a *Approval, d *decideArgs) bool {
 	if !d.approve || a.ApprovalsRequired < 2 {
 		return false
 	}
-	if slices.ContainsFunc(a.Approvals, func(v ApprovalVote) bool { return v.By == actor }) {
+	if slices.ContainsFunc(a.Approvals, func(v ApprovalVote) bool { return is(v.By) }) {
 		x.err = errs.Conflictf("you approved this already; it needs %d distinct approvers", a.ApprovalsRequired)
 		return true
 	}
@@ -73,15 +76,16 @@ func (x *exec) stepDef(key string) *process.Step {
 	return nil
 }
 
-// dutyConflict says why actor may not approve the step of the run: they
-// started it (or published the event that did), or completed a human task
-// of an earlier step; "" when nothing stands in the way.
-func (x *exec) dutyConflict(def *process.Step, actor string) string {
+// dutyConflict says why the decider (is tells its names) may not approve
+// the step of the run: they started it (or published the event that did),
+// or completed a human task of an earlier step; "" when nothing stands in
+// the way.
+func (x *exec) dutyConflict(def *process.Step, is func(who string) bool) string {
 	r := x.r
-	if actor == "" {
+	if x.cmd.actor == "" {
 		return ""
 	}
-	if r.StartedBy == actor || r.Trigger.EmittedBy == actor {
+	if is(r.StartedBy) || is(r.Trigger.EmittedBy) {
 		return "you requested this run"
 	}
 	for i := range r.Steps {
@@ -92,7 +96,7 @@ func (x *exec) dutyConflict(def *process.Step, actor string) string {
 		if st.TaskID == nil {
 			continue
 		}
-		if t, err := x.task(*st.TaskID); err == nil && t.CompletedBy != nil && *t.CompletedBy == actor {
+		if t, err := x.task(*st.TaskID); err == nil && t.CompletedBy != nil && is(*t.CompletedBy) {
 			return "you completed step " + st.Key + " of this run"
 		}
 	}

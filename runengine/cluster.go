@@ -567,6 +567,7 @@ type inboxCommand struct {
 	Args       map[string]any `json:"args,omitempty"`
 	Reason     string         `json:"reason,omitempty"`
 	Digest     string         `json:"digest,omitempty"`
+	Aliases    []string       `json:"aliases,omitempty"`
 
 	Event     string         `json:"event,omitempty"`
 	EventID   string         `json:"event_id,omitempty"`
@@ -580,7 +581,7 @@ func toInbox(c *command) inboxCommand {
 		in.TaskID, in.Action, in.Fields = t.taskID, t.action, t.fields
 	}
 	if d := c.decide; d != nil {
-		in.ApprovalID, in.Approve, in.Args, in.Reason, in.Digest = d.approvalID, d.approve, d.args, d.reason, d.digest
+		in.ApprovalID, in.Approve, in.Args, in.Reason, in.Digest, in.Aliases = d.approvalID, d.approve, d.args, d.reason, d.digest, d.aliases
 	}
 	if ev := c.event; ev != nil {
 		in.Event, in.EventID, in.EventData, in.WaiterKey = ev.name, ev.id, ev.data, ev.key
@@ -594,7 +595,8 @@ func (in inboxCommand) command(key []byte) *command {
 	case cmdCompleteTask:
 		c.task = &taskArgs{taskID: in.TaskID, action: in.Action, fields: in.Fields}
 	case cmdDecide:
-		c.decide = &decideArgs{approvalID: in.ApprovalID, approve: in.Approve, args: in.Args, reason: in.Reason, digest: in.Digest}
+		c.decide = &decideArgs{approvalID: in.ApprovalID, approve: in.Approve, args: in.Args, reason: in.Reason, digest: in.Digest,
+			aliases: in.Aliases}
 	case cmdEvent:
 		c.event = &eventArgs{name: in.Event, id: in.EventID, data: in.EventData, key: in.WaiterKey}
 	}

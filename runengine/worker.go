@@ -143,7 +143,8 @@ type decideArgs struct {
 	approve    bool
 	args       map[string]any
 	reason     string
-	digest     string // the digest the decider was shown; empty when not given
+	digest     string   // the digest the decider was shown; empty when not given
+	aliases    []string // the decider's other names (DecideParams.Aliases)
 }
 
 type timerArgs struct {

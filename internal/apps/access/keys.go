@@ -211,6 +211,20 @@ func (s *Service) Keys(ctx context.Context, p *Principal, page store.Page) ([]*K
 		func(k *Key) *Key { return k.at(now) })
 }
 
+// KeyIDsOf returns the ids of the tenant's API keys person userID made
+// (also through a key of theirs): the names the person acts under besides
+// their own. A revoked key is gone, and not among them.
+func (s *Service) KeyIDsOf(ctx context.Context, tenant, userID string) ([]string, error) {
+	var ids []string
+	err := s.st.View(ctx, func(r store.Reader) error {
+		return keys.IDsBy(r, tenant, "creator", []any{userID}, func(id string) error {
+			ids = append(ids, id)
+			return nil
+		})
+	})
+	return ids, err
+}
+
 // Key returns one API key of the tenant.
 func (s *Service) Key(ctx context.Context, tenant, id string) (*Key, error) {
 	now := s.now()
