@@ -684,3 +684,50 @@ func TestClusterCountersPerNode(t *testing.T) {
 		t.Fatalf("counter keys end in %v, want every one in a node id (a or b)", shares)
 	}
 }
+
+// TestClusterDecideKeepsAliases: a decision forwarded to the node owning
+// the run keeps the decider's aliases, so separation of duties holds
+// whichever node takes it: the requester's other name is refused on both
+// nodes, and another person's approval goes through.
+func TestClusterDecideKeepsAliases(t *testing.T) {
+	t.Parallel()
+	base := sharedBadger(t)
+	lc, ec := clock.NewFake(t0), clock.NewFake(t0)
+	mu, keys := newRecorders()
+	var nodes [2]*node
+	for i, id := range []string{"a", "b"} {
+		nodes[i] = openNode(t, base, nodeConfig{id: id, lease: lc, clock: ec, prov: &recorder{node: id, mu: mu, keys: keys},
+			shards: 4, ttl: 10 * time.Second})
+	}
+	in, err := process.DecodeIn([]byte(`{"name":"Pay","trigger":{"type":"manual"},"steps":[{"key":"pay","type":"execute",
+		"capability":"test.step","config":{"args":{}},"controls":{"require_approval":true,"separate_duties":true}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := nodes[0].procs.Create(t.Context(), tenant, "usr_test", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := nodes[0].eng.Start(t.Context(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID, Actor: "key_alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	r, err = nodes[1].eng.WaitRunUntil(ctx, tenant, r.ID, func(r *runengine.Run) bool { return r.Steps[0].ApprovalID != nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, nd := range nodes {
+		_, err := nd.eng.Decide(t.Context(), runengine.DecideParams{Tenant: tenant, ApprovalID: *r.Steps[0].ApprovalID,
+			Approve: true, Actor: "alice", Aliases: []string{"key_alice", "alice"}})
+		if !errors.Is(err, errs.Forbidden) {
+			t.Errorf("the requester's session deciding on node %d: %v, want forbidden", i, err)
+		}
+	}
+	d, err := nodes[1].eng.Decide(t.Context(), runengine.DecideParams{Tenant: tenant, ApprovalID: *r.Steps[0].ApprovalID,
+		Approve: true, Actor: "bob", Aliases: []string{"bob"}})
+	if err != nil || d.Approval.Status != runengine.ApprovalApproved {
+		t.Fatalf("another person's approval: %+v, %v", d, err)
+	}
+}
