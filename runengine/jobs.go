@@ -140,15 +140,17 @@ func (e *Engine) BulkRuns(ctx context.Context, tenant string, f JobFilter, actio
 		}
 	}
 	rec := e.newJob(f, action, actor)
-	err := e.commits.commitWait(ctx, &delta{reads: true, apply: func(tx store.Txn) error {
-		n, err := countCandidates(tx, tenant, f)
-		if err != nil {
-			return err
-		}
+	// The runs are counted in a view before the job's commit: a count of
+	// many runs inside a commit would hold every tenant's commits behind it.
+	err := e.st.View(ctx, func(r store.Reader) error {
+		n, err := countCandidates(r, tenant, f)
 		rec.Total = n
-		return e.putJob(tx, tenant, rec)
-	}})
+		return err
+	})
 	if err != nil {
+		return nil, err
+	}
+	if err := e.commits.commitWait(ctx, &delta{apply: func(tx store.Txn) error { return e.putJob(tx, tenant, rec) }}); err != nil {
 		return nil, err
 	}
 	e.startJob(tenant, rec.ID)
