@@ -33,7 +33,7 @@ func benchRecords() map[string]*Run {
 }
 
 // BenchmarkStoredRecord encodes and decodes benchRecords' runs in the
-// stored form (form 3), reporting the record's size (bytes/record) and the CPU time
+// stored form (form 4), reporting the record's size (bytes/record) and the CPU time
 // the process spent per operation (cpu-ns/op, with the garbage collector's:
 // steadier than ns/op on a shared machine).
 func BenchmarkStoredRecord(b *testing.B) {
@@ -58,7 +58,7 @@ func BenchmarkStoredRecord(b *testing.B) {
 			b.ReportAllocs()
 			defer reportCPU(b)()
 			for b.Loop() {
-				if _, err := decodeStoredRun(raw); err != nil {
+				if _, err := decodeStoredRun(r.ID, raw); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -317,7 +317,7 @@ func (w *worker) readAhead(c *command) *entry {
 	if t == nil || t.run == nil || w.forgot[forgetSlot(c.runID)] > t.seen {
 		return nil
 	}
-	r, err := decodeStoredRun(t.run)
+	r, err := decodeStoredRun(c.runID, t.run)
 	if err != nil {
 		return nil
 	}
@@ -573,7 +573,7 @@ func readRuns(rd store.Reader, cmds []*command, got []*Run) {
 		keys[i] = runs.RecordKey(c.tenant, c.runID)
 	}
 	getSortedOnce(rd, keys, func(i int, raw []byte) {
-		r, err := decodeStoredRun(raw)
+		r, err := decodeStoredRun(cmds[i].runID, raw)
 		if err == nil && loadApart(rd, cmds[i].tenant, r) == nil {
 			got[i] = r
 		}
@@ -612,7 +612,7 @@ func readRun(rd store.Reader, tenant, runID string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := decodeStoredRun(raw)
+	r, err := decodeStoredRun(runID, raw)
 	if err != nil {
 		return nil, errors.Mark(errors.Wrapf(err, "decode run %s", runID), errCorruptRun)
 	}
