@@ -24,8 +24,9 @@ const idForm = 3
 // Bits of the flags word that follows the form byte of a record of form 3
 // or 4: each says a field of the run is set (a pointer, a slice or map
 // that is not nil, a string that is not empty, a number that is not 0, a
-// flag that is true) and written; a field whose bit is clear is not written. The most
-// common come first, so the word is one byte for most runs.
+// flag that is true) and written; a field whose bit is clear is not
+// written. The most common come first, so the word is one byte for most
+// runs.
 const (
 	runSteps = 1 << iota
 	runCurrentStep
@@ -195,6 +196,21 @@ func wordCode(s string) uint64 {
 // form 4 those of form 4 (see decodeStoredRun), rather than misreading
 // them.
 func appendStoredRun(b []byte, r *Run) ([]byte, error) {
+	return appendRecord(b, r, nil)
+}
+
+// apartOutput is the JSON of a step output (of r.Steps[step]) that a
+// record leaves out to be stored apart (see MaxInlineOutputBytes).
+type apartOutput struct {
+	step int
+	json []byte
+}
+
+// appendRecord is appendStoredRun; with apart set, it moves each step
+// output over MaxInlineOutputBytes out of the record as it writes it: it
+// notes the output's size in the step (internal.OutputBytes) and its JSON
+// in apart, so the record is written once.
+func appendRecord(b []byte, r *Run, apart *[]apartOutput) ([]byte, error) {
 	var err error
 	if b == nil {
 		b = make([]byte, 0, 160+96*len(r.Steps))
@@ -301,8 +317,12 @@ func appendStoredRun(b []byte, r *Run) ([]byte, error) {
 	if f&runSteps != 0 {
 		b = binary.AppendUvarint(b, uint64(len(r.Steps)))
 		for i := range r.Steps {
-			if b, err = appendBinStep(b, &r.Steps[i], base); err != nil {
+			var out []byte
+			if b, out, err = appendBinStep(b, &r.Steps[i], base, apart != nil); err != nil {
 				return b, err
+			}
+			if out != nil {
+				*apart = append(*apart, apartOutput{step: i, json: out})
 			}
 		}
 	}
@@ -356,9 +376,10 @@ func appendStoredRun(b []byte, r *Run) ([]byte, error) {
 }
 
 // appendBinStep appends a step of a record of form 3 or 4; base is the
-// run's start in unix microseconds.
-func appendBinStep(b []byte, s *StepRun, base int64) ([]byte, error) {
-	var err error
+// run's start in unix microseconds. With move, an output over
+// MaxInlineOutputBytes is left out of the record and returned (see
+// appendRecord).
+func appendBinStep(b []byte, s *StepRun, base int64, move bool) (_ []byte, moved []byte, err error) {
 	in := &s.internal
 	var f uint64
 	if s.StartedAt != nil {
@@ -435,26 +456,37 @@ func appendBinStep(b []byte, s *StepRun, base int64) ([]byte, error) {
 	b = appendWord(b, string(s.Status))
 	if f&stepStartedAt != 0 {
 		if b, err = appendBinTime(b, *s.StartedAt, base); err != nil {
-			return b, err
+			return b, nil, err
 		}
 	}
 	if f&stepCompletedAt != 0 {
 		if b, err = appendBinTime(b, *s.CompletedAt, base); err != nil {
-			return b, err
+			return b, nil, err
 		}
 	}
 	if f&stepOutput != 0 {
 		at := len(b)
 		if b, err = appendJSONField(b, s.Output); err != nil {
-			return b, err
+			return b, nil, err
 		}
-		if string(b[at:]) == "\x04null" {
+		refit := false
+		switch field := b[at:]; {
+		case string(field) == "\x04null":
 			// A typed nil (a nil map or slice) is JSON null, which form
 			// 2 reads back as no output and the decoder refuses as one:
 			// the record holds none.
-			b = b[:at]
+			b, f, refit = b[:at], f&^stepOutput, true
+		case move && len(field) > MaxInlineOutputBytes+1:
+			r := binrec.New(field)
+			if out := r.Bytes(); len(out) > MaxInlineOutputBytes {
+				moved = slices.Clone(out)
+				in.OutputBytes = len(out)
+				b, f, refit = b[:at], f&^stepOutput|stepOutputBytes, true
+			}
+		}
+		if refit {
 			var head [binary.MaxVarintLen64]byte
-			n := binary.PutUvarint(head[:], f&^stepOutput)
+			n := binary.PutUvarint(head[:], f)
 			b = slices.Replace(b, flagsAt, flagsEnd, head[:n]...)
 		}
 	}
@@ -472,7 +504,7 @@ func appendBinStep(b []byte, s *StepRun, base int64) ([]byte, error) {
 	}
 	if f&stepArgs != 0 {
 		if b, err = appendJSONField(b, in.Args); err != nil {
-			return b, err
+			return b, nil, err
 		}
 	}
 	if f&stepReminders != 0 {
@@ -483,7 +515,7 @@ func appendBinStep(b []byte, s *StepRun, base int64) ([]byte, error) {
 	}
 	if f&stepDeadline != 0 {
 		if b, err = appendBinTime(b, *in.Deadline, base); err != nil {
-			return b, err
+			return b, nil, err
 		}
 	}
 	if f&stepWaitToken != 0 {
@@ -498,7 +530,7 @@ func appendBinStep(b []byte, s *StepRun, base int64) ([]byte, error) {
 	if f&stepOutputBytes != 0 {
 		b = binary.AppendVarint(b, int64(in.OutputBytes))
 	}
-	return b, nil
+	return b, moved, nil
 }
 
 // appendWord appends a status or type: its code in recordWords, or 0 and

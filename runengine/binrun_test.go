@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bas-platform/bas/internal/binrec"
+	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -332,4 +334,68 @@ func FuzzDecodeBinaryRun(f *testing.F) {
 			t.Fatalf("stored twice (err %v):\n%q\n%q", err, again, third)
 		}
 	})
+}
+
+// TestAppendRecordMovesOutputsApart checks that appendRecord, writing a
+// record once, leaves out exactly the outputs over MaxInlineOutputBytes
+// (as JSON), returns their JSON, and writes the record appendStoredRun
+// writes for the run with those outputs noted apart.
+func TestAppendRecordMovesOutputsApart(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 26, 13, 0, 51, 258206000, time.UTC)
+	// An output of n bytes as JSON: a string of n-2 characters.
+	sized := func(n int) any { return strings.Repeat("x", n-2) }
+	step := func(key string, out any) StepRun {
+		return StepRun{Key: key, Type: "execute", Status: StepCompleted, StartedAt: &at, CompletedAt: &at, Output: out}
+	}
+	for _, c := range []struct {
+		name  string
+		steps []StepRun
+		moved []int // the steps whose outputs move
+	}{
+		{"none", []StepRun{step("a", sized(100)), step("b", nil)}, nil},
+		{"at the bound", []StepRun{step("a", sized(MaxInlineOutputBytes))}, nil},
+		{"over the bound", []StepRun{step("a", sized(MaxInlineOutputBytes+1))}, []int{0}},
+		{"beside a small one", []StepRun{step("a", sized(70_000)), step("b", map[string]any{"x": 1.0})}, []int{0}},
+		{"two of three", []StepRun{step("a", sized(70_000)), step("b", sized(10)),
+			step("c", map[string]any{"big": sized(MaxInlineOutputBytes)})}, []int{0, 2}},
+		{"already apart", []StepRun{{Key: "a", Type: "execute", Status: StepCompleted, Output: sized(70_000),
+			internal: stepInternal{OutputBytes: 70_000}}}, nil},
+		{"nil map", []StepRun{step("a", map[string]any(nil)), step("b", sized(70_000))}, []int{1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := &Run{ID: "run_1", Status: RunCompleted, StartedAt: at, Steps: c.steps}
+			want := *r
+			want.Steps = slices.Clone(r.Steps) // the steps' bookkeeping too, which cloneRun leaves
+			var wantOut []apartOutput
+			for _, i := range c.moved {
+				out, err := jsonvalue.Append(nil, want.Steps[i].Output)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want.Steps[i].internal.OutputBytes = len(out)
+				wantOut = append(wantOut, apartOutput{step: i, json: out})
+			}
+			wantRaw, err := appendStoredRun(nil, &want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var moved []apartOutput
+			raw, err := appendRecord([]byte("prefix"), r, &moved)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(raw) != "prefix"+string(wantRaw) {
+				t.Errorf("record %.300q, want %.300q", raw[len("prefix"):], wantRaw)
+			}
+			if diff := cmp.Diff(wantOut, moved, cmp.AllowUnexported(apartOutput{})); diff != "" {
+				t.Errorf("moved (-want +got):\n%.2000s", diff)
+			}
+			for i := range r.Steps {
+				if got, w := r.Steps[i].internal.OutputBytes, want.Steps[i].internal.OutputBytes; got != w {
+					t.Errorf("step %d noted %d bytes apart, want %d", i, got, w)
+				}
+			}
+		})
+	}
 }

@@ -1150,10 +1150,7 @@ func (w *worker) flush(en *entry) {
 		return
 	}
 	buf := w.e.recordBuf(len(r.Steps))
-	raw, err := appendStoredRun(*buf, r)
-	if err == nil && len(raw) > MaxInlineOutputBytes {
-		raw, err = w.storeApart(en, raw)
-	}
+	raw, err := w.appendRecord(en, *buf)
 	if err != nil {
 		// A run that cannot be encoded is a bug; keep the store as it is.
 		w.e.log.Error("encode run", "run", r.ID, "error", err)
@@ -1164,7 +1161,7 @@ func (w *worker) flush(en *entry) {
 		rc.answer(err)
 		return
 	}
-	*buf = raw        // the record's buffer, grown or made apart, is this change's alone
+	*buf = raw        // the record's buffer, grown or not, is this change's alone
 	en.durable = true // submitted: the calls asked for from now on wait for it
 	rc.en, rc.buf, rc.raw = en, buf, raw
 	rc.tenant, rc.runID, rc.old = r.Tenant, r.ID, en.prev
