@@ -24,14 +24,15 @@ func outputKey(tenant, runID, stepKey string) []byte {
 	return store.Key(tenant, "run-output", runID, stepKey)
 }
 
-// appendRecord appends the stored record of en's run to b, moving its
-// outputs over MaxInlineOutputBytes out of it as it writes it (see
-// appendRecord): their writes join the held changes.
-func (w *worker) appendRecord(en *entry, b []byte) ([]byte, error) {
+// encodeRecord appends the stored record of en's run to b, moving the
+// run's outputs over MaxInlineOutputBytes out of it as it writes it (see
+// appendRecord): their writes join the held changes. Only a run with such
+// an output pays for it.
+func (w *worker) encodeRecord(en *entry, b []byte) ([]byte, error) {
 	var moved []apartOutput
-	raw, err := appendRecord(b, en.run, &moved)
+	r := en.run
+	raw, err := appendRecord(b, r, &moved)
 	for _, m := range moved {
-		r := en.run
 		en.held.ops = append(en.held.ops, setKey(outputKey(r.Tenant, r.ID, r.Steps[m.step].Key), m.json))
 	}
 	return raw, err

@@ -100,7 +100,7 @@ func BenchmarkStoredRecordApart(b *testing.B) {
 		r.Steps[1].internal.OutputBytes = 0
 		en := &entry{run: r}
 		var err error
-		if raw, err = w.appendRecord(en, buf[:0]); err != nil || len(en.held.ops) != 1 {
+		if raw, err = w.encodeRecord(en, buf[:0]); err != nil || len(en.held.ops) != 1 {
 			b.Fatalf("%v; %d writes apart", err, len(en.held.ops))
 		}
 	}

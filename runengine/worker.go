@@ -1150,7 +1150,7 @@ func (w *worker) flush(en *entry) {
 		return
 	}
 	buf := w.e.recordBuf(len(r.Steps))
-	raw, err := w.appendRecord(en, *buf)
+	raw, err := w.encodeRecord(en, *buf)
 	if err != nil {
 		// A run that cannot be encoded is a bug; keep the store as it is.
 		w.e.log.Error("encode run", "run", r.ID, "error", err)

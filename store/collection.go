@@ -155,9 +155,13 @@ func (c *Collection[T]) decodeAt(prefix, key, val []byte) (*T, error) {
 		if len(key) <= len(prefix) || key[len(prefix)] != tagString {
 			return nil, errors.Newf("store: %q is not a key of a record", key)
 		}
+		var rest []byte
 		var err error
-		if id, _, err = decodeString(key[len(prefix)+1:]); err != nil {
+		if id, rest, err = decodeString(key[len(prefix)+1:]); err != nil {
 			return nil, err
+		}
+		if len(rest) > 0 {
+			return nil, errors.Newf("store: %q is not a key of a record", key)
 		}
 	}
 	return c.decode(id, val)
