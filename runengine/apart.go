@@ -3,7 +3,6 @@ package runengine
 import (
 	"fmt"
 
-	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
@@ -25,33 +24,18 @@ func outputKey(tenant, runID, stepKey string) []byte {
 	return store.Key(tenant, "run-output", runID, stepKey)
 }
 
-// storeApart moves the run's outputs over MaxInlineOutputBytes out of its
-// record: their writes join the held changes, and the record is encoded
-// again without them. Only a run whose record is over the bound pays for
-// it.
-func (w *worker) storeApart(en *entry, raw []byte) ([]byte, error) {
+// encodeRecord appends the stored record of en's run to b, moving the
+// run's outputs over MaxInlineOutputBytes out of it as it writes it (see
+// appendRecord): their writes join the held changes. Only a run with such
+// an output pays for it.
+func (w *worker) encodeRecord(en *entry, b []byte) ([]byte, error) {
+	var moved []apartOutput
 	r := en.run
-	moved := false
-	for i := range r.Steps {
-		st := &r.Steps[i]
-		if st.Output == nil || st.internal.OutputBytes > 0 {
-			continue
-		}
-		out, err := jsonvalue.Append(nil, st.Output)
-		if err != nil {
-			return nil, err
-		}
-		if len(out) <= MaxInlineOutputBytes {
-			continue
-		}
-		st.internal.OutputBytes = len(out)
-		en.held.ops = append(en.held.ops, setKey(outputKey(r.Tenant, r.ID, st.Key), out))
-		moved = true
+	raw, err := appendRecord(b, r, &moved)
+	for _, m := range moved {
+		en.held.ops = append(en.held.ops, setKey(outputKey(r.Tenant, r.ID, r.Steps[m.step].Key), m.json))
 	}
-	if !moved {
-		return raw, nil
-	}
-	return appendStoredRun(nil, r)
+	return raw, err
 }
 
 // loadApart reads back the outputs of r stored apart.

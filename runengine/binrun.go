@@ -11,16 +11,22 @@ import (
 	"github.com/cockroachdb/errors"
 )
 
-// storedForm is the form the engine stores runs in: form 3, binary (see
+// storedForm is the form the engine stores runs in: form 4, binary (see
 // appendStoredRun). Its first byte is the form, which no JSON record of
 // forms 1 and 2 can start with.
-const storedForm = 3
+const storedForm = 4
 
-// Bits of the flags word that follows a form-3 record's form byte: each
-// says a field of the run is set (a pointer, a slice or map that is not
-// nil, a string that is not empty, a number that is not 0, a flag that is
-// true) and written; a field whose bit is clear is not written. The most
-// common come first, so the word is one byte for most runs.
+// idForm is form 3: form 4's layout with the run's id written after the
+// start (form 4 takes it from the record's key). The engine stored runs in
+// it before form 4, and reads them still.
+const idForm = 3
+
+// Bits of the flags word that follows the form byte of a record of form 3
+// or 4: each says a field of the run is set (a pointer, a slice or map
+// that is not nil, a string that is not empty, a number that is not 0, a
+// flag that is true) and written; a field whose bit is clear is not
+// written. The most common come first, so the word is one byte for most
+// runs.
 const (
 	runSteps = 1 << iota
 	runCurrentStep
@@ -69,9 +75,10 @@ const (
 	stepFlagsEnd
 )
 
-// recordWords are the statuses and types that form 3 writes as one byte
-// (see appendWord): a word's code is its index plus one. The list is part
-// of the form: a word may be added at its end, never moved or removed.
+// recordWords are the statuses and types that forms 3 and 4 write as one
+// byte (see appendWord): a word's code is its index plus one. The list is
+// part of the form: a word may be added at its end, never moved or
+// removed.
 var recordWords = [...]string{
 	"running", "waiting", "completed", "failed", "rejected", "cancelled", "paused",
 	"pending", "waiting_approval", "waiting_task", "skipped",
@@ -137,15 +144,15 @@ func wordCode(s string) uint64 {
 	return 0
 }
 
-// appendStoredRun appends r's stored record, form 3: binary, in the
+// appendStoredRun appends r's stored record, form 4: binary, in the
 // shared record encoding of internal/binrec (numbers as shortest-form
 // varints, strings as their length then their bytes), holding what form 2
-// (appendRun's stored JSON) holds:
+// (appendRun's stored JSON) holds but the run's id, which its key holds:
 //
-//	form      byte 3
+//	form      byte 4
 //	flags     uvarint: runSteps, runCurrentStep, ... (which fields follow)
 //	started   time (see appendBinTime), absolute
-//	id, process_id, process_name            string
+//	process_id, process_name                string
 //	process_version                         varint
 //	function                                string
 //	status                                  word (see appendWord)
@@ -174,6 +181,9 @@ func wordCode(s string) uint64 {
 // flags approved, auto, sample, sla_fired and rate_reserved are bits of the
 // step's flags alone.
 //
+// Form 3 (idForm), which the engine wrote before, is the same but for the
+// run's id, a string after the start.
+//
 // A record has one form: the decoder (decodeBinaryRun) refuses a bit it
 // does not know, a field its bit says is set that holds the zero value, a
 // word written out as a string, a padded varint, a time's text other than
@@ -182,9 +192,25 @@ func wordCode(s string) uint64 {
 // decodes them. Strings are kept byte for byte, where JSON replaced
 // invalid UTF-8 by U+FFFD (the API view still shows U+FFFD for it, now
 // escaped, as for a run not yet read back). An engine older
-// than form 3 refuses its records (they are not JSON) rather than
-// misreading them.
+// than form 3 refuses its records (they are not JSON), and one older than
+// form 4 those of form 4 (see decodeStoredRun), rather than misreading
+// them.
 func appendStoredRun(b []byte, r *Run) ([]byte, error) {
+	return appendRecord(b, r, nil)
+}
+
+// apartOutput is the JSON of a step output (of r.Steps[step]) that a
+// record leaves out to be stored apart (see MaxInlineOutputBytes).
+type apartOutput struct {
+	step int
+	json []byte
+}
+
+// appendRecord is appendStoredRun; with apart set, it moves each step
+// output over MaxInlineOutputBytes out of the record as it writes it: it
+// notes the output's size in the step (internal.OutputBytes) and its JSON
+// in apart, so the record is written once.
+func appendRecord(b []byte, r *Run, apart *[]apartOutput) ([]byte, error) {
 	var err error
 	if b == nil {
 		b = make([]byte, 0, 160+96*len(r.Steps))
@@ -250,7 +276,6 @@ func appendStoredRun(b []byte, r *Run) ([]byte, error) {
 		return b, err
 	}
 	base := r.StartedAt.UnixMicro()
-	b = binrec.AppendString(b, r.ID)
 	b = binrec.AppendString(b, r.ProcessID)
 	b = binrec.AppendString(b, r.ProcessName)
 	b = binary.AppendVarint(b, int64(r.ProcessVersion))
@@ -292,8 +317,12 @@ func appendStoredRun(b []byte, r *Run) ([]byte, error) {
 	if f&runSteps != 0 {
 		b = binary.AppendUvarint(b, uint64(len(r.Steps)))
 		for i := range r.Steps {
-			if b, err = appendBinStep(b, &r.Steps[i], base); err != nil {
+			var out []byte
+			if b, out, err = appendBinStep(b, &r.Steps[i], base, apart != nil); err != nil {
 				return b, err
+			}
+			if out != nil {
+				*apart = append(*apart, apartOutput{step: i, json: out})
 			}
 		}
 	}
@@ -346,10 +375,11 @@ func appendStoredRun(b []byte, r *Run) ([]byte, error) {
 	return b, nil
 }
 
-// appendBinStep appends a step of a form-3 record; base is the run's start
-// in unix microseconds.
-func appendBinStep(b []byte, s *StepRun, base int64) ([]byte, error) {
-	var err error
+// appendBinStep appends a step of a record of form 3 or 4; base is the
+// run's start in unix microseconds. With move, an output over
+// MaxInlineOutputBytes is left out of the record and returned (see
+// appendRecord).
+func appendBinStep(b []byte, s *StepRun, base int64, move bool) (_ []byte, moved []byte, err error) {
 	in := &s.internal
 	var f uint64
 	if s.StartedAt != nil {
@@ -426,26 +456,37 @@ func appendBinStep(b []byte, s *StepRun, base int64) ([]byte, error) {
 	b = appendWord(b, string(s.Status))
 	if f&stepStartedAt != 0 {
 		if b, err = appendBinTime(b, *s.StartedAt, base); err != nil {
-			return b, err
+			return b, nil, err
 		}
 	}
 	if f&stepCompletedAt != 0 {
 		if b, err = appendBinTime(b, *s.CompletedAt, base); err != nil {
-			return b, err
+			return b, nil, err
 		}
 	}
 	if f&stepOutput != 0 {
 		at := len(b)
 		if b, err = appendJSONField(b, s.Output); err != nil {
-			return b, err
+			return b, nil, err
 		}
-		if string(b[at:]) == "\x04null" {
+		refit := false
+		switch field := b[at:]; {
+		case string(field) == "\x04null":
 			// A typed nil (a nil map or slice) is JSON null, which form
 			// 2 reads back as no output and the decoder refuses as one:
 			// the record holds none.
-			b = b[:at]
+			b, f, refit = b[:at], f&^stepOutput, true
+		case move && len(field) > MaxInlineOutputBytes+1:
+			r := binrec.New(field)
+			if out := r.Bytes(); len(out) > MaxInlineOutputBytes {
+				moved = slices.Clone(out)
+				in.OutputBytes = len(out)
+				b, f, refit = b[:at], f&^stepOutput|stepOutputBytes, true
+			}
+		}
+		if refit {
 			var head [binary.MaxVarintLen64]byte
-			n := binary.PutUvarint(head[:], f&^stepOutput)
+			n := binary.PutUvarint(head[:], f)
 			b = slices.Replace(b, flagsAt, flagsEnd, head[:n]...)
 		}
 	}
@@ -463,7 +504,7 @@ func appendBinStep(b []byte, s *StepRun, base int64) ([]byte, error) {
 	}
 	if f&stepArgs != 0 {
 		if b, err = appendJSONField(b, in.Args); err != nil {
-			return b, err
+			return b, nil, err
 		}
 	}
 	if f&stepReminders != 0 {
@@ -474,7 +515,7 @@ func appendBinStep(b []byte, s *StepRun, base int64) ([]byte, error) {
 	}
 	if f&stepDeadline != 0 {
 		if b, err = appendBinTime(b, *in.Deadline, base); err != nil {
-			return b, err
+			return b, nil, err
 		}
 	}
 	if f&stepWaitToken != 0 {
@@ -489,7 +530,7 @@ func appendBinStep(b []byte, s *StepRun, base int64) ([]byte, error) {
 	if f&stepOutputBytes != 0 {
 		b = binary.AppendVarint(b, int64(in.OutputBytes))
 	}
-	return b, nil
+	return b, moved, nil
 }
 
 // appendWord appends a status or type: its code in recordWords, or 0 and
@@ -501,9 +542,9 @@ func appendWord(b []byte, s string) []byte {
 	return binrec.AppendString(append(b, 0), s)
 }
 
-// appendBinTime appends a time of form 3: a varint, twice the microseconds
-// from base (0 for the run's start, which is absolute) when storedMicros
-// allows; else the varint 1 and the time as RFC 3339 text (as
+// appendBinTime appends a time of forms 3 and 4: a varint, twice the
+// microseconds from base (0 for the run's start, which is absolute) when
+// storedMicros allows; else the varint 1 and the time as RFC 3339 text (as
 // time.MarshalText writes it), so that it reads back with its offset and
 // nanoseconds.
 func appendBinTime(b []byte, t time.Time, base int64) ([]byte, error) {
@@ -540,26 +581,31 @@ func appendJSONField(b []byte, v any) ([]byte, error) {
 	return b, nil
 }
 
-// decodeBinaryRun decodes a record of form 3 (see appendStoredRun), or
+// decodeBinaryRun decodes a record of form 4 (see appendStoredRun) of the
+// run id (from the record's key), or of form 3, which holds its id; or
 // fails: it never returns a run that record does not hold.
-func decodeBinaryRun(raw []byte) (*Run, error) {
+func decodeBinaryRun(id string, raw []byte) (*Run, error) {
 	d := binDecoder{r: binrec.New(raw)}
 	if len(raw) <= maxSharedRecord {
 		d.src = string(raw)
 	}
-	if d.r.Byte() != storedForm {
-		return nil, errors.New("runengine: not a run record of form 3")
+	form := d.r.Byte()
+	if form != storedForm && form != idForm {
+		return nil, errors.New("runengine: not a run record of form 3 or 4")
 	}
-	r := new(Run)
-	d.run(r)
+	if form == storedForm && id == "" {
+		return nil, errors.New("runengine: a run record of form 4 read without its id")
+	}
+	r := &Run{ID: id}
+	d.run(r, form == idForm)
 	if !d.r.Done() {
-		return nil, errors.Newf("runengine: a malformed run record of form 3 (%d bytes)", len(raw))
+		return nil, errors.Newf("runengine: a malformed run record of form %d (%d bytes)", form, len(raw))
 	}
 	return r, nil
 }
 
-// binDecoder reads the fields of a form-3 record; its Reader goes bad at
-// the first malformed one (see binrec).
+// binDecoder reads the fields of a record of form 3 or 4; its Reader goes
+// bad at the first malformed one (see binrec).
 type binDecoder struct {
 	r binrec.Reader
 	// src, when set, is the record as one string that the run's strings
@@ -692,11 +738,14 @@ func (d *binDecoder) object() map[string]any {
 	return m
 }
 
-func (d *binDecoder) run(r *Run) {
+// run reads a run's fields; withID says the record holds its id (form 3).
+func (d *binDecoder) run(r *Run, withID bool) {
 	f := d.flags(runFlagsEnd)
 	r.StartedAt = d.time(0)
 	base := r.StartedAt.UnixMicro()
-	r.ID = d.string()
+	if withID {
+		r.ID = d.string()
+	}
 	r.ProcessID = d.string()
 	r.ProcessName = d.string()
 	r.ProcessVersion = int(d.r.Varint())

@@ -52,13 +52,14 @@ type (
 	}
 )
 
-// decodeStoredRun decodes a run record as the engine stores it: form 3
-// (binary, see appendStoredRun) by decodeBinaryRun; forms 1 and 2 (JSON)
-// by the scanner of the form appendRun writes, or by encoding/json when
-// the scanner does not recognise the record.
-func decodeStoredRun(raw []byte) (*Run, error) {
-	if len(raw) > 0 && raw[0] == storedForm {
-		return decodeBinaryRun(raw)
+// decodeStoredRun decodes the record of run id as the engine stores it:
+// forms 4 and 3 (binary, see appendStoredRun) by decodeBinaryRun; forms 1
+// and 2 (JSON) by the scanner of the form appendRun writes, or by
+// encoding/json when the scanner does not recognise the record. Form 4
+// leaves the id to the record's key; older forms hold it.
+func decodeStoredRun(id string, raw []byte) (*Run, error) {
+	if len(raw) > 0 && (raw[0] == storedForm || raw[0] == idForm) {
+		return decodeBinaryRun(id, raw)
 	}
 	if r, ok := decodeStoredRunFast(raw); ok {
 		return r, nil

@@ -12,23 +12,26 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// storedRecordDiff is empty when raw is a record of form 3 that decodes,
-// reads back the same when written again, and decodes as its form-2 JSON
-// does with encoding/json.
-func storedRecordDiff(raw []byte) string {
+// storedRecordDiff is empty when raw is a record of form 4 of run id that
+// decodes, reads back the same when written again, and decodes as its
+// form-2 JSON does with encoding/json.
+func storedRecordDiff(id string, raw []byte) string {
 	if len(raw) == 0 || raw[0] != storedForm {
 		return fmt.Sprintf("not of form %d: %q", storedForm, raw)
 	}
-	got, err := decodeBinaryRun(raw)
+	got, err := decodeBinaryRun(id, raw)
 	if err != nil {
 		return fmt.Sprintf("%v: %q", err, raw)
 	}
-	// Written again in form 3, and in form 2, it reads back the same.
+	if got.ID != id {
+		return fmt.Sprintf("read as run %q, stored as %q", got.ID, id)
+	}
+	// Written again in form 4, and in form 2, it reads back the same.
 	again, err := appendStoredRun(nil, got)
 	if err != nil {
 		return "encode again: " + err.Error()
 	}
-	if r, err := decodeBinaryRun(again); err != nil {
+	if r, err := decodeBinaryRun(id, again); err != nil {
 		return fmt.Sprintf("decode again: %v: %q", err, again)
 	} else if diff := runDiff(got, r); diff != "" {
 		return fmt.Sprintf("(-stored +stored again):\n%s\nrecord: %q", diff, raw)
@@ -42,10 +45,14 @@ func storedRecordDiff(raw []byte) string {
 		return "encoding/json: " + err.Error() + ": " + string(form2)
 	}
 	if diff := runDiff(want, got); diff != "" {
-		return fmt.Sprintf("(-form 2 +form 3):\n%s\nrecord: %q", diff, raw)
+		return fmt.Sprintf("(-form 2 +form 4):\n%s\nrecord: %q", diff, raw)
 	}
 	return ""
 }
+
+// decodeOldForm decodes a record of form 1 or 2, or 3: they hold their
+// run's id.
+func decodeOldForm(raw []byte) (*Run, error) { return decodeStoredRun("", raw) }
 
 // storedRunDecodingDiff is empty when the scanner recognises raw and
 // decodes it as encoding/json does.
@@ -174,7 +181,7 @@ func fallsBack(t *testing.T, raw string, recognised bool) {
 	if got := fastAgrees(t, []byte(raw)); got != recognised {
 		t.Errorf("recognised = %v, want %v: %s", got, recognised, raw)
 	}
-	r, err := decodeStoredRun([]byte(raw))
+	r, err := decodeOldForm([]byte(raw))
 	want, wantErr := decodeStoredRunJSON([]byte(raw))
 	if (err != nil) != (wantErr != nil) {
 		t.Fatalf("decodeStoredRun error %v, encoding/json's %v", err, wantErr)
@@ -255,13 +262,13 @@ func TestDecodeStoredRunForm2(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fallsBack(t, c.raw, c.recognised)
-			if _, err := decodeStoredRun([]byte(c.raw)); (err != nil) != c.fails {
+			if _, err := decodeOldForm([]byte(c.raw)); (err != nil) != c.fails {
 				t.Errorf("error %v, want one: %v", err, c.fails)
 			}
 		})
 	}
 	// What the numbers and the defaults mean.
-	r, err := decodeStoredRun(base)
+	r, err := decodeOldForm(base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +281,7 @@ func TestDecodeStoredRunForm2(t *testing.T) {
 		with(`"completed_at":90000000}`, `"completed_at":90000000,"internal":{"auto":false}}`):    false,
 		with(`"completed_at":90000000}`, `"completed_at":90000000,"internal":{"approved":true}}`): false,
 	} {
-		if r, err := decodeStoredRun([]byte(raw)); err != nil || r.Steps[0].internal.Auto != auto {
+		if r, err := decodeOldForm([]byte(raw)); err != nil || r.Steps[0].internal.Auto != auto {
 			t.Errorf("auto of %s: %v (%v), want %v", raw, r.Steps[0].internal.Auto, err, auto)
 		}
 	}
@@ -342,7 +349,7 @@ func BenchmarkDecodeStoredRunWaiting(b *testing.B) {
 	for _, c := range []struct {
 		name   string
 		decode func([]byte) (*Run, error)
-	}{{"json", decodeStoredRunJSON}, {"fast", decodeStoredRun}} {
+	}{{"json", decodeStoredRunJSON}, {"fast", decodeOldForm}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

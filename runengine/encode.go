@@ -13,10 +13,10 @@ import (
 // decodes to the run it encodes (the tests hold it to both); it exists
 // because reflection was a large share of the cost of encoding a run.
 //
-// The engine stores runs in form 3 now (appendStoredRun, binary) and reads
-// forms 1 and 2 as they were; the stored JSON is kept as the writer of
-// form 2, the form its decoders read, so that the tests can make records of
-// every shape in it.
+// The engine stores runs in form 4 now (appendStoredRun, binary) and reads
+// form 3 (binary, with the id inside) and forms 1 and 2 as they were; the
+// stored JSON is kept as the writer of form 2, the form its decoders read,
+// so that the tests can make records of every shape in it.
 //
 // The stored JSON is form 2 (jsonForm): it names its form first, then
 // the run's start (see appendStoredTime), so the times after it can be

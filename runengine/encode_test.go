@@ -274,14 +274,19 @@ func TestEventJSONMatchesReflection(t *testing.T) {
 
 // TestDecodeStoredRunOldForms reads records of form 1, as the engine
 // stored them before form 2 (testdata/form1, written by that encoder), and
-// of form 2, as it stored them before form 3 (testdata/form2), into the
-// runs that engine read from them: their reflection form (.want) and their
-// API view (.view), both written by that engine, must come out byte for
-// byte. Stored again, in form 3, each reads back the same.
+// of form 2, as it stored them before form 3 (testdata/form2), and of
+// form 3, as it stored them before form 4 (testdata/form3, binary), into
+// the runs that engine read from them: their reflection form (.want) and
+// their API view (.view), both written by that engine, must come out byte
+// for byte. Stored again, in form 4, each reads back the same.
 func TestDecodeStoredRunOldForms(t *testing.T) {
 	t.Parallel()
-	for _, form := range []string{"form1", "form2"} {
-		files, err := filepath.Glob("testdata/" + form + "/*.json")
+	for _, form := range []string{"form1", "form2", "form3"} {
+		ext, decoders := ".json", storedDecoders()
+		if form == "form3" {
+			ext, decoders = ".bin", []storedDecoder{{"binary", decodeOldForm}}
+		}
+		files, err := filepath.Glob("testdata/" + form + "/*" + ext)
 		if err != nil || len(files) < 9 {
 			t.Fatalf("%s records: %v %v", form, files, err)
 		}
@@ -290,7 +295,10 @@ func TestDecodeStoredRunOldForms(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			base := strings.TrimSuffix(f, ".json")
+			if form == "form3" && raw[0] != idForm {
+				t.Fatalf("%s is not of form 3: %q", f, raw)
+			}
+			base := strings.TrimSuffix(f, ext)
 			wantFull, err := os.ReadFile(base + ".want")
 			if err != nil {
 				t.Fatal(err)
@@ -299,7 +307,7 @@ func TestDecodeStoredRunOldForms(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, d := range storedDecoders() {
+			for _, d := range decoders {
 				r, err := d.decode(raw)
 				if err != nil {
 					t.Fatalf("%s %s: %v", f, d.name, err)
@@ -312,21 +320,24 @@ func TestDecodeStoredRunOldForms(t *testing.T) {
 				if err != nil || string(view) != string(wantView) {
 					t.Errorf("%s %s view (err %v):\n got %s\nwant %s", f, d.name, err, view, wantView)
 				}
+				if r.ID == "" {
+					r.ID = "run_key" // the key's id, which form 4 leaves to the key
+				}
 				again, err := appendStoredRun(nil, r)
 				if err != nil {
 					t.Fatal(err)
 				}
-				r2, err := decodeStoredRun(again)
+				r2, err := decodeStoredRun(r.ID, again)
 				if err != nil {
 					t.Fatalf("%s: %v: %q", f, err, again)
 				}
 				if diff := decodedDiff(r, r2); diff != "" {
-					t.Errorf("%s stored again (-%s +form 3):\n%s", f, form, diff)
+					t.Errorf("%s stored again (-%s +form 4):\n%s", f, form, diff)
 				}
 			}
 		}
 	}
-	if _, err := decodeStoredRun([]byte(`{"steps":[{"internal":1}]}`)); err == nil {
+	if _, err := decodeOldForm([]byte(`{"steps":[{"internal":1}]}`)); err == nil {
 		t.Error("a bad record decoded")
 	}
 }
@@ -335,7 +346,7 @@ func TestDecodeStoredRunOldForms(t *testing.T) {
 // the same result: decodeStoredRun (the scanner, falling back where it
 // declines) and encoding/json alone.
 func storedDecoders() []storedDecoder {
-	return []storedDecoder{{"scanner", decodeStoredRun}, {"encoding/json", decodeStoredRunJSON}}
+	return []storedDecoder{{"scanner", decodeOldForm}, {"encoding/json", decodeStoredRunJSON}}
 }
 
 type storedDecoder struct {
@@ -363,7 +374,7 @@ func BenchmarkDecodeStoredRun(b *testing.B) {
 	for _, c := range []struct {
 		name   string
 		decode func([]byte) (*Run, error)
-	}{{"scanner", decodeStoredRun}, {"json", decodeStoredRunJSON}} {
+	}{{"scanner", decodeOldForm}, {"json", decodeStoredRunJSON}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
@@ -429,7 +440,7 @@ func FuzzStoredRunRoundTrip(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, decode := range []func([]byte) (*Run, error){decodeStoredRun, decodeStoredRunJSON} {
+		for _, decode := range []func([]byte) (*Run, error){decodeOldForm, decodeStoredRunJSON} {
 			got, err := decode(raw)
 			if err != nil {
 				t.Fatalf("decode %s: %v", raw, err)
@@ -444,15 +455,18 @@ func FuzzStoredRunRoundTrip(f *testing.F) {
 		if _, ok := decodeStoredRunFast(raw); !ok {
 			t.Fatalf("the scanner declined its own form: %s", raw)
 		}
+		if id == "" {
+			return // form 4 takes the id from the record's key, and a key names a run
+		}
 		raw3, err := appendStoredRun(nil, r)
 		if err != nil {
-			t.Fatalf("encode in form 3: %v", err)
+			t.Fatalf("encode in form 4: %v", err)
 		}
-		got, err := decodeStoredRun(raw3)
+		got, err := decodeStoredRun(r.ID, raw3)
 		if err != nil {
 			t.Fatalf("decode %q: %v", raw3, err)
 		}
-		// Form 3 keeps a string's bytes as they are, where JSON replaces
+		// Form 4 keeps a string's bytes as they are, where JSON replaces
 		// invalid UTF-8 by U+FFFD: the run differs there, and its view
 		// writes the replacement escaped where form 1's view has it as it
 		// is, so the two views are compared by what they decode to.
@@ -462,10 +476,10 @@ func FuzzStoredRunRoundTrip(f *testing.F) {
 		}
 		if utf8.ValidString(id) && utf8.ValidString(stepType) && utf8.ValidString(out) {
 			if diff := decodedDiff(want, got); diff != "" {
-				t.Fatalf("(-form 1 +form 3):\n%s\nstored: %q", diff, raw3)
+				t.Fatalf("(-form 1 +form 4):\n%s\nstored: %q", diff, raw3)
 			}
 			if string(v) != string(view) {
-				t.Fatalf("view of form 3:\n got %s\nwant %s", v, view)
+				t.Fatalf("view of form 4:\n got %s\nwant %s", v, view)
 			}
 			return
 		}
@@ -474,7 +488,7 @@ func FuzzStoredRunRoundTrip(f *testing.F) {
 			t.Fatalf("views not JSON:\n%s\n%s", v, view)
 		}
 		if diff := cmp.Diff(wantView, gotView); diff != "" {
-			t.Fatalf("view of form 3 (-form 1 +form 3):\n%s", diff)
+			t.Fatalf("view of form 4 (-form 1 +form 4):\n%s", diff)
 		}
 	})
 }

@@ -163,15 +163,20 @@ func (e *Engine) Queued() int {
 
 // CheckStoredRunDecoding decodes every run record of tenant in st (see
 // storedRecordDiff) and returns how many it checked and a description
-// of each record that is not of form 3, or decodes otherwise than its
+// of each record that is not of form 4, or decodes otherwise than its
 // form-2 JSON or than itself written again.
 func CheckStoredRunDecoding(st store.Store, tenant string) (int, []string, error) {
 	var n int
 	var bad []string
 	err := st.View(context.Background(), func(rd store.Reader) error {
-		return rd.Scan(store.ScanOptions{Prefix: store.Key(tenant, "r", runs.Name)}, func(_, raw []byte) error {
+		return rd.Scan(store.ScanOptions{Prefix: store.Key(tenant, "r", runs.Name)}, func(key, raw []byte) error {
 			n++
-			if msg := storedRecordDiff(raw); msg != "" {
+			parts, err := store.DecodeKey(key)
+			if err != nil {
+				return err
+			}
+			id, _ := parts[len(parts)-1].(string)
+			if msg := storedRecordDiff(id, raw); msg != "" {
 				bad = append(bad, msg)
 			}
 			return nil

@@ -279,9 +279,9 @@ var runs = &store.Collection[Run]{
 	Name:     "run",
 	ID:       func(r *Run) string { return r.ID },
 	NotFound: "run not found",
-	// Lists decode a page of runs with the engine's scanner of the stored
-	// form, several times faster than encoding/json.
-	Decode: decodeStoredRun,
+	// Runs are decoded from the engine's binary stored form, which leaves
+	// the id to the record's key (see appendStoredRun).
+	DecodeWithID: decodeStoredRun,
 	Indexes: []store.Index[Run]{
 		{Name: "process", Values: func(r *Run) [][]any { return [][]any{{r.ProcessID}} },
 			Same: func(old, r *Run) bool { return old.ProcessID == r.ProcessID }},

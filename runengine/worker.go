@@ -318,7 +318,7 @@ func (w *worker) readAhead(c *command) *entry {
 	if t == nil || t.run == nil || w.forgot[forgetSlot(c.runID)] > t.seen {
 		return nil
 	}
-	r, err := decodeStoredRun(t.run)
+	r, err := decodeStoredRun(c.runID, t.run)
 	if err != nil {
 		return nil
 	}
@@ -574,7 +574,7 @@ func readRuns(rd store.Reader, cmds []*command, got []*Run) {
 		keys[i] = runs.RecordKey(c.tenant, c.runID)
 	}
 	getSortedOnce(rd, keys, func(i int, raw []byte) {
-		r, err := decodeStoredRun(raw)
+		r, err := decodeStoredRun(cmds[i].runID, raw)
 		if err == nil && loadApart(rd, cmds[i].tenant, r) == nil {
 			got[i] = r
 		}
@@ -613,7 +613,7 @@ func readRun(rd store.Reader, tenant, runID string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := decodeStoredRun(raw)
+	r, err := decodeStoredRun(runID, raw)
 	if err != nil {
 		return nil, errors.Mark(errors.Wrapf(err, "decode run %s", runID), errCorruptRun)
 	}
@@ -1151,10 +1151,7 @@ func (w *worker) flush(en *entry) {
 		return
 	}
 	buf := w.e.recordBuf(len(r.Steps))
-	raw, err := appendStoredRun(*buf, r)
-	if err == nil && len(raw) > MaxInlineOutputBytes {
-		raw, err = w.storeApart(en, raw)
-	}
+	raw, err := w.encodeRecord(en, *buf)
 	if err != nil {
 		// A run that cannot be encoded is a bug; keep the store as it is.
 		w.e.log.Error("encode run", "run", r.ID, "error", err)
@@ -1165,7 +1162,7 @@ func (w *worker) flush(en *entry) {
 		rc.answer(err)
 		return
 	}
-	*buf = raw        // the record's buffer, grown or made apart, is this change's alone
+	*buf = raw        // the record's buffer, grown or not, is this change's alone
 	en.durable = true // submitted: the calls asked for from now on wait for it
 	rc.en, rc.buf, rc.raw = en, buf, raw
 	rc.tenant, rc.runID, rc.old = r.Tenant, r.ID, en.prev

@@ -45,6 +45,10 @@ type Collection[T any] struct {
 	// a collection's own stored form (then every write of it gives that
 	// form's bytes: PutRaw, PutOver).
 	Decode func(raw []byte) (*T, error)
+	// DecodeWithID, when set, takes Decode's place and is given the
+	// record's id (from its key) too: for a stored form that leaves the id
+	// to the key.
+	DecodeWithID func(id string, raw []byte) (*T, error)
 
 	// notFoundErr is that error, made once: a miss (an Idempotency-Key's
 	// lookup, a gate's first decision of an item) costs no allocation.
@@ -52,8 +56,11 @@ type Collection[T any] struct {
 	notFoundErr  error
 }
 
-// decode decodes the stored record raw.
-func (c *Collection[T]) decode(raw []byte) (*T, error) {
+// decode decodes the stored record raw of id.
+func (c *Collection[T]) decode(id string, raw []byte) (*T, error) {
+	if c.DecodeWithID != nil {
+		return c.DecodeWithID(id, raw)
+	}
 	if c.Decode != nil {
 		return c.Decode(raw)
 	}
@@ -133,11 +140,31 @@ func (c *Collection[T]) Get(r Reader, tenant, id string) (*T, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := c.decode(raw)
+	v, err := c.decode(id, raw)
 	if err != nil {
 		return nil, errors.Wrapf(err, "decode %s %s", c.Name, id)
 	}
 	return v, nil
+}
+
+// decodeAt decodes the stored record val under key, a key of prefix (the
+// collection's record keys under a tenant).
+func (c *Collection[T]) decodeAt(prefix, key, val []byte) (*T, error) {
+	var id string
+	if c.DecodeWithID != nil {
+		if len(key) <= len(prefix) || key[len(prefix)] != tagString {
+			return nil, errors.Newf("store: %q is not a key of a record", key)
+		}
+		var rest []byte
+		var err error
+		if id, rest, err = decodeString(key[len(prefix)+1:]); err != nil {
+			return nil, err
+		}
+		if len(rest) > 0 {
+			return nil, errors.Newf("store: %q is not a key of a record", key)
+		}
+	}
+	return c.decode(id, val)
 }
 
 // GetRaw returns the stored JSON of the record id of tenant, for callers
@@ -403,7 +430,7 @@ func (c *Collection[T]) List(r Reader, tenant string, p Page) ([]*T, string, err
 	prefix := Key(tenant, spaceRecord, c.Name)
 	var out []*T
 	next, err := scanPage(r, prefix, p, false, func(key, val []byte) error {
-		v, err := c.decode(val)
+		v, err := c.decodeAt(prefix, key, val)
 		if err != nil {
 			return errors.Wrapf(err, "decode %s", c.Name)
 		}
@@ -473,12 +500,13 @@ func (c *Collection[T]) ListRange(r Reader, tenant, oldest, newest string, limit
 	}
 	// After is exclusive: the key just past newest's takes it in.
 	opts := ScanOptions{Prefix: high[:n:n], Reverse: true, After: append(bytes.Clone(high), 0)}
+	prefix := Key(tenant, spaceRecord, c.Name)
 	var out []*T
 	err := r.Scan(opts, func(key, val []byte) error {
 		if len(out) == limit || bytes.Compare(key, low) < 0 {
 			return ErrStop
 		}
-		v, err := c.decode(val)
+		v, err := c.decodeAt(prefix, key, val)
 		if err != nil {
 			return errors.Wrapf(err, "decode %s", c.Name)
 		}
@@ -526,7 +554,7 @@ func (c *Collection[T]) getAll(r Reader, tenant string, ids []string) ([]*T, err
 		// Every mention of the record (an index may name one twice) gets a
 		// copy of its own.
 		for k := firsts[j]; k < len(byKey) && bytes.Equal(byKey[k].key, first.key); k++ {
-			v, err := c.decode(raw)
+			v, err := c.decode(ids[first.at], raw)
 			if err != nil {
 				return errors.Wrapf(err, "decode %s %s", c.Name, ids[first.at])
 			}

@@ -183,9 +183,9 @@
 // On disk, values of 1 MiB and more live in the value log, written once at
 // their commit, and the LSM tree holds a pointer to them; smaller ones stay
 // in the tree. Options.ValueThreshold lowers that size. At 512 a run's
-// record of form 2 (JSON, 600-1,100 bytes) went to the log; those of form
-// 3, which the engine writes now (binary, 140-300 bytes for the common
-// runs), stay in the tree unless the threshold is lower still (not
+// record of form 2 (JSON, 600-1,100 bytes) went to the log; those of
+// forms 3 and 4 (binary; form 4, which the engine writes now, is 110-240
+// bytes for the common runs) stay in the tree unless the threshold is lower still (not
 // measured). The log pays where runs are rewritten while the tree is
 // large: kept in the tree, every rewrite of a
 // record is copied again by each compaction down the levels. A million

@@ -85,7 +85,7 @@ type Options struct {
 	// ValueThreshold is, on disk, the size from which a value is kept in
 	// the value log and the LSM tree holds only a pointer to it. 0 (the
 	// default) keeps every value below 1 MiB in the tree. A lower threshold
-	// (512 took a run's record of form 2; form 3's are smaller, see the
+	// (512 took a run's record of form 2; forms 3 and 4 are smaller, see the
 	// package doc) suits many runs rewritten while the tree
 	// is large, such as a million timers firing at once: compactions no
 	// longer copy the records, for about a third less CPU per fired run
