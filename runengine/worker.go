@@ -119,6 +119,13 @@ type callResult struct {
 	// command that takes the decision (stepEnv.Gate), whatever the call's
 	// outcome.
 	gateWrites callwrites.Batch
+	// cut says the call, or the gate's decision before it, failed once the
+	// engine began to close, which cancels the calls' context: the failure
+	// may be the close's. The worker drops such a result, so the call is
+	// no failed attempt (no retry later, no approval asked instead): the
+	// run stays running with its call in flight, and is resumed, the call
+	// made again with the same idempotency key, on the next Open.
+	cut bool
 }
 
 // errDropped tells a call's writes that its result was dropped without a
@@ -687,6 +694,10 @@ func (w *worker) handle(c *command) {
 	}
 	if c.kind == cmdCall {
 		w.makeCall(c) // c is now the call's result
+	}
+	if c.kind == cmdCallResult && c.result.cut {
+		c.result.drop()
+		return
 	}
 	if cl := w.e.cluster; cl != nil {
 		if c.kind == cmdDropShards {
@@ -1618,6 +1629,10 @@ func (pc *pendingCall) do(e *Engine) {
 		pc.res.writes.Joins = pc.joins
 		d, err := e.cfg.Gate.Decide(ctx, GateRequest{Tenant: pc.cmd.tenant, ProcessID: pc.info.ProcessID, RunID: pc.cmd.runID, StepKey: pc.info.StepKey,
 			Capability: pc.capID, ItemKey: pc.key[:len(pc.cmd.runID)+1+len(pc.info.StepKey)], New: pc.res.writes.New})
+		if err != nil && e.ctx.Err() != nil {
+			pc.res.err, pc.res.cut = err, true
+			return
+		}
 		if err != nil {
 			e.log.Error("autonomy gate", "run", pc.cmd.runID, "error", err)
 			d = GateDecision{Auto: false, Reason: "the autonomy gate could not decide: a person approves"}
@@ -1632,9 +1647,10 @@ func (pc *pendingCall) do(e *Engine) {
 	call := capability.Call{Tenant: pc.cmd.tenant, Capability: pc.capID, Args: pc.args, IdempotencyKey: pc.key}
 	if reg, ok := e.registryCaller(); ok {
 		pc.res.out, pc.res.err = reg.CallRoute(ctx, &pc.route, call)
-		return
+	} else {
+		pc.res.out, pc.res.err = e.cfg.Capabilities.Call(ctx, call)
 	}
-	pc.res.out, pc.res.err = e.cfg.Capabilities.Call(ctx, call)
+	pc.res.cut = pc.res.err != nil && e.ctx.Err() != nil
 }
 
 // callRoute returns the provider pc's call goes to when the registry itself
