@@ -47,10 +47,12 @@ type command struct {
 	kind cmdKind
 	// view asks for the run's JSON view (the HTTP layer's fast path)
 	// instead of a snapshot in the reply; admitted says a run waiting
-	// under a run cap was given its slot. (Beside kind, the three take
-	// one word.)
+	// under a run cap was given its slot; resumes says the command is one
+	// of Open's recovery, counted once handled (see Engine.recover).
+	// (Beside kind, the four take one word.)
 	view     bool
 	admitted bool
+	resumes  bool
 
 	tenant string
 	runID  string
@@ -688,6 +690,9 @@ func (w *worker) releaseState(c *Run) {
 }
 
 func (w *worker) handle(c *command) {
+	if c.resumes {
+		defer w.e.resumedOne()
+	}
 	if c.kind == cmdStart {
 		w.handleStart(c)
 		return
