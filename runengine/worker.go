@@ -1561,13 +1561,17 @@ func (pc *pendingCall) doSafe(e *Engine) {
 
 // unmade settles c, a command dropped by a worker that stopped: a call
 // it was to make is no longer in flight (its run makes it again when the
-// engine opens next); a start the engine made (a schedule's tick) leaves
-// the tenant's door and frees its due key, kept in the store for the next
-// open, as when its commit fails.
+// engine opens next); a call's result is dropped, and what the call and
+// the gate handed over told so (the gate releases what it holds for it);
+// a start the engine made (a schedule's tick) leaves the tenant's door
+// and frees its due key, kept in the store for the next open, as when its
+// commit fails.
 func (w *worker) unmade(c *command) {
 	switch {
 	case c.kind == cmdCall:
 		w.e.calls.Done()
+	case c.kind == cmdCallResult && c.result != nil:
+		c.result.drop()
 	case c.kind == cmdStart && c.start != nil:
 		for _, fn := range c.start.settled {
 			fn(errClosed)
