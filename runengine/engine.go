@@ -122,8 +122,10 @@ type Config struct {
 	// process) ends or starts waiting, high priority runs first, then
 	// oldest first. The queue is rebuilt from the active runs when the
 	// engine opens: the runs that held a slot are counted first, then the
-	// free slots go to the waiting runs by priority. They count the runs of this engine only, and do nothing
-	// when Cluster is set. 0 (the default) caps nothing.
+	// free slots go to the waiting runs by priority. A run paused before
+	// its first step queues again when resumed. They count the runs of
+	// this engine only, and do nothing when Cluster is set. 0 (the
+	// default) caps nothing.
 	MaxRunsPerTenant, MaxRunsPerProcess int
 	// MaxStartingPerTenant caps the starts of one tenant in progress at
 	// once (from the call of Start, Rerun, Retry or Publish, or a
@@ -156,8 +158,9 @@ type Config struct {
 	// rejected or cancelled) is durable. It must not block.
 	OnFinish func(tenant, runID string, status RunStatus)
 	// Grace is how long Close lets capability calls in flight finish
-	// before it cancels them (their runs resume on the next Open).
-	// Defaults to 5s.
+	// before it cancels them (their runs resume on the next Open, and
+	// make the call again: a call or gate decision that fails once
+	// cancelled is not counted as an attempt). Defaults to 5s.
 	Grace time.Duration
 	// SubscribeBuffer is how many recent events the engine keeps for
 	// subscribers (see Subscribe); one that falls further behind is told
