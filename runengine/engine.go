@@ -121,8 +121,11 @@ type Config struct {
 	// waiting_reason, and takes its first step when a run of its tenant (or
 	// process) ends or starts waiting, high priority runs first, then
 	// oldest first. The queue is rebuilt from the active runs when the
-	// engine opens. They count the runs of this engine only, and do nothing
-	// when Cluster is set. 0 (the default) caps nothing.
+	// engine opens: the runs that held a slot are counted first, then the
+	// free slots go to the waiting runs by priority. A run paused before
+	// its first step queues again when resumed. They count the runs of
+	// this engine only, and do nothing when Cluster is set. 0 (the
+	// default) caps nothing.
 	MaxRunsPerTenant, MaxRunsPerProcess int
 	// MaxStartingPerTenant caps the starts of one tenant in progress at
 	// once (from the call of Start, Rerun, Retry or Publish, or a
@@ -155,8 +158,9 @@ type Config struct {
 	// rejected or cancelled) is durable. It must not block.
 	OnFinish func(tenant, runID string, status RunStatus)
 	// Grace is how long Close lets capability calls in flight finish
-	// before it cancels them (their runs resume on the next Open).
-	// Defaults to 5s.
+	// before it cancels them (their runs resume on the next Open, and
+	// make the call again: a call or gate decision that fails once
+	// cancelled is not counted as an attempt). Defaults to 5s.
 	Grace time.Duration
 	// SubscribeBuffer is how many recent events the engine keeps for
 	// subscribers (see Subscribe); one that falls further behind is told
@@ -266,6 +270,7 @@ type Engine struct {
 	limiter     *limiter       // nil without RateLimits
 	admission   *admission     // nil without call caps
 	runCaps     *admission     // nil without run caps
+	resuming    atomic.Int64   // with run caps, the commands of Open's recovery not yet handled (see recover)
 	starting    *startGate     // nil without a cap on starts in progress
 	cluster     *cluster       // nil on one node
 	defs        *defCache      // the definitions Start loaded; nil on a cluster
@@ -527,8 +532,16 @@ func (e *Engine) version(tenant, processID string, v int) (*process.Version, err
 }
 
 // recover re-enqueues the runs that were in flight: only the active index
-// is read.
+// is read. Under run caps, no run waiting for a slot takes one until every
+// run is resumed, so that the runs that held one before are counted first:
+// then the free slots go to the waiting runs by priority, and the caps
+// hold (see admission.resume).
 func (e *Engine) recover(ctx context.Context) error {
+	if caps := e.runCaps; caps != nil {
+		caps.resume()
+		e.resuming.Store(1) // until every command is routed
+		defer e.resumedOne()
+	}
 	type ref struct{ tenant, id string }
 	var refs []ref
 	err := e.st.View(ctx, func(r store.Reader) error {
@@ -545,12 +558,24 @@ func (e *Engine) recover(ctx context.Context) error {
 	if err != nil {
 		return errors.Wrap(err, "runengine: read active runs")
 	}
+	resumes := e.runCaps != nil
+	if resumes {
+		e.resuming.Add(int64(len(refs)))
+	}
 	for _, rf := range refs {
-		e.route(&command{kind: cmdAdvance, tenant: rf.tenant, runID: rf.id})
+		e.route(&command{kind: cmdAdvance, tenant: rf.tenant, runID: rf.id, resumes: resumes})
 	}
 	e.sched.wake()
 	e.disp.kick()
 	return nil
+}
+
+// resumedOne counts a command of Open's recovery handled (see recover):
+// the run caps' waiting runs take the free slots after the last one.
+func (e *Engine) resumedOne() {
+	if e.resuming.Add(-1) == 0 {
+		e.runCaps.resumed()
+	}
 }
 
 // errClosed is returned for commands sent after Close.

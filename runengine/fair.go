@@ -47,6 +47,10 @@ type admission struct {
 	procs   map[procKey]int
 	// waiting says why each run with a queued call waits (see reason).
 	waiting map[runKey]string
+	// resuming says the engine is resuming the runs that were in flight
+	// when it opened (run caps only): until it has counted those holding
+	// a slot, no slot is taken for a run waiting for one (see resumed).
+	resuming bool
 }
 
 type procKey struct{ tenant, process string }
@@ -85,7 +89,7 @@ func (a *admission) slots(tenant string) *tenantSlots {
 
 // room reports whether tenant and process have a free slot; a.mu is held.
 func (a *admission) room(ts *tenantSlots, tenant, process string) bool {
-	return (a.perTenant <= 0 || ts.inflight < a.perTenant) &&
+	return !a.resuming && (a.perTenant <= 0 || ts.inflight < a.perTenant) &&
 		(a.perProcess <= 0 || a.procs[procKey{tenant, process}] < a.perProcess)
 }
 
@@ -211,33 +215,65 @@ func (a *admission) free(tenant, process string) *queuedCall {
 			delete(a.procs, k)
 		}
 	}
-	var next *queuedCall
-	for r := range ts.queue {
-		for i, q := range ts.queue[r] {
-			if a.room(ts, tenant, q.process) {
-				next = q
-				ts.queue[r] = append(ts.queue[r][:i], ts.queue[r][i+1:]...)
-				break
-			}
-		}
-		if next != nil {
-			break
-		}
-	}
-	if next != nil {
-		a.take(ts, tenant, next.process, next.runID)
-		delete(a.waiting, runKeyOf(tenant, next.runID))
-	} else {
+	next := a.next(ts, tenant)
+	if next == nil {
 		a.forgetIdle(tenant, ts)
 	}
 	return next
 }
 
+// next takes a slot for the tenant's next queued call or run that has
+// room, highest priority first, and returns it, or nil when none has
+// room; a.mu is held.
+func (a *admission) next(ts *tenantSlots, tenant string) *queuedCall {
+	for r := range ts.queue {
+		for i, q := range ts.queue[r] {
+			if a.room(ts, tenant, q.process) {
+				ts.queue[r] = append(ts.queue[r][:i], ts.queue[r][i+1:]...)
+				a.take(ts, tenant, q.process, q.runID)
+				delete(a.waiting, runKeyOf(tenant, q.runID))
+				return q
+			}
+		}
+	}
+	return nil
+}
+
+// resume makes the runs waiting for a slot queue, taking none, until
+// resumed: the engine opens, and the runs it resumes that held a slot
+// before are counted first.
+func (a *admission) resume() {
+	a.mu.Lock()
+	a.resuming = true
+	a.mu.Unlock()
+}
+
+// resumed ends resume once every run in flight was resumed, those holding
+// a slot counted: the free slots go to the runs queued meanwhile, highest
+// priority first, and they are started.
+func (a *admission) resumed() {
+	a.mu.Lock()
+	a.resuming = false
+	var ready []*queuedCall
+	for tenant, ts := range a.tenants {
+		for q := a.next(ts, tenant); q != nil; q = a.next(ts, tenant) {
+			ready = append(ready, q)
+		}
+	}
+	a.mu.Unlock()
+	for _, q := range ready {
+		q.run()
+	}
+}
+
 // blocker says which cap keeps a call of tenant and process from going
 // out; a.mu is held.
 func (a *admission) blocker(ts *tenantSlots, tenant, process string) string {
-	if a.perTenant > 0 && ts.inflight >= a.perTenant {
+	switch {
+	case a.perTenant > 0 && ts.inflight >= a.perTenant:
 		return a.noun + " cap of the tenant: " + strconv.Itoa(a.perTenant) + " " + a.noun + "s in flight"
+	case a.resuming && (a.perProcess <= 0 || a.procs[procKey{tenant, process}] < a.perProcess):
+		return a.noun + " cap of the tenant: the " + a.noun + "s in flight are resumed first"
 	}
 	return a.noun + " cap of process " + process + ": " + strconv.Itoa(a.perProcess) + " " + a.noun + "s in flight"
 }

@@ -105,7 +105,22 @@ func TestCorruptRunTimerIsLoggedAndBacksOff(t *testing.T) {
 
 	clk.Advance(parkFirst)
 	looks(1, "a look past the first retry's time")
-	testwait.Until(t, "the retry read the run", func() bool { return st.reads.Load() > read })
+	// The retry reads the run twice (the look reads it ahead, and the
+	// worker again when that copy cannot be decoded), then parks the key
+	// again: the reads are counted once it is parked.
+	testwait.Until(t, "the retry parked the key again", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, p := range s.parked {
+			if p.delay == 2*parkFirst {
+				return true
+			}
+		}
+		return false
+	})
+	if got := st.reads.Load(); got == read {
+		t.Error("the retry did not read the run")
+	}
 	read = st.reads.Load()
 	looks(1, "a look after the retry")
 	clk.Advance(parkFirst) // the second retry waits twice as long

@@ -19,6 +19,10 @@ type pauseState struct {
 	At        time.Time   `json:"at"`
 	Timers    []string    `json:"timers,omitempty"`
 	Events    []heldEvent `json:"events,omitempty"`
+	// SlotWait says the run had not taken its first step under a run cap
+	// (it waited for a slot, or started paused): resumed, it takes a slot
+	// when there is room, or queues for one again.
+	SlotWait bool `json:"slot_wait,omitempty"`
 }
 
 // heldEvent is an event delivered to a paused run's waiter.
@@ -92,7 +96,7 @@ func (x *exec) held() bool {
 // pause holds the run where it is.
 func (x *exec) pause(byProcess bool) {
 	r := x.r
-	r.Paused = &pauseState{From: r.Status, ByProcess: byProcess, At: x.now}
+	r.Paused = &pauseState{From: r.Status, ByProcess: byProcess, At: x.now, SlotWait: capWaiting(r)}
 	x.dirty = true
 	x.setStatus(RunPaused)
 	x.emit("process.run.paused", map[string]any{"run_id": r.ID, "process_id": r.ProcessID, "by_process": byProcess})
@@ -117,6 +121,7 @@ func (x *exec) startPaused() bool {
 		return false
 	}
 	x.pause(true)
+	x.r.Paused.SlotWait = x.w.e.runCaps != nil
 	return true
 }
 
@@ -139,8 +144,13 @@ func (x *exec) resumeRun() {
 	p := r.Paused
 	r.Paused = nil
 	x.dirty = true
+	slotWait := x.capQueuedOnResume(p)
 	x.setStatus(p.From)
+	r.WaitingReason = slotWait
 	x.emit("process.run.resumed", map[string]any{"run_id": r.ID, "process_id": r.ProcessID})
+	if slotWait != "" {
+		return // it takes its first step once admitted (see capHeld)
+	}
 	if res := x.en.parked; res != nil {
 		x.en.parked = nil
 		if res.token == x.en.inflight {

@@ -47,6 +47,20 @@ func (x *exec) capHeld(admitted bool) bool {
 	return false
 }
 
+// capQueuedOnResume takes a run cap slot for a run resumed before its
+// first step (pauseState.SlotWait), or queues it for one, and then
+// returns the waiting reason the run is saved with; "" when it goes on
+// (a slot taken, no run cap, or a run that took its first step, which
+// takes a slot room or not: see capStatus).
+func (x *exec) capQueuedOnResume(p *pauseState) string {
+	caps, r := x.w.e.runCaps, x.r
+	if caps == nil || !p.SlotWait || p.From != RunRunning ||
+		caps.tryAdmit(r.Tenant, r.ProcessID, r.Priority, r.ID, x.w.e.admitRun(r.Tenant, r.ID)) {
+		return ""
+	}
+	return caps.reasonFor(r.Tenant, r.ProcessID)
+}
+
 // holdCapSlot counts a running run that took its first step before the
 // engine opened as holding a run cap slot.
 func (x *exec) holdCapSlot() {

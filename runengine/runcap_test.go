@@ -170,3 +170,136 @@ func TestRunCapFreedByWaiting(t *testing.T) {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 }
+
+// TestRunCapKeptThroughPause caps a tenant at one run running while a run
+// holds the slot: a run that had not taken its first step (it waited for
+// the slot, or started paused with its process) and is paused, then
+// resumed, queues for the slot again, with its waiting reason, and takes
+// its first step only when the run holding the slot ends. Before, resumed,
+// it went on at once, over the cap.
+func TestRunCapKeptThroughPause(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		// byProcess pauses the run's process before the run starts;
+		// otherwise the run is paused once it waits for the slot.
+		byProcess bool
+	}{{"run paused while waiting for the slot", false}, {"run started paused by its process", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			q := &queueProvider{next: make(chan struct{})}
+			b := openChanged(t, func(c *runengine.Config) { c.MaxRunsPerTenant = 1 }, q)
+			steps := `[{"key":"call","type":"execute","capability":"test.queue","config":{"args":{"label":"${subject.label}"}}}]`
+			holder, other := b.create(t, `{"type":"manual"}`, steps), b.create(t, `{"type":"manual"}`, steps)
+			start := func(processID, label string) string {
+				r, err := b.eng.Start(ctx, runengine.StartParams{Tenant: tenant, ProcessID: processID, Subject: runengine.Subject{Type: "t", Label: label}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return runID(t, r)
+			}
+			first := start(holder.ID, "first")
+			waitFor(t, "the first call", func() bool { return len(q.calls()) == 1 })
+			var second string
+			var err error
+			if c.byProcess {
+				if _, err = b.eng.PauseProcess(ctx, tenant, other.ID); err != nil {
+					t.Fatal(err)
+				}
+				second = start(other.ID, "second")
+			} else {
+				second = start(other.ID, "second")
+				if _, err = b.eng.Pause(ctx, tenant, second, "usr"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b.waitRun(t, second, "paused", status(runengine.RunPaused))
+			if c.byProcess {
+				_, err = b.eng.ResumeProcess(ctx, tenant, other.ID, "usr")
+			} else {
+				_, err = b.eng.Resume(ctx, tenant, second, "usr")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := b.waitRun(t, second, "resumed", status(runengine.RunRunning))
+			type seen struct {
+				Reason string
+				Step   runengine.StepStatus
+			}
+			want := seen{"run cap of the tenant: 1 runs in flight", runengine.StepPending}
+			if diff := cmp.Diff(want, seen{r.WaitingReason, r.Steps[0].Status}); diff != "" {
+				t.Errorf("the resumed run (-want +got):\n%s", diff)
+			}
+			q.next <- struct{}{}
+			b.waitRun(t, first, "completed", status(runengine.RunCompleted))
+			q.next <- struct{}{}
+			b.waitRun(t, second, "completed", status(runengine.RunCompleted))
+			if diff := cmp.Diff([]string{"first", "second"}, q.calls()); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRunCapKeptThroughPauseAcrossRestart: a run waiting for its tenant's
+// slot when its process is paused, and the engine restarted, pauses as the
+// next engine resumes it; resumed with its process, it queues for the slot
+// again, and takes its first step only when the run holding the slot ends.
+// Before, resumed, it went on at once, over the cap.
+func TestRunCapKeptThroughPauseAcrossRestart(t *testing.T) {
+	t.Parallel()
+	q := &queueProvider{next: make(chan struct{})}
+	capped := func(c *runengine.Config) { c.MaxRunsPerTenant = 1; c.Grace = time.Millisecond }
+	b := openChanged(t, capped, q)
+	ctx := context.Background()
+	steps := `[{"key":"call","type":"execute","capability":"test.queue","config":{"args":{"label":"${subject.label}"}}}]`
+	holder, other := b.create(t, `{"type":"manual"}`, steps), b.create(t, `{"type":"manual"}`, steps)
+	var ids []string
+	for _, s := range []struct{ processID, label string }{{holder.ID, "first"}, {other.ID, "second"}} {
+		r, err := b.eng.Start(ctx, runengine.StartParams{Tenant: tenant, ProcessID: s.processID, Subject: runengine.Subject{Type: "t", Label: s.label}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, runID(t, r))
+	}
+	first, second := ids[0], ids[1]
+	waitFor(t, "the first call", func() bool { return len(q.calls()) == 1 })
+	if _, err := b.eng.PauseProcess(ctx, tenant, other.ID); err != nil {
+		t.Fatal(err)
+	}
+	b.eng.Close()
+	waitFor(t, "the first engine's call to return", q.idle)
+	cfg := runengine.Config{Store: b.st, Clock: b.clk, Capabilities: b.reg, Processes: b.procs, Gate: b.gate}
+	capped(&cfg)
+	eng, err := runengine.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.eng = eng
+	if err := eng.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.waitRun(t, second, "paused with its process", status(runengine.RunPaused))
+	waitFor(t, "the first run's call made again", func() bool { return len(q.calls()) == 2 })
+	if _, err := eng.ResumeProcess(ctx, tenant, other.ID, "usr"); err != nil {
+		t.Fatal(err)
+	}
+	r := b.waitRun(t, second, "resumed", status(runengine.RunRunning))
+	type seen struct {
+		Reason string
+		Step   runengine.StepStatus
+	}
+	want := seen{"run cap of the tenant: 1 runs in flight", runengine.StepPending}
+	if diff := cmp.Diff(want, seen{r.WaitingReason, r.Steps[0].Status}); diff != "" {
+		t.Errorf("the resumed run (-want +got):\n%s", diff)
+	}
+	q.next <- struct{}{}
+	b.waitRun(t, first, "completed", status(runengine.RunCompleted))
+	q.next <- struct{}{}
+	b.waitRun(t, second, "completed", status(runengine.RunCompleted))
+	if diff := cmp.Diff([]string{"first", "first", "second"}, q.calls()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}

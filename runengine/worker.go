@@ -47,10 +47,12 @@ type command struct {
 	kind cmdKind
 	// view asks for the run's JSON view (the HTTP layer's fast path)
 	// instead of a snapshot in the reply; admitted says a run waiting
-	// under a run cap was given its slot. (Beside kind, the three take
-	// one word.)
+	// under a run cap was given its slot; resumes says the command is one
+	// of Open's recovery, counted once handled (see Engine.recover).
+	// (Beside kind, the four take one word.)
 	view     bool
 	admitted bool
+	resumes  bool
 
 	tenant string
 	runID  string
@@ -119,6 +121,13 @@ type callResult struct {
 	// command that takes the decision (stepEnv.Gate), whatever the call's
 	// outcome.
 	gateWrites callwrites.Batch
+	// cut says the call, or the gate's decision before it, failed once the
+	// engine began to close, which cancels the calls' context: the failure
+	// may be the close's. The worker drops such a result, so the call is
+	// no failed attempt (no retry later, no approval asked instead): the
+	// run stays running with its call in flight, and is resumed, the call
+	// made again with the same idempotency key, on the next Open.
+	cut bool
 }
 
 // errDropped tells a call's writes that its result was dropped without a
@@ -682,12 +691,19 @@ func (w *worker) releaseState(c *Run) {
 }
 
 func (w *worker) handle(c *command) {
+	if c.resumes {
+		defer w.e.resumedOne()
+	}
 	if c.kind == cmdStart {
 		w.handleStart(c)
 		return
 	}
 	if c.kind == cmdCall {
 		w.makeCall(c) // c is now the call's result
+	}
+	if c.kind == cmdCallResult && c.result.cut {
+		c.result.drop()
+		return
 	}
 	if cl := w.e.cluster; cl != nil {
 		if c.kind == cmdDropShards {
@@ -1543,13 +1559,17 @@ func (pc *pendingCall) doSafe(e *Engine) {
 
 // unmade settles c, a command dropped by a worker that stopped: a call
 // it was to make is no longer in flight (its run makes it again when the
-// engine opens next); a start the engine made (a schedule's tick) leaves
-// the tenant's door and frees its due key, kept in the store for the next
-// open, as when its commit fails.
+// engine opens next); a call's result is dropped, and what the call and
+// the gate handed over told so (the gate releases what it holds for it);
+// a start the engine made (a schedule's tick) leaves the tenant's door
+// and frees its due key, kept in the store for the next open, as when its
+// commit fails.
 func (w *worker) unmade(c *command) {
 	switch {
 	case c.kind == cmdCall:
 		w.e.calls.Done()
+	case c.kind == cmdCallResult && c.result != nil:
+		c.result.drop()
 	case c.kind == cmdStart && c.start != nil:
 		for _, fn := range c.start.settled {
 			fn(errClosed)
@@ -1616,6 +1636,10 @@ func (pc *pendingCall) do(e *Engine) {
 		pc.res.writes.Joins = pc.joins
 		d, err := e.cfg.Gate.Decide(ctx, GateRequest{Tenant: pc.cmd.tenant, ProcessID: pc.info.ProcessID, RunID: pc.cmd.runID, StepKey: pc.info.StepKey,
 			Capability: pc.capID, ItemKey: pc.key[:len(pc.cmd.runID)+1+len(pc.info.StepKey)], New: pc.res.writes.New})
+		if err != nil && e.ctx.Err() != nil {
+			pc.res.err, pc.res.cut = err, true
+			return
+		}
 		if err != nil {
 			e.log.Error("autonomy gate", "run", pc.cmd.runID, "error", err)
 			d = GateDecision{Auto: false, Reason: "the autonomy gate could not decide: a person approves"}
@@ -1630,9 +1654,10 @@ func (pc *pendingCall) do(e *Engine) {
 	call := capability.Call{Tenant: pc.cmd.tenant, Capability: pc.capID, Args: pc.args, IdempotencyKey: pc.key}
 	if reg, ok := e.registryCaller(); ok {
 		pc.res.out, pc.res.err = reg.CallRoute(ctx, &pc.route, call)
-		return
+	} else {
+		pc.res.out, pc.res.err = e.cfg.Capabilities.Call(ctx, call)
 	}
-	pc.res.out, pc.res.err = e.cfg.Capabilities.Call(ctx, call)
+	pc.res.cut = pc.res.err != nil && e.ctx.Err() != nil
 }
 
 // callRoute returns the provider pc's call goes to when the registry itself

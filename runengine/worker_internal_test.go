@@ -10,6 +10,7 @@ import (
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store/clock"
+	"github.com/cockroachdb/errors"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -174,6 +175,41 @@ func TestStoppedWorkerSettlesItsCalls(t *testing.T) {
 					return false
 				}
 			})
+		})
+	}
+}
+
+// TestStoppedWorkerDropsCallResults: a call's result that reaches a
+// worker once it stopped (a call past Close's grace period), or was queued
+// when it stopped, is dropped, and what the gate and the provider handed
+// over with it is told the commit did not happen, so the gate releases
+// the counts it holds for it. Before, nothing was told, and the gate kept
+// them.
+func TestStoppedWorkerDropsCallResults(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		queued bool
+	}{{"queued, then stopped", true}, {"sent to a stopped worker", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorker(&Engine{})
+			told := make(chan error, 2)
+			res := &callResult{token: "call"}
+			res.gateWrites.Settled = append(res.gateWrites.Settled, func(err error) { told <- err })
+			res.writes.OnSettled(func(err error) { told <- err })
+			c := &command{kind: cmdCallResult, tenant: "ten_a", runID: "run_1", result: res}
+			if tc.queued {
+				w.send(c)
+				w.stop()
+				w.loop() // drops what is queued and returns
+			} else {
+				w.stop()
+				w.send(c)
+			}
+			for _, what := range []string{"the gate's writes", "the call's writes"} {
+				if err := testwait.Recv(t, told, what+" told"); !errors.Is(err, errDropped) {
+					t.Fatalf("%s were told %v, want %v", what, err, errDropped)
+				}
+			}
 		})
 	}
 }

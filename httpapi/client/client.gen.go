@@ -1402,8 +1402,9 @@ type Cockpit struct {
 				Key  *string                 `json:"key"`
 				Name string                  `json:"name"`
 			} `json:"events,omitempty"`
-			From   string    `json:"from"`
-			Timers *[]string `json:"timers,omitempty"`
+			From     string    `json:"from"`
+			SlotWait *bool     `json:"slot_wait,omitempty"`
+			Timers   *[]string `json:"timers,omitempty"`
 		} `json:"paused,omitempty"`
 		Priority       *string            `json:"priority,omitempty"`
 		ProcessId      *string            `json:"process_id,omitempty"`
@@ -3152,8 +3153,9 @@ type Run struct {
 			Key  *string                 `json:"key"`
 			Name string                  `json:"name"`
 		} `json:"events,omitempty"`
-		From   string    `json:"from"`
-		Timers *[]string `json:"timers,omitempty"`
+		From     string    `json:"from"`
+		SlotWait *bool     `json:"slot_wait,omitempty"`
+		Timers   *[]string `json:"timers,omitempty"`
 	} `json:"paused,omitempty"`
 	Priority       *string            `json:"priority,omitempty"`
 	ProcessId      *string            `json:"process_id,omitempty"`
@@ -3243,8 +3245,9 @@ type RunengineDecision struct {
 				Key  *string                 `json:"key"`
 				Name string                  `json:"name"`
 			} `json:"events,omitempty"`
-			From   string    `json:"from"`
-			Timers *[]string `json:"timers,omitempty"`
+			From     string    `json:"from"`
+			SlotWait *bool     `json:"slot_wait,omitempty"`
+			Timers   *[]string `json:"timers,omitempty"`
 		} `json:"paused,omitempty"`
 		Priority       *string            `json:"priority,omitempty"`
 		ProcessId      *string            `json:"process_id,omitempty"`

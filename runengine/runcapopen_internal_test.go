@@ -1,0 +1,222 @@
+package runengine
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/capability/registry"
+	"github.com/bas-platform/bas/internal/testwait"
+	"github.com/bas-platform/bas/process"
+	"github.com/bas-platform/bas/store/clock"
+	"github.com/google/go-cmp/cmp"
+)
+
+// heldCalls fills test.held: each call notes its args' label and answers
+// once the test lets that label go. It ignores its context, so a call in
+// flight when its engine closes stays in flight past the close (which
+// does not wait for it past the grace period).
+type heldCalls struct {
+	mu    sync.Mutex
+	order []string
+	gates map[string]chan struct{}
+}
+
+func (p *heldCalls) Info() capability.Info {
+	return capability.Info{ID: "test.holder", Name: "Holder", Kind: capability.KindBuiltin, Capabilities: []string{"test.held"}}
+}
+
+func (p *heldCalls) Capabilities() []capability.Capability {
+	obj := json.RawMessage(`{"type":"object"}`)
+	return []capability.Capability{{ID: "test.held", Name: "Held", Description: "Answers when let go.", Args: obj, Result: obj}}
+}
+
+func (p *heldCalls) Call(_ context.Context, c capability.Call) (json.RawMessage, error) {
+	var args struct{ Label string }
+	_ = json.Unmarshal(c.Args, &args)
+	p.mu.Lock()
+	p.order = append(p.order, args.Label)
+	p.mu.Unlock()
+	<-p.gate(args.Label)
+	return json.RawMessage(`{}`), nil
+}
+
+// gate is the channel the calls of label wait on.
+func (p *heldCalls) gate(label string) chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gates == nil {
+		p.gates = map[string]chan struct{}{}
+	}
+	ch := p.gates[label]
+	if ch == nil {
+		ch = make(chan struct{})
+		p.gates[label] = ch
+	}
+	return ch
+}
+
+// let lets the calls of label answer, now and after.
+func (p *heldCalls) let(label string) { close(p.gate(label)) }
+
+func (p *heldCalls) calls() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.order)
+}
+
+// capsSeen is what a run cap holds: the runs holding a slot and those
+// queued for one, by id.
+type capsSeen struct {
+	Inflight        int
+	Holders, Queued []string
+}
+
+func seeCaps(a *admission, tenant string) capsSeen {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var s capsSeen
+	if ts := a.tenants[tenant]; ts != nil {
+		s.Inflight = ts.inflight
+		for _, q := range ts.queue {
+			for _, c := range q {
+				s.Queued = append(s.Queued, c.runID)
+			}
+		}
+	}
+	for k := range a.holders {
+		s.Holders = append(s.Holders, k.runID)
+	}
+	slices.Sort(s.Holders)
+	return s
+}
+
+// TestRunCapResumesHoldersFirst: with a cap of one run, a run that took
+// its slot ahead of an older one (a high priority run) is in flight when
+// the engine closes. The next engine resumes the runs in the active
+// index's order, the older waiting run first: it must not take the slot
+// the younger run holds. Before, it took it, as the younger run was not
+// counted yet, and both ran (two runs over a cap of one; and a normal
+// priority run could so go before a high priority one that waited).
+func TestRunCapResumesHoldersFirst(t *testing.T) {
+	t.Parallel()
+	const tenant = "ten_a"
+	st := memStore(t)
+	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+	// One worker: the commands of Open's recovery are handled in the
+	// active index's order.
+	cfg := Config{Workers: 1, MaxRunsPerTenant: 1, Grace: time.Millisecond, Gate: autoDecides{}}
+	p := &heldCalls{}
+	t.Cleanup(func() {
+		for _, l := range []string{"old", "young"} {
+			if ch := p.gate(l); !isClosed(ch) {
+				close(ch)
+			}
+		}
+	})
+	open := func() (*Engine, *process.Service) {
+		eng, procs := engineOn(t, st, clk, cfg)
+		if err := eng.cfg.Capabilities.(*registry.Registry).Register(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := eng.Open(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return eng, procs
+	}
+	eng, procs := open()
+	def := createNew(t, procs, tenant, `{"name":"Held","trigger":{"type":"manual"},
+		"steps":[{"key":"call","type":"execute","capability":"test.held","config":{"args":{"label":"${subject.label}"}}}]}`)
+	ctx := context.Background()
+	start := func(label, priority string) string {
+		r, err := eng.Start(ctx, StartParams{Tenant: tenant, ProcessID: def.ID, Priority: priority, Subject: Subject{Type: "t", Label: label}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.ID
+	}
+	start("first", "")
+	testwait.Until(t, "the first run's call", func() bool { return len(p.calls()) == 1 })
+	old := start("old", "")
+	young := start("young", PriorityHigh)
+	p.let("first")
+	testwait.Until(t, "the young run's call", func() bool { return len(p.calls()) == 2 })
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	eng, _ = open()
+	testwait.Until(t, "the young run counted as holding its slot", func() bool {
+		return slices.Contains(seeCaps(eng.runCaps, tenant).Holders, young)
+	})
+	if diff := cmp.Diff(capsSeen{Inflight: 1, Holders: []string{young}, Queued: []string{old}}, seeCaps(eng.runCaps, tenant)); diff != "" {
+		t.Fatalf("the run cap once the runs are resumed (-want +got):\n%s", diff)
+	}
+	p.let("young")
+	testwait.Until(t, "the old run's call", func() bool { return len(p.calls()) == 4 })
+	p.let("old")
+	for _, id := range []string{young, old} {
+		wctx, cancel := context.WithTimeout(ctx, testwait.Limit)
+		r, err := eng.WaitRunUntil(wctx, tenant, id, func(r *Run) bool { return r.Status == RunCompleted })
+		cancel()
+		if err != nil {
+			t.Fatalf("run %s never completed: %v (%+v)", id, err, r)
+		}
+	}
+	if diff := cmp.Diff([]string{"first", "young", "young", "old"}, p.calls()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// TestRunCapResumedByPriority: while the engine resumes its runs, a run
+// waiting for a slot, or a new one, takes none though there is room, and
+// a run that held one before is counted; once every run is resumed, the
+// free slots go to the waiting runs highest priority first, oldest first
+// within a priority.
+func TestRunCapResumedByPriority(t *testing.T) {
+	t.Parallel()
+	const tenant = "ten_a"
+	a := newAdmission("run", 2, 0)
+	var started []string
+	later := func(id string) func() { return func() { started = append(started, id) } }
+	a.resume()
+	for _, r := range []struct{ id, priority string }{{"low", PriorityLow}, {"normal", ""}, {"high", PriorityHigh}} {
+		if a.tryAdmit(tenant, "prc", r.priority, r.id, later(r.id)) {
+			t.Fatalf("%s took a slot while the runs are resumed", r.id)
+		}
+	}
+	if a.tryTake(tenant, "prc", "new") {
+		t.Fatal("a new run took a slot while the runs are resumed")
+	}
+	a.hold(tenant, "prc", "held")
+	if got, want := a.reasonFor(tenant, "prc"), "run cap of the tenant: the runs in flight are resumed first"; got != want {
+		t.Errorf("reason while resuming: %q, want %q", got, want)
+	}
+	a.resumed()
+	if diff := cmp.Diff([]string{"high"}, started); diff != "" {
+		t.Errorf("started once resumed (-want +got):\n%s", diff)
+	}
+	a.release(tenant, "prc", "held")
+	a.release(tenant, "prc", "high")
+	if diff := cmp.Diff([]string{"high", "normal", "low"}, started); diff != "" {
+		t.Errorf("started as slots freed (-want +got):\n%s", diff)
+	}
+	want := capsSeen{Inflight: 2, Holders: []string{"low", "normal"}}
+	if diff := cmp.Diff(want, seeCaps(a, tenant)); diff != "" {
+		t.Errorf("the run cap at the end (-want +got):\n%s", diff)
+	}
+}
