@@ -28,6 +28,8 @@ package bas_test
 // process, while firing, sample its memory every 100 ms and, whenever its
 // anonymous memory reaches a new high, write a heap profile to file and log
 // the runtime's memory classes of that moment (what sets the peak).
+// BAS_WAITING_LISTPROFILE=file writes a CPU profile of 2 s of each kind of
+// list and cockpit call, at each size, to file.<n>.<kind>.
 
 import (
 	"bufio"
@@ -311,6 +313,22 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 		_, err := eng.Cockpit(ctx, waitingTenant, viewer, nil)
 		return err
 	}, t)
+	if f := os.Getenv("BAS_WAITING_LISTPROFILE"); f != "" {
+		// What the calls cost: a CPU profile of each kind, long enough
+		// (2 s) for the profiler's 100 Hz to see it.
+		profileCalls(t, fmt.Sprintf("%s.%d.list", f, n), func() error {
+			_, _, err := eng.ListRuns(ctx, waitingTenant, runengine.RunQuery{}, store.Page{Limit: 50})
+			return err
+		})
+		profileCalls(t, fmt.Sprintf("%s.%d.waiting", f, n), func() error {
+			_, _, err := eng.ListRuns(ctx, waitingTenant, runengine.RunQuery{Status: runengine.RunWaiting}, store.Page{Limit: 50})
+			return err
+		})
+		profileCalls(t, fmt.Sprintf("%s.%d.cockpit", f, n), func() error {
+			_, err := eng.Cockpit(ctx, waitingTenant, viewer, nil)
+			return err
+		})
+	}
 
 	// Every timer comes due at once. The cockpit's running count (a
 	// counter) says when the last run completed; it is read every 20 ms.
@@ -424,6 +442,25 @@ func writeHeapProfile(file string) {
 	if fh, err := os.Create(file); err == nil {
 		_ = pprof.WriteHeapProfile(fh)
 		_ = fh.Close()
+	}
+}
+
+// profileCalls calls fn for 2 s under a CPU profile written to file.
+func profileCalls(t *testing.T, file string, fn func() error) {
+	t.Helper()
+	fh, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	if err := pprof.StartCPUProfile(fh); err != nil {
+		t.Fatal(err)
+	}
+	defer pprof.StopCPUProfile()
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
+		if err := fn(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
