@@ -428,11 +428,10 @@ func (c *Collection[T]) ListBy(r Reader, tenant, index string, values []any, p P
 func (c *Collection[T]) ListUnder(r Reader, tenant string, prefix []byte, p Page) ([]*T, string, error) {
 	var ids []string
 	next, err := scanPage(r, prefix, p, true, func(key, _ []byte) error {
-		parts, err := DecodeKey(key)
+		id, err := KeyID(key)
 		if err != nil {
 			return err
 		}
-		id, _ := parts[len(parts)-1].(string)
 		ids = append(ids, id)
 		return nil
 	})
@@ -452,11 +451,10 @@ func (c *Collection[T]) ListUnder(r Reader, tenant string, prefix []byte, p Page
 func (c *Collection[T]) IDs(r Reader, tenant string, p Page, fn func(id string) error) (string, error) {
 	prefix := Key(tenant, spaceRecord, c.Name)
 	return scanPage(r, prefix, p, true, func(key, _ []byte) error {
-		parts, err := DecodeKey(key)
+		id, err := KeyID(key)
 		if err != nil {
 			return err
 		}
-		id, _ := parts[len(parts)-1].(string)
 		return fn(id)
 	})
 }
@@ -558,11 +556,10 @@ func (c *Collection[T]) ListByAny(r Reader, tenant, index string, valueLists [][
 	for _, values := range valueLists {
 		prefix := AppendKey(Key(tenant, spaceIndex, c.Name, index), values...)
 		next, err := scanPage(r, prefix, Page{Limit: limit, Cursor: p.Cursor, Forward: p.Forward}, true, func(key, _ []byte) error {
-			parts, err := DecodeKey(key)
+			id, err := KeyID(key)
 			if err != nil {
 				return err
 			}
-			id, _ := parts[len(parts)-1].(string)
 			hits = append(hits, hit{suffix: bytes.Clone(key[len(prefix):]), id: id})
 			return nil
 		})
@@ -610,11 +607,10 @@ func (c *Collection[T]) CountBy(r Reader, tenant, index string, values ...any) (
 func (c *Collection[T]) IDsBy(r Reader, tenant, index string, values []any, fn func(id string) error) error {
 	prefix := AppendKey(Key(tenant, spaceIndex, c.Name, index), values...)
 	return r.Scan(ScanOptions{Prefix: prefix, KeysOnly: true}, func(key, _ []byte) error {
-		parts, err := DecodeKey(key)
+		id, err := KeyID(key)
 		if err != nil {
 			return err
 		}
-		id, _ := parts[len(parts)-1].(string)
 		return fn(id)
 	})
 }
