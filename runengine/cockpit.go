@@ -124,22 +124,19 @@ func (e *Engine) recentRuns(r store.Reader, tenant string, fromStore bool) ([]*R
 }
 
 // newestRuns reads up to limit of tenant's newest runs from r, and with
-// needMore whether older runs exist, by the ids of its runs the count
-// cache holds (see tenantCounts.recent), newest first, each with a read of
-// its key: no run is newer than those, and every run at least as new as
-// the oldest of them is held. A read by key passes over each table whose
-// key range or Bloom filter excludes the run, where a scan, even one
-// bounded to the range the ids span, seeks in a table of every level that
-// overlaps it. ok is false when those ids cannot tell: the tenant is not
-// held, or has runs older than those held and too few of those held exist
-// (ids of commits not landed, or failed). A tenant whose every run is held
-// is scanned as before: it has few.
+// needMore whether older runs exist, with a scan between the oldest and
+// newest ids of its runs the count cache holds (see tenantCounts.recent):
+// no run is newer than those, and every run between them is held, so the
+// scan starts on the few tables that hold them instead of every table of
+// the run records. ok is false when those ids cannot tell: the tenant is
+// not held, or has runs older than those held and too few runs lie
+// between them (ids of commits not landed, or failed). A tenant whose
+// every run is held is scanned as before: it has few.
 func (e *Engine) newestRuns(r store.Reader, tenant string, limit int, needMore bool) (out []*Run, more, ok bool, err error) {
 	if e.countCache == nil {
 		return nil, false, false, nil
 	}
-	var held [recentHeld]string
-	ids, cut := e.countCache.recentIDs(held[:0], tenant)
+	oldest, newest, cut := e.countCache.recentRange(tenant)
 	if !cut {
 		return nil, false, false, nil
 	}
@@ -147,22 +144,10 @@ func (e *Engine) newestRuns(r store.Reader, tenant string, limit int, needMore b
 	if needMore {
 		want++
 	}
-	out = make([]*Run, 0, want)
-	for i := len(ids) - 1; i >= 0 && len(out) < want; i-- {
-		raw, err := r.Get(runs.RecordKey(tenant, ids[i]))
-		if errors.Is(err, store.ErrNotFound) {
-			continue // its commit has not landed, or failed
-		}
-		if err != nil {
-			return nil, false, false, err
-		}
-		run, err := decodeStoredRun(raw)
-		if err != nil {
-			return nil, false, false, errors.Wrapf(err, "decode run %s", ids[i])
-		}
-		out = append(out, run)
-	}
+	out, err = runs.ListRange(r, tenant, oldest, newest, want)
 	switch {
+	case err != nil:
+		return nil, false, false, err
 	case len(out) > limit:
 		return out[:limit], true, true, nil
 	case len(out) == limit && !needMore:

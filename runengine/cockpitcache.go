@@ -31,9 +31,9 @@ import (
 //
 // Of the same tenants it holds the ids of the newest runs (see
 // tenantCounts.recent), so the cockpit of a tenant with many runs reads
-// its recent runs, and the run list its first page, by key: a reverse
-// scan of all the run records starts an iterator over every table that
-// holds some, hundreds at a million runs.
+// its recent runs, and the run list its first page, with a scan between
+// them: a reverse scan of all the run records starts an iterator over
+// every table that holds some, hundreds at a million runs.
 type countCache struct {
 	mu      sync.Mutex
 	tenants map[string]*tenantCounts // by the tenant's encoded key part (store.Key(tenant))
@@ -145,19 +145,19 @@ func (t *tenantCounts) addRecent(id string) {
 	}
 }
 
-// recentIDs appends the ids of tenant's runs held to dst, ascending, and
-// says whether older runs than those may exist; cut is false also when the
-// tenant is not held. Called inside a read of the store, the ids are as of
-// a moment after it began: every run the read sees whose id is at least
-// the first of them is among them.
-func (k *countCache) recentIDs(dst []string, tenant string) (ids []string, cut bool) {
+// recentRange returns the oldest and newest ids of tenant's runs held,
+// and whether older runs than those may exist; cut is false also when the
+// tenant is not held. Called inside a read of the store, the range is as
+// of a moment after it began: every run the read sees whose id is at
+// least oldest is among those held, so none is newer than newest.
+func (k *countCache) recentRange(tenant string) (oldest, newest string, cut bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	t := k.byName[tenant]
 	if t == nil || len(t.recent) == 0 {
-		return dst, false
+		return "", "", false
 	}
-	return append(dst, t.recent...), t.cut
+	return t.recent[0], t.recent[len(t.recent)-1], t.cut
 }
 
 // tenantPart is the encoded first part (the tenant) of key, a counter
