@@ -128,7 +128,10 @@ func (e *Engine) recentRuns(r store.Reader, tenant string, fromStore bool) ([]*R
 // newest ids of its runs the count cache holds (see tenantCounts.recent):
 // no run is newer than those, and every run between them is held, so the
 // scan starts on the few tables that hold them instead of every table of
-// the run records. ok is false when those ids cannot tell: the tenant is
+// the run records; and since each of them was last written after a store
+// version the cache holds (ScanOptions.Since), it passes over the tables
+// written before that, which a store of a million runs has at every level
+// (their key ranges span the newest ids). ok is false when those ids cannot tell: the tenant is
 // not held, or has runs older than those held and too few runs lie
 // between them (ids of commits not landed, or failed). A tenant whose
 // every run is held is scanned as before: it has few.
@@ -136,7 +139,7 @@ func (e *Engine) newestRuns(r store.Reader, tenant string, limit int, needMore b
 	if e.countCache == nil {
 		return nil, false, false, nil
 	}
-	oldest, newest, cut := e.countCache.recentRange(tenant)
+	oldest, newest, since, cut := e.countCache.recentRange(tenant)
 	if !cut {
 		return nil, false, false, nil
 	}
@@ -144,7 +147,7 @@ func (e *Engine) newestRuns(r store.Reader, tenant string, limit int, needMore b
 	if needMore {
 		want++
 	}
-	out, err = runs.ListRange(r, tenant, oldest, newest, want)
+	out, err = runs.ListRange(r, tenant, oldest, newest, want, since)
 	switch {
 	case err != nil:
 		return nil, false, false, err

@@ -462,15 +462,17 @@ func (c *Collection[T]) IDs(r Reader, tenant string, p Page, fn func(id string) 
 // ListRange returns up to limit of tenant's records whose ids lie between
 // oldest and newest (both included), newest first. It scans under the
 // longest key prefix the two ids' records share, so a store that picks its
-// tables by prefix reads only those that may hold them.
-func (c *Collection[T]) ListRange(r Reader, tenant, oldest, newest string, limit int) ([]*T, error) {
+// tables by prefix reads only those that may hold them. since is
+// ScanOptions.Since (0 for none): each record between the ids must have
+// been last written after it.
+func (c *Collection[T]) ListRange(r Reader, tenant, oldest, newest string, limit int, since uint64) ([]*T, error) {
 	low, high := c.recordKey(tenant, oldest), c.recordKey(tenant, newest)
 	n := 0
 	for n < len(low) && n < len(high) && low[n] == high[n] {
 		n++
 	}
 	// After is exclusive: the key just past newest's takes it in.
-	opts := ScanOptions{Prefix: high[:n:n], Reverse: true, After: append(bytes.Clone(high), 0)}
+	opts := ScanOptions{Prefix: high[:n:n], Reverse: true, After: append(bytes.Clone(high), 0), Since: since}
 	var out []*T
 	err := r.Scan(opts, func(key, val []byte) error {
 		if len(out) == limit || bytes.Compare(key, low) < 0 {
