@@ -16,7 +16,10 @@ package bas_test
 // thread: the call's own cost, without the compactions a reopen starts in
 // the background, which take a core of two for a second at a million
 // runs; 401 calls of 10-100 µs span more than one collection cycle, whose
-// mark assists fell on every one of 21 calls in some runs), and the rate at which the due runs fired
+// mark assists fell on every one of 21 calls in some runs); then the same
+// medians with the calls of the two sizes alternated, both stores open, so
+// that the machine's load of the moment (other processes, N's compactions)
+// falls on both alike; and the rate at which the due runs fired
 // and completed (with its CPU and the bytes written to disk per fired
 // run), with the ratio of each list and cockpit figure to the base's. It
 // asserts only what must hold at any size: every start answered,
@@ -28,6 +31,8 @@ package bas_test
 // process, while firing, sample its memory every 100 ms and, whenever its
 // anonymous memory reaches a new high, write a heap profile to file and log
 // the runtime's memory classes of that moment (what sets the peak).
+// BAS_WAITING_LISTPROFILE=file writes a CPU profile of 2 s of each kind of
+// list and cockpit call, at each size, to file.<n>.<kind>.
 
 import (
 	"bufio"
@@ -182,20 +187,104 @@ func TestWaitingRunsScale(t *testing.T) {
 	}
 	n := *waitingRuns
 	base := min(10_000, n/2)
-	b := runWaiting(t, base)
-	f := runWaiting(t, n)
+	b := openWaitingRuns(t, base)
+	f := openWaitingRuns(t, n)
 	ratio := func(x, y time.Duration) float64 { return float64(x) / float64(y) }
-	t.Logf("list x%.2f, list waiting x%.2f, cockpit x%.2f (%d runs against %d); "+
+	t.Logf("list x%.2f, list waiting x%.2f, cockpit x%.2f (%d runs against %d, each measured after its reopen); "+
 		"by the calling thread's CPU: list x%.2f, list waiting x%.2f, cockpit x%.2f",
 		ratio(f.list, b.list), ratio(f.listWaiting, b.listWaiting), ratio(f.cock, b.cock), n, base,
 		ratio(f.listCPU, b.listCPU), ratio(f.listWaitingCPU, b.listWaitingCPU), ratio(f.cockCPU, b.cockCPU))
+	// The same calls with the two sizes alternated, so that the machine's
+	// load of the moment falls on both alike.
+	var wall, cpu [3][2]time.Duration
+	for i, call := range waitingCalls {
+		wall[i][0], cpu[i][0], wall[i][1], cpu[i][1] = medianOfPairs(401, b.call(call), f.call(call), t)
+	}
+	t.Logf("alternated: %d runs %v / %v / %v, %d runs %v / %v / %v (list / list waiting / cockpit; the calling thread's CPU: %v / %v / %v against %v / %v / %v); "+
+		"list x%.2f, list waiting x%.2f, cockpit x%.2f; by CPU x%.2f, x%.2f, x%.2f",
+		base, wall[0][0].Round(time.Microsecond), wall[1][0].Round(time.Microsecond), wall[2][0].Round(time.Microsecond),
+		n, wall[0][1].Round(time.Microsecond), wall[1][1].Round(time.Microsecond), wall[2][1].Round(time.Microsecond),
+		cpu[0][1].Round(time.Microsecond), cpu[1][1].Round(time.Microsecond), cpu[2][1].Round(time.Microsecond),
+		cpu[0][0].Round(time.Microsecond), cpu[1][0].Round(time.Microsecond), cpu[2][0].Round(time.Microsecond),
+		ratio(wall[0][1], wall[0][0]), ratio(wall[1][1], wall[1][0]), ratio(wall[2][1], wall[2][0]),
+		ratio(cpu[0][1], cpu[0][0]), ratio(cpu[1][1], cpu[1][0]), ratio(cpu[2][1], cpu[2][0]))
+	// The base's runs fire after N's, with N's store closed: its open
+	// store would otherwise count in N's memory figures.
+	b.close(t)
+	f.fire(t)
+	f.close(t)
+	b.reopen(t)
+	b.fire(t)
+	b.close(t)
 }
 
-// runWaiting makes n waiting runs in a child process, kills it, reopens,
-// lists and fires them (see the file comment).
-func runWaiting(t *testing.T, n int) waitingFigures {
+// waitingCalls are the calls whose cost TestWaitingRunsScale compares
+// between the sizes: the first page of runs, of waiting runs, and the
+// cockpit.
+var waitingCalls = []func(ctx context.Context, eng *runengine.Engine) error{
+	func(ctx context.Context, eng *runengine.Engine) error {
+		_, _, err := eng.ListRuns(ctx, waitingTenant, runengine.RunQuery{}, store.Page{Limit: 50})
+		return err
+	},
+	func(ctx context.Context, eng *runengine.Engine) error {
+		_, _, err := eng.ListRuns(ctx, waitingTenant, runengine.RunQuery{Status: runengine.RunWaiting}, store.Page{Limit: 50})
+		return err
+	},
+	func(ctx context.Context, eng *runengine.Engine) error {
+		_, err := eng.Cockpit(ctx, waitingTenant, waitingViewer, nil)
+		return err
+	},
+}
+
+// waitingViewer is who reads the cockpit in TestWaitingRunsScale.
+var waitingViewer = runengine.Viewer{CanWork: true, CanDecide: true}
+
+// waitingSet is one size of TestWaitingRunsScale: its directory, reopened
+// after the child's kill, and its figures.
+type waitingSet struct {
+	waitingFigures
+	dir string
+	clk *clock.Fake
+	ws  *bas.Workspace
+	c   *runengine.Cockpit // the last read
+}
+
+// call returns call on s's engine.
+func (s *waitingSet) call(call func(context.Context, *runengine.Engine) error) func() error {
+	return func() error { return call(context.Background(), s.ws.Engine()) }
+}
+
+// close closes s's workspace.
+func (s *waitingSet) close(t *testing.T) {
 	t.Helper()
-	fig := waitingFigures{n: n}
+	ws := s.ws
+	s.ws = nil
+	if err := ws.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reopen opens s's workspace again (after close), at the fake clock's
+// start.
+func (s *waitingSet) reopen(t *testing.T) {
+	t.Helper()
+	s.clk = clock.NewFake(waitingT0)
+	ws, err := openWaiting(s.dir, s.clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ws = ws
+	if s.c, err = ws.Engine().Cockpit(context.Background(), waitingTenant, waitingViewer, nil); err != nil || s.c.Running != s.n {
+		t.Fatalf("cockpit after the second open: %+v %v; want %d running", s.c, err, s.n)
+	}
+}
+
+// openWaitingRuns makes n waiting runs in a child process, kills it,
+// reopens and lists them (see the file comment); the caller fires them.
+func openWaitingRuns(t *testing.T, n int) *waitingSet {
+	t.Helper()
+	s := &waitingSet{waitingFigures: waitingFigures{n: n}}
+	fig := &s.waitingFigures
 	dir := t.TempDir()
 	if *waitingDir != "" && n == *waitingRuns {
 		dir = *waitingDir
@@ -286,7 +375,12 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ws.Close()
+	s.dir, s.clk, s.ws = dir, clk, ws
+	t.Cleanup(func() {
+		if s.ws != nil {
+			_ = s.ws.Close()
+		}
+	})
 	ctx := context.Background()
 	eng := ws.Engine()
 	page, _, err := eng.ListRuns(ctx, waitingTenant, runengine.RunQuery{}, store.Page{Limit: 50})
@@ -294,24 +388,28 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 	if err != nil || len(page) != min(50, n) {
 		t.Fatalf("first page after the reopen: %d runs, %v", len(page), err)
 	}
-	viewer := runengine.Viewer{CanWork: true, CanDecide: true}
-	c, err := eng.Cockpit(ctx, waitingTenant, viewer, nil)
-	if err != nil || c.Running != n {
-		t.Fatalf("cockpit after the reopen: %+v %v; want %d running", c, err, n)
+	if s.c, err = eng.Cockpit(ctx, waitingTenant, waitingViewer, nil); err != nil || s.c.Running != n {
+		t.Fatalf("cockpit after the reopen: %+v %v; want %d running", s.c, err, n)
 	}
-	fig.list, fig.listCPU = medianOf(401, func() error {
-		_, _, err := eng.ListRuns(ctx, waitingTenant, runengine.RunQuery{}, store.Page{Limit: 50})
-		return err
-	}, t)
-	fig.listWaiting, fig.listWaitingCPU = medianOf(401, func() error {
-		_, _, err := eng.ListRuns(ctx, waitingTenant, runengine.RunQuery{Status: runengine.RunWaiting}, store.Page{Limit: 50})
-		return err
-	}, t)
-	fig.cock, fig.cockCPU = medianOf(401, func() error {
-		_, err := eng.Cockpit(ctx, waitingTenant, viewer, nil)
-		return err
-	}, t)
+	fig.list, fig.listCPU = medianOf(401, s.call(waitingCalls[0]), t)
+	fig.listWaiting, fig.listWaitingCPU = medianOf(401, s.call(waitingCalls[1]), t)
+	fig.cock, fig.cockCPU = medianOf(401, s.call(waitingCalls[2]), t)
+	if f := os.Getenv("BAS_WAITING_LISTPROFILE"); f != "" {
+		// What the calls cost: a CPU profile of each kind, long enough
+		// (2 s) for the profiler's 100 Hz to see it.
+		for i, kind := range []string{"list", "waiting", "cockpit"} {
+			profileCalls(t, fmt.Sprintf("%s.%d.%s", f, n, kind), s.call(waitingCalls[i]))
+		}
+	}
+	return s
+}
 
+// fire moves s's fake clock a day, so that every timer comes due at once,
+// waits for every run to complete and logs the figures of s.
+func (s *waitingSet) fire(t *testing.T) {
+	t.Helper()
+	ctx, eng, clk, n, fig, c := context.Background(), s.ws.Engine(), s.clk, s.n, &s.waitingFigures, s.c
+	var err error
 	// Every timer comes due at once. The cockpit's running count (a
 	// counter) says when the last run completed; it is read every 20 ms.
 	st0, cpu0, io0 := eng.Stats(), cpuTime(), diskWritten()
@@ -319,7 +417,7 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 		stopPeak := watchPeak(t, f)
 		defer stopPeak()
 	}
-	began = time.Now()
+	began := time.Now()
 	clk.Advance(24*time.Hour + time.Second)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
@@ -332,7 +430,7 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 		case <-deadline:
 			t.Fatalf("%d of %d runs still running after 30 minutes", c.Running, n)
 		}
-		if c, err = eng.Cockpit(ctx, waitingTenant, viewer, nil); err != nil {
+		if c, err = eng.Cockpit(ctx, waitingTenant, waitingViewer, nil); err != nil {
 			t.Fatal(err)
 		}
 		firingAnon = append(firingAnon, procMem("self").anon)
@@ -366,7 +464,6 @@ func runWaiting(t *testing.T, n int) waitingFigures {
 		fig.list.Round(time.Microsecond), fig.listWaiting.Round(time.Microsecond), fig.cock.Round(time.Microsecond),
 		fig.listCPU.Round(time.Microsecond), fig.listWaitingCPU.Round(time.Microsecond), fig.cockCPU.Round(time.Microsecond),
 		fig.fireRate, fig.parentPeakMiB, fig.firingAnonMedMiB, fig.firingAnonPeakMiB)
-	return fig
 }
 
 // watchPeak samples this process's anonymous memory every 100 ms until the
@@ -427,6 +524,25 @@ func writeHeapProfile(file string) {
 	}
 }
 
+// profileCalls calls fn for 2 s under a CPU profile written to file.
+func profileCalls(t *testing.T, file string, fn func() error) {
+	t.Helper()
+	fh, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	if err := pprof.StartCPUProfile(fh); err != nil {
+		t.Fatal(err)
+	}
+	defer pprof.StopCPUProfile()
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
+		if err := fn(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // medianOf calls fn k times and returns the median of its wall times and
 // of the CPU time the calling thread spent in it. The CPU figure is the
 // call's own cost: on two cores the wall time also holds whatever the
@@ -447,6 +563,35 @@ func medianOf(k int, fn func() error, t *testing.T) (wall, cpu time.Duration) {
 	slices.Sort(ds)
 	slices.Sort(cs)
 	return ds[k/2], cs[k/2]
+}
+
+// medianOfPairs calls a and b k times each, alternately (a first, then b
+// first), and returns the medians of the wall and CPU times of each, as
+// medianOf does.
+func medianOfPairs(k int, a, b func() error, t *testing.T) (aWall, aCPU, bWall, bCPU time.Duration) {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var ds, cs [2][]time.Duration
+	for j := range ds {
+		ds[j], cs[j] = make([]time.Duration, k), make([]time.Duration, k)
+	}
+	fns := [2]func() error{a, b}
+	for i := range k {
+		for o := range 2 {
+			j := (i + o) % 2
+			began, cpu0 := time.Now(), threadCPU(t)
+			if err := fns[j](); err != nil {
+				t.Fatal(err)
+			}
+			ds[j][i], cs[j][i] = time.Since(began), threadCPU(t)-cpu0
+		}
+	}
+	for j := range ds {
+		slices.Sort(ds[j])
+		slices.Sort(cs[j])
+	}
+	return ds[0][k/2], cs[0][k/2], ds[1][k/2], cs[1][k/2]
 }
 
 // threadCPU is the CPU time of the calling OS thread (the caller locks

@@ -3,6 +3,7 @@ package runengine
 import (
 	"bytes"
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/bas-platform/bas/store"
@@ -70,7 +71,7 @@ func (e *Engine) Cockpit(ctx context.Context, tenant string, v Viewer, agreement
 	fromStore := true
 	open := int64(-1) // the tenant's open tasks, when known: with none, no list
 	if e.countCache != nil {
-		from := now.Add(-29 * 24 * time.Hour).Format("2006-01-02")
+		from := windowOf(now).dates[0]
 		err := e.counts(ctx, tenant, from, func(t *tenantCounts) { open = c.fill(t, now, v) })
 		switch {
 		case err == nil:
@@ -127,7 +128,10 @@ func (e *Engine) recentRuns(r store.Reader, tenant string, fromStore bool) ([]*R
 // newest ids of its runs the count cache holds (see tenantCounts.recent):
 // no run is newer than those, and every run between them is held, so the
 // scan starts on the few tables that hold them instead of every table of
-// the run records. ok is false when those ids cannot tell: the tenant is
+// the run records; and since each of them was last written after a store
+// version the cache holds (ScanOptions.Since), it passes over the tables
+// written before that, which a store of a million runs has at every level
+// (their key ranges span the newest ids). ok is false when those ids cannot tell: the tenant is
 // not held, or has runs older than those held and too few runs lie
 // between them (ids of commits not landed, or failed). A tenant whose
 // every run is held is scanned as before: it has few.
@@ -135,7 +139,7 @@ func (e *Engine) newestRuns(r store.Reader, tenant string, limit int, needMore b
 	if e.countCache == nil {
 		return nil, false, false, nil
 	}
-	oldest, newest, cut := e.countCache.recentRange(tenant)
+	oldest, newest, since, cut := e.countCache.recentRange(tenant)
 	if !cut {
 		return nil, false, false, nil
 	}
@@ -143,7 +147,7 @@ func (e *Engine) newestRuns(r store.Reader, tenant string, limit int, needMore b
 	if needMore {
 		want++
 	}
-	out, err = runs.ListRange(r, tenant, oldest, newest, want)
+	out, err = runs.ListRange(r, tenant, oldest, newest, want, since)
 	switch {
 	case err != nil:
 		return nil, false, false, err
@@ -206,15 +210,47 @@ func (c *Cockpit) fill(t *tenantCounts, now time.Time, v Viewer) (open int64) {
 	return open
 }
 
-// days sets c's 30 days ending at now and returns each day's index.
+// days sets c's 30 days ending at now and returns each day's index (which
+// the caller must not change).
 func (c *Cockpit) days(now time.Time) map[string]int {
-	index := make(map[string]int, 30)
-	for d := 0; d < 30; d++ {
-		day := now.Add(-time.Duration(d) * 24 * time.Hour).Format("2006-01-02")
-		index[day] = 29 - d
-		c.Daily[29-d] = DayCount{Date: day}
+	w := windowOf(now)
+	for i, day := range w.dates {
+		c.Daily[i] = DayCount{Date: day}
 	}
-	return index
+	return w.index
+}
+
+// cockpitWindow is the 30 days of a cockpit's series ending on one UTC
+// day: formatted once a day instead of at every cockpit.
+type cockpitWindow struct {
+	day    int64          // the last day, in days since 1970-01-01
+	dates  [30]string     // YYYY-MM-DD, oldest first
+	index  map[string]int // each date's index in dates
+	before string         // the day before dates[0]
+}
+
+// lastWindow is the window windowOf made last.
+var lastWindow atomic.Pointer[cockpitWindow]
+
+// windowOf returns the cockpit window ending on now's UTC day.
+func windowOf(now time.Time) *cockpitWindow {
+	day := now.Unix() / 86400
+	if now.Unix()%86400 < 0 {
+		day-- // before 1970: days round down
+	}
+	if w := lastWindow.Load(); w != nil && w.day == day {
+		return w
+	}
+	now = now.UTC()
+	w := &cockpitWindow{day: day, index: make(map[string]int, 30)}
+	for d := range w.dates {
+		date := now.Add(-time.Duration(d) * 24 * time.Hour).Format("2006-01-02")
+		w.index[date] = len(w.dates) - 1 - d
+		w.dates[len(w.dates)-1-d] = date
+	}
+	w.before = now.Add(-time.Duration(len(w.dates)) * 24 * time.Hour).Format("2006-01-02")
+	lastWindow.Store(w)
+	return w
 }
 
 // settle drops the functions with nothing in flight and sums the days.
@@ -304,7 +340,7 @@ func (e *Engine) cockpitCounters(r store.Reader, tenant string, now time.Time, v
 func (e *Engine) daily(r store.Reader, tenant string, now time.Time, c *Cockpit) error {
 	index := c.days(now)
 	today := c.Daily[29].Date
-	before := now.Add(-30 * 24 * time.Hour).Format("2006-01-02")
+	before := windowOf(now).before
 	for _, name := range []string{"completed", "minutes"} {
 		prefix := store.Key(tenant, "count", name)
 		err := r.Scan(store.ScanOptions{Prefix: prefix, After: store.AppendKey(bytes.Clone(prefix), before), Rewritten: true}, func(key, val []byte) error {

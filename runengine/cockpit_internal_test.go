@@ -75,3 +75,45 @@ func TestCockpitDailyWindow(t *testing.T) {
 		t.Errorf("completed_30d %d, minutes_saved_30d %d; want 6, 18", c.Completed30d, c.MinutesSaved30d)
 	}
 }
+
+// TestCockpitWindowOf compares the cockpit's window, formatted once per
+// day, with the 30 dates formatted at each call, at times around a day's
+// edges, before 1970 and in another zone, in an order that makes it change
+// its day at every call and back.
+func TestCockpitWindowOf(t *testing.T) {
+	east := time.FixedZone("east", 11*3600)
+	times := []time.Time{
+		time.Date(2026, 3, 31, 12, 0, 0, 0, time.UTC),
+		time.Date(2026, 3, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 3, 31, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 4, 1, 9, 0, 0, 0, east), // 2026-03-31 22:00 UTC
+		time.Date(2026, 3, 1, 0, 0, 0, 1, time.UTC),
+		time.Date(1969, 12, 31, 23, 59, 59, 0, time.UTC),
+		time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC),
+		time.Date(1969, 12, 30, 23, 59, 59, 0, time.UTC),
+	}
+	for _, now := range times {
+		for range 2 { // made, then held
+			var want [30]string
+			wantIndex := map[string]int{}
+			u := now.UTC()
+			for d := 0; d < 30; d++ {
+				day := u.Add(-time.Duration(d) * 24 * time.Hour).Format("2006-01-02")
+				want[29-d] = day
+				wantIndex[day] = 29 - d
+			}
+			w := windowOf(now)
+			if diff := cmp.Diff(want, w.dates); diff != "" {
+				t.Errorf("%v: dates (-want +got):\n%s", now, diff)
+			}
+			if diff := cmp.Diff(wantIndex, w.index); diff != "" {
+				t.Errorf("%v: index (-want +got):\n%s", now, diff)
+			}
+			if before := u.Add(-30 * 24 * time.Hour).Format("2006-01-02"); w.before != before {
+				t.Errorf("%v: before %s, want %s", now, w.before, before)
+			}
+		}
+	}
+}

@@ -65,6 +65,11 @@ type tenantCounts struct {
 	// its commit, so one whose commit failed or has not landed may be
 	// among them (a read finds no record).
 	recent []string
+	// after holds, for each of recent, a store version its run's record
+	// was last written after (ScanOptions.Since): the version of its
+	// record when read at the load, less one, or the version the commit
+	// that wrote its first record read at; 0 when the store gives none.
+	after []uint64
 	// cut says the tenant may have runs older than recent[0].
 	cut bool
 }
@@ -119,45 +124,50 @@ func (k *countCache) landed(sums map[string]int64) {
 	}
 }
 
-// ran notes the first record of tenant's run id, applied in a commit: the
+// ran notes the first record of tenant's run id, applied in a commit that
+// read the store at version after (0 when the store gives none): the
 // committer calls it before the commit can land.
-func (k *countCache) ran(tenant, id string) {
+func (k *countCache) ran(tenant, id string, after uint64) {
 	if k.held.Load() == 0 {
 		return
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if t := k.byName[tenant]; t != nil {
-		t.addRecent(id)
+		t.addRecent(id, after)
 	}
 }
 
-// addRecent adds id to t.recent, forgetting the oldest beyond recentHeld.
-func (t *tenantCounts) addRecent(id string) {
+// addRecent adds id, last written after the store version after, to
+// t.recent, forgetting the oldest beyond recentHeld.
+func (t *tenantCounts) addRecent(id string, after uint64) {
 	i, found := slices.BinarySearch(t.recent, id)
 	if found || (i == 0 && t.cut) {
 		return // held, or older than the runs held, which may miss some older still
 	}
 	t.recent = slices.Insert(t.recent, i, id)
+	t.after = slices.Insert(t.after, i, after)
 	if len(t.recent) > recentHeld {
 		t.recent = slices.Delete(t.recent, 0, 1)
+		t.after = slices.Delete(t.after, 0, 1)
 		t.cut = true
 	}
 }
 
-// recentRange returns the oldest and newest ids of tenant's runs held,
-// and whether older runs than those may exist; cut is false also when the
-// tenant is not held. Called inside a read of the store, the range is as
-// of a moment after it began: every run the read sees whose id is at
-// least oldest is among those held, so none is newer than newest.
-func (k *countCache) recentRange(tenant string) (oldest, newest string, cut bool) {
+// recentRange returns the oldest and newest ids of tenant's runs held, a
+// store version each of their records was last written after (0 for
+// none), and whether older runs than those may exist; cut is false also
+// when the tenant is not held. Called inside a read of the store, the
+// range is as of a moment after it began: every run the read sees whose
+// id is at least oldest is among those held, so none is newer than newest.
+func (k *countCache) recentRange(tenant string) (oldest, newest string, since uint64, cut bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	t := k.byName[tenant]
 	if t == nil || len(t.recent) == 0 {
-		return "", "", false
+		return "", "", 0, false
 	}
-	return t.recent[0], t.recent[len(t.recent)-1], t.cut
+	return t.recent[0], t.recent[len(t.recent)-1], slices.Min(t.after), t.cut
 }
 
 // tenantPart is the encoded first part (the tenant) of key, a counter
@@ -239,6 +249,16 @@ func loadCounts(r store.Reader, tenant, from string) (*tenantCounts, error) {
 		return nil, err
 	}
 	slices.Reverse(t.recent)
+	t.after = make([]uint64, len(t.recent))
+	if vr, ok := r.(store.VersionReader); ok {
+		for i, id := range t.recent {
+			v, err := vr.KeyVersion(runs.RecordKey(tenant, id))
+			if err != nil {
+				return nil, err
+			}
+			t.after[i] = max(v, 1) - 1
+		}
+	}
 	t.cut = next != ""
 	return t, nil
 }

@@ -29,6 +29,14 @@ type runScanReader struct {
 	s *runScans
 }
 
+// ReadVersion and KeyVersion pass the store's versions on (see
+// store.VersionReader), so the engine's reads through View use them.
+func (r runScanReader) ReadVersion() uint64 { return r.Reader.(store.VersionReader).ReadVersion() }
+
+func (r runScanReader) KeyVersion(key []byte) (uint64, error) {
+	return r.Reader.(store.VersionReader).KeyVersion(key)
+}
+
 func (r runScanReader) Scan(opts store.ScanOptions, fn func(key, value []byte) error) error {
 	if parts, err := store.DecodeKey(opts.Prefix); err == nil && len(parts) == 3 && parts[1] == "r" && parts[2] == "run" {
 		r.s.n.Add(1)
@@ -143,7 +151,13 @@ func TestCockpitRecentRunsByKey(t *testing.T) {
 	// Ids of runs whose commit never landed, newer than every run: the
 	// cockpit passes over them, and once they crowd out the runs held it
 	// scans the run records.
-	phantom := func() { eng.countCache.ran(tenant, eng.ids.New("run", eng.clock.Now())) }
+	phantom := func() {
+		var v uint64 // the version a commit would read at
+		if err := st.View(ctx, func(r store.Reader) error { v = r.(store.VersionReader).ReadVersion(); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		eng.countCache.ran(tenant, eng.ids.New("run", eng.clock.Now()), v)
+	}
 	for range recentHeld - recentRunsShown - 1 { // eleven runs held: a page of ten and one to tell there are more
 		phantom()
 	}
@@ -162,4 +176,19 @@ func TestCockpitRecentRunsByKey(t *testing.T) {
 	start()
 	check("after a start beside them")
 	list("after a start beside them")
+	// The ids read again at a load, with the versions of their records:
+	// the reads then pass over what was written before them all
+	// (store.ScanOptions.Since) and still find every run held.
+	eng.countCache.mu.Lock()
+	eng.countCache.drop(eng.countCache.byName[tenant])
+	eng.countCache.mu.Unlock()
+	if n := check("read again at a load"); n != 1 {
+		t.Errorf("at the load and after, the cockpit scanned the run records %d times, want 1 (the load's)", n)
+	}
+	if _, _, since, cut := eng.countCache.recentRange(tenant); since == 0 || !cut {
+		t.Errorf("after the load: since %d, cut %v; want a version, and cut", since, cut)
+	}
+	if n := list("read again at a load"); n != 0 {
+		t.Errorf("after the load the first pages scanned the run records %d times, want none", n)
+	}
 }

@@ -1242,7 +1242,11 @@ func (rc *runCommit) apply(tx store.Txn) error {
 		return err
 	}
 	if k := rc.w.e.countCache; k != nil && rc.old == nil {
-		k.ran(rc.tenant, rc.runID) // the run's first record
+		var after uint64 // this commit's version is above what it read
+		if vr, ok := tx.(store.VersionReader); ok {
+			after = vr.ReadVersion()
+		}
+		k.ran(rc.tenant, rc.runID, after) // the run's first record
 	}
 	if err := rc.active.write(tx, rc.tenant, rc.runID); err != nil {
 		return err

@@ -455,11 +455,10 @@ func (c *Collection[T]) ListBy(r Reader, tenant, index string, values []any, p P
 func (c *Collection[T]) ListUnder(r Reader, tenant string, prefix []byte, p Page) ([]*T, string, error) {
 	var ids []string
 	next, err := scanPage(r, prefix, p, true, func(key, _ []byte) error {
-		parts, err := DecodeKey(key)
+		id, err := KeyID(key)
 		if err != nil {
 			return err
 		}
-		id, _ := parts[len(parts)-1].(string)
 		ids = append(ids, id)
 		return nil
 	})
@@ -479,11 +478,10 @@ func (c *Collection[T]) ListUnder(r Reader, tenant string, prefix []byte, p Page
 func (c *Collection[T]) IDs(r Reader, tenant string, p Page, fn func(id string) error) (string, error) {
 	prefix := Key(tenant, spaceRecord, c.Name)
 	return scanPage(r, prefix, p, true, func(key, _ []byte) error {
-		parts, err := DecodeKey(key)
+		id, err := KeyID(key)
 		if err != nil {
 			return err
 		}
-		id, _ := parts[len(parts)-1].(string)
 		return fn(id)
 	})
 }
@@ -491,15 +489,17 @@ func (c *Collection[T]) IDs(r Reader, tenant string, p Page, fn func(id string) 
 // ListRange returns up to limit of tenant's records whose ids lie between
 // oldest and newest (both included), newest first. It scans under the
 // longest key prefix the two ids' records share, so a store that picks its
-// tables by prefix reads only those that may hold them.
-func (c *Collection[T]) ListRange(r Reader, tenant, oldest, newest string, limit int) ([]*T, error) {
+// tables by prefix reads only those that may hold them. since is
+// ScanOptions.Since (0 for none): each record between the ids must have
+// been last written after it.
+func (c *Collection[T]) ListRange(r Reader, tenant, oldest, newest string, limit int, since uint64) ([]*T, error) {
 	low, high := c.recordKey(tenant, oldest), c.recordKey(tenant, newest)
 	n := 0
 	for n < len(low) && n < len(high) && low[n] == high[n] {
 		n++
 	}
 	// After is exclusive: the key just past newest's takes it in.
-	opts := ScanOptions{Prefix: high[:n:n], Reverse: true, After: append(bytes.Clone(high), 0)}
+	opts := ScanOptions{Prefix: high[:n:n], Reverse: true, After: append(bytes.Clone(high), 0), Since: since}
 	prefix := Key(tenant, spaceRecord, c.Name)
 	var out []*T
 	err := r.Scan(opts, func(key, val []byte) error {
@@ -586,11 +586,10 @@ func (c *Collection[T]) ListByAny(r Reader, tenant, index string, valueLists [][
 	for _, values := range valueLists {
 		prefix := AppendKey(Key(tenant, spaceIndex, c.Name, index), values...)
 		next, err := scanPage(r, prefix, Page{Limit: limit, Cursor: p.Cursor, Forward: p.Forward}, true, func(key, _ []byte) error {
-			parts, err := DecodeKey(key)
+			id, err := KeyID(key)
 			if err != nil {
 				return err
 			}
-			id, _ := parts[len(parts)-1].(string)
 			hits = append(hits, hit{suffix: bytes.Clone(key[len(prefix):]), id: id})
 			return nil
 		})
@@ -638,11 +637,10 @@ func (c *Collection[T]) CountBy(r Reader, tenant, index string, values ...any) (
 func (c *Collection[T]) IDsBy(r Reader, tenant, index string, values []any, fn func(id string) error) error {
 	prefix := AppendKey(Key(tenant, spaceIndex, c.Name, index), values...)
 	return r.Scan(ScanOptions{Prefix: prefix, KeysOnly: true}, func(key, _ []byte) error {
-		parts, err := DecodeKey(key)
+		id, err := KeyID(key)
 		if err != nil {
 			return err
 		}
-		id, _ := parts[len(parts)-1].(string)
 		return fn(id)
 	})
 }

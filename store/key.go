@@ -112,6 +112,51 @@ func DecodeKey(k []byte) ([]any, error) {
 	return parts, nil
 }
 
+// KeyID returns the last part of k, a key made by Key, when it is a
+// string (the record id an index entry or a record's key ends with), ""
+// when it is an integer or k is empty. It fails where DecodeKey fails, and
+// costs one string, not a value of each part.
+func KeyID(k []byte) (string, error) {
+	id := ""
+	for len(k) > 0 {
+		switch k[0] {
+		case tagString:
+			rest, err := skipString(k[1:])
+			if err != nil {
+				return "", err
+			}
+			if len(rest) == 0 {
+				id, _, err = decodeString(k[1:])
+				return id, err
+			}
+			k = rest
+		case tagInt:
+			if len(k) < 9 {
+				return "", errors.New("store: short integer part")
+			}
+			k, id = k[9:], ""
+		default:
+			return "", errors.Newf("store: unknown key part tag %#x", k[0])
+		}
+	}
+	return id, nil
+}
+
+// skipString returns what follows the string part (after its tag) k
+// starts with, as decodeString does, without making the string.
+func skipString(k []byte) ([]byte, error) {
+	for {
+		i := bytes.IndexByte(k, 0)
+		if i < 0 || i+1 >= len(k) || (k[i+1] != 0x01 && k[i+1] != 0xff) {
+			return nil, errors.New("store: unterminated string part")
+		}
+		if k[i+1] == 0x01 {
+			return k[i+2:], nil
+		}
+		k = k[i+2:]
+	}
+}
+
 // keyParts guesses the number of parts of the key k, for DecodeKey's one
 // allocation: a terminator (0x00 0x01) ends each string part, and an
 // integer part is counted when its bytes happen to hold one. It is at

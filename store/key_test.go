@@ -199,3 +199,33 @@ func FuzzDecodeKey(f *testing.F) {
 		}
 	})
 }
+
+// FuzzKeyID checks KeyID against DecodeKey on any bytes: it fails where
+// DecodeKey fails, and otherwise returns the last part when a string, ""
+// when an integer or none.
+func FuzzKeyID(f *testing.F) {
+	f.Add([]byte{})
+	f.Add(store.Key("t", "i", "run", "status", "waiting", "run_01"))
+	f.Add(store.Key("t", int64(-7), "id\x00\xff", "", time.Unix(1, 2)))
+	f.Add(store.Key("t", "id\x00\xff\x00"))
+	f.Add(store.Key("t", "id", int64(3)))
+	f.Add([]byte{0x02, 'a', 0x00})             // an unterminated string
+	f.Add([]byte{0x02, 'a', 0x00, 0x07})       // a 0x00 neither escaped nor ending
+	f.Add([]byte{0x02, 'a', 0x00, 0xff})       // unterminated after an escaped zero
+	f.Add([]byte{0x02, 'a', 0x00, 0x01, 0x03}) // a string, then a short integer
+	f.Add([]byte{0x09})                        // an unknown tag
+	f.Fuzz(func(t *testing.T, k []byte) {
+		id, err := store.KeyID(k)
+		parts, derr := store.DecodeKey(k)
+		if (err == nil) != (derr == nil) {
+			t.Fatalf("KeyID(%q): %v; DecodeKey: %v", k, err, derr)
+		}
+		want := ""
+		if len(parts) > 0 {
+			want, _ = parts[len(parts)-1].(string)
+		}
+		if err == nil && id != want {
+			t.Errorf("KeyID(%q) = %q, want %q", k, id, want)
+		}
+	})
+}

@@ -130,6 +130,24 @@ type ScanOptions struct {
 	// until it compacts them may seek past them instead of stepping over
 	// each. The keys and values seen are the same either way.
 	Rewritten bool
+	// Since, when not 0, is a version a VersionReader gave: a store that
+	// versions its writes may pass over what was written at or before it
+	// (Badger: the tables that hold nothing newer, at every level). Set it
+	// only when every key the scan must see was last written after it; the
+	// keys and values seen are then the same either way.
+	Since uint64
+}
+
+// VersionReader is an optional ability of a Reader (and of a Txn) of a
+// store that versions its writes (store/badgerstore): the versions
+// ScanOptions.Since takes.
+type VersionReader interface {
+	// ReadVersion is the version the read sees the store at: whatever
+	// commits after the read began has a greater version.
+	ReadVersion() uint64
+	// KeyVersion is the version of the newest write of key the read sees
+	// (0 when none).
+	KeyVersion(key []byte) (uint64, error)
 }
 
 // ErrNotFound marks a Get of a missing key. It is bas.ErrNotFound, so a missing

@@ -14,6 +14,7 @@ import (
 	"github.com/bas-platform/bas/store/storetest"
 	"github.com/cockroachdb/errors"
 	"github.com/dgraph-io/badger/v4"
+	"github.com/google/go-cmp/cmp"
 )
 
 // quiet drops every log line.
@@ -454,4 +455,88 @@ func TestOpenAfterEmptyMemTableLog(t *testing.T) {
 	if string(got) != "v" {
 		t.Fatalf("got %q, want %q", got, "v")
 	}
+}
+
+// TestScanSince: a commit's version is above the version its transaction
+// read at, a key's version is that of its newest write, and a scan with
+// ScanOptions.Since (both ways, with and without After, in tables after a
+// reopen and in the memtable) sees only the keys last written after it.
+func TestScanSince(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, badgerstore.Options{Dir: dir})
+	ctx := context.Background()
+	key := func(id string) []byte { return store.Key("t", "r", "run", id) }
+	put := func(ids ...string) (read uint64) {
+		t.Helper()
+		err := s.Update(ctx, func(tx store.Txn) error {
+			read = tx.(store.VersionReader).ReadVersion()
+			for _, id := range ids {
+				if err := tx.Set(key(id), []byte(id)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return read
+	}
+	version := func(st *badgerstore.Store, id string) (v uint64) {
+		t.Helper()
+		err := st.View(ctx, func(r store.Reader) error {
+			var err error
+			v, err = r.(store.VersionReader).KeyVersion(key(id))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	put("a", "b", "c", "d")
+	read := put("b", "e") // b rewritten
+	if v := version(s, "b"); v <= read {
+		t.Fatalf("b written at version %d, by a commit that read at %d", v, read)
+	}
+	if v := version(s, "missing"); v != 0 {
+		t.Fatalf("a missing key's version %d, want 0", v)
+	}
+	since := version(s, "b") - 1
+	scan := func(st *badgerstore.Store, opts store.ScanOptions) []string {
+		t.Helper()
+		got := []string{}
+		err := st.View(ctx, func(r store.Reader) error {
+			return r.Scan(opts, func(_, val []byte) error { got = append(got, string(val)); return nil })
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	prefix := store.Key("t", "r", "run")
+	check := func(st *badgerstore.Store, what string) {
+		t.Helper()
+		for _, tc := range []struct {
+			opts store.ScanOptions
+			want []string
+		}{
+			{store.ScanOptions{Prefix: prefix}, []string{"a", "b", "c", "d", "e"}},
+			{store.ScanOptions{Prefix: prefix, Since: since}, []string{"b", "e"}},
+			{store.ScanOptions{Prefix: prefix, Since: since, Reverse: true}, []string{"e", "b"}},
+			{store.ScanOptions{Prefix: prefix, Since: since, Reverse: true, After: key("e")}, []string{"b"}},
+			{store.ScanOptions{Prefix: prefix, Since: since, After: key("b")}, []string{"e"}},
+			{store.ScanOptions{Prefix: prefix, Since: since, Rewritten: true}, []string{"b", "e"}},
+			{store.ScanOptions{Prefix: prefix, Since: since + 1}, []string{}},
+		} {
+			if diff := cmp.Diff(tc.want, scan(st, tc.opts)); diff != "" {
+				t.Errorf("%s: scan %+v (-want +got):\n%s", what, tc.opts, diff)
+			}
+		}
+	}
+	check(s, "in the memtable")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check(open(t, badgerstore.Options{Dir: dir}), "in tables after a reopen")
 }

@@ -51,6 +51,23 @@ func (r *reader) Get(key []byte) ([]byte, error) {
 	return v, nil
 }
 
+// ReadVersion is the version the read sees the store at (Badger's read
+// timestamp): a commit after the read began has a greater one.
+func (r *reader) ReadVersion() uint64 { return r.txn.ReadTs() }
+
+// KeyVersion is the version of the newest write of key the read sees, 0
+// when none (or a deletion's).
+func (r *reader) KeyVersion(key []byte) (uint64, error) {
+	item, err := r.txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, errors.Wrap(err, "badgerstore: get")
+	}
+	return item.Version(), nil
+}
+
 // Scan walks the keys with opts.Prefix. key is valid only during fn (it is
 // Badger's, until the iterator moves); value is a buffer Scan reuses for
 // the next key. Values are copied out of Badger before fn runs, so fn holds
@@ -80,7 +97,7 @@ func (r *reader) Scan(opts store.ScanOptions, fn func(key, value []byte) error) 
 	// rewritten by every commit (a counter) can have thousands. Elsewhere
 	// Badger's own iteration is cheaper.
 	forward := !opts.Reverse && opts.Rewritten
-	io := badger.IteratorOptions{Reverse: opts.Reverse, AllVersions: forward}
+	io := badger.IteratorOptions{Reverse: opts.Reverse, AllVersions: forward, SinceTs: opts.Since}
 	var seek, skip []byte
 	switch {
 	case len(after) > 0:
@@ -177,7 +194,7 @@ func (r *reader) scanReverse(opts store.ScanOptions, fn func(key, value []byte) 
 	if len(seek) > 0 {
 		pick = sharedPrefix(opts.Prefix, seek)
 	}
-	it := r.txn.NewIterator(badger.IteratorOptions{Reverse: true, AllVersions: true, Prefix: pick})
+	it := r.txn.NewIterator(badger.IteratorOptions{Reverse: true, AllVersions: true, Prefix: pick, SinceTs: opts.Since})
 	defer it.Close()
 	if len(seek) == 0 {
 		it.Rewind()

@@ -454,7 +454,7 @@ func exerciseCollection(t *testing.T, open opener) {
 				}
 			}
 			view(t, s, func(r store.Reader) error {
-				got, err := c.ListRange(r, tc.tenant, tc.oldest, tc.newest, tc.limit)
+				got, err := c.ListRange(r, tc.tenant, tc.oldest, tc.newest, tc.limit, 0)
 				if err != nil {
 					return err
 				}
