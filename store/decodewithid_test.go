@@ -78,7 +78,7 @@ func TestCollectionDecodeWithID(t *testing.T) {
 		if diff := cmp.Diff([]note{stored[0], stored[1], stored[3]}, ids(byText)); diff != "" {
 			t.Errorf("ListBy (-want +got):\n%s", diff)
 		}
-		inRange, err := notes.ListRange(r, "t1", "a\x00b", "b", 10)
+		inRange, err := notes.ListRange(r, "t1", "a\x00b", "b", 10, 0)
 		if err != nil {
 			return err
 		}
