@@ -946,6 +946,72 @@ func TestCommitterAwaitsQuietTenantAfterItsOwnCommit(t *testing.T) {
 	}
 }
 
+// TestLightTenantToldFirst: a commit that carries a quiet tenant's change
+// behind the flood's (the flood's batch awaited it) tells the quiet
+// tenant's change first, so its caller does not wait while the flood's
+// changes are told; the flood's are told after it, in the order they came.
+func TestLightTenantToldFirst(t *testing.T) {
+	t.Parallel()
+	gs, c, kc := gatedCommitter(t, 1000, false)
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c.clock = clk
+	kc.submit("flood", "flood-0")
+	gs.waitHeld(t)
+	var floods []string
+	for i := 1; i <= 16; i++ {
+		floods = append(floods, fmt.Sprintf("flood-%d", i))
+	}
+	kc.submit("flood", floods...)
+	gs.open()
+	kc.wait(t, append([]string{"flood-0"}, floods...)...)
+	kc.submit("quiet", "q0")
+	kc.wait(t, "q0")
+	// The flood's next changes wait for the quiet tenant's, which joins
+	// their batch last.
+	kc.submit("flood", "flood-17", "flood-18")
+	testwait.Until(t, "the flood's batch waits for the quiet tenant", func() bool { return clk.Timers() == 1 })
+	from := len(kc.toldOrder())
+	kc.submit("quiet", "q1")
+	kc.wait(t, "q1", "flood-17", "flood-18")
+	if diff := cmp.Diff([]string{"q1", "flood-17", "flood-18"}, kc.toldOrder()[from:]); diff != "" {
+		t.Errorf("the batch's changes told (-want +got):\n%s", diff)
+	}
+}
+
+// TestTellFirst: tell tells the changes of the tenant it is given first,
+// then the others, each tenant's in the order they came, and each change
+// once, though one told may be reused at once (its tenant changed by its
+// after, as releaseRunCommit does).
+func TestTellFirst(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, first string
+		want        []string
+	}{
+		{"none first", "", []string{"a1", "b1", "a2", "e", "b2"}},
+		{"b first", "b", []string{"b1", "b2", "a1", "a2", "e"}},
+		{"a first", "a", []string{"a1", "a2", "b1", "e", "b2"}},
+		{"absent first", "c", []string{"a1", "b1", "a2", "e", "b2"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var told []string
+			var batch []*delta
+			for _, k := range []struct{ tenant, key string }{{"a", "a1"}, {"b", "b1"}, {"a", "a2"}, {"", "e"}, {"b", "b2"}} {
+				d := &delta{tenant: k.tenant}
+				d.after = func(error) {
+					told = append(told, k.key)
+					d.tenant = c.first // reused for another change of the tenant told first
+				}
+				batch = append(batch, d)
+			}
+			tell(batch, c.first, nil)
+			if diff := cmp.Diff(c.want, told); diff != "" {
+				t.Errorf("told (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // keyedChanges submits changes to a committer that each set one key (to
 // "v") and waits for them to be durable.
 type keyedChanges struct {
