@@ -909,7 +909,17 @@ func TestCommitterAwaitsQuietTenantAfterItsOwnCommit(t *testing.T) {
 		defer c.stats.Unlock()
 		return c.batches
 	}
-	floodMany(t, gs, kc)
+	// The flood commits many changes at a time: flood-0 alone, the 16
+	// after it together once it landed.
+	kc.submit("flood", "flood-0")
+	gs.waitHeld(t)
+	var floods []string
+	for i := 1; i <= 16; i++ {
+		floods = append(floods, fmt.Sprintf("flood-%d", i))
+	}
+	kc.submit("flood", floods...)
+	gs.open()
+	wait(append([]string{"flood-0"}, floods...)...)
 	// Nothing is in flight: the quiet tenant's change commits at once, in
 	// a transaction of its own.
 	before := commits()
@@ -945,7 +955,15 @@ func TestLightTenantToldFirst(t *testing.T) {
 	gs, c, kc := gatedCommitter(t, 1000, false)
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	c.clock = clk
-	floodMany(t, gs, kc)
+	kc.submit("flood", "flood-0")
+	gs.waitHeld(t)
+	var floods []string
+	for i := 1; i <= 16; i++ {
+		floods = append(floods, fmt.Sprintf("flood-%d", i))
+	}
+	kc.submit("flood", floods...)
+	gs.open()
+	kc.wait(t, append([]string{"flood-0"}, floods...)...)
 	kc.submit("quiet", "q0")
 	kc.wait(t, "q0")
 	// The flood's next changes wait for the quiet tenant's, which joins
@@ -992,22 +1010,6 @@ func TestTellFirst(t *testing.T) {
 			}
 		})
 	}
-}
-
-// floodMany has the flood commit many changes at a time: flood-0 alone,
-// the 16 after it together once it landed (it opens gs's gate), and waits
-// until they are durable.
-func floodMany(t *testing.T, gs *gatedStore, kc *keyedChanges) {
-	t.Helper()
-	kc.submit("flood", "flood-0")
-	gs.waitHeld(t)
-	var floods []string
-	for i := 1; i <= 16; i++ {
-		floods = append(floods, fmt.Sprintf("flood-%d", i))
-	}
-	kc.submit("flood", floods...)
-	gs.open()
-	kc.wait(t, append([]string{"flood-0"}, floods...)...)
 }
 
 // keyedChanges submits changes to a committer that each set one key (to
