@@ -72,9 +72,8 @@ type counterInc struct {
 // goroutine (a Badger transaction opened after a commit began waits for
 // that commit), so filling one never waits for a sync. Commits become
 // durable in the order they began, and their deltas are told in that
-// order, a commit's light tenant's first (see tell). While several
-// tenants are active, a quiet tenant's change may commit alone, and the
-// others' batch may wait a moment for it (see
+// order. While several tenants are active, a quiet tenant's change may
+// commit alone, and the others' batch may wait a moment for it (see
 // commitShare.quiet and anticipation); such a lone commit is told after
 // the commits before it that carry its tenant's changes, and a commit after
 // it with its tenant's changes after it (see tenantTold), so each tenant's
@@ -513,7 +512,11 @@ func (c *committer) launch() {
 			c.counted(sums)
 		}
 		c.landed <- struct{}{}
-		tell(batch, light, err)
+		for _, d := range batch {
+			if d.after != nil {
+				d.after(err)
+			}
+		}
 		for _, t := range tenants {
 			c.told.forget(t, told)
 		}
@@ -521,34 +524,6 @@ func (c *committer) launch() {
 	})
 	if held := c.share.launched(); held != nil {
 		c.add(held)
-	}
-}
-
-// tell tells each delta of a commit's batch the commit's outcome: first
-// the changes of tenant first (the commit's light tenant, see
-// commitShare.light; none when ""), then the others, each tenant's in the
-// order they came. A quiet tenant's caller (a Start waiting, a run's next
-// call going out, its end's OnFinish) then hears of its change as soon as
-// the commit lands, not after the flood's share of the batch was told,
-// which costs about a microsecond a change. It empties the batch's slots
-// as it tells them: a delta told may be reused at once (see
-// releaseRunCommit), so its fields are no longer its own.
-func tell(batch []*delta, first string, err error) {
-	if first != "" {
-		for i, d := range batch {
-			if d.tenant != first {
-				continue
-			}
-			batch[i] = nil
-			if d.after != nil {
-				d.after(err)
-			}
-		}
-	}
-	for _, d := range batch {
-		if d != nil && d.after != nil {
-			d.after(err)
-		}
 	}
 }
 
