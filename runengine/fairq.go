@@ -390,11 +390,11 @@ func (s *commitShare) light() string {
 // end), more on a busy machine, and one that comes after the wait commits
 // alone behind the flood's commit then in flight, paying that commit's sync
 // beside its own. A wait learnt from the times lately (their mean plus four
-// deviations, and twice the latest of the last 32) missed the late ones
-// often enough to set the quiet tenant's p99: in BenchmarkFairness about
-// 2% of its runs' starts committed alone behind a flood commit, against
-// under 1% with aheadMax. While the time its changes took to come, smoothed,
-// is over half of aheadMax (quiet tenants do not come back soon: a person
+// deviations, and a quarter more than the latest of the last 32) missed the
+// late ones often enough to set the quiet tenant's p99: in BenchmarkFairness
+// on a busy machine 1.5-3% of its runs' starts committed alone behind a
+// flood commit, against 0.4-1.6% with aheadMax. While the time its changes
+// took to come, smoothed, is over half of aheadMax (quiet tenants do not come back soon: a person
 // completing a task now and then) nothing waits, and the time is still
 // measured. A tenant alone never waits.
 //
