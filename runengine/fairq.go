@@ -394,9 +394,9 @@ func (s *commitShare) light() string {
 // late ones often enough to set the quiet tenant's p99: in BenchmarkFairness
 // on a busy machine 1.5-3% of its runs' starts committed alone behind a
 // flood commit, against 0.4-1.6% with aheadMax. While the time its changes
-// took to come, smoothed, is over half of aheadMax (quiet tenants do not come back soon: a person
-// completing a task now and then) nothing waits, and the time is still
-// measured. A tenant alone never waits.
+// took to come, smoothed, is over half of aheadMax (quiet tenants do not
+// come back soon: a person completing a task now and then) nothing waits,
+// and the time is still measured. A tenant alone never waits.
 //
 // A commit whose quiet change leaves its run going on (a call or gate
 // decision of it in flight, see delta.goesOn) is sure to be followed by

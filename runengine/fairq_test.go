@@ -681,16 +681,7 @@ func TestAnticipationLearnsThinkTime(t *testing.T) {
 	if !c.ahead.came("quiet", clk.Now()) || c.awaitQuiet() {
 		t.Fatal("the quiet tenant's change did not end the wait")
 	}
-	c.ahead.landed("quiet", clk.Now(), false)
-	clk.Advance(aheadMax - time.Microsecond)
-	if !c.awaitQuiet() {
-		t.Error("the wait ended early")
-	}
-	clk.Advance(time.Microsecond)
-	if c.awaitQuiet() {
-		t.Error("the wait outlasted aheadMax")
-	}
-	c.ahead.came("quiet", clk.Now())
+	awaitsAheadMax(t, c, clk, false)
 	// Quiet tenants that come back a millisecond later turn the wait off.
 	for range 6 {
 		c.ahead.landed("quiet", clk.Now(), false)
@@ -768,21 +759,30 @@ func TestAnticipationAwaitsUpToAheadMax(t *testing.T) {
 			t.Fatal("the quiet tenant was not awaited")
 		}
 	}
-	c.ahead.landed("quiet", clk.Now(), false)
-	clk.Advance(aheadMax - us)
-	if !c.awaitQuiet() {
-		t.Error("the wait ended before aheadMax after quick changes")
-	}
-	clk.Advance(us)
-	if c.awaitQuiet() {
-		t.Error("the wait outlasted aheadMax")
-	}
-	c.ahead.came("quiet", clk.Now())
+	awaitsAheadMax(t, c, clk, false)
 	c.ahead.landed("quiet", clk.Now(), false)
 	clk.Advance(aheadForget)
 	if c.awaitQuiet() || c.ahead.on.Load() {
 		t.Error("still awaiting a tenant gone for good")
 	}
+}
+
+// awaitsAheadMax fails t unless, once a commit holding the quiet tenant's
+// change landed (leaving a run going on when sure), the flood's batch waits
+// for its next change up to aheadMax and not past it; the change then
+// comes.
+func awaitsAheadMax(t *testing.T, c *committer, clk *clock.Fake, sure bool) {
+	t.Helper()
+	c.ahead.landed("quiet", clk.Now(), sure)
+	clk.Advance(aheadMax - time.Microsecond)
+	if !c.awaitQuiet() {
+		t.Errorf("the wait (sure %v) ended before aheadMax", sure)
+	}
+	clk.Advance(time.Microsecond)
+	if c.awaitQuiet() {
+		t.Errorf("the wait (sure %v) outlasted aheadMax", sure)
+	}
+	c.ahead.came("quiet", clk.Now())
 }
 
 // floodedCommitter returns a committer on a fake clock whose open
@@ -1082,16 +1082,7 @@ func TestAnticipationAwaitsARunThatGoesOn(t *testing.T) {
 		c.ahead.came("quiet", clk.Now())
 		return waits
 	}
-	c.ahead.landed("quiet", clk.Now(), true)
-	clk.Advance(aheadMax - us)
-	if !c.awaitQuiet() {
-		t.Error("the next change of a run that goes on was not awaited up to aheadMax")
-	}
-	clk.Advance(us)
-	if c.awaitQuiet() {
-		t.Error("the wait for a run that goes on outlasted aheadMax")
-	}
-	c.ahead.came("quiet", clk.Now())
+	awaitsAheadMax(t, c, clk, true)
 	// Slow calls: the sure changes come a millisecond late, and are no
 	// longer awaited; the others still are.
 	for range 6 {
