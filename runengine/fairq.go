@@ -381,33 +381,30 @@ func (s *commitShare) light() string {
 // tenant's change lands (one it made alone, or a batch where it is the
 // light tenant, see light), the open batch of the others waits, with
 // nothing in flight, until that tenant's next change comes and joins it,
-// or for at most the time quiet tenants' changes took to come lately plus
-// four times its mean deviation (TCP's retransmission timeout, RFC 6298),
-// and at least a quarter more than the latest of the last aheadRecent to
-// come (aheadMin to aheadMax): its change then pays one sync, and the flood
-// loses at most that wait per commit of the quiet tenant. The deviation and
-// the latest count: a quiet tenant's changes mostly come within tens of
-// microseconds of its commit landing (a run's next step), but some take a
-// few hundred (its next run, after the caller heard of the last one's end),
-// and one that comes after the wait commits alone behind the flood's commit
-// then in flight, paying that commit's sync beside its own. The smoothed
-// deviation alone shrinks the wait to aheadMin after a few quick changes,
-// and the next slow one misses it (5-6% of a quiet tenant's changes in
-// BenchmarkFairness on a loaded machine); the latest of the last few keeps
-// the wait as long as the slow ones lately took (2-4% missed), and costs
-// the flood only when the tenant does not come back within it. While the smoothed time
-// is over half of aheadMax (quiet tenants do not come back soon: a person
-// completing a task now and then) nothing waits, and the time is still
-// measured. A tenant alone never waits.
+// or for aheadMax: its change then pays one sync, and the flood loses at
+// most aheadMax per commit of the quiet tenant, and only when the tenant
+// does not come back within it (a wait ends as the change comes). The
+// wait is not shorter for a tenant whose changes lately came quickly: most
+// come within tens of microseconds (a run's next step), but some take a
+// few hundred (its next run, after the caller heard of the last one's
+// end), more on a busy machine, and one that comes after the wait commits
+// alone behind the flood's commit then in flight, paying that commit's sync
+// beside its own. A wait learnt from the times lately (their mean plus four
+// deviations, and a quarter more than the latest of the last 32) missed the
+// late ones often enough to set the quiet tenant's p99: in BenchmarkFairness
+// on a busy machine 1.5-3% of its runs' starts committed alone behind a
+// flood commit, against 0.4-1.6% with aheadMax. While the time its changes
+// took to come, smoothed, is over half of aheadMax (quiet tenants do not
+// come back soon: a person completing a task now and then) nothing waits,
+// and the time is still measured. A tenant alone never waits.
 //
 // A commit whose quiet change leaves its run going on (a call or gate
 // decision of it in flight, see delta.goesOn) is sure to be followed by
-// that run's next change once the call returns: the batch then waits for
-// it up to aheadMax, not by the statistics, which are of the changes that
-// may never come (a caller's next run). Those statistics count only such
-// changes; the sure ones are smoothed apart (sureThink), and while they
-// take over half of aheadMax (slow calls) the batch does not wait for them
-// either.
+// that run's next change once the call returns; the changes that may never
+// come (a caller's next run) are the others. The time each kind took is
+// smoothed apart (think, sureThink), and while one kind takes over half of
+// aheadMax (slow calls, or callers that think) the batch does not wait for
+// that kind.
 type anticipation struct {
 	flying atomic.Int32 // quiet tenants' commits in flight (commitAlone)
 	on     atomic.Bool  // a tenant is awaited
@@ -419,32 +416,21 @@ type anticipation struct {
 	sure      bool
 	sureThink time.Duration
 	think     time.Duration // how long its next change took to come, smoothed (one not sure to)
-	dev       time.Duration // the mean deviation of that time from think, smoothed
-	// took are how long the last aheadRecent changes awaited took to come
-	// (a ring; next is the oldest's index), and latest the longest of them.
-	took   [aheadRecent]time.Duration
-	next   int
-	latest time.Duration
 	// The committer goroutine's own: the timer that ends the wait, and
 	// when it fires.
 	timer clock.Timer
 	at    time.Time
 }
 
-// aheadMin and aheadMax bound how long the open batch waits for a quiet
-// tenant's next change; aheadThink and aheadDev are the wait's basis
+// aheadMax is how long the open batch waits for a quiet tenant's next
+// change; aheadThink is the basis of the time such changes take, smoothed,
 // before any was measured.
 const (
-	aheadMin   = 50 * time.Microsecond
 	aheadMax   = time.Millisecond
 	aheadThink = 250 * time.Microsecond
-	aheadDev   = aheadThink / 2 // the deviation's basis, beside aheadThink
 	// aheadForget is how long after its commit landed a tenant's next
 	// change stops being awaited (and is counted as aheadMax late).
 	aheadForget = 4 * aheadMax
-	// aheadRecent is how many of the changes awaited that came last the
-	// wait covers (see anticipation.latest).
-	aheadRecent = 32
 )
 
 // landed records that a commit holding tenant's change landed at now: its
@@ -459,7 +445,7 @@ func (a *anticipation) landed(tenant string, now time.Time, sure bool) {
 
 // came records a change of tenant at now, and reports whether it is the
 // awaited one: then the wait ends and its length (at most aheadMax) is
-// smoothed into think.
+// smoothed into think or sureThink.
 func (a *anticipation) came(tenant string, now time.Time) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -471,48 +457,19 @@ func (a *anticipation) came(tenant string, now time.Time) bool {
 		a.sureThink += (took - a.sureThink) / 4
 	} else {
 		a.measured(took)
-		a.recent(took)
 	}
 	a.tenant = ""
 	a.on.Store(false)
 	return true
 }
 
-// recent adds took, the time a change awaited took to come, to the last
-// aheadRecent and sets latest; a.mu is held. A change that never came is
-// not one of them: the smoothed time counts it (see awaitQuiet).
-func (a *anticipation) recent(took time.Duration) {
-	old := a.took[a.next]
-	a.took[a.next] = took
-	a.next = (a.next + 1) % aheadRecent
-	switch {
-	case took >= a.latest:
-		a.latest = took
-	case old == a.latest:
-		a.latest = slices.Max(a.took[:])
-	}
-}
-
-// measured smooths took, the time a quiet tenant's next change took to
-// come, into think and dev; a.mu is held.
+// measured smooths took, the time a quiet tenant's next change (one not
+// sure to come) took to come, into think; a.mu is held.
 func (a *anticipation) measured(took time.Duration) {
 	if a.think == 0 {
-		a.think, a.dev = aheadThink, aheadDev
+		a.think = aheadThink
 	}
-	a.dev += ((took - a.think).Abs() - a.dev) / 4
 	a.think += (took - a.think) / 4
-}
-
-// window is how long the open batch waits for the awaited tenant: the
-// time its changes took to come lately plus four times their deviation, at
-// least a quarter more than the latest of the last aheadRecent; a.mu is
-// held.
-func (a *anticipation) window() time.Duration {
-	think, dev := a.think, a.dev
-	if think == 0 { // none measured yet: the basis measured starts from
-		think, dev = aheadThink, aheadDev
-	}
-	return min(max(think+4*dev, a.latest+a.latest/4, aheadMin), aheadMax)
 }
 
 // timerC is the channel of the timer that ends a wait; nil when none.
@@ -544,10 +501,10 @@ func (c *committer) awaitQuiet() bool {
 	}
 	now := c.now()
 	a.mu.Lock()
-	tenant, since, until := a.tenant, a.since, a.since.Add(a.window())
+	tenant, since, until := a.tenant, a.since, a.since.Add(aheadMax)
 	slow := a.think > aheadMax/2
 	if a.sure {
-		until, slow = a.since.Add(aheadMax), a.sureThink > aheadMax/2
+		slow = a.sureThink > aheadMax/2
 	}
 	if tenant != "" && now.Sub(since) >= aheadForget {
 		// It did not come back: count it as late as can be.

@@ -606,8 +606,7 @@ func TestCommitterAwaitsQuietTenant(t *testing.T) {
 
 // TestCommitterAwaitsARunThatGoesOn: once a quiet tenant's change that
 // leaves its run going on landed, the flood's open batch waits for that
-// run's next change up to aheadMax, past the wait for a change not sure to
-// come (750 µs before any was measured), and goes when aheadMax is over.
+// run's next change up to aheadMax, and goes when aheadMax is over.
 func TestCommitterAwaitsARunThatGoesOn(t *testing.T) {
 	t.Parallel()
 	gs, c, kc := gatedCommitter(t, 1000, false)
@@ -653,10 +652,9 @@ func TestCommitterAwaitsARunThatGoesOn(t *testing.T) {
 }
 
 // TestAnticipationLearnsThinkTime: the flood's batch waits for a quiet
-// tenant that comes back soon, for the time it took lately plus four
-// deviations, not after that; not at all once quiet tenants come back late; and a batch's
-// light tenant is one with fewer changes than another's, never a tenant
-// alone.
+// tenant that comes back soon, up to aheadMax, not after that; not at all
+// once quiet tenants come back late; and a batch's light tenant is one with
+// fewer changes than another's, never a tenant alone.
 func TestAnticipationLearnsThinkTime(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -683,18 +681,7 @@ func TestAnticipationLearnsThinkTime(t *testing.T) {
 	if !c.ahead.came("quiet", clk.Now()) || c.awaitQuiet() {
 		t.Fatal("the quiet tenant's change did not end the wait")
 	}
-	// think 250 -> 212.5 µs, deviation 125 -> 131.25 µs: a wait of
-	// 737.5 µs.
-	c.ahead.landed("quiet", clk.Now(), false)
-	clk.Advance(737 * time.Microsecond)
-	if !c.awaitQuiet() {
-		t.Error("the wait ended early")
-	}
-	clk.Advance(time.Microsecond)
-	if c.awaitQuiet() {
-		t.Error("the wait outlasted the think time and four deviations")
-	}
-	c.ahead.came("quiet", clk.Now())
+	awaitsAheadMax(t, c, clk, false)
 	// Quiet tenants that come back a millisecond later turn the wait off.
 	for range 6 {
 		c.ahead.landed("quiet", clk.Now(), false)
@@ -724,10 +711,9 @@ func TestAnticipationLearnsThinkTime(t *testing.T) {
 // TestAnticipationCoversTheDeviation: a quiet tenant whose next change
 // mostly comes within 40 µs but every fourth time after 240 µs (its next
 // run, after its caller heard of the last one's end) is awaited for that
-// late one too, even after a streak of early ones: the wait is the mean
-// plus four deviations, not twice the mean (about 140 µs here), which
-// would let the late one commit alone behind the flood's next commit. The
-// wait stays bounded by aheadMax.
+// late one too, even after a streak of early ones, which would otherwise
+// commit alone behind the flood's next commit. The wait stays bounded by
+// aheadMax.
 func TestAnticipationCoversTheDeviation(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -747,7 +733,7 @@ func TestAnticipationCoversTheDeviation(t *testing.T) {
 	clk.Advance(240 * time.Microsecond)
 	if !c.awaitQuiet() {
 		c.ahead.mu.Lock()
-		t.Errorf("the wait ended before 240 µs: think %v, window %v", c.ahead.think, c.ahead.window())
+		t.Errorf("the wait ended before 240 µs: think %v", c.ahead.think)
 		c.ahead.mu.Unlock()
 	}
 	clk.Advance(aheadMax - 240*time.Microsecond)
@@ -756,63 +742,47 @@ func TestAnticipationCoversTheDeviation(t *testing.T) {
 	}
 }
 
-// TestAnticipationCoversTheLatestOfRecent: a quiet tenant whose next change
-// comes within 30 µs but once in aheadRecent after 300 µs is awaited for
-// that late one too, even after aheadRecent-1 early ones (the smoothed time
-// and deviation alone then wait aheadMin); once aheadRecent early ones came
-// after it, the wait is short again; and a tenant that never came back does
-// not lengthen it that way (the smoothed time counts it).
-func TestAnticipationCoversTheLatestOfRecent(t *testing.T) {
+// TestAnticipationAwaitsUpToAheadMax: a quiet tenant whose next change
+// came within 30 µs many times over is still awaited up to aheadMax (a wait
+// learnt from those times would have ended after tens of microseconds, and
+// its next run's start, which comes later, would commit alone behind the
+// flood's commit); a change after aheadMax is not awaited, and a tenant
+// that never came back is forgotten.
+func TestAnticipationAwaitsUpToAheadMax(t *testing.T) {
 	t.Parallel()
 	const us = time.Microsecond
 	c, clk := floodedCommitter(t)
-	come := func(took time.Duration) {
-		t.Helper()
+	for range 64 {
 		c.ahead.landed("quiet", clk.Now(), false)
-		clk.Advance(took)
+		clk.Advance(30 * us)
 		if !c.ahead.came("quiet", clk.Now()) {
 			t.Fatal("the quiet tenant was not awaited")
 		}
 	}
-	awaited := func(after time.Duration) bool {
-		c.ahead.landed("quiet", clk.Now(), false)
-		clk.Advance(after)
-		waits := c.awaitQuiet()
-		c.ahead.came("quiet", clk.Now())
-		return waits
-	}
-	for range 3 {
-		come(300 * us)
-		for range aheadRecent - 1 {
-			come(30 * us)
-		}
-		if !awaited(300 * us) {
-			t.Fatal("the wait ended before 300 µs")
-		}
-	}
-	c.ahead.mu.Lock()
-	if got, want := c.ahead.window(), 375*us; got != want {
-		t.Errorf("window after a 300 µs change = %v, want %v", got, want)
-	}
-	c.ahead.mu.Unlock()
-	for range aheadRecent {
-		come(30 * us)
-	}
-	if awaited(100 * us) {
-		t.Error("the wait still covers a late change aheadRecent changes ago")
-	}
-	// A tenant gone for good: counted as aheadMax late in the smoothed
-	// time, not as the latest to come.
+	awaitsAheadMax(t, c, clk, false)
 	c.ahead.landed("quiet", clk.Now(), false)
 	clk.Advance(aheadForget)
+	if c.awaitQuiet() || c.ahead.on.Load() {
+		t.Error("still awaiting a tenant gone for good")
+	}
+}
+
+// awaitsAheadMax fails t unless, once a commit holding the quiet tenant's
+// change landed (leaving a run going on when sure), the flood's batch waits
+// for its next change up to aheadMax and not past it; the change then
+// comes.
+func awaitsAheadMax(t *testing.T, c *committer, clk *clock.Fake, sure bool) {
+	t.Helper()
+	c.ahead.landed("quiet", clk.Now(), sure)
+	clk.Advance(aheadMax - time.Microsecond)
+	if !c.awaitQuiet() {
+		t.Errorf("the wait (sure %v) ended before aheadMax", sure)
+	}
+	clk.Advance(time.Microsecond)
 	if c.awaitQuiet() {
-		t.Fatal("still awaiting a tenant gone for good")
+		t.Errorf("the wait (sure %v) outlasted aheadMax", sure)
 	}
-	c.ahead.mu.Lock()
-	if got, want := c.ahead.latest, 100*us; got != want { // the wait of awaited(100 µs) above
-		t.Errorf("latest after a tenant gone for good = %v, want %v, the latest that came", got, want)
-	}
-	c.ahead.mu.Unlock()
+	c.ahead.came("quiet", clk.Now())
 }
 
 // floodedCommitter returns a committer on a fake clock whose open
@@ -825,31 +795,6 @@ func floodedCommitter(t *testing.T) (*committer, *clock.Fake) {
 	t.Cleanup(c.ahead.stop)
 	c.share.inOpen = map[string]int{"flood": 3}
 	return c, clk
-}
-
-// TestAnticipationWindowBounds: the wait is the think time plus four
-// deviations, 750 µs before any was measured, and never below aheadMin or
-// above aheadMax (each just inside and just outside).
-func TestAnticipationWindowBounds(t *testing.T) {
-	t.Parallel()
-	const us = time.Microsecond
-	for _, tc := range []struct {
-		think, dev, want time.Duration
-	}{
-		{0, 0, 750 * us},
-		{10 * us, 10 * us, aheadMin},
-		{10 * us, 9 * us, aheadMin},
-		{14 * us, 9 * us, aheadMin},
-		{15 * us, 9 * us, 51 * us},
-		{600 * us, 99 * us, 996 * us},
-		{600 * us, 100 * us, aheadMax},
-		{600 * us, 101 * us, aheadMax},
-	} {
-		a := anticipation{think: tc.think, dev: tc.dev}
-		if got := a.window(); got != tc.want {
-			t.Errorf("window with think %v, deviation %v = %v, want %v", tc.think, tc.dev, got, tc.want)
-		}
-	}
 }
 
 // TestLightTenantByRate: a commit's light tenant, whose next change the
@@ -1115,11 +1060,10 @@ func (t *gatedTxn) CommitAsync(done func(error)) {
 
 // TestAnticipationAwaitsARunThatGoesOn: after a commit whose quiet change
 // left its run going on (a call in flight), the flood's batch waits up to
-// aheadMax for that run's next change, however soon the tenant's other
-// changes came lately; how long those took is smoothed apart and leaves the
-// wait for a change that may never come (a caller's next run) as it was;
-// and while they take over half of aheadMax (slow calls) nothing waits for
-// them, while the other wait still holds.
+// aheadMax for that run's next change; how long such changes take is
+// smoothed apart from the others (a caller's next run): while they take
+// over half of aheadMax (slow calls) nothing waits for them, while the
+// other wait still holds, and the other way round.
 func TestAnticipationAwaitsARunThatGoesOn(t *testing.T) {
 	t.Parallel()
 	const us = time.Microsecond
@@ -1132,50 +1076,36 @@ func TestAnticipationAwaitsARunThatGoesOn(t *testing.T) {
 			t.Fatal("the quiet tenant was not awaited")
 		}
 	}
-	window := func() time.Duration {
-		c.ahead.mu.Lock()
-		defer c.ahead.mu.Unlock()
-		return c.ahead.window()
+	awaited := func(sure bool) bool {
+		c.ahead.landed("quiet", clk.Now(), sure)
+		waits := c.awaitQuiet()
+		c.ahead.came("quiet", clk.Now())
+		return waits
 	}
-	for range aheadRecent {
-		come(30*us, false)
-	}
-	short := window()
-	if short != aheadMin {
-		t.Fatalf("window after quick changes = %v, want %v", short, aheadMin)
-	}
-	c.ahead.landed("quiet", clk.Now(), false)
-	clk.Advance(short)
-	if c.awaitQuiet() {
-		t.Error("a change not sure to come was awaited past the window")
-	}
-	c.ahead.came("quiet", clk.Now())
-	short = window()
-	c.ahead.landed("quiet", clk.Now(), true)
-	clk.Advance(aheadMax - us)
-	if !c.awaitQuiet() {
-		t.Error("the next change of a run that goes on was not awaited up to aheadMax")
-	}
-	clk.Advance(us)
-	if c.awaitQuiet() {
-		t.Error("the wait for a run that goes on outlasted aheadMax")
-	}
-	c.ahead.came("quiet", clk.Now())
-	if got := window(); got != short {
-		t.Errorf("a sure change's time moved the other wait: %v, want %v", got, short)
-	}
+	awaitsAheadMax(t, c, clk, true)
 	// Slow calls: the sure changes come a millisecond late, and are no
 	// longer awaited; the others still are.
 	for range 6 {
 		come(aheadMax, true)
 	}
-	c.ahead.landed("quiet", clk.Now(), true)
-	if c.awaitQuiet() {
+	if awaited(true) {
 		t.Error("waited for runs whose calls come back late")
 	}
-	c.ahead.came("quiet", clk.Now())
-	c.ahead.landed("quiet", clk.Now(), false)
-	if !c.awaitQuiet() {
+	if !awaited(false) {
 		t.Error("the wait for a change not sure to come was turned off by slow calls")
+	}
+	// Quick calls again, and callers that come back late: the other way
+	// round.
+	for range 8 {
+		come(20*us, true)
+	}
+	for range 6 {
+		come(aheadMax, false)
+	}
+	if awaited(false) {
+		t.Error("waited for callers that come back late")
+	}
+	if !awaited(true) {
+		t.Error("the wait for a run that goes on was turned off by late callers")
 	}
 }
