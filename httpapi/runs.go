@@ -3,12 +3,14 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/errs"
@@ -82,6 +84,10 @@ func (h *Handler) handleRunList(c *request) error {
 	q := c.R.URL.Query()
 	rq := runengine.RunQuery{ProcessID: q.Get("process_id"), Status: runengine.RunStatus(q.Get("status"))}
 	var vs []errs.Violation
+	if utf8.RuneCountInString(rq.ProcessID) > maxFilterID {
+		// As the bulk filter's process_id (BulkFilterIn).
+		vs = append(vs, errs.Violation{Loc: []any{"query", "process_id"}, Msg: fmt.Sprintf("must be at most %d characters", maxFilterID), Type: "string_too_long"})
+	}
 	if rq.Status != "" && !slices.Contains(runStatuses, rq.Status) {
 		vs = append(vs, enumViolation("status", runStatuses))
 	}

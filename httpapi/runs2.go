@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
@@ -179,8 +180,13 @@ func (h *Handler) handleProcessResume(c *request) error {
 	return c.JSON(http.StatusOK, p)
 }
 
-// maxRunQ bounds GET /v1/process-runs?q=.
+// maxRunQ bounds GET /v1/process-runs?q=, as BulkFilterIn's maxLength
+// bounds the bulk filter's q.
 const maxRunQ = 200
+
+// maxFilterID bounds GET /v1/process-runs?process_id=, as BulkFilterIn's
+// maxLength bounds the bulk filter's process_id.
+const maxFilterID = 100
 
 // searchFieldName is the form of a declared search field's name.
 var searchFieldName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
@@ -192,7 +198,7 @@ func runSearchQuery(q url.Values, rq *runengine.RunQuery) []errs.Violation {
 		rq.Q = q.Get("q")
 		switch {
 		case utf8.RuneCountInString(rq.Q) > maxRunQ:
-			vs = append(vs, errs.Violation{Loc: []any{"query", "q"}, Msg: "must have at most 200 characters", Type: "string_too_long"})
+			vs = append(vs, errs.Violation{Loc: []any{"query", "q"}, Msg: fmt.Sprintf("must be at most %d characters", maxRunQ), Type: "string_too_long"})
 		default:
 			if p := runengine.SearchQueryProblem(rq.Q); p != "" {
 				vs = append(vs, errs.Violation{Loc: []any{"query", "q"}, Msg: p, Type: "value_error"})
