@@ -61,3 +61,61 @@ func TestRunListQueryBoundsAsBulkFilter(t *testing.T) {
 	s.do(t, "POST", "/v1/process-runs/bulk", admin,
 		map[string]any{"filter": map[string]any{"process_id": at}, "action": "pause"}).want(t, http.StatusAccepted)
 }
+
+// TestPauseArchivedProcess refuses to pause an archived process (409, as
+// every other change of it): it starts no run a pause could hold. Resuming
+// one that was paused before it was archived still resumes the runs the
+// pause paused, which finish on their version as archiving promises.
+func TestPauseArchivedProcess(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.devLogin(t, `{"tenant_id": "ten_archpause"}`).Token
+	body := `{"name": "Review", "trigger": {"type": "manual"},
+	  "steps": [{"key": "look", "type": "human_task", "config": {"title": "x", "actions": ["accept"]}}]}`
+	type pauseOut struct {
+		Paused bool `json:"paused"`
+		Job    *struct {
+			ID string `json:"id"`
+		} `json:"job"`
+	}
+	paused := func(id string) bool {
+		t.Helper()
+		var p pauseOut
+		s.do(t, "GET", "/v1/processes/"+id+"/pause", admin, nil).want(t, http.StatusOK).decode(t, &p)
+		return p.Paused
+	}
+
+	idle := s.createProc(t, admin, body).ID
+	s.do(t, "DELETE", "/v1/processes/"+idle, admin, nil).want(t, http.StatusNoContent)
+	r := s.do(t, "POST", "/v1/processes/"+idle+"/pause", admin, nil).want(t, http.StatusConflict)
+	var detail struct {
+		Detail string `json:"detail"`
+	}
+	r.decode(t, &detail)
+	if detail.Detail != "process is archived" {
+		t.Errorf("pausing an archived process: detail %q, want %q", detail.Detail, "process is archived")
+	}
+	if paused(idle) {
+		t.Errorf("archived process %s is paused after a refused pause", idle)
+	}
+	var p pauseOut
+	s.do(t, "POST", "/v1/processes/"+idle+"/resume", admin, nil).want(t, http.StatusOK).decode(t, &p)
+	if p.Paused || p.Job != nil {
+		t.Errorf("resuming an archived process not paused: %+v, want not paused and no job", p)
+	}
+
+	// Paused, then archived: the resume lets its queued run go on.
+	held := s.createProc(t, admin, body).ID
+	s.do(t, "POST", "/v1/processes/"+held+"/pause", admin, nil).want(t, http.StatusOK)
+	run := s.startRun(t, admin, held, "INV-1")
+	s.awaitRun(t, admin, run.ID, "paused", runStatusIs("paused"))
+	s.do(t, "DELETE", "/v1/processes/"+held, admin, nil).want(t, http.StatusNoContent)
+	s.do(t, "POST", "/v1/processes/"+held+"/resume", admin, nil).want(t, http.StatusOK).decode(t, &p)
+	if p.Paused || p.Job == nil {
+		t.Errorf("resuming a paused process after archiving: %+v, want not paused with a job", p)
+	}
+	s.awaitRun(t, admin, run.ID, "waiting on its task", runStatusIs("waiting"))
+	if paused(held) {
+		t.Errorf("process %s still paused after its resume", held)
+	}
+}

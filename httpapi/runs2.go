@@ -150,10 +150,17 @@ func (h *Handler) handleProcessPauseGet(c *request) error {
 	return c.JSON(http.StatusOK, p)
 }
 
-// handleProcessPause serves POST /v1/processes/:id/pause.
+// handleProcessPause serves POST /v1/processes/:id/pause. An archived
+// process is a 409, as every other change of it: it starts no run a pause
+// could hold. (Its resume is not refused: a process paused before it was
+// archived has runs the resume must let finish.)
 func (h *Handler) handleProcessPause(c *request) error {
-	if err := h.ws.Processes().Check(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+	def, err := h.ws.Processes().Get(c.Context(), c.Tenant(), c.Param("id"))
+	if err != nil {
 		return err
+	}
+	if def.Archived {
+		return errs.Conflictf("process is archived")
 	}
 	if err := c.noBody(); err != nil {
 		return err
