@@ -119,3 +119,57 @@ func TestPauseArchivedProcess(t *testing.T) {
 		t.Errorf("process %s still paused after its resume", held)
 	}
 }
+
+// TestNullOptionalObjectIsAbsent takes null for an optional object of a
+// body as the key left out: a task completed with fields null has no
+// fields, an approval approved with args null keeps the proposed ones, an
+// event emitted with data null has none, a bulk filter's search null
+// selects by the rest of the filter.
+func TestNullOptionalObjectIsAbsent(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.devLogin(t, `{"tenant_id": "ten_nulls"}`).Token
+	review := s.createProc(t, admin, `{"name": "Review", "trigger": {"type": "manual"},
+	  "steps": [{"key": "look", "type": "human_task", "config": {"title": "x", "actions": ["accept"]}}]}`)
+	r := s.startRun(t, admin, review.ID, "INV-1")
+	r = s.awaitRun(t, admin, r.ID, "waiting on its task", runStatusIs("waiting"))
+	absent := s.startRun(t, admin, review.ID, "INV-0")
+	absent = s.awaitRun(t, admin, absent.ID, "waiting on its task", runStatusIs("waiting"))
+	s.do(t, "POST", "/v1/tasks/"+*absent.step(t, "look").TaskID+"/complete", admin, `{"action": "accept"}`).
+		want(t, http.StatusOK)
+	absent = s.awaitRun(t, admin, absent.ID, "completed", runStatusIs("completed"))
+	s.do(t, "POST", "/v1/tasks/"+*r.step(t, "look").TaskID+"/complete", admin, `{"action": "accept", "fields": null}`).
+		want(t, http.StatusOK)
+	r = s.awaitRun(t, admin, r.ID, "completed", runStatusIs("completed"))
+	if diff := cmp.Diff(withoutKey(absent.step(t, "look").Output, "completed_by"), withoutKey(r.step(t, "look").Output, "completed_by")); diff != "" {
+		t.Errorf("look output after fields null (-without fields +null):\n%s", diff)
+	}
+
+	send := s.createProc(t, admin, `{"name": "Send", "trigger": {"type": "manual"},
+	  "steps": [{"key": "send", "type": "execute", "capability": "email.send",
+	    "config": {"args": {"to": "x@example.com", "subject": "s", "body": "b"}}, "controls": {"require_approval": true}}]}`)
+	r = s.startRun(t, admin, send.ID, "INV-2")
+	r = s.awaitRun(t, admin, r.ID, "waiting for its approval", runStatusIs("waiting"))
+	var decided struct {
+		Approval struct {
+			Status string         `json:"status"`
+			Args   map[string]any `json:"args"`
+		} `json:"approval"`
+	}
+	s.do(t, "POST", "/v1/approvals/"+*r.step(t, "send").ApprovalID+"/approve", admin, `{"args": null}`).
+		want(t, http.StatusOK).decode(t, &decided)
+	if want := map[string]any{"to": "x@example.com", "subject": "s", "body": "b"}; decided.Approval.Status != "approved" ||
+		!cmp.Equal(decided.Approval.Args, want) {
+		t.Errorf("approved with args null: %+v, want approved with args %v", decided.Approval, want)
+	}
+
+	s.do(t, "POST", "/v1/events", admin, `{"name": "custom.nothing", "data": null}`).want(t, http.StatusAccepted)
+	s.do(t, "POST", "/v1/process-runs/bulk", admin, `{"filter": {"status": "paused", "search": null}, "action": "resume"}`).
+		want(t, http.StatusAccepted)
+
+	// A value of another type is still refused.
+	bad := s.do(t, "POST", "/v1/events", admin, `{"name": "custom.nothing", "data": []}`).want(t, http.StatusUnprocessableEntity)
+	if diff := cmp.Diff([]string{"body.data:type_error"}, violationsOf(t, bad)); diff != "" {
+		t.Errorf("data []: violations (-want +got):\n%s", diff)
+	}
+}

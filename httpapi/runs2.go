@@ -96,7 +96,7 @@ type BulkFilterIn struct {
 	Overdue   bool   `json:"overdue,omitempty"`
 	// Q and Search select runs as GET /v1/process-runs's q and search.{name}.
 	Q      string            `json:"q,omitempty" jsonschema:"maxLength=200"`
-	Search map[string]string `json:"search,omitempty"`
+	Search map[string]string `json:"search,omitempty" jsonschema:"nullable"`
 }
 
 // BulkIn is the body of POST /v1/process-runs/bulk.
