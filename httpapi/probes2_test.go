@@ -173,3 +173,67 @@ func TestNullOptionalObjectIsAbsent(t *testing.T) {
 		t.Errorf("data []: violations (-want +got):\n%s", diff)
 	}
 }
+
+// TestProcessReadsOnlyItsSteps refuses, at create and at update, a step
+// config whose reference reads a step the process does not have, or one
+// that does not run before it (a run's data holds only the steps completed
+// so far, so the step could only fail), and a search field whose path
+// names a step the process does not have (it would never have a value).
+// A search field may read a later step; nothing refused is stored.
+func TestProcessReadsOnlyItsSteps(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.devLogin(t, `{"tenant_id": "ten_refs"}`).Token
+	body := func(title, search string) string {
+		return `{"name": "Review", "trigger": {"type": "manual"}, "search": ` + search + `,
+		  "steps": [{"key": "look", "type": "human_task", "config": {"title": "x", "actions": ["accept"]}},
+		            {"key": "tell", "type": "human_task", "config": {"title": "` + title + `"}}]}`
+	}
+	for _, c := range []struct {
+		title, search string
+		want          []string
+	}{
+		{"${steps.nope.outcome}", `{}`, []string{"body.steps.1.config.title:value_error"}},
+		{"Seen: ${steps.look.outcome}, ${steps.tell.outcome}", `{}`, []string{"body.steps.1.config.title:value_error"}},
+		{"${steps.look.outcome}", `{"who": "steps.nope.x", "what": "subject.label"}`, []string{"body.search.who:value_error"}},
+	} {
+		r := s.do(t, "POST", "/v1/processes", admin, body(c.title, c.search)).want(t, http.StatusUnprocessableEntity)
+		if diff := cmp.Diff(c.want, violationsOf(t, r)); diff != "" {
+			t.Errorf("title %s, search %s: violations (-want +got):\n%s", c.title, c.search, diff)
+		}
+	}
+	// A step placed after the one it reads is fine, and so is a search
+	// field reading the last step.
+	r := s.do(t, "POST", "/v1/processes", admin, `{"name": "Review", "trigger": {"type": "manual"},
+	  "steps": [{"key": "look", "type": "human_task", "config": {"title": "x", "actions": ["accept"]}},
+	            {"key": "tell", "type": "human_task", "config": {"title": "${steps.look.outcome}"}}],
+	  "search": {"last": "steps.tell.outcome"}}`).want(t, http.StatusCreated)
+	var proc processOut
+	r.decode(t, &proc)
+
+	for _, c := range []struct {
+		patch string
+		want  []string
+	}{
+		// Dropping the step a declared search field reads.
+		{`{"steps": [{"key": "look", "type": "human_task", "config": {"title": "x"}}]}`, []string{"body.search.last:value_error"}},
+		{`{"steps": [{"key": "look", "type": "human_task", "config": {"title": "${steps.look.outcome}"}},
+		    {"key": "tell", "type": "human_task", "config": {"title": "x"}}]}`,
+			[]string{"body.steps.0.config.title:value_error"}},
+	} {
+		r := s.do(t, "PATCH", "/v1/processes/"+proc.ID, admin, c.patch).want(t, http.StatusUnprocessableEntity)
+		if diff := cmp.Diff(c.want, violationsOf(t, r)); diff != "" {
+			t.Errorf("patch %s: violations (-want +got):\n%s", c.patch, diff)
+		}
+	}
+	var got struct {
+		Version int `json:"version"`
+	}
+	s.do(t, "GET", "/v1/processes/"+proc.ID, admin, nil).want(t, http.StatusOK).decode(t, &got)
+	if got.Version != 1 {
+		t.Errorf("process at version %d after refused patches, want 1", got.Version)
+	}
+	s.do(t, "PATCH", "/v1/processes/"+proc.ID, admin, `{"steps": [{"key": "first", "type": "human_task", "config": {"title": "x"}},
+	  {"key": "look", "type": "human_task", "config": {"title": "${steps.first.outcome}"}},
+	  {"key": "tell", "type": "human_task", "config": {"title": "${steps.look.outcome}"}}]}`).want(t, http.StatusOK)
+}

@@ -391,6 +391,27 @@ func Paths(config any) []string {
 	return slices.Compact(out)
 }
 
+// Each calls fn with the path of every well-formed reference in config and
+// the location of the string holding it: loc followed by the string's
+// location inside config, as Check reports it. Strings are visited in
+// Check's order (map keys sorted); malformed references are left out.
+func Each(config any, fn func(path string, at []any), loc ...any) {
+	walkStrings(config, loc, func(s string, at []any) {
+		if !strings.Contains(s, "${") {
+			return
+		}
+		parts, err := parse(s)
+		if err != nil {
+			return
+		}
+		for _, p := range parts {
+			if p.ref {
+				fn(p.text, at)
+			}
+		}
+	})
+}
+
 // Check reports every malformed reference in config (a "${" without its "}",
 // an empty path or an empty path segment) as a value_error violation at loc
 // followed by the location of the string inside config. It returns nil when
