@@ -237,3 +237,40 @@ func TestProcessReadsOnlyItsSteps(t *testing.T) {
 	  {"key": "look", "type": "human_task", "config": {"title": "${steps.first.outcome}"}},
 	  {"key": "tell", "type": "human_task", "config": {"title": "${steps.look.outcome}"}}]}`).want(t, http.StatusOK)
 }
+
+// TestPathWithEmptyOrDotSegment answers a path with an empty segment
+// (POST /v1/processes//start, a trailing slash) or a "." or ".." segment
+// with api.md's 404 JSON, authenticated or not, instead of matching an
+// empty id or leaving it to a redirect; nothing is started.
+func TestPathWithEmptyOrDotSegment(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	admin := s.devLogin(t, `{"tenant_id": "ten_paths"}`).Token
+	proc := s.createProc(t, admin, `{"name": "Review", "trigger": {"type": "manual"},
+	  "steps": [{"key": "look", "type": "human_task", "config": {"title": "x"}}]}`)
+	start := `{"subject": {"type": "invoice", "label": "INV-1"}}`
+	for _, c := range []struct{ method, path string }{
+		{"POST", "/v1/processes//start"},
+		{"POST", "/v1/processes/" + proc.ID + "//start"},
+		{"POST", "/v1/processes/" + proc.ID + "/start/"},
+		{"POST", "/v1/processes/" + proc.ID + "/./start"},
+		{"POST", "/v1/processes/x/../" + proc.ID + "/start"},
+		{"GET", "/v1/processes/"},
+		{"GET", "/v1//processes"},
+	} {
+		for _, token := range []string{"", admin} {
+			r := s.do(t, c.method, c.path, token, start).want(t, http.StatusNotFound)
+			var body struct {
+				Detail string `json:"detail"`
+			}
+			r.decode(t, &body)
+			if body.Detail != "no such endpoint" || r.Header.Get("Location") != "" {
+				t.Errorf("%s %s: detail %q, Location %q; want no such endpoint, no Location", c.method, c.path, body.Detail, r.Header.Get("Location"))
+			}
+		}
+	}
+	if got := s.listIDs(t, admin, "/v1/process-runs"); len(got) != 0 {
+		t.Errorf("runs %v started through paths that name no endpoint", got)
+	}
+	s.do(t, "POST", "/v1/processes/"+proc.ID+"/start", admin, start).want(t, http.StatusCreated)
+}
