@@ -373,20 +373,7 @@ func index(seg string, n int) (int, bool) {
 // steps will have. Malformed references are left out (Check reports them).
 func Paths(config any) []string {
 	var out []string
-	walkStrings(config, nil, func(s string, _ []any) {
-		if !strings.Contains(s, "${") {
-			return
-		}
-		parts, err := parse(s)
-		if err != nil {
-			return
-		}
-		for _, p := range parts {
-			if p.ref {
-				out = append(out, p.text)
-			}
-		}
-	})
+	Each(config, func(path string, _ []any) { out = append(out, path) })
 	slices.Sort(out)
 	return slices.Compact(out)
 }
