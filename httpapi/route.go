@@ -115,11 +115,35 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	rel := strings.TrimPrefix(r.URL.Path, h.opts.BasePath)
+	if !endpointPath(rel) {
+		writeDetail(rec, http.StatusNotFound, "no such endpoint")
+		return
+	}
 	if len(h.statics) > 0 && h.matchesStatic(rel) {
 		h.static.ServeHTTP(rec, r)
 		return
 	}
 	h.main.ServeHTTP(rec, r)
+}
+
+// endpointPath reports whether path (relative to the base path) can name
+// an endpoint: it has no empty segment (/v1/processes//start, a trailing
+// slash) and no "." or ".." segment. Another is no endpoint's, though the
+// router would match a parameter to an empty segment, and a mux in front
+// would redirect it to its cleaned form, another endpoint.
+func endpointPath(path string) bool {
+	if len(path) > 1 && (strings.Contains(path, "//") || path[len(path)-1] == '/') {
+		return false
+	}
+	if !strings.Contains(path, "/.") {
+		return true
+	}
+	for seg := range strings.SplitSeq(path, "/") {
+		if seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // newRequestID is a new request id: "req_" and 24 random hex digits.

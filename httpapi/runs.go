@@ -3,12 +3,14 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/errs"
@@ -82,6 +84,10 @@ func (h *Handler) handleRunList(c *request) error {
 	q := c.R.URL.Query()
 	rq := runengine.RunQuery{ProcessID: q.Get("process_id"), Status: runengine.RunStatus(q.Get("status"))}
 	var vs []errs.Violation
+	if utf8.RuneCountInString(rq.ProcessID) > maxFilterID {
+		// As the bulk filter's process_id (BulkFilterIn).
+		vs = append(vs, errs.Violation{Loc: []any{"query", "process_id"}, Msg: fmt.Sprintf("must be at most %d characters", maxFilterID), Type: "string_too_long"})
+	}
 	if rq.Status != "" && !slices.Contains(runStatuses, rq.Status) {
 		vs = append(vs, enumViolation("status", runStatuses))
 	}
@@ -206,7 +212,7 @@ func (h *Handler) handleRunCancel(c *request) error {
 // EventIn is an event emitted from outside.
 type EventIn struct {
 	Name string         `json:"name" jsonschema:"required,minLength=1,maxLength=200,pattern=^[a-z][a-z0-9_]*(\\.[a-z0-9_]+)*$"`
-	Data map[string]any `json:"data,omitempty"`
+	Data map[string]any `json:"data,omitempty" jsonschema:"nullable"`
 }
 
 // EventOut answers POST /v1/events.
@@ -327,7 +333,7 @@ func (h *Handler) handleTaskGet(c *request) error {
 // CompleteIn completes a task.
 type CompleteIn struct {
 	Action string         `json:"action" jsonschema:"required,minLength=1,maxLength=100"`
-	Fields map[string]any `json:"fields,omitempty"`
+	Fields map[string]any `json:"fields,omitempty" jsonschema:"nullable"`
 }
 
 // handleTaskComplete serves POST /v1/tasks/:id/complete.
@@ -386,7 +392,7 @@ func (h *Handler) handleApprovalGet(c *request) error {
 // ApproveIn approves an approval; Args, when given, replace the proposed
 // arguments.
 type ApproveIn struct {
-	Args map[string]any `json:"args,omitempty"`
+	Args map[string]any `json:"args,omitempty" jsonschema:"nullable"`
 	// Digest, when given, is the approval's digest as the decider saw it:
 	// a digest that is no longer the approval's is a 409.
 	Digest string `json:"digest,omitempty" jsonschema:"maxLength=64"`

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
@@ -95,7 +96,7 @@ type BulkFilterIn struct {
 	Overdue   bool   `json:"overdue,omitempty"`
 	// Q and Search select runs as GET /v1/process-runs's q and search.{name}.
 	Q      string            `json:"q,omitempty" jsonschema:"maxLength=200"`
-	Search map[string]string `json:"search,omitempty"`
+	Search map[string]string `json:"search,omitempty" jsonschema:"nullable"`
 }
 
 // BulkIn is the body of POST /v1/process-runs/bulk.
@@ -149,10 +150,17 @@ func (h *Handler) handleProcessPauseGet(c *request) error {
 	return c.JSON(http.StatusOK, p)
 }
 
-// handleProcessPause serves POST /v1/processes/:id/pause.
+// handleProcessPause serves POST /v1/processes/:id/pause. An archived
+// process is a 409, as every other change of it: it starts no run a pause
+// could hold. (Its resume is not refused: a process paused before it was
+// archived has runs the resume must let finish.)
 func (h *Handler) handleProcessPause(c *request) error {
-	if err := h.ws.Processes().Check(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+	def, err := h.ws.Processes().Get(c.Context(), c.Tenant(), c.Param("id"))
+	if err != nil {
 		return err
+	}
+	if def.Archived {
+		return errs.Conflictf("process is archived")
 	}
 	if err := c.noBody(); err != nil {
 		return err
@@ -179,8 +187,13 @@ func (h *Handler) handleProcessResume(c *request) error {
 	return c.JSON(http.StatusOK, p)
 }
 
-// maxRunQ bounds GET /v1/process-runs?q=.
+// maxRunQ bounds GET /v1/process-runs?q=, as BulkFilterIn's maxLength
+// bounds the bulk filter's q.
 const maxRunQ = 200
+
+// maxFilterID bounds GET /v1/process-runs?process_id=, as BulkFilterIn's
+// maxLength bounds the bulk filter's process_id.
+const maxFilterID = 100
 
 // searchFieldName is the form of a declared search field's name.
 var searchFieldName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
@@ -192,7 +205,7 @@ func runSearchQuery(q url.Values, rq *runengine.RunQuery) []errs.Violation {
 		rq.Q = q.Get("q")
 		switch {
 		case utf8.RuneCountInString(rq.Q) > maxRunQ:
-			vs = append(vs, errs.Violation{Loc: []any{"query", "q"}, Msg: "must have at most 200 characters", Type: "string_too_long"})
+			vs = append(vs, errs.Violation{Loc: []any{"query", "q"}, Msg: fmt.Sprintf("must be at most %d characters", maxRunQ), Type: "string_too_long"})
 		default:
 			if p := runengine.SearchQueryProblem(rq.Q); p != "" {
 				vs = append(vs, errs.Violation{Loc: []any{"query", "q"}, Msg: p, Type: "value_error"})

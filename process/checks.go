@@ -1,6 +1,7 @@
 package process
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -127,7 +128,53 @@ func (r *StepRegistry) CheckSteps(steps []Step, loc ...any) []errs.Violation {
 		}
 		v.addAll(r.CheckStep(s, sloc...))
 	}
+	for i, s := range steps {
+		checkStepRefs(&v, s, i, seen, at(loc, i, "config"))
+	}
 	return v.vs
+}
+
+// checkStepRefs reports every reference of step i's config to a step the
+// process does not have, or to itself or a later step: a run's data holds
+// the outputs of the steps completed before the one running, so such a
+// reference could only fail the step. keys maps each key to its step.
+func checkStepRefs(v *violations, s Step, i int, keys map[string]int, loc []any) {
+	if !bytes.Contains(s.Config, []byte("${")) {
+		return
+	}
+	var doc any
+	if decodeJSON(s.Config, &doc) != nil {
+		return // CheckStep reports it
+	}
+	refs.Each(doc, func(path string, where []any) {
+		if msg := stepRefProblem(path, i, keys); msg != "" {
+			v.add(where, "value_error", "reference ${%s}: %s", path, msg)
+		}
+	}, loc...)
+}
+
+// stepRefProblem says what is wrong with a path of the run's data read by
+// step i (by any step's progress, when i < 0): "" unless it names, under
+// steps, a step that is not in keys (which maps each key to its step), or
+// one that does not run before step i.
+func stepRefProblem(path string, i int, keys map[string]int) string {
+	rest, ok := strings.CutPrefix(path, "steps.")
+	if !ok {
+		return ""
+	}
+	key, _, _ := strings.Cut(rest, ".")
+	j, ok := keys[key]
+	switch {
+	case !ok:
+		return fmt.Sprintf("the process has no step %q", key)
+	case i < 0:
+		return ""
+	case j == i:
+		return fmt.Sprintf("a step cannot read its own output (step %q)", key)
+	case j > i:
+		return fmt.Sprintf("step %q runs after this one; a step reads only the steps before it", key)
+	}
+	return ""
 }
 
 // MaxSteps bounds the steps of a process.

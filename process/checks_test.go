@@ -228,7 +228,7 @@ func TestStepConfigChecks(t *testing.T) {
 			obj{"key": "a", "label": "B", "extract": obj{"method": "regex", "pattern": "(x)", "group": 2}},
 		}}), []string{c + "fields.0.extract.pattern:value_error", c + "fields.1.key:value_error", c + "fields.1.extract.group:value_error"}},
 		// validate
-		{"validate", s("validate", obj{"record": "${steps.intake.fields}", "rules": []any{
+		{"validate", s("validate", obj{"record": "${trigger.data.fields}", "rules": []any{
 			obj{"field": "total", "check": "required"},
 			obj{"field": "total", "check": "sum_equals", "fields": []any{"subtotal", "tax"}, "tolerance_cents": 1},
 			obj{"field": "due", "check": "after", "value_field": "issued", "severity": "warning"},
@@ -260,7 +260,7 @@ func TestStepConfigChecks(t *testing.T) {
 		{"route with a bad filter and no target", s("route", obj{"rules": []any{obj{"when": obj{"a": obj{"near": 1}}}},
 			"default": obj{}}), []string{c + "rules.0.when.a:value_error", c + "rules.0:missing", c + "default.queue:missing"}},
 		// consolidate
-		{"consolidate", s("consolidate", obj{"left": "${steps.intake.fields}", "right": "${steps.pos.result.orders}",
+		{"consolidate", s("consolidate", obj{"left": "${trigger.data.fields}", "right": "${trigger.data.orders}",
 			"keys":       []any{obj{"left": "po_number", "right": "number"}},
 			"tolerances": []any{obj{"left": "total", "right": "amount_cents", "percent": 1}}, "require_match": true}), nil},
 		{"consolidate with bad paths", s("consolidate", obj{"left": 5, "right": "pos",
@@ -270,14 +270,14 @@ func TestStepConfigChecks(t *testing.T) {
 			"keys": []any{obj{"left": "a", "right": "b"}}, "tolerances": []any{obj{"left": "a", "right": "b", "percent": 100.5}}}),
 			[]string{c + "tolerances.0.percent:less_than_equal"}},
 		// analyse
-		{"analyse", s("analyse", obj{"values": "${steps.history.result.items}", "field": "amount", "z_threshold": 2.5}), nil},
+		{"analyse", s("analyse", obj{"values": "${trigger.data.items}", "field": "amount", "z_threshold": 2.5}), nil},
 		{"analyse an object", s("analyse", obj{"values": obj{}}), []string{c + "values:type_error"}},
 		// draft
 		{"draft", s("draft", obj{"title": "Reply", "template": "Dear ${subject.label}"}), nil},
 		{"draft with a broken reference", s("draft", obj{"title": "Reply", "template": "Dear ${subject.label"}),
 			[]string{c + "template:value_error"}},
 		// monitor
-		{"monitor a value", s("monitor", obj{"value": "${steps.lookup.result.status}", "condition": obj{"value": "paid"},
+		{"monitor a value", s("monitor", obj{"value": "${trigger.data.status}", "condition": obj{"value": "paid"},
 			"interval": "1h", "timeout": "72h"}), nil},
 		{"monitor through a capability", withCap(s("monitor", obj{"args": obj{"id": "${trigger.data.id}"},
 			"condition": obj{"value.status": "shipped"}, "interval": "30m"}), "erp.order.get"), nil},
@@ -292,11 +292,11 @@ func TestStepConfigChecks(t *testing.T) {
 		{"follow up 51 reminders", s("follow_up", obj{"to": "a@acme.test", "subject": "s", "body": "b", "max_reminders": 51}),
 			[]string{c + "max_reminders:less_than_equal"}},
 		// execute
-		{"execute", withCap(s("execute", obj{"args": obj{"amount_cents": "${steps.intake.fields.total}"},
+		{"execute", withCap(s("execute", obj{"args": obj{"amount_cents": "${trigger.data.total}"},
 			"amount_path": "steps.intake.fields.total"}), "payments.pay"), nil},
 		{"execute without a capability", s("execute", obj{}), []string{"body.steps.0.capability:missing"}},
 		{"execute with a bad capability", withCap(s("execute", obj{}), "Pay Now"), []string{"body.steps.0.capability:string_pattern_mismatch"}},
-		{"execute with a reference as amount path", withCap(s("execute", obj{"amount_path": "${steps.x}"}), "payments.pay"),
+		{"execute with a reference as amount path", withCap(s("execute", obj{"amount_path": "${trigger.data.x}"}), "payments.pay"),
 			[]string{c + "amount_path:value_error"}},
 		// controls
 		{"controls", withControls(withCap(s("execute", obj{}), "payments.pay"),

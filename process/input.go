@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -60,6 +61,7 @@ func (in ProcessIn) check(r *StepRegistry) []errs.Violation {
 	v.addAll(CheckTrigger(in.Trigger, "body", "trigger"))
 	v.addAll(r.CheckSteps(in.Steps, "body", "steps"))
 	checkSearch(&v, in.Search)
+	checkSearchSteps(&v, in.Search, in.Steps)
 	return v.vs
 }
 
@@ -93,6 +95,22 @@ func checkSearch(v *violations, search map[string]string) {
 			v.add(loc, "value_error", "a path is 1..200 characters")
 		case root != "subject" && root != "trigger" && root != "steps":
 			v.add(loc, "value_error", "a path starts with subject, trigger or steps")
+		}
+	}
+}
+
+// checkSearchSteps reports every declared search field whose path names,
+// under steps, a step that steps do not have: it would never have a value.
+func checkSearchSteps(v *violations, search map[string]string, steps []Step) {
+	keys := make(map[string]int, len(steps))
+	for i, s := range steps {
+		keys[s.Key] = i
+	}
+	for _, name := range slices.Sorted(maps.Keys(search)) {
+		// Any step may fill a search field, later ones too: the index
+		// follows the run as its steps complete.
+		if msg := stepRefProblem(search[name], -1, keys); msg != "" {
+			v.add([]any{"body", "search", name}, "value_error", "%s", msg)
 		}
 	}
 }
@@ -151,6 +169,10 @@ func (p ProcessPatch) check(r *StepRegistry) []errs.Violation {
 		v.addAll(r.CheckSteps(p.Steps, "body", "steps"))
 	}
 	checkSearch(&v, p.Search)
+	if p.Steps != nil {
+		// Without steps, the process's own are known only to Update.
+		checkSearchSteps(&v, p.Search, p.Steps)
+	}
 	return v.vs
 }
 

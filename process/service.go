@@ -401,7 +401,9 @@ func (s *Service) List(ctx context.Context, tenant string, q Query, p store.Page
 // second person and returned; approving it in the change queue applies it
 // (if the process has not moved to another version meanwhile). Otherwise
 // the updated process is returned. Exactly one of the two results is set.
-// An archived process is errs.Conflict.
+// An archived process is errs.Conflict. A patch of the steps or the search
+// fields after which a search field reads a step the process does not have
+// is errs.Invalid at ["body","search",name].
 func (s *Service) Update(ctx context.Context, tenant, actor, id string, patch ProcessPatch) (*Definition, *ProposedChange, error) {
 	if err := validatePatch(patch, s.types); err != nil {
 		return nil, nil, err
@@ -428,6 +430,15 @@ func (s *Service) Update(ctx context.Context, tenant, actor, id string, patch Pr
 			return errs.Conflictf("process is archived")
 		}
 		next := applyPatch(cur, patch)
+		if patch.Search != nil || patch.Steps != nil {
+			// The search fields and the steps of the result, one of
+			// them the process's own: a field must read a step it has.
+			var v violations
+			checkSearchSteps(&v, next.Search, next.Steps)
+			if len(v.vs) > 0 {
+				return errs.Validation(v.vs...)
+			}
+		}
 		reasons := Widening(cur.Steps, next.Steps)
 		if len(reasons) > 0 && fourEyes {
 			payload := changePayload{ProcessID: id, BaseVersion: cur.Version, Patch: patch, RequestedBy: actor, Reasons: reasons}

@@ -224,10 +224,13 @@ func newHandler(ws *bas.Workspace, dev bool, logger *slog.Logger) (http.Handler,
 	return &frontHandler{api: api, prefix: api.BasePath() + "/", mux: mux}, api.BasePath()
 }
 
-// frontHandler hands a request whose path is under the API's base path and
-// clean straight to the API, and every other to mux, which cleans paths
-// (a redirect) and serves the console. An API request so skips the mux's
-// pattern matching, and is served as the mux would serve it.
+// frontHandler hands a request whose path is under the API's base path
+// straight to the API, and every other to mux, which cleans paths (a
+// redirect) and serves the console. An API request so skips the mux's
+// pattern matching; a path under the base path that is not clean (an empty,
+// "." or ".." segment, as in /api/v1/processes//start) is the API's too,
+// which answers it with its 404 JSON rather than the mux's redirect with no
+// body, which a client would follow to another endpoint or not at all.
 type frontHandler struct {
 	api    http.Handler
 	prefix string
@@ -242,22 +245,13 @@ func (f *frontHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mux.ServeHTTP(w, r)
 }
 
-// direct reports whether r goes straight to the API: the mux would serve
-// it there as it is. A path written with escapes that change its meaning
+// direct reports whether r goes straight to the API: its path is under the
+// API's base path. A path written with escapes that change its meaning
 // (RawPath set, as for %2F) is left to the mux, which matches the escaped
 // path segment by segment: "/api%2Fv1/x" is one segment "api/v1" there and
 // not under the API's base path, though its decoded Path is.
 func (f *frontHandler) direct(r *http.Request) bool {
-	return r.Method != http.MethodConnect && r.URL.RawPath == "" && strings.HasPrefix(r.URL.Path, f.prefix) &&
-		cleanPath(r.URL.Path)
-}
-
-// cleanPath reports whether p (which starts with a slash) has no empty,
-// "." or ".." segment: whether http.ServeMux would serve it as it is
-// rather than redirect to its cleaned form.
-func cleanPath(p string) bool {
-	return !strings.Contains(p, "//") && !strings.Contains(p, "/./") && !strings.Contains(p, "/../") &&
-		!strings.HasSuffix(p, "/.") && !strings.HasSuffix(p, "/..")
+	return r.Method != http.MethodConnect && r.URL.RawPath == "" && strings.HasPrefix(r.URL.Path, f.prefix)
 }
 
 // timeouts bound a connection's phases (see net/http.Server).

@@ -373,7 +373,17 @@ func index(seg string, n int) (int, bool) {
 // steps will have. Malformed references are left out (Check reports them).
 func Paths(config any) []string {
 	var out []string
-	walkStrings(config, nil, func(s string, _ []any) {
+	Each(config, func(path string, _ []any) { out = append(out, path) })
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Each calls fn with the path of every well-formed reference in config and
+// the location of the string holding it: loc followed by the string's
+// location inside config, as Check reports it. Strings are visited in
+// Check's order (map keys sorted); malformed references are left out.
+func Each(config any, fn func(path string, at []any), loc ...any) {
+	walkStrings(config, loc, func(s string, at []any) {
 		if !strings.Contains(s, "${") {
 			return
 		}
@@ -383,12 +393,10 @@ func Paths(config any) []string {
 		}
 		for _, p := range parts {
 			if p.ref {
-				out = append(out, p.text)
+				fn(p.text, at)
 			}
 		}
 	})
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
 // Check reports every malformed reference in config (a "${" without its "}",

@@ -208,6 +208,28 @@ func TestPaths(t *testing.T) {
 	}
 }
 
+// TestEach reports every well-formed reference with the location of its
+// string, in Check's order, repeats included.
+func TestEach(t *testing.T) {
+	t.Parallel()
+	type ref struct {
+		Path string
+		At   []any
+	}
+	var got []ref
+	Each(decode(t, `{"z": "${steps.b.x}", "a": ["${subject.label}", "n ${steps.b.x} $${no} ${steps.a.y}", "${bad"]}`),
+		func(path string, at []any) { got = append(got, ref{path, at}) }, "body", 2)
+	want := []ref{
+		{"subject.label", []any{"body", 2, "a", 0}},
+		{"steps.b.x", []any{"body", 2, "a", 1}},
+		{"steps.a.y", []any{"body", 2, "a", 1}},
+		{"steps.b.x", []any{"body", 2, "z"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Each mismatch (-want +got):\n%s", diff)
+	}
+}
+
 func TestCheck(t *testing.T) {
 	t.Parallel()
 	for _, test := range []struct {
