@@ -132,7 +132,8 @@ func checkLen(v *violations, s string, max int, loc []any) {
 
 // ProcessPatch changes a process (PATCH semantics): nil fields are left as
 // they are. Description and Function are cleared by an empty string (JSON
-// null). A change to Steps or Trigger makes a new version; the others do not.
+// null). A change to Steps, Trigger or Search makes a new version; the
+// others do not.
 type ProcessPatch struct {
 	Name        *string  `json:"name,omitempty" jsonschema:"minLength=1,maxLength=200"`
 	Description *string  `json:"description,omitempty" jsonschema:"maxLength=4000"`
@@ -142,8 +143,9 @@ type ProcessPatch struct {
 	Steps   []Step `json:"steps,omitempty" jsonschema:"minItems=1,maxItems=50"`
 	Enabled *bool  `json:"enabled,omitempty"`
 	// Search, when not nil, replaces the declared search fields ({} clears
-	// them); a change makes a new version.
-	Search map[string]string `json:"search,omitempty"`
+	// them); a change makes a new version. It has no omitempty: a queued
+	// patch (four-eyes) must keep {} apart from absent.
+	Search map[string]string `json:"search"`
 }
 
 // Check reports every violation of the fields present in p, located under
@@ -228,7 +230,7 @@ func DecodePatch(raw []byte) (ProcessPatch, error) {
 		return p, err
 	}
 	var v violations
-	patchable := []string{"name", "description", "function", "trigger", "steps", "enabled"}
+	patchable := []string{"name", "description", "function", "trigger", "steps", "enabled", "search"}
 	extra := make([]string, 0, len(doc))
 	for k := range doc {
 		if !slices.Contains(patchable, k) {
