@@ -957,9 +957,9 @@ type Account struct {
 	PaymentsAccountId *string `json:"payments_account_id"`
 	PayoutsEnabled    bool    `json:"payouts_enabled"`
 	Reminders         struct {
-		DaysAfterDue *[]int `json:"days_after_due"`
-		Enabled      bool   `json:"enabled"`
-		Template     string `json:"template"`
+		DaysAfterDue *[]int  `json:"days_after_due"`
+		Enabled      bool    `json:"enabled"`
+		Template     *string `json:"template"`
 	} `json:"reminders"`
 	Status       string  `json:"status"`
 	SupportEmail *string `json:"support_email"`
@@ -1627,11 +1627,11 @@ type Created struct {
 // Customer defines model for Customer.
 type Customer struct {
 	Address struct {
-		City       string `json:"city"`
-		Country    string `json:"country"`
-		Line1      string `json:"line1"`
-		PostalCode string `json:"postal_code"`
-		State      string `json:"state"`
+		City       *string `json:"city"`
+		Country    *string `json:"country"`
+		Line1      *string `json:"line1"`
+		PostalCode *string `json:"postal_code"`
+		State      *string `json:"state"`
 	} `json:"address"`
 	BalanceCents       int       `json:"balance_cents"`
 	CompanyId          *string   `json:"company_id"`
@@ -1901,7 +1901,7 @@ type DocType struct {
 	CreatedAt   time.Time `json:"created_at"`
 	Description *string   `json:"description"`
 	Fields      *[]struct {
-		Extract struct {
+		Extract *struct {
 			Aliases *[]string `json:"aliases,omitempty"`
 			Group   *int      `json:"group,omitempty"`
 			Label   *string   `json:"label,omitempty"`
@@ -1910,7 +1910,7 @@ type DocType struct {
 		} `json:"extract"`
 		Key      string             `json:"key"`
 		Label    string             `json:"label"`
-		Options  []string           `json:"options"`
+		Options  *[]string          `json:"options"`
 		Repeat   *bool              `json:"repeat,omitempty"`
 		Required bool               `json:"required"`
 		Type     *DocTypeFieldsType `json:"type,omitempty"`
@@ -1978,7 +1978,7 @@ type DocTypeInWorkflowOnWarning string
 // DocTypePatch defines model for DocTypePatch.
 type DocTypePatch struct {
 	Description *string `json:"description,omitempty"`
-	Fields      *struct {
+	Fields      *[]struct {
 		Extract *struct {
 			Aliases *[]string `json:"aliases,omitempty"`
 			Group   *int      `json:"group,omitempty"`
@@ -2482,7 +2482,7 @@ type InvoicePatch struct {
 	DaysUntilDue *int                `json:"days_until_due,omitempty"`
 	DealId       *string             `json:"deal_id,omitempty"`
 	DueDate      *openapi_types.Date `json:"due_date,omitempty"`
-	Lines        *struct {
+	Lines        *[]struct {
 		Description     string   `json:"description"`
 		Quantity        int      `json:"quantity"`
 		TaxRatePercent  *float32 `json:"tax_rate_percent,omitempty"`
@@ -3483,7 +3483,7 @@ type TypeTemplate struct {
 	Category    string `json:"category"`
 	Description string `json:"description"`
 	Fields      *[]struct {
-		Extract struct {
+		Extract *struct {
 			Aliases *[]string `json:"aliases,omitempty"`
 			Group   *int      `json:"group,omitempty"`
 			Label   *string   `json:"label,omitempty"`
@@ -3492,7 +3492,7 @@ type TypeTemplate struct {
 		} `json:"extract"`
 		Key      string                  `json:"key"`
 		Label    string                  `json:"label"`
-		Options  []string                `json:"options"`
+		Options  *[]string               `json:"options"`
 		Repeat   *bool                   `json:"repeat,omitempty"`
 		Required bool                    `json:"required"`
 		Type     *TypeTemplateFieldsType `json:"type,omitempty"`

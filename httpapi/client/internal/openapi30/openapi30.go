@@ -1,6 +1,6 @@
 // Package openapi30 renders bas's OpenAPI 3.1 document in the OpenAPI 3.0
 // dialect that oapi-codegen reads: a type list with "null" becomes the type
-// with nullable true (and so does anyOf a schema or null), a type list of
+// with nullable true (and so does anyOf or oneOf a schema or null), a type list of
 // several types becomes any type, and the
 // 3.1-only keywords go. The client's generator (internal/gen) runs it on
 // the golden document before oapi-codegen.
@@ -46,11 +46,15 @@ func walk(v any) {
 				x["nullable"] = true
 			}
 		}
-		if alts, ok := x["anyOf"].([]any); ok && len(alts) == 2 {
-			// anyOf [S, {type: null}] is S, nullable.
+		for _, key := range []string{"anyOf", "oneOf"} {
+			alts, ok := x[key].([]any)
+			if !ok || len(alts) != 2 {
+				continue
+			}
+			// anyOf or oneOf [S, {type: null}] is S, nullable.
 			for i, a := range alts {
 				if am, ok := a.(map[string]any); ok && len(am) == 1 && am["type"] == "null" {
-					delete(x, "anyOf")
+					delete(x, key)
 					for k, v := range alts[1-i].(map[string]any) {
 						x[k] = v
 					}

@@ -18,6 +18,8 @@ func TestConvert(t *testing.T) {
 		{"several types", `{"type": ["string", "integer"]}`, `{}`},
 		{"anyOf with null", `{"anyOf": [{"type": "number", "maximum": 1}, {"type": "null"}]}`,
 			`{"type": "number", "maximum": 1, "nullable": true}`},
+		{"oneOf with null", `{"oneOf": [{"type": "array", "items": {"type": "object"}}, {"type": "null"}]}`,
+			`{"type": "array", "items": {"type": "object"}, "nullable": true}`},
 		{"anyOf without null", `{"anyOf": [{"type": "number"}, {"type": "string"}]}`,
 			`{"anyOf": [{"type": "number"}, {"type": "string"}]}`},
 		{"3.1 keywords", `{"type": "string", "format": "binary", "contentMediaType": "application/pdf"}`,
