@@ -186,8 +186,9 @@ type Connection struct {
 }
 
 // ConnectionIn is the body of PUT /v1/ai/connection. Omitted optional
-// fields take their defaults; api_key omitted keeps the stored key, ""
-// removes it (local servers need none).
+// fields take their defaults (redact_fields and redact_patterns given as
+// null too: none); api_key omitted keeps the stored key, "" removes it
+// (local servers need none).
 type ConnectionIn struct {
 	BaseURL            string   `json:"base_url" jsonschema:"required,minLength=1,maxLength=500"`
 	Model              string   `json:"model" jsonschema:"required,minLength=1,maxLength=200"`
@@ -196,8 +197,8 @@ type ConnectionIn struct {
 	MaxRetries         *int     `json:"max_retries,omitempty" jsonschema:"minimum=0,maximum=10"`
 	MonthlyTokenBudget *int64   `json:"monthly_token_budget,omitempty" jsonschema:"minimum=0,maximum=1000000000000"`
 	WarnPercent        *int     `json:"warn_percent,omitempty" jsonschema:"minimum=1,maximum=100"`
-	RedactFields       []string `json:"redact_fields,omitempty" jsonschema:"maxItems=50,minLength=1,maxLength=100"`
-	RedactPatterns     []string `json:"redact_patterns,omitempty" jsonschema:"maxItems=4,enum=email,enum=phone,enum=iban,enum=card"`
+	RedactFields       []string `json:"redact_fields,omitempty" jsonschema:"nullable,maxItems=50,minLength=1,maxLength=100"`
+	RedactPatterns     []string `json:"redact_patterns,omitempty" jsonschema:"nullable,maxItems=4,enum=email,enum=phone,enum=iban,enum=card"`
 }
 
 // NoExtraProperties makes an unknown field of ConnectionIn a 422

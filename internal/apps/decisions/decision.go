@@ -45,13 +45,14 @@ type Decision struct {
 	// Description says what is decided.
 	Description string `json:"description" jsonschema:"required,maxLength=2000"`
 	// InputSchema is the JSON Schema every input must satisfy. Defaults to
-	// {} (any object). Its top-level "required" list names the fields the
-	// built-in provider falls back to matching on.
-	InputSchema json.RawMessage `json:"input_schema,omitempty" jsonschema:"type=object"`
-	// OutputSchema is the JSON Schema of an output. Defaults to {}.
-	OutputSchema json.RawMessage `json:"output_schema,omitempty" jsonschema:"type=object"`
-	// Thresholds turn a confidence into a mode.
-	Thresholds *Thresholds `json:"thresholds,omitempty"`
+	// {} (any object), also when given as null. Its top-level "required"
+	// list names the fields the built-in provider falls back to matching on.
+	InputSchema json.RawMessage `json:"input_schema,omitempty" jsonschema:"type=object,nullable"`
+	// OutputSchema is the JSON Schema of an output. Defaults to {}, also
+	// when given as null.
+	OutputSchema json.RawMessage `json:"output_schema,omitempty" jsonschema:"type=object,nullable"`
+	// Thresholds turn a confidence into a mode; null is the defaults.
+	Thresholds *Thresholds `json:"thresholds,omitempty" jsonschema:"nullable"`
 }
 
 // NoExtraProperties marks Decision as strict: unknown fields are refused.
@@ -99,7 +100,7 @@ func (d Decision) Validate() []errs.Violation {
 		name string
 		raw  json.RawMessage
 	}{{"input_schema", d.InputSchema}, {"output_schema", d.OutputSchema}} {
-		if len(f.raw) == 0 {
+		if absent(f.raw) {
 			continue
 		}
 		if len(f.raw) > MaxSchemaBytes {
@@ -154,15 +155,22 @@ func (d Decision) thresholds() (auto, suggest float64) {
 // withDefaults returns d with its defaults applied: empty schemas become {}
 // and both thresholds are set.
 func (d Decision) withDefaults() Decision {
-	if len(d.InputSchema) == 0 {
+	if absent(d.InputSchema) {
 		d.InputSchema = json.RawMessage(`{}`)
 	}
-	if len(d.OutputSchema) == 0 {
+	if absent(d.OutputSchema) {
 		d.OutputSchema = json.RawMessage(`{}`)
 	}
 	auto, suggest := d.thresholds()
 	d.Thresholds = &Thresholds{Auto: &auto, Suggest: &suggest}
 	return d
+}
+
+// absent reports whether a schema field was left out: empty, or JSON null
+// (a Decision decodes null into the raw text "null").
+func absent(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || bytes.Equal(raw, []byte("null"))
 }
 
 func isObject(raw json.RawMessage) bool {

@@ -30,10 +30,11 @@ const (
 // WhatIfIn asks how a changed document type would have decided the
 // type's documents people decided (POST /v1/docs/types/{id}/what-if). The
 // candidate is the type with Fields (when given) and Workflow applied, as
-// a PATCH would make it.
+// a PATCH would make it. Fields or Workflow given as null are left out:
+// the candidate keeps the type's own.
 type WhatIfIn struct {
-	Fields   *[]DocField `json:"fields,omitempty" jsonschema:"maxItems=100"`
-	Workflow *WorkflowIn `json:"workflow,omitempty"`
+	Fields   *[]DocField `json:"fields,omitempty" jsonschema:"nullable,maxItems=100"`
+	Workflow *WorkflowIn `json:"workflow,omitempty" jsonschema:"nullable"`
 	// Since keeps the documents received at or after it.
 	Since *time.Time `json:"since,omitempty"`
 	// Limit bounds the documents looked at, newest first (1..1000,
