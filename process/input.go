@@ -143,9 +143,22 @@ type ProcessPatch struct {
 	Steps   []Step `json:"steps,omitempty" jsonschema:"minItems=1,maxItems=50"`
 	Enabled *bool  `json:"enabled,omitempty"`
 	// Search, when not nil, replaces the declared search fields ({} clears
-	// them); a change makes a new version. It has no omitempty: a queued
-	// patch (four-eyes) must keep {} apart from absent.
-	Search map[string]string `json:"search"`
+	// them); a change makes a new version.
+	Search map[string]string `json:"search,omitempty"`
+}
+
+// MarshalJSON writes p with search left out only when nil: {} (clear
+// them) stays {}, so a queued patch (four-eyes) applies as it was sent.
+func (p ProcessPatch) MarshalJSON() ([]byte, error) {
+	type plain ProcessPatch
+	w := struct {
+		plain
+		Search *map[string]string `json:"search,omitempty"`
+	}{plain: plain(p)}
+	if p.Search != nil {
+		w.Search = &p.Search
+	}
+	return json.Marshal(w)
 }
 
 // Check reports every violation of the fields present in p, located under
