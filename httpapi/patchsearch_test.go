@@ -75,4 +75,12 @@ func TestProcessPatchSearch(t *testing.T) {
 	if got.Version != 3 {
 		t.Errorf("after search {} again: version %d, want 3", got.Version)
 	}
+	// Each version lists the fields it declared.
+	var versions []declared
+	s.do(t, "GET", "/v1/processes/"+proc.ID+"/versions", admin, nil).want(t, http.StatusOK).decode(t, &versions)
+	want := []declared{{Version: 1, Search: map[string]string{"ref": "subject.label"}},
+		{Version: 2, Search: map[string]string{"who": "subject.label"}}, {Version: 3}}
+	if diff := cmp.Diff(want, versions); diff != "" {
+		t.Errorf("versions (-want +got):\n%s", diff)
+	}
 }

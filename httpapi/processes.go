@@ -207,19 +207,22 @@ func (h *Handler) handleProcessVersions(c *request) error {
 	}
 	out := make([]ProcessVersionOut, len(vs))
 	for i, v := range vs {
-		out[i] = ProcessVersionOut{Version: v.Version, Trigger: v.Trigger, Steps: v.Steps, CreatedAt: v.CreatedAt.UTC(),
-			CreatedBy: v.CreatedBy}
+		out[i] = ProcessVersionOut{Version: v.Version, Trigger: v.Trigger, Steps: v.Steps, Search: v.Search,
+			CreatedAt: v.CreatedAt.UTC(), CreatedBy: v.CreatedBy}
 	}
 	return c.List(out, next)
 }
 
 // ProcessVersionOut is one version of a process as the API lists it.
 type ProcessVersionOut struct {
-	Version   int             `json:"version"`
-	Trigger   process.Trigger `json:"trigger"`
-	Steps     []process.Step  `json:"steps"`
-	CreatedAt time.Time       `json:"created_at"`
-	CreatedBy string          `json:"created_by"`
+	Version int             `json:"version"`
+	Trigger process.Trigger `json:"trigger"`
+	Steps   []process.Step  `json:"steps"`
+	// Search is the version's declared search fields, left out when none
+	// (as the process's own).
+	Search    map[string]string `json:"search,omitempty"`
+	CreatedAt time.Time         `json:"created_at"`
+	CreatedBy string            `json:"created_by"`
 }
 
 // StepTypeOut is a step type as GET /v1/processes/step-types lists it.

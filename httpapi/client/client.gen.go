@@ -3014,8 +3014,9 @@ type ProcessPause struct {
 
 // ProcessVersionOut defines model for ProcessVersionOut.
 type ProcessVersionOut struct {
-	CreatedAt time.Time `json:"created_at"`
-	CreatedBy string    `json:"created_by"`
+	CreatedAt time.Time          `json:"created_at"`
+	CreatedBy string             `json:"created_by"`
+	Search    *map[string]string `json:"search,omitempty"`
 	Steps     *[]struct {
 		Capability *string     `json:"capability,omitempty"`
 		Config     interface{} `json:"config,omitempty"`
