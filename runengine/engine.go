@@ -152,7 +152,12 @@ type Config struct {
 	// GOMAXPROCS; a negative value turns it off.
 	FairStartingPerTenant int
 	// RateLimits bound the capability calls of runs (see RateLimit); a
-	// call over one waits, its run showing why (waiting_reason).
+	// call over one waits, its run showing why (waiting_reason). The slots
+	// reserved for the waiting calls are kept in the store, and taken back
+	// when the engine opens, before any call takes one; the calls made
+	// just before a restart without waiting are not (a restart may let as
+	// many through again at once). On a cluster each node limits its own
+	// calls, and keeps no reserved slot across a restart.
 	RateLimits []RateLimit
 	// OnFinish, when set, is called once a run's end (completed, failed,
 	// rejected or cancelled) is durable. It must not block.
@@ -342,6 +347,9 @@ func (e *Engine) Open(ctx context.Context) error {
 		var paused map[pausedRef]bool
 		var jobs []jobRef
 		if paused, jobs, err = e.openPauses(ctx); err != nil {
+			return
+		}
+		if err = e.openRateWaits(ctx); err != nil {
 			return
 		}
 		for _, w := range e.workers {
