@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store/clock"
@@ -35,16 +34,7 @@ func TestCallCapResumesByPriority(t *testing.T) {
 			}
 		}
 	})
-	open := func() (*Engine, *process.Service) {
-		eng, procs := engineOn(t, st, clk, cfg)
-		if err := eng.cfg.Capabilities.(*registry.Registry).Register(p); err != nil {
-			t.Fatal(err)
-		}
-		if err := eng.Open(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		return eng, procs
-	}
+	open := func() (*Engine, *process.Service) { return openOn(t, st, clk, cfg, p) }
 	eng, procs := open()
 	def := createNew(t, procs, tenant, `{"name":"Held","trigger":{"type":"manual"},
 		"steps":[{"key":"call","type":"execute","capability":"test.held","config":{"args":{"label":"${subject.label}"}}}]}`)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability"
-	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
@@ -82,16 +81,7 @@ func TestRateLimitKeepsReservedSlotsAcrossRestart(t *testing.T) {
 	cfg := Config{Grace: time.Millisecond, Gate: autoDecides{},
 		RateLimits: []RateLimit{{Capability: "test.", Key: "args.customer", Limit: 1, Per: 10 * time.Second}}}
 	p := &timedCalls{clk: clk, start: start}
-	open := func() (*Engine, *process.Service) {
-		eng, procs := engineOn(t, st, clk, cfg)
-		if err := eng.cfg.Capabilities.(*registry.Registry).Register(p); err != nil {
-			t.Fatal(err)
-		}
-		if err := eng.Open(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		return eng, procs
-	}
+	open := func() (*Engine, *process.Service) { return openOn(t, st, clk, cfg, p) }
 	eng, procs := open()
 	def := createNew(t, procs, tenant, `{"name":"Timed","trigger":{"type":"manual"},
 		"steps":[{"key":"call","type":"execute","capability":"test.timed","config":{"args":{"label":"${subject.label}","customer":"c1"}}}]}`)
