@@ -156,10 +156,11 @@ type Config struct {
 	// RateLimits bound the capability calls of runs (see RateLimit); a
 	// call over one waits, its run showing why (waiting_reason). The slots
 	// reserved for the waiting calls are kept in the store, and taken back
-	// when the engine opens, before any call takes one; the calls made
-	// just before a restart without waiting are not (a restart may let as
-	// many through again at once). On a cluster each node limits its own
-	// calls, and keeps no reserved slot across a restart.
+	// when the engine opens, before any call takes one; so are the limits'
+	// buckets Close keeps, with the calls made just before it. After a
+	// crash, the calls made without waiting just before it are not counted
+	// (the limits may let as many through again at once). On a cluster
+	// each node limits its own calls, and keeps nothing across a restart.
 	RateLimits []RateLimit
 	// OnFinish, when set, is called once a run's end (completed, failed,
 	// rejected or cancelled) is durable. It must not block.
@@ -403,6 +404,7 @@ func (e *Engine) Close() error {
 		defer e.cluster.close() // once what is queued is committed
 	}
 	e.jobWG.Wait()
+	e.saveBuckets()
 	// A provider that ignores its cancelled context keeps its runner; Close
 	// does not wait for it past the grace period.
 	waitUntil(&e.runners, grace)

@@ -48,7 +48,9 @@ func (l RateLimit) String() string {
 // limiter keeps a token bucket per tenant, limit and key value. A call
 // over the limit reserves the next free slot (the bucket goes below zero)
 // and its run waits for it in the due-time index, so waiting runs are
-// served in the order they came and none polls.
+// served in the order they came and none polls. Across a restart, the
+// slots reserved are kept in the store (rateWait), and Close keeps the
+// buckets that are not full (saveBuckets).
 type limiter struct {
 	limits  []RateLimit
 	mu      sync.Mutex
@@ -270,9 +272,10 @@ func (x *exec) rateWaitOver(token string) {
 	}
 }
 
-// openRateWaits takes back, before the engine's first call, the slots
-// reserved for the calls of runs still waiting for theirs (see rateWait),
-// and deletes the keys of those that no longer count.
+// openRateWaits takes back, before the engine's first call, the buckets
+// the last Close kept (see saveBuckets) and the slots reserved for the
+// calls of runs still waiting for theirs (see rateWait), and deletes the
+// kept buckets and the rateWaits that no longer count.
 func (e *Engine) openRateWaits(ctx context.Context) error {
 	lim := e.limiter
 	if lim == nil || e.cluster != nil {
@@ -282,6 +285,18 @@ func (e *Engine) openRateWaits(ctx context.Context) error {
 	old := now.Add(-lim.maxPer())
 	var gone [][]byte
 	err := e.st.View(ctx, func(r store.Reader) error {
+		raw, err := r.Get(bucketsKey)
+		switch {
+		case err == nil:
+			var saved []savedBucket
+			if err := json.Unmarshal(raw, &saved); err != nil {
+				return errors.Wrap(err, "runengine: bad kept rate limit buckets")
+			}
+			lim.restore(saved, now)
+			gone = append(gone, bucketsKey)
+		case !errors.Is(err, store.ErrNotFound):
+			return err
+		}
 		return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "ratewait")}, func(key, val []byte) error {
 			parts, err := store.DecodeKey(key)
 			if err != nil || len(parts) != 5 {
@@ -313,4 +328,70 @@ func (e *Engine) openRateWaits(ctx context.Context) error {
 		return nil
 	})
 	return errors.Wrap(err, "runengine: delete rate waits")
+}
+
+// bucketsKey holds the buckets Close kept for the next Open.
+var bucketsKey = store.Key(store.System, "ratebuckets")
+
+// savedBucket is a bucket that is not full, as Close keeps it.
+type savedBucket struct {
+	Tenant string `json:"tenant"`
+	// Limit is the limit's String: a bucket of a limit changed since is
+	// not taken back.
+	Limit  string    `json:"limit"`
+	Key    string    `json:"key,omitempty"`
+	Tokens float64   `json:"tokens"`
+	At     time.Time `json:"at"`
+}
+
+// saved returns the buckets that are not full at now.
+func (l *limiter) saved(now time.Time) []savedBucket {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []savedBucket
+	for k, b := range l.buckets {
+		lim := l.limits[k.limit]
+		if b.tokens+float64(now.Sub(b.at))*float64(lim.Limit)/float64(lim.Per) < float64(lim.Limit) {
+			out = append(out, savedBucket{Tenant: k.tenant, Limit: lim.String(), Key: k.key, Tokens: b.tokens, At: b.at})
+		}
+	}
+	return out
+}
+
+// restore takes back the buckets saved returned, those of the limits
+// still configured.
+func (l *limiter) restore(saved []savedBucket, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	index := make(map[string]int, len(l.limits))
+	for i, lim := range l.limits {
+		index[lim.String()] = i
+	}
+	for _, sb := range saved {
+		if i, ok := index[sb.Limit]; ok {
+			b := l.bucket(bucketKey{tenant: sb.Tenant, limit: i, key: sb.Key}, now)
+			b.tokens, b.at = sb.Tokens, sb.At
+		}
+	}
+}
+
+// saveBuckets keeps the limiter's buckets that are not full for the next
+// Open, once the workers stopped: the calls just made count after a
+// restart too. A crash keeps none (only the rateWaits).
+func (e *Engine) saveBuckets() {
+	lim := e.limiter
+	if lim == nil || e.cluster != nil {
+		return
+	}
+	saved := lim.saved(e.now())
+	if len(saved) == 0 {
+		return
+	}
+	val, err := json.Marshal(saved)
+	if err == nil {
+		err = e.st.Update(context.Background(), func(tx store.Txn) error { return tx.Set(bucketsKey, val) })
+	}
+	if err != nil {
+		e.log.Error("keep the rate limits' buckets", "error", err)
+	}
 }

@@ -3,6 +3,7 @@ package runengine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -70,7 +71,8 @@ func rateWaits(t *testing.T, st store.Store) int {
 // again at the same time, and a fourth run starts: it must wait for the
 // slot at 30s. Before, the limiter's buckets were memory only: the fourth
 // called at once, two calls at 0s, beside the two reserved ones still to
-// come within 20s. A slot kept in the store is deleted when its call goes
+// come within 20s. The engine's Close keeps its buckets too: they are
+// dropped here, as after a crash. A slot kept in the store is deleted when its call goes
 // out; that of a run cancelled while it waited, once it no longer counts.
 func TestRateLimitKeepsReservedSlotsAcrossRestart(t *testing.T) {
 	t.Parallel()
@@ -119,6 +121,10 @@ func TestRateLimitKeepsReservedSlotsAcrossRestart(t *testing.T) {
 	if err := eng.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// As after a crash: Close's buckets are not kept, the slots are.
+	if err := st.Update(ctx, func(tx store.Txn) error { return tx.Delete(bucketsKey) }); err != nil {
+		t.Fatal(err)
+	}
 
 	eng, _ = open()
 	ids["d"] = startRun("d")
@@ -145,5 +151,53 @@ func TestRateLimitKeepsReservedSlotsAcrossRestart(t *testing.T) {
 	open()
 	if n := rateWaits(t, st); n != 0 {
 		t.Errorf("%d slots kept after an open past them, want 0", n)
+	}
+}
+
+// TestRateLimitKeepsBucketsAcrossClose: under a limit of one call per
+// 10s, a run calls; the engine closes and opens again at the same time,
+// and a second run starts: it must wait for the slot at 10s. Before, it
+// called at once, two calls at 0s. The buckets Close kept are deleted
+// once taken back.
+func TestRateLimitKeepsBucketsAcrossClose(t *testing.T) {
+	t.Parallel()
+	const tenant = "ten_a"
+	st := memStore(t)
+	start := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(start)
+	cfg := Config{Grace: time.Millisecond, Gate: autoDecides{},
+		RateLimits: []RateLimit{{Capability: "test.timed", Limit: 1, Per: 10 * time.Second}}}
+	p := &timedCalls{clk: clk, start: start}
+	eng, procs := openOn(t, st, clk, cfg, p)
+	def := createNew(t, procs, tenant, `{"name":"Timed","trigger":{"type":"manual"},
+		"steps":[{"key":"call","type":"execute","capability":"test.timed","config":{"args":{"label":"${subject.label}"}}}]}`)
+	ctx := context.Background()
+	run := func(label string, after time.Duration) {
+		t.Helper()
+		r, err := eng.Start(ctx, StartParams{Tenant: tenant, ProcessID: def.ID, Subject: Subject{Type: "t", Label: label}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, testwait.Limit)
+		defer cancel()
+		if _, err := eng.WaitRunUntil(wctx, tenant, r.ID, func(r *Run) bool { return r.Status != RunRunning }); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(after)
+		if r, err := eng.WaitRunUntil(wctx, tenant, r.ID, func(r *Run) bool { return r.Status == RunCompleted }); err != nil {
+			t.Fatalf("run %s never completed: %v (%+v)", label, err, r)
+		}
+	}
+	run("a", 0)
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eng, _ = openOn(t, st, clk, cfg, p)
+	run("b", 10*time.Second)
+	if diff := cmp.Diff([]string{"a at 0s", "b at 10s"}, p.calls()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	if err := st.View(ctx, func(r store.Reader) error { _, err := r.Get(bucketsKey); return err }); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the kept buckets after the open: %v, want none", err)
 	}
 }
