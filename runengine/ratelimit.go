@@ -192,8 +192,8 @@ func (l *limiter) forgetFull(now time.Time) {
 // it back (limiter.reserved) before any call takes a slot: the calls made
 // once the runs waiting for theirs are resumed stay within the limits.
 // Its key is rateWaitKey; it is written with the wait's timer and deleted
-// when the timer fires. The key of a run that ended while it
-// waited stays until an Open after its slot no longer counts.
+// when the timer fires. The key of a run that ended while it waited stays
+// until an Open after its slot no longer counts.
 type rateWait struct {
 	// Cap is the capability called; Keys the values of the limits' Key
 	// paths in its args.
