@@ -110,7 +110,9 @@ type Config struct {
 	// MaxCallsPerTenant and MaxCallsPerProcess cap the capability calls
 	// (and gate decisions) in flight per tenant and per process; a call
 	// over a cap waits for a call of its tenant to end, high priority runs'
-	// first. 0 (the default) caps nothing.
+	// first. When the engine opens, the calls its runs make again wait
+	// until every run in flight is resumed, then go out by priority too.
+	// 0 (the default) caps nothing.
 	MaxCallsPerTenant, MaxCallsPerProcess int
 	// MaxRunsPerTenant and MaxRunsPerProcess cap the runs running (not
 	// waiting for a person, a timer or an event, nor paused) per tenant and
@@ -152,7 +154,13 @@ type Config struct {
 	// GOMAXPROCS; a negative value turns it off.
 	FairStartingPerTenant int
 	// RateLimits bound the capability calls of runs (see RateLimit); a
-	// call over one waits, its run showing why (waiting_reason).
+	// call over one waits, its run showing why (waiting_reason). The slots
+	// reserved for the waiting calls are kept in the store, and taken back
+	// when the engine opens, before any call takes one; so are the limits'
+	// buckets Close keeps, with the calls made just before it. After a
+	// crash, the calls made without waiting just before it are not counted
+	// (the limits may let as many through again at once). On a cluster
+	// each node limits its own calls, and keeps nothing across a restart.
 	RateLimits []RateLimit
 	// OnFinish, when set, is called once a run's end (completed, failed,
 	// rejected or cancelled) is durable. It must not block.
@@ -270,7 +278,7 @@ type Engine struct {
 	limiter     *limiter       // nil without RateLimits
 	admission   *admission     // nil without call caps
 	runCaps     *admission     // nil without run caps
-	resuming    atomic.Int64   // with run caps, the commands of Open's recovery not yet handled (see recover)
+	resuming    atomic.Int64   // with run or call caps, the commands of Open's recovery not yet handled (see recover)
 	starting    *startGate     // nil without a cap on starts in progress
 	cluster     *cluster       // nil on one node
 	defs        *defCache      // the definitions Start loaded; nil on a cluster
@@ -344,6 +352,9 @@ func (e *Engine) Open(ctx context.Context) error {
 		if paused, jobs, err = e.openPauses(ctx); err != nil {
 			return
 		}
+		if err = e.openRateWaits(ctx); err != nil {
+			return
+		}
 		for _, w := range e.workers {
 			e.wg.Add(1)
 			go func() { defer e.wg.Done(); w.loop() }()
@@ -393,6 +404,7 @@ func (e *Engine) Close() error {
 		defer e.cluster.close() // once what is queued is committed
 	}
 	e.jobWG.Wait()
+	e.saveBuckets()
 	// A provider that ignores its cancelled context keeps its runner; Close
 	// does not wait for it past the grace period.
 	waitUntil(&e.runners, grace)
@@ -535,10 +547,18 @@ func (e *Engine) version(tenant, processID string, v int) (*process.Version, err
 // is read. Under run caps, no run waiting for a slot takes one until every
 // run is resumed, so that the runs that held one before are counted first:
 // then the free slots go to the waiting runs by priority, and the caps
-// hold (see admission.resume).
+// hold (see admission.resume). Under call caps likewise, the calls the
+// resumed runs make again wait until every run is resumed, then go out by
+// priority, not in the order the runs were resumed.
 func (e *Engine) recover(ctx context.Context) error {
-	if caps := e.runCaps; caps != nil {
-		caps.resume()
+	resumes := e.runCaps != nil || e.admission != nil
+	if resumes {
+		if caps := e.runCaps; caps != nil {
+			caps.resume()
+		}
+		if calls := e.admission; calls != nil {
+			calls.resume()
+		}
 		e.resuming.Store(1) // until every command is routed
 		defer e.resumedOne()
 	}
@@ -558,7 +578,6 @@ func (e *Engine) recover(ctx context.Context) error {
 	if err != nil {
 		return errors.Wrap(err, "runengine: read active runs")
 	}
-	resumes := e.runCaps != nil
 	if resumes {
 		e.resuming.Add(int64(len(refs)))
 	}
@@ -571,10 +590,16 @@ func (e *Engine) recover(ctx context.Context) error {
 }
 
 // resumedOne counts a command of Open's recovery handled (see recover):
-// the run caps' waiting runs take the free slots after the last one.
+// the run caps' waiting runs, and the calls waiting under the call caps,
+// take the free slots after the last one.
 func (e *Engine) resumedOne() {
 	if e.resuming.Add(-1) == 0 {
-		e.runCaps.resumed()
+		if caps := e.runCaps; caps != nil {
+			caps.resumed()
+		}
+		if calls := e.admission; calls != nil {
+			calls.resumed()
+		}
 	}
 }
 

@@ -34,7 +34,9 @@ func priorityRank(p string) int {
 // when a call of that tenant ends. One tenant flooding the engine then
 // holds at most its cap of call runners, and the others' calls go out at
 // once. The queue is memory only: a call queued at a crash is made again
-// when its run is resumed, with the same idempotency key.
+// when its run is resumed, with the same idempotency key; the calls made
+// again wait until every run is resumed, then go out by priority (see
+// Engine.recover).
 type admission struct {
 	perTenant, perProcess int
 	// noun is what is capped: "call" or "run".
@@ -273,7 +275,7 @@ func (a *admission) blocker(ts *tenantSlots, tenant, process string) string {
 	case a.perTenant > 0 && ts.inflight >= a.perTenant:
 		return a.noun + " cap of the tenant: " + strconv.Itoa(a.perTenant) + " " + a.noun + "s in flight"
 	case a.resuming && (a.perProcess <= 0 || a.procs[procKey{tenant, process}] < a.perProcess):
-		return a.noun + " cap of the tenant: the " + a.noun + "s in flight are resumed first"
+		return a.noun + " cap of the tenant: the runs in flight are resumed first"
 	}
 	return a.noun + " cap of process " + process + ": " + strconv.Itoa(a.perProcess) + " " + a.noun + "s in flight"
 }

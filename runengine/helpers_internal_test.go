@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
@@ -45,6 +46,20 @@ func engineOn(t *testing.T, st store.Store, clk *clock.Fake, cfg Config) (*Engin
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
+	return eng, procs
+}
+
+// openOn is engineOn with provider registered, opened: an engine opened
+// again on st, as after a restart.
+func openOn(t *testing.T, st store.Store, clk *clock.Fake, cfg Config, provider capability.Provider) (*Engine, *process.Service) {
+	t.Helper()
+	eng, procs := engineOn(t, st, clk, cfg)
+	if err := eng.cfg.Capabilities.(*registry.Registry).Register(provider); err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	return eng, procs
 }
 

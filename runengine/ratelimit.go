@@ -1,12 +1,17 @@
 package runengine
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/bas-platform/bas/internal/refs"
+	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
 
@@ -43,7 +48,9 @@ func (l RateLimit) String() string {
 // limiter keeps a token bucket per tenant, limit and key value. A call
 // over the limit reserves the next free slot (the bucket goes below zero)
 // and its run waits for it in the due-time index, so waiting runs are
-// served in the order they came and none polls.
+// served in the order they came and none polls. Across a restart, the
+// slots reserved are kept in the store (rateWait), and Close keeps the
+// buckets that are not full (saveBuckets).
 type limiter struct {
 	limits  []RateLimit
 	mu      sync.Mutex
@@ -89,21 +96,9 @@ func (l *limiter) take(tenant, capID string, args any, now time.Time) (time.Dura
 		if !lim.matches(capID) {
 			continue
 		}
-		k := bucketKey{tenant: tenant, limit: i}
-		if lim.Key != "" {
-			if v, ok := refs.Lookup(map[string]any{"args": args}, lim.Key); ok {
-				k.key, _ = refs.Text(v)
-			}
-		}
+		k := bucketKey{tenant: tenant, limit: i, key: lim.keyOf(args)}
 		rate := float64(lim.Limit) / float64(lim.Per)
-		b := l.buckets[k]
-		if b == nil {
-			if len(l.buckets) >= maxBuckets {
-				l.forgetFull(now)
-			}
-			b = &bucket{tokens: float64(lim.Limit), at: now}
-			l.buckets[k] = b
-		}
+		b := l.bucket(k, now)
 		b.tokens = min(float64(lim.Limit), b.tokens+float64(now.Sub(b.at))*rate)
 		b.at = now
 		b.tokens--
@@ -116,6 +111,72 @@ func (l *limiter) take(tenant, capID string, args any, now time.Time) (time.Dura
 	return wait, why
 }
 
+// keyOf is the value of l's Key in a call's args, as text: "" when l has
+// no Key or the args none.
+func (l RateLimit) keyOf(args any) string {
+	if l.Key == "" {
+		return ""
+	}
+	v, ok := refs.Lookup(map[string]any{"args": args}, l.Key)
+	if !ok {
+		return ""
+	}
+	s, _ := refs.Text(v)
+	return s
+}
+
+// bucket returns k's bucket, made full at now when there is none; l.mu is
+// held.
+func (l *limiter) bucket(k bucketKey, now time.Time) *bucket {
+	b := l.buckets[k]
+	if b == nil {
+		if len(l.buckets) >= maxBuckets {
+			l.forgetFull(now)
+		}
+		b = &bucket{tokens: float64(l.limits[k.limit].Limit), at: now}
+		l.buckets[k] = b
+	}
+	return b
+}
+
+// reserved takes back a slot reserved at at before the engine opened (see
+// rateWait): each bucket the call of capID draws from is empty at at, so
+// no call takes a slot before the reserved ones. A bucket the call did
+// not wait for was not empty then; it is made so all the same, which
+// holds the limit, at worst for one call longer.
+func (l *limiter) reserved(w rateWait, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, lim := range l.limits {
+		if !lim.matches(w.Cap) {
+			continue
+		}
+		k := bucketKey{tenant: w.tenant, limit: i}
+		if lim.Key != "" {
+			v, ok := w.Keys[lim.Key]
+			if !ok { // a limit the call was not made under
+				continue
+			}
+			k.key = v
+		}
+		rate := float64(lim.Limit) / float64(lim.Per)
+		b := l.bucket(k, now)
+		if b.tokens+float64(w.at.Sub(b.at))*rate > 0 {
+			b.tokens, b.at = 0, w.at
+		}
+	}
+}
+
+// maxPer is the longest Per of the limits: a slot reserved that long ago
+// no longer counts.
+func (l *limiter) maxPer() time.Duration {
+	var p time.Duration
+	for _, lim := range l.limits {
+		p = max(p, lim.Per)
+	}
+	return p
+}
+
 // forgetFull drops the buckets that are full at now.
 func (l *limiter) forgetFull(now time.Time) {
 	for k, b := range l.buckets {
@@ -126,28 +187,211 @@ func (l *limiter) forgetFull(now time.Time) {
 	}
 }
 
+// rateWait is a slot a rate limit reserved for a run's call, kept in the
+// store while the run waits for it, so that the engine opening next takes
+// it back (limiter.reserved) before any call takes a slot: the calls made
+// once the runs waiting for theirs are resumed stay within the limits.
+// Its key is rateWaitKey; it is written with the wait's timer and deleted
+// when the timer fires. The key of a run that ended while it waited stays
+// until an Open after its slot no longer counts.
+type rateWait struct {
+	// Cap is the capability called; Keys the values of the limits' Key
+	// paths in its args.
+	Cap  string            `json:"cap"`
+	Keys map[string]string `json:"keys,omitempty"`
+
+	tenant string
+	at     time.Time // the time of the slot, when the run's wait ends
+}
+
+// rateWaitKey is the key of the slot reserved at at for a call of the
+// run: (System, "ratewait", unix-nanos, tenant, run-id).
+func rateWaitKey(at time.Time, tenant, runID string) []byte {
+	return store.Key(store.System, "ratewait", at.UnixNano(), tenant, runID)
+}
+
+// rateToken is the wait token of a rate limit's wait ending at at; the
+// time it holds names the slot's rateWaitKey.
+func rateToken(at time.Time) string { return "rate-" + strconv.FormatInt(at.UnixNano(), 10) }
+
+// rateTokenTime is the time of a rateToken, false for another token (or
+// one of the form before, which kept no rateWait).
+func rateTokenTime(token string) (time.Time, bool) {
+	n, err := strconv.ParseInt(strings.TrimPrefix(token, "rate-"), 10, 64)
+	if err != nil || !strings.HasPrefix(token, "rate-") {
+		return time.Time{}, false
+	}
+	return time.Unix(0, n).UTC(), true
+}
+
 // rateLimited makes the step wait, in the due-time index, for the slot a
 // rate limit reserved for its call, and reports whether it must; the call
 // made when the wait ends uses the reservation.
 func (x *exec) rateLimited(st *StepRun, capID string, args any) bool {
-	lim := x.w.e.limiter
-	if lim == nil {
-		return false
-	}
 	if st.internal.RateReserved {
 		st.internal.RateReserved = false
 		x.dirty = true
+		return false
+	}
+	lim := x.w.e.limiter
+	if lim == nil {
 		return false
 	}
 	wait, why := lim.take(x.r.Tenant, capID, args, x.now)
 	if wait <= 0 {
 		return false
 	}
+	at := x.now.Add(wait)
 	st.internal.RateReserved = true
-	token := "rate-" + x.now.Format("150405.000000")
+	token := rateToken(at)
 	st.internal.WaitToken = token
-	x.addTimer(x.now.Add(wait), token)
+	x.addTimer(at, token)
+	if x.w.e.cluster == nil { // a node's limiter counts its own calls
+		rw := rateWait{Cap: capID}
+		for _, l := range lim.limits {
+			if l.Key != "" && l.matches(capID) {
+				if rw.Keys == nil {
+					rw.Keys = map[string]string{}
+				}
+				rw.Keys[l.Key] = l.keyOf(args)
+			}
+		}
+		val, _ := json.Marshal(rw) // strings only
+		x.fx.ops = append(x.fx.ops, setKey(rateWaitKey(at, x.r.Tenant, x.r.ID), val))
+	}
 	x.wait(st, StepRunning)
 	x.r.WaitingReason = why
 	return true
+}
+
+// rateWaitOver deletes the rateWait of a rate limit's wait whose timer,
+// token, fired.
+func (x *exec) rateWaitOver(token string) {
+	if at, ok := rateTokenTime(token); ok {
+		x.fx.ops = append(x.fx.ops, deleteKey(rateWaitKey(at, x.r.Tenant, x.r.ID)))
+	}
+}
+
+// openRateWaits takes back, before the engine's first call, the buckets
+// the last Close kept (see saveBuckets) and the slots reserved for the
+// calls of runs still waiting for theirs (see rateWait), and deletes the
+// kept buckets and the rateWaits that no longer count.
+func (e *Engine) openRateWaits(ctx context.Context) error {
+	lim := e.limiter
+	if lim == nil || e.cluster != nil {
+		return nil
+	}
+	now := e.now()
+	old := now.Add(-lim.maxPer())
+	var gone [][]byte
+	err := e.st.View(ctx, func(r store.Reader) error {
+		raw, err := r.Get(bucketsKey)
+		switch {
+		case err == nil:
+			var saved []savedBucket
+			if err := json.Unmarshal(raw, &saved); err != nil {
+				return errors.Wrap(err, "runengine: bad kept rate limit buckets")
+			}
+			lim.restore(saved, now)
+			gone = append(gone, bucketsKey)
+		case !errors.Is(err, store.ErrNotFound):
+			return err
+		}
+		return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "ratewait")}, func(key, val []byte) error {
+			parts, err := store.DecodeKey(key)
+			if err != nil || len(parts) != 5 {
+				return errors.Newf("runengine: bad rate wait key %q", key)
+			}
+			nanos, _ := parts[2].(int64)
+			tenant, _ := parts[3].(string)
+			w := rateWait{tenant: tenant, at: time.Unix(0, nanos).UTC()}
+			if !w.at.After(old) {
+				gone = append(gone, bytes.Clone(key))
+				return nil
+			}
+			if err := json.Unmarshal(val, &w); err != nil {
+				return errors.Wrapf(err, "runengine: bad rate wait %q", key)
+			}
+			lim.reserved(w, now)
+			return nil
+		})
+	})
+	if err != nil || len(gone) == 0 {
+		return errors.Wrap(err, "runengine: read rate waits")
+	}
+	err = e.st.Update(ctx, func(tx store.Txn) error {
+		for _, k := range gone {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return errors.Wrap(err, "runengine: delete rate waits")
+}
+
+// bucketsKey holds the buckets Close kept for the next Open.
+var bucketsKey = store.Key(store.System, "ratebuckets")
+
+// savedBucket is a bucket that is not full, as Close keeps it.
+type savedBucket struct {
+	Tenant string `json:"tenant"`
+	// Limit is the limit's String: a bucket of a limit changed since is
+	// not taken back.
+	Limit  string    `json:"limit"`
+	Key    string    `json:"key,omitempty"`
+	Tokens float64   `json:"tokens"`
+	At     time.Time `json:"at"`
+}
+
+// saved returns the buckets that are not full at now.
+func (l *limiter) saved(now time.Time) []savedBucket {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []savedBucket
+	for k, b := range l.buckets {
+		lim := l.limits[k.limit]
+		if b.tokens+float64(now.Sub(b.at))*float64(lim.Limit)/float64(lim.Per) < float64(lim.Limit) {
+			out = append(out, savedBucket{Tenant: k.tenant, Limit: lim.String(), Key: k.key, Tokens: b.tokens, At: b.at})
+		}
+	}
+	return out
+}
+
+// restore takes back the buckets saved returned, those of the limits
+// still configured.
+func (l *limiter) restore(saved []savedBucket, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	index := make(map[string]int, len(l.limits))
+	for i, lim := range l.limits {
+		index[lim.String()] = i
+	}
+	for _, sb := range saved {
+		if i, ok := index[sb.Limit]; ok {
+			b := l.bucket(bucketKey{tenant: sb.Tenant, limit: i, key: sb.Key}, now)
+			b.tokens, b.at = sb.Tokens, sb.At
+		}
+	}
+}
+
+// saveBuckets keeps the limiter's buckets that are not full for the next
+// Open, once the workers stopped: the calls just made count after a
+// restart too. A crash keeps none (only the rateWaits).
+func (e *Engine) saveBuckets() {
+	lim := e.limiter
+	if lim == nil || e.cluster != nil {
+		return
+	}
+	saved := lim.saved(e.now())
+	if len(saved) == 0 {
+		return
+	}
+	val, err := json.Marshal(saved)
+	if err == nil {
+		err = e.st.Update(context.Background(), func(tx store.Txn) error { return tx.Set(bucketsKey, val) })
+	}
+	if err != nil {
+		e.log.Error("keep the rate limits' buckets", "error", err)
+	}
 }

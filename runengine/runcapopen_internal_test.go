@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability"
-	"github.com/bas-platform/bas/capability/registry"
 	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store/clock"
@@ -118,16 +117,7 @@ func TestRunCapResumesHoldersFirst(t *testing.T) {
 			}
 		}
 	})
-	open := func() (*Engine, *process.Service) {
-		eng, procs := engineOn(t, st, clk, cfg)
-		if err := eng.cfg.Capabilities.(*registry.Registry).Register(p); err != nil {
-			t.Fatal(err)
-		}
-		if err := eng.Open(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		return eng, procs
-	}
+	open := func() (*Engine, *process.Service) { return openOn(t, st, clk, cfg, p) }
 	eng, procs := open()
 	def := createNew(t, procs, tenant, `{"name":"Held","trigger":{"type":"manual"},
 		"steps":[{"key":"call","type":"execute","capability":"test.held","config":{"args":{"label":"${subject.label}"}}}]}`)

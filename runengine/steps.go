@@ -391,6 +391,7 @@ func (x *exec) fireTimer(token string) {
 		}
 		st := &r.Steps[r.Cursor]
 		if strings.HasPrefix(token, "retry-") || strings.HasPrefix(token, "rate-") {
+			x.rateWaitOver(token)
 			st.internal.WaitToken = ""
 			st.Status = StepRunning
 			x.setStatus(RunRunning)

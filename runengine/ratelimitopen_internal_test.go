@@ -1,0 +1,203 @@
+package runengine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/internal/testwait"
+	"github.com/bas-platform/bas/process"
+	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/clock"
+	"github.com/google/go-cmp/cmp"
+)
+
+// timedCalls fills test.timed: each call notes its args' label and the
+// clock's time, and answers at once.
+type timedCalls struct {
+	clk   *clock.Fake
+	start time.Time
+	mu    sync.Mutex
+	made  []string
+}
+
+func (p *timedCalls) Info() capability.Info {
+	return capability.Info{ID: "test.timer", Name: "Timed", Kind: capability.KindBuiltin, Capabilities: []string{"test.timed"}}
+}
+
+func (p *timedCalls) Capabilities() []capability.Capability {
+	obj := json.RawMessage(`{"type":"object"}`)
+	return []capability.Capability{{ID: "test.timed", Name: "Timed", Description: "Notes when it is called.", Args: obj, Result: obj}}
+}
+
+func (p *timedCalls) Call(_ context.Context, c capability.Call) (json.RawMessage, error) {
+	var args struct{ Label string }
+	_ = json.Unmarshal(c.Args, &args)
+	p.mu.Lock()
+	p.made = append(p.made, fmt.Sprintf("%s at %s", args.Label, p.clk.Now().Sub(p.start)))
+	p.mu.Unlock()
+	return json.RawMessage(`{}`), nil
+}
+
+func (p *timedCalls) calls() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.made)
+}
+
+// rateWaits counts the keys of the slots kept for waiting calls (see
+// rateWait).
+func rateWaits(t *testing.T, st store.Store) int {
+	t.Helper()
+	n := 0
+	if err := st.View(context.Background(), func(r store.Reader) error {
+		return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "ratewait"), KeysOnly: true},
+			func(_, _ []byte) error { n++; return nil })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestRateLimitKeepsReservedSlotsAcrossRestart: under a limit of one call
+// per 10s (per customer), three runs start at once: the first calls, the
+// other two wait for the slots at 10s and 20s. The engine closes and opens
+// again at the same time, and a fourth run starts: it must wait for the
+// slot at 30s. Before, the limiter's buckets were memory only: the fourth
+// called at once, two calls at 0s, beside the two reserved ones still to
+// come within 20s. The engine's Close keeps its buckets too: they are
+// dropped here, as after a crash. A slot kept in the store is deleted when its call goes
+// out; that of a run cancelled while it waited, once it no longer counts.
+func TestRateLimitKeepsReservedSlotsAcrossRestart(t *testing.T) {
+	t.Parallel()
+	const tenant = "ten_a"
+	st := memStore(t)
+	start := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(start)
+	cfg := Config{Grace: time.Millisecond, Gate: autoDecides{},
+		RateLimits: []RateLimit{{Capability: "test.", Key: "args.customer", Limit: 1, Per: 10 * time.Second}}}
+	p := &timedCalls{clk: clk, start: start}
+	open := func() (*Engine, *process.Service) { return openOn(t, st, clk, cfg, p) }
+	eng, procs := open()
+	def := createNew(t, procs, tenant, `{"name":"Timed","trigger":{"type":"manual"},
+		"steps":[{"key":"call","type":"execute","capability":"test.timed","config":{"args":{"label":"${subject.label}","customer":"c1"}}}]}`)
+	ctx := context.Background()
+	startRun := func(label string) string {
+		r, err := eng.Start(ctx, StartParams{Tenant: tenant, ProcessID: def.ID, Subject: Subject{Type: "t", Label: label}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.ID
+	}
+	await := func(id, what string, cond func(*Run) bool) {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, testwait.Limit)
+		defer cancel()
+		if r, err := eng.WaitRunUntil(wctx, tenant, id, cond); err != nil {
+			t.Fatalf("run %s never %s: %v (%+v)", id, what, err, r)
+		}
+	}
+	waiting := func(r *Run) bool { return r.Status == RunWaiting }
+	done := func(r *Run) bool { return r.Status == RunCompleted }
+	await(startRun("a"), "completed", done)
+	ids := map[string]string{}
+	for _, l := range []string{"b", "c", "gone"} {
+		ids[l] = startRun(l)
+		await(ids[l], "waited", waiting)
+	}
+	if _, err := eng.Cancel(ctx, CancelParams{Tenant: tenant, RunID: ids["gone"], Actor: "usr"}); err != nil {
+		t.Fatal(err)
+	}
+	await(ids["gone"], "cancelled", func(r *Run) bool { return r.Status == RunCancelled })
+	if n := rateWaits(t, st); n != 3 {
+		t.Errorf("%d slots kept before the restart, want 3", n)
+	}
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// As after a crash: Close's buckets are not kept, the slots are.
+	if err := st.Update(ctx, func(tx store.Txn) error { return tx.Delete(bucketsKey) }); err != nil {
+		t.Fatal(err)
+	}
+
+	eng, _ = open()
+	ids["d"] = startRun("d")
+	await(ids["d"], "waited or called", func(r *Run) bool { return r.Status == RunWaiting || r.Status == RunCompleted })
+	for _, w := range []struct {
+		run   string
+		after time.Duration
+	}{{"b", 10 * time.Second}, {"c", 10 * time.Second}, {"d", 20 * time.Second}} {
+		clk.Advance(w.after)
+		await(ids[w.run], "completed", done)
+	}
+	want := []string{"a at 0s", "b at 10s", "c at 20s", "d at 40s"}
+	if diff := cmp.Diff(want, p.calls()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	// The cancelled run's slot (at 30s) is left; the others' are deleted.
+	if n := rateWaits(t, st); n != 1 {
+		t.Errorf("%d slots kept once the calls went out, want 1 (the cancelled run's)", n)
+	}
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(10 * time.Second) // 50s: the slot at 30s no longer counts
+	open()
+	if n := rateWaits(t, st); n != 0 {
+		t.Errorf("%d slots kept after an open past them, want 0", n)
+	}
+}
+
+// TestRateLimitKeepsBucketsAcrossClose: under a limit of one call per
+// 10s, a run calls; the engine closes and opens again at the same time,
+// and a second run starts: it must wait for the slot at 10s. Before, it
+// called at once, two calls at 0s. The buckets Close kept are deleted
+// once taken back.
+func TestRateLimitKeepsBucketsAcrossClose(t *testing.T) {
+	t.Parallel()
+	const tenant = "ten_a"
+	st := memStore(t)
+	start := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(start)
+	cfg := Config{Grace: time.Millisecond, Gate: autoDecides{},
+		RateLimits: []RateLimit{{Capability: "test.timed", Limit: 1, Per: 10 * time.Second}}}
+	p := &timedCalls{clk: clk, start: start}
+	eng, procs := openOn(t, st, clk, cfg, p)
+	def := createNew(t, procs, tenant, `{"name":"Timed","trigger":{"type":"manual"},
+		"steps":[{"key":"call","type":"execute","capability":"test.timed","config":{"args":{"label":"${subject.label}"}}}]}`)
+	ctx := context.Background()
+	run := func(label string, after time.Duration) {
+		t.Helper()
+		r, err := eng.Start(ctx, StartParams{Tenant: tenant, ProcessID: def.ID, Subject: Subject{Type: "t", Label: label}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, testwait.Limit)
+		defer cancel()
+		if _, err := eng.WaitRunUntil(wctx, tenant, r.ID, func(r *Run) bool { return r.Status != RunRunning }); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(after)
+		if r, err := eng.WaitRunUntil(wctx, tenant, r.ID, func(r *Run) bool { return r.Status == RunCompleted }); err != nil {
+			t.Fatalf("run %s never completed: %v (%+v)", label, err, r)
+		}
+	}
+	run("a", 0)
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eng, _ = openOn(t, st, clk, cfg, p)
+	run("b", 10*time.Second)
+	if diff := cmp.Diff([]string{"a at 0s", "b at 10s"}, p.calls()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	if err := st.View(ctx, func(r store.Reader) error { _, err := r.Get(bucketsKey); return err }); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the kept buckets after the open: %v, want none", err)
+	}
+}
