@@ -98,13 +98,7 @@ func TestSeparationOfDutiesAcrossCredentials(t *testing.T) {
 	bob := s.devLogin(t, `{"tenant_id": "ten_sod", "user_id": "bob", "roles": ["approver"]}`).Token
 	aliceKey := s.newKey(t, alice, `{"name": "alice's", "roles": ["admin"]}`).Secret
 	bobKey := s.newKey(t, bob, `{"name": "bob's", "roles": ["approver"]}`).Secret
-	send := func(controls string) string {
-		return s.createProc(t, alice, `{"name": "Send", "trigger": {"type": "manual"},
-		  "steps": [{"key": "send", "type": "execute", "capability": "email.send",
-		    "config": {"args": {"to": "x@example.com", "subject": "s", "body": "b"}}, "controls": `+controls+`}]}`).ID
-	}
-	separate := send(`{"require_approval": true, "separate_duties": true}`)
-	twoPeople := send(`{"require_approval": true, "approvals_required": 2}`)
+	separate, twoPeople := sodProcesses(t, s, alice)
 	pending := func(token, procID string) (runID, approvalID string) {
 		t.Helper()
 		r := s.startRun(t, token, procID, "INV-1")
@@ -144,6 +138,18 @@ func TestSeparationOfDutiesAcrossCredentials(t *testing.T) {
 	wantStatus(apr, "approved", 2)
 }
 
+// sodProcesses creates, as token, two processes sending an email under
+// approval: one whose step separates duties, one that needs two people.
+func sodProcesses(t *testing.T, s *testServer, token string) (separate, twoPeople string) {
+	t.Helper()
+	send := func(controls string) string {
+		return s.createProc(t, token, `{"name": "Send", "trigger": {"type": "manual"},
+		  "steps": [{"key": "send", "type": "execute", "capability": "email.send",
+		    "config": {"args": {"to": "x@example.com", "subject": "s", "body": "b"}}, "controls": `+controls+`}]}`).ID
+	}
+	return send(`{"require_approval": true, "separate_duties": true}`), send(`{"require_approval": true, "approvals_required": 2}`)
+}
+
 // TestSeparationOfDutiesAfterKeyRevoked: a person's key stays the person
 // once revoked: the maker of a revoked key that started a run may not
 // decide its approval through a session, and a vote cast through a key
@@ -155,13 +161,7 @@ func TestSeparationOfDutiesAfterKeyRevoked(t *testing.T) {
 	bob := s.devLogin(t, `{"tenant_id": "ten_sodrev", "user_id": "bob", "roles": ["approver"]}`).Token
 	aliceKey := s.newKey(t, alice, `{"name": "alice's", "roles": ["admin"]}`)
 	bobKey := s.newKey(t, bob, `{"name": "bob's", "roles": ["approver"]}`)
-	send := func(controls string) string {
-		return s.createProc(t, alice, `{"name": "Send", "trigger": {"type": "manual"},
-		  "steps": [{"key": "send", "type": "execute", "capability": "email.send",
-		    "config": {"args": {"to": "x@example.com", "subject": "s", "body": "b"}}, "controls": `+controls+`}]}`).ID
-	}
-	separate := send(`{"require_approval": true, "separate_duties": true}`)
-	twoPeople := send(`{"require_approval": true, "approvals_required": 2}`)
+	separate, twoPeople := sodProcesses(t, s, alice)
 	pending := func(token, procID string) string {
 		t.Helper()
 		r := s.startRun(t, token, procID, "INV-1")
