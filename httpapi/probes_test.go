@@ -98,13 +98,7 @@ func TestSeparationOfDutiesAcrossCredentials(t *testing.T) {
 	bob := s.devLogin(t, `{"tenant_id": "ten_sod", "user_id": "bob", "roles": ["approver"]}`).Token
 	aliceKey := s.newKey(t, alice, `{"name": "alice's", "roles": ["admin"]}`).Secret
 	bobKey := s.newKey(t, bob, `{"name": "bob's", "roles": ["approver"]}`).Secret
-	send := func(controls string) string {
-		return s.createProc(t, alice, `{"name": "Send", "trigger": {"type": "manual"},
-		  "steps": [{"key": "send", "type": "execute", "capability": "email.send",
-		    "config": {"args": {"to": "x@example.com", "subject": "s", "body": "b"}}, "controls": `+controls+`}]}`).ID
-	}
-	separate := send(`{"require_approval": true, "separate_duties": true}`)
-	twoPeople := send(`{"require_approval": true, "approvals_required": 2}`)
+	separate, twoPeople := sodProcesses(t, s, alice)
 	pending := func(token, procID string) (runID, approvalID string) {
 		t.Helper()
 		r := s.startRun(t, token, procID, "INV-1")
@@ -142,4 +136,62 @@ func TestSeparationOfDutiesAcrossCredentials(t *testing.T) {
 	wantStatus(apr, "pending", 1)
 	s.do(t, "POST", "/v1/approvals/"+apr+"/approve", aliceKey, `{}`).want(t, http.StatusOK)
 	wantStatus(apr, "approved", 2)
+}
+
+// sodProcesses creates, as token, two processes sending an email under
+// approval: one whose step separates duties, one that needs two people.
+func sodProcesses(t *testing.T, s *testServer, token string) (separate, twoPeople string) {
+	t.Helper()
+	send := func(controls string) string {
+		return s.createProc(t, token, `{"name": "Send", "trigger": {"type": "manual"},
+		  "steps": [{"key": "send", "type": "execute", "capability": "email.send",
+		    "config": {"args": {"to": "x@example.com", "subject": "s", "body": "b"}}, "controls": `+controls+`}]}`).ID
+	}
+	return send(`{"require_approval": true, "separate_duties": true}`), send(`{"require_approval": true, "approvals_required": 2}`)
+}
+
+// TestSeparationOfDutiesAfterKeyRevoked: a person's key stays the person
+// once revoked: the maker of a revoked key that started a run may not
+// decide its approval through a session, and a vote cast through a key
+// its maker revoked is still the maker's, so the maker may not vote again.
+func TestSeparationOfDutiesAfterKeyRevoked(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, httpapi.Options{DevLogin: true})
+	alice := s.devLogin(t, `{"tenant_id": "ten_sodrev", "user_id": "alice"}`).Token
+	bob := s.devLogin(t, `{"tenant_id": "ten_sodrev", "user_id": "bob", "roles": ["approver"]}`).Token
+	aliceKey := s.newKey(t, alice, `{"name": "alice's", "roles": ["admin"]}`)
+	bobKey := s.newKey(t, bob, `{"name": "bob's", "roles": ["approver"]}`)
+	separate, twoPeople := sodProcesses(t, s, alice)
+	pending := func(token, procID string) string {
+		t.Helper()
+		r := s.startRun(t, token, procID, "INV-1")
+		r = s.awaitRun(t, alice, r.ID, "waiting for its approval", runStatusIs("waiting"))
+		return *r.step(t, "send").ApprovalID
+	}
+	status := func(id string) (string, int) {
+		t.Helper()
+		var a struct {
+			Status    string `json:"status"`
+			Approvals []any  `json:"approvals"`
+		}
+		s.do(t, "GET", "/v1/approvals/"+id, alice, nil).want(t, http.StatusOK).decode(t, &a)
+		return a.Status, len(a.Approvals)
+	}
+
+	// Started by alice's key, which she then revokes: still hers.
+	apr := pending(aliceKey.Secret, separate)
+	s.do(t, "DELETE", "/v1/api-keys/"+aliceKey.ID, alice, nil).want(t, http.StatusNoContent)
+	s.do(t, "POST", "/v1/approvals/"+apr+"/approve", alice, `{}`).want(t, http.StatusForbidden)
+	if st, n := status(apr); st != "pending" || n != 0 {
+		t.Errorf("approval %s: %s with %d votes after the requester's session decided, want pending with 0", apr, st, n)
+	}
+
+	// Bob votes through his key, revokes it, and may not vote again.
+	apr = pending(alice, twoPeople)
+	s.do(t, "POST", "/v1/approvals/"+apr+"/approve", bobKey.Secret, `{}`).want(t, http.StatusOK)
+	s.do(t, "DELETE", "/v1/api-keys/"+bobKey.ID, bob, nil).want(t, http.StatusNoContent)
+	s.do(t, "POST", "/v1/approvals/"+apr+"/approve", bob, `{}`).want(t, http.StatusConflict)
+	if st, n := status(apr); st != "pending" || n != 1 {
+		t.Errorf("approval %s: %s with %d votes after bob voted twice, want pending with 1", apr, st, n)
+	}
 }

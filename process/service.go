@@ -403,7 +403,8 @@ func (s *Service) List(ctx context.Context, tenant string, q Query, p store.Page
 // the updated process is returned. Exactly one of the two results is set.
 // An archived process is errs.Conflict. A patch of the steps or the search
 // fields after which a search field reads a step the process does not have
-// is errs.Invalid at ["body","search",name].
+// is errs.Invalid at ["body","search",name]; a patch of the steps alone
+// leaves a field the process held already reading none as it was.
 func (s *Service) Update(ctx context.Context, tenant, actor, id string, patch ProcessPatch) (*Definition, *ProposedChange, error) {
 	if err := validatePatch(patch, s.types); err != nil {
 		return nil, nil, err
@@ -433,8 +434,16 @@ func (s *Service) Update(ctx context.Context, tenant, actor, id string, patch Pr
 		if patch.Search != nil || patch.Steps != nil {
 			// The search fields and the steps of the result, one of
 			// them the process's own: a field must read a step it has.
-			var v violations
+			var v, was violations
 			checkSearchSteps(&v, next.Search, next.Steps)
+			if patch.Search == nil {
+				// The process's own fields: one that read no step before
+				// (stored before they were checked) is left as it was.
+				checkSearchSteps(&was, cur.Search, cur.Steps)
+				v.vs = slices.DeleteFunc(v.vs, func(x errs.Violation) bool {
+					return slices.ContainsFunc(was.vs, func(y errs.Violation) bool { return slices.Equal(x.Loc, y.Loc) })
+				})
+			}
 			if len(v.vs) > 0 {
 				return errs.Validation(v.vs...)
 			}

@@ -76,6 +76,23 @@ var keys = &store.Collection[Key]{
 	},
 }
 
+// revokedKey is what stays of a revoked key: whose it was. An approval's
+// separation of duties and distinct approvers compare people, and the
+// runs a key started and the votes it cast outlive the key (see KeyIDsOf).
+type revokedKey struct {
+	ID        string `json:"id"`
+	CreatedBy string `json:"created_by"`
+}
+
+var revokedKeys = &store.Collection[revokedKey]{
+	Name:     "apikeyrevoked",
+	ID:       func(k *revokedKey) string { return k.ID },
+	NotFound: "revoked api key not found",
+	Indexes: []store.Index[revokedKey]{
+		{Name: "creator", Values: func(k *revokedKey) [][]any { return [][]any{{k.CreatedBy}} }},
+	},
+}
+
 // at is the key as seen at now: an active key past its expiry is expired.
 func (k *Key) at(now time.Time) *Key {
 	out := *k
@@ -213,14 +230,19 @@ func (s *Service) Keys(ctx context.Context, p *Principal, page store.Page) ([]*K
 
 // KeyIDsOf returns the ids of the tenant's API keys person userID made
 // (also through a key of theirs): the names the person acts under besides
-// their own. A revoked key is gone, and not among them.
+// their own. Revoked keys are among them: what a key did (a run it
+// started, a vote it cast) stays the person's once the key is gone.
 func (s *Service) KeyIDsOf(ctx context.Context, tenant, userID string) ([]string, error) {
 	var ids []string
+	add := func(id string) error {
+		ids = append(ids, id)
+		return nil
+	}
 	err := s.st.View(ctx, func(r store.Reader) error {
-		return keys.IDsBy(r, tenant, "creator", []any{userID}, func(id string) error {
-			ids = append(ids, id)
-			return nil
-		})
+		if err := keys.IDsBy(r, tenant, "creator", []any{userID}, add); err != nil {
+			return err
+		}
+		return revokedKeys.IDsBy(r, tenant, "creator", []any{userID}, add)
 	})
 	return ids, err
 }
@@ -299,6 +321,9 @@ func deleteKeyTx(tx store.Txn, tenant string, k *Key) error {
 		}
 	}
 	if err := credentials.Delete(tx, store.System, k.Prefix); err != nil && !errors.Is(err, errs.NotFound) {
+		return err
+	}
+	if err := revokedKeys.Put(tx, tenant, &revokedKey{ID: k.ID, CreatedBy: k.CreatedBy}); err != nil {
 		return err
 	}
 	return keys.Delete(tx, tenant, k.ID)
