@@ -162,15 +162,7 @@ func TestRateLimitKeepsReservedSlotsAcrossRestart(t *testing.T) {
 func TestRateLimitKeepsBucketsAcrossClose(t *testing.T) {
 	t.Parallel()
 	const tenant = "ten_a"
-	st := memStore(t)
-	start := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(start)
-	cfg := Config{Grace: time.Millisecond, Gate: autoDecides{},
-		RateLimits: []RateLimit{{Capability: "test.timed", Limit: 1, Per: 10 * time.Second}}}
-	p := &timedCalls{clk: clk, start: start}
-	eng, procs := openOn(t, st, clk, cfg, p)
-	def := createNew(t, procs, tenant, `{"name":"Timed","trigger":{"type":"manual"},
-		"steps":[{"key":"call","type":"execute","capability":"test.timed","config":{"args":{"label":"${subject.label}"}}}]}`)
+	st, clk, cfg, p, eng, def := openOneCallPer10s(t, tenant)
 	ctx := context.Background()
 	run := func(label string, after time.Duration) {
 		t.Helper()
@@ -211,15 +203,7 @@ func TestRateLimitKeepsBucketsAcrossClose(t *testing.T) {
 func TestRateLimitRemovedDropsKeptSlots(t *testing.T) {
 	t.Parallel()
 	const tenant = "ten_a"
-	st := memStore(t)
-	start := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(start)
-	cfg := Config{Grace: time.Millisecond, Gate: autoDecides{},
-		RateLimits: []RateLimit{{Capability: "test.timed", Limit: 1, Per: 10 * time.Second}}}
-	p := &timedCalls{clk: clk, start: start}
-	eng, procs := openOn(t, st, clk, cfg, p)
-	def := createNew(t, procs, tenant, `{"name":"Timed","trigger":{"type":"manual"},
-		"steps":[{"key":"call","type":"execute","capability":"test.timed","config":{"args":{"label":"${subject.label}"}}}]}`)
+	st, clk, cfg, p, eng, def := openOneCallPer10s(t, tenant)
 	ctx := context.Background()
 	run := func(label string, until func(*Run) bool) string {
 		t.Helper()
@@ -261,4 +245,21 @@ func TestRateLimitRemovedDropsKeptSlots(t *testing.T) {
 	if err := eng.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// openOneCallPer10s opens an engine on a new store under a limit of one
+// call of test.timed per 10s, with a process of tenant that makes one
+// such call labelled with its subject's label.
+func openOneCallPer10s(t *testing.T, tenant string) (store.Store, *clock.Fake, Config, *timedCalls, *Engine, *process.Definition) {
+	t.Helper()
+	st := memStore(t)
+	start := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(start)
+	cfg := Config{Grace: time.Millisecond, Gate: autoDecides{},
+		RateLimits: []RateLimit{{Capability: "test.timed", Limit: 1, Per: 10 * time.Second}}}
+	p := &timedCalls{clk: clk, start: start}
+	eng, procs := openOn(t, st, clk, cfg, p)
+	def := createNew(t, procs, tenant, `{"name":"Timed","trigger":{"type":"manual"},
+		"steps":[{"key":"call","type":"execute","capability":"test.timed","config":{"args":{"label":"${subject.label}"}}}]}`)
+	return st, clk, cfg, p, eng, def
 }
