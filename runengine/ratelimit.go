@@ -276,13 +276,14 @@ func (x *exec) rateWaitOver(token string) {
 // the last Close kept (see saveBuckets) and the slots reserved for the
 // calls of runs still waiting for theirs (see rateWait), and deletes the
 // kept buckets and the rateWaits that no longer count. An engine without
-// rate limits deletes them all: none counts, and no Open would read them
+// rate limits, or a cluster's node (whose limiter counts its own calls and
+// keeps none), deletes them all: none counts, and no Open would read them
 // again.
 func (e *Engine) openRateWaits(ctx context.Context) error {
-	if e.cluster != nil {
-		return nil
-	}
 	lim := e.limiter
+	if e.cluster != nil {
+		lim = nil
+	}
 	now := e.now()
 	var old time.Time // a rateWait at or before old no longer counts
 	if lim != nil {

@@ -197,53 +197,67 @@ func TestRateLimitKeepsBucketsAcrossClose(t *testing.T) {
 // TestRateLimitRemovedDropsKeptSlots: under a limit of one call per 10s,
 // a run calls and a second waits for the slot at 10s, then is cancelled;
 // the engine closes (keeping its buckets) and opens again without rate
-// limits. The slot kept for the cancelled run and the kept buckets must be
-// deleted by that open. Before, an engine without rate limits read
-// neither: both stayed in the store for good.
+// limits, or as a cluster's node (whose limiter counts its own calls and
+// keeps none). The slot kept for the cancelled run and the kept buckets
+// must be deleted by that open. Before, such an engine read neither: both
+// stayed in the store for good.
 func TestRateLimitRemovedDropsKeptSlots(t *testing.T) {
 	t.Parallel()
-	const tenant = "ten_a"
-	st, clk, cfg, p, eng, def := openOneCallPer10s(t, tenant)
-	ctx := context.Background()
-	run := func(label string, until func(*Run) bool) string {
-		t.Helper()
-		r, err := eng.Start(ctx, StartParams{Tenant: tenant, ProcessID: def.ID, Subject: Subject{Type: "t", Label: label}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wctx, cancel := context.WithTimeout(ctx, testwait.Limit)
-		defer cancel()
-		if r, err := eng.WaitRunUntil(wctx, tenant, r.ID, until); err != nil {
-			t.Fatalf("run %s: %v (%+v)", label, err, r)
-		}
-		return r.ID
-	}
-	run("a", func(r *Run) bool { return r.Status == RunCompleted })
-	id := run("b", func(r *Run) bool { return r.Status == RunWaiting })
-	if _, err := eng.Cancel(ctx, CancelParams{Tenant: tenant, RunID: id, Actor: "usr"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := eng.Close(); err != nil {
-		t.Fatal(err)
-	}
-	kept := func() (waits int, buckets bool) {
-		t.Helper()
-		err := st.View(ctx, func(r store.Reader) error { _, err := r.Get(bucketsKey); return err })
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			t.Fatal(err)
-		}
-		return rateWaits(t, st), err == nil
-	}
-	if waits, buckets := kept(); waits != 1 || !buckets {
-		t.Fatalf("after the close: %d slots and buckets %v kept, want 1 and true", waits, buckets)
-	}
-	cfg.RateLimits = nil
-	eng, _ = openOn(t, st, clk, cfg, p)
-	if waits, buckets := kept(); waits != 0 || buckets {
-		t.Errorf("after an open without rate limits: %d slots and buckets %v kept, want 0 and false", waits, buckets)
-	}
-	if err := eng.Close(); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name   string
+		reopen func(*Config, *clock.Fake)
+	}{
+		{"no rate limits", func(cfg *Config, _ *clock.Fake) { cfg.RateLimits = nil }},
+		{"a cluster's node", func(cfg *Config, clk *clock.Fake) {
+			cfg.Cluster = &ClusterConfig{NodeID: "a", Shards: 2, LeaseTTL: 9 * time.Second, Clock: clk}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			const tenant = "ten_a"
+			st, clk, cfg, p, eng, def := openOneCallPer10s(t, tenant)
+			ctx := context.Background()
+			run := func(label string, until func(*Run) bool) string {
+				t.Helper()
+				r, err := eng.Start(ctx, StartParams{Tenant: tenant, ProcessID: def.ID, Subject: Subject{Type: "t", Label: label}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				wctx, cancel := context.WithTimeout(ctx, testwait.Limit)
+				defer cancel()
+				if r, err := eng.WaitRunUntil(wctx, tenant, r.ID, until); err != nil {
+					t.Fatalf("run %s: %v (%+v)", label, err, r)
+				}
+				return r.ID
+			}
+			run("a", func(r *Run) bool { return r.Status == RunCompleted })
+			id := run("b", func(r *Run) bool { return r.Status == RunWaiting })
+			if _, err := eng.Cancel(ctx, CancelParams{Tenant: tenant, RunID: id, Actor: "usr"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := eng.Close(); err != nil {
+				t.Fatal(err)
+			}
+			kept := func() (waits int, buckets bool) {
+				t.Helper()
+				err := st.View(ctx, func(r store.Reader) error { _, err := r.Get(bucketsKey); return err })
+				if err != nil && !errors.Is(err, store.ErrNotFound) {
+					t.Fatal(err)
+				}
+				return rateWaits(t, st), err == nil
+			}
+			if waits, buckets := kept(); waits != 1 || !buckets {
+				t.Fatalf("after the close: %d slots and buckets %v kept, want 1 and true", waits, buckets)
+			}
+			tc.reopen(&cfg, clk)
+			eng, _ = openOn(t, st, clk, cfg, p)
+			if waits, buckets := kept(); waits != 0 || buckets {
+				t.Errorf("after the open: %d slots and buckets %v kept, want 0 and false", waits, buckets)
+			}
+			if err := eng.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 
