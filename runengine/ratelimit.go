@@ -275,24 +275,32 @@ func (x *exec) rateWaitOver(token string) {
 // openRateWaits takes back, before the engine's first call, the buckets
 // the last Close kept (see saveBuckets) and the slots reserved for the
 // calls of runs still waiting for theirs (see rateWait), and deletes the
-// kept buckets and the rateWaits that no longer count.
+// kept buckets and the rateWaits that no longer count. An engine without
+// rate limits, or a cluster's node (whose limiter counts its own calls and
+// keeps none), deletes them all: none counts, and no Open would read them
+// again.
 func (e *Engine) openRateWaits(ctx context.Context) error {
 	lim := e.limiter
-	if lim == nil || e.cluster != nil {
-		return nil
+	if e.cluster != nil {
+		lim = nil
 	}
 	now := e.now()
-	old := now.Add(-lim.maxPer())
+	var old time.Time // a rateWait at or before old no longer counts
+	if lim != nil {
+		old = now.Add(-lim.maxPer())
+	}
 	var gone [][]byte
 	err := e.st.View(ctx, func(r store.Reader) error {
 		raw, err := r.Get(bucketsKey)
 		switch {
 		case err == nil:
-			var saved []savedBucket
-			if err := json.Unmarshal(raw, &saved); err != nil {
-				return errors.Wrap(err, "runengine: bad kept rate limit buckets")
+			if lim != nil {
+				var saved []savedBucket
+				if err := json.Unmarshal(raw, &saved); err != nil {
+					return errors.Wrap(err, "runengine: bad kept rate limit buckets")
+				}
+				lim.restore(saved, now)
 			}
-			lim.restore(saved, now)
 			gone = append(gone, bucketsKey)
 		case !errors.Is(err, store.ErrNotFound):
 			return err
@@ -305,7 +313,7 @@ func (e *Engine) openRateWaits(ctx context.Context) error {
 			nanos, _ := parts[2].(int64)
 			tenant, _ := parts[3].(string)
 			w := rateWait{tenant: tenant, at: time.Unix(0, nanos).UTC()}
-			if !w.at.After(old) {
+			if lim == nil || !w.at.After(old) {
 				gone = append(gone, bytes.Clone(key))
 				return nil
 			}

@@ -162,15 +162,7 @@ func TestRateLimitKeepsReservedSlotsAcrossRestart(t *testing.T) {
 func TestRateLimitKeepsBucketsAcrossClose(t *testing.T) {
 	t.Parallel()
 	const tenant = "ten_a"
-	st := memStore(t)
-	start := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(start)
-	cfg := Config{Grace: time.Millisecond, Gate: autoDecides{},
-		RateLimits: []RateLimit{{Capability: "test.timed", Limit: 1, Per: 10 * time.Second}}}
-	p := &timedCalls{clk: clk, start: start}
-	eng, procs := openOn(t, st, clk, cfg, p)
-	def := createNew(t, procs, tenant, `{"name":"Timed","trigger":{"type":"manual"},
-		"steps":[{"key":"call","type":"execute","capability":"test.timed","config":{"args":{"label":"${subject.label}"}}}]}`)
+	st, clk, cfg, p, eng, def := openOneCallPer10s(t, tenant)
 	ctx := context.Background()
 	run := func(label string, after time.Duration) {
 		t.Helper()
@@ -200,4 +192,88 @@ func TestRateLimitKeepsBucketsAcrossClose(t *testing.T) {
 	if err := st.View(ctx, func(r store.Reader) error { _, err := r.Get(bucketsKey); return err }); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("the kept buckets after the open: %v, want none", err)
 	}
+}
+
+// TestRateLimitRemovedDropsKeptSlots: under a limit of one call per 10s,
+// a run calls and a second waits for the slot at 10s, then is cancelled;
+// the engine closes (keeping its buckets) and opens again without rate
+// limits, or as a cluster's node (whose limiter counts its own calls and
+// keeps none). The slot kept for the cancelled run and the kept buckets
+// must be deleted by that open. Before, such an engine read neither: both
+// stayed in the store for good.
+func TestRateLimitRemovedDropsKeptSlots(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		reopen func(*Config, *clock.Fake)
+	}{
+		{"no rate limits", func(cfg *Config, _ *clock.Fake) { cfg.RateLimits = nil }},
+		{"a cluster's node", func(cfg *Config, clk *clock.Fake) {
+			cfg.Cluster = &ClusterConfig{NodeID: "a", Shards: 2, LeaseTTL: 9 * time.Second, Clock: clk}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			const tenant = "ten_a"
+			st, clk, cfg, p, eng, def := openOneCallPer10s(t, tenant)
+			ctx := context.Background()
+			run := func(label string, until func(*Run) bool) string {
+				t.Helper()
+				r, err := eng.Start(ctx, StartParams{Tenant: tenant, ProcessID: def.ID, Subject: Subject{Type: "t", Label: label}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				wctx, cancel := context.WithTimeout(ctx, testwait.Limit)
+				defer cancel()
+				if r, err := eng.WaitRunUntil(wctx, tenant, r.ID, until); err != nil {
+					t.Fatalf("run %s: %v (%+v)", label, err, r)
+				}
+				return r.ID
+			}
+			run("a", func(r *Run) bool { return r.Status == RunCompleted })
+			id := run("b", func(r *Run) bool { return r.Status == RunWaiting })
+			if _, err := eng.Cancel(ctx, CancelParams{Tenant: tenant, RunID: id, Actor: "usr"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := eng.Close(); err != nil {
+				t.Fatal(err)
+			}
+			kept := func() (waits int, buckets bool) {
+				t.Helper()
+				err := st.View(ctx, func(r store.Reader) error { _, err := r.Get(bucketsKey); return err })
+				if err != nil && !errors.Is(err, store.ErrNotFound) {
+					t.Fatal(err)
+				}
+				return rateWaits(t, st), err == nil
+			}
+			if waits, buckets := kept(); waits != 1 || !buckets {
+				t.Fatalf("after the close: %d slots and buckets %v kept, want 1 and true", waits, buckets)
+			}
+			tc.reopen(&cfg, clk)
+			eng, _ = openOn(t, st, clk, cfg, p)
+			if waits, buckets := kept(); waits != 0 || buckets {
+				t.Errorf("after the open: %d slots and buckets %v kept, want 0 and false", waits, buckets)
+			}
+			if err := eng.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// openOneCallPer10s opens an engine on a new store under a limit of one
+// call of test.timed per 10s, with a process of tenant that makes one
+// such call labelled with its subject's label.
+func openOneCallPer10s(t *testing.T, tenant string) (store.Store, *clock.Fake, Config, *timedCalls, *Engine, *process.Definition) {
+	t.Helper()
+	st := memStore(t)
+	start := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(start)
+	cfg := Config{Grace: time.Millisecond, Gate: autoDecides{},
+		RateLimits: []RateLimit{{Capability: "test.timed", Limit: 1, Per: 10 * time.Second}}}
+	p := &timedCalls{clk: clk, start: start}
+	eng, procs := openOn(t, st, clk, cfg, p)
+	def := createNew(t, procs, tenant, `{"name":"Timed","trigger":{"type":"manual"},
+		"steps":[{"key":"call","type":"execute","capability":"test.timed","config":{"args":{"label":"${subject.label}"}}}]}`)
+	return st, clk, cfg, p, eng, def
 }
