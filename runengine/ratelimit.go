@@ -278,7 +278,9 @@ func (x *exec) rateWaitOver(token string) {
 // kept buckets and the rateWaits that no longer count. An engine without
 // rate limits, or a cluster's node (whose limiter counts its own calls and
 // keeps none), deletes them all: none counts, and no Open would read them
-// again.
+// again. A kept bucket or slot that cannot be decoded is logged and
+// deleted rather than failing the Open: the limit then counts the calls it
+// still knows of.
 func (e *Engine) openRateWaits(ctx context.Context) error {
 	lim := e.limiter
 	if e.cluster != nil {
@@ -297,9 +299,11 @@ func (e *Engine) openRateWaits(ctx context.Context) error {
 			if lim != nil {
 				var saved []savedBucket
 				if err := json.Unmarshal(raw, &saved); err != nil {
-					return errors.Wrap(err, "runengine: bad kept rate limit buckets")
+					e.log.Warn("runengine: the rate limit buckets the last Close kept cannot be decoded; they are dropped and the buckets start full",
+						"error", err)
+				} else {
+					lim.restore(saved, now)
 				}
-				lim.restore(saved, now)
 			}
 			gone = append(gone, bucketsKey)
 		case !errors.Is(err, store.ErrNotFound):
@@ -308,7 +312,10 @@ func (e *Engine) openRateWaits(ctx context.Context) error {
 		return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "ratewait")}, func(key, val []byte) error {
 			parts, err := store.DecodeKey(key)
 			if err != nil || len(parts) != 5 {
-				return errors.Newf("runengine: bad rate wait key %q", key)
+				e.log.Warn("runengine: a kept rate limit slot has a key that cannot be decoded; it is dropped",
+					"key", fmt.Sprintf("%q", key))
+				gone = append(gone, bytes.Clone(key))
+				return nil
 			}
 			nanos, _ := parts[2].(int64)
 			tenant, _ := parts[3].(string)
@@ -318,7 +325,10 @@ func (e *Engine) openRateWaits(ctx context.Context) error {
 				return nil
 			}
 			if err := json.Unmarshal(val, &w); err != nil {
-				return errors.Wrapf(err, "runengine: bad rate wait %q", key)
+				e.log.Warn("runengine: a kept rate limit slot cannot be decoded; it is dropped and no longer counts",
+					"tenant", tenant, "error", err)
+				gone = append(gone, bytes.Clone(key))
+				return nil
 			}
 			lim.reserved(w, now)
 			return nil

@@ -1,6 +1,7 @@
 package runengine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -276,4 +277,68 @@ func openOneCallPer10s(t *testing.T, tenant string) (store.Store, *clock.Fake, C
 	def := createNew(t, procs, tenant, `{"name":"Timed","trigger":{"type":"manual"},
 		"steps":[{"key":"call","type":"execute","capability":"test.timed","config":{"args":{"label":"${subject.label}"}}}]}`)
 	return st, clk, cfg, p, eng, def
+}
+
+// TestRateLimitDropsUndecodableKeptSlots: a kept slot whose value or key
+// cannot be decoded, and kept buckets that cannot be, do not fail the
+// Open (before, the whole engine refused to open): they are deleted, and
+// the engine still runs its calls under the limit.
+func TestRateLimitDropsUndecodableKeptSlots(t *testing.T) {
+	t.Parallel()
+	const tenant = "ten_a"
+	st, clk, cfg, p, eng, def := openOneCallPer10s(t, tenant)
+	ctx := context.Background()
+	start := func(label string) *Run {
+		t.Helper()
+		r, err := eng.Start(ctx, StartParams{Tenant: tenant, ProcessID: def.ID, Subject: Subject{Type: "t", Label: label}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	waitFor := func(id string, until func(*Run) bool) {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, testwait.Limit)
+		defer cancel()
+		if r, err := eng.WaitRunUntil(wctx, tenant, id, until); err != nil {
+			t.Fatalf("run %s: %v (%+v)", id, err, r)
+		}
+	}
+	a := start("a")
+	waitFor(a.ID, func(r *Run) bool { return r.Status == RunCompleted })
+	b := start("b")
+	waitFor(b.ID, func(r *Run) bool { return r.Status == RunWaiting })
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := rateWaits(t, st); n != 1 {
+		t.Fatalf("after the close: %d slots kept, want 1", n)
+	}
+	if err := st.Update(ctx, func(tx store.Txn) error {
+		if err := tx.Set(bucketsKey, []byte("[bad")); err != nil {
+			return err
+		}
+		if err := tx.Set(store.Key(store.System, "ratewait", "short"), []byte("{}")); err != nil {
+			return err
+		}
+		return st.View(ctx, func(r store.Reader) error {
+			return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "ratewait"), KeysOnly: true},
+				func(key, _ []byte) error { return tx.Set(bytes.Clone(key), []byte("{bad")) })
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	eng, _ = openOn(t, st, clk, cfg, p)
+	err := st.View(ctx, func(r store.Reader) error { _, err := r.Get(bucketsKey); return err })
+	if n := rateWaits(t, st); n != 0 || !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("after the open: %d slots kept, buckets read %v; want 0 and not found", n, err)
+	}
+	clk.Advance(10 * time.Second)
+	waitFor(b.ID, func(r *Run) bool { return r.Status == RunCompleted })
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a at 0s", "b at 10s"}, p.calls()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
 }
