@@ -97,18 +97,25 @@ func (l *limiter) take(tenant, capID string, args any, now time.Time) (time.Dura
 			continue
 		}
 		k := bucketKey{tenant: tenant, limit: i, key: lim.keyOf(args)}
-		rate := float64(lim.Limit) / float64(lim.Per)
 		b := l.bucket(k, now)
-		b.tokens = min(float64(lim.Limit), b.tokens+float64(now.Sub(b.at))*rate)
+		b.tokens = min(float64(lim.Limit), lim.tokensAt(b, now))
 		b.at = now
 		b.tokens--
 		if b.tokens < 0 {
-			if w := time.Duration(-b.tokens / rate); w > wait {
+			if w := time.Duration(-b.tokens / lim.rate()); w > wait {
 				wait, why = w, lim.String()
 			}
 		}
 	}
 	return wait, why
+}
+
+// rate is how many tokens l's buckets gain per nanosecond.
+func (l RateLimit) rate() float64 { return float64(l.Limit) / float64(l.Per) }
+
+// tokensAt is the tokens b holds at t under l, before l.Limit caps them.
+func (l RateLimit) tokensAt(b *bucket, t time.Time) float64 {
+	return b.tokens + float64(t.Sub(b.at))*l.rate()
 }
 
 // keyOf is the value of l's Key in a call's args, as text: "" when l has
@@ -159,9 +166,8 @@ func (l *limiter) reserved(w rateWait, now time.Time) {
 			}
 			k.key = v
 		}
-		rate := float64(lim.Limit) / float64(lim.Per)
 		b := l.bucket(k, now)
-		if b.tokens+float64(w.at.Sub(b.at))*rate > 0 {
+		if lim.tokensAt(b, w.at) > 0 {
 			b.tokens, b.at = 0, w.at
 		}
 	}
@@ -181,7 +187,7 @@ func (l *limiter) maxPer() time.Duration {
 func (l *limiter) forgetFull(now time.Time) {
 	for k, b := range l.buckets {
 		lim := l.limits[k.limit]
-		if b.tokens+float64(now.Sub(b.at))*float64(lim.Limit)/float64(lim.Per) >= float64(lim.Limit) {
+		if lim.tokensAt(b, now) >= float64(lim.Limit) {
 			delete(l.buckets, k)
 		}
 	}
@@ -369,7 +375,7 @@ func (l *limiter) saved(now time.Time) []savedBucket {
 	var out []savedBucket
 	for k, b := range l.buckets {
 		lim := l.limits[k.limit]
-		if b.tokens+float64(now.Sub(b.at))*float64(lim.Limit)/float64(lim.Per) < float64(lim.Limit) {
+		if lim.tokensAt(b, now) < float64(lim.Limit) {
 			out = append(out, savedBucket{Tenant: k.tenant, Limit: lim.String(), Key: k.key, Tokens: b.tokens, At: b.at})
 		}
 	}
