@@ -223,8 +223,12 @@ func rateToken(at time.Time) string { return "rate-" + strconv.FormatInt(at.Unix
 // rateTokenTime is the time of a rateToken, false for another token (or
 // one of the form before, which kept no rateWait).
 func rateTokenTime(token string) (time.Time, bool) {
-	n, err := strconv.ParseInt(strings.TrimPrefix(token, "rate-"), 10, 64)
-	if err != nil || !strings.HasPrefix(token, "rate-") {
+	s, ok := strings.CutPrefix(token, "rate-")
+	if !ok {
+		return time.Time{}, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
 		return time.Time{}, false
 	}
 	return time.Unix(0, n).UTC(), true
