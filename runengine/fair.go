@@ -50,8 +50,8 @@ type admission struct {
 	// waiting says why each run with a queued call waits (see reason).
 	waiting map[runKey]string
 	// resuming says the engine is resuming the runs that were in flight
-	// when it opened (run caps only): until it has counted those holding
-	// a slot, no slot is taken for a run waiting for one (see resumed).
+	// when it opened: until it has counted those holding a slot, no slot
+	// is taken for a run or call waiting for one (see resumed).
 	resuming bool
 }
 
