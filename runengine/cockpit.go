@@ -131,10 +131,11 @@ func (e *Engine) recentRuns(r store.Reader, tenant string, fromStore bool) ([]*R
 // the run records; and since each of them was last written after a store
 // version the cache holds (ScanOptions.Since), it passes over the tables
 // written before that, which a store of a million runs has at every level
-// (their key ranges span the newest ids). ok is false when those ids cannot tell: the tenant is
-// not held, or has runs older than those held and too few runs lie
-// between them (ids of commits not landed, or failed). A tenant whose
-// every run is held is scanned as before: it has few.
+// (their key ranges span the newest ids). ok is false when those ids
+// cannot tell: the tenant is not held, or has runs older than those held
+// and too few runs lie between them (ids of commits not landed, or
+// failed). A tenant whose every run is held is scanned as before: it has
+// few.
 func (e *Engine) newestRuns(r store.Reader, tenant string, limit int, needMore bool) (out []*Run, more, ok bool, err error) {
 	if e.countCache == nil {
 		return nil, false, false, nil
