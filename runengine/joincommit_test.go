@@ -191,7 +191,7 @@ func TestNotJoiningCallWaitsForTheFirstCommit(t *testing.T) {
 }
 
 // wrapped is an embedder's Caller around the registry: it has the
-// registry's JoinsWrites by embedding, but its Call may act before it
+// registry's Route by embedding, but its Call may act before it
 // hands the call on (here it only counts).
 type wrapped struct {
 	*registry.Registry

@@ -344,8 +344,11 @@ func (e *Engine) openRateWaits(ctx context.Context) error {
 			return nil
 		})
 	})
-	if err != nil || len(gone) == 0 {
+	if err != nil {
 		return errors.Wrap(err, "runengine: read rate waits")
+	}
+	if len(gone) == 0 {
+		return nil
 	}
 	err = e.st.Update(ctx, func(tx store.Txn) error {
 		for _, k := range gone {
