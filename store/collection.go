@@ -494,12 +494,8 @@ func (c *Collection[T]) IDs(r Reader, tenant string, p Page, fn func(id string) 
 // been last written after it.
 func (c *Collection[T]) ListRange(r Reader, tenant, oldest, newest string, limit int, since uint64) ([]*T, error) {
 	low, high := c.recordKey(tenant, oldest), c.recordKey(tenant, newest)
-	n := 0
-	for n < len(low) && n < len(high) && low[n] == high[n] {
-		n++
-	}
 	// After is exclusive: the key just past newest's takes it in.
-	opts := ScanOptions{Prefix: high[:n:n], Reverse: true, After: append(bytes.Clone(high), 0), Since: since}
+	opts := ScanOptions{Prefix: SharedPrefix(high, low), Reverse: true, After: append(bytes.Clone(high), 0), Since: since}
 	prefix := Key(tenant, spaceRecord, c.Name)
 	var out []*T
 	err := r.Scan(opts, func(key, val []byte) error {

@@ -196,6 +196,16 @@ func decodeString(k []byte) (string, []byte, error) {
 	}
 }
 
+// SharedPrefix returns the longest prefix a and b share, as a slice of a
+// whose capacity ends at its length (an append to it copies).
+func SharedPrefix(a, b []byte) []byte {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return a[:n:n]
+}
+
 // PrefixEnd returns the smallest key greater than every key with prefix p,
 // or nil when there is none (p is all 0xff).
 func PrefixEnd(p []byte) []byte {

@@ -150,6 +150,24 @@ func TestKeyPanicsOnUnsupportedParts(t *testing.T) {
 	}
 }
 
+func TestSharedPrefix(t *testing.T) {
+	t.Parallel()
+	for _, test := range []struct{ a, b, want string }{
+		{"abc", "abd", "ab"},
+		{"abc", "abc", "abc"},
+		{"abc", "ab", "ab"},
+		{"ab", "abc", "ab"},
+		{"x", "y", ""},
+		{"", "a", ""},
+		{"a\x00b", "a\x00c", "a\x00"},
+	} {
+		got := store.SharedPrefix([]byte(test.a), []byte(test.b))
+		if string(got) != test.want || cap(got) != len(got) {
+			t.Errorf("SharedPrefix(%q, %q) = %q (cap %d), want %q with no room to append", test.a, test.b, got, cap(got), test.want)
+		}
+	}
+}
+
 func TestPrefixEnd(t *testing.T) {
 	t.Parallel()
 	for _, test := range []struct {

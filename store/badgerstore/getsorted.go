@@ -52,7 +52,7 @@ func (r *reader) walkSorted(keys [][]byte, fn func(i int, value []byte, found bo
 		return 0, nil
 	}
 	first, last := keys[0], keys[len(keys)-1]
-	it := r.txn.NewIterator(badger.IteratorOptions{Prefix: sharedPrefix(first, last)})
+	it := r.txn.NewIterator(badger.IteratorOptions{Prefix: store.SharedPrefix(first, last)})
 	defer it.Close()
 	it.Seek(first)
 	// steps counts the keys stepped over towards keys[i]; sought says
@@ -99,15 +99,4 @@ func (r *reader) walkSorted(keys [][]byte, fn func(i int, value []byte, found bo
 		}
 	}
 	return len(keys), nil
-}
-
-// sharedPrefix is the longest prefix a and b share, a slice of a with no
-// room to append into: the prefix of a Badger iterator that starts on the
-// tables whose keys may lie between them only.
-func sharedPrefix(a, b []byte) []byte {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return a[:n:n]
 }

@@ -192,7 +192,7 @@ func (r *reader) scanReverse(opts store.ScanOptions, fn func(key, value []byte) 
 	}
 	var pick []byte
 	if len(seek) > 0 {
-		pick = sharedPrefix(opts.Prefix, seek)
+		pick = store.SharedPrefix(opts.Prefix, seek)
 	}
 	it := r.txn.NewIterator(badger.IteratorOptions{Reverse: true, AllVersions: true, Prefix: pick, SinceTs: opts.Since})
 	defer it.Close()
