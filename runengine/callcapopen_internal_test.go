@@ -1,13 +1,10 @@
 package runengine
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/bas-platform/bas/internal/testwait"
-	"github.com/bas-platform/bas/process"
-	"github.com/bas-platform/bas/store/clock"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -20,32 +17,11 @@ import (
 // priority run's went first.
 func TestCallCapResumesByPriority(t *testing.T) {
 	t.Parallel()
-	const tenant = "ten_a"
-	st := memStore(t)
-	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+	const tenant = heldTenant
 	// One worker: the commands of Open's recovery are handled in the
 	// active index's order.
-	cfg := Config{Workers: 1, MaxCallsPerTenant: 1, Grace: time.Millisecond, Gate: autoDecides{}}
-	p := &heldCalls{}
-	t.Cleanup(func() {
-		for _, l := range []string{"low", "high"} {
-			if ch := p.gate(l); !isClosed(ch) {
-				close(ch)
-			}
-		}
-	})
-	open := func() (*Engine, *process.Service) { return openOn(t, st, clk, cfg, p) }
-	eng, procs := open()
-	def := createNew(t, procs, tenant, `{"name":"Held","trigger":{"type":"manual"},
-		"steps":[{"key":"call","type":"execute","capability":"test.held","config":{"args":{"label":"${subject.label}"}}}]}`)
-	ctx := context.Background()
-	start := func(label, priority string) string {
-		r, err := eng.Start(ctx, StartParams{Tenant: tenant, ProcessID: def.ID, Priority: priority, Subject: Subject{Type: "t", Label: label}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.ID
-	}
+	rig := newHeldRig(t, Config{Workers: 1, MaxCallsPerTenant: 1, Grace: time.Millisecond, Gate: autoDecides{}}, "low", "high")
+	p, eng, start := rig.p, rig.eng, rig.start
 	low := start("low", PriorityLow)
 	testwait.Until(t, "the low priority run's call", func() bool { return len(p.calls()) == 1 })
 	high := start("high", PriorityHigh)
@@ -54,18 +30,11 @@ func TestCallCapResumesByPriority(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	eng, _ = open()
+	rig.reopen()
 	testwait.Until(t, "a call made again", func() bool { return len(p.calls()) == 2 })
 	p.let("high")
 	p.let("low")
-	for _, id := range []string{high, low} {
-		wctx, cancel := context.WithTimeout(ctx, testwait.Limit)
-		r, err := eng.WaitRunUntil(wctx, tenant, id, func(r *Run) bool { return r.Status == RunCompleted })
-		cancel()
-		if err != nil {
-			t.Fatalf("run %s never completed: %v (%+v)", id, err, r)
-		}
-	}
+	rig.waitCompleted(high, low)
 	if diff := cmp.Diff([]string{"low", "high", "low"}, p.calls()); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}

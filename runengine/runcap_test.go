@@ -34,14 +34,7 @@ func TestRunCap(t *testing.T) {
 			ctx := context.Background()
 			steps := `[{"key":"call","type":"execute","capability":"test.queue","config":{"args":{"label":"${subject.label}"}}}]`
 			def := b.create(t, `{"type":"manual"}`, steps)
-			start := func(processID, label, priority string) string {
-				r, err := b.eng.Start(ctx, runengine.StartParams{Tenant: tenant, ProcessID: processID, Priority: priority,
-					Subject: runengine.Subject{Type: "t", Label: label}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return runID(t, r)
-			}
+			start := func(processID, label, priority string) string { return startLabelled(t, b, processID, label, priority) }
 			first := start(def.ID, "first", "")
 			waitFor(t, "the first call", func() bool { return len(q.calls()) == 1 })
 			normal := start(def.ID, "normal", "")
@@ -97,15 +90,10 @@ func TestRunCapSurvivesRestart(t *testing.T) {
 	q := &queueProvider{next: make(chan struct{})}
 	capped := func(c *runengine.Config) { c.MaxRunsPerTenant = 1; c.Grace = time.Millisecond }
 	b := openChanged(t, capped, q)
-	ctx := context.Background()
 	def := b.create(t, `{"type":"manual"}`, `[{"key":"call","type":"execute","capability":"test.queue","config":{"args":{"label":"${subject.label}"}}}]`)
 	var ids []string
 	for _, label := range []string{"first", "second"} {
-		r, err := b.eng.Start(ctx, runengine.StartParams{Tenant: tenant, ProcessID: def.ID, Subject: runengine.Subject{Type: "t", Label: label}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, runID(t, r))
+		ids = append(ids, startLabelled(t, b, def.ID, label, ""))
 	}
 	waitFor(t, "the first call", func() bool { return len(q.calls()) == 1 })
 	b.eng.Close()
@@ -113,16 +101,7 @@ func TestRunCapSurvivesRestart(t *testing.T) {
 	// engine's call may still be about to see its cancelled context, and
 	// would take a release meant for the next engine's calls.
 	waitFor(t, "the first engine's call to return", q.idle)
-	cfg := runengine.Config{Store: b.st, Clock: b.clk, Capabilities: b.reg, Processes: b.procs, Gate: b.gate}
-	capped(&cfg)
-	eng, err := runengine.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.eng = eng
-	if err := eng.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
+	reopenChanged(t, b, capped)
 	for range 2 {
 		q.next <- struct{}{}
 	}
@@ -142,13 +121,7 @@ func TestRunCapFreedByWaiting(t *testing.T) {
 	human := b.create(t, `{"type":"manual"}`, `[{"key":"check","type":"human_task","config":{"title":"Check"}},
 	  {"key":"call","type":"execute","capability":"test.queue","config":{"args":{"label":"${subject.label}"}}}]`)
 	call := b.create(t, `{"type":"manual"}`, `[{"key":"call","type":"execute","capability":"test.queue","config":{"args":{"label":"${subject.label}"}}}]`)
-	start := func(processID, label string) string {
-		r, err := b.eng.Start(ctx, runengine.StartParams{Tenant: tenant, ProcessID: processID, Subject: runengine.Subject{Type: "t", Label: label}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return runID(t, r)
-	}
+	start := func(processID, label string) string { return startLabelled(t, b, processID, label, "") }
 	waiting := start(human.ID, "waiting")
 	b.waitRun(t, waiting, "waiting", status(runengine.RunWaiting))
 	next := start(call.ID, "next")
@@ -192,13 +165,7 @@ func TestRunCapKeptThroughPause(t *testing.T) {
 			b := openChanged(t, func(c *runengine.Config) { c.MaxRunsPerTenant = 1 }, q)
 			steps := `[{"key":"call","type":"execute","capability":"test.queue","config":{"args":{"label":"${subject.label}"}}}]`
 			holder, other := b.create(t, `{"type":"manual"}`, steps), b.create(t, `{"type":"manual"}`, steps)
-			start := func(processID, label string) string {
-				r, err := b.eng.Start(ctx, runengine.StartParams{Tenant: tenant, ProcessID: processID, Subject: runengine.Subject{Type: "t", Label: label}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return runID(t, r)
-			}
+			start := func(processID, label string) string { return startLabelled(t, b, processID, label, "") }
 			first := start(holder.ID, "first")
 			waitFor(t, "the first call", func() bool { return len(q.calls()) == 1 })
 			var second string
@@ -256,31 +223,14 @@ func TestRunCapKeptThroughPauseAcrossRestart(t *testing.T) {
 	ctx := context.Background()
 	steps := `[{"key":"call","type":"execute","capability":"test.queue","config":{"args":{"label":"${subject.label}"}}}]`
 	holder, other := b.create(t, `{"type":"manual"}`, steps), b.create(t, `{"type":"manual"}`, steps)
-	var ids []string
-	for _, s := range []struct{ processID, label string }{{holder.ID, "first"}, {other.ID, "second"}} {
-		r, err := b.eng.Start(ctx, runengine.StartParams{Tenant: tenant, ProcessID: s.processID, Subject: runengine.Subject{Type: "t", Label: s.label}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, runID(t, r))
-	}
-	first, second := ids[0], ids[1]
+	first, second := startLabelled(t, b, holder.ID, "first", ""), startLabelled(t, b, other.ID, "second", "")
 	waitFor(t, "the first call", func() bool { return len(q.calls()) == 1 })
 	if _, err := b.eng.PauseProcess(ctx, tenant, other.ID); err != nil {
 		t.Fatal(err)
 	}
 	b.eng.Close()
 	waitFor(t, "the first engine's call to return", q.idle)
-	cfg := runengine.Config{Store: b.st, Clock: b.clk, Capabilities: b.reg, Processes: b.procs, Gate: b.gate}
-	capped(&cfg)
-	eng, err := runengine.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.eng = eng
-	if err := eng.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
+	eng := reopenChanged(t, b, capped)
 	b.waitRun(t, second, "paused with its process", status(runengine.RunPaused))
 	waitFor(t, "the first run's call made again", func() bool { return len(q.calls()) == 2 })
 	if _, err := eng.ResumeProcess(ctx, tenant, other.ID, "usr"); err != nil {
@@ -302,4 +252,34 @@ func TestRunCapKeptThroughPauseAcrossRestart(t *testing.T) {
 	if diff := cmp.Diff([]string{"first", "first", "second"}, q.calls()); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
+}
+
+// startLabelled starts a run of processID with the given priority on b's
+// engine, its subject labelled label, and returns its id.
+func startLabelled(t *testing.T, b *bundle, processID, label, priority string) string {
+	t.Helper()
+	r, err := b.eng.Start(context.Background(), runengine.StartParams{Tenant: tenant, ProcessID: processID, Priority: priority,
+		Subject: runengine.Subject{Type: "t", Label: label}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runID(t, r)
+}
+
+// reopenChanged opens the next engine on b's store, services and clock,
+// its config changed by change, and makes it b's engine; the test closes
+// the current one first.
+func reopenChanged(t *testing.T, b *bundle, change func(*runengine.Config)) *runengine.Engine {
+	t.Helper()
+	cfg := runengine.Config{Store: b.st, Clock: b.clk, Capabilities: b.reg, Processes: b.procs, Gate: b.gate}
+	change(&cfg)
+	eng, err := runengine.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.eng = eng
+	if err := eng.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return eng
 }

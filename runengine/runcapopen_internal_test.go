@@ -103,32 +103,11 @@ func seeCaps(a *admission, tenant string) capsSeen {
 // priority run could so go before a high priority one that waited).
 func TestRunCapResumesHoldersFirst(t *testing.T) {
 	t.Parallel()
-	const tenant = "ten_a"
-	st := memStore(t)
-	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+	const tenant = heldTenant
 	// One worker: the commands of Open's recovery are handled in the
 	// active index's order.
-	cfg := Config{Workers: 1, MaxRunsPerTenant: 1, Grace: time.Millisecond, Gate: autoDecides{}}
-	p := &heldCalls{}
-	t.Cleanup(func() {
-		for _, l := range []string{"old", "young"} {
-			if ch := p.gate(l); !isClosed(ch) {
-				close(ch)
-			}
-		}
-	})
-	open := func() (*Engine, *process.Service) { return openOn(t, st, clk, cfg, p) }
-	eng, procs := open()
-	def := createNew(t, procs, tenant, `{"name":"Held","trigger":{"type":"manual"},
-		"steps":[{"key":"call","type":"execute","capability":"test.held","config":{"args":{"label":"${subject.label}"}}}]}`)
-	ctx := context.Background()
-	start := func(label, priority string) string {
-		r, err := eng.Start(ctx, StartParams{Tenant: tenant, ProcessID: def.ID, Priority: priority, Subject: Subject{Type: "t", Label: label}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.ID
-	}
+	rig := newHeldRig(t, Config{Workers: 1, MaxRunsPerTenant: 1, Grace: time.Millisecond, Gate: autoDecides{}}, "old", "young")
+	p, eng, start := rig.p, rig.eng, rig.start
 	start("first", "")
 	testwait.Until(t, "the first run's call", func() bool { return len(p.calls()) == 1 })
 	old := start("old", "")
@@ -139,7 +118,7 @@ func TestRunCapResumesHoldersFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	eng, _ = open()
+	eng = rig.reopen()
 	testwait.Until(t, "the young run counted as holding its slot", func() bool {
 		return slices.Contains(seeCaps(eng.runCaps, tenant).Holders, young)
 	})
@@ -149,16 +128,77 @@ func TestRunCapResumesHoldersFirst(t *testing.T) {
 	p.let("young")
 	testwait.Until(t, "the old run's call", func() bool { return len(p.calls()) == 4 })
 	p.let("old")
-	for _, id := range []string{young, old} {
-		wctx, cancel := context.WithTimeout(ctx, testwait.Limit)
-		r, err := eng.WaitRunUntil(wctx, tenant, id, func(r *Run) bool { return r.Status == RunCompleted })
-		cancel()
-		if err != nil {
-			t.Fatalf("run %s never completed: %v (%+v)", id, err, r)
-		}
-	}
+	rig.waitCompleted(young, old)
 	if diff := cmp.Diff([]string{"first", "young", "young", "old"}, p.calls()); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
+
+// heldRig is an engine over a memory store, opened again on that store
+// as a test needs, with a process of heldTenant that calls test.held with
+// its subject's label.
+type heldRig struct {
+	t         *testing.T
+	p         *heldCalls
+	open      func() (*Engine, *process.Service)
+	eng       *Engine
+	processID string
+}
+
+// heldTenant is the tenant of a heldRig's process and runs.
+const heldTenant = "ten_a"
+
+// newHeldRig opens the first engine with cfg; the test's cleanup lets
+// the calls of labels go, so none is left held.
+func newHeldRig(t *testing.T, cfg Config, labels ...string) *heldRig {
+	t.Helper()
+	st := memStore(t)
+	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+	r := &heldRig{t: t, p: &heldCalls{}}
+	t.Cleanup(func() {
+		for _, l := range labels {
+			if ch := r.p.gate(l); !isClosed(ch) {
+				close(ch)
+			}
+		}
+	})
+	r.open = func() (*Engine, *process.Service) { return openOn(t, st, clk, cfg, r.p) }
+	var procs *process.Service
+	r.eng, procs = r.open()
+	def := createNew(t, procs, heldTenant, `{"name":"Held","trigger":{"type":"manual"},
+		"steps":[{"key":"call","type":"execute","capability":"test.held","config":{"args":{"label":"${subject.label}"}}}]}`)
+	r.processID = def.ID
+	return r
+}
+
+// start starts a run of the process on the current engine, its subject
+// labelled label, and returns its id.
+func (r *heldRig) start(label, priority string) string {
+	r.t.Helper()
+	run, err := r.eng.Start(context.Background(), StartParams{Tenant: heldTenant, ProcessID: r.processID, Priority: priority, Subject: Subject{Type: "t", Label: label}})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return run.ID
+}
+
+// reopen opens the next engine on the store (the test closes the current
+// one first) and returns it.
+func (r *heldRig) reopen() *Engine {
+	r.eng, _ = r.open()
+	return r.eng
+}
+
+// waitCompleted waits until each run of ids completed on the current engine.
+func (r *heldRig) waitCompleted(ids ...string) {
+	r.t.Helper()
+	for _, id := range ids {
+		wctx, cancel := context.WithTimeout(context.Background(), testwait.Limit)
+		run, err := r.eng.WaitRunUntil(wctx, heldTenant, id, func(r *Run) bool { return r.Status == RunCompleted })
+		cancel()
+		if err != nil {
+			r.t.Fatalf("run %s never completed: %v (%+v)", id, err, run)
+		}
 	}
 }
 
