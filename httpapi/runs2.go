@@ -27,6 +27,7 @@ func (h *Handler) registerRunControlRoutes() {
 	h.handle("POST", "/v1/processes/:id/pause", access.AppProcesses, access.PermProcessesManage, h.handleProcessPause).Out(200, runengine.ProcessPause{})
 	h.handle("POST", "/v1/processes/:id/resume", access.AppProcesses, access.PermProcessesManage, h.handleProcessResume).Out(200, runengine.ProcessPause{})
 	h.handle("GET", "/v1/jobs/:id", access.AppProcesses, access.PermProcessesRead, h.handleJobGet).Out(200, runengine.Job{})
+	h.handle("POST", "/v1/jobs/:id/cancel", access.AppProcesses, access.PermProcessesManage, h.handleJobCancel).Out(200, runengine.Job{})
 }
 
 // handleRunPause serves POST /v1/process-runs/:id/pause.
@@ -131,6 +132,22 @@ func (h *Handler) handleRunBulk(c *request) error {
 // handleJobGet serves GET /v1/jobs/:id.
 func (h *Handler) handleJobGet(c *request) error {
 	j, err := h.ws.Engine().GetJob(c.Context(), c.Tenant(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, j)
+}
+
+// handleJobCancel serves POST /v1/jobs/:id/cancel: 200 with the job,
+// cancelled; a job no longer running is a 409.
+func (h *Handler) handleJobCancel(c *request) error {
+	if _, err := h.ws.Engine().GetJob(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+		return err
+	}
+	if err := c.noBody(); err != nil {
+		return err
+	}
+	j, err := h.ws.Engine().CancelJob(c.Context(), c.Tenant(), c.Param("id"), c.P.Actor())
 	if err != nil {
 		return err
 	}
