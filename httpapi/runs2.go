@@ -212,6 +212,16 @@ const maxRunQ = 200
 // maxLength bounds the bulk filter's process_id.
 const maxFilterID = 100
 
+// queryTooLong appends to vs the violation of query parameter name, whose
+// value is v, when v is over max characters: the message and type a body
+// field's maxLength gives.
+func queryTooLong(vs []errs.Violation, name, v string, max int) []errs.Violation {
+	if utf8.RuneCountInString(v) <= max {
+		return vs
+	}
+	return append(vs, errs.Violation{Loc: []any{"query", name}, Msg: fmt.Sprintf("must be at most %d characters", max), Type: "string_too_long"})
+}
+
 // searchFieldName is the form of a declared search field's name.
 var searchFieldName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
 
