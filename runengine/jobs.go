@@ -206,8 +206,9 @@ func (e *Engine) CancelJob(ctx context.Context, tenant, id, actor string) (*Job,
 // saveJob commits the progress of a job that was running when its runner
 // read it. A job cancelled since keeps its cancel (status, time and who)
 // with this progress, and saveJob says so: the runner stops.
-func (e *Engine) saveJob(tenant string, rec *jobRecord, also func(tx store.Txn) error) (cancelled bool, err error) {
-	err = e.commits.commitWait(e.ctx, &delta{reads: true, fence: e.fence(rec.ID), apply: func(tx store.Txn) error {
+func (e *Engine) saveJob(tenant string, rec *jobRecord, also func(tx store.Txn) error) (bool, error) {
+	var cancelled bool // read only once the commit is over: a Close ends the wait before
+	err := e.commits.commitWait(e.ctx, &delta{reads: true, fence: e.fence(rec.ID), apply: func(tx store.Txn) error {
 		cur, err := jobs.Get(tx, tenant, rec.ID)
 		if err != nil {
 			return err
@@ -222,7 +223,10 @@ func (e *Engine) saveJob(tenant string, rec *jobRecord, also func(tx store.Txn) 
 		}
 		return e.putJob(tx, tenant, rec)
 	}})
-	return cancelled, err
+	if err != nil {
+		return false, err
+	}
+	return cancelled, nil
 }
 
 // countCandidates counts the runs of f's most selective index.
