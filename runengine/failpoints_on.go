@@ -22,8 +22,9 @@ type Failpoints struct {
 	// waits for the run's commit in flight to be told before it is
 	// submitted (see the worker's flush).
 	ChangeWaits func(tenant, runID string)
-	// JobPage runs when a bulk job has acted on a page of its runs, before
-	// it looks whether the engine is closing and commits its progress.
+	// JobPage runs when a bulk job has acted on a page of its runs (a
+	// what-if job, replayed them), before it looks whether the engine is
+	// closing and commits its progress.
 	JobPage func(tenant, jobID string)
 }
 

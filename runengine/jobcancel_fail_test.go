@@ -143,3 +143,54 @@ func TestFailpointCancelledJobStops(t *testing.T) {
 	}
 	statuses("after a reopen", map[runengine.RunStatus]int{runengine.RunCancelled: 100, runengine.RunWaiting: 50})
 }
+
+// TestFailpointCancelledWhatIfIsNotLatest cancels a what-if while its only
+// page is replayed: the job ends cancelled, with the page counted, and its
+// report does not become the process's latest what-if.
+func TestFailpointCancelledWhatIfIsNotLatest(t *testing.T) {
+	t.Parallel()
+	pages := make(chan chan struct{})
+	b := openChanged(t, func(c *runengine.Config) {
+		c.Failpoints.JobPage = func(string, string) {
+			release := make(chan struct{})
+			pages <- release
+			<-release
+		}
+	})
+	ctx := context.Background()
+	def := b.create(t, `{"type":"manual"}`, `[{"key":"t","type":"human_task","config":{"title":"Do it"}}]`)
+	id := b.start(t, def.ID)
+	r := b.waitRun(t, id, "waiting", status(runengine.RunWaiting))
+	if _, err := b.eng.CompleteTask(ctx, runengine.CompleteTaskParams{Tenant: tenant, TaskID: *r.Steps[0].TaskID,
+		Action: "complete", Actor: "usr_a"}); err != nil {
+		t.Fatal(err)
+	}
+	b.waitRun(t, id, "completed", status(runengine.RunCompleted))
+	job, err := b.eng.WhatIf(ctx, tenant, runengine.WhatIfParams{ProcessID: def.ID}, "usr_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := <-pages
+	if _, err := b.eng.CancelJob(ctx, tenant, job.ID, "usr_b"); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	var j *runengine.Job
+	waitFor(t, "the what-if counted its page", func() bool {
+		if j, err = b.eng.GetJob(ctx, tenant, job.ID); err != nil {
+			t.Fatal(err)
+		}
+		return j.Done > 0
+	})
+	if j.Status != runengine.JobCancelled || j.Done != 1 || j.Result == nil || j.Result.Runs != 1 || j.CancelledBy != "usr_b" {
+		t.Errorf("the cancelled what-if: %s, done %d, cancelled by %q, result %+v", j.Status, j.Done, j.CancelledBy, j.Result)
+	}
+	var last *runengine.WhatIfSummary
+	err = b.st.View(ctx, func(r store.Reader) error {
+		last, err = runengine.LatestWhatIf(r, tenant, def.ID)
+		return err
+	})
+	if err != nil || last != nil {
+		t.Errorf("the process's latest what-if after a cancelled one: %+v, %v; want none", last, err)
+	}
+}

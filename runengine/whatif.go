@@ -244,6 +244,7 @@ func (e *Engine) runWhatIf(tenant string, rec *jobRecord) error {
 			sh.replay(e.ctx, rc)
 			rep.add(rc)
 		}
+		e.cfg.Failpoints.jobPage(tenant, rec.ID)
 		if e.isClosed() {
 			return nil
 		}
