@@ -141,6 +141,9 @@ func (h *Handler) handleDocumentsList(c *request) error {
 	}
 	q := c.R.URL.Query()
 	f := docs.Filter{Status: q.Get("status"), TypeID: q.Get("type_id"), Queue: q.Get("queue")}
+	if vs := queryTooLong(nil, "queue", f.Queue, docs.MaxQueueLen); len(vs) > 0 {
+		return errs.Validation(vs...)
+	}
 	out, next, err := h.ws.Docs().List(c.Context(), c.Tenant(), f, p)
 	if err != nil {
 		return err

@@ -36,7 +36,9 @@ import (
 // read as absent all the same (its record is written over; the sweep
 // removes what is left). The margin of a period keeps a clock that steps
 // back by less than that from reading a record as absent before its
-// expiry. So a busy process holds about (24 h + two periods) of keys, not
+// expiry; a clock that jumps forward and comes back before a later write
+// begins another window drops no layer early either (see next). So a busy
+// process holds about (24 h + two periods) of keys, not
 // every key since it started.
 //
 // Within a window the filter grows with the keys it takes: when the newest
@@ -57,6 +59,9 @@ type idemFilter struct {
 	growing sync.Mutex                    // held to add or drop a layer
 	maxBits int                           // bounds the layers' bits together
 	ready   atomic.Bool                   // the records stored before the filter are in it
+	// turned is the time (Unix nanoseconds) of the write that began the
+	// newest window, math.MinInt64 before any; growing is held to use it.
+	turned int64
 }
 
 // bloomLayer is one of a filter's Bloom filters.
@@ -94,7 +99,7 @@ func newIdemFilter() *idemFilter { return newIdemFilterOf(idemFilterBits, idemFi
 // newIdemFilterOf returns a filter whose first layer has bits bits (a power
 // of two, at least 64) and whose layers have at most maxBits together.
 func newIdemFilterOf(bits, maxBits int) *idemFilter {
-	f := &idemFilter{seed: maphash.MakeSeed(), maxBits: maxBits}
+	f := &idemFilter{seed: maphash.MakeSeed(), maxBits: maxBits, turned: math.MinInt64}
 	f.layers.Store(&[]*bloomLayer{newBloomLayer(bits, math.MinInt64)})
 	return f
 }
@@ -144,8 +149,19 @@ func (f *idemFilter) add(tenant, id string, expires time.Time) {
 // next adds a layer after last, the newest, for the record of window w
 // written at now (Unix nanoseconds): when last's window is before w, the
 // first layer of w, and the layers whose window ended a period or more
-// before now are dropped; else (last is full) a layer twice its size for
-// its window. Past f.maxBits it adds none: last then takes w's pairs.
+// before now, and ended before the write that began last's window (see
+// below), are dropped; else (last is full) a layer twice its size for its
+// window. Past f.maxBits it adds none: last then takes w's pairs.
+//
+// The second condition keeps a clock that jumps forward from dropping
+// layers early: a write at a time jumped ahead begins a window, but drops
+// only the layers that ended before the write that began the window
+// before it, a time the clock showed before the jump. Only a clock that
+// stays ahead until a later write begins another window (a period or
+// more, as windows go) drops what ended before its jump. So a clock that
+// jumps forward, then back within that, forgets no record not yet expired
+// at the time it comes back to (the layers of later windows hold the
+// writes made meanwhile).
 func (f *idemFilter) next(last *bloomLayer, w, now int64) {
 	f.growing.Lock()
 	defer f.growing.Unlock()
@@ -155,6 +171,10 @@ func (f *idemFilter) next(last *bloomLayer, w, now int64) {
 	}
 	lw := last.window.Load()
 	turn := lw < w
+	before := f.turned // the time of the write that began lw
+	if turn {
+		f.turned = now
+	}
 	switch {
 	case turn && last.count.Load() == 0:
 		last.window.Store(w) // an empty layer (the first, or after a quiet time) takes w
@@ -165,8 +185,8 @@ func (f *idemFilter) next(last *bloomLayer, w, now int64) {
 	kept := make([]*bloomLayer, 0, len(layers)+1)
 	total, taken := 0, int64(0)
 	for _, l := range layers[:len(layers)-1] {
-		if turn && (l.window.Load()+2)*int64(idemFilterPeriod) <= now {
-			continue // every record it holds expired a period ago or more
+		if end := (l.window.Load() + 1) * int64(idemFilterPeriod); turn && end+int64(idemFilterPeriod) <= now && end <= before {
+			continue // every record it holds expired a period ago or more, and before the clock's last turn
 		}
 		kept = append(kept, l)
 		total += len(l.bits) * 64

@@ -378,3 +378,77 @@ func TestIdemFilterForgets(t *testing.T) {
 		})
 	}
 }
+
+// TestIdemFilterClockJumpsForward: keys are written every half period for
+// two days; then the clock jumps two days ahead for one keyed write (or a
+// few within a window) and comes back. No key stored before the jump and
+// not expired at the time the clock comes back to may be reported absent:
+// a retry of it within its 24 hours must read its record. Before, the
+// write ahead dropped every layer whose window ended a period before it,
+// the live keys' too. Once the clock has come back, writes go on for four
+// more days: they go to the layer of the write ahead until the clock
+// passes its window, then the filter forgets again (at most 11 layers).
+func TestIdemFilterClockJumpsForward(t *testing.T) {
+	t.Parallel()
+	for _, ahead := range []int{1, 3} {
+		t.Run(fmt.Sprint(ahead, " writes ahead"), func(t *testing.T) {
+			t.Parallel()
+			f := newIdemFilterOf(idemFilterMinBits, idemFilterMaxBits)
+			f.ready.Store(true)
+			type key struct {
+				id      string
+				expires time.Time
+			}
+			var keys []key
+			now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+			n := 0
+			write := func(at time.Time) {
+				n++
+				k := key{digest("k", fmt.Sprint(n)), at.Add(idempotencyTTL)}
+				f.add("a", k.id, k.expires)
+				keys = append(keys, k)
+			}
+			check := func(what string) {
+				t.Helper()
+				for _, k := range keys {
+					if now.Before(k.expires) && !f.mayHold("a", k.id) {
+						t.Fatalf("%s, at %s: the filter says %s, expiring at %s, was never stored", what, now, k.id, k.expires)
+					}
+				}
+			}
+			step := idemFilterPeriod / 2
+			for range 32 { // two days
+				now = now.Add(step)
+				write(now)
+			}
+			check("before the jump")
+			for i := range ahead {
+				write(now.Add(48*time.Hour + time.Duration(i)*time.Minute))
+			}
+			now = now.Add(step) // back, half a period after the last write before the jump
+			check("after the clock came back")
+			maxLayers := 0
+			for range 64 {
+				now = now.Add(step)
+				write(now)
+				check("after the clock came back")
+				maxLayers = max(maxLayers, len(*f.layers.Load()))
+			}
+			if maxLayers > 11 {
+				t.Errorf("up to %d layers once the clock came back, want at most 11", maxLayers)
+			}
+			forgotten, maybes := 0, 0
+			for _, k := range keys {
+				if k.expires.Add(2 * idemFilterPeriod).Before(now) {
+					forgotten++
+					if f.mayHold("a", k.id) {
+						maybes++
+					}
+				}
+			}
+			if forgotten < 40 || maybes > forgotten/100 {
+				t.Errorf("of %d keys that expired two periods ago or more, the filter said maybe of %d; want at most 1%%", forgotten, maybes)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/apps/invoicing"
+	"github.com/bas-platform/bas/internal/errs"
 )
 
 // The invoicing app (api.md section 5, invoicing row). Reading needs
@@ -41,6 +42,11 @@ func (h *Handler) registerInvoicingRoutes() {
 	h.handlePublic("POST", "/v1/invoicing/pay/:token", h.handlePayLinkCheckout).In(invoicing.CheckoutIn{}).Out(200, invoicing.Checkout{})
 }
 
+// maxCustomerQ bounds GET /v1/invoicing/customers?q=, which finds the
+// customers with a word of their name or email starting with it: as
+// CustomerIn bounds the email, the longer of the two.
+const maxCustomerQ = 320
+
 // handleCustomersList serves GET /v1/invoicing/customers?q=&company_id=.
 func (h *Handler) handleCustomersList(c *request) error {
 	p, err := c.Page()
@@ -48,6 +54,9 @@ func (h *Handler) handleCustomersList(c *request) error {
 		return err
 	}
 	q := c.R.URL.Query()
+	if vs := queryTooLong(nil, "q", q.Get("q"), maxCustomerQ); len(vs) > 0 {
+		return errs.Validation(vs...)
+	}
 	out, next, err := h.ws.Invoicing().ListCustomers(c.Context(), c.Tenant(),
 		invoicing.CustomerFilter{Q: q.Get("q"), CompanyID: q.Get("company_id")}, p)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/bas-platform/bas/httpapi"
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/ids"
+	"github.com/bas-platform/bas/internal/testwait"
 )
 
 func routeKey(r httpapi.Route) string { return r.Method + " " + r.Path }
@@ -214,6 +215,7 @@ var bodyField = map[string]string{
 	"POST /v1/processes/:id/pause":                            "",
 	"POST /v1/processes/:id/resume":                           "",
 	"POST /v1/processes/:id/what-if":                          "limit",
+	"POST /v1/jobs/:id/cancel":                                "",
 	"POST /v1/decisions/:name/what-if":                        "limit",
 	"POST /v1/docs/types/:id/what-if":                         "limit",
 	"PUT /v1/ai/connection":                                   "base_url",
@@ -281,6 +283,22 @@ func newMatrixFixture(t *testing.T) *matrixFixture {
 	f.ids["process-runs"] = rt.ID
 	f.ids["tasks"] = *rt.step(t, "t").TaskID
 	f.ids["approvals"] = *ra.step(t, "route").ApprovalID
+	// A job, completed (a filter no run matches): its cancel is a 409.
+	var job struct {
+		Job struct {
+			ID string `json:"id"`
+		} `json:"job"`
+	}
+	s.do(t, "POST", "/v1/process-runs/bulk", admin, `{"filter": {"status": "cancelled"}, "action": "pause"}`).
+		want(t, http.StatusAccepted).decode(t, &job)
+	f.ids["jobs"] = job.Job.ID
+	testwait.Until(t, "the fixture's job completed", func() bool {
+		var j struct {
+			Status string `json:"status"`
+		}
+		s.do(t, "GET", "/v1/jobs/"+job.Job.ID, admin, nil).want(t, http.StatusOK).decode(t, &j)
+		return j.Status == "completed"
+	})
 	f.ids["members"] = login.UserID
 	f.ids["use-cases"] = "validate_supplier_invoices"
 	f.ids["capabilities"] = "erp.purchase_order.get"

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/apps/access"
@@ -58,9 +57,7 @@ func (h *Handler) handleProcessList(c *request) error {
 		query.Archived = *a
 	}
 	query.Function = q.Get("function")
-	if utf8.RuneCountInString(query.Function) > process.MaxFunctionLen {
-		vs = append(vs, errs.Violation{Loc: []any{"query", "function"}, Msg: "must have at most 80 characters", Type: "string_too_long"})
-	}
+	vs = queryTooLong(vs, "function", query.Function, process.MaxFunctionLen) // as ProcessIn's function
 	if err := errs.Validation(vs...); err != nil {
 		return err
 	}

@@ -3,14 +3,12 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/errs"
@@ -84,10 +82,7 @@ func (h *Handler) handleRunList(c *request) error {
 	q := c.R.URL.Query()
 	rq := runengine.RunQuery{ProcessID: q.Get("process_id"), Status: runengine.RunStatus(q.Get("status"))}
 	var vs []errs.Violation
-	if utf8.RuneCountInString(rq.ProcessID) > maxFilterID {
-		// As the bulk filter's process_id (BulkFilterIn).
-		vs = append(vs, errs.Violation{Loc: []any{"query", "process_id"}, Msg: fmt.Sprintf("must be at most %d characters", maxFilterID), Type: "string_too_long"})
-	}
+	vs = queryTooLong(vs, "process_id", rq.ProcessID, maxFilterID) // as the bulk filter's (BulkFilterIn)
 	if rq.Status != "" && !slices.Contains(runStatuses, rq.Status) {
 		vs = append(vs, enumViolation("status", runStatuses))
 	}
@@ -280,6 +275,10 @@ func (h *Handler) handleCockpit(c *request) error {
 	return c.JSON(http.StatusOK, out)
 }
 
+// maxAssignee bounds GET /v1/tasks?assignee=, as process.HumanTaskConfig
+// and capability.TaskCreateArgs bound the assignee of the tasks it lists.
+const maxAssignee = 200
+
 var taskStatuses = []runengine.TaskStatus{runengine.TaskOpen, runengine.TaskCompleted, runengine.TaskCancelled}
 
 // handleTaskList serves GET /v1/tasks?status=&assignee= (assignee "me" is
@@ -291,7 +290,9 @@ func (h *Handler) handleTaskList(c *request) error {
 	}
 	q := c.R.URL.Query()
 	tq := runengine.TaskQuery{Status: runengine.TaskStatus(q.Get("status")), Assignee: q.Get("assignee")}
-	var vs []errs.Violation
+	// A task's assignee is at most maxAssignee characters (a step's or
+	// task.create's assignee).
+	vs := queryTooLong(nil, "assignee", tq.Assignee, maxAssignee)
 	if tq.Status != "" && !slices.Contains(taskStatuses, tq.Status) {
 		vs = append(vs, enumViolation("status", taskStatuses))
 	}

@@ -27,6 +27,7 @@ func (h *Handler) registerRunControlRoutes() {
 	h.handle("POST", "/v1/processes/:id/pause", access.AppProcesses, access.PermProcessesManage, h.handleProcessPause).Out(200, runengine.ProcessPause{})
 	h.handle("POST", "/v1/processes/:id/resume", access.AppProcesses, access.PermProcessesManage, h.handleProcessResume).Out(200, runengine.ProcessPause{})
 	h.handle("GET", "/v1/jobs/:id", access.AppProcesses, access.PermProcessesRead, h.handleJobGet).Out(200, runengine.Job{})
+	h.handle("POST", "/v1/jobs/:id/cancel", access.AppProcesses, access.PermProcessesManage, h.handleJobCancel).Out(200, runengine.Job{})
 }
 
 // handleRunPause serves POST /v1/process-runs/:id/pause.
@@ -137,6 +138,22 @@ func (h *Handler) handleJobGet(c *request) error {
 	return c.JSON(http.StatusOK, j)
 }
 
+// handleJobCancel serves POST /v1/jobs/:id/cancel: 200 with the job,
+// cancelled; a job no longer running is a 409.
+func (h *Handler) handleJobCancel(c *request) error {
+	if _, err := h.ws.Engine().GetJob(c.Context(), c.Tenant(), c.Param("id")); err != nil {
+		return err
+	}
+	if err := c.noBody(); err != nil {
+		return err
+	}
+	j, err := h.ws.Engine().CancelJob(c.Context(), c.Tenant(), c.Param("id"), c.P.Actor())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, j)
+}
+
 // handleProcessPauseGet serves GET /v1/processes/:id/pause: whether the
 // process is paused.
 func (h *Handler) handleProcessPauseGet(c *request) error {
@@ -194,6 +211,16 @@ const maxRunQ = 200
 // maxFilterID bounds GET /v1/process-runs?process_id=, as BulkFilterIn's
 // maxLength bounds the bulk filter's process_id.
 const maxFilterID = 100
+
+// queryTooLong appends to vs the violation of query parameter name, whose
+// value is v, when v is over max characters: the message and type a body
+// field's maxLength gives.
+func queryTooLong(vs []errs.Violation, name, v string, max int) []errs.Violation {
+	if utf8.RuneCountInString(v) <= max {
+		return vs
+	}
+	return append(vs, errs.Violation{Loc: []any{"query", name}, Msg: fmt.Sprintf("must be at most %d characters", max), Type: "string_too_long"})
+}
 
 // searchFieldName is the form of a declared search field's name.
 var searchFieldName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)

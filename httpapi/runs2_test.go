@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/bas-platform/bas/httpapi"
+	"github.com/bas-platform/bas/internal/testwait"
 )
 
 // TestRunControlRoutes covers pause and resume of a run and a process,
@@ -134,6 +135,32 @@ func TestRunControlRoutes(t *testing.T) {
 	s.awaitRun(t, admin, queued.ID, "cancelled", runStatusIs("cancelled"))
 	s.do(t, "GET", "/v1/jobs/"+jo.Job.ID, other, nil).want(t, http.StatusNotFound)
 	s.do(t, "GET", "/v1/jobs/job_01JNKX7Z0000000000000000", admin, nil).want(t, http.StatusNotFound)
+
+	// Cancel of a job: another tenant's or an unknown one is a 404, a
+	// viewer may not, a body other than {} is a 422, and a job no longer
+	// running is a 409 (a running one's cancel is the engine's
+	// TestFailpointCancelledJobStops), answered again as it was under the
+	// same Idempotency-Key.
+	cancel := "/v1/jobs/" + jo.Job.ID + "/cancel"
+	s.do(t, "POST", cancel, other, nil).want(t, http.StatusNotFound)
+	s.do(t, "POST", "/v1/jobs/job_01JNKX7Z0000000000000000/cancel", admin, nil).want(t, http.StatusNotFound)
+	s.do(t, "POST", cancel, viewer, nil).want(t, http.StatusForbidden)
+	s.do(t, "POST", cancel, admin, `{"now": true}`).want(t, http.StatusUnprocessableEntity)
+	var done struct {
+		Status string `json:"status"`
+	}
+	testwait.Until(t, "the bulk job completed", func() bool {
+		s.do(t, "GET", "/v1/jobs/"+jo.Job.ID, admin, nil).want(t, http.StatusOK).decode(t, &done)
+		return done.Status == "completed"
+	})
+	first := s.do(t, "POST", cancel, admin, nil, "Idempotency-Key", "cancel-1").want(t, http.StatusConflict)
+	if d := first.detail(t); d != "job is completed" {
+		t.Errorf("cancel of a completed job: %q", d)
+	}
+	again := s.do(t, "POST", cancel, admin, nil, "Idempotency-Key", "cancel-1").want(t, http.StatusConflict)
+	if string(again.Body) != string(first.Body) {
+		t.Errorf("the repeated cancel answered %s, the first %s", again.Body, first.Body)
+	}
 }
 
 // TestRunSearchRoutes finds runs with q and search.{name}.

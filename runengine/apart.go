@@ -38,6 +38,18 @@ func (w *worker) encodeRecord(en *entry, b []byte) ([]byte, error) {
 	return raw, err
 }
 
+// setOutput sets the output of st, a step of x's run. An output the step
+// had stored apart is deleted in the same commit: the record holds the new
+// one, or moves it apart again (the commit writes the key after this
+// delete).
+func (x *exec) setOutput(st *StepRun, v any) {
+	st.Output = v
+	if st.internal.OutputBytes > 0 {
+		st.internal.OutputBytes = 0
+		x.fx.ops = append(x.fx.ops, deleteKey(outputKey(x.r.Tenant, x.r.ID, st.Key)))
+	}
+}
+
 // loadApart reads back the outputs of r stored apart.
 func loadApart(rd store.Reader, tenant string, r *Run) error {
 	for i := range r.Steps {

@@ -395,7 +395,7 @@ func (x *exec) completeStep(def *process.Step, st *StepRun, output any, automati
 	x.dirty = true
 	st.Status = StepCompleted
 	st.CompletedAt = x.stamp()
-	st.Output = output
+	x.setOutput(st, output)
 	st.Error = nil // an earlier failed attempt's error
 	x.observeStepEnd(st, StepCompleted, "")
 	st.internal.WaitToken = ""

@@ -13,3 +13,5 @@ func (Failpoints) afterCall(tenant, runID, token string) {}
 func (Failpoints) inGroupCommit(deltas int) error { return nil }
 
 func (Failpoints) changeWaits(tenant, runID string) {}
+
+func (Failpoints) jobPage(tenant, id string) {}

@@ -22,6 +22,16 @@ type Failpoints struct {
 	// waits for the run's commit in flight to be told before it is
 	// submitted (see the worker's flush).
 	ChangeWaits func(tenant, runID string)
+	// JobPage runs when a bulk job has acted on a page of its runs (a
+	// what-if job, replayed them), before it looks whether the engine is
+	// closing and commits its progress.
+	JobPage func(tenant, jobID string)
+}
+
+func (f Failpoints) jobPage(tenant, id string) {
+	if f.JobPage != nil {
+		f.JobPage(tenant, id)
+	}
 }
 
 func (f Failpoints) changeWaits(tenant, runID string) {

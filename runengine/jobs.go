@@ -21,10 +21,12 @@ const (
 // JobActions are the bulk actions, in the order the API lists them.
 var JobActions = []string{JobCancel, JobPause, JobResume, JobRetry}
 
-// Job statuses.
+// Job statuses. A cancelled job (see Engine.CancelJob) stopped before its
+// end; its Done and Changed count what it did until then.
 const (
 	JobRunning   = "running"
 	JobCompleted = "completed"
+	JobCancelled = "cancelled"
 )
 
 // JobFilter selects the runs of a bulk job; at least one of ProcessID,
@@ -76,6 +78,7 @@ type Job struct {
 	WhatIf      *WhatIfParams `json:"what_if,omitempty"`
 	Result      *WhatIfReport `json:"result,omitempty"`
 	CreatedBy   string        `json:"created_by,omitempty"`
+	CancelledBy string        `json:"cancelled_by,omitempty"`
 	CreatedAt   time.Time     `json:"created_at"`
 	UpdatedAt   time.Time     `json:"updated_at"`
 	CompletedAt *time.Time    `json:"completed_at"`
@@ -172,6 +175,60 @@ func (e *Engine) GetJob(ctx context.Context, tenant, id string) (*Job, error) {
 	return &rec.Job, nil
 }
 
+// CancelJob cancels a running job of tenant: its status becomes cancelled
+// at once, and the job stops at its next page (the page under way, whose
+// actions are under way, still counts in Done and Changed). A job no
+// longer running is a conflict.
+func (e *Engine) CancelJob(ctx context.Context, tenant, id, actor string) (*Job, error) {
+	if e.isClosed() {
+		return nil, errClosed
+	}
+	var job Job
+	err := e.commits.commitWait(ctx, &delta{reads: true, apply: func(tx store.Txn) error {
+		rec, err := jobs.Get(tx, tenant, id)
+		if err != nil {
+			return err
+		}
+		if rec.Status != JobRunning {
+			return errs.Conflictf("job is %s", rec.Status)
+		}
+		now := e.now()
+		rec.Status, rec.CancelledBy, rec.UpdatedAt, rec.CompletedAt = JobCancelled, actor, now, &now
+		job = rec.Job
+		return e.putJob(tx, tenant, rec)
+	}})
+	if err != nil {
+		return nil, err
+	}
+	return &job, nil
+}
+
+// saveJob commits the progress of a job that was running when its runner
+// read it. A job cancelled since keeps its cancel (status, time and who)
+// with this progress, and saveJob says so: the runner stops.
+func (e *Engine) saveJob(tenant string, rec *jobRecord, also func(tx store.Txn) error) (bool, error) {
+	var cancelled bool // read only once the commit is over: a Close ends the wait before
+	err := e.commits.commitWait(e.ctx, &delta{reads: true, fence: e.fence(rec.ID), apply: func(tx store.Txn) error {
+		cur, err := jobs.Get(tx, tenant, rec.ID)
+		if err != nil {
+			return err
+		}
+		cancelled = cur.Status == JobCancelled
+		if cancelled {
+			rec.Status, rec.CancelledBy, rec.CompletedAt = cur.Status, cur.CancelledBy, cur.CompletedAt
+		} else if also != nil {
+			if err := also(tx); err != nil {
+				return err
+			}
+		}
+		return e.putJob(tx, tenant, rec)
+	}})
+	if err != nil {
+		return false, err
+	}
+	return cancelled, nil
+}
+
 // countCandidates counts the runs of f's most selective index.
 func countCandidates(r store.Reader, tenant string, f JobFilter) (int, error) {
 	count := func(prefix []byte) (int, error) {
@@ -265,6 +322,7 @@ func (e *Engine) runJob(tenant, id string) error {
 			})
 		}
 		wg.Wait()
+		e.cfg.Failpoints.jobPage(tenant, id)
 		if e.isClosed() {
 			return nil // the page is done again on the next Open
 		}
@@ -291,11 +349,9 @@ func (e *Engine) runJob(tenant, id string) error {
 			t := rec.UpdatedAt
 			rec.CompletedAt = &t
 		}
-		if err := e.commits.commitWait(e.ctx, &delta{fence: e.fence(id), apply: func(tx store.Txn) error { return e.putJob(tx, tenant, rec) }}); err != nil {
+		cancelled, err := e.saveJob(tenant, rec, nil)
+		if err != nil || cancelled || next == "" {
 			return err
-		}
-		if next == "" {
-			return nil
 		}
 	}
 }

@@ -93,9 +93,15 @@ func (x *exec) held() bool {
 	return true
 }
 
-// pause holds the run where it is.
+// pause holds the run where it is. A run waiting for the slot a rate
+// limit reserved for its call gives the slot up (see dropRateSlot): once
+// resumed, its call takes the next free slot, so runs resumed together
+// stay within the limit.
 func (x *exec) pause(byProcess bool) {
 	r := x.r
+	if r.Cursor < len(r.Steps) {
+		x.dropRateSlot(&r.Steps[r.Cursor])
+	}
 	r.Paused = &pauseState{From: r.Status, ByProcess: byProcess, At: x.now, SlotWait: capWaiting(r)}
 	x.dirty = true
 	x.setStatus(RunPaused)

@@ -198,8 +198,8 @@ func (l *limiter) forgetFull(now time.Time) {
 // it back (limiter.reserved) before any call takes a slot: the calls made
 // once the runs waiting for theirs are resumed stay within the limits.
 // Its key is rateWaitKey; it is written with the wait's timer and deleted
-// when the timer fires. The key of a run that ended while it waited stays
-// until an Open after its slot no longer counts.
+// when the timer fires, or when the run is cancelled or paused while it
+// waits (see dropRateSlot).
 type rateWait struct {
 	// Cap is the capability called; Keys the values of the limits' Key
 	// paths in its args.
@@ -280,6 +280,20 @@ func (x *exec) rateWaitOver(token string) {
 	if at, ok := rateTokenTime(token); ok {
 		x.fx.ops = append(x.fx.ops, deleteKey(rateWaitKey(at, x.r.Tenant, x.r.ID)))
 	}
+}
+
+// dropRateSlot gives up the slot a rate limit reserved for the next call
+// of st, the run's current step, if it holds one: its rateWait is deleted
+// in this change, and the call, if the run makes it after all (a paused
+// run resumed), takes a new slot then. The slot given up passes unused; it
+// is not given back to the bucket, whose later slots are reserved already.
+func (x *exec) dropRateSlot(st *StepRun) {
+	if !st.internal.RateReserved {
+		return
+	}
+	st.internal.RateReserved = false
+	x.rateWaitOver(st.internal.WaitToken)
+	x.dirty = true
 }
 
 // openRateWaits takes back, before the engine's first call, the buckets

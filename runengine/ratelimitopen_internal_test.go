@@ -73,8 +73,11 @@ func rateWaits(t *testing.T, st store.Store) int {
 // slot at 30s. Before, the limiter's buckets were memory only: the fourth
 // called at once, two calls at 0s, beside the two reserved ones still to
 // come within 20s. The engine's Close keeps its buckets too: they are
-// dropped here, as after a crash. A slot kept in the store is deleted when its call goes
-// out; that of a run cancelled while it waited, once it no longer counts.
+// dropped here, as after a crash. A slot kept in the store is deleted when
+// its call goes out, and that of a run cancelled while it waited (at 30s)
+// with the cancel: the slot passes unused, and after the restart the
+// fourth run takes it. Before, the cancelled run's slot was kept until an
+// Open after it no longer counted, and the fourth run waited for 40s.
 func TestRateLimitKeepsReservedSlotsAcrossRestart(t *testing.T) {
 	t.Parallel()
 	const tenant = "ten_a"
@@ -116,8 +119,8 @@ func TestRateLimitKeepsReservedSlotsAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	await(ids["gone"], "cancelled", func(r *Run) bool { return r.Status == RunCancelled })
-	if n := rateWaits(t, st); n != 3 {
-		t.Errorf("%d slots kept before the restart, want 3", n)
+	if n := rateWaits(t, st); n != 2 {
+		t.Errorf("%d slots kept before the restart, want 2 (not the cancelled run's)", n)
 	}
 	if err := eng.Close(); err != nil {
 		t.Fatal(err)
@@ -133,25 +136,16 @@ func TestRateLimitKeepsReservedSlotsAcrossRestart(t *testing.T) {
 	for _, w := range []struct {
 		run   string
 		after time.Duration
-	}{{"b", 10 * time.Second}, {"c", 10 * time.Second}, {"d", 20 * time.Second}} {
+	}{{"b", 10 * time.Second}, {"c", 10 * time.Second}, {"d", 10 * time.Second}} {
 		clk.Advance(w.after)
 		await(ids[w.run], "completed", done)
 	}
-	want := []string{"a at 0s", "b at 10s", "c at 20s", "d at 40s"}
+	want := []string{"a at 0s", "b at 10s", "c at 20s", "d at 30s"}
 	if diff := cmp.Diff(want, p.calls()); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
-	// The cancelled run's slot (at 30s) is left; the others' are deleted.
-	if n := rateWaits(t, st); n != 1 {
-		t.Errorf("%d slots kept once the calls went out, want 1 (the cancelled run's)", n)
-	}
-	if err := eng.Close(); err != nil {
-		t.Fatal(err)
-	}
-	clk.Advance(10 * time.Second) // 50s: the slot at 30s no longer counts
-	open()
 	if n := rateWaits(t, st); n != 0 {
-		t.Errorf("%d slots kept after an open past them, want 0", n)
+		t.Errorf("%d slots kept once the calls went out, want 0", n)
 	}
 }
 
@@ -196,11 +190,11 @@ func TestRateLimitKeepsBucketsAcrossClose(t *testing.T) {
 }
 
 // TestRateLimitRemovedDropsKeptSlots: under a limit of one call per 10s,
-// a run calls and a second waits for the slot at 10s, then is cancelled;
-// the engine closes (keeping its buckets) and opens again without rate
-// limits, or as a cluster's node (whose limiter counts its own calls and
-// keeps none). The slot kept for the cancelled run and the kept buckets
-// must be deleted by that open. Before, such an engine read neither: both
+// a run calls and a second waits for the slot at 10s; the engine closes
+// (keeping its buckets and the slot) and opens again without rate limits,
+// or as a cluster's node (whose limiter counts its own calls and keeps
+// none). The slot kept for the waiting run and the kept buckets must be
+// deleted by that open. Before, such an engine read neither: both
 // stayed in the store for good.
 func TestRateLimitRemovedDropsKeptSlots(t *testing.T) {
 	t.Parallel()
@@ -232,10 +226,7 @@ func TestRateLimitRemovedDropsKeptSlots(t *testing.T) {
 				return r.ID
 			}
 			run("a", func(r *Run) bool { return r.Status == RunCompleted })
-			id := run("b", func(r *Run) bool { return r.Status == RunWaiting })
-			if _, err := eng.Cancel(ctx, CancelParams{Tenant: tenant, RunID: id, Actor: "usr"}); err != nil {
-				t.Fatal(err)
-			}
+			run("b", func(r *Run) bool { return r.Status == RunWaiting })
 			if err := eng.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -340,5 +331,72 @@ func TestRateLimitDropsUndecodableKeptSlots(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"a at 0s", "b at 10s"}, p.calls()); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
+
+// TestRateLimitPausedRunTakesANewSlot: under a limit of one call per 10s,
+// a run calls and two wait for the slots at 10s and 20s; both are paused,
+// which gives their slots up (their kept slots are deleted), and the
+// engine restarts, as after a crash, while they are paused and their
+// timers come due. Resumed together at 30s, the first calls at once and
+// the second takes the next slot, at 40s. Before, each kept its old
+// reservation and both called at 30s, two calls in 10s.
+func TestRateLimitPausedRunTakesANewSlot(t *testing.T) {
+	t.Parallel()
+	const tenant = "ten_a"
+	st, clk, cfg, p, eng, def := openOneCallPer10s(t, tenant)
+	ctx := context.Background()
+	await := func(id, what string, cond func(*Run) bool) {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, testwait.Limit)
+		defer cancel()
+		if r, err := eng.WaitRunUntil(wctx, tenant, id, cond); err != nil {
+			t.Fatalf("run %s never %s: %v (%+v)", id, what, err, r)
+		}
+	}
+	start := func(label string, until RunStatus) string {
+		t.Helper()
+		r, err := eng.Start(ctx, StartParams{Tenant: tenant, ProcessID: def.ID, Subject: Subject{Type: "t", Label: label}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		await(r.ID, string(until), func(r *Run) bool { return r.Status == until })
+		return r.ID
+	}
+	start("a", RunCompleted)
+	b, c := start("b", RunWaiting), start("c", RunWaiting)
+	for _, id := range []string{b, c} {
+		if _, err := eng.Pause(ctx, tenant, id, "usr"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := rateWaits(t, st); n != 0 {
+		t.Errorf("%d slots kept for paused runs, want 0", n)
+	}
+	clk.Advance(30 * time.Second) // b's and c's timers come due, held by the pause
+	for _, id := range []string{b, c} {
+		await(id, "holding its timer", func(r *Run) bool { return r.Paused != nil && len(r.Paused.Timers) == 1 })
+	}
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Update(ctx, func(tx store.Txn) error { return tx.Delete(bucketsKey) }); err != nil {
+		t.Fatal(err)
+	}
+	eng, _ = openOn(t, st, clk, cfg, p)
+	for _, id := range []string{b, c} {
+		if _, err := eng.Resume(ctx, tenant, id, "usr"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	await(b, "completed", func(r *Run) bool { return r.Status == RunCompleted })
+	await(c, "waiting for a new slot", func(r *Run) bool { return r.Status == RunWaiting || r.Status == RunCompleted })
+	clk.Advance(10 * time.Second)
+	await(c, "completed", func(r *Run) bool { return r.Status == RunCompleted })
+	if diff := cmp.Diff([]string{"a at 0s", "b at 30s", "c at 40s"}, p.calls()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	if n := rateWaits(t, st); n != 0 {
+		t.Errorf("%d slots kept once the calls went out, want 0", n)
 	}
 }

@@ -52,7 +52,7 @@ func (e *stepEnv) Output() any { return e.st.Output }
 
 // SetOutput implements process.StepEnv.
 func (e *stepEnv) SetOutput(v any) {
-	e.st.Output = v
+	e.x().setOutput(e.st, v)
 	e.dirty = true
 }
 

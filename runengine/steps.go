@@ -424,6 +424,7 @@ func (x *exec) cancel() {
 	if r.Cursor < len(r.Steps) {
 		st := &r.Steps[r.Cursor]
 		x.dropWaiter(st)
+		x.dropRateSlot(st)
 		if st.TaskID != nil && st.Status == StepWaitingTask {
 			if t, err := x.task(*st.TaskID); err == nil && t.Status == TaskOpen {
 				old := *t

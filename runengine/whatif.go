@@ -244,6 +244,7 @@ func (e *Engine) runWhatIf(tenant string, rec *jobRecord) error {
 			sh.replay(e.ctx, rc)
 			rep.add(rc)
 		}
+		e.cfg.Failpoints.jobPage(tenant, rec.ID)
 		if e.isClosed() {
 			return nil
 		}
@@ -257,7 +258,7 @@ func (e *Engine) runWhatIf(tenant string, rec *jobRecord) error {
 			return e.endWhatIf(tenant, rec, nil)
 		}
 		rec.UpdatedAt = e.now()
-		if err := e.commits.commitWait(e.ctx, &delta{apply: func(tx store.Txn) error { return e.putJob(tx, tenant, rec) }}); err != nil {
+		if cancelled, err := e.saveJob(tenant, rec, nil); err != nil || cancelled {
 			return err
 		}
 	}
@@ -274,15 +275,13 @@ func (e *Engine) endWhatIf(tenant string, rec *jobRecord, cause error) error {
 	rec.Status, rec.Total, rec.UpdatedAt, rec.CompletedAt = JobCompleted, rec.Done, now, &now
 	last := &WhatIfSummary{ProcessID: rec.WhatIf.ProcessID, JobID: rec.ID, Version: rec.WhatIf.Version,
 		Compared: rec.Result.Compared, AgreementRate: rec.Result.AgreementRate, CompletedAt: now}
-	return e.commits.commitWait(e.ctx, &delta{apply: func(tx store.Txn) error {
-		if err := e.putJob(tx, tenant, rec); err != nil {
-			return err
-		}
+	_, err := e.saveJob(tenant, rec, func(tx store.Txn) error {
 		if cause != nil {
 			return nil
 		}
 		return latestWhatIfs.Put(tx, tenant, last)
-	}})
+	})
+	return err
 }
 
 // WhatIfSummary is the outcome of a process's latest completed what-if.

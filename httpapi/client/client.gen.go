@@ -2547,6 +2547,7 @@ type ItemPatch struct {
 // Job defines model for Job.
 type Job struct {
 	Action      string     `json:"action"`
+	CancelledBy *string    `json:"cancelled_by,omitempty"`
 	Changed     int        `json:"changed"`
 	CompletedAt *time.Time `json:"completed_at"`
 	CreatedAt   time.Time  `json:"created_at"`
@@ -2624,6 +2625,7 @@ type Job struct {
 type JobOut struct {
 	Job *struct {
 		Action      string     `json:"action"`
+		CancelledBy *string    `json:"cancelled_by,omitempty"`
 		Changed     int        `json:"changed"`
 		CompletedAt *time.Time `json:"completed_at"`
 		CreatedAt   time.Time  `json:"created_at"`
@@ -2935,6 +2937,7 @@ type ProcessPatchTriggerType string
 type ProcessPause struct {
 	Job *struct {
 		Action      string     `json:"action"`
+		CancelledBy *string    `json:"cancelled_by,omitempty"`
 		Changed     int        `json:"changed"`
 		CompletedAt *time.Time `json:"completed_at"`
 		CreatedAt   time.Time  `json:"created_at"`
@@ -4213,6 +4216,12 @@ type InvoiceVoidParams struct {
 
 // PayLinkCheckoutParams defines parameters for PayLinkCheckout.
 type PayLinkCheckoutParams struct {
+	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// JobCancelParams defines parameters for JobCancel.
+type JobCancelParams struct {
 	// IdempotencyKey Runs the POST at most once per key; a retry with the same key and body gets the first response.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
@@ -6425,6 +6434,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/jobs/{id} (the `JobGet` operationId).
 	JobGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// JobCancel Job cancel
+	//
+	// Needs the permission processes.manage.
+	//
+	// Corresponds with POST /v1/jobs/{id}/cancel (the `JobCancel` operationId).
+	JobCancel(ctx context.Context, id string, params *JobCancelParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FiltersGet Filters get
 	//
@@ -10745,6 +10761,23 @@ func (c *Client) PayLinkPDF(ctx context.Context, token string, reqEditors ...Req
 // Corresponds with GET /v1/jobs/{id} (the `JobGet` operationId).
 func (c *Client) JobGet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewJobGetRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// JobCancel Job cancel
+//
+// Needs the permission processes.manage.
+//
+// Corresponds with POST /v1/jobs/{id}/cancel (the `JobCancel` operationId).
+func (c *Client) JobCancel(ctx context.Context, id string, params *JobCancelParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewJobCancelRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -19749,6 +19782,55 @@ func NewJobGetRequest(server string, id string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewJobCancelRequest constructs an http.Request for the JobCancel method
+func NewJobCancelRequest(server string, id string, params *JobCancelParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/jobs/%s/cancel", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewFiltersGetRequest constructs an http.Request for the FiltersGet method
 func NewFiltersGetRequest(server string) (*http.Request, error) {
 	var err error
@@ -24385,6 +24467,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/jobs/{id} (the `JobGet` operationId).
 	JobGetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*JobGetResponse, error)
+
+	// JobCancelWithResponse Job cancel
+	//
+	// Needs the permission processes.manage.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/jobs/{id}/cancel (the `JobCancel` operationId).
+	JobCancelWithResponse(ctx context.Context, id string, params *JobCancelParams, reqEditors ...RequestEditorFn) (*JobCancelResponse, error)
 
 	// FiltersGetWithResponse Filters get
 	//
@@ -41013,6 +41104,124 @@ func (r JobGetResponse) ContentType() string {
 	return ""
 }
 
+// JobCancelResponse401Headers the declared response headers of an HTTP 401 response for JobCancel
+type JobCancelResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// JobCancelResponse429Headers the declared response headers of an HTTP 429 response for JobCancel
+type JobCancelResponse429Headers struct {
+	RetryAfter int
+}
+
+type JobCancelResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Job
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *JobCancelResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *JobCancelResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r JobCancelResponse) GetJSON200() *Job {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r JobCancelResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r JobCancelResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r JobCancelResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r JobCancelResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r JobCancelResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r JobCancelResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r JobCancelResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r JobCancelResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r JobCancelResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r JobCancelResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r JobCancelResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r JobCancelResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r JobCancelResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // FiltersGetResponse401Headers the declared response headers of an HTTP 401 response for FiltersGet
 type FiltersGetResponse401Headers struct {
 	WWWAuthenticate *string
@@ -49956,6 +50165,21 @@ func (c *ClientWithResponses) JobGetWithResponse(ctx context.Context, id string,
 		return nil, err
 	}
 	return ParseJobGetResponse(rsp)
+}
+
+// JobCancelWithResponse Job cancel
+//
+// Needs the permission processes.manage.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/jobs/{id}/cancel (the `JobCancel` operationId).
+func (c *ClientWithResponses) JobCancelWithResponse(ctx context.Context, id string, params *JobCancelParams, reqEditors ...RequestEditorFn) (*JobCancelResponse, error) {
+	rsp, err := c.JobCancel(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseJobCancelResponse(rsp)
 }
 
 // FiltersGetWithResponse Filters get
@@ -66271,6 +66495,118 @@ func ParseJobGetResponse(rsp *http.Response) (*JobGetResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers JobGetResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseJobCancelResponse parses an HTTP response from a JobCancelWithResponse call
+func ParseJobCancelResponse(rsp *http.Response) (*JobCancelResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &JobCancelResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Job
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers JobCancelResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers JobCancelResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -241,17 +241,27 @@ func (p *DocTypePatch) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
+	var err error
+	if v.Clear, err = nullKeys(b, "description", "fields", "workflow"); err != nil {
 		return err
-	}
-	for _, k := range []string{"description", "fields", "workflow"} {
-		if r, ok := raw[k]; ok && bytes.Equal(bytes.TrimSpace(r), []byte("null")) {
-			v.Clear = append(v.Clear, k)
-		}
 	}
 	*p = DocTypePatch(v)
 	return nil
+}
+
+// nullKeys returns which of keys the JSON object b sets to null.
+func nullKeys(b []byte, keys ...string) ([]string, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, k := range keys {
+		if r, ok := raw[k]; ok && bytes.Equal(bytes.TrimSpace(r), []byte("null")) {
+			out = append(out, k)
+		}
+	}
+	return out, nil
 }
 
 // NoExtraProperties makes a field the patch does not take a 422.

@@ -2,6 +2,7 @@ package docs
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"time"
@@ -40,6 +41,25 @@ type WhatIfIn struct {
 	// Limit bounds the documents looked at, newest first (1..1000,
 	// default 100).
 	Limit int `json:"limit,omitempty" jsonschema:"minimum=1,maximum=1000"`
+	// Clear names the keys set to null, "fields" and "workflow": as in a
+	// DocTypePatch, the candidate has no fields, or the default workflow.
+	// UnmarshalJSON fills it.
+	Clear []string `json:"-"`
+}
+
+// UnmarshalJSON decodes the body and records which keys are null.
+func (in *WhatIfIn) UnmarshalJSON(b []byte) error {
+	type plain WhatIfIn
+	var v plain
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	var err error
+	if v.Clear, err = nullKeys(b, "fields", "workflow"); err != nil {
+		return err
+	}
+	*in = WhatIfIn(v)
+	return nil
 }
 
 // NoExtraProperties makes an unknown field a 422.
@@ -117,9 +137,14 @@ func (s *Service) WhatIf(ctx context.Context, tenant, typeID string, in WhatIfIn
 		if len(vs) > 0 {
 			return errs.Validation(vs...)
 		}
-		cand := *t
+		cand := *t // as UpdateType makes it of the same keys
 		if in.Fields != nil {
 			cand.Fields = normalizeFields(*in.Fields)
+		} else if slices.Contains(in.Clear, "fields") {
+			cand.Fields = nil
+		}
+		if slices.Contains(in.Clear, "workflow") {
+			cand.Workflow = DefaultWorkflow()
 		}
 		cand.Workflow = in.Workflow.apply(cand.Workflow)
 		rep = &WhatIfReport{TypeID: typeID, Outcomes: map[string]int{}, Rules: []WhatIfRule{}, Differences: []WhatIfDocument{}}

@@ -1,6 +1,7 @@
 package docs
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/cockroachdb/errors"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // TestWhatIfWorkflow asks how the invoice type would have decided the
@@ -100,5 +102,81 @@ func TestWhatIfWorkflow(t *testing.T) {
 	}
 	if _, err := b.svc.WhatIf(b.ctx, "tnt_other", typ.ID, WhatIfIn{}); !errors.Is(err, errs.NotFound) {
 		t.Errorf("another tenant's type: %v", err)
+	}
+}
+
+// TestWhatIfNullAsPatch: a what-if body's fields and workflow given as
+// null make the candidate a PATCH of the same body would make: no fields,
+// and the default workflow. The report equals that of a what-if of a type
+// patched so, and differs from the report of the keys left out (which
+// keep the type's own). Before, null was taken as left out.
+func TestWhatIfNullAsPatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// decidedType is an invoice type whose documents a person approved
+	// (a clean one) and rejected (one with a wrong total), and whose
+	// workflow then became automatic.
+	decidedType := func(t *testing.T, name string) *DocType {
+		t.Helper()
+		typ := b.invoiceType(t, nil)
+		for _, approve := range []bool{true, false} {
+			inv := goodInvoice()
+			inv.Number = fmt.Sprint(name, "-", approve)
+			if !approve {
+				inv.Total = "1,250.00" // the type's rules find its total wrong
+			}
+			d, err := b.svc.Upload(b.ctx, b.tenant, "u", UploadIn{TypeID: typ.ID, Filename: inv.Number + ".txt", Data: inv.text()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if approve {
+				_, err = b.svc.Approve(b.ctx, b.tenant, "usr_ap", d.ID, ApproveIn{})
+			} else {
+				_, err = b.svc.Reject(b.ctx, b.tenant, "usr_ap", d.ID, RejectIn{Note: "not ours"})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := b.svc.UpdateType(b.ctx, b.tenant, typ.ID, DocTypePatch{
+			Workflow: &WorkflowIn{AutoApprove: ptr(true), OnError: ptr(OnErrorReject)}}); err != nil {
+			t.Fatal(err)
+		}
+		return typ
+	}
+	for _, body := range []string{`{"fields": null}`, `{"workflow": null}`, `{"fields": null, "workflow": null}`} {
+		t.Run(body, func(t *testing.T) {
+			typ, twin := decidedType(t, "A"+body), decidedType(t, "B"+body)
+			var in WhatIfIn
+			if err := json.Unmarshal([]byte(body), &in); err != nil {
+				t.Fatal(err)
+			}
+			got, err := b.svc.WhatIf(b.ctx, b.tenant, typ.ID, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			left, err := b.svc.WhatIf(b.ctx, b.tenant, typ.ID, WhatIfIn{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p DocTypePatch
+			if err := json.Unmarshal([]byte(body), &p); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.svc.UpdateType(b.ctx, b.tenant, twin.ID, p); err != nil {
+				t.Fatal(err)
+			}
+			want, err := b.svc.WhatIf(b.ctx, b.tenant, twin.ID, WhatIfIn{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ignore := cmpopts.IgnoreFields(WhatIfReport{}, "TypeID", "Differences")
+			if diff := cmp.Diff(want, got, ignore); diff != "" {
+				t.Errorf("what-if of %s (-the patched type's +got):\n%s", body, diff)
+			}
+			if cmp.Equal(left, got, ignore) {
+				t.Errorf("what-if of %s answered as the keys left out: %+v", body, got)
+			}
+		})
 	}
 }
