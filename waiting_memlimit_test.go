@@ -17,8 +17,9 @@ package bas_test
 // its peak (sampled every 100 ms). Cgroup v1's memory controller
 // (memory.limit_in_bytes) and cgroup v2's (memory.max) are both supported;
 // the test skips, saying why, where neither can be made under the test's
-// own group. The group is removed at the end (a test killed before its end
-// leaves an empty group behind).
+// own group. The group is removed at the end (a test killed before its end,
+// by the limit too, leaves an empty group behind). Under -race the test
+// needs several times the memory: a limit of 300MiB kills it.
 
 import (
 	"bufio"

@@ -33,6 +33,8 @@ package bas_test
 // the runtime's memory classes of that moment (what sets the peak).
 // BAS_WAITING_LISTPROFILE=file writes a CPU profile of 2 s of each kind of
 // list and cockpit call, at each size, to file.<n>.<kind>.
+// BAS_WAITING_MEMLIMIT=300MiB runs it all in a memory cgroup with that
+// limit (waiting_memlimit_test.go).
 
 import (
 	"bufio"

@@ -47,7 +47,10 @@
 // Badger's defaults use about 1.4 GB of RSS under write load. Open applies
 // a smaller set, measured with the run engine's benchmarks (a peak of 224
 // to 266 MiB over BenchmarkChain3 and up to about 370 MiB over the chains
-// with people, of which the Go heap's headroom is about a third):
+// with people, of which the Go heap's headroom is about a third; with later
+// rounds' changes the chains with people peak at 181-191 MiB over 40,000
+// runs, of which 109-116 MiB anonymous, the rest mostly mapped tables: see
+// Mapped tables and RSS):
 //
 //   - MemTableSize 8 MiB (Options.MemTableSize): the in-memory write buffer
 //     and, at 15%, the size bound of one transaction. The table built from
