@@ -182,7 +182,6 @@ type waitingFigures struct {
 	// group's figures while the child started the runs, while this
 	// process reopened and listed them, and while it fired them; and
 	// this process's own memory as the child began.
-	grouped                          bool
 	groupStart, groupOpen, groupFire memGroupPhase
 	parentAtStart                    memSample
 }
@@ -321,7 +320,7 @@ func openWaitingRuns(t *testing.T, n int, grp *memGroup) *waitingSet {
 	}
 	var endPhase func() memGroupPhase
 	if grp != nil {
-		fig.grouped, fig.parentAtStart = true, procMem("self")
+		fig.parentAtStart = procMem("self")
 		endPhase = grp.begin()
 	}
 	if err := cmd.Start(); err != nil {
