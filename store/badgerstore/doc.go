@@ -186,20 +186,20 @@
 // written: the resident memory of a process grows with the store's
 // tables, as clean file pages that the kernel reclaims under memory
 // pressure and reads back on use. smaps of the process starting a million
-// runs waiting a day (the waiting-runs scale test, five runs): at the end,
-// an RSS of 451-503 MiB held 365-369 MiB of tables (224-230 files, every
-// page resident and clean), 49-91 MiB anonymous (heap and stacks), 27-30
-// MiB of the binary and 2-6 MiB of the memtable's log (16 MiB mapped); the
+// runs waiting a day (the waiting-runs scale test, seven runs): at the end,
+// an RSS of 451-517 MiB held 365-369 MiB of tables (216-237 files, every
+// page resident and clean), 49-120 MiB anonymous (heap and stacks), 27-30
+// MiB of the binary and 1-6 MiB of the memtable's log (16 MiB mapped); the
 // value log (128 MiB mapped) had no page resident, and no file a
 // compaction deleted was still mapped. Under a memory cgroup limit of 300
 // MiB (and of 270), which also counts the page cache of the store's files,
 // mapped or not, the same test started, reopened and fired the million
-// runs with no process killed: the kernel kept 128-183 MiB of the tables
-// resident, the CPU per fired run was that of the runs without a limit,
-// and the rates within their spread (see the README's figures). A bound
-// on the tables' share without such a limit would need Badger to read its
-// tables instead of mapping them, or advice to the kernel about mappings
-// the store does not own.
+// runs with no process killed: the kernel kept 128-192 MiB of the tables
+// resident, the CPU per fired run was within 5% of that of runs without
+// a limit, and the rates within their spread (see the README's figures).
+// A bound on the tables' share without such a limit would need Badger to
+// read its tables instead of mapping them, or advice to the kernel about
+// mappings the store does not own.
 //
 // Badger's process-wide expvar metrics are off: two stores in one process
 // share nothing.
