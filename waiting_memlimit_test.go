@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,50 +105,95 @@ func TestParseMemLimit(t *testing.T) {
 // ownMemGroup finds the directory of this process's memory cgroup: v1's
 // memory controller if mounted, else v2's unified hierarchy.
 func ownMemGroup() (dir string, v2 bool, err error) {
-	raw, err := os.ReadFile("/proc/self/cgroup")
+	cgroup, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return "", false, err
 	}
-	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	mountinfo, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return "", false, err
 	}
-	// mountinfo: id parent major:minor root mountpoint options... - fstype source superoptions
-	mountOf := func(fstype, option string) string {
-		for _, line := range strings.Split(string(mounts), "\n") {
+	return memGroupDir(string(cgroup), string(mountinfo))
+}
+
+// memGroupDir finds the directory of a process's memory cgroup from its
+// /proc/<pid>/cgroup and /proc/<pid>/mountinfo.
+func memGroupDir(cgroup, mountinfo string) (dir string, v2 bool, err error) {
+	// A mountinfo line: id parent major:minor root mountpoint options...
+	// - fstype source superoptions. The group's path is relative to the
+	// hierarchy's root; the mount shows the hierarchy from its own root
+	// (a container's group, say) at its mount point.
+	under := func(fstype, option, path string) (string, bool) {
+		for _, line := range strings.Split(mountinfo, "\n") {
 			pre, post, ok := strings.Cut(line, " - ")
 			f, g := strings.Fields(pre), strings.Fields(post)
 			if !ok || len(f) < 5 || len(g) < 3 || g[0] != fstype {
 				continue
 			}
-			if option == "" || strings.Contains(","+g[2]+",", ","+option+",") {
-				return f[4]
+			if option != "" && !slices.Contains(strings.Split(g[2], ","), option) {
+				continue
+			}
+			root, at := f[3], f[4]
+			if rel, ok := strings.CutPrefix(path, root); ok && (root == "/" || rel == "" || rel[0] == '/') {
+				return filepath.Join(at, rel), true
 			}
 		}
-		return ""
+		return "", false
 	}
 	var unified string
-	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(cgroup), "\n") {
 		parts := strings.SplitN(line, ":", 3)
 		if len(parts) != 3 {
 			continue
 		}
-		if parts[1] == "" {
+		if parts[0] == "0" && parts[1] == "" {
 			unified = parts[2]
 			continue
 		}
-		for _, c := range strings.Split(parts[1], ",") {
-			if c == "memory" {
-				if m := mountOf("cgroup", "memory"); m != "" {
-					return filepath.Join(m, parts[2]), false, nil
-				}
+		if slices.Contains(strings.Split(parts[1], ","), "memory") {
+			if d, ok := under("cgroup", "memory", parts[2]); ok {
+				return d, false, nil
 			}
 		}
 	}
-	if m := mountOf("cgroup2", ""); m != "" && unified != "" {
-		return filepath.Join(m, unified), true, nil
+	if unified != "" {
+		if d, ok := under("cgroup2", "", unified); ok {
+			return d, true, nil
+		}
 	}
-	return "", false, errors.New("no memory cgroup (v1 memory controller or v2) is mounted")
+	return "", false, errors.New("no memory cgroup (v1's memory controller or v2) is mounted where this process's group is")
+}
+
+// TestMemGroupDir checks where memGroupDir finds a process's memory group.
+func TestMemGroupDir(t *testing.T) {
+	t.Parallel()
+	const (
+		v1 = `31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+40 31 0:37 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw`
+		v2 = `24 1 0:22 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate`
+		// A container's view: its hierarchy mounted from its own group.
+		container = `35 31 0:32 /docker/abc /sys/fs/cgroup/memory ro - cgroup cgroup rw,cpu,memory`
+	)
+	for _, test := range []struct {
+		name, cgroup, mountinfo string
+		dir                     string
+		v2, err                 bool
+	}{
+		{"v1 memory, v2 beside", "4:memory:/process_api/b10e\n1:cpu:/\n0::/", v1, "/sys/fs/cgroup/memory/process_api/b10e", false, false},
+		{"v2 alone", "0::/user.slice/session-1.scope", v2, "/sys/fs/cgroup/user.slice/session-1.scope", true, false},
+		{"v2 where v1 has no memory", "1:cpu:/x\n0::/y", v1, "/sys/fs/cgroup/unified/y", true, false},
+		{"v1 controllers mounted together", "5:cpu,memory:/docker/abc/sub", container, "/sys/fs/cgroup/memory/sub", false, false},
+		{"v1 the container's own group", "5:cpu,memory:/docker/abc", container, "/sys/fs/cgroup/memory", false, false},
+		{"v1 group outside the mount", "5:cpu,memory:/docker/abcd", container, "", false, true},
+		{"nothing mounted", "4:memory:/x\n0::/x", "", "", false, true},
+	} {
+		dir, v2, err := memGroupDir(test.cgroup, test.mountinfo)
+		if dir != test.dir || v2 != test.v2 || (err != nil) != test.err {
+			t.Errorf("%s: memGroupDir = %q, v2 %v, %v; want %q, v2 %v, error %v", test.name, dir, v2, err, test.dir, test.v2, test.err)
+		}
+	}
 }
 
 // newMemGroup makes a memory cgroup under this process's own, with limit
