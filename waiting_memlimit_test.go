@@ -1,25 +1,27 @@
 package bas_test
 
-// TestWaitingRunsScale under a memory limit that counts everything: with
+// TestWaitingRunsScale under a memory limit that counts the page cache too: with
 // BAS_WAITING_MEMLIMIT=300MiB (or 1GiB, or a number of bytes; "max" for a
 // group without a limit, to compare like with like) the test process moves
 // itself, before it opens anything, into a new memory cgroup under its own
-// with that limit, and its children (the processes that start the runs)
-// are made in it. The kernel then charges to the group every page the
-// test touches: the Go heap and stacks, the binary, the page cache of the
+// with that limit, and its children (the processes that start the runs) are
+// made in it. The kernel then charges to the group every page the test and
+// its children bring in: the Go heap and stacks, the page cache of the
 // store's files (tables, memtable logs, value log) whether mapped or
-// written, and it reclaims the group's reclaimable pages before it would
-// go over the limit, or kills a process in the group (an OOM kill, which
-// fails the test). The test logs, for each phase (each size's start in
-// the child, N's reopen and list calls, N's firing), the group's peak
-// usage, how often the limit was hit (v1's memory.failcnt, v2's "max"
-// events), the OOM kills, and the group's anonymous and file memory at
+// written; not the binary's pages already in memory when the test joined
+// (the test's binary is 27-30 MiB resident). It reclaims the group's
+// reclaimable pages before it would go over the limit, or kills a process in
+// the group: an OOM kill fails the test (the child's), or ends it (this
+// process's, with "signal: killed"). The test logs, for each phase (each
+// size's start in the child, N's reopen and list calls, N's firing), the
+// group's peak usage, how often the limit was hit (v1's memory.failcnt, v2's
+// "max" events), the OOM kills, and the group's anonymous and file memory at
 // its peak (sampled every 100 ms). Cgroup v1's memory controller
 // (memory.limit_in_bytes) and cgroup v2's (memory.max) are both supported;
-// the test skips, saying why, where neither can be made under the test's
-// own group. The group is removed at the end (a test killed before its end,
-// by the limit too, leaves an empty group behind). Under -race the test
-// needs several times the memory: a limit of 300MiB kills it.
+// the test skips, saying why, where neither can be made under the test's own
+// group. The group is removed at the end (a test killed before its end, by
+// the limit too, leaves an empty group behind). Under -race the test needs
+// several times the memory: a limit of 300MiB kills it.
 
 import (
 	"bufio"
