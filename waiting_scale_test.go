@@ -33,6 +33,8 @@ package bas_test
 // the runtime's memory classes of that moment (what sets the peak).
 // BAS_WAITING_LISTPROFILE=file writes a CPU profile of 2 s of each kind of
 // list and cockpit call, at each size, to file.<n>.<kind>.
+// BAS_WAITING_MEMLIMIT=300MiB runs it all in a memory cgroup with that
+// limit (waiting_memlimit_test.go).
 
 import (
 	"bufio"
@@ -176,6 +178,12 @@ type waitingFigures struct {
 	parentPeakMiB            float64
 	firingAnonPeakMiB        float64
 	firingAnonMedMiB         float64
+	// Under BAS_WAITING_MEMLIMIT (waiting_memlimit_test.go): the memory
+	// group's figures while the child started the runs, while this
+	// process reopened and listed them, and while it fired them; and
+	// this process's own memory as the child began.
+	groupStart, groupOpen, groupFire memGroupPhase
+	parentAtStart                    memSample
 }
 
 func TestWaitingRunsScale(t *testing.T) {
@@ -185,10 +193,19 @@ func TestWaitingRunsScale(t *testing.T) {
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		t.Skip("samples /proc")
 	}
+	var grp *memGroup
+	if v, ok := os.LookupEnv(waitingMemLimitEnv); ok {
+		limit, err := parseMemLimit(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		grp = newMemGroup(t, limit)
+		t.Logf("in memory group %s, limit %s (%d bytes; 0: none)", grp.dir, v, limit)
+	}
 	n := *waitingRuns
 	base := min(10_000, n/2)
-	b := openWaitingRuns(t, base)
-	f := openWaitingRuns(t, n)
+	b := openWaitingRuns(t, base, grp)
+	f := openWaitingRuns(t, n, grp)
 	ratio := func(x, y time.Duration) float64 { return float64(x) / float64(y) }
 	t.Logf("list x%.2f, list waiting x%.2f, cockpit x%.2f (%d runs against %d, each measured after its reopen); "+
 		"by the calling thread's CPU: list x%.2f, list waiting x%.2f, cockpit x%.2f",
@@ -211,10 +228,10 @@ func TestWaitingRunsScale(t *testing.T) {
 	// The base's runs fire after N's, with N's store closed: its open
 	// store would otherwise count in N's memory figures.
 	b.close(t)
-	f.fire(t)
+	f.fire(t, grp)
 	f.close(t)
 	b.reopen(t)
-	b.fire(t)
+	b.fire(t, grp)
 	b.close(t)
 }
 
@@ -281,7 +298,9 @@ func (s *waitingSet) reopen(t *testing.T) {
 
 // openWaitingRuns makes n waiting runs in a child process, kills it,
 // reopens and lists them (see the file comment); the caller fires them.
-func openWaitingRuns(t *testing.T, n int) *waitingSet {
+// With grp, it measures the memory group while the child starts the runs,
+// and while this process reopens and lists them.
+func openWaitingRuns(t *testing.T, n int, grp *memGroup) *waitingSet {
 	t.Helper()
 	s := &waitingSet{waitingFigures: waitingFigures{n: n}}
 	fig := &s.waitingFigures
@@ -298,6 +317,11 @@ func openWaitingRuns(t *testing.T, n int) *waitingSet {
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
+	}
+	var endPhase func() memGroupPhase
+	if grp != nil {
+		fig.parentAtStart = procMem("self")
+		endPhase = grp.begin()
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -348,8 +372,11 @@ func openWaitingRuns(t *testing.T, n int) *waitingSet {
 	testwait.Recv(t, sampled, "the memory sampler stopped")
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
+	if endPhase != nil {
+		fig.groupStart = endPhase()
+	}
 	if !done || t.Failed() {
-		t.Fatalf("the child did not start its %d runs", n)
+		t.Fatalf("the child did not start its %d runs (its end: %v; memory group while starting: %v)", n, cmd.ProcessState, fig.groupStart)
 	}
 	if len(samples) > 0 {
 		peak := func(f func(memSample) float64) float64 {
@@ -369,6 +396,10 @@ func openWaitingRuns(t *testing.T, n int) *waitingSet {
 		fig.anonPeakMiB, fig.anonHalfMiB = peak(anon), half(anon)
 	}
 
+	if grp != nil {
+		endPhase = grp.begin()
+		defer func() { fig.groupOpen = endPhase() }()
+	}
 	clk := clock.NewFake(waitingT0)
 	began := time.Now()
 	ws, err := openWaiting(dir, clk)
@@ -405,8 +436,9 @@ func openWaitingRuns(t *testing.T, n int) *waitingSet {
 }
 
 // fire moves s's fake clock a day, so that every timer comes due at once,
-// waits for every run to complete and logs the figures of s.
-func (s *waitingSet) fire(t *testing.T) {
+// waits for every run to complete and logs the figures of s (with grp,
+// the memory group's while firing).
+func (s *waitingSet) fire(t *testing.T, grp *memGroup) {
 	t.Helper()
 	ctx, eng, clk, n, fig, c := context.Background(), s.ws.Engine(), s.clk, s.n, &s.waitingFigures, s.c
 	var err error
@@ -416,6 +448,14 @@ func (s *waitingSet) fire(t *testing.T) {
 	if f := os.Getenv("BAS_WAITING_PEAKPROFILE"); f != "" {
 		stopPeak := watchPeak(t, f)
 		defer stopPeak()
+	}
+	if grp != nil {
+		endPhase := grp.begin()
+		defer func() {
+			fig.groupFire = endPhase()
+			t.Logf("%d runs in the memory group: starting (the child; this process then RSS %.0f MiB, anonymous %.0f): %v; "+
+				"reopening and listing: %v; firing: %v", n, fig.parentAtStart.rss, fig.parentAtStart.anon, fig.groupStart, fig.groupOpen, fig.groupFire)
+		}()
 	}
 	began := time.Now()
 	clk.Advance(24*time.Hour + time.Second)

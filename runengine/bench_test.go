@@ -179,8 +179,11 @@ func runChainOn(b *testing.B, prov capability.Provider, steps, starters int, clo
 // reports runs/s over the whole, the p50 and p99 of start-to-completion
 // latency, the p50 of the start's own latency (start-p50-ms: until the start
 // is durable), the CPU time the process spent per run (cpu-µs/run: the
-// engine's cost, steadier than the rate on a shared machine), and the peak
-// resident memory of the process (rss-MiB).
+// engine's cost, steadier than the rate on a shared machine), the peak
+// resident memory of the process (rss-MiB, since it began: the tables
+// Badger maps, which the kernel reclaims under pressure, count in it) and
+// the peak of its anonymous part over the runs (anon-peak-MiB: heap and
+// stacks, sampled every 50 ms).
 func measure(b *testing.B, be *benchEngine, starters int, closed bool, run func(ctx context.Context) (string, error)) {
 	ids := make([]string, b.N)
 	began := make([]time.Time, b.N)
@@ -189,6 +192,7 @@ func measure(b *testing.B, be *benchEngine, starters int, closed bool, run func(
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
+	stopAnon := sampleAnonPeak()
 	cpu0 := runengine.CPUTime()
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -226,6 +230,7 @@ func measure(b *testing.B, be *benchEngine, starters int, closed bool, run func(
 	elapsed := time.Since(start)
 	cpu := runengine.CPUTime() - cpu0
 	b.StopTimer()
+	anonPeak := stopAnon()
 	slices.Sort(lat)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "runs/s")
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
@@ -233,28 +238,57 @@ func measure(b *testing.B, be *benchEngine, starters int, closed bool, run func(
 	slices.Sort(acked)
 	b.ReportMetric(float64(acked[len(acked)/2].Microseconds())/1000, "start-p50-ms")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/run")
-	if rss := peakRSS(); rss > 0 {
-		b.ReportMetric(float64(rss)/(1<<20), "rss-MiB")
+	if rss := procStatusKB("VmHWM"); rss > 0 {
+		b.ReportMetric(float64(rss)/(1<<10), "rss-MiB")
+	}
+	if anonPeak > 0 {
+		b.ReportMetric(float64(anonPeak)/(1<<10), "anon-peak-MiB")
 	}
 }
 
-// peakRSS is the process's peak resident memory in bytes (VmHWM), 0 where
-// /proc does not tell.
-func peakRSS() int64 {
+// procStatusKB is the figure of /proc/self/status named field (VmHWM, the
+// peak resident memory; RssAnon, the anonymous part of it now), in KiB,
+// 0 where /proc does not tell.
+func procStatusKB(field string) int64 {
 	raw, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 			if err != nil {
 				return 0
 			}
-			return kb << 10
+			return kb
 		}
 	}
 	return 0
+}
+
+// sampleAnonPeak samples the process's anonymous memory every 50 ms until
+// the returned func is called, which returns its highest sample in KiB.
+func sampleAnonPeak() (stop func() int64) {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	var high int64
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			high = max(high, procStatusKB("RssAnon"))
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-stopped
+		return high
+	}
 }
 
 // BenchmarkChain3 runs a process of three sequential execute steps on an
