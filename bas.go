@@ -509,7 +509,15 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		_ = ws.Close()
 		return nil, err
 	}
-	if n, err := ws.docs.Sweep(ctx, time.Hour); err != nil {
+	// An upload cut by a crash left its file pending. No upload of this
+	// workspace has begun yet and, unless it is a Cluster's node, nothing
+	// else writes the store (see Options.Store): every pending file is
+	// left over. A node leaves the last hour's to the others' uploads.
+	sweepAge := time.Duration(0)
+	if opts.Cluster {
+		sweepAge = time.Hour
+	}
+	if n, err := ws.docs.Sweep(ctx, sweepAge); err != nil {
 		opts.Logger.Warn("docs: sweeping unfinished uploads failed", "error", err.Error())
 	} else if n > 0 {
 		opts.Logger.Info("docs: removed unfinished uploads", "files", n)
