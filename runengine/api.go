@@ -279,6 +279,18 @@ type PublishParams struct {
 	Emitter string
 }
 
+// check reports what is wrong with p.
+func (p PublishParams) check() []errs.Violation {
+	var vs []errs.Violation
+	if p.Tenant == "" {
+		vs = append(vs, errs.Violation{Loc: []any{"tenant"}, Msg: "is required", Type: "missing"})
+	}
+	if p.Name == "" {
+		vs = append(vs, errs.Violation{Loc: []any{"name"}, Msg: "is required", Type: "missing"})
+	}
+	return vs
+}
+
 // Published is what publishing an event did: the event as written and the
 // runs it started.
 type Published struct {
@@ -294,6 +306,9 @@ type Published struct {
 func (e *Engine) Publish(ctx context.Context, p PublishParams) (*Published, error) {
 	if e.isClosed() {
 		return nil, errClosed
+	}
+	if vs := p.check(); len(vs) > 0 {
+		return nil, errs.Validation(vs...)
 	}
 	if g := e.starting; g != nil {
 		if err := g.enter(ctx, p.Tenant); err != nil {
