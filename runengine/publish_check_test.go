@@ -2,6 +2,7 @@ package runengine_test
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/bas-platform/bas/internal/errs"
@@ -38,5 +39,50 @@ func TestPublishNeedsTenantAndName(t *testing.T) {
 				t.Errorf("violations (-want +got):\n%s (error %v)", diff, err)
 			}
 		})
+	}
+}
+
+// TestGoCallerValuesChecked: from Go a caller can put in a start's or an
+// event's data what JSON cannot hold (NaN, a func), and name a priority
+// the API would refuse. Each is ErrInvalid at its field; before, the data
+// was an error of no kind (an internal error, "json: unsupported value")
+// and the priority was kept on the run as given.
+func TestGoCallerValuesChecked(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	def := b.create(t, `{"type": "manual"}`, `[{"key": "t", "type": "human_task", "config": {"title": "Check"}}]`)
+	start := func(data map[string]any, priority string) error {
+		_, err := b.eng.Start(ctx, runengine.StartParams{Tenant: tenant, ProcessID: def.ID,
+			Subject: runengine.Subject{Type: "invoice", Label: "INV-1"}, Data: data, Priority: priority})
+		return err
+	}
+	publish := func(data map[string]any) error {
+		_, err := b.eng.Publish(ctx, runengine.PublishParams{Tenant: tenant, Name: "invoice.received", Data: data})
+		return err
+	}
+	for _, test := range []struct {
+		name string
+		err  error
+		want []any // the violation's location; nil: no error
+	}{
+		{"start NaN", start(map[string]any{"amount": math.NaN()}, ""), []any{"data"}},
+		{"start func", start(map[string]any{"f": func() {}}, ""), []any{"data"}},
+		{"start urgent", start(nil, "urgent"), []any{"priority"}},
+		{"start high", start(nil, "high"), nil},
+		{"start normal", start(nil, "normal"), nil},
+		{"publish +Inf", publish(map[string]any{"amount": math.Inf(1)}), []any{"data"}},
+		{"publish chan", publish(map[string]any{"c": make(chan int)}), []any{"data"}},
+		{"publish", publish(map[string]any{"amount": 1}), nil},
+	} {
+		var got []any
+		if vs := errs.Violations(test.err); len(vs) == 1 {
+			got = vs[0].Loc
+		} else if test.err != nil {
+			got = []any{"not one violation: " + test.err.Error()}
+		}
+		if diff := cmp.Diff(test.want, got); diff != "" {
+			t.Errorf("%s: location (-want +got):\n%s", test.name, diff)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package runengine
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,6 +31,10 @@ func (p StartParams) check() []errs.Violation {
 	}
 	if p.ProcessID == "" {
 		vs = append(vs, errs.Violation{Loc: []any{"process_id"}, Msg: "is required", Type: "missing"})
+	}
+	if p.Priority != "" && !slices.Contains(Priorities, p.Priority) {
+		vs = append(vs, errs.Violation{Loc: []any{"priority"}, Msg: "must be one of: low, normal, high",
+			Type: "enum"})
 	}
 	if len(p.IdempotencyKey) > maxIdempotencyKey {
 		vs = append(vs, errs.Violation{Loc: []any{"idempotency_key"}, Msg: "must be at most 255 bytes",
