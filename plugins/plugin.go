@@ -301,9 +301,7 @@ func (i *instance) markDead(reason string) bool {
 
 // kill ends the process at once and reaps it.
 func (i *instance) kill() {
-	if i.cmd.Process != nil {
-		_ = i.cmd.Process.Kill()
-	}
+	killTree(i.cmd)
 	i.client.Kill()
 }
 
@@ -320,9 +318,7 @@ func (i *instance) shutdown() {
 	select {
 	case <-done:
 	case <-t.C:
-		if i.cmd.Process != nil {
-			_ = i.cmd.Process.Kill()
-		}
+		killTree(i.cmd)
 		<-done
 	}
 }
@@ -370,6 +366,7 @@ func (p *Plugin) launch(ctx context.Context) (*instance, *wire.InitResponse, err
 
 	rpc, err := client.Client()
 	if err != nil {
+		killTree(cmd)
 		client.Kill() // waits until the plugin's stderr is read
 		return nil, nil, startError(err, cmd, stderr.String())
 	}

@@ -31,7 +31,11 @@
 // bad-cookie (serves with another magic cookie), bad-version (speaks
 // protocol version 99), garbage (prints a line that is no handshake and
 // waits), exit (exits with status 4), flood-stderr (writes 4 MiB to
-// stderr, then serves normally). BAS_CHAOS_START_AT="from-to" limits that
+// stderr, then serves normally), child (starts a child process that
+// inherits its stdout and stderr and sleeps, as a wrapper script's real
+// plugin or a helper does, then serves normally), child-garbage (child,
+// then garbage). BAS_CHAOS_CHILDREN names a file each child's pid is
+// appended to. BAS_CHAOS_START_AT="from-to" limits that
 // to the starts numbered from..to (counted in BAS_CHAOS_LOG, the first
 // start is 1).
 package main
@@ -43,6 +47,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -54,6 +59,9 @@ import (
 )
 
 func main() {
+	if os.Getenv("BAS_CHAOS_CHILD") != "" {
+		<-make(chan struct{}) // a child: holds the pipes it inherited
+	}
 	n := logStart()
 	if mode := os.Getenv("BAS_CHAOS_START"); mode != "" && startSelected(n) {
 		misstart(mode)
@@ -111,6 +119,12 @@ func misstart(mode string) {
 	case "garbage":
 		fmt.Println("hello, I am not a plugin")
 		<-make(chan struct{})
+	case "child":
+		startChild()
+	case "child-garbage":
+		startChild()
+		fmt.Println("hello, I am not a plugin")
+		<-make(chan struct{})
 	case "exit":
 		os.Exit(4)
 	case "flood-stderr":
@@ -119,6 +133,38 @@ func misstart(mode string) {
 			fmt.Fprint(os.Stderr, line)
 		}
 	}
+}
+
+// startChild starts this binary again as a child that sleeps with the
+// plugin's stdout and stderr, and appends its pid to BAS_CHAOS_CHILDREN.
+func startChild() {
+	exe, err := os.Executable()
+	if err == nil {
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), "BAS_CHAOS_CHILD=1")
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		err = cmd.Start()
+		if err == nil {
+			err = appendLine(os.Getenv("BAS_CHAOS_CHILDREN"), strconv.Itoa(cmd.Process.Pid))
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos child:", err)
+		os.Exit(2)
+	}
+}
+
+// appendLine appends line to the file at path (nothing when path is empty).
+func appendLine(path, line string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(f, line)
+	return errors.Join(err, f.Close())
 }
 
 // deaf serves a protocol version the host does not speak.
