@@ -149,7 +149,11 @@ type Options struct {
 	// Logger receives structured logs. Defaults to discarding them.
 	Logger *slog.Logger
 	// Providers are extra capability providers (connectors, in-process
-	// vendor providers) registered beside the built-in ones.
+	// vendor providers) registered beside the built-in ones. A capability
+	// two providers fill (email.send beside the outbox, say) is unbound
+	// until a tenant binds one of them (PUT
+	// /v1/capabilities/{id}/binding); a provider with the id builtin.email
+	// takes the outbox's place instead, and must fill email.send.
 	Providers []Provider
 	// PluginDir, when set, is a directory whose executables are loaded as
 	// provider plugins.
@@ -558,7 +562,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		return nil, err
 	}
 	// -- wiring: engine
-	if _, taken := ws.registry.Provider("builtin.email"); !taken {
+	if _, taken := ws.registry.Provider(mail.ProviderID); !taken {
 		if err := ws.registry.Register(mail.NewProvider(st, opts.Clock)); err != nil {
 			_ = ws.Close()
 			return nil, errors.Wrap(err, "register the email outbox")
