@@ -314,6 +314,18 @@ func (f JobFilter) query() RunQuery {
 	return RunQuery{ProcessID: f.ProcessID, Status: f.Status, Overdue: f.Overdue, Q: f.Q, Search: f.Search}
 }
 
+// changedBeside tells whether an action on the run failed with err, a
+// conflict, because someone changed the run between the job's read of its
+// page and the action: the run, read again, is as the action leaves it
+// (done holds), so the job leaves it unchanged rather than failed.
+func (e *Engine) changedBeside(tenant, runID string, err error, done func(*Run) bool) bool {
+	if !errors.Is(err, errs.Conflict) {
+		return false
+	}
+	r, err := e.GetRun(e.ctx, tenant, runID)
+	return err == nil && done(r)
+}
+
 // applyBulk applies a job's action to one run: whether it changed the run
 // (a run already as the action leaves it is unchanged, not an error), the
 // run a retry started, and why it could not.
@@ -325,6 +337,10 @@ func (e *Engine) applyBulk(tenant string, r *Run, action, actor string, byProces
 			return false, "", nil
 		}
 		_, err := e.Cancel(ctx, CancelParams{Tenant: tenant, RunID: r.ID, Actor: actor})
+		cancelled := func(r *Run) bool { return r.Status == RunCancelled }
+		if err != nil && e.changedBeside(tenant, r.ID, err, cancelled) {
+			return false, "", nil
+		}
 		return err == nil, "", err
 	case JobPause:
 		if r.Status == RunPaused {
@@ -337,6 +353,10 @@ func (e *Engine) applyBulk(tenant string, r *Run, action, actor string, byProces
 			return false, "", nil
 		}
 		_, err := e.Resume(ctx, tenant, r.ID, actor)
+		resumed := func(r *Run) bool { return r.Status != RunPaused && !r.Finished() }
+		if err != nil && e.changedBeside(tenant, r.ID, err, resumed) {
+			return false, "", nil
+		}
 		return err == nil, "", err
 	case JobRetry:
 		run, err := e.Retry(ctx, tenant, r.ID, actor)
