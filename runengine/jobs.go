@@ -2,6 +2,7 @@ package runengine
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -255,8 +256,13 @@ func (e *Engine) runJob(tenant, id string) error {
 			err     error
 		}
 		outs := make([]outcome, len(page))
+		looked := 0
 		var wg sync.WaitGroup
 		for i, r := range page {
+			if rec.Action == JobRetry && madeAfter(r.ID, rec.ID) {
+				continue // its own reruns (which may fail too), and runs started since
+			}
+			looked++
 			if !q.matches(r) || (rec.Filter.PausedBy != "" && (r.Paused == nil || !r.Paused.ByProcess)) {
 				continue
 			}
@@ -282,7 +288,7 @@ func (e *Engine) runJob(tenant, id string) error {
 				}
 			}
 		}
-		rec.Done += len(page)
+		rec.Done += looked
 		rec.Cursor = next
 		rec.UpdatedAt = e.now()
 		if next == "" {
@@ -312,6 +318,14 @@ func jobCandidates(r store.Reader, tenant string, f JobFilter, p store.Page) ([]
 // query is the run query of the filter.
 func (f JobFilter) query() RunQuery {
 	return RunQuery{ProcessID: f.ProcessID, Status: f.Status, Overdue: f.Overdue, Q: f.Q, Search: f.Search}
+}
+
+// madeAfter tells whether the record id was made after the job jobID: the
+// engine's ids sort by when they were made, whatever their kind.
+func madeAfter(id, jobID string) bool {
+	_, made, _ := strings.Cut(id, "_")
+	_, job, _ := strings.Cut(jobID, "_")
+	return made > job
 }
 
 // changedBeside tells whether an action on the run failed with err, a
