@@ -41,7 +41,7 @@ func TestBulkRunChangedBesideTheJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, byProcess := range []bool{false, true} {
-		if changed, _, err := eng.applyBulk("ten_a", read, JobResume, "usr_job", byProcess); changed || err != nil {
+		if changed, _, err := eng.applyBulk("ten_a", "job_test", read, JobResume, "usr_job", byProcess); changed || err != nil {
 			t.Errorf("resume (by process %v) of a run resumed beside the job: changed %v, error %v; want unchanged", byProcess, changed, err)
 		}
 	}
@@ -54,7 +54,7 @@ func TestBulkRunChangedBesideTheJob(t *testing.T) {
 	if _, err := eng.Cancel(ctx, CancelParams{Tenant: "ten_a", RunID: second.ID, Actor: "usr_b"}); err != nil {
 		t.Fatal(err)
 	}
-	if changed, _, err := eng.applyBulk("ten_a", read, JobCancel, "usr_job", false); changed || err != nil {
+	if changed, _, err := eng.applyBulk("ten_a", "job_test", read, JobCancel, "usr_job", false); changed || err != nil {
 		t.Errorf("cancel of a run cancelled beside the job: changed %v, error %v; want unchanged", changed, err)
 	}
 	// A finished run is still the resume's error.
@@ -62,7 +62,7 @@ func TestBulkRunChangedBesideTheJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := eng.applyBulk("ten_a", cancelled, JobResume, "usr_job", false); err == nil {
+	if _, _, err := eng.applyBulk("ten_a", "job_test", cancelled, JobResume, "usr_job", false); err == nil {
 		t.Error("resume of a cancelled run: no error")
 	}
 }

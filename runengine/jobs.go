@@ -267,7 +267,7 @@ func (e *Engine) runJob(tenant, id string) error {
 				continue
 			}
 			wg.Go(func() {
-				outs[i].changed, outs[i].newRun, outs[i].err = e.applyBulk(tenant, r, rec.Action, rec.CreatedBy, rec.Filter.PausedBy != "")
+				outs[i].changed, outs[i].newRun, outs[i].err = e.applyBulk(tenant, rec.ID, r, rec.Action, rec.CreatedBy, rec.Filter.PausedBy != "")
 			})
 		}
 		wg.Wait()
@@ -343,7 +343,7 @@ func (e *Engine) changedBeside(tenant, runID string, err error, done func(*Run) 
 // applyBulk applies a job's action to one run: whether it changed the run
 // (a run already as the action leaves it is unchanged, not an error), the
 // run a retry started, and why it could not.
-func (e *Engine) applyBulk(tenant string, r *Run, action, actor string, byProcess bool) (bool, string, error) {
+func (e *Engine) applyBulk(tenant, jobID string, r *Run, action, actor string, byProcess bool) (bool, string, error) {
 	ctx := e.ctx
 	switch action {
 	case JobCancel:
@@ -373,7 +373,9 @@ func (e *Engine) applyBulk(tenant string, r *Run, action, actor string, byProces
 		}
 		return err == nil, "", err
 	case JobRetry:
-		run, err := e.Retry(ctx, tenant, r.ID, actor)
+		// Keyed by the job and the run: a page done again after a restart
+		// finds the rerun its first pass started.
+		run, err := e.retry(ctx, tenant, r.ID, actor, "bulk/"+jobID+"/"+r.ID)
 		if err != nil {
 			return false, "", err
 		}
