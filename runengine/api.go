@@ -299,14 +299,7 @@ type PublishParams struct {
 
 // check reports what is wrong with p.
 func (p PublishParams) check() []errs.Violation {
-	var vs []errs.Violation
-	if p.Tenant == "" {
-		vs = append(vs, errs.Violation{Loc: []any{"tenant"}, Msg: "is required", Type: "missing"})
-	}
-	if p.Name == "" {
-		vs = append(vs, errs.Violation{Loc: []any{"name"}, Msg: "is required", Type: "missing"})
-	}
-	return vs
+	return missing("tenant", p.Tenant, "name", p.Name)
 }
 
 // Published is what publishing an event did: the event as written and the
