@@ -240,6 +240,9 @@ func (p *Plugin) emit(ctx context.Context, ev capability.Event) error {
 	var vs []errs.Violation
 	if ev.Name == "" {
 		vs = append(vs, errs.Violation{Loc: []any{"event", "name"}, Msg: "an event needs a name", Type: "missing"})
+	} else if ns, reserved := capability.ReservedNamespace(ev.Name); reserved {
+		vs = append(vs, errs.Violation{Loc: []any{"event", "name"}, Type: "value_error",
+			Msg: fmt.Sprintf("events named %s.* are emitted only by the workspace itself; use your app's own namespace", ns)})
 	} else if info.App != nil && !slices.Contains(info.App.Events.Emits, ev.Name) {
 		vs = append(vs, errs.Violation{Loc: []any{"event", "name"}, Type: "value_error",
 			Msg: fmt.Sprintf("app %s does not declare the event %s (it emits %s)", info.App.ID, ev.Name, strings.Join(info.App.Events.Emits, ", "))})

@@ -18,6 +18,8 @@
 //     answers
 //   - flood-log: writes lines JSON log lines to the process's own stderr,
 //     as a plugin's logger does, then answers
+//   - emit: emits the event named by "event" to the call's tenant, then
+//     answers (the plugin describes no app, so it declares no events)
 //
 // With "once" set, the call misbehaves only when the marker file does not
 // exist yet (and creates it), and answers as ok afterwards. "do" defaults
@@ -66,7 +68,7 @@ func main() {
 	if mode := os.Getenv("BAS_CHAOS_START"); mode != "" && startSelected(n) {
 		misstart(mode)
 	}
-	sdk.Serve(provider{})
+	sdk.Serve(&provider{})
 }
 
 // logStart appends the pid to BAS_CHAOS_LOG and returns the number of this
@@ -182,14 +184,17 @@ func (deaf) Health(context.Context, *wire.HealthRequest) (*wire.HealthResponse, 
 	return nil, errors.New("not served")
 }
 
-type provider struct{}
+// provider describes no app, so no list of events limits what it emits.
+type provider struct {
+	sdk.HostRef
+}
 
-func (provider) Info() capability.Info {
+func (*provider) Info() capability.Info {
 	return capability.Info{Name: "Chaos", Capabilities: []string{"chaos.call"}}
 }
 
 // Capabilities describes chaos.call, so a workspace's registry accepts it.
-func (provider) Capabilities() []capability.Capability {
+func (*provider) Capabilities() []capability.Capability {
 	return []capability.Capability{{
 		ID:          "chaos.call",
 		Name:        "Chaos call",
@@ -205,9 +210,10 @@ type args struct {
 	Lines  int    `json:"lines"`
 	Bytes  int    `json:"bytes"`
 	Once   string `json:"once"`
+	Event  string `json:"event"`
 }
 
-func (provider) Call(_ context.Context, call capability.Call) (json.RawMessage, error) {
+func (p *provider) Call(ctx context.Context, call capability.Call) (json.RawMessage, error) {
 	var a args
 	if len(call.Args) > 0 {
 		if err := json.Unmarshal(call.Args, &a); err != nil {
@@ -240,6 +246,10 @@ func (provider) Call(_ context.Context, call capability.Call) (json.RawMessage, 
 		time.Sleep(time.Duration(a.Millis) * time.Millisecond)
 	case "flood":
 		flood(a.Lines, a.Bytes)
+	case "emit":
+		if err := p.Emit(ctx, capability.Event{Tenant: call.Tenant, Name: a.Event, Data: json.RawMessage(`{}`)}); err != nil {
+			return nil, err
+		}
 	case "flood-log":
 		// The process's own stderr (fd 2; os.Stderr goes to the host over
 		// gRPC after Serve), where a plugin's logger writes JSON lines.
