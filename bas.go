@@ -149,7 +149,11 @@ type Options struct {
 	// Logger receives structured logs. Defaults to discarding them.
 	Logger *slog.Logger
 	// Providers are extra capability providers (connectors, in-process
-	// vendor providers) registered beside the built-in ones.
+	// vendor providers) registered beside the built-in ones. A capability
+	// two providers fill (email.send beside the outbox, say) is unbound
+	// until a tenant binds one of them (PUT
+	// /v1/capabilities/{id}/binding); a provider with the id builtin.email
+	// takes the outbox's place instead, and must fill email.send.
 	Providers []Provider
 	// PluginDir, when set, is a directory whose executables are loaded as
 	// provider plugins.
@@ -509,7 +513,15 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		_ = ws.Close()
 		return nil, err
 	}
-	if n, err := ws.docs.Sweep(ctx, time.Hour); err != nil {
+	// An upload cut by a crash left its file pending. No upload of this
+	// workspace has begun yet and, unless it is a Cluster's node, nothing
+	// else writes the store (see Options.Store): every pending file is
+	// left over. A node leaves the last hour's to the others' uploads.
+	sweepAge := time.Duration(0)
+	if opts.Cluster {
+		sweepAge = time.Hour
+	}
+	if n, err := ws.docs.Sweep(ctx, sweepAge); err != nil {
 		opts.Logger.Warn("docs: sweeping unfinished uploads failed", "error", err.Error())
 	} else if n > 0 {
 		opts.Logger.Info("docs: removed unfinished uploads", "files", n)
@@ -550,7 +562,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		return nil, err
 	}
 	// -- wiring: engine
-	if _, taken := ws.registry.Provider("builtin.email"); !taken {
+	if _, taken := ws.registry.Provider(mail.ProviderID); !taken {
 		if err := ws.registry.Register(mail.NewProvider(st, opts.Clock)); err != nil {
 			_ = ws.Close()
 			return nil, errors.Wrap(err, "register the email outbox")

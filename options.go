@@ -3,10 +3,12 @@ package bas
 import (
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/bas-platform/bas/internal/mail"
 	"github.com/cockroachdb/errors"
 )
 
@@ -63,6 +65,15 @@ func (o Options) validate() error {
 	}
 	if err := o.validateCluster(bad); err != nil {
 		return err
+	}
+	for i, p := range o.Providers {
+		if p == nil {
+			continue // Open's registry names it
+		}
+		if info := p.Info(); info.ID == mail.ProviderID && !slices.Contains(info.Capabilities, "email.send") {
+			return bad(fmt.Sprintf("Providers[%d]", i), `"`+mail.ProviderID+`"`,
+				"a provider of that id takes the outbox's place, so it must list email.send; give it another id")
+		}
 	}
 	for i, p := range o.Plugins {
 		if p == "" {

@@ -60,6 +60,11 @@ func TestOptionsValidate(t *testing.T) {
 		{"checksum of 63 hex digits", bas.Options{PluginChecksums: map[string]string{"erp": sum[:63]}},
 			`Options.PluginChecksums["erp"] is "` + sum[:63] + `"; give the plugin's SHA-256 as 64 hex digits`},
 		{"checksum of 64 hex digits", bas.Options{PluginChecksums: map[string]string{"erp": sum}}, ""},
+		// A provider with the outbox's id replaces it: before, one that did
+		// not fill email.send opened a workspace no process could email from.
+		{"outbox's id without email.send", bas.Options{Providers: []bas.Provider{flaky{}, outbox{"flaky.call"}}},
+			`bas: Options.Providers[1] is "builtin.email"; a provider of that id takes the outbox's place, so it must list email.send`},
+		{"outbox's id with email.send", bas.Options{Providers: []bas.Provider{outbox{"email.send"}}}, ""},
 	} {
 		t.Run(test.name, func(t *testing.T) {
 			t.Parallel()
@@ -99,6 +104,17 @@ func (flaky) Capabilities() []capability.Capability {
 func (f flaky) Call(context.Context, capability.Call) (json.RawMessage, error) {
 	f.calls.Add(1)
 	return nil, bas.ErrUnavailable
+}
+
+// outbox is a provider with the built-in outbox's id, filling capability.
+type outbox struct{ capability string }
+
+func (o outbox) Info() capability.Info {
+	return capability.Info{ID: "builtin.email", Name: "Host mail", Kind: capability.KindBuiltin, Capabilities: []string{o.capability}}
+}
+
+func (outbox) Call(context.Context, capability.Call) (json.RawMessage, error) {
+	return json.RawMessage(`{}`), nil
 }
 
 // TestCircuitOptionsReachTheBreaker opens a workspace whose breaker opens

@@ -19,6 +19,7 @@ package capability
 import (
 	"context"
 	"encoding/json"
+	"strings"
 )
 
 // Capability describes one callable action.
@@ -153,6 +154,21 @@ type Event struct {
 	Tenant string          `json:"tenant"`
 	Name   string          `json:"name"`
 	Data   json.RawMessage `json:"data"`
+}
+
+// ReservedNamespace returns the namespace of an event name the workspace
+// itself owns (process.*, task.*, approval.*, and the built-in apps':
+// docs.*, crm.* ...), and whether it is one: only the workspace emits such
+// events, so neither a plugin nor a caller of POST /v1/events can pass
+// off an event as a run's end, a decision or a validated document.
+func ReservedNamespace(name string) (string, bool) {
+	ns, _, _ := strings.Cut(name, ".")
+	switch ns {
+	case "process", "task", "approval", "docs", "crm", "invoicing", "boards", "usecases", "ai", "webhook",
+		"decisions", "automation", "access", "capabilities", "tasks", "processes", "bas":
+		return ns, true
+	}
+	return "", false
 }
 
 // EventSink receives events providers emit (a plugin's events reach the

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/internal/apps/access"
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/jsonvalue"
@@ -216,19 +217,6 @@ type EventOut struct {
 	Runs    []any  `json:"runs"`
 }
 
-// ownedNamespace returns the namespace of name when an app or the engine
-// owns it (api.md section 6): only the owner emits such events, never
-// POST /v1/events.
-func ownedNamespace(name string) (string, bool) {
-	ns, _, _ := strings.Cut(name, ".")
-	switch ns {
-	case "process", "task", "approval", "docs", "crm", "invoicing", "boards", "usecases", "ai", "webhook",
-		"decisions", "automation", "access", "capabilities", "tasks", "processes", "bas":
-		return ns, true
-	}
-	return "", false
-}
-
 // handleEventEmit serves POST /v1/events: 202 with the runs it started.
 // Names in a namespace an app or the engine owns are a 422; the event
 // records the key or user that emitted it, and so do the runs it starts.
@@ -237,7 +225,7 @@ func (h *Handler) handleEventEmit(c *request) error {
 	if err := c.Decode(&in); err != nil {
 		return err
 	}
-	if ns, owned := ownedNamespace(in.Name); owned {
+	if ns, owned := capability.ReservedNamespace(in.Name); owned {
 		return errs.Invalidf([]any{"body", "name"}, "value_error",
 			"events named %s.* are emitted only by the workspace itself; use a name of your own (custom.*, or your product's namespace)", ns)
 	}

@@ -240,6 +240,9 @@ func (p *Plugin) emit(ctx context.Context, ev capability.Event) error {
 	var vs []errs.Violation
 	if ev.Name == "" {
 		vs = append(vs, errs.Violation{Loc: []any{"event", "name"}, Msg: "an event needs a name", Type: "missing"})
+	} else if ns, reserved := capability.ReservedNamespace(ev.Name); reserved {
+		vs = append(vs, errs.Violation{Loc: []any{"event", "name"}, Type: "value_error",
+			Msg: fmt.Sprintf("events named %s.* are emitted only by the workspace itself; use your app's own namespace", ns)})
 	} else if info.App != nil && !slices.Contains(info.App.Events.Emits, ev.Name) {
 		vs = append(vs, errs.Violation{Loc: []any{"event", "name"}, Type: "value_error",
 			Msg: fmt.Sprintf("app %s does not declare the event %s (it emits %s)", info.App.ID, ev.Name, strings.Join(info.App.Events.Emits, ", "))})
@@ -301,9 +304,7 @@ func (i *instance) markDead(reason string) bool {
 
 // kill ends the process at once and reaps it.
 func (i *instance) kill() {
-	if i.cmd.Process != nil {
-		_ = i.cmd.Process.Kill()
-	}
+	killTree(i.cmd)
 	i.client.Kill()
 }
 
@@ -320,9 +321,7 @@ func (i *instance) shutdown() {
 	select {
 	case <-done:
 	case <-t.C:
-		if i.cmd.Process != nil {
-			_ = i.cmd.Process.Kill()
-		}
+		killTree(i.cmd)
 		<-done
 	}
 }
@@ -370,6 +369,7 @@ func (p *Plugin) launch(ctx context.Context) (*instance, *wire.InitResponse, err
 
 	rpc, err := client.Client()
 	if err != nil {
+		killTree(cmd)
 		client.Kill() // waits until the plugin's stderr is read
 		return nil, nil, startError(err, cmd, stderr.String())
 	}

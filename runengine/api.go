@@ -149,7 +149,25 @@ func (e *Engine) start(ctx context.Context, p StartParams, view bool) (reply, er
 		first, err := e.keyedRun(ctx, p)
 		return firstReply(first, view, err)
 	}
-	return rep, err
+	return rep, unencodable(err, "data")
+}
+
+// unencodable returns err as ErrInvalid at loc when it is JSON's refusal
+// of a value (NaN, a func, a channel) a caller from Go put in the data,
+// and err unchanged otherwise.
+func unencodable(err error, loc ...any) error {
+	var value *json.UnsupportedValueError
+	var typ *json.UnsupportedTypeError
+	var cause error
+	switch {
+	case errors.As(err, &value):
+		cause = value
+	case errors.As(err, &typ):
+		cause = typ
+	default:
+		return err
+	}
+	return errs.Invalidf(loc, "type_error", "must hold only values JSON can hold (%s)", cause)
 }
 
 // firstReply answers a start with the run its idempotency key started.
@@ -279,6 +297,11 @@ type PublishParams struct {
 	Emitter string
 }
 
+// check reports what is wrong with p.
+func (p PublishParams) check() []errs.Violation {
+	return missing("tenant", p.Tenant, "name", p.Name)
+}
+
 // Published is what publishing an event did: the event as written and the
 // runs it started.
 type Published struct {
@@ -294,6 +317,9 @@ type Published struct {
 func (e *Engine) Publish(ctx context.Context, p PublishParams) (*Published, error) {
 	if e.isClosed() {
 		return nil, errClosed
+	}
+	if vs := p.check(); len(vs) > 0 {
+		return nil, errs.Validation(vs...)
 	}
 	if g := e.starting; g != nil {
 		if err := g.enter(ctx, p.Tenant); err != nil {
@@ -315,7 +341,7 @@ func (e *Engine) Publish(ctx context.Context, p PublishParams) (*Published, erro
 	}
 	raw, err := ev.appendJSON(nil)
 	if err != nil {
-		return nil, errors.Wrap(err, "encode event")
+		return nil, unencodable(errors.Wrap(err, "encode event"), "data")
 	}
 	if len(raw) > MaxEventDataBytes { // the data alone may still be within
 		if n, err := jsonvalue.Append(nil, data); err == nil && len(n) > MaxEventDataBytes {

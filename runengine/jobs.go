@@ -2,6 +2,7 @@ package runengine
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -312,13 +313,18 @@ func (e *Engine) runJob(tenant, id string) error {
 			err     error
 		}
 		outs := make([]outcome, len(page))
+		looked := 0
 		var wg sync.WaitGroup
 		for i, r := range page {
+			if rec.Action == JobRetry && madeAfter(r.ID, rec.ID) {
+				continue // its own reruns (which may fail too), and runs started since
+			}
+			looked++
 			if !q.matches(r) || (rec.Filter.PausedBy != "" && (r.Paused == nil || !r.Paused.ByProcess)) {
 				continue
 			}
 			wg.Go(func() {
-				outs[i].changed, outs[i].newRun, outs[i].err = e.applyBulk(tenant, r, rec.Action, rec.CreatedBy, rec.Filter.PausedBy != "")
+				outs[i].changed, outs[i].newRun, outs[i].err = e.applyBulk(tenant, rec.ID, r, rec.Action, rec.CreatedBy, rec.Filter.PausedBy != "")
 			})
 		}
 		wg.Wait()
@@ -340,7 +346,7 @@ func (e *Engine) runJob(tenant, id string) error {
 				}
 			}
 		}
-		rec.Done += len(page)
+		rec.Done += looked
 		rec.Cursor = next
 		rec.UpdatedAt = e.now()
 		if next == "" {
@@ -370,10 +376,30 @@ func (f JobFilter) query() RunQuery {
 	return RunQuery{ProcessID: f.ProcessID, Status: f.Status, Overdue: f.Overdue, Q: f.Q, Search: f.Search}
 }
 
+// madeAfter tells whether the record id was made after the job jobID: the
+// engine's ids sort by when they were made, whatever their kind.
+func madeAfter(id, jobID string) bool {
+	_, made, _ := strings.Cut(id, "_")
+	_, job, _ := strings.Cut(jobID, "_")
+	return made > job
+}
+
+// changedBeside tells whether an action on the run failed with err, a
+// conflict, because someone changed the run between the job's read of its
+// page and the action: the run, read again, is as the action leaves it
+// (done holds), so the job leaves it unchanged rather than failed.
+func (e *Engine) changedBeside(tenant, runID string, err error, done func(*Run) bool) bool {
+	if !errors.Is(err, errs.Conflict) {
+		return false
+	}
+	r, err := e.GetRun(e.ctx, tenant, runID)
+	return err == nil && done(r)
+}
+
 // applyBulk applies a job's action to one run: whether it changed the run
 // (a run already as the action leaves it is unchanged, not an error), the
 // run a retry started, and why it could not.
-func (e *Engine) applyBulk(tenant string, r *Run, action, actor string, byProcess bool) (bool, string, error) {
+func (e *Engine) applyBulk(tenant, jobID string, r *Run, action, actor string, byProcess bool) (bool, string, error) {
 	ctx := e.ctx
 	switch action {
 	case JobCancel:
@@ -381,6 +407,10 @@ func (e *Engine) applyBulk(tenant string, r *Run, action, actor string, byProces
 			return false, "", nil
 		}
 		_, err := e.Cancel(ctx, CancelParams{Tenant: tenant, RunID: r.ID, Actor: actor})
+		cancelled := func(r *Run) bool { return r.Status == RunCancelled }
+		if err != nil && e.changedBeside(tenant, r.ID, err, cancelled) {
+			return false, "", nil
+		}
 		return err == nil, "", err
 	case JobPause:
 		if r.Status == RunPaused {
@@ -393,9 +423,15 @@ func (e *Engine) applyBulk(tenant string, r *Run, action, actor string, byProces
 			return false, "", nil
 		}
 		_, err := e.Resume(ctx, tenant, r.ID, actor)
+		resumed := func(r *Run) bool { return r.Status != RunPaused && !r.Finished() }
+		if err != nil && e.changedBeside(tenant, r.ID, err, resumed) {
+			return false, "", nil
+		}
 		return err == nil, "", err
 	case JobRetry:
-		run, err := e.Retry(ctx, tenant, r.ID, actor)
+		// Keyed by the job and the run: a page done again after a restart
+		// finds the rerun its first pass started.
+		run, err := e.retry(ctx, tenant, r.ID, actor, "bulk/"+jobID+"/"+r.ID)
 		if err != nil {
 			return false, "", err
 		}

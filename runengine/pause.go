@@ -406,6 +406,13 @@ func (a *rerunArgs) apply(r *Run) {
 // 422. Like Start, it passes the tenant's door (MaxStartingPerTenant,
 // FairStartingPerTenant).
 func (e *Engine) Rerun(ctx context.Context, tenant, runID, fromStep, actor string) (*Run, error) {
+	return e.rerun(ctx, tenant, runID, fromStep, actor, "")
+}
+
+// rerun is Rerun; with key set, a rerun repeated with it within
+// IdempotencyWindow returns the first one's run instead of starting
+// another (the key is written in the rerun's start commit, as a Start's).
+func (e *Engine) rerun(ctx context.Context, tenant, runID, fromStep, actor, key string) (*Run, error) {
 	orig, err := e.GetRun(ctx, tenant, runID)
 	if err != nil {
 		return nil, err
@@ -450,7 +457,22 @@ func (e *Engine) Rerun(ctx context.Context, tenant, runID, fromStep, actor strin
 		steps[i].internal.OutputBytes = 0 // the new run stores it apart again, under its own id
 	}
 	trig := orig.Trigger
+	var ops []func(store.Txn) error
+	sweeps := false
+	keyed := StartParams{Tenant: tenant, ProcessID: orig.ProcessID, IdempotencyKey: key}
+	if key != "" {
+		unlock, first, kops, err := e.claimStartKey(ctx, keyed)
+		if err != nil || first != nil {
+			return first, err
+		}
+		defer unlock()
+		ops, sweeps = kops, len(kops) > 0 // removals of expired keys read them
+	}
 	newID := e.newRunID()
+	if key != "" {
+		ops = append(ops, e.startKeyWrite(tenant, key, newID))
+		sweeps = sweeps || e.cluster != nil // the write reads the key again
+	}
 	if g := e.starting; g != nil {
 		if err := g.enter(ctx, tenant); err != nil {
 			return nil, err
@@ -459,8 +481,11 @@ func (e *Engine) Rerun(ctx context.Context, tenant, runID, fromStep, actor strin
 	}
 	rep, err := e.send(ctx, &command{kind: cmdStart, tenant: tenant, runID: newID, actor: actor, start: &startArgs{
 		version: ver, subject: orig.Subject, trigger: trig, actor: actor, priority: orig.Priority,
-		rerun: &rerunArgs{of: orig.ID, from: fromStep, steps: steps},
+		rerun: &rerunArgs{of: orig.ID, from: fromStep, steps: steps}, ops: ops, reads: sweeps,
 	}})
+	if isErr(err, errStartKeyTaken) { // another node reran it first
+		return e.keyedRun(ctx, keyed)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -469,6 +494,11 @@ func (e *Engine) Rerun(ctx context.Context, tenant, runID, fromStep, actor strin
 
 // Retry reruns a failed run from the step that failed (see Rerun).
 func (e *Engine) Retry(ctx context.Context, tenant, runID, actor string) (*Run, error) {
+	return e.retry(ctx, tenant, runID, actor, "")
+}
+
+// retry is Retry; key is rerun's.
+func (e *Engine) retry(ctx context.Context, tenant, runID, actor, key string) (*Run, error) {
 	orig, err := e.GetRun(ctx, tenant, runID)
 	if err != nil {
 		return nil, err
@@ -478,7 +508,7 @@ func (e *Engine) Retry(ctx context.Context, tenant, runID, actor string) (*Run, 
 	}
 	for _, s := range orig.Steps {
 		if s.Status == StepFailed {
-			return e.Rerun(ctx, tenant, runID, s.Key, actor)
+			return e.rerun(ctx, tenant, runID, s.Key, actor, key)
 		}
 	}
 	return nil, errs.Conflictf("run has no failed step")

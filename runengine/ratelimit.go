@@ -37,6 +37,8 @@ func (l RateLimit) matches(capID string) bool {
 	return l.Capability == capID
 }
 
+// String describes the limit as logs and errors name it: "rate limit of
+// crm.lead.sync: 10 per 1s per args.customer_id".
 func (l RateLimit) String() string {
 	s := fmt.Sprintf("rate limit of %s: %d per %s", l.Capability, l.Limit, l.Per)
 	if l.Key != "" {

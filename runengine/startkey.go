@@ -3,6 +3,7 @@ package runengine
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,16 +25,26 @@ const (
 
 // check reports what is wrong with p.
 func (p StartParams) check() []errs.Violation {
-	var vs []errs.Violation
-	if p.Tenant == "" {
-		vs = append(vs, errs.Violation{Loc: []any{"tenant"}, Msg: "is required", Type: "missing"})
-	}
-	if p.ProcessID == "" {
-		vs = append(vs, errs.Violation{Loc: []any{"process_id"}, Msg: "is required", Type: "missing"})
+	vs := missing("tenant", p.Tenant, "process_id", p.ProcessID)
+	if p.Priority != "" && !slices.Contains(Priorities, p.Priority) {
+		vs = append(vs, errs.Violation{Loc: []any{"priority"}, Msg: "must be one of: low, normal, high",
+			Type: "enum"})
 	}
 	if len(p.IdempotencyKey) > maxIdempotencyKey {
 		vs = append(vs, errs.Violation{Loc: []any{"idempotency_key"}, Msg: "must be at most 255 bytes",
 			Type: "string_too_long"})
+	}
+	return vs
+}
+
+// missing reports each of the fields, given as name and value pairs,
+// whose value is empty.
+func missing(fields ...string) []errs.Violation {
+	var vs []errs.Violation
+	for i := 0; i+1 < len(fields); i += 2 {
+		if fields[i+1] == "" {
+			vs = append(vs, errs.Violation{Loc: []any{fields[i]}, Msg: "is required", Type: "missing"})
+		}
 	}
 	return vs
 }

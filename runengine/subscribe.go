@@ -24,7 +24,9 @@ type SubscribeParams struct {
 	Names []string
 	// After resumes right after the event whose Notice carried this
 	// cursor. Empty starts with the events committed after Subscribe is
-	// called.
+	// called. The kept events live in memory: a cursor from before the
+	// workspace last opened (a restart) is handed ErrMissed at once, and
+	// the subscriber reads the state again.
 	After string
 }
 

@@ -33,7 +33,10 @@
 //     (capability.Event) and to log into the host's log. Embedding HostRef
 //     implements it.
 //   - Describer: Capabilities describes the capabilities it fills, with their
-//     JSON Schemas, for capabilities the workspace does not know yet.
+//     JSON Schemas, for capabilities the workspace does not know yet. Every
+//     capability Info lists that the standard catalog does not have must be
+//     described: a workspace refuses to register a provider that lists one
+//     undescribed.
 //   - capability.HealthChecker: its own health ("failed" with a detail when
 //     its backing system is unreachable), shown by GET /v1/connections.
 //

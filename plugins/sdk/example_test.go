@@ -24,6 +24,16 @@ func (w *weather) Info() capability.Info {
 	}
 }
 
+// Capabilities describes weather.today, which the standard catalog does not
+// have; a workspace refuses a provider that lists a capability it neither
+// finds in the catalog nor sees described.
+func (w *weather) Capabilities() []capability.Capability {
+	return []capability.Capability{{ID: "weather.today", Name: "Today's weather",
+		Description: "Today's forecast for a city.",
+		Args:        json.RawMessage(`{"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}}`),
+		Result:      json.RawMessage(`{"type": "object", "required": ["sky"], "properties": {"sky": {"type": "string"}}}`)}}
+}
+
 func (w *weather) Call(ctx context.Context, call capability.Call) (json.RawMessage, error) {
 	var args struct {
 		City string `json:"city"`

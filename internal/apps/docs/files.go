@@ -161,17 +161,19 @@ func (s *Service) deleteFile(ctx context.Context, tenant, fileID string) error {
 
 // Sweep deletes the files of uploads that began more than olderThan ago
 // and never became a document version (the process died mid-upload, or
-// the final commit failed). It returns how many it deleted. Hosts call it
-// now and then (bas does at open); it is safe while uploads run, as long
-// as olderThan exceeds the longest upload.
+// the final commit failed); olderThan 0 deletes every such file. It
+// returns how many it deleted. Hosts call it now and then (bas does at
+// open); it is safe while uploads run, as long as olderThan exceeds the
+// longest upload.
 func (s *Service) Sweep(ctx context.Context, olderThan time.Duration) (int, error) {
+	all := olderThan <= 0
 	cutoff := s.clock.Now().Add(-olderThan)
 	type stale struct{ tenant, fileID string }
 	var found []stale
 	err := s.st.View(ctx, func(r store.Reader) error {
 		return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, spacePending)}, func(k, v []byte) error {
 			var p pending
-			if err := json.Unmarshal(v, &p); err != nil || p.At.Before(cutoff) {
+			if err := json.Unmarshal(v, &p); err != nil || all || p.At.Before(cutoff) {
 				parts, derr := store.DecodeKey(k)
 				if derr != nil || len(parts) != 4 {
 					return nil

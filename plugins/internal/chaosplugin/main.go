@@ -18,6 +18,8 @@
 //     answers
 //   - flood-log: writes lines JSON log lines to the process's own stderr,
 //     as a plugin's logger does, then answers
+//   - emit: emits the event named by "event" to the call's tenant, then
+//     answers (the plugin describes no app, so it declares no events)
 //
 // With "once" set, the call misbehaves only when the marker file does not
 // exist yet (and creates it), and answers as ok afterwards. "do" defaults
@@ -31,7 +33,11 @@
 // bad-cookie (serves with another magic cookie), bad-version (speaks
 // protocol version 99), garbage (prints a line that is no handshake and
 // waits), exit (exits with status 4), flood-stderr (writes 4 MiB to
-// stderr, then serves normally). BAS_CHAOS_START_AT="from-to" limits that
+// stderr, then serves normally), child (starts a child process that
+// inherits its stdout and stderr and sleeps, as a wrapper script's real
+// plugin or a helper does, then serves normally), child-garbage (child,
+// then garbage). BAS_CHAOS_CHILDREN names a file each child's pid is
+// appended to. BAS_CHAOS_START_AT="from-to" limits that
 // to the starts numbered from..to (counted in BAS_CHAOS_LOG, the first
 // start is 1).
 package main
@@ -43,6 +49,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -54,11 +61,14 @@ import (
 )
 
 func main() {
+	if os.Getenv("BAS_CHAOS_CHILD") != "" {
+		<-make(chan struct{}) // a child: holds the pipes it inherited
+	}
 	n := logStart()
 	if mode := os.Getenv("BAS_CHAOS_START"); mode != "" && startSelected(n) {
 		misstart(mode)
 	}
-	sdk.Serve(provider{})
+	sdk.Serve(&provider{})
 }
 
 // logStart appends the pid to BAS_CHAOS_LOG and returns the number of this
@@ -111,6 +121,12 @@ func misstart(mode string) {
 	case "garbage":
 		fmt.Println("hello, I am not a plugin")
 		<-make(chan struct{})
+	case "child":
+		startChild()
+	case "child-garbage":
+		startChild()
+		fmt.Println("hello, I am not a plugin")
+		<-make(chan struct{})
 	case "exit":
 		os.Exit(4)
 	case "flood-stderr":
@@ -119,6 +135,38 @@ func misstart(mode string) {
 			fmt.Fprint(os.Stderr, line)
 		}
 	}
+}
+
+// startChild starts this binary again as a child that sleeps with the
+// plugin's stdout and stderr, and appends its pid to BAS_CHAOS_CHILDREN.
+func startChild() {
+	exe, err := os.Executable()
+	if err == nil {
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), "BAS_CHAOS_CHILD=1")
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		err = cmd.Start()
+		if err == nil {
+			err = appendLine(os.Getenv("BAS_CHAOS_CHILDREN"), strconv.Itoa(cmd.Process.Pid))
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos child:", err)
+		os.Exit(2)
+	}
+}
+
+// appendLine appends line to the file at path (nothing when path is empty).
+func appendLine(path, line string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(f, line)
+	return errors.Join(err, f.Close())
 }
 
 // deaf serves a protocol version the host does not speak.
@@ -136,14 +184,17 @@ func (deaf) Health(context.Context, *wire.HealthRequest) (*wire.HealthResponse, 
 	return nil, errors.New("not served")
 }
 
-type provider struct{}
+// provider describes no app, so no list of events limits what it emits.
+type provider struct {
+	sdk.HostRef
+}
 
-func (provider) Info() capability.Info {
+func (*provider) Info() capability.Info {
 	return capability.Info{Name: "Chaos", Capabilities: []string{"chaos.call"}}
 }
 
 // Capabilities describes chaos.call, so a workspace's registry accepts it.
-func (provider) Capabilities() []capability.Capability {
+func (*provider) Capabilities() []capability.Capability {
 	return []capability.Capability{{
 		ID:          "chaos.call",
 		Name:        "Chaos call",
@@ -159,9 +210,10 @@ type args struct {
 	Lines  int    `json:"lines"`
 	Bytes  int    `json:"bytes"`
 	Once   string `json:"once"`
+	Event  string `json:"event"`
 }
 
-func (provider) Call(_ context.Context, call capability.Call) (json.RawMessage, error) {
+func (p *provider) Call(ctx context.Context, call capability.Call) (json.RawMessage, error) {
 	var a args
 	if len(call.Args) > 0 {
 		if err := json.Unmarshal(call.Args, &a); err != nil {
@@ -194,6 +246,10 @@ func (provider) Call(_ context.Context, call capability.Call) (json.RawMessage, 
 		time.Sleep(time.Duration(a.Millis) * time.Millisecond)
 	case "flood":
 		flood(a.Lines, a.Bytes)
+	case "emit":
+		if err := p.Emit(ctx, capability.Event{Tenant: call.Tenant, Name: a.Event, Data: json.RawMessage(`{}`)}); err != nil {
+			return nil, err
+		}
 	case "flood-log":
 		// The process's own stderr (fd 2; os.Stderr goes to the host over
 		// gRPC after Serve), where a plugin's logger writes JSON lines.
