@@ -77,7 +77,9 @@ type counterInc struct {
 // commitShare.quiet and anticipation); such a lone commit is told after
 // the commits before it that carry its tenant's changes, and a commit after
 // it with its tenant's changes after it (see tenantTold), so each tenant's
-// deltas are told in the order they were committed. Counters are kept in memory (the
+// deltas are told in the order they were committed; a batch that carries a
+// quiet tenant's change tells it first, and the others' once the next
+// commit launched (see tellLightFirst). Counters are kept in memory (the
 // committer is their only writer), so a batch reads nothing. Deltas that read commit in a
 // transaction of their own once nothing is in flight.
 type committer struct {
@@ -122,6 +124,15 @@ type committer struct {
 
 	observe Observer // nil when none
 	fp      Failpoints
+
+	// nextLaunch, when set, is closed as the committer launches its next
+	// commit (or settles): the others' changes of a commit that carried a
+	// light tenant's are told then (see launch). The committer
+	// goroutine's own.
+	nextLaunch chan struct{}
+	// othersMax, when set, replaces aheadMax as the longest the others'
+	// changes wait (tests).
+	othersMax time.Duration
 
 	share commitShare  // the tenants' fair share of commits
 	ahead anticipation // a quiet tenant's next change, awaited (see awaitQuiet)
@@ -487,6 +498,14 @@ func (c *committer) launch() {
 	c.flights++
 	light := c.share.light()
 	sure := light != "" && goesOn(batch, light)
+	var next chan struct{} // closed at the next launch: the others are told then
+	wait := aheadMax
+	if light != "" && mixed(batch, light) && !c.ahead.slow(sure) {
+		next = make(chan struct{})
+		if c.othersMax > 0 {
+			wait = c.othersMax
+		}
+	}
 	prev, told := c.lastTold, make(chan struct{})
 	c.lastTold = told
 	// The lone commits of its tenants launched before it (see
@@ -512,9 +531,13 @@ func (c *committer) launch() {
 			c.counted(sums)
 		}
 		c.landed <- struct{}{}
-		for _, d := range batch {
-			if d.after != nil {
-				d.after(err)
+		if next != nil && err == nil {
+			tellLightFirst(batch, light, next, wait)
+		} else {
+			for _, d := range batch {
+				if d.after != nil {
+					d.after(err)
+				}
 			}
 		}
 		for _, t := range tenants {
@@ -522,9 +545,79 @@ func (c *committer) launch() {
 		}
 		close(told)
 	})
+	c.launched(next)
 	if held := c.share.launched(); held != nil {
 		c.add(held)
 	}
+}
+
+// mixed reports whether batch holds a change of a tenant other than light.
+func mixed(batch []*delta, light string) bool {
+	for _, d := range batch {
+		if d.tenant != light {
+			return true
+		}
+	}
+	return false
+}
+
+// tellLightFirst tells a landed batch's changes of its light tenant (see
+// commitShare.light), then, once next is closed (the committer launched
+// its next commit) or after wait (aheadMax), the others'. A quiet tenant's
+// caller usually sends its next change at once (its run's next step, its
+// next run), and on a busy processor what runs first is what was woken
+// last: told after the others, as in the batch's order, its goroutine
+// runs first, but the goroutines of the others' callers, woken just
+// before, are queued ahead of the store's writer when the quiet tenant's
+// next commit starts (Badger wakes its writer, then starts the goroutine
+// that tells the commit's end, which moves the writer behind every
+// goroutine queued), and that commit waits for their work before it is
+// written (with the store on tmpfs and 64 starters flooding, the quiet
+// tenant's start took 65 µs from its launch to its landing, median,
+// against 9 alone; told this way, 30). Told after
+// that commit started, they are queued behind the writer. Told first,
+// they would run before the quiet tenant's caller, whose next change
+// would then come after theirs and commit behind them. Each tenant's
+// changes are still told in the order they were committed, and the batch
+// is told as a whole before any later commit's changes are. Nor does a
+// batch wait for the next launch while the light tenant's next change is
+// not awaited (anticipation.slow: it lately came late): the others' would
+// wait for it, and the flood behind them, for nothing.
+func tellLightFirst(batch []*delta, light string, next chan struct{}, wait time.Duration) {
+	// A delta told may be reused at once (a run's commit is, see
+	// releaseRunCommit): the others' are picked before any is told.
+	var others []func(error)
+	for _, d := range batch {
+		if d.tenant != light && d.after != nil {
+			others = append(others, d.after)
+		}
+	}
+	for _, d := range batch {
+		if d.tenant == light && d.after != nil {
+			d.after(nil)
+		}
+	}
+	t := time.NewTimer(wait)
+	select {
+	case <-next:
+	case <-t.C:
+	}
+	t.Stop()
+	for _, after := range others {
+		after(nil)
+	}
+}
+
+// launched closes the channel of the commit launched before, whose
+// others' changes wait for this launch to be told (see tellLightFirst),
+// and keeps next, this commit's (nil when none waits). It is called once
+// the commit started, so the goroutines those changes wake are queued
+// behind the store's writer.
+func (c *committer) launched(next chan struct{}) {
+	if c.nextLaunch != nil {
+		close(c.nextLaunch)
+	}
+	c.nextLaunch = next
 }
 
 // goesOn reports whether a change of tenant in batch leaves its run going
@@ -608,6 +701,7 @@ func (c *committer) commitAlone(d *delta) bool {
 		close(told)
 		c.alone.Done()
 	})
+	c.launched(nil)
 	return true
 }
 
@@ -701,6 +795,7 @@ func (c *committer) settle() {
 	if len(c.openBatch) > 0 {
 		c.launchFull()
 	}
+	c.launched(nil) // the commits in flight tell all their changes once landed
 	c.landAll()
 	c.alone.Wait()
 }

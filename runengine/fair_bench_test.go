@@ -29,8 +29,11 @@ import (
 // fairness target is at most 2), the p50 of its Start flooded (until the
 // start is durable), how long goroutines waited, ready to run, for a
 // processor during the floods (runnable-p50-ms, -p99-ms: the CPU
-// starvation every hop of a run pays), and the flooder's starts per second
-// (what fairness costs it). Each b.N is one measured run flooded and one
+// starvation every hop of a run pays), the share of the flooded runs
+// during which a collection ended (gc-runs-%) and of those at or over the
+// p99 (p99-tail-gc-%: a collection's pauses and work fall on a few runs,
+// the tail's), and the flooder's starts per second (what fairness costs
+// it). Each b.N is one measured run flooded and one
 // alone: the p99 of a few hundred runs is one of their few largest, so
 // judge a change with -benchtime 2000x or more (20 of 2,000 beyond it).
 // On a busy machine the p99 is mostly the few moments the machine stalled
@@ -74,10 +77,23 @@ func BenchmarkFairness(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			// gcs reads how many collections ended (each ends stopping the
+			// world), and gcLat the latencies of the flooded runs during
+			// which one did.
+			gcs := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+			var gcLat []time.Duration
+			collections := func() uint64 {
+				metrics.Read(gcs)
+				return gcs[0].Value.Uint64()
+			}
 			// light runs n runs of the measured tenant, one at a time, and
 			// adds their latencies to lat (and their starts' to starts).
 			light := func(n int, lat, starts *[]time.Duration) {
 				for range n {
+					var gc0 uint64
+					if starts != nil {
+						gc0 = collections()
+					}
 					t0 := time.Now()
 					r, err := be.eng.Start(context.Background(), runengine.StartParams{Tenant: tenant, ProcessID: pid,
 						Subject: runengine.Subject{Type: "bench", Label: "run"}})
@@ -90,6 +106,9 @@ func BenchmarkFairness(b *testing.B) {
 					end := be.wait(r.ID) // one run at a time, the warm-up's too
 					if lat != nil {
 						*lat = append(*lat, end.Sub(t0))
+					}
+					if starts != nil && collections() != gc0 {
+						gcLat = append(gcLat, end.Sub(t0))
 					}
 				}
 			}
@@ -165,6 +184,17 @@ func BenchmarkFairness(b *testing.B) {
 			slices.Sort(phaseRatios)
 			b.ReportMetric(phaseRatios[len(phaseRatios)/2], "phase-p90-x-alone")
 			b.ReportMetric(float64(floodStarts)/floodTime.Seconds(), "flood-starts/s")
+			// The share of the flooded runs at or over the p99 during which
+			// a collection ended: what of the tail the collector's pauses
+			// (and its work beside) explain.
+			p99, tail, inTail := lat[int(0.99*float64(len(lat)))], len(lat)-int(0.99*float64(len(lat))), 0
+			for _, d := range gcLat {
+				if d >= p99 {
+					inTail++
+				}
+			}
+			b.ReportMetric(100*float64(inTail)/float64(tail), "p99-tail-gc-%")
+			b.ReportMetric(100*float64(len(gcLat))/float64(len(lat)), "gc-runs-%")
 			hist := sched[0].Value.Float64Histogram()
 			b.ReportMetric(schedLatency(runnable, hist.Buckets, 0.5)*1e3, "runnable-p50-ms")
 			b.ReportMetric(schedLatency(runnable, hist.Buckets, 0.99)*1e3, "runnable-p99-ms")

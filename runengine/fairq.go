@@ -472,6 +472,22 @@ func (a *anticipation) measured(took time.Duration) {
 	a.think += (took - a.think) / 4
 }
 
+// slow reports whether a quiet tenant's next change, sure to come or not,
+// lately took over half of aheadMax to come: then nothing waits for it.
+func (a *anticipation) slow(sure bool) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.slowLocked(sure)
+}
+
+// slowLocked is slow; a.mu is held.
+func (a *anticipation) slowLocked(sure bool) bool {
+	if sure {
+		return a.sureThink > aheadMax/2
+	}
+	return a.think > aheadMax/2
+}
+
 // timerC is the channel of the timer that ends a wait; nil when none.
 func (a *anticipation) timerC() <-chan time.Time {
 	if a.timer == nil {
@@ -502,10 +518,7 @@ func (c *committer) awaitQuiet() bool {
 	now := c.now()
 	a.mu.Lock()
 	tenant, since, until := a.tenant, a.since, a.since.Add(aheadMax)
-	slow := a.think > aheadMax/2
-	if a.sure {
-		slow = a.sureThink > aheadMax/2
-	}
+	slow := a.slowLocked(a.sure)
 	if tenant != "" && now.Sub(since) >= aheadForget {
 		// It did not come back: count it as late as can be.
 		if a.sure {

@@ -604,6 +604,78 @@ func TestCommitterAwaitsQuietTenant(t *testing.T) {
 	}
 }
 
+// TestLightTenantToldFirst: once a batch holding a quiet tenant's change
+// and the flood's lands, the quiet tenant's change is told at once and the
+// flood's once the committer launched its next commit (here the flood's
+// next batch, once the wait for the quiet tenant is over), not before;
+// all at once while that tenant's changes of its kind (here one whose run
+// goes on) lately came too late to be awaited.
+func TestLightTenantToldFirst(t *testing.T) {
+	t.Parallel()
+	for _, slow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("slow=%v", slow), func(t *testing.T) {
+			t.Parallel()
+			gs, c, kc := gatedCommitter(t, 1000, false)
+			clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			c.clock = clk
+			c.othersMax = time.Hour // only the next launch tells them
+			if slow {
+				c.ahead.sureThink = aheadMax
+			}
+			pending := func(keys ...string) []string {
+				var told []string
+				for _, key := range keys {
+					select {
+					case err := <-kc.done[key]:
+						kc.done[key] <- err
+						told = append(told, key)
+					default:
+					}
+				}
+				return told
+			}
+			awaits := func() {
+				t.Helper()
+				testwait.Until(t, "the committer waits for the quiet tenant", func() bool { return clk.Timers() == 1 })
+			}
+			// The quiet tenant's change commits alone behind the flood's
+			// commit, then the flood's open batch waits for its next change
+			// (one whose run goes on) and takes it.
+			kc.submit("flood", "flood-0")
+			gs.waitHeld(t)
+			readyAhead(t, c)
+			kc.submit("quiet", "q0")
+			kc.wait(t, "q0")
+			kc.submit("flood", "flood-1", "flood-2")
+			gs.open()
+			kc.wait(t, "flood-0")
+			awaits()
+			kc.submitAs("quiet", true, "q1")
+			kc.wait(t, "q1")
+			if slow {
+				kc.wait(t, "flood-1", "flood-2")
+				return
+			}
+			if told := pending("flood-1", "flood-2"); told != nil {
+				t.Fatalf("%v told before the committer's next launch", told)
+			}
+			// The flood's next change waits for the quiet tenant's, which
+			// does not come: the batch goes once the wait is over, and its
+			// launch tells the flood's changes of the batch before.
+			kc.submit("flood", "flood-3")
+			awaits()
+			if told := pending("flood-1", "flood-2"); told != nil {
+				t.Fatalf("%v told before the committer's next launch", told)
+			}
+			clk.Advance(aheadMax)
+			kc.wait(t, "flood-1", "flood-2", "flood-3")
+			if got := readKeys(t, gs, nil); len(got) != 6 {
+				t.Errorf("the store holds %v", got)
+			}
+		})
+	}
+}
+
 // TestCommitterAwaitsARunThatGoesOn: once a quiet tenant's change that
 // leaves its run going on landed, the flood's open batch waits for that
 // run's next change up to aheadMax, and goes when aheadMax is over.
