@@ -149,13 +149,17 @@ func (e *Engine) start(ctx context.Context, p StartParams, view bool) (reply, er
 		first, err := e.keyedRun(ctx, p)
 		return firstReply(first, view, err)
 	}
-	return rep, unencodable(err, "data")
+	return rep, unencodable(err)
 }
 
-// unencodable returns err as ErrInvalid at loc when it is JSON's refusal
+// unencodable returns err as ErrInvalid at data when it is JSON's refusal
 // of a value (NaN, a func, a channel) a caller from Go put in the data,
-// and err unchanged otherwise.
-func unencodable(err error, loc ...any) error {
+// and err unchanged otherwise. It allocates nothing for a nil err, so a
+// start's path pays nothing for it.
+func unencodable(err error) error {
+	if err == nil {
+		return nil
+	}
 	var value *json.UnsupportedValueError
 	var typ *json.UnsupportedTypeError
 	var cause error
@@ -167,7 +171,7 @@ func unencodable(err error, loc ...any) error {
 	default:
 		return err
 	}
-	return errs.Invalidf(loc, "type_error", "must hold only values JSON can hold (%s)", cause)
+	return errs.Invalidf([]any{"data"}, "type_error", "must hold only values JSON can hold (%s)", cause)
 }
 
 // firstReply answers a start with the run its idempotency key started.
@@ -341,7 +345,7 @@ func (e *Engine) Publish(ctx context.Context, p PublishParams) (*Published, erro
 	}
 	raw, err := ev.appendJSON(nil)
 	if err != nil {
-		return nil, unencodable(errors.Wrap(err, "encode event"), "data")
+		return nil, unencodable(errors.Wrap(err, "encode event"))
 	}
 	if len(raw) > MaxEventDataBytes { // the data alone may still be within
 		if n, err := jsonvalue.Append(nil, data); err == nil && len(n) > MaxEventDataBytes {
