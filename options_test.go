@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -142,5 +143,29 @@ func TestCircuitOptionsReachTheBreaker(t *testing.T) {
 	want := "is open after 2 consecutive failures; it lets a trial call through at 2025-01-01T00:01:30Z"
 	if !strings.Contains(last.Error(), want) {
 		t.Errorf("third call: %v, want it to say %q", last, want)
+	}
+}
+
+// TestOpenTwiceIsConflict opens a second workspace on a directory the first
+// still holds: the error is an ErrConflict (the standard library's
+// errors.Is sees it) and still says what to do.
+func TestOpenTwiceIsConflict(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	first, err := bas.Open(context.Background(), bas.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	second, err := bas.Open(context.Background(), bas.Options{Dir: dir})
+	if err == nil {
+		second.Close()
+		t.Fatal("a second Open of one directory succeeded")
+	}
+	if !errors.Is(err, bas.ErrConflict) {
+		t.Errorf("second Open: %v (kind %v), want ErrConflict", err, bas.Kind(err))
+	}
+	if want := "close the other first"; !strings.Contains(fmt.Sprintf("%+v", err), want) {
+		t.Errorf("second Open: %+v, want it to say %q", err, want)
 	}
 }
