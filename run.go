@@ -123,7 +123,8 @@ func (ws *Workspace) WaitRun(ctx context.Context, tenant, runID string) (*Run, e
 // WaitRunUntil returns the run once cond holds for it (it waits for a
 // person, say), checking it at once and after each committed change of the
 // run, or ctx's error when ctx ends first. A run that ends without
-// satisfying cond is returned with an ErrConflict error.
+// satisfying cond is returned with an ErrConflict error. A nil cond is
+// ErrInvalid (to wait for a run's end, use WaitRun).
 func (ws *Workspace) WaitRunUntil(ctx context.Context, tenant, runID string, cond func(*Run) bool) (*Run, error) {
 	return kind(ws.engine.WaitRunUntil(ctx, tenant, runID, cond))
 }
