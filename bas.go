@@ -156,7 +156,9 @@ type Options struct {
 	// takes the outbox's place instead, and must fill email.send.
 	Providers []Provider
 	// PluginDir, when set, is a directory whose executables are loaded as
-	// provider plugins.
+	// provider plugins. Open fails with ErrInvalid when it is not a
+	// directory it can read; a plugin in it that fails to load is logged
+	// and shown failed (GET /v1/connections), and Open goes on.
 	PluginDir string
 	// Plugins are explicit paths of provider plugins to load.
 	Plugins []string
