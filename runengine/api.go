@@ -349,7 +349,7 @@ func (e *Engine) Publish(ctx context.Context, p PublishParams) (*Published, erro
 	}
 	if len(raw) > MaxEventDataBytes { // the data alone may still be within
 		if n, err := jsonvalue.Append(nil, data); err == nil && len(n) > MaxEventDataBytes {
-			return nil, errs.Invalidf([]any{"body", "data"}, "too_long",
+			return nil, errs.Invalidf([]any{"data"}, "too_long",
 				"event data may be at most %d bytes of JSON; this is %d", MaxEventDataBytes, len(n))
 		}
 	}
