@@ -156,7 +156,9 @@ type Options struct {
 	// takes the outbox's place instead, and must fill email.send.
 	Providers []Provider
 	// PluginDir, when set, is a directory whose executables are loaded as
-	// provider plugins.
+	// provider plugins. Open fails with ErrInvalid when it is not a
+	// directory it can read; a plugin in it that fails to load is logged
+	// and shown failed (GET /v1/connections), and Open goes on.
 	PluginDir string
 	// Plugins are explicit paths of provider plugins to load.
 	Plugins []string
@@ -350,7 +352,8 @@ func (d appEvents) Kick() {
 
 // Open opens a workspace: the store (Badger under Dir unless Store is set),
 // the providers and plugins, and the run engine, which resumes the runs that
-// were in flight when the workspace last closed or crashed.
+// were in flight when the workspace last closed or crashed. A Dir another
+// workspace (in this process or another) holds open is an ErrConflict.
 func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	if err := opts.validate(); err != nil {
 		return nil, withKind(err)
@@ -371,7 +374,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		}
 		bs, err := badgerstore.Open(bo)
 		if err != nil {
-			return nil, errors.Wrapf(err, "open store in %s", opts.Dir)
+			return nil, withKind(errors.Wrapf(err, "open store in %s", opts.Dir))
 		}
 		st = bs
 	}

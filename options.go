@@ -3,6 +3,7 @@ package bas
 import (
 	"encoding/hex"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -78,6 +79,18 @@ func (o Options) validate() error {
 	for i, p := range o.Plugins {
 		if p == "" {
 			return bad(fmt.Sprintf("Plugins[%d]", i), `""`, "give the path of a plugin executable")
+		}
+	}
+	if o.PluginDir != "" {
+		// A directory that is not there is a mistyped path: it would load
+		// no plugin and show none failed.
+		fi, err := os.Stat(o.PluginDir)
+		switch {
+		case err != nil:
+			return bad("PluginDir", fmt.Sprintf("%q", o.PluginDir), "it cannot be read ("+
+				strings.TrimPrefix(err.Error(), "stat "+o.PluginDir+": ")+"); give a directory of plugin executables, or leave it empty")
+		case !fi.IsDir():
+			return bad("PluginDir", fmt.Sprintf("%q", o.PluginDir), "it is not a directory; give a directory of plugin executables, or leave it empty")
 		}
 	}
 	names := make([]string, 0, len(o.PluginChecksums))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -56,6 +57,10 @@ func TestOptionsValidate(t *testing.T) {
 		{"circuit cool-down 24h", bas.Options{CircuitCoolDown: 24 * time.Hour}, ""},
 		{"circuit cool-down 24h0m0.001s", bas.Options{CircuitCoolDown: 24*time.Hour + time.Millisecond}, "Options.CircuitCoolDown is 24h0m0.001s; use 1s to 24h"},
 		{"circuit cool-down -1s", bas.Options{CircuitCoolDown: -time.Second}, "Options.CircuitCoolDown is -1s"},
+		{"plugin dir missing", bas.Options{PluginDir: "testdata/no-such-dir"},
+			`bas: Options.PluginDir is "testdata/no-such-dir"; it cannot be read (no such file or directory); give a directory of plugin executables`},
+		{"plugin dir a file", bas.Options{PluginDir: "options_test.go"}, `Options.PluginDir is "options_test.go"; it is not a directory`},
+		{"plugin dir", bas.Options{PluginDir: "examples"}, ""},
 		{"empty plugin path", bas.Options{Plugins: []string{"a", ""}}, `Options.Plugins[1] is ""`},
 		{"checksum of 63 hex digits", bas.Options{PluginChecksums: map[string]string{"erp": sum[:63]}},
 			`Options.PluginChecksums["erp"] is "` + sum[:63] + `"; give the plugin's SHA-256 as 64 hex digits`},
@@ -142,5 +147,29 @@ func TestCircuitOptionsReachTheBreaker(t *testing.T) {
 	want := "is open after 2 consecutive failures; it lets a trial call through at 2025-01-01T00:01:30Z"
 	if !strings.Contains(last.Error(), want) {
 		t.Errorf("third call: %v, want it to say %q", last, want)
+	}
+}
+
+// TestOpenTwiceIsConflict opens a second workspace on a directory the first
+// still holds: the error is an ErrConflict (the standard library's
+// errors.Is sees it) and still says what to do.
+func TestOpenTwiceIsConflict(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	first, err := bas.Open(context.Background(), bas.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	second, err := bas.Open(context.Background(), bas.Options{Dir: dir})
+	if err == nil {
+		second.Close()
+		t.Fatal("a second Open of one directory succeeded")
+	}
+	if !errors.Is(err, bas.ErrConflict) {
+		t.Errorf("second Open: %v (kind %v), want ErrConflict", err, bas.Kind(err))
+	}
+	if want := "close the other first"; !strings.Contains(fmt.Sprintf("%+v", err), want) {
+		t.Errorf("second Open: %+v, want it to say %q", err, want)
 	}
 }

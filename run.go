@@ -99,6 +99,10 @@ const (
 // it started.
 const IdempotencyWindow = runengine.IdempotencyWindow
 
+// MaxSubjectLen bounds a start's Subject.Type and Subject.Label, in
+// characters (see StartParams.Subject).
+const MaxSubjectLen = runengine.MaxSubjectLen
+
 // ErrMissed is what a subscription yields when its subscriber fell behind
 // and events were lost to it (see Workspace.Subscribe).
 var ErrMissed = runengine.ErrMissed
@@ -108,7 +112,10 @@ var ErrMissed = runengine.ErrMissed
 // IdempotencyWindow returns the run the first one started (the key is
 // written in the same commit as that start), so a retried Start never makes
 // two runs. An unknown process is ErrNotFound, a disabled or archived one
-// ErrConflict, bad params ErrInvalid (see Violations).
+// ErrConflict, bad params ErrInvalid (see Violations), located at their
+// names (["priority"], ["subject", "label"]) as every call of this package
+// locates them; the HTTP API puts them under "body". A Subject is optional
+// here, where the HTTP API requires one; given, it is checked as there.
 func (ws *Workspace) Start(ctx context.Context, p StartParams) (*Run, error) {
 	return kind(ws.engine.Start(ctx, p))
 }
@@ -123,7 +130,8 @@ func (ws *Workspace) WaitRun(ctx context.Context, tenant, runID string) (*Run, e
 // WaitRunUntil returns the run once cond holds for it (it waits for a
 // person, say), checking it at once and after each committed change of the
 // run, or ctx's error when ctx ends first. A run that ends without
-// satisfying cond is returned with an ErrConflict error.
+// satisfying cond is returned with an ErrConflict error. A nil cond is
+// ErrInvalid (to wait for a run's end, use WaitRun).
 func (ws *Workspace) WaitRunUntil(ctx context.Context, tenant, runID string, cond func(*Run) bool) (*Run, error) {
 	return kind(ws.engine.WaitRunUntil(ctx, tenant, runID, cond))
 }

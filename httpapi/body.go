@@ -178,3 +178,24 @@ func isBlank(b []byte) bool {
 	}
 	return true
 }
+
+// inBody locates the violations of an engine call's error, which the Go API
+// reports at its parameters' names (["fields", "amount"]), under the
+// request's body, where the HTTP API reports them (["body", "fields",
+// "amount"]). A violation already under "body" (from a cluster node not yet
+// upgraded) or with no location stays as it is; an error without
+// violations is returned as it is.
+func inBody(err error) error {
+	vs := errs.Violations(err)
+	if len(vs) == 0 {
+		return err
+	}
+	out := make([]errs.Violation, len(vs))
+	for i, v := range vs {
+		if len(v.Loc) > 0 && v.Loc[0] != "body" {
+			v.Loc = append([]any{"body"}, v.Loc...)
+		}
+		out[i] = v
+	}
+	return errs.Validation(out...)
+}

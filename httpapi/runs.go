@@ -232,7 +232,7 @@ func (h *Handler) handleEventEmit(c *request) error {
 	pub, err := h.ws.Engine().Publish(c.Context(), runengine.PublishParams{Tenant: c.Tenant(), Name: in.Name, Data: in.Data,
 		Emitter: c.P.Actor()})
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	out := EventOut{EventID: pub.Event.ID, Runs: make([]any, len(pub.Runs))}
 	for i, r := range pub.Runs {
@@ -340,7 +340,7 @@ func (h *Handler) handleTaskComplete(c *request) error {
 	t, err := h.ws.Engine().CompleteTask(c.engineContext(render), runengine.CompleteTaskParams{Tenant: c.Tenant(),
 		TaskID: c.Param("id"), Action: in.Action, Fields: in.Fields, Actor: c.P.Actor()})
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	raw, err := json.Marshal(t)
 	if err != nil {

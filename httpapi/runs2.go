@@ -79,7 +79,7 @@ func (h *Handler) handleRunRerun(c *request) error {
 	}
 	run, err := h.ws.Engine().Rerun(c.Context(), c.Tenant(), c.Param("id"), in.FromStep, c.P.Actor())
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.Created("/v1/process-runs/"+run.ID, run)
 }

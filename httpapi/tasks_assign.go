@@ -125,7 +125,7 @@ func (h *Handler) handleTaskAssign(c *request) error {
 	t, err = h.ws.Engine().AssignTask(c.Context(), runengine.AssignTaskParams{Tenant: c.Tenant(), TaskID: t.ID,
 		Assignee: in.Assignee, Via: runengine.AssignViaAssign, Actor: c.P.Actor(), Check: mayReassign(c)})
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, t)
 }

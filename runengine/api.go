@@ -65,7 +65,10 @@ type StartParams struct {
 	Tenant string
 	// ProcessID is the process whose current version runs. Required.
 	ProcessID string
-	// Subject is what the run is about.
+	// Subject is what the run is about. It is optional here (a run
+	// started without one shows an empty subject), where the HTTP API's
+	// manual start requires one; given, it takes both Type and Label, each
+	// at most MaxSubjectLen characters, as that start does.
 	Subject Subject
 	// Data is what the steps read as the trigger's data
 	// (${trigger.data.field}): values JSON can hold.
@@ -349,7 +352,7 @@ func (e *Engine) Publish(ctx context.Context, p PublishParams) (*Published, erro
 	}
 	if len(raw) > MaxEventDataBytes { // the data alone may still be within
 		if n, err := jsonvalue.Append(nil, data); err == nil && len(n) > MaxEventDataBytes {
-			return nil, errs.Invalidf([]any{"body", "data"}, "too_long",
+			return nil, errs.Invalidf([]any{"data"}, "too_long",
 				"event data may be at most %d bytes of JSON; this is %d", MaxEventDataBytes, len(n))
 		}
 	}

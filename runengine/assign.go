@@ -57,7 +57,7 @@ type assignArgs struct {
 // bas.ErrConflict; a task of a paused run may still be assigned.
 func (e *Engine) AssignTask(ctx context.Context, p AssignTaskParams) (*Task, error) {
 	if len(p.Assignee) > 320 {
-		return nil, errs.Invalidf([]any{"body", "assignee"}, "string_too_long", "must be at most 320 characters")
+		return nil, errs.Invalidf([]any{"assignee"}, "string_too_long", "must be at most 320 characters")
 	}
 	t, err := e.GetTask(ctx, p.Tenant, p.TaskID)
 	if err != nil {

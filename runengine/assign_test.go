@@ -3,6 +3,7 @@ package runengine_test
 import (
 	"context"
 	"iter"
+	"strings"
 	"testing"
 
 	"github.com/bas-platform/bas/internal/audit"
@@ -116,6 +117,13 @@ func TestAssignTask(t *testing.T) {
 	// Another tenant's id is not found; a completed task is a conflict.
 	if _, err := b.eng.AssignTask(ctx, runengine.AssignTaskParams{Tenant: "ten_other", TaskID: taskID, Assignee: "usr_a"}); !errors.Is(err, errs.NotFound) {
 		t.Errorf("other tenant: %v", err)
+	}
+	// A bad assignee is located at its parameter's name, as a bad Start's
+	// params are (the HTTP route puts it under body).
+	_, err = assign(runengine.AssignTaskParams{Assignee: strings.Repeat("u", 321), Actor: "usr_a"})
+	wantVs := []errs.Violation{{Loc: []any{"assignee"}, Msg: "must be at most 320 characters", Type: "string_too_long"}}
+	if diff := cmp.Diff(wantVs, errs.Violations(err)); diff != "" {
+		t.Errorf("assignee of 321 characters: %v; violations (-want +got):\n%s", err, diff)
 	}
 	if _, err := b.eng.CompleteTask(ctx, runengine.CompleteTaskParams{Tenant: tenant, TaskID: taskID, Action: "complete", Actor: "usr_a"}); err != nil {
 		t.Fatal(err)

@@ -268,7 +268,7 @@ func TestHumanTask(t *testing.T) {
 	// Every violation at once: an unknown action, a missing field, a wrong type.
 	_, err = b.eng.CompleteTask(ctx, runengine.CompleteTaskParams{Tenant: tenant, TaskID: taskID, Action: "maybe",
 		Fields: map[string]any{"amount": "ten"}, Actor: "usr_b"})
-	want := []string{"body.action: must be one of: accept, refuse", "body.fields.amount: must be a number", "body.fields.note: is required"}
+	want := []string{"action: must be one of: accept, refuse", "fields.amount: must be a number", "fields.note: is required"}
 	var got []string
 	for _, v := range errs.Violations(err) {
 		got = append(got, v.String())

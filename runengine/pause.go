@@ -428,11 +428,11 @@ func (e *Engine) rerun(ctx context.Context, tenant, runID, fromStep, actor, key 
 		}
 	}
 	if idx < 0 {
-		return nil, errs.Invalidf([]any{"body", "from_step"}, "value_error", "the run has no step %q", fromStep)
+		return nil, errs.Invalidf([]any{"from_step"}, "value_error", "the run has no step %q", fromStep)
 	}
 	for _, s := range orig.Steps[:idx] {
 		if s.Status != StepCompleted && s.Status != StepSkipped {
-			return nil, errs.Invalidf([]any{"body", "from_step"}, "value_error",
+			return nil, errs.Invalidf([]any{"from_step"}, "value_error",
 				"step %s before it did not complete (it is %s); rerun from it or an earlier step", s.Key, s.Status)
 		}
 	}

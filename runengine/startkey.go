@@ -3,9 +3,11 @@ package runengine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/store"
@@ -30,9 +32,33 @@ func (p StartParams) check() []errs.Violation {
 		vs = append(vs, errs.Violation{Loc: []any{"priority"}, Msg: "must be one of: low, normal, high",
 			Type: "enum"})
 	}
+	vs = append(vs, p.Subject.check()...)
 	if len(p.IdempotencyKey) > maxIdempotencyKey {
 		vs = append(vs, errs.Violation{Loc: []any{"idempotency_key"}, Msg: "must be at most 255 bytes",
 			Type: "string_too_long"})
+	}
+	return vs
+}
+
+// MaxSubjectLen bounds a Subject's Type and Label, in characters, as the
+// HTTP API's manual start does.
+const MaxSubjectLen = 200
+
+// check reports what is wrong with a start's subject, at ["subject",
+// "type"] and ["subject", "label"]: a subject is given whole (both parts)
+// or not at all, and each part takes at most MaxSubjectLen characters.
+func (s Subject) check() []errs.Violation {
+	if s == (Subject{}) {
+		return nil
+	}
+	var vs []errs.Violation
+	for _, f := range []struct{ name, v string }{{"type", s.Type}, {"label", s.Label}} {
+		switch n := utf8.RuneCountInString(f.v); {
+		case n == 0:
+			vs = append(vs, errs.Violation{Loc: []any{"subject", f.name}, Msg: "is required when the subject's other part is given", Type: "missing"})
+		case n > MaxSubjectLen:
+			vs = append(vs, errs.Violation{Loc: []any{"subject", f.name}, Msg: fmt.Sprintf("must be at most %d characters", MaxSubjectLen), Type: "string_too_long"})
+		}
 	}
 	return vs
 }

@@ -122,7 +122,7 @@ func (x *exec) completeTask(a *taskArgs) {
 func checkTaskInput(t *Task, action string, fields map[string]any) []errs.Violation {
 	var vs []errs.Violation
 	if !slices.Contains(t.Actions, action) {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "action"}, Type: "enum",
+		vs = append(vs, errs.Violation{Loc: []any{"action"}, Type: "enum",
 			Msg: "must be one of: " + strings.Join(t.Actions, ", ")})
 	}
 	known := map[string]bool{}
@@ -137,7 +137,7 @@ func checkTaskInput(t *Task, action string, fields map[string]any) []errs.Violat
 			present = false
 		}
 		if req, _ := f["required"].(bool); req && !present {
-			vs = append(vs, errs.Violation{Loc: []any{"body", "fields", key}, Msg: "is required", Type: "missing"})
+			vs = append(vs, errs.Violation{Loc: []any{"fields", key}, Msg: "is required", Type: "missing"})
 			continue
 		}
 		if !present {
@@ -145,16 +145,16 @@ func checkTaskInput(t *Task, action string, fields map[string]any) []errs.Violat
 		}
 		typ, _ := f["type"].(string)
 		if msg, typeName := checkFieldValue(typ, f, v); msg != "" {
-			vs = append(vs, errs.Violation{Loc: []any{"body", "fields", key}, Msg: msg, Type: typeName})
+			vs = append(vs, errs.Violation{Loc: []any{"fields", key}, Msg: msg, Type: typeName})
 		}
 	}
 	for k := range fields {
 		if !known[k] {
-			vs = append(vs, errs.Violation{Loc: []any{"body", "fields", k}, Msg: "is not a field of this task", Type: "extra_forbidden"})
+			vs = append(vs, errs.Violation{Loc: []any{"fields", k}, Msg: "is not a field of this task", Type: "extra_forbidden"})
 		}
 	}
 	if raw, err := jsonvalue.Append(nil, fields); err == nil && len(raw) > MaxStepOutputBytes {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "fields"}, Type: "too_long",
+		vs = append(vs, errs.Violation{Loc: []any{"fields"}, Type: "too_long",
 			Msg: fmt.Sprintf("the fields are %d bytes of JSON; a step's output may be at most %d", len(raw), MaxStepOutputBytes)})
 	}
 	slices.SortFunc(vs, func(a, b errs.Violation) int { return strings.Compare(a.String(), b.String()) })

@@ -60,9 +60,13 @@ func tickC(t *time.Ticker) <-chan time.Time {
 // and again after each committed change of the run, or ctx's error (with
 // the run as it last was) when ctx ends first. cond must not block; a run
 // that ends without satisfying it is returned with an error marked
-// errs.Conflict. A node of a cluster also checks it every clusterPoll, since
-// another node may own the run.
+// errs.Conflict. A nil cond is errs.Invalid, located at "cond" (WaitRun
+// waits for a run's end). A node of a cluster also checks it every
+// clusterPoll, since another node may own the run.
 func (e *Engine) WaitRunUntil(ctx context.Context, tenant, runID string, cond func(*Run) bool) (*Run, error) {
+	if cond == nil {
+		return nil, errs.Invalidf([]any{"cond"}, "missing", "is required")
+	}
 	poll := e.clusterTick()
 	if poll != nil {
 		defer poll.Stop()

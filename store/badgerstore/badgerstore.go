@@ -77,7 +77,7 @@ func Open(opts Options) (*Store, error) {
 	if err != nil {
 		err = errors.Wrapf(err, "badgerstore: open %q", opts.Dir)
 		if strings.Contains(err.Error(), "directory lock") {
-			err = errors.WithHint(err, "only one process, and one Store within it, may open a directory at a time: close the other first")
+			err = errors.Mark(errors.WithHint(err, "only one process, and one Store within it, may open a directory at a time: close the other first"), errs.Conflict)
 		}
 		return nil, err
 	}

@@ -123,6 +123,9 @@ func TestOpenLockedDir(t *testing.T) {
 	if hints := errors.GetAllHints(err); len(hints) == 0 || !strings.Contains(hints[0], "only one process") {
 		t.Errorf("second Open: %v with hints %q, want a hint about one process per directory", err, hints)
 	}
+	if kind := errs.Kind(err); kind != errs.Conflict {
+		t.Errorf("second Open: kind %v, want %v", kind, errs.Conflict)
+	}
 }
 
 func TestClose(t *testing.T) {
