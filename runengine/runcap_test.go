@@ -287,6 +287,16 @@ func reopenChanged(t *testing.T, b *bundle, change func(*runengine.Config)) *run
 	return eng
 }
 
+// oneSlotCaps are the run caps of one slot: the tenant's and the
+// process's.
+var oneSlotCaps = []struct {
+	name   string
+	change func(*runengine.Config)
+}{
+	{"tenant", func(c *runengine.Config) { c.MaxRunsPerTenant = 1 }},
+	{"process", func(c *runengine.Config) { c.MaxRunsPerProcess = 1 }},
+}
+
 // TestRefusedStartFreesRunCapSlot: a start whose data JSON cannot hold (a
 // Go caller's NaN) is refused as ErrInvalid, and the run it would have
 // made takes no slot under a run cap: the next start of the tenant (or
@@ -295,13 +305,7 @@ func reopenChanged(t *testing.T, b *bundle, change func(*runengine.Config)) *run
 // run waited for it.
 func TestRefusedStartFreesRunCapSlot(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		name   string
-		change func(*runengine.Config)
-	}{
-		{"tenant", func(c *runengine.Config) { c.MaxRunsPerTenant = 1 }},
-		{"process", func(c *runengine.Config) { c.MaxRunsPerProcess = 1 }},
-	} {
+	for _, c := range oneSlotCaps {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			q := &queueProvider{next: make(chan struct{})}
