@@ -13,6 +13,7 @@ import (
 	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/clock"
+	"github.com/cockroachdb/errors"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -676,6 +677,35 @@ func TestLightTenantToldFirst(t *testing.T) {
 	}
 }
 
+// TestLightTenantToldFirstNotWhenFailed: a batch holding a quiet tenant's
+// change and the flood's that fails tells every change its error at once:
+// none waits for the committer's next launch (here there is none), and
+// none hears nil.
+func TestLightTenantToldFirstNotWhenFailed(t *testing.T) {
+	t.Parallel()
+	gs, c, kc := gatedCommitter(t, 1000, false)
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c.clock = clk
+	c.othersMax = time.Hour // only the next launch would tell them
+	// As in TestLightTenantToldFirst, the flood's batch takes the quiet
+	// tenant's next change, which the store fails.
+	kc.submit("flood", "flood-0")
+	gs.waitHeld(t)
+	readyAhead(t, c)
+	kc.submit("quiet", "q0")
+	kc.wait(t, "q0")
+	kc.submit("flood", "flood-1", "flood-2")
+	gs.open()
+	kc.wait(t, "flood-0")
+	testwait.Until(t, "the committer waits for the quiet tenant", func() bool { return clk.Timers() == 1 })
+	kc.submitAs("quiet", true, "fail-q1")
+	for _, key := range []string{"fail-q1", "flood-1", "flood-2"} {
+		if err := testwait.Recv(t, kc.done[key], key+" told"); !errors.Is(err, errGatedFail) {
+			t.Errorf("%s told %v, want the commit's failure", key, err)
+		}
+	}
+}
+
 // TestCommitterAwaitsARunThatGoesOn: once a quiet tenant's change that
 // leaves its run going on landed, the flood's open batch waits for that
 // run's next change up to aheadMax, and goes when aheadMax is over.
@@ -1097,17 +1127,27 @@ func (g *gatedStore) Begin(ctx context.Context) (store.PipelinedTxn, error) {
 
 type gatedTxn struct {
 	store.PipelinedTxn
-	g           *gatedStore
-	flood, slow bool
+	g                 *gatedStore
+	flood, slow, fail bool
 }
 
 func (t *gatedTxn) Set(k, v []byte) error {
 	t.flood = t.flood || bytes.HasPrefix(k, []byte("flood"))
 	t.slow = t.slow || bytes.HasPrefix(k, []byte("slow"))
+	t.fail = t.fail || bytes.HasPrefix(k, []byte("fail"))
 	return t.PipelinedTxn.Set(k, v)
 }
 
+// errGatedFail is the failure of a gated commit that writes a key starting
+// with "fail".
+var errGatedFail = errors.New("gated store: the commit failed")
+
 func (t *gatedTxn) CommitAsync(done func(error)) {
+	if t.fail { // the store fails it, as a failed sync would
+		t.PipelinedTxn.Discard()
+		go done(errGatedFail)
+		return
+	}
 	gate := t.g.release
 	if !t.flood {
 		gate = t.g.slow
