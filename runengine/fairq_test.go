@@ -706,6 +706,30 @@ func TestLightTenantToldFirstNotWhenFailed(t *testing.T) {
 	}
 }
 
+// TestCloseTellsDeferredChanges: the flood's changes of a batch that told
+// the quiet tenant's first, waiting for the committer's next launch, are
+// told when the committer closes instead, which launches none.
+func TestCloseTellsDeferredChanges(t *testing.T) {
+	t.Parallel()
+	gs, c, kc := gatedCommitter(t, 1000, false)
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c.clock = clk
+	c.othersMax = time.Hour // only the next launch, or the close, tells them
+	kc.submit("flood", "flood-0")
+	gs.waitHeld(t)
+	readyAhead(t, c)
+	kc.submit("quiet", "q0")
+	kc.wait(t, "q0")
+	kc.submit("flood", "flood-1", "flood-2")
+	gs.open()
+	kc.wait(t, "flood-0")
+	testwait.Until(t, "the committer waits for the quiet tenant", func() bool { return clk.Timers() == 1 })
+	kc.submitAs("quiet", true, "q1")
+	kc.wait(t, "q1")
+	c.close()
+	kc.wait(t, "flood-1", "flood-2")
+}
+
 // TestCommitterAwaitsARunThatGoesOn: once a quiet tenant's change that
 // leaves its run going on landed, the flood's open batch waits for that
 // run's next change up to aheadMax, and goes when aheadMax is over.
