@@ -13,6 +13,7 @@ import (
 	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/store"
 	"github.com/bas-platform/bas/store/clock"
+	"github.com/cockroachdb/errors"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -615,10 +616,7 @@ func TestLightTenantToldFirst(t *testing.T) {
 	for _, slow := range []bool{false, true} {
 		t.Run(fmt.Sprintf("slow=%v", slow), func(t *testing.T) {
 			t.Parallel()
-			gs, c, kc := gatedCommitter(t, 1000, false)
-			clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-			c.clock = clk
-			c.othersMax = time.Hour // only the next launch tells them
+			gs, c, kc, clk := deferringCommitter(t)
 			if slow {
 				c.ahead.sureThink = aheadMax
 			}
@@ -638,19 +636,7 @@ func TestLightTenantToldFirst(t *testing.T) {
 				t.Helper()
 				testwait.Until(t, "the committer waits for the quiet tenant", func() bool { return clk.Timers() == 1 })
 			}
-			// The quiet tenant's change commits alone behind the flood's
-			// commit, then the flood's open batch waits for its next change
-			// (one whose run goes on) and takes it.
-			kc.submit("flood", "flood-0")
-			gs.waitHeld(t)
-			readyAhead(t, c)
-			kc.submit("quiet", "q0")
-			kc.wait(t, "q0")
-			kc.submit("flood", "flood-1", "flood-2")
-			gs.open()
-			kc.wait(t, "flood-0")
-			awaits()
-			kc.submitAs("quiet", true, "q1")
+			floodBesideQuiet(t, gs, c, kc, clk, "q1")
 			kc.wait(t, "q1")
 			if slow {
 				kc.wait(t, "flood-1", "flood-2")
@@ -674,6 +660,64 @@ func TestLightTenantToldFirst(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLightTenantToldFirstNotWhenFailed: a batch holding a quiet tenant's
+// change and the flood's that fails tells every change its error at once:
+// none waits for the committer's next launch (here there is none), and
+// none hears nil.
+func TestLightTenantToldFirstNotWhenFailed(t *testing.T) {
+	t.Parallel()
+	gs, c, kc, clk := deferringCommitter(t)
+	floodBesideQuiet(t, gs, c, kc, clk, "fail-q1") // the store fails it
+	for _, key := range []string{"fail-q1", "flood-1", "flood-2"} {
+		if err := testwait.Recv(t, kc.done[key], key+" told"); !errors.Is(err, errGatedFail) {
+			t.Errorf("%s told %v, want the commit's failure", key, err)
+		}
+	}
+}
+
+// TestCloseTellsDeferredChanges: the flood's changes of a batch that told
+// the quiet tenant's first, waiting for the committer's next launch, are
+// told when the committer closes instead, which launches none.
+func TestCloseTellsDeferredChanges(t *testing.T) {
+	t.Parallel()
+	gs, c, kc, clk := deferringCommitter(t)
+	floodBesideQuiet(t, gs, c, kc, clk, "q1")
+	kc.wait(t, "q1")
+	c.close()
+	kc.wait(t, "flood-1", "flood-2")
+}
+
+// deferringCommitter is a gatedCommitter on a fake clock whose others'
+// changes of a batch that told a quiet tenant's first are told only at its
+// next launch (or its close).
+func deferringCommitter(t *testing.T) (*gatedStore, *committer, *keyedChanges, *clock.Fake) {
+	t.Helper()
+	gs, c, kc := gatedCommitter(t, 1000, false)
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c.clock = clk
+	c.othersMax = time.Hour
+	return gs, c, kc, clk
+}
+
+// floodBesideQuiet launches a batch of the flood's flood-1 and flood-2
+// and the quiet tenant's change of key (one whose run goes on): the quiet
+// tenant's q0 commits alone behind the flood's held commit, then the
+// flood's open batch waits for the quiet tenant's next change and takes
+// it.
+func floodBesideQuiet(t *testing.T, gs *gatedStore, c *committer, kc *keyedChanges, clk *clock.Fake, key string) {
+	t.Helper()
+	kc.submit("flood", "flood-0")
+	gs.waitHeld(t)
+	readyAhead(t, c)
+	kc.submit("quiet", "q0")
+	kc.wait(t, "q0")
+	kc.submit("flood", "flood-1", "flood-2")
+	gs.open()
+	kc.wait(t, "flood-0")
+	testwait.Until(t, "the committer waits for the quiet tenant", func() bool { return clk.Timers() == 1 })
+	kc.submitAs("quiet", true, key)
 }
 
 // TestCommitterAwaitsARunThatGoesOn: once a quiet tenant's change that
@@ -1097,17 +1141,27 @@ func (g *gatedStore) Begin(ctx context.Context) (store.PipelinedTxn, error) {
 
 type gatedTxn struct {
 	store.PipelinedTxn
-	g           *gatedStore
-	flood, slow bool
+	g                 *gatedStore
+	flood, slow, fail bool
 }
 
 func (t *gatedTxn) Set(k, v []byte) error {
 	t.flood = t.flood || bytes.HasPrefix(k, []byte("flood"))
 	t.slow = t.slow || bytes.HasPrefix(k, []byte("slow"))
+	t.fail = t.fail || bytes.HasPrefix(k, []byte("fail"))
 	return t.PipelinedTxn.Set(k, v)
 }
 
+// errGatedFail is the failure of a gated commit that writes a key starting
+// with "fail".
+var errGatedFail = errors.New("gated store: the commit failed")
+
 func (t *gatedTxn) CommitAsync(done func(error)) {
+	if t.fail { // the store fails it, as a failed sync would
+		t.PipelinedTxn.Discard()
+		go done(errGatedFail)
+		return
+	}
 	gate := t.g.release
 	if !t.flood {
 		gate = t.g.slow

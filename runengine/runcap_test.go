@@ -2,11 +2,14 @@ package runengine_test
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
+	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
+	"github.com/cockroachdb/errors"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -282,4 +285,53 @@ func reopenChanged(t *testing.T, b *bundle, change func(*runengine.Config)) *run
 		t.Fatal(err)
 	}
 	return eng
+}
+
+// oneSlotCaps are the run caps of one slot: the tenant's and the
+// process's.
+var oneSlotCaps = []struct {
+	name   string
+	change func(*runengine.Config)
+}{
+	{"tenant", func(c *runengine.Config) { c.MaxRunsPerTenant = 1 }},
+	{"process", func(c *runengine.Config) { c.MaxRunsPerProcess = 1 }},
+}
+
+// TestRefusedStartFreesRunCapSlot: a start whose data JSON cannot hold (a
+// Go caller's NaN) is refused as ErrInvalid, and the run it would have
+// made takes no slot under a run cap: the next start of the tenant (or
+// process) takes the slot and makes its call. Before, the refused run kept
+// the slot it took, in memory, until the engine closed, and every later
+// run waited for it.
+func TestRefusedStartFreesRunCapSlot(t *testing.T) {
+	t.Parallel()
+	for _, c := range oneSlotCaps {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			q := &queueProvider{next: make(chan struct{})}
+			b := openChanged(t, c.change, q)
+			ctx := context.Background()
+			def := b.create(t, `{"type":"manual"}`,
+				`[{"key":"call","type":"execute","capability":"test.queue","config":{"args":{"label":"${subject.label}"}}}]`)
+			_, err := b.eng.Start(ctx, runengine.StartParams{Tenant: tenant, ProcessID: def.ID,
+				Subject: runengine.Subject{Type: "t", Label: "refused"}, Data: map[string]any{"amount": math.NaN()}})
+			if !errors.Is(err, errs.Invalid) {
+				t.Fatalf("start with NaN: %v, want ErrInvalid", err)
+			}
+			r, err := b.eng.Start(ctx, runengine.StartParams{Tenant: tenant, ProcessID: def.ID,
+				Subject: runengine.Subject{Type: "t", Label: "next"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.WaitingReason != "" {
+				t.Fatalf("the next run waits: %q", r.WaitingReason)
+			}
+			waitFor(t, "the next run's call", func() bool { return len(q.calls()) == 1 })
+			q.next <- struct{}{}
+			b.waitRun(t, r.ID, "completed", status(runengine.RunCompleted))
+			if diff := cmp.Diff([]string{"next"}, q.calls()); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

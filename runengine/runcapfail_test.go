@@ -17,13 +17,7 @@ import (
 // a slot the lost run holds.
 func TestFailpointFailedFirstCommitFreesItsRunCapSlot(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		name   string
-		change func(*runengine.Config)
-	}{
-		{"tenant", func(c *runengine.Config) { c.MaxRunsPerTenant = 1 }},
-		{"process", func(c *runengine.Config) { c.MaxRunsPerProcess = 1 }},
-	} {
+	for _, c := range oneSlotCaps {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			var failed atomic.Int32

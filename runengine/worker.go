@@ -1169,13 +1169,18 @@ func (w *worker) flush(en *entry) {
 	buf := w.e.recordBuf(len(r.Steps))
 	raw, err := w.encodeRecord(en, *buf)
 	if err != nil {
-		// A run that cannot be encoded is a bug; keep the store as it is.
+		// A run that cannot be encoded is a bug, or a new run whose data
+		// a Go caller filled with what JSON cannot hold (NaN, a func: its
+		// start is refused, see unencodable); keep the store as it is.
 		w.e.log.Error("encode run", "run", r.ID, "error", err)
 		for _, fn := range en.held.settled {
 			fn(err)
 		}
 		en.held.settled = nil
 		rc.answer(err)
+		if en.prev == nil {
+			w.dropUnsaved(en, err)
+		}
 		return
 	}
 	*buf = raw        // the record's buffer, grown or not, is this change's alone
@@ -1198,6 +1203,20 @@ func (w *worker) flush(en *entry) {
 	d.goesOn = en.inflight != ""
 	d.size = len(raw) + opSize*(len(rc.fx.ops)+len(rc.kept)+2*len(runs.Indexes)+2)
 	w.e.commits.submit(d)
+}
+
+// dropUnsaved forgets a new run whose first record could not be encoded
+// (err): it was never saved, so it gives up the run cap slot its start
+// took (see capHeldAtStart), as a run whose first commit failed does, and
+// leaves the worker's memory. A call it made at once (see Engine.joinsCommit) comes
+// back to a run not found, and is dropped.
+func (w *worker) dropUnsaved(en *entry, err error) {
+	r := en.run
+	if caps := w.e.runCaps; caps != nil {
+		caps.release(r.Tenant, r.ProcessID, r.ID)
+	}
+	en.dropHeld(err)
+	w.forget(runKeyOf(r.Tenant, r.ID))
 }
 
 // runCommit is one submitted change of a run: the delta and all its
