@@ -36,8 +36,8 @@ import (
 // read as absent all the same (its record is written over; the sweep
 // removes what is left). The margin of a period keeps a clock that steps
 // back by less than that from reading a record as absent before its
-// expiry; a clock that jumps forward and comes back before a later write
-// begins another window drops no layer early either (see next). So a busy
+// expiry; a clock that jumps forward for a write and comes back before
+// the next drops no layer early either, however often (see next). So a busy
 // process holds about (24 h + two periods) of keys, not
 // every key since it started.
 //
@@ -62,6 +62,9 @@ type idemFilter struct {
 	// turned is the time (Unix nanoseconds) of the write that began the
 	// newest window, math.MinInt64 before any; growing is held to use it.
 	turned int64
+	// latest is the time (Unix nanoseconds) of the write added last,
+	// math.MinInt64 before any.
+	latest atomic.Int64
 }
 
 // bloomLayer is one of a filter's Bloom filters.
@@ -100,6 +103,7 @@ func newIdemFilter() *idemFilter { return newIdemFilterOf(idemFilterBits, idemFi
 // of two, at least 64) and whose layers have at most maxBits together.
 func newIdemFilterOf(bits, maxBits int) *idemFilter {
 	f := &idemFilter{seed: maphash.MakeSeed(), maxBits: maxBits, turned: math.MinInt64}
+	f.latest.Store(math.MinInt64)
 	f.layers.Store(&[]*bloomLayer{newBloomLayer(bits, math.MinInt64)})
 	return f
 }
@@ -128,11 +132,12 @@ func (f *idemFilter) add(tenant, id string, expires time.Time) {
 	at := expires.UnixNano()
 	w, now := at/int64(idemFilterPeriod), at-int64(idempotencyTTL)
 	a, b := uint32(sum), uint32(sum>>32)|1
+	prev := f.latest.Swap(now)
 	for {
 		layers := *f.layers.Load()
 		l := layers[len(layers)-1]
 		if l.window.Load() < w {
-			f.next(l, w, now)
+			f.next(l, w, now, prev)
 			continue
 		}
 		for i := range uint32(idemFilterProbes) {
@@ -140,29 +145,31 @@ func (f *idemFilter) add(tenant, id string, expires time.Time) {
 			l.bits[bit/64].Or(1 << (bit % 64))
 		}
 		if l.count.Add(1) == l.room {
-			f.next(l, w, now)
+			f.next(l, w, now, prev)
 		}
 		return
 	}
 }
 
 // next adds a layer after last, the newest, for the record of window w
-// written at now (Unix nanoseconds): when last's window is before w, the
-// first layer of w, and the layers whose window ended a period or more
-// before now, and ended before the write that began last's window (see
-// below), are dropped; else (last is full) a layer twice its size for its
-// window. Past f.maxBits it adds none: last then takes w's pairs.
+// written at now (Unix nanoseconds), the write before it at prev: when
+// last's window is before w, the first layer of w, and the layers whose
+// window ended a period or more before now, and ended before prev and
+// before the write that began last's window (see below), are dropped;
+// else (last is full) a layer twice its size for its window. Past
+// f.maxBits it adds none: last then takes w's pairs.
 //
-// The second condition keeps a clock that jumps forward from dropping
-// layers early: a write at a time jumped ahead begins a window, but drops
-// only the layers that ended before the write that began the window
-// before it, a time the clock showed before the jump. Only a clock that
-// stays ahead until a later write begins another window (a period or
-// more, as windows go) drops what ended before its jump. So a clock that
-// jumps forward, then back within that, forgets no record not yet expired
-// at the time it comes back to (the layers of later windows hold the
-// writes made meanwhile).
-func (f *idemFilter) next(last *bloomLayer, w, now int64) {
+// The conditions on prev and on the write that began last's window keep a
+// clock that jumps forward from dropping layers early: a write at a time
+// jumped ahead begins a window, but drops only the layers that ended
+// before the write before it and before the write that began the window
+// before it, times the clock showed before the jump. Only a clock that
+// stays ahead for the writes until a later one begins another window (a
+// period or more, as windows go) drops what ended before its jump. So a
+// clock that jumps forward, then back before its next write, forgets no
+// record not yet expired at the time it comes back to (the layers of later
+// windows hold the writes made meanwhile), however often it does so.
+func (f *idemFilter) next(last *bloomLayer, w, now, prev int64) {
 	f.growing.Lock()
 	defer f.growing.Unlock()
 	layers := *f.layers.Load()
@@ -185,8 +192,8 @@ func (f *idemFilter) next(last *bloomLayer, w, now int64) {
 	kept := make([]*bloomLayer, 0, len(layers)+1)
 	total, taken := 0, int64(0)
 	for _, l := range layers[:len(layers)-1] {
-		if end := (l.window.Load() + 1) * int64(idemFilterPeriod); turn && end+int64(idemFilterPeriod) <= now && end <= before {
-			continue // every record it holds expired a period ago or more, and before the clock's last turn
+		if end := (l.window.Load() + 1) * int64(idemFilterPeriod); turn && end+int64(idemFilterPeriod) <= now && end <= min(before, prev) {
+			continue // every record it holds expired a period ago or more, and before the clock's last turn and last write
 		}
 		kept = append(kept, l)
 		total += len(l.bits) * 64

@@ -452,3 +452,51 @@ func TestIdemFilterClockJumpsForward(t *testing.T) {
 		})
 	}
 }
+
+// TestIdemFilterClockJumpsForwardTwice: keys are written every half period
+// for two days; then the clock jumps two days ahead for one keyed write and
+// comes back, and again, four days ahead, half a period later. No key not
+// yet expired at the time the clock comes back to may be reported absent.
+// Before, the second write ahead dropped the layers that ended before the
+// first (the write that began the window before it), the live keys' among
+// them.
+func TestIdemFilterClockJumpsForwardTwice(t *testing.T) {
+	t.Parallel()
+	f := newIdemFilterOf(idemFilterMinBits, idemFilterMaxBits)
+	f.ready.Store(true)
+	type key struct {
+		id      string
+		expires time.Time
+	}
+	var keys []key
+	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	write := func(at time.Time) {
+		k := key{digest("k", fmt.Sprint(len(keys))), at.Add(idempotencyTTL)}
+		f.add("a", k.id, k.expires)
+		keys = append(keys, k)
+	}
+	check := func(what string) {
+		t.Helper()
+		for _, k := range keys {
+			if now.Before(k.expires) && !f.mayHold("a", k.id) {
+				t.Fatalf("%s, at %s: the filter says %s, expiring at %s, was never stored", what, now, k.id, k.expires)
+			}
+		}
+	}
+	step := idemFilterPeriod / 2
+	for range 32 { // two days
+		now = now.Add(step)
+		write(now)
+	}
+	for _, ahead := range []time.Duration{48 * time.Hour, 96 * time.Hour} {
+		write(now.Add(ahead))
+		now = now.Add(step) // back
+		check(fmt.Sprint("after a write ", ahead, " ahead"))
+		write(now)
+	}
+	for range 64 {
+		now = now.Add(step)
+		write(now)
+		check("after the clock came back")
+	}
+}

@@ -178,8 +178,9 @@ func (e *Engine) GetJob(ctx context.Context, tenant, id string) (*Job, error) {
 
 // CancelJob cancels a running job of tenant: its status becomes cancelled
 // at once, and the job stops at its next page (the page under way, whose
-// actions are under way, still counts in Done and Changed). A job no
-// longer running is a conflict.
+// actions are under way, still counts in Done and Changed, unless a Close
+// or a crash cuts it: a cancelled job is not resumed, so that page goes
+// uncounted). A job no longer running is a conflict.
 func (e *Engine) CancelJob(ctx context.Context, tenant, id, actor string) (*Job, error) {
 	if e.isClosed() {
 		return nil, errClosed

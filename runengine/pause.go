@@ -436,6 +436,19 @@ func (e *Engine) rerun(ctx context.Context, tenant, runID, fromStep, actor, key 
 				"step %s before it did not complete (it is %s); rerun from it or an earlier step", s.Key, s.Status)
 		}
 	}
+	// The key first, as Start claims it: a repeat answers the first
+	// rerun whatever changed since (the process archived, say).
+	var ops []func(store.Txn) error
+	sweeps := false
+	keyed := StartParams{Tenant: tenant, ProcessID: orig.ProcessID, IdempotencyKey: key}
+	if key != "" {
+		unlock, first, kops, err := e.claimStartKey(ctx, keyed)
+		if err != nil || first != nil {
+			return first, err
+		}
+		defer unlock()
+		ops, sweeps = kops, len(kops) > 0 // removals of expired keys read them
+	}
 	def, err := e.loadDef(ctx, tenant, orig.ProcessID)
 	if err != nil {
 		return nil, err
@@ -457,17 +470,6 @@ func (e *Engine) rerun(ctx context.Context, tenant, runID, fromStep, actor, key 
 		steps[i].internal.OutputBytes = 0 // the new run stores it apart again, under its own id
 	}
 	trig := orig.Trigger
-	var ops []func(store.Txn) error
-	sweeps := false
-	keyed := StartParams{Tenant: tenant, ProcessID: orig.ProcessID, IdempotencyKey: key}
-	if key != "" {
-		unlock, first, kops, err := e.claimStartKey(ctx, keyed)
-		if err != nil || first != nil {
-			return first, err
-		}
-		defer unlock()
-		ops, sweeps = kops, len(kops) > 0 // removals of expired keys read them
-	}
 	newID := e.newRunID()
 	if key != "" {
 		ops = append(ops, e.startKeyWrite(tenant, key, newID))

@@ -15,9 +15,20 @@ import (
 // no-ops; a retry's rerun must be too, or each run of the page is rerun
 // twice (its provider called twice). The job is run here, then its record
 // put back as it was before the page, as after such a crash, and run
-// again.
+// again. The page done again finds the reruns also when the process was
+// archived in between (a rerun repeated with its key answers the first,
+// as a Start repeated with its key does, whatever changed since).
 func TestBulkRetryPageDoneAgainRerunsOnce(t *testing.T) {
 	t.Parallel()
+	for _, archived := range []bool{false, true} {
+		t.Run(map[bool]string{false: "as it was", true: "process archived"}[archived], func(t *testing.T) {
+			t.Parallel()
+			bulkRetryPageDoneAgain(t, archived)
+		})
+	}
+}
+
+func bulkRetryPageDoneAgain(t *testing.T, archive bool) {
 	ctx := context.Background()
 	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
 	eng, procs := schedEngine(t, memStore(t), clk, Config{MaxAttempts: 1, Gate: autoDecides{}})
@@ -41,7 +52,12 @@ func TestBulkRetryPageDoneAgainRerunsOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for range 2 { // the page, then the page done again
+	for pass := range 2 { // the page, then the page done again
+		if pass == 1 && archive {
+			if err := procs.Archive(ctx, "ten_a", "usr_a", def.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
 		put(before)
 		if err := eng.runJob("ten_a", rec.ID); err != nil {
 			t.Fatal(err)
@@ -66,7 +82,7 @@ func TestBulkRetryPageDoneAgainRerunsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(done.Results) != 2 || done.Changed != 2 {
-		t.Errorf("job changed %d, results %+v; want both runs, each with its one rerun", done.Changed, done.Results)
+	if len(done.Results) != 2 || done.Changed != 2 || done.ErrorCount != 0 {
+		t.Errorf("job changed %d, results %+v, errors %+v; want both runs, each with its one rerun", done.Changed, done.Results, done.Errors)
 	}
 }

@@ -244,15 +244,7 @@ func (s *Service) UpdateType(ctx context.Context, tenant, id string, p DocTypePa
 		if p.Description != nil || p.clears("description") {
 			t.Description = p.Description
 		}
-		if p.Fields != nil {
-			t.Fields = normalizeFields(*p.Fields)
-		} else if p.clears("fields") {
-			t.Fields = nil
-		}
-		if p.clears("workflow") {
-			t.Workflow = DefaultWorkflow()
-		}
-		t.Workflow = p.Workflow.apply(t.Workflow)
+		t.reshape(p.Fields, p.Workflow, p.Clear)
 		t.UpdatedAt = s.now()
 		t.derive()
 		out = t

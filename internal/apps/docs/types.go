@@ -264,6 +264,22 @@ func nullKeys(b []byte, keys ...string) ([]string, error) {
 	return out, nil
 }
 
+// reshape applies to t the fields and workflow of a patch (or of a
+// what-if's candidate): fields replace t's when given, and are none when
+// clear names "fields"; the workflow's keys apply over t's, or over the
+// default workflow when clear names "workflow".
+func (t *DocType) reshape(fields *[]DocField, wf *WorkflowIn, clear []string) {
+	if fields != nil {
+		t.Fields = normalizeFields(*fields)
+	} else if slices.Contains(clear, "fields") {
+		t.Fields = nil
+	}
+	if slices.Contains(clear, "workflow") {
+		t.Workflow = DefaultWorkflow()
+	}
+	t.Workflow = wf.apply(t.Workflow)
+}
+
 // NoExtraProperties makes a field the patch does not take a 422.
 func (DocTypePatch) NoExtraProperties() {}
 

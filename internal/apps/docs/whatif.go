@@ -31,8 +31,9 @@ const (
 // WhatIfIn asks how a changed document type would have decided the
 // type's documents people decided (POST /v1/docs/types/{id}/what-if). The
 // candidate is the type with Fields (when given) and Workflow applied, as
-// a PATCH would make it. Fields or Workflow given as null are left out:
-// the candidate keeps the type's own.
+// a PATCH would make it. Fields or Workflow given as null clear them, as in
+// a PATCH: no fields, the default workflow; left out, the candidate keeps
+// the type's own.
 type WhatIfIn struct {
 	Fields   *[]DocField `json:"fields,omitempty" jsonschema:"nullable,maxItems=100"`
 	Workflow *WorkflowIn `json:"workflow,omitempty" jsonschema:"nullable"`
@@ -137,16 +138,8 @@ func (s *Service) WhatIf(ctx context.Context, tenant, typeID string, in WhatIfIn
 		if len(vs) > 0 {
 			return errs.Validation(vs...)
 		}
-		cand := *t // as UpdateType makes it of the same keys
-		if in.Fields != nil {
-			cand.Fields = normalizeFields(*in.Fields)
-		} else if slices.Contains(in.Clear, "fields") {
-			cand.Fields = nil
-		}
-		if slices.Contains(in.Clear, "workflow") {
-			cand.Workflow = DefaultWorkflow()
-		}
-		cand.Workflow = in.Workflow.apply(cand.Workflow)
+		cand := *t
+		cand.reshape(in.Fields, in.Workflow, in.Clear) // as UpdateType makes it of the same keys
 		rep = &WhatIfReport{TypeID: typeID, Outcomes: map[string]int{}, Rules: []WhatIfRule{}, Differences: []WhatIfDocument{}}
 		p := store.Page{}
 		for rep.Documents < in.Limit {
