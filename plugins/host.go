@@ -340,8 +340,8 @@ func validateInfo(info capability.Info) error {
 		}
 	}
 	if info.App != nil {
-		// emit refuses these names; an app that declared one would offer
-		// processes a trigger it can never fire.
+		// emit refuses these names; an app that declared one would list
+		// (GET /v1/apps) an event it can never emit.
 		for _, ev := range info.App.Events.Emits {
 			if ns, reserved := capability.ReservedNamespace(ev); reserved {
 				return errors.Newf("app %s declares the event %s, but events named %s.* are emitted only by the workspace itself; use your app's own namespace",

@@ -57,9 +57,9 @@ func TestNormalizeInfo(t *testing.T) {
 }
 
 // TestValidateInfoAppEmits: a plugin's app may declare only events of its
-// own. emit refuses a name in a namespace the workspace owns, so an app
-// that declared one loaded, and its event was offered as a trigger no
-// emit could ever fire.
+// own. emit refuses a name in a namespace the workspace owns, yet an app
+// that declared one loaded, and GET /v1/apps listed an event it could
+// never emit.
 func TestValidateInfoAppEmits(t *testing.T) {
 	t.Parallel()
 	for _, test := range []struct {
