@@ -227,6 +227,14 @@ func newMemGroup(t *testing.T, limit int64) *memGroup {
 		t.Skipf("%s is set, but this process cannot join %s: %v", waitingMemLimitEnv, g.dir, err)
 	}
 	t.Cleanup(func() {
+		if g.done != nil { // a phase a failed test left open
+			select {
+			case <-g.done:
+			default:
+				close(g.stop)
+				<-g.done
+			}
+		}
 		// Back to the group it came from, so that the new one, empty, can
 		// be removed.
 		if err := os.WriteFile(g.from, []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
@@ -323,14 +331,18 @@ func (g *memGroup) begin() (end func() memGroupPhase) {
 		defer close(g.done)
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
-		for {
+		sample := func() {
 			if s := g.now(); s.usage > g.sample.usage {
 				g.mu.Lock()
 				g.sample = s
 				g.mu.Unlock()
 			}
+		}
+		for {
+			sample()
 			select {
 			case <-g.stop:
+				sample() // a phase shorter than a tick has its end too
 				return
 			case <-tick.C:
 			}

@@ -339,5 +339,15 @@ func validateInfo(info capability.Info) error {
 			return errors.Newf("provider %s lists an empty capability id", info.ID)
 		}
 	}
+	if info.App != nil {
+		// emit refuses these names; an app that declared one would list
+		// (GET /v1/apps) an event it can never emit.
+		for _, ev := range info.App.Events.Emits {
+			if ns, reserved := capability.ReservedNamespace(ev); reserved {
+				return errors.Newf("app %s declares the event %s, but events named %s.* are emitted only by the workspace itself; use your app's own namespace",
+					info.App.ID, ev, ns)
+			}
+		}
+	}
 	return nil
 }

@@ -56,6 +56,35 @@ func TestNormalizeInfo(t *testing.T) {
 	}
 }
 
+// TestValidateInfoAppEmits: a plugin's app may declare only events of its
+// own. emit refuses a name in a namespace the workspace owns, yet an app
+// that declared one loaded, and GET /v1/apps listed an event it could
+// never emit.
+func TestValidateInfoAppEmits(t *testing.T) {
+	t.Parallel()
+	for _, test := range []struct {
+		name, event, err string
+	}{
+		{"its own", "weather.changed", ""},
+		{"no namespace", "changed", ""},
+		{"a run's end", "process.run.completed", "app weather declares the event process.run.completed, but events named process.* are emitted only by the workspace itself; use your app's own namespace"},
+		{"a built-in app's", "docs.document.validated", "app weather declares the event docs.document.validated, but events named docs.* are emitted only by the workspace itself; use your app's own namespace"},
+	} {
+		t.Run(test.name, func(t *testing.T) {
+			t.Parallel()
+			info := capability.Info{ID: "plugin.weather", App: &capability.App{ID: "weather",
+				Events: capability.Events{Emits: []string{"weather.checked", test.event}}}}
+			got := ""
+			if err := validateInfo(info); err != nil {
+				got = err.Error()
+			}
+			if got != test.err {
+				t.Errorf("validateInfo: %q, want %q", got, test.err)
+			}
+		})
+	}
+}
+
 // lines collects the records a lineLogger writes.
 type lines struct {
 	mu  sync.Mutex

@@ -279,6 +279,7 @@ func sampleAnonPeak() (stop func() int64) {
 			high = max(high, procStatusKB("RssAnon"))
 			select {
 			case <-done:
+				high = max(high, procStatusKB("RssAnon")) // and at the end: runs shorter than a tick count too
 				return
 			case <-tick.C:
 			}

@@ -24,8 +24,10 @@ import (
 type Host interface {
 	// Emit sends an event to the workspace's event bus. If the provider
 	// describes an app (Info().App), the event's name must be one of the
-	// app's Events.Emits. Tenant is required: use the tenant of the call
-	// that caused the event.
+	// app's Events.Emits. No name may be in a namespace the workspace owns
+	// (process.*, approval.*, docs.* ...: capability.ReservedNamespace);
+	// such an event is refused (sdk.Invalid). Tenant is required:
+	// use the tenant of the call that caused the event.
 	Emit(ctx context.Context, ev capability.Event) error
 	// Logger returns the plugin's logger; its lines appear in the host's log.
 	Logger() *slog.Logger
