@@ -101,11 +101,7 @@ func TestRateLimitKeepsReservedSlotsAcrossRestart(t *testing.T) {
 	}
 	await := func(id, what string, cond func(*Run) bool) {
 		t.Helper()
-		wctx, cancel := context.WithTimeout(ctx, testwait.Limit)
-		defer cancel()
-		if r, err := eng.WaitRunUntil(wctx, tenant, id, cond); err != nil {
-			t.Fatalf("run %s never %s: %v (%+v)", id, what, err, r)
-		}
+		awaitRun(t, eng, tenant, id, what, cond)
 	}
 	waiting := func(r *Run) bool { return r.Status == RunWaiting }
 	done := func(r *Run) bool { return r.Status == RunCompleted }
@@ -348,11 +344,7 @@ func TestRateLimitPausedRunTakesANewSlot(t *testing.T) {
 	ctx := context.Background()
 	await := func(id, what string, cond func(*Run) bool) {
 		t.Helper()
-		wctx, cancel := context.WithTimeout(ctx, testwait.Limit)
-		defer cancel()
-		if r, err := eng.WaitRunUntil(wctx, tenant, id, cond); err != nil {
-			t.Fatalf("run %s never %s: %v (%+v)", id, what, err, r)
-		}
+		awaitRun(t, eng, tenant, id, what, cond)
 	}
 	start := func(label string, until RunStatus) string {
 		t.Helper()
@@ -398,5 +390,16 @@ func TestRateLimitPausedRunTakesANewSlot(t *testing.T) {
 	}
 	if n := rateWaits(t, st); n != 0 {
 		t.Errorf("%d slots kept once the calls went out, want 0", n)
+	}
+}
+
+// awaitRun waits until tenant's run id meets cond on eng, failing t with
+// what it never became.
+func awaitRun(t *testing.T, eng *Engine, tenant, id, what string, cond func(*Run) bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit)
+	defer cancel()
+	if r, err := eng.WaitRunUntil(ctx, tenant, id, cond); err != nil {
+		t.Fatalf("run %s never %s: %v (%+v)", id, what, err, r)
 	}
 }
