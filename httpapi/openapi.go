@@ -580,6 +580,10 @@ func (g *openapiGen) operation(rt *Route, opIDs map[string]bool) map[string]any 
 				"schema":      map[string]string{"type": "string"}})
 	}
 	for _, q := range rt.query {
+		if isIDFilter(q) {
+			params = append(params, map[string]any{"name": q, "in": "query", "schema": map[string]any{"type": "string", "maxLength": maxFilterID}})
+			continue
+		}
 		params = append(params, map[string]any{"name": q, "in": "query", "schema": map[string]string{"type": "string"}})
 	}
 	if rt.Method == http.MethodPost {

@@ -244,11 +244,35 @@ func (h *Handler) run(c *request) error {
 			return err
 		}
 	}
+	if vs := queryIDsTooLong(rt, c.R); len(vs) > 0 {
+		return errs.Validation(vs...)
+	}
 	if c.R.Method == http.MethodPost && c.R.Header.Get("Idempotency-Key") != "" {
 		return h.idempotent(c)
 	}
 	return rt.fn(c)
 }
+
+// queryIDsTooLong checks every id filter rt declares (a query parameter
+// named *_id) against maxFilterID, as the run list's process_id is: an id
+// the workspace made is far shorter, and a longer one is a mistake the
+// caller should hear of rather than an empty page.
+func queryIDsTooLong(rt *Route, r *http.Request) []errs.Violation {
+	if len(rt.query) == 0 || r.URL.RawQuery == "" {
+		return nil
+	}
+	var vs []errs.Violation
+	q := r.URL.Query()
+	for _, name := range rt.query {
+		if isIDFilter(name) {
+			vs = queryTooLong(vs, name, q.Get(name), maxFilterID)
+		}
+	}
+	return vs
+}
+
+// isIDFilter reports whether a declared query parameter filters by an id.
+func isIDFilter(name string) bool { return strings.HasSuffix(name, "_id") }
 
 // authenticate reads the bearer token and resolves it to a principal.
 func (h *Handler) authenticate(r *http.Request) (*access.Principal, error) {
