@@ -179,8 +179,9 @@ func isBlank(b []byte) bool {
 	return true
 }
 
-// inBody locates the violations of an engine call's error, which the Go API
-// reports at its parameters' names (["fields", "amount"]), under the
+// inBody locates the violations of a Go API call's error (the engine's, the
+// process package's), which the Go API reports at its parameters' and
+// inputs' field names (["fields", "amount"], ["steps", 0, "type"]), under the
 // request's body, where the HTTP API reports them (["body", "fields",
 // "amount"]). A violation already under "body" (from a cluster node not yet
 // upgraded) or with no location stays as it is; an error without

@@ -77,11 +77,11 @@ func (h *Handler) handleProcessCreate(c *request) error {
 	}
 	in, err := process.DecodeIn(body)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	d, err := h.ws.Processes().Create(c.Context(), c.Tenant(), c.P.Actor(), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.Created("/v1/processes/"+d.ID, withWarnings(d))
 }
@@ -166,11 +166,11 @@ func (h *Handler) handleProcessUpdate(c *request) error {
 	}
 	patch, err := process.DecodePatch(body)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	d, ch, err := h.ws.Processes().Update(c.Context(), c.Tenant(), c.P.Actor(), c.Param("id"), patch)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	if ch != nil {
 		change, err := h.ws.Access().Change(c.Context(), c.Tenant(), ch.ID)

@@ -40,8 +40,8 @@ func at(loc []any, extra ...any) []any {
 	return append(slices.Clone(loc), extra...)
 }
 
-// CheckStep reports every violation of one step at loc (for a process body,
-// ["body","steps",i]): the type, the config against the type's schema and
+// CheckStep reports every violation of one step at loc (for a process's
+// step, ["steps",i]): the type, the config against the type's schema and
 // its rules beyond the schema (durations, filters, patterns, references,
 // cross-field rules), the capability and the controls. The key's pattern
 // and uniqueness are the process's to check (CheckSteps).
@@ -88,8 +88,8 @@ func (r *StepRegistry) CheckStep(s Step, loc ...any) []errs.Violation {
 	return v.vs
 }
 
-// CheckSteps reports every violation of a process's steps at loc (["body",
-// "steps"]): their number (1..50), each key's pattern and uniqueness, and
+// CheckSteps reports every violation of a process's steps at loc
+// (["steps"]): their number (1..50), each key's pattern and uniqueness, and
 // each step (CheckStep).
 func CheckSteps(steps []Step, loc ...any) []errs.Violation {
 	return builtin().CheckSteps(steps, loc...)
@@ -218,8 +218,8 @@ func checkControls(t StepType, s Step, loc []any) []errs.Violation {
 	return v.vs
 }
 
-// CheckTrigger reports every violation of a trigger at loc (["body",
-// "trigger"]) beyond its schema: an event trigger needs an event name and a
+// CheckTrigger reports every violation of a trigger at loc
+// (["trigger"]) beyond its schema: an event trigger needs an event name and a
 // filter that parses; a schedule needs a cron expression that parses in its
 // timezone; fields of other trigger types are refused.
 func CheckTrigger(tr Trigger, loc ...any) []errs.Violation {
@@ -260,10 +260,10 @@ func CheckTrigger(tr Trigger, loc ...any) []errs.Violation {
 			break
 		}
 		if _, err := cron.Parse(tr.Cron, tr.Timezone); err != nil {
-			// cron locates its violations at ["body","trigger",...]; move
-			// them under loc.
+			// cron locates its violations at ["trigger",...]; move them
+			// under loc.
 			for _, x := range violationsOf(err, at(loc, "cron")) {
-				x.Loc = relocate(x.Loc, []any{"body", "trigger"}, loc)
+				x.Loc = relocate(x.Loc, []any{"trigger"}, loc)
 				v.addAll([]errs.Violation{x})
 			}
 		}

@@ -81,33 +81,33 @@ func TestDecodeInBounds(t *testing.T) {
 		{"valid", baseBody(), nil},
 		{"name of 200 characters", set("name", strings.Repeat("n", 200)), nil},
 		{"name of 200 multibyte characters", set("name", strings.Repeat("é", 200)), nil},
-		{"name of 201 characters", set("name", strings.Repeat("n", 201)), []string{"body.name:string_too_long"}},
-		{"empty name", set("name", ""), []string{"body.name:string_too_short"}},
+		{"name of 201 characters", set("name", strings.Repeat("n", 201)), []string{"name:string_too_long"}},
+		{"empty name", set("name", ""), []string{"name:string_too_short"}},
 		{"description of 4000", set("description", strings.Repeat("d", 4000)), nil},
-		{"description of 4001", set("description", strings.Repeat("d", 4001)), []string{"body.description:string_too_long"}},
+		{"description of 4001", set("description", strings.Repeat("d", 4001)), []string{"description:string_too_long"}},
 		{"null description", set("description", nil), nil},
 		{"function of 80", set("function", strings.Repeat("f", 80)), nil},
-		{"function of 81", set("function", strings.Repeat("f", 81)), []string{"body.function:string_too_long"}},
+		{"function of 81", set("function", strings.Repeat("f", 81)), []string{"function:string_too_long"}},
 		{"1 step", set("steps", steps(1)), nil},
 		{"50 steps", set("steps", steps(50)), nil},
-		{"51 steps", set("steps", steps(51)), []string{"body.steps:too_long"}},
-		{"no steps", set("steps", []any{}), []string{"body.steps:too_short"}},
+		{"51 steps", set("steps", steps(51)), []string{"steps:too_long"}},
+		{"no steps", set("steps", []any{}), []string{"steps:too_short"}},
 		{"key of 40", stepKey("k" + strings.Repeat("x", 39)), nil},
-		{"key of 41", stepKey("k" + strings.Repeat("x", 40)), []string{"body.steps.0.key:string_pattern_mismatch"}},
+		{"key of 41", stepKey("k" + strings.Repeat("x", 40)), []string{"steps.0.key:string_pattern_mismatch"}},
 		{"key of 1", stepKey("k"), nil},
 		{"key with digits and underscores", stepKey("step_2"), nil},
-		{"key starting with a digit", stepKey("2step"), []string{"body.steps.0.key:string_pattern_mismatch"}},
-		{"key starting with an underscore", stepKey("_step"), []string{"body.steps.0.key:string_pattern_mismatch"}},
-		{"key with upper case", stepKey("Step"), []string{"body.steps.0.key:string_pattern_mismatch"}},
-		{"key with a dash", stepKey("my-step"), []string{"body.steps.0.key:string_pattern_mismatch"}},
+		{"key starting with a digit", stepKey("2step"), []string{"steps.0.key:string_pattern_mismatch"}},
+		{"key starting with an underscore", stepKey("_step"), []string{"steps.0.key:string_pattern_mismatch"}},
+		{"key with upper case", stepKey("Step"), []string{"steps.0.key:string_pattern_mismatch"}},
+		{"key with a dash", stepKey("my-step"), []string{"steps.0.key:string_pattern_mismatch"}},
 		{"duplicate keys", set("steps", []any{
 			obj{"key": "a", "type": "wait", "config": obj{"duration": "1h"}},
 			obj{"key": "a", "type": "wait", "config": obj{"duration": "2h"}},
-		}), []string{"body.steps.1.key:value_error"}},
+		}), []string{"steps.1.key:value_error"}},
 		{"step name of 200", withStep(obj{"key": "a", "name": strings.Repeat("n", 200), "type": "wait", "config": obj{"duration": "1h"}}), nil},
 		{"step name of 201", withStep(obj{"key": "a", "name": strings.Repeat("n", 201), "type": "wait", "config": obj{"duration": "1h"}}),
-			[]string{"body.steps.0.name:string_too_long"}},
-		{"unknown step type", withStep(obj{"key": "a", "type": "teleport"}), []string{"body.steps.0.type:enum"}},
+			[]string{"steps.0.name:string_too_long"}},
+		{"unknown step type", withStep(obj{"key": "a", "type": "teleport"}), []string{"steps.0.type:enum"}},
 		{"unknown fields outside configs are ignored", (func() obj {
 			b := withStep(obj{"key": "a", "type": "wait", "config": obj{"duration": "1h"}, "colour": "red",
 				"controls": obj{"sla_hours": 2, "extra": true}})
@@ -132,9 +132,9 @@ func TestDecodeInMalformed(t *testing.T) {
 		body string
 		want []string
 	}{
-		{`{"name": `, []string{"body:json_invalid"}},
-		{`[1, 2]`, []string{"body:type_error"}},
-		{`{"name": "x"} trailing`, []string{"body:json_invalid"}},
+		{`{"name": `, []string{":json_invalid"}},
+		{`[1, 2]`, []string{":type_error"}},
+		{`{"name": "x"} trailing`, []string{":json_invalid"}},
 	} {
 		_, err := DecodeIn([]byte(test.body))
 		if diff := cmp.Diff(test.want, where(errs.Violations(err))); diff != "" {
@@ -155,22 +155,22 @@ func TestTriggerChecks(t *testing.T) {
 		{"event", obj{"type": "event", "event": "docs.document.validated"}, nil},
 		{"event with filter", obj{"type": "event", "event": "docs.document.validated",
 			"filter": obj{"amount_cents": obj{"gte": 1000}, "type": "invoice"}}, nil},
-		{"event without a name", obj{"type": "event"}, []string{"body.trigger.event:missing"}},
-		{"event with a bad name", obj{"type": "event", "event": "docs document"}, []string{"body.trigger.event:string_pattern_mismatch"}},
+		{"event without a name", obj{"type": "event"}, []string{"trigger.event:missing"}},
+		{"event with a bad name", obj{"type": "event", "event": "docs document"}, []string{"trigger.event:string_pattern_mismatch"}},
 		{"event with a bad filter", obj{"type": "event", "event": "x.y", "filter": obj{"amount": obj{"between": 1}}},
-			[]string{"body.trigger.filter.amount:value_error"}},
-		{"event with cron", obj{"type": "event", "event": "x.y", "cron": "* * * * *"}, []string{"body.trigger.cron:value_error"}},
+			[]string{"trigger.filter.amount:value_error"}},
+		{"event with cron", obj{"type": "event", "event": "x.y", "cron": "* * * * *"}, []string{"trigger.cron:value_error"}},
 		{"schedule", obj{"type": "schedule", "cron": "0 9 * * 1-5", "timezone": "Europe/Berlin"}, nil},
 		{"schedule in UTC by default", obj{"type": "schedule", "cron": "*/15 * * * *"}, nil},
-		{"schedule without cron", obj{"type": "schedule"}, []string{"body.trigger.cron:missing"}},
-		{"schedule with a bad cron", obj{"type": "schedule", "cron": "61 * * * *"}, []string{"body.trigger.cron:value_error"}},
+		{"schedule without cron", obj{"type": "schedule"}, []string{"trigger.cron:missing"}},
+		{"schedule with a bad cron", obj{"type": "schedule", "cron": "61 * * * *"}, []string{"trigger.cron:value_error"}},
 		{"schedule with a bad zone", obj{"type": "schedule", "cron": "0 9 * * *", "timezone": "Mars/Olympus"},
-			[]string{"body.trigger.timezone:value_error"}},
+			[]string{"trigger.timezone:value_error"}},
 		{"schedule with a filter", obj{"type": "schedule", "cron": "0 9 * * *", "filter": obj{"a": 1}},
-			[]string{"body.trigger.filter:value_error"}},
+			[]string{"trigger.filter:value_error"}},
 		{"manual with an event", obj{"type": "manual", "event": "x.y", "timezone": "UTC"},
-			[]string{"body.trigger.event:value_error", "body.trigger.timezone:value_error"}},
-		{"unknown type", obj{"type": "telepathy"}, []string{"body.trigger.type:enum"}},
+			[]string{"trigger.event:value_error", "trigger.timezone:value_error"}},
+		{"unknown type", obj{"type": "telepathy"}, []string{"trigger.type:enum"}},
 	} {
 		t.Run(test.name, func(t *testing.T) {
 			t.Parallel()
@@ -187,7 +187,7 @@ func TestStepConfigChecks(t *testing.T) {
 	s := func(typ string, config any) obj { return obj{"key": "s", "type": typ, "config": config} }
 	withCap := func(o obj, capability string) obj { o["capability"] = capability; return o }
 	withControls := func(o obj, c obj) obj { o["controls"] = c; return o }
-	const c = "body.steps.0.config."
+	const c = "steps.0.config."
 	for _, test := range []struct {
 		name string
 		step obj
@@ -294,8 +294,8 @@ func TestStepConfigChecks(t *testing.T) {
 		// execute
 		{"execute", withCap(s("execute", obj{"args": obj{"amount_cents": "${trigger.data.total}"},
 			"amount_path": "steps.intake.fields.total"}), "payments.pay"), nil},
-		{"execute without a capability", s("execute", obj{}), []string{"body.steps.0.capability:missing"}},
-		{"execute with a bad capability", withCap(s("execute", obj{}), "Pay Now"), []string{"body.steps.0.capability:string_pattern_mismatch"}},
+		{"execute without a capability", s("execute", obj{}), []string{"steps.0.capability:missing"}},
+		{"execute with a bad capability", withCap(s("execute", obj{}), "Pay Now"), []string{"steps.0.capability:string_pattern_mismatch"}},
 		{"execute with a reference as amount path", withCap(s("execute", obj{"amount_path": "${trigger.data.x}"}), "payments.pay"),
 			[]string{c + "amount_path:value_error"}},
 		// controls
@@ -303,15 +303,15 @@ func TestStepConfigChecks(t *testing.T) {
 			obj{"require_approval": true, "sla_hours": 4, "amount_cap_cents": 0, "allowed_tools": []any{"payments.pay"}}), nil},
 		{"allowed tools without the step's capability", withControls(withCap(s("execute", obj{}), "payments.pay"),
 			obj{"allowed_tools": []any{"email.send", "email.send"}}),
-			[]string{"body.steps.0.controls.allowed_tools.1:value_error", "body.steps.0.controls.allowed_tools:value_error"}},
+			[]string{"steps.0.controls.allowed_tools.1:value_error", "steps.0.controls.allowed_tools:value_error"}},
 		{"empty allowed tools", withControls(s("wait", obj{"duration": "1h"}), obj{"allowed_tools": []any{}}),
-			[]string{"body.steps.0.controls.allowed_tools:too_short"}},
+			[]string{"steps.0.controls.allowed_tools:too_short"}},
 		{"follow up must allow email.send", withControls(s("follow_up", obj{"to": "a@acme.test", "subject": "s", "body": "b"}),
-			obj{"allowed_tools": []any{"sms.send"}}), []string{"body.steps.0.controls.allowed_tools:value_error"}},
+			obj{"allowed_tools": []any{"sms.send"}}), []string{"steps.0.controls.allowed_tools:value_error"}},
 		{"negative cap and zero sla", withControls(s("wait", obj{"duration": "1h"}), obj{"amount_cap_cents": -1, "sla_hours": 0}),
-			[]string{"body.steps.0.controls.amount_cap_cents:greater_than_equal", "body.steps.0.controls.sla_hours:greater_than_equal"}},
+			[]string{"steps.0.controls.amount_cap_cents:greater_than_equal", "steps.0.controls.sla_hours:greater_than_equal"}},
 		// configs that are not objects
-		{"config is a list", s("wait", []any{}), []string{"body.steps.0.config:type_error"}},
+		{"config is a list", s("wait", []any{}), []string{"steps.0.config:type_error"}},
 	} {
 		t.Run(test.name, func(t *testing.T) {
 			t.Parallel()
@@ -340,15 +340,15 @@ func TestEveryViolationAtOnce(t *testing.T) {
 	}
 	got := where(decodeViolations(t, body))
 	want := []string{
-		"body.name:string_too_long",
-		"body.description:string_too_long",
-		"body.trigger.cron:value_error",
-		"body.steps.0.key:string_pattern_mismatch",
-		"body.steps.0.config.duration:value_error",
-		"body.steps.1.config.title:missing",
-		"body.steps.2.key:value_error",
-		"body.steps.2.capability:missing",
-		"body.steps.3.type:enum",
+		"name:string_too_long",
+		"description:string_too_long",
+		"trigger.cron:value_error",
+		"steps.0.key:string_pattern_mismatch",
+		"steps.0.config.duration:value_error",
+		"steps.1.config.title:missing",
+		"steps.2.key:value_error",
+		"steps.2.capability:missing",
+		"steps.3.type:enum",
 	}
 	if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 		t.Errorf("violations (-want +got):\n%s", diff)
@@ -368,14 +368,14 @@ func TestDecodePatch(t *testing.T) {
 		{name: "null clears description and function", body: `{"description": null, "function": null}`,
 			same: func(p ProcessPatch) bool { return *p.Description == "" && *p.Function == "" }},
 		{name: "null name", body: `{"name": null, "enabled": null, "steps": null}`,
-			want: []string{"body.name:type_error", "body.steps:type_error", "body.enabled:type_error"}},
-		{name: "name of 201", body: `{"name": "` + strings.Repeat("n", 201) + `"}`, want: []string{"body.name:string_too_long"}},
+			want: []string{"name:type_error", "steps:type_error", "enabled:type_error"}},
+		{name: "name of 201", body: `{"name": "` + strings.Repeat("n", 201) + `"}`, want: []string{"name:string_too_long"}},
 		{name: "name of 200", body: `{"name": "` + strings.Repeat("n", 200) + `"}`},
-		{name: "empty steps", body: `{"steps": []}`, want: []string{"body.steps:too_short"}},
-		{name: "bad step", body: `{"steps": [{"key": "a", "type": "wait", "config": {}}]}`, want: []string{"body.steps.0.config.duration:missing"}},
-		{name: "bad trigger", body: `{"trigger": {"type": "event"}}`, want: []string{"body.trigger.event:missing"}},
-		{name: "an unknown field is refused", body: `{"color": "red"}`, want: []string{"body.color:extra_forbidden"}},
-		{name: "not an object", body: `"x"`, want: []string{"body:type_error"}},
+		{name: "empty steps", body: `{"steps": []}`, want: []string{"steps:too_short"}},
+		{name: "bad step", body: `{"steps": [{"key": "a", "type": "wait", "config": {}}]}`, want: []string{"steps.0.config.duration:missing"}},
+		{name: "bad trigger", body: `{"trigger": {"type": "event"}}`, want: []string{"trigger.event:missing"}},
+		{name: "an unknown field is refused", body: `{"color": "red"}`, want: []string{"color:extra_forbidden"}},
+		{name: "not an object", body: `"x"`, want: []string{":type_error"}},
 	} {
 		t.Run(test.name, func(t *testing.T) {
 			t.Parallel()

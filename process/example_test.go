@@ -65,8 +65,8 @@ func ExampleService() {
 	// steps edited, version 2
 	// version 1 by usr_alice first step review
 	// version 2 by usr_bob first step wait
-	// body.steps.0.key: must match the pattern ^[a-z][a-z0-9_]{0,39}$
-	// body.steps.0.capability: an execute step needs the capability it calls
+	// steps.0.key: must match the pattern ^[a-z][a-z0-9_]{0,39}$
+	// steps.0.capability: an execute step needs the capability it calls
 }
 
 // Validate checks a record against rules; every issue cites its evidence.

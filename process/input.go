@@ -47,19 +47,19 @@ type ProcessIn struct {
 	TemplateID string `json:"-"`
 }
 
-// Check reports every violation of in beyond the JSON types, located under
-// "body": the bounds of name, description and function, the trigger
+// Check reports every violation of in beyond the JSON types, located at
+// in's field names (["steps", 0, "type"]): the bounds of name, description and function, the trigger
 // (CheckTrigger) and the steps (CheckSteps).
 func (in ProcessIn) Check() []errs.Violation { return in.check(builtin()) }
 
 // check is Check with the step types of r.
 func (in ProcessIn) check(r *StepRegistry) []errs.Violation {
 	var v violations
-	checkName(&v, in.Name, []any{"body", "name"})
-	checkLen(&v, in.Description, MaxDescriptionLen, []any{"body", "description"})
-	checkLen(&v, in.Function, MaxFunctionLen, []any{"body", "function"})
-	v.addAll(CheckTrigger(in.Trigger, "body", "trigger"))
-	v.addAll(r.CheckSteps(in.Steps, "body", "steps"))
+	checkName(&v, in.Name, []any{"name"})
+	checkLen(&v, in.Description, MaxDescriptionLen, []any{"description"})
+	checkLen(&v, in.Function, MaxFunctionLen, []any{"function"})
+	v.addAll(CheckTrigger(in.Trigger, "trigger"))
+	v.addAll(r.CheckSteps(in.Steps, "steps"))
 	checkSearch(&v, in.Search)
 	checkSearchSteps(&v, in.Search, in.Steps)
 	return v.vs
@@ -76,7 +76,7 @@ var searchName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
 // trigger or steps.
 func checkSearch(v *violations, search map[string]string) {
 	if len(search) > MaxSearchFields {
-		v.add([]any{"body", "search"}, "too_long", "may declare at most %d fields", MaxSearchFields)
+		v.add([]any{"search"}, "too_long", "may declare at most %d fields", MaxSearchFields)
 	}
 	names := make([]string, 0, len(search))
 	for name := range search {
@@ -85,7 +85,7 @@ func checkSearch(v *violations, search map[string]string) {
 	slices.Sort(names)
 	for _, name := range names {
 		path := search[name]
-		loc := []any{"body", "search", name}
+		loc := []any{"search", name}
 		if !searchName.MatchString(name) {
 			v.add(loc, "value_error", "a search field's name is 1..40 lower-case letters, digits and _, starting with a letter")
 		}
@@ -110,7 +110,7 @@ func checkSearchSteps(v *violations, search map[string]string, steps []Step) {
 		// Any step may fill a search field, later ones too: the index
 		// follows the run as its steps complete.
 		if msg := stepRefProblem(search[name], -1, keys); msg != "" {
-			v.add([]any{"body", "search", name}, "value_error", "%s", msg)
+			v.add([]any{"search", name}, "value_error", "%s", msg)
 		}
 	}
 }
@@ -161,27 +161,27 @@ func (p ProcessPatch) MarshalJSON() ([]byte, error) {
 	return json.Marshal(w)
 }
 
-// Check reports every violation of the fields present in p, located under
-// "body".
+// Check reports every violation of the fields present in p, located at p's
+// field names (["trigger", "cron"]).
 func (p ProcessPatch) Check() []errs.Violation { return p.check(builtin()) }
 
 // check is Check with the step types of r.
 func (p ProcessPatch) check(r *StepRegistry) []errs.Violation {
 	var v violations
 	if p.Name != nil {
-		checkName(&v, *p.Name, []any{"body", "name"})
+		checkName(&v, *p.Name, []any{"name"})
 	}
 	if p.Description != nil {
-		checkLen(&v, *p.Description, MaxDescriptionLen, []any{"body", "description"})
+		checkLen(&v, *p.Description, MaxDescriptionLen, []any{"description"})
 	}
 	if p.Function != nil {
-		checkLen(&v, *p.Function, MaxFunctionLen, []any{"body", "function"})
+		checkLen(&v, *p.Function, MaxFunctionLen, []any{"function"})
 	}
 	if p.Trigger != nil {
-		v.addAll(CheckTrigger(*p.Trigger, "body", "trigger"))
+		v.addAll(CheckTrigger(*p.Trigger, "trigger"))
 	}
 	if p.Steps != nil {
-		v.addAll(r.CheckSteps(p.Steps, "body", "steps"))
+		v.addAll(r.CheckSteps(p.Steps, "steps"))
 	}
 	checkSearch(&v, p.Search)
 	if p.Steps != nil {
@@ -213,7 +213,7 @@ var inputSchemas = sync.OnceValue(func() struct{ in, patch *schema.Validator } {
 })
 
 // DecodeIn reads a ProcessIn from a JSON body and reports every violation
-// at once: malformed JSON, wrong JSON types and bounds (the record's schema),
+// at once, located at the field names (see the package's doc): malformed JSON, wrong JSON types and bounds (the record's schema),
 // and everything Check finds. Unknown fields are ignored.
 func DecodeIn(raw []byte) (ProcessIn, error) {
 	var in ProcessIn
@@ -227,7 +227,7 @@ func DecodeIn(raw []byte) (ProcessIn, error) {
 			delete(doc, k)
 		}
 	}
-	vs := inputSchemas().in.Validate(doc, "body")
+	vs := inputSchemas().in.Validate(doc)
 	lenientDecode(doc, &in)
 	return in, errs.Validation(merge(vs, in.Check())...)
 }
@@ -252,7 +252,7 @@ func DecodePatch(raw []byte) (ProcessPatch, error) {
 	}
 	slices.Sort(extra)
 	for _, k := range extra {
-		v.add([]any{"body", k}, "extra_forbidden", "is not a field a process patch takes")
+		v.add([]any{k}, "extra_forbidden", "is not a field a process patch takes")
 		delete(doc, k)
 	}
 	empty := ""
@@ -267,10 +267,10 @@ func DecodePatch(raw []byte) (ProcessPatch, error) {
 		case "description", "function":
 			cleared[k] = true
 		default:
-			v.add([]any{"body", k}, "type_error", "may not be null")
+			v.add([]any{k}, "type_error", "may not be null")
 		}
 	}
-	vs := inputSchemas().patch.Validate(doc, "body")
+	vs := inputSchemas().patch.Validate(doc)
 	lenientDecode(doc, &p)
 	if cleared["description"] {
 		p.Description = &empty
@@ -292,11 +292,11 @@ func decodeBody(raw []byte) (map[string]any, error) {
 	}
 	var doc any
 	if err := decodeJSON(raw, &doc); err != nil {
-		return nil, errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: "is not valid JSON", Type: "json_invalid"})
+		return nil, errs.Validation(errs.Violation{Loc: []any{}, Msg: "is not valid JSON", Type: "json_invalid"})
 	}
 	m, ok := doc.(map[string]any)
 	if !ok {
-		return nil, errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: "must be an object", Type: "type_error"})
+		return nil, errs.Validation(errs.Violation{Loc: []any{}, Msg: "must be an object", Type: "type_error"})
 	}
 	return m, nil
 }
@@ -337,11 +337,11 @@ func locKey(loc []any) string {
 func validateIn(in ProcessIn, r *StepRegistry) error {
 	raw, err := json.Marshal(in)
 	if err != nil {
-		return errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "value_error"})
+		return errs.Validation(errs.Violation{Loc: []any{}, Msg: err.Error(), Type: "value_error"})
 	}
 	var doc any
 	if err := decodeJSON(raw, &doc); err != nil {
-		return errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "value_error"})
+		return errs.Validation(errs.Violation{Loc: []any{}, Msg: err.Error(), Type: "value_error"})
 	}
-	return errs.Validation(merge(inputSchemas().in.Validate(doc, "body"), in.check(r))...)
+	return errs.Validation(merge(inputSchemas().in.Validate(doc), in.check(r))...)
 }

@@ -72,7 +72,7 @@ func TestPatchStepsKeepsOldSearchFields(t *testing.T) {
 	for _, v := range errs.Violations(err) {
 		vs = append(vs, errs.Violation{Loc: v.Loc, Type: v.Type})
 	}
-	want := []errs.Violation{{Loc: []any{"body", "search", "note"}, Type: "value_error"}}
+	want := []errs.Violation{{Loc: []any{"search", "note"}, Type: "value_error"}}
 	if diff := cmp.Diff(want, vs); diff != "" {
 		t.Errorf("removing the step a field reads: %v, violations (-want +got):\n%s", err, diff)
 	}

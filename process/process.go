@@ -12,7 +12,12 @@
 // second person when the workspace has four-eyes on, see Widening), Archive
 // and Versions. Input arrives as ProcessIn and ProcessPatch; DecodeIn and
 // DecodePatch read them from JSON and report every violation at once, in
-// api.md's 422 shape, located under "body". OnChange hooks run in the
+// api.md's 422 shape. Create, Update, DecodeIn, DecodePatch, Check,
+// CheckTrigger and CheckSteps locate violations at the input's field names,
+// as the rest of the Go API does (["steps", 0, "type"], ["trigger",
+// "cron"], ["search", name]); a violation of the input as a whole (JSON
+// that is not an object) has an empty location. The HTTP API puts them
+// under "body". OnChange hooks run in the
 // transaction of every change (the run engine indexes triggers with them);
 // ByEvent and Needed serve the engine and the capability gaps.
 //

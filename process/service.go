@@ -403,7 +403,7 @@ func (s *Service) List(ctx context.Context, tenant string, q Query, p store.Page
 // the updated process is returned. Exactly one of the two results is set.
 // An archived process is errs.Conflict. A patch of the steps or the search
 // fields after which a search field reads a step the process does not have
-// is errs.Invalid at ["body","search",name]; a patch of the steps alone
+// is errs.Invalid at ["search",name]; a patch of the steps alone
 // leaves a field the process held already reading none as it was.
 func (s *Service) Update(ctx context.Context, tenant, actor, id string, patch ProcessPatch) (*Definition, *ProposedChange, error) {
 	if err := validatePatch(patch, s.types); err != nil {
@@ -587,13 +587,13 @@ func sameJSON(a, b any) bool {
 func validatePatch(p ProcessPatch, r *StepRegistry) error {
 	raw, err := json.Marshal(p)
 	if err != nil {
-		return errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "value_error"})
+		return errs.Validation(errs.Violation{Loc: []any{}, Msg: err.Error(), Type: "value_error"})
 	}
 	var doc any
 	if err := decodeJSON(raw, &doc); err != nil {
-		return errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "value_error"})
+		return errs.Validation(errs.Violation{Loc: []any{}, Msg: err.Error(), Type: "value_error"})
 	}
-	return errs.Validation(merge(inputSchemas().patch.Validate(doc, "body"), p.check(r))...)
+	return errs.Validation(merge(inputSchemas().patch.Validate(doc), p.check(r))...)
 }
 
 // Archive archives the tenant's process id for actor: triggers start no new

@@ -112,8 +112,8 @@ func TestCreateValidates(t *testing.T) {
 	if !errors.Is(err, errs.Invalid) {
 		t.Fatalf("Create: %v, want Invalid", err)
 	}
-	want := []string{"body.name:string_too_long", "body.trigger.event:missing", "body.steps.0.config.duration:missing",
-		"body.steps.1.key:value_error", "body.steps.1.capability:missing"}
+	want := []string{"name:string_too_long", "trigger.event:missing", "steps.0.config.duration:missing",
+		"steps.1.key:value_error", "steps.1.capability:missing"}
 	if diff := cmp.Diff(want, where(errs.Violations(err))); diff != "" {
 		t.Errorf("violations (-want +got):\n%s", diff)
 	}

@@ -73,18 +73,18 @@ type Schedule struct {
 // Parse parses a five-field cron expression evaluated in timezone, an IANA
 // zone name such as "Europe/Berlin" ("" means UTC). Invalid input is an
 // errs.Validation error with a value_error violation at
-// ["body","trigger","cron"] for the expression and at
-// ["body","trigger","timezone"] for the zone; both are reported when both are
+// ["trigger","cron"] for the expression and at ["trigger","timezone"] for
+// the zone (the fields of a process's schedule trigger); both are reported when both are
 // wrong.
 func Parse(expr, timezone string) (*Schedule, error) {
 	var vs []errs.Violation
 	loc, zone, err := loadZone(timezone)
 	if err != nil {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "trigger", "timezone"}, Msg: err.Error(), Type: "value_error"})
+		vs = append(vs, errs.Violation{Loc: []any{"trigger", "timezone"}, Msg: err.Error(), Type: "value_error"})
 	}
 	fields, spec, err := parseExpr(expr)
 	if err != nil {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "trigger", "cron"}, Msg: err.Error(), Type: "value_error"})
+		vs = append(vs, errs.Violation{Loc: []any{"trigger", "cron"}, Msg: err.Error(), Type: "value_error"})
 	}
 	if len(vs) > 0 {
 		return nil, errs.Validation(vs...)

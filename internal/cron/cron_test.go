@@ -182,8 +182,8 @@ func TestAccessors(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	t.Parallel()
-	cronLoc := []any{"body", "trigger", "cron"}
-	zoneLoc := []any{"body", "trigger", "timezone"}
+	cronLoc := []any{"trigger", "cron"}
+	zoneLoc := []any{"trigger", "timezone"}
 	v := func(loc []any, msg string) errs.Violation {
 		return errs.Violation{Loc: loc, Msg: msg, Type: "value_error"}
 	}

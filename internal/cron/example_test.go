@@ -33,6 +33,6 @@ func ExampleParse_invalid() {
 		fmt.Println(v)
 	}
 	// Output:
-	// body.trigger.timezone: unknown time zone "Europe/Bonn": use an IANA name such as Europe/Berlin
-	// body.trigger.cron: must have five fields (minute hour day-of-month month day-of-week), got 4
+	// trigger.timezone: unknown time zone "Europe/Bonn": use an IANA name such as Europe/Berlin
+	// trigger.cron: must have five fields (minute hour day-of-month month day-of-week), got 4
 }
