@@ -102,14 +102,14 @@ func TestAddedStepType(t *testing.T) {
 	}}
 	_, err = b.procs.Create(ctx, tenant, "usr_test", in)
 	want := []errs.Violation{
-		{Loc: []any{"body", "steps", 0, "config", "colour"}, Msg: "is not allowed", Type: "extra_forbidden"},
+		{Loc: []any{"steps", 0, "config", "colour"}, Msg: "is not allowed", Type: "extra_forbidden"},
 	}
 	if diff := cmp.Diff(want, errs.Violations(err), cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Msg" }, cmp.Ignore())); diff != "" {
 		t.Errorf("schema violations (-want +got):\n%s", diff)
 	}
 	in.Steps[0].Config = []byte(`{"values":[]}`)
 	_, err = b.procs.Create(ctx, tenant, "usr_test", in)
-	want = []errs.Violation{{Loc: []any{"body", "steps", 0, "config", "values"}, Msg: "must list at least 1 number", Type: "too_short"}}
+	want = []errs.Violation{{Loc: []any{"steps", 0, "config", "values"}, Msg: "must list at least 1 number", Type: "too_short"}}
 	if diff := cmp.Diff(want, errs.Violations(err)); diff != "" {
 		t.Errorf("check violations (-want +got):\n%s", diff)
 	}
