@@ -126,11 +126,12 @@ var patchFields = []patchField{
 }
 
 // ParsePatch decodes an AutomationPatch body and reports every violation at
-// once, located at its field names (["percent"]; the body as a whole has an
-// empty location; the HTTP API puts them under "body"): malformed JSON (json_invalid), a field of the
-// wrong JSON type (type_error), a bound (greater_than_equal,
-// less_than_equal, string_too_long) and the rules between fields (see
-// Validate). Unknown fields are ignored; an empty body is an empty patch.
+// once: malformed JSON (json_invalid), a field of the wrong JSON type
+// (type_error), a bound (greater_than_equal, less_than_equal,
+// string_too_long) and the rules between fields (see Validate). They are
+// located at the patch's field names (["percent"]), one of the body as a
+// whole at an empty location; the HTTP API puts them under "body". Unknown
+// fields are ignored; an empty body is an empty patch.
 func ParsePatch(raw []byte) (Patch, error) {
 	var p Patch
 	if len(bytes.TrimSpace(raw)) == 0 {
