@@ -39,7 +39,7 @@ func (h *Handler) handleAutomationPatch(c *request) error {
 	}
 	res, err := h.ws.Automation().UpdateWorkspace(c.Context(), c.Tenant(), c.P.Actor(), p)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return automationResult(c, res)
 }
@@ -69,7 +69,7 @@ func (h *Handler) handleProcessAutomationPatch(c *request) error {
 	}
 	res, err := h.ws.Automation().UpdateProcess(c.Context(), c.Tenant(), c.Param("id"), c.P.Actor(), p)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return automationResult(c, res)
 }
@@ -82,7 +82,8 @@ func (h *Handler) automationPatch(c *request) (automation.Patch, error) {
 	if err != nil {
 		return automation.Patch{}, err
 	}
-	return automation.ParsePatch(body)
+	p, err := automation.ParsePatch(body)
+	return p, inBody(err)
 }
 
 func automationResult(c *request, res *automation.Result) error {

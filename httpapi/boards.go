@@ -77,7 +77,7 @@ func (h *Handler) handleBoardCreate(c *request) error {
 	}
 	d, err := h.ws.Boards().CreateBoard(c.Context(), c.Tenant(), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.Created("/v1/boards/"+d.ID, d)
 }
@@ -102,7 +102,7 @@ func (h *Handler) handleBoardUpdate(c *request) error {
 	}
 	d, err := h.ws.Boards().UpdateBoard(c.Context(), c.Tenant(), c.Param("id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, d)
 }
@@ -145,7 +145,7 @@ func (h *Handler) handleBoardStatusCreate(c *request) error {
 	}
 	st, err := h.ws.Boards().CreateStatus(c.Context(), c.Tenant(), c.Param("id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.Created(boardPath(c, "statuses", st.ID), st)
 }
@@ -170,7 +170,7 @@ func (h *Handler) handleBoardStatusUpdate(c *request) error {
 	}
 	st, err := h.ws.Boards().UpdateStatus(c.Context(), c.Tenant(), c.Param("id"), c.Param("part_id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, st)
 }
@@ -209,7 +209,7 @@ func (h *Handler) handleBoardColumnCreate(c *request) error {
 	}
 	col, err := h.ws.Boards().CreateColumn(c.Context(), c.Tenant(), c.Param("id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.Created(boardPath(c, "columns", col.ID), col)
 }
@@ -234,7 +234,7 @@ func (h *Handler) handleBoardColumnUpdate(c *request) error {
 	}
 	col, err := h.ws.Boards().UpdateColumn(c.Context(), c.Tenant(), c.Param("id"), c.Param("part_id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, col)
 }
@@ -270,7 +270,7 @@ func (h *Handler) handleBoardGroupCreate(c *request) error {
 	}
 	g, err := h.ws.Boards().CreateGroup(c.Context(), c.Tenant(), c.Param("id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.Created(boardPath(c, "groups", g.ID), g)
 }
@@ -295,7 +295,7 @@ func (h *Handler) handleBoardGroupUpdate(c *request) error {
 	}
 	g, err := h.ws.Boards().UpdateGroup(c.Context(), c.Tenant(), c.Param("id"), c.Param("part_id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, g)
 }
@@ -341,7 +341,7 @@ func (h *Handler) handleBoardItemCreate(c *request) error {
 	}
 	it, err := h.ws.Boards().CreateItem(c.Context(), c.Tenant(), c.Param("id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.Created(boardPath(c, "items", it.ID), it)
 }
@@ -368,7 +368,7 @@ func (h *Handler) handleBoardItemUpdate(c *request) error {
 	}
 	it, err := h.ws.Boards().UpdateItem(c.Context(), c.Tenant(), c.Param("id"), c.Param("part_id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, it)
 }

@@ -50,7 +50,7 @@ func (h *Handler) handleDecisionCreate(c *request) error {
 	}
 	rec, err := h.ws.Decisions().Create(c.Context(), c.Tenant(), c.P.Actor(), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.Created("/v1/decisions/"+url.PathEscape(rec.Name), rec)
 }
@@ -85,7 +85,7 @@ func (h *Handler) handleDecisionEvaluate(c *request) error {
 	}
 	ev, err := h.ws.Decisions().Evaluate(c.Context(), c.Tenant(), c.Param("name"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, ev)
 }
@@ -102,7 +102,7 @@ func (h *Handler) handleDecisionFeedback(c *request) error {
 	}
 	ag, err := h.ws.Decisions().Feedback(c.Context(), c.Tenant(), c.P.Actor(), c.Param("name"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, ag)
 }
@@ -128,7 +128,7 @@ func (h *Handler) handleDecisionOutcome(c *request) error {
 	}
 	cs, err := h.ws.Decisions().RecordOutcome(c.Context(), c.Tenant(), c.P.Actor(), c.Param("name"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.Created("/v1/decisions/"+url.PathEscape(c.Param("name"))+"/cases/"+cs.ID, cs)
 }

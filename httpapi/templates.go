@@ -44,6 +44,12 @@ func (h *Handler) handleTemplatesInstall(c *request) error {
 	if err := c.Decode(&in); err != nil {
 		return err
 	}
+	// The request's violations go under body; a template's own process
+	// failing its checks (a catalog defect, not the request's) keeps the
+	// process's field names, as the body holds no process.
+	if err := h.ws.Templates().Check(in); err != nil {
+		return inBody(err)
+	}
 	out, err := h.ws.Templates().Install(c.Context(), c.Tenant(), c.P.Actor(), in)
 	if err != nil {
 		return err

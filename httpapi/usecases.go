@@ -81,11 +81,11 @@ func (h *Handler) handleUseCaseProfileSet(c *request) error {
 	}
 	in, err := usecases.DecodeProfile(raw)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	p, err := h.ws.UseCases().SetProfile(c.Context(), c.Tenant(), c.P.Actor(), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, p)
 }
@@ -104,7 +104,7 @@ func (h *Handler) handleUseCaseDepartments(c *request) error {
 	}
 	out, err := h.ws.UseCases().SetDepartments(c.Context(), c.P, uid, in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -135,11 +135,11 @@ func (h *Handler) handleUseCaseAdoption(c *request) error {
 	}
 	in, err := usecases.DecodeAdoption(raw)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	a, err := h.ws.UseCases().SetAdoption(c.Context(), c.Tenant(), c.P.Actor(), id, in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, a)
 }

@@ -51,7 +51,7 @@ func (h *Handler) handleDecisionWhatIf(c *request) error {
 	}
 	rep, err := h.ws.Decisions().WhatIf(c.Context(), c.Tenant(), c.Param("name"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, rep)
 }

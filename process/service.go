@@ -495,7 +495,11 @@ type changePayload struct {
 
 // ApplyChangeTx applies an approved process.update change
 // (ChangeKindUpdate), in the transaction that marks it approved: it is the
-// four-eyes queue's apply function for the kind.
+// four-eyes queue's apply function for the kind. A patch that no longer
+// passes the checks (a step type gone since it was queued) is ErrInvalid
+// located at the patch's field names (["steps", 0, "type"]); the HTTP
+// approval answers them so, not under "body", as the approval's body holds
+// no process.
 func (s *Service) ApplyChangeTx(_ context.Context, tx store.Txn, tenant string, payload json.RawMessage, approver string) error {
 	var p changePayload
 	if err := json.Unmarshal(payload, &p); err != nil {

@@ -396,7 +396,7 @@ func TestInheritance(t *testing.T) {
 	}
 	// A percent above max_percent is refused.
 	_, err := b.svc.UpdateProcess(context.Background(), tenant, "prc_1", "u1", parse(t, `{"percent": 41}`))
-	if diff := cmp.Diff([]string{"body.percent:value_error"}, violations(err)); diff != "" {
+	if diff := cmp.Diff([]string{"percent:value_error"}, violations(err)); diff != "" {
 		t.Errorf("percent above max (-want +got):\n%s", diff)
 	}
 	// null clears the process's own value: it inherits again.

@@ -126,21 +126,23 @@ var patchFields = []patchField{
 }
 
 // ParsePatch decodes an AutomationPatch body and reports every violation at
-// once, located under "body": malformed JSON (json_invalid), a field of the
-// wrong JSON type (type_error), a bound (greater_than_equal,
-// less_than_equal, string_too_long) and the rules between fields (see
-// Validate). Unknown fields are ignored; an empty body is an empty patch.
+// once: malformed JSON (json_invalid), a field of the wrong JSON type
+// (type_error), a bound (greater_than_equal, less_than_equal,
+// string_too_long) and the rules between fields (see Validate). They are
+// located at the patch's field names (["percent"]), one of the body as a
+// whole at an empty location; the HTTP API puts them under "body". Unknown
+// fields are ignored; an empty body is an empty patch.
 func ParsePatch(raw []byte) (Patch, error) {
 	var p Patch
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = []byte("{}")
 	}
 	if !json.Valid(raw) {
-		return p, errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: "is not valid JSON", Type: "json_invalid"})
+		return p, errs.Validation(errs.Violation{Loc: []any{}, Msg: "is not valid JSON", Type: "json_invalid"})
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
-		return p, errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: "must be an object", Type: "type_error"})
+		return p, errs.Validation(errs.Violation{Loc: []any{}, Msg: "must be an object", Type: "type_error"})
 	}
 	var vs []errs.Violation
 	extra := make([]string, 0, len(fields))
@@ -151,7 +153,7 @@ func ParsePatch(raw []byte) (Patch, error) {
 	}
 	slices.Sort(extra)
 	for _, k := range extra {
-		vs = append(vs, errs.Violation{Loc: []any{"body", k}, Msg: "is not a setting a patch takes", Type: "extra_forbidden"})
+		vs = append(vs, errs.Violation{Loc: []any{k}, Msg: "is not a setting a patch takes", Type: "extra_forbidden"})
 	}
 	for _, pf := range patchFields {
 		v, ok := fields[pf.name]
@@ -187,7 +189,7 @@ func dedupe(vs []errs.Violation) []errs.Violation {
 
 // decode sets pf in p from raw, or returns a type violation.
 func (pf patchField) decode(p *Patch, raw json.RawMessage) *errs.Violation {
-	loc := []any{"body", pf.name}
+	loc := []any{pf.name}
 	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		switch pf.kind {
 		case kindBool:
@@ -248,7 +250,8 @@ func number(raw json.RawMessage) (float64, error) {
 }
 
 // Validate reports every violation of p's bounds and of the rules between
-// its fields, located under "body":
+// its fields, located at its field names (the HTTP API puts them under
+// "body"):
 //   - every bound of interface.md 2.9;
 //   - exception_percent, exception_days and a non-empty exception_reason
 //     come together (the missing ones are "missing");
@@ -259,7 +262,7 @@ func number(raw json.RawMessage) (float64, error) {
 func (p Patch) Validate() []errs.Violation {
 	var vs []errs.Violation
 	add := func(field, typ, msg string) {
-		vs = append(vs, errs.Violation{Loc: []any{"body", field}, Msg: msg, Type: typ})
+		vs = append(vs, errs.Violation{Loc: []any{field}, Msg: msg, Type: typ})
 	}
 	for _, pf := range patchFields {
 		switch pf.kind {

@@ -57,10 +57,10 @@ func boundCases() []BoundCase {
 		cases = append(cases,
 			BoundCase{b.field + " at its minimum", fmt.Sprintf(`{%q: %s}`, b.field, b.min), nil},
 			BoundCase{b.field + " at its maximum", fmt.Sprintf(`{%q: %s}`, b.field, b.max), nil},
-			BoundCase{b.field + " below", fmt.Sprintf(`{%q: %s}`, b.field, b.below), []string{"body." + b.field + ":greater_than_equal"}},
-			BoundCase{b.field + " above", fmt.Sprintf(`{%q: %s}`, b.field, b.above), []string{"body." + b.field + ":less_than_equal"}},
+			BoundCase{b.field + " below", fmt.Sprintf(`{%q: %s}`, b.field, b.below), []string{"" + b.field + ":greater_than_equal"}},
+			BoundCase{b.field + " above", fmt.Sprintf(`{%q: %s}`, b.field, b.above), []string{"" + b.field + ":less_than_equal"}},
 			BoundCase{b.field + " null", fmt.Sprintf(`{%q: null}`, b.field), nil},
-			BoundCase{b.field + " a string", fmt.Sprintf(`{%q: "5"}`, b.field), []string{"body." + b.field + ":type_error"}},
+			BoundCase{b.field + " a string", fmt.Sprintf(`{%q: "5"}`, b.field), []string{"" + b.field + ":type_error"}},
 		)
 	}
 	ex := func(pct, days string, reason string) string {
@@ -69,41 +69,41 @@ func boundCases() []BoundCase {
 	cases = append(cases,
 		BoundCase{"exception at its minimums", ex("1", "1", "r"), nil},
 		BoundCase{"exception at its maximums", ex("100", "90", s(500)), nil},
-		BoundCase{"exception below", ex("0", "0", "r"), []string{"body.exception_percent:greater_than_equal", "body.exception_days:greater_than_equal"}},
+		BoundCase{"exception below", ex("0", "0", "r"), []string{"exception_percent:greater_than_equal", "exception_days:greater_than_equal"}},
 		BoundCase{"exception above", ex("101", "91", s(501)),
-			[]string{"body.exception_percent:less_than_equal", "body.exception_days:less_than_equal", "body.exception_reason:string_too_long"}},
+			[]string{"exception_percent:less_than_equal", "exception_days:less_than_equal", "exception_reason:string_too_long"}},
 		BoundCase{"exception without days and reason", `{"exception_percent": 20}`,
-			[]string{"body.exception_days:missing", "body.exception_reason:missing"}},
-		BoundCase{"exception with a blank reason", ex("20", "3", "  "), []string{"body.exception_reason:missing"}},
-		BoundCase{"exception days alone", `{"exception_days": 3}`, []string{"body.exception_percent:missing", "body.exception_reason:missing"}},
+			[]string{"exception_days:missing", "exception_reason:missing"}},
+		BoundCase{"exception with a blank reason", ex("20", "3", "  "), []string{"exception_reason:missing"}},
+		BoundCase{"exception days alone", `{"exception_days": 3}`, []string{"exception_percent:missing", "exception_reason:missing"}},
 		BoundCase{"exception cleared with null", `{"exception_percent": null}`, nil},
 		BoundCase{"clear and set the exception", `{"clear_exception": true, "exception_percent": 5, "exception_days": 1, "exception_reason": "r"}`,
-			[]string{"body.clear_exception:value_error"}},
+			[]string{"clear_exception:value_error"}},
 		BoundCase{"clear the exception", `{"clear_exception": true}`, nil},
 		BoundCase{"clear flags null", `{"clear_exception": null, "clear_daily_limit": null}`, nil},
-		BoundCase{"clear and set the daily limit", `{"clear_daily_limit": true, "daily_limit": 3}`, []string{"body.clear_daily_limit:value_error"}},
+		BoundCase{"clear and set the daily limit", `{"clear_daily_limit": true, "daily_limit": 3}`, []string{"clear_daily_limit:value_error"}},
 		BoundCase{"paused_reason 500", fmt.Sprintf(`{"paused": true, "paused_reason": %q}`, s(500)), nil},
-		BoundCase{"paused_reason 501", fmt.Sprintf(`{"paused": true, "paused_reason": %q}`, s(501)), []string{"body.paused_reason:string_too_long"}},
+		BoundCase{"paused_reason 501", fmt.Sprintf(`{"paused": true, "paused_reason": %q}`, s(501)), []string{"paused_reason:string_too_long"}},
 		BoundCase{"break_glass_reason 2000", fmt.Sprintf(`{"break_glass_reason": %q}`, s(2000)), nil},
-		BoundCase{"break_glass_reason 2001", fmt.Sprintf(`{"break_glass_reason": %q}`, s(2001)), []string{"body.break_glass_reason:string_too_long"}},
+		BoundCase{"break_glass_reason 2001", fmt.Sprintf(`{"break_glass_reason": %q}`, s(2001)), []string{"break_glass_reason:string_too_long"}},
 		BoundCase{"unicode counts characters", fmt.Sprintf(`{"paused_reason": %q}`, strings.Repeat("é", 500)), nil},
-		BoundCase{"percent above max_percent", `{"percent": 60, "max_percent": 50}`, []string{"body.percent:value_error"}},
+		BoundCase{"percent above max_percent", `{"percent": 60, "max_percent": 50}`, []string{"percent:value_error"}},
 		BoundCase{"wrong types", `{"auto_ramp": "yes", "paused": 1, "percent": 5.5, "paused_reason": 7, "ramp_min_agreement": true, "clear_exception": "no"}`,
-			[]string{"body.auto_ramp:type_error", "body.paused:type_error", "body.paused_reason:type_error", "body.percent:type_error",
-				"body.clear_exception:type_error", "body.ramp_min_agreement:type_error"}},
+			[]string{"auto_ramp:type_error", "paused:type_error", "paused_reason:type_error", "percent:type_error",
+				"clear_exception:type_error", "ramp_min_agreement:type_error"}},
 		BoundCase{"an integral float is an integer", `{"percent": 5.0}`, nil},
 		BoundCase{"several at once", `{"percent": 101, "sample_percent": 51, "daily_limit": -1, "rollback_min_decisions": 2, "break_glass_reason": 3}`,
-			[]string{"body.percent:less_than_equal", "body.sample_percent:greater_than_equal", "body.daily_limit:greater_than_equal",
-				"body.rollback_min_decisions:greater_than_equal", "body.break_glass_reason:type_error"}},
-		BoundCase{"an unknown field is refused", `{"percent": 10, "colour": "blue"}`, []string{"body.colour:extra_forbidden"}},
+			[]string{"percent:less_than_equal", "sample_percent:greater_than_equal", "daily_limit:greater_than_equal",
+				"rollback_min_decisions:greater_than_equal", "break_glass_reason:type_error"}},
+		BoundCase{"an unknown field is refused", `{"percent": 10, "colour": "blue"}`, []string{"colour:extra_forbidden"}},
 		BoundCase{"empty", ``, nil},
-		BoundCase{"malformed", `{"percent": `, []string{"body:json_invalid"}},
-		BoundCase{"not an object", `[1]`, []string{"body:type_error"}},
+		BoundCase{"malformed", `{"percent": `, []string{":json_invalid"}},
+		BoundCase{"not an object", `[1]`, []string{":type_error"}},
 	)
 	// sample_percent 51 is above, not below: fix the expectation made above.
 	for i := range cases {
 		if cases[i].Name == "several at once" {
-			cases[i].Want[1] = "body.sample_percent:less_than_equal"
+			cases[i].Want[1] = "sample_percent:less_than_equal"
 		}
 	}
 	return cases
@@ -187,7 +187,7 @@ func TestPatchSchemaAgreesWithParsePatch(t *testing.T) {
 		{`{"paused_reason": "` + strings.Repeat("x", automation.MaxReasonLen+1) + `"}`, false},
 		{`{"auto_ramp": 1}`, false},
 	} {
-		vs := v.ValidateJSON(json.RawMessage(tc.body), "body")
+		vs := v.ValidateJSON(json.RawMessage(tc.body))
 		_, err := automation.ParsePatch([]byte(tc.body))
 		if (len(vs) == 0) != tc.ok || (err == nil) != tc.ok {
 			t.Errorf("%s: schema violations %v, ParsePatch %v; want ok %v", tc.body, vs, err, tc.ok)

@@ -298,7 +298,7 @@ func (s *Service) applyTx(tx store.Txn, tenant, processID, actor string, p Patch
 	}
 	after := resolve(ws, proc, now)
 	if pct, ok := p.Percent.Value(); ok && pct > after.maxPercent {
-		return nil, errs.Invalidf([]any{"body", "percent"}, "value_error", "must not exceed max_percent (%d)", after.maxPercent)
+		return nil, errs.Invalidf([]any{"percent"}, "value_error", "must not exceed max_percent (%d)", after.maxPercent)
 	}
 	if next.Percent != nil && *next.Percent > after.maxPercent {
 		// A lower max_percent pulls the level's own percent down with it.

@@ -82,7 +82,7 @@ func TestBoardKeys(t *testing.T) {
 		t.Errorf("a taken key: %v, want a conflict", err)
 	}
 	_, err = b.svc.CreateBoard(b.ctx, b.tenant, BoardIn{Name: "Other", WorkspaceID: sp("ten_b")})
-	if diff := cmp.Diff([]string{"body.workspace_id value_error"}, violations(err)); diff != "" {
+	if diff := cmp.Diff([]string{"workspace_id value_error"}, violations(err)); diff != "" {
 		t.Errorf("another workspace (-want +got):\n%s", diff)
 	}
 	d, err := b.svc.CreateBoard(b.ctx, b.tenant, BoardIn{Name: "Mine", WorkspaceID: sp(b.tenant)})
@@ -100,15 +100,15 @@ func TestBoardBounds(t *testing.T) {
 		want []string
 	}{
 		{"name of 160", BoardIn{Name: strings.Repeat("n", 160)}, nil},
-		{"name of 161", BoardIn{Name: strings.Repeat("n", 161)}, []string{"body.name string_too_long"}},
-		{"blank name", BoardIn{Name: "  "}, []string{"body.name string_too_short"}},
+		{"name of 161", BoardIn{Name: strings.Repeat("n", 161)}, []string{"name string_too_long"}},
+		{"blank name", BoardIn{Name: "  "}, []string{"name string_too_short"}},
 		{"key of 10", BoardIn{Name: "a", Key: sp("ABCDEFGHIJ")}, nil},
-		{"key of 11", BoardIn{Name: "a", Key: sp("ABCDEFGHIJK")}, []string{"body.key string_pattern_mismatch"}},
-		{"key of 1", BoardIn{Name: "a", Key: sp("A")}, []string{"body.key string_pattern_mismatch"}},
-		{"key lower case", BoardIn{Name: "a", Key: sp("Ab")}, []string{"body.key string_pattern_mismatch"}},
-		{"template", BoardIn{Name: "a", Template: "kanban"}, []string{"body.template enum"}},
+		{"key of 11", BoardIn{Name: "a", Key: sp("ABCDEFGHIJK")}, []string{"key string_pattern_mismatch"}},
+		{"key of 1", BoardIn{Name: "a", Key: sp("A")}, []string{"key string_pattern_mismatch"}},
+		{"key lower case", BoardIn{Name: "a", Key: sp("Ab")}, []string{"key string_pattern_mismatch"}},
+		{"template", BoardIn{Name: "a", Template: "kanban"}, []string{"template enum"}},
 		{"all at once", BoardIn{Name: "", Key: sp("1A"), Template: "x"},
-			[]string{"body.name string_too_short", "body.key string_pattern_mismatch", "body.template enum"}},
+			[]string{"name string_too_short", "key string_pattern_mismatch", "template enum"}},
 	} {
 		_, err := b.svc.CreateBoard(b.ctx, b.tenant, test.in)
 		if diff := cmp.Diff(test.want, violations(err)); diff != "" {
@@ -241,12 +241,12 @@ func TestValues(t *testing.T) {
 			}
 			continue
 		}
-		if diff := cmp.Diff([]string{"body.values." + id + " " + test.wantType}, violations(err)); diff != "" {
+		if diff := cmp.Diff([]string{"values." + id + " " + test.wantType}, violations(err)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", name, diff)
 		}
 	}
 	_, err := b.svc.CreateItem(b.ctx, b.tenant, d.ID, ItemIn{Title: "t", Values: map[string]any{"bcl_nope": 1}})
-	if diff := cmp.Diff([]string{"body.values.bcl_nope value_error"}, violations(err)); diff != "" {
+	if diff := cmp.Diff([]string{"values.bcl_nope value_error"}, violations(err)); diff != "" {
 		t.Errorf("unknown column (-want +got):\n%s", diff)
 	}
 }
@@ -261,17 +261,17 @@ func TestColumnSettings(t *testing.T) {
 		want     []string
 	}{
 		{TypeText, map[string]any{"max_length": 5000}, nil},
-		{TypeText, map[string]any{"max_length": 5001}, []string{"body.settings.max_length value_error"}},
-		{TypeText, map[string]any{"options": []any{"a"}}, []string{"body.settings.options extra_forbidden"}},
-		{TypeNumber, map[string]any{"min": 5, "max": 1}, []string{"body.settings.min value_error"}},
-		{TypeNumber, map[string]any{"unit": 3}, []string{"body.settings.unit type_error"}},
+		{TypeText, map[string]any{"max_length": 5001}, []string{"settings.max_length value_error"}},
+		{TypeText, map[string]any{"options": []any{"a"}}, []string{"settings.options extra_forbidden"}},
+		{TypeNumber, map[string]any{"min": 5, "max": 1}, []string{"settings.min value_error"}},
+		{TypeNumber, map[string]any{"unit": 3}, []string{"settings.unit type_error"}},
 		{TypeDate, map[string]any{"sla_hours": 8760}, nil},
-		{TypeDate, map[string]any{"sla_hours": 0}, []string{"body.settings.sla_hours value_error"}},
-		{TypeDropdown, nil, []string{"body.settings.options missing"}},
-		{TypeDropdown, map[string]any{"options": []any{"a", "a"}}, []string{"body.settings.options.1 value_error"}},
-		{TypeDropdown, map[string]any{"options": []any{}}, []string{"body.settings.options too_long"}},
-		{TypeStatus, map[string]any{"labels": []any{map[string]any{"name": "x", "color": "red"}}}, []string{"body.settings.labels.0.color string_pattern_mismatch"}},
-		{TypeCheckbox, map[string]any{"x": 1}, []string{"body.settings.x extra_forbidden"}},
+		{TypeDate, map[string]any{"sla_hours": 0}, []string{"settings.sla_hours value_error"}},
+		{TypeDropdown, nil, []string{"settings.options missing"}},
+		{TypeDropdown, map[string]any{"options": []any{"a", "a"}}, []string{"settings.options.1 value_error"}},
+		{TypeDropdown, map[string]any{"options": []any{}}, []string{"settings.options too_long"}},
+		{TypeStatus, map[string]any{"labels": []any{map[string]any{"name": "x", "color": "red"}}}, []string{"settings.labels.0.color string_pattern_mismatch"}},
+		{TypeCheckbox, map[string]any{"x": 1}, []string{"settings.x extra_forbidden"}},
 		{TypeLink, nil, nil},
 		{TypePerson, nil, nil},
 	} {
@@ -442,13 +442,13 @@ func TestMoveTouchesOneRecord(t *testing.T) {
 	// Every violation of a patch is reported together.
 	_, err := b.svc.UpdateItem(b.ctx, b.tenant, d.ID, items[0].ID, ItemPatch{Title: sp(""), StatusID: sp("bst_x"), GroupID: sp("bgr_x"),
 		Values: map[string]any{"bcl_x": 1}})
-	if diff := cmp.Diff([]string{"body.title string_too_short", "body.status_id value_error", "body.group_id value_error", "body.values.bcl_x value_error"},
+	if diff := cmp.Diff([]string{"title string_too_short", "status_id value_error", "group_id value_error", "values.bcl_x value_error"},
 		violations(err)); diff != "" {
 		t.Errorf("bad patch (-want +got):\n%s", diff)
 	}
 	// An anchor in another status is refused, naming the field.
 	_, err = b.svc.UpdateItem(b.ctx, b.tenant, d.ID, items[0].ID, ItemPatch{Placement: Placement{AfterID: &items[2].ID}})
-	if diff := cmp.Diff([]string{"body.after_id value_error"}, violations(err)); diff != "" {
+	if diff := cmp.Diff([]string{"after_id value_error"}, violations(err)); diff != "" {
 		t.Errorf("anchor elsewhere (-want +got):\n%s", diff)
 	}
 }

@@ -363,7 +363,7 @@ func (s *Service) findRank(tx store.Txn, tenant string, r *record, statusID, sel
 		if err != nil && !errors.Is(err, errs.NotFound) {
 			return nil, err
 		}
-		return nil, errs.Invalidf([]any{"body", field}, "value_error", "must be another item in the item's (target) status")
+		return nil, errs.Invalidf([]any{field}, "value_error", "must be another item in the item's (target) status")
 	}
 	switch {
 	case pl.BeforeID != nil:
@@ -457,7 +457,7 @@ func (s *Service) rankAtIndex(tx store.Txn, tenant string, r *record, statusID, 
 
 // applyValues checks values against r's columns and merges them into cur
 // (null removes a column's value); values of deleted columns are dropped.
-// It returns the violations, located under body.values.<column id>.
+// It returns the violations, located at values.<column id>.
 func applyValues(r *record, cur, values map[string]any) (map[string]any, []errs.Violation) {
 	out := map[string]any{}
 	for k, v := range cur {
@@ -470,7 +470,7 @@ func applyValues(r *record, cur, values map[string]any) (map[string]any, []errs.
 	for _, k := range keys {
 		v := values[k]
 		c, _ := r.column(k)
-		loc := []any{"body", "values", k}
+		loc := []any{"values", k}
 		if c == nil {
 			vs = append(vs, errs.Violation{Loc: loc, Msg: "is not a column of this board", Type: "value_error"})
 			continue
@@ -549,12 +549,12 @@ func (s *Service) createItem(ctx context.Context, tenant, boardID string, in Ite
 		if in.StatusID != nil {
 			statusID = *in.StatusID
 			if st, _ := r.status(statusID); st == nil {
-				vs = append(vs, errs.Violation{Loc: []any{"body", "status_id"}, Msg: "is not a status of this board", Type: "value_error"})
+				vs = append(vs, errs.Violation{Loc: []any{"status_id"}, Msg: "is not a status of this board", Type: "value_error"})
 			}
 		}
 		if in.GroupID != nil {
 			if g, _ := r.group(*in.GroupID); g == nil {
-				vs = append(vs, errs.Violation{Loc: []any{"body", "group_id"}, Msg: "is not a group of this board", Type: "value_error"})
+				vs = append(vs, errs.Violation{Loc: []any{"group_id"}, Msg: "is not a group of this board", Type: "value_error"})
 			}
 		}
 		now := s.now()
@@ -667,7 +667,7 @@ func (s *Service) apply(tx store.Txn, tenant string, r *record, old, next *Item,
 	var vs []errs.Violation
 	if mv.status != nil {
 		if st, _ := r.status(*mv.status); st == nil {
-			vs = append(vs, errs.Violation{Loc: []any{"body", "status_id"}, Msg: "is not a status of this board", Type: "value_error"})
+			vs = append(vs, errs.Violation{Loc: []any{"status_id"}, Msg: "is not a status of this board", Type: "value_error"})
 		} else {
 			next.StatusID = *mv.status
 		}
@@ -675,7 +675,7 @@ func (s *Service) apply(tx store.Txn, tenant string, r *record, old, next *Item,
 	if mv.setGroup {
 		if mv.group != nil {
 			if g, _ := r.group(*mv.group); g == nil {
-				vs = append(vs, errs.Violation{Loc: []any{"body", "group_id"}, Msg: "is not a group of this board", Type: "value_error"})
+				vs = append(vs, errs.Violation{Loc: []any{"group_id"}, Msg: "is not a group of this board", Type: "value_error"})
 			}
 		}
 		next.GroupID = mv.group
@@ -777,12 +777,12 @@ func (s *Service) UpdateItem(ctx context.Context, tenant, boardID, id string, p 
 		vs := p.Validate()
 		if p.StatusID != nil {
 			if st, _ := r.status(*p.StatusID); st == nil {
-				vs = append(vs, errs.Violation{Loc: []any{"body", "status_id"}, Msg: "is not a status of this board", Type: "value_error"})
+				vs = append(vs, errs.Violation{Loc: []any{"status_id"}, Msg: "is not a status of this board", Type: "value_error"})
 			}
 		}
 		if p.GroupID != nil {
 			if g, _ := r.group(*p.GroupID); g == nil {
-				vs = append(vs, errs.Violation{Loc: []any{"body", "group_id"}, Msg: "is not a group of this board", Type: "value_error"})
+				vs = append(vs, errs.Violation{Loc: []any{"group_id"}, Msg: "is not a group of this board", Type: "value_error"})
 			}
 		}
 		values, vvs := applyValues(r, old.Values, p.Values)

@@ -183,7 +183,7 @@ func (s *Service) UpdateColumn(ctx context.Context, tenant, boardID, id string, 
 		}
 		vs := p.Validate()
 		if p.Settings != nil || p.n.null["settings"] {
-			vs = append(vs, checkSettings(c.Type, p.Settings, "body", "settings")...)
+			vs = append(vs, checkSettings(c.Type, p.Settings, "settings")...)
 		}
 		if err := errs.Validation(vs...); err != nil {
 			return err

@@ -107,15 +107,15 @@ func TestPartBounds(t *testing.T) {
 		{"status name 81, bad category and color", func() error {
 			_, err := b.svc.CreateStatus(b.ctx, b.tenant, d.ID, StatusIn{Name: long(81), Category: "done", Color: sp("#12345")})
 			return err
-		}, []string{"body.name string_too_long", "body.category enum", "body.color string_pattern_mismatch"}},
+		}, []string{"name string_too_long", "category enum", "color string_pattern_mismatch"}},
 		{"group name 81", func() error {
 			_, err := b.svc.CreateGroup(b.ctx, b.tenant, d.ID, GroupIn{Name: long(81), Position: ip(-1)})
 			return err
-		}, []string{"body.name string_too_long", "body.position greater_than_equal"}},
+		}, []string{"name string_too_long", "position greater_than_equal"}},
 		{"column type", func() error {
 			_, err := b.svc.CreateColumn(b.ctx, b.tenant, d.ID, ColumnIn{Name: "c", Type: "formula"})
 			return err
-		}, []string{"body.type enum"}},
+		}, []string{"type enum"}},
 		{"title 300", func() error {
 			_, err := b.svc.CreateItem(b.ctx, b.tenant, d.ID, ItemIn{Title: long(300)})
 			return err
@@ -123,7 +123,7 @@ func TestPartBounds(t *testing.T) {
 		{"title 301, two placements", func() error {
 			_, err := b.svc.CreateItem(b.ctx, b.tenant, d.ID, ItemIn{Title: long(301), Placement: Placement{Index: ip(0), AfterID: sp("itm_x")}})
 			return err
-		}, []string{"body.title string_too_long", "body.index value_error"}},
+		}, []string{"title string_too_long", "index value_error"}},
 		{"description 20000", func() error {
 			_, err := b.svc.CreateItem(b.ctx, b.tenant, d.ID, ItemIn{Title: "t", Description: sp(long(20000))})
 			return err
@@ -131,7 +131,7 @@ func TestPartBounds(t *testing.T) {
 		{"description 20001", func() error {
 			_, err := b.svc.CreateItem(b.ctx, b.tenant, d.ID, ItemIn{Title: "t", Description: sp(long(20001))})
 			return err
-		}, []string{"body.description string_too_long"}},
+		}, []string{"description string_too_long"}},
 		{"q 200", func() error {
 			_, _, err := b.svc.ListItems(b.ctx, b.tenant, d.ID, ItemFilter{Q: long(200)}, storePage())
 			return err

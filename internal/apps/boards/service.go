@@ -218,7 +218,7 @@ func withCounts(rd store.Reader, tenant string, r *record) error {
 func (s *Service) CreateBoard(ctx context.Context, tenant string, in BoardIn) (*Detail, error) {
 	vs := in.Validate()
 	if in.WorkspaceID != nil && *in.WorkspaceID != tenant {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "workspace_id"}, Msg: "must be your own workspace's id (or left out)", Type: "value_error"})
+		vs = append(vs, errs.Violation{Loc: []any{"workspace_id"}, Msg: "must be your own workspace's id (or left out)", Type: "value_error"})
 	}
 	if err := errs.Validation(vs...); err != nil {
 		return nil, err

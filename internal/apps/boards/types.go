@@ -187,15 +187,16 @@ type BoardIn struct {
 // NoExtraProperties marks BoardIn strict: unknown fields are a 422.
 func (BoardIn) NoExtraProperties() {}
 
-// Validate reports every violation of in, located under "body".
+// Validate reports every violation of in, located at its field names
+// (["name"]); the HTTP API puts them under "body".
 func (in BoardIn) Validate() []errs.Violation {
-	vs := checkLen(in.Name, 1, MaxBoardNameLen, true, "body", "name")
-	vs = append(vs, checkOptLen(in.Description, MaxDescriptionLen, "body", "description")...)
+	vs := checkLen(in.Name, 1, MaxBoardNameLen, true, "name")
+	vs = append(vs, checkOptLen(in.Description, MaxDescriptionLen, "description")...)
 	if in.Key != nil && !reKey.MatchString(*in.Key) {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "key"}, Msg: "must be an upper-case letter then 1 to 9 upper-case letters or digits", Type: "string_pattern_mismatch"})
+		vs = append(vs, errs.Violation{Loc: []any{"key"}, Msg: "must be an upper-case letter then 1 to 9 upper-case letters or digits", Type: "string_pattern_mismatch"})
 	}
 	if in.Template != "" && !slices.Contains(Templates(), in.Template) {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "template"}, Msg: "must be one of " + strings.Join(Templates(), ", "), Type: "enum"})
+		vs = append(vs, errs.Violation{Loc: []any{"template"}, Msg: "must be one of " + strings.Join(Templates(), ", "), Type: "enum"})
 	}
 	return vs
 }
@@ -223,13 +224,14 @@ func (p *BoardPatch) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Validate reports every violation of p, located under "body".
+// Validate reports every violation of p, located at its field names
+// (["name"]); the HTTP API puts them under "body".
 func (p BoardPatch) Validate() []errs.Violation {
 	var vs []errs.Violation
 	if p.Name != nil {
-		vs = append(vs, checkLen(*p.Name, 1, MaxBoardNameLen, true, "body", "name")...)
+		vs = append(vs, checkLen(*p.Name, 1, MaxBoardNameLen, true, "name")...)
 	}
-	return append(vs, checkOptLen(p.Description, MaxDescriptionLen, "body", "description")...)
+	return append(vs, checkOptLen(p.Description, MaxDescriptionLen, "description")...)
 }
 
 // StatusIn adds a status.
@@ -247,10 +249,10 @@ func (StatusIn) NoExtraProperties() {}
 
 // Validate reports every violation of in.
 func (in StatusIn) Validate() []errs.Violation {
-	vs := checkLen(in.Name, 1, MaxPartNameLen, true, "body", "name")
-	vs = append(vs, checkCategory(&in.Category, "body", "category")...)
-	vs = append(vs, checkColor(in.Color, "body", "color")...)
-	return append(vs, checkPosition(in.Position, "body", "position")...)
+	vs := checkLen(in.Name, 1, MaxPartNameLen, true, "name")
+	vs = append(vs, checkCategory(&in.Category, "category")...)
+	vs = append(vs, checkColor(in.Color, "color")...)
+	return append(vs, checkPosition(in.Position, "position")...)
 }
 
 // StatusPatch changes a status; only the keys present apply.
@@ -268,11 +270,11 @@ func (StatusPatch) NoExtraProperties() {}
 func (p StatusPatch) Validate() []errs.Violation {
 	var vs []errs.Violation
 	if p.Name != nil {
-		vs = append(vs, checkLen(*p.Name, 1, MaxPartNameLen, true, "body", "name")...)
+		vs = append(vs, checkLen(*p.Name, 1, MaxPartNameLen, true, "name")...)
 	}
-	vs = append(vs, checkCategory(p.Category, "body", "category")...)
-	vs = append(vs, checkColor(p.Color, "body", "color")...)
-	return append(vs, checkPosition(p.Position, "body", "position")...)
+	vs = append(vs, checkCategory(p.Category, "category")...)
+	vs = append(vs, checkColor(p.Color, "color")...)
+	return append(vs, checkPosition(p.Position, "position")...)
 }
 
 // ColumnIn adds a column.
@@ -288,13 +290,13 @@ func (ColumnIn) NoExtraProperties() {}
 
 // Validate reports every violation of in.
 func (in ColumnIn) Validate() []errs.Violation {
-	vs := checkLen(in.Name, 1, MaxPartNameLen, true, "body", "name")
+	vs := checkLen(in.Name, 1, MaxPartNameLen, true, "name")
 	if !slices.Contains(ColumnTypes(), in.Type) {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "type"}, Msg: "must be one of " + strings.Join(ColumnTypes(), ", "), Type: "enum"})
+		vs = append(vs, errs.Violation{Loc: []any{"type"}, Msg: "must be one of " + strings.Join(ColumnTypes(), ", "), Type: "enum"})
 	} else {
-		vs = append(vs, checkSettings(in.Type, in.Settings, "body", "settings")...)
+		vs = append(vs, checkSettings(in.Type, in.Settings, "settings")...)
 	}
-	return append(vs, checkPosition(in.Position, "body", "position")...)
+	return append(vs, checkPosition(in.Position, "position")...)
 }
 
 // ColumnPatch changes a column's name, settings or position; its type is
@@ -326,9 +328,9 @@ func (p *ColumnPatch) UnmarshalJSON(b []byte) error {
 func (p ColumnPatch) Validate() []errs.Violation {
 	var vs []errs.Violation
 	if p.Name != nil {
-		vs = append(vs, checkLen(*p.Name, 1, MaxPartNameLen, true, "body", "name")...)
+		vs = append(vs, checkLen(*p.Name, 1, MaxPartNameLen, true, "name")...)
 	}
-	return append(vs, checkPosition(p.Position, "body", "position")...)
+	return append(vs, checkPosition(p.Position, "position")...)
 }
 
 // GroupIn adds a group.
@@ -343,9 +345,9 @@ func (GroupIn) NoExtraProperties() {}
 
 // Validate reports every violation of in.
 func (in GroupIn) Validate() []errs.Violation {
-	vs := checkLen(in.Name, 1, MaxPartNameLen, true, "body", "name")
-	vs = append(vs, checkColor(in.Color, "body", "color")...)
-	return append(vs, checkPosition(in.Position, "body", "position")...)
+	vs := checkLen(in.Name, 1, MaxPartNameLen, true, "name")
+	vs = append(vs, checkColor(in.Color, "color")...)
+	return append(vs, checkPosition(in.Position, "position")...)
 }
 
 // GroupPatch changes a group; only the keys present apply.
@@ -362,10 +364,10 @@ func (GroupPatch) NoExtraProperties() {}
 func (p GroupPatch) Validate() []errs.Violation {
 	var vs []errs.Violation
 	if p.Name != nil {
-		vs = append(vs, checkLen(*p.Name, 1, MaxPartNameLen, true, "body", "name")...)
+		vs = append(vs, checkLen(*p.Name, 1, MaxPartNameLen, true, "name")...)
 	}
-	vs = append(vs, checkColor(p.Color, "body", "color")...)
-	return append(vs, checkPosition(p.Position, "body", "position")...)
+	vs = append(vs, checkColor(p.Color, "color")...)
+	return append(vs, checkPosition(p.Position, "position")...)
 }
 
 // Placement says where an item goes in its status: right before or after
@@ -393,10 +395,10 @@ func (p Placement) validate() []errs.Violation {
 	}
 	var vs []errs.Violation
 	if n > 1 {
-		vs = append(vs, errs.Violation{Loc: []any{"body", last}, Msg: "give at most one of before_id, after_id and index", Type: "value_error"})
+		vs = append(vs, errs.Violation{Loc: []any{last}, Msg: "give at most one of before_id, after_id and index", Type: "value_error"})
 	}
 	if p.Index != nil && *p.Index < 0 {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "index"}, Msg: "must be at least 0", Type: "greater_than_equal"})
+		vs = append(vs, errs.Violation{Loc: []any{"index"}, Msg: "must be at least 0", Type: "greater_than_equal"})
 	}
 	return vs
 }
@@ -417,9 +419,9 @@ func (ItemIn) NoExtraProperties() {}
 
 // Validate reports the violations in has whatever the board.
 func (in ItemIn) Validate() []errs.Violation {
-	vs := checkLen(in.Title, 1, MaxTitleLen, true, "body", "title")
-	vs = append(vs, checkOptLen(in.Description, MaxItemDescLen, "body", "description")...)
-	vs = append(vs, checkOptLen(in.AssigneeID, MaxPersonLen, "body", "assignee_id")...)
+	vs := checkLen(in.Title, 1, MaxTitleLen, true, "title")
+	vs = append(vs, checkOptLen(in.Description, MaxItemDescLen, "description")...)
+	vs = append(vs, checkOptLen(in.AssigneeID, MaxPersonLen, "assignee_id")...)
 	return append(vs, in.Placement.validate()...)
 }
 
@@ -457,10 +459,10 @@ func (p *ItemPatch) UnmarshalJSON(b []byte) error {
 func (p ItemPatch) Validate() []errs.Violation {
 	var vs []errs.Violation
 	if p.Title != nil {
-		vs = append(vs, checkLen(*p.Title, 1, MaxTitleLen, true, "body", "title")...)
+		vs = append(vs, checkLen(*p.Title, 1, MaxTitleLen, true, "title")...)
 	}
-	vs = append(vs, checkOptLen(p.Description, MaxItemDescLen, "body", "description")...)
-	vs = append(vs, checkOptLen(p.AssigneeID, MaxPersonLen, "body", "assignee_id")...)
+	vs = append(vs, checkOptLen(p.Description, MaxItemDescLen, "description")...)
+	vs = append(vs, checkOptLen(p.AssigneeID, MaxPersonLen, "assignee_id")...)
 	return append(vs, p.Placement.validate()...)
 }
 

@@ -79,11 +79,12 @@ func (t Thresholds) Mode(c float64) string {
 	}
 }
 
-// Validate reports every violation of d, located under "body".
+// Validate reports every violation of d, located at its field names
+// (["name"]); the HTTP API puts them under "body".
 func (d Decision) Validate() []errs.Violation {
 	var vs []errs.Violation
 	add := func(typ, msg string, loc ...any) {
-		vs = append(vs, errs.Violation{Loc: append([]any{"body"}, loc...), Msg: msg, Type: typ})
+		vs = append(vs, errs.Violation{Loc: loc, Msg: msg, Type: typ})
 	}
 	switch n := utf8.RuneCountInString(d.Name); {
 	case n == 0:

@@ -76,21 +76,21 @@ func TestDecisionValidate(t *testing.T) {
 		want []string
 	}{
 		{"valid", decisions.Decision{Name: strings.Repeat("a", 80), Description: strings.Repeat("d", 2000)}, nil},
-		{"empty name", decisions.Decision{Name: ""}, []string{"body.name:string_too_short"}},
-		{"long name", decisions.Decision{Name: long}, []string{"body.name:string_too_long"}},
-		{"bad name", decisions.Decision{Name: "a/b"}, []string{"body.name:string_pattern_mismatch"}},
-		{"long description", decisions.Decision{Name: "a", Description: strings.Repeat("d", 2001)}, []string{"body.description:string_too_long"}},
-		{"schema not an object", decisions.Decision{Name: "a", InputSchema: json.RawMessage(`[]`)}, []string{"body.input_schema:type_error"}},
-		{"schema not a schema", decisions.Decision{Name: "a", OutputSchema: json.RawMessage(`{"type":12}`)}, []string{"body.output_schema:value_error"}},
+		{"empty name", decisions.Decision{Name: ""}, []string{"name:string_too_short"}},
+		{"long name", decisions.Decision{Name: long}, []string{"name:string_too_long"}},
+		{"bad name", decisions.Decision{Name: "a/b"}, []string{"name:string_pattern_mismatch"}},
+		{"long description", decisions.Decision{Name: "a", Description: strings.Repeat("d", 2001)}, []string{"description:string_too_long"}},
+		{"schema not an object", decisions.Decision{Name: "a", InputSchema: json.RawMessage(`[]`)}, []string{"input_schema:type_error"}},
+		{"schema not a schema", decisions.Decision{Name: "a", OutputSchema: json.RawMessage(`{"type":12}`)}, []string{"output_schema:value_error"}},
 		{"thresholds at the bounds", decisions.Decision{Name: "a", Thresholds: &decisions.Thresholds{Auto: f64(1), Suggest: f64(0)}}, nil},
 		{"thresholds outside", decisions.Decision{Name: "a", Thresholds: &decisions.Thresholds{Auto: f64(1.01), Suggest: f64(-0.01)}},
-			[]string{"body.thresholds.auto:less_than_equal", "body.thresholds.suggest:greater_than_equal"}},
+			[]string{"thresholds.auto:less_than_equal", "thresholds.suggest:greater_than_equal"}},
 		{"suggest above auto", decisions.Decision{Name: "a", Thresholds: &decisions.Thresholds{Auto: f64(0.5), Suggest: f64(0.7)}},
-			[]string{"body.thresholds.suggest:value_error"}},
+			[]string{"thresholds.suggest:value_error"}},
 		{"suggest above the default auto", decisions.Decision{Name: "a", Thresholds: &decisions.Thresholds{Suggest: f64(0.95)}},
-			[]string{"body.thresholds.suggest:value_error"}},
+			[]string{"thresholds.suggest:value_error"}},
 		{"several at once", decisions.Decision{Name: long, Description: strings.Repeat("d", 2001), InputSchema: json.RawMessage(`"x"`)},
-			[]string{"body.name:string_too_long", "body.description:string_too_long", "body.input_schema:type_error"}},
+			[]string{"name:string_too_long", "description:string_too_long", "input_schema:type_error"}},
 	} {
 		t.Run(test.name, func(t *testing.T) {
 			t.Parallel()
@@ -293,9 +293,9 @@ func TestEvaluateValidatesInput(t *testing.T) {
 		input string
 		want  []string
 	}{
-		{"missing", ``, []string{"body.input:missing"}},
-		{"not an object", `[1]`, []string{"body.input:type_error"}},
-		{"against input_schema", `{"amount":"lots"}`, []string{"body.input.amount:type_error", "body.input.vendor:missing"}},
+		{"missing", ``, []string{"input:missing"}},
+		{"not an object", `[1]`, []string{"input:type_error"}},
+		{"against input_schema", `{"amount":"lots"}`, []string{"input.amount:type_error", "input.vendor:missing"}},
 	} {
 		_, err := b.svc.Evaluate(ctx, tenant, "invoice-route", decisions.EvaluateIn{Input: json.RawMessage(test.input)})
 		if diff := cmp.Diff(test.want, violations(err)); diff != "" {
@@ -367,7 +367,7 @@ func TestFeedback(t *testing.T) {
 		decisions.FeedbackItem{RuleID: wrong.CaseID, Verdict: "agree", Outcome: json.RawMessage(`{"queue":"legal"}`)},
 		decisions.FeedbackItem{RuleID: lost.CaseID, Verdict: "disagree", Outcome: json.RawMessage(`{"queue":"moon"}`)},
 	)
-	want := []string{"body.results.4.outcome.queue:enum"}
+	want := []string{"results.4.outcome.queue:enum"}
 	if diff := cmp.Diff(want, violations(err)); diff != "" {
 		t.Errorf("outcome against output_schema (-want +got):\n%s", diff)
 	}
@@ -378,8 +378,8 @@ func TestFeedback(t *testing.T) {
 		decisions.FeedbackItem{RuleID: wrong.CaseID, Verdict: "agree", Outcome: json.RawMessage(`{"queue":"legal"}`)},
 		decisions.FeedbackItem{RuleID: lost.CaseID, Verdict: "disagree", Outcome: json.RawMessage(`{"queue":"ap"}`)},
 	)
-	want = []string{"body.results.1.rule_id:value_error", "body.results.2.verdict:value_error",
-		"body.results.3.outcome:value_error", "body.results.4.outcome:value_error"}
+	want = []string{"results.1.rule_id:value_error", "results.2.verdict:value_error",
+		"results.3.outcome:value_error", "results.4.outcome:value_error"}
 	if diff := cmp.Diff(want, violations(err)); diff != "" {
 		t.Errorf("bad items (-want +got):\n%s", diff)
 	}
@@ -453,16 +453,16 @@ func TestFeedbackBounds(t *testing.T) {
 	}{
 		{"1 item", decisions.FeedbackIn{Results: items(1)}, nil},
 		{"200 items", decisions.FeedbackIn{Results: items(200)}, nil},
-		{"0 items", decisions.FeedbackIn{}, []string{"body.results:too_short"}},
-		{"201 items", decisions.FeedbackIn{Results: items(201)}, []string{"body.results:too_long"}},
+		{"0 items", decisions.FeedbackIn{}, []string{"results:too_short"}},
+		{"201 items", decisions.FeedbackIn{Results: items(201)}, []string{"results:too_long"}},
 		{"rule_id 80", decisions.FeedbackIn{Results: []decisions.FeedbackItem{{RuleID: strings.Repeat("r", 80), Verdict: "agree"}}}, nil},
 		{"rule_id 81 and empty", decisions.FeedbackIn{Results: []decisions.FeedbackItem{
 			{RuleID: strings.Repeat("r", 81), Verdict: "agree"}, {RuleID: "", Verdict: "disagree"}}},
-			[]string{"body.results.0.rule_id:string_too_long", "body.results.1.rule_id:string_too_short"}},
+			[]string{"results.0.rule_id:string_too_long", "results.1.rule_id:string_too_short"}},
 		{"note 2000", decisions.FeedbackIn{Results: []decisions.FeedbackItem{{RuleID: "r", Verdict: "agree", Note: note(2000)}}}, nil},
 		{"note 2001, bad verdict, twice", decisions.FeedbackIn{Results: []decisions.FeedbackItem{
 			{RuleID: "r", Verdict: "agree", Note: note(2001)}, {RuleID: "r", Verdict: "maybe"}}},
-			[]string{"body.results.0.note:string_too_long", "body.results.1.rule_id:value_error", "body.results.1.verdict:enum"}},
+			[]string{"results.0.note:string_too_long", "results.1.rule_id:value_error", "results.1.verdict:enum"}},
 	} {
 		if diff := cmp.Diff(test.want, violations(errs.Validation(test.in.Validate()...))); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", test.name, diff)

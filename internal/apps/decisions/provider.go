@@ -65,14 +65,14 @@ type Result struct {
 // errs.NotFound; another capability is errs.Invalid.
 func (p *Provider) Call(ctx context.Context, call capability.Call) (json.RawMessage, error) {
 	if call.Capability != capability.DecisionEvaluate {
-		return nil, errs.Invalidf([]any{"body", "capability"}, "value_error", "%s does not provide %s", ProviderID, call.Capability)
+		return nil, errs.Invalidf([]any{"capability"}, "value_error", "%s does not provide %s", ProviderID, call.Capability)
 	}
 	var args evaluateArgs
 	if err := json.Unmarshal(call.Args, &args); err != nil {
-		return nil, errs.Invalidf([]any{"body", "args"}, "type_error", "arguments are not {name, input}")
+		return nil, errs.Invalidf([]any{"args"}, "type_error", "arguments are not {name, input}")
 	}
 	if !isObject(args.Input) {
-		return nil, errs.Invalidf([]any{"body", "args", "input"}, "type_error", "must be an object")
+		return nil, errs.Invalidf([]any{"args", "input"}, "type_error", "must be an object")
 	}
 	var res *Result
 	err := p.st.View(ctx, func(r store.Reader) error {
@@ -94,7 +94,7 @@ func (p *Provider) Call(ctx context.Context, call capability.Call) (json.RawMess
 func evaluate(r store.Reader, tenant string, rec *Record, input json.RawMessage) (*Result, error) {
 	exact, fields, err := matchKeys(rec, input)
 	if err != nil {
-		return nil, errs.Invalidf([]any{"body", "input"}, "json_invalid", "is not valid JSON")
+		return nil, errs.Invalidf([]any{"input"}, "json_invalid", "is not valid JSON")
 	}
 	m, err := bestMatch(r, tenant, rec, exact, fields)
 	if err != nil {

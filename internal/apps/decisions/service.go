@@ -232,12 +232,11 @@ func (in EvaluateIn) Validate() []errs.Violation {
 }
 
 func objectField(raw json.RawMessage, loc ...any) []errs.Violation {
-	l := append([]any{"body"}, loc...)
 	switch {
 	case len(raw) == 0:
-		return []errs.Violation{{Loc: l, Msg: "is required", Type: "missing"}}
+		return []errs.Violation{{Loc: loc, Msg: "is required", Type: "missing"}}
 	case !isObject(raw):
-		return []errs.Violation{{Loc: l, Msg: "must be an object", Type: "type_error"}}
+		return []errs.Violation{{Loc: loc, Msg: "must be an object", Type: "type_error"}}
 	}
 	return nil
 }
@@ -272,12 +271,12 @@ func (s *Service) Evaluate(ctx context.Context, tenant, name string, in Evaluate
 	if err != nil {
 		return nil, err
 	}
-	if vs := inV.ValidateJSON(in.Input, "body", "input"); len(vs) > 0 {
+	if vs := inV.ValidateJSON(in.Input, "input"); len(vs) > 0 {
 		return nil, errs.Validation(vs...)
 	}
 	exact, fields, err := matchKeys(rec, in.Input)
 	if err != nil {
-		return nil, errs.Invalidf([]any{"body", "input"}, "json_invalid", "is not valid JSON")
+		return nil, errs.Invalidf([]any{"input"}, "json_invalid", "is not valid JSON")
 	}
 	now := s.now()
 	c := &Case{
@@ -388,11 +387,12 @@ type FeedbackItem struct {
 	Outcome json.RawMessage `json:"outcome,omitempty"`
 }
 
-// Validate reports every violation of in's bounds, located under "body".
+// Validate reports every violation of in's bounds, located at its field
+// names (["results", 0, "verdict"]); the HTTP API puts them under "body".
 func (in FeedbackIn) Validate() []errs.Violation {
 	var vs []errs.Violation
 	add := func(typ, msg string, loc ...any) {
-		vs = append(vs, errs.Violation{Loc: append([]any{"body"}, loc...), Msg: msg, Type: typ})
+		vs = append(vs, errs.Violation{Loc: loc, Msg: msg, Type: typ})
 	}
 	switch n := len(in.Results); {
 	case n == 0:
@@ -445,7 +445,7 @@ func (s *Service) Feedback(ctx context.Context, tenant, actor, name string, in F
 	var vs []errs.Violation
 	for i, it := range in.Results {
 		if len(it.Outcome) > 0 && !isNull(it.Outcome) {
-			vs = append(vs, outV.ValidateJSON(it.Outcome, "body", "results", i, "outcome")...)
+			vs = append(vs, outV.ValidateJSON(it.Outcome, "results", i, "outcome")...)
 		}
 	}
 	if err := errs.Validation(vs...); err != nil {
@@ -463,7 +463,7 @@ func (s *Service) Feedback(ctx context.Context, tenant, actor, name string, in F
 			verdict []*Verdict
 		)
 		for i, it := range in.Results {
-			loc := func(f string) []any { return []any{"body", "results", i, f} }
+			loc := func(f string) []any { return []any{"results", i, f} }
 			c, err := cases.Get(tx, tenant, it.RuleID)
 			if errors.Is(err, store.ErrNotFound) || err == nil && c.DecisionID != rec.ID {
 				vs = append(vs, errs.Violation{Loc: loc("rule_id"), Msg: "is not a case of this decision", Type: "value_error"})
@@ -551,7 +551,7 @@ type OutcomeIn struct {
 func (in OutcomeIn) Validate() []errs.Violation {
 	vs := objectField(in.Input, "input")
 	if len(in.Output) == 0 || isNull(in.Output) {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "output"}, Msg: "is required", Type: "missing"})
+		vs = append(vs, errs.Violation{Loc: []any{"output"}, Msg: "is required", Type: "missing"})
 	}
 	return vs
 }
@@ -574,14 +574,14 @@ func (s *Service) RecordOutcome(ctx context.Context, tenant, actor, name string,
 	if err != nil {
 		return nil, err
 	}
-	vs := inV.ValidateJSON(in.Input, "body", "input")
-	vs = append(vs, outV.ValidateJSON(in.Output, "body", "output")...)
+	vs := inV.ValidateJSON(in.Input, "input")
+	vs = append(vs, outV.ValidateJSON(in.Output, "output")...)
 	if err := errs.Validation(vs...); err != nil {
 		return nil, err
 	}
 	exact, fields, err := matchKeys(rec, in.Input)
 	if err != nil {
-		return nil, errs.Invalidf([]any{"body", "input"}, "json_invalid", "is not valid JSON")
+		return nil, errs.Invalidf([]any{"input"}, "json_invalid", "is not valid JSON")
 	}
 	now := s.now()
 	c := &Case{

@@ -92,14 +92,14 @@ func (s *Service) WhatIf(ctx context.Context, tenant, name string, in WhatIfIn) 
 	}
 	var vs []errs.Violation
 	if in.Limit < 1 || in.Limit > MaxWhatIfLimit {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "limit"}, Msg: "must be from 1 to 1000", Type: "value_error"})
+		vs = append(vs, errs.Violation{Loc: []any{"limit"}, Msg: "must be from 1 to 1000", Type: "value_error"})
 	}
 	for _, f := range []struct {
 		name string
 		v    *float64
 	}{{"auto", in.Thresholds.Auto}, {"suggest", in.Thresholds.Suggest}} {
 		if f.v != nil && !inUnit(*f.v) {
-			vs = append(vs, errs.Violation{Loc: []any{"body", "thresholds", f.name}, Msg: "must be from 0 to 1", Type: "value_error"})
+			vs = append(vs, errs.Violation{Loc: []any{"thresholds", f.name}, Msg: "must be from 0 to 1", Type: "value_error"})
 		}
 	}
 	var rep *WhatIfReport
@@ -117,7 +117,7 @@ func (s *Service) WhatIf(ctx context.Context, tenant, name string, in WhatIfIn) 
 			cand.Suggest = d.Thresholds.Suggest
 		}
 		if *cand.Suggest > *cand.Auto && len(vs) == 0 {
-			vs = append(vs, errs.Violation{Loc: []any{"body", "thresholds", "suggest"}, Msg: "must not exceed thresholds.auto", Type: "value_error"})
+			vs = append(vs, errs.Violation{Loc: []any{"thresholds", "suggest"}, Msg: "must not exceed thresholds.auto", Type: "value_error"})
 		}
 		if len(vs) > 0 {
 			return errs.Validation(vs...)

@@ -86,9 +86,9 @@ func TestWhatIfThresholds(t *testing.T) {
 		in   decisions.WhatIfIn
 		want []string
 	}{
-		{"limit above", decisions.WhatIfIn{Limit: decisions.MaxWhatIfLimit + 1}, []string{"body.limit:value_error"}},
-		{"auto above 1", decisions.WhatIfIn{Thresholds: decisions.Thresholds{Auto: f64(1.01)}}, []string{"body.thresholds.auto:value_error"}},
-		{"suggest above auto", decisions.WhatIfIn{Thresholds: decisions.Thresholds{Auto: f64(0.5)}}, []string{"body.thresholds.suggest:value_error"}},
+		{"limit above", decisions.WhatIfIn{Limit: decisions.MaxWhatIfLimit + 1}, []string{"limit:value_error"}},
+		{"auto above 1", decisions.WhatIfIn{Thresholds: decisions.Thresholds{Auto: f64(1.01)}}, []string{"thresholds.auto:value_error"}},
+		{"suggest above auto", decisions.WhatIfIn{Thresholds: decisions.Thresholds{Auto: f64(0.5)}}, []string{"thresholds.suggest:value_error"}},
 	} {
 		_, err := b.svc.WhatIf(ctx, tenant, "invoice-route", c.in)
 		if diff := cmp.Diff(c.want, violations(err)); diff != "" {

@@ -204,10 +204,11 @@ func (s *Service) Get(ctx context.Context, tenant, id string) (*CatalogEntry, er
 }
 
 // Check reports every violation of in: the bounds of the list, and each id
-// a template of the catalog.
+// a template of the catalog, located at in's field names (template_ids,
+// template_ids.{i}); the HTTP API puts them under "body".
 func (s *Service) Check(in InstallIn) error {
 	var vs []errs.Violation
-	loc := []any{"body", "template_ids"}
+	loc := []any{"template_ids"}
 	switch n := len(in.TemplateIDs); {
 	case in.TemplateIDs == nil:
 		vs = append(vs, errs.Violation{Loc: loc, Msg: "is required", Type: "missing"})
@@ -217,7 +218,7 @@ func (s *Service) Check(in InstallIn) error {
 		vs = append(vs, errs.Violation{Loc: loc, Msg: "must have at most 40 items", Type: "too_long"})
 	}
 	for i, id := range in.TemplateIDs {
-		iloc := []any{"body", "template_ids", i}
+		iloc := []any{"template_ids", i}
 		switch {
 		case id == "":
 			vs = append(vs, errs.Violation{Loc: iloc, Msg: "must have at least 1 character", Type: "string_too_short"})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas/capability/registry"
+	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/store"
@@ -160,6 +161,35 @@ func BenchmarkInstall(b *testing.B) {
 		i++
 		if _, err := svc.Install(ctx, fmt.Sprintf("ten_%d", i), "usr_a", InstallIn{TemplateIDs: []string{"onboard_supplier"}}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// Check locates its violations at InstallIn's field names: the HTTP API,
+// not the Go API, puts them under "body".
+func TestCheckLocatesAtFieldNames(t *testing.T) {
+	t.Parallel()
+	svc, _ := setup(t, nil)
+	type v struct{ Loc, Type string }
+	where := func(err error) []v {
+		var out []v
+		for _, x := range errs.Violations(err) {
+			out = append(out, v{fmt.Sprint(x.Loc), x.Type})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		in   InstallIn
+		want []v
+	}{
+		{"missing", InstallIn{}, []v{{"[template_ids]", "missing"}}},
+		{"empty", InstallIn{TemplateIDs: []string{}}, []v{{"[template_ids]", "too_short"}}},
+		{"unknown and empty", InstallIn{TemplateIDs: []string{"onboard_supplier", "teleport_goods", ""}},
+			[]v{{"[template_ids 1]", "value_error"}, {"[template_ids 2]", "string_too_short"}}},
+	} {
+		if diff := cmp.Diff(tc.want, where(svc.Check(tc.in))); diff != "" {
+			t.Errorf("%s: violations (-want +got):\n%s", tc.name, diff)
 		}
 	}
 }

@@ -83,7 +83,9 @@ var adoptionSchema = sync.OnceValue(func() *schema.Validator {
 
 // DecodeAdoption reads an AdoptionIn from a JSON body and reports every
 // violation at once: malformed JSON, wrong types and bounds. null is the
-// same as absent. Unknown fields are ignored.
+// same as absent. Unknown fields are ignored. Violations are located at the
+// body's field names (["status"]); one of the body as a whole (JSON that is
+// not an object) has an empty location. The HTTP API puts them under "body".
 func DecodeAdoption(raw []byte) (AdoptionIn, error) {
 	var in AdoptionIn
 	doc, err := decodeObject(raw)
@@ -95,11 +97,11 @@ func DecodeAdoption(raw []byte) (AdoptionIn, error) {
 			delete(doc, k)
 		}
 	}
-	vs := adoptionSchema().Validate(doc, "body")
+	vs := adoptionSchema().Validate(doc)
 	b, _ := json.Marshal(doc)
 	if len(vs) == 0 {
 		if err := json.Unmarshal(b, &in); err != nil {
-			vs = append(vs, errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "type_error"})
+			vs = append(vs, errs.Violation{Loc: []any{}, Msg: err.Error(), Type: "type_error"})
 		}
 	}
 	if len(vs) == 0 {
@@ -109,34 +111,35 @@ func DecodeAdoption(raw []byte) (AdoptionIn, error) {
 }
 
 // Check reports every violation of in's bounds and combinations, located
-// under "body" (what the catalog and the members decide is SetAdoption's).
+// at in's field names (["risk"]); the HTTP API puts them under "body" (what
+// the catalog and the members decide is SetAdoption's).
 func (in AdoptionIn) Check() []errs.Violation {
 	var vs []errs.Violation
 	if in.Status != nil && !slices.Contains(Statuses, *in.Status) {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "status"}, Msg: "must be one of: interested, planned, piloting, live, paused, retired, declined", Type: "enum"})
+		vs = append(vs, errs.Violation{Loc: []any{"status"}, Msg: "must be one of: interested, planned, piloting, live, paused, retired, declined", Type: "enum"})
 	}
 	if in.Risk != nil && !slices.Contains(RiskTiers, *in.Risk) {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "risk"}, Msg: "must be one of: low, medium, high", Type: "enum"})
+		vs = append(vs, errs.Violation{Loc: []any{"risk"}, Msg: "must be one of: low, medium, high", Type: "enum"})
 	}
 	if in.OwnerUserID != nil {
 		switch n := utf8.RuneCountInString(*in.OwnerUserID); {
 		case n == 0:
-			vs = append(vs, errs.Violation{Loc: []any{"body", "owner_user_id"}, Msg: "must have at least 1 character", Type: "string_too_short"})
+			vs = append(vs, errs.Violation{Loc: []any{"owner_user_id"}, Msg: "must have at least 1 character", Type: "string_too_short"})
 		case n > MaxUserID:
-			vs = append(vs, errs.Violation{Loc: []any{"body", "owner_user_id"}, Msg: "must have at most 80 characters", Type: "string_too_long"})
+			vs = append(vs, errs.Violation{Loc: []any{"owner_user_id"}, Msg: "must have at most 80 characters", Type: "string_too_long"})
 		}
 	}
 	if len(in.Departments) > MaxDepartments {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "departments"}, Msg: "must have at most 14 items", Type: "too_long"})
+		vs = append(vs, errs.Violation{Loc: []any{"departments"}, Msg: "must have at most 14 items", Type: "too_long"})
 	}
 	if in.Notes != nil && utf8.RuneCountInString(*in.Notes) > MaxNotes {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "notes"}, Msg: "must have at most 4000 characters", Type: "string_too_long"})
+		vs = append(vs, errs.Violation{Loc: []any{"notes"}, Msg: "must have at most 4000 characters", Type: "string_too_long"})
 	}
 	if in.OwnerUserID != nil && in.ClearOwner {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "clear_owner"}, Msg: "give owner_user_id or clear_owner, not both", Type: "value_error"})
+		vs = append(vs, errs.Violation{Loc: []any{"clear_owner"}, Msg: "give owner_user_id or clear_owner, not both", Type: "value_error"})
 	}
 	if in.Risk != nil && in.ClearRisk {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "clear_risk"}, Msg: "give risk or clear_risk, not both", Type: "value_error"})
+		vs = append(vs, errs.Violation{Loc: []any{"clear_risk"}, Msg: "give risk or clear_risk, not both", Type: "value_error"})
 	}
 	return vs
 }
@@ -164,11 +167,11 @@ func decodeObject(raw []byte) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&doc); err != nil || dec.More() {
-		return nil, errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: "is not valid JSON", Type: "json_invalid"})
+		return nil, errs.Validation(errs.Violation{Loc: []any{}, Msg: "is not valid JSON", Type: "json_invalid"})
 	}
 	m, ok := doc.(map[string]any)
 	if !ok {
-		return nil, errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: "must be an object", Type: "type_error"})
+		return nil, errs.Validation(errs.Violation{Loc: []any{}, Msg: "must be an object", Type: "type_error"})
 	}
 	return m, nil
 }
@@ -200,7 +203,8 @@ var profileSchema = sync.OnceValue(func() *schema.Validator {
 
 // DecodeProfile reads a ProfileIn from a JSON body and reports every
 // violation of its JSON types and bounds at once (null is the same as
-// absent); the tags are checked by SetProfile.
+// absent); the tags are checked by SetProfile. Violations are located as
+// DecodeAdoption locates them.
 func DecodeProfile(raw []byte) (ProfileIn, error) {
 	var in ProfileIn
 	doc, err := decodeObject(raw)
@@ -212,12 +216,12 @@ func DecodeProfile(raw []byte) (ProfileIn, error) {
 			delete(doc, k)
 		}
 	}
-	if vs := profileSchema().Validate(doc, "body"); len(vs) > 0 {
+	if vs := profileSchema().Validate(doc); len(vs) > 0 {
 		return in, errs.Validation(vs...)
 	}
 	b, _ := json.Marshal(doc)
 	if err := json.Unmarshal(b, &in); err != nil {
-		return in, errs.Validation(errs.Violation{Loc: []any{"body"}, Msg: err.Error(), Type: "type_error"})
+		return in, errs.Validation(errs.Violation{Loc: []any{}, Msg: err.Error(), Type: "type_error"})
 	}
 	return in, nil
 }

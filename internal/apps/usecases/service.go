@@ -420,12 +420,12 @@ func (s *Service) SetAdoption(ctx context.Context, tenant, actor, id string, in 
 		return nil, err
 	}
 	if in.Risk != nil && !atLeast(*in.Risk, e.Risk) {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "risk"}, Type: "value_error",
+		vs = append(vs, errs.Violation{Loc: []any{"risk"}, Type: "value_error",
 			Msg: "must not be looser than the catalog's risk tier " + e.Risk + " (a rating may only make it stricter)"})
 	}
 	for i, d := range in.Departments {
 		if !s.catalog.Known("department:", d) {
-			vs = append(vs, errs.Violation{Loc: []any{"body", "departments", i}, Type: "value_error",
+			vs = append(vs, errs.Violation{Loc: []any{"departments", i}, Type: "value_error",
 				Msg: "must be a department tag of the taxonomy (department:<name>)"})
 		}
 	}
@@ -433,7 +433,7 @@ func (s *Service) SetAdoption(ctx context.Context, tenant, actor, id string, in 
 		_, err := s.people.Member(ctx, tenant, *in.OwnerUserID)
 		switch {
 		case errors.Is(err, errs.NotFound):
-			vs = append(vs, errs.Violation{Loc: []any{"body", "owner_user_id"}, Type: "value_error", Msg: "is not a member of the workspace"})
+			vs = append(vs, errs.Violation{Loc: []any{"owner_user_id"}, Type: "value_error", Msg: "is not a member of the workspace"})
 		case err != nil:
 			return nil, err
 		}
@@ -571,7 +571,7 @@ func (s *Service) SetProfile(ctx context.Context, tenant, actor string, in Profi
 		{"regulations", "regulation:", in.Regulations, &p.Regulations}} {
 		for i, t := range f.in {
 			if !s.catalog.Known(f.prefix, t) {
-				vs = append(vs, errs.Violation{Loc: []any{"body", f.name, i}, Type: "value_error",
+				vs = append(vs, errs.Violation{Loc: []any{f.name, i}, Type: "value_error",
 					Msg: "must be a tag of the taxonomy (" + f.prefix + "<name>; see GET /v1/use-cases/taxonomy)"})
 				continue
 			}
@@ -582,7 +582,7 @@ func (s *Service) SetProfile(ctx context.Context, tenant, actor string, in Profi
 	}
 	if in.Size != nil {
 		if !s.catalog.Known("size:", *in.Size) {
-			vs = append(vs, errs.Violation{Loc: []any{"body", "size"}, Type: "value_error",
+			vs = append(vs, errs.Violation{Loc: []any{"size"}, Type: "value_error",
 				Msg: "must be a size tag of the taxonomy (size:<range>)"})
 		}
 		p.Size = in.Size
@@ -619,11 +619,11 @@ func (s *Service) SetDepartments(ctx context.Context, p *access.Principal, userI
 	}
 	var vs []errs.Violation
 	if len(in.Departments) > MaxDepartments {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "departments"}, Type: "too_long", Msg: "must have at most 14 items"})
+		vs = append(vs, errs.Violation{Loc: []any{"departments"}, Type: "too_long", Msg: "must have at most 14 items"})
 	}
 	for i, d := range in.Departments {
 		if !s.catalog.Known("department:", d) {
-			vs = append(vs, errs.Violation{Loc: []any{"body", "departments", i}, Type: "value_error",
+			vs = append(vs, errs.Violation{Loc: []any{"departments", i}, Type: "value_error",
 				Msg: "must be a department tag of the taxonomy (department:<name>)"})
 		}
 	}

@@ -314,13 +314,13 @@ func TestAdoption(t *testing.T) {
 		in   AdoptionIn
 		want []string
 	}{
-		{"notes one too long", AdoptionIn{Notes: ptr(long + "x")}, []string{"body.notes:string_too_long"}},
-		{"15 departments", AdoptionIn{Departments: depts(15)}, []string{"body.departments:too_long"}},
-		{"unknown status", AdoptionIn{Status: ptr("done")}, []string{"body.status:enum"}},
-		{"owner and clear_owner", AdoptionIn{OwnerUserID: ptr(b.owner), ClearOwner: true}, []string{"body.clear_owner:value_error"}},
-		{"unknown department", AdoptionIn{Departments: []string{"department:finance", "legal"}}, []string{"body.departments.1:value_error"}},
-		{"owner no member", AdoptionIn{OwnerUserID: ptr("usr_nobody")}, []string{"body.owner_user_id:value_error"}},
-		{"looser rating", AdoptionIn{Risk: ptr("low")}, []string{"body.risk:value_error"}},
+		{"notes one too long", AdoptionIn{Notes: ptr(long + "x")}, []string{"notes:string_too_long"}},
+		{"15 departments", AdoptionIn{Departments: depts(15)}, []string{"departments:too_long"}},
+		{"unknown status", AdoptionIn{Status: ptr("done")}, []string{"status:enum"}},
+		{"owner and clear_owner", AdoptionIn{OwnerUserID: ptr(b.owner), ClearOwner: true}, []string{"clear_owner:value_error"}},
+		{"unknown department", AdoptionIn{Departments: []string{"department:finance", "legal"}}, []string{"departments.1:value_error"}},
+		{"owner no member", AdoptionIn{OwnerUserID: ptr("usr_nobody")}, []string{"owner_user_id:value_error"}},
+		{"looser rating", AdoptionIn{Risk: ptr("low")}, []string{"risk:value_error"}},
 	} {
 		t.Run(test.name, func(t *testing.T) {
 			_, err := b.svc.SetAdoption(b.ctx, b.tenant, "usr_x", "e_all", test.in)
@@ -478,18 +478,18 @@ func TestDecodeAdoption(t *testing.T) {
 		{"empty", ``, nil},
 		{"nulls are absent", `{"status": null, "owner_user_id": null, "risk": null, "departments": null, "notes": null}`, nil},
 		{"bad types and enums", `{"status": "done", "risk": "extreme", "departments": "finance", "clear_owner": "yes", "notes": 5}`,
-			[]string{"body.clear_owner:type_error", "body.departments:type_error", "body.notes:type_error", "body.risk:enum", "body.status:enum"}},
-		{"15 departments", `{"departments": [` + strings.Repeat(`"department:finance",`, 14) + `"department:hr"]}`, []string{"body.departments:too_long"}},
-		{"4001 characters", `{"notes": "` + strings.Repeat("a", 4001) + `"}`, []string{"body.notes:string_too_long"}},
+			[]string{"clear_owner:type_error", "departments:type_error", "notes:type_error", "risk:enum", "status:enum"}},
+		{"15 departments", `{"departments": [` + strings.Repeat(`"department:finance",`, 14) + `"department:hr"]}`, []string{"departments:too_long"}},
+		{"4001 characters", `{"notes": "` + strings.Repeat("a", 4001) + `"}`, []string{"notes:string_too_long"}},
 		{"4000 characters", `{"notes": "` + strings.Repeat("a", 4000) + `"}`, nil},
 		{"owner and clear_owner", `{"owner_user_id": "usr_a", "clear_owner": true, "risk": "high", "clear_risk": true}`,
-			[]string{"body.clear_owner:value_error", "body.clear_risk:value_error"}},
-		{"owner id of 81 characters", `{"owner_user_id": "` + strings.Repeat("u", 81) + `"}`, []string{"body.owner_user_id:string_too_long"}},
+			[]string{"clear_owner:value_error", "clear_risk:value_error"}},
+		{"owner id of 81 characters", `{"owner_user_id": "` + strings.Repeat("u", 81) + `"}`, []string{"owner_user_id:string_too_long"}},
 		{"owner id of 80 characters", `{"owner_user_id": "` + strings.Repeat("u", 80) + `"}`, nil},
-		{"empty owner id", `{"owner_user_id": ""}`, []string{"body.owner_user_id:string_too_short"}},
+		{"empty owner id", `{"owner_user_id": ""}`, []string{"owner_user_id:string_too_short"}},
 		{"14 departments", `{"departments": [` + strings.Repeat(`"department:finance",`, 13) + `"department:hr"]}`, nil},
-		{"not an object", `[1]`, []string{"body:type_error"}},
-		{"malformed", `{"status": `, []string{"body:json_invalid"}},
+		{"not an object", `[1]`, []string{":type_error"}},
+		{"malformed", `{"status": `, []string{":json_invalid"}},
 	} {
 		t.Run(test.name, func(t *testing.T) {
 			_, err := DecodeAdoption([]byte(test.body))
@@ -518,8 +518,8 @@ func TestDecodeProfile(t *testing.T) {
 			`, "regulations": ` + list("regulation:gdpr", 30) + `}`, nil},
 		{"just outside", `{"industries": ` + list("industry:retail", 21) + `, "systems": ` + list("system:xero", 61) +
 			`, "regulations": ` + list("regulation:gdpr", 31) + `}`,
-			[]string{"body.industries:too_long", "body.regulations:too_long", "body.systems:too_long"}},
-		{"types", `{"industries": "industry:retail", "size": 3}`, []string{"body.industries:type_error", "body.size:type_error"}},
+			[]string{"industries:too_long", "regulations:too_long", "systems:too_long"}},
+		{"types", `{"industries": "industry:retail", "size": 3}`, []string{"industries:type_error", "size:type_error"}},
 	} {
 		t.Run(test.name, func(t *testing.T) {
 			_, err := DecodeProfile([]byte(test.body))
@@ -537,8 +537,8 @@ func TestProfile(t *testing.T) {
 	b := setup(t, smallFiles())
 	_, err := b.svc.SetProfile(b.ctx, b.tenant, "usr_x", ProfileIn{Industries: []string{"industry:retail", "retail"},
 		Size: ptr("tiny"), Systems: []string{"system:nosuch"}, Regulations: []string{"regulation:gdpr", "gdpr"}})
-	if diff := cmp.Diff([]string{"body.industries.1:value_error", "body.systems.0:value_error", "body.regulations.1:value_error",
-		"body.size:value_error"}, violations(err)); diff != "" {
+	if diff := cmp.Diff([]string{"industries.1:value_error", "systems.0:value_error", "regulations.1:value_error",
+		"size:value_error"}, violations(err)); diff != "" {
 		t.Errorf("violations (-want +got):\n%s", diff)
 	}
 	p, err := b.svc.SetProfile(b.ctx, b.tenant, "usr_x", ProfileIn{Industries: []string{"industry:retail", "industry:retail"},
