@@ -88,7 +88,7 @@ func (h *Handler) handleDevLogin(c *request) error {
 	}
 	sess, err := h.access().DevLogin(c.Context(), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.Created("/v1/auth/me", sess)
 }
@@ -104,7 +104,7 @@ func (h *Handler) handleAuthEmail(c *request) error {
 		return err
 	}
 	if err := h.access().SendCode(c.Context(), in); err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusAccepted, map[string]string{"status": "accepted"})
 }
@@ -121,7 +121,7 @@ func (h *Handler) handleAuthCode(c *request) error {
 	}
 	sess, err := h.access().SignIn(c.Context(), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.Created("/v1/auth/me", sess)
 }
@@ -169,7 +169,7 @@ func (h *Handler) handleKeyCreate(c *request) error {
 	}
 	k, err := h.access().CreateKey(c.Context(), c.P, in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	if k.Status == access.KeyPending {
 		return c.waiting(k.ChangeID, k)
@@ -231,7 +231,7 @@ func (h *Handler) handleInvitationCreate(c *request) error {
 	}
 	inv, err := h.access().Invite(c.Context(), c.P, in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	if inv.Status == access.InvitationAwaiting {
 		return c.waiting(inv.ChangeID, inv)
@@ -273,7 +273,7 @@ func (h *Handler) handleInvitationAccept(c *request) error {
 	}
 	sess, err := h.access().Accept(c.Context(), token, in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.Created("/v1/auth/me", sess)
 }
@@ -309,7 +309,7 @@ func (h *Handler) handleWorkspacePatch(c *request) error {
 	}
 	ws, ch, err := h.access().UpdateWorkspace(c.Context(), c.P, in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	if ch != nil {
 		return c.waiting(ch.ID, changeOut{Change: ch})
@@ -369,7 +369,7 @@ func (h *Handler) decideChange(c *request, approve bool) error {
 	}
 	ch, err := decide(c.Context(), c.P, id, note)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, ch)
 }

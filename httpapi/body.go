@@ -186,17 +186,45 @@ func isBlank(b []byte) bool {
 // "amount"]). A violation already under "body" (from a cluster node not yet
 // upgraded) or with no location stays as it is; an error without
 // violations is returned as it is.
-func inBody(err error) error {
+func inBody(err error) error { return underBody(err, false) }
+
+// inBodyWithBodyField is inBody for an input with a field named "body" (the
+// CRM's ActivityIn and ActivityPatch): a violation at ["body"] is that
+// field's and goes under the body like any other (["body", "body"]); only a
+// longer location that starts with "body" is taken as already under it.
+func inBodyWithBodyField(err error) error { return underBody(err, true) }
+
+// underBody is inBody and inBodyWithBodyField (bodyField).
+func underBody(err error, bodyField bool) error {
 	vs := errs.Violations(err)
 	if len(vs) == 0 {
 		return err
 	}
 	out := make([]errs.Violation, len(vs))
 	for i, v := range vs {
-		if len(v.Loc) > 0 && v.Loc[0] != "body" {
+		already := len(v.Loc) > 0 && v.Loc[0] == "body" && (!bodyField || len(v.Loc) > 1)
+		if len(v.Loc) > 0 && !already {
 			v.Loc = append([]any{"body"}, v.Loc...)
 		}
 		out[i] = v
 	}
 	return errs.Validation(out...)
+}
+
+// hasBodyField reports whether t (or what it points to) is a struct with a
+// JSON field named "body".
+func hasBodyField(t reflect.Type) bool {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return false
+	}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "body" || (name == "" && f.Name == "Body") {
+			return true
+		}
+	}
+	return false
 }

@@ -68,7 +68,7 @@ func (h *Handler) handleCompanyCreate(c *request) error {
 	}
 	out, err := h.ws.CRM().CreateCompany(c.Context(), c.Tenant(), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.Created("/v1/crm/companies/"+out.ID, out)
 }
@@ -93,7 +93,7 @@ func (h *Handler) handleCompanyUpdate(c *request) error {
 	}
 	out, err := h.ws.CRM().UpdateCompany(c.Context(), c.Tenant(), c.Param("id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -132,7 +132,7 @@ func (h *Handler) handleContactCreate(c *request) error {
 	}
 	out, err := h.ws.CRM().CreateContact(c.Context(), c.Tenant(), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.Created("/v1/crm/contacts/"+out.ID, out)
 }
@@ -157,7 +157,7 @@ func (h *Handler) handleContactUpdate(c *request) error {
 	}
 	out, err := h.ws.CRM().UpdateContact(c.Context(), c.Tenant(), c.Param("id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -198,7 +198,7 @@ func (h *Handler) handleDealCreate(c *request) error {
 	}
 	out, err := h.ws.CRM().CreateDeal(c.Context(), c.Tenant(), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.Created("/v1/crm/deals/"+out.ID, out)
 }
@@ -224,7 +224,7 @@ func (h *Handler) handleDealUpdate(c *request) error {
 	}
 	out, err := h.ws.CRM().UpdateDeal(c.Context(), c.Tenant(), c.Param("id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -263,7 +263,7 @@ func (h *Handler) handleActivityCreate(c *request) error {
 	}
 	out, err := h.ws.CRM().LogActivity(c.Context(), c.Tenant(), in)
 	if err != nil {
-		return err
+		return inBodyWithBodyField(err)
 	}
 	return c.Created("/v1/crm/activities/"+out.ID, out)
 }
@@ -288,7 +288,7 @@ func (h *Handler) handleActivityUpdate(c *request) error {
 	}
 	out, err := h.ws.CRM().UpdateActivity(c.Context(), c.Tenant(), c.Param("id"), in)
 	if err != nil {
-		return err
+		return inBodyWithBodyField(err)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -325,7 +325,7 @@ func (h *Handler) handlePipelineCreate(c *request) error {
 	}
 	out, err := h.ws.CRM().CreatePipeline(c.Context(), c.Tenant(), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.Created("/v1/crm/pipelines/"+out.ID, out)
 }
@@ -350,7 +350,7 @@ func (h *Handler) handlePipelineUpdate(c *request) error {
 	}
 	out, err := h.ws.CRM().UpdatePipeline(c.Context(), c.Tenant(), c.Param("id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -391,7 +391,7 @@ func (h *Handler) handleStageCreate(c *request) error {
 	}
 	out, err := h.ws.CRM().AddStage(c.Context(), c.Tenant(), c.Param("id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.Created("/v1/crm/pipelines/"+out.ID, out)
 }
@@ -408,7 +408,7 @@ func (h *Handler) handleStageUpdate(c *request) error {
 	}
 	out, err := h.ws.CRM().UpdateStage(c.Context(), c.Tenant(), c.Param("id"), c.Param("stage_id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -349,6 +349,11 @@ func TestCRMHTTPRecordsAndReferences(t *testing.T) {
 	if diff := cmp.Diff([]string{"body.deal_id:value_error"}, sortedViolations(t, r)); diff != "" {
 		t.Errorf("violations (-want +got):\n%s", diff)
 	}
+	// An activity's own field named body is located at body.body.
+	r = s.do(t, "POST", "/v1/crm/activities", admin, fmt.Sprintf(`{"kind": "note", "subject": "x", "body": %q}`, strings.Repeat("a", 20001))).want(t, http.StatusUnprocessableEntity)
+	if diff := cmp.Diff([]string{"body.body:string_too_long"}, sortedViolations(t, r)); diff != "" {
+		t.Errorf("violations (-want +got):\n%s", diff)
+	}
 	s.do(t, "PATCH", "/v1/crm/deals/"+deal, admin, `{"contact_id": "con_nope"}`).want(t, http.StatusUnprocessableEntity)
 	s.do(t, "PATCH", "/v1/crm/companies/"+acme, admin, `{"owner_id": "usr_nope"}`).want(t, http.StatusUnprocessableEntity)
 

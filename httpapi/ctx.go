@@ -256,10 +256,14 @@ func jsonPathAt(b []byte, offset int64) []any {
 
 // validated ends every decoding of a body into v, the fast and the
 // general: v's own Validate (a validator) runs and reports every violation,
-// under "body" (inBody: a Validate may locate them at v's field names).
+// under "body" (inBody: a Validate may locate them at v's field names;
+// inBodyWithBodyField when v has a field named "body").
 func validated(v any) error {
 	if vv, ok := v.(validator); ok {
 		if vs := vv.Validate(); len(vs) > 0 {
+			if hasBodyField(reflect.TypeOf(v)) {
+				return inBodyWithBodyField(errs.Validation(vs...))
+			}
 			return inBody(errs.Validation(vs...))
 		}
 	}

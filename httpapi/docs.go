@@ -64,7 +64,7 @@ func (h *Handler) handleDocTypeCreate(c *request) error {
 	}
 	t, err := h.ws.Docs().CreateType(c.Context(), c.Tenant(), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.Created("/v1/docs/types/"+t.ID, t)
 }
@@ -78,7 +78,7 @@ func (h *Handler) handleDocTypeFromTemplate(c *request) error {
 	}
 	t, err := h.ws.Docs().CreateFromTemplate(c.Context(), c.Tenant(), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.Created("/v1/docs/types/"+t.ID, t)
 }
@@ -103,7 +103,7 @@ func (h *Handler) handleDocTypeUpdate(c *request) error {
 	}
 	t, err := h.ws.Docs().UpdateType(c.Context(), c.Tenant(), c.Param("id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, t)
 }
@@ -175,7 +175,7 @@ func (h *Handler) handleDocumentUpload(c *request) error {
 	}
 	d, err := h.ws.Docs().Upload(c.Context(), c.Tenant(), c.P.Actor(), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.Created("/v1/docs/documents/"+d.ID, d)
 }
@@ -193,7 +193,7 @@ func (h *Handler) handleDocumentVersion(c *request) error {
 	d, err := h.ws.Docs().AddVersion(c.Context(), c.Tenant(), c.P.Actor(), c.Param("id"),
 		docs.VersionIn{Filename: form.filename, Data: form.file})
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.Created("/v1/docs/documents/"+d.ID, d)
 }
@@ -247,7 +247,7 @@ func (h *Handler) handleDocumentFields(c *request) error {
 	}
 	d, err := h.ws.Docs().CorrectFields(c.Context(), c.Tenant(), c.P.Actor(), c.Param("id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, d)
 }
@@ -265,7 +265,7 @@ func (h *Handler) handleDocumentApprove(c *request) error {
 	}
 	d, err := h.ws.Docs().Approve(c.Context(), c.Tenant(), c.P.Actor(), c.Param("id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, d)
 }
@@ -282,7 +282,7 @@ func (h *Handler) handleDocumentReject(c *request) error {
 	}
 	d, err := h.ws.Docs().Reject(c.Context(), c.Tenant(), c.P.Actor(), c.Param("id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, d)
 }
@@ -299,7 +299,7 @@ func (h *Handler) handleDocumentFeedback(c *request) error {
 	}
 	ag, err := h.ws.Docs().Feedback(c.Context(), c.Tenant(), c.P.Actor(), c.Param("id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, ag)
 }

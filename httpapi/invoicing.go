@@ -73,7 +73,7 @@ func (h *Handler) handleCustomerCreate(c *request) error {
 	}
 	out, err := h.ws.Invoicing().CreateCustomer(c.Context(), c.Tenant(), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.Created("/v1/invoicing/customers/"+out.ID, out)
 }
@@ -99,7 +99,7 @@ func (h *Handler) handleCustomerUpdate(c *request) error {
 	}
 	out, err := h.ws.Invoicing().UpdateCustomer(c.Context(), c.Tenant(), c.Param("id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -138,7 +138,7 @@ func (h *Handler) handleInvoiceCreate(c *request) error {
 	}
 	out, err := h.ws.Invoicing().CreateInvoice(c.Context(), c.Tenant(), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.Created("/v1/invoicing/invoices/"+out.ID, out)
 }
@@ -164,7 +164,7 @@ func (h *Handler) handleInvoiceUpdate(c *request) error {
 	}
 	out, err := h.ws.Invoicing().UpdateInvoice(c.Context(), c.Tenant(), c.Param("id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -195,7 +195,7 @@ func (h *Handler) handleInvoiceSend(c *request) error {
 	}
 	out, err := h.ws.Invoicing().Send(c.Context(), c.Tenant(), c.Param("id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -212,7 +212,7 @@ func (h *Handler) handleInvoiceRemind(c *request) error {
 	}
 	out, err := h.ws.Invoicing().Remind(c.Context(), c.Tenant(), c.Param("id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -234,7 +234,7 @@ func (h *Handler) handleInvoicePay(c *request) error {
 	}
 	out, err := h.ws.Invoicing().Pay(c.Context(), c.Tenant(), c.Param("id"), in, key)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -260,7 +260,7 @@ func (h *Handler) closeInvoice(c *request, fn func(ctx context.Context, tenant, 
 	}
 	out, err := fn(c.Context(), c.Tenant(), c.Param("id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -313,7 +313,7 @@ func (h *Handler) handleAccountUpdate(c *request) error {
 	}
 	out, err := h.ws.Invoicing().UpdateAccount(c.Context(), c.Tenant(), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -358,7 +358,7 @@ func (h *Handler) handlePayLinkCheckout(c *request) error {
 	}
 	out, err := h.ws.Invoicing().PayByLink(c.Context(), c.Param("token"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, out)
 }

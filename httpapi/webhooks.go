@@ -44,7 +44,7 @@ func (h *Handler) handleWebhookCreate(c *request) error {
 	}
 	out, err := h.ws.Webhooks().Create(c.Context(), c.Tenant(), c.P.Actor(), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	c.holdsSecret() // the signing secret is shown once
 	return c.Created("/v1/webhooks/"+out.ID, out)
@@ -70,7 +70,7 @@ func (h *Handler) handleWebhookUpdate(c *request) error {
 	}
 	out, err := h.ws.Webhooks().Update(c.Context(), c.Tenant(), c.P.Actor(), c.Param("id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -33,7 +33,7 @@ func (h *Handler) handleDocTypeWhatIf(c *request) error {
 	}
 	rep, err := h.ws.Docs().WhatIf(c.Context(), c.Tenant(), c.Param("id"), in)
 	if err != nil {
-		return err
+		return inBody(err)
 	}
 	return c.JSON(http.StatusOK, rep)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"regexp"
@@ -1016,5 +1017,68 @@ func TestAuthenticateAllocations(t *testing.T) {
 		if got > tc.want {
 			t.Errorf("%s: %v allocations per Authenticate, want at most %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestViolationsAtFieldNames: the Go API locates violations at the input's
+// field names (["email"], ["roles", 0]), not under "body" (the HTTP API's
+// prefix), and one of the profile as a whole at an empty location.
+func TestViolationsAtFieldNames(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, admin := b.login(t, access.DevLoginIn{})
+	long := strings.Repeat("a", 2001)
+	for _, test := range []struct {
+		name string
+		call func() error
+		want []string // "loc type"
+	}{
+		{"dev login", func() error {
+			_, err := b.svc.DevLogin(b.ctx, access.DevLoginIn{TenantID: "no way", Roles: []string{"boss"}, Email: "x"})
+			return err
+		}, []string{"roles.0 enum", "tenant_id string_pattern_mismatch", "email value_error"}},
+		{"send code", func() error { return b.svc.SendCode(b.ctx, access.EmailIn{Email: "x"}) }, []string{"email value_error"}},
+		{"sign in", func() error {
+			_, err := b.svc.SignIn(b.ctx, access.CodeIn{Email: "a@example.com", Code: "1"})
+			return err
+		}, []string{"code string_too_short"}},
+		{"key", func() error {
+			_, err := b.svc.CreateKey(b.ctx, admin, access.APIKeyIn{Name: " ", Apps: []string{"nope"}, ExpiresDays: ptr(0)})
+			return err
+		}, []string{"name string_too_short", "expires_days greater_than_equal", "apps.0 enum"}},
+		{"invitation", func() error {
+			_, err := b.svc.Invite(b.ctx, admin, access.InviteIn{Email: "a@example.com", Roles: []string{}, BreakGlassReason: ptr(" ")})
+			return err
+		}, []string{"roles too_short", "break_glass_reason string_too_short"}},
+		{"accept", func() error { return access.CheckAcceptIn(access.AcceptIn{Password: &long}) }, []string{"password string_too_long"}},
+		{"workspace", func() error { return access.CheckWorkspacePatch(access.WorkspacePatch{Name: ptr(" ")}) }, []string{"name string_too_short"}},
+		{"departments", func() error {
+			_, err := b.svc.SetDepartments(b.ctx, access.DemoTenant, admin.Actor(), admin.UserID, make([]string, access.MaxDepartments+1))
+			return err
+		}, []string{"departments too_long"}},
+		{"note", func() error {
+			_, err := b.svc.Reject(b.ctx, admin, "nope", long)
+			return err
+		}, []string{"note string_too_long"}},
+		{"profile", func() error {
+			_, err := b.svc.SetProfile(b.ctx, access.DemoTenant, admin.Actor(), json.RawMessage(`[]`))
+			return err
+		}, []string{" type_error"}},
+	} {
+		t.Run(test.name, func(t *testing.T) {
+			err := test.call()
+			wantKind(t, err, errs.Invalid)
+			var got []string
+			for _, v := range errs.Violations(err) {
+				loc := make([]string, len(v.Loc))
+				for i, p := range v.Loc {
+					loc[i] = fmt.Sprint(p)
+				}
+				got = append(got, strings.Join(loc, ".")+" "+v.Type)
+			}
+			if diff := cmp.Diff(test.want, got); diff != "" {
+				t.Errorf("violations (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

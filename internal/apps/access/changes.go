@@ -198,7 +198,7 @@ func (s *Service) Reject(ctx context.Context, p *Principal, id, note string) (*C
 }
 
 func (s *Service) decide(ctx context.Context, p *Principal, id, note string, approve bool) (*Change, error) {
-	if err := errs.Validation(checkLen([]any{"body", "note"}, note, 0, maxNoteLen)...); err != nil {
+	if err := errs.Validation(checkLen([]any{"note"}, note, 0, maxNoteLen)...); err != nil {
 		return nil, err
 	}
 	now := s.now()

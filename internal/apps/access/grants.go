@@ -20,28 +20,28 @@ func (s *Service) KnownApps() []string {
 	return sorted(append(clone(Apps), s.cfg.Apps()...))
 }
 
-// checkGrant reports unknown role names and app ids, located under
-// body.roles and body.apps. An empty roles list is reported; an empty apps
+// checkGrant reports unknown role names and app ids, located at roles and
+// apps (the HTTP API puts them under body). An empty roles list is reported; an empty apps
 // list too (null, not [], means every app).
 func (s *Service) checkGrant(roles, apps []string) []errs.Violation {
 	var vs []errs.Violation
 	if roles != nil && len(roles) == 0 {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "roles"}, Msg: "must list at least one role", Type: "too_short"})
+		vs = append(vs, errs.Violation{Loc: []any{"roles"}, Msg: "must list at least one role", Type: "too_short"})
 	}
 	for i, r := range roles {
 		if _, ok := Roles[r]; !ok {
-			vs = append(vs, errs.Violation{Loc: []any{"body", "roles", i},
+			vs = append(vs, errs.Violation{Loc: []any{"roles", i},
 				Msg: fmt.Sprintf("must be one of %s", strings.Join(sortedKeys(Roles), ", ")), Type: "enum"})
 		}
 	}
 	if apps != nil && len(apps) == 0 {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "apps"},
+		vs = append(vs, errs.Violation{Loc: []any{"apps"},
 			Msg: "must list at least one app, or be null for every app", Type: "too_short"})
 	}
 	known := s.KnownApps()
 	for i, a := range apps {
 		if !slices.Contains(known, a) {
-			vs = append(vs, errs.Violation{Loc: []any{"body", "apps", i},
+			vs = append(vs, errs.Violation{Loc: []any{"apps", i},
 				Msg: fmt.Sprintf("must be one of %s", strings.Join(known, ", ")), Type: "enum"})
 		}
 	}
@@ -123,7 +123,7 @@ func checkReason(reason *string) []errs.Violation {
 	if reason == nil {
 		return nil
 	}
-	loc := []any{"body", "break_glass_reason"}
+	loc := []any{"break_glass_reason"}
 	if strings.TrimSpace(*reason) == "" {
 		return []errs.Violation{{Loc: loc, Msg: "must not be blank; leave it out or null instead", Type: "string_too_short"}}
 	}

@@ -92,7 +92,7 @@ func (i *invitation) at(now time.Time) *Invitation {
 }
 
 func (s *Service) checkInviteIn(in InviteIn) error {
-	vs := checkEmail([]any{"body", "email"}, in.Email, true)
+	vs := checkEmail([]any{"email"}, in.Email, true)
 	vs = append(vs, s.checkGrant(in.Roles, in.Apps)...)
 	vs = append(vs, checkReason(in.BreakGlassReason)...)
 	return errs.Validation(vs...)
@@ -242,14 +242,15 @@ func revokeInvitationTx(tx store.Txn, tenant string, inv *invitation) error {
 	return invitations.Delete(tx, tenant, inv.ID)
 }
 
-// CheckAcceptIn reports every violation of in.
+// CheckAcceptIn reports every violation of in, located at its field names
+// (["password"]); the HTTP API puts them under "body".
 func CheckAcceptIn(in AcceptIn) error {
 	var vs []errs.Violation
 	if in.Name != nil {
-		vs = append(vs, checkLen([]any{"body", "name"}, *in.Name, 0, maxNameLen)...)
+		vs = append(vs, checkLen([]any{"name"}, *in.Name, 0, maxNameLen)...)
 	}
 	if in.Password != nil {
-		vs = append(vs, checkLen([]any{"body", "password"}, *in.Password, 0, 200)...)
+		vs = append(vs, checkLen([]any{"password"}, *in.Password, 0, 200)...)
 	}
 	return errs.Validation(vs...)
 }

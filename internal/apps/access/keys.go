@@ -110,14 +110,14 @@ const maxKeyName = 120
 const MaxKeysPerUser = 50
 
 func (s *Service) checkKeyIn(in APIKeyIn) error {
-	vs := checkLen([]any{"body", "name"}, in.Name, 1, maxKeyName)
+	vs := checkLen([]any{"name"}, in.Name, 1, maxKeyName)
 	if len(vs) == 0 && strings.TrimSpace(in.Name) == "" {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "name"}, Msg: "must not be blank", Type: "string_too_short"})
+		vs = append(vs, errs.Violation{Loc: []any{"name"}, Msg: "must not be blank", Type: "string_too_short"})
 	}
 	if d := in.ExpiresDays; d != nil && *d < 1 {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "expires_days"}, Msg: "must be at least 1", Type: "greater_than_equal"})
+		vs = append(vs, errs.Violation{Loc: []any{"expires_days"}, Msg: "must be at least 1", Type: "greater_than_equal"})
 	} else if d != nil && *d > 730 {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "expires_days"}, Msg: "must be at most 730", Type: "less_than_equal"})
+		vs = append(vs, errs.Violation{Loc: []any{"expires_days"}, Msg: "must be at most 730", Type: "less_than_equal"})
 	}
 	vs = append(vs, s.checkGrant(in.Roles, in.Apps)...)
 	vs = append(vs, checkReason(in.BreakGlassReason)...)

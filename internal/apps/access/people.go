@@ -193,10 +193,11 @@ func (s *Service) Member(ctx context.Context, tenant, userID string) (*Member, e
 const MaxDepartments = 14
 
 // SetDepartments replaces a person's departments, audited as actor's
-// change. Who may set whose departments is the caller's rule.
+// change. Who may set whose departments is the caller's rule. Too many
+// departments is a violation at ["departments"].
 func (s *Service) SetDepartments(ctx context.Context, tenant, actor, userID string, departments []string) (*Member, error) {
 	if len(departments) > MaxDepartments {
-		return nil, errs.Invalidf([]any{"body", "departments"}, "too_long", "must have at most %d items", MaxDepartments)
+		return nil, errs.Invalidf([]any{"departments"}, "too_long", "must have at most %d items", MaxDepartments)
 	}
 	now := s.now()
 	var m *Member

@@ -1,6 +1,9 @@
 // Package access is who may do what in a workspace: tenants, people,
 // sessions, API keys, invitations, roles and permissions, app limits,
 // workspace settings, the widening-change queue and break-glass grants.
+//
+// Validation errors locate their violations at the input's field names
+// (["email"], ["roles", 0]); the HTTP API puts them under "body".
 package access
 
 import (

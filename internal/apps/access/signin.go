@@ -95,12 +95,12 @@ var signins = &store.Collection[signin]{
 func (in DevLoginIn) check(s *Service) error {
 	vs := s.checkGrant(in.Roles, in.Apps)
 	if in.TenantID != "" && !ValidID(in.TenantID) {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "tenant_id"}, Msg: "must be 1 to 80 letters, digits, '_', '.' or '-'", Type: "string_pattern_mismatch"})
+		vs = append(vs, errs.Violation{Loc: []any{"tenant_id"}, Msg: "must be 1 to 80 letters, digits, '_', '.' or '-'", Type: "string_pattern_mismatch"})
 	}
 	if in.UserID != "" && !ValidID(in.UserID) {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "user_id"}, Msg: "must be 1 to 80 letters, digits, '_', '.' or '-'", Type: "string_pattern_mismatch"})
+		vs = append(vs, errs.Violation{Loc: []any{"user_id"}, Msg: "must be 1 to 80 letters, digits, '_', '.' or '-'", Type: "string_pattern_mismatch"})
 	}
-	vs = append(vs, checkEmail([]any{"body", "email"}, in.Email, false)...)
+	vs = append(vs, checkEmail([]any{"email"}, in.Email, false)...)
 	return errs.Validation(vs...)
 }
 
@@ -225,7 +225,7 @@ const codeDigits = 8
 // without an error, so the answer does not tell who is a member. A new code
 // replaces the previous one.
 func (s *Service) SendCode(ctx context.Context, in EmailIn) error {
-	if err := errs.Validation(checkEmail([]any{"body", "email"}, in.Email, true)...); err != nil {
+	if err := errs.Validation(checkEmail([]any{"email"}, in.Email, true)...); err != nil {
 		return err
 	}
 	if s.cfg.Mailer == nil {
@@ -315,8 +315,8 @@ func (s *Service) sendMail(ctx context.Context, tenant, key, to, subject, body s
 // SignIn trades an email sign-in code for a session. A wrong or expired
 // code is errs.Unauthenticated; the fifth wrong try burns the code.
 func (s *Service) SignIn(ctx context.Context, in CodeIn) (*Session, error) {
-	vs := checkEmail([]any{"body", "email"}, in.Email, true)
-	vs = append(vs, checkLen([]any{"body", "code"}, in.Code, 6, 20)...)
+	vs := checkEmail([]any{"email"}, in.Email, true)
+	vs = append(vs, checkLen([]any{"code"}, in.Code, 6, 20)...)
 	if err := errs.Validation(vs...); err != nil {
 		return nil, err
 	}

@@ -152,14 +152,15 @@ func fourEyesTx(r store.Reader, tenant string) (bool, error) {
 	return ws.FourEyes, nil
 }
 
-// CheckWorkspacePatch reports every violation of patch.
+// CheckWorkspacePatch reports every violation of patch, located at its
+// field names (["name"]); the HTTP API puts them under "body".
 func CheckWorkspacePatch(patch WorkspacePatch) error {
 	if patch.Name == nil {
 		return nil
 	}
-	vs := checkLen([]any{"body", "name"}, *patch.Name, 1, maxWorkspaceName)
+	vs := checkLen([]any{"name"}, *patch.Name, 1, maxWorkspaceName)
 	if len(vs) == 0 && strings.TrimSpace(*patch.Name) == "" {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "name"}, Msg: "must not be blank", Type: "string_too_short"})
+		vs = append(vs, errs.Violation{Loc: []any{"name"}, Msg: "must not be blank", Type: "string_too_short"})
 	}
 	return errs.Validation(vs...)
 }
@@ -219,11 +220,12 @@ func (s *Service) applyWorkspacePatch(tx store.Txn, tenant string, patch Workspa
 }
 
 // SetProfile replaces the workspace's profile (the use-case app's tags),
-// audited as actor's change. profile must be a JSON object.
+// audited as actor's change. profile must be a JSON object (a violation at
+// an empty location: it is the profile as a whole).
 func (s *Service) SetProfile(ctx context.Context, tenant, actor string, profile json.RawMessage) (*Workspace, error) {
 	var obj map[string]any
 	if err := json.Unmarshal(profile, &obj); err != nil || obj == nil {
-		return nil, errs.Invalidf([]any{"body"}, "type_error", "the profile must be a JSON object")
+		return nil, errs.Invalidf([]any{}, "type_error", "the profile must be a JSON object")
 	}
 	now := s.now()
 	var ws *Workspace

@@ -31,7 +31,7 @@ func (s *Service) logActivityTx(tx store.Txn, tenant string, in ActivityIn) (*Ac
 	if err := errs.Validation(in.Validate()...); err != nil {
 		return nil, err
 	}
-	if err := refs(tx, tenant, []any{"body"}, clean(in.CompanyID), clean(in.ContactID), clean(in.DealID)); err != nil {
+	if err := refs(tx, tenant, nil, clean(in.CompanyID), clean(in.ContactID), clean(in.DealID)); err != nil {
 		return nil, err
 	}
 	now := s.now()
@@ -90,7 +90,7 @@ func (s *Service) UpdateActivity(ctx context.Context, tenant, id string, in Acti
 		if err := errs.Validation(in.Validate()...); err != nil {
 			return err
 		}
-		if err := refs(tx, tenant, []any{"body"}, clean(in.CompanyID), clean(in.ContactID), clean(in.DealID)); err != nil {
+		if err := refs(tx, tenant, nil, clean(in.CompanyID), clean(in.ContactID), clean(in.DealID)); err != nil {
 			return err
 		}
 		if in.Kind != nil {

@@ -33,7 +33,7 @@ func (s *Service) createCompanyTx(ctx context.Context, tx store.Txn, tenant stri
 	if err := errs.Validation(in.Validate()...); err != nil {
 		return nil, err
 	}
-	if err := s.checkOwner(ctx, tenant, clean(in.OwnerID), "body", "owner_id"); err != nil {
+	if err := s.checkOwner(ctx, tenant, clean(in.OwnerID), "owner_id"); err != nil {
 		return nil, err
 	}
 	now := s.now()
@@ -79,7 +79,7 @@ func (s *Service) UpdateCompany(ctx context.Context, tenant, id string, in Compa
 			return err
 		}
 		if in.OwnerID != nil {
-			if err := s.checkOwner(ctx, tenant, clean(in.OwnerID), "body", "owner_id"); err != nil {
+			if err := s.checkOwner(ctx, tenant, clean(in.OwnerID), "owner_id"); err != nil {
 				return err
 			}
 		}

@@ -35,10 +35,10 @@ func (s *Service) createContactTx(ctx context.Context, tx store.Txn, tenant stri
 	if err := errs.Validation(in.Validate()...); err != nil {
 		return nil, err
 	}
-	if err := s.checkOwner(ctx, tenant, clean(in.OwnerID), "body", "owner_id"); err != nil {
+	if err := s.checkOwner(ctx, tenant, clean(in.OwnerID), "owner_id"); err != nil {
 		return nil, err
 	}
-	if err := refs(tx, tenant, []any{"body"}, clean(in.CompanyID), nil, nil); err != nil {
+	if err := refs(tx, tenant, nil, clean(in.CompanyID), nil, nil); err != nil {
 		return nil, err
 	}
 	now := s.now()
@@ -88,11 +88,11 @@ func (s *Service) UpdateContact(ctx context.Context, tenant, id string, in Conta
 			return err
 		}
 		if in.OwnerID != nil {
-			if err := s.checkOwner(ctx, tenant, clean(in.OwnerID), "body", "owner_id"); err != nil {
+			if err := s.checkOwner(ctx, tenant, clean(in.OwnerID), "owner_id"); err != nil {
 				return err
 			}
 		}
-		if err := refs(tx, tenant, []any{"body"}, clean(in.CompanyID), nil, nil); err != nil {
+		if err := refs(tx, tenant, nil, clean(in.CompanyID), nil, nil); err != nil {
 			return err
 		}
 		if in.FirstName != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -548,5 +549,55 @@ func TestDeleteTooManyLinks(t *testing.T) {
 	page, _, err := b.svc.ListDeals(ctx, tenant, DealFilter{CompanyID: c.ID}, store.Page{Limit: 10})
 	if err != nil || len(page) != 10 {
 		t.Errorf("the company's deals: %d, %v", len(page), err)
+	}
+}
+
+// TestViolationsAtFieldNames: the Go API locates violations at the input's
+// field names (["stages", 0, "name"], an activity's ["body"]), not under
+// "body" (the HTTP API's prefix).
+func TestViolationsAtFieldNames(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	long, nope := string(make([]byte, MaxBodyLen+1)), "nope"
+	for _, test := range []struct {
+		name string
+		call func() error
+		want []string // "loc type"
+	}{
+		{"activity body", func() error {
+			return errs.Validation(ActivityIn{Kind: "note", Subject: "s", Body: &long}.Validate()...)
+		}, []string{"body string_too_long"}},
+		{"pipeline stage", func() error {
+			return errs.Validation(PipelineIn{Name: "p", Stages: []StageIn{{Name: ""}}}.Validate()...)
+		}, []string{"stages.0.name string_too_short"}},
+		{"stage", func() error { return errs.Validation(StageIn{Name: ""}.Validate()...) }, []string{"name string_too_short"}},
+		{"deal refs", func() error {
+			_, err := b.svc.CreateDeal(ctx, tenant, DealIn{Title: "d", CompanyID: &nope, StageID: &nope})
+			return err
+		}, []string{"stage_id value_error"}},
+		{"contact company", func() error {
+			_, err := b.svc.CreateContact(ctx, tenant, ContactIn{FirstName: "a", CompanyID: &nope})
+			return err
+		}, []string{"company_id value_error"}},
+		{"activity deal", func() error {
+			_, err := b.svc.LogActivity(ctx, tenant, ActivityIn{Kind: "note", Subject: "s", DealID: &nope})
+			return err
+		}, []string{"deal_id value_error"}},
+	} {
+		t.Run(test.name, func(t *testing.T) {
+			err := test.call()
+			var got []string
+			for _, v := range errs.Violations(err) {
+				loc := make([]string, len(v.Loc))
+				for i, p := range v.Loc {
+					loc[i] = fmt.Sprint(p)
+				}
+				got = append(got, strings.Join(loc, ".")+" "+v.Type)
+			}
+			if diff := cmp.Diff(test.want, got); diff != "" {
+				t.Errorf("violations of %v (-want +got):\n%s", err, diff)
+			}
+		})
 	}
 }

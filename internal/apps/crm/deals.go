@@ -43,14 +43,14 @@ func (s *Service) createDealTx(ctx context.Context, tx store.Txn, tenant string,
 	if err := errs.Validation(in.Validate()...); err != nil {
 		return nil, err
 	}
-	if err := s.checkOwner(ctx, tenant, clean(in.OwnerID), "body", "owner_id"); err != nil {
+	if err := s.checkOwner(ctx, tenant, clean(in.OwnerID), "owner_id"); err != nil {
 		return nil, err
 	}
 	p, st, err := s.placeTx(tx, tenant, clean(in.PipelineID), clean(in.StageID))
 	if err != nil {
 		return nil, err
 	}
-	if err := refs(tx, tenant, []any{"body"}, clean(in.CompanyID), clean(in.ContactID), nil); err != nil {
+	if err := refs(tx, tenant, nil, clean(in.CompanyID), clean(in.ContactID), nil); err != nil {
 		return nil, err
 	}
 	now := s.now()
@@ -84,12 +84,12 @@ func (s *Service) createDealTx(ctx context.Context, tx store.Txn, tenant string,
 // else the default pipeline's.
 func (s *Service) placeTx(tx store.Txn, tenant string, pipelineID, stageID *string) (*Pipeline, Stage, error) {
 	if stageID != nil {
-		p, st, err := stageOf(tx, tenant, *stageID, "body", "stage_id")
+		p, st, err := stageOf(tx, tenant, *stageID, "stage_id")
 		if err != nil {
 			return nil, Stage{}, err
 		}
 		if pipelineID != nil && p.ID != *pipelineID {
-			return nil, Stage{}, errs.Invalidf([]any{"body", "stage_id"}, "value_error", "stage %s is not a stage of pipeline %s", *stageID, *pipelineID)
+			return nil, Stage{}, errs.Invalidf([]any{"stage_id"}, "value_error", "stage %s is not a stage of pipeline %s", *stageID, *pipelineID)
 		}
 		return p, st, nil
 	}
@@ -98,7 +98,7 @@ func (s *Service) placeTx(tx store.Txn, tenant string, pipelineID, stageID *stri
 	if pipelineID != nil {
 		p, err = pipelines.Get(tx, tenant, *pipelineID)
 		if errors.Is(err, errs.NotFound) {
-			return nil, Stage{}, errs.Invalidf([]any{"body", "pipeline_id"}, "value_error", "no pipeline %s", *pipelineID)
+			return nil, Stage{}, errs.Invalidf([]any{"pipeline_id"}, "value_error", "no pipeline %s", *pipelineID)
 		}
 	} else {
 		p, err = s.defaultPipelineTx(tx, tenant)
@@ -189,7 +189,7 @@ func (s *Service) updateDealTx(ctx context.Context, tx store.Txn, tenant, id str
 		return nil, err
 	}
 	if in.OwnerID != nil {
-		if err := s.checkOwner(ctx, tenant, clean(in.OwnerID), "body", "owner_id"); err != nil {
+		if err := s.checkOwner(ctx, tenant, clean(in.OwnerID), "owner_id"); err != nil {
 			return nil, err
 		}
 	}
@@ -209,17 +209,17 @@ func (s *Service) updateDealTx(ctx context.Context, tx store.Txn, tenant, id str
 		}
 		d.PipelineID, newStage = p.ID, st
 	case stageID != nil && *stageID != d.StageID:
-		p, st, err := stageOf(tx, tenant, *stageID, "body", "stage_id")
+		p, st, err := stageOf(tx, tenant, *stageID, "stage_id")
 		if err != nil {
 			return nil, err
 		}
 		if p.ID != d.PipelineID {
-			return nil, errs.Invalidf([]any{"body", "stage_id"}, "value_error",
+			return nil, errs.Invalidf([]any{"stage_id"}, "value_error",
 				"stage %s is of another pipeline than the deal's (%s); give pipeline_id to move it there", *stageID, d.PipelineID)
 		}
 		newStage = st
 	}
-	if err := refs(tx, tenant, []any{"body"}, clean(in.CompanyID), clean(in.ContactID), nil); err != nil {
+	if err := refs(tx, tenant, nil, clean(in.CompanyID), clean(in.ContactID), nil); err != nil {
 		return nil, err
 	}
 	if in.Title != nil {

@@ -51,4 +51,8 @@
 // plus its id under company_id, contact_id, deal_id or activity_id (and
 // the stage's name, kind and probability for deals). Provider fills the
 // crm.* capabilities.
+//
+// Violations (a 422) are located at the inputs' field names (["stages", 0,
+// "name"]; an activity's own field ["body"]); the HTTP API puts them under
+// "body" (an activity's body field at ["body", "body"]).
 package crm

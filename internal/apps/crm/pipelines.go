@@ -195,7 +195,7 @@ func (s *Service) UpdateStage(ctx context.Context, tenant, pipelineID, stageID s
 		}
 		vs := in.Validate()
 		if in.Position != nil && *in.Position >= len(p.Stages) {
-			vs = append(vs, errs.Violation{Loc: []any{"body", "position"}, Msg: "must be at most " + strconv.Itoa(len(p.Stages)-1), Type: "less_than_equal"})
+			vs = append(vs, errs.Violation{Loc: []any{"position"}, Msg: "must be at most " + strconv.Itoa(len(p.Stages)-1), Type: "less_than_equal"})
 		}
 		if err := errs.Validation(vs...); err != nil {
 			return err

@@ -202,7 +202,8 @@ type CompanyIn struct {
 	OwnerID  *string `json:"owner_id,omitempty" jsonschema:"nullable,maxLength=80"`
 }
 
-// Validate reports every violation of in, located under "body".
+// Validate reports every violation of in, located at its field names; the
+// HTTP API puts them under "body".
 func (in CompanyIn) Validate() []errs.Violation {
 	var c check
 	c.text(&in.Name, 1, MaxCompanyNameLen, "name")
@@ -233,7 +234,8 @@ func (p *CompanyPatch) UnmarshalJSON(b []byte) error {
 	return decodePatch(b, (*plain)(p), &p.Null)
 }
 
-// Validate reports every violation of p, located under "body".
+// Validate reports every violation of p, located at its field names; the
+// HTTP API puts them under "body".
 func (p CompanyPatch) Validate() []errs.Violation {
 	var c check
 	c.text(p.Name, 1, MaxCompanyNameLen, "name")
@@ -257,7 +259,8 @@ type ContactIn struct {
 	Lifecycle *string `json:"lifecycle,omitempty" jsonschema:"maxLength=40,default=lead"`
 }
 
-// Validate reports every violation of in, located under "body".
+// Validate reports every violation of in, located at its field names; the
+// HTTP API puts them under "body".
 func (in ContactIn) Validate() []errs.Violation {
 	var c check
 	c.text(&in.FirstName, 1, MaxFirstNameLen, "first_name")
@@ -293,7 +296,8 @@ func (p *ContactPatch) UnmarshalJSON(b []byte) error {
 	return decodePatch(b, (*plain)(p), &p.Null)
 }
 
-// Validate reports every violation of p, located under "body".
+// Validate reports every violation of p, located at its field names; the
+// HTTP API puts them under "body".
 func (p ContactPatch) Validate() []errs.Violation {
 	var c check
 	c.text(p.FirstName, 1, MaxFirstNameLen, "first_name")
@@ -322,7 +326,8 @@ type DealIn struct {
 	ExpectedClose *time.Time `json:"expected_close,omitempty" jsonschema:"nullable"`
 }
 
-// Validate reports every violation of in, located under "body".
+// Validate reports every violation of in, located at its field names; the
+// HTTP API puts them under "body".
 func (in DealIn) Validate() []errs.Violation {
 	var c check
 	c.text(&in.Title, 1, MaxDealTitleLen, "title")
@@ -359,7 +364,8 @@ func (p *DealPatch) UnmarshalJSON(b []byte) error {
 	return decodePatch(b, (*plain)(p), &p.Null)
 }
 
-// Validate reports every violation of p, located under "body".
+// Validate reports every violation of p, located at its field names; the
+// HTTP API puts them under "body".
 func (p DealPatch) Validate() []errs.Violation {
 	var c check
 	c.text(p.Title, 1, MaxDealTitleLen, "title")
@@ -385,7 +391,8 @@ type ActivityIn struct {
 	OccurredAt *time.Time `json:"occurred_at,omitempty" jsonschema:"nullable"`
 }
 
-// Validate reports every violation of in, located under "body".
+// Validate reports every violation of in, located at its field names; the
+// HTTP API puts them under "body".
 func (in ActivityIn) Validate() []errs.Violation {
 	var c check
 	c.kind(&in.Kind, "kind")
@@ -417,7 +424,8 @@ func (p *ActivityPatch) UnmarshalJSON(b []byte) error {
 	return decodePatch(b, (*plain)(p), &p.Null)
 }
 
-// Validate reports every violation of p, located under "body".
+// Validate reports every violation of p, located at its field names; the
+// HTTP API puts them under "body".
 func (p ActivityPatch) Validate() []errs.Violation {
 	var c check
 	c.kind(p.Kind, "kind")
@@ -436,7 +444,8 @@ type PipelineIn struct {
 	Stages []StageIn `json:"stages" jsonschema:"required,minItems=1,maxItems=50"`
 }
 
-// Validate reports every violation of in, located under "body".
+// Validate reports every violation of in, located at its field names; the
+// HTTP API puts them under "body".
 func (in PipelineIn) Validate() []errs.Violation {
 	var c check
 	c.text(&in.Name, 1, MaxPipelineNameLen, "name")
@@ -448,7 +457,7 @@ func (in PipelineIn) Validate() []errs.Violation {
 	default:
 		open := false
 		for i, s := range in.Stages {
-			c.vs = append(c.vs, s.validate("body", "stages", i)...)
+			c.vs = append(c.vs, s.validate("stages", i)...)
 			open = open || s.kind() == KindOpen
 		}
 		if !open {
@@ -484,8 +493,9 @@ func (in StageIn) probability() int {
 	return 0
 }
 
-// Validate reports every violation of in, located under "body".
-func (in StageIn) Validate() []errs.Violation { return in.validate("body") }
+// Validate reports every violation of in, located at its field names; the
+// HTTP API puts them under "body".
+func (in StageIn) Validate() []errs.Violation { return in.validate() }
 
 func (in StageIn) validate(loc ...any) []errs.Violation {
 	c := check{loc: loc}
@@ -505,7 +515,8 @@ type PipelinePatch struct {
 	Name *string `json:"name,omitempty" jsonschema:"nullable,minLength=1,maxLength=200"`
 }
 
-// Validate reports every violation of p, located under "body".
+// Validate reports every violation of p, located at its field names; the
+// HTTP API puts them under "body".
 func (p PipelinePatch) Validate() []errs.Violation {
 	var c check
 	c.text(p.Name, 1, MaxPipelineNameLen, "name")
@@ -520,7 +531,8 @@ type StagePatch struct {
 	Position    *int    `json:"position,omitempty" jsonschema:"nullable,minimum=0"`
 }
 
-// Validate reports every violation of p, located under "body".
+// Validate reports every violation of p, located at its field names; the
+// HTTP API puts them under "body".
 func (p StagePatch) Validate() []errs.Violation {
 	var c check
 	c.text(p.Name, 1, MaxStageNameLen, "name")
@@ -533,18 +545,14 @@ func (p StagePatch) Validate() []errs.Violation {
 
 // ---- Validation helpers -----------------------------------------------------
 
-// check collects violations under loc (default "body").
+// check collects violations under loc (none: at the field names).
 type check struct {
 	loc []any
 	vs  []errs.Violation
 }
 
 func (c *check) add(typ, msg string, field ...any) {
-	loc := c.loc
-	if loc == nil {
-		loc = []any{"body"}
-	}
-	c.vs = append(c.vs, errs.Violation{Loc: append(slices.Clone(loc), field...), Msg: msg, Type: typ})
+	c.vs = append(c.vs, errs.Violation{Loc: append(slices.Clone(c.loc), field...), Msg: msg, Type: typ})
 }
 
 // text checks a string's length in characters (min counts what is left

@@ -72,4 +72,9 @@
 //
 // Provider fills document.extract, document.validate, document.approve and
 // document.reject for the tenant of each call.
+//
+// # Input errors
+//
+// The inputs' violations (a 422) are located at their field names
+// (["fields", 0, "key"], ["file"]); the HTTP API puts them under "body".
 package docs

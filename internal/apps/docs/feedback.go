@@ -39,11 +39,12 @@ type FeedbackItemIn struct {
 	Note    *string `json:"note,omitempty" jsonschema:"nullable,maxLength=2000"`
 }
 
-// Validate reports every violation of in, located under "body".
+// Validate reports every violation of in, located at its field names; the
+// HTTP API puts them under "body".
 func (in FeedbackIn) Validate() []errs.Violation {
 	var vs []errs.Violation
 	add := func(typ, msg string, loc ...any) {
-		vs = append(vs, errs.Violation{Loc: append([]any{"body", "results"}, loc...), Msg: msg, Type: typ})
+		vs = append(vs, errs.Violation{Loc: append([]any{"results"}, loc...), Msg: msg, Type: typ})
 	}
 	switch {
 	case in.Results == nil:
@@ -145,7 +146,7 @@ func (s *Service) Feedback(ctx context.Context, tenant, actor, id string, in Fee
 		var vs []errs.Violation
 		for i, it := range in.Results {
 			if !known[it.RuleID] {
-				vs = append(vs, errs.Violation{Loc: []any{"body", "results", i, "rule_id"},
+				vs = append(vs, errs.Violation{Loc: []any{"results", i, "rule_id"},
 					Msg: fmt.Sprintf("%q is not a rule of this document's type", it.RuleID), Type: "value_error"})
 			}
 		}

@@ -167,18 +167,18 @@ func TestUploadRefused(t *testing.T) {
 	}{
 		{name: "too large", svc: small, in: UploadIn{TypeID: typ.ID, Filename: "big.txt", Data: bytes.Repeat([]byte("x"), 101)}, kind: errs.TooLarge},
 		{name: "image", in: UploadIn{TypeID: typ.ID, Filename: "scan.png", Data: []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")}, kind: errs.Invalid,
-			want: []errs.Violation{{Loc: []any{"body", "file"}, Msg: "files of type image/png cannot be read; upload a PDF with a text layer, a CSV or a plain text file", Type: "value_error"}}},
+			want: []errs.Violation{{Loc: []any{"file"}, Msg: "files of type image/png cannot be read; upload a PDF with a text layer, a CSV or a plain text file", Type: "value_error"}}},
 		{name: "damaged pdf", in: UploadIn{TypeID: typ.ID, Filename: "x.pdf", Data: good[:len(good)/2]}, kind: errs.Invalid},
 		{name: "nothing given", in: UploadIn{Priority: "asap", Tags: []string{""}}, kind: errs.Invalid, want: []errs.Violation{
-			{Loc: []any{"body", "type_id"}, Msg: "is required", Type: "missing"},
-			{Loc: []any{"body", "file"}, Msg: "is required", Type: "missing"},
-			{Loc: []any{"body", "priority"}, Msg: "must be one of low, normal, high, urgent", Type: "enum"},
-			{Loc: []any{"body", "tags", 0}, Msg: "a tag must be 1 to 40 characters", Type: "value_error"},
+			{Loc: []any{"type_id"}, Msg: "is required", Type: "missing"},
+			{Loc: []any{"file"}, Msg: "is required", Type: "missing"},
+			{Loc: []any{"priority"}, Msg: "must be one of low, normal, high, urgent", Type: "enum"},
+			{Loc: []any{"tags", 0}, Msg: "a tag must be 1 to 40 characters", Type: "value_error"},
 		}},
 		{name: "empty file", in: UploadIn{TypeID: typ.ID, Filename: "e.txt", Data: []byte{}}, kind: errs.Invalid,
-			want: []errs.Violation{{Loc: []any{"body", "file"}, Msg: "the file is empty", Type: "value_error"}}},
+			want: []errs.Violation{{Loc: []any{"file"}, Msg: "the file is empty", Type: "value_error"}}},
 		{name: "unknown type", in: UploadIn{TypeID: "dtp_nope", Filename: "i.txt", Data: []byte("x")}, kind: errs.Invalid,
-			want: []errs.Violation{{Loc: []any{"body", "type_id"}, Msg: "no document type dtp_nope", Type: "value_error"}}},
+			want: []errs.Violation{{Loc: []any{"type_id"}, Msg: "no document type dtp_nope", Type: "value_error"}}},
 	} {
 		svc := test.svc
 		if svc == nil {
@@ -313,8 +313,8 @@ func TestFeedbackAgreement(t *testing.T) {
 		{RuleID: "sum:total", Verdict: "maybe"}, {RuleID: "made:up", Verdict: VerdictAgree}, {RuleID: strings.Repeat("x", 81), Verdict: VerdictAgree},
 	}})
 	if diff := cmp.Diff([]errs.Violation{
-		{Loc: []any{"body", "results", 0, "verdict"}, Msg: "must be one of agree, disagree", Type: "enum"},
-		{Loc: []any{"body", "results", 2, "rule_id"}, Msg: "must be at most 80 characters", Type: "string_too_long"},
+		{Loc: []any{"results", 0, "verdict"}, Msg: "must be one of agree, disagree", Type: "enum"},
+		{Loc: []any{"results", 2, "rule_id"}, Msg: "must be at most 80 characters", Type: "string_too_long"},
 	}, errs.Violations(err)); diff != "" {
 		t.Errorf("violations mismatch (-want +got):\n%s", diff)
 	}

@@ -153,10 +153,11 @@ type ApproveIn struct {
 	Note *string `json:"note,omitempty" jsonschema:"nullable,maxLength=2000"`
 }
 
-// Validate reports every violation of in, located under "body".
+// Validate reports every violation of in, located at its field names; the
+// HTTP API puts them under "body".
 func (in ApproveIn) Validate() []errs.Violation {
 	if in.Note != nil && utf8.RuneCountInString(*in.Note) > MaxNoteLen {
-		return []errs.Violation{{Loc: []any{"body", "note"}, Msg: fmt.Sprintf("must be at most %d characters", MaxNoteLen), Type: "string_too_long"}}
+		return []errs.Violation{{Loc: []any{"note"}, Msg: fmt.Sprintf("must be at most %d characters", MaxNoteLen), Type: "string_too_long"}}
 	}
 	return nil
 }
@@ -166,13 +167,14 @@ type RejectIn struct {
 	Note string `json:"note" jsonschema:"required,minLength=1,maxLength=2000"`
 }
 
-// Validate reports every violation of in, located under "body".
+// Validate reports every violation of in, located at its field names; the
+// HTTP API puts them under "body".
 func (in RejectIn) Validate() []errs.Violation {
 	switch n := utf8.RuneCountInString(strings.TrimSpace(in.Note)); {
 	case n == 0:
-		return []errs.Violation{{Loc: []any{"body", "note"}, Msg: "a rejection needs a note saying why", Type: "missing"}}
+		return []errs.Violation{{Loc: []any{"note"}, Msg: "a rejection needs a note saying why", Type: "missing"}}
 	case n > MaxNoteLen:
-		return []errs.Violation{{Loc: []any{"body", "note"}, Msg: fmt.Sprintf("must be at most %d characters", MaxNoteLen), Type: "string_too_long"}}
+		return []errs.Violation{{Loc: []any{"note"}, Msg: fmt.Sprintf("must be at most %d characters", MaxNoteLen), Type: "string_too_long"}}
 	}
 	return nil
 }
@@ -241,10 +243,10 @@ func (FieldsIn) NoExtraProperties() {}
 func (in FieldsIn) Validate() []errs.Violation {
 	var vs []errs.Violation
 	if in.Fields == nil {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "fields"}, Msg: "is required", Type: "missing"})
+		vs = append(vs, errs.Violation{Loc: []any{"fields"}, Msg: "is required", Type: "missing"})
 	}
 	if in.Note != nil && utf8.RuneCountInString(*in.Note) > MaxNoteLen {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "note"}, Msg: fmt.Sprintf("must be at most %d characters", MaxNoteLen), Type: "string_too_long"})
+		vs = append(vs, errs.Violation{Loc: []any{"note"}, Msg: fmt.Sprintf("must be at most %d characters", MaxNoteLen), Type: "string_too_long"})
 	}
 	return vs
 }
@@ -342,7 +344,7 @@ func (s *Service) CorrectFields(ctx context.Context, tenant, actor, id string, i
 		}
 		var changes []change
 		for _, k := range keys {
-			loc := []any{"body", "fields", k}
+			loc := []any{"fields", k}
 			f, ok := t.field(k)
 			if !ok {
 				vs = append(vs, errs.Violation{Loc: loc, Msg: "is not a field of the document's type", Type: "extra_forbidden"})

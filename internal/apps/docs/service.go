@@ -283,7 +283,7 @@ func (s *Service) CreateFromTemplate(ctx context.Context, tenant string, in Draf
 	}
 	tpl, ok := Template(in.TemplateID)
 	if !ok {
-		return nil, errs.Invalidf([]any{"body", "template_id"}, "value_error", "no document type template %q; see GET /v1/docs/type-templates", in.TemplateID)
+		return nil, errs.Invalidf([]any{"template_id"}, "value_error", "no document type template %q; see GET /v1/docs/type-templates", in.TemplateID)
 	}
 	now := s.now()
 	t := &DocType{

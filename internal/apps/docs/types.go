@@ -213,12 +213,13 @@ type DocTypeIn struct {
 	Workflow    *WorkflowIn `json:"workflow,omitempty" jsonschema:"nullable"`
 }
 
-// Validate reports every violation of in, located under "body".
+// Validate reports every violation of in, located at its field names; the
+// HTTP API puts them under "body".
 func (in DocTypeIn) Validate() []errs.Violation {
-	vs := validateName(in.Name, true, "body", "name")
-	vs = append(vs, validateDescription(in.Description, "body", "description")...)
-	vs = append(vs, validateFields(in.Fields, "body", "fields")...)
-	return append(vs, in.Workflow.validate("body", "workflow")...)
+	vs := validateName(in.Name, true, "name")
+	vs = append(vs, validateDescription(in.Description, "description")...)
+	vs = append(vs, validateFields(in.Fields, "fields")...)
+	return append(vs, in.Workflow.validate("workflow")...)
 }
 
 // DocTypePatch changes a document type; only the keys present apply.
@@ -285,17 +286,18 @@ func (DocTypePatch) NoExtraProperties() {}
 
 func (p DocTypePatch) clears(k string) bool { return slices.Contains(p.Clear, k) }
 
-// Validate reports every violation of p, located under "body".
+// Validate reports every violation of p, located at its field names; the
+// HTTP API puts them under "body".
 func (p DocTypePatch) Validate() []errs.Violation {
 	var vs []errs.Violation
 	if p.Name != nil {
-		vs = append(vs, validateName(*p.Name, true, "body", "name")...)
+		vs = append(vs, validateName(*p.Name, true, "name")...)
 	}
-	vs = append(vs, validateDescription(p.Description, "body", "description")...)
+	vs = append(vs, validateDescription(p.Description, "description")...)
 	if p.Fields != nil {
-		vs = append(vs, validateFields(*p.Fields, "body", "fields")...)
+		vs = append(vs, validateFields(*p.Fields, "fields")...)
 	}
-	return append(vs, p.Workflow.validate("body", "workflow")...)
+	return append(vs, p.Workflow.validate("workflow")...)
 }
 
 // DraftIn makes a document type from a template (interface.md DraftIn).
@@ -304,17 +306,18 @@ type DraftIn struct {
 	Name       *string `json:"name,omitempty" jsonschema:"nullable,maxLength=200"`
 }
 
-// Validate reports every violation of in, located under "body".
+// Validate reports every violation of in, located at its field names; the
+// HTTP API puts them under "body".
 func (in DraftIn) Validate() []errs.Violation {
 	var vs []errs.Violation
 	switch n := utf8.RuneCountInString(in.TemplateID); {
 	case strings.TrimSpace(in.TemplateID) == "":
-		vs = append(vs, errs.Violation{Loc: []any{"body", "template_id"}, Msg: "is required", Type: "missing"})
+		vs = append(vs, errs.Violation{Loc: []any{"template_id"}, Msg: "is required", Type: "missing"})
 	case n > 80:
-		vs = append(vs, errs.Violation{Loc: []any{"body", "template_id"}, Msg: "must be at most 80 characters", Type: "string_too_long"})
+		vs = append(vs, errs.Violation{Loc: []any{"template_id"}, Msg: "must be at most 80 characters", Type: "string_too_long"})
 	}
 	if in.Name != nil && utf8.RuneCountInString(*in.Name) > MaxDraftNameLen {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "name"},
+		vs = append(vs, errs.Violation{Loc: []any{"name"},
 			Msg: fmt.Sprintf("must be at most %d characters", MaxDraftNameLen), Type: "string_too_long"})
 	}
 	return vs

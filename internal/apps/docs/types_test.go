@@ -29,21 +29,21 @@ func TestCreateTypeValidation(t *testing.T) {
 		Workflow: &WorkflowIn{OnError: ptr("ignore"), OnWarning: ptr("shrug"), ReviewSLADays: ptr(-1)},
 	})
 	want := []errs.Violation{
-		{Loc: []any{"body", "name"}, Msg: "must be at least 1 character", Type: "string_too_short"},
-		{Loc: []any{"body", "fields", 0, "key"}, Msg: "must be lowercase letters, digits and '_', starting with a letter, at most 40 characters", Type: "string_pattern_mismatch"},
-		{Loc: []any{"body", "fields", 1, "label"}, Msg: "must be at least 1 character", Type: "string_too_short"},
-		{Loc: []any{"body", "fields", 2, "key"}, Msg: `the key "a" is used by another field`, Type: "value_error"},
-		{Loc: []any{"body", "fields", 2, "type"}, Msg: "must be one of text, number, money, date, email, enum", Type: "enum"},
-		{Loc: []any{"body", "fields", 3, "options"}, Msg: "an enum field needs options", Type: "missing"},
-		{Loc: []any{"body", "fields", 4, "extract", "label"}, Msg: "a regex rule takes no label", Type: "extra_forbidden"},
-		{Loc: []any{"body", "fields", 4, "extract", "pattern"}, Msg: "is not a valid RE2 pattern: missing closing ): `(`", Type: "value_error"},
-		{Loc: []any{"body", "fields", 5, "extract", "pattern"}, Msg: "a label rule takes no pattern", Type: "extra_forbidden"},
-		{Loc: []any{"body", "fields", 5, "extract", "aliases", 0}, Msg: "an alias needs a letter or digit", Type: "value_error"},
-		{Loc: []any{"body", "fields", 6, "extract", "method"}, Msg: "must be one of label, regex", Type: "enum"},
-		{Loc: []any{"body", "fields", 7, "extract", "group"}, Msg: "the pattern has 1 groups", Type: "value_error"},
-		{Loc: []any{"body", "workflow", "on_error"}, Msg: "must be one of review, reject", Type: "enum"},
-		{Loc: []any{"body", "workflow", "on_warning"}, Msg: "must be one of review, accept", Type: "enum"},
-		{Loc: []any{"body", "workflow", "review_sla_days"}, Msg: "must be at least 0", Type: "greater_than_equal"},
+		{Loc: []any{"name"}, Msg: "must be at least 1 character", Type: "string_too_short"},
+		{Loc: []any{"fields", 0, "key"}, Msg: "must be lowercase letters, digits and '_', starting with a letter, at most 40 characters", Type: "string_pattern_mismatch"},
+		{Loc: []any{"fields", 1, "label"}, Msg: "must be at least 1 character", Type: "string_too_short"},
+		{Loc: []any{"fields", 2, "key"}, Msg: `the key "a" is used by another field`, Type: "value_error"},
+		{Loc: []any{"fields", 2, "type"}, Msg: "must be one of text, number, money, date, email, enum", Type: "enum"},
+		{Loc: []any{"fields", 3, "options"}, Msg: "an enum field needs options", Type: "missing"},
+		{Loc: []any{"fields", 4, "extract", "label"}, Msg: "a regex rule takes no label", Type: "extra_forbidden"},
+		{Loc: []any{"fields", 4, "extract", "pattern"}, Msg: "is not a valid RE2 pattern: missing closing ): `(`", Type: "value_error"},
+		{Loc: []any{"fields", 5, "extract", "pattern"}, Msg: "a label rule takes no pattern", Type: "extra_forbidden"},
+		{Loc: []any{"fields", 5, "extract", "aliases", 0}, Msg: "an alias needs a letter or digit", Type: "value_error"},
+		{Loc: []any{"fields", 6, "extract", "method"}, Msg: "must be one of label, regex", Type: "enum"},
+		{Loc: []any{"fields", 7, "extract", "group"}, Msg: "the pattern has 1 groups", Type: "value_error"},
+		{Loc: []any{"workflow", "on_error"}, Msg: "must be one of review, reject", Type: "enum"},
+		{Loc: []any{"workflow", "on_warning"}, Msg: "must be one of review, accept", Type: "enum"},
+		{Loc: []any{"workflow", "review_sla_days"}, Msg: "must be at least 0", Type: "greater_than_equal"},
 	}
 	if diff := cmp.Diff(want, errs.Violations(err)); diff != "" {
 		t.Errorf("violations mismatch (-want +got):\n%s", diff)
@@ -165,7 +165,7 @@ func TestTemplates(t *testing.T) {
 	_, err = b.svc.CreateFromTemplate(b.ctx, b.tenant, DraftIn{TemplateID: "receipt", Name: ptr("travel RECEIPTS")})
 	wantKind(t, err, errs.Conflict)
 	_, err = b.svc.CreateFromTemplate(b.ctx, b.tenant, DraftIn{TemplateID: "payslip"})
-	if diff := cmp.Diff([]errs.Violation{{Loc: []any{"body", "template_id"}, Msg: `no document type template "payslip"; see GET /v1/docs/type-templates`, Type: "value_error"}}, errs.Violations(err)); diff != "" {
+	if diff := cmp.Diff([]errs.Violation{{Loc: []any{"template_id"}, Msg: `no document type template "payslip"; see GET /v1/docs/type-templates`, Type: "value_error"}}, errs.Violations(err)); diff != "" {
 		t.Errorf("violations mismatch (-want +got):\n%s", diff)
 	}
 }

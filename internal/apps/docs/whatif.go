@@ -123,12 +123,12 @@ func (s *Service) WhatIf(ctx context.Context, tenant, typeID string, in WhatIfIn
 	}
 	var vs []errs.Violation
 	if in.Limit < 1 || in.Limit > MaxWhatIfLimit {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "limit"}, Msg: "must be from 1 to 1000", Type: "value_error"})
+		vs = append(vs, errs.Violation{Loc: []any{"limit"}, Msg: "must be from 1 to 1000", Type: "value_error"})
 	}
 	if in.Fields != nil {
-		vs = append(vs, validateFields(*in.Fields, "body", "fields")...)
+		vs = append(vs, validateFields(*in.Fields, "fields")...)
 	}
-	vs = append(vs, in.Workflow.validate("body", "workflow")...)
+	vs = append(vs, in.Workflow.validate("workflow")...)
 	var rep *WhatIfReport
 	err := s.st.View(ctx, func(r store.Reader) error {
 		t, err := types.Get(r, tenant, typeID)

@@ -84,8 +84,8 @@ func TestWhatIfWorkflow(t *testing.T) {
 		in   WhatIfIn
 		want []string
 	}{
-		{"limit above", WhatIfIn{Limit: MaxWhatIfLimit + 1}, []string{"body.limit:value_error"}},
-		{"bad workflow", WhatIfIn{Workflow: &WorkflowIn{OnError: ptr("ignore")}}, []string{"body.workflow.on_error:enum"}},
+		{"limit above", WhatIfIn{Limit: MaxWhatIfLimit + 1}, []string{"limit:value_error"}},
+		{"bad workflow", WhatIfIn{Workflow: &WorkflowIn{OnError: ptr("ignore")}}, []string{"workflow.on_error:enum"}},
 	} {
 		_, err := b.svc.WhatIf(b.ctx, b.tenant, typ.ID, c.in)
 		var got []string

@@ -59,11 +59,12 @@ type UploadIn struct {
 	Tags []string
 }
 
-// Validate reports every violation of in, located under "body".
+// Validate reports every violation of in, located at its field names; the
+// HTTP API puts them under "body".
 func (in UploadIn) Validate() []errs.Violation {
 	var vs []errs.Violation
 	add := func(typ, msg string, loc ...any) {
-		vs = append(vs, errs.Violation{Loc: append([]any{"body"}, loc...), Msg: msg, Type: typ})
+		vs = append(vs, errs.Violation{Loc: loc, Msg: msg, Type: typ})
 	}
 	if strings.TrimSpace(in.TypeID) == "" {
 		add("missing", "is required", "type_id")
@@ -102,7 +103,8 @@ type VersionIn struct {
 	Data     []byte
 }
 
-// Validate reports every violation of in, located under "body".
+// Validate reports every violation of in, located at its field names; the
+// HTTP API puts them under "body".
 func (in VersionIn) Validate() []errs.Violation {
 	return UploadIn{TypeID: "-", Filename: in.Filename, Data: in.Data}.Validate()
 }
@@ -120,23 +122,23 @@ type prepared struct {
 // typ's fields. Unsupported or unreadable files, and files that reading
 // would take past the extraction budget (extract.Budget's defaults:
 // decompressed bytes per stream and per document, pages, time), are 422s
-// on body.file; reading stops when ctx is done.
+// on file (the HTTP API's body.file); reading stops when ctx is done.
 func (s *Service) prepare(ctx context.Context, tenant, filename string, data []byte, typ *DocType) (*prepared, error) {
 	if int64(len(data)) > s.max {
 		return nil, errs.TooLargef("the file is %d bytes; the limit is %d bytes", len(data), s.max)
 	}
 	ct := extract.DetectContentType(filename, data)
 	if !extract.Supported(ct) {
-		return nil, errs.Invalidf([]any{"body", "file"}, "value_error",
+		return nil, errs.Invalidf([]any{"file"}, "value_error",
 			"files of type %s cannot be read; upload a PDF with a text layer, a CSV or a plain text file", baseType(ct))
 	}
 	pages, err := extract.FromFile(ctx, ct, data, extract.Budget{})
 	if err != nil {
 		switch {
 		case errors.Is(err, extract.ErrUnreadable):
-			return nil, errs.Invalidf([]any{"body", "file"}, "value_error", "%s", err.Error())
+			return nil, errs.Invalidf([]any{"file"}, "value_error", "%s", err.Error())
 		case errors.Is(err, extract.ErrOverBudget):
-			return nil, errs.Invalidf([]any{"body", "file"}, "value_error", "the file is too costly to read: %s", err.Error())
+			return nil, errs.Invalidf([]any{"file"}, "value_error", "the file is too costly to read: %s", err.Error())
 		}
 		return nil, err
 	}
@@ -183,7 +185,7 @@ func (s *Service) Upload(ctx context.Context, tenant, actor string, in UploadIn)
 	}
 	typ, err := s.GetType(ctx, tenant, in.TypeID)
 	if errors.Is(err, errs.NotFound) {
-		return nil, errs.Invalidf([]any{"body", "type_id"}, "value_error", "no document type %s", in.TypeID)
+		return nil, errs.Invalidf([]any{"type_id"}, "value_error", "no document type %s", in.TypeID)
 	}
 	if err != nil {
 		return nil, err

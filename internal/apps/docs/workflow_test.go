@@ -243,9 +243,9 @@ func TestStatusWalk(t *testing.T) {
 	})})
 	wantKind(t, err, errs.Invalid)
 	if diff := cmp.Diff([]errs.Violation{
-		{Loc: []any{"body", "fields", "issue_date"}, Msg: "a date field takes text", Type: "type_error"},
-		{Loc: []any{"body", "fields", "nope"}, Msg: "is not a field of the document's type", Type: "extra_forbidden"},
-		{Loc: []any{"body", "fields", "total"}, Msg: `"lots" has no digits`, Type: "value_error"},
+		{Loc: []any{"fields", "issue_date"}, Msg: "a date field takes text", Type: "type_error"},
+		{Loc: []any{"fields", "nope"}, Msg: "is not a field of the document's type", Type: "extra_forbidden"},
+		{Loc: []any{"fields", "total"}, Msg: `"lots" has no digits`, Type: "value_error"},
 	}, errs.Violations(err)); diff != "" {
 		t.Errorf("violations mismatch (-want +got):\n%s", diff)
 	}

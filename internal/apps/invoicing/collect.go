@@ -58,7 +58,7 @@ func (s *Service) send(ctx context.Context, tenant, id string, to []string) (*In
 			return err
 		}
 		if len(to) == 0 && r.CustomerEmail == nil {
-			return errs.Invalidf(loc("body", "to"), "missing", "the customer has no email address; give to")
+			return errs.Invalidf(loc("to"), "missing", "the customer has no email address; give to")
 		}
 		return s.ensureLink(tx, tenant, r, acct)
 	})
@@ -195,7 +195,7 @@ func (s *Service) Remind(ctx context.Context, tenant, id string, in SendIn) (*In
 		to = in.To
 	}
 	if to == nil {
-		return nil, errs.Invalidf(loc("body", "to"), "missing", "the customer has no email address; give to")
+		return nil, errs.Invalidf(loc("to"), "missing", "the customer has no email address; give to")
 	}
 	n := inv.RemindersSent + 1
 	if err := s.mail(ctx, tenant, "invoice-reminder/"+id+"/"+itoa(n), []string{*to}, "Reminder: invoice "+*inv.Number+" is due",
@@ -444,7 +444,7 @@ func (s *Service) PayByLink(ctx context.Context, token string, in CheckoutIn) (*
 		return nil, err
 	}
 	if in.CardNumber == declinedCard {
-		return nil, errs.Invalidf(loc("body", "card_number"), "value_error", "the card was declined")
+		return nil, errs.Invalidf(loc("card_number"), "value_error", "the card was declined")
 	}
 	err := s.st.Update(ctx, func(tx store.Txn) error {
 		t, r, err := s.byToken(tx, token)

@@ -84,7 +84,7 @@ func (s *Service) CreateCustomer(ctx context.Context, tenant string, in Customer
 	if err := errs.Validation(in.Validate()...); err != nil {
 		return nil, err
 	}
-	if err := s.checkCompany(ctx, tenant, in.CompanyID, loc("body", "company_id")); err != nil {
+	if err := s.checkCompany(ctx, tenant, in.CompanyID, loc("company_id")); err != nil {
 		return nil, err
 	}
 	now := s.now()
@@ -175,7 +175,7 @@ func (s *Service) UpdateCustomer(ctx context.Context, tenant, id string, p Custo
 	if err := errs.Validation(p.Validate()...); err != nil {
 		return nil, err
 	}
-	if err := s.checkCompany(ctx, tenant, p.CompanyID, loc("body", "company_id")); err != nil {
+	if err := s.checkCompany(ctx, tenant, p.CompanyID, loc("company_id")); err != nil {
 		return nil, err
 	}
 	var out *Customer
@@ -240,7 +240,7 @@ func moveBalance(tx store.Txn, tenant, id string, delta int64) error {
 		nb, ok = addCents(c.BalanceCents, delta)
 	}
 	if !ok {
-		return errs.Invalidf(loc("body"), "less_than_equal", "the customer's balance would exceed 9223372036854775807 cents")
+		return errs.Invalidf([]any{}, "less_than_equal", "the customer's balance would exceed 9223372036854775807 cents")
 	}
 	c.BalanceCents = nb
 	return customers.Put(tx, tenant, c)

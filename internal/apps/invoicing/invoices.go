@@ -122,7 +122,7 @@ func (s *Service) CreateInvoice(ctx context.Context, tenant string, in InvoiceIn
 	if err := errs.Validation(in.Validate()...); err != nil {
 		return nil, err
 	}
-	if err := s.checkDeal(ctx, tenant, in.DealID, loc("body", "deal_id")); err != nil {
+	if err := s.checkDeal(ctx, tenant, in.DealID, loc("deal_id")); err != nil {
 		return nil, err
 	}
 	var out *Invoice
@@ -130,7 +130,7 @@ func (s *Service) CreateInvoice(ctx context.Context, tenant string, in InvoiceIn
 		now := s.now()
 		c, err := customers.Get(tx, tenant, in.CustomerID)
 		if errors.Is(err, errs.NotFound) {
-			return errs.Invalidf(loc("body", "customer_id"), "value_error", "no customer %q", in.CustomerID)
+			return errs.Invalidf(loc("customer_id"), "value_error", "no customer %q", in.CustomerID)
 		}
 		if err != nil {
 			return err
@@ -139,7 +139,7 @@ func (s *Service) CreateInvoice(ctx context.Context, tenant string, in InvoiceIn
 		if err != nil {
 			return err
 		}
-		lines, sub, tax, vs := makeLines(in.Lines, a.Tax.DefaultRatePercent, loc("body", "lines"))
+		lines, sub, tax, vs := makeLines(in.Lines, a.Tax.DefaultRatePercent, loc("lines"))
 		if len(vs) > 0 {
 			return errs.Validation(vs...)
 		}
@@ -227,7 +227,7 @@ func (s *Service) UpdateInvoice(ctx context.Context, tenant, id string, p Invoic
 	if err := errs.Validation(p.Validate()...); err != nil {
 		return nil, err
 	}
-	if err := s.checkDeal(ctx, tenant, p.DealID, loc("body", "deal_id")); err != nil {
+	if err := s.checkDeal(ctx, tenant, p.DealID, loc("deal_id")); err != nil {
 		return nil, err
 	}
 	var out *Invoice
@@ -243,7 +243,7 @@ func (s *Service) UpdateInvoice(ctx context.Context, tenant, id string, p Invoic
 		if p.CustomerID != nil {
 			c, err := customers.Get(tx, tenant, *p.CustomerID)
 			if errors.Is(err, errs.NotFound) {
-				return errs.Invalidf(loc("body", "customer_id"), "value_error", "no customer %q", *p.CustomerID)
+				return errs.Invalidf(loc("customer_id"), "value_error", "no customer %q", *p.CustomerID)
 			}
 			if err != nil {
 				return err
@@ -255,7 +255,7 @@ func (s *Service) UpdateInvoice(ctx context.Context, tenant, id string, p Invoic
 			if err != nil {
 				return err
 			}
-			lines, sub, tax, vs := makeLines(*p.Lines, a.Tax.DefaultRatePercent, loc("body", "lines"))
+			lines, sub, tax, vs := makeLines(*p.Lines, a.Tax.DefaultRatePercent, loc("lines"))
 			if len(vs) > 0 {
 				return errs.Validation(vs...)
 			}
@@ -453,7 +453,7 @@ func (s *Service) pay(tx store.Txn, tenant string, r *record, in PayIn, key stri
 		return errs.Conflictf("invoice already has %d payments, the most one invoice takes", MaxPayments)
 	}
 	if in.AmountCents > r.AmountDueCents {
-		return errs.Invalidf(loc("body", "amount_cents"), "less_than_equal",
+		return errs.Invalidf(loc("amount_cents"), "less_than_equal",
 			"must be at most the amount due (%d)", r.AmountDueCents)
 	}
 	now := s.now()

@@ -103,7 +103,7 @@ func TestCRMChecks(t *testing.T) {
 	c := b.customer(t, CustomerIn{Name: "Linked", CompanyID: ptr("cmp_1")})
 	for _, id := range []string{"cmp_missing", "cmp_2"} { // another tenant's company is missing too
 		_, err := b.s.CreateCustomer(ctx, tenant, CustomerIn{Name: "Unlinked", CompanyID: ptr(id)})
-		if diff := cmp.Diff([]any{"body", "company_id"}, locOf(err)); diff != "" {
+		if diff := cmp.Diff([]any{"company_id"}, locOf(err)); diff != "" {
 			t.Errorf("company %s (-want +got):\n%s", id, diff)
 		}
 	}
@@ -115,7 +115,7 @@ func TestCRMChecks(t *testing.T) {
 		t.Errorf("invoice for a deal: %v", err)
 	}
 	_, err := b.s.CreateInvoice(ctx, tenant, InvoiceIn{CustomerID: c.ID, Lines: lines, DealID: ptr("dea_missing")})
-	if diff := cmp.Diff([]any{"body", "deal_id"}, locOf(err)); diff != "" {
+	if diff := cmp.Diff([]any{"deal_id"}, locOf(err)); diff != "" {
 		t.Errorf("missing deal (-want +got):\n%s", diff)
 	}
 	// Without a CRM the ids are kept as given.
@@ -326,5 +326,39 @@ func TestFinalizeNumbersAcrossServices(t *testing.T) {
 	got, err := b.s.Customer(ctx, tenant, c.ID)
 	if err != nil || got.BalanceCents != n*100 {
 		t.Errorf("balance %d, %v", got.BalanceCents, err)
+	}
+}
+
+// TestValidateLocatesAtFieldNames: the inputs' Validate locates violations
+// at their field names (["lines", 0, "quantity"]), not under "body" (the
+// HTTP API's prefix).
+func TestValidateLocatesAtFieldNames(t *testing.T) {
+	t.Parallel()
+	days, bad := -1, "x"
+	for _, test := range []struct {
+		name string
+		in   interface{ Validate() []errs.Violation }
+		want []string // "loc type"
+	}{
+		{"customer", CustomerIn{Name: "", Email: &bad}, []string{"name string_too_short", "email value_error"}},
+		{"invoice", InvoiceIn{CustomerID: "cus_1", Lines: []LineIn{{Description: "a", Quantity: 0}}, DaysUntilDue: &days},
+			[]string{"lines.0.quantity greater_than_equal", "days_until_due greater_than_equal"}},
+		{"payment", PayIn{AmountCents: 0, Method: "barter"}, []string{"amount_cents greater_than_equal", "method enum"}},
+		{"send", SendIn{To: &bad}, []string{"to value_error"}},
+	} {
+		t.Run(test.name, func(t *testing.T) {
+			t.Parallel()
+			var got []string
+			for _, v := range test.in.Validate() {
+				loc := make([]string, len(v.Loc))
+				for i, p := range v.Loc {
+					loc[i] = fmt.Sprint(p)
+				}
+				got = append(got, strings.Join(loc, ".")+" "+v.Type)
+			}
+			if diff := cmp.Diff(test.want, got); diff != "" {
+				t.Errorf("violations (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -105,7 +105,7 @@ func formatRate(milli int64) string {
 }
 
 // totals computes every line's amount and tax and the invoice's totals.
-// Violations are located under loc ("body", "lines", i, ...).
+// Violations are located under loc ("lines", i, ...).
 func totals(lines []Line, loc ...any) (subtotal, tax int64, vs []errs.Violation) {
 	at := func(parts ...any) []any { return append(append([]any{}, loc...), parts...) }
 	ok := true

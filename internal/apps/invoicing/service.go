@@ -8,6 +8,10 @@
 // invoicing.payment.received) commit in one transaction; counters (a
 // customer's balance, the workspace's invoice number) are kept in the same
 // transaction as the change that moves them.
+//
+// Violations (a 422) are located at the inputs' field names (["lines", 0,
+// "quantity"]); the HTTP API puts them under "body". A customer's balance
+// past the int64 range is a violation at an empty location.
 package invoicing
 
 import (

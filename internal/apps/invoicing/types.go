@@ -63,7 +63,8 @@ const (
 	maxTemplate     = 5000
 )
 
-// loc is a violation location ("body", "lines", 0, "quantity").
+// loc is a violation location ("lines", 0, "quantity"): the Go API locates
+// violations at the input's field names; the HTTP API puts them under "body".
 func loc(parts ...any) []any { return parts }
 
 // violation is one violation at l.
@@ -206,14 +207,15 @@ type CustomerIn struct {
 	Address   *Address `json:"address,omitempty" jsonschema:"nullable"`
 }
 
-// Validate reports every violation of in, located under "body".
+// Validate reports every violation of in, located at its field names; the
+// HTTP API puts them under "body".
 func (in CustomerIn) Validate() []errs.Violation {
 	var vs []errs.Violation
-	vs = append(vs, checkLen(loc("body", "name"), in.Name, 1, 200)...)
-	vs = append(vs, checkEmail(loc("body", "email"), in.Email)...)
-	vs = append(vs, checkOptLen(loc("body", "phone"), in.Phone, 40)...)
-	vs = append(vs, checkOptLen(loc("body", "company_id"), in.CompanyID, 80)...)
-	return append(vs, in.Address.validate(loc("body", "address"))...)
+	vs = append(vs, checkLen(loc("name"), in.Name, 1, 200)...)
+	vs = append(vs, checkEmail(loc("email"), in.Email)...)
+	vs = append(vs, checkOptLen(loc("phone"), in.Phone, 40)...)
+	vs = append(vs, checkOptLen(loc("company_id"), in.CompanyID, 80)...)
+	return append(vs, in.Address.validate(loc("address"))...)
 }
 
 // CustomerPatch changes a customer; only the keys present apply, and a
@@ -243,16 +245,17 @@ func (p *CustomerPatch) UnmarshalJSON(b []byte) error {
 
 func (p CustomerPatch) clears(k string) bool { return slices.Contains(p.Clear, k) }
 
-// Validate reports every violation of p, located under "body".
+// Validate reports every violation of p, located at its field names; the
+// HTTP API puts them under "body".
 func (p CustomerPatch) Validate() []errs.Violation {
 	var vs []errs.Violation
 	if p.Name != nil {
-		vs = append(vs, checkLen(loc("body", "name"), *p.Name, 1, 200)...)
+		vs = append(vs, checkLen(loc("name"), *p.Name, 1, 200)...)
 	}
-	vs = append(vs, checkEmail(loc("body", "email"), p.Email)...)
-	vs = append(vs, checkOptLen(loc("body", "phone"), p.Phone, 40)...)
-	vs = append(vs, checkOptLen(loc("body", "company_id"), p.CompanyID, 80)...)
-	return append(vs, p.Address.validate(loc("body", "address"))...)
+	vs = append(vs, checkEmail(loc("email"), p.Email)...)
+	vs = append(vs, checkOptLen(loc("phone"), p.Phone, 40)...)
+	vs = append(vs, checkOptLen(loc("company_id"), p.CompanyID, 80)...)
+	return append(vs, p.Address.validate(loc("address"))...)
 }
 
 // Customer is a customer to invoice (interface.md CustomerOut).
@@ -352,16 +355,17 @@ type InvoiceIn struct {
 	Currency *string `json:"currency,omitempty" jsonschema:"nullable,pattern=^[A-Z]{3}$"`
 }
 
-// Validate reports every violation of in, located under "body".
+// Validate reports every violation of in, located at its field names; the
+// HTTP API puts them under "body".
 func (in InvoiceIn) Validate() []errs.Violation {
 	var vs []errs.Violation
-	vs = append(vs, checkLen(loc("body", "customer_id"), in.CustomerID, 1, 80)...)
-	vs = append(vs, validateLines(in.Lines, loc("body", "lines"))...)
+	vs = append(vs, checkLen(loc("customer_id"), in.CustomerID, 1, 80)...)
+	vs = append(vs, validateLines(in.Lines, loc("lines"))...)
 	vs = append(vs, checkDue(in.DaysUntilDue, in.DueDate)...)
-	vs = append(vs, checkOptLen(loc("body", "deal_id"), in.DealID, 80)...)
-	vs = append(vs, checkOptLen(loc("body", "memo"), in.Memo, maxMemo)...)
+	vs = append(vs, checkOptLen(loc("deal_id"), in.DealID, 80)...)
+	vs = append(vs, checkOptLen(loc("memo"), in.Memo, maxMemo)...)
 	if in.Currency != nil {
-		vs = append(vs, checkCurrency(loc("body", "currency"), *in.Currency)...)
+		vs = append(vs, checkCurrency(loc("currency"), *in.Currency)...)
 	}
 	return vs
 }
@@ -371,17 +375,17 @@ func checkDue(days *int, date *string) []errs.Violation {
 	if days != nil {
 		switch {
 		case *days < 0:
-			vs = append(vs, violation(loc("body", "days_until_due"), "greater_than_equal", "must be at least 0"))
+			vs = append(vs, violation(loc("days_until_due"), "greater_than_equal", "must be at least 0"))
 		case *days > MaxDaysUntilDue:
-			vs = append(vs, violation(loc("body", "days_until_due"), "less_than_equal", "must be at most 365"))
+			vs = append(vs, violation(loc("days_until_due"), "less_than_equal", "must be at most 365"))
 		}
 	}
 	if date != nil {
 		if _, err := time.Parse(dateLayout, *date); err != nil {
-			vs = append(vs, violation(loc("body", "due_date"), "value_error", "must be a date (YYYY-MM-DD)"))
+			vs = append(vs, violation(loc("due_date"), "value_error", "must be a date (YYYY-MM-DD)"))
 		}
 		if days != nil {
-			vs = append(vs, violation(loc("body", "due_date"), "value_error", "give days_until_due or due_date, not both"))
+			vs = append(vs, violation(loc("due_date"), "value_error", "give days_until_due or due_date, not both"))
 		}
 	}
 	return vs
@@ -415,20 +419,21 @@ func (p *InvoicePatch) UnmarshalJSON(b []byte) error {
 
 func (p InvoicePatch) clears(k string) bool { return slices.Contains(p.Clear, k) }
 
-// Validate reports every violation of p, located under "body".
+// Validate reports every violation of p, located at its field names; the
+// HTTP API puts them under "body".
 func (p InvoicePatch) Validate() []errs.Violation {
 	var vs []errs.Violation
 	if p.CustomerID != nil {
-		vs = append(vs, checkLen(loc("body", "customer_id"), *p.CustomerID, 1, 80)...)
+		vs = append(vs, checkLen(loc("customer_id"), *p.CustomerID, 1, 80)...)
 	}
 	if p.Lines != nil {
-		vs = append(vs, validateLines(*p.Lines, loc("body", "lines"))...)
+		vs = append(vs, validateLines(*p.Lines, loc("lines"))...)
 	}
 	vs = append(vs, checkDue(p.DaysUntilDue, p.DueDate)...)
-	vs = append(vs, checkOptLen(loc("body", "deal_id"), p.DealID, 80)...)
-	vs = append(vs, checkOptLen(loc("body", "memo"), p.Memo, maxMemo)...)
+	vs = append(vs, checkOptLen(loc("deal_id"), p.DealID, 80)...)
+	vs = append(vs, checkOptLen(loc("memo"), p.Memo, maxMemo)...)
 	if p.Currency != nil {
-		vs = append(vs, checkCurrency(loc("body", "currency"), *p.Currency)...)
+		vs = append(vs, checkCurrency(loc("currency"), *p.Currency)...)
 	}
 	return vs
 }
@@ -440,16 +445,17 @@ type PayIn struct {
 	Reference   *string `json:"reference,omitempty" jsonschema:"nullable,maxLength=200"`
 }
 
-// Validate reports every violation of in, located under "body".
+// Validate reports every violation of in, located at its field names; the
+// HTTP API puts them under "body".
 func (in PayIn) Validate() []errs.Violation {
 	var vs []errs.Violation
 	if in.AmountCents < 1 {
-		vs = append(vs, violation(loc("body", "amount_cents"), "greater_than_equal", "must be at least 1"))
+		vs = append(vs, violation(loc("amount_cents"), "greater_than_equal", "must be at least 1"))
 	}
 	if !slices.Contains(paymentMethods, in.Method) {
-		vs = append(vs, violation(loc("body", "method"), "enum", "must be one of card, bank_transfer, cash, check, other"))
+		vs = append(vs, violation(loc("method"), "enum", "must be one of card, bank_transfer, cash, check, other"))
 	}
-	return append(vs, checkOptLen(loc("body", "reference"), in.Reference, 200)...)
+	return append(vs, checkOptLen(loc("reference"), in.Reference, 200)...)
 }
 
 // NoteIn carries an optional note (void, mark-uncollectible).
@@ -457,9 +463,10 @@ type NoteIn struct {
 	Note *string `json:"note,omitempty" jsonschema:"nullable,maxLength=2000"`
 }
 
-// Validate reports every violation of in, located under "body".
+// Validate reports every violation of in, located at its field names; the
+// HTTP API puts them under "body".
 func (in NoteIn) Validate() []errs.Violation {
-	return checkOptLen(loc("body", "note"), in.Note, 2000)
+	return checkOptLen(loc("note"), in.Note, 2000)
 }
 
 // SendIn sends an invoice; To defaults to the customer's email.
@@ -467,8 +474,9 @@ type SendIn struct {
 	To *string `json:"to,omitempty" jsonschema:"nullable,format=email,maxLength=320"`
 }
 
-// Validate reports every violation of in, located under "body".
-func (in SendIn) Validate() []errs.Violation { return checkEmail(loc("body", "to"), in.To) }
+// Validate reports every violation of in, located at its field names; the
+// HTTP API puts them under "body".
+func (in SendIn) Validate() []errs.Violation { return checkEmail(loc("to"), in.To) }
 
 // CheckoutIn pays an invoice through its payment link in simulated mode.
 // Card numbers follow the usual test cards: 4242424242424242 succeeds,
@@ -477,10 +485,11 @@ type CheckoutIn struct {
 	CardNumber string `json:"card_number" jsonschema:"required,pattern=^[0-9]{12\\,19}$"`
 }
 
-// Validate reports every violation of in, located under "body".
+// Validate reports every violation of in, located at its field names; the
+// HTTP API puts them under "body".
 func (in CheckoutIn) Validate() []errs.Violation {
 	if !cardPattern.MatchString(in.CardNumber) {
-		return []errs.Violation{violation(loc("body", "card_number"), "string_pattern_mismatch", "must be 12 to 19 digits")}
+		return []errs.Violation{violation(loc("card_number"), "string_pattern_mismatch", "must be 12 to 19 digits")}
 	}
 	return nil
 }
@@ -639,49 +648,50 @@ func (p *AccountPatch) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Validate reports every violation of p, located under "body".
+// Validate reports every violation of p, located at its field names; the
+// HTTP API puts them under "body".
 func (p AccountPatch) Validate() []errs.Violation {
 	var vs []errs.Violation
 	if p.BusinessName != nil {
-		vs = append(vs, checkLen(loc("body", "business_name"), *p.BusinessName, 1, 200)...)
+		vs = append(vs, checkLen(loc("business_name"), *p.BusinessName, 1, 200)...)
 	}
-	vs = append(vs, checkEmail(loc("body", "support_email"), p.SupportEmail)...)
+	vs = append(vs, checkEmail(loc("support_email"), p.SupportEmail)...)
 	if p.DefaultCurrency != nil {
-		vs = append(vs, checkCurrency(loc("body", "default_currency"), *p.DefaultCurrency)...)
+		vs = append(vs, checkCurrency(loc("default_currency"), *p.DefaultCurrency)...)
 	}
 	if r := p.Reminders; r != nil {
 		if r.DaysAfterDue != nil {
 			days := *r.DaysAfterDue
 			if len(days) > maxReminderDays {
-				vs = append(vs, violation(loc("body", "reminders", "days_after_due"), "too_long", "must have at most 10 days"))
+				vs = append(vs, violation(loc("reminders", "days_after_due"), "too_long", "must have at most 10 days"))
 			}
 			for i, d := range days {
 				switch {
 				case d < 1:
-					vs = append(vs, violation(loc("body", "reminders", "days_after_due", i), "greater_than_equal", "must be at least 1"))
+					vs = append(vs, violation(loc("reminders", "days_after_due", i), "greater_than_equal", "must be at least 1"))
 				case d > MaxDaysUntilDue:
-					vs = append(vs, violation(loc("body", "reminders", "days_after_due", i), "less_than_equal", "must be at most 365"))
+					vs = append(vs, violation(loc("reminders", "days_after_due", i), "less_than_equal", "must be at most 365"))
 				case i > 0 && d <= days[i-1]:
-					vs = append(vs, violation(loc("body", "reminders", "days_after_due", i), "value_error", "must be greater than the day before it"))
+					vs = append(vs, violation(loc("reminders", "days_after_due", i), "value_error", "must be greater than the day before it"))
 				}
 			}
 		}
-		vs = append(vs, checkOptLen(loc("body", "reminders", "template"), r.Template, maxTemplate)...)
+		vs = append(vs, checkOptLen(loc("reminders", "template"), r.Template, maxTemplate)...)
 	}
 	if t := p.Tax; t != nil {
 		if r := t.DefaultRatePercent; r != nil {
 			switch _, ok := rateMilli(*r); {
 			case *r < 0:
-				vs = append(vs, violation(loc("body", "tax", "default_rate_percent"), "greater_than_equal", "must be at least 0"))
+				vs = append(vs, violation(loc("tax", "default_rate_percent"), "greater_than_equal", "must be at least 0"))
 			case *r > 100:
-				vs = append(vs, violation(loc("body", "tax", "default_rate_percent"), "less_than_equal", "must be at most 100"))
+				vs = append(vs, violation(loc("tax", "default_rate_percent"), "less_than_equal", "must be at most 100"))
 			case !ok:
-				vs = append(vs, violation(loc("body", "tax", "default_rate_percent"), "value_error", "must have at most 3 decimals"))
+				vs = append(vs, violation(loc("tax", "default_rate_percent"), "value_error", "must have at most 3 decimals"))
 			}
 		}
-		vs = append(vs, checkOptLen(loc("body", "tax", "tax_id"), t.TaxID, 50)...)
+		vs = append(vs, checkOptLen(loc("tax", "tax_id"), t.TaxID, 50)...)
 		if t.Inclusive != nil && *t.Inclusive {
-			vs = append(vs, violation(loc("body", "tax", "inclusive"), "value_error", "tax-inclusive prices are not supported; prices exclude tax"))
+			vs = append(vs, violation(loc("tax", "inclusive"), "value_error", "tax-inclusive prices are not supported; prices exclude tax"))
 		}
 	}
 	return vs

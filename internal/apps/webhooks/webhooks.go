@@ -308,12 +308,14 @@ func (In) NoExtraProperties() {}
 // NoExtraProperties makes an unknown field of Patch a 422 (extra_forbidden).
 func (Patch) NoExtraProperties() {}
 
-// Validate reports every violation of in, located under "body".
+// Validate reports every violation of in, located at its field names
+// (["url"], ["events", 0]); the HTTP API puts them under "body".
 func (in In) Validate() []errs.Violation {
 	return validate(&in.URL, &in.Events, in.Description)
 }
 
-// Validate reports every violation of p, located under "body".
+// Validate reports every violation of p, located at its field names
+// (["url"], ["events", 0]); the HTTP API puts them under "body".
 func (p Patch) Validate() []errs.Violation {
 	return validate(p.URL, p.Events, p.Description)
 }
@@ -323,36 +325,36 @@ func validate(u *string, events *[]string, desc *string) []errs.Violation {
 	if u != nil {
 		switch n := len(*u); {
 		case n == 0:
-			vs = append(vs, errs.Violation{Loc: []any{"body", "url"}, Msg: "must not be empty", Type: "string_too_short"})
+			vs = append(vs, errs.Violation{Loc: []any{"url"}, Msg: "must not be empty", Type: "string_too_short"})
 		case n > MaxURLLen:
-			vs = append(vs, errs.Violation{Loc: []any{"body", "url"}, Msg: "must be at most " + strconv.Itoa(MaxURLLen) + " characters", Type: "string_too_long"})
+			vs = append(vs, errs.Violation{Loc: []any{"url"}, Msg: "must be at most " + strconv.Itoa(MaxURLLen) + " characters", Type: "string_too_long"})
 		}
 	}
 	if events != nil {
 		switch n := len(*events); {
 		case n == 0:
-			vs = append(vs, errs.Violation{Loc: []any{"body", "events"}, Msg: "must name at least 1 event", Type: "too_short"})
+			vs = append(vs, errs.Violation{Loc: []any{"events"}, Msg: "must name at least 1 event", Type: "too_short"})
 		case n > MaxEvents:
-			vs = append(vs, errs.Violation{Loc: []any{"body", "events"}, Msg: "must name at most " + strconv.Itoa(MaxEvents) + " events", Type: "too_long"})
+			vs = append(vs, errs.Violation{Loc: []any{"events"}, Msg: "must name at most " + strconv.Itoa(MaxEvents) + " events", Type: "too_long"})
 		}
 		for i, e := range *events {
 			switch {
 			case len(e) > MaxEventLen:
-				vs = append(vs, errs.Violation{Loc: []any{"body", "events", i}, Msg: "must be at most " + strconv.Itoa(MaxEventLen) + " characters", Type: "string_too_long"})
+				vs = append(vs, errs.Violation{Loc: []any{"events", i}, Msg: "must be at most " + strconv.Itoa(MaxEventLen) + " characters", Type: "string_too_long"})
 			case !eventPattern.MatchString(e):
-				vs = append(vs, errs.Violation{Loc: []any{"body", "events", i}, Msg: `must be an event name ("crm.deal.won"), a namespace ("invoicing.*") or "*"`, Type: "string_pattern_mismatch"})
+				vs = append(vs, errs.Violation{Loc: []any{"events", i}, Msg: `must be an event name ("crm.deal.won"), a namespace ("invoicing.*") or "*"`, Type: "string_pattern_mismatch"})
 			}
 		}
 	}
 	if desc != nil && len([]rune(*desc)) > MaxDescriptionLen {
-		vs = append(vs, errs.Violation{Loc: []any{"body", "description"}, Msg: "must be at most " + strconv.Itoa(MaxDescriptionLen) + " characters", Type: "string_too_long"})
+		vs = append(vs, errs.Violation{Loc: []any{"description"}, Msg: "must be at most " + strconv.Itoa(MaxDescriptionLen) + " characters", Type: "string_too_long"})
 	}
 	return vs
 }
 
 func (s *Service) guardURL(ctx context.Context, u string) error {
 	if err := s.checkURL(ctx, u); err != nil {
-		return errs.Validation(errs.Violation{Loc: []any{"body", "url"}, Msg: err.Error(), Type: "value_error"})
+		return errs.Validation(errs.Violation{Loc: []any{"url"}, Msg: err.Error(), Type: "value_error"})
 	}
 	return nil
 }

@@ -333,8 +333,8 @@ func TestAddressGuard(t *testing.T) {
 			}
 			if err != nil {
 				vs := errs.Violations(err)
-				if len(vs) != 1 || !cmp.Equal(vs[0].Loc, []any{"body", "url"}) || vs[0].Type != "value_error" {
-					t.Errorf("violations %v; want one value_error at body.url", vs)
+				if len(vs) != 1 || !cmp.Equal(vs[0].Loc, []any{"url"}) || vs[0].Type != "value_error" {
+					t.Errorf("violations %v; want one value_error at url", vs)
 				}
 			}
 		})
@@ -401,11 +401,11 @@ func TestValidate(t *testing.T) {
 		want []string // "loc type"
 	}{
 		{"ok", In{URL: "https://x.example/" + long(MaxURLLen-18), Events: events(MaxEvents)}, nil},
-		{"url too long", In{URL: "https://x.example/" + long(MaxURLLen-17), Events: []string{"*"}}, []string{"body.url string_too_long"}},
-		{"no events", In{URL: "https://x.example/", Events: []string{}}, []string{"body.events too_short"}},
-		{"too many events", In{URL: "https://x.example/", Events: events(MaxEvents + 1)}, []string{"body.events too_long"}},
+		{"url too long", In{URL: "https://x.example/" + long(MaxURLLen-17), Events: []string{"*"}}, []string{"url string_too_long"}},
+		{"no events", In{URL: "https://x.example/", Events: []string{}}, []string{"events too_short"}},
+		{"too many events", In{URL: "https://x.example/", Events: events(MaxEvents + 1)}, []string{"events too_long"}},
 		{"bad patterns", In{URL: "", Events: []string{"invoicing.*", "crm.*.won", "Crm", "*", long(MaxEventLen + 1)}},
-			[]string{"body.url string_too_short", "body.events.1 string_pattern_mismatch", "body.events.2 string_pattern_mismatch", "body.events.4 string_too_long"}},
+			[]string{"url string_too_short", "events.1 string_pattern_mismatch", "events.2 string_pattern_mismatch", "events.4 string_too_long"}},
 		{"event at its bound", In{URL: "https://x.example/", Events: []string{long(MaxEventLen)}}, nil},
 	} {
 		t.Run(test.name, func(t *testing.T) {
