@@ -379,6 +379,36 @@ func TestIdemFilterForgets(t *testing.T) {
 	}
 }
 
+// storedKeys notes the keys a test wrote to an idemFilter, with when each
+// expires.
+type storedKeys struct {
+	f    *idemFilter
+	keys []storedKey
+}
+
+// storedKey is one key written to the filter and when it expires.
+type storedKey struct {
+	id      string
+	expires time.Time
+}
+
+// write adds a new key written at at, expiring idempotencyTTL later.
+func (s *storedKeys) write(at time.Time) {
+	k := storedKey{digest("k", fmt.Sprint(len(s.keys)+1)), at.Add(idempotencyTTL)}
+	s.f.add("a", k.id, k.expires)
+	s.keys = append(s.keys, k)
+}
+
+// check fails the test if a key not yet expired at now is reported absent.
+func (s *storedKeys) check(t *testing.T, now time.Time, what string) {
+	t.Helper()
+	for _, k := range s.keys {
+		if now.Before(k.expires) && !s.f.mayHold("a", k.id) {
+			t.Fatalf("%s, at %s: the filter says %s, expiring at %s, was never stored", what, now, k.id, k.expires)
+		}
+	}
+}
+
 // TestIdemFilterClockJumpsForward: keys are written every half period for
 // two days; then the clock jumps two days ahead for one keyed write (or a
 // few within a window) and comes back. No key stored before the jump and
@@ -395,26 +425,12 @@ func TestIdemFilterClockJumpsForward(t *testing.T) {
 			t.Parallel()
 			f := newIdemFilterOf(idemFilterMinBits, idemFilterMaxBits)
 			f.ready.Store(true)
-			type key struct {
-				id      string
-				expires time.Time
-			}
-			var keys []key
+			s := &storedKeys{f: f}
 			now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-			n := 0
-			write := func(at time.Time) {
-				n++
-				k := key{digest("k", fmt.Sprint(n)), at.Add(idempotencyTTL)}
-				f.add("a", k.id, k.expires)
-				keys = append(keys, k)
-			}
+			write := s.write
 			check := func(what string) {
 				t.Helper()
-				for _, k := range keys {
-					if now.Before(k.expires) && !f.mayHold("a", k.id) {
-						t.Fatalf("%s, at %s: the filter says %s, expiring at %s, was never stored", what, now, k.id, k.expires)
-					}
-				}
+				s.check(t, now, what)
 			}
 			step := idemFilterPeriod / 2
 			for range 32 { // two days
@@ -438,7 +454,7 @@ func TestIdemFilterClockJumpsForward(t *testing.T) {
 				t.Errorf("up to %d layers once the clock came back, want at most 11", maxLayers)
 			}
 			forgotten, maybes := 0, 0
-			for _, k := range keys {
+			for _, k := range s.keys {
 				if k.expires.Add(2 * idemFilterPeriod).Before(now) {
 					forgotten++
 					if f.mayHold("a", k.id) {
@@ -464,24 +480,12 @@ func TestIdemFilterClockJumpsForwardTwice(t *testing.T) {
 	t.Parallel()
 	f := newIdemFilterOf(idemFilterMinBits, idemFilterMaxBits)
 	f.ready.Store(true)
-	type key struct {
-		id      string
-		expires time.Time
-	}
-	var keys []key
+	s := &storedKeys{f: f}
 	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	write := func(at time.Time) {
-		k := key{digest("k", fmt.Sprint(len(keys))), at.Add(idempotencyTTL)}
-		f.add("a", k.id, k.expires)
-		keys = append(keys, k)
-	}
+	write := s.write
 	check := func(what string) {
 		t.Helper()
-		for _, k := range keys {
-			if now.Before(k.expires) && !f.mayHold("a", k.id) {
-				t.Fatalf("%s, at %s: the filter says %s, expiring at %s, was never stored", what, now, k.id, k.expires)
-			}
-		}
+		s.check(t, now, what)
 	}
 	step := idemFilterPeriod / 2
 	for range 32 { // two days

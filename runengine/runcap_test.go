@@ -86,13 +86,16 @@ func TestRunCap(t *testing.T) {
 	}
 }
 
+// cappedAtOne sets an engine to run one run per tenant at a time and to
+// wait a millisecond for steps in flight when it closes.
+func cappedAtOne(c *runengine.Config) { c.MaxRunsPerTenant = 1; c.Grace = time.Millisecond }
+
 // TestRunCapSurvivesRestart closes the engine while a run waits for a
 // slot: the next engine on the same store finds it and runs it.
 func TestRunCapSurvivesRestart(t *testing.T) {
 	t.Parallel()
 	q := &queueProvider{next: make(chan struct{})}
-	capped := func(c *runengine.Config) { c.MaxRunsPerTenant = 1; c.Grace = time.Millisecond }
-	b := openChanged(t, capped, q)
+	b := openChanged(t, cappedAtOne, q)
 	def := b.create(t, `{"type":"manual"}`, `[{"key":"call","type":"execute","capability":"test.queue","config":{"args":{"label":"${subject.label}"}}}]`)
 	var ids []string
 	for _, label := range []string{"first", "second"} {
@@ -104,7 +107,7 @@ func TestRunCapSurvivesRestart(t *testing.T) {
 	// engine's call may still be about to see its cancelled context, and
 	// would take a release meant for the next engine's calls.
 	waitFor(t, "the first engine's call to return", q.idle)
-	reopenChanged(t, b, capped)
+	reopenChanged(t, b, cappedAtOne)
 	for range 2 {
 		q.next <- struct{}{}
 	}
@@ -221,8 +224,7 @@ func TestRunCapKeptThroughPause(t *testing.T) {
 func TestRunCapKeptThroughPauseAcrossRestart(t *testing.T) {
 	t.Parallel()
 	q := &queueProvider{next: make(chan struct{})}
-	capped := func(c *runengine.Config) { c.MaxRunsPerTenant = 1; c.Grace = time.Millisecond }
-	b := openChanged(t, capped, q)
+	b := openChanged(t, cappedAtOne, q)
 	ctx := context.Background()
 	steps := `[{"key":"call","type":"execute","capability":"test.queue","config":{"args":{"label":"${subject.label}"}}}]`
 	holder, other := b.create(t, `{"type":"manual"}`, steps), b.create(t, `{"type":"manual"}`, steps)
@@ -233,7 +235,7 @@ func TestRunCapKeptThroughPauseAcrossRestart(t *testing.T) {
 	}
 	b.eng.Close()
 	waitFor(t, "the first engine's call to return", q.idle)
-	eng := reopenChanged(t, b, capped)
+	eng := reopenChanged(t, b, cappedAtOne)
 	b.waitRun(t, second, "paused with its process", status(runengine.RunPaused))
 	waitFor(t, "the first run's call made again", func() bool { return len(q.calls()) == 2 })
 	if _, err := eng.ResumeProcess(ctx, tenant, other.ID, "usr"); err != nil {
