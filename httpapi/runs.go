@@ -82,8 +82,8 @@ func (h *Handler) handleRunList(c *request) error {
 	}
 	q := c.R.URL.Query()
 	rq := runengine.RunQuery{ProcessID: q.Get("process_id"), Status: runengine.RunStatus(q.Get("status"))}
+	// process_id's length was checked before (queryIDsTooLong).
 	var vs []errs.Violation
-	vs = queryTooLong(vs, "process_id", rq.ProcessID, maxFilterID) // as the bulk filter's (BulkFilterIn)
 	if rq.Status != "" && !slices.Contains(runStatuses, rq.Status) {
 		vs = append(vs, enumViolation("status", runStatuses))
 	}

@@ -208,8 +208,9 @@ func (h *Handler) handleProcessResume(c *request) error {
 // bounds the bulk filter's q.
 const maxRunQ = 200
 
-// maxFilterID bounds GET /v1/process-runs?process_id=, as BulkFilterIn's
-// maxLength bounds the bulk filter's process_id.
+// maxFilterID bounds every id filter a route declares (queryIDsTooLong),
+// GET /v1/process-runs?process_id= among them, as BulkFilterIn's maxLength
+// bounds the bulk filter's process_id.
 const maxFilterID = 100
 
 // queryTooLong appends to vs the violation of query parameter name, whose
