@@ -373,15 +373,20 @@ func (e *Engine) openRateWaits(ctx context.Context) error {
 	if len(gone) == 0 {
 		return nil
 	}
-	err = e.st.Update(ctx, func(tx store.Txn) error {
-		for _, k := range gone {
+	err = e.deleteKeys(ctx, gone)
+	return errors.Wrap(err, "runengine: delete rate waits")
+}
+
+// deleteKeys deletes keys from the store in one commit.
+func (e *Engine) deleteKeys(ctx context.Context, keys [][]byte) error {
+	return e.st.Update(ctx, func(tx store.Txn) error {
+		for _, k := range keys {
 			if err := tx.Delete(k); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	return errors.Wrap(err, "runengine: delete rate waits")
 }
 
 // bucketsKey holds the buckets Close kept for the next Open.
