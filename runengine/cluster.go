@@ -738,14 +738,7 @@ func (c *cluster) sweepAnswers(ctx context.Context) error {
 	if err != nil || len(old) == 0 {
 		return errors.Wrap(err, "runengine: read the answers of forwarded commands")
 	}
-	err = c.e.st.Update(ctx, func(tx store.Txn) error {
-		for _, k := range old {
-			if err := tx.Delete(k); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err = c.e.deleteKeys(ctx, old)
 	return errors.Wrap(err, "runengine: remove the answers forwarding nodes left")
 }
 
@@ -1324,13 +1317,6 @@ func (c *cluster) trimFeed(ctx context.Context) error {
 	if err != nil || len(old) == 0 {
 		return errors.Wrap(err, "runengine: read the feed")
 	}
-	err = e.st.Update(ctx, func(tx store.Txn) error {
-		for _, k := range old {
-			if err := tx.Delete(k); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err = e.deleteKeys(ctx, old)
 	return errors.Wrap(err, "runengine: trim the feed")
 }

@@ -134,6 +134,22 @@ func (l RateLimit) keyOf(args any) string {
 	return s
 }
 
+// keysOf is, by Key path, the value in a call's args of the Key of each
+// limit a call of capID draws from that has one (see keyOf); nil when
+// none has.
+func (l *limiter) keysOf(capID string, args any) map[string]string {
+	var keys map[string]string
+	for _, lim := range l.limits {
+		if lim.Key != "" && lim.matches(capID) {
+			if keys == nil {
+				keys = map[string]string{}
+			}
+			keys[lim.Key] = lim.keyOf(args)
+		}
+	}
+	return keys
+}
+
 // bucket returns k's bucket, made full at now when there is none; l.mu is
 // held.
 func (l *limiter) bucket(k bucketKey, now time.Time) *bucket {
@@ -259,16 +275,7 @@ func (x *exec) rateLimited(st *StepRun, capID string, args any) bool {
 	st.internal.WaitToken = token
 	x.addTimer(at, token)
 	if x.w.e.cluster == nil { // a node's limiter counts its own calls
-		rw := rateWait{Cap: capID}
-		for _, l := range lim.limits {
-			if l.Key != "" && l.matches(capID) {
-				if rw.Keys == nil {
-					rw.Keys = map[string]string{}
-				}
-				rw.Keys[l.Key] = l.keyOf(args)
-			}
-		}
-		val, _ := json.Marshal(rw) // strings only
+		val, _ := json.Marshal(rateWait{Cap: capID, Keys: lim.keysOf(capID, args)}) // strings only
 		x.fx.ops = append(x.fx.ops, setKey(rateWaitKey(at, x.r.Tenant, x.r.ID), val))
 	}
 	x.wait(st, StepRunning)
@@ -366,15 +373,20 @@ func (e *Engine) openRateWaits(ctx context.Context) error {
 	if len(gone) == 0 {
 		return nil
 	}
-	err = e.st.Update(ctx, func(tx store.Txn) error {
-		for _, k := range gone {
+	err = e.deleteKeys(ctx, gone)
+	return errors.Wrap(err, "runengine: delete rate waits")
+}
+
+// deleteKeys deletes keys from the store in one commit.
+func (e *Engine) deleteKeys(ctx context.Context, keys [][]byte) error {
+	return e.st.Update(ctx, func(tx store.Txn) error {
+		for _, k := range keys {
 			if err := tx.Delete(k); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	return errors.Wrap(err, "runengine: delete rate waits")
 }
 
 // bucketsKey holds the buckets Close kept for the next Open.

@@ -50,7 +50,7 @@ func SearchWords(text string) []string {
 	text = strings.ToLower(text)
 	start := -1
 	for i, r := range text {
-		word := unicode.IsLetter(r) || unicode.IsDigit(r)
+		word := !notWordRune(r)
 		switch {
 		case word && start < 0:
 			start = i
@@ -65,12 +65,16 @@ func SearchWords(text string) []string {
 	return out
 }
 
+// notWordRune tells the runes between the words of SearchWords: all but
+// letters and digits.
+func notWordRune(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }
+
 // SearchQueryProblem says what keeps q from being a search query (see
 // RunQuery.Q), "" when nothing does: q must have a word, and no word
 // longer than an indexed one, which no run could be found by.
 func SearchQueryProblem(q string) string {
 	n := 0
-	for _, w := range strings.FieldsFunc(strings.ToLower(q), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+	for _, w := range strings.FieldsFunc(strings.ToLower(q), notWordRune) {
 		if len(w) > maxWordLen {
 			return fmt.Sprintf("has a word longer than %d bytes, which no run is found by", maxWordLen)
 		}

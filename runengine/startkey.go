@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -29,7 +30,7 @@ const (
 func (p StartParams) check() []errs.Violation {
 	vs := missing("tenant", p.Tenant, "process_id", p.ProcessID)
 	if p.Priority != "" && !slices.Contains(Priorities, p.Priority) {
-		vs = append(vs, errs.Violation{Loc: []any{"priority"}, Msg: "must be one of: low, normal, high",
+		vs = append(vs, errs.Violation{Loc: []any{"priority"}, Msg: "must be one of: " + strings.Join(Priorities, ", "),
 			Type: "enum"})
 	}
 	vs = append(vs, p.Subject.check()...)
