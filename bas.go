@@ -222,7 +222,8 @@ type Options struct {
 	// committed a change beside another tenant's within the last second): a tenant alone keeps the whole engine, and a tenant
 	// flooding starts beside others waits at the door, in turn, so their
 	// runs keep close to the latency they have alone. Use up to 1,000,000,
-	// or -1 for no such cap. Defaults to 0: 2 x GOMAXPROCS.
+	// or -1 for no such cap. Defaults to 0: GOMAXPROCS (one start in
+	// progress per processor).
 	FairStartingPerTenant int
 	// MaxCallsPerTenant and MaxCallsPerProcess cap the capability calls in
 	// flight per tenant and per process; a call over a cap waits for one of

@@ -62,7 +62,7 @@ func (o Options) validate() error {
 		}
 	}
 	if o.FairStartingPerTenant < -1 || o.FairStartingPerTenant > maxCap {
-		return bad("FairStartingPerTenant", o.FairStartingPerTenant, fmt.Sprintf("use 1 to %d, -1 for no cap, or 0 for 2 x GOMAXPROCS", maxCap))
+		return bad("FairStartingPerTenant", o.FairStartingPerTenant, fmt.Sprintf("use 1 to %d, -1 for no cap, or 0 for GOMAXPROCS", maxCap))
 	}
 	if err := o.validateCluster(bad); err != nil {
 		return err

@@ -3,6 +3,7 @@ package runengine_test
 import (
 	"context"
 	"runtime/metrics"
+	"runtime/trace"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -46,7 +47,8 @@ import (
 // flood starts included, go one at a time, and every flood run started
 // ends before the next phase alone begins (a start is never cut short, as
 // a start cancelled after its command went to the worker would still run,
-// unwaited).
+// unwaited). Run with -test.trace, internal/tracepath explains the slowest
+// runs (regions "quiet", flooded, and "alone").
 func BenchmarkFairness(b *testing.B) {
 	for _, c := range []struct {
 		name     string
@@ -94,6 +96,16 @@ func BenchmarkFairness(b *testing.B) {
 					if starts != nil {
 						gc0 = collections()
 					}
+					// Regions for internal/tracepath: "quiet" the
+					// measured flooded runs, "alone" those alone.
+					kind := "alone"
+					if starts != nil {
+						kind = "quiet"
+					}
+					var reg *trace.Region
+					if lat != nil {
+						reg = trace.StartRegion(context.Background(), kind)
+					}
 					t0 := time.Now()
 					r, err := be.eng.Start(context.Background(), runengine.StartParams{Tenant: tenant, ProcessID: pid,
 						Subject: runengine.Subject{Type: "bench", Label: "run"}})
@@ -104,6 +116,9 @@ func BenchmarkFairness(b *testing.B) {
 						*starts = append(*starts, time.Since(t0))
 					}
 					end := be.wait(r.ID) // one run at a time, the warm-up's too
+					if reg != nil {
+						reg.End()
+					}
 					if lat != nil {
 						*lat = append(*lat, end.Sub(t0))
 					}

@@ -2,11 +2,15 @@ package runengine_test
 
 import (
 	"context"
+	"log/slog"
 	"math"
 	"testing"
 
 	"github.com/bas-platform/bas/internal/errs"
 	"github.com/bas-platform/bas/runengine"
+	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/bas-platform/bas/store/clock"
+	"github.com/cockroachdb/errors"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -84,5 +88,35 @@ func TestGoCallerValuesChecked(t *testing.T) {
 		if diff := cmp.Diff(test.want, got); diff != "" {
 			t.Errorf("%s: location (-want +got):\n%s", test.name, diff)
 		}
+	}
+}
+
+// TestRefusedStartLogsNoError: a Go caller's start whose data JSON cannot
+// hold is refused to the caller (ErrInvalid), which is no error of the
+// engine's: nothing is logged at Error (each such start logged "encode
+// run" at Error before).
+func TestRefusedStartLogsNoError(t *testing.T) {
+	t.Parallel()
+	var logged lockedBuffer
+	st, err := badgerstore.Open(badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := openWith(t, st, clock.NewFake(t0), &testProvider{}, &autoGate{auto: true}, func(cfg *runengine.Config) {
+		cfg.Logger = slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelError}))
+	})
+	def := b.create(t, `{"type": "manual"}`, `[{"key": "t", "type": "human_task", "config": {"title": "Check"}}]`)
+	for _, data := range []map[string]any{{"amount": math.NaN()}, {"f": func() {}}} {
+		_, err := b.eng.Start(context.Background(), runengine.StartParams{Tenant: tenant, ProcessID: def.ID,
+			Subject: runengine.Subject{Type: "invoice", Label: "INV-1"}, Data: data})
+		if !errors.Is(err, errs.Invalid) {
+			t.Fatalf("start with %v: %v, want ErrInvalid", data, err)
+		}
+	}
+	logged.mu.Lock()
+	out := logged.buf.String()
+	logged.mu.Unlock()
+	if out != "" {
+		t.Errorf("refused starts logged at Error:\n%s", out)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -241,5 +242,39 @@ func TestFairStartGate(t *testing.T) {
 	g.leave("flood")
 	if i := testwait.Recv(t, entered, "the waiting caller entered once the window passed"); i != 2 {
 		t.Fatalf("caller %d entered", i)
+	}
+}
+
+// TestFairStartCapDefault holds a flooding tenant to GOMAXPROCS starts in
+// progress beside another tenant by default (one per processor), and
+// leaves a tenant alone uncapped.
+func TestFairStartCapDefault(t *testing.T) {
+	t.Parallel()
+	cfg := Config{}.withDefaults()
+	procs := runtime.GOMAXPROCS(0)
+	if cfg.MaxStartingPerTenant != 0 {
+		t.Fatalf("MaxStartingPerTenant defaults to %d, want 0 (no cap)", cfg.MaxStartingPerTenant)
+	}
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	g := newStartGate(cfg.MaxStartingPerTenant, cfg.FairStartingPerTenant, clk)
+	alone := 4 * procs
+	for i := range alone {
+		if !g.enterOr("flood", func() { t.Error("a start alone waited") }) {
+			t.Fatalf("alone, start %d waited", i)
+		}
+	}
+	for range alone {
+		g.leave("flood")
+	}
+	clk.Advance(fairWindow) // the flood is alone again
+	if !g.enterOr("quiet", func() { t.Error("the quiet tenant's start waited") }) {
+		t.Fatal("the quiet tenant's start waited")
+	}
+	var admitted int
+	for admitted < alone && g.enterOr("flood", func() {}) {
+		admitted++
+	}
+	if admitted != procs {
+		t.Errorf("beside another tenant the flood had %d starts in progress, want GOMAXPROCS (%d)", admitted, procs)
 	}
 }

@@ -1171,8 +1171,13 @@ func (w *worker) flush(en *entry) {
 	if err != nil {
 		// A run that cannot be encoded is a bug, or a new run whose data
 		// a Go caller filled with what JSON cannot hold (NaN, a func: its
-		// start is refused, see unencodable); keep the store as it is.
-		w.e.log.Error("encode run", "run", r.ID, "error", err)
+		// start is refused, see unencodable, and the caller told why, so
+		// it is no error of the engine's); keep the store as it is.
+		if en.prev == nil && unencodable(err) != err {
+			w.e.log.Debug("start refused: its data cannot be encoded", "run", r.ID, "error", err)
+		} else {
+			w.e.log.Error("encode run", "run", r.ID, "error", err)
+		}
 		for _, fn := range en.held.settled {
 			fn(err)
 		}
