@@ -436,8 +436,17 @@ func (e *Engine) rerun(ctx context.Context, tenant, runID, fromStep, actor, key 
 				"step %s before it did not complete (it is %s); rerun from it or an earlier step", s.Key, s.Status)
 		}
 	}
-	// The key first, as Start claims it: a repeat answers the first
-	// rerun whatever changed since (the process archived, say).
+	// The door, then the key, in Start's order: a keyed rerun waiting at
+	// the door while holding its key would stall a Start of that key that
+	// holds the tenant's slot. The key before the process: a repeat
+	// answers the first rerun whatever changed since (the process
+	// archived, say).
+	if g := e.starting; g != nil {
+		if err := g.enter(ctx, tenant); err != nil {
+			return nil, err
+		}
+		defer g.leave(tenant)
+	}
 	var ops []func(store.Txn) error
 	sweeps := false
 	keyed := StartParams{Tenant: tenant, ProcessID: orig.ProcessID, IdempotencyKey: key}
@@ -474,12 +483,6 @@ func (e *Engine) rerun(ctx context.Context, tenant, runID, fromStep, actor, key 
 	if key != "" {
 		ops = append(ops, e.startKeyWrite(tenant, key, newID))
 		sweeps = sweeps || e.cluster != nil // the write reads the key again
-	}
-	if g := e.starting; g != nil {
-		if err := g.enter(ctx, tenant); err != nil {
-			return nil, err
-		}
-		defer g.leave(tenant)
 	}
 	rep, err := e.send(ctx, &command{kind: cmdStart, tenant: tenant, runID: newID, actor: actor, start: &startArgs{
 		version: ver, subject: orig.Subject, trigger: trig, actor: actor, priority: orig.Priority,
