@@ -3,6 +3,7 @@ package runengine
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
@@ -133,7 +134,10 @@ func (x *exec) startPaused() bool {
 
 // resumeRun puts a paused run back where it was and applies what came
 // for it meanwhile: the parked call result, then the held timers and
-// events, in the order they came.
+// events, in the order they came. A run that waited for a rate limit's
+// slot, given up by the pause, takes the next free slot at once rather
+// than wait for the old slot's timer first: it then waits in its turn,
+// showing why, or calls.
 func (x *exec) resumeRun() {
 	r := x.r
 	switch {
@@ -166,6 +170,8 @@ func (x *exec) resumeRun() {
 		}
 	} else if p.From == RunRunning && x.en.inflight == "" {
 		x.advance()
+	} else if tok := rateSlotGivenUp(r); tok != "" {
+		x.fireTimer(tok)
 	}
 	for _, tok := range p.Timers {
 		x.fireTimer(tok)
@@ -173,6 +179,20 @@ func (x *exec) resumeRun() {
 	for _, ev := range p.Events {
 		x.deliverEvent(&eventArgs{name: ev.Name, id: ev.ID, data: ev.Data, key: ev.Key})
 	}
+}
+
+// rateSlotGivenUp is the wait token of r's current step when the step
+// waits for a rate limit's slot it gave up (see dropRateSlot), and ""
+// otherwise.
+func rateSlotGivenUp(r *Run) string {
+	if r.Cursor >= len(r.Steps) {
+		return ""
+	}
+	st := &r.Steps[r.Cursor]
+	if tok := st.internal.WaitToken; strings.HasPrefix(tok, "rate-") && !st.internal.RateReserved {
+		return tok
+	}
+	return ""
 }
 
 // Pause holds a run that has not finished: it takes no step until Resume;
