@@ -219,19 +219,27 @@ func TestPausedScheduleHoldsOneTick(t *testing.T) {
 	}
 }
 
+// rerunAtOneSlot opens an engine whose start gate lets one start of a
+// tenant in at once (MaxStartingPerTenant 1), with ten_a's process of one
+// wait step and a run of it cancelled, which can be rerun from "wait".
+func rerunAtOneSlot(t *testing.T) (*Engine, *process.Definition, *Run) {
+	t.Helper()
+	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+	eng, procs := schedEngine(t, memStore(t), clk, Config{MaxStartingPerTenant: 1})
+	def, r := startNew(t, eng, procs, "ten_a", `{"name":"Wait","trigger":{"type":"manual"},
+		"steps":[{"key":"wait","type":"wait","config":{"duration":"24h"}}]}`)
+	if _, err := eng.Cancel(context.Background(), CancelParams{Tenant: "ten_a", RunID: r.ID}); err != nil {
+		t.Fatal(err)
+	}
+	return eng, def, r
+}
+
 // TestRerunPassesTheDoor: a rerun is a start by hand: it waits at the
 // start gate as Start does.
 func TestRerunPassesTheDoor(t *testing.T) {
 	t.Parallel()
-	st := memStore(t)
-	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
-	eng, procs := schedEngine(t, st, clk, Config{MaxStartingPerTenant: 1})
-	_, r := startNew(t, eng, procs, "ten_a", `{"name":"Wait","trigger":{"type":"manual"},
-		"steps":[{"key":"wait","type":"wait","config":{"duration":"24h"}}]}`)
+	eng, _, r := rerunAtOneSlot(t)
 	ctx := context.Background()
-	if _, err := eng.Cancel(ctx, CancelParams{Tenant: "ten_a", RunID: r.ID}); err != nil {
-		t.Fatal(err)
-	}
 	g := eng.starting
 	if err := g.enter(ctx, "ten_a"); err != nil {
 		t.Fatal(err)
@@ -278,16 +286,9 @@ func TestRerunPassesTheDoor(t *testing.T) {
 // return. Both answer with the Start's run: the key started it first.
 func TestRerunKeyAfterTheDoor(t *testing.T) {
 	t.Parallel()
-	st := memStore(t)
-	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
-	eng, procs := schedEngine(t, st, clk, Config{MaxStartingPerTenant: 1})
-	def, r := startNew(t, eng, procs, "ten_a", `{"name":"Wait","trigger":{"type":"manual"},
-		"steps":[{"key":"wait","type":"wait","config":{"duration":"24h"}}]}`)
+	eng, def, r := rerunAtOneSlot(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel) // before the engine closes: a stalled call returns
-	if _, err := eng.Cancel(ctx, CancelParams{Tenant: "ten_a", RunID: r.ID}); err != nil {
-		t.Fatal(err)
-	}
 	g := eng.starting
 	if err := g.enter(ctx, "ten_a"); err != nil {
 		t.Fatal(err)
