@@ -59,6 +59,7 @@ import (
 	"time"
 
 	"github.com/bas-platform/bas"
+	"github.com/bas-platform/bas/internal/procstat"
 	"github.com/bas-platform/bas/internal/testwait"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
@@ -320,7 +321,7 @@ func openWaitingRuns(t *testing.T, n int, grp *memGroup) *waitingSet {
 	}
 	var endPhase func() memGroupPhase
 	if grp != nil {
-		fig.parentAtStart = procMem("self")
+		fig.parentAtStart = memOf(procstat.Self())
 		endPhase = grp.begin()
 	}
 	if err := cmd.Start(); err != nil {
@@ -341,7 +342,7 @@ func openWaitingRuns(t *testing.T, n int, grp *memGroup) *waitingSet {
 			case <-stop:
 				return
 			case <-tick.C:
-				if m := procMem(strconv.Itoa(cmd.Process.Pid)); m.rss > 0 {
+				if m := memOf(procstat.Of(cmd.Process.Pid)); m.rss > 0 {
 					mu.Lock()
 					samples = append(samples, m)
 					mu.Unlock()
@@ -473,7 +474,7 @@ func (s *waitingSet) fire(t *testing.T, grp *memGroup) {
 		if c, err = eng.Cockpit(ctx, waitingTenant, waitingViewer, nil); err != nil {
 			t.Fatal(err)
 		}
-		firingAnon = append(firingAnon, procMem("self").anon)
+		firingAnon = append(firingAnon, memOf(procstat.Self()).anon)
 		if f := os.Getenv("BAS_WAITING_HEAPPROFILE"); f != "" && c.Running <= n/2 && !halfway {
 			halfway = true // what holds the memory half way through the firing
 			writeHeapProfile(f + ".firing")
@@ -489,7 +490,7 @@ func (s *waitingSet) fire(t *testing.T, grp *memGroup) {
 	if c.Completed30d != n {
 		t.Errorf("completed %d runs, want %d", c.Completed30d, n)
 	}
-	fig.parentPeakMiB = procMem("self").peak
+	fig.parentPeakMiB = memOf(procstat.Self()).peak
 	if len(firingAnon) > 0 {
 		fig.firingAnonPeakMiB = slices.Max(firingAnon)
 		slices.Sort(firingAnon)
@@ -531,7 +532,7 @@ func watchPeak(t *testing.T, file string) (stop func()) {
 				return
 			case <-tick.C:
 			}
-			anon := procMem("self").anon
+			anon := memOf(procstat.Self()).anon
 			if anon < high+4 {
 				continue
 			}
@@ -650,30 +651,12 @@ func threadCPU(t *testing.T) time.Duration {
 // peak resident.
 type memSample struct{ rss, anon, peak float64 }
 
-// procMem reads the memory of the process pid ("self" for this one).
-func procMem(pid string) memSample {
-	var m memSample
-	raw, err := os.ReadFile("/proc/" + pid + "/status")
+// memOf is st in MiB; all 0 when err is set (it could not be read).
+func memOf(st procstat.Status, err error) memSample {
 	if err != nil {
-		return m
+		return memSample{}
 	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		k, v, _ := strings.Cut(line, ":")
-		f := strings.Fields(v)
-		if len(f) == 0 {
-			continue
-		}
-		x, _ := strconv.ParseFloat(f[0], 64)
-		switch k {
-		case "VmRSS":
-			m.rss = x / 1024
-		case "RssAnon":
-			m.anon = x / 1024
-		case "VmHWM":
-			m.peak = x / 1024
-		}
-	}
-	return m
+	return memSample{rss: procstat.MiB(st.RSS), anon: procstat.MiB(st.Anon), peak: procstat.MiB(st.Peak)}
 }
 
 // cpuTime is this process's user and system CPU time so far.

@@ -323,7 +323,7 @@ func (h *Handler) handleChangesList(c *request) error {
 	if err != nil {
 		return err
 	}
-	status := c.R.URL.Query().Get("status")
+	status := c.Query().Get("status")
 	if status != "" && !access.ValidChangeStatus(status) {
 		return errs.Invalidf([]any{"query", "status"}, "enum",
 			"must be one of pending, approved, rejected, withdrawn")
@@ -380,7 +380,7 @@ func (h *Handler) handleAuditList(c *request) error {
 	if err != nil {
 		return err
 	}
-	qs := c.R.URL.Query()
+	qs := c.Query()
 	q := audit.Query{Entity: qs.Get("entity"), Actor: qs.Get("actor")}
 	if s := qs.Get("since"); s != "" {
 		t, err := time.Parse(time.RFC3339, s)

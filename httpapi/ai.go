@@ -58,7 +58,7 @@ func (h *Handler) handleAIConnectionDelete(c *request) error {
 // handleAIUsage serves GET /v1/ai/usage?month=YYYY-MM (default: this
 // month, UTC).
 func (h *Handler) handleAIUsage(c *request) error {
-	month := c.R.URL.Query().Get("month")
+	month := c.Query().Get("month")
 	if month == "" {
 		month = h.ws.Clock().Now().UTC().Format("2006-01")
 	}

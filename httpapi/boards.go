@@ -179,7 +179,7 @@ func (h *Handler) handleBoardStatusUpdate(c *request) error {
 // /v1/boards/{id}/statuses/{part_id}?move_to=: 409 while it holds items,
 // unless move_to names the status they move to.
 func (h *Handler) handleBoardStatusDelete(c *request) error {
-	err := h.ws.Boards().DeleteStatus(c.Context(), c.Tenant(), c.Param("id"), c.Param("part_id"), c.R.URL.Query().Get("move_to"))
+	err := h.ws.Boards().DeleteStatus(c.Context(), c.Tenant(), c.Param("id"), c.Param("part_id"), c.Query().Get("move_to"))
 	if err != nil {
 		return err
 	}
@@ -304,7 +304,7 @@ func (h *Handler) handleBoardGroupUpdate(c *request) error {
 // /v1/boards/{id}/groups/{part_id}?move_to=: 409 while it holds items,
 // unless move_to names the group they move to.
 func (h *Handler) handleBoardGroupDelete(c *request) error {
-	err := h.ws.Boards().DeleteGroup(c.Context(), c.Tenant(), c.Param("id"), c.Param("part_id"), c.R.URL.Query().Get("move_to"))
+	err := h.ws.Boards().DeleteGroup(c.Context(), c.Tenant(), c.Param("id"), c.Param("part_id"), c.Query().Get("move_to"))
 	if err != nil {
 		return err
 	}
@@ -321,7 +321,7 @@ func (h *Handler) handleBoardItemsList(c *request) error {
 	if err != nil {
 		return err
 	}
-	q := c.R.URL.Query()
+	q := c.Query()
 	f := boards.ItemFilter{StatusID: q.Get("status_id"), GroupID: q.Get("group_id"), AssigneeID: q.Get("assignee_id"), Q: q.Get("q")}
 	out, next, err := h.ws.Boards().ListItems(c.Context(), c.Tenant(), c.Param("id"), f, p)
 	if err != nil {

@@ -179,7 +179,7 @@ func (h *Handler) handleCapabilityGaps(c *request) error {
 // answers for the systems of the workspace profile.
 func (h *Handler) handleIntegrations(c *request) error {
 	var names []string
-	if q, ok := c.R.URL.Query()["apps"]; ok {
+	if q, ok := c.Query()["apps"]; ok {
 		for _, v := range q {
 			names = append(names, strings.Split(v, ",")...)
 		}

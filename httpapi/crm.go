@@ -52,7 +52,7 @@ func (h *Handler) handleCompaniesList(c *request) error {
 	if err != nil {
 		return err
 	}
-	q := c.R.URL.Query()
+	q := c.Query()
 	out, next, err := h.ws.CRM().ListCompanies(c.Context(), c.Tenant(), crm.CompanyFilter{OwnerID: q.Get("owner_id"), Q: q.Get("q")}, p)
 	if err != nil {
 		return err
@@ -115,7 +115,7 @@ func (h *Handler) handleContactsList(c *request) error {
 	if err != nil {
 		return err
 	}
-	q := c.R.URL.Query()
+	q := c.Query()
 	f := crm.ContactFilter{CompanyID: q.Get("company_id"), OwnerID: q.Get("owner_id"), Lifecycle: q.Get("lifecycle"), Q: q.Get("q")}
 	out, next, err := h.ws.CRM().ListContacts(c.Context(), c.Tenant(), f, p)
 	if err != nil {
@@ -180,7 +180,7 @@ func (h *Handler) handleDealsList(c *request) error {
 	if err != nil {
 		return err
 	}
-	q := c.R.URL.Query()
+	q := c.Query()
 	f := crm.DealFilter{PipelineID: q.Get("pipeline_id"), StageID: q.Get("stage_id"), Status: q.Get("status"), CompanyID: q.Get("company_id"),
 		ContactID: q.Get("contact_id"), OwnerID: q.Get("owner_id"), Q: q.Get("q")}
 	out, next, err := h.ws.CRM().ListDeals(c.Context(), c.Tenant(), f, p)
@@ -246,7 +246,7 @@ func (h *Handler) handleActivitiesList(c *request) error {
 	if err != nil {
 		return err
 	}
-	q := c.R.URL.Query()
+	q := c.Query()
 	f := crm.ActivityFilter{DealID: q.Get("deal_id"), ContactID: q.Get("contact_id"), CompanyID: q.Get("company_id")}
 	out, next, err := h.ws.CRM().ListActivities(c.Context(), c.Tenant(), f, p)
 	if err != nil {
@@ -368,7 +368,7 @@ func (h *Handler) handlePipelineDelete(c *request) error {
 // BoardColumn per stage, in stage order, each with at most limit deals
 // (default 50, max 200) and totals over all of them.
 func (h *Handler) handlePipelineBoard(c *request) error {
-	limit, err := pageLimit(c.R.URL.Query().Get("limit"))
+	limit, err := pageLimit(c.Query().Get("limit"))
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strconv"
 	"strings"
@@ -44,10 +46,23 @@ type request struct {
 	rendered atomic.Pointer[keptAnswer]
 	// paged says the handler read ?limit= and ?cursor= (Page).
 	paged bool
+	// query is the URL's query once parsed (Query).
+	query url.Values
 }
 
 // Context returns the request's context.
 func (c *request) Context() context.Context { return c.R.Context() }
+
+// Query returns the URL's query parameters, parsed on the first call and
+// kept for the request: the dispatch's checks, Page and the handler read
+// one parse. The values are shared; a caller that changes them copies
+// them first.
+func (c *request) Query() url.Values {
+	if c.query == nil {
+		c.query = c.R.URL.Query()
+	}
+	return c.query
+}
 
 // Tenant returns the caller's tenant.
 func (c *request) Tenant() string { return c.P.Tenant }
@@ -324,7 +339,7 @@ func (c *request) NoContent() error {
 // Page reads ?limit= (1..200, default 50) and ?cursor=.
 func (c *request) Page() (store.Page, error) {
 	c.paged = true
-	q := c.R.URL.Query()
+	q := c.Query()
 	var p store.Page
 	if s := q.Get("cursor"); s != "" {
 		inner, ok := c.openCursor(s)
@@ -360,7 +375,7 @@ func pageLimit(s string) (int, error) {
 // X-Next-Cursor header when more remain.
 func (c *request) List(items any, next string) error {
 	if !c.paged {
-		if q := c.R.URL.Query(); q.Has("limit") || q.Has("cursor") {
+		if q := c.Query(); q.Has("limit") || q.Has("cursor") {
 			return errs.Invalidf([]any{"query", "limit"}, "extra_forbidden",
 				"this list is not paged: it returns every entry and takes no limit or cursor")
 		}
@@ -408,7 +423,7 @@ func jsonID(raw []byte) string {
 const cursorTagLen = 6
 
 func (c *request) cursorTag(inner string) []byte {
-	q := c.R.URL.Query()
+	q := maps.Clone(c.Query())
 	q.Del("cursor")
 	q.Del("limit")
 	tenant := ""

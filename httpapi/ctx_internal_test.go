@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http/httptest"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -292,4 +293,25 @@ func (f *firstReadLen) Read(p []byte) (int, error) {
 		f.n = len(p)
 	}
 	return f.ReadCloser.Read(p)
+}
+
+// TestQueryParsedOnce: a request's query is parsed once and shared by its
+// readers (the dispatch's id check, Page, the handler); sealing a cursor,
+// which leaves limit and cursor out of the list's tag, changes a copy, so
+// the readers after it still see them.
+func TestQueryParsedOnce(t *testing.T) {
+	r := httptest.NewRequest("GET", "/v1/process-runs?process_id=prc_1&limit=5&cursor=abc", nil)
+	c := &request{R: r, h: &Handler{}}
+	q := c.Query()
+	next := c.sealCursor("inner")
+	if reflect.ValueOf(c.Query()).UnsafePointer() != reflect.ValueOf(q).UnsafePointer() {
+		t.Error("the query was parsed again")
+	}
+	got := map[string]string{"process_id": q.Get("process_id"), "limit": q.Get("limit"), "cursor": q.Get("cursor")}
+	if diff := cmp.Diff(map[string]string{"process_id": "prc_1", "limit": "5", "cursor": "abc"}, got); diff != "" {
+		t.Errorf("the query after a cursor was sealed (-want +got):\n%s", diff)
+	}
+	if inner, ok := c.openCursor(next); !ok || inner != "inner" {
+		t.Errorf("the sealed cursor opened as %q, %v; want inner, true", inner, ok)
+	}
 }

@@ -139,7 +139,7 @@ func (h *Handler) handleDocumentsList(c *request) error {
 	if err != nil {
 		return err
 	}
-	q := c.R.URL.Query()
+	q := c.Query()
 	f := docs.Filter{Status: q.Get("status"), TypeID: q.Get("type_id"), Queue: q.Get("queue")}
 	if vs := queryTooLong(nil, "queue", f.Queue, docs.MaxQueueLen); len(vs) > 0 {
 		return errs.Validation(vs...)
@@ -202,7 +202,7 @@ func (h *Handler) handleDocumentVersion(c *request) error {
 // file of a version (default the current one) with its content type.
 func (h *Handler) handleDocumentFile(c *request) error {
 	n := 0
-	if s := c.R.URL.Query().Get("version"); s != "" {
+	if s := c.Query().Get("version"); s != "" {
 		v, err := strconv.Atoi(s)
 		switch {
 		case err != nil:

@@ -53,7 +53,7 @@ func (h *Handler) handleCustomersList(c *request) error {
 	if err != nil {
 		return err
 	}
-	q := c.R.URL.Query()
+	q := c.Query()
 	if vs := queryTooLong(nil, "q", q.Get("q"), maxCustomerQ); len(vs) > 0 {
 		return errs.Validation(vs...)
 	}
@@ -120,7 +120,7 @@ func (h *Handler) handleInvoicesList(c *request) error {
 	if err != nil {
 		return err
 	}
-	q := c.R.URL.Query()
+	q := c.Query()
 	out, next, err := h.ws.Invoicing().ListInvoices(c.Context(), c.Tenant(),
 		invoicing.InvoiceFilter{Status: q.Get("status"), CustomerID: q.Get("customer_id")}, p)
 	if err != nil {

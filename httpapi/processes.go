@@ -35,7 +35,7 @@ func (h *Handler) handleProcessList(c *request) error {
 	if err != nil {
 		return err
 	}
-	q := c.R.URL.Query()
+	q := c.Query()
 	var (
 		query process.Query
 		vs    []errs.Violation

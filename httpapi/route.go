@@ -244,7 +244,7 @@ func (h *Handler) run(c *request) error {
 			return err
 		}
 	}
-	if vs := queryIDsTooLong(rt, c.R); len(vs) > 0 {
+	if vs := queryIDsTooLong(rt, c); len(vs) > 0 {
 		return errs.Validation(vs...)
 	}
 	if c.R.Method == http.MethodPost && c.R.Header.Get("Idempotency-Key") != "" {
@@ -257,12 +257,12 @@ func (h *Handler) run(c *request) error {
 // named *_id) against maxFilterID, as the run list's process_id is: an id
 // the workspace made is far shorter, and a longer one is a mistake the
 // caller should hear of rather than an empty page.
-func queryIDsTooLong(rt *Route, r *http.Request) []errs.Violation {
-	if len(rt.query) == 0 || r.URL.RawQuery == "" {
+func queryIDsTooLong(rt *Route, c *request) []errs.Violation {
+	if len(rt.query) == 0 || c.R.URL.RawQuery == "" {
 		return nil
 	}
 	var vs []errs.Violation
-	q := r.URL.Query()
+	q := c.Query()
 	for _, name := range rt.query {
 		if isIDFilter(name) {
 			vs = queryTooLong(vs, name, q.Get(name), maxFilterID)

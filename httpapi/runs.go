@@ -80,7 +80,7 @@ func (h *Handler) handleRunList(c *request) error {
 	if err != nil {
 		return err
 	}
-	q := c.R.URL.Query()
+	q := c.Query()
 	rq := runengine.RunQuery{ProcessID: q.Get("process_id"), Status: runengine.RunStatus(q.Get("status"))}
 	// process_id's length was checked before (queryIDsTooLong).
 	var vs []errs.Violation
@@ -142,7 +142,7 @@ func listedRun(r *runengine.Run) *runengine.Run {
 // seconds with the run as it then is, so a client waits for a run without
 // polling. Either way the status is 200; the run's status tells which.
 func (h *Handler) handleRunGet(c *request) error {
-	wait, err := waitParam(c.R.URL.Query())
+	wait, err := waitParam(c.Query())
 	if err != nil {
 		return err
 	}
@@ -276,7 +276,7 @@ func (h *Handler) handleTaskList(c *request) error {
 	if err != nil {
 		return err
 	}
-	q := c.R.URL.Query()
+	q := c.Query()
 	tq := runengine.TaskQuery{Status: runengine.TaskStatus(q.Get("status")), Assignee: q.Get("assignee")}
 	// A task's assignee is at most maxAssignee characters (a step's or
 	// task.create's assignee).
@@ -358,7 +358,7 @@ func (h *Handler) handleApprovalList(c *request) error {
 	if err != nil {
 		return err
 	}
-	status := runengine.ApprovalStatus(c.R.URL.Query().Get("status"))
+	status := runengine.ApprovalStatus(c.Query().Get("status"))
 	if status != "" && !slices.Contains(approvalStatuses, status) {
 		return errs.Validation(enumViolation("status", approvalStatuses))
 	}

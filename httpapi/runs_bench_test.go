@@ -45,6 +45,7 @@ func (benchNoop) Call(context.Context, capability.Call) (json.RawMessage, error)
 // wall clock) served by httpapi through a real listener, and a keep-alive
 // client with a session token.
 type benchAPI struct {
+	h      http.Handler
 	srv    *httptest.Server
 	client *http.Client
 	base   string
@@ -65,7 +66,7 @@ func newBenchAPI(b *testing.B) *benchAPI {
 	b.Cleanup(srv.Close)
 	tr := &http.Transport{MaxIdleConns: 2 * benchClients, MaxIdleConnsPerHost: 2 * benchClients, IdleConnTimeout: time.Minute}
 	b.Cleanup(tr.CloseIdleConnections)
-	a := &benchAPI{srv: srv, client: &http.Client{Transport: tr}, base: srv.URL + h.BasePath()}
+	a := &benchAPI{h: h, srv: srv, client: &http.Client{Transport: tr}, base: srv.URL + h.BasePath()}
 	var sess struct{ Token string }
 	a.must(b, "POST", "/v1/auth/dev-login", []byte(`{"tenant_id": "ten_bench"}`), http.StatusCreated, &sess)
 	a.token = sess.Token
@@ -221,4 +222,27 @@ func BenchmarkGetRunHTTP(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/time.Since(began).Seconds(), "req/s")
+}
+
+// BenchmarkListRunsHTTP lists a page of 20 of a process's 100 runs with
+// GET /v1/process-runs?process_id=&limit=20, a next cursor sealed on each,
+// calling the handler in process (no listener, no client), so that its
+// allocations are the server's alone.
+func BenchmarkListRunsHTTP(b *testing.B) {
+	a := newBenchAPI(b)
+	pid := a.benchProcess(b, "route")
+	for i := range 100 {
+		a.must(b, "POST", "/v1/processes/"+pid+"/start",
+			fmt.Appendf(nil, `{"subject": {"type": "bench", "label": "INV-%d"}}`, i), http.StatusCreated, nil)
+	}
+	req := httptest.NewRequest("GET", a.base+"/v1/process-runs?process_id="+pid+"&limit=20", nil)
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		a.h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK || rec.Header().Get("X-Next-Cursor") == "" {
+			b.Fatalf("list: %d %s", rec.Code, rec.Body)
+		}
+	}
 }

@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/bas-platform/bas/httpapi"
+	"github.com/bas-platform/bas/internal/procstat"
 )
 
 // The memory figures of the security fixes (issue 20, items 1, 2 and 7).
@@ -160,14 +159,7 @@ func benchGet(b *testing.B, s *testServer, token, path string) (int, int) {
 // reportPeak reports the process's peak resident memory in MiB.
 func reportPeak(b *testing.B) {
 	runtime.GC()
-	raw, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return
-	}
-	for _, l := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			b.ReportMetric(float64(kb)/1024, "peak-RSS-MiB")
-		}
+	if mem, err := procstat.Self(); err == nil && mem.Peak > 0 {
+		b.ReportMetric(procstat.MiB(mem.Peak), "peak-RSS-MiB")
 	}
 }

@@ -117,7 +117,7 @@ func mayRead(p *access.Principal, name string) bool {
 // credential stops working (checked at each heartbeat), or the workspace
 // closes ("end" event).
 func (h *Handler) handleStream(c *request) error {
-	q := c.R.URL.Query()
+	q := c.Query()
 	var vs []errs.Violation
 	var names []string
 	if raw := q.Get("names"); raw != "" {

@@ -20,7 +20,7 @@ func (h *Handler) registerTemplateRoutes() {
 // template (CatalogEntry) with installed for the caller's workspace, by
 // function then id (not paged: the catalog is small and fixed).
 func (h *Handler) handleTemplatesList(c *request) error {
-	out, err := h.ws.Templates().List(c.Context(), c.Tenant(), c.R.URL.Query().Get("function"))
+	out, err := h.ws.Templates().List(c.Context(), c.Tenant(), c.Query().Get("function"))
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func (h *Handler) registerUseCaseRoutes() {
 // entries the scope selects for the caller, by id (not paged: the catalog
 // is small and fixed).
 func (h *Handler) handleUseCasesList(c *request) error {
-	q := c.R.URL.Query()
+	q := c.Query()
 	query := usecases.Query{Scope: q.Get("scope"), Department: q.Get("department")}
 	if err := h.ws.UseCases().Check(query); err != nil {
 		return err
@@ -56,7 +56,7 @@ func (h *Handler) handleUseCaseRegister(c *request) error {
 	if err != nil {
 		return err
 	}
-	reg, err := h.ws.UseCases().Register(c.Context(), v, c.R.URL.Query().Get("status"))
+	reg, err := h.ws.UseCases().Register(c.Context(), v, c.Query().Get("status"))
 	if err != nil {
 		return err
 	}

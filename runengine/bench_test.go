@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/capability/registry"
+	"github.com/bas-platform/bas/internal/procstat"
 	"github.com/bas-platform/bas/process"
 	"github.com/bas-platform/bas/runengine"
 	"github.com/bas-platform/bas/store"
@@ -238,32 +237,19 @@ func measure(b *testing.B, be *benchEngine, starters int, closed bool, run func(
 	slices.Sort(acked)
 	b.ReportMetric(float64(acked[len(acked)/2].Microseconds())/1000, "start-p50-ms")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/run")
-	if rss := procStatusKB("VmHWM"); rss > 0 {
-		b.ReportMetric(float64(rss)/(1<<10), "rss-MiB")
+	if st, err := procstat.Self(); err == nil && st.Peak > 0 {
+		b.ReportMetric(procstat.MiB(st.Peak), "rss-MiB")
 	}
 	if anonPeak > 0 {
-		b.ReportMetric(float64(anonPeak)/(1<<10), "anon-peak-MiB")
+		b.ReportMetric(procstat.MiB(anonPeak), "anon-peak-MiB")
 	}
 }
 
-// procStatusKB is the figure of /proc/self/status named field (VmHWM, the
-// peak resident memory; RssAnon, the anonymous part of it now), in KiB,
-// 0 where /proc does not tell.
-func procStatusKB(field string) int64 {
-	raw, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				return 0
-			}
-			return kb
-		}
-	}
-	return 0
+// anonKB is the process's anonymous resident memory now in KiB, 0 where
+// /proc does not tell.
+func anonKB() int64 {
+	st, _ := procstat.Self()
+	return st.Anon
 }
 
 // sampleAnonPeak samples the process's anonymous memory every 50 ms until
@@ -276,10 +262,10 @@ func sampleAnonPeak() (stop func() int64) {
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			high = max(high, procStatusKB("RssAnon"))
+			high = max(high, anonKB())
 			select {
 			case <-done:
-				high = max(high, procStatusKB("RssAnon")) // and at the end: runs shorter than a tick count too
+				high = max(high, anonKB()) // and at the end: runs shorter than a tick count too
 				return
 			case <-tick.C:
 			}

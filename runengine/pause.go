@@ -3,6 +3,7 @@ package runengine
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
@@ -133,7 +134,10 @@ func (x *exec) startPaused() bool {
 
 // resumeRun puts a paused run back where it was and applies what came
 // for it meanwhile: the parked call result, then the held timers and
-// events, in the order they came.
+// events, in the order they came. A run that waited for a rate limit's
+// slot, given up by the pause, takes the next free slot at once rather
+// than wait for the old slot's timer first: it then waits in its turn,
+// showing why, or calls.
 func (x *exec) resumeRun() {
 	r := x.r
 	switch {
@@ -166,6 +170,8 @@ func (x *exec) resumeRun() {
 		}
 	} else if p.From == RunRunning && x.en.inflight == "" {
 		x.advance()
+	} else if tok := rateSlotGivenUp(r); tok != "" {
+		x.fireTimer(tok)
 	}
 	for _, tok := range p.Timers {
 		x.fireTimer(tok)
@@ -173,6 +179,20 @@ func (x *exec) resumeRun() {
 	for _, ev := range p.Events {
 		x.deliverEvent(&eventArgs{name: ev.Name, id: ev.ID, data: ev.Data, key: ev.Key})
 	}
+}
+
+// rateSlotGivenUp is the wait token of r's current step when the step
+// waits for a rate limit's slot it gave up (see dropRateSlot), and ""
+// otherwise.
+func rateSlotGivenUp(r *Run) string {
+	if r.Cursor >= len(r.Steps) {
+		return ""
+	}
+	st := &r.Steps[r.Cursor]
+	if tok := st.internal.WaitToken; strings.HasPrefix(tok, "rate-") && !st.internal.RateReserved {
+		return tok
+	}
+	return ""
 }
 
 // Pause holds a run that has not finished: it takes no step until Resume;
@@ -436,8 +456,17 @@ func (e *Engine) rerun(ctx context.Context, tenant, runID, fromStep, actor, key 
 				"step %s before it did not complete (it is %s); rerun from it or an earlier step", s.Key, s.Status)
 		}
 	}
-	// The key first, as Start claims it: a repeat answers the first
-	// rerun whatever changed since (the process archived, say).
+	// The door, then the key, in Start's order: a keyed rerun waiting at
+	// the door while holding its key would stall a Start of that key that
+	// holds the tenant's slot. The key before the process: a repeat
+	// answers the first rerun whatever changed since (the process
+	// archived, say).
+	if g := e.starting; g != nil {
+		if err := g.enter(ctx, tenant); err != nil {
+			return nil, err
+		}
+		defer g.leave(tenant)
+	}
 	var ops []func(store.Txn) error
 	sweeps := false
 	keyed := StartParams{Tenant: tenant, ProcessID: orig.ProcessID, IdempotencyKey: key}
@@ -474,12 +503,6 @@ func (e *Engine) rerun(ctx context.Context, tenant, runID, fromStep, actor, key 
 	if key != "" {
 		ops = append(ops, e.startKeyWrite(tenant, key, newID))
 		sweeps = sweeps || e.cluster != nil // the write reads the key again
-	}
-	if g := e.starting; g != nil {
-		if err := g.enter(ctx, tenant); err != nil {
-			return nil, err
-		}
-		defer g.leave(tenant)
 	}
 	rep, err := e.send(ctx, &command{kind: cmdStart, tenant: tenant, runID: newID, actor: actor, start: &startArgs{
 		version: ver, subject: orig.Subject, trigger: trig, actor: actor, priority: orig.Priority,

@@ -393,6 +393,58 @@ func TestRateLimitPausedRunTakesANewSlot(t *testing.T) {
 	}
 }
 
+// TestRateLimitResumedRunTakesItsTurn: under a limit of one call per 10s,
+// a run calls at 0s and b waits for the slot at 10s; b is paused at 1s,
+// which gives that slot up, and resumed at 2s, before its timer; c starts
+// at 3s. Resumed, b takes the next free slot at once (20s), showing why it
+// waits, and c the one after it (30s). Before, b waited for its old timer
+// with no waiting reason, took a slot only when the timer fired (10s), and
+// so called after c, which came after it.
+func TestRateLimitResumedRunTakesItsTurn(t *testing.T) {
+	t.Parallel()
+	const tenant = "ten_a"
+	_, clk, _, p, eng, def := openOneCallPer10s(t, tenant)
+	ctx := context.Background()
+	start := func(label string, until RunStatus) string {
+		t.Helper()
+		r, err := eng.Start(ctx, StartParams{Tenant: tenant, ProcessID: def.ID, Subject: Subject{Type: "t", Label: label}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		awaitRun(t, eng, tenant, r.ID, string(until), func(r *Run) bool { return r.Status == until })
+		return r.ID
+	}
+	calls := func(n int) {
+		t.Helper()
+		testwait.Until(t, fmt.Sprintf("%d calls made", n), func() bool { return len(p.calls()) >= n })
+	}
+	start("a", RunCompleted)
+	b := start("b", RunWaiting)
+	clk.Advance(time.Second)
+	if _, err := eng.Pause(ctx, tenant, b, "usr"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	resumed, err := eng.Resume(ctx, tenant, b, "usr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resumed.Status != RunWaiting || resumed.WaitingReason == "" {
+		t.Errorf("resumed: status %s, waiting reason %q; want waiting for the rate limit", resumed.Status, resumed.WaitingReason)
+	}
+	clk.Advance(time.Second)
+	start("c", RunWaiting)
+	for _, at := range []time.Duration{10 * time.Second, 20 * time.Second} {
+		clk.Set(p.start.Add(at))
+	}
+	calls(2)
+	clk.Set(p.start.Add(30 * time.Second))
+	calls(3)
+	if diff := cmp.Diff([]string{"a at 0s", "b at 20s", "c at 30s"}, p.calls()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
+
 // awaitRun waits until tenant's run id meets cond on eng, failing t with
 // what it never became.
 func awaitRun(t *testing.T, eng *Engine, tenant, id, what string, cond func(*Run) bool) {

@@ -219,19 +219,27 @@ func TestPausedScheduleHoldsOneTick(t *testing.T) {
 	}
 }
 
+// rerunAtOneSlot opens an engine whose start gate lets one start of a
+// tenant in at once (MaxStartingPerTenant 1), with ten_a's process of one
+// wait step and a run of it cancelled, which can be rerun from "wait".
+func rerunAtOneSlot(t *testing.T) (*Engine, *process.Definition, *Run) {
+	t.Helper()
+	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+	eng, procs := schedEngine(t, memStore(t), clk, Config{MaxStartingPerTenant: 1})
+	def, r := startNew(t, eng, procs, "ten_a", `{"name":"Wait","trigger":{"type":"manual"},
+		"steps":[{"key":"wait","type":"wait","config":{"duration":"24h"}}]}`)
+	if _, err := eng.Cancel(context.Background(), CancelParams{Tenant: "ten_a", RunID: r.ID}); err != nil {
+		t.Fatal(err)
+	}
+	return eng, def, r
+}
+
 // TestRerunPassesTheDoor: a rerun is a start by hand: it waits at the
 // start gate as Start does.
 func TestRerunPassesTheDoor(t *testing.T) {
 	t.Parallel()
-	st := memStore(t)
-	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
-	eng, procs := schedEngine(t, st, clk, Config{MaxStartingPerTenant: 1})
-	_, r := startNew(t, eng, procs, "ten_a", `{"name":"Wait","trigger":{"type":"manual"},
-		"steps":[{"key":"wait","type":"wait","config":{"duration":"24h"}}]}`)
+	eng, _, r := rerunAtOneSlot(t)
 	ctx := context.Background()
-	if _, err := eng.Cancel(ctx, CancelParams{Tenant: "ten_a", RunID: r.ID}); err != nil {
-		t.Fatal(err)
-	}
 	g := eng.starting
 	if err := g.enter(ctx, "ten_a"); err != nil {
 		t.Fatal(err)
@@ -267,6 +275,61 @@ func TestRerunPassesTheDoor(t *testing.T) {
 		t.Errorf("the cancelled rerun: %v, want context.Canceled", err)
 	}
 	g.leave("ten_a")
+}
+
+// TestRerunKeyAfterTheDoor: a keyed rerun (a bulk retry's) and a Start
+// with the same key take the tenant's door and the key in one order, the
+// door first. Here the Start waits at the door, the rerun behind it; once
+// the one slot is free the Start takes it, then the key. Had the rerun
+// taken the key before waiting at the door, the Start would wait for the
+// key while holding the slot the rerun waits for, and neither would ever
+// return. Both answer with the Start's run: the key started it first.
+func TestRerunKeyAfterTheDoor(t *testing.T) {
+	t.Parallel()
+	eng, def, r := rerunAtOneSlot(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // before the engine closes: a stalled call returns
+	g := eng.starting
+	if err := g.enter(ctx, "ten_a"); err != nil {
+		t.Fatal(err)
+	}
+	const key = "bulk/job_1/run_1"
+	type answer struct {
+		who string
+		id  string
+		err error
+	}
+	answers := make(chan answer, 2)
+	go func() {
+		run, err := eng.Start(ctx, StartParams{Tenant: "ten_a", ProcessID: def.ID, IdempotencyKey: key})
+		a := answer{who: "start", err: err}
+		if run != nil {
+			a.id = run.ID
+		}
+		answers <- a
+	}()
+	testwait.Until(t, "the start waits at the door", func() bool { return gateLine(g, "ten_a") == 1 })
+	go func() {
+		run, err := eng.rerun(ctx, "ten_a", r.ID, "wait", "usr", key)
+		a := answer{who: "rerun", err: err}
+		if run != nil {
+			a.id = run.ID
+		}
+		answers <- a
+	}()
+	testwait.Until(t, "the rerun waits at the door", func() bool { return gateLine(g, "ten_a") == 2 })
+	g.leave("ten_a")
+	got := map[string]answer{}
+	for range 2 {
+		a := testwait.Recv(t, answers, "the start and the rerun answered")
+		if a.err != nil {
+			t.Fatalf("%s: %v", a.who, a.err)
+		}
+		got[a.who] = a
+	}
+	if got["start"].id == "" || got["rerun"].id != got["start"].id {
+		t.Errorf("the start made %q, the rerun answered %q; want the start's run for both", got["start"].id, got["rerun"].id)
+	}
 }
 
 // TestHeldTicksLeaveRoom: ticks held for paused processes do not count

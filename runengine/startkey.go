@@ -97,7 +97,9 @@ func startKeyDue(at time.Time, tenant, key string) []byte {
 // returned (the lock is released). Otherwise the caller holds the lock
 // until its start is durable and writes ops in the start's commit (they
 // read keys): they remove up to startKeySweep expired keys, whose locks
-// they hold too.
+// they hold too. A caller passes its tenant's door (startGate) before it
+// claims the key, never the other way round: one holding a key while it
+// waits at the door would stall a start of that key holding the slot.
 func (e *Engine) claimStartKey(ctx context.Context, p StartParams) (unlock func(), first *Run, ops []func(store.Txn) error, err error) {
 	unlock, err = e.startKeys.lock(ctx, p.Tenant+"\x00"+p.IdempotencyKey)
 	if err != nil {

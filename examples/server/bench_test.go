@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
@@ -27,6 +26,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/bas-platform/bas"
+	"github.com/bas-platform/bas/internal/procstat"
 )
 
 // benchConns is the number of connections (and vegeta workers) of
@@ -130,33 +130,6 @@ func gcCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(s[0].Value.Float64() * float64(time.Second))
-}
-
-// rssMiB is the process's resident memory now and at its peak, and of
-// it now the anonymous memory (heap and stacks; the rest is mapped files,
-// the database's tables, which the kernel reclaims under pressure).
-func rssMiB() (now, peak, anon float64) {
-	raw, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, 0, 0
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		k, v, _ := strings.Cut(line, ":")
-		f := strings.Fields(v)
-		if len(f) == 0 {
-			continue
-		}
-		n, _ := strconv.ParseFloat(f[0], 64)
-		switch k {
-		case "VmRSS":
-			now = n / 1024
-		case "VmHWM":
-			peak = n / 1024
-		case "RssAnon":
-			anon = n / 1024
-		}
-	}
-	return now, peak, anon
 }
 
 // BenchmarkServerStart drives the example server's handler on a loopback
@@ -267,7 +240,6 @@ func BenchmarkServerStart(b *testing.B) {
 	}
 	completed := slices.MaxFunc(last, time.Time.Compare).Sub(began)
 	st := s.ws.Engine().Stats()
-	now, peak, anon := rssMiB()
 	b.ReportMetric(float64(b.N)/attacked.Seconds(), "starts/s")
 	b.ReportMetric(float64(b.N)/completed.Seconds(), "runs/s")
 	b.ReportMetric(float64(metrics.Latencies.P50.Microseconds())/1000, "p50-ms")
@@ -276,9 +248,11 @@ func BenchmarkServerStart(b *testing.B) {
 	b.ReportMetric(float64(gc.Microseconds())/float64(b.N), "gc-µs/start")
 	b.ReportMetric(float64(st.Commits-st0.Commits)/float64(b.N), "syncs/start")
 	b.ReportMetric(float64(st.Deltas-st0.Deltas)/float64(b.N), "commits/start")
-	b.ReportMetric(now, "rss-MiB")
-	b.ReportMetric(peak, "peak-rss-MiB")
-	b.ReportMetric(anon, "anon-MiB")
+	if mem, err := procstat.Self(); err == nil {
+		b.ReportMetric(procstat.MiB(mem.RSS), "rss-MiB")
+		b.ReportMetric(procstat.MiB(mem.Peak), "peak-rss-MiB")
+		b.ReportMetric(procstat.MiB(mem.Anon), "anon-MiB")
+	}
 }
 
 var startupDir = flag.String("startup-dir", "", "BenchmarkServerStartup: also time the start on this data directory (e.g. one kept by TestWaitingRunsScale -waiting-dir)")

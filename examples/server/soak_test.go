@@ -14,12 +14,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/bas-platform/bas/internal/procstat"
 )
 
 var soakFor = flag.Duration("soak", 0, "run TestSoak for this long (0 skips it)")
@@ -32,24 +32,11 @@ type procSample struct {
 // sampleProc reads /proc for pid.
 func sampleProc(pid int) (procSample, error) {
 	var s procSample
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	st, err := procstat.Of(pid)
 	if err != nil {
 		return s, err
 	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		k, v, _ := strings.Cut(line, ":")
-		fields := strings.Fields(v)
-		if len(fields) == 0 {
-			continue
-		}
-		n, _ := strconv.Atoi(fields[0])
-		switch k {
-		case "VmRSS":
-			s.rssKB = n
-		case "Threads":
-			s.threads = n
-		}
-	}
+	s.rssKB, s.threads = int(st.RSS), int(st.Threads)
 	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	s.fds = len(fds)
 	return s, err

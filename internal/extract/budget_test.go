@@ -6,13 +6,13 @@ import (
 	"context"
 	"encoding/ascii85"
 	"fmt"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/bas-platform/bas/internal/procstat"
 	"github.com/cockroachdb/errors"
 )
 
@@ -168,25 +168,9 @@ func BenchmarkFromPDFBomb(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(doc)), "file-bytes")
 	runtime.GC()
-	if hwm := peakRSS(); hwm > 0 {
-		b.ReportMetric(float64(hwm)/(1<<20), "peak-RSS-MiB")
+	if mem, err := procstat.Self(); err == nil && mem.Peak > 0 {
+		b.ReportMetric(procstat.MiB(mem.Peak), "peak-RSS-MiB")
 	}
-}
-
-// peakRSS is the process's peak resident set (VmHWM) in bytes, 0 where
-// /proc is not there.
-func peakRSS() int64 {
-	raw, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 // TestTextBudget: the text of any document is bounded, just inside and
