@@ -45009,7 +45009,7 @@ type TaskCompleteResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *Run
+	JSON200 *Task
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -45037,7 +45037,7 @@ type TaskCompleteResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r TaskCompleteResponse) GetJSON200() *Run {
+func (r TaskCompleteResponse) GetJSON200() *Task {
 	return r.JSON200
 }
 
@@ -70237,7 +70237,7 @@ func ParseTaskCompleteResponse(rsp *http.Response) (*TaskCompleteResponse, error
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest Run
+		var dest Task
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
