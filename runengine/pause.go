@@ -1,6 +1,7 @@
 package runengine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"time"
@@ -35,6 +36,16 @@ type heldEvent struct {
 	ID   string         `json:"id"`
 	Data map[string]any `json:"data,omitempty"`
 	Key  []byte         `json:"key"`
+}
+
+// holdsEvent reports whether an event for the waiter key is held.
+func (p *pauseState) holdsEvent(key []byte) bool {
+	for i := range p.Events {
+		if bytes.Equal(p.Events[i].Key, key) {
+			return true
+		}
+	}
+	return false
 }
 
 // appendShown appends what a paused run's JSON shows of its pause: the
@@ -109,8 +120,14 @@ func (x *exec) held() bool {
 		p.Timers = append(p.Timers, c.timer.token)
 		x.dirty = true
 	case cmdEvent:
-		p.Events = append(p.Events, heldEvent{Name: c.event.name, ID: c.event.id, Data: c.event.data, Key: c.event.key})
-		x.dirty = true
+		// The wait takes the first event its waiter matches, and the
+		// waiter goes with it: the events that came after would not have
+		// reached the run unpaused, so one is held per waiter (each may
+		// carry 64 KiB, and the run is written whole with every change).
+		if !p.holdsEvent(c.event.key) {
+			p.Events = append(p.Events, heldEvent{Name: c.event.name, ID: c.event.id, Data: c.event.data, Key: c.event.key})
+			x.dirty = true
+		}
 	case cmdCompleteTask, cmdDecide:
 		x.err = errs.Conflictf("run is paused; resume it first")
 	}
