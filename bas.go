@@ -230,6 +230,15 @@ type Options struct {
 	// its tenant's to end (the run shows why). Use up to 1,000,000.
 	// Defaults to 0: no cap.
 	MaxCallsPerTenant, MaxCallsPerProcess int
+	// RateLimits bound the capability calls of each tenant's runs: at most
+	// Limit calls per Per of a capability (crm.contact.create), or of every
+	// capability whose id begins with a prefix ending in a dot (crm.), for
+	// each value of Key when set (args.customer_id).
+	// A call over a limit waits in the due-time index, its run showing why
+	// in WaitingReason ("rate limit of crm.: 10 per 1s per
+	// args.customer_id"); see runengine.Config.RateLimits for restarts and
+	// clusters. Defaults to none.
+	RateLimits []RateLimit
 	// SubscribeBuffer is how many recent events the workspace keeps for
 	// subscribers (Subscribe); one that falls further behind is told it
 	// missed events. Defaults to 4096.
@@ -582,6 +591,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		MaxRunsPerTenant: opts.MaxRunsPerTenant, MaxRunsPerProcess: opts.MaxRunsPerProcess,
 		MaxStartingPerTenant: opts.MaxStartingPerTenant, FairStartingPerTenant: opts.FairStartingPerTenant,
 		MaxCallsPerTenant: opts.MaxCallsPerTenant, MaxCallsPerProcess: opts.MaxCallsPerProcess,
+		RateLimits:      opts.RateLimits,
 		SubscribeBuffer: opts.SubscribeBuffer, Tap: ws.webhooks, Observer: ws.engineObserver(),
 		Cluster: opts.clusterConfig()})
 	if err != nil {

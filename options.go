@@ -67,6 +67,9 @@ func (o Options) validate() error {
 	if err := o.validateCluster(bad); err != nil {
 		return err
 	}
+	if err := o.validateRateLimits(bad); err != nil {
+		return err
+	}
 	for i, p := range o.Providers {
 		if p == nil {
 			continue // Open's registry names it
@@ -103,6 +106,26 @@ func (o Options) validate() error {
 		if b, err := hex.DecodeString(strings.TrimSpace(sum)); err != nil || len(b) != 32 {
 			return bad(fmt.Sprintf("PluginChecksums[%q]", name), fmt.Sprintf("%q", sum),
 				"give the plugin's SHA-256 as 64 hex digits (sha256sum prints it)")
+		}
+	}
+	return nil
+}
+
+// validateRateLimits checks each of RateLimits: a Key that is not a path
+// of the call's arguments would never match, so every call would share
+// one limit.
+func (o Options) validateRateLimits(bad func(option string, value any, want string) error) error {
+	for i, l := range o.RateLimits {
+		name := fmt.Sprintf("RateLimits[%d]", i)
+		switch {
+		case l.Capability == "":
+			return bad(name+".Capability", `""`, "give a capability id (crm.contact.create) or a provider's prefix ending in a dot (crm.)")
+		case l.Limit < 1 || l.Limit > maxCap:
+			return bad(name+".Limit", l.Limit, fmt.Sprintf("use 1 to %d calls per Per", maxCap))
+		case l.Per <= 0:
+			return bad(name+".Per", l.Per, "use a positive duration (time.Second)")
+		case l.Key != "" && (!strings.HasPrefix(l.Key, "args.") || len(l.Key) == len("args.")):
+			return bad(name+".Key", fmt.Sprintf("%q", l.Key), "give a path of the call's arguments (args.customer_id), or none for one limit per tenant")
 		}
 	}
 	return nil

@@ -70,6 +70,15 @@ func TestOptionsValidate(t *testing.T) {
 		{"outbox's id without email.send", bas.Options{Providers: []bas.Provider{flaky{}, outbox{"flaky.call"}}},
 			`bas: Options.Providers[1] is "builtin.email"; a provider of that id takes the outbox's place, so it must list email.send`},
 		{"outbox's id with email.send", bas.Options{Providers: []bas.Provider{outbox{"email.send"}}}, ""},
+		{"rate limit", bas.Options{RateLimits: []bas.RateLimit{{Capability: "crm.", Key: "args.customer_id", Limit: 10, Per: time.Second}}}, ""},
+		{"rate limit without a capability", bas.Options{RateLimits: []bas.RateLimit{{Limit: 1, Per: time.Second}}},
+			`bas: Options.RateLimits[0].Capability is ""; give a capability id`},
+		{"rate limit of 0", bas.Options{RateLimits: []bas.RateLimit{{Capability: "crm.", Limit: 1, Per: time.Second}, {Capability: "crm.", Per: time.Second}}},
+			"bas: Options.RateLimits[1].Limit is 0; use 1 to 1000000 calls per Per"},
+		{"rate limit per 0", bas.Options{RateLimits: []bas.RateLimit{{Capability: "crm.", Limit: 1}}},
+			"bas: Options.RateLimits[0].Per is 0s; use a positive duration"},
+		{"rate limit key outside args", bas.Options{RateLimits: []bas.RateLimit{{Capability: "crm.", Key: "customer_id", Limit: 1, Per: time.Second}}},
+			`bas: Options.RateLimits[0].Key is "customer_id"; give a path of the call's arguments (args.customer_id)`},
 	} {
 		t.Run(test.name, func(t *testing.T) {
 			t.Parallel()

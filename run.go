@@ -54,6 +54,9 @@ type (
 	PublishParams = runengine.PublishParams
 	// SubscribeParams choose the events a subscription delivers.
 	SubscribeParams = runengine.SubscribeParams
+	// RateLimit bounds runs' calls of a capability, or of the capabilities
+	// under an id prefix (see Options.RateLimits).
+	RateLimit = runengine.RateLimit
 )
 
 // Run statuses: running, waiting or paused, then one of the four ends.

@@ -28,7 +28,7 @@ func (h *Handler) registerRunRoutes() {
 
 	h.handle("GET", "/v1/tasks", access.AppTasks, access.PermProcessesRead, h.handleTaskList).List(runengine.Task{}).Query("status", "assignee")
 	h.handle("GET", "/v1/tasks/:id", access.AppTasks, access.PermProcessesRead, h.handleTaskGet).Out(200, runengine.Task{})
-	h.handle("POST", "/v1/tasks/:id/complete", access.AppTasks, access.PermTasksWork, h.handleTaskComplete).In(CompleteIn{}).Out(200, runengine.Run{})
+	h.handle("POST", "/v1/tasks/:id/complete", access.AppTasks, access.PermTasksWork, h.handleTaskComplete).In(CompleteIn{}).Out(200, runengine.Task{})
 	h.handle("GET", "/v1/approvals", access.AppTasks, access.PermProcessesRead, h.handleApprovalList).List(runengine.Approval{}).Query("status")
 	h.handle("GET", "/v1/approvals/:id", access.AppTasks, access.PermProcessesRead, h.handleApprovalGet).Out(200, runengine.Approval{})
 	h.handle("POST", "/v1/approvals/:id/approve", access.AppTasks, access.PermApprovalsDecide, h.handleApprovalApprove).In(ApproveIn{}).Out(200, runengine.Decision{})

@@ -161,6 +161,11 @@ func appendRun(b []byte, r *Run, stored bool) ([]byte, error) {
 				return b, err
 			}
 		}
+	} else if r.Paused != nil {
+		b = append(b, `,"paused":`...)
+		if b, err = r.Paused.appendShown(b); err != nil {
+			return b, err
+		}
 	}
 	return append(b, '}'), nil
 }

@@ -79,6 +79,14 @@ type (
 		Search         map[string]string `json:"search,omitempty"`
 		WaitingReason  string            `json:"waiting_reason,omitempty"`
 		Priority       string            `json:"priority,omitempty"`
+		Paused         *reflectPaused    `json:"paused,omitempty"`
+	}
+	// reflectPaused is what a paused run's JSON shows of its pause.
+	reflectPaused struct {
+		From      RunStatus `json:"from"`
+		At        time.Time `json:"at"`
+		ByProcess bool      `json:"by_process,omitempty"`
+		SlotWait  bool      `json:"slot_wait,omitempty"`
 	}
 )
 
@@ -101,7 +109,10 @@ func storedOf(r *Run) reflectStored {
 
 func viewOf(r *Run) reflectView {
 	v := reflectView{r.ID, r.ProcessID, r.ProcessName, r.ProcessVersion, r.Function, string(r.Status), r.Subject, r.Trigger,
-		r.CurrentStep, nil, r.Overdue, r.StartedAt, r.CompletedAt, r.Error, r.MinutesSaved, r.RerunOf, r.RerunFromStep, r.Search, r.WaitingReason, r.Priority}
+		r.CurrentStep, nil, r.Overdue, r.StartedAt, r.CompletedAt, r.Error, r.MinutesSaved, r.RerunOf, r.RerunFromStep, r.Search, r.WaitingReason, r.Priority, nil}
+	if p := r.Paused; p != nil {
+		v.Paused = &reflectPaused{From: p.From, At: p.At, ByProcess: p.ByProcess, SlotWait: p.SlotWait}
+	}
 	if r.Steps != nil {
 		v.Steps = []reflectStep{}
 	}

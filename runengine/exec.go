@@ -40,6 +40,8 @@ type exec struct {
 	def *process.Step
 	st  *StepRun
 
+	// replyTask and replyApproval are the command's answer: the task it
+	// completes or assigns, the approval it decides (see answers).
 	replyTask     *Task
 	replyApproval *Approval
 	err           error
@@ -692,7 +694,28 @@ func (x *exec) putApproval(old, a *Approval) {
 		x.count(x.w.counterKey(tenant, "approvals-pending"), 1)
 	}
 	x.fx.ops = append(x.fx.ops, func(tx store.Txn) error { return approvals.PutOver(tx, tenant, old, a, raw) })
-	x.replyApproval = a
+	if x.answers(a.ID) {
+		x.replyApproval = a
+	}
+}
+
+// answers reports whether the command answers with the task or approval
+// id: the one it completes, assigns or decides. A run that goes on in the
+// same change to a step making another task or approval still answers
+// with the command's own.
+func (x *exec) answers(id string) bool {
+	c := x.cmd
+	switch {
+	case c == nil:
+		return false
+	case c.task != nil:
+		return c.task.taskID == id
+	case c.assign != nil:
+		return c.assign.taskID == id
+	case c.decide != nil:
+		return c.decide.approvalID == id
+	}
+	return false
 }
 
 func (x *exec) putTask(old, t *Task) {
@@ -715,7 +738,9 @@ func (x *exec) putTask(old, t *Task) {
 		x.count(x.w.counterKeyWith(tenant, "tasks-open", assigneeOf(t)), 1)
 	}
 	x.fx.ops = append(x.fx.ops, func(tx store.Txn) error { return tasks.PutOver(tx, tenant, old, t, raw) })
-	x.replyTask = t
+	if x.answers(t.ID) {
+		x.replyTask = t
+	}
 }
 
 // RunInfo tells an in-process provider which run and step a call comes

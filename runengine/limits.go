@@ -13,6 +13,10 @@ const (
 	// MaxSubjectLabel bounds, in characters, the subject label a run takes
 	// from its event's data (the bound of a label given by hand).
 	MaxSubjectLabel = 200
+	// MaxTaskTitle bounds, in characters, a task's title once the run's
+	// data is filled into its references (the bound of the title a
+	// human_task step's config gives); a longer one is cut.
+	MaxTaskTitle = 200
 )
 
 // truncateRunes returns s cut to at most n characters.

@@ -187,12 +187,14 @@ type Run struct {
 	WaitingReason string `json:"waiting_reason,omitempty"`
 	// Priority is low, normal or high; empty is normal (see PriorityHigh).
 	Priority string `json:"priority,omitempty"`
-	// Cursor is the index of the current step.
-	Cursor int `json:"cursor"`
+	// Cursor is the index of the current step; Cursor and StartedBy are
+	// kept with the run, not shown in its JSON.
+	Cursor int `json:"cursor" jsonschema:"-"`
 	// StartedBy is the actor who started a manual run.
-	StartedBy string `json:"started_by,omitempty"`
+	StartedBy string `json:"started_by,omitempty" jsonschema:"-"`
 	// Paused is the state a paused run resumes to, and what came for it
-	// while it was paused; nil unless paused.
+	// while it was paused; nil unless paused. The run's JSON shows the
+	// status it resumes to, when, whether by its process and slot_wait.
 	Paused *pauseState `json:"paused,omitempty"`
 }
 

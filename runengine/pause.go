@@ -1,12 +1,14 @@
 package runengine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
 	"time"
 
 	"github.com/bas-platform/bas/internal/errs"
+	"github.com/bas-platform/bas/internal/jsonvalue"
 	"github.com/bas-platform/bas/store"
 	"github.com/cockroachdb/errors"
 )
@@ -15,11 +17,14 @@ import (
 // the timers and events that came for it while it was paused (applied, in
 // order, when it resumes).
 type pauseState struct {
-	From      RunStatus   `json:"from"`
-	ByProcess bool        `json:"by_process,omitempty"`
-	At        time.Time   `json:"at"`
-	Timers    []string    `json:"timers,omitempty"`
-	Events    []heldEvent `json:"events,omitempty"`
+	From      RunStatus `json:"from"`
+	ByProcess bool      `json:"by_process,omitempty"`
+	At        time.Time `json:"at"`
+	// Timers and Events are what came for the run while it was paused,
+	// kept for its resume; a run's JSON does not show them (see
+	// appendShown).
+	Timers []string    `json:"timers,omitempty" jsonschema:"-"`
+	Events []heldEvent `json:"events,omitempty" jsonschema:"-"`
 	// SlotWait says the run had not taken its first step under a run cap
 	// (it waited for a slot, or started paused): resumed, it takes a slot
 	// when there is room, or queues for one again.
@@ -32,6 +37,36 @@ type heldEvent struct {
 	ID   string         `json:"id"`
 	Data map[string]any `json:"data,omitempty"`
 	Key  []byte         `json:"key"`
+}
+
+// holdsEvent reports whether an event for the waiter key is held.
+func (p *pauseState) holdsEvent(key []byte) bool {
+	for i := range p.Events {
+		if bytes.Equal(p.Events[i].Key, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// appendShown appends what a paused run's JSON shows of its pause: the
+// status it resumes to, when and whether by its process, and slot_wait;
+// not the timers and events it holds (the store's keys).
+func (p *pauseState) appendShown(b []byte) ([]byte, error) {
+	var err error
+	b = append(b, `{"from":`...)
+	b = jsonvalue.AppendString(b, string(p.From))
+	b = append(b, `,"at":`...)
+	if b, err = jsonvalue.AppendTime(b, p.At); err != nil {
+		return b, err
+	}
+	if p.ByProcess {
+		b = append(b, `,"by_process":true`...)
+	}
+	if p.SlotWait {
+		b = append(b, `,"slot_wait":true`...)
+	}
+	return append(b, '}'), nil
 }
 
 func (p *pauseState) appendJSON(b []byte) ([]byte, error) {
@@ -86,8 +121,14 @@ func (x *exec) held() bool {
 		p.Timers = append(p.Timers, c.timer.token)
 		x.dirty = true
 	case cmdEvent:
-		p.Events = append(p.Events, heldEvent{Name: c.event.name, ID: c.event.id, Data: c.event.data, Key: c.event.key})
-		x.dirty = true
+		// The wait takes the first event its waiter matches, and the
+		// waiter goes with it: the events that came after would not have
+		// reached the run unpaused, so one is held per waiter (each may
+		// carry 64 KiB, and the run is written whole with every change).
+		if !p.holdsEvent(c.event.key) {
+			p.Events = append(p.Events, heldEvent{Name: c.event.name, ID: c.event.id, Data: c.event.data, Key: c.event.key})
+			x.dirty = true
+		}
 	case cmdCompleteTask, cmdDecide:
 		x.err = errs.Conflictf("run is paused; resume it first")
 	}

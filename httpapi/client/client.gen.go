@@ -1387,7 +1387,6 @@ type Cockpit struct {
 	RecentRuns *[]struct {
 		CompletedAt  *time.Time `json:"completed_at,omitempty"`
 		CurrentStep  *string    `json:"current_step,omitempty"`
-		Cursor       *int       `json:"cursor,omitempty"`
 		Error        *string    `json:"error,omitempty"`
 		Function     *string    `json:"function,omitempty"`
 		Id           *string    `json:"id,omitempty"`
@@ -1396,15 +1395,8 @@ type Cockpit struct {
 		Paused       *struct {
 			At        time.Time `json:"at"`
 			ByProcess *bool     `json:"by_process,omitempty"`
-			Events    *[]struct {
-				Data *map[string]interface{} `json:"data,omitempty"`
-				Id   string                  `json:"id"`
-				Key  *string                 `json:"key"`
-				Name string                  `json:"name"`
-			} `json:"events,omitempty"`
-			From     string    `json:"from"`
-			SlotWait *bool     `json:"slot_wait,omitempty"`
-			Timers   *[]string `json:"timers,omitempty"`
+			From      string    `json:"from"`
+			SlotWait  *bool     `json:"slot_wait,omitempty"`
 		} `json:"paused,omitempty"`
 		Priority       *string            `json:"priority,omitempty"`
 		ProcessId      *string            `json:"process_id,omitempty"`
@@ -1414,7 +1406,6 @@ type Cockpit struct {
 		RerunOf        *string            `json:"rerun_of,omitempty"`
 		Search         *map[string]string `json:"search,omitempty"`
 		StartedAt      *time.Time         `json:"started_at,omitempty"`
-		StartedBy      *string            `json:"started_by,omitempty"`
 		Status         *string            `json:"status,omitempty"`
 		Steps          *[]struct {
 			ApprovalId  *string     `json:"approval_id"`
@@ -3142,7 +3133,6 @@ type Review struct {
 type Run struct {
 	CompletedAt  *time.Time `json:"completed_at,omitempty"`
 	CurrentStep  *string    `json:"current_step,omitempty"`
-	Cursor       *int       `json:"cursor,omitempty"`
 	Error        *string    `json:"error,omitempty"`
 	Function     *string    `json:"function,omitempty"`
 	Id           *string    `json:"id,omitempty"`
@@ -3151,15 +3141,8 @@ type Run struct {
 	Paused       *struct {
 		At        time.Time `json:"at"`
 		ByProcess *bool     `json:"by_process,omitempty"`
-		Events    *[]struct {
-			Data *map[string]interface{} `json:"data,omitempty"`
-			Id   string                  `json:"id"`
-			Key  *string                 `json:"key"`
-			Name string                  `json:"name"`
-		} `json:"events,omitempty"`
-		From     string    `json:"from"`
-		SlotWait *bool     `json:"slot_wait,omitempty"`
-		Timers   *[]string `json:"timers,omitempty"`
+		From      string    `json:"from"`
+		SlotWait  *bool     `json:"slot_wait,omitempty"`
 	} `json:"paused,omitempty"`
 	Priority       *string            `json:"priority,omitempty"`
 	ProcessId      *string            `json:"process_id,omitempty"`
@@ -3169,7 +3152,6 @@ type Run struct {
 	RerunOf        *string            `json:"rerun_of,omitempty"`
 	Search         *map[string]string `json:"search,omitempty"`
 	StartedAt      *time.Time         `json:"started_at,omitempty"`
-	StartedBy      *string            `json:"started_by,omitempty"`
 	Status         *string            `json:"status,omitempty"`
 	Steps          *[]struct {
 		ApprovalId  *string     `json:"approval_id"`
@@ -3234,7 +3216,6 @@ type RunengineDecision struct {
 	Run *struct {
 		CompletedAt  *time.Time `json:"completed_at,omitempty"`
 		CurrentStep  *string    `json:"current_step,omitempty"`
-		Cursor       *int       `json:"cursor,omitempty"`
 		Error        *string    `json:"error,omitempty"`
 		Function     *string    `json:"function,omitempty"`
 		Id           *string    `json:"id,omitempty"`
@@ -3243,15 +3224,8 @@ type RunengineDecision struct {
 		Paused       *struct {
 			At        time.Time `json:"at"`
 			ByProcess *bool     `json:"by_process,omitempty"`
-			Events    *[]struct {
-				Data *map[string]interface{} `json:"data,omitempty"`
-				Id   string                  `json:"id"`
-				Key  *string                 `json:"key"`
-				Name string                  `json:"name"`
-			} `json:"events,omitempty"`
-			From     string    `json:"from"`
-			SlotWait *bool     `json:"slot_wait,omitempty"`
-			Timers   *[]string `json:"timers,omitempty"`
+			From      string    `json:"from"`
+			SlotWait  *bool     `json:"slot_wait,omitempty"`
 		} `json:"paused,omitempty"`
 		Priority       *string            `json:"priority,omitempty"`
 		ProcessId      *string            `json:"process_id,omitempty"`
@@ -3261,7 +3235,6 @@ type RunengineDecision struct {
 		RerunOf        *string            `json:"rerun_of,omitempty"`
 		Search         *map[string]string `json:"search,omitempty"`
 		StartedAt      *time.Time         `json:"started_at,omitempty"`
-		StartedBy      *string            `json:"started_by,omitempty"`
 		Status         *string            `json:"status,omitempty"`
 		Steps          *[]struct {
 			ApprovalId  *string     `json:"approval_id"`
@@ -45009,7 +44982,7 @@ type TaskCompleteResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *Run
+	JSON200 *Task
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -45037,7 +45010,7 @@ type TaskCompleteResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r TaskCompleteResponse) GetJSON200() *Run {
+func (r TaskCompleteResponse) GetJSON200() *Task {
 	return r.JSON200
 }
 
@@ -70237,7 +70210,7 @@ func ParseTaskCompleteResponse(rsp *http.Response) (*TaskCompleteResponse, error
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest Run
+		var dest Task
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

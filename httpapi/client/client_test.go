@@ -219,3 +219,50 @@ func TestGeneratedUpToDate(t *testing.T) {
 		t.Errorf("client.gen.go is not what the golden document generates: run go generate ./httpapi/client")
 	}
 }
+
+// TestClientTaskComplete completes a task through the client: the answer
+// is the task completed (a Task, as API.md says), also when the run goes
+// on at once to a step that makes the next task.
+func TestClientTaskComplete(t *testing.T) {
+	c, _ := newServer(t)
+	ctx := context.Background()
+	p, err := c.ProcessCreateWithBodyWithResponse(ctx, nil, "application/json", strings.NewReader(`{"name": "Two tasks",
+		"trigger": {"type": "manual"}, "steps": [{"key": "one", "type": "human_task", "config": {"title": "One"}},
+		{"key": "two", "type": "human_task", "config": {"title": "Two"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Check(p.HTTPResponse, p.Body); err != nil || p.JSON201 == nil {
+		t.Fatalf("create: %v %s", err, p.Body)
+	}
+	var in client.StartIn
+	in.Subject.Type, in.Subject.Label = "case", "C-1"
+	r, err := c.RunStartWithResponse(ctx, p.JSON201.Id, nil, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Check(r.HTTPResponse, r.Body); err != nil || r.JSON201 == nil {
+		t.Fatalf("start: %v %s", err, r.Body)
+	}
+	open := "open"
+	tasks, err := c.TaskListWithResponse(ctx, &client.TaskListParams{Status: &open})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Check(tasks.HTTPResponse, tasks.Body); err != nil || tasks.JSON200 == nil || len(*tasks.JSON200) != 1 {
+		t.Fatalf("open tasks: %v %s", err, tasks.Body)
+	}
+	task := (*tasks.JSON200)[0]
+	done, err := c.TaskCompleteWithResponse(ctx, task.Id, nil, client.CompleteIn{Action: "complete"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Check(done.HTTPResponse, done.Body); err != nil || done.JSON200 == nil {
+		t.Fatalf("complete: %v %s", err, done.Body)
+	}
+	type answer struct{ ID, Step, Status string }
+	want := answer{task.Id, "one", "completed"}
+	if diff := cmp.Diff(want, answer{done.JSON200.Id, done.JSON200.StepKey, done.JSON200.Status}); diff != "" {
+		t.Errorf("complete answered (-want +got):\n%s", diff)
+	}
+}

@@ -122,8 +122,11 @@ func (s *Service) WhatIf(ctx context.Context, tenant, name string, in WhatIfIn) 
 		if len(vs) > 0 {
 			return errs.Validation(vs...)
 		}
-		rep = &WhatIfReport{Decision: name, Thresholds: cand, Modes: map[string]int{}, CurrentModes: map[string]int{},
-			Rules: []WhatIfRule{}, Differences: []WhatIfCase{}}
+		// Every mode is counted, none left out, so a reader finds each.
+		rep = &WhatIfReport{Decision: name, Thresholds: cand,
+			Modes:        map[string]int{ModeAuto: 0, ModeSuggest: 0, ModeManual: 0},
+			CurrentModes: map[string]int{ModeAuto: 0, ModeSuggest: 0, ModeManual: 0},
+			Rules:        []WhatIfRule{}, Differences: []WhatIfCase{}}
 		p := store.Page{Limit: 100}
 		for looked := 0; looked < in.Limit; {
 			p.Limit = min(100, in.Limit-looked)

@@ -100,6 +100,20 @@ func TestWhatIfThresholds(t *testing.T) {
 			t.Errorf("%+v: %v", in, err)
 		}
 	}
+	// A decision nobody judged: every mode counted, at 0.
+	other := routeDecision()
+	other.Name = "unjudged"
+	if _, err := b.svc.Create(ctx, tenant, "u1", other); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = b.svc.WhatIf(ctx, tenant, "unjudged", decisions.WhatIfIn{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := map[string]int{"auto": 0, "suggest": 0, "manual": 0}
+	if diff := cmp.Diff([]map[string]int{none, none}, []map[string]int{rep.Modes, rep.CurrentModes}); diff != "" {
+		t.Errorf("modes with no case (-want +got):\n%s", diff)
+	}
 	if _, err := b.svc.WhatIf(ctx, "t2", "invoice-route", decisions.WhatIfIn{}); !errors.Is(err, errs.NotFound) {
 		t.Errorf("another tenant's decision: %v", err)
 	}

@@ -140,7 +140,9 @@ func (s *Service) WhatIf(ctx context.Context, tenant, typeID string, in WhatIfIn
 		}
 		cand := *t
 		cand.reshape(in.Fields, in.Workflow, in.Clear) // as UpdateType makes it of the same keys
-		rep = &WhatIfReport{TypeID: typeID, Outcomes: map[string]int{}, Rules: []WhatIfRule{}, Differences: []WhatIfDocument{}}
+		// Every outcome is counted, none left out, so a reader finds each.
+		rep = &WhatIfReport{TypeID: typeID, Outcomes: map[string]int{WhatIfApproved: 0, WhatIfRejected: 0, WhatIfReview: 0},
+			Rules: []WhatIfRule{}, Differences: []WhatIfDocument{}}
 		p := store.Page{}
 		for rep.Documents < in.Limit {
 			p.Limit = min(100, in.Limit-rep.Documents)

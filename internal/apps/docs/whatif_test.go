@@ -56,7 +56,7 @@ func TestWhatIfWorkflow(t *testing.T) {
 	for _, id := range ruleIDs(broken) {
 		rules = append(rules, WhatIfRule{RuleID: id, Severity: SeverityError, Flagged: 1, Agreed: 1, AgreementRate: f(1)})
 	}
-	want := &WhatIfReport{TypeID: typ.ID, Documents: 4, Cases: 3, Outcomes: map[string]int{WhatIfApproved: 2, WhatIfRejected: 1},
+	want := &WhatIfReport{TypeID: typ.ID, Documents: 4, Cases: 3, Outcomes: map[string]int{WhatIfApproved: 2, WhatIfRejected: 1, WhatIfReview: 0},
 		Compared: 3, Agreed: 2, AgreementRate: f(2.0 / 3), Rules: rules,
 		Differences:     []WhatIfDocument{{DocumentID: refused.ID, Title: refused.Title, Human: WhatIfRejected, Candidate: WhatIfApproved, Issues: []string{}}},
 		DifferenceCount: 1}
