@@ -17,6 +17,10 @@ const (
 	// data is filled into its references (the bound of the title a
 	// human_task step's config gives); a longer one is cut.
 	MaxTaskTitle = 200
+	// MaxTaskDescription bounds, in characters, a task's description once
+	// the run's data is filled into its references (the bound of the
+	// description a human_task step's config gives); a longer one is cut.
+	MaxTaskDescription = 4000
 )
 
 // truncateRunes returns s cut to at most n characters.

@@ -41,7 +41,7 @@ func (x *exec) stepFail(st *StepRun, err error) bool {
 func (x *exec) createTask(def *process.Step, st *StepRun, title, desc string, actions []string,
 	fields []map[string]any, assignee string, dueHours *float64, kind string) *Task {
 	id := x.w.e.ids.New("tsk", x.now)
-	title = truncateRunes(title, MaxTaskTitle)
+	title, desc = truncateRunes(title, MaxTaskTitle), truncateRunes(desc, MaxTaskDescription)
 	t := &Task{
 		ID: id, RunID: x.r.ID, ProcessID: x.r.ProcessID, ProcessName: x.r.ProcessName, StepKey: def.Key,
 		Title: title, Subject: x.r.Subject, Actions: actions, Fields: fields, Status: TaskOpen,

@@ -10,23 +10,27 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestTaskTitleBounded checks that a task's title, whose references a run
-// fills in from its data, is cut to MaxTaskTitle characters: a person's
-// long answer in an earlier step does not make every inbox, the cockpit's
-// open tasks and the task.created event carry it.
+// TestTaskTitleBounded checks that a task's title and description, whose
+// references a run fills in from its data, are cut to MaxTaskTitle and
+// MaxTaskDescription characters: a person's long answer in an earlier step
+// does not make every inbox, the cockpit's open tasks and the task.created
+// event carry it.
 func TestTaskTitleBounded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t)
 	def := b.create(t, `{"type":"manual"}`, `[{"key":"ask","type":"human_task","config":{"title":"Ask",
 		"fields":[{"key":"name","label":"Name","type":"text"}]}},
-		{"key":"greet","type":"human_task","config":{"title":"Hello ${steps.ask.fields.name}"}}]`)
+		{"key":"greet","type":"human_task","config":{"title":"Hello ${steps.ask.fields.name}",
+		"description":"About ${steps.ask.fields.name}"}}]`)
+	e := func(n int) string { return strings.Repeat("é", n) }
 	for _, c := range []struct {
-		name, answer, want string
+		name, answer, title, desc string
 	}{
-		{"short", "Ann", "Hello Ann"},
-		{"at the bound", strings.Repeat("é", runengine.MaxTaskTitle-6), "Hello " + strings.Repeat("é", runengine.MaxTaskTitle-6)},
-		{"long", strings.Repeat("é", 5000), "Hello " + strings.Repeat("é", runengine.MaxTaskTitle-6)},
+		{"short", "Ann", "Hello Ann", "About Ann"},
+		{"title at its bound", e(runengine.MaxTaskTitle - 6), "Hello " + e(runengine.MaxTaskTitle-6), "About " + e(runengine.MaxTaskTitle-6)},
+		{"description at its bound", e(runengine.MaxTaskDescription - 6), "Hello " + e(runengine.MaxTaskTitle-6), "About " + e(runengine.MaxTaskDescription-6)},
+		{"long", e(5000), "Hello " + e(runengine.MaxTaskTitle-6), "About " + e(runengine.MaxTaskDescription-6)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			id := b.start(t, def.ID)
@@ -40,8 +44,14 @@ func TestTaskTitleBounded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(c.want, task.Title); diff != "" {
+			if diff := cmp.Diff(c.title, task.Title); diff != "" {
 				t.Errorf("title (%d characters) (-want +got):\n%s", utf8.RuneCountInString(task.Title), diff)
+			}
+			if task.Description == nil {
+				t.Fatal("no description")
+			}
+			if diff := cmp.Diff(c.desc, *task.Description); diff != "" {
+				t.Errorf("description (%d characters) (-want +got):\n%s", utf8.RuneCountInString(*task.Description), diff)
 			}
 		})
 	}

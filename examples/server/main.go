@@ -81,6 +81,7 @@ func run(args []string, stdout *os.File) error {
 	webhookAllow := fs.String("webhook-allow", "", "comma-separated address ranges webhooks may reach besides public ones (e.g. 127.0.0.0/8)")
 	backup := fs.String("backup", "", "write a backup of -data to this file and exit")
 	restore := fs.String("restore", "", "restore this backup file into -data (empty or new) and exit")
+	limits := addLimitFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -121,6 +122,7 @@ func run(args []string, stdout *os.File) error {
 	}
 	opts, reg := workspaceOptions(*data, *storeURL, *pluginDir, *publicURL, allow, *metricsAddr != "", logger)
 	opts.Cluster, opts.NodeID, opts.ClusterLeaseTTL = *cluster, *nodeID, *leaseTTL
+	limits.apply(&opts)
 	ws, err := bas.Open(ctx, opts)
 	if err != nil {
 		return err
