@@ -146,6 +146,12 @@ func (p *Plugin) Call(ctx context.Context, call capability.Call) (json.RawMessag
 	if err != nil {
 		return nil, err
 	}
+	if !slices.Contains(inst.provides, call.Capability) {
+		// A process that restarted without the capability: the call was
+		// routed by its predecessor's description, which the registry
+		// reads again only once the new process is live.
+		return nil, errs.Unavailablef("plugin %s no longer provides %s (it provides %s)", p.id(), call.Capability, listOrNone(inst.provides))
+	}
 	resp, err := inst.conn.Provider.Call(wire.InjectTrace(cctx), &wire.CallRequest{Call: wire.FromCall(call)})
 	if err != nil {
 		return nil, p.callError(ctx, cctx, inst, call.Capability, timeout, err)
@@ -205,6 +211,14 @@ func (p *Plugin) callError(ctx, cctx context.Context, inst *instance, capID stri
 	default:
 		return errors.Newf("plugin %s: call %s failed: %s: %s", p.id(), capID, st.Code(), st.Message())
 	}
+}
+
+// listOrNone lists ids, or says "nothing".
+func listOrNone(ids []string) string {
+	if len(ids) == 0 {
+		return "nothing"
+	}
+	return strings.Join(ids, ", ")
 }
 
 // lostConnection tells whether err means the plugin's connection broke (the
@@ -277,6 +291,9 @@ type instance struct {
 	cmd     *exec.Cmd
 	conn    *wire.Conn
 	started time.Time
+	// provides is what the process said it fills (its Info's
+	// Capabilities), set once as it is adopted, before it takes calls.
+	provides []string
 
 	once   sync.Once
 	dead   chan struct{} // closed when the instance is found dead
@@ -462,6 +479,7 @@ func (p *Plugin) setLocked(st, detail string) {
 
 // adoptFirst makes inst the plugin's first process and starts supervising.
 func (p *Plugin) adoptFirst(inst *instance, info capability.Info, caps []capability.Capability) {
+	inst.provides = slices.Clone(info.Capabilities)
 	p.mu.Lock()
 	p.info, p.caps, p.inst = info, caps, inst
 	p.setLocked(StatusConnected, "")
@@ -486,6 +504,7 @@ func (p *Plugin) adopt(inst *instance, init *wire.InitResponse) error {
 	if err := validateInfo(info); err != nil {
 		return err
 	}
+	inst.provides = slices.Clone(info.Capabilities)
 	p.info, p.caps, p.inst = info, wire.ToCapabilities(init.Capabilities), inst
 	p.setLocked(StatusConnected, "")
 	return nil

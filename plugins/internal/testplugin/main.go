@@ -6,7 +6,10 @@
 // names it after the binary's file name);
 // BAS_TESTPLUGIN_HEALTH="status:detail" sets the health it reports;
 // BAS_TESTPLUGIN_UNDESCRIBED names a capability it lists but does not
-// describe (a workspace's registry refuses such a provider).
+// describe (a workspace's registry refuses such a provider);
+// BAS_TESTPLUGIN_DROP="capability:marker file" leaves that capability out
+// of its Info and descriptions when the marker file exists as it starts (a
+// restart into a version without it).
 package main
 
 import (
@@ -35,10 +38,29 @@ var caps = []string{
 	"test.malformed", "test.fail", "test.panic", "test.emit", "test.print",
 }
 
+// listed returns the capabilities this process fills: caps, less the one
+// BAS_TESTPLUGIN_DROP drops.
+func listed() []string {
+	c, marker, ok := strings.Cut(os.Getenv("BAS_TESTPLUGIN_DROP"), ":")
+	if !ok {
+		return caps
+	}
+	if _, err := os.Stat(marker); err != nil {
+		return caps
+	}
+	var out []string
+	for _, id := range caps {
+		if id != c {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 func (p *provider) Info() capability.Info {
-	listed := caps
+	listed := listed()
 	if c := os.Getenv("BAS_TESTPLUGIN_UNDESCRIBED"); c != "" {
-		listed = append(append([]string(nil), caps...), c)
+		listed = append(append([]string(nil), listed...), c)
 	}
 	return capability.Info{
 		ID:           os.Getenv("BAS_TESTPLUGIN_ID"), // "": the host names it after the binary
@@ -56,8 +78,9 @@ func (p *provider) Info() capability.Info {
 // workspace's registry accepts it (a provider may list only capabilities
 // that are in the catalog or that it describes).
 func (p *provider) Capabilities() []capability.Capability {
-	out := make([]capability.Capability, len(caps))
-	for i, id := range caps {
+	ids := listed()
+	out := make([]capability.Capability, len(ids))
+	for i, id := range ids {
 		out[i] = capability.Capability{
 			ID:          id,
 			Name:        id,
@@ -66,7 +89,9 @@ func (p *provider) Capabilities() []capability.Capability {
 			Result:      json.RawMessage(`{"type":"object"}`),
 		}
 	}
-	out[0].Name, out[0].Description = "Echo", "Returns its arguments."
+	if len(out) > 0 && out[0].ID == "test.echo" {
+		out[0].Name, out[0].Description = "Echo", "Returns its arguments."
+	}
 	return out
 }
 
