@@ -160,14 +160,18 @@ type Options struct {
 	// directory it can read; a plugin in it that fails to load is logged
 	// and shown failed (GET /v1/connections), and Open goes on.
 	PluginDir string
-	// Plugins are explicit paths of provider plugins to load.
+	// Plugins are explicit paths of provider plugins to load. Open fails
+	// with ErrInvalid when one is not an executable file, is listed twice
+	// or lies in PluginDir (which loads it already); a plugin that is there
+	// but fails to load (not a bas plugin, a bad checksum) is logged and
+	// shown failed, as one in PluginDir.
 	Plugins []string
 	// CallTimeout bounds one capability call (in process or to a plugin).
 	// Defaults to 30s.
 	CallTimeout time.Duration
-	// PluginEnv is added to every plugin's environment ("KEY=value"),
-	// which otherwise holds only PATH, HOME, TMPDIR, locale and proxy
-	// settings.
+	// PluginEnv is added to every plugin's environment ("KEY=value"; Open
+	// fails with ErrInvalid on an entry without a key and "="), which
+	// otherwise holds only PATH, HOME, TMPDIR, locale and proxy settings.
 	PluginEnv []string
 	// MaxUploadBytes bounds an uploaded document. Defaults to 25 MiB.
 	MaxUploadBytes int64
@@ -176,7 +180,9 @@ type Options struct {
 	// invoice's PDF and payment link). Defaults to "/api".
 	PublicURL string
 	// PluginChecksums maps a plugin path or base name to its expected
-	// SHA-256 (hex); a plugin that does not match is not started.
+	// SHA-256 (hex); a plugin that does not match is not started. Open
+	// fails with ErrInvalid on a key that names no plugin of Plugins or
+	// PluginDir (the plugin it was meant for would run unchecked).
 	PluginChecksums map[string]string
 	// CircuitFailures is how many consecutive failures that are a
 	// provider's fault (timeouts, unavailable, malformed output, crashes;
