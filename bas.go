@@ -411,6 +411,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	if opts.PluginDir != "" || len(opts.Plugins) > 0 {
 		ws.plugins = plugins.NewHost(plugins.HostOptions{Logger: opts.Logger, Clock: opts.Clock,
 			Checksums: opts.PluginChecksums, Sink: eventSink{ws}, CallTimeout: opts.CallTimeout, Env: opts.PluginEnv,
+			Uses: ws.registry.Uses, // a plugin's events land only in tenants that use it
 			OnRestart: func(id string) {
 				ws.tel.PluginRestarted(id)
 				if err := ws.registry.Refresh(id); err != nil {

@@ -35,6 +35,14 @@ type HostOptions struct {
 	// Sink receives the events plugins emit. Defaults to dropping them (they
 	// are logged at debug level).
 	Sink capability.EventSink
+	// Uses reports whether tenant uses the plugin whose provider id is
+	// provider: an event a plugin emits lands only in a tenant whose call
+	// it is serving at that moment, or one Uses accepts; the others are
+	// refused (sdk.Forbidden, bas.ErrForbidden, to the plugin; a warning in
+	// the host's log).
+	// Wire it to registry.Registry.Uses. Defaults to accepting none: a
+	// plugin emits only into the tenants of the calls it is serving.
+	Uses func(ctx context.Context, tenant, provider string) (bool, error)
 	// Checksums maps a plugin's path (as given, or absolute) or its file
 	// name to the sha256 of its binary, in hex. A plugin with a checksum is
 	// checked at every start and fails to load when it does not match;

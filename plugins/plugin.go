@@ -55,6 +55,7 @@ type Plugin struct {
 	changed chan struct{} // closed and replaced on every status change
 	failed  bool          // the plugin never loaded
 	closed  bool
+	serving map[string]int // tenant -> calls of it in flight
 
 	stop chan struct{} // closed by close to end the supervisor
 	done chan struct{} // closed when the supervisor has ended
@@ -141,6 +142,10 @@ func (p *Plugin) Call(ctx context.Context, call capability.Call) (json.RawMessag
 	}
 	cctx, cancel := context.WithTimeout(ctx, p.h.opts.CallTimeout)
 	defer cancel()
+	if call.Tenant != "" {
+		p.serve(call.Tenant, 1)
+		defer p.serve(call.Tenant, -1)
+	}
 
 	inst, err := p.ready(cctx)
 	if err != nil {
@@ -169,6 +174,41 @@ func (p *Plugin) Call(ctx context.Context, call capability.Call) (json.RawMessag
 }
 
 func (p *Plugin) id() string { return p.Info().ID }
+
+// serve counts a call of tenant in flight (n 1) or ended (n -1).
+func (p *Plugin) serve(tenant string, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.serving == nil {
+		p.serving = map[string]int{}
+	}
+	if p.serving[tenant] += n; p.serving[tenant] <= 0 {
+		delete(p.serving, tenant)
+	}
+}
+
+// mayEmitTo reports whether an event of the plugin may land in tenant: the
+// plugin is serving a call of tenant, or the tenant uses it
+// (HostOptions.Uses). Otherwise the error says why not.
+func (p *Plugin) mayEmitTo(ctx context.Context, id, tenant string) error {
+	p.mu.Lock()
+	serving := p.serving[tenant] > 0
+	p.mu.Unlock()
+	if serving {
+		return nil
+	}
+	if uses := p.h.opts.Uses; uses != nil {
+		ok, err := uses(ctx, tenant, id)
+		if err != nil {
+			return errors.Mark(errors.Wrapf(err, "plugin %s: check that tenant %s uses it", id, tenant), errs.Unavailable)
+		}
+		if ok {
+			return nil
+		}
+	}
+	return errs.Forbiddenf("tenant %s does not use plugin %s: a plugin emits only into the tenant of a call it is serving, "+
+		"or into one that bound one of its capabilities to it or runs processes that call it", tenant, id)
+}
 
 // ready returns the live instance, waiting while the plugin restarts.
 func (p *Plugin) ready(ctx context.Context) (*instance, error) {
@@ -269,6 +309,10 @@ func (p *Plugin) emit(ctx context.Context, ev capability.Event) error {
 	}
 	if err := errs.Validation(vs...); err != nil {
 		p.log.Warn("plugin emitted an invalid event", "event", ev.Name, "error", err)
+		return err
+	}
+	if err := p.mayEmitTo(ctx, info.ID, ev.Tenant); err != nil {
+		p.log.Warn("plugin event refused: the tenant does not use the plugin", "event", ev.Name, "tenant", ev.Tenant, "error", err)
 		return err
 	}
 	if p.h.opts.Sink == nil {

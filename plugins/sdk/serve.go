@@ -27,7 +27,11 @@ type Host interface {
 	// app's Events.Emits. No name may be in a namespace the workspace owns
 	// (process.*, approval.*, docs.* ...: capability.ReservedNamespace);
 	// such an event is refused (sdk.Invalid). Tenant is required:
-	// use the tenant of the call that caused the event.
+	// use the tenant of the call that caused the event. The event lands
+	// only in the tenant of a call the provider is serving at that moment
+	// or in a tenant that uses the provider (it bound one of the
+	// provider's capabilities to it, or its processes call one the
+	// provider alone fills); any other tenant is refused (sdk.Forbidden).
 	Emit(ctx context.Context, ev capability.Event) error
 	// Logger returns the plugin's logger; its lines appear in the host's log.
 	Logger() *slog.Logger
