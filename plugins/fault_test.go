@@ -334,7 +334,7 @@ func TestRestartWithoutACapability(t *testing.T) {
 	if !errors.Is(err, errs.Unavailable) {
 		t.Fatalf("test.echo after the restart: %v, want errs.Unavailable", err)
 	}
-	contains(t, "error", err.Error(), "plugin plugin.test no longer provides test.echo")
+	contains(t, "error", err.Error(), "plugin plugin.test does not provide test.echo (its process provides test.pid, ")
 	if slices.Contains(p.Info().Capabilities, "test.echo") {
 		t.Errorf("Info still lists test.echo: %v", p.Info().Capabilities)
 	}

@@ -155,7 +155,7 @@ func (p *Plugin) Call(ctx context.Context, call capability.Call) (json.RawMessag
 		// A process that restarted without the capability: the call was
 		// routed by its predecessor's description, which the registry
 		// reads again only once the new process is live.
-		return nil, errs.Unavailablef("plugin %s no longer provides %s (it provides %s)", p.id(), call.Capability, listOrNone(inst.provides))
+		return nil, errs.Unavailablef("plugin %s does not provide %s (its process provides %s)", p.id(), call.Capability, listOrNone(inst.provides))
 	}
 	resp, err := inst.conn.Provider.Call(wire.InjectTrace(cctx), &wire.CallRequest{Call: wire.FromCall(call)})
 	if err != nil {
