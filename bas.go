@@ -635,8 +635,18 @@ func (ws *Workspace) openCatalogs() error {
 // eventSink takes events providers emit (plugins) onto the engine's bus.
 type eventSink struct{ ws *Workspace }
 
-// Emit publishes ev durably and starts the runs it triggers.
+var _ plugins.EmitterSink = eventSink{}
+
+// Emit publishes ev durably and starts the runs it triggers; the event's
+// emitter is "provider".
 func (s eventSink) Emit(ctx context.Context, ev capability.Event) error {
+	return s.EmitFrom(ctx, "provider", ev)
+}
+
+// EmitFrom is Emit of an event the plugin whose provider id is provider
+// emitted: the event and the runs it starts name it as their emitter
+// (plugins.EmitterSink).
+func (s eventSink) EmitFrom(ctx context.Context, provider string, ev capability.Event) error {
 	if s.ws.engine == nil {
 		return errs.Unavailablef("the workspace is still opening")
 	}
@@ -646,7 +656,7 @@ func (s eventSink) Emit(ctx context.Context, ev capability.Event) error {
 			return errs.Invalidf([]any{"data"}, "type_error", "event data must be a JSON object")
 		}
 	}
-	_, err := s.ws.engine.Publish(ctx, runengine.PublishParams{Tenant: ev.Tenant, Name: ev.Name, Data: data, Emitter: "provider"})
+	_, err := s.ws.engine.Publish(ctx, runengine.PublishParams{Tenant: ev.Tenant, Name: ev.Name, Data: data, Emitter: provider})
 	return err
 }
 

@@ -32,8 +32,9 @@ type HostOptions struct {
 	// StartTimeout bounds a plugin's start: the go-plugin handshake, then
 	// the session's Init. Defaults to 10s.
 	StartTimeout time.Duration
-	// Sink receives the events plugins emit. Defaults to dropping them (they
-	// are logged at debug level).
+	// Sink receives the events plugins emit; one that is an EmitterSink
+	// learns which plugin emitted each. Defaults to dropping them (they are
+	// logged at debug level).
 	Sink capability.EventSink
 	// Uses reports whether tenant uses the plugin whose provider id is
 	// provider: an event a plugin emits lands only in a tenant whose call
@@ -100,6 +101,16 @@ func (o HostOptions) withDefaults() HostOptions {
 		o.Clock = clock.Real{}
 	}
 	return o
+}
+
+// EmitterSink is a HostOptions.Sink that learns which plugin emitted an
+// event: the host calls EmitFrom, with the plugin's provider id
+// ("plugin.<name>"), instead of Emit.
+type EmitterSink interface {
+	capability.EventSink
+	// EmitFrom takes ev, emitted by the plugin whose provider id is
+	// provider.
+	EmitFrom(ctx context.Context, provider string, ev capability.Event) error
 }
 
 // passedEnv lists the host variables plugins get without InheritEnv.

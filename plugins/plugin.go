@@ -319,6 +319,9 @@ func (p *Plugin) emit(ctx context.Context, ev capability.Event) error {
 		p.log.Debug("dropping plugin event: the host has no sink", "event", ev.Name, "tenant", ev.Tenant)
 		return nil
 	}
+	if es, ok := p.h.opts.Sink.(EmitterSink); ok {
+		return es.EmitFrom(ctx, info.ID, ev)
+	}
 	return p.h.opts.Sink.Emit(ctx, ev)
 }
 

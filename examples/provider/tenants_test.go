@@ -19,7 +19,8 @@ import (
 // plugin's capabilities to it, and in one whose processes call it (the
 // plugin is the lone provider, so their default); a tenant that did
 // neither refuses it (ErrForbidden to the plugin, a warning in the log).
-// Before, a plugin serving any tenant could emit into every other one.
+// Before, a plugin serving any tenant could emit into every other one. An
+// event that lands names the plugin as its emitter (it was "provider").
 func TestPluginEventsLandOnlyInTenantsThatUseIt(t *testing.T) {
 	t.Parallel()
 	_, fault := pluginBinaries(t)
@@ -44,7 +45,7 @@ func TestPluginEventsLandOnlyInTenantsThatUseIt(t *testing.T) {
 					return
 				}
 				marker, _ := n.Event.Data["marker"].(string)
-				ch <- marker
+				ch <- marker + " from " + n.Event.EmittedBy
 			}
 		}()
 	}
@@ -69,8 +70,10 @@ func TestPluginEventsLandOnlyInTenantsThatUseIt(t *testing.T) {
 		}
 		select {
 		case got := <-events[test.into]:
-			if got != test.name { // the refused event would have come first
-				t.Errorf("%s: tenant %s got the event %q first, want %q", test.name, test.into, got, test.name)
+			// The refused event would have come first; the event names the
+			// plugin that emitted it.
+			if want := test.name + " from plugin.test"; got != want {
+				t.Errorf("%s: tenant %s got the event %q first, want %q", test.name, test.into, got, want)
 			}
 		case <-ctx.Done():
 			t.Fatalf("%s: no event reached tenant %s", test.name, test.into)
