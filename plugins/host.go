@@ -37,8 +37,9 @@ type HostOptions struct {
 	// logged at debug level).
 	Sink capability.EventSink
 	// Uses reports whether tenant uses the plugin whose provider id is
-	// provider: an event a plugin emits lands only in a tenant whose call
-	// it is serving at that moment, or one Uses accepts; the others are
+	// provider: an event a plugin emits lands only in the tenant of the
+	// call whose context it was emitted with (outside a call's context: of
+	// any call the plugin is serving), or in one Uses accepts; the others are
 	// refused (sdk.Forbidden, bas.ErrForbidden, to the plugin; a warning in
 	// the host's log).
 	// Wire it to registry.Registry.Uses. Defaults to accepting none: a

@@ -359,6 +359,57 @@ func TestEventsOnlyIntoTenantsThatUseThePlugin(t *testing.T) {
 	}
 }
 
+// TestEventsFromACallLandInItsTenant: an event emitted with a call's
+// context lands in that call's tenant only (or in a tenant that uses the
+// plugin), also while the plugin serves another tenant's call at the same
+// time: the call's token comes back with the event. An event emitted
+// outside a call's context may land in any tenant whose call the plugin is
+// serving. Before, a plugin serving t1 and t2 at once could emit from t1's
+// call into t2.
+func TestEventsFromACallLandInItsTenant(t *testing.T) {
+	t.Parallel()
+	_, bin := binaries(t)
+	h := newHost(t, plugins.HostOptions{})
+	p := h.load(t, plugintest.Link(t, bin, t.TempDir(), "test"))
+
+	began := filepath.Join(t.TempDir(), "began")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Call(ctx, capability.Call{Tenant: "t2", Capability: "test.slow",
+			Args: json.RawMessage(`{"millis": 60000, "marker": "` + began + `"}`)})
+		done <- err
+	}()
+	testwait.Until(t, "t2's call has begun", func() bool {
+		_, err := os.Stat(began)
+		return err == nil
+	})
+	emit := func(detached bool) error {
+		_, err := call(t, p, "test.emit", map[string]any{"tenant": "t2", "name": "test.happened", "detached": detached})
+		return err
+	}
+	// From t1's call (call gives every call tenant t1), into t2:
+	if err := emit(false); !errors.Is(err, errs.Forbidden) {
+		t.Errorf("with t1's call's context, while t2's call is served: %v, want errs.Forbidden", err)
+	}
+	if err := emit(true); err != nil {
+		t.Errorf("outside a call's context, while t2's call is served: %v", err)
+	} else if ev := h.sink.next(t); ev.Tenant != "t2" {
+		t.Errorf("event = %+v, want t2's", ev)
+	}
+	cancel()
+	testwait.Recv(t, done, "t2's call ended")
+	if err := emit(true); !errors.Is(err, errs.Forbidden) {
+		t.Errorf("outside a call's context, once t2's call ended: %v, want errs.Forbidden", err)
+	}
+	select {
+	case ev := <-h.sink.ch:
+		t.Errorf("a refused event reached the sink: %+v", ev)
+	default:
+	}
+}
+
 func TestLoadDir(t *testing.T) {
 	t.Parallel()
 	acme, bin := binaries(t)

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -55,7 +56,9 @@ type Plugin struct {
 	changed chan struct{} // closed and replaced on every status change
 	failed  bool          // the plugin never loaded
 	closed  bool
-	serving map[string]int // tenant -> calls of it in flight
+	serving map[string]int    // tenant -> calls of it in flight
+	calls   map[string]string // token -> tenant of each call in flight
+	tokens  uint64            // tokens handed out
 
 	stop chan struct{} // closed by close to end the supervisor
 	done chan struct{} // closed when the supervisor has ended
@@ -142,10 +145,8 @@ func (p *Plugin) Call(ctx context.Context, call capability.Call) (json.RawMessag
 	}
 	cctx, cancel := context.WithTimeout(ctx, p.h.opts.CallTimeout)
 	defer cancel()
-	if call.Tenant != "" {
-		p.serve(call.Tenant, 1)
-		defer p.serve(call.Tenant, -1)
-	}
+	token := p.begin(call.Tenant)
+	defer p.end(token, call.Tenant)
 
 	inst, err := p.ready(cctx)
 	if err != nil {
@@ -157,7 +158,7 @@ func (p *Plugin) Call(ctx context.Context, call capability.Call) (json.RawMessag
 		// reads again only once the new process is live.
 		return nil, errs.Unavailablef("plugin %s does not provide %s (its process provides %s)", p.id(), call.Capability, listOrNone(inst.provides))
 	}
-	resp, err := inst.conn.Provider.Call(wire.InjectTrace(cctx), &wire.CallRequest{Call: wire.FromCall(call)})
+	resp, err := inst.conn.Provider.Call(wire.InjectTrace(cctx), &wire.CallRequest{Call: wire.FromCall(call), Token: token})
 	if err != nil {
 		return nil, p.callError(ctx, cctx, inst, call.Capability, timeout, err)
 	}
@@ -175,26 +176,48 @@ func (p *Plugin) Call(ctx context.Context, call capability.Call) (json.RawMessag
 
 func (p *Plugin) id() string { return p.Info().ID }
 
-// serve counts a call of tenant in flight (n 1) or ended (n -1).
-func (p *Plugin) serve(tenant string, n int) {
+// begin records a call of tenant in flight and returns its token, which
+// events the plugin emits with the call's context carry back.
+func (p *Plugin) begin(tenant string) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.serving == nil {
-		p.serving = map[string]int{}
+	if p.calls == nil {
+		p.calls, p.serving = map[string]string{}, map[string]int{}
 	}
-	if p.serving[tenant] += n; p.serving[tenant] <= 0 {
+	p.tokens++
+	token := strconv.FormatUint(p.tokens, 36)
+	p.calls[token] = tenant
+	p.serving[tenant]++
+	return token
+}
+
+// end records that the call begin returned token for has ended.
+func (p *Plugin) end(token, tenant string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.calls, token)
+	if p.serving[tenant]--; p.serving[tenant] <= 0 {
 		delete(p.serving, tenant)
 	}
 }
 
-// mayEmitTo reports whether an event of the plugin may land in tenant: the
-// plugin is serving a call of tenant, or the tenant uses it
-// (HostOptions.Uses). Otherwise the error says why not.
-func (p *Plugin) mayEmitTo(ctx context.Context, id, tenant string) error {
+// mayEmitTo reports whether an event of the plugin may land in tenant. An
+// event emitted with a call's context (token) lands in that call's tenant;
+// one emitted outside a call's context (or by an SDK that sends no token),
+// in the tenant of any call the plugin is serving. Any event may land in a
+// tenant that uses the plugin (HostOptions.Uses). Otherwise the error says
+// why not.
+func (p *Plugin) mayEmitTo(ctx context.Context, id, tenant, token string) error {
 	p.mu.Lock()
-	serving := p.serving[tenant] > 0
+	served := false
+	if token != "" {
+		callTenant, ok := p.calls[token]
+		served = ok && callTenant == tenant
+	} else {
+		served = p.serving[tenant] > 0
+	}
 	p.mu.Unlock()
-	if serving {
+	if served && tenant != "" {
 		return nil
 	}
 	if uses := p.h.opts.Uses; uses != nil {
@@ -206,7 +229,7 @@ func (p *Plugin) mayEmitTo(ctx context.Context, id, tenant string) error {
 			return nil
 		}
 	}
-	return errs.Forbiddenf("tenant %s does not use plugin %s: a plugin emits only into the tenant of a call it is serving, "+
+	return errs.Forbiddenf("tenant %s does not use plugin %s: a plugin emits only into the tenant of the call it is serving, "+
 		"or into one that bound one of its capabilities to it or runs processes that call it", tenant, id)
 }
 
@@ -288,8 +311,9 @@ func (p *Plugin) malformed(capID string, out []byte) error {
 		capability.ErrMalformedOutput)
 }
 
-// emit passes an event from the plugin to the host's sink.
-func (p *Plugin) emit(ctx context.Context, ev capability.Event) error {
+// emit passes an event from the plugin to the host's sink; token is the
+// call whose context it was emitted with, if any.
+func (p *Plugin) emit(ctx context.Context, ev capability.Event, token string) error {
 	info := p.Info()
 	var vs []errs.Violation
 	if ev.Name == "" {
@@ -311,7 +335,7 @@ func (p *Plugin) emit(ctx context.Context, ev capability.Event) error {
 		p.log.Warn("plugin emitted an invalid event", "event", ev.Name, "error", err)
 		return err
 	}
-	if err := p.mayEmitTo(ctx, info.ID, ev.Tenant); err != nil {
+	if err := p.mayEmitTo(ctx, info.ID, ev.Tenant, token); err != nil {
 		p.log.Warn("plugin event refused: the tenant does not use the plugin", "event", ev.Name, "tenant", ev.Tenant, "error", err)
 		return err
 	}
@@ -329,7 +353,7 @@ func (p *Plugin) emit(ctx context.Context, ev capability.Event) error {
 type hostService struct{ p *Plugin }
 
 func (s hostService) Emit(ctx context.Context, req *wire.EmitRequest) (*wire.EmitResponse, error) {
-	return &wire.EmitResponse{Error: wire.EncodeError(ctx, s.p.emit(ctx, req.Event.ToCapability()))}, nil
+	return &wire.EmitResponse{Error: wire.EncodeError(ctx, s.p.emit(ctx, req.Event.ToCapability(), req.Call))}, nil
 }
 
 // instance is one process of a plugin.

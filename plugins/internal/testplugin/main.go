@@ -1,6 +1,8 @@
 // Command testplugin is a bas plugin for the host's tests: besides echoing
 // it misbehaves on request (crash, hang, malformed output, panic), reports
-// its pid and environment, and emits events.
+// its pid and environment, and emits events (with the call's context, or
+// with one of its own when "detached"). test.slow writes the file "marker"
+// names as it begins.
 //
 // Environment: BAS_TESTPLUGIN_ID sets its provider id (by default the host
 // names it after the binary's file name);
@@ -112,6 +114,8 @@ type args struct {
 	Data   json.RawMessage `json:"data"`
 	Text   string          `json:"text"`
 	Millis int             `json:"millis"`
+	// Detached emits with a context of its own, not the call's.
+	Detached bool `json:"detached"`
 }
 
 func (p *provider) Call(ctx context.Context, call capability.Call) (json.RawMessage, error) {
@@ -142,6 +146,11 @@ func (p *provider) Call(ctx context.Context, call capability.Call) (json.RawMess
 		<-make(chan struct{}) // ignores ctx on purpose
 		return nil, nil
 	case "test.slow":
+		if a.Marker != "" { // tells the test the call has begun
+			if err := os.WriteFile(a.Marker, nil, 0o600); err != nil {
+				return nil, err
+			}
+		}
 		select {
 		case <-time.After(time.Duration(a.Millis) * time.Millisecond):
 			return jsonOf(map[string]bool{"done": true})
@@ -155,7 +164,11 @@ func (p *provider) Call(ctx context.Context, call capability.Call) (json.RawMess
 	case "test.panic":
 		panic("test plugin panics on purpose")
 	case "test.emit":
-		err := p.Emit(ctx, capability.Event{Tenant: a.Tenant, Name: a.Name, Data: a.Data})
+		ectx := ctx
+		if a.Detached {
+			ectx = context.Background()
+		}
+		err := p.Emit(ectx, capability.Event{Tenant: a.Tenant, Name: a.Name, Data: a.Data})
 		if err != nil {
 			return nil, errors.Wrap(err, "emit")
 		}
