@@ -56,6 +56,10 @@ type Plugin struct {
 	changed chan struct{} // closed and replaced on every status change
 	failed  bool          // the plugin never loaded
 	closed  bool
+
+	// The calls in flight, for the events the plugin may emit (mayEmitTo);
+	// a lock of their own, apart from the status's.
+	callsMu sync.Mutex
 	serving map[string]int    // tenant -> calls of it in flight
 	calls   map[string]string // token -> tenant of each call in flight
 	tokens  uint64            // tokens handed out
@@ -179,8 +183,8 @@ func (p *Plugin) id() string { return p.Info().ID }
 // begin records a call of tenant in flight and returns its token, which
 // events the plugin emits with the call's context carry back.
 func (p *Plugin) begin(tenant string) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.callsMu.Lock()
+	defer p.callsMu.Unlock()
 	if p.calls == nil {
 		p.calls, p.serving = map[string]string{}, map[string]int{}
 	}
@@ -193,8 +197,8 @@ func (p *Plugin) begin(tenant string) string {
 
 // end records that the call begin returned token for has ended.
 func (p *Plugin) end(token, tenant string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.callsMu.Lock()
+	defer p.callsMu.Unlock()
 	delete(p.calls, token)
 	if p.serving[tenant]--; p.serving[tenant] <= 0 {
 		delete(p.serving, tenant)
@@ -208,7 +212,7 @@ func (p *Plugin) end(token, tenant string) {
 // tenant that uses the plugin (HostOptions.Uses). Otherwise the error says
 // why not.
 func (p *Plugin) mayEmitTo(ctx context.Context, id, tenant, token string) error {
-	p.mu.Lock()
+	p.callsMu.Lock()
 	served := false
 	if token != "" {
 		callTenant, ok := p.calls[token]
@@ -216,7 +220,7 @@ func (p *Plugin) mayEmitTo(ctx context.Context, id, tenant, token string) error 
 	} else {
 		served = p.serving[tenant] > 0
 	}
-	p.mu.Unlock()
+	p.callsMu.Unlock()
 	if served && tenant != "" {
 		return nil
 	}
