@@ -160,14 +160,18 @@ type Options struct {
 	// directory it can read; a plugin in it that fails to load is logged
 	// and shown failed (GET /v1/connections), and Open goes on.
 	PluginDir string
-	// Plugins are explicit paths of provider plugins to load.
+	// Plugins are explicit paths of provider plugins to load. Open fails
+	// with ErrInvalid when one is not an executable file, is listed twice
+	// or lies in PluginDir (which loads it already); a plugin that is there
+	// but fails to load (not a bas plugin, a bad checksum) is logged and
+	// shown failed, as one in PluginDir.
 	Plugins []string
 	// CallTimeout bounds one capability call (in process or to a plugin).
 	// Defaults to 30s.
 	CallTimeout time.Duration
-	// PluginEnv is added to every plugin's environment ("KEY=value"),
-	// which otherwise holds only PATH, HOME, TMPDIR, locale and proxy
-	// settings.
+	// PluginEnv is added to every plugin's environment ("KEY=value"; Open
+	// fails with ErrInvalid on an entry without a key and "="), which
+	// otherwise holds only PATH, HOME, TMPDIR, locale and proxy settings.
 	PluginEnv []string
 	// MaxUploadBytes bounds an uploaded document. Defaults to 25 MiB.
 	MaxUploadBytes int64
@@ -176,7 +180,9 @@ type Options struct {
 	// invoice's PDF and payment link). Defaults to "/api".
 	PublicURL string
 	// PluginChecksums maps a plugin path or base name to its expected
-	// SHA-256 (hex); a plugin that does not match is not started.
+	// SHA-256 (hex); a plugin that does not match is not started. Open
+	// fails with ErrInvalid on a key that names no plugin of Plugins or
+	// PluginDir (the plugin it was meant for would run unchecked).
 	PluginChecksums map[string]string
 	// CircuitFailures is how many consecutive failures that are a
 	// provider's fault (timeouts, unavailable, malformed output, crashes;
@@ -415,6 +421,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	if opts.PluginDir != "" || len(opts.Plugins) > 0 {
 		ws.plugins = plugins.NewHost(plugins.HostOptions{Logger: opts.Logger, Clock: opts.Clock,
 			Checksums: opts.PluginChecksums, Sink: eventSink{ws}, CallTimeout: opts.CallTimeout, Env: opts.PluginEnv,
+			Uses: ws.registry.Uses, // a plugin's events land only in tenants that use it
 			OnRestart: func(id string) {
 				ws.tel.PluginRestarted(id)
 				if err := ws.registry.Refresh(id); err != nil {
@@ -639,8 +646,18 @@ func (ws *Workspace) openCatalogs() error {
 // eventSink takes events providers emit (plugins) onto the engine's bus.
 type eventSink struct{ ws *Workspace }
 
-// Emit publishes ev durably and starts the runs it triggers.
+var _ plugins.EmitterSink = eventSink{}
+
+// Emit publishes ev durably and starts the runs it triggers; the event's
+// emitter is "provider".
 func (s eventSink) Emit(ctx context.Context, ev capability.Event) error {
+	return s.EmitFrom(ctx, "provider", ev)
+}
+
+// EmitFrom is Emit of an event the plugin whose provider id is provider
+// emitted: the event and the runs it starts name it as their emitter
+// (plugins.EmitterSink).
+func (s eventSink) EmitFrom(ctx context.Context, provider string, ev capability.Event) error {
 	if s.ws.engine == nil {
 		return errs.Unavailablef("the workspace is still opening")
 	}
@@ -650,7 +667,7 @@ func (s eventSink) Emit(ctx context.Context, ev capability.Event) error {
 			return errs.Invalidf([]any{"data"}, "type_error", "event data must be a JSON object")
 		}
 	}
-	_, err := s.ws.engine.Publish(ctx, runengine.PublishParams{Tenant: ev.Tenant, Name: ev.Name, Data: data, Emitter: "provider"})
+	_, err := s.ws.engine.Publish(ctx, runengine.PublishParams{Tenant: ev.Tenant, Name: ev.Name, Data: data, Emitter: provider})
 	return err
 }
 

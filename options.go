@@ -108,6 +108,9 @@ func (o Options) validate() error {
 				"give the plugin's SHA-256 as 64 hex digits (sha256sum prints it)")
 		}
 	}
+	if err := o.validatePlugins(bad); err != nil {
+		return err
+	}
 	return nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,6 +19,18 @@ import (
 func TestOptionsValidate(t *testing.T) {
 	t.Parallel()
 	sum := strings.Repeat("ab", 32)
+	// A plugin directory with one executable, erp (not a bas plugin: it
+	// fails to load, which is logged, and Open goes on), and a file that
+	// is not executable.
+	dir := t.TempDir()
+	erp, notes := filepath.Join(dir, "erp"), filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(erp, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(notes, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "no-such-plugin")
 	for _, test := range []struct {
 		name string
 		opts bas.Options
@@ -62,9 +76,32 @@ func TestOptionsValidate(t *testing.T) {
 		{"plugin dir a file", bas.Options{PluginDir: "options_test.go"}, `Options.PluginDir is "options_test.go"; it is not a directory`},
 		{"plugin dir", bas.Options{PluginDir: "examples"}, ""},
 		{"empty plugin path", bas.Options{Plugins: []string{"a", ""}}, `Options.Plugins[1] is ""`},
-		{"checksum of 63 hex digits", bas.Options{PluginChecksums: map[string]string{"erp": sum[:63]}},
+		// A plugin path that names no executable was only logged: a typo
+		// loaded no plugin.
+		{"plugin path missing", bas.Options{Plugins: []string{erp, missing}},
+			`bas: Options.Plugins[1] is "` + missing + `"; it cannot be read (no such file or directory); give the path of a plugin executable`},
+		{"plugin path a directory", bas.Options{Plugins: []string{dir}},
+			`bas: Options.Plugins[0] is "` + dir + `"; it is a directory; give the path of a plugin executable (a directory of plugins is PluginDir)`},
+		{"plugin path not executable", bas.Options{Plugins: []string{notes}},
+			`bas: Options.Plugins[0] is "` + notes + `"; it is not executable (mode -rw-r--r--)`},
+		{"plugin path twice", bas.Options{Plugins: []string{erp, dir + "/./erp"}},
+			`bas: Options.Plugins[1] is "` + dir + `/./erp"; Plugins[0] names the same file; list each plugin once`},
+		{"plugin path in the plugin dir", bas.Options{PluginDir: dir, Plugins: []string{erp}},
+			`bas: Options.Plugins[0] is "` + erp + `"; it is in PluginDir, which loads it already`},
+		{"plugin path", bas.Options{Plugins: []string{erp}}, ""},
+		{"checksum of 63 hex digits", bas.Options{Plugins: []string{erp}, PluginChecksums: map[string]string{"erp": sum[:63]}},
 			`Options.PluginChecksums["erp"] is "` + sum[:63] + `"; give the plugin's SHA-256 as 64 hex digits`},
-		{"checksum of 64 hex digits", bas.Options{PluginChecksums: map[string]string{"erp": sum}}, ""},
+		{"checksum of 64 hex digits", bas.Options{Plugins: []string{erp}, PluginChecksums: map[string]string{"erp": sum}}, ""},
+		// A checksum keyed by a name no plugin has left the plugin it was
+		// meant for running unchecked.
+		{"checksum naming no plugin", bas.Options{Plugins: []string{erp}, PluginChecksums: map[string]string{"epr": sum}},
+			`bas: Options.PluginChecksums["epr"] is "` + sum + `"; its key names no plugin in Plugins or PluginDir`},
+		{"checksum by path", bas.Options{Plugins: []string{erp}, PluginChecksums: map[string]string{erp: sum}}, ""},
+		{"checksum of a plugin dir's file", bas.Options{PluginDir: dir, PluginChecksums: map[string]string{"erp": sum}}, ""},
+		{"plugin env without =", bas.Options{PluginEnv: []string{"ERP_URL=https://erp", "ERP_TOKEN"}},
+			`bas: Options.PluginEnv[1] is "ERP_TOKEN"; write each variable as "KEY=value"`},
+		{"plugin env without a key", bas.Options{PluginEnv: []string{"=x"}}, `bas: Options.PluginEnv[0] is "=x"`},
+		{"plugin env", bas.Options{PluginEnv: []string{"ERP_URL=https://erp", "EMPTY="}}, ""},
 		// A provider with the outbox's id replaces it: before, one that did
 		// not fill email.send opened a workspace no process could email from.
 		{"outbox's id without email.send", bas.Options{Providers: []bas.Provider{flaky{}, outbox{"flaky.call"}}},

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -309,9 +310,14 @@ func TestCapabilityGapsAPI(t *testing.T) {
 
 func TestConnectionsAPI(t *testing.T) {
 	t.Parallel()
-	// A plugin that cannot load is still listed, failed with the reason.
-	missing := filepath.Join(t.TempDir(), "acme-erp")
-	b := capSetup(t, missing)
+	// A plugin that cannot load is still listed, failed with the reason
+	// (an executable that is no bas plugin; a path that names no file
+	// fails Open).
+	broken := filepath.Join(t.TempDir(), "acme-erp")
+	if err := os.WriteFile(broken, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := capSetup(t, broken)
 	var conns []registry.ConnectionOut
 	b.do(b.member, "GET", "/v1/connections?limit=200", "", 200, &conns)
 	byID := map[string]registry.ConnectionOut{}
@@ -329,7 +335,7 @@ func TestConnectionsAPI(t *testing.T) {
 		}
 	}
 	if c := byID["plugin.acme-erp"]; c.Status != "failed" || c.Kind != "plugin" || c.Detail == nil || *c.Detail == "" {
-		t.Errorf("the missing plugin's connection = %+v", c)
+		t.Errorf("the broken plugin's connection = %+v", c)
 	}
 	// The raw shape: detail is null when there is none.
 	resp, err := http.NewRequest("GET", b.srv.URL+"/api/v1/connections?limit=200", nil)

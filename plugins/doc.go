@@ -47,5 +47,16 @@
 //
 // Events a plugin emits (sdk.Host.Emit) reach HostOptions.Sink over a
 // connection brokered once per plugin process; a plugin that describes an
-// app may emit only the events its app declares.
+// app may emit only the events its app declares. An event lands only in the
+// tenant of the call whose context it was emitted with (the SDK sends the
+// call's token back; an event emitted outside a call's context: of any call
+// the plugin is serving), or in a tenant HostOptions.Uses says uses the
+// plugin (bas.Open asks the registry: the tenant bound one of
+// the plugin's capabilities to it, or its processes call one the plugin
+// alone fills); into any other tenant it is refused with ErrForbidden and
+// logged.
+//
+// A call of a capability the plugin's live process does not list (it
+// restarted into a version without it, before the registry read its new
+// description) is refused with bas.ErrUnavailable without reaching it.
 package plugins

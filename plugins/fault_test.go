@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -299,4 +300,43 @@ func TestCloseKillsPlugins(t *testing.T) {
 	if err := h.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
+}
+
+// TestRestartWithoutACapability: a plugin that restarts into a version that
+// no longer fills a capability gets no more calls of it, also in the window
+// before the workspace's registry has read its new description (OnRestart
+// runs after the new process is live). Before, the first call after the
+// restart still reached the new process, which never offered it.
+func TestRestartWithoutACapability(t *testing.T) {
+	t.Parallel()
+	_, bin := binaries(t)
+	marker := filepath.Join(t.TempDir(), "drop-echo")
+	restarted, release := make(chan struct{}), make(chan struct{})
+	h := newHost(t, plugins.HostOptions{
+		Env: []string{"BAS_TESTPLUGIN_DROP=test.echo:" + marker},
+		OnRestart: func(string) { // the registry's Refresh would run here
+			close(restarted)
+			<-release
+		},
+	})
+	defer close(release)
+	p := h.load(t, plugintest.Link(t, bin, t.TempDir(), "test"))
+	mustCall(t, p, "test.echo", map[string]int{"n": 1})
+
+	// The next start leaves test.echo out; crash into it.
+	writeFile(t, marker, "", 0o600)
+	if _, err := call(t, p, "test.crash", map[string]string{"marker": filepath.Join(t.TempDir(), "crashed")}); !errors.Is(err, errs.Unavailable) {
+		t.Fatalf("crash: %v, want errs.Unavailable", err)
+	}
+	testwait.Recv(t, restarted, "the plugin restarted")
+
+	_, err := call(t, p, "test.echo", map[string]int{"n": 2})
+	if !errors.Is(err, errs.Unavailable) {
+		t.Fatalf("test.echo after the restart: %v, want errs.Unavailable", err)
+	}
+	contains(t, "error", err.Error(), "plugin plugin.test does not provide test.echo (its process provides test.pid, ")
+	if slices.Contains(p.Info().Capabilities, "test.echo") {
+		t.Errorf("Info still lists test.echo: %v", p.Info().Capabilities)
+	}
+	mustCall(t, p, "test.pid", nil) // what it still fills is served
 }

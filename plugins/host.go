@@ -32,9 +32,19 @@ type HostOptions struct {
 	// StartTimeout bounds a plugin's start: the go-plugin handshake, then
 	// the session's Init. Defaults to 10s.
 	StartTimeout time.Duration
-	// Sink receives the events plugins emit. Defaults to dropping them (they
-	// are logged at debug level).
+	// Sink receives the events plugins emit; one that is an EmitterSink
+	// learns which plugin emitted each. Defaults to dropping them (they are
+	// logged at debug level).
 	Sink capability.EventSink
+	// Uses reports whether tenant uses the plugin whose provider id is
+	// provider: an event a plugin emits lands only in the tenant of the
+	// call whose context it was emitted with (outside a call's context: of
+	// any call the plugin is serving), or in one Uses accepts; the others are
+	// refused (sdk.Forbidden, bas.ErrForbidden, to the plugin; a warning in
+	// the host's log).
+	// Wire it to registry.Registry.Uses. Defaults to accepting none: a
+	// plugin emits only into the tenants of the calls it is serving.
+	Uses func(ctx context.Context, tenant, provider string) (bool, error)
 	// Checksums maps a plugin's path (as given, or absolute) or its file
 	// name to the sha256 of its binary, in hex. A plugin with a checksum is
 	// checked at every start and fails to load when it does not match;
@@ -92,6 +102,16 @@ func (o HostOptions) withDefaults() HostOptions {
 		o.Clock = clock.Real{}
 	}
 	return o
+}
+
+// EmitterSink is a HostOptions.Sink that learns which plugin emitted an
+// event: the host calls EmitFrom, with the plugin's provider id
+// ("plugin.<name>"), instead of Emit.
+type EmitterSink interface {
+	capability.EventSink
+	// EmitFrom takes ev, emitted by the plugin whose provider id is
+	// provider.
+	EmitFrom(ctx context.Context, provider string, ev capability.Event) error
 }
 
 // passedEnv lists the host variables plugins get without InheritEnv.

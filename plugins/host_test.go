@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -246,9 +247,9 @@ func TestEvents(t *testing.T) {
 	h := newHost(t, plugins.HostOptions{})
 	p := h.load(t, plugintest.Link(t, bin, t.TempDir(), "test"))
 
-	mustCall(t, p, "test.emit", map[string]any{"tenant": "t9", "name": "test.happened", "data": map[string]int{"n": 1}})
+	mustCall(t, p, "test.emit", map[string]any{"tenant": "t1", "name": "test.happened", "data": map[string]int{"n": 1}})
 	ev := h.sink.next(t)
-	if diff := cmp.Diff(capability.Event{Tenant: "t9", Name: "test.happened", Data: json.RawMessage(`{"n":1}`)}, ev); diff != "" {
+	if diff := cmp.Diff(capability.Event{Tenant: "t1", Name: "test.happened", Data: json.RawMessage(`{"n":1}`)}, ev); diff != "" {
 		t.Errorf("event (-want +got):\n%s", diff)
 	}
 
@@ -257,7 +258,7 @@ func TestEvents(t *testing.T) {
 		args     map[string]any
 		wantViol []errs.Violation
 	}{
-		{"undeclared event", map[string]any{"tenant": "t9", "name": "test.secret"}, []errs.Violation{{
+		{"undeclared event", map[string]any{"tenant": "t1", "name": "test.secret"}, []errs.Violation{{
 			Loc: []any{"event", "name"}, Type: "value_error",
 			Msg: "app testapp does not declare the event test.secret (it emits test.happened)",
 		}}},
@@ -278,6 +279,133 @@ func TestEvents(t *testing.T) {
 	select {
 	case ev := <-h.sink.ch:
 		t.Errorf("a rejected event reached the sink: %+v", ev)
+	default:
+	}
+}
+
+// TestEventsOnlyIntoTenantsThatUseThePlugin: a plugin's event lands in the
+// tenant of a call it is serving, or in a tenant HostOptions.Uses says uses
+// it; any other tenant is refused with ErrForbidden and a warning in the
+// host's log. Before, a plugin serving one tenant's call could emit into
+// any other tenant (here t9 and t3), whose processes the event started.
+func TestEventsOnlyIntoTenantsThatUseThePlugin(t *testing.T) {
+	t.Parallel()
+	_, bin := binaries(t)
+	var mu sync.Mutex
+	var asked []string // "tenant provider", as Uses was asked
+	uses := func(_ context.Context, tenant, provider string) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, tenant+" "+provider)
+		if tenant == "t-store-down" {
+			return false, errors.New("the store is down")
+		}
+		return tenant == "t2", nil
+	}
+	withUses := newHost(t, plugins.HostOptions{Uses: uses})
+	alone := newHost(t, plugins.HostOptions{}) // no Uses: only the calls' tenants
+	pWith := withUses.load(t, plugintest.Link(t, bin, t.TempDir(), "test"))
+	pAlone := alone.load(t, plugintest.Link(t, bin, t.TempDir(), "test"))
+	for _, test := range []struct {
+		name     string
+		h        *testHost
+		tenant   string // the event's; the call is t1's
+		wantKind error  // nil: the event lands
+	}{
+		{"the call's own tenant", withUses, "t1", nil},
+		{"a tenant that uses the plugin", withUses, "t2", nil},
+		{"a tenant that does not", withUses, "t9", errs.Forbidden},
+		{"the check fails", withUses, "t-store-down", errs.Unavailable},
+		{"no Uses: the call's own tenant", alone, "t1", nil},
+		{"no Uses: any other tenant", alone, "t3", errs.Forbidden},
+	} {
+		t.Run(test.name, func(t *testing.T) {
+			p := pWith
+			if test.h == alone {
+				p = pAlone
+			}
+			_, err := call(t, p, "test.emit", map[string]any{"tenant": test.tenant, "name": "test.happened", "data": map[string]string{"case": test.name}})
+			if test.wantKind == nil {
+				if err != nil {
+					t.Fatalf("emit into %s: %v", test.tenant, err)
+				}
+				want := capability.Event{Tenant: test.tenant, Name: "test.happened", Data: json.RawMessage(`{"case":"` + test.name + `"}`)}
+				if diff := cmp.Diff(want, test.h.sink.next(t)); diff != "" {
+					t.Errorf("event (-want +got):\n%s", diff)
+				}
+				return
+			}
+			if !errors.Is(err, test.wantKind) {
+				t.Fatalf("emit into %s: %v, want %v", test.tenant, err, test.wantKind)
+			}
+			if test.wantKind == errs.Forbidden {
+				contains(t, "error", errs.PublicMessage(err), "tenant "+test.tenant+" does not use plugin plugin.test")
+			}
+			if !test.h.log.has("tenant", test.tenant) {
+				t.Errorf("the host logged no refusal naming tenant %s", test.tenant)
+			}
+			select {
+			case ev := <-test.h.sink.ch:
+				t.Errorf("a refused event reached the sink: %+v", ev)
+			default:
+			}
+		})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// Uses is asked only when the plugin serves no call of the tenant.
+	if diff := cmp.Diff([]string{"t2 plugin.test", "t9 plugin.test", "t-store-down plugin.test"}, asked); diff != "" {
+		t.Errorf("Uses asked (-want +got):\n%s", diff)
+	}
+}
+
+// TestEventsFromACallLandInItsTenant: an event emitted with a call's
+// context lands in that call's tenant only (or in a tenant that uses the
+// plugin), also while the plugin serves another tenant's call at the same
+// time: the call's token comes back with the event. An event emitted
+// outside a call's context may land in any tenant whose call the plugin is
+// serving. Before, a plugin serving t1 and t2 at once could emit from t1's
+// call into t2.
+func TestEventsFromACallLandInItsTenant(t *testing.T) {
+	t.Parallel()
+	_, bin := binaries(t)
+	h := newHost(t, plugins.HostOptions{})
+	p := h.load(t, plugintest.Link(t, bin, t.TempDir(), "test"))
+
+	began := filepath.Join(t.TempDir(), "began")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Call(ctx, capability.Call{Tenant: "t2", Capability: "test.slow",
+			Args: json.RawMessage(`{"millis": 60000, "marker": "` + began + `"}`)})
+		done <- err
+	}()
+	testwait.Until(t, "t2's call has begun", func() bool {
+		_, err := os.Stat(began)
+		return err == nil
+	})
+	emit := func(detached bool) error {
+		_, err := call(t, p, "test.emit", map[string]any{"tenant": "t2", "name": "test.happened", "detached": detached})
+		return err
+	}
+	// From t1's call (call gives every call tenant t1), into t2:
+	if err := emit(false); !errors.Is(err, errs.Forbidden) {
+		t.Errorf("with t1's call's context, while t2's call is served: %v, want errs.Forbidden", err)
+	}
+	if err := emit(true); err != nil {
+		t.Errorf("outside a call's context, while t2's call is served: %v", err)
+	} else if ev := h.sink.next(t); ev.Tenant != "t2" {
+		t.Errorf("event = %+v, want t2's", ev)
+	}
+	cancel()
+	testwait.Recv(t, done, "t2's call ended")
+	if err := emit(true); !errors.Is(err, errs.Forbidden) {
+		t.Errorf("outside a call's context, once t2's call ended: %v, want errs.Forbidden", err)
+	}
+	select {
+	case ev := <-h.sink.ch:
+		t.Errorf("a refused event reached the sink: %+v", ev)
 	default:
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +56,13 @@ type Plugin struct {
 	changed chan struct{} // closed and replaced on every status change
 	failed  bool          // the plugin never loaded
 	closed  bool
+
+	// The calls in flight, for the events the plugin may emit (mayEmitTo);
+	// a lock of their own, apart from the status's.
+	callsMu sync.Mutex
+	serving map[string]int    // tenant -> calls of it in flight
+	calls   map[string]string // token -> tenant of each call in flight
+	tokens  uint64            // tokens handed out
 
 	stop chan struct{} // closed by close to end the supervisor
 	done chan struct{} // closed when the supervisor has ended
@@ -141,12 +149,20 @@ func (p *Plugin) Call(ctx context.Context, call capability.Call) (json.RawMessag
 	}
 	cctx, cancel := context.WithTimeout(ctx, p.h.opts.CallTimeout)
 	defer cancel()
+	token := p.begin(call.Tenant)
+	defer p.end(token, call.Tenant)
 
 	inst, err := p.ready(cctx)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := inst.conn.Provider.Call(wire.InjectTrace(cctx), &wire.CallRequest{Call: wire.FromCall(call)})
+	if !slices.Contains(inst.provides, call.Capability) {
+		// A process that restarted without the capability: the call was
+		// routed by its predecessor's description, which the registry
+		// reads again only once the new process is live.
+		return nil, errs.Unavailablef("plugin %s does not provide %s (its process provides %s)", p.id(), call.Capability, listOrNone(inst.provides))
+	}
+	resp, err := inst.conn.Provider.Call(wire.InjectTrace(cctx), &wire.CallRequest{Call: wire.FromCall(call), Token: token})
 	if err != nil {
 		return nil, p.callError(ctx, cctx, inst, call.Capability, timeout, err)
 	}
@@ -163,6 +179,63 @@ func (p *Plugin) Call(ctx context.Context, call capability.Call) (json.RawMessag
 }
 
 func (p *Plugin) id() string { return p.Info().ID }
+
+// begin records a call of tenant in flight and returns its token, which
+// events the plugin emits with the call's context carry back.
+func (p *Plugin) begin(tenant string) string {
+	p.callsMu.Lock()
+	defer p.callsMu.Unlock()
+	if p.calls == nil {
+		p.calls, p.serving = map[string]string{}, map[string]int{}
+	}
+	p.tokens++
+	token := strconv.FormatUint(p.tokens, 36)
+	p.calls[token] = tenant
+	p.serving[tenant]++
+	return token
+}
+
+// end records that the call begin returned token for has ended.
+func (p *Plugin) end(token, tenant string) {
+	p.callsMu.Lock()
+	defer p.callsMu.Unlock()
+	delete(p.calls, token)
+	if p.serving[tenant]--; p.serving[tenant] <= 0 {
+		delete(p.serving, tenant)
+	}
+}
+
+// mayEmitTo reports whether an event of the plugin may land in tenant. An
+// event emitted with a call's context (token) lands in that call's tenant;
+// one emitted outside a call's context (or by an SDK that sends no token),
+// in the tenant of any call the plugin is serving. Any event may land in a
+// tenant that uses the plugin (HostOptions.Uses). Otherwise the error says
+// why not.
+func (p *Plugin) mayEmitTo(ctx context.Context, id, tenant, token string) error {
+	p.callsMu.Lock()
+	served := false
+	if token != "" {
+		callTenant, ok := p.calls[token]
+		served = ok && callTenant == tenant
+	} else {
+		served = p.serving[tenant] > 0
+	}
+	p.callsMu.Unlock()
+	if served && tenant != "" {
+		return nil
+	}
+	if uses := p.h.opts.Uses; uses != nil {
+		ok, err := uses(ctx, tenant, id)
+		if err != nil {
+			return errors.Mark(errors.Wrapf(err, "plugin %s: check that tenant %s uses it", id, tenant), errs.Unavailable)
+		}
+		if ok {
+			return nil
+		}
+	}
+	return errs.Forbiddenf("tenant %s does not use plugin %s: a plugin emits only into the tenant of the call it is serving, "+
+		"or into one that bound one of its capabilities to it or runs processes that call it", tenant, id)
+}
 
 // ready returns the live instance, waiting while the plugin restarts.
 func (p *Plugin) ready(ctx context.Context) (*instance, error) {
@@ -207,6 +280,14 @@ func (p *Plugin) callError(ctx, cctx context.Context, inst *instance, capID stri
 	}
 }
 
+// listOrNone lists ids, or says "nothing".
+func listOrNone(ids []string) string {
+	if len(ids) == 0 {
+		return "nothing"
+	}
+	return strings.Join(ids, ", ")
+}
+
 // lostConnection tells whether err means the plugin's connection broke (the
 // process died or is going away), rather than a deadline or a bad message.
 func lostConnection(ctx context.Context, err error) bool {
@@ -234,8 +315,9 @@ func (p *Plugin) malformed(capID string, out []byte) error {
 		capability.ErrMalformedOutput)
 }
 
-// emit passes an event from the plugin to the host's sink.
-func (p *Plugin) emit(ctx context.Context, ev capability.Event) error {
+// emit passes an event from the plugin to the host's sink; token is the
+// call whose context it was emitted with, if any.
+func (p *Plugin) emit(ctx context.Context, ev capability.Event, token string) error {
 	info := p.Info()
 	var vs []errs.Violation
 	if ev.Name == "" {
@@ -257,9 +339,16 @@ func (p *Plugin) emit(ctx context.Context, ev capability.Event) error {
 		p.log.Warn("plugin emitted an invalid event", "event", ev.Name, "error", err)
 		return err
 	}
+	if err := p.mayEmitTo(ctx, info.ID, ev.Tenant, token); err != nil {
+		p.log.Warn("plugin event refused: the tenant does not use the plugin", "event", ev.Name, "tenant", ev.Tenant, "error", err)
+		return err
+	}
 	if p.h.opts.Sink == nil {
 		p.log.Debug("dropping plugin event: the host has no sink", "event", ev.Name, "tenant", ev.Tenant)
 		return nil
+	}
+	if es, ok := p.h.opts.Sink.(EmitterSink); ok {
+		return es.EmitFrom(ctx, info.ID, ev)
 	}
 	return p.h.opts.Sink.Emit(ctx, ev)
 }
@@ -268,7 +357,7 @@ func (p *Plugin) emit(ctx context.Context, ev capability.Event) error {
 type hostService struct{ p *Plugin }
 
 func (s hostService) Emit(ctx context.Context, req *wire.EmitRequest) (*wire.EmitResponse, error) {
-	return &wire.EmitResponse{Error: wire.EncodeError(ctx, s.p.emit(ctx, req.Event.ToCapability()))}, nil
+	return &wire.EmitResponse{Error: wire.EncodeError(ctx, s.p.emit(ctx, req.Event.ToCapability(), req.Call))}, nil
 }
 
 // instance is one process of a plugin.
@@ -277,6 +366,9 @@ type instance struct {
 	cmd     *exec.Cmd
 	conn    *wire.Conn
 	started time.Time
+	// provides is what the process said it fills (its Info's
+	// Capabilities), set once as it is adopted, before it takes calls.
+	provides []string
 
 	once   sync.Once
 	dead   chan struct{} // closed when the instance is found dead
@@ -462,6 +554,7 @@ func (p *Plugin) setLocked(st, detail string) {
 
 // adoptFirst makes inst the plugin's first process and starts supervising.
 func (p *Plugin) adoptFirst(inst *instance, info capability.Info, caps []capability.Capability) {
+	inst.provides = slices.Clone(info.Capabilities)
 	p.mu.Lock()
 	p.info, p.caps, p.inst = info, caps, inst
 	p.setLocked(StatusConnected, "")
@@ -486,6 +579,7 @@ func (p *Plugin) adopt(inst *instance, init *wire.InitResponse) error {
 	if err := validateInfo(info); err != nil {
 		return err
 	}
+	inst.provides = slices.Clone(info.Capabilities)
 	p.info, p.caps, p.inst = info, wire.ToCapabilities(init.Capabilities), inst
 	p.setLocked(StatusConnected, "")
 	return nil

@@ -25,7 +25,8 @@ type Event struct {
 	Data   map[string]any `json:"data"`
 	At     time.Time      `json:"at"`
 	// EmittedBy is who published the event from outside: the API key or
-	// user of POST /v1/events, "provider" for a provider's event; empty
+	// user of POST /v1/events, the provider id for a plugin's event
+	// ("plugin.<name>"; "provider" for another provider's); empty
 	// for the events the workspace's apps and engine emit.
 	EmittedBy string `json:"emitted_by,omitempty"`
 	// Cause is the run that emitted the event and its chain; nil for

@@ -235,3 +235,49 @@ func listOrNone(s []string) string {
 	}
 	return strings.Join(s, ", ")
 }
+
+// Uses reports whether tenant uses the provider providerID, so that events
+// the provider emits may land in it (plugins.HostOptions.Uses): the tenant
+// bound one of the capabilities the provider fills to it; or, for a
+// capability the tenant bound to no provider and this one is the default of
+// (its only provider), the tenant's enabled processes need that capability
+// (SetNeededBy). A lone provider is every tenant's default, so the default
+// alone does not count: a tenant that calls it only outside its processes
+// binds one of its capabilities to it to receive its events. An unknown
+// provider is used by no tenant.
+func (r *Registry) Uses(ctx context.Context, tenant, providerID string) (bool, error) {
+	s := r.snap.Load()
+	pe, ok := s.providers[providerID]
+	if !ok {
+		return false, nil
+	}
+	bound, err := r.bindings(ctx, tenant)
+	if err != nil {
+		return false, err
+	}
+	var defaults []string // capabilities the provider fills for tenant by default
+	for _, c := range pe.info.Capabilities {
+		if b, ok := bound[c]; ok {
+			if b.ProviderID == providerID {
+				return true, nil
+			}
+			continue
+		}
+		if s.defaults[c] == pe {
+			defaults = append(defaults, c)
+		}
+	}
+	if len(defaults) == 0 {
+		return false, nil
+	}
+	needed, err := r.Needed(ctx, tenant)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range defaults {
+		if _, found := slices.BinarySearch(needed, c); found {
+			return true, nil
+		}
+	}
+	return false, nil
+}

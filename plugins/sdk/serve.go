@@ -27,7 +27,12 @@ type Host interface {
 	// app's Events.Emits. No name may be in a namespace the workspace owns
 	// (process.*, approval.*, docs.* ...: capability.ReservedNamespace);
 	// such an event is refused (sdk.Invalid). Tenant is required:
-	// use the tenant of the call that caused the event.
+	// use the tenant of the call that caused the event, and that call's
+	// ctx. The event lands only in a tenant that uses the provider (it
+	// bound one of the provider's capabilities to it, or its processes
+	// call one the provider alone fills), or in the tenant of the call
+	// whose ctx it is emitted with (a ctx of its own: of any call the
+	// provider is serving); any other tenant is refused (sdk.Forbidden).
 	Emit(ctx context.Context, ev capability.Event) error
 	// Logger returns the plugin's logger; its lines appear in the host's log.
 	Logger() *slog.Logger
@@ -157,7 +162,11 @@ func (s *server) Call(ctx context.Context, req *wire.CallRequest) (resp *wire.Ca
 			resp, err = &wire.CallResponse{Error: wire.EncodeError(ctx, s.recovered(req.Call.Capability, r))}, nil
 		}
 	}()
-	result, cerr := s.p.Call(wire.ExtractTrace(ctx), req.Call.ToCapability())
+	ctx = wire.ExtractTrace(ctx)
+	if req.Token != "" {
+		ctx = context.WithValue(ctx, callTokenKey{}, req.Token)
+	}
+	result, cerr := s.p.Call(ctx, req.Call.ToCapability())
 	if cerr != nil {
 		return &wire.CallResponse{Error: wire.EncodeError(ctx, cerr)}, nil
 	}
@@ -177,6 +186,11 @@ func (s *server) Health(ctx context.Context, _ *wire.HealthRequest) (resp *wire.
 	}
 	return &wire.HealthResponse{Health: wire.FromHealth(h)}, nil
 }
+
+// callTokenKey keys the host's token of the call a context belongs to; an
+// event emitted with that context carries it back, so the host knows the
+// call (and its tenant) the event came from.
+type callTokenKey struct{}
 
 // host is the Host of a plugin process.
 type host struct {
@@ -198,7 +212,8 @@ func (h *host) Emit(ctx context.Context, ev capability.Event) error {
 		ctx, cancel = context.WithTimeout(ctx, emitTimeout)
 		defer cancel()
 	}
-	resp, err := h.client.Emit(ctx, &wire.EmitRequest{Event: wire.FromEvent(ev)})
+	token, _ := ctx.Value(callTokenKey{}).(string)
+	resp, err := h.client.Emit(ctx, &wire.EmitRequest{Event: wire.FromEvent(ev), Call: token})
 	if err != nil {
 		return errors.Mark(errors.Wrapf(err, "emit event %s to the host", ev.Name), errs.Unavailable)
 	}

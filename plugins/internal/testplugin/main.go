@@ -1,12 +1,17 @@
 // Command testplugin is a bas plugin for the host's tests: besides echoing
 // it misbehaves on request (crash, hang, malformed output, panic), reports
-// its pid and environment, and emits events.
+// its pid and environment, and emits events (with the call's context, or
+// with one of its own when "detached"). test.slow writes the file "marker"
+// names as it begins.
 //
 // Environment: BAS_TESTPLUGIN_ID sets its provider id (by default the host
 // names it after the binary's file name);
 // BAS_TESTPLUGIN_HEALTH="status:detail" sets the health it reports;
 // BAS_TESTPLUGIN_UNDESCRIBED names a capability it lists but does not
-// describe (a workspace's registry refuses such a provider).
+// describe (a workspace's registry refuses such a provider);
+// BAS_TESTPLUGIN_DROP="capability:marker file" leaves that capability out
+// of its Info and descriptions when the marker file exists as it starts (a
+// restart into a version without it).
 package main
 
 import (
@@ -35,10 +40,29 @@ var caps = []string{
 	"test.malformed", "test.fail", "test.panic", "test.emit", "test.print",
 }
 
+// listed returns the capabilities this process fills: caps, less the one
+// BAS_TESTPLUGIN_DROP drops.
+func listed() []string {
+	c, marker, ok := strings.Cut(os.Getenv("BAS_TESTPLUGIN_DROP"), ":")
+	if !ok {
+		return caps
+	}
+	if _, err := os.Stat(marker); err != nil {
+		return caps
+	}
+	var out []string
+	for _, id := range caps {
+		if id != c {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 func (p *provider) Info() capability.Info {
-	listed := caps
+	listed := listed()
 	if c := os.Getenv("BAS_TESTPLUGIN_UNDESCRIBED"); c != "" {
-		listed = append(append([]string(nil), caps...), c)
+		listed = append(append([]string(nil), listed...), c)
 	}
 	return capability.Info{
 		ID:           os.Getenv("BAS_TESTPLUGIN_ID"), // "": the host names it after the binary
@@ -56,8 +80,9 @@ func (p *provider) Info() capability.Info {
 // workspace's registry accepts it (a provider may list only capabilities
 // that are in the catalog or that it describes).
 func (p *provider) Capabilities() []capability.Capability {
-	out := make([]capability.Capability, len(caps))
-	for i, id := range caps {
+	ids := listed()
+	out := make([]capability.Capability, len(ids))
+	for i, id := range ids {
 		out[i] = capability.Capability{
 			ID:          id,
 			Name:        id,
@@ -66,7 +91,9 @@ func (p *provider) Capabilities() []capability.Capability {
 			Result:      json.RawMessage(`{"type":"object"}`),
 		}
 	}
-	out[0].Name, out[0].Description = "Echo", "Returns its arguments."
+	if len(out) > 0 && out[0].ID == "test.echo" {
+		out[0].Name, out[0].Description = "Echo", "Returns its arguments."
+	}
 	return out
 }
 
@@ -87,6 +114,8 @@ type args struct {
 	Data   json.RawMessage `json:"data"`
 	Text   string          `json:"text"`
 	Millis int             `json:"millis"`
+	// Detached emits with a context of its own, not the call's.
+	Detached bool `json:"detached"`
 }
 
 func (p *provider) Call(ctx context.Context, call capability.Call) (json.RawMessage, error) {
@@ -117,6 +146,11 @@ func (p *provider) Call(ctx context.Context, call capability.Call) (json.RawMess
 		<-make(chan struct{}) // ignores ctx on purpose
 		return nil, nil
 	case "test.slow":
+		if a.Marker != "" { // tells the test the call has begun
+			if err := os.WriteFile(a.Marker, nil, 0o600); err != nil {
+				return nil, err
+			}
+		}
 		select {
 		case <-time.After(time.Duration(a.Millis) * time.Millisecond):
 			return jsonOf(map[string]bool{"done": true})
@@ -130,7 +164,11 @@ func (p *provider) Call(ctx context.Context, call capability.Call) (json.RawMess
 	case "test.panic":
 		panic("test plugin panics on purpose")
 	case "test.emit":
-		err := p.Emit(ctx, capability.Event{Tenant: a.Tenant, Name: a.Name, Data: a.Data})
+		ectx := ctx
+		if a.Detached {
+			ectx = context.Background()
+		}
+		err := p.Emit(ectx, capability.Event{Tenant: a.Tenant, Name: a.Name, Data: a.Data})
 		if err != nil {
 			return nil, errors.Wrap(err, "emit")
 		}

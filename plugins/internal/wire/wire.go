@@ -72,6 +72,11 @@ type InitResponse struct {
 // CallRequest is one capability call.
 type CallRequest struct {
 	Call Call `json:"call"`
+	// Token names this call while it is served: an event the provider
+	// emits with the call's context carries it back (EmitRequest.Call), so
+	// the host knows which call, and which tenant, it came from. Empty from
+	// a host that does not send one.
+	Token string `json:"token,omitempty"`
 }
 
 // CallResponse carries a call's result or its error. Result is bytes, not
@@ -93,6 +98,9 @@ type HealthResponse struct {
 // EmitRequest carries an event from the plugin to the host.
 type EmitRequest struct {
 	Event Event `json:"event"`
+	// Call is the Token of the call whose context the event was emitted
+	// with; empty outside a call (or from an SDK that does not send it).
+	Call string `json:"call,omitempty"`
 }
 
 // EmitResponse says whether the host accepted the event.
