@@ -121,8 +121,8 @@ func TestFailpointCancelledJobStops(t *testing.T) {
 	}
 	close(release)
 	// The closed engine cancelled the page's runs without counting them:
-	// the resumed job finds them cancelled already.
-	want("cancelled after a reopen resumed it", stopped(second.ID), 100, 0)
+	// the resumed job finds them cancelled by it, and counts them.
+	want("cancelled after a reopen resumed it", stopped(second.ID), 100, 100)
 	statuses("one page cancelled", map[runengine.RunStatus]int{runengine.RunCancelled: 100, runengine.RunWaiting: 50})
 	b.eng.Close()
 	b.st.Close()

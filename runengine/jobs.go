@@ -2,6 +2,8 @@ package runengine
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -108,6 +110,35 @@ func jobsRunningKey(tenant, id string) []byte {
 	return store.Key(store.System, "jobs-running", tenant, id)
 }
 
+// jobRunKey marks a run the bulk job job changed (for a retry, holding
+// the new run's id): written in the commit of the run's change, removed in
+// the commit of the job's progress that counts it. A page done again after
+// a crash or a Close finds the runs its first pass changed, listed again
+// or not (a run cancelled no longer matches a status filter), and counts
+// each once, as changed.
+func jobRunKey(tenant, job, runID string) []byte {
+	return store.Key(store.System, "job-run", tenant, job, runID)
+}
+
+// jobMarks reads the marks of the runs job changed (see jobRunKey): the
+// new run's id (empty but for a retry) by the run changed.
+func jobMarks(r store.Reader, tenant, job string) (map[string]string, error) {
+	var marks map[string]string
+	prefix := store.Key(store.System, "job-run", tenant, job)
+	err := r.Scan(store.ScanOptions{Prefix: prefix}, func(key, val []byte) error {
+		parts, err := store.DecodeKey(key)
+		if err != nil || len(parts) != 5 {
+			return errors.Newf("runengine: bad job mark %q", key)
+		}
+		if marks == nil {
+			marks = map[string]string{}
+		}
+		marks[parts[4].(string)] = string(val)
+		return nil
+	})
+	return marks, err
+}
+
 // jobPage is how many runs a job handles per durable step.
 const jobPage = 100
 
@@ -206,14 +237,20 @@ func (e *Engine) CancelJob(ctx context.Context, tenant, id, actor string) (*Job,
 }
 
 // saveJob commits the progress of a job that was running when its runner
-// read it. A job cancelled since keeps its cancel (status, time and who)
-// with this progress, and saveJob says so: the runner stops.
-func (e *Engine) saveJob(tenant string, rec *jobRecord, also func(tx store.Txn) error) (bool, error) {
+// read it, and removes the keys in drop (the marks of the runs it counts).
+// A job cancelled since keeps its cancel (status, time and who) with this
+// progress, and saveJob says so: the runner stops.
+func (e *Engine) saveJob(tenant string, rec *jobRecord, drop [][]byte, also func(tx store.Txn) error) (bool, error) {
 	var cancelled bool // read only once the commit is over: a Close ends the wait before
 	err := e.commits.commitWait(e.ctx, &delta{reads: true, fence: e.fence(rec.ID), apply: func(tx store.Txn) error {
 		cur, err := jobs.Get(tx, tenant, rec.ID)
 		if err != nil {
 			return err
+		}
+		for _, k := range drop {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
 		}
 		cancelled = cur.Status == JobCancelled
 		if cancelled {
@@ -286,21 +323,30 @@ func (e *Engine) startJob(tenant, id string) {
 
 // runJob goes through the job's runs a page at a time; each page's
 // progress commits with the cursor after it, so a restart repeats at most
-// one page (whose actions are then no-ops or skip runs that no longer
-// match).
+// one page. The runs that page changed before are marked (see jobRunKey):
+// they are counted as changed, and not acted on again; the others' actions
+// are no-ops or skip runs that no longer match.
 func (e *Engine) runJob(tenant, id string) error {
+	// Only the first page a runner does may have been done before: each
+	// page's marks go with its progress.
+	first := true
 	for {
 		var rec *jobRecord
 		var page []*Run
 		var next string
+		var marked map[string]string
 		err := e.st.View(e.ctx, func(r store.Reader) error {
 			var err error
 			if rec, err = jobs.Get(r, tenant, id); err != nil || rec.Status != JobRunning || rec.Type == JobWhatIf {
 				return err
 			}
 			page, next, err = jobCandidates(r, tenant, rec.Filter, store.Page{Limit: jobPage, Cursor: rec.Cursor, Forward: true})
+			if err == nil && first {
+				marked, err = jobMarks(r, tenant, id)
+			}
 			return err
 		})
+		first = false
 		if err != nil || rec.Status != JobRunning {
 			return err
 		}
@@ -321,6 +367,11 @@ func (e *Engine) runJob(tenant, id string) error {
 				continue // its own reruns (which may fail too), and runs started since
 			}
 			looked++
+			if newRun, ok := marked[r.ID]; ok {
+				delete(marked, r.ID)
+				outs[i] = outcome{changed: true, newRun: newRun}
+				continue
+			}
 			if !q.matches(r) || (rec.Filter.PausedBy != "" && (r.Paused == nil || !r.Paused.ByProcess)) {
 				continue
 			}
@@ -333,6 +384,14 @@ func (e *Engine) runJob(tenant, id string) error {
 		if e.isClosed() {
 			return nil // the page is done again on the next Open
 		}
+		var drop [][]byte
+		changed := func(runID, newRun string) {
+			rec.Changed++
+			if newRun != "" && len(rec.Results) < MaxJobErrors {
+				rec.Results = append(rec.Results, JobResult{RunID: runID, NewRunID: newRun})
+			}
+			drop = append(drop, jobRunKey(tenant, id, runID))
+		}
 		for i, o := range outs {
 			switch {
 			case o.err != nil:
@@ -341,11 +400,14 @@ func (e *Engine) runJob(tenant, id string) error {
 					rec.Errors = append(rec.Errors, JobError{RunID: page[i].ID, Error: o.err.Error()})
 				}
 			case o.changed:
-				rec.Changed++
-				if o.newRun != "" && len(rec.Results) < MaxJobErrors {
-					rec.Results = append(rec.Results, JobResult{RunID: page[i].ID, NewRunID: o.newRun})
-				}
+				changed(page[i].ID, o.newRun)
 			}
+		}
+		// The runs the page's first pass changed that it no longer lists
+		// (they left the filter's index): looked at and changed then.
+		for _, runID := range slices.Sorted(maps.Keys(marked)) {
+			looked++
+			changed(runID, marked[runID])
 		}
 		rec.Done += looked
 		rec.Cursor = next
@@ -356,7 +418,7 @@ func (e *Engine) runJob(tenant, id string) error {
 			t := rec.UpdatedAt
 			rec.CompletedAt = &t
 		}
-		cancelled, err := e.saveJob(tenant, rec, nil)
+		cancelled, err := e.saveJob(tenant, rec, drop, nil)
 		if err != nil || cancelled || next == "" {
 			return err
 		}
@@ -407,7 +469,7 @@ func (e *Engine) applyBulk(tenant, jobID string, r *Run, action, actor string, b
 		if r.Status == RunCancelled {
 			return false, "", nil
 		}
-		_, err := e.Cancel(ctx, CancelParams{Tenant: tenant, RunID: r.ID, Actor: actor})
+		_, err := e.runCommand(ctx, tenant, r.ID, actor, cmdCancel, jobID)
 		cancelled := func(r *Run) bool { return r.Status == RunCancelled }
 		if err != nil && e.changedBeside(tenant, r.ID, err, cancelled) {
 			return false, "", nil
@@ -417,22 +479,22 @@ func (e *Engine) applyBulk(tenant, jobID string, r *Run, action, actor string, b
 		if r.Status == RunPaused {
 			return false, "", nil
 		}
-		_, err := e.Pause(ctx, tenant, r.ID, actor)
+		_, err := e.runCommand(ctx, tenant, r.ID, actor, cmdPause, jobID)
 		return err == nil, "", err
 	case JobResume:
 		if !byProcess && r.Status != RunPaused && !r.Finished() {
 			return false, "", nil
 		}
-		_, err := e.Resume(ctx, tenant, r.ID, actor)
+		_, err := e.runCommand(ctx, tenant, r.ID, actor, cmdResume, jobID)
 		resumed := func(r *Run) bool { return r.Status != RunPaused && !r.Finished() }
 		if err != nil && e.changedBeside(tenant, r.ID, err, resumed) {
 			return false, "", nil
 		}
 		return err == nil, "", err
 	case JobRetry:
-		// Keyed by the job and the run: a page done again after a restart
-		// finds the rerun its first pass started.
-		run, err := e.retry(ctx, tenant, r.ID, actor, "bulk/"+jobID+"/"+r.ID)
+		// Keyed by the job and the run, and marked as the job's: a page
+		// done again after a restart finds the rerun its first pass started.
+		run, err := e.retry(ctx, tenant, r.ID, actor, jobID)
 		if err != nil {
 			return false, "", err
 		}

@@ -179,20 +179,22 @@ func (x *exec) resumeRun() {
 // timers that come due and events it waits for are kept for then. Pausing
 // a paused run changes nothing; pausing a finished one is a 409.
 func (e *Engine) Pause(ctx context.Context, tenant, runID, actor string) (*Run, error) {
-	return e.runCommand(ctx, tenant, runID, actor, cmdPause)
+	return e.runCommand(ctx, tenant, runID, actor, cmdPause, "")
 }
 
 // Resume continues a paused run where it was (409 when it is not paused,
 // or its process is).
 func (e *Engine) Resume(ctx context.Context, tenant, runID, actor string) (*Run, error) {
-	return e.runCommand(ctx, tenant, runID, actor, cmdResume)
+	return e.runCommand(ctx, tenant, runID, actor, cmdResume, "")
 }
 
-func (e *Engine) runCommand(ctx context.Context, tenant, runID, actor string, kind cmdKind) (*Run, error) {
+// runCommand sends a cancel, pause or resume to the run; job, when set,
+// is the bulk job it is the action of (see command.job).
+func (e *Engine) runCommand(ctx context.Context, tenant, runID, actor string, kind cmdKind, job string) (*Run, error) {
 	if _, err := e.GetRun(ctx, tenant, runID); err != nil {
 		return nil, err
 	}
-	rep, err := e.send(ctx, &command{kind: kind, tenant: tenant, runID: runID, actor: actor})
+	rep, err := e.send(ctx, &command{kind: kind, tenant: tenant, runID: runID, actor: actor, job: job})
 	if err != nil {
 		return nil, err
 	}
@@ -409,10 +411,12 @@ func (e *Engine) Rerun(ctx context.Context, tenant, runID, fromStep, actor strin
 	return e.rerun(ctx, tenant, runID, fromStep, actor, "")
 }
 
-// rerun is Rerun; with key set, a rerun repeated with it within
-// IdempotencyWindow returns the first one's run instead of starting
-// another (the key is written in the rerun's start commit, as a Start's).
-func (e *Engine) rerun(ctx context.Context, tenant, runID, fromStep, actor, key string) (*Run, error) {
+// rerun is Rerun; with job set, it is that bulk job's rerun of the run:
+// keyed "bulk/<job>/<run>", so that one repeated within IdempotencyWindow
+// returns the first one's run instead of starting another (the key is
+// written in the rerun's start commit, as a Start's), and marked as the
+// job's in that commit (see jobRunKey), so the job finds it later too.
+func (e *Engine) rerun(ctx context.Context, tenant, runID, fromStep, actor, job string) (*Run, error) {
 	orig, err := e.GetRun(ctx, tenant, runID)
 	if err != nil {
 		return nil, err
@@ -438,6 +442,10 @@ func (e *Engine) rerun(ctx context.Context, tenant, runID, fromStep, actor, key 
 	}
 	// The key first, as Start claims it: a repeat answers the first
 	// rerun whatever changed since (the process archived, say).
+	key := ""
+	if job != "" {
+		key = "bulk/" + job + "/" + runID
+	}
 	var ops []func(store.Txn) error
 	sweeps := false
 	keyed := StartParams{Tenant: tenant, ProcessID: orig.ProcessID, IdempotencyKey: key}
@@ -472,7 +480,7 @@ func (e *Engine) rerun(ctx context.Context, tenant, runID, fromStep, actor, key 
 	trig := orig.Trigger
 	newID := e.newRunID()
 	if key != "" {
-		ops = append(ops, e.startKeyWrite(tenant, key, newID))
+		ops = append(ops, e.startKeyWrite(tenant, key, newID), setKey(jobRunKey(tenant, job, runID), []byte(newID)))
 		sweeps = sweeps || e.cluster != nil // the write reads the key again
 	}
 	if g := e.starting; g != nil {
@@ -499,8 +507,8 @@ func (e *Engine) Retry(ctx context.Context, tenant, runID, actor string) (*Run, 
 	return e.retry(ctx, tenant, runID, actor, "")
 }
 
-// retry is Retry; key is rerun's.
-func (e *Engine) retry(ctx context.Context, tenant, runID, actor, key string) (*Run, error) {
+// retry is Retry; job is rerun's.
+func (e *Engine) retry(ctx context.Context, tenant, runID, actor, job string) (*Run, error) {
 	orig, err := e.GetRun(ctx, tenant, runID)
 	if err != nil {
 		return nil, err
@@ -510,7 +518,7 @@ func (e *Engine) retry(ctx context.Context, tenant, runID, actor, key string) (*
 	}
 	for _, s := range orig.Steps {
 		if s.Status == StepFailed {
-			return e.rerun(ctx, tenant, runID, s.Key, actor, key)
+			return e.rerun(ctx, tenant, runID, s.Key, actor, job)
 		}
 	}
 	return nil, errs.Conflictf("run has no failed step")

@@ -57,6 +57,10 @@ type command struct {
 	tenant string
 	runID  string
 	actor  string
+	// job is the bulk job whose action the command is (a cancel, pause or
+	// resume): a command that changes the run marks it as the job's in the
+	// change's commit (see jobRunKey).
+	job string
 
 	start  *startArgs
 	result *callResult
@@ -777,6 +781,7 @@ func (w *worker) handle(c *command) {
 		w.release(x)
 		return
 	}
+	was := en.run.Status
 	switch c.kind {
 	case cmdAdvance:
 		if x.capHeld(c.admitted) {
@@ -819,6 +824,9 @@ func (w *worker) handle(c *command) {
 		x.resumeRun()
 	case cmdAssignTask:
 		x.assignTask(c.assign)
+	}
+	if c.job != "" && x.err == nil && x.r.Status != was {
+		x.fx.ops = append(x.fx.ops, setKey(jobRunKey(c.tenant, c.job, c.runID), nil))
 	}
 	w.finish(x)
 	w.release(x)

@@ -1,0 +1,222 @@
+//go:build failpoints
+
+package runengine_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/bas-platform/bas/runengine"
+	"github.com/bas-platform/bas/store"
+	"github.com/bas-platform/bas/store/badgerstore"
+	"github.com/bas-platform/bas/store/clock"
+	"github.com/google/go-cmp/cmp"
+)
+
+// closedMidPage opens an engine on dir, runs setup in it (which makes the
+// runs), then bulk (which makes the job and returns its id), and closes
+// the engine once the job acted on its first page (the JobPage
+// failpoint): the page's actions are durable, its progress is not, as
+// after a crash. It calls reopened, opens the engine again, which resumes
+// the job, and returns it with the job's id.
+func closedMidPage(t *testing.T, dir string, clk *clock.Fake, prov *testProvider, configure func(*runengine.Config),
+	setup func(*bundle), bulk func(*bundle) string, reopened func()) (*bundle, string) {
+	t.Helper()
+	pages := make(chan chan struct{}, 1)
+	openAt := func(hook func(tenant, id string)) *bundle {
+		st, err := badgerstore.Open(badgerstore.Options{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return openWith(t, st, clk, prov, &autoGate{auto: true}, func(c *runengine.Config) {
+			c.Failpoints.JobPage = hook
+			if configure != nil {
+				configure(c)
+			}
+		})
+	}
+	var armed atomic.Bool
+	b := openAt(func(string, string) {
+		if armed.CompareAndSwap(true, false) {
+			release := make(chan struct{})
+			pages <- release
+			<-release
+		}
+	})
+	setup(b)
+	armed.Store(true)
+	id := bulk(b)
+	release := <-pages
+	closed := make(chan struct{})
+	go func() {
+		b.eng.Close()
+		close(closed)
+	}()
+	<-b.eng.Done()
+	close(release)
+	<-closed
+	b.st.Close()
+	if reopened != nil {
+		reopened()
+	}
+	return openAt(nil), id
+}
+
+// TestFailpointBulkCountsExactAfterClose: a bulk job's page is acted on,
+// then the engine closes before the page's progress commits (as a crash
+// would), and the next Open resumes the job. The job's counts are what it
+// did: each run it changed before the close is counted once in Done and
+// Changed, whether the page done again lists it (a filter it still
+// matches) or not (a status filter it no longer matches). Before, the
+// page's runs were found already changed and counted unchanged, or not
+// found at all: 150 runs cancelled, Changed 50.
+func TestFailpointBulkCountsExactAfterClose(t *testing.T) {
+	t.Parallel()
+	const n = 150 // a page of 100 runs and half of one
+	cases := []struct {
+		name   string
+		action string
+		filter func(processID string) runengine.JobFilter
+		before func(t *testing.T, b *bundle, processID string) // puts the runs where the action finds them
+		after  runengine.RunStatus
+	}{
+		{name: "cancel by status", action: runengine.JobCancel, after: runengine.RunCancelled,
+			filter: func(string) runengine.JobFilter { return runengine.JobFilter{Status: runengine.RunWaiting} }},
+		{name: "cancel by process", action: runengine.JobCancel, after: runengine.RunCancelled,
+			filter: func(p string) runengine.JobFilter { return runengine.JobFilter{ProcessID: p} }},
+		{name: "pause by status", action: runengine.JobPause, after: runengine.RunPaused,
+			filter: func(string) runengine.JobFilter { return runengine.JobFilter{Status: runengine.RunWaiting} }},
+		{name: "resume by status", action: runengine.JobResume, after: runengine.RunWaiting,
+			filter: func(string) runengine.JobFilter { return runengine.JobFilter{Status: runengine.RunPaused} },
+			before: func(t *testing.T, b *bundle, p string) {
+				j, err := b.eng.BulkRuns(context.Background(), tenant, runengine.JobFilter{ProcessID: p}, runengine.JobPause, "usr_a")
+				if err != nil {
+					t.Fatal(err)
+				}
+				waitJob(t, b, j.ID)
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			var ids []string
+			var processID string
+			b, jobID := closedMidPage(t, t.TempDir(), clock.NewFake(t0), &testProvider{}, nil, func(b *bundle) {
+				def := b.create(t, `{"type":"manual"}`, `[{"key":"t","type":"human_task","config":{"title":"Do it"}}]`)
+				processID = def.ID
+				for range n {
+					id := b.start(t, def.ID)
+					b.waitRun(t, id, "waiting", status(runengine.RunWaiting))
+					ids = append(ids, id)
+				}
+				if c.before != nil {
+					c.before(t, b, def.ID)
+				}
+			}, func(b *bundle) string {
+				j, err := b.eng.BulkRuns(ctx, tenant, c.filter(processID), c.action, "usr_a")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return j.ID
+			}, nil)
+			j := waitJob(t, b, jobID)
+			got := map[string]int{"total": j.Total, "done": j.Done, "changed": j.Changed, "errors": j.ErrorCount}
+			want := map[string]int{"total": n, "done": n, "changed": n, "errors": 0}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("job's counts (-want +got):\n%s\nerrors: %+v", diff, j.Errors)
+			}
+			for _, id := range ids {
+				b.waitRun(t, id, string(c.after), status(c.after))
+			}
+			assertNoJobMarks(t, b)
+		})
+	}
+}
+
+// TestFailpointBulkRetryRerunsOnceAfterADay: a bulk retry's page is acted
+// on, the engine closes before the page's progress commits, and opens
+// again more than IdempotencyWindow later. The page done again reruns no
+// run a second time, and counts each rerun once. Before, the reruns' start
+// keys had expired and each run of the page was rerun again (its provider
+// called again).
+func TestFailpointBulkRetryRerunsOnceAfterADay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const n = 120
+	clk := clock.NewFake(t0)
+	one := func(c *runengine.Config) { c.MaxAttempts = 1 }
+	var processID string
+	var failed []string
+	b, jobID := closedMidPage(t, t.TempDir(), clk, &testProvider{failures: 1 << 30}, one, func(b *bundle) {
+		def := b.create(t, `{"type":"manual"}`, `[{"key":"call","type":"execute","capability":"test.flaky","config":{"args":{}}}]`)
+		processID = def.ID
+		for range n {
+			id := b.start(t, def.ID)
+			b.waitRun(t, id, "failed", status(runengine.RunFailed))
+			failed = append(failed, id)
+		}
+	}, func(b *bundle) string {
+		j, err := b.eng.BulkRuns(ctx, tenant, runengine.JobFilter{ProcessID: processID, Status: runengine.RunFailed}, runengine.JobRetry, "usr_a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j.ID
+	}, func() { clk.Advance(runengine.IdempotencyWindow + 1e9) })
+	j := waitJob(t, b, jobID)
+	if j.Done != n || j.Changed != n || j.ErrorCount != 0 || len(j.Results) != min(n, runengine.MaxJobErrors) {
+		t.Errorf("job done %d, changed %d, errors %d, results %d; want %d, %d, 0, %d", j.Done, j.Changed, j.ErrorCount,
+			len(j.Results), n, n, min(n, runengine.MaxJobErrors))
+	}
+	reruns := map[string][]string{}
+	for page := (store.Page{Limit: 100}); ; {
+		runs, next, err := b.eng.ListRuns(ctx, tenant, runengine.RunQuery{ProcessID: processID}, page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range runs {
+			if r.RerunOf != "" {
+				reruns[r.RerunOf] = append(reruns[r.RerunOf], r.ID)
+			}
+		}
+		if next == "" {
+			break
+		}
+		page.Cursor = next
+	}
+	twice := 0
+	for _, id := range failed {
+		if len(reruns[id]) != 1 {
+			twice++
+		}
+	}
+	if twice != 0 || len(reruns) != n {
+		t.Errorf("%d of %d runs not rerun exactly once (%d runs rerun)", twice, n, len(reruns))
+	}
+	for _, r := range j.Results {
+		if got := reruns[r.RunID]; len(got) != 1 || got[0] != r.NewRunID {
+			t.Errorf("job result %+v; the run's reruns are %v", r, got)
+		}
+	}
+	assertNoJobMarks(t, b)
+}
+
+// assertNoJobMarks checks that no mark of a run a job changed is left once
+// the jobs completed.
+func assertNoJobMarks(t *testing.T, b *bundle) {
+	t.Helper()
+	var left []string
+	err := b.st.View(context.Background(), func(r store.Reader) error {
+		return r.Scan(store.ScanOptions{Prefix: store.Key(store.System, "job-run"), KeysOnly: true}, func(k, _ []byte) error {
+			left = append(left, string(k))
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("%d job marks left, e.g. %q", len(left), left[0])
+	}
+}
