@@ -4,6 +4,7 @@ package runengine_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 
@@ -14,25 +15,37 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// closedMidPage opens an engine on dir, runs setup in it (which makes the
-// runs), then bulk (which makes the job and returns its id), and closes
-// the engine once the job acted on its first page (the JobPage
-// failpoint): the page's actions are durable, its progress is not, as
-// after a crash. It calls reopened, opens the engine again, which resumes
-// the job, and returns it with the job's id.
-func closedMidPage(t *testing.T, dir string, clk *clock.Fake, prov *testProvider, configure func(*runengine.Config),
-	setup func(*bundle), bulk func(*bundle) string, reopened func()) (*bundle, string) {
+// midPage is a bulk job's engine closed in the middle of the job's first
+// page (see closedMidPage).
+type midPage struct {
+	clk       *clock.Fake
+	prov      *testProvider
+	configure func(*runengine.Config) // nil: as openWith's
+	setup     func(*bundle)           // makes the runs
+	bulk      func(*bundle) string    // makes the job, returns its id
+	held      func(*bundle, string)   // nil, or runs while the page is held
+	reopened  func()                  // nil, or runs before the second Open
+}
+
+// closedMidPage opens an engine on a new directory, runs m.setup in it,
+// then m.bulk, and closes the engine once the job acted on its first page
+// (the JobPage failpoint; m.held runs then): the page's actions are
+// durable, its progress is not, as after a crash. It runs m.reopened,
+// opens the engine again, which resumes the job, and returns it with the
+// job's id.
+func closedMidPage(t *testing.T, m midPage) (*bundle, string) {
 	t.Helper()
+	dir := t.TempDir()
 	pages := make(chan chan struct{}, 1)
 	openAt := func(hook func(tenant, id string)) *bundle {
 		st, err := badgerstore.Open(badgerstore.Options{Dir: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return openWith(t, st, clk, prov, &autoGate{auto: true}, func(c *runengine.Config) {
+		return openWith(t, st, m.clk, m.prov, &autoGate{auto: true}, func(c *runengine.Config) {
 			c.Failpoints.JobPage = hook
-			if configure != nil {
-				configure(c)
+			if m.configure != nil {
+				m.configure(c)
 			}
 		})
 	}
@@ -44,10 +57,13 @@ func closedMidPage(t *testing.T, dir string, clk *clock.Fake, prov *testProvider
 			<-release
 		}
 	})
-	setup(b)
+	m.setup(b)
 	armed.Store(true)
-	id := bulk(b)
+	id := m.bulk(b)
 	release := <-pages
+	if m.held != nil {
+		m.held(b, id)
+	}
 	closed := make(chan struct{})
 	go func() {
 		b.eng.Close()
@@ -57,8 +73,8 @@ func closedMidPage(t *testing.T, dir string, clk *clock.Fake, prov *testProvider
 	close(release)
 	<-closed
 	b.st.Close()
-	if reopened != nil {
-		reopened()
+	if m.reopened != nil {
+		m.reopened()
 	}
 	return openAt(nil), id
 }
@@ -103,7 +119,7 @@ func TestFailpointBulkCountsExactAfterClose(t *testing.T) {
 			ctx := context.Background()
 			var ids []string
 			var processID string
-			b, jobID := closedMidPage(t, t.TempDir(), clock.NewFake(t0), &testProvider{}, nil, func(b *bundle) {
+			b, jobID := closedMidPage(t, midPage{clk: clock.NewFake(t0), prov: &testProvider{}, setup: func(b *bundle) {
 				def := b.create(t, `{"type":"manual"}`, `[{"key":"t","type":"human_task","config":{"title":"Do it"}}]`)
 				processID = def.ID
 				for range n {
@@ -114,13 +130,13 @@ func TestFailpointBulkCountsExactAfterClose(t *testing.T) {
 				if c.before != nil {
 					c.before(t, b, def.ID)
 				}
-			}, func(b *bundle) string {
+			}, bulk: func(b *bundle) string {
 				j, err := b.eng.BulkRuns(ctx, tenant, c.filter(processID), c.action, "usr_a")
 				if err != nil {
 					t.Fatal(err)
 				}
 				return j.ID
-			}, nil)
+			}})
 			j := waitJob(t, b, jobID)
 			got := map[string]int{"total": j.Total, "done": j.Done, "changed": j.Changed, "errors": j.ErrorCount}
 			want := map[string]int{"total": n, "done": n, "changed": n, "errors": 0}
@@ -149,7 +165,7 @@ func TestFailpointBulkRetryRerunsOnceAfterADay(t *testing.T) {
 	one := func(c *runengine.Config) { c.MaxAttempts = 1 }
 	var processID string
 	var failed []string
-	b, jobID := closedMidPage(t, t.TempDir(), clk, &testProvider{failures: 1 << 30}, one, func(b *bundle) {
+	b, jobID := closedMidPage(t, midPage{clk: clk, prov: &testProvider{failures: 1 << 30}, configure: one, setup: func(b *bundle) {
 		def := b.create(t, `{"type":"manual"}`, `[{"key":"call","type":"execute","capability":"test.flaky","config":{"args":{}}}]`)
 		processID = def.ID
 		for range n {
@@ -157,13 +173,13 @@ func TestFailpointBulkRetryRerunsOnceAfterADay(t *testing.T) {
 			b.waitRun(t, id, "failed", status(runengine.RunFailed))
 			failed = append(failed, id)
 		}
-	}, func(b *bundle) string {
+	}, bulk: func(b *bundle) string {
 		j, err := b.eng.BulkRuns(ctx, tenant, runengine.JobFilter{ProcessID: processID, Status: runengine.RunFailed}, runengine.JobRetry, "usr_a")
 		if err != nil {
 			t.Fatal(err)
 		}
 		return j.ID
-	}, func() { clk.Advance(runengine.IdempotencyWindow + 1e9) })
+	}, reopened: func() { clk.Advance(runengine.IdempotencyWindow + 1e9) }})
 	j := waitJob(t, b, jobID)
 	if j.Done != n || j.Changed != n || j.ErrorCount != 0 || len(j.Results) != min(n, runengine.MaxJobErrors) {
 		t.Errorf("job done %d, changed %d, errors %d, results %d; want %d, %d, 0, %d", j.Done, j.Changed, j.ErrorCount,
@@ -202,9 +218,80 @@ func TestFailpointBulkRetryRerunsOnceAfterADay(t *testing.T) {
 	assertNoJobMarks(t, b)
 }
 
+// TestFailpointCancelledJobCutByCloseCounted: a bulk cancel is cancelled
+// while its first page is acted on, and the engine closes before the page
+// is counted (as a crash would). The next Open counts the runs that page
+// changed in the cancelled job (Done and Changed) and leaves no mark of
+// them, and does not act on more runs. Before, a cancelled job was never
+// looked at again: the page went uncounted and its marks stayed.
+func TestFailpointCancelledJobCutByCloseCounted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const n = 150
+	var ids []string
+	b, jobID := closedMidPage(t, midPage{clk: clock.NewFake(t0), prov: &testProvider{}, setup: func(b *bundle) {
+		def := b.create(t, `{"type":"manual"}`, `[{"key":"t","type":"human_task","config":{"title":"Do it"}}]`)
+		for range n {
+			id := b.start(t, def.ID)
+			b.waitRun(t, id, "waiting", status(runengine.RunWaiting))
+			ids = append(ids, id)
+		}
+	}, bulk: func(b *bundle) string {
+		j, err := b.eng.BulkRuns(ctx, tenant, runengine.JobFilter{Status: runengine.RunWaiting}, runengine.JobCancel, "usr_a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j.ID
+	}, held: func(b *bundle, id string) {
+		if _, err := b.eng.CancelJob(ctx, tenant, id, "usr_b"); err != nil {
+			t.Fatal(err)
+		}
+	}})
+	var j *runengine.Job
+	waitFor(t, "the cancelled job counted its page", func() bool {
+		var err error
+		if j, err = b.eng.GetJob(ctx, tenant, jobID); err != nil {
+			t.Fatal(err)
+		}
+		return j.Done > 0
+	})
+	got := map[string]any{"status": j.Status, "done": j.Done, "changed": j.Changed, "errors": j.ErrorCount, "by": j.CancelledBy}
+	want := map[string]any{"status": runengine.JobCancelled, "done": 100, "changed": 100, "errors": 0, "by": "usr_b"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("cancelled job (-want +got):\n%s", diff)
+	}
+	byStatus := map[runengine.RunStatus]int{}
+	for _, id := range ids {
+		r, err := b.eng.GetRun(ctx, tenant, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byStatus[r.Status]++
+	}
+	if diff := cmp.Diff(map[runengine.RunStatus]int{runengine.RunCancelled: 100, runengine.RunWaiting: 50}, byStatus); diff != "" {
+		t.Errorf("runs by status (-want +got):\n%s", diff)
+	}
+	waitFor(t, "the job's marks removed", func() bool { return len(jobMarks(t, b)) == 0 })
+	err := b.st.View(ctx, func(r store.Reader) error {
+		_, err := r.Get(store.Key(store.System, "jobs-running", tenant, jobID))
+		return err
+	})
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the cancelled job is still marked running: %v", err)
+	}
+}
+
 // assertNoJobMarks checks that no mark of a run a job changed is left once
 // the jobs completed.
 func assertNoJobMarks(t *testing.T, b *bundle) {
+	t.Helper()
+	if left := jobMarks(t, b); len(left) != 0 {
+		t.Errorf("%d job marks left, e.g. %q", len(left), left[0])
+	}
+}
+
+// jobMarks are the keys of the marks of runs jobs changed.
+func jobMarks(t *testing.T, b *bundle) []string {
 	t.Helper()
 	var left []string
 	err := b.st.View(context.Background(), func(r store.Reader) error {
@@ -216,7 +303,5 @@ func assertNoJobMarks(t *testing.T, b *bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(left) != 0 {
-		t.Errorf("%d job marks left, e.g. %q", len(left), left[0])
-	}
+	return left
 }

@@ -105,7 +105,8 @@ var jobs = &store.Collection[jobRecord]{
 	NotFound: "job not found",
 }
 
-// jobsRunningKey marks a job not yet completed, so Open restarts it.
+// jobsRunningKey marks a job not yet completed, so Open restarts it; a
+// job cancelled keeps it until its runner counted the page it was on.
 func jobsRunningKey(tenant, id string) []byte {
 	return store.Key(store.System, "jobs-running", tenant, id)
 }
@@ -208,10 +209,11 @@ func (e *Engine) GetJob(ctx context.Context, tenant, id string) (*Job, error) {
 }
 
 // CancelJob cancels a running job of tenant: its status becomes cancelled
-// at once, and the job stops at its next page (the page under way, whose
-// actions are under way, still counts in Done and Changed, unless a Close
-// or a crash cuts it: a cancelled job is not resumed, so that page goes
-// uncounted). A job no longer running is a conflict.
+// at once, and the job stops at its next page. The page under way, whose
+// actions are under way, still counts in Done and Changed; when a Close or
+// a crash cuts it, the next Open counts the runs it changed (in Done too,
+// where the runs it looked at and left unchanged are then missing), and
+// acts on no more runs. A job no longer running is a conflict.
 func (e *Engine) CancelJob(ctx context.Context, tenant, id, actor string) (*Job, error) {
 	if e.isClosed() {
 		return nil, errClosed
@@ -228,7 +230,7 @@ func (e *Engine) CancelJob(ctx context.Context, tenant, id, actor string) (*Job,
 		now := e.now()
 		rec.Status, rec.CancelledBy, rec.UpdatedAt, rec.CompletedAt = JobCancelled, actor, now, &now
 		job = rec.Job
-		return e.putJob(tx, tenant, rec)
+		return jobs.Put(tx, tenant, rec) // still marked running: its runner ends it (see runJob)
 	}})
 	if err != nil {
 		return nil, err
@@ -337,18 +339,28 @@ func (e *Engine) runJob(tenant, id string) error {
 		var marked map[string]string
 		err := e.st.View(e.ctx, func(r store.Reader) error {
 			var err error
-			if rec, err = jobs.Get(r, tenant, id); err != nil || rec.Status != JobRunning || rec.Type == JobWhatIf {
+			if rec, err = jobs.Get(r, tenant, id); err != nil || rec.Type == JobWhatIf {
 				return err
 			}
-			page, next, err = jobCandidates(r, tenant, rec.Filter, store.Page{Limit: jobPage, Cursor: rec.Cursor, Forward: true})
-			if err == nil && first {
-				marked, err = jobMarks(r, tenant, id)
+			if first && rec.Status != JobCompleted {
+				if marked, err = jobMarks(r, tenant, id); err != nil {
+					return err
+				}
 			}
+			if rec.Status != JobRunning {
+				return nil
+			}
+			page, next, err = jobCandidates(r, tenant, rec.Filter, store.Page{Limit: jobPage, Cursor: rec.Cursor, Forward: true})
 			return err
 		})
 		first = false
-		if err != nil || rec.Status != JobRunning {
+		switch {
+		case err != nil:
 			return err
+		case rec.Status == JobCancelled:
+			return e.endCancelled(tenant, rec, marked)
+		case rec.Status != JobRunning:
+			return nil
 		}
 		if rec.Type == JobWhatIf {
 			return e.runWhatIf(tenant, rec)
@@ -423,6 +435,25 @@ func (e *Engine) runJob(tenant, id string) error {
 			return err
 		}
 	}
+}
+
+// endCancelled ends a job cancelled between two of its pages, or while
+// one was cut by a Close or a crash: it counts the runs that page changed
+// (marked) and removes their marks, and the job is no longer marked
+// running.
+func (e *Engine) endCancelled(tenant string, rec *jobRecord, marked map[string]string) error {
+	var drop [][]byte
+	for _, runID := range slices.Sorted(maps.Keys(marked)) {
+		rec.Done++
+		rec.Changed++
+		if newRun := marked[runID]; newRun != "" && len(rec.Results) < MaxJobErrors {
+			rec.Results = append(rec.Results, JobResult{RunID: runID, NewRunID: newRun})
+		}
+		drop = append(drop, jobRunKey(tenant, rec.ID, runID))
+	}
+	rec.UpdatedAt = e.now()
+	_, err := e.saveJob(tenant, rec, drop, nil)
+	return err
 }
 
 // jobCandidates lists a page of the runs of f's most selective index,
