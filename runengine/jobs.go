@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -67,7 +66,8 @@ type Job struct {
 	// Total is the number of runs the job looks at, counted from the
 	// filter's index when it was created; Done, those it has looked at
 	// (once completed, Total is set to Done); Changed, those the action
-	// changed (for retry: the new runs started).
+	// changed (for retry: the new runs started). Each run is counted once,
+	// also when a crash or a Close cut a page (see jobRunKey).
 	Total      int        `json:"total"`
 	Done       int        `json:"done"`
 	Changed    int        `json:"changed"`
@@ -375,8 +375,8 @@ func (e *Engine) runJob(tenant, id string) error {
 		looked := 0
 		var wg sync.WaitGroup
 		for i, r := range page {
-			if rec.Action == JobRetry && madeAfter(r.ID, rec.ID) {
-				continue // its own reruns (which may fail too), and runs started since
+			if r.RerunJob == rec.ID {
+				continue // its own reruns, which may fail too
 			}
 			looked++
 			if newRun, ok := marked[r.ID]; ok {
@@ -468,14 +468,6 @@ func jobCandidates(r store.Reader, tenant string, f JobFilter, p store.Page) ([]
 // query is the run query of the filter.
 func (f JobFilter) query() RunQuery {
 	return RunQuery{ProcessID: f.ProcessID, Status: f.Status, Overdue: f.Overdue, Q: f.Q, Search: f.Search}
-}
-
-// madeAfter tells whether the record id was made after the job jobID: the
-// engine's ids sort by when they were made, whatever their kind.
-func madeAfter(id, jobID string) bool {
-	_, made, _ := strings.Cut(id, "_")
-	_, job, _ := strings.Cut(jobID, "_")
-	return made > job
 }
 
 // changedBeside tells whether an action on the run failed with err, a

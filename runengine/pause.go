@@ -381,10 +381,11 @@ func (e *Engine) readPausesAndJobs(ctx context.Context) (map[pausedRef]bool, []j
 }
 
 // rerunArgs make a new run a rerun of another from a step: the steps
-// before it are the original's, outputs included.
+// before it are the original's, outputs included; job is the bulk job
+// that reruns it, if one does.
 type rerunArgs struct {
-	of, from string
-	steps    []StepRun
+	of, from, job string
+	steps         []StepRun
 }
 
 // apply copies the reused steps into r.
@@ -392,7 +393,7 @@ func (a *rerunArgs) apply(r *Run) {
 	if a == nil {
 		return
 	}
-	r.RerunOf, r.RerunFromStep = a.of, a.from
+	r.RerunOf, r.RerunFromStep, r.RerunJob = a.of, a.from, a.job
 	copy(r.Steps, a.steps)
 	r.Cursor = len(a.steps)
 	if r.Cursor < len(r.Steps) {
@@ -491,7 +492,7 @@ func (e *Engine) rerun(ctx context.Context, tenant, runID, fromStep, actor, job 
 	}
 	rep, err := e.send(ctx, &command{kind: cmdStart, tenant: tenant, runID: newID, actor: actor, start: &startArgs{
 		version: ver, subject: orig.Subject, trigger: trig, actor: actor, priority: orig.Priority,
-		rerun: &rerunArgs{of: orig.ID, from: fromStep, steps: steps}, ops: ops, reads: sweeps,
+		rerun: &rerunArgs{of: orig.ID, from: fromStep, job: job, steps: steps}, ops: ops, reads: sweeps,
 	}})
 	if isErr(err, errStartKeyTaken) { // another node reran it first
 		return e.keyedRun(ctx, keyed)
