@@ -235,6 +235,7 @@ func (e *Engine) CancelJob(ctx context.Context, tenant, id, actor string) (*Job,
 	if err != nil {
 		return nil, err
 	}
+	e.startJob(tenant, id) // one that is not running (it stopped on an error) ends it now
 	return &job, nil
 }
 
