@@ -198,7 +198,7 @@ type CancelParams struct {
 // and returns it cancelled. Its open tasks and pending approvals are
 // cancelled with it.
 func (e *Engine) Cancel(ctx context.Context, p CancelParams) (*Run, error) {
-	return e.runCommand(ctx, p.Tenant, p.RunID, p.Actor, cmdCancel, "")
+	return e.runCommand(ctx, p.Tenant, p.RunID, p.Actor, cmdCancel)
 }
 
 // CompleteTaskParams complete a human task.

@@ -647,6 +647,10 @@ func (c *cluster) forward(cmd *command) {
 			rep.view, rep.err = appendRun(nil, rep.run, false)
 			rep.run = nil
 		}
+		if rep.err == nil && cmd.job != "" {
+			// The owner marked the run as the job's if the action changed it.
+			rep.changed, rep.err = e.jobMarked(cmd.tenant, cmd.job, cmd.runID)
+		}
 	}
 	cmd.reply <- rep
 }

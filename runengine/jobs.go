@@ -140,6 +140,19 @@ func jobMarks(r store.Reader, tenant, job string) (map[string]string, error) {
 	return marks, err
 }
 
+// jobMarked reports whether the run is marked as changed by job (see
+// jobRunKey).
+func (e *Engine) jobMarked(tenant, job, runID string) (bool, error) {
+	err := e.st.View(e.ctx, func(r store.Reader) error {
+		_, err := r.Get(jobRunKey(tenant, job, runID))
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // jobPage is how many runs a job handles per durable step.
 const jobPage = 100
 
@@ -493,28 +506,29 @@ func (e *Engine) applyBulk(tenant, jobID string, r *Run, action, actor string, b
 		if r.Status == RunCancelled {
 			return false, "", nil
 		}
-		_, err := e.runCommand(ctx, tenant, r.ID, actor, cmdCancel, jobID)
+		rep, err := e.sendRunCommand(ctx, tenant, r.ID, actor, cmdCancel, jobID)
 		cancelled := func(r *Run) bool { return r.Status == RunCancelled }
 		if err != nil && e.changedBeside(tenant, r.ID, err, cancelled) {
 			return false, "", nil
 		}
-		return err == nil, "", err
+		return rep.changed, "", err
 	case JobPause:
 		if r.Status == RunPaused {
 			return false, "", nil
 		}
-		_, err := e.runCommand(ctx, tenant, r.ID, actor, cmdPause, jobID)
-		return err == nil, "", err
+		// A run paused beside the job since it was read is no error.
+		rep, err := e.sendRunCommand(ctx, tenant, r.ID, actor, cmdPause, jobID)
+		return rep.changed, "", err
 	case JobResume:
 		if !byProcess && r.Status != RunPaused && !r.Finished() {
 			return false, "", nil
 		}
-		_, err := e.runCommand(ctx, tenant, r.ID, actor, cmdResume, jobID)
+		rep, err := e.sendRunCommand(ctx, tenant, r.ID, actor, cmdResume, jobID)
 		resumed := func(r *Run) bool { return r.Status != RunPaused && !r.Finished() }
 		if err != nil && e.changedBeside(tenant, r.ID, err, resumed) {
 			return false, "", nil
 		}
-		return err == nil, "", err
+		return rep.changed, "", err
 	case JobRetry:
 		// Keyed by the job and the run, and marked as the job's: a page
 		// done again after a restart finds the rerun its first pass started.

@@ -179,26 +179,29 @@ func (x *exec) resumeRun() {
 // timers that come due and events it waits for are kept for then. Pausing
 // a paused run changes nothing; pausing a finished one is a 409.
 func (e *Engine) Pause(ctx context.Context, tenant, runID, actor string) (*Run, error) {
-	return e.runCommand(ctx, tenant, runID, actor, cmdPause, "")
+	return e.runCommand(ctx, tenant, runID, actor, cmdPause)
 }
 
 // Resume continues a paused run where it was (409 when it is not paused,
 // or its process is).
 func (e *Engine) Resume(ctx context.Context, tenant, runID, actor string) (*Run, error) {
-	return e.runCommand(ctx, tenant, runID, actor, cmdResume, "")
+	return e.runCommand(ctx, tenant, runID, actor, cmdResume)
 }
 
-// runCommand sends a cancel, pause or resume to the run; job, when set,
-// is the bulk job it is the action of (see command.job).
-func (e *Engine) runCommand(ctx context.Context, tenant, runID, actor string, kind cmdKind, job string) (*Run, error) {
+// runCommand sends a cancel, pause or resume to the run.
+func (e *Engine) runCommand(ctx context.Context, tenant, runID, actor string, kind cmdKind) (*Run, error) {
+	rep, err := e.sendRunCommand(ctx, tenant, runID, actor, kind, "")
+	return rep.run, err
+}
+
+// sendRunCommand sends a cancel, pause or resume to the run; job, when
+// set, is the bulk job it is the action of (see command.job), and the
+// reply says whether it changed the run.
+func (e *Engine) sendRunCommand(ctx context.Context, tenant, runID, actor string, kind cmdKind, job string) (reply, error) {
 	if _, err := e.GetRun(ctx, tenant, runID); err != nil {
-		return nil, err
+		return reply{}, err
 	}
-	rep, err := e.send(ctx, &command{kind: kind, tenant: tenant, runID: runID, actor: actor, job: job})
-	if err != nil {
-		return nil, err
-	}
-	return rep.run, nil
+	return e.send(ctx, &command{kind: kind, tenant: tenant, runID: runID, actor: actor, job: job})
 }
 
 // ProcessPause is whether a process is paused (see Engine.PauseProcess).
