@@ -351,12 +351,25 @@ func (e *Engine) runJob(tenant, id string) error {
 		var page []*Run
 		var next string
 		var marked map[string]string
+		ended := false // cancelled, and ended by a runner already
 		err := e.st.View(e.ctx, func(r store.Reader) error {
 			var err error
-			if rec, err = jobs.Get(r, tenant, id); err != nil || rec.Type == JobWhatIf {
+			if rec, err = jobs.Get(r, tenant, id); err != nil {
 				return err
 			}
-			if first && rec.Status != JobCompleted {
+			switch {
+			case rec.Status == JobCancelled:
+				_, err := r.Get(jobsRunningKey(tenant, id))
+				if ended = errors.Is(err, store.ErrNotFound); ended {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+			case rec.Status != JobRunning || rec.Type == JobWhatIf:
+				return nil
+			}
+			if first {
 				if marked, err = jobMarks(r, tenant, id); err != nil {
 					return err
 				}
@@ -371,7 +384,7 @@ func (e *Engine) runJob(tenant, id string) error {
 		switch {
 		case err != nil:
 			return err
-		case rec.Status == JobCancelled:
+		case rec.Status == JobCancelled && !ended:
 			return e.endCancelled(tenant, rec, marked)
 		case rec.Status != JobRunning:
 			return nil
