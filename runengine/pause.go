@@ -421,6 +421,10 @@ func (e *Engine) Rerun(ctx context.Context, tenant, runID, fromStep, actor strin
 // written in the rerun's start commit, as a Start's), and marked as the
 // job's in that commit (see jobRunKey), so the job finds it later too.
 func (e *Engine) rerun(ctx context.Context, tenant, runID, fromStep, actor, job string) (*Run, error) {
+	key := ""
+	if job != "" {
+		key = "bulk/" + job + "/" + runID
+	}
 	orig, err := e.GetRun(ctx, tenant, runID)
 	if err != nil {
 		return nil, err
@@ -446,10 +450,6 @@ func (e *Engine) rerun(ctx context.Context, tenant, runID, fromStep, actor, job 
 	}
 	// The key first, as Start claims it: a repeat answers the first
 	// rerun whatever changed since (the process archived, say).
-	key := ""
-	if job != "" {
-		key = "bulk/" + job + "/" + runID
-	}
 	var ops []func(store.Txn) error
 	sweeps := false
 	keyed := StartParams{Tenant: tenant, ProcessID: orig.ProcessID, IdempotencyKey: key}
@@ -483,8 +483,11 @@ func (e *Engine) rerun(ctx context.Context, tenant, runID, fromStep, actor, job 
 	}
 	trig := orig.Trigger
 	newID := e.newRunID()
+	if job != "" {
+		ops = append(ops, setKey(jobRunKey(tenant, job, runID), []byte(newID)))
+	}
 	if key != "" {
-		ops = append(ops, e.startKeyWrite(tenant, key, newID), setKey(jobRunKey(tenant, job, runID), []byte(newID)))
+		ops = append(ops, e.startKeyWrite(tenant, key, newID))
 		sweeps = sweeps || e.cluster != nil // the write reads the key again
 	}
 	if g := e.starting; g != nil {
