@@ -105,15 +105,7 @@ func TestFailpointCancelledJobStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	release = <-pages
-	closed := make(chan struct{})
-	go func() {
-		b.eng.Close()
-		close(closed)
-	}()
-	<-b.eng.Done()
-	close(release)
-	<-closed
-	b.st.Close()
+	closeHeld(b, release)
 	b = openAt(held)
 	release = <-pages
 	if _, err := b.eng.CancelJob(ctx, tenant, second.ID, "usr_b"); err != nil {

@@ -64,6 +64,18 @@ func closedMidPage(t *testing.T, m midPage) (*bundle, string) {
 	if m.held != nil {
 		m.held(b, id)
 	}
+	closeHeld(b, release)
+	if m.reopened != nil {
+		m.reopened()
+	}
+	return openAt(nil), id
+}
+
+// closeHeld closes b's engine while a job's page is held by the JobPage
+// failpoint until release is closed: the engine is closing when the page
+// goes on, so the job stops before it commits the page's progress. The
+// store is closed too.
+func closeHeld(b *bundle, release chan struct{}) {
 	closed := make(chan struct{})
 	go func() {
 		b.eng.Close()
@@ -73,10 +85,6 @@ func closedMidPage(t *testing.T, m midPage) (*bundle, string) {
 	close(release)
 	<-closed
 	b.st.Close()
-	if m.reopened != nil {
-		m.reopened()
-	}
-	return openAt(nil), id
 }
 
 // TestFailpointBulkCountsExactAfterClose: a bulk job's page is acted on,
