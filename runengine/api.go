@@ -198,14 +198,7 @@ type CancelParams struct {
 // and returns it cancelled. Its open tasks and pending approvals are
 // cancelled with it.
 func (e *Engine) Cancel(ctx context.Context, p CancelParams) (*Run, error) {
-	if _, err := e.GetRun(ctx, p.Tenant, p.RunID); err != nil {
-		return nil, err
-	}
-	rep, err := e.send(ctx, &command{kind: cmdCancel, tenant: p.Tenant, runID: p.RunID, actor: p.Actor})
-	if err != nil {
-		return nil, err
-	}
-	return rep.run, nil
+	return e.runCommand(ctx, p.Tenant, p.RunID, p.Actor, cmdCancel)
 }
 
 // CompleteTaskParams complete a human task.

@@ -46,6 +46,7 @@ const (
 	runSearch
 	runStartedBy
 	runPaused
+	runRerunJob
 	runFlagsEnd // the first bit no record sets
 )
 
@@ -270,6 +271,9 @@ func appendRecord(b []byte, r *Run, apart *[]apartOutput) ([]byte, error) {
 	if r.Paused != nil {
 		f |= runPaused
 	}
+	if r.RerunJob != "" {
+		f |= runRerunJob
+	}
 	b = append(b, storedForm)
 	b = binary.AppendUvarint(b, f)
 	if b, err = appendBinTime(b, r.StartedAt, 0); err != nil {
@@ -371,6 +375,9 @@ func appendRecord(b []byte, r *Run, apart *[]apartOutput) ([]byte, error) {
 			return b, errors.Wrap(err, "encode pause state")
 		}
 		b = binrec.AppendBytes(b, raw)
+	}
+	if f&runRerunJob != 0 {
+		b = binrec.AppendString(b, r.RerunJob)
 	}
 	return b, nil
 }
@@ -836,6 +843,9 @@ func (d *binDecoder) run(r *Run, withID bool) {
 		if d.r.OK() && (json.Unmarshal(raw, &r.Paused) != nil || r.Paused == nil) {
 			d.r.Fail()
 		}
+	}
+	if f&runRerunJob != 0 {
+		r.RerunJob = d.str()
 	}
 }
 

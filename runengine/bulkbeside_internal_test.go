@@ -9,9 +9,11 @@ import (
 )
 
 // TestBulkRunChangedBesideTheJob: a bulk job reads a page of runs, then
-// acts on each in turn. A run someone resumed or cancelled in between (by
-// hand, or a process's resume job beside a bulk resume) is unchanged, as a
-// run already so when read is, not one of the job's errors. Before, the
+// acts on each in turn. A run someone resumed, paused or cancelled in
+// between (by hand, or a process's resume job beside a bulk resume) is
+// unchanged, as a run already so when read is, not one of the job's errors
+// (a pause of a paused run is no error; before, the job counted it as
+// changed). Before, the
 // job listed "run is not paused" and "run already ended" errors: a bulk
 // resume racing a process's resume reported a third of 300 runs failed.
 func TestBulkRunChangedBesideTheJob(t *testing.T) {
@@ -44,6 +46,22 @@ func TestBulkRunChangedBesideTheJob(t *testing.T) {
 		if changed, _, err := eng.applyBulk("ten_a", "job_test", read, JobResume, "usr_job", byProcess); changed || err != nil {
 			t.Errorf("resume (by process %v) of a run resumed beside the job: changed %v, error %v; want unchanged", byProcess, changed, err)
 		}
+	}
+
+	// The job read second waiting; it is paused before the job reaches it
+	// (then resumed for what follows).
+	read, err = eng.GetRun(ctx, "ten_a", second.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Pause(ctx, "ten_a", second.ID, "usr_b"); err != nil {
+		t.Fatal(err)
+	}
+	if changed, _, err := eng.applyBulk("ten_a", "job_test", read, JobPause, "usr_job", false); changed || err != nil {
+		t.Errorf("pause of a run paused beside the job: changed %v, error %v; want unchanged", changed, err)
+	}
+	if _, err := eng.Resume(ctx, "ten_a", second.ID, "usr_b"); err != nil {
+		t.Fatal(err)
 	}
 
 	// The job read second waiting; it is cancelled before the job reaches it.

@@ -557,6 +557,7 @@ type inboxCommand struct {
 	Tenant string  `json:"tenant"`
 	RunID  string  `json:"run_id"`
 	Actor  string  `json:"actor,omitempty"`
+	Job    string  `json:"job,omitempty"`
 
 	TaskID string         `json:"task_id,omitempty"`
 	Action string         `json:"action,omitempty"`
@@ -576,7 +577,7 @@ type inboxCommand struct {
 }
 
 func toInbox(c *command) inboxCommand {
-	in := inboxCommand{Kind: c.kind, Tenant: c.tenant, RunID: c.runID, Actor: c.actor}
+	in := inboxCommand{Kind: c.kind, Tenant: c.tenant, RunID: c.runID, Actor: c.actor, Job: c.job}
 	if t := c.task; t != nil {
 		in.TaskID, in.Action, in.Fields = t.taskID, t.action, t.fields
 	}
@@ -590,7 +591,7 @@ func toInbox(c *command) inboxCommand {
 }
 
 func (in inboxCommand) command(key []byte) *command {
-	c := &command{kind: in.Kind, tenant: in.Tenant, runID: in.RunID, actor: in.Actor, cl: &clusterArgs{inbox: key}}
+	c := &command{kind: in.Kind, tenant: in.Tenant, runID: in.RunID, actor: in.Actor, job: in.Job, cl: &clusterArgs{inbox: key}}
 	switch in.Kind {
 	case cmdCompleteTask:
 		c.task = &taskArgs{taskID: in.TaskID, action: in.Action, fields: in.Fields}
@@ -645,6 +646,10 @@ func (c *cluster) forward(cmd *command) {
 		if rep.err == nil && cmd.view {
 			rep.view, rep.err = appendRun(nil, rep.run, false)
 			rep.run = nil
+		}
+		if rep.err == nil && cmd.job != "" {
+			// The owner marked the run as the job's if the action changed it.
+			rep.changed, rep.err = e.jobMarked(cmd.tenant, cmd.job, cmd.runID)
 		}
 	}
 	cmd.reply <- rep

@@ -500,6 +500,9 @@ func (d *runDecoder) run(r *Run) bool {
 				return false
 			}
 			return json.Unmarshal(d.b[start:d.i], &r.Paused) == nil && once(&seen, 22)
+		case "rerun_job":
+			r.RerunJob, ok = d.str()
+			return ok && once(&seen, 24)
 		}
 		return false
 	})

@@ -132,6 +132,10 @@ func appendRun(b []byte, r *Run, stored bool) ([]byte, error) {
 		b = append(b, `,"rerun_from_step":`...)
 		b = jsonvalue.AppendString(b, r.RerunFromStep)
 	}
+	if r.RerunJob != "" {
+		b = append(b, `,"rerun_job":`...)
+		b = jsonvalue.AppendString(b, r.RerunJob)
+	}
 	if r.WaitingReason != "" {
 		b = append(b, `,"waiting_reason":`...)
 		b = jsonvalue.AppendString(b, r.WaitingReason)

@@ -34,6 +34,7 @@ type (
 		MinutesSaved   int                 `json:"minutes_saved"`
 		RerunOf        string              `json:"rerun_of,omitempty"`
 		RerunFromStep  string              `json:"rerun_from_step,omitempty"`
+		RerunJob       string              `json:"rerun_job,omitempty"`
 		Search         map[string]string   `json:"search,omitempty"`
 		WaitingReason  string              `json:"waiting_reason,omitempty"`
 		Priority       string              `json:"priority,omitempty"`
@@ -76,6 +77,7 @@ type (
 		MinutesSaved   int               `json:"minutes_saved"`
 		RerunOf        string            `json:"rerun_of,omitempty"`
 		RerunFromStep  string            `json:"rerun_from_step,omitempty"`
+		RerunJob       string            `json:"rerun_job,omitempty"`
 		Search         map[string]string `json:"search,omitempty"`
 		WaitingReason  string            `json:"waiting_reason,omitempty"`
 		Priority       string            `json:"priority,omitempty"`
@@ -96,7 +98,7 @@ func storedOf(r *Run) reflectStored {
 		ProcessVersion: r.ProcessVersion, Function: r.Function, Status: r.Status, Subject: r.Subject,
 		Trigger: r.Trigger, CurrentStep: r.CurrentStep, Overdue: r.Overdue, StartedAt: r.StartedAt,
 		CompletedAt: r.CompletedAt, Error: r.Error, MinutesSaved: r.MinutesSaved, Cursor: r.Cursor,
-		StartedBy: r.StartedBy, RerunOf: r.RerunOf, RerunFromStep: r.RerunFromStep, Search: r.Search,
+		StartedBy: r.StartedBy, RerunOf: r.RerunOf, RerunFromStep: r.RerunFromStep, RerunJob: r.RerunJob, Search: r.Search,
 		WaitingReason: r.WaitingReason, Priority: r.Priority, Paused: r.Paused}
 	if r.Steps != nil {
 		s.Steps = []reflectStoredStep{}
@@ -109,7 +111,7 @@ func storedOf(r *Run) reflectStored {
 
 func viewOf(r *Run) reflectView {
 	v := reflectView{r.ID, r.ProcessID, r.ProcessName, r.ProcessVersion, r.Function, string(r.Status), r.Subject, r.Trigger,
-		r.CurrentStep, nil, r.Overdue, r.StartedAt, r.CompletedAt, r.Error, r.MinutesSaved, r.RerunOf, r.RerunFromStep, r.Search, r.WaitingReason, r.Priority, nil}
+		r.CurrentStep, nil, r.Overdue, r.StartedAt, r.CompletedAt, r.Error, r.MinutesSaved, r.RerunOf, r.RerunFromStep, r.RerunJob, r.Search, r.WaitingReason, r.Priority, nil}
 	if p := r.Paused; p != nil {
 		v.Paused = &reflectPaused{From: p.From, At: p.At, ByProcess: p.ByProcess, SlotWait: p.SlotWait}
 	}
@@ -138,7 +140,7 @@ func encodeCases() map[string]*Run {
 				Data:  map[string]any{"z": []any{json.Number("1.50"), nil, true}, "a": map[string]any{"b": "c"}},
 				Cause: &Cause{RunID: "run_0", RootRunID: "run_r", Depth: 2, Processes: []string{"prc_a", "prc_\"b\""}}},
 			Overdue: true, StartedAt: at, CompletedAt: &later, Error: str("step x: failed\t"), MinutesSaved: 25,
-			Cursor: 2, StartedBy: "usr_1", RerunOf: "run_0", RerunFromStep: "pay",
+			Cursor: 2, StartedBy: "usr_1", RerunOf: "run_0", RerunFromStep: "pay", RerunJob: "job_0",
 			Search: map[string]string{"supplier": "acme \"gmbh\"", "amount_cents": "120000"}},
 		"rate": {ID: "run_5", Status: RunWaiting, Priority: PriorityHigh, StartedAt: at, WaitingReason: "rate limit of crm.: 10 per 1s",
 			Steps: []StepRun{{Key: "a", Status: StepRunning, internal: stepInternal{RateReserved: true, WaitToken: "rate-1"}}}},

@@ -30,8 +30,11 @@ type exec struct {
 	now time.Time
 
 	dirty bool
-	fx    effects
-	res   *callResult // the call result for the current step
+	// jobChanged says the command, a bulk job's action, changed the run
+	// (see command.job).
+	jobChanged bool
+	fx         effects
+	res        *callResult // the call result for the current step
 	// taskDone and decided carry a person's action into the step.
 	taskDone *Task
 	event    *eventArgs

@@ -105,15 +105,7 @@ func TestFailpointCancelledJobStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	release = <-pages
-	closed := make(chan struct{})
-	go func() {
-		b.eng.Close()
-		close(closed)
-	}()
-	<-b.eng.Done()
-	close(release)
-	<-closed
-	b.st.Close()
+	closeHeld(b, release)
 	b = openAt(held)
 	release = <-pages
 	if _, err := b.eng.CancelJob(ctx, tenant, second.ID, "usr_b"); err != nil {
@@ -121,8 +113,8 @@ func TestFailpointCancelledJobStops(t *testing.T) {
 	}
 	close(release)
 	// The closed engine cancelled the page's runs without counting them:
-	// the resumed job finds them cancelled already.
-	want("cancelled after a reopen resumed it", stopped(second.ID), 100, 0)
+	// the resumed job finds them cancelled by it, and counts them.
+	want("cancelled after a reopen resumed it", stopped(second.ID), 100, 100)
 	statuses("one page cancelled", map[runengine.RunStatus]int{runengine.RunCancelled: 100, runengine.RunWaiting: 50})
 	b.eng.Close()
 	b.st.Close()

@@ -2,7 +2,8 @@ package runengine
 
 import (
 	"context"
-	"strings"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -65,7 +66,8 @@ type Job struct {
 	// Total is the number of runs the job looks at, counted from the
 	// filter's index when it was created; Done, those it has looked at
 	// (once completed, Total is set to Done); Changed, those the action
-	// changed (for retry: the new runs started).
+	// changed (for retry: the new runs started). Each run is counted once,
+	// also when a crash or a Close cut a page (see jobRunKey).
 	Total      int        `json:"total"`
 	Done       int        `json:"done"`
 	Changed    int        `json:"changed"`
@@ -103,9 +105,52 @@ var jobs = &store.Collection[jobRecord]{
 	NotFound: "job not found",
 }
 
-// jobsRunningKey marks a job not yet completed, so Open restarts it.
+// jobsRunningKey marks a job not yet completed, so Open restarts it; a
+// job cancelled keeps it until its runner counted the page it was on.
 func jobsRunningKey(tenant, id string) []byte {
 	return store.Key(store.System, "jobs-running", tenant, id)
+}
+
+// jobRunKey marks a run the bulk job job changed (for a retry, holding
+// the new run's id): written in the commit of the run's change, removed in
+// the commit of the job's progress that counts it. A page done again after
+// a crash or a Close finds the runs its first pass changed, listed again
+// or not (a run cancelled no longer matches a status filter), and counts
+// each once, as changed.
+func jobRunKey(tenant, job, runID string) []byte {
+	return store.Key(store.System, "job-run", tenant, job, runID)
+}
+
+// jobMarks reads the marks of the runs job changed (see jobRunKey): the
+// new run's id (empty but for a retry) by the run changed.
+func jobMarks(r store.Reader, tenant, job string) (map[string]string, error) {
+	var marks map[string]string
+	prefix := store.Key(store.System, "job-run", tenant, job)
+	err := r.Scan(store.ScanOptions{Prefix: prefix}, func(key, val []byte) error {
+		parts, err := store.DecodeKey(key)
+		if err != nil || len(parts) != 5 {
+			return errors.Newf("runengine: bad job mark %q", key)
+		}
+		if marks == nil {
+			marks = map[string]string{}
+		}
+		marks[parts[4].(string)] = string(val)
+		return nil
+	})
+	return marks, err
+}
+
+// jobMarked reports whether the run is marked as changed by job (see
+// jobRunKey).
+func (e *Engine) jobMarked(tenant, job, runID string) (bool, error) {
+	err := e.st.View(e.ctx, func(r store.Reader) error {
+		_, err := r.Get(jobRunKey(tenant, job, runID))
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // jobPage is how many runs a job handles per durable step.
@@ -177,10 +222,11 @@ func (e *Engine) GetJob(ctx context.Context, tenant, id string) (*Job, error) {
 }
 
 // CancelJob cancels a running job of tenant: its status becomes cancelled
-// at once, and the job stops at its next page (the page under way, whose
-// actions are under way, still counts in Done and Changed, unless a Close
-// or a crash cuts it: a cancelled job is not resumed, so that page goes
-// uncounted). A job no longer running is a conflict.
+// at once, and the job stops at its next page. The page under way, whose
+// actions are under way, still counts in Done and Changed; when a Close or
+// a crash cuts it, the next Open counts the runs it changed (in Done too,
+// where the runs it looked at and left unchanged are then missing), and
+// acts on no more runs. A job no longer running is a conflict.
 func (e *Engine) CancelJob(ctx context.Context, tenant, id, actor string) (*Job, error) {
 	if e.isClosed() {
 		return nil, errClosed
@@ -197,23 +243,30 @@ func (e *Engine) CancelJob(ctx context.Context, tenant, id, actor string) (*Job,
 		now := e.now()
 		rec.Status, rec.CancelledBy, rec.UpdatedAt, rec.CompletedAt = JobCancelled, actor, now, &now
 		job = rec.Job
-		return e.putJob(tx, tenant, rec)
+		return jobs.Put(tx, tenant, rec) // still marked running: its runner ends it (see runJob)
 	}})
 	if err != nil {
 		return nil, err
 	}
+	e.startJob(tenant, id) // one that is not running (it stopped on an error) ends it now
 	return &job, nil
 }
 
 // saveJob commits the progress of a job that was running when its runner
-// read it. A job cancelled since keeps its cancel (status, time and who)
-// with this progress, and saveJob says so: the runner stops.
-func (e *Engine) saveJob(tenant string, rec *jobRecord, also func(tx store.Txn) error) (bool, error) {
+// read it, and removes the keys in drop (the marks of the runs it counts).
+// A job cancelled since keeps its cancel (status, time and who) with this
+// progress, and saveJob says so: the runner stops.
+func (e *Engine) saveJob(tenant string, rec *jobRecord, drop [][]byte, also func(tx store.Txn) error) (bool, error) {
 	var cancelled bool // read only once the commit is over: a Close ends the wait before
 	err := e.commits.commitWait(e.ctx, &delta{reads: true, fence: e.fence(rec.ID), apply: func(tx store.Txn) error {
 		cur, err := jobs.Get(tx, tenant, rec.ID)
 		if err != nil {
 			return err
+		}
+		for _, k := range drop {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
 		}
 		cancelled = cur.Status == JobCancelled
 		if cancelled {
@@ -286,23 +339,55 @@ func (e *Engine) startJob(tenant, id string) {
 
 // runJob goes through the job's runs a page at a time; each page's
 // progress commits with the cursor after it, so a restart repeats at most
-// one page (whose actions are then no-ops or skip runs that no longer
-// match).
+// one page. The runs that page changed before are marked (see jobRunKey):
+// they are counted as changed, and not acted on again; the others' actions
+// are no-ops or skip runs that no longer match.
 func (e *Engine) runJob(tenant, id string) error {
+	// Only the first page a runner does may have been done before: each
+	// page's marks go with its progress.
+	first := true
 	for {
 		var rec *jobRecord
 		var page []*Run
 		var next string
+		var marked map[string]string
+		ended := false // cancelled, and ended by a runner already
 		err := e.st.View(e.ctx, func(r store.Reader) error {
 			var err error
-			if rec, err = jobs.Get(r, tenant, id); err != nil || rec.Status != JobRunning || rec.Type == JobWhatIf {
+			if rec, err = jobs.Get(r, tenant, id); err != nil {
 				return err
+			}
+			switch {
+			case rec.Status == JobCancelled:
+				_, err := r.Get(jobsRunningKey(tenant, id))
+				if ended = errors.Is(err, store.ErrNotFound); ended {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+			case rec.Status != JobRunning || rec.Type == JobWhatIf:
+				return nil
+			}
+			if first {
+				if marked, err = jobMarks(r, tenant, id); err != nil {
+					return err
+				}
+			}
+			if rec.Status != JobRunning {
+				return nil
 			}
 			page, next, err = jobCandidates(r, tenant, rec.Filter, store.Page{Limit: jobPage, Cursor: rec.Cursor, Forward: true})
 			return err
 		})
-		if err != nil || rec.Status != JobRunning {
+		first = false
+		switch {
+		case err != nil:
 			return err
+		case rec.Status == JobCancelled && !ended:
+			return e.endCancelled(tenant, rec, marked)
+		case rec.Status != JobRunning:
+			return nil
 		}
 		if rec.Type == JobWhatIf {
 			return e.runWhatIf(tenant, rec)
@@ -317,10 +402,15 @@ func (e *Engine) runJob(tenant, id string) error {
 		looked := 0
 		var wg sync.WaitGroup
 		for i, r := range page {
-			if rec.Action == JobRetry && madeAfter(r.ID, rec.ID) {
-				continue // its own reruns (which may fail too), and runs started since
+			if r.RerunJob == rec.ID {
+				continue // its own reruns, which may fail too
 			}
 			looked++
+			if newRun, ok := marked[r.ID]; ok {
+				delete(marked, r.ID)
+				outs[i] = outcome{changed: true, newRun: newRun}
+				continue
+			}
 			if !q.matches(r) || (rec.Filter.PausedBy != "" && (r.Paused == nil || !r.Paused.ByProcess)) {
 				continue
 			}
@@ -333,6 +423,14 @@ func (e *Engine) runJob(tenant, id string) error {
 		if e.isClosed() {
 			return nil // the page is done again on the next Open
 		}
+		var drop [][]byte
+		changed := func(runID, newRun string) {
+			rec.Changed++
+			if newRun != "" && len(rec.Results) < MaxJobErrors {
+				rec.Results = append(rec.Results, JobResult{RunID: runID, NewRunID: newRun})
+			}
+			drop = append(drop, jobRunKey(tenant, id, runID))
+		}
 		for i, o := range outs {
 			switch {
 			case o.err != nil:
@@ -341,11 +439,14 @@ func (e *Engine) runJob(tenant, id string) error {
 					rec.Errors = append(rec.Errors, JobError{RunID: page[i].ID, Error: o.err.Error()})
 				}
 			case o.changed:
-				rec.Changed++
-				if o.newRun != "" && len(rec.Results) < MaxJobErrors {
-					rec.Results = append(rec.Results, JobResult{RunID: page[i].ID, NewRunID: o.newRun})
-				}
+				changed(page[i].ID, o.newRun)
 			}
+		}
+		// The runs the page's first pass changed that it no longer lists
+		// (they left the filter's index): looked at and changed then.
+		for _, runID := range slices.Sorted(maps.Keys(marked)) {
+			looked++
+			changed(runID, marked[runID])
 		}
 		rec.Done += looked
 		rec.Cursor = next
@@ -356,11 +457,30 @@ func (e *Engine) runJob(tenant, id string) error {
 			t := rec.UpdatedAt
 			rec.CompletedAt = &t
 		}
-		cancelled, err := e.saveJob(tenant, rec, nil)
+		cancelled, err := e.saveJob(tenant, rec, drop, nil)
 		if err != nil || cancelled || next == "" {
 			return err
 		}
 	}
+}
+
+// endCancelled ends a job cancelled between two of its pages, or while
+// one was cut by a Close or a crash: it counts the runs that page changed
+// (marked) and removes their marks, and the job is no longer marked
+// running.
+func (e *Engine) endCancelled(tenant string, rec *jobRecord, marked map[string]string) error {
+	var drop [][]byte
+	for _, runID := range slices.Sorted(maps.Keys(marked)) {
+		rec.Done++
+		rec.Changed++
+		if newRun := marked[runID]; newRun != "" && len(rec.Results) < MaxJobErrors {
+			rec.Results = append(rec.Results, JobResult{RunID: runID, NewRunID: newRun})
+		}
+		drop = append(drop, jobRunKey(tenant, rec.ID, runID))
+	}
+	rec.UpdatedAt = e.now()
+	_, err := e.saveJob(tenant, rec, drop, nil)
+	return err
 }
 
 // jobCandidates lists a page of the runs of f's most selective index,
@@ -375,14 +495,6 @@ func jobCandidates(r store.Reader, tenant string, f JobFilter, p store.Page) ([]
 // query is the run query of the filter.
 func (f JobFilter) query() RunQuery {
 	return RunQuery{ProcessID: f.ProcessID, Status: f.Status, Overdue: f.Overdue, Q: f.Q, Search: f.Search}
-}
-
-// madeAfter tells whether the record id was made after the job jobID: the
-// engine's ids sort by when they were made, whatever their kind.
-func madeAfter(id, jobID string) bool {
-	_, made, _ := strings.Cut(id, "_")
-	_, job, _ := strings.Cut(jobID, "_")
-	return made > job
 }
 
 // changedBeside tells whether an action on the run failed with err, a
@@ -407,32 +519,33 @@ func (e *Engine) applyBulk(tenant, jobID string, r *Run, action, actor string, b
 		if r.Status == RunCancelled {
 			return false, "", nil
 		}
-		_, err := e.Cancel(ctx, CancelParams{Tenant: tenant, RunID: r.ID, Actor: actor})
+		rep, err := e.sendRunCommand(ctx, tenant, r.ID, actor, cmdCancel, jobID)
 		cancelled := func(r *Run) bool { return r.Status == RunCancelled }
 		if err != nil && e.changedBeside(tenant, r.ID, err, cancelled) {
 			return false, "", nil
 		}
-		return err == nil, "", err
+		return rep.changed, "", err
 	case JobPause:
 		if r.Status == RunPaused {
 			return false, "", nil
 		}
-		_, err := e.Pause(ctx, tenant, r.ID, actor)
-		return err == nil, "", err
+		// A run paused beside the job since it was read is no error.
+		rep, err := e.sendRunCommand(ctx, tenant, r.ID, actor, cmdPause, jobID)
+		return rep.changed, "", err
 	case JobResume:
 		if !byProcess && r.Status != RunPaused && !r.Finished() {
 			return false, "", nil
 		}
-		_, err := e.Resume(ctx, tenant, r.ID, actor)
+		rep, err := e.sendRunCommand(ctx, tenant, r.ID, actor, cmdResume, jobID)
 		resumed := func(r *Run) bool { return r.Status != RunPaused && !r.Finished() }
 		if err != nil && e.changedBeside(tenant, r.ID, err, resumed) {
 			return false, "", nil
 		}
-		return err == nil, "", err
+		return rep.changed, "", err
 	case JobRetry:
-		// Keyed by the job and the run: a page done again after a restart
-		// finds the rerun its first pass started.
-		run, err := e.retry(ctx, tenant, r.ID, actor, "bulk/"+jobID+"/"+r.ID)
+		// Keyed by the job and the run, and marked as the job's: a page
+		// done again after a restart finds the rerun its first pass started.
+		run, err := e.retry(ctx, tenant, r.ID, actor, jobID)
 		if err != nil {
 			return false, "", err
 		}

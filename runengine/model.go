@@ -178,6 +178,9 @@ type Run struct {
 	// both empty for a run that reruns none.
 	RerunOf       string `json:"rerun_of,omitempty"`
 	RerunFromStep string `json:"rerun_from_step,omitempty"`
+	// RerunJob is the bulk job whose retry started this rerun (see
+	// Engine.BulkRuns); empty for a run no job started.
+	RerunJob string `json:"rerun_job,omitempty"`
 	// Search holds the values of the process version's declared search
 	// fields (lower case, at most MaxSearchValue bytes) found in the run's
 	// data so far.

@@ -249,15 +249,20 @@ func (e *Engine) Resume(ctx context.Context, tenant, runID, actor string) (*Run,
 	return e.runCommand(ctx, tenant, runID, actor, cmdResume)
 }
 
+// runCommand sends a cancel, pause or resume to the run.
 func (e *Engine) runCommand(ctx context.Context, tenant, runID, actor string, kind cmdKind) (*Run, error) {
+	rep, err := e.sendRunCommand(ctx, tenant, runID, actor, kind, "")
+	return rep.run, err
+}
+
+// sendRunCommand sends a cancel, pause or resume to the run; job, when
+// set, is the bulk job it is the action of (see command.job), and the
+// reply says whether it changed the run.
+func (e *Engine) sendRunCommand(ctx context.Context, tenant, runID, actor string, kind cmdKind, job string) (reply, error) {
 	if _, err := e.GetRun(ctx, tenant, runID); err != nil {
-		return nil, err
+		return reply{}, err
 	}
-	rep, err := e.send(ctx, &command{kind: kind, tenant: tenant, runID: runID, actor: actor})
-	if err != nil {
-		return nil, err
-	}
-	return rep.run, nil
+	return e.send(ctx, &command{kind: kind, tenant: tenant, runID: runID, actor: actor, job: job})
 }
 
 // ProcessPause is whether a process is paused (see Engine.PauseProcess).
@@ -440,10 +445,11 @@ func (e *Engine) readPausesAndJobs(ctx context.Context) (map[pausedRef]bool, []j
 }
 
 // rerunArgs make a new run a rerun of another from a step: the steps
-// before it are the original's, outputs included.
+// before it are the original's, outputs included; job is the bulk job
+// that reruns it, if one does.
 type rerunArgs struct {
-	of, from string
-	steps    []StepRun
+	of, from, job string
+	steps         []StepRun
 }
 
 // apply copies the reused steps into r.
@@ -451,7 +457,7 @@ func (a *rerunArgs) apply(r *Run) {
 	if a == nil {
 		return
 	}
-	r.RerunOf, r.RerunFromStep = a.of, a.from
+	r.RerunOf, r.RerunFromStep, r.RerunJob = a.of, a.from, a.job
 	copy(r.Steps, a.steps)
 	r.Cursor = len(a.steps)
 	if r.Cursor < len(r.Steps) {
@@ -470,10 +476,16 @@ func (e *Engine) Rerun(ctx context.Context, tenant, runID, fromStep, actor strin
 	return e.rerun(ctx, tenant, runID, fromStep, actor, "")
 }
 
-// rerun is Rerun; with key set, a rerun repeated with it within
-// IdempotencyWindow returns the first one's run instead of starting
-// another (the key is written in the rerun's start commit, as a Start's).
-func (e *Engine) rerun(ctx context.Context, tenant, runID, fromStep, actor, key string) (*Run, error) {
+// rerun is Rerun; with job set, it is that bulk job's rerun of the run:
+// keyed "bulk/<job>/<run>", so that one repeated within IdempotencyWindow
+// returns the first one's run instead of starting another (the key is
+// written in the rerun's start commit, as a Start's), and marked as the
+// job's in that commit (see jobRunKey), so the job finds it later too.
+func (e *Engine) rerun(ctx context.Context, tenant, runID, fromStep, actor, job string) (*Run, error) {
+	key := ""
+	if job != "" {
+		key = "bulk/" + job + "/" + runID
+	}
 	orig, err := e.GetRun(ctx, tenant, runID)
 	if err != nil {
 		return nil, err
@@ -541,13 +553,16 @@ func (e *Engine) rerun(ctx context.Context, tenant, runID, fromStep, actor, key 
 	}
 	trig := orig.Trigger
 	newID := e.newRunID()
+	if job != "" {
+		ops = append(ops, setKey(jobRunKey(tenant, job, runID), []byte(newID)))
+	}
 	if key != "" {
 		ops = append(ops, e.startKeyWrite(tenant, key, newID))
 		sweeps = sweeps || e.cluster != nil // the write reads the key again
 	}
 	rep, err := e.send(ctx, &command{kind: cmdStart, tenant: tenant, runID: newID, actor: actor, start: &startArgs{
 		version: ver, subject: orig.Subject, trigger: trig, actor: actor, priority: orig.Priority,
-		rerun: &rerunArgs{of: orig.ID, from: fromStep, steps: steps}, ops: ops, reads: sweeps,
+		rerun: &rerunArgs{of: orig.ID, from: fromStep, job: job, steps: steps}, ops: ops, reads: sweeps,
 	}})
 	if isErr(err, errStartKeyTaken) { // another node reran it first
 		return e.keyedRun(ctx, keyed)
@@ -563,8 +578,8 @@ func (e *Engine) Retry(ctx context.Context, tenant, runID, actor string) (*Run, 
 	return e.retry(ctx, tenant, runID, actor, "")
 }
 
-// retry is Retry; key is rerun's.
-func (e *Engine) retry(ctx context.Context, tenant, runID, actor, key string) (*Run, error) {
+// retry is Retry; job is rerun's.
+func (e *Engine) retry(ctx context.Context, tenant, runID, actor, job string) (*Run, error) {
 	orig, err := e.GetRun(ctx, tenant, runID)
 	if err != nil {
 		return nil, err
@@ -574,7 +589,7 @@ func (e *Engine) retry(ctx context.Context, tenant, runID, actor, key string) (*
 	}
 	for _, s := range orig.Steps {
 		if s.Status == StepFailed {
-			return e.rerun(ctx, tenant, runID, s.Key, actor, key)
+			return e.rerun(ctx, tenant, runID, s.Key, actor, job)
 		}
 	}
 	return nil, errs.Conflictf("run has no failed step")

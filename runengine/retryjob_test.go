@@ -48,6 +48,9 @@ func TestBulkRetrySkipsItsOwnReruns(t *testing.T) {
 		for _, r := range runs {
 			if r.RerunOf != "" {
 				reruns++
+				if r.RerunJob != j.ID {
+					t.Errorf("rerun %s names job %q, want %s", r.ID, r.RerunJob, j.ID)
+				}
 			}
 		}
 		if next == "" {

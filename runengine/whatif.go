@@ -258,7 +258,7 @@ func (e *Engine) runWhatIf(tenant string, rec *jobRecord) error {
 			return e.endWhatIf(tenant, rec, nil)
 		}
 		rec.UpdatedAt = e.now()
-		if cancelled, err := e.saveJob(tenant, rec, nil); err != nil || cancelled {
+		if cancelled, err := e.saveJob(tenant, rec, nil, nil); err != nil || cancelled {
 			return err
 		}
 	}
@@ -275,7 +275,7 @@ func (e *Engine) endWhatIf(tenant string, rec *jobRecord, cause error) error {
 	rec.Status, rec.Total, rec.UpdatedAt, rec.CompletedAt = JobCompleted, rec.Done, now, &now
 	last := &WhatIfSummary{ProcessID: rec.WhatIf.ProcessID, JobID: rec.ID, Version: rec.WhatIf.Version,
 		Compared: rec.Result.Compared, AgreementRate: rec.Result.AgreementRate, CompletedAt: now}
-	_, err := e.saveJob(tenant, rec, func(tx store.Txn) error {
+	_, err := e.saveJob(tenant, rec, nil, func(tx store.Txn) error {
 		if cause != nil {
 			return nil
 		}

@@ -57,6 +57,10 @@ type command struct {
 	tenant string
 	runID  string
 	actor  string
+	// job is the bulk job whose action the command is (a cancel, pause or
+	// resume): a command that changes the run marks it as the job's in the
+	// change's commit (see jobRunKey).
+	job string
 
 	start  *startArgs
 	result *callResult
@@ -86,6 +90,8 @@ type reply struct {
 	task     *Task
 	approval *Approval
 	err      error
+	// changed says a bulk job's action changed the run (see command.job).
+	changed bool
 }
 
 type startArgs struct {
@@ -777,6 +783,7 @@ func (w *worker) handle(c *command) {
 		w.release(x)
 		return
 	}
+	was := en.run.Status
 	switch c.kind {
 	case cmdAdvance:
 		if x.capHeld(c.admitted) {
@@ -819,6 +826,10 @@ func (w *worker) handle(c *command) {
 		x.resumeRun()
 	case cmdAssignTask:
 		x.assignTask(c.assign)
+	}
+	if c.job != "" && x.err == nil && x.r.Status != was {
+		x.jobChanged = true
+		x.fx.ops = append(x.fx.ops, setKey(jobRunKey(c.tenant, c.job, c.runID), nil))
 	}
 	w.finish(x)
 	w.release(x)
@@ -1018,7 +1029,7 @@ func (w *worker) finish(x *exec) {
 		en.dirty = true
 	}
 	if c.reply != nil {
-		h := heldReply{ch: c.reply, view: c.view, err: x.err, keep: c.keep}
+		h := heldReply{ch: c.reply, view: c.view, err: x.err, keep: c.keep, changed: x.jobChanged}
 		if x.replyTask != nil {
 			h.task = cloneTask(x.replyTask)
 		}
@@ -1082,6 +1093,7 @@ type heldReply struct {
 	approval *Approval
 	err      error
 	keep     AnswerKeeper
+	changed  bool // see reply.changed
 }
 
 // dropHeld gives up the changes en holds, with en: what waits for their
@@ -1397,7 +1409,7 @@ func (rc *runCommit) answer(err error) {
 		if e == nil {
 			e = h.err
 		}
-		rep := reply{run: rc.snap, task: h.task, approval: h.approval, err: e}
+		rep := reply{run: rc.snap, task: h.task, approval: h.approval, err: e, changed: h.changed}
 		if h.view {
 			rep.run, rep.view = nil, rc.view
 		}

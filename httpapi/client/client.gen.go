@@ -1403,6 +1403,7 @@ type Cockpit struct {
 		ProcessName    *string            `json:"process_name,omitempty"`
 		ProcessVersion *int               `json:"process_version,omitempty"`
 		RerunFromStep  *string            `json:"rerun_from_step,omitempty"`
+		RerunJob       *string            `json:"rerun_job,omitempty"`
 		RerunOf        *string            `json:"rerun_of,omitempty"`
 		Search         *map[string]string `json:"search,omitempty"`
 		StartedAt      *time.Time         `json:"started_at,omitempty"`
@@ -3149,6 +3150,7 @@ type Run struct {
 	ProcessName    *string            `json:"process_name,omitempty"`
 	ProcessVersion *int               `json:"process_version,omitempty"`
 	RerunFromStep  *string            `json:"rerun_from_step,omitempty"`
+	RerunJob       *string            `json:"rerun_job,omitempty"`
 	RerunOf        *string            `json:"rerun_of,omitempty"`
 	Search         *map[string]string `json:"search,omitempty"`
 	StartedAt      *time.Time         `json:"started_at,omitempty"`
@@ -3232,6 +3234,7 @@ type RunengineDecision struct {
 		ProcessName    *string            `json:"process_name,omitempty"`
 		ProcessVersion *int               `json:"process_version,omitempty"`
 		RerunFromStep  *string            `json:"rerun_from_step,omitempty"`
+		RerunJob       *string            `json:"rerun_job,omitempty"`
 		RerunOf        *string            `json:"rerun_of,omitempty"`
 		Search         *map[string]string `json:"search,omitempty"`
 		StartedAt      *time.Time         `json:"started_at,omitempty"`
