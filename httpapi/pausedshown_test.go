@@ -12,7 +12,7 @@ import (
 // TestPausedRunShowsItsPause checks what a paused run shows of its pause
 // (API.md: the status it resumes to, when, whether by its process, and
 // slot_wait), on the run and in the list, and that a resumed run shows
-// none; the timers and events it holds for its resume stay inside.
+// none; the events it holds for its resume stay inside.
 func TestPausedRunShowsItsPause(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, httpapi.Options{DevLogin: true})
@@ -55,6 +55,24 @@ func TestPausedRunShowsItsPause(t *testing.T) {
 	if diff := cmp.Diff(shown{ID: r.ID, Status: "waiting"}, resumed); diff != "" {
 		t.Errorf("resume answered (-want +got):\n%s", diff)
 	}
+
+	// A run holding an event that came while it was paused shows the
+	// same, not the event (POST /v1/events answers once the run holds it).
+	waiter := s.createProc(t, admin, `{"name": "Wait", "trigger": {"type": "manual"},
+	  "steps": [{"key": "ping", "type": "wait", "config": {"event": "custom.ping"}}]}`)
+	w := s.startRun(t, admin, waiter.ID, "C-3")
+	s.awaitRun(t, admin, w.ID, "waiting for its event", runStatusIs("waiting"))
+	v = shown{}
+	s.do(t, "POST", "/v1/process-runs/"+w.ID+"/pause", admin, nil).want(t, http.StatusOK).decode(t, &v)
+	s.do(t, "POST", "/v1/events", admin, `{"name": "custom.ping", "data": {"n": 1}}`).want(t, http.StatusAccepted)
+	want = shown{ID: w.ID, Status: "paused", Paused: map[string]any{"from": "waiting", "at": pausedAt(t, v)}}
+	v = shown{}
+	s.do(t, "GET", "/v1/process-runs/"+w.ID, admin, nil).want(t, http.StatusOK).decode(t, &v)
+	if diff := cmp.Diff(want, v); diff != "" {
+		t.Errorf("a paused run holding an event (-want +got):\n%s", diff)
+	}
+	s.do(t, "POST", "/v1/process-runs/"+w.ID+"/resume", admin, nil).want(t, http.StatusOK)
+	s.awaitRun(t, admin, w.ID, "completed by the held event", runStatusIs("completed"))
 
 	// A run started while its process is paused shows by_process.
 	s.do(t, "POST", "/v1/processes/"+proc.ID+"/pause", admin, nil).want(t, http.StatusOK)

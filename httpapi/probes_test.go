@@ -22,14 +22,17 @@ func TestBulkFilterQMustSearch(t *testing.T) {
 	a := s.startRun(t, admin, proc.ID, "ACME invoice")
 	b := s.startRun(t, admin, proc.ID, "Globex invoice")
 	long := strings.Repeat("a", 65)
-	for _, q := range []string{"!!!", long, "acme " + long} {
-		r := s.do(t, "POST", "/v1/process-runs/bulk", admin,
-			map[string]any{"filter": map[string]any{"status": "waiting", "q": q}, "action": "pause"}).
-			want(t, http.StatusUnprocessableEntity)
-		if diff := cmp.Diff([]string{"body.filter.q:value_error"}, violationsOf(t, r)); diff != "" {
-			t.Errorf("bulk q %.10q: violations (-want +got):\n%s", q, diff)
+	for _, q := range []string{"!!!", "-", long, "acme " + long} {
+		// With another condition and alone: a q without a word is not
+		// a filter without q.
+		for _, filter := range []map[string]any{{"status": "waiting", "q": q}, {"q": q}} {
+			r := s.do(t, "POST", "/v1/process-runs/bulk", admin, map[string]any{"filter": filter, "action": "pause"}).
+				want(t, http.StatusUnprocessableEntity)
+			if diff := cmp.Diff([]string{"body.filter.q:value_error"}, violationsOf(t, r)); diff != "" {
+				t.Errorf("bulk filter %.20v: violations (-want +got):\n%s", filter, diff)
+			}
 		}
-		r = s.do(t, "GET", "/v1/process-runs?q="+strings.ReplaceAll(q, " ", "+"), admin, nil).
+		r := s.do(t, "GET", "/v1/process-runs?q="+strings.ReplaceAll(q, " ", "+"), admin, nil).
 			want(t, http.StatusUnprocessableEntity)
 		if diff := cmp.Diff([]string{"query.q:value_error"}, violationsOf(t, r)); diff != "" {
 			t.Errorf("list q %.10q: violations (-want +got):\n%s", q, diff)

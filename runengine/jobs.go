@@ -178,15 +178,16 @@ func (e *Engine) BulkRuns(ctx context.Context, tenant string, f JobFilter, actio
 	if e.isClosed() {
 		return nil, errClosed
 	}
-	if f.ProcessID == "" && f.Status == "" && !f.Overdue && len(SearchWords(f.Q)) == 0 && len(f.Search) == 0 {
-		return nil, errs.Invalidf([]any{"body", "filter"}, "value_error", "give at least one of process_id, status, overdue, q and search")
-	}
 	if f.Q != "" {
 		// A q the search cannot use would be dropped from the filter,
-		// and the action reach every run the rest of it selects.
+		// and the action reach every run the rest of it selects. It is
+		// checked first: a q given is a q to correct, alone or not.
 		if p := SearchQueryProblem(f.Q); p != "" {
 			return nil, errs.Invalidf([]any{"body", "filter", "q"}, "value_error", "%s", p)
 		}
+	}
+	if f.ProcessID == "" && f.Status == "" && !f.Overdue && f.Q == "" && len(f.Search) == 0 {
+		return nil, errs.Invalidf([]any{"body", "filter"}, "value_error", "give at least one of process_id, status, overdue, q and search")
 	}
 	rec := e.newJob(f, action, actor)
 	// The runs are counted in a view before the job's commit: a count of
