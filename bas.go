@@ -162,7 +162,8 @@ type Options struct {
 	PluginDir string
 	// Plugins are explicit paths of provider plugins to load. Open fails
 	// with ErrInvalid when one is not an executable file, is listed twice
-	// or lies in PluginDir (which loads it already); a plugin that is there
+	// or lies in PluginDir (which loads it already, unless its name begins
+	// with a dot, as LoadDir skips such files); a plugin that is there
 	// but fails to load (not a bas plugin, a bad checksum) is logged and
 	// shown failed, as one in PluginDir.
 	Plugins []string
