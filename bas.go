@@ -30,6 +30,7 @@ import (
 	"net/http"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -599,7 +600,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		MaxRunsPerTenant: opts.MaxRunsPerTenant, MaxRunsPerProcess: opts.MaxRunsPerProcess,
 		MaxStartingPerTenant: opts.MaxStartingPerTenant, FairStartingPerTenant: opts.FairStartingPerTenant,
 		MaxCallsPerTenant: opts.MaxCallsPerTenant, MaxCallsPerProcess: opts.MaxCallsPerProcess,
-		RateLimits:      opts.RateLimits,
+		RateLimits:      slices.Clone(opts.RateLimits), // the engine keeps them; the caller's slice is its own
 		SubscribeBuffer: opts.SubscribeBuffer, Tap: ws.webhooks, Observer: ws.engineObserver(),
 		Cluster: opts.clusterConfig()})
 	if err != nil {
