@@ -245,7 +245,10 @@ type Options struct {
 	// A call over a limit waits in the due-time index, its run showing why
 	// in WaitingReason ("rate limit of crm.: 10 per 1s per
 	// args.customer_id"); see runengine.Config.RateLimits for restarts and
-	// clusters. Defaults to none.
+	// clusters. Open fails with ErrInvalid on a limit whose Capability no
+	// capability id matches (crm.* or crm, where crm. is meant), whose Key
+	// is not under args, whose Limit is below 1 or whose Per is not above
+	// zero. Defaults to none.
 	RateLimits []RateLimit
 	// SubscribeBuffer is how many recent events the workspace keeps for
 	// subscribers (Subscribe); one that falls further behind is told it

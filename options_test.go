@@ -125,6 +125,15 @@ func TestOptionsValidate(t *testing.T) {
 			"bas: Options.RateLimits[1].Limit is 0; use 1 to 1000000 calls per Per"},
 		{"rate limit per 0", bas.Options{RateLimits: []bas.RateLimit{{Capability: "crm.", Limit: 1}}},
 			"bas: Options.RateLimits[0].Per is 0s; use a positive duration"},
+		// A Capability no id matches limited nothing, silently.
+		{"rate limit of a glob", bas.Options{RateLimits: []bas.RateLimit{{Capability: "crm.*", Limit: 1, Per: time.Second}}},
+			`bas: Options.RateLimits[0].Capability is "crm.*"; it matches no capability id a process can call`},
+		{"rate limit of a name without a dot", bas.Options{RateLimits: []bas.RateLimit{{Capability: "crm", Limit: 1, Per: time.Second}}},
+			`bas: Options.RateLimits[0].Capability is "crm"; it matches no capability id`},
+		{"rate limit of an upper-case id", bas.Options{RateLimits: []bas.RateLimit{{Capability: "CRM.contact.create", Limit: 1, Per: time.Second}}},
+			`bas: Options.RateLimits[0].Capability is "CRM.contact.create"; it matches no capability id`},
+		{"rate limit of an id", bas.Options{RateLimits: []bas.RateLimit{{Capability: "crm.contact.create", Limit: 1, Per: time.Second}}}, ""},
+		{"rate limit of a deeper prefix", bas.Options{RateLimits: []bas.RateLimit{{Capability: "erp.purchase_order.", Limit: 1, Per: time.Second}}}, ""},
 		{"rate limit key outside args", bas.Options{RateLimits: []bas.RateLimit{{Capability: "crm.", Key: "customer_id", Limit: 1, Per: time.Second}}},
 			`bas: Options.RateLimits[0].Key is "customer_id"; give a path of the call's arguments (args.customer_id)`},
 	} {
