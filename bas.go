@@ -30,6 +30,7 @@ import (
 	"net/http"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -162,7 +163,8 @@ type Options struct {
 	PluginDir string
 	// Plugins are explicit paths of provider plugins to load. Open fails
 	// with ErrInvalid when one is not an executable file, is listed twice
-	// or lies in PluginDir (which loads it already); a plugin that is there
+	// or lies in PluginDir (which loads it already, unless its name begins
+	// with a dot, as LoadDir skips such files); a plugin that is there
 	// but fails to load (not a bas plugin, a bad checksum) is logged and
 	// shown failed, as one in PluginDir.
 	Plugins []string
@@ -243,7 +245,10 @@ type Options struct {
 	// A call over a limit waits in the due-time index, its run showing why
 	// in WaitingReason ("rate limit of crm.: 10 per 1s per
 	// args.customer_id"); see runengine.Config.RateLimits for restarts and
-	// clusters. Defaults to none.
+	// clusters. Open fails with ErrInvalid on a limit whose Capability no
+	// capability id matches (crm.* or crm, where crm. is meant), whose Key
+	// is not under args, whose Limit is below 1 or whose Per is not above
+	// zero. Defaults to none.
 	RateLimits []RateLimit
 	// SubscribeBuffer is how many recent events the workspace keeps for
 	// subscribers (Subscribe); one that falls further behind is told it
@@ -598,7 +603,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		MaxRunsPerTenant: opts.MaxRunsPerTenant, MaxRunsPerProcess: opts.MaxRunsPerProcess,
 		MaxStartingPerTenant: opts.MaxStartingPerTenant, FairStartingPerTenant: opts.FairStartingPerTenant,
 		MaxCallsPerTenant: opts.MaxCallsPerTenant, MaxCallsPerProcess: opts.MaxCallsPerProcess,
-		RateLimits:      opts.RateLimits,
+		RateLimits:      slices.Clone(opts.RateLimits), // the engine keeps them; the caller's slice is its own
 		SubscribeBuffer: opts.SubscribeBuffer, Tap: ws.webhooks, Observer: ws.engineObserver(),
 		Cluster: opts.clusterConfig()})
 	if err != nil {

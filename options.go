@@ -4,12 +4,14 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/bas-platform/bas/internal/mail"
+	"github.com/bas-platform/bas/process"
 	"github.com/cockroachdb/errors"
 )
 
@@ -114,15 +116,19 @@ func (o Options) validate() error {
 	return nil
 }
 
-// validateRateLimits checks each of RateLimits: a Key that is not a path
-// of the call's arguments would never match, so every call would share
-// one limit.
+// validateRateLimits checks each of RateLimits: a Capability that no
+// capability id matches would limit nothing; a Key that is not a path of
+// the call's arguments would never match, so every call would share one
+// limit.
 func (o Options) validateRateLimits(bad func(option string, value any, want string) error) error {
 	for i, l := range o.RateLimits {
 		name := fmt.Sprintf("RateLimits[%d]", i)
 		switch {
 		case l.Capability == "":
 			return bad(name+".Capability", `""`, "give a capability id (crm.contact.create) or a provider's prefix ending in a dot (crm.)")
+		case !rateLimitMatchesSome(l.Capability):
+			return bad(name+".Capability", fmt.Sprintf("%q", l.Capability), "it matches no capability id a process can call; "+
+				"give a capability id (crm.contact.create) or a provider's prefix ending in a dot (crm., not crm.*)")
 		case l.Limit < 1 || l.Limit > maxCap:
 			return bad(name+".Limit", l.Limit, fmt.Sprintf("use 1 to %d calls per Per", maxCap))
 		case l.Per <= 0:
@@ -132,4 +138,18 @@ func (o Options) validateRateLimits(bad func(option string, value any, want stri
 		}
 	}
 	return nil
+}
+
+// capabilityID matches the capability ids runs call (process steps name no
+// other).
+var capabilityID = regexp.MustCompile(process.CapabilityPattern)
+
+// rateLimitMatchesSome reports whether a RateLimit's Capability can match
+// a capability id: it is one, or a prefix ending in a dot that some id
+// begins with (crm., but not crm.* or CRM.).
+func rateLimitMatchesSome(c string) bool {
+	if strings.HasSuffix(c, ".") {
+		return capabilityID.MatchString(c + "x")
+	}
+	return capabilityID.MatchString(c)
 }

@@ -37,7 +37,9 @@ func (o Options) validatePlugins(bad func(option string, value any, want string)
 			return bad(option, value, fmt.Sprintf("Plugins[%d] names the same file; list each plugin once", j))
 		}
 		seen[abs] = i
-		if dir != "" && filepath.Dir(abs) == dir {
+		// LoadDir skips the files whose names begin with a dot: such a
+		// plugin is loaded only when listed.
+		if dir != "" && filepath.Dir(abs) == dir && !strings.HasPrefix(filepath.Base(abs), ".") {
 			return bad(option, value, "it is in PluginDir, which loads it already; list it once")
 		}
 	}
@@ -66,7 +68,8 @@ func (o Options) validatePlugins(bad func(option string, value any, want string)
 
 // pluginKeys returns what a checksum may be keyed by (as plugins.Host
 // looks it up): each plugin's path as given, its absolute path and its
-// file name, for Plugins and the files in PluginDir.
+// file name, for Plugins and the files in PluginDir that LoadDir would
+// load (not those whose names begin with a dot).
 func (o Options) pluginKeys() map[string]bool {
 	keys := map[string]bool{}
 	add := func(path string) {
@@ -78,7 +81,9 @@ func (o Options) pluginKeys() map[string]bool {
 	if o.PluginDir != "" {
 		entries, _ := os.ReadDir(o.PluginDir) // readable: validate checked it
 		for _, e := range entries {
-			add(filepath.Join(o.PluginDir, e.Name()))
+			if !strings.HasPrefix(e.Name(), ".") { // LoadDir skips it
+				add(filepath.Join(o.PluginDir, e.Name()))
+			}
 		}
 	}
 	return keys

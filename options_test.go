@@ -31,6 +31,11 @@ func TestOptionsValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(dir, "no-such-plugin")
+	// A plugin whose name begins with a dot, which PluginDir skips.
+	hidden := filepath.Join(dir, ".erp")
+	if err := os.WriteFile(hidden, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, test := range []struct {
 		name string
 		opts bas.Options
@@ -89,6 +94,9 @@ func TestOptionsValidate(t *testing.T) {
 		{"plugin path in the plugin dir", bas.Options{PluginDir: dir, Plugins: []string{erp}},
 			`bas: Options.Plugins[0] is "` + erp + `"; it is in PluginDir, which loads it already`},
 		{"plugin path", bas.Options{Plugins: []string{erp}}, ""},
+		// PluginDir skips a file whose name begins with a dot, so listing
+		// one loads it once; it was refused as loaded already.
+		{"plugin path in the plugin dir, skipped by it", bas.Options{PluginDir: dir, Plugins: []string{hidden}}, ""},
 		{"checksum of 63 hex digits", bas.Options{Plugins: []string{erp}, PluginChecksums: map[string]string{"erp": sum[:63]}},
 			`Options.PluginChecksums["erp"] is "` + sum[:63] + `"; give the plugin's SHA-256 as 64 hex digits`},
 		{"checksum of 64 hex digits", bas.Options{Plugins: []string{erp}, PluginChecksums: map[string]string{"erp": sum}}, ""},
@@ -98,6 +106,9 @@ func TestOptionsValidate(t *testing.T) {
 			`bas: Options.PluginChecksums["epr"] is "` + sum + `"; its key names no plugin in Plugins or PluginDir`},
 		{"checksum by path", bas.Options{Plugins: []string{erp}, PluginChecksums: map[string]string{erp: sum}}, ""},
 		{"checksum of a plugin dir's file", bas.Options{PluginDir: dir, PluginChecksums: map[string]string{"erp": sum}}, ""},
+		{"checksum of a plugin dir's file it skips", bas.Options{PluginDir: dir, PluginChecksums: map[string]string{".erp": sum}},
+			`bas: Options.PluginChecksums[".erp"] is "` + sum + `"; its key names no plugin in Plugins or PluginDir`},
+		{"checksum of a listed plugin the plugin dir skips", bas.Options{PluginDir: dir, Plugins: []string{hidden}, PluginChecksums: map[string]string{".erp": sum}}, ""},
 		{"plugin env without =", bas.Options{PluginEnv: []string{"ERP_URL=https://erp", "ERP_TOKEN"}},
 			`bas: Options.PluginEnv[1] is "ERP_TOKEN"; write each variable as "KEY=value"`},
 		{"plugin env without a key", bas.Options{PluginEnv: []string{"=x"}}, `bas: Options.PluginEnv[0] is "=x"`},
@@ -114,6 +125,15 @@ func TestOptionsValidate(t *testing.T) {
 			"bas: Options.RateLimits[1].Limit is 0; use 1 to 1000000 calls per Per"},
 		{"rate limit per 0", bas.Options{RateLimits: []bas.RateLimit{{Capability: "crm.", Limit: 1}}},
 			"bas: Options.RateLimits[0].Per is 0s; use a positive duration"},
+		// A Capability no id matches limited nothing, silently.
+		{"rate limit of a glob", bas.Options{RateLimits: []bas.RateLimit{{Capability: "crm.*", Limit: 1, Per: time.Second}}},
+			`bas: Options.RateLimits[0].Capability is "crm.*"; it matches no capability id a process can call`},
+		{"rate limit of a name without a dot", bas.Options{RateLimits: []bas.RateLimit{{Capability: "crm", Limit: 1, Per: time.Second}}},
+			`bas: Options.RateLimits[0].Capability is "crm"; it matches no capability id`},
+		{"rate limit of an upper-case id", bas.Options{RateLimits: []bas.RateLimit{{Capability: "CRM.contact.create", Limit: 1, Per: time.Second}}},
+			`bas: Options.RateLimits[0].Capability is "CRM.contact.create"; it matches no capability id`},
+		{"rate limit of an id", bas.Options{RateLimits: []bas.RateLimit{{Capability: "crm.contact.create", Limit: 1, Per: time.Second}}}, ""},
+		{"rate limit of a deeper prefix", bas.Options{RateLimits: []bas.RateLimit{{Capability: "erp.purchase_order.", Limit: 1, Per: time.Second}}}, ""},
 		{"rate limit key outside args", bas.Options{RateLimits: []bas.RateLimit{{Capability: "crm.", Key: "customer_id", Limit: 1, Per: time.Second}}},
 			`bas: Options.RateLimits[0].Key is "customer_id"; give a path of the call's arguments (args.customer_id)`},
 	} {

@@ -3,6 +3,7 @@ package bas_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,18 +34,33 @@ func (p pinger) Call(context.Context, capability.Call) (json.RawMessage, error) 
 // TestRateLimitsOption limits a provider's calls per customer through
 // Options.RateLimits: a second call for the same customer within the hour
 // waits, its run showing the limit, and goes out when the hour has passed;
-// another customer's call goes at once.
+// another customer's call goes at once. The limits are Open's own: a
+// caller that reuses its slice after Open (here: to open another workspace
+// with a looser limit) changes nothing; before, the engine kept the
+// caller's slice, and the change lifted the limit.
 func TestRateLimitsOption(t *testing.T) {
 	t.Parallel()
+	for _, reused := range []bool{false, true} {
+		t.Run(fmt.Sprintf("slice reused after Open: %v", reused), func(t *testing.T) {
+			t.Parallel()
+			testRateLimitsOption(t, reused)
+		})
+	}
+}
+
+func testRateLimitsOption(t *testing.T, reused bool) {
 	ctx := context.Background()
 	clk := bas.NewFakeClock(time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC))
 	p := pinger{calls: &atomic.Int32{}}
-	ws, err := bas.Open(ctx, bas.Options{InMemory: true, Clock: clk, Providers: []bas.Provider{p},
-		RateLimits: []bas.RateLimit{{Capability: "ping.", Key: "args.customer", Limit: 1, Per: time.Hour}}})
+	limits := []bas.RateLimit{{Capability: "ping.", Key: "args.customer", Limit: 1, Per: time.Hour}}
+	ws, err := bas.Open(ctx, bas.Options{InMemory: true, Clock: clk, Providers: []bas.Provider{p}, RateLimits: limits})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ws.Close()
+	if reused {
+		limits[0] = bas.RateLimit{Capability: "ping.", Limit: 1000, Per: time.Second}
+	}
 	in, err := process.DecodeIn([]byte(`{"name": "Check", "trigger": {"type": "manual"},
 	  "steps": [{"key": "check", "type": "monitor", "capability": "ping.now",
 	    "config": {"args": {"customer": "${subject.label}"}, "condition": {"value.ok": true}, "interval": "24h", "timeout": "72h"}}]}`))

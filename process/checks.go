@@ -19,8 +19,12 @@ import (
 var (
 	keyPattern        = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
 	eventPattern      = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
-	capabilityPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)+$`)
+	capabilityPattern = regexp.MustCompile(CapabilityPattern)
 )
+
+// CapabilityPattern is the pattern the capability a step calls (and an
+// agent's tool) matches.
+const CapabilityPattern = `^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)+$`
 
 // KeyPattern is the pattern step keys (and task field keys) match.
 const KeyPattern = `^[a-z][a-z0-9_]{0,39}$`

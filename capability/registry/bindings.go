@@ -76,6 +76,16 @@ func (r *Registry) loadLocked(ctx context.Context, tenant string, tb *tenantBind
 	if m := tb.m.Load(); m != nil {
 		return *m, nil
 	}
+	m, err := r.readBindings(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	tb.m.Store(&m)
+	return m, nil
+}
+
+// readBindings reads tenant's bindings from the store.
+func (r *Registry) readBindings(ctx context.Context, tenant string) (map[string]Binding, error) {
 	m := map[string]Binding{}
 	err := r.cfg.Store.View(ctx, func(rd store.Reader) error {
 		clear(m)
@@ -97,8 +107,19 @@ func (r *Registry) loadLocked(ctx context.Context, tenant string, tb *tenantBind
 	if err != nil {
 		return nil, errors.Wrapf(err, "load the capability bindings of tenant %s", tenant)
 	}
-	tb.m.Store(&m)
 	return m, nil
+}
+
+// peekBindings returns tenant's bindings from the cache, or reads them from
+// the store without caching them: the tenant named by a plugin's event may
+// be any string, and each one cached would be kept for good.
+func (r *Registry) peekBindings(ctx context.Context, tenant string) (map[string]Binding, error) {
+	if v, ok := r.tenants.Load(tenant); ok {
+		if m := v.(*tenantBindings).m.Load(); m != nil {
+			return *m, nil
+		}
+	}
+	return r.readBindings(ctx, tenant)
 }
 
 // Bindings returns tenant's bindings, sorted by capability.
@@ -244,14 +265,16 @@ func listOrNone(s []string) string {
 // (SetNeededBy). A lone provider is every tenant's default, so the default
 // alone does not count: a tenant that calls it only outside its processes
 // binds one of its capabilities to it to receive its events. An unknown
-// provider is used by no tenant.
+// provider is used by no tenant. Uses caches nothing of a tenant it reads
+// (the tenant is the plugin's word), so a plugin emitting into ever new
+// tenants grows no memory.
 func (r *Registry) Uses(ctx context.Context, tenant, providerID string) (bool, error) {
 	s := r.snap.Load()
 	pe, ok := s.providers[providerID]
 	if !ok {
 		return false, nil
 	}
-	bound, err := r.bindings(ctx, tenant)
+	bound, err := r.peekBindings(ctx, tenant)
 	if err != nil {
 		return false, err
 	}

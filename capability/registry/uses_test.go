@@ -2,9 +2,11 @@ package registry_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/bas-platform/bas/capability"
+	"github.com/bas-platform/bas/capability/registry"
 	"github.com/cockroachdb/errors"
 )
 
@@ -59,5 +61,31 @@ func TestUses(t *testing.T) {
 		if (err != nil) != test.wantErr || got != test.want {
 			t.Errorf("%s: Uses(%s, %s) = %v, %v; want %v (error: %v)", test.name, test.tenant, test.provider, got, err, test.want, test.wantErr)
 		}
+	}
+}
+
+// TestUsesKeepsNoUnknownTenant: the tenant Uses is asked about is the one a
+// plugin's event names, any string; Uses keeps nothing of the tenants it
+// reads. Before, each tenant asked about stayed in the bindings cache for
+// good, so a plugin emitting into ever new tenants grew the host's memory
+// without bound. A tenant it binds later is seen at once.
+func TestUsesKeepsNoUnknownTenant(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, newProvider("plugin.erp", capability.KindPlugin, "erp.purchase_order.get"))
+	for i := range 100 {
+		tenant := fmt.Sprintf("ten_made_up_%d", i)
+		if used, err := b.reg.Uses(ctx, tenant, "plugin.erp"); err != nil || used {
+			t.Fatalf("Uses(%s) = %v, %v; want false", tenant, used, err)
+		}
+	}
+	if n := registry.CachedTenants(b.reg); n != 0 {
+		t.Errorf("%d tenants cached after Uses of 100 unknown ones, want 0", n)
+	}
+	if err := b.reg.Bind(ctx, "ten_made_up_7", "erp.purchase_order.get", "plugin.erp", "usr_1"); err != nil {
+		t.Fatal(err)
+	}
+	if used, err := b.reg.Uses(ctx, "ten_made_up_7", "plugin.erp"); err != nil || !used {
+		t.Errorf("Uses after the tenant bound the provider = %v, %v; want true", used, err)
 	}
 }
