@@ -293,7 +293,8 @@ func TestRerunKeyAfterTheDoor(t *testing.T) {
 	if err := g.enter(ctx, "ten_a"); err != nil {
 		t.Fatal(err)
 	}
-	const key = "bulk/job_1/run_1"
+	const job = "job_1"
+	key := "bulk/" + job + "/" + r.ID // the key rerun gives a bulk job's rerun
 	type answer struct {
 		who string
 		id  string
@@ -310,7 +311,7 @@ func TestRerunKeyAfterTheDoor(t *testing.T) {
 	}()
 	testwait.Until(t, "the start waits at the door", func() bool { return gateLine(g, "ten_a") == 1 })
 	go func() {
-		run, err := eng.rerun(ctx, "ten_a", r.ID, "wait", "usr", key)
+		run, err := eng.rerun(ctx, "ten_a", r.ID, "wait", "usr", job)
 		a := answer{who: "rerun", err: err}
 		if run != nil {
 			a.id = run.ID
