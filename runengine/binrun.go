@@ -172,6 +172,7 @@ func wordCode(s string) uint64 {
 //	          ascending order
 //	[cursor] varint, [started_by] string
 //	[paused]  bytes: the pause state as JSON
+//	[rerun_job] string
 //
 // A step: flags (uvarint: stepStartedAt, ...), key string, type word,
 // [name] string, status word, [started] [completed] time relative,

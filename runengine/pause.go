@@ -37,6 +37,9 @@ type heldEvent struct {
 	ID   string         `json:"id"`
 	Data map[string]any `json:"data,omitempty"`
 	Key  []byte         `json:"key"`
+	// Timers is how many timers the run held when the event came: resumed,
+	// it applies the event after them and before the next (see resumeRun).
+	Timers int `json:"timers,omitempty"`
 }
 
 // holdsEvent reports whether an event for the waiter key is held.
@@ -126,7 +129,8 @@ func (x *exec) held() bool {
 		// reached the run unpaused, so one is held per waiter (each may
 		// carry 64 KiB, and the run is written whole with every change).
 		if !p.holdsEvent(c.event.key) {
-			p.Events = append(p.Events, heldEvent{Name: c.event.name, ID: c.event.id, Data: c.event.data, Key: c.event.key})
+			p.Events = append(p.Events, heldEvent{Name: c.event.name, ID: c.event.id, Data: c.event.data, Key: c.event.key,
+				Timers: len(p.Timers)})
 			x.dirty = true
 		}
 	case cmdCompleteTask, cmdDecide:
@@ -175,7 +179,10 @@ func (x *exec) startPaused() bool {
 
 // resumeRun puts a paused run back where it was and applies what came
 // for it meanwhile: the parked call result, then the held timers and
-// events, in the order they came. A run that waited for a rate limit's
+// events, in the order they came. The events were held for the wait the
+// run was paused in: once a timer that came before them ended that wait
+// (its timeout), they are dropped, not taken by a later wait, which was
+// not there when they came. A run that waited for a rate limit's
 // slot, given up by the pause, takes the next free slot at once rather
 // than wait for the old slot's timer first: it then waits in its turn,
 // showing why, or calls.
@@ -214,12 +221,25 @@ func (x *exec) resumeRun() {
 	} else if tok := rateSlotGivenUp(r); tok != "" {
 		x.fireTimer(tok)
 	}
-	for _, tok := range p.Timers {
+	cursor, evs := r.Cursor, p.Events
+	for i, tok := range p.Timers {
+		evs = x.deliverHeld(cursor, evs, i)
 		x.fireTimer(tok)
 	}
-	for _, ev := range p.Events {
-		x.deliverEvent(&eventArgs{name: ev.Name, id: ev.ID, data: ev.Data, key: ev.Key})
+	x.deliverHeld(cursor, evs, len(p.Timers))
+}
+
+// deliverHeld delivers the held events evs that came when the run held
+// timers timers or fewer, and returns the others. An event is delivered
+// only while the run's cursor is where the run was paused: it was held
+// for that step's wait.
+func (x *exec) deliverHeld(cursor int, evs []heldEvent, timers int) []heldEvent {
+	for ; len(evs) > 0 && evs[0].Timers <= timers; evs = evs[1:] {
+		if ev := &evs[0]; x.r.Cursor == cursor {
+			x.deliverEvent(&eventArgs{name: ev.Name, id: ev.ID, data: ev.Data, key: ev.Key})
+		}
 	}
+	return evs
 }
 
 // rateSlotGivenUp is the wait token of r's current step when the step
