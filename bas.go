@@ -33,6 +33,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bas-platform/bas/capability"
@@ -423,10 +424,20 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 			}
 		}
 	}
+	// listens is the process layer, made below, once it is: a plugin's
+	// event in the meantime lands only where Uses lets it.
+	var listens atomic.Pointer[process.Service]
 	if opts.PluginDir != "" || len(opts.Plugins) > 0 {
 		ws.plugins = plugins.NewHost(plugins.HostOptions{Logger: opts.Logger, Clock: opts.Clock,
 			Checksums: opts.PluginChecksums, Sink: eventSink{ws}, CallTimeout: opts.CallTimeout, Env: opts.PluginEnv,
 			Uses: ws.registry.Uses, // a plugin's events land only in tenants that use it
+			// or, for an event its app declares, whose processes start on it
+			Listens: func(ctx context.Context, tenant, event string) (bool, error) {
+				if s := listens.Load(); s != nil {
+					return s.Listens(ctx, tenant, event)
+				}
+				return false, nil
+			},
 			OnRestart: func(id string) {
 				ws.tel.PluginRestarted(id)
 				if err := ws.registry.Refresh(id); err != nil {
@@ -503,6 +514,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		Access: wiring.ChangeQueue(ws.access)})
 	ws.access.RegisterChangeKind(process.ChangeKindUpdate, ws.processes.ApplyChangeTx,
 		access.DecidedWith(access.PermProcessesManage))
+	listens.Store(ws.processes)
 	if ws.registry != nil {
 		ws.registry.SetNeededBy(ws.processes.Needed)
 	}

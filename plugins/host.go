@@ -45,6 +45,13 @@ type HostOptions struct {
 	// Wire it to registry.Registry.Uses. Defaults to accepting none: a
 	// plugin emits only into the tenants of the calls it is serving.
 	Uses func(ctx context.Context, tenant, provider string) (bool, error)
+	// Listens reports whether tenant has an enabled process that an event
+	// named event starts (an event trigger). An event a plugin's app
+	// declares in Emits also lands in a tenant that listens for it, so a
+	// plugin that only emits (from a webhook or a poll, with no capability
+	// a tenant binds or calls) reaches the tenants whose processes start on
+	// its events. Wire it to process.Service.Listens. Defaults to none.
+	Listens func(ctx context.Context, tenant, event string) (bool, error)
 	// Checksums maps a plugin's path (as given, or absolute) or its file
 	// name to the sha256 of its binary, in hex. A plugin with a checksum is
 	// checked at every start and fails to load when it does not match;

@@ -304,8 +304,13 @@ func TestEventsOnlyIntoTenantsThatUseThePlugin(t *testing.T) {
 	}
 	withUses := newHost(t, plugins.HostOptions{Uses: uses})
 	alone := newHost(t, plugins.HostOptions{}) // no Uses: only the calls' tenants
+	// listens: t5's processes start on the event the plugin's app declares.
+	listening := newHost(t, plugins.HostOptions{Listens: func(_ context.Context, tenant, event string) (bool, error) {
+		return tenant == "t5" && event == "test.happened", nil
+	}})
 	pWith := withUses.load(t, plugintest.Link(t, bin, t.TempDir(), "test"))
 	pAlone := alone.load(t, plugintest.Link(t, bin, t.TempDir(), "test"))
+	pListening := listening.load(t, plugintest.Link(t, bin, t.TempDir(), "test"))
 	for _, test := range []struct {
 		name     string
 		h        *testHost
@@ -318,12 +323,11 @@ func TestEventsOnlyIntoTenantsThatUseThePlugin(t *testing.T) {
 		{"the check fails", withUses, "t-store-down", errs.Unavailable},
 		{"no Uses: the call's own tenant", alone, "t1", nil},
 		{"no Uses: any other tenant", alone, "t3", errs.Forbidden},
+		{"a tenant listening for the declared event", listening, "t5", nil},
+		{"a tenant not listening", listening, "t6", errs.Forbidden},
 	} {
 		t.Run(test.name, func(t *testing.T) {
-			p := pWith
-			if test.h == alone {
-				p = pAlone
-			}
+			p := map[*testHost]*plugins.Plugin{withUses: pWith, alone: pAlone, listening: pListening}[test.h]
 			_, err := call(t, p, "test.emit", map[string]any{"tenant": test.tenant, "name": "test.happened", "data": map[string]string{"case": test.name}})
 			if test.wantKind == nil {
 				if err != nil {

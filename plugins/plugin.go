@@ -209,9 +209,11 @@ func (p *Plugin) end(token, tenant string) {
 // event emitted with a call's context (token) lands in that call's tenant;
 // one emitted outside a call's context (or by an SDK that sends no token),
 // in the tenant of any call the plugin is serving. Any event may land in a
-// tenant that uses the plugin (HostOptions.Uses). Otherwise the error says
-// why not.
-func (p *Plugin) mayEmitTo(ctx context.Context, id, tenant, token string) error {
+// tenant that uses the plugin (HostOptions.Uses), and an event the plugin's
+// app declares in one that listens for it (HostOptions.Listens). Otherwise
+// the error says why not.
+func (p *Plugin) mayEmitTo(ctx context.Context, info capability.Info, ev capability.Event, token string) error {
+	id, tenant := info.ID, ev.Tenant
 	p.callsMu.Lock()
 	served := false
 	if token != "" {
@@ -233,8 +235,20 @@ func (p *Plugin) mayEmitTo(ctx context.Context, id, tenant, token string) error 
 			return nil
 		}
 	}
+	// An event the plugin's app declares (emit checked the name) lands in
+	// a tenant whose processes start on it.
+	if listens := p.h.opts.Listens; listens != nil && info.App != nil {
+		ok, err := listens(ctx, tenant, ev.Name)
+		if err != nil {
+			return errors.Mark(errors.Wrapf(err, "plugin %s: check whether tenant %s listens for %s", id, tenant, ev.Name), errs.Unavailable)
+		}
+		if ok {
+			return nil
+		}
+	}
 	return errs.Forbiddenf("tenant %s does not use plugin %s: a plugin emits only into the tenant of the call it is serving, "+
-		"or into one that bound one of its capabilities to it or runs processes that call it", tenant, id)
+		"into one that bound one of its capabilities to it or runs processes that call it, "+
+		"or into one whose processes start on an event its app declares", tenant, id)
 }
 
 // ready returns the live instance, waiting while the plugin restarts.
@@ -339,7 +353,7 @@ func (p *Plugin) emit(ctx context.Context, ev capability.Event, token string) er
 		p.log.Warn("plugin emitted an invalid event", "event", ev.Name, "error", err)
 		return err
 	}
-	if err := p.mayEmitTo(ctx, info.ID, ev.Tenant, token); err != nil {
+	if err := p.mayEmitTo(ctx, info, ev, token); err != nil {
 		p.log.Warn("plugin event refused: the tenant does not use the plugin", "event", ev.Name, "tenant", ev.Tenant, "error", err)
 		return err
 	}

@@ -666,6 +666,19 @@ func (s *Service) ByEvent(r store.Reader, tenant, event string) ([]*Definition, 
 	return out, err
 }
 
+// Listens reports whether an enabled, unarchived process of the tenant is
+// started by event (an event trigger), from the index of event triggers.
+func (s *Service) Listens(ctx context.Context, tenant, event string) (bool, error) {
+	found := false
+	err := s.st.View(ctx, func(r store.Reader) error {
+		return definitions.IDsBy(r, tenant, "event", []any{event}, func(string) error {
+			found = true
+			return store.ErrStop
+		})
+	})
+	return found, err
+}
+
 // Needed returns the capabilities the tenant's enabled, unarchived
 // processes call (see StepType.Needs), sorted and without repeats.
 func (s *Service) Needed(ctx context.Context, tenant string) ([]string, error) {

@@ -669,3 +669,40 @@ func (q accessQueue) ProposeChangeTx(tx store.Txn, tenant, kind, requester, summ
 	}
 	return c.ID, nil
 }
+
+// TestListens reports a tenant whose enabled processes start on an event,
+// from the event trigger index: not another tenant's, nor another event's,
+// nor once the process is disabled.
+func TestListens(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	in := manualIn("On weather")
+	in.Trigger = Trigger{Type: TriggerEvent, Event: "weather.changed"}
+	d := b.create(t, "t1", in)
+	listens := func(tenant, event string) bool {
+		t.Helper()
+		ok, err := b.svc.Listens(b.ctx, tenant, event)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	type answer struct {
+		Tenant, Event string
+		Listens       bool
+	}
+	var got []answer
+	for _, c := range []struct{ tenant, event string }{{"t1", "weather.changed"}, {"t2", "weather.changed"}, {"t1", "weather.asked"}} {
+		got = append(got, answer{c.tenant, c.event, listens(c.tenant, c.event)})
+	}
+	want := []answer{{"t1", "weather.changed", true}, {"t2", "weather.changed", false}, {"t1", "weather.asked", false}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Listens (-want +got):\n%s", diff)
+	}
+	if _, _, err := b.svc.Update(b.ctx, "t1", "usr_alice", d.ID, ProcessPatch{Enabled: ptr(false)}); err != nil {
+		t.Fatal(err)
+	}
+	if listens("t1", "weather.changed") {
+		t.Error("a disabled process still listens")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/bas-platform/bas"
 	"github.com/bas-platform/bas/capability"
 	"github.com/bas-platform/bas/plugins/plugintest"
+	"github.com/bas-platform/bas/process"
 	"github.com/cockroachdb/errors"
 )
 
@@ -34,8 +35,18 @@ func TestPluginEventsLandOnlyInTenantsThatUseIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	const other = "ten_other" // never bound anything, runs no process
+	// ten_listen binds nothing and calls nothing of the plugin, but a
+	// process of it starts on the event the plugin's app declares.
+	in, err := process.DecodeIn([]byte(`{"name": "On test.happened", "trigger": {"type": "event", "event": "test.happened"},
+	  "steps": [{"key": "t", "type": "human_task", "config": {"title": "Look"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ws.Processes().Create(ctx, "ten_listen", "usr_admin", in); err != nil {
+		t.Fatal(err)
+	}
 	events := map[string]chan string{}
-	for _, tenant := range []string{s.tenant, "ten_bound", other} {
+	for _, tenant := range []string{s.tenant, "ten_bound", other, "ten_listen"} {
 		ch := make(chan string, 10)
 		events[tenant] = ch
 		seq := s.ws.Subscribe(ctx, bas.SubscribeParams{Tenant: tenant, Names: []string{"test.happened"}})
@@ -63,6 +74,7 @@ func TestPluginEventsLandOnlyInTenantsThatUseIt(t *testing.T) {
 		{"the calling tenant", other, other},
 		{"a tenant that bound a capability to it", other, "ten_bound"},
 		{"a tenant whose processes call it", other, s.tenant},
+		{"a tenant whose processes start on its declared event", other, "ten_listen"},
 	} {
 		if err := emit(test.caller, test.into, test.name); err != nil {
 			t.Errorf("%s: emit into %s: %v", test.name, test.into, err)

@@ -33,8 +33,9 @@
 //     (capability.Event) and to log into the host's log. Embedding HostRef
 //     implements it. An event lands only in a tenant that uses the
 //     provider: the tenant of a call it is serving, or one that bound one of
-//     its capabilities to it or runs processes calling one it alone fills
-//     (see Host.Emit); other tenants refuse it with Forbidden.
+//     its capabilities to it or runs processes calling one it alone fills,
+//     or, for an event its app declares, one whose processes start on that
+//     event (see Host.Emit); other tenants refuse it with Forbidden.
 //   - Describer: Capabilities describes the capabilities it fills, with their
 //     JSON Schemas, for capabilities the workspace does not know yet. Every
 //     capability Info lists that the standard catalog does not have must be

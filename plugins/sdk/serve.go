@@ -30,7 +30,8 @@ type Host interface {
 	// use the tenant of the call that caused the event, and that call's
 	// ctx. The event lands only in a tenant that uses the provider (it
 	// bound one of the provider's capabilities to it, or its processes
-	// call one the provider alone fills), or in the tenant of the call
+	// call one the provider alone fills, or, for an event the app
+	// declares, its processes start on that event), or in the tenant of the call
 	// whose ctx it is emitted with (a ctx of its own: of any call the
 	// provider is serving); any other tenant is refused (sdk.Forbidden).
 	Emit(ctx context.Context, ev capability.Event) error
