@@ -26,6 +26,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -248,13 +249,7 @@ func (p *parsed) report(w io.Writer, only string, top float64, wait time.Duratio
 			byType[x.typ] = append(byType[x.typ], x)
 		}
 	}
-	for _, typ := range slices.Sorted(func(yield func(string) bool) {
-		for k := range byType {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, typ := range slices.Sorted(maps.Keys(byType)) {
 		rs := byType[typ]
 		sort.Slice(rs, func(i, j int) bool { return rs[i].e-rs[i].b > rs[j].e-rs[j].b })
 		n := max(1, int(top*float64(len(rs))))
