@@ -33,9 +33,15 @@ type Violation struct {
 
 // String renders the violation as "body.lines.0.quantity: must be at least 1".
 func (v Violation) String() string {
+	return v.Where() + ": " + v.Msg
+}
+
+// Where renders the violation's location as its parts joined by dots:
+// "body.lines.0.quantity".
+func (v Violation) Where() string {
 	parts := make([]string, len(v.Loc))
 	for i, p := range v.Loc {
 		parts[i] = fmt.Sprint(p)
 	}
-	return strings.Join(parts, ".") + ": " + v.Msg
+	return strings.Join(parts, ".")
 }

@@ -35,3 +35,15 @@ func Example_provider() {
 	fmt.Println(p.Info().ID, string(out), err)
 	// Output: greeter {"greeting":"Hello, Ada"} <nil>
 }
+
+// ExampleViolation renders where a value is wrong, and why.
+func ExampleViolation() {
+	v := capability.Violation{Loc: []any{"body", "lines", 0, "quantity"}, Msg: "must be at least 1", Type: "value_error"}
+	fmt.Println(v.Where())
+	fmt.Println(v)
+	fmt.Println(capability.Violation{}.Where() == "")
+	// Output:
+	// body.lines.0.quantity
+	// body.lines.0.quantity: must be at least 1
+	// true
+}

@@ -33,11 +33,7 @@ func withStep(s obj) obj {
 func where(vs []errs.Violation) []string {
 	out := make([]string, 0, len(vs))
 	for _, v := range vs {
-		parts := make([]string, len(v.Loc))
-		for i, p := range v.Loc {
-			parts[i] = fmt.Sprint(p)
-		}
-		out = append(out, strings.Join(parts, ".")+":"+v.Type)
+		out = append(out, v.Where()+":"+v.Type)
 	}
 	return out
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"regexp"
@@ -1070,11 +1069,7 @@ func TestViolationsAtFieldNames(t *testing.T) {
 			wantKind(t, err, errs.Invalid)
 			var got []string
 			for _, v := range errs.Violations(err) {
-				loc := make([]string, len(v.Loc))
-				for i, p := range v.Loc {
-					loc[i] = fmt.Sprint(p)
-				}
-				got = append(got, strings.Join(loc, ".")+" "+v.Type)
+				got = append(got, v.Where()+" "+v.Type)
 			}
 			if diff := cmp.Diff(test.want, got); diff != "" {
 				t.Errorf("violations (-want +got):\n%s", diff)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -589,11 +588,7 @@ func TestViolationsAtFieldNames(t *testing.T) {
 			err := test.call()
 			var got []string
 			for _, v := range errs.Violations(err) {
-				loc := make([]string, len(v.Loc))
-				for i, p := range v.Loc {
-					loc[i] = fmt.Sprint(p)
-				}
-				got = append(got, strings.Join(loc, ".")+" "+v.Type)
+				got = append(got, v.Where()+" "+v.Type)
 			}
 			if diff := cmp.Diff(test.want, got); diff != "" {
 				t.Errorf("violations of %v (-want +got):\n%s", err, diff)

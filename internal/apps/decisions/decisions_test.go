@@ -45,11 +45,7 @@ func setup(t testing.TB, caller decisions.Caller) *bundle {
 func violations(err error) []string {
 	var out []string
 	for _, v := range errs.Violations(err) {
-		parts := make([]string, len(v.Loc))
-		for i, p := range v.Loc {
-			parts[i] = fmt.Sprint(p)
-		}
-		out = append(out, strings.Join(parts, ".")+":"+v.Type)
+		out = append(out, v.Where()+":"+v.Type)
 	}
 	return out
 }

@@ -3,7 +3,6 @@ package docs
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/bas-platform/bas/internal/errs"
@@ -90,11 +89,7 @@ func TestWhatIfWorkflow(t *testing.T) {
 		_, err := b.svc.WhatIf(b.ctx, b.tenant, typ.ID, c.in)
 		var got []string
 		for _, v := range errs.Violations(err) {
-			parts := make([]string, len(v.Loc))
-			for i, p := range v.Loc {
-				parts[i] = fmt.Sprint(p)
-			}
-			got = append(got, strings.Join(parts, ".")+":"+v.Type)
+			got = append(got, v.Where()+":"+v.Type)
 		}
 		if diff := cmp.Diff(c.want, got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", c.name, diff)

@@ -412,11 +412,7 @@ func TestValidate(t *testing.T) {
 			t.Parallel()
 			var got []string
 			for _, v := range test.in.Validate() {
-				loc := make([]string, len(v.Loc))
-				for i, p := range v.Loc {
-					loc[i] = fmt.Sprint(p)
-				}
-				got = append(got, strings.Join(loc, ".")+" "+v.Type)
+				got = append(got, v.Where()+" "+v.Type)
 			}
 			if diff := cmp.Diff(test.want, got); diff != "" {
 				t.Errorf("violations (-want +got):\n%s", diff)
