@@ -201,9 +201,12 @@ func (p *parsed) path(x region) []segment {
 		made := cur.to == trace.GoRunnable && (cur.from == trace.GoWaiting || cur.from == trace.GoNotExist)
 		if made && cur.by != trace.NoGoroutine && cur.by != g {
 			// Woken or created by another goroutine: the path goes on
-			// in it, at the moment it did so.
+			// in it, in the state it was in just before it did so (a
+			// transition of its at that very moment is not yet its
+			// state, and taking it could walk two goroutines that made
+			// each other ready at one timestamp round for ever).
 			g = cur.by
-			i = p.last(g, t)
+			i = p.last(g, t-1)
 			continue
 		}
 		if made {
