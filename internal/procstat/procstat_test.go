@@ -1,6 +1,7 @@
 package procstat_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -94,4 +95,24 @@ func TestMiB(t *testing.T) {
 	if got := procstat.MiB(1536); got != 1.5 {
 		t.Errorf("MiB(1536) = %v, want 1.5", got)
 	}
+}
+
+// FuzzParse: any text is parsed without a panic, and what parses again
+// from the fields it gave, written back as a status file, is the same.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("VmHWM:\t  131072 kB\nVmRSS:\t  102400 kB\nRssAnon:\t   61440 kB\nThreads:\t12\n"))
+	f.Add([]byte("Threads:\t3\nVmRSS:\t9 kB"))
+	f.Add([]byte("VmRSS:\tmany kB\n"))
+	f.Add([]byte(""))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		s, err := procstat.Parse(raw)
+		if err != nil {
+			return
+		}
+		again, err := procstat.Parse(fmt.Appendf(nil, "VmRSS:\t%d kB\nVmHWM:\t%d kB\nRssAnon:\t%d kB\nThreads:\t%d\n",
+			s.RSS, s.Peak, s.Anon, s.Threads))
+		if err != nil || again != s {
+			t.Errorf("Parse of %+v written back = %+v, %v", s, again, err)
+		}
+	})
 }

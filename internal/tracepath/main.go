@@ -23,6 +23,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
@@ -191,8 +192,7 @@ type segment struct {
 func (p *parsed) path(x region) []segment {
 	var segs []segment
 	g, t := x.g, x.e
-	ts := p.gs[g]
-	i := sort.Search(len(ts), func(i int) bool { return ts[i].t > t }) - 1
+	i := p.last(g, t)
 	for t > x.b && i >= 0 {
 		cur := p.gs[g][i]
 		b := max(cur.t, x.b)
@@ -201,10 +201,12 @@ func (p *parsed) path(x region) []segment {
 		made := cur.to == trace.GoRunnable && (cur.from == trace.GoWaiting || cur.from == trace.GoNotExist)
 		if made && cur.by != trace.NoGoroutine && cur.by != g {
 			// Woken or created by another goroutine: the path goes on
-			// in it, at the moment it did so.
+			// in it, in the state it was in just before it did so (a
+			// transition of its at that very moment is not yet its
+			// state, and taking it could walk two goroutines that made
+			// each other ready at one timestamp round for ever).
 			g = cur.by
-			ts := p.gs[g]
-			i = sort.Search(len(ts), func(i int) bool { return ts[i].t > t }) - 1
+			i = p.last(g, t-1)
 			continue
 		}
 		if made {
@@ -213,6 +215,12 @@ func (p *parsed) path(x region) []segment {
 		i--
 	}
 	return segs
+}
+
+// last is the index of g's last transition at or before t, -1 when none.
+func (p *parsed) last(g trace.GoID, t trace.Time) int {
+	ts := p.gs[g]
+	return sort.Search(len(ts), func(i int) bool { return ts[i].t > t }) - 1
 }
 
 // held sums what the processors did between b and e: each goroutine name's
@@ -264,12 +272,12 @@ func (p *parsed) report(w io.Writer, only string, top float64, wait time.Duratio
 				}
 			}
 			for _, s := range p.path(x) {
-				d := s.e.Sub(s.b)
-				slow[s.key(p)] += d
+				d, k := s.e.Sub(s.b), s.key(p)
+				slow[k] += d
 				if d < 20*time.Microsecond {
 					continue
 				}
-				fmt.Fprintf(w, "   %10v %s\n", d, s.key(p))
+				fmt.Fprintf(w, "   %10v %s\n", d, k)
 				if s.state == trace.GoRunnable && d >= wait {
 					printSums(w, "        ", p.held(s.b, s.e), 1, 6)
 				}
@@ -301,15 +309,8 @@ func (s segment) key(p *parsed) string {
 
 // printSums prints the largest sums, each divided by n.
 func printSums(w io.Writer, indent string, sums map[string]time.Duration, n, most int) {
-	keys := make([]string, 0, len(sums))
-	for k := range sums {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return sums[keys[i]] > sums[keys[j]] })
-	for i, k := range keys {
-		if i == most {
-			break
-		}
+	keys := slices.SortedFunc(maps.Keys(sums), func(a, b string) int { return cmp.Compare(sums[b], sums[a]) })
+	for _, k := range keys[:min(most, len(keys))] {
 		fmt.Fprintf(w, "%s%10v %s\n", indent, sums[k]/time.Duration(n), k)
 	}
 }

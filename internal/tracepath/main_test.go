@@ -103,3 +103,19 @@ func TestPathFollowsTheWaker(t *testing.T) {
 		}
 	}
 }
+
+// TestPathEndsAtATie: two goroutines that made each other ready at one
+// timestamp (a coarse clock) end the path there rather than looping: the
+// waker's state is the one it was in before that moment.
+func TestPathEndsAtATie(t *testing.T) {
+	t.Parallel()
+	p := &parsed{gs: map[gotrace.GoID][]transition{
+		1: {{t: 5, from: gotrace.GoWaiting, to: gotrace.GoRunnable, by: 2}, {t: 6, from: gotrace.GoRunnable, to: gotrace.GoRunning}},
+		2: {{t: 5, from: gotrace.GoWaiting, to: gotrace.GoRunnable, by: 1}},
+	}}
+	segs := p.path(region{typ: "tie", g: 1, b: 0, e: 10})
+	want := []segment{{g: 1, state: gotrace.GoRunning, b: 6, e: 10}, {g: 1, state: gotrace.GoRunnable, b: 5, e: 6}}
+	if len(segs) != len(want) || segs[0] != want[0] || segs[1] != want[1] {
+		t.Errorf("path = %v, want %v", segs, want)
+	}
+}
