@@ -264,10 +264,8 @@ func (e *Engine) saveJob(tenant string, rec *jobRecord, drop [][]byte, also func
 		if err != nil {
 			return err
 		}
-		for _, k := range drop {
-			if err := tx.Delete(k); err != nil {
-				return err
-			}
+		if err := deleteAll(tx, drop); err != nil {
+			return err
 		}
 		cancelled = cur.Status == JobCancelled
 		if cancelled {
