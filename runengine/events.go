@@ -488,10 +488,8 @@ func (d *dispatcher) dispatchAll(evs []*Event) error {
 				return err
 			}
 		}
-		for _, k := range keys {
-			if err := tx.Delete(k); err != nil {
-				return err
-			}
+		if err := deleteAll(tx, keys); err != nil {
+			return err
 		}
 		for _, op := range ops {
 			if err := op(tx); err != nil {

@@ -264,10 +264,8 @@ func (e *Engine) saveJob(tenant string, rec *jobRecord, drop [][]byte, also func
 		if err != nil {
 			return err
 		}
-		for _, k := range drop {
-			if err := tx.Delete(k); err != nil {
-				return err
-			}
+		if err := deleteAll(tx, drop); err != nil {
+			return err
 		}
 		cancelled = cur.Status == JobCancelled
 		if cancelled {
@@ -425,13 +423,6 @@ func (e *Engine) runJob(tenant, id string) error {
 			return nil // the page is done again on the next Open
 		}
 		var drop [][]byte
-		changed := func(runID, newRun string) {
-			rec.Changed++
-			if newRun != "" && len(rec.Results) < MaxJobErrors {
-				rec.Results = append(rec.Results, JobResult{RunID: runID, NewRunID: newRun})
-			}
-			drop = append(drop, jobRunKey(tenant, id, runID))
-		}
 		for i, o := range outs {
 			switch {
 			case o.err != nil:
@@ -440,16 +431,13 @@ func (e *Engine) runJob(tenant, id string) error {
 					rec.Errors = append(rec.Errors, JobError{RunID: page[i].ID, Error: o.err.Error()})
 				}
 			case o.changed:
-				changed(page[i].ID, o.newRun)
+				drop = rec.countChanged(tenant, page[i].ID, o.newRun, drop)
 			}
 		}
+		rec.Done += looked
 		// The runs the page's first pass changed that it no longer lists
 		// (they left the filter's index): looked at and changed then.
-		for _, runID := range slices.Sorted(maps.Keys(marked)) {
-			looked++
-			changed(runID, marked[runID])
-		}
-		rec.Done += looked
+		drop = rec.countMarked(tenant, marked, drop)
 		rec.Cursor = next
 		rec.UpdatedAt = e.now()
 		if next == "" {
@@ -470,18 +458,31 @@ func (e *Engine) runJob(tenant, id string) error {
 // (marked) and removes their marks, and the job is no longer marked
 // running.
 func (e *Engine) endCancelled(tenant string, rec *jobRecord, marked map[string]string) error {
-	var drop [][]byte
-	for _, runID := range slices.Sorted(maps.Keys(marked)) {
-		rec.Done++
-		rec.Changed++
-		if newRun := marked[runID]; newRun != "" && len(rec.Results) < MaxJobErrors {
-			rec.Results = append(rec.Results, JobResult{RunID: runID, NewRunID: newRun})
-		}
-		drop = append(drop, jobRunKey(tenant, rec.ID, runID))
-	}
+	drop := rec.countMarked(tenant, marked, nil)
 	rec.UpdatedAt = e.now()
 	_, err := e.saveJob(tenant, rec, drop, nil)
 	return err
+}
+
+// countChanged counts the run as changed by the job (newRun is its rerun,
+// for a retry) and returns drop with the run's mark (see jobRunKey), to
+// remove in the commit that counts it.
+func (rec *jobRecord) countChanged(tenant, runID, newRun string, drop [][]byte) [][]byte {
+	rec.Changed++
+	if newRun != "" && len(rec.Results) < MaxJobErrors {
+		rec.Results = append(rec.Results, JobResult{RunID: runID, NewRunID: newRun})
+	}
+	return append(drop, jobRunKey(tenant, rec.ID, runID))
+}
+
+// countMarked counts the marked runs, in the order of their ids, as looked
+// at and changed (see countChanged).
+func (rec *jobRecord) countMarked(tenant string, marked map[string]string, drop [][]byte) [][]byte {
+	for _, runID := range slices.Sorted(maps.Keys(marked)) {
+		rec.Done++
+		drop = rec.countChanged(tenant, runID, marked[runID], drop)
+	}
+	return drop
 }
 
 // jobCandidates lists a page of the runs of f's most selective index,

@@ -10,9 +10,12 @@ const (
 	// result beyond it fails the step (not retried), a task completed
 	// with more is a 422.
 	MaxStepOutputBytes = 256 << 10
+	// MaxSubjectLen bounds a Subject's Type and Label, in characters, as the
+	// HTTP API's manual start does.
+	MaxSubjectLen = 200
 	// MaxSubjectLabel bounds, in characters, the subject label a run takes
-	// from its event's data (the bound of a label given by hand).
-	MaxSubjectLabel = 200
+	// from its event's data: the bound of a label given by hand.
+	MaxSubjectLabel = MaxSubjectLen
 	// MaxTaskTitle bounds, in characters, a task's title once the run's
 	// data is filled into its references (the bound of the title a
 	// human_task step's config gives); a longer one is cut.

@@ -379,14 +379,17 @@ func (e *Engine) openRateWaits(ctx context.Context) error {
 
 // deleteKeys deletes keys from the store in one commit.
 func (e *Engine) deleteKeys(ctx context.Context, keys [][]byte) error {
-	return e.st.Update(ctx, func(tx store.Txn) error {
-		for _, k := range keys {
-			if err := tx.Delete(k); err != nil {
-				return err
-			}
+	return e.st.Update(ctx, func(tx store.Txn) error { return deleteAll(tx, keys) })
+}
+
+// deleteAll deletes keys in tx.
+func deleteAll(tx store.Txn, keys [][]byte) error {
+	for _, k := range keys {
+		if err := tx.Delete(k); err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // bucketsKey holds the buckets Close kept for the next Open.

@@ -41,10 +41,6 @@ func (p StartParams) check() []errs.Violation {
 	return vs
 }
 
-// MaxSubjectLen bounds a Subject's Type and Label, in characters, as the
-// HTTP API's manual start does.
-const MaxSubjectLen = 200
-
 // check reports what is wrong with a start's subject, at ["subject",
 // "type"] and ["subject", "label"]: a subject is given whole (both parts)
 // or not at all, and each part takes at most MaxSubjectLen characters.
