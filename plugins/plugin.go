@@ -226,21 +226,23 @@ func (p *Plugin) mayEmitTo(ctx context.Context, info capability.Info, ev capabil
 	if served && tenant != "" {
 		return nil
 	}
-	if uses := p.h.opts.Uses; uses != nil {
-		ok, err := uses(ctx, tenant, id)
+	// An event the plugin's app declares (emit checked the name) lands in
+	// a tenant whose processes start on it: asked first, as it is one
+	// look-up of the event index, where Uses may read every process of
+	// the tenant.
+	if listens := p.h.opts.Listens; listens != nil && info.App != nil {
+		ok, err := listens(ctx, tenant, ev.Name)
 		if err != nil {
-			return errors.Mark(errors.Wrapf(err, "plugin %s: check that tenant %s uses it", id, tenant), errs.Unavailable)
+			return errors.Mark(errors.Wrapf(err, "plugin %s: check whether tenant %s listens for %s", id, tenant, ev.Name), errs.Unavailable)
 		}
 		if ok {
 			return nil
 		}
 	}
-	// An event the plugin's app declares (emit checked the name) lands in
-	// a tenant whose processes start on it.
-	if listens := p.h.opts.Listens; listens != nil && info.App != nil {
-		ok, err := listens(ctx, tenant, ev.Name)
+	if uses := p.h.opts.Uses; uses != nil {
+		ok, err := uses(ctx, tenant, id)
 		if err != nil {
-			return errors.Mark(errors.Wrapf(err, "plugin %s: check whether tenant %s listens for %s", id, tenant, ev.Name), errs.Unavailable)
+			return errors.Mark(errors.Wrapf(err, "plugin %s: check that tenant %s uses it", id, tenant), errs.Unavailable)
 		}
 		if ok {
 			return nil
