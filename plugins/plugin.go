@@ -223,7 +223,7 @@ func (p *Plugin) mayEmitTo(ctx context.Context, info capability.Info, ev capabil
 		}
 	}
 	p.callsMu.Unlock()
-	if served && tenant != "" {
+	if served { // tenant is set: emit checked it
 		return nil
 	}
 	// An event the plugin's app declares (emit checked the name) lands in
