@@ -136,6 +136,13 @@ func TestOptionsValidate(t *testing.T) {
 		{"rate limit of a deeper prefix", bas.Options{RateLimits: []bas.RateLimit{{Capability: "erp.purchase_order.", Limit: 1, Per: time.Second}}}, ""},
 		{"rate limit key outside args", bas.Options{RateLimits: []bas.RateLimit{{Capability: "crm.", Key: "customer_id", Limit: 1, Per: time.Second}}},
 			`bas: Options.RateLimits[0].Key is "customer_id"; give a path of the call's arguments (args.customer_id)`},
+		// The bounds: a Limit of the cap passes, one over it does not; a
+		// Key of args. alone names no argument.
+		{"rate limit at the cap", bas.Options{RateLimits: []bas.RateLimit{{Capability: "crm.", Limit: 1_000_000, Per: time.Second}}}, ""},
+		{"rate limit over the cap", bas.Options{RateLimits: []bas.RateLimit{{Capability: "crm.", Limit: 1_000_001, Per: time.Second}}},
+			"bas: Options.RateLimits[0].Limit is 1000001; use 1 to 1000000 calls per Per"},
+		{"rate limit key of args alone", bas.Options{RateLimits: []bas.RateLimit{{Capability: "crm.", Key: "args.", Limit: 1, Per: time.Second}}},
+			`bas: Options.RateLimits[0].Key is "args."; give a path of the call's arguments`},
 	} {
 		t.Run(test.name, func(t *testing.T) {
 			t.Parallel()

@@ -60,7 +60,6 @@ type Plugin struct {
 	// The calls in flight, for the events the plugin may emit (mayEmitTo);
 	// a lock of their own, apart from the status's.
 	callsMu sync.Mutex
-	serving map[string]int    // tenant -> calls of it in flight
 	calls   map[string]string // token -> tenant of each call in flight
 	tokens  uint64            // tokens handed out
 
@@ -150,7 +149,7 @@ func (p *Plugin) Call(ctx context.Context, call capability.Call) (json.RawMessag
 	cctx, cancel := context.WithTimeout(ctx, p.h.opts.CallTimeout)
 	defer cancel()
 	token := p.begin(call.Tenant)
-	defer p.end(token, call.Tenant)
+	defer p.end(token)
 
 	inst, err := p.ready(cctx)
 	if err != nil {
@@ -186,23 +185,19 @@ func (p *Plugin) begin(tenant string) string {
 	p.callsMu.Lock()
 	defer p.callsMu.Unlock()
 	if p.calls == nil {
-		p.calls, p.serving = map[string]string{}, map[string]int{}
+		p.calls = map[string]string{}
 	}
 	p.tokens++
 	token := strconv.FormatUint(p.tokens, 36)
 	p.calls[token] = tenant
-	p.serving[tenant]++
 	return token
 }
 
 // end records that the call begin returned token for has ended.
-func (p *Plugin) end(token, tenant string) {
+func (p *Plugin) end(token string) {
 	p.callsMu.Lock()
 	defer p.callsMu.Unlock()
 	delete(p.calls, token)
-	if p.serving[tenant]--; p.serving[tenant] <= 0 {
-		delete(p.serving, tenant)
-	}
 }
 
 // mayEmitTo reports whether an event of the plugin may land in tenant. An
@@ -220,27 +215,34 @@ func (p *Plugin) mayEmitTo(ctx context.Context, info capability.Info, ev capabil
 		callTenant, ok := p.calls[token]
 		served = ok && callTenant == tenant
 	} else {
-		served = p.serving[tenant] > 0
+		for _, callTenant := range p.calls {
+			if callTenant == tenant {
+				served = true
+				break
+			}
+		}
 	}
 	p.callsMu.Unlock()
-	if served && tenant != "" {
+	if served { // tenant is set: emit checked it
 		return nil
 	}
-	if uses := p.h.opts.Uses; uses != nil {
-		ok, err := uses(ctx, tenant, id)
+	// An event the plugin's app declares (emit checked the name) lands in
+	// a tenant whose processes start on it: asked first, as it is one
+	// look-up of the event index, where Uses may read every process of
+	// the tenant.
+	if listens := p.h.opts.Listens; listens != nil && info.App != nil {
+		ok, err := listens(ctx, tenant, ev.Name)
 		if err != nil {
-			return errors.Mark(errors.Wrapf(err, "plugin %s: check that tenant %s uses it", id, tenant), errs.Unavailable)
+			return errors.Mark(errors.Wrapf(err, "plugin %s: check whether tenant %s listens for %s", id, tenant, ev.Name), errs.Unavailable)
 		}
 		if ok {
 			return nil
 		}
 	}
-	// An event the plugin's app declares (emit checked the name) lands in
-	// a tenant whose processes start on it.
-	if listens := p.h.opts.Listens; listens != nil && info.App != nil {
-		ok, err := listens(ctx, tenant, ev.Name)
+	if uses := p.h.opts.Uses; uses != nil {
+		ok, err := uses(ctx, tenant, id)
 		if err != nil {
-			return errors.Mark(errors.Wrapf(err, "plugin %s: check whether tenant %s listens for %s", id, tenant, ev.Name), errs.Unavailable)
+			return errors.Mark(errors.Wrapf(err, "plugin %s: check that tenant %s uses it", id, tenant), errs.Unavailable)
 		}
 		if ok {
 			return nil

@@ -335,7 +335,19 @@ func locKey(loc []any) string {
 // validateIn validates an input built in Go: the schema of its JSON form and
 // Check, with the step types of r.
 func validateIn(in ProcessIn, r *StepRegistry) error {
-	raw, err := json.Marshal(in)
+	return validateBuilt(in, inputSchemas().in, func() []errs.Violation { return in.check(r) })
+}
+
+// validatePatch validates a patch built in Go: the schema of its JSON form
+// and Check, with the step types of r.
+func validatePatch(p ProcessPatch, r *StepRegistry) error {
+	return validateBuilt(p, inputSchemas().patch, func() []errs.Violation { return p.check(r) })
+}
+
+// validateBuilt validates v, a record built in Go, against sch in its JSON
+// form and with check.
+func validateBuilt(v any, sch *schema.Validator, check func() []errs.Violation) error {
+	raw, err := json.Marshal(v)
 	if err != nil {
 		return errs.Validation(errs.Violation{Loc: []any{}, Msg: err.Error(), Type: "value_error"})
 	}
@@ -343,5 +355,5 @@ func validateIn(in ProcessIn, r *StepRegistry) error {
 	if err := decodeJSON(raw, &doc); err != nil {
 		return errs.Validation(errs.Violation{Loc: []any{}, Msg: err.Error(), Type: "value_error"})
 	}
-	return errs.Validation(merge(inputSchemas().in.Validate(doc), in.check(r))...)
+	return errs.Validation(merge(sch.Validate(doc), check())...)
 }

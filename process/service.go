@@ -586,20 +586,6 @@ func sameJSON(a, b any) bool {
 	return err1 == nil && err2 == nil && bytes.Equal(x, y)
 }
 
-// validatePatch validates a patch built in Go: the schema of its JSON form
-// and Check, with the step types of r.
-func validatePatch(p ProcessPatch, r *StepRegistry) error {
-	raw, err := json.Marshal(p)
-	if err != nil {
-		return errs.Validation(errs.Violation{Loc: []any{}, Msg: err.Error(), Type: "value_error"})
-	}
-	var doc any
-	if err := decodeJSON(raw, &doc); err != nil {
-		return errs.Validation(errs.Violation{Loc: []any{}, Msg: err.Error(), Type: "value_error"})
-	}
-	return errs.Validation(merge(inputSchemas().patch.Validate(doc), p.check(r))...)
-}
-
 // Archive archives the tenant's process id for actor: triggers start no new
 // runs, runs in flight finish on their version, and the definition and its
 // versions stay readable. Archiving an archived (or missing) process is
